@@ -1,0 +1,367 @@
+// The CPU reference backend: float32, multi-threaded, written for clarity first and speed second.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend.h"
+#include "error.h"
+#include "thread-pool.h"
+
+namespace folio {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        s += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+namespace {
+
+struct HostBuffer final : Buffer {
+    explicit HostBuffer(size_t n) : values(n) {}
+    void* data() override { return values.data(); }
+    size_t n_bytes() const override { return values.size() * sizeof(float); }
+    std::vector<float> values;
+};
+
+using f32x8 = float __attribute__((vector_size(32)));
+
+float hsum(f32x8 v) {
+    float s = 0.0f;
+    for (int i = 0; i < 8; ++i) {
+        s += v[i];
+    }
+    return s;
+}
+
+f32x8 load8(const float* p) {
+    f32x8 v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+// Dot products of 4 rows of x with 4 rows of w: the micro-kernel of linear().
+void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float out[4][4]) {
+    f32x8 acc[4][4] = {};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const f32x8 w0 = load8(wr[0] + k), w1 = load8(wr[1] + k), w2 = load8(wr[2] + k), w3 = load8(wr[3] + k);
+        for (int i = 0; i < 4; ++i) {
+            const f32x8 xv = load8(xr[i] + k);
+            acc[i][0] += xv * w0;
+            acc[i][1] += xv * w1;
+            acc[i][2] += xv * w2;
+            acc[i][3] += xv * w3;
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            float s = hsum(acc[i][j]);
+            for (int64_t kk = k; kk < n; ++kk) {
+                s += xr[i][kk] * wr[j][kk];
+            }
+            out[i][j] = s;
+        }
+    }
+}
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.shape != b.shape) {
+        fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
+    }
+}
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+
+    std::string name() const override { return "cpu (" + std::to_string(pool_.n_threads()) + " threads)"; }
+
+    Tensor alloc(std::vector<int64_t> shape) override {
+        Tensor t;
+        t.shape = std::move(shape);
+        for (const int64_t d : t.shape) {
+            if (d < 0) {
+                fail("alloc: negative dimension in ", shape_string(t.shape));
+            }
+        }
+        t.buffer = std::make_shared<HostBuffer>(static_cast<size_t>(t.n_elements()));
+        return t;
+    }
+
+    Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        if (static_cast<int64_t>(values.size()) != t.n_elements()) {
+            fail("upload: ", values.size(), " values for shape ", shape_string(t.shape));
+        }
+        std::copy(values.begin(), values.end(), t.f32());
+        return t;
+    }
+
+    std::vector<float> download(const Tensor& t) override {
+        return {t.f32(), t.f32() + t.n_elements()};
+    }
+
+    Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
+
+    Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
+        if (w.row_size() != in || (b && b->n_elements() != out)) {
+            fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
+                 b ? " and b " + shape_string(b->shape) : std::string());
+        }
+        Tensor y = alloc({n, out});
+        const float* xd = x.f32();
+        const float* wd = w.f32();
+        const float* bd = b ? b->f32() : nullptr;
+        float* yd = y.f32();
+        // Split over output columns when there are few rows (decode), over rows otherwise.
+        const int64_t n_row_blocks = (n + 3) / 4, n_col_blocks = (out + 3) / 4;
+        pool_.parallel_for(n_row_blocks * n_col_blocks, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t blk = begin; blk < end; ++blk) {
+                const int64_t rb = blk / n_col_blocks, cb = blk % n_col_blocks;
+                const float* xr[4];
+                const float* wr[4];
+                for (int i = 0; i < 4; ++i) {
+                    xr[i] = xd + std::min(rb * 4 + i, n - 1) * in;
+                    wr[i] = wd + std::min(cb * 4 + i, out - 1) * in;
+                }
+                float acc[4][4];
+                dot_4x4(xr, wr, in, acc);
+                for (int i = 0; i < 4 && rb * 4 + i < n; ++i) {
+                    for (int j = 0; j < 4 && cb * 4 + j < out; ++j) {
+                        const int64_t col = cb * 4 + j;
+                        yd[(rb * 4 + i) * out + col] = acc[i][j] + (bd ? bd[col] : 0.0f);
+                    }
+                }
+            }
+        });
+        return y;
+    }
+
+    Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
+        const int64_t d = x.row_size();
+        if (w.n_elements() != d || b.n_elements() != d) {
+            fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+        }
+        Tensor y = alloc(x.shape);
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* xr = x.f32() + r * d;
+            float* yr = y.f32() + r * d;
+            double mean = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                mean += xr[i];
+            }
+            mean /= static_cast<double>(d);
+            double var = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                var += (xr[i] - mean) * (xr[i] - mean);
+            }
+            var /= static_cast<double>(d);
+            const double inv = 1.0 / std::sqrt(var + eps);
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = static_cast<float>((xr[i] - mean) * inv) * w.f32()[i] + b.f32()[i];
+            }
+        });
+        return y;
+    }
+
+    Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
+        const int64_t d = x.row_size();
+        if (w.n_elements() != d) {
+            fail("rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+        }
+        Tensor y = alloc(x.shape);
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* xr = x.f32() + r * d;
+            float* yr = y.f32() + r * d;
+            double ss = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                ss += static_cast<double>(xr[i]) * xr[i];
+            }
+            const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + eps));
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = w.f32()[i] * (xr[i] * inv);
+            }
+        });
+        return y;
+    }
+
+    void add(Tensor& x, const Tensor& y) override {
+        check_same_shape(x, y, "add");
+        float* xd = x.f32();
+        const float* yd = y.f32();
+        pool_.parallel_for(x.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                xd[i] += yd[i];
+            }
+        });
+    }
+
+    void gelu_tanh(Tensor& x) override {
+        map(x, [](float v) {
+            constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+            return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+        });
+    }
+
+    void gelu_erf(Tensor& x) override {
+        map(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
+    }
+
+    Tensor silu_mul(const Tensor& gate, const Tensor& up) override {
+        check_same_shape(gate, up, "silu_mul");
+        Tensor y = alloc(gate.shape);
+        const float* g = gate.f32();
+        const float* u = up.f32();
+        float* yd = y.f32();
+        pool_.parallel_for(y.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                yd[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+            }
+        });
+        return y;
+    }
+
+    void rope(Tensor& x, const Tensor& cos, const Tensor& sin) override {
+        if (x.shape.size() != 3 || cos.shape != std::vector<int64_t>{x.shape[0], x.shape[2]} ||
+            sin.shape != cos.shape || x.shape[2] % 2 != 0) {
+            fail("rope: x ", shape_string(x.shape), " with cos ", shape_string(cos.shape), " and sin ",
+                 shape_string(sin.shape));
+        }
+        const int64_t n_head = x.shape[1], hd = x.shape[2], half = hd / 2;
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* c = cos.f32() + r * hd;
+            const float* s = sin.f32() + r * hd;
+            for (int64_t h = 0; h < n_head; ++h) {
+                float* v = x.f32() + (r * n_head + h) * hd;
+                for (int64_t i = 0; i < half; ++i) {
+                    const float a = v[i], b = v[i + half];
+                    v[i] = a * c[i] - b * s[i];
+                    v[i + half] = b * c[i + half] + a * s[i + half];
+                }
+            }
+        });
+    }
+
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const AttentionSegment> segments,
+                     float scale) override {
+        if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||
+            k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
+            fail("attention: q ", shape_string(q.shape), ", k ", shape_string(k.shape), ", v ",
+                 shape_string(v.shape));
+        }
+        const int64_t n_head = q.shape[1], n_kv_head = k.shape[1], hd = q.shape[2];
+        const int64_t group = n_head / n_kv_head;
+        for (const auto& seg : segments) {
+            if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q.shape[0] || seg.kv_begin < 0 ||
+                seg.n_kv < 0 || seg.kv_begin + seg.n_kv > k.shape[0]) {
+                fail("attention: segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +",
+                     seg.n_kv, ") outside q ", shape_string(q.shape), " / kv ", shape_string(k.shape));
+            }
+        }
+        Tensor out = alloc(q.shape);
+        // One task per (segment query row, head).
+        std::vector<int64_t> seg_start(segments.size() + 1, 0);
+        for (size_t i = 0; i < segments.size(); ++i) {
+            seg_start[i + 1] = seg_start[i] + segments[i].n_q * n_head;
+        }
+        pool_.parallel_for(seg_start.back(), 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> scores;
+            for (int64_t task = begin; task < end; ++task) {
+                const size_t si =
+                    std::upper_bound(seg_start.begin(), seg_start.end(), task) - seg_start.begin() - 1;
+                const auto& seg = segments[si];
+                const int64_t local = task - seg_start[si];
+                const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
+                const int64_t n_visible = seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
+                const float* qv = q.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
+                float* ov = out.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
+                scores.resize(static_cast<size_t>(n_visible));
+                float max_score = -std::numeric_limits<float>::infinity();
+                for (int64_t j = 0; j < n_visible; ++j) {
+                    const float* kv = k.f32() + ((seg.kv_begin + j) * n_kv_head + kvh) * hd;
+                    float s = 0.0f;
+                    for (int64_t d = 0; d < hd; ++d) {
+                        s += qv[d] * kv[d];
+                    }
+                    scores[j] = s * scale;
+                    max_score = std::max(max_score, scores[j]);
+                }
+                double sum = 0.0;
+                for (int64_t j = 0; j < n_visible; ++j) {
+                    scores[j] = std::exp(scores[j] - max_score);
+                    sum += scores[j];
+                }
+                std::fill(ov, ov + hd, 0.0f);
+                for (int64_t j = 0; j < n_visible; ++j) {
+                    const float p = static_cast<float>(scores[j] / sum);
+                    const float* vv = v.f32() + ((seg.kv_begin + j) * n_kv_head + kvh) * hd;
+                    for (int64_t d = 0; d < hd; ++d) {
+                        ov[d] += p * vv[d];
+                    }
+                }
+            }
+        });
+        return out;
+    }
+
+    Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
+        const int64_t d = src.row_size();
+        std::vector<int64_t> shape = src.shape;
+        shape[0] = static_cast<int64_t>(rows.size());
+        Tensor out = alloc(shape);
+        for (size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i] < 0 || rows[i] >= src.rows()) {
+                fail("gather_rows: row ", rows[i], " outside ", shape_string(src.shape));
+            }
+            std::memcpy(out.f32() + static_cast<int64_t>(i) * d, src.f32() + rows[i] * d, d * sizeof(float));
+        }
+        return out;
+    }
+
+    void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
+        const int64_t d = dst.row_size();
+        if (src.row_size() != d || src.rows() != static_cast<int64_t>(rows.size())) {
+            fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
+                 rows.size(), " rows");
+        }
+        for (size_t i = 0; i < rows.size(); ++i) {
+            if (rows[i] < 0 || rows[i] >= dst.rows()) {
+                fail("scatter_rows: row ", rows[i], " outside ", shape_string(dst.shape));
+            }
+            std::memcpy(dst.f32() + rows[i] * d, src.f32() + static_cast<int64_t>(i) * d, d * sizeof(float));
+        }
+    }
+
+private:
+    template <typename F>
+    void rows_parallel(int64_t n_rows, F&& fn) {
+        pool_.parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                fn(r);
+            }
+        });
+    }
+
+    template <typename F>
+    void map(Tensor& x, F&& fn) {
+        float* xd = x.f32();
+        pool_.parallel_for(x.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                xd[i] = fn(xd[i]);
+            }
+        });
+    }
+
+    ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+
+}  // namespace folio

@@ -1,0 +1,63 @@
+// The operations the models run. A backend (CPU reference, CUDA) implements them over its own memory, so
+// that model code is written once. All tensors are row-major; shapes are given in the comments.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensor.h"
+
+namespace folio {
+
+// One block of attention: queries [q_begin, q_begin + n_q) attend to keys [kv_begin, kv_begin + n_kv).
+// With causal set, query i (0-based in the block) sees keys up to kv position q_pos_offset + i.
+struct AttentionSegment {
+    int64_t q_begin = 0;
+    int64_t n_q = 0;
+    int64_t kv_begin = 0;
+    int64_t n_kv = 0;
+    bool causal = false;
+    int64_t q_pos_offset = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+
+    virtual Tensor alloc(std::vector<int64_t> shape) = 0;
+    virtual Tensor upload(std::span<const float> values, std::vector<int64_t> shape) = 0;
+    virtual std::vector<float> download(const Tensor& t) = 0;
+    virtual Tensor copy(const Tensor& t) = 0;
+
+    // y = x · wᵀ + b.  x [n, in], w [out, in], b [out] or empty  ->  [n, out]
+    virtual Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
+    // Row-wise LayerNorm with weight and bias [d].  x [n, d]
+    virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
+    // Row-wise RMSNorm with weight [d].  x [n, d]
+    virtual Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) = 0;
+    // x += y, same shape.
+    virtual void add(Tensor& x, const Tensor& y) = 0;
+    // In-place GELU, tanh approximation / exact erf form.
+    virtual void gelu_tanh(Tensor& x) = 0;
+    virtual void gelu_erf(Tensor& x) = 0;
+    // silu(gate) * up.  gate, up [n, d]  ->  [n, d]
+    virtual Tensor silu_mul(const Tensor& gate, const Tensor& up) = 0;
+    // Rotary embedding in rotate-half form, in place.  x [n, n_head, head_dim], cos/sin [n, head_dim]
+    virtual void rope(Tensor& x, const Tensor& cos, const Tensor& sin) = 0;
+    // Scaled dot-product attention with grouped K/V heads.
+    // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim]  ->  [n_q_total, n_head, head_dim]
+    virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                             std::span<const AttentionSegment> segments, float scale) = 0;
+    // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
+    virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
+    // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]
+    virtual void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
+
+}  // namespace folio

@@ -1,0 +1,40 @@
+// One request through the model: images through the vision encoder and projector, the prompt through
+// prefill, then token by token decoding with a KV cache until a stop token, max_tokens or cancellation.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "chat-prompt.h"
+#include "image-preprocess.h"
+#include "sampling.h"
+
+namespace folio {
+
+class PaddleOcrVl;
+
+struct GenerateParams {
+    SamplingParams sampling;
+    int max_tokens = 256;
+    std::vector<int32_t> stop_ids;  // the model's eos ids when empty
+};
+
+enum class FinishReason { Stop, Length, Cancelled };
+const char* finish_reason_name(FinishReason reason);
+
+struct GenerateResult {
+    std::vector<int32_t> tokens;  // generated tokens, the stop token included when one ended the request
+    FinishReason finish = FinishReason::Length;
+    int64_t n_prompt_tokens = 0;
+    int64_t n_image_patches = 0;
+    double vision_seconds = 0.0;
+    double prefill_seconds = 0.0;
+    double decode_seconds = 0.0;
+};
+
+// on_token is called with each new token; returning false cancels the request.
+GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, const PreprocessedImages& images,
+                        const GenerateParams& params, const std::function<bool(int32_t)>& on_token);
+
+}  // namespace folio

@@ -1,0 +1,242 @@
+#include "paddleocr-vl.h"
+
+#include <cmath>
+
+#include "error.h"
+#include "image-preprocess.h"
+#include "kv-cache.h"
+#include "rope.h"
+#include "weight-source.h"
+
+namespace folio {
+
+namespace {
+
+Tensor reshaped(const Tensor& t, std::vector<int64_t> shape) {
+    Tensor r = t;
+    r.shape = std::move(shape);
+    if (r.n_elements() != t.n_elements()) {
+        fail("reshape of ", shape_string(t.shape), " to ", shape_string(r.shape));
+    }
+    return r;
+}
+
+constexpr float kProjectorNormEps = 1e-5f;  // fixed in the reference projector, not read from the config
+
+}  // namespace
+
+Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape) {
+    std::vector<float> values = weights.load(name, shape);
+    n_params_ += static_cast<int64_t>(values.size());
+    return backend_.upload(values, std::move(shape));
+}
+
+Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present) {
+    return present ? load(weights, name, {n}) : Tensor{};
+}
+
+PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights)
+    : backend_(backend), config_(config) {
+    const VisionConfig& vc = config.vision;
+    const TextConfig& tc = config.text;
+    const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
+    const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
+    const int64_t side = vc.image_size / vc.patch_size;
+    const std::string vp = "model.visual.vision_model.";
+
+    patch_w = load(weights, vp + "embeddings.patch_embedding.weight", {vd, vc.num_channels, vc.patch_size, vc.patch_size});
+    patch_w.shape = {vd, patch_dim};
+    patch_b = load(weights, vp + "embeddings.patch_embedding.bias", {vd});
+    position_embedding = weights.load(vp + "embeddings.position_embedding.weight", {side * side, vd});
+    n_params_ += static_cast<int64_t>(position_embedding.size());
+    for (int l = 0; l < vc.num_hidden_layers; ++l) {
+        const std::string p = vp + "encoder.layers." + std::to_string(l) + ".";
+        VisionLayer& L = vision_layers.emplace_back();
+        L.ln1_w = load(weights, p + "layer_norm1.weight", {vd});
+        L.ln1_b = load(weights, p + "layer_norm1.bias", {vd});
+        L.q_w = load(weights, p + "self_attn.q_proj.weight", {vd, vd});
+        L.q_b = load(weights, p + "self_attn.q_proj.bias", {vd});
+        L.k_w = load(weights, p + "self_attn.k_proj.weight", {vd, vd});
+        L.k_b = load(weights, p + "self_attn.k_proj.bias", {vd});
+        L.v_w = load(weights, p + "self_attn.v_proj.weight", {vd, vd});
+        L.v_b = load(weights, p + "self_attn.v_proj.bias", {vd});
+        L.o_w = load(weights, p + "self_attn.out_proj.weight", {vd, vd});
+        L.o_b = load(weights, p + "self_attn.out_proj.bias", {vd});
+        L.ln2_w = load(weights, p + "layer_norm2.weight", {vd});
+        L.ln2_b = load(weights, p + "layer_norm2.bias", {vd});
+        L.fc1_w = load(weights, p + "mlp.fc1.weight", {vff, vd});
+        L.fc1_b = load(weights, p + "mlp.fc1.bias", {vff});
+        L.fc2_w = load(weights, p + "mlp.fc2.weight", {vd, vff});
+        L.fc2_b = load(weights, p + "mlp.fc2.bias", {vd});
+    }
+    post_ln_w = load(weights, vp + "post_layernorm.weight", {vd});
+    post_ln_b = load(weights, vp + "post_layernorm.bias", {vd});
+
+    const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
+    proj_ln_w = load(weights, "model.projector.pre_norm.weight", {vd});
+    proj_ln_b = load(weights, "model.projector.pre_norm.bias", {vd});
+    proj_fc1_w = load(weights, "model.projector.linear_1.weight", {merged, merged});
+    proj_fc1_b = load(weights, "model.projector.linear_1.bias", {merged});
+    proj_fc2_w = load(weights, "model.projector.linear_2.weight", {tc.hidden_size, merged});
+    proj_fc2_b = load(weights, "model.projector.linear_2.bias", {tc.hidden_size});
+
+    const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
+    const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
+    const std::string tp = "model.language_model.";
+    embed_tokens = load(weights, tp + "embed_tokens.weight", {tc.vocab_size, d});
+    for (int l = 0; l < tc.num_hidden_layers; ++l) {
+        const std::string p = tp + "layers." + std::to_string(l) + ".";
+        TextLayer& L = text_layers.emplace_back();
+        L.input_norm = load(weights, p + "input_layernorm.weight", {d});
+        L.q_w = load(weights, p + "self_attn.q_proj.weight", {q_dim, d});
+        L.k_w = load(weights, p + "self_attn.k_proj.weight", {kv_dim, d});
+        L.v_w = load(weights, p + "self_attn.v_proj.weight", {kv_dim, d});
+        L.o_w = load(weights, p + "self_attn.o_proj.weight", {d, q_dim});
+        L.q_b = load_optional_bias(weights, p + "self_attn.q_proj.bias", q_dim, tc.use_bias);
+        L.k_b = load_optional_bias(weights, p + "self_attn.k_proj.bias", kv_dim, tc.use_bias);
+        L.v_b = load_optional_bias(weights, p + "self_attn.v_proj.bias", kv_dim, tc.use_bias);
+        L.o_b = load_optional_bias(weights, p + "self_attn.o_proj.bias", d, tc.use_bias);
+        L.post_norm = load(weights, p + "post_attention_layernorm.weight", {d});
+        L.gate_w = load(weights, p + "mlp.gate_proj.weight", {ff, d});
+        L.up_w = load(weights, p + "mlp.up_proj.weight", {ff, d});
+        L.down_w = load(weights, p + "mlp.down_proj.weight", {d, ff});
+        L.gate_b = load_optional_bias(weights, p + "mlp.gate_proj.bias", ff, tc.use_bias);
+        L.up_b = load_optional_bias(weights, p + "mlp.up_proj.bias", ff, tc.use_bias);
+        L.down_b = load_optional_bias(weights, p + "mlp.down_proj.bias", d, tc.use_bias);
+    }
+    final_norm = load(weights, tp + "norm.weight", {d});
+    const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
+    lm_head = untied_head ? load(weights, "lm_head.weight", {tc.vocab_size, d}) : embed_tokens;
+}
+
+Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
+    const VisionConfig& vc = config_.vision;
+    const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
+    const int64_t patch_dim = patch_w.shape[1];
+    int64_t n = 0;
+    std::vector<AttentionSegment> segments;
+    for (const ImageGrid& g : grids) {
+        segments.push_back({n, g.n_patches(), n, g.n_patches(), false, 0});
+        n += g.n_patches();
+    }
+    if (static_cast<int64_t>(pixel_values.size()) != n * patch_dim) {
+        fail("vision encoder: ", pixel_values.size(), " pixel values for ", n, " patches of ", patch_dim);
+    }
+    // Patch embedding (a stride-14 convolution is a linear map of each flattened patch) plus the learned
+    // position grid resampled to each image.
+    Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});          // [n, 3 * 14 * 14]
+    Tensor x = backend_.linear(pixels, patch_w, &patch_b);                  // [n, vd]
+    const int side = vc.image_size / vc.patch_size;
+    const PositionTaps taps = vision_position_taps(grids, side);
+    std::vector<float> pos(static_cast<size_t>(n * vd), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            const float* row = position_embedding.data() + taps.rows[i][k] * vd;
+            for (int64_t c = 0; c < vd; ++c) {
+                pos[i * vd + c] += row[c] * taps.weights[i][k];
+            }
+        }
+    }
+    backend_.add(x, backend_.upload(pos, {n, vd}));
+
+    const RopeTables rope = vision_rope_tables(grids, static_cast<int>(hd), vc.rope_theta);
+    const Tensor cos = backend_.upload(rope.cos, {n, hd});                  // [n, hd]
+    const Tensor sin = backend_.upload(rope.sin, {n, hd});                  // [n, hd]
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (const VisionLayer& L : vision_layers) {
+        Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);   // [n, vd]
+        Tensor q = reshaped(backend_.linear(h, L.q_w, &L.q_b), {n, n_head, hd});  // [n, n_head, hd]
+        Tensor k = reshaped(backend_.linear(h, L.k_w, &L.k_b), {n, n_head, hd});  // [n, n_head, hd]
+        Tensor v = reshaped(backend_.linear(h, L.v_w, &L.v_b), {n, n_head, hd});  // [n, n_head, hd]
+        backend_.rope(q, cos, sin);
+        backend_.rope(k, cos, sin);
+        Tensor a = backend_.attention(q, k, v, segments, scale);                  // [n, n_head, hd]
+        backend_.add(x, backend_.linear(reshaped(a, {n, vd}), L.o_w, &L.o_b));
+        h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
+        Tensor f = backend_.linear(h, L.fc1_w, &L.fc1_b);                         // [n, vff]
+        backend_.gelu_tanh(f);
+        backend_.add(x, backend_.linear(f, L.fc2_w, &L.fc2_b));
+    }
+    return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);
+}
+
+Tensor PaddleOcrVl::project(const Tensor& vision_features, std::span<const ImageGrid> grids) {
+    const int64_t m = config_.vision.spatial_merge_size;
+    const int64_t vd = config_.vision.hidden_size;
+    // Row order of the merged sequence: each 2x2 block's four patches become one row of 4 * vd.
+    std::vector<int64_t> order;
+    int64_t base = 0;
+    for (const ImageGrid& g : grids) {
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t hb = 0; hb < g.h / m; ++hb) {
+                for (int64_t wb = 0; wb < g.w / m; ++wb) {
+                    for (int64_t i = 0; i < m; ++i) {
+                        for (int64_t j = 0; j < m; ++j) {
+                            order.push_back(base + t * g.h * g.w + (hb * m + i) * g.w + wb * m + j);
+                        }
+                    }
+                }
+            }
+        }
+        base += g.n_patches();
+    }
+    if (base != vision_features.rows()) {
+        fail("projector: ", vision_features.rows(), " vision features for grids of ", base, " patches");
+    }
+    const Tensor normed = backend_.layer_norm(vision_features, proj_ln_w, proj_ln_b, kProjectorNormEps);
+    const int64_t n_merged = base / (m * m);
+    const Tensor merged = reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});  // [n / 4, 4 vd]
+    Tensor h = backend_.linear(merged, proj_fc1_w, &proj_fc1_b);                                   // [n / 4, 4 vd]
+    backend_.gelu_erf(h);
+    return backend_.linear(h, proj_fc2_w, &proj_fc2_b);                                            // [n / 4, hidden]
+}
+
+Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {
+    std::vector<int64_t> rows(ids.begin(), ids.end());
+    for (const int64_t id : rows) {
+        if (id < 0 || id >= config_.text.vocab_size) {
+            fail("token id ", id, " outside the vocabulary of ", config_.text.vocab_size);
+        }
+    }
+    return backend_.gather_rows(embed_tokens, rows);  // [n, hidden]
+}
+
+Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
+                                 KvCache& cache, int64_t n_past) {
+    const TextConfig& tc = config_.text;
+    const int64_t n = embeds.rows(), hd = tc.head_dim;
+    const int64_t n_head = tc.num_attention_heads, n_kv_head = tc.num_key_value_heads;
+    if (static_cast<int64_t>(positions.size()) != n) {
+        fail("language model: ", positions.size(), " positions for ", n, " tokens");
+    }
+    const RopeTables rope = text_rope_tables(positions, static_cast<int>(hd), tc.rope_theta, tc.mrope_section);
+    const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
+    const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
+    const AttentionSegment segment{0, n, 0, n_past + n, true, n_past};
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    auto bias = [](const Tensor& b) { return b.empty() ? nullptr : &b; };
+
+    Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
+    for (size_t l = 0; l < text_layers.size(); ++l) {
+        const TextLayer& L = text_layers[l];
+        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);                         // [n, d]
+        Tensor q = reshaped(backend_.linear(h, L.q_w, bias(L.q_b)), {n, n_head, hd});             // [n, n_head, hd]
+        Tensor k = reshaped(backend_.linear(h, L.k_w, bias(L.k_b)), {n, n_kv_head, hd});          // [n, n_kv_head, hd]
+        Tensor v = reshaped(backend_.linear(h, L.v_w, bias(L.v_b)), {n, n_kv_head, hd});          // [n, n_kv_head, hd]
+        backend_.rope(q, cos, sin);
+        backend_.rope(k, cos, sin);
+        cache.write(static_cast<int>(l), n_past, k, v);
+        const Tensor a = backend_.attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
+                                            std::span(&segment, 1), scale);                   // [n, n_head, hd]
+        backend_.add(x, backend_.linear(reshaped(a, {n, n_head * hd}), L.o_w, bias(L.o_b)));
+        h = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);
+        const Tensor gate = backend_.linear(h, L.gate_w, bias(L.gate_b));                       // [n, ff]
+        const Tensor up = backend_.linear(h, L.up_w, bias(L.up_b));                             // [n, ff]
+        backend_.add(x, backend_.linear(backend_.silu_mul(gate, up), L.down_w, bias(L.down_b)));
+    }
+    return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);
+}
+
+Tensor PaddleOcrVl::logits(const Tensor& hidden) { return backend_.linear(hidden, lm_head, nullptr); }
+
+}  // namespace folio

@@ -1,0 +1,156 @@
+#include "rope.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "error.h"
+#include "image-preprocess.h"
+
+namespace folio {
+
+MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::span<const ImageGrid> grids,
+                                       int spatial_merge_size) {
+    MropePositions out;
+    out.pos.reserve(is_image.size());
+    int64_t current = 0;
+    size_t next_grid = 0;
+    size_t i = 0;
+    while (i < is_image.size()) {
+        if (!is_image[i]) {
+            out.pos.push_back({current, current, current});
+            ++current;
+            ++i;
+            continue;
+        }
+        if (next_grid >= grids.size()) {
+            fail("prompt has more image runs than the ", grids.size(), " images given");
+        }
+        const ImageGrid& g = grids[next_grid++];
+        const int64_t gh = g.h / spatial_merge_size, gw = g.w / spatial_merge_size;
+        const int64_t n_run = g.t * gh * gw;
+        for (int64_t k = 0; k < n_run; ++k) {
+            if (i + k >= is_image.size() || !is_image[i + k]) {
+                fail("image ", next_grid - 1, " needs ", n_run, " placeholder tokens, the prompt has ", k);
+            }
+        }
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t y = 0; y < gh; ++y) {
+                for (int64_t x = 0; x < gw; ++x) {
+                    out.pos.push_back({current + t, current + y, current + x});
+                }
+            }
+        }
+        current += std::max(gh, gw);
+        i += static_cast<size_t>(n_run);
+    }
+    if (next_grid != grids.size()) {
+        fail("prompt has ", next_grid, " image runs for ", grids.size(), " images");
+    }
+    int64_t max_pos = -1;
+    for (const auto& p : out.pos) {
+        max_pos = std::max({max_pos, p[0], p[1], p[2]});
+    }
+    out.delta = max_pos + 1 - static_cast<int64_t>(out.pos.size());
+    return out;
+}
+
+namespace {
+
+std::vector<float> inverse_frequencies(int dim, float theta) {
+    std::vector<float> inv(static_cast<size_t>(dim / 2));
+    for (int i = 0; i < dim / 2; ++i) {
+        const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
+        inv[i] = 1.0f / std::pow(theta, exponent);
+    }
+    return inv;
+}
+
+}  // namespace
+
+RopeTables text_rope_tables(std::span<const std::array<int64_t, 3>> positions, int head_dim, float theta,
+                            const std::array<int, 3>& mrope_section) {
+    const int half = head_dim / 2;
+    if (mrope_section[0] + mrope_section[1] + mrope_section[2] != half) {
+        fail("mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ", mrope_section[2],
+             "] does not sum to head_dim / 2 = ", half);
+    }
+    const std::vector<float> inv = inverse_frequencies(head_dim, theta);
+    std::vector<int> axis(static_cast<size_t>(half));
+    for (int i = 0, s = 0, end = mrope_section[0]; i < half; ++i) {
+        while (i >= end) {
+            end += mrope_section[++s];
+        }
+        axis[i] = s;
+    }
+    RopeTables tables;
+    tables.cos.resize(positions.size() * head_dim);
+    tables.sin.resize(positions.size() * head_dim);
+    for (size_t n = 0; n < positions.size(); ++n) {
+        for (int i = 0; i < half; ++i) {
+            const float f = static_cast<float>(positions[n][axis[i]]) * inv[i];
+            const float c = std::cos(f), s = std::sin(f);
+            tables.cos[n * head_dim + i] = tables.cos[n * head_dim + i + half] = c;
+            tables.sin[n * head_dim + i] = tables.sin[n * head_dim + i + half] = s;
+        }
+    }
+    return tables;
+}
+
+RopeTables vision_rope_tables(std::span<const ImageGrid> grids, int head_dim, float theta) {
+    if (head_dim % 4 != 0) {
+        fail("vision head_dim ", head_dim, " is not a multiple of 4");
+    }
+    const std::vector<float> inv = inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
+    const int quarter = head_dim / 4;
+    RopeTables tables;
+    for (const ImageGrid& g : grids) {
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t y = 0; y < g.h; ++y) {
+                for (int64_t x = 0; x < g.w; ++x) {
+                    std::vector<float> freq(static_cast<size_t>(head_dim));
+                    for (int i = 0; i < quarter; ++i) {
+                        freq[i] = static_cast<float>(y) * inv[i];
+                        freq[quarter + i] = static_cast<float>(x) * inv[i];
+                    }
+                    std::copy_n(freq.begin(), 2 * quarter, freq.begin() + 2 * quarter);
+                    for (const float f : freq) {
+                        tables.cos.push_back(std::cos(f));
+                        tables.sin.push_back(std::sin(f));
+                    }
+                }
+            }
+        }
+    }
+    return tables;
+}
+
+PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side) {
+    PositionTaps taps;
+    auto axis = [side](int64_t index, int64_t size, int64_t out_taps[2], float out_w[2]) {
+        const float src = static_cast<float>(index) * static_cast<float>(side - 1) /
+                          static_cast<float>(std::max<int64_t>(size - 1, 1));
+        const float fl = std::floor(src);
+        for (int k = 0; k < 2; ++k) {
+            out_taps[k] = std::clamp<int64_t>(static_cast<int64_t>(fl) + k, 0, side - 1);
+            out_w[k] = std::max(0.0f, 1.0f - std::fabs(src - fl - static_cast<float>(k)));
+        }
+    };
+    for (const ImageGrid& g : grids) {
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t y = 0; y < g.h; ++y) {
+                for (int64_t x = 0; x < g.w; ++x) {
+                    int64_t ht[2], wt[2];
+                    float hw[2], ww[2];
+                    axis(y, g.h, ht, hw);
+                    axis(x, g.w, wt, ww);
+                    taps.rows.push_back({ht[0] * side + wt[0], ht[0] * side + wt[1], ht[1] * side + wt[0],
+                                         ht[1] * side + wt[1]});
+                    taps.weights.push_back({hw[0] * ww[0], hw[0] * ww[1], hw[1] * ww[0], hw[1] * ww[1]});
+                }
+            }
+        }
+    }
+    return taps;
+}
+
+}  // namespace folio

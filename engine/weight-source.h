@@ -1,0 +1,28 @@
+// Where a model's weights come from: a checkpoint on disk, or seeded random values for benchmarks and tests
+// of the full-size architecture.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace folio {
+
+class ModelFiles;
+
+class WeightSource {
+public:
+    virtual ~WeightSource() = default;
+    // The tensor with transformers' (canonical) name, as float32, checked against the expected shape.
+    virtual std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) = 0;
+    // Whether the source has the tensor (optional tensors such as an untied lm_head).
+    virtual bool has(const std::string& name) const = 0;
+};
+
+std::unique_ptr<WeightSource> make_file_weight_source(const ModelFiles& files);
+
+// Normal(0, std) values for matrices, 1 + small noise for norm weights, small values for biases.
+std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std = 0.02f);
+
+}  // namespace folio

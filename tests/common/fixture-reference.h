@@ -1,0 +1,42 @@
+// Access to the golden fixtures made by tests/fixtures/make_paddleocr_vl_fixtures.py.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "safetensors.h"
+
+namespace folio::testing {
+
+inline std::filesystem::path fixtures_dir() { return FOLIO_FIXTURES_DIR; }
+inline std::filesystem::path tiny_model_dir() { return fixtures_dir() / "paddleocr-vl-tiny"; }
+
+class Reference {
+public:
+    Reference() : file_(SafetensorsFile::open(fixtures_dir() / "reference.safetensors")) {}
+    std::vector<float> f32(const std::string& name) const { return to_f32(file_->get(name)); }
+    std::vector<int64_t> i64(const std::string& name) const { return to_i64(file_->get(name)); }
+    const std::vector<int64_t>& shape(const std::string& name) const { return file_->get(name).shape; }
+
+private:
+    std::unique_ptr<SafetensorsFile> file_;
+};
+
+// max |actual - expected| / max |expected|: the relative error the fixtures are held to.
+inline double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
+    EXPECT_EQ(actual.size(), expected.size());
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
+        max_diff = std::max(max_diff, std::fabs(static_cast<double>(actual[i]) - expected[i]));
+        max_ref = std::max(max_ref, std::fabs(static_cast<double>(expected[i])));
+    }
+    return max_ref > 0.0 ? max_diff / max_ref : max_diff;
+}
+
+}  // namespace folio::testing

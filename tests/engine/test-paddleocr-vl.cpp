@@ -1,0 +1,233 @@
+// The PaddleOCR-VL model on the CPU backend against the reference implementation's outputs.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "backend.h"
+#include "chat-prompt.h"
+#include "fixture-reference.h"
+#include "generator.h"
+#include "image-loader.h"
+#include "image-preprocess.h"
+#include "kv-cache.h"
+#include "model-loader.h"
+#include "paddleocr-vl.h"
+#include "rope.h"
+#include "tokenizer.h"
+#include "weight-source.h"
+
+namespace folio {
+namespace {
+
+using testing::relative_error;
+
+constexpr double kTolerance = 1e-4;
+
+struct PromptCase {
+    std::string key;
+    std::vector<std::string> images;
+    std::string task;
+};
+
+const std::vector<PromptCase>& prompt_cases() {
+    static const std::vector<PromptCase> cases = {{"one_image", {"tall"}, "OCR:"},
+                                                  {"two_images", {"wide", "small"}, "Table Recognition:"}};
+    return cases;
+}
+
+// The fixture model, loaded once for all tests of this file.
+struct Fixture {
+    Fixture()
+        : files(ModelFiles::open(testing::tiny_model_dir())),
+          backend(make_cpu_backend(2)),
+          model([this] {
+              const auto weights = make_file_weight_source(*files);
+              return std::make_unique<PaddleOcrVl>(*backend, files->config(), *weights);
+          }()) {}
+
+    std::unique_ptr<ModelFiles> files;
+    std::unique_ptr<Backend> backend;
+    std::unique_ptr<PaddleOcrVl> model;
+    testing::Reference reference;
+};
+
+Fixture& fixture() {
+    static Fixture f;
+    return f;
+}
+
+class PaddleOcrVlTest : public ::testing::TestWithParam<PromptCase> {
+protected:
+    // Reference pixels and grids of the prompt's images, concatenated in order.
+    PreprocessedImages reference_images(const PromptCase& c) const {
+        PreprocessedImages out;
+        for (const auto& name : c.images) {
+            const auto px = reference_->f32("pixel_values." + name);
+            out.pixel_values.insert(out.pixel_values.end(), px.begin(), px.end());
+            const auto g = reference_->i64("grid_thw." + name);
+            out.grids.push_back({g[0], g[1], g[2]});
+        }
+        return out;
+    }
+
+    ChatPromptTokens reference_prompt(const PromptCase& c) const {
+        ChatPromptTokens prompt;
+        for (const int64_t id : reference_->i64(c.key + ".input_ids")) {
+            prompt.ids.push_back(static_cast<int32_t>(id));
+            prompt.is_image.push_back(id == files_->config().image_token_id ? 1 : 0);
+        }
+        return prompt;
+    }
+
+    ModelFiles* files_ = fixture().files.get();
+    Backend* backend_ = fixture().backend.get();
+    PaddleOcrVl* model_ = fixture().model.get();
+    testing::Reference* reference_ = &fixture().reference;
+};
+
+TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
+    const PromptCase& c = GetParam();
+    const PreprocessedImages images = reference_images(c);
+    const Tensor vision = model_->encode_vision(images.pixel_values, images.grids);
+    EXPECT_EQ(vision.shape, reference_->shape(c.key + ".vision_features"));
+    const double err = relative_error(backend_->download(vision), reference_->f32(c.key + ".vision_features"));
+    EXPECT_LT(err, kTolerance) << c.key;
+
+    const Tensor projected = model_->project(vision, images.grids);
+    EXPECT_EQ(projected.shape, reference_->shape(c.key + ".projector_features"));
+    EXPECT_LT(relative_error(backend_->download(projected), reference_->f32(c.key + ".projector_features")),
+              kTolerance);
+}
+
+TEST_P(PaddleOcrVlTest, PositionIdsMatchReference) {
+    const PromptCase& c = GetParam();
+    const ChatPromptTokens prompt = reference_prompt(c);
+    const MropePositions positions =
+        compute_mrope_positions(prompt.is_image, reference_images(c).grids, files_->config().vision.spatial_merge_size);
+    const std::vector<int64_t> expected = reference_->i64(c.key + ".position_ids");  // [3, n]
+    const size_t n = prompt.ids.size();
+    ASSERT_EQ(positions.pos.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+        for (size_t axis = 0; axis < 3; ++axis) {
+            ASSERT_EQ(positions.pos[i][axis], expected[axis * n + i]) << "token " << i << " axis " << axis;
+        }
+    }
+}
+
+TEST_P(PaddleOcrVlTest, PromptLogitsMatchReference) {
+    const PromptCase& c = GetParam();
+    const ChatPromptTokens prompt = reference_prompt(c);
+    const PreprocessedImages images = reference_images(c);
+    Tensor embeds = model_->embed(prompt.ids);
+    const Tensor features = model_->project(model_->encode_vision(images.pixel_values, images.grids), images.grids);
+    std::vector<int64_t> rows;
+    for (size_t i = 0; i < prompt.ids.size(); ++i) {
+        if (prompt.is_image[i]) {
+            rows.push_back(static_cast<int64_t>(i));
+        }
+    }
+    backend_->scatter_rows(embeds, rows, features);
+    const MropePositions positions =
+        compute_mrope_positions(prompt.is_image, images.grids, files_->config().vision.spatial_merge_size);
+    const auto& tc = files_->config().text;
+    KvCache cache(*backend_, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
+                              static_cast<int64_t>(prompt.ids.size())});
+    const Tensor logits = model_->logits(model_->forward_text(embeds, positions.pos, cache, 0));
+    EXPECT_EQ(logits.shape, reference_->shape(c.key + ".logits"));
+    EXPECT_LT(relative_error(backend_->download(logits), reference_->f32(c.key + ".logits")), kTolerance);
+}
+
+TEST_P(PaddleOcrVlTest, GreedyTokensMatchReference) {
+    const PromptCase& c = GetParam();
+    const std::vector<int64_t> expected = reference_->i64(c.key + ".greedy_tokens");
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(expected.size());
+    const GenerateResult result =
+        generate(*model_, reference_prompt(c), reference_images(c), params, [](int32_t) { return true; });
+    const std::vector<int64_t> tokens(result.tokens.begin(), result.tokens.end());
+    EXPECT_EQ(tokens, expected);
+}
+
+// The whole path a user takes: PNG files, preprocessing, tokenizer and chat prompt, generation.
+TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
+    const PromptCase& c = GetParam();
+    std::vector<Image> images;
+    for (const auto& name : c.images) {
+        images.push_back(load_image(testing::fixtures_dir() / "images" / (name + ".png")));
+    }
+    const PreprocessedImages pre = preprocess_images(images, files_->preprocessor());
+    const auto tokenizer = Tokenizer::load(testing::tiny_model_dir());
+    std::vector<int64_t> n_image_tokens;
+    for (const ImageGrid& g : pre.grids) {
+        n_image_tokens.push_back(g.n_patches() / 4);
+    }
+    const ModelConfig& cfg = files_->config();
+    const ChatPromptTokens prompt = build_chat_prompt(
+        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens, c.task);
+    const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.end());
+    ASSERT_EQ(ids, reference_->i64(c.key + ".input_ids"));
+
+    const std::vector<int64_t> expected = reference_->i64(c.key + ".greedy_tokens");
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(expected.size());
+    int n_streamed = 0;
+    const GenerateResult result = generate(*model_, prompt, pre, params, [&](int32_t) {
+        ++n_streamed;
+        return true;
+    });
+    EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected);
+    EXPECT_EQ(n_streamed, static_cast<int>(result.tokens.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleOcrVlTest, ::testing::ValuesIn(prompt_cases()),
+                         [](const auto& info) { return info.param.key; });
+
+TEST(PaddleOcrVlGenerate, CancelStopsAfterTheCallbackSaysSo) {
+    const auto files = ModelFiles::open(testing::tiny_model_dir());
+    const auto backend = make_cpu_backend(2);
+    const auto weights = make_file_weight_source(*files);
+    PaddleOcrVl model(*backend, files->config(), *weights);
+    ChatPromptTokens prompt{{600, 10, 20, 30}, {0, 0, 0, 0}};
+    GenerateParams params;
+    params.max_tokens = 20;
+    int n_calls = 0;
+    const GenerateResult result = generate(model, prompt, {}, params, [&](int32_t) { return ++n_calls < 3; });
+    EXPECT_EQ(result.finish, FinishReason::Cancelled);
+    EXPECT_EQ(result.tokens.size(), 3u);
+}
+
+TEST(PaddleOcrVlGenerate, RejectsBadRequests) {
+    const auto files = ModelFiles::open(testing::tiny_model_dir());
+    const auto backend = make_cpu_backend(1);
+    const auto weights = make_file_weight_source(*files);
+    PaddleOcrVl model(*backend, files->config(), *weights);
+    const auto ok = [](int32_t) { return true; };
+    GenerateParams params;
+    EXPECT_THROW(generate(model, ChatPromptTokens{}, {}, params, ok), Error);
+    params.max_tokens = 0;
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {0}}, {}, params, ok), Error);
+    params.max_tokens = 1 << 20;
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {0}}, {}, params, ok), Error);
+    params.max_tokens = 4;
+    // Image placeholders without an image.
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600, 602, 602}, {0, 1, 1}}, {}, params, ok), Error);
+    // A token id outside the vocabulary.
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600, 5000}, {0, 0}}, {}, params, ok), Error);
+}
+
+TEST(PaddleOcrVlRandom, FullSizeArchitectureBuildsWithRandomWeights) {
+    ModelConfig cfg = parse_model_config("{}", "defaults");
+    cfg.text.num_hidden_layers = 1;  // one layer of each stack keeps the test light; the shapes are full size
+    cfg.vision.num_hidden_layers = 1;
+    const auto backend = make_cpu_backend(2);
+    const auto weights = make_random_weight_source(1);
+    PaddleOcrVl model(*backend, cfg, *weights);
+    const int64_t per_text_layer = 1024LL * 2048 + 2 * 1024LL * 256 + 2048LL * 1024 + 3 * 1024LL * 3072 + 2 * 1024;
+    const int64_t per_vision_layer = 4 * (1152LL * 1152 + 1152) + 2 * 1152LL * 4304 + 4304 + 1152 + 4 * 1152;
+    const int64_t embeddings = 103424LL * 1024 + 1152LL * 588 + 1152 + 27 * 27 * 1152LL;
+    const int64_t projector = 2 * 1152 + 4608LL * 4608 + 4608 + 1024LL * 4608 + 1024;
+    EXPECT_EQ(model.n_params(), per_text_layer + per_vision_layer + embeddings + projector + 2 * 1152 + 1024);
+}
+
+}  // namespace
+}  // namespace folio

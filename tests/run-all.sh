@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds Folio and runs every test: the release build (CUDA for one architecture when nvcc is present),
+# the ASan+UBSan build, and the fuzzers for a bounded time. GPU tests skip where no GPU is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash packaging/install-deps.sh
+jobs=$(nproc)
+
+echo "== release build and tests"
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$jobs"
+ctest --preset ci -j "$jobs"
+
+echo "== ASan + UBSan build and tests"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --preset asan -j "$jobs" -L "unit|model"
+
+echo "== fuzzers"
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j "$jobs" --target fuzz-safetensors fuzz-model-config
+bash tests/fuzz/run-fuzzers.sh build/fuzz "${FOLIO_FUZZ_SECONDS:-30}"

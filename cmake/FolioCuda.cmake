@@ -13,7 +13,7 @@ if(NOT FOLIO_WITH_CUDA STREQUAL "OFF")
         endif()
         enable_language(CUDA)
         find_package(CUDAToolkit REQUIRED)
-        set(CMAKE_CUDA_STANDARD 20)
+        set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 has no CUDA 20 dialect flags for nvcc
         set(CMAKE_CUDA_STANDARD_REQUIRED ON)
         set(FOLIO_CUDA_ENABLED ON)
         message(STATUS "Folio: CUDA backend enabled (architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -27,30 +27,30 @@ struct HostBuffer final : Buffer {
     std::vector<float> values;
 };
 
-using f32x8 = float __attribute__((vector_size(32)));
+using f32x4 = float __attribute__((vector_size(16)));
 
-float hsum(f32x8 v) {
+float hsum(f32x4 v) {
     float s = 0.0f;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 4; ++i) {
         s += v[i];
     }
     return s;
 }
 
-f32x8 load8(const float* p) {
-    f32x8 v;
+f32x4 load4(const float* p) {
+    f32x4 v;
     std::memcpy(&v, p, sizeof(v));
     return v;
 }
 
 // Dot products of 4 rows of x with 4 rows of w: the micro-kernel of linear().
 void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float out[4][4]) {
-    f32x8 acc[4][4] = {};
+    f32x4 acc[4][4] = {};
     int64_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        const f32x8 w0 = load8(wr[0] + k), w1 = load8(wr[1] + k), w2 = load8(wr[2] + k), w3 = load8(wr[3] + k);
+    for (; k + 4 <= n; k += 4) {
+        const f32x4 w0 = load4(wr[0] + k), w1 = load4(wr[1] + k), w2 = load4(wr[2] + k), w3 = load4(wr[3] + k);
         for (int i = 0; i < 4; ++i) {
-            const f32x8 xv = load8(xr[i] + k);
+            const f32x4 xv = load4(xr[i] + k);
             acc[i][0] += xv * w0;
             acc[i][1] += xv * w1;
             acc[i][2] += xv * w2;

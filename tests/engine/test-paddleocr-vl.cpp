@@ -1,10 +1,11 @@
 // The PaddleOCR-VL model on the CPU backend against the reference implementation's outputs.
 #include <gtest/gtest.h>
 
-#include <numeric>
+#include <iostream>
 
 #include "backend.h"
 #include "chat-prompt.h"
+#include "error.h"
 #include "fixture-reference.h"
 #include "generator.h"
 #include "image-loader.h"
@@ -92,6 +93,7 @@ TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     EXPECT_EQ(vision.shape, reference_->shape(c.key + ".vision_features"));
     const double err = relative_error(backend_->download(vision), reference_->f32(c.key + ".vision_features"));
     EXPECT_LT(err, kTolerance) << c.key;
+    std::cout << c.key << ": vision features relative error " << err << "\n";
 
     const Tensor projected = model_->project(vision, images.grids);
     EXPECT_EQ(projected.shape, reference_->shape(c.key + ".projector_features"));
@@ -134,7 +136,9 @@ TEST_P(PaddleOcrVlTest, PromptLogitsMatchReference) {
                               static_cast<int64_t>(prompt.ids.size())});
     const Tensor logits = model_->logits(model_->forward_text(embeds, positions.pos, cache, 0));
     EXPECT_EQ(logits.shape, reference_->shape(c.key + ".logits"));
-    EXPECT_LT(relative_error(backend_->download(logits), reference_->f32(c.key + ".logits")), kTolerance);
+    const double err = relative_error(backend_->download(logits), reference_->f32(c.key + ".logits"));
+    EXPECT_LT(err, kTolerance);
+    std::cout << c.key << ": prompt logits relative error " << err << "\n";
 }
 
 TEST_P(PaddleOcrVlTest, GreedyTokensMatchReference) {
@@ -179,8 +183,11 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
     EXPECT_EQ(n_streamed, static_cast<int>(result.tokens.size()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleOcrVlTest, ::testing::ValuesIn(prompt_cases()),
-                         [](const auto& info) { return info.param.key; });
+std::string prompt_case_name(const ::testing::TestParamInfo<PromptCase>& param_info) {
+    return param_info.param.key;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleOcrVlTest, ::testing::ValuesIn(prompt_cases()), prompt_case_name);
 
 TEST(PaddleOcrVlGenerate, CancelStopsAfterTheCallbackSaysSo) {
     const auto files = ModelFiles::open(testing::tiny_model_dir());

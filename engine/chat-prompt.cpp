@@ -1,0 +1,93 @@
+#include "chat-prompt.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "error.h"
+
+namespace folio {
+
+namespace {
+
+constexpr std::string_view kBeginOfSentence = "<|begin_of_sentence|>";
+constexpr std::string_view kImageStart = "<|IMAGE_START|>";
+constexpr std::string_view kImagePlaceholder = "<|IMAGE_PLACEHOLDER|>";
+constexpr std::string_view kImageEnd = "<|IMAGE_END|>";
+
+void check_template_token(const Tokenizer& tokenizer, std::string_view token, int32_t config_id,
+                          const char* config_key) {
+    const auto id = tokenizer.find_token(token);
+    if (!id) {
+        fail("chat prompt: the tokenizer has no ", token, " for the chat template");
+    }
+    if (*id != config_id) {
+        fail("chat prompt: the model config's ", config_key, " is ", config_id, " but the tokenizer has ",
+             token, " at ", *id);
+    }
+}
+
+}  // namespace
+
+std::string chat_prompt_text(size_t n_images, std::string_view task) {
+    std::string text(kBeginOfSentence);
+    text.append("User: ");
+    for (size_t i = 0; i < n_images; ++i) {
+        text.append(kImageStart).append(kImagePlaceholder).append(kImageEnd);
+    }
+    text.append(task);
+    text.append("\nAssistant: ");
+    return text;
+}
+
+ChatPromptTokens build_chat_prompt(const Tokenizer& tokenizer, const SpecialTokenIds& special,
+                                   std::span<const int64_t> n_image_tokens, std::string_view task) {
+    if (!tokenizer.find_token(kBeginOfSentence)) {
+        fail("chat prompt: the tokenizer has no ", kBeginOfSentence, " for the chat template");
+    }
+    check_template_token(tokenizer, kImagePlaceholder, special.image_token_id, "image_token_id");
+    check_template_token(tokenizer, kImageStart, special.vision_start_token_id, "vision_start_token_id");
+    check_template_token(tokenizer, kImageEnd, special.vision_end_token_id, "vision_end_token_id");
+
+    int64_t n_image_total = 0;
+    for (size_t i = 0; i < n_image_tokens.size(); ++i) {
+        if (n_image_tokens[i] < 1 ||
+            n_image_tokens[i] > std::numeric_limits<int32_t>::max() - n_image_total) {
+            fail("chat prompt: image ", i, " has ", n_image_tokens[i], " tokens");
+        }
+        n_image_total += n_image_tokens[i];
+    }
+
+    // The processor repeats each image's placeholder in the template's text before tokenizing it; as the
+    // placeholder is an added token, repeating its id in the tokenized template is the same.
+    const std::vector<int32_t> template_ids = tokenizer.encode(chat_prompt_text(n_image_tokens.size(), task));
+    const auto count = [&](int32_t id) { return std::count(template_ids.begin(), template_ids.end(), id); };
+    const auto n_images = static_cast<std::ptrdiff_t>(n_image_tokens.size());
+    if (count(special.image_token_id) != n_images || count(special.vision_start_token_id) != n_images ||
+        count(special.vision_end_token_id) != n_images) {
+        fail("chat prompt: the task \"", task, "\" contains image tokens");
+    }
+
+    ChatPromptTokens prompt;
+    prompt.ids.reserve(template_ids.size() + static_cast<size_t>(n_image_total));
+    prompt.is_image.reserve(prompt.ids.capacity());
+    size_t image = 0;
+    for (size_t i = 0; i < template_ids.size(); ++i) {
+        const int32_t id = template_ids[i];
+        if (id != special.image_token_id) {
+            prompt.ids.push_back(id);
+            prompt.is_image.push_back(0);
+            continue;
+        }
+        if (i == 0 || template_ids[i - 1] != special.vision_start_token_id || i + 1 == template_ids.size() ||
+            template_ids[i + 1] != special.vision_end_token_id) {
+            fail("chat prompt: image placeholder ", image, " is not between ", kImageStart, " and ",
+                 kImageEnd);
+        }
+        const auto n = static_cast<size_t>(n_image_tokens[image++]);
+        prompt.ids.insert(prompt.ids.end(), n, id);
+        prompt.is_image.insert(prompt.is_image.end(), n, 1);
+    }
+    return prompt;
+}
+
+}  // namespace folio

@@ -1,0 +1,66 @@
+// Fuzzes the config.json and preprocessor_config.json parsers: any input either gives a config that
+// satisfies the documented invariants, or throws folio::Error.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <numeric>
+#include <string_view>
+
+#include "error.h"
+#include "model-config.h"
+
+namespace {
+
+void check(bool condition) {
+    if (!condition) {
+        std::abort();
+    }
+}
+
+void check_model_config(const folio::ModelConfig& config) {
+    const folio::TextConfig& t = config.text;
+    const folio::VisionConfig& v = config.vision;
+    check(t.vocab_size > 0 && t.hidden_size > 0 && t.num_hidden_layers > 0 && t.intermediate_size > 0);
+    check(t.num_attention_heads > 0 && t.num_key_value_heads > 0 &&
+          t.num_attention_heads % t.num_key_value_heads == 0);
+    check(t.head_dim > 0 && t.head_dim % 2 == 0);
+    check(std::accumulate(t.mrope_section.begin(), t.mrope_section.end(), 0) == t.head_dim / 2);
+    check(t.rms_norm_eps > 0 && t.rope_theta > 0);
+    for (const int id : t.eos_token_ids) {
+        check(id >= 0 && id < t.vocab_size);
+    }
+    check(t.pad_token_id >= -1 && t.pad_token_id < t.vocab_size);
+    check(t.bos_token_id >= -1 && t.bos_token_id < t.vocab_size);
+    for (const int id : {config.image_token_id, config.video_token_id, config.vision_start_token_id,
+                         config.vision_end_token_id}) {
+        check(id >= 0 && id < t.vocab_size);
+    }
+    check(v.hidden_size > 0 && v.num_attention_heads > 0 && v.hidden_size % v.num_attention_heads == 0);
+    check(v.head_dim() % 4 == 0 && v.patch_size > 0 && v.image_size >= v.patch_size);
+    check(v.spatial_merge_size > 0 && v.layer_norm_eps > 0 && v.rope_theta > 0);
+}
+
+void check_preprocessor_config(const folio::PreprocessorConfig& config) {
+    check(config.min_pixels > 0 && config.min_pixels <= config.max_pixels);
+    check(config.max_pixels <= folio::kMaxPreprocessorPixels);
+    check(config.patch_size > 0 && config.merge_size > 0 && config.temporal_patch_size > 0);
+    check(config.rescale_factor > 0 && config.resample >= 0 && config.resample <= 5);
+    for (const float s : config.image_std) {
+        check(s > 0);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    try {
+        check_model_config(folio::parse_model_config(text, "config.json"));
+    } catch (const folio::Error&) {
+    }
+    try {
+        check_preprocessor_config(folio::parse_preprocessor_config(text, "preprocessor_config.json"));
+    } catch (const folio::Error&) {
+    }
+    return 0;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for SECONDS on a copy of its seed corpus and fails when one finds a crash.
+# Usage: tests/fuzz/run-fuzzers.sh BUILD_DIR SECONDS   (BUILD_DIR configured with -DFOLIO_FUZZ=ON and clang)
+# Inputs that crash are kept in BUILD_DIR/fuzz-artifacts/TARGET/.
+set -euo pipefail
+
+if [[ $# -ne 2 || ! "$2" =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 BUILD_DIR SECONDS" >&2
+    exit 2
+fi
+build_dir=$(cd "$1" && pwd)
+seconds=$2
+fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+targets=(fuzz-safetensors fuzz-model-config)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+failed=()
+for target in "${targets[@]}"; do
+    binary="$build_dir/tests/fuzz/$target"
+    if [[ ! -x "$binary" ]]; then
+        echo "$binary: not built (cmake --build $build_dir --target $target)" >&2
+        exit 2
+    fi
+    corpus="$work/$target"
+    artifacts="$build_dir/fuzz-artifacts/$target"
+    mkdir -p "$corpus" "$artifacts"
+    cp "$fuzz_dir/corpus/$target/"* "$corpus/"
+    options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
+             -artifact_prefix="$artifacts/")
+    if [[ -f "$fuzz_dir/$target.dict" ]]; then
+        options+=(-dict="$fuzz_dir/$target.dict")
+    fi
+    echo "== $target: ${seconds}s"
+    if ! "$binary" "${options[@]}" "$corpus" >"$work/$target.log" 2>&1; then
+        tail -n 60 "$work/$target.log" >&2
+        echo "$target: FAILED, crashing input in $artifacts" >&2
+        failed+=("$target")
+    else
+        grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$work/$target.log" || true
+    fi
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "fuzzers that found crashes: ${failed[*]}" >&2
+    exit 1
+fi
+echo "all fuzzers ran ${seconds}s without a crash"

@@ -57,9 +57,8 @@ public:
 
     void allow(std::initializer_list<const char*> known) const {
         for (const auto& [flag, _] : values_) {
-            if (flag != "--help" && std::find_if(known.begin(), known.end(), [&](const char* k) {
-                                        return flag == k;
-                                    }) == known.end()) {
+            if (flag != "--help" && std::find_if(known.begin(), known.end(),
+                                                 [&](const char* k) { return flag == k; }) == known.end()) {
                 fail("unknown option ", flag);
             }
         }
@@ -80,12 +79,14 @@ public:
         return *fallback;
     }
     long long integer(const std::string& flag, long long fallback) const {
-        return has(flag) ? parse<long long>(flag, [](const std::string& s, size_t* n) { return std::stoll(s, n); })
-                         : fallback;
+        return has(flag)
+                   ? parse<long long>(flag, [](const std::string& s, size_t* n) { return std::stoll(s, n); })
+                   : fallback;
     }
     double real(const std::string& flag, double fallback) const {
-        return has(flag) ? parse<double>(flag, [](const std::string& s, size_t* n) { return std::stod(s, n); })
-                         : fallback;
+        return has(flag)
+                   ? parse<double>(flag, [](const std::string& s, size_t* n) { return std::stod(s, n); })
+                   : fallback;
     }
 
 private:
@@ -137,7 +138,8 @@ int run_generate(const Options& opt) {
         n_image_tokens.push_back(g.n_patches() / merge);
     }
     const folio::ChatPromptTokens prompt = folio::build_chat_prompt(
-        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens, task);
+        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
+        task);
 
     const auto backend = folio::make_cpu_backend(static_cast<int>(opt.integer("--threads", 0)));
     const auto weights = folio::make_file_weight_source(*files);
@@ -149,9 +151,10 @@ int run_generate(const Options& opt) {
         return true;
     });
     std::cout << detok.flush() << std::endl;
-    std::cerr << "folio-cli: " << result.tokens.size() << " tokens (" << folio::finish_reason_name(result.finish)
-              << "), prompt " << result.n_prompt_tokens << " tokens, vision " << result.vision_seconds
-              << " s, prefill " << result.prefill_seconds << " s, decode " << result.decode_seconds << " s\n";
+    std::cerr << "folio-cli: " << result.tokens.size() << " tokens ("
+              << folio::finish_reason_name(result.finish) << "), prompt " << result.n_prompt_tokens
+              << " tokens, vision " << result.vision_seconds << " s, prefill " << result.prefill_seconds
+              << " s, decode " << result.decode_seconds << " s\n";
     return 0;
 }
 
@@ -199,7 +202,8 @@ int run_bench(const Options& opt) {
     const int64_t factor = static_cast<int64_t>(cfg.vision.patch_size) * cfg.vision.spatial_merge_size;
     const folio::ImageGrid grid{1, height / factor * cfg.vision.spatial_merge_size,
                                 width / factor * cfg.vision.spatial_merge_size};
-    const int64_t patch_dim = static_cast<int64_t>(cfg.vision.num_channels) * cfg.vision.patch_size * cfg.vision.patch_size;
+    const int64_t patch_dim =
+        static_cast<int64_t>(cfg.vision.num_channels) * cfg.vision.patch_size * cfg.vision.patch_size;
     std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * patch_dim), 0.1f);
     start = std::chrono::steady_clock::now();
     const folio::Tensor vision = model.encode_vision(pixels, std::span(&grid, 1));
@@ -208,7 +212,8 @@ int run_bench(const Options& opt) {
     // Decode: a short text prompt, then one token at a time.
     const int64_t n_prompt = 16;
     const auto& tc = cfg.text;
-    folio::KvCache cache(*backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_prompt + n_decode});
+    folio::KvCache cache(*backend,
+                         {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_prompt + n_decode});
     std::vector<int32_t> ids(static_cast<size_t>(n_prompt), tc.bos_token_id);
     std::vector<std::array<int64_t, 3>> pos;
     for (int64_t i = 0; i < n_prompt; ++i) {
@@ -221,8 +226,8 @@ int run_bench(const Options& opt) {
     int32_t token = tc.bos_token_id;
     for (int64_t step = 0; step < n_decode; ++step) {
         const std::array<int64_t, 3> p{n_prompt + step, n_prompt + step, n_prompt + step};
-        const folio::Tensor hidden = model.forward_text(model.embed(std::span(&token, 1)), std::span(&p, 1), cache,
-                                                        n_prompt + step);
+        const folio::Tensor hidden =
+            model.forward_text(model.embed(std::span(&token, 1)), std::span(&p, 1), cache, n_prompt + step);
         const std::vector<float> logits = backend->download(model.logits(hidden));
         token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
     }
@@ -230,17 +235,26 @@ int run_bench(const Options& opt) {
 
     const nlohmann::json report = {
         {"device", backend->name()},
-        {"model", opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
+        {"model",
+         opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
         {"dtype", "f32"},
         {"n_params", model.n_params()},
         {"weight_bytes", model.n_params() * static_cast<int64_t>(sizeof(float))},
         {"load_seconds", load_seconds},
-        {"vision", {{"image", size}, {"n_patches", vision.rows()}, {"seconds", vision_seconds},
-                    {"patches_per_second", static_cast<double>(vision.rows()) / vision_seconds}}},
-        {"prefill", {{"n_tokens", n_prompt}, {"seconds", prefill_seconds},
-                     {"tokens_per_second", static_cast<double>(n_prompt) / prefill_seconds}}},
-        {"decode", {{"batch", 1}, {"n_tokens", n_decode}, {"seconds", decode_seconds},
-                    {"tokens_per_second", n_decode / decode_seconds}}},
+        {"vision",
+         {{"image", size},
+          {"n_patches", vision.rows()},
+          {"seconds", vision_seconds},
+          {"patches_per_second", static_cast<double>(vision.rows()) / vision_seconds}}},
+        {"prefill",
+         {{"n_tokens", n_prompt},
+          {"seconds", prefill_seconds},
+          {"tokens_per_second", static_cast<double>(n_prompt) / prefill_seconds}}},
+        {"decode",
+         {{"batch", 1},
+          {"n_tokens", n_decode},
+          {"seconds", decode_seconds},
+          {"tokens_per_second", n_decode / decode_seconds}}},
     };
     std::cout << report.dump(2) << std::endl;
     return 0;

@@ -48,7 +48,8 @@ void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float ou
     f32x4 acc[4][4] = {};
     int64_t k = 0;
     for (; k + 4 <= n; k += 4) {
-        const f32x4 w0 = load4(wr[0] + k), w1 = load4(wr[1] + k), w2 = load4(wr[2] + k), w3 = load4(wr[3] + k);
+        const f32x4 w0 = load4(wr[0] + k), w1 = load4(wr[1] + k), w2 = load4(wr[2] + k),
+                    w3 = load4(wr[3] + k);
         for (int i = 0; i < 4; ++i) {
             const f32x4 xv = load4(xr[i] + k);
             acc[i][0] += xv * w0;
@@ -101,9 +102,7 @@ public:
         return t;
     }
 
-    std::vector<float> download(const Tensor& t) override {
-        return {t.f32(), t.f32() + t.n_elements()};
-    }
+    std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
 
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
 
@@ -247,8 +246,8 @@ public:
         });
     }
 
-    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, std::span<const AttentionSegment> segments,
-                     float scale) override {
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const AttentionSegment> segments, float scale) override {
         if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||
             k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
             fail("attention: q ", shape_string(q.shape), ", k ", shape_string(k.shape), ", v ",
@@ -277,7 +276,8 @@ public:
                 const auto& seg = segments[si];
                 const int64_t local = task - seg_start[si];
                 const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
-                const int64_t n_visible = seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
+                const int64_t n_visible =
+                    seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
                 const float* qv = q.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
                 float* ov = out.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
                 scores.resize(static_cast<size_t>(n_visible));
@@ -310,9 +310,12 @@ public:
     }
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
+        if (src.shape.empty()) {
+            fail("gather_rows: source has no rows");
+        }
         const int64_t d = src.row_size();
         std::vector<int64_t> shape = src.shape;
-        shape[0] = static_cast<int64_t>(rows.size());
+        shape.front() = static_cast<int64_t>(rows.size());
         Tensor out = alloc(shape);
         for (size_t i = 0; i < rows.size(); ++i) {
             if (rows[i] < 0 || rows[i] >= src.rows()) {
@@ -362,6 +365,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
+    return std::make_unique<CpuBackend>(n_threads);
+}
 
 }  // namespace folio

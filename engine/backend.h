@@ -49,7 +49,8 @@ public:
     // Rotary embedding in rotate-half form, in place.  x [n, n_head, head_dim], cos/sin [n, head_dim]
     virtual void rope(Tensor& x, const Tensor& cos, const Tensor& sin) = 0;
     // Scaled dot-product attention with grouped K/V heads.
-    // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim]  ->  [n_q_total, n_head, head_dim]
+    // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim]  ->  [n_q_total, n_head,
+    // head_dim]
     virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
                              std::span<const AttentionSegment> segments, float scale) = 0;
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]

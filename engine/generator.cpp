@@ -12,9 +12,12 @@ namespace folio {
 
 const char* finish_reason_name(FinishReason reason) {
     switch (reason) {
-        case FinishReason::Stop: return "stop";
-        case FinishReason::Length: return "length";
-        case FinishReason::Cancelled: return "cancelled";
+        case FinishReason::Stop:
+            return "stop";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::Cancelled:
+            return "cancelled";
     }
     return "unknown";
 }
@@ -43,10 +46,11 @@ GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, cons
     }
     const int64_t n_ctx = n_prompt + params.max_tokens;
     if (n_ctx > config.text.max_position_embeddings) {
-        fail("prompt of ", n_prompt, " tokens plus ", params.max_tokens, " new tokens exceeds the context of ",
-             config.text.max_position_embeddings);
+        fail("prompt of ", n_prompt, " tokens plus ", params.max_tokens,
+             " new tokens exceeds the context of ", config.text.max_position_embeddings);
     }
-    const std::vector<int32_t>& stop_ids = params.stop_ids.empty() ? config.text.eos_token_ids : params.stop_ids;
+    const std::vector<int32_t>& stop_ids =
+        params.stop_ids.empty() ? config.text.eos_token_ids : params.stop_ids;
     GenerateResult result;
     result.n_prompt_tokens = n_prompt;
     result.n_image_patches = images.n_patches();

@@ -20,7 +20,8 @@ KvCache::KvCache(Backend& backend, const KvCacheParams& params) : backend_(backe
 void KvCache::write(int layer, int64_t n_past, const Tensor& k, const Tensor& v) {
     const int64_t n_new = k.rows();
     if (n_past < 0 || n_past + n_new > params_.n_ctx) {
-        fail("kv cache: positions [", n_past, ", ", n_past + n_new, ") exceed the context of ", params_.n_ctx);
+        fail("kv cache: positions [", n_past, ", ", n_past + n_new, ") exceed the context of ",
+             params_.n_ctx);
     }
     std::vector<int64_t> rows(static_cast<size_t>(n_new));
     std::iota(rows.begin(), rows.end(), n_past);

@@ -31,7 +31,8 @@ Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::ve
     return backend_.upload(values, std::move(shape));
 }
 
-Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present) {
+Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
+                                       bool present) {
     return present ? load(weights, name, {n}) : Tensor{};
 }
 
@@ -44,7 +45,8 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     const int64_t side = vc.image_size / vc.patch_size;
     const std::string vp = "model.visual.vision_model.";
 
-    patch_w = load(weights, vp + "embeddings.patch_embedding.weight", {vd, vc.num_channels, vc.patch_size, vc.patch_size});
+    patch_w = load(weights, vp + "embeddings.patch_embedding.weight",
+                   {vd, vc.num_channels, vc.patch_size, vc.patch_size});
     patch_w.shape = {vd, patch_dim};
     patch_b = load(weights, vp + "embeddings.patch_embedding.bias", {vd});
     position_embedding = weights.load(vp + "embeddings.position_embedding.weight", {side * side, vd});
@@ -124,8 +126,8 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
     }
     // Patch embedding (a stride-14 convolution is a linear map of each flattened patch) plus the learned
     // position grid resampled to each image.
-    Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});          // [n, 3 * 14 * 14]
-    Tensor x = backend_.linear(pixels, patch_w, &patch_b);                  // [n, vd]
+    Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});  // [n, 3 * 14 * 14]
+    Tensor x = backend_.linear(pixels, patch_w, &patch_b);          // [n, vd]
     const int side = vc.image_size / vc.patch_size;
     const PositionTaps taps = vision_position_taps(grids, side);
     std::vector<float> pos(static_cast<size_t>(n * vd), 0.0f);
@@ -140,8 +142,8 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
     backend_.add(x, backend_.upload(pos, {n, vd}));
 
     const RopeTables rope = vision_rope_tables(grids, static_cast<int>(hd), vc.rope_theta);
-    const Tensor cos = backend_.upload(rope.cos, {n, hd});                  // [n, hd]
-    const Tensor sin = backend_.upload(rope.sin, {n, hd});                  // [n, hd]
+    const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
+    const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
         Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);   // [n, vd]
@@ -150,10 +152,10 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
         Tensor v = reshaped(backend_.linear(h, L.v_w, &L.v_b), {n, n_head, hd});  // [n, n_head, hd]
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
-        Tensor a = backend_.attention(q, k, v, segments, scale);                  // [n, n_head, hd]
+        Tensor a = backend_.attention(q, k, v, segments, scale);  // [n, n_head, hd]
         backend_.add(x, backend_.linear(reshaped(a, {n, vd}), L.o_w, &L.o_b));
         h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
-        Tensor f = backend_.linear(h, L.fc1_w, &L.fc1_b);                         // [n, vff]
+        Tensor f = backend_.linear(h, L.fc1_w, &L.fc1_b);  // [n, vff]
         backend_.gelu_tanh(f);
         backend_.add(x, backend_.linear(f, L.fc2_w, &L.fc2_b));
     }
@@ -185,10 +187,11 @@ Tensor PaddleOcrVl::project(const Tensor& vision_features, std::span<const Image
     }
     const Tensor normed = backend_.layer_norm(vision_features, proj_ln_w, proj_ln_b, kProjectorNormEps);
     const int64_t n_merged = base / (m * m);
-    const Tensor merged = reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});  // [n / 4, 4 vd]
-    Tensor h = backend_.linear(merged, proj_fc1_w, &proj_fc1_b);                                   // [n / 4, 4 vd]
+    const Tensor merged =
+        reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});  // [n / 4, 4 vd]
+    Tensor h = backend_.linear(merged, proj_fc1_w, &proj_fc1_b);                // [n / 4, 4 vd]
     backend_.gelu_erf(h);
-    return backend_.linear(h, proj_fc2_w, &proj_fc2_b);                                            // [n / 4, hidden]
+    return backend_.linear(h, proj_fc2_w, &proj_fc2_b);  // [n / 4, hidden]
 }
 
 Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {
@@ -209,7 +212,8 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
     if (static_cast<int64_t>(positions.size()) != n) {
         fail("language model: ", positions.size(), " positions for ", n, " tokens");
     }
-    const RopeTables rope = text_rope_tables(positions, static_cast<int>(hd), tc.rope_theta, tc.mrope_section);
+    const RopeTables rope =
+        text_rope_tables(positions, static_cast<int>(hd), tc.rope_theta, tc.mrope_section);
     const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
     const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
     const AttentionSegment segment{0, n, 0, n_past + n, true, n_past};
@@ -219,24 +223,29 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
     Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
-        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);                         // [n, d]
-        Tensor q = reshaped(backend_.linear(h, L.q_w, bias(L.q_b)), {n, n_head, hd});             // [n, n_head, hd]
-        Tensor k = reshaped(backend_.linear(h, L.k_w, bias(L.k_b)), {n, n_kv_head, hd});          // [n, n_kv_head, hd]
-        Tensor v = reshaped(backend_.linear(h, L.v_w, bias(L.v_b)), {n, n_kv_head, hd});          // [n, n_kv_head, hd]
+        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);                // [n, d]
+        Tensor q = reshaped(backend_.linear(h, L.q_w, bias(L.q_b)), {n, n_head, hd});  // [n, n_head, hd]
+        Tensor k =
+            reshaped(backend_.linear(h, L.k_w, bias(L.k_b)), {n, n_kv_head, hd});  // [n, n_kv_head, hd]
+        Tensor v =
+            reshaped(backend_.linear(h, L.v_w, bias(L.v_b)), {n, n_kv_head, hd});  // [n, n_kv_head, hd]
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
         cache.write(static_cast<int>(l), n_past, k, v);
-        const Tensor a = backend_.attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
-                                            std::span(&segment, 1), scale);                   // [n, n_head, hd]
+        const Tensor a =
+            backend_.attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
+                               std::span(&segment, 1), scale);  // [n, n_head, hd]
         backend_.add(x, backend_.linear(reshaped(a, {n, n_head * hd}), L.o_w, bias(L.o_b)));
         h = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);
-        const Tensor gate = backend_.linear(h, L.gate_w, bias(L.gate_b));                       // [n, ff]
-        const Tensor up = backend_.linear(h, L.up_w, bias(L.up_b));                             // [n, ff]
+        const Tensor gate = backend_.linear(h, L.gate_w, bias(L.gate_b));  // [n, ff]
+        const Tensor up = backend_.linear(h, L.up_w, bias(L.up_b));        // [n, ff]
         backend_.add(x, backend_.linear(backend_.silu_mul(gate, up), L.down_w, bias(L.down_b)));
     }
     return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);
 }
 
-Tensor PaddleOcrVl::logits(const Tensor& hidden) { return backend_.linear(hidden, lm_head, nullptr); }
+Tensor PaddleOcrVl::logits(const Tensor& hidden) {
+    return backend_.linear(hidden, lm_head, nullptr);
+}
 
 }  // namespace folio

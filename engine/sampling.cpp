@@ -24,7 +24,9 @@ void validate(const SamplingParams& p) {
     }
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { validate(params); }
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
+    validate(params);
+}
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
     const int64_t n = static_cast<int64_t>(logits.size());
@@ -53,7 +55,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     }
     order_.resize(static_cast<size_t>(n));
     std::iota(order_.begin(), order_.end(), 0);
-    std::stable_sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
     int64_t n_keep = n;
     if (params_.top_k > 0) {
         n_keep = std::min<int64_t>(n_keep, params_.top_k);

@@ -26,7 +26,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t min_chunk, const std::function<
         return;
     }
     const int64_t n_workers = n_threads();
-    const int64_t chunk = std::max<int64_t>(std::max<int64_t>(min_chunk, 1), (n + n_workers * 4 - 1) / (n_workers * 4));
+    const int64_t chunk =
+        std::max<int64_t>(std::max<int64_t>(min_chunk, 1), (n + n_workers * 4 - 1) / (n_workers * 4));
     const int64_t n_chunks = (n + chunk - 1) / chunk;
     if (n_chunks == 1 || workers_.empty()) {
         fn(0, n);

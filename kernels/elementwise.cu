@@ -24,7 +24,9 @@ __global__ void add_bias_f32_kernel(float* y, const float* b, int64_t n_rows, in
 
 constexpr int kBlock = 256;
 
-unsigned int n_blocks(int64_t n) { return static_cast<unsigned int>((n + kBlock - 1) / kBlock); }
+unsigned int n_blocks(int64_t n) {
+    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
+}
 
 }  // namespace
 
@@ -44,8 +46,8 @@ void linear_f32(cublasHandle_t handle, const float* x, const float* w, const flo
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasSetStream(handle, stream));
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(n),
-                             static_cast<int>(in), &alpha, w, static_cast<int>(in), x, static_cast<int>(in), &beta,
-                             y, static_cast<int>(out)));
+                             static_cast<int>(in), &alpha, w, static_cast<int>(in), x, static_cast<int>(in),
+                             &beta, y, static_cast<int>(out)));
     if (b != nullptr && n * out > 0) {
         add_bias_f32_kernel<<<n_blocks(n * out), kBlock, 0, stream>>>(y, b, n, out);
         CUDA_CHECK(cudaGetLastError());

@@ -14,8 +14,12 @@
 
 namespace folio::testing {
 
-inline std::filesystem::path fixtures_dir() { return FOLIO_FIXTURES_DIR; }
-inline std::filesystem::path tiny_model_dir() { return fixtures_dir() / "paddleocr-vl-tiny"; }
+inline std::filesystem::path fixtures_dir() {
+    return FOLIO_FIXTURES_DIR;
+}
+inline std::filesystem::path tiny_model_dir() {
+    return fixtures_dir() / "paddleocr-vl-tiny";
+}
 
 class Reference {
 public:

@@ -39,9 +39,7 @@ const std::vector<PromptCase>& prompt_cases() {
 // The fixture model, loaded once for all tests of this file.
 struct Fixture {
     Fixture()
-        : files(ModelFiles::open(testing::tiny_model_dir())),
-          backend(make_cpu_backend(2)),
-          model([this] {
+        : files(ModelFiles::open(testing::tiny_model_dir())), backend(make_cpu_backend(2)), model([this] {
               const auto weights = make_file_weight_source(*files);
               return std::make_unique<PaddleOcrVl>(*backend, files->config(), *weights);
           }()) {}
@@ -91,7 +89,8 @@ TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     const PreprocessedImages images = reference_images(c);
     const Tensor vision = model_->encode_vision(images.pixel_values, images.grids);
     EXPECT_EQ(vision.shape, reference_->shape(c.key + ".vision_features"));
-    const double err = relative_error(backend_->download(vision), reference_->f32(c.key + ".vision_features"));
+    const double err =
+        relative_error(backend_->download(vision), reference_->f32(c.key + ".vision_features"));
     EXPECT_LT(err, kTolerance) << c.key;
     std::cout << c.key << ": vision features relative error " << err << "\n";
 
@@ -104,8 +103,8 @@ TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
 TEST_P(PaddleOcrVlTest, PositionIdsMatchReference) {
     const PromptCase& c = GetParam();
     const ChatPromptTokens prompt = reference_prompt(c);
-    const MropePositions positions =
-        compute_mrope_positions(prompt.is_image, reference_images(c).grids, files_->config().vision.spatial_merge_size);
+    const MropePositions positions = compute_mrope_positions(prompt.is_image, reference_images(c).grids,
+                                                             files_->config().vision.spatial_merge_size);
     const std::vector<int64_t> expected = reference_->i64(c.key + ".position_ids");  // [3, n]
     const size_t n = prompt.ids.size();
     ASSERT_EQ(positions.pos.size(), n);
@@ -121,7 +120,8 @@ TEST_P(PaddleOcrVlTest, PromptLogitsMatchReference) {
     const ChatPromptTokens prompt = reference_prompt(c);
     const PreprocessedImages images = reference_images(c);
     Tensor embeds = model_->embed(prompt.ids);
-    const Tensor features = model_->project(model_->encode_vision(images.pixel_values, images.grids), images.grids);
+    const Tensor features =
+        model_->project(model_->encode_vision(images.pixel_values, images.grids), images.grids);
     std::vector<int64_t> rows;
     for (size_t i = 0; i < prompt.ids.size(); ++i) {
         if (prompt.is_image[i]) {
@@ -167,7 +167,8 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
     }
     const ModelConfig& cfg = files_->config();
     const ChatPromptTokens prompt = build_chat_prompt(
-        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens, c.task);
+        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
+        c.task);
     const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.end());
     ASSERT_EQ(ids, reference_->i64(c.key + ".input_ids"));
 
@@ -229,7 +230,8 @@ TEST(PaddleOcrVlRandom, FullSizeArchitectureBuildsWithRandomWeights) {
     const auto backend = make_cpu_backend(2);
     const auto weights = make_random_weight_source(1);
     PaddleOcrVl model(*backend, cfg, *weights);
-    const int64_t per_text_layer = 1024LL * 2048 + 2 * 1024LL * 256 + 2048LL * 1024 + 3 * 1024LL * 3072 + 2 * 1024;
+    const int64_t per_text_layer =
+        1024LL * 2048 + 2 * 1024LL * 256 + 2048LL * 1024 + 3 * 1024LL * 3072 + 2 * 1024;
     const int64_t per_vision_layer = 4 * (1152LL * 1152 + 1152) + 2 * 1152LL * 4304 + 4304 + 1152 + 4 * 1152;
     const int64_t embeddings = 103424LL * 1024 + 1152LL * 588 + 1152 + 27 * 27 * 1152LL;
     const int64_t projector = 2 * 1152 + 4608LL * 4608 + 4608 + 1024LL * 4608 + 1024;

@@ -60,8 +60,8 @@ TEST_F(KernelTest, AddMatchesCpu) {
 TEST_F(KernelTest, LinearMatchesCpu) {
     cublasHandle_t handle = nullptr;
     CUBLAS_CHECK(cublasCreate(&handle));
-    const std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> owner(handle,
-                                                                         [](cublasHandle_t h) { cublasDestroy(h); });
+    const std::unique_ptr<cublasContext, void (*)(cublasHandle_t)> owner(
+        handle, [](cublasHandle_t h) { cublasDestroy(h); });
     const int64_t n = 37, in = 129, out = 65;
     const auto x = random_values(n * in, 3), w = random_values(out * in, 4), b = random_values(out, 5);
     auto dx = to_device(x);

@@ -1,5 +1,6 @@
 // The CPU reference backend: float32, multi-threaded, written for clarity first and speed second.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -20,11 +21,35 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 
 namespace {
 
+// Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
+struct MemoryCounter {
+    std::atomic<int64_t> in_use{0};
+    std::atomic<int64_t> peak{0};
+
+    void add(int64_t n) {
+        const int64_t now = in_use.fetch_add(n) + n;
+        int64_t seen = peak.load();
+        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+        }
+    }
+};
+
+template <typename T>
 struct HostBuffer final : Buffer {
-    explicit HostBuffer(size_t n) : values(n) {}
+    HostBuffer(size_t n, std::shared_ptr<MemoryCounter> counter) : values(n), counter_(std::move(counter)) {
+        counter_->add(static_cast<int64_t>(n_bytes()));
+    }
+    ~HostBuffer() override { counter_->add(-static_cast<int64_t>(n_bytes())); }
+    HostBuffer(const HostBuffer&) = delete;
+    HostBuffer& operator=(const HostBuffer&) = delete;
+
     void* data() override { return values.data(); }
-    size_t n_bytes() const override { return values.size() * sizeof(float); }
-    std::vector<float> values;
+    size_t n_bytes() const override { return values.size() * sizeof(T); }
+
+    std::vector<T> values;
+
+private:
+    std::shared_ptr<MemoryCounter> counter_;
 };
 
 using f32x4 = float __attribute__((vector_size(16)));
@@ -69,6 +94,47 @@ void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float ou
     }
 }
 
+// Writes the block (rb, cb) of 4x4 dot products into y [n, out], adding the bias where there is one.
+void store_4x4(const float acc[4][4], int64_t rb, int64_t cb, int64_t n, int64_t out, const float* bias,
+               float* y) {
+    for (int i = 0; i < 4 && rb * 4 + i < n; ++i) {
+        for (int j = 0; j < 4 && cb * 4 + j < out; ++j) {
+            const int64_t col = cb * 4 + j;
+            y[(rb * 4 + i) * out + col] = acc[i][j] + (bias ? bias[col] : 0.0f);
+        }
+    }
+}
+
+// Softmax attention of one query row over keys 0..n_visible-1, whose rows in k and v start at offset(j).
+template <typename Offset>
+void attend_row(const float* qv, const float* k, const float* v, const Offset& offset, int64_t n_visible,
+                int64_t hd, float scale, std::vector<float>& scores, float* ov) {
+    scores.resize(static_cast<size_t>(n_visible));
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n_visible; ++j) {
+        const float* kv = k + offset(j);
+        float dot = 0.0f;
+        for (int64_t d = 0; d < hd; ++d) {
+            dot += qv[d] * kv[d];
+        }
+        scores[j] = dot * scale;
+        max_score = std::max(max_score, scores[j]);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < n_visible; ++j) {
+        scores[j] = std::exp(scores[j] - max_score);
+        sum += scores[j];
+    }
+    std::fill(ov, ov + hd, 0.0f);
+    for (int64_t j = 0; j < n_visible; ++j) {
+        const float p = static_cast<float>(scores[j] / sum);
+        const float* vv = v + offset(j);
+        for (int64_t d = 0; d < hd; ++d) {
+            ov[d] += p * vv[d];
+        }
+    }
+}
+
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
     if (a.shape != b.shape) {
         fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
@@ -89,9 +155,27 @@ public:
                 fail("alloc: negative dimension in ", shape_string(t.shape));
             }
         }
-        t.buffer = std::make_shared<HostBuffer>(static_cast<size_t>(t.n_elements()));
+        t.buffer = std::make_shared<HostBuffer<float>>(static_cast<size_t>(t.n_elements()), memory_);
         return t;
     }
+
+    QuantizedTensor upload(const QuantizedWeights& w) override {
+        validate(w);
+        QuantizedTensor t;
+        t.type = w.type;
+        t.n_out = w.n_out;
+        t.n_in = w.n_in;
+        t.group_size = w.group_size;
+        auto data = std::make_shared<HostBuffer<int8_t>>(w.q.size(), memory_);
+        std::copy(w.q.begin(), w.q.end(), data->values.begin());
+        t.data = std::move(data);
+        t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
+        return t;
+    }
+
+    MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }
+
+    void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
 
     Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
         Tensor t = alloc(std::move(shape));
@@ -130,11 +214,40 @@ public:
                 }
                 float acc[4][4];
                 dot_4x4(xr, wr, in, acc);
-                for (int i = 0; i < 4 && rb * 4 + i < n; ++i) {
-                    for (int j = 0; j < 4 && cb * 4 + j < out; ++j) {
-                        const int64_t col = cb * 4 + j;
-                        yd[(rb * 4 + i) * out + col] = acc[i][j] + (bd ? bd[col] : 0.0f);
+                store_4x4(acc, rb, cb, n, out, bd, yd);
+            }
+        });
+        return y;
+    }
+
+    // Each task dequantizes four rows of w and multiplies them with every row of x, so that an output's
+    // arithmetic does not depend on the other rows in the batch.
+    Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
+        if (w.n_in != in || !w.data || (b && b->n_elements() != out)) {
+            fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
+                 w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
+        }
+        Tensor y = alloc({n, out});
+        const auto* qd = static_cast<const int8_t*>(w.data->data());
+        const float* bd = b ? b->f32() : nullptr;
+        pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> rows(static_cast<size_t>(4 * in));
+            for (int64_t cb = begin; cb < end; ++cb) {
+                const float* wr[4];
+                for (int j = 0; j < 4; ++j) {
+                    const int64_t r = std::min(cb * 4 + j, out - 1);
+                    dequantize_row(w.type, qd, w.scales.f32(), in, w.group_size, r, rows.data() + j * in);
+                    wr[j] = rows.data() + j * in;
+                }
+                for (int64_t rb = 0; rb < (n + 3) / 4; ++rb) {
+                    const float* xr[4];
+                    for (int i = 0; i < 4; ++i) {
+                        xr[i] = x.f32() + std::min(rb * 4 + i, n - 1) * in;
                     }
+                    float acc[4][4];
+                    dot_4x4(xr, wr, in, acc);
+                    store_4x4(acc, rb, cb, n, out, bd, y.f32());
                 }
             }
         });
@@ -278,32 +391,64 @@ public:
                 const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
                 const int64_t n_visible =
                     seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
-                const float* qv = q.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
-                float* ov = out.f32() + ((seg.q_begin + qi) * n_head + h) * hd;
-                scores.resize(static_cast<size_t>(n_visible));
-                float max_score = -std::numeric_limits<float>::infinity();
-                for (int64_t j = 0; j < n_visible; ++j) {
-                    const float* kv = k.f32() + ((seg.kv_begin + j) * n_kv_head + kvh) * hd;
-                    float s = 0.0f;
-                    for (int64_t d = 0; d < hd; ++d) {
-                        s += qv[d] * kv[d];
-                    }
-                    scores[j] = s * scale;
-                    max_score = std::max(max_score, scores[j]);
+                const auto row = [&](int64_t j) { return ((seg.kv_begin + j) * n_kv_head + kvh) * hd; };
+                attend_row(q.f32() + ((seg.q_begin + qi) * n_head + h) * hd, k.f32(), v.f32(), row, n_visible,
+                           hd, scale, scores, out.f32() + ((seg.q_begin + qi) * n_head + h) * hd);
+            }
+        });
+        return out;
+    }
+
+    Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
+                           int64_t block_size, float scale) override {
+        if (q.shape.size() != 3 || k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape ||
+            q.shape[2] != k_cache.shape[2] || k_cache.shape[1] == 0 || q.shape[1] % k_cache.shape[1] != 0 ||
+            block_size <= 0 || k_cache.shape[0] % block_size != 0) {
+            fail("paged_attention: q ", shape_string(q.shape), ", k cache ", shape_string(k_cache.shape),
+                 ", v cache ", shape_string(v_cache.shape), ", block size ", block_size);
+        }
+        const int64_t n_head = q.shape[1], n_kv_head = k_cache.shape[1], hd = q.shape[2];
+        const int64_t group = n_head / n_kv_head, n_blocks = k_cache.shape[0] / block_size;
+        const auto n_tables = static_cast<int64_t>(block_tables.size());
+        for (const PagedSequence& s : seqs) {
+            const int64_t n_table = s.n_kv == 0 ? 0 : (s.n_kv - 1) / block_size + 1;
+            if (s.q_begin < 0 || s.n_q < 0 || s.q_begin + s.n_q > q.shape[0] || s.n_q > s.n_kv ||
+                s.table_begin < 0 || s.table_begin + n_table > n_tables) {
+                fail("paged_attention: sequence q [", s.q_begin, ", +", s.n_q, ") with ", s.n_kv,
+                     " cached tokens and table at ", s.table_begin, " outside q ", shape_string(q.shape),
+                     " / ", n_tables, " table entries");
+            }
+            for (int64_t i = 0; i < n_table; ++i) {
+                if (block_tables[s.table_begin + i] < 0 || block_tables[s.table_begin + i] >= n_blocks) {
+                    fail("paged_attention: block ", block_tables[s.table_begin + i], " outside the cache of ",
+                         n_blocks, " blocks");
                 }
-                double sum = 0.0;
-                for (int64_t j = 0; j < n_visible; ++j) {
-                    scores[j] = std::exp(scores[j] - max_score);
-                    sum += scores[j];
-                }
-                std::fill(ov, ov + hd, 0.0f);
-                for (int64_t j = 0; j < n_visible; ++j) {
-                    const float p = static_cast<float>(scores[j] / sum);
-                    const float* vv = v.f32() + ((seg.kv_begin + j) * n_kv_head + kvh) * hd;
-                    for (int64_t d = 0; d < hd; ++d) {
-                        ov[d] += p * vv[d];
-                    }
-                }
+            }
+        }
+        Tensor out = alloc(q.shape);
+        // One task per (query row, head).
+        std::vector<int64_t> seq_start(seqs.size() + 1, 0);
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            seq_start[i + 1] = seq_start[i] + seqs[i].n_q * n_head;
+        }
+        pool_.parallel_for(seq_start.back(), 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> scores;
+            for (int64_t task = begin; task < end; ++task) {
+                const size_t si =
+                    std::upper_bound(seq_start.begin(), seq_start.end(), task) - seq_start.begin() - 1;
+                const PagedSequence& s = seqs[si];
+                const int64_t local = task - seq_start[si];
+                const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
+                const int64_t n_visible = s.n_kv - s.n_q + qi + 1;
+                const auto row = [&](int64_t pos) {
+                    const int64_t slot =
+                        static_cast<int64_t>(block_tables[s.table_begin + pos / block_size]) * block_size +
+                        pos % block_size;
+                    return (slot * n_kv_head + kvh) * hd;
+                };
+                attend_row(q.f32() + ((s.q_begin + qi) * n_head + h) * hd, k_cache.f32(), v_cache.f32(), row,
+                           n_visible, hd, scale, scores, out.f32() + ((s.q_begin + qi) * n_head + h) * hd);
             }
         });
         return out;
@@ -361,6 +506,7 @@ private:
     }
 
     ThreadPool pool_;
+    std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
 };
 
 }  // namespace

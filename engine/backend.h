@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "quantization.h"
 #include "tensor.h"
 
 namespace folio {
@@ -23,6 +24,33 @@ struct AttentionSegment {
     int64_t q_pos_offset = 0;
 };
 
+// One sequence of a batch whose keys and values live in a paged cache. Its n_q queries are the rows
+// [q_begin, q_begin + n_q) of the batch; it has n_kv tokens in the cache, the new ones included, so query i
+// sits at position n_kv - n_q + i and sees the keys at positions [0, n_kv - n_q + i]. Position p is stored
+// in slot block_tables[table_begin + p / block_size] * block_size + p % block_size of the cache.
+struct PagedSequence {
+    int64_t q_begin = 0;
+    int64_t n_q = 0;
+    int64_t n_kv = 0;
+    int64_t table_begin = 0;
+};
+
+// A weight matrix quantized on the host and uploaded to a backend's memory.
+struct QuantizedTensor {
+    Quantization type = Quantization::None;
+    int64_t n_out = 0;
+    int64_t n_in = 0;
+    int64_t group_size = 0;
+    std::shared_ptr<Buffer> data;  // the packed integers, laid out as in QuantizedWeights::q
+    Tensor scales;                 // as QuantizedWeights::scales
+};
+
+// Bytes a backend holds in tensors now, and the most it has held since the last reset_peak().
+struct MemoryStats {
+    int64_t in_use = 0;
+    int64_t peak = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -33,8 +61,14 @@ public:
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
+    virtual QuantizedTensor upload(const QuantizedWeights& w) = 0;
+    virtual MemoryStats memory_stats() const = 0;
+    virtual void reset_peak() = 0;
+
     // y = x · wᵀ + b.  x [n, in], w [out, in], b [out] or empty  ->  [n, out]
     virtual Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
+    // The same with a quantized w, dequantized as it is read.
+    virtual Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) = 0;
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]
@@ -53,6 +87,12 @@ public:
     // head_dim]
     virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
                              std::span<const AttentionSegment> segments, float scale) = 0;
+    // Causal attention of a batch of sequences over their paged caches, grouped K/V heads.
+    // q [n_tokens, n_head, head_dim], k_cache/v_cache [n_blocks * block_size, n_kv_head, head_dim]
+    //   ->  [n_tokens, n_head, head_dim]
+    virtual Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                   std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
+                                   int64_t block_size, float scale) = 0;
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]

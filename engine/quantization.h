@@ -1,0 +1,47 @@
+// Weight-only quantization of linear layers at load time. WINT8 keeps one int8 per weight with a scale per
+// output channel; WINT4 keeps two int4 per byte with a scale per group of group_size input columns.
+// Both are symmetric: w ≈ q * scale.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace folio {
+
+struct ModelConfig;
+
+enum class Quantization { None, Wint8, Wint4 };
+
+// "none"/"" -> None, "wint8", "wint4"; anything else throws folio::Error naming the value.
+Quantization parse_quantization(std::string_view name);
+const char* quantization_name(Quantization q);
+
+struct QuantizedWeights {
+    Quantization type = Quantization::None;
+    int64_t n_out = 0;
+    int64_t n_in = 0;
+    int64_t group_size = 0;  // WINT4: input columns per scale; WINT8: n_in
+    // WINT8: [n_out, n_in] int8.  WINT4: [n_out, n_in / 2] bytes, column 2j in the low nibble and 2j + 1 in
+    // the high nibble, each a two's-complement int4 in [-8, 7].
+    std::vector<int8_t> q;
+    // WINT8: [n_out].  WINT4: [n_out, n_in / group_size].
+    std::vector<float> scales;
+};
+
+// w [n_out, n_in] -> quantized. WINT4 needs n_in divisible by group_size (64 or 128) and an even n_in.
+QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in, Quantization type,
+                          int64_t group_size);
+// Throws folio::Error when the type, group size or the sizes of q and scales do not fit n_out x n_in.
+void validate(const QuantizedWeights& w);
+// The float matrix the quantized weights stand for.  -> [n_out, n_in]
+std::vector<float> dequantize(const QuantizedWeights& w);
+// Row r of that matrix from packed integers and scales laid out as in QuantizedWeights.  out [n_in]
+void dequantize_row(Quantization type, const int8_t* q, const float* scales, int64_t n_in, int64_t group_size,
+                    int64_t r, float* out);
+// Bytes of the packed integers and scales.
+int64_t quantized_bytes(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size);
+
+}  // namespace folio

@@ -6,16 +6,17 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backend.h"
 #include "chat-prompt.h"
+#include "engine-core.h"
 #include "error.h"
-#include "generator.h"
 #include "image-loader.h"
 #include "image-preprocess.h"
-#include "kv-cache.h"
 #include "model-loader.h"
 #include "paddleocr-vl.h"
 #include "tokenizer.h"
@@ -26,14 +27,28 @@ namespace {
 using folio::fail;
 
 constexpr const char* kUsage = R"(usage:
-  folio-cli generate --model DIR --image FILE [--image FILE ...] --prompt TEXT
+  folio-cli generate --model DIR [--image FILE ...] --prompt TEXT [--prompt TEXT ...]
                      [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
-                     [--repetition-penalty R] [--seed S] [--threads N]
+                     [--repetition-penalty R] [--seed S] [--stop TEXT ...] [--threads N]
+                     [engine options]
       Runs PaddleOCR-VL on the images with the task prompt ("OCR:", "Table Recognition:",
-      "Formula Recognition:", "Chart Recognition:") and streams the text to stdout.
-  folio-cli bench --device cpu [--model DIR] [--threads N] [--image-size WxH] [--decode-tokens N]
+      "Formula Recognition:", "Chart Recognition:"). One prompt takes every image and streams its text
+      to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
+      with the same one (a single --image), and print their texts when done.
+  folio-cli bench --device cpu [--model DIR] [--threads N] [--image-size WxH] [--prefill-tokens N]
+                  [--decode-tokens N] [--batch N,N,...] [engine options]
       Measures the model (full-size random weights unless --model is given) and prints JSON.
+
+engine options (FastDeploy's names):
+  --max-model-len N  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
+  --gpu-memory-utilization F  --enable-prefix-caching on|off  --enable-chunked-prefill on|off
+  --limit-mm-per-prompt N  --num-gpu-blocks-override N
+  --quantization none|wint8|wint4  --quant-group-size 64|128  --quantize-vision on|off
 )";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Command-line options: repeated flags keep every value, in order.
 class Options {
@@ -55,7 +70,7 @@ public:
         }
     }
 
-    void allow(std::initializer_list<const char*> known) const {
+    void allow(const std::vector<const char*>& known) const {
         for (const auto& [flag, _] : values_) {
             if (flag != "--help" && std::find_if(known.begin(), known.end(),
                                                  [&](const char* k) { return flag == k; }) == known.end()) {
@@ -107,63 +122,203 @@ private:
     std::map<std::string, std::vector<std::string>> values_;
 };
 
+bool parse_switch(const Options& opt, const std::string& flag, bool fallback) {
+    if (!opt.has(flag)) {
+        return fallback;
+    }
+    const std::string v = opt.text(flag);
+    if (v == "on" || v == "true" || v == "1") {
+        return true;
+    }
+    if (v == "off" || v == "false" || v == "0") {
+        return false;
+    }
+    fail("option ", flag, " expects on or off, got '", v, "'");
+}
+
+constexpr std::initializer_list<const char*> kEngineFlags = {
+    "--max-model-len",           "--max-num-seqs",
+    "--max-num-batched-tokens",  "--block-size",
+    "--gpu-memory-utilization",  "--enable-prefix-caching",
+    "--enable-chunked-prefill",  "--limit-mm-per-prompt",
+    "--num-gpu-blocks-override", "--quantization",
+    "--quant-group-size",        "--quantize-vision"};
+
+folio::EngineConfig engine_config(const Options& opt, const folio::ModelConfig& cfg) {
+    folio::EngineConfig c;
+    c.max_model_len =
+        opt.integer("--max-model-len", std::min<int64_t>(c.max_model_len, cfg.text.max_position_embeddings));
+    c.max_num_seqs = opt.integer("--max-num-seqs", c.max_num_seqs);
+    c.max_num_batched_tokens = opt.integer("--max-num-batched-tokens", c.max_num_batched_tokens);
+    c.block_size = opt.integer("--block-size", c.block_size);
+    c.gpu_memory_utilization = opt.real("--gpu-memory-utilization", c.gpu_memory_utilization);
+    c.enable_prefix_caching = parse_switch(opt, "--enable-prefix-caching", c.enable_prefix_caching);
+    c.enable_chunked_prefill = parse_switch(opt, "--enable-chunked-prefill", c.enable_chunked_prefill);
+    c.limit_mm_per_prompt = opt.integer("--limit-mm-per-prompt", c.limit_mm_per_prompt);
+    c.num_gpu_blocks_override = opt.integer("--num-gpu-blocks-override", c.num_gpu_blocks_override);
+    return c;
+}
+
+folio::ModelLoadParams load_params(const Options& opt) {
+    folio::ModelLoadParams p;
+    p.quantization = folio::parse_quantization(opt.text("--quantization", "none"));
+    p.group_size = opt.integer("--quant-group-size", p.group_size);
+    p.quantize_vision = parse_switch(opt, "--quantize-vision", p.quantize_vision);
+    if (p.quantization == folio::Quantization::Wint4 && p.group_size != 64 && p.group_size != 128) {
+        fail("--quant-group-size must be 64 or 128, got ", p.group_size);
+    }
+    return p;
+}
+
+std::vector<const char*> with_engine_flags(std::initializer_list<const char*> flags) {
+    std::vector<const char*> all(flags);
+    all.insert(all.end(), kEngineFlags.begin(), kEngineFlags.end());
+    return all;
+}
+
 int run_generate(const Options& opt) {
-    opt.allow({"--model", "--image", "--prompt", "--max-tokens", "--temperature", "--top-k", "--top-p",
-               "--repetition-penalty", "--seed", "--threads"});
+    opt.allow(with_engine_flags({"--model", "--image", "--prompt", "--max-tokens", "--temperature", "--top-k",
+                                 "--top-p", "--repetition-penalty", "--seed", "--threads", "--stop"}));
     const std::filesystem::path model_dir = opt.text("--model");
-    const std::string task = opt.text("--prompt");
-    folio::GenerateParams params;
-    params.max_tokens = static_cast<int>(opt.integer("--max-tokens", 1024));
-    params.sampling.temperature = static_cast<float>(opt.real("--temperature", 0.0));
-    params.sampling.top_k = static_cast<int>(opt.integer("--top-k", 0));
-    params.sampling.top_p = static_cast<float>(opt.real("--top-p", 1.0));
-    params.sampling.repetition_penalty = static_cast<float>(opt.real("--repetition-penalty", 1.0));
-    params.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
-    folio::validate(params.sampling);
-    if (params.max_tokens < 1) {
-        fail("--max-tokens must be at least 1, got ", params.max_tokens);
+    const std::vector<std::string> tasks = opt.all("--prompt");
+    if (tasks.empty()) {
+        fail("missing required option --prompt");
+    }
+    folio::Request base;
+    base.max_tokens = opt.integer("--max-tokens", 1024);
+    base.sampling.temperature = static_cast<float>(opt.real("--temperature", 0.0));
+    base.sampling.top_k = static_cast<int>(opt.integer("--top-k", 0));
+    base.sampling.top_p = static_cast<float>(opt.real("--top-p", 1.0));
+    base.sampling.repetition_penalty = static_cast<float>(opt.real("--repetition-penalty", 1.0));
+    base.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
+    base.stop_strings = opt.all("--stop");
+
+    // Which images each prompt takes.
+    const std::vector<std::string> image_paths = opt.all("--image");
+    std::vector<std::vector<std::string>> request_images(tasks.size());
+    if (tasks.size() == 1) {
+        request_images[0] = image_paths;
+    } else if (image_paths.size() == tasks.size() || image_paths.size() == 1) {
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            request_images[i] = {image_paths[image_paths.size() == 1 ? 0 : i]};
+        }
+    } else if (!image_paths.empty()) {
+        fail(tasks.size(), " prompts need one --image each or a single --image for all, got ",
+             image_paths.size());
     }
 
-    std::vector<folio::Image> images;
-    for (const auto& path : opt.all("--image")) {
-        images.push_back(folio::load_image(path));
-    }
     const auto files = folio::ModelFiles::open(model_dir);
     const auto tokenizer = folio::Tokenizer::load(model_dir);
     const folio::ModelConfig& cfg = files->config();
-    const folio::PreprocessedImages pre = folio::preprocess_images(images, files->preprocessor());
-    std::vector<int64_t> n_image_tokens;
-    const int64_t merge = static_cast<int64_t>(cfg.vision.spatial_merge_size) * cfg.vision.spatial_merge_size;
-    for (const auto& g : pre.grids) {
-        n_image_tokens.push_back(g.n_patches() / merge);
-    }
-    const folio::ChatPromptTokens prompt = folio::build_chat_prompt(
-        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
-        task);
-
+    const folio::EngineConfig engine_cfg = engine_config(opt, cfg);
     const auto backend = folio::make_cpu_backend(static_cast<int>(opt.integer("--threads", 0)));
     const auto weights = folio::make_file_weight_source(*files);
-    folio::PaddleOcrVl model(*backend, cfg, *weights);
+    folio::PaddleOcrVl model(*backend, cfg, *weights, load_params(opt));
+    folio::EngineCore engine(model, engine_cfg, tokenizer.get());
 
-    folio::IncrementalDetokenizer detok(*tokenizer);
-    const folio::GenerateResult result = folio::generate(model, prompt, pre, params, [&](int32_t token) {
-        std::cout << detok.push(token) << std::flush;
-        return true;
-    });
-    std::cout << detok.flush() << std::endl;
-    std::cerr << "folio-cli: " << result.tokens.size() << " tokens ("
-              << folio::finish_reason_name(result.finish) << "), prompt " << result.n_prompt_tokens
-              << " tokens, vision " << result.vision_seconds << " s, prefill " << result.prefill_seconds
-              << " s, decode " << result.decode_seconds << " s\n";
+    std::vector<int64_t> ids;
+    for (size_t r = 0; r < tasks.size(); ++r) {
+        std::vector<folio::Image> images;
+        for (const auto& path : request_images[r]) {
+            images.push_back(folio::load_image(path));
+        }
+        folio::Request request = base;
+        request.images = folio::preprocess_images(images, files->preprocessor());
+        std::vector<int64_t> n_image_tokens;
+        const int64_t merge =
+            static_cast<int64_t>(cfg.vision.spatial_merge_size) * cfg.vision.spatial_merge_size;
+        for (const auto& g : request.images.grids) {
+            n_image_tokens.push_back(g.n_patches() / merge);
+        }
+        request.prompt = folio::build_chat_prompt(
+            *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id},
+            n_image_tokens, tasks[r]);
+        ids.push_back(engine.submit(std::move(request)));
+    }
+
+    const bool stream = tasks.size() == 1;
+    std::map<int64_t, std::string> texts;
+    std::map<int64_t, std::pair<size_t, folio::FinishReason>> done;
+    const auto start = std::chrono::steady_clock::now();
+    while (engine.has_unfinished()) {
+        for (const folio::RequestOutput& out : engine.step()) {
+            if (stream) {
+                std::cout << out.text << std::flush;
+            }
+            texts[out.id] += out.text;
+            done[out.id].first += out.tokens.size();
+            if (out.finish) {
+                done[out.id].second = *out.finish;
+            }
+        }
+    }
+    const double seconds = seconds_since(start);
+    for (size_t r = 0; r < ids.size(); ++r) {
+        if (stream) {
+            std::cout << std::endl;
+        } else {
+            std::cout << "=== request " << r << ": " << tasks[r] << "\n" << texts[ids[r]] << "\n";
+        }
+        std::cerr << "folio-cli: request " << r << ": " << done[ids[r]].first << " tokens ("
+                  << folio::finish_reason_name(done[ids[r]].second) << ")\n";
+    }
+    const folio::EngineStats stats = engine.stats();
+    std::cerr << "folio-cli: " << seconds << " s, " << stats.runner.n_steps << " steps, "
+              << stats.runner.n_tokens << " tokens through the decoder, " << stats.runner.n_image_patches
+              << " image patches, " << stats.n_preemptions << " preemptions, prefix cache "
+              << stats.n_prefix_hit_blocks << "/" << stats.n_prefix_lookup_blocks << " blocks hit\n";
     return 0;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// Decode throughput at one batch size: `batch` requests of n_prompt distinct tokens, timed from the
+// step after every request has its first token to the end.
+nlohmann::json bench_decode(folio::PaddleOcrVl& model, const folio::EngineConfig& base, int64_t batch,
+                            int64_t n_prompt, int64_t n_decode) {
+    folio::EngineConfig config = base;
+    config.max_num_seqs = batch;
+    config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
+    config.max_model_len = n_prompt + n_decode + 1;
+    config.enable_prefix_caching = false;
+    config.num_gpu_blocks_override =
+        batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
+    folio::EngineCore engine(model, config);
+    const auto& tc = model.config().text;
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < batch; ++b) {
+        folio::Request request;
+        for (int64_t i = 0; i < n_prompt; ++i) {
+            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % tc.vocab_size));
+            request.prompt.is_image.push_back(0);
+        }
+        request.max_tokens = n_decode + 1;
+        request.ignore_eos = true;
+        engine.submit(std::move(request));
+    }
+    std::set<int64_t> started;
+    while (static_cast<int64_t>(started.size()) < batch) {
+        for (const auto& out : engine.step()) {
+            if (!out.tokens.empty()) {
+                started.insert(out.id);
+            }
+        }
+    }
+    const double ttft = seconds_since(start);
+    const auto decode_start = std::chrono::steady_clock::now();
+    while (engine.has_unfinished()) {
+        engine.step();
+    }
+    const double seconds = seconds_since(decode_start);
+    return {{"batch", batch},
+            {"n_tokens", batch * n_decode},
+            {"seconds", seconds},
+            {"tokens_per_second", static_cast<double>(batch * n_decode) / seconds},
+            {"prefill_seconds", ttft},
+            {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft}};
 }
 
 int run_bench(const Options& opt) {
-    opt.allow({"--device", "--model", "--threads", "--image-size", "--decode-tokens"});
+    opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
+                                 "--decode-tokens", "--batch"}));
     const std::string device = opt.text("--device", "cpu");
     if (device != "cpu") {
         fail("--device ", device, " is not available in this build (devices: cpu)");
@@ -177,9 +332,22 @@ int run_bench(const Options& opt) {
     } catch (const std::exception&) {
         fail("--image-size expects WxH, got '", size, "'");
     }
-    const int n_decode = static_cast<int>(opt.integer("--decode-tokens", 16));
-    if (x == std::string::npos || width < 28 || height < 28 || n_decode < 1) {
-        fail("--image-size must be at least 28x28 and --decode-tokens at least 1");
+    const int64_t n_decode = opt.integer("--decode-tokens", 16);
+    const int64_t n_prefill = opt.integer("--prefill-tokens", 16);
+    if (x == std::string::npos || width < 28 || height < 28 || n_decode < 1 || n_prefill < 1) {
+        fail("--image-size must be at least 28x28, --decode-tokens and --prefill-tokens at least 1");
+    }
+    std::vector<int64_t> batches;
+    std::stringstream batch_list(opt.text("--batch", "1"));
+    for (std::string item; std::getline(batch_list, item, ',');) {
+        try {
+            batches.push_back(std::stoll(item));
+        } catch (const std::exception&) {
+            fail("--batch expects numbers separated by commas, got '", item, "'");
+        }
+        if (batches.back() < 1) {
+            fail("--batch sizes must be at least 1, got ", batches.back());
+        }
     }
 
     const auto backend = folio::make_cpu_backend(static_cast<int>(opt.integer("--threads", 0)));
@@ -194,8 +362,9 @@ int run_bench(const Options& opt) {
         cfg = folio::parse_model_config("{}", "full-size defaults");
         weights = folio::make_random_weight_source(2026);
     }
+    const folio::ModelLoadParams load = load_params(opt);
     auto start = std::chrono::steady_clock::now();
-    folio::PaddleOcrVl model(*backend, cfg, *weights);
+    folio::PaddleOcrVl model(*backend, cfg, *weights, load);
     const double load_seconds = seconds_since(start);
 
     // Vision: one image of the requested size, patch grid rounded to the 2x2 merge.
@@ -209,52 +378,33 @@ int run_bench(const Options& opt) {
     const folio::Tensor vision = model.encode_vision(pixels, std::span(&grid, 1));
     const double vision_seconds = seconds_since(start);
 
-    // Decode: a short text prompt, then one token at a time.
-    const int64_t n_prompt = 16;
-    const auto& tc = cfg.text;
-    folio::KvCache cache(*backend,
-                         {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_prompt + n_decode});
-    std::vector<int32_t> ids(static_cast<size_t>(n_prompt), tc.bos_token_id);
-    std::vector<std::array<int64_t, 3>> pos;
-    for (int64_t i = 0; i < n_prompt; ++i) {
-        pos.push_back({i, i, i});
+    nlohmann::json decode = nlohmann::json::array();
+    const folio::EngineConfig engine_cfg = engine_config(opt, cfg);
+    for (const int64_t b : batches) {
+        decode.push_back(bench_decode(model, engine_cfg, b, n_prefill, n_decode));
     }
-    start = std::chrono::steady_clock::now();
-    model.forward_text(model.embed(ids), pos, cache, 0);
-    const double prefill_seconds = seconds_since(start);
-    start = std::chrono::steady_clock::now();
-    int32_t token = tc.bos_token_id;
-    for (int64_t step = 0; step < n_decode; ++step) {
-        const std::array<int64_t, 3> p{n_prompt + step, n_prompt + step, n_prompt + step};
-        const folio::Tensor hidden =
-            model.forward_text(model.embed(std::span(&token, 1)), std::span(&p, 1), cache, n_prompt + step);
-        const std::vector<float> logits = backend->download(model.logits(hidden));
-        token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    nlohmann::json bytes;
+    for (const auto q : {folio::Quantization::None, folio::Quantization::Wint8, folio::Quantization::Wint4}) {
+        folio::ModelLoadParams p = load;
+        p.quantization = q;
+        bytes[folio::quantization_name(q)] = folio::weight_bytes(cfg, p);
     }
-    const double decode_seconds = seconds_since(start);
-
     const nlohmann::json report = {
         {"device", backend->name()},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
         {"dtype", "f32"},
+        {"quantization", folio::quantization_name(load.quantization)},
         {"n_params", model.n_params()},
-        {"weight_bytes", model.n_params() * static_cast<int64_t>(sizeof(float))},
+        {"weight_bytes", model.n_weight_bytes()},
+        {"weight_bytes_by_format", bytes},
         {"load_seconds", load_seconds},
         {"vision",
          {{"image", size},
           {"n_patches", vision.rows()},
           {"seconds", vision_seconds},
           {"patches_per_second", static_cast<double>(vision.rows()) / vision_seconds}}},
-        {"prefill",
-         {{"n_tokens", n_prompt},
-          {"seconds", prefill_seconds},
-          {"tokens_per_second", static_cast<double>(n_prompt) / prefill_seconds}}},
-        {"decode",
-         {{"batch", 1},
-          {"n_tokens", n_decode},
-          {"seconds", decode_seconds},
-          {"tokens_per_second", n_decode / decode_seconds}}},
+        {"decode", decode},
     };
     std::cout << report.dump(2) << std::endl;
     return 0;

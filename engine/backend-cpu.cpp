@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include <unistd.h>
+
 #include "backend.h"
 #include "error.h"
 #include "thread-pool.h"
@@ -174,6 +176,10 @@ public:
     }
 
     MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }
+
+    int64_t total_memory() const override {
+        return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+    }
 
     void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
 

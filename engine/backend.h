@@ -63,6 +63,8 @@ public:
 
     virtual QuantizedTensor upload(const QuantizedWeights& w) = 0;
     virtual MemoryStats memory_stats() const = 0;
+    // Bytes of memory the backend's device has in all.
+    virtual int64_t total_memory() const = 0;
     virtual void reset_peak() = 0;
 
     // y = x · wᵀ + b.  x [n, in], w [out, in], b [out] or empty  ->  [n, out]

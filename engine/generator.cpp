@@ -1,115 +1,74 @@
 #include "generator.h"
 
-#include <algorithm>
 #include <chrono>
 
+#include "engine-core.h"
 #include "error.h"
-#include "kv-cache.h"
 #include "paddleocr-vl.h"
-#include "rope.h"
 
 namespace folio {
 
-const char* finish_reason_name(FinishReason reason) {
-    switch (reason) {
-        case FinishReason::Stop:
-            return "stop";
-        case FinishReason::Length:
-            return "length";
-        case FinishReason::Cancelled:
-            return "cancelled";
-    }
-    return "unknown";
-}
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, const PreprocessedImages& images,
                         const GenerateParams& params, const std::function<bool(int32_t)>& on_token) {
-    const ModelConfig& config = model.config();
-    Backend& backend = model.backend();
     const int64_t n_prompt = static_cast<int64_t>(prompt.ids.size());
     if (n_prompt == 0) {
         fail("empty prompt");
-    }
-    if (prompt.is_image.size() != prompt.ids.size()) {
-        fail("prompt has ", prompt.ids.size(), " ids but ", prompt.is_image.size(), " image flags");
     }
     if (params.max_tokens < 1) {
         fail("max_tokens must be at least 1, got ", params.max_tokens);
     }
     const int64_t n_ctx = n_prompt + params.max_tokens;
-    if (n_ctx > config.text.max_position_embeddings) {
+    if (n_ctx > model.config().text.max_position_embeddings) {
         fail("prompt of ", n_prompt, " tokens plus ", params.max_tokens,
-             " new tokens exceeds the context of ", config.text.max_position_embeddings);
+             " new tokens exceeds the context of ", model.config().text.max_position_embeddings);
     }
-    const std::vector<int32_t>& stop_ids =
-        params.stop_ids.empty() ? config.text.eos_token_ids : params.stop_ids;
+    EngineConfig config;
+    config.max_model_len = n_ctx;
+    config.max_num_seqs = 1;
+    config.max_num_batched_tokens = config.max_model_len;
+    config.enable_chunked_prefill = false;
+    config.enable_prefix_caching = false;
+    config.limit_mm_per_prompt = static_cast<int64_t>(images.grids.size());
+    config.num_gpu_blocks_override = (config.max_model_len + config.block_size - 1) / config.block_size;
+    EngineCore engine(model, config);
+
+    Request request;
+    request.prompt = prompt;
+    request.images = images;
+    request.sampling = params.sampling;
+    request.max_tokens = params.max_tokens;
+    request.stop_ids = params.stop_ids;
+    const int64_t id = engine.submit(std::move(request));
+
     GenerateResult result;
     result.n_prompt_tokens = n_prompt;
     result.n_image_patches = images.n_patches();
-
-    const MropePositions positions =
-        compute_mrope_positions(prompt.is_image, images.grids, config.vision.spatial_merge_size);
-    Tensor embeds = model.embed(prompt.ids);  // [n_prompt, hidden]
-    if (!images.grids.empty()) {
-        const auto start = std::chrono::steady_clock::now();
-        const Tensor vision = model.encode_vision(images.pixel_values, images.grids);
-        const Tensor features = model.project(vision, images.grids);  // [n_image_tokens, hidden]
-        std::vector<int64_t> rows;
-        for (int64_t i = 0; i < n_prompt; ++i) {
-            if (prompt.is_image[i]) {
-                rows.push_back(i);
+    const auto start = std::chrono::steady_clock::now();
+    double first_token_seconds = 0.0;
+    while (engine.has_unfinished()) {
+        for (const RequestOutput& out : engine.step()) {
+            if (out.id != id) {
+                continue;
+            }
+            for (const int32_t token : out.tokens) {
+                if (result.tokens.empty()) {
+                    first_token_seconds =
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                }
+                result.tokens.push_back(token);
+                if (!on_token(token)) {
+                    engine.cancel(id);
+                }
+            }
+            if (out.finish) {
+                result.finish = *out.finish;
             }
         }
-        if (static_cast<int64_t>(rows.size()) != features.rows()) {
-            fail("prompt has ", rows.size(), " image tokens for ", features.rows(), " image features");
-        }
-        backend.scatter_rows(embeds, rows, features);
-        result.vision_seconds = seconds_since(start);
     }
-
-    const TextConfig& tc = config.text;
-    KvCache cache(backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_ctx});
-    Sampler sampler(params.sampling);
-    std::vector<int32_t> history(prompt.ids.begin(), prompt.ids.end());
-
-    auto start = std::chrono::steady_clock::now();
-    Tensor hidden = model.forward_text(embeds, positions.pos, cache, 0);
-    const Tensor last = backend.gather_rows(hidden, std::vector<int64_t>{n_prompt - 1});
-    std::vector<float> logits = backend.download(model.logits(last));
-    result.prefill_seconds = seconds_since(start);
-
-    start = std::chrono::steady_clock::now();
-    for (int64_t step = 0; step < params.max_tokens; ++step) {
-        const int32_t token = sampler.sample(logits, history);
-        result.tokens.push_back(token);
-        history.push_back(token);
-        if (!on_token(token)) {
-            result.finish = FinishReason::Cancelled;
-            break;
-        }
-        if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
-            result.finish = FinishReason::Stop;
-            break;
-        }
-        if (step + 1 == params.max_tokens) {
-            result.finish = FinishReason::Length;
-            break;
-        }
-        const int64_t n_past = n_prompt + step;
-        const int64_t p = n_past + positions.delta;
-        const std::array<int64_t, 3> pos{p, p, p};
-        hidden = model.forward_text(model.embed(std::span(&token, 1)), std::span(&pos, 1), cache, n_past);
-        logits = backend.download(model.logits(hidden));
-    }
-    result.decode_seconds = seconds_since(start);
+    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.vision_seconds = engine.stats().runner.vision_seconds;
+    result.prefill_seconds = first_token_seconds - result.vision_seconds;
+    result.decode_seconds = total - first_token_seconds;
     return result;
 }
 

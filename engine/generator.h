@@ -1,5 +1,6 @@
-// One request through the model: images through the vision encoder and projector, the prompt through
-// prefill, then token by token decoding with a KV cache until a stop token, max_tokens or cancellation.
+// One request through the model on its own: images through the vision encoder and projector, the prompt
+// through one prefill, then token by token decoding until a stop token, max_tokens or cancellation. It runs
+// the serving engine with a single sequence, so it computes exactly what a batched request computes.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "chat-prompt.h"
 #include "image-preprocess.h"
 #include "sampling.h"
+#include "sequence.h"
 
 namespace folio {
 
@@ -19,9 +21,6 @@ struct GenerateParams {
     int max_tokens = 256;
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
 };
-
-enum class FinishReason { Stop, Length, Cancelled };
-const char* finish_reason_name(FinishReason reason);
 
 struct GenerateResult {
     std::vector<int32_t> tokens;  // generated tokens, the stop token included when one ended the request

@@ -1,40 +1,35 @@
 #include "kv-cache.h"
 
-#include <numeric>
-
 #include "error.h"
 
 namespace folio {
 
-KvCache::KvCache(Backend& backend, const KvCacheParams& params) : backend_(backend), params_(params) {
-    if (params.n_layer <= 0 || params.n_kv_head <= 0 || params.head_dim <= 0 || params.n_ctx <= 0) {
+int64_t kv_block_bytes(const KvCacheParams& params) {
+    return 2LL * params.n_layer * params.block_size * params.n_kv_head * params.head_dim *
+           static_cast<int64_t>(sizeof(float));
+}
+
+PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params)
+    : backend_(backend), params_(params) {
+    if (params.n_layer <= 0 || params.n_kv_head <= 0 || params.head_dim <= 0 || params.n_blocks <= 0 ||
+        params.block_size <= 0) {
         fail("kv cache: invalid size, ", params.n_layer, " layers, ", params.n_kv_head, " heads of ",
-             params.head_dim, ", ", params.n_ctx, " positions");
+             params.head_dim, ", ", params.n_blocks, " blocks of ", params.block_size);
     }
+    const int64_t n_slots = params.n_blocks * params.block_size;
     for (int l = 0; l < params.n_layer; ++l) {
-        k_.push_back(backend.alloc({params.n_ctx, params.n_kv_head, params.head_dim}));
-        v_.push_back(backend.alloc({params.n_ctx, params.n_kv_head, params.head_dim}));
+        k_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
+        v_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
     }
 }
 
-void KvCache::write(int layer, int64_t n_past, const Tensor& k, const Tensor& v) {
-    const int64_t n_new = k.rows();
-    if (n_past < 0 || n_past + n_new > params_.n_ctx) {
-        fail("kv cache: positions [", n_past, ", ", n_past + n_new, ") exceed the context of ",
-             params_.n_ctx);
-    }
-    std::vector<int64_t> rows(static_cast<size_t>(n_new));
-    std::iota(rows.begin(), rows.end(), n_past);
-    backend_.scatter_rows(k_[layer], rows, k);
-    backend_.scatter_rows(v_[layer], rows, v);
+void PagedKvCache::write(int layer, std::span<const int64_t> slots, const Tensor& k, const Tensor& v) {
+    backend_.scatter_rows(k_.at(static_cast<size_t>(layer)), slots, k);
+    backend_.scatter_rows(v_.at(static_cast<size_t>(layer)), slots, v);
 }
 
-size_t KvCache::n_bytes() const {
-    size_t n = 0;
-    for (size_t l = 0; l < k_.size(); ++l) {
-        n += k_[l].buffer->n_bytes() + v_[l].buffer->n_bytes();
-    }
-    return n;
+int64_t PagedKvCache::n_bytes() const {
+    return kv_block_bytes(params_) * params_.n_blocks;
 }
 
 }  // namespace folio

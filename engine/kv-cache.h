@@ -1,7 +1,9 @@
-// A contiguous key/value cache for one sequence: every layer keeps K and V for up to n_ctx positions.
+// The paged key/value storage of the language model: per layer, K and V for n_blocks blocks of block_size
+// token slots. Which slots a sequence owns is decided by the KV-cache manager; this holds only the tensors.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend.h"
@@ -12,25 +14,38 @@ struct KvCacheParams {
     int n_layer = 0;
     int n_kv_head = 0;
     int head_dim = 0;
-    int64_t n_ctx = 0;
+    int64_t n_blocks = 0;
+    int64_t block_size = 0;
 };
 
-class KvCache {
+// Bytes of K and V for one block across all layers, in float32.
+int64_t kv_block_bytes(const KvCacheParams& params);
+
+// Where the new tokens of a batch go and what each sequence attends to.
+struct KvBatch {
+    std::vector<PagedSequence> seqs;
+    std::vector<int32_t> block_tables;  // the sequences' tables, one after another
+    std::vector<int64_t> slots;         // [n_tokens]: the cache slot of each new token
+};
+
+class PagedKvCache {
 public:
-    KvCache(Backend& backend, const KvCacheParams& params);
+    PagedKvCache(Backend& backend, const KvCacheParams& params);
 
-    // Stores k/v [n_new, n_kv_head, head_dim] of a layer at positions [n_past, n_past + n_new).
-    void write(int layer, int64_t n_past, const Tensor& k, const Tensor& v);
+    // Stores k/v [n_new, n_kv_head, head_dim] of a layer at slots [n_new].
+    void write(int layer, std::span<const int64_t> slots, const Tensor& k, const Tensor& v);
 
-    const Tensor& keys(int layer) const { return k_[layer]; }    // [n_ctx, n_kv_head, head_dim]
-    const Tensor& values(int layer) const { return v_[layer]; }  // [n_ctx, n_kv_head, head_dim]
-    int64_t n_ctx() const { return params_.n_ctx; }
-    size_t n_bytes() const;
+    const Tensor& keys(int layer) const {
+        return k_.at(static_cast<size_t>(layer));
+    }  // [n_slots, n_kv_head, hd]
+    const Tensor& values(int layer) const { return v_.at(static_cast<size_t>(layer)); }
+    const KvCacheParams& params() const { return params_; }
+    int64_t n_bytes() const;
 
 private:
     Backend& backend_;
     KvCacheParams params_;
-    std::vector<Tensor> k_;
+    std::vector<Tensor> k_;  // per layer [n_blocks * block_size, n_kv_head, head_dim]
     std::vector<Tensor> v_;
 };
 

@@ -25,10 +25,65 @@ constexpr float kProjectorNormEps = 1e-5f;  // fixed in the reference projector,
 
 }  // namespace
 
+int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
+    const VisionConfig& vc = config.vision;
+    const TextConfig& tc = config.text;
+    constexpr auto f32 = static_cast<int64_t>(sizeof(float));
+    const Quantization vq = load.quantize_vision ? load.quantization : Quantization::None;
+    const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
+    const int64_t side = vc.image_size / vc.patch_size;
+    const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
+    const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
+    int64_t bytes = (vd * patch_dim + vd + side * side * vd + 4 * vd) * f32;  // patches, positions, norms
+    bytes +=
+        (merged * merged + merged + tc.hidden_size * merged + tc.hidden_size + 2 * vd) * f32;  // projector
+    const int64_t vision_layer =
+        4 * quantized_bytes(vq, vd, vd, load.group_size) + quantized_bytes(vq, vff, vd, load.group_size) +
+        quantized_bytes(vq, vd, vff, load.group_size) + (4 * vd + 4 * vd + vff + vd) * f32;
+    bytes += vc.num_hidden_layers * vision_layer;
+
+    const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
+    const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
+    const Quantization tq = load.quantization;
+    int64_t text_layer =
+        quantized_bytes(tq, q_dim, d, load.group_size) + 2 * quantized_bytes(tq, kv_dim, d, load.group_size) +
+        quantized_bytes(tq, d, q_dim, load.group_size) + 2 * quantized_bytes(tq, ff, d, load.group_size) +
+        quantized_bytes(tq, d, ff, load.group_size) + 2 * d * f32;
+    if (tc.use_bias) {
+        text_layer += (q_dim + 2 * kv_dim + d + 2 * ff + d) * f32;
+    }
+    bytes += tc.num_hidden_layers * text_layer + tc.vocab_size * d * f32 + d * f32;
+    if (!tc.tie_word_embeddings) {
+        bytes += tc.vocab_size * d * f32;
+    }
+    return bytes;
+}
+
 Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape) {
     std::vector<float> values = weights.load(name, shape);
     n_params_ += static_cast<int64_t>(values.size());
+    n_weight_bytes_ += static_cast<int64_t>(values.size() * sizeof(float));
     return backend_.upload(values, std::move(shape));
+}
+
+Linear PaddleOcrVl::load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
+                                bool bias, Quantization quantization) {
+    Linear layer;
+    if (quantization == Quantization::None) {
+        layer.w = load(weights, prefix + ".weight", {n_out, n_in});
+    } else {
+        const std::vector<float> values = weights.load(prefix + ".weight", {n_out, n_in});
+        n_params_ += static_cast<int64_t>(values.size());
+        n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_params_.group_size);
+        layer.q = backend_.upload(quantize(values, n_out, n_in, quantization, load_params_.group_size));
+    }
+    layer.b = load_optional_bias(weights, prefix + ".bias", n_out, bias);
+    return layer;
+}
+
+Tensor PaddleOcrVl::apply(const Linear& layer, const Tensor& x) {
+    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    return layer.q.data ? backend_.linear(x, layer.q, bias) : backend_.linear(x, layer.w, bias);
 }
 
 Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
@@ -36,8 +91,11 @@ Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string&
     return present ? load(weights, name, {n}) : Tensor{};
 }
 
-PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights)
-    : backend_(backend), config_(config) {
+PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights,
+                         const ModelLoadParams& load_params)
+    : load_params_(load_params), backend_(backend), config_(config) {
+    const Quantization text_q = load_params.quantization;
+    const Quantization vision_q = load_params.quantize_vision ? text_q : Quantization::None;
     const VisionConfig& vc = config.vision;
     const TextConfig& tc = config.text;
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
@@ -51,25 +109,20 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     patch_b = load(weights, vp + "embeddings.patch_embedding.bias", {vd});
     position_embedding = weights.load(vp + "embeddings.position_embedding.weight", {side * side, vd});
     n_params_ += static_cast<int64_t>(position_embedding.size());
+    n_weight_bytes_ += static_cast<int64_t>(position_embedding.size() * sizeof(float));
     for (int l = 0; l < vc.num_hidden_layers; ++l) {
         const std::string p = vp + "encoder.layers." + std::to_string(l) + ".";
         VisionLayer& L = vision_layers.emplace_back();
         L.ln1_w = load(weights, p + "layer_norm1.weight", {vd});
         L.ln1_b = load(weights, p + "layer_norm1.bias", {vd});
-        L.q_w = load(weights, p + "self_attn.q_proj.weight", {vd, vd});
-        L.q_b = load(weights, p + "self_attn.q_proj.bias", {vd});
-        L.k_w = load(weights, p + "self_attn.k_proj.weight", {vd, vd});
-        L.k_b = load(weights, p + "self_attn.k_proj.bias", {vd});
-        L.v_w = load(weights, p + "self_attn.v_proj.weight", {vd, vd});
-        L.v_b = load(weights, p + "self_attn.v_proj.bias", {vd});
-        L.o_w = load(weights, p + "self_attn.out_proj.weight", {vd, vd});
-        L.o_b = load(weights, p + "self_attn.out_proj.bias", {vd});
+        L.q_proj = load_linear(weights, p + "self_attn.q_proj", vd, vd, true, vision_q);
+        L.k_proj = load_linear(weights, p + "self_attn.k_proj", vd, vd, true, vision_q);
+        L.v_proj = load_linear(weights, p + "self_attn.v_proj", vd, vd, true, vision_q);
+        L.o_proj = load_linear(weights, p + "self_attn.out_proj", vd, vd, true, vision_q);
         L.ln2_w = load(weights, p + "layer_norm2.weight", {vd});
         L.ln2_b = load(weights, p + "layer_norm2.bias", {vd});
-        L.fc1_w = load(weights, p + "mlp.fc1.weight", {vff, vd});
-        L.fc1_b = load(weights, p + "mlp.fc1.bias", {vff});
-        L.fc2_w = load(weights, p + "mlp.fc2.weight", {vd, vff});
-        L.fc2_b = load(weights, p + "mlp.fc2.bias", {vd});
+        L.fc1 = load_linear(weights, p + "mlp.fc1", vff, vd, true, vision_q);
+        L.fc2 = load_linear(weights, p + "mlp.fc2", vd, vff, true, vision_q);
     }
     post_ln_w = load(weights, vp + "post_layernorm.weight", {vd});
     post_ln_b = load(weights, vp + "post_layernorm.bias", {vd});
@@ -90,21 +143,14 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
         const std::string p = tp + "layers." + std::to_string(l) + ".";
         TextLayer& L = text_layers.emplace_back();
         L.input_norm = load(weights, p + "input_layernorm.weight", {d});
-        L.q_w = load(weights, p + "self_attn.q_proj.weight", {q_dim, d});
-        L.k_w = load(weights, p + "self_attn.k_proj.weight", {kv_dim, d});
-        L.v_w = load(weights, p + "self_attn.v_proj.weight", {kv_dim, d});
-        L.o_w = load(weights, p + "self_attn.o_proj.weight", {d, q_dim});
-        L.q_b = load_optional_bias(weights, p + "self_attn.q_proj.bias", q_dim, tc.use_bias);
-        L.k_b = load_optional_bias(weights, p + "self_attn.k_proj.bias", kv_dim, tc.use_bias);
-        L.v_b = load_optional_bias(weights, p + "self_attn.v_proj.bias", kv_dim, tc.use_bias);
-        L.o_b = load_optional_bias(weights, p + "self_attn.o_proj.bias", d, tc.use_bias);
+        L.q_proj = load_linear(weights, p + "self_attn.q_proj", q_dim, d, tc.use_bias, text_q);
+        L.k_proj = load_linear(weights, p + "self_attn.k_proj", kv_dim, d, tc.use_bias, text_q);
+        L.v_proj = load_linear(weights, p + "self_attn.v_proj", kv_dim, d, tc.use_bias, text_q);
+        L.o_proj = load_linear(weights, p + "self_attn.o_proj", d, q_dim, tc.use_bias, text_q);
         L.post_norm = load(weights, p + "post_attention_layernorm.weight", {d});
-        L.gate_w = load(weights, p + "mlp.gate_proj.weight", {ff, d});
-        L.up_w = load(weights, p + "mlp.up_proj.weight", {ff, d});
-        L.down_w = load(weights, p + "mlp.down_proj.weight", {d, ff});
-        L.gate_b = load_optional_bias(weights, p + "mlp.gate_proj.bias", ff, tc.use_bias);
-        L.up_b = load_optional_bias(weights, p + "mlp.up_proj.bias", ff, tc.use_bias);
-        L.down_b = load_optional_bias(weights, p + "mlp.down_proj.bias", d, tc.use_bias);
+        L.gate_proj = load_linear(weights, p + "mlp.gate_proj", ff, d, tc.use_bias, text_q);
+        L.up_proj = load_linear(weights, p + "mlp.up_proj", ff, d, tc.use_bias, text_q);
+        L.down_proj = load_linear(weights, p + "mlp.down_proj", d, ff, tc.use_bias, text_q);
     }
     final_norm = load(weights, tp + "norm.weight", {d});
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
@@ -146,18 +192,18 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
     const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
-        Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);   // [n, vd]
-        Tensor q = reshaped(backend_.linear(h, L.q_w, &L.q_b), {n, n_head, hd});  // [n, n_head, hd]
-        Tensor k = reshaped(backend_.linear(h, L.k_w, &L.k_b), {n, n_head, hd});  // [n, n_head, hd]
-        Tensor v = reshaped(backend_.linear(h, L.v_w, &L.v_b), {n, n_head, hd});  // [n, n_head, hd]
+        Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);  // [n, vd]
+        Tensor q = reshaped(apply(L.q_proj, h), {n, n_head, hd});                // [n, n_head, hd]
+        Tensor k = reshaped(apply(L.k_proj, h), {n, n_head, hd});                // [n, n_head, hd]
+        Tensor v = reshaped(apply(L.v_proj, h), {n, n_head, hd});                // [n, n_head, hd]
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
         Tensor a = backend_.attention(q, k, v, segments, scale);  // [n, n_head, hd]
-        backend_.add(x, backend_.linear(reshaped(a, {n, vd}), L.o_w, &L.o_b));
+        backend_.add(x, apply(L.o_proj, reshaped(a, {n, vd})));
         h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
-        Tensor f = backend_.linear(h, L.fc1_w, &L.fc1_b);  // [n, vff]
+        Tensor f = apply(L.fc1, h);  // [n, vff]
         backend_.gelu_tanh(f);
-        backend_.add(x, backend_.linear(f, L.fc2_w, &L.fc2_b));
+        backend_.add(x, apply(L.fc2, f));
     }
     return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);
 }
@@ -205,41 +251,39 @@ Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {
 }
 
 Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
-                                 KvCache& cache, int64_t n_past) {
+                                 PagedKvCache& cache, const KvBatch& batch) {
     const TextConfig& tc = config_.text;
     const int64_t n = embeds.rows(), hd = tc.head_dim;
     const int64_t n_head = tc.num_attention_heads, n_kv_head = tc.num_key_value_heads;
-    if (static_cast<int64_t>(positions.size()) != n) {
-        fail("language model: ", positions.size(), " positions for ", n, " tokens");
+    if (static_cast<int64_t>(positions.size()) != n || static_cast<int64_t>(batch.slots.size()) != n) {
+        fail("language model: ", positions.size(), " positions and ", batch.slots.size(), " cache slots for ",
+             n, " tokens");
     }
     const RopeTables rope =
         text_rope_tables(positions, static_cast<int>(hd), tc.rope_theta, tc.mrope_section);
     const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
     const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
-    const AttentionSegment segment{0, n, 0, n_past + n, true, n_past};
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    auto bias = [](const Tensor& b) { return b.empty() ? nullptr : &b; };
 
     Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
-        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);                // [n, d]
-        Tensor q = reshaped(backend_.linear(h, L.q_w, bias(L.q_b)), {n, n_head, hd});  // [n, n_head, hd]
-        Tensor k =
-            reshaped(backend_.linear(h, L.k_w, bias(L.k_b)), {n, n_kv_head, hd});  // [n, n_kv_head, hd]
-        Tensor v =
-            reshaped(backend_.linear(h, L.v_w, bias(L.v_b)), {n, n_kv_head, hd});  // [n, n_kv_head, hd]
+        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);  // [n, d]
+        Tensor q = reshaped(apply(L.q_proj, h), {n, n_head, hd});        // [n, n_head, hd]
+        Tensor k = reshaped(apply(L.k_proj, h), {n, n_kv_head, hd});     // [n, n_kv_head, hd]
+        Tensor v = reshaped(apply(L.v_proj, h), {n, n_kv_head, hd});     // [n, n_kv_head, hd]
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
-        cache.write(static_cast<int>(l), n_past, k, v);
+        cache.write(static_cast<int>(l), batch.slots, k, v);
         const Tensor a =
-            backend_.attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
-                               std::span(&segment, 1), scale);  // [n, n_head, hd]
-        backend_.add(x, backend_.linear(reshaped(a, {n, n_head * hd}), L.o_w, bias(L.o_b)));
+            backend_.paged_attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
+                                     batch.seqs, batch.block_tables, cache.params().block_size,
+                                     scale);  // [n, n_head, hd]
+        backend_.add(x, apply(L.o_proj, reshaped(a, {n, n_head * hd})));
         h = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);
-        const Tensor gate = backend_.linear(h, L.gate_w, bias(L.gate_b));  // [n, ff]
-        const Tensor up = backend_.linear(h, L.up_w, bias(L.up_b));        // [n, ff]
-        backend_.add(x, backend_.linear(backend_.silu_mul(gate, up), L.down_w, bias(L.down_b)));
+        const Tensor gate = apply(L.gate_proj, h);  // [n, ff]
+        const Tensor up = apply(L.up_proj, h);      // [n, ff]
+        backend_.add(x, apply(L.down_proj, backend_.silu_mul(gate, up)));
     }
     return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);
 }

@@ -9,38 +9,57 @@
 
 #include "backend.h"
 #include "model-config.h"
+#include "quantization.h"
 
 namespace folio {
 
 struct ImageGrid;
-class KvCache;
+struct KvBatch;
+class PagedKvCache;
 class WeightSource;
 
+// How the weights are stored: dense float32, or the linear layers quantized at load time.
+struct ModelLoadParams {
+    Quantization quantization = Quantization::None;  // applies to the language model's linear layers
+    int64_t group_size = 128;                        // WINT4 group size: 64 or 128
+    bool quantize_vision = false;                    // the vision encoder's linear layers too
+};
+
+// A linear layer: w [out, in] dense or quantized, bias [out] when present.
+struct Linear {
+    Tensor w;
+    QuantizedTensor q;
+    Tensor b;
+};
+
 struct VisionLayer {
-    Tensor ln1_w, ln1_b;        // [d]
-    Tensor q_w, k_w, v_w, o_w;  // [d, d]
-    Tensor q_b, k_b, v_b, o_b;  // [d]
-    Tensor ln2_w, ln2_b;        // [d]
-    Tensor fc1_w, fc1_b;        // [d_ff, d], [d_ff]
-    Tensor fc2_w, fc2_b;        // [d, d_ff], [d]
+    Tensor ln1_w, ln1_b;                    // [d]
+    Linear q_proj, k_proj, v_proj, o_proj;  // [d, d]
+    Tensor ln2_w, ln2_b;                    // [d]
+    Linear fc1;                             // [d_ff, d]
+    Linear fc2;                             // [d, d_ff]
 };
 
 struct TextLayer {
-    Tensor input_norm;            // [d]
-    Tensor q_w, k_w, v_w, o_w;    // [n_head * hd, d], [n_kv_head * hd, d] x2, [d, n_head * hd]
-    Tensor q_b, k_b, v_b, o_b;    // present when use_bias
-    Tensor post_norm;             // [d]
-    Tensor gate_w, up_w, down_w;  // [d_ff, d] x2, [d, d_ff]
-    Tensor gate_b, up_b, down_b;  // present when use_bias
+    Tensor input_norm;                      // [d]
+    Linear q_proj, k_proj, v_proj, o_proj;  // [n_head * hd, d], [n_kv_head * hd, d] x2, [d, n_head * hd]
+    Tensor post_norm;                       // [d]
+    Linear gate_proj, up_proj, down_proj;   // [d_ff, d] x2, [d, d_ff]
 };
+
+// Bytes the weights of a model of this configuration take when loaded with these parameters.
+int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load);
 
 class PaddleOcrVl {
 public:
-    PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights);
+    PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights,
+                const ModelLoadParams& load = {});
 
     const ModelConfig& config() const { return config_; }
     Backend& backend() const { return backend_; }
     int64_t n_params() const { return n_params_; }
+    // Bytes of the weights as the backend holds them.
+    int64_t n_weight_bytes() const { return n_weight_bytes_; }
 
     // Vision encoder over images packed in one sequence, attention within each image.
     // pixel_values [n_patches, channels * patch * patch]  ->  [n_patches, vision_hidden] (after
@@ -52,20 +71,26 @@ public:
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
     Tensor embed(std::span<const int32_t> ids);
-    // Runs the decoder over n new tokens of one sequence whose first n_past tokens are in the cache.
+    // Runs the decoder over the new tokens of a batch of sequences, writing their keys and values into the
+    // cache slots the batch names and attending through the sequences' block tables.
     // embeds [n, hidden], positions [n][t, h, w]  ->  final-normed hidden states [n, hidden]
     Tensor forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
-                        KvCache& cache, int64_t n_past);
+                        PagedKvCache& cache, const KvBatch& batch);
     // hidden [n, hidden]  ->  logits [n, vocab]
     Tensor logits(const Tensor& hidden);
 
 private:
     Tensor load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
+    Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
+                       bool bias, Quantization quantization);
+    Tensor apply(const Linear& layer, const Tensor& x);
 
+    ModelLoadParams load_params_;
     Backend& backend_;
     ModelConfig config_;
     int64_t n_params_ = 0;
+    int64_t n_weight_bytes_ = 0;
 
     Tensor patch_w, patch_b;                // [vision_hidden, channels * patch * patch], [vision_hidden]
     std::vector<float> position_embedding;  // [side * side, vision_hidden], resampled per image on the host

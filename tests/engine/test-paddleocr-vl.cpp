@@ -132,9 +132,20 @@ TEST_P(PaddleOcrVlTest, PromptLogitsMatchReference) {
     const MropePositions positions =
         compute_mrope_positions(prompt.is_image, images.grids, files_->config().vision.spatial_merge_size);
     const auto& tc = files_->config().text;
-    KvCache cache(*backend_, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim,
-                              static_cast<int64_t>(prompt.ids.size())});
-    const Tensor logits = model_->logits(model_->forward_text(embeds, positions.pos, cache, 0));
+    // Blocks of 8 slots in reverse order, so that attention must follow the block table.
+    const auto n = static_cast<int64_t>(prompt.ids.size());
+    const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
+    PagedKvCache cache(*backend_,
+                       {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, block_size});
+    KvBatch batch;
+    batch.seqs.push_back({0, n, n, 0});
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
+    }
+    for (int64_t t = 0; t < n; ++t) {
+        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
+    }
+    const Tensor logits = model_->logits(model_->forward_text(embeds, positions.pos, cache, batch));
     EXPECT_EQ(logits.shape, reference_->shape(c.key + ".logits"));
     const double err = relative_error(backend_->download(logits), reference_->f32(c.key + ".logits"));
     EXPECT_LT(err, kTolerance);

@@ -1,0 +1,296 @@
+#include "engine-core.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "error.h"
+#include "log.h"
+#include "paddleocr-vl.h"
+
+namespace folio {
+
+namespace {
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+        h = (h ^ bytes[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+}  // namespace
+
+uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid) {
+    const int64_t dims[3] = {grid.t, grid.h, grid.w};
+    const uint64_t h = fnv1a(dims, sizeof(dims), 0xcbf29ce484222325ULL);
+    return fnv1a(pixel_values.data(), pixel_values.size_bytes(), h);
+}
+
+namespace {
+
+// The scheduler's view of a request.
+std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, const std::vector<int32_t>& eos,
+                                        int merge) {
+    auto seq = std::make_unique<Sequence>();
+    seq->id = id;
+    seq->tokens = request.prompt.ids;
+    seq->n_prompt = static_cast<int64_t>(request.prompt.ids.size());
+    seq->max_tokens = request.max_tokens;
+    if (!request.ignore_eos) {
+        seq->stop_ids = request.stop_ids.empty() ? eos : request.stop_ids;
+    }
+    const std::vector<uint8_t>& is_image = request.prompt.is_image;
+    const int64_t patch_dim =
+        request.images.n_patches() == 0
+            ? 0
+            : static_cast<int64_t>(request.images.pixel_values.size()) / request.images.n_patches();
+    int64_t first_patch = 0;
+    size_t image = 0;
+    for (int64_t i = 0; i < seq->n_prompt; ++i) {
+        if (!is_image[i] || (i > 0 && is_image[i - 1])) {
+            continue;
+        }
+        int64_t end = i;
+        while (end < seq->n_prompt && is_image[end]) {
+            ++end;
+        }
+        if (image >= request.images.grids.size()) {
+            fail("request ", id, ": the prompt has more image runs than its ", request.images.grids.size(),
+                 " images");
+        }
+        const ImageGrid& grid = request.images.grids[image++];
+        if (end - i != grid.n_patches() / (merge * merge)) {
+            fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
+                 grid.n_patches() / (merge * merge), " merged patches");
+        }
+        const auto pixels = std::span(request.images.pixel_values)
+                                .subspan(static_cast<size_t>(first_patch * patch_dim),
+                                         static_cast<size_t>(grid.n_patches() * patch_dim));
+        seq->images.push_back({i, end - i, image_content_hash(pixels, grid)});
+        first_patch += grid.n_patches();
+    }
+    if (image != request.images.grids.size()) {
+        fail("request ", id, ": ", request.images.grids.size(), " images but ", image,
+             " image runs in the prompt");
+    }
+    return seq;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer)
+    : model_(model), config_(config), tokenizer_(tokenizer) {
+    const TextConfig& tc = model.config().text;
+    if (config.block_size < 1) {
+        fail("block_size must be at least 1, got ", config.block_size);
+    }
+    if (config.limit_mm_per_prompt < 0) {
+        fail("limit_mm_per_prompt must not be negative, got ", config.limit_mm_per_prompt);
+    }
+    if (config.max_model_len > tc.max_position_embeddings) {
+        fail("max_model_len ", config.max_model_len, " exceeds the model's context of ",
+             tc.max_position_embeddings);
+    }
+    SchedulerConfig sc{config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len,
+                       config.enable_chunked_prefill, config.enable_prefix_caching};
+    folio::validate(sc);
+
+    KvCacheParams cache{tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, 0, config.block_size};
+    const int64_t blocks_per_seq = (config.max_model_len + config.block_size - 1) / config.block_size;
+    if (config.num_gpu_blocks_override > 0) {
+        plan_.n_blocks = config.num_gpu_blocks_override;
+        plan_.kv_bytes = plan_.n_blocks * kv_block_bytes(cache);
+    } else {
+        Backend& backend = model.backend();
+        MemoryPlanParams mp;
+        mp.total_bytes = backend.total_memory();
+        mp.utilization = config.gpu_memory_utilization;
+        mp.weight_bytes = backend.memory_stats().in_use;
+        mp.activation_peak_bytes = activation_peak_bytes();
+        mp.block_bytes = kv_block_bytes(cache);
+        mp.max_useful_blocks = config.max_num_seqs * blocks_per_seq;
+        plan_ = plan_kv_cache(mp);
+    }
+    cache.n_blocks = plan_.n_blocks;
+    log_info(describe(plan_, config.block_size));
+
+    pool_ = std::make_unique<BlockPool>(static_cast<int32_t>(plan_.n_blocks));
+    kv_ = std::make_unique<KvCacheManager>(*pool_, config.block_size, config.enable_prefix_caching);
+    scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
+    runner_ = std::make_unique<ModelRunner>(model, cache);
+}
+
+int64_t EngineCore::activation_peak_bytes() {
+    // A prefill of max_num_batched_tokens tokens in one sequence, with logits for max_num_seqs rows.
+    const TextConfig& tc = model_.config().text;
+    Backend& backend = model_.backend();
+    const int64_t n = config_.max_num_batched_tokens;
+    const int64_t n_blocks = (n + config_.block_size - 1) / config_.block_size;
+    backend.reset_peak();
+    const int64_t before = backend.memory_stats().in_use;
+    PagedKvCache cache(
+        backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
+    KvBatch batch;
+    batch.seqs.push_back({0, n, n, 0});
+    batch.block_tables.resize(static_cast<size_t>(n_blocks));
+    std::iota(batch.block_tables.begin(), batch.block_tables.end(), 0);
+    batch.slots.resize(static_cast<size_t>(n));
+    std::iota(batch.slots.begin(), batch.slots.end(), 0);
+    std::vector<std::array<int64_t, 3>> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        positions[i] = {i, i, i};
+    }
+    const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+    const Tensor hidden = model_.forward_text(model_.embed(ids), positions, cache, batch);
+    std::vector<int64_t> rows(static_cast<size_t>(std::min(n, config_.max_num_seqs)));
+    std::iota(rows.begin(), rows.end(), 0);
+    model_.logits(backend.gather_rows(hidden, rows));
+    return backend.memory_stats().peak - before - cache.n_bytes();
+}
+
+void EngineCore::validate(const Request& request) const {
+    const TextConfig& tc = model_.config().text;
+    if (request.prompt.ids.empty()) {
+        fail("empty prompt");
+    }
+    if (request.prompt.is_image.size() != request.prompt.ids.size()) {
+        fail("prompt has ", request.prompt.ids.size(), " ids but ", request.prompt.is_image.size(),
+             " image flags");
+    }
+    for (const int32_t id : request.prompt.ids) {
+        if (id < 0 || id >= tc.vocab_size) {
+            fail("token id ", id, " outside the vocabulary of ", tc.vocab_size);
+        }
+    }
+    if (static_cast<int64_t>(request.images.grids.size()) > config_.limit_mm_per_prompt) {
+        fail(request.images.grids.size(), " images in one request, more than limit_mm_per_prompt ",
+             config_.limit_mm_per_prompt);
+    }
+    if (request.max_tokens < 1) {
+        fail("max_tokens must be at least 1, got ", request.max_tokens);
+    }
+    for (const std::string& s : request.stop_strings) {
+        if (s.empty()) {
+            fail("empty stop string");
+        }
+    }
+    if (!request.stop_strings.empty() && !tokenizer_) {
+        fail("stop strings need the engine's tokenizer");
+    }
+    folio::validate(request.sampling);
+    scheduler_->check(
+        *make_sequence(-1, request, tc.eos_token_ids, model_.config().vision.spatial_merge_size));
+}
+
+int64_t EngineCore::submit(Request request) {
+    validate(request);
+    const int64_t id = next_id_++;
+    std::unique_ptr<Sequence> seq = make_sequence(id, request, model_.config().text.eos_token_ids,
+                                                  model_.config().vision.spatial_merge_size);
+    scheduler_->add(std::move(seq));
+    runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
+    if (tokenizer_) {
+        Text& text = texts_[id];
+        text.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
+        text.stop_strings = std::move(request.stop_strings);
+    }
+    return id;
+}
+
+bool EngineCore::cancel(int64_t id) {
+    if (!scheduler_->find(id) || std::find(cancelled_.begin(), cancelled_.end(), id) != cancelled_.end()) {
+        return false;
+    }
+    cancelled_.push_back(id);
+    return true;
+}
+
+bool EngineCore::push_text(Text& text, int32_t token, std::string& delta) {
+    const size_t before = text.text.size();
+    text.text += text.detokenizer->push(token);
+    // A stop string may start in text decoded earlier, so look from that far back.
+    size_t cut = std::string::npos;
+    for (const std::string& stop : text.stop_strings) {
+        const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+        const size_t at = text.text.find(stop, from);
+        if (at != std::string::npos) {
+            cut = std::min(cut, at);
+        }
+    }
+    const bool stopped = cut != std::string::npos;
+    if (stopped) {
+        text.text.resize(cut);
+    }
+    // Hold back what could still turn into a stop string.
+    size_t n_hold = 0;
+    if (!stopped) {
+        for (const std::string& stop : text.stop_strings) {
+            for (size_t k = std::min(stop.size() - 1, text.text.size()); k > n_hold; --k) {
+                if (text.text.compare(text.text.size() - k, k, stop, 0, k) == 0) {
+                    n_hold = k;
+                    break;
+                }
+            }
+        }
+    }
+    const size_t end = std::max(text.n_emitted, text.text.size() - n_hold);
+    delta = text.text.substr(text.n_emitted, end - text.n_emitted);
+    text.n_emitted = end;
+    return stopped;
+}
+
+std::vector<RequestOutput> EngineCore::step() {
+    std::vector<RequestOutput> outputs;
+    for (const int64_t id : cancelled_) {
+        if (scheduler_->finish(id, FinishReason::Cancelled)) {
+            outputs.push_back({id, {}, {}, FinishReason::Cancelled});
+            runner_->remove_request(id);
+            texts_.erase(id);
+        }
+    }
+    cancelled_.clear();
+
+    const SchedulerOutput scheduled = scheduler_->schedule();
+    if (scheduled.chunks.empty()) {
+        return outputs;
+    }
+    const std::vector<int32_t> sampled = runner_->execute(scheduled, *kv_);
+    for (const SequenceUpdate& update : scheduler_->update_from_output(scheduled, sampled)) {
+        RequestOutput& out = outputs.emplace_back();
+        out.id = update.id;
+        out.tokens.push_back(*update.token);
+        out.finish = update.finish;
+        const auto text = texts_.find(update.id);
+        if (text != texts_.end()) {
+            const bool stop_string = push_text(text->second, *update.token, out.text);
+            if (stop_string && !out.finish) {
+                scheduler_->finish(update.id, FinishReason::Stop);
+                out.finish = FinishReason::Stop;
+            }
+            if (out.finish && !stop_string) {
+                out.text +=
+                    text->second.text.substr(text->second.n_emitted) + text->second.detokenizer->flush();
+            }
+        }
+        if (out.finish) {
+            runner_->remove_request(update.id);
+            texts_.erase(update.id);
+        }
+    }
+    return outputs;
+}
+
+EngineStats EngineCore::stats() const {
+    EngineStats s;
+    s.n_kv_blocks = pool_->n_blocks();
+    s.n_free_blocks = pool_->n_free();
+    s.n_preemptions = scheduler_->n_preemptions();
+    s.n_prefix_lookup_blocks = kv_->n_lookup_blocks();
+    s.n_prefix_hit_blocks = kv_->n_hit_blocks();
+    s.runner = runner_->stats();
+    return s;
+}
+
+}  // namespace folio

@@ -1,0 +1,114 @@
+// The serving engine, one step at a time: requests are validated and submitted, each step() schedules a
+// batch, runs it through the model and returns what every request produced. Single-threaded; Engine runs it
+// on a thread of its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "block-pool.h"
+#include "chat-prompt.h"
+#include "image-preprocess.h"
+#include "kv-cache-manager.h"
+#include "memory-planner.h"
+#include "model-runner.h"
+#include "sampling.h"
+#include "scheduler.h"
+#include "tokenizer.h"
+
+namespace folio {
+
+class PaddleOcrVl;
+
+// Names follow FastDeploy's serving options.
+struct EngineConfig {
+    int64_t max_model_len = 16384;
+    int64_t max_num_seqs = 64;
+    int64_t max_num_batched_tokens = 8192;
+    int64_t block_size = 64;
+    double gpu_memory_utilization = 0.9;
+    bool enable_prefix_caching = true;
+    bool enable_chunked_prefill = true;
+    int64_t limit_mm_per_prompt = 4;      // images per request
+    int64_t num_gpu_blocks_override = 0;  // 0: planned from memory
+};
+
+struct Request {
+    ChatPromptTokens prompt;
+    PreprocessedImages images;
+    SamplingParams sampling;
+    int64_t max_tokens = 256;
+    std::vector<int32_t> stop_ids;  // the model's eos ids when empty
+    bool ignore_eos = false;        // no stop ids at all: runs to max_tokens (benchmarks)
+    std::vector<std::string> stop_strings;
+};
+
+// What one step produced for a request.
+struct RequestOutput {
+    int64_t id = 0;
+    std::vector<int32_t> tokens;  // new tokens
+    std::string text;             // their text, when the engine has a tokenizer; cut before a stop string
+    std::optional<FinishReason> finish;
+};
+
+struct EngineStats {
+    int64_t n_kv_blocks = 0;
+    int64_t n_free_blocks = 0;
+    int64_t n_preemptions = 0;
+    int64_t n_prefix_lookup_blocks = 0;
+    int64_t n_prefix_hit_blocks = 0;
+    RunnerStats runner;
+};
+
+class EngineCore {
+public:
+    // The tokenizer is needed for stop strings and text output; it must outlive the engine.
+    EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
+
+    // Throws folio::Error when the request can never run; see Scheduler::add for the rest.
+    void validate(const Request& request) const;
+    int64_t submit(Request request);
+    // Ends a request at the next step with FinishReason::Cancelled; false when unknown or finished.
+    bool cancel(int64_t id);
+
+    std::vector<RequestOutput> step();
+    bool has_unfinished() const { return scheduler_->has_unfinished() || !cancelled_.empty(); }
+
+    const EngineConfig& config() const { return config_; }
+    const MemoryPlan& memory_plan() const { return plan_; }
+    const Scheduler& scheduler() const { return *scheduler_; }
+    EngineStats stats() const;
+
+private:
+    struct Text {
+        std::unique_ptr<IncrementalDetokenizer> detokenizer;
+        std::string text;      // everything decoded so far
+        size_t n_emitted = 0;  // bytes of text already returned
+        std::vector<std::string> stop_strings;
+    };
+
+    int64_t activation_peak_bytes();
+    // Appends the token's text; true when a stop string now appears, the text then cut before it.
+    bool push_text(Text& text, int32_t token, std::string& delta);
+
+    PaddleOcrVl& model_;
+    EngineConfig config_;
+    const Tokenizer* tokenizer_;
+    MemoryPlan plan_;
+    std::unique_ptr<BlockPool> pool_;
+    std::unique_ptr<KvCacheManager> kv_;
+    std::unique_ptr<Scheduler> scheduler_;
+    std::unique_ptr<ModelRunner> runner_;
+    std::unordered_map<int64_t, Text> texts_;
+    std::vector<int64_t> cancelled_;
+    int64_t next_id_ = 0;
+};
+
+// A 64-bit hash of an image's pixels and grid, the key of its tokens in the prefix cache.
+uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid);
+
+}  // namespace folio

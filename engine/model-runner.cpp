@@ -1,0 +1,186 @@
+#include "model-runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "error.h"
+#include "paddleocr-vl.h"
+#include "rope.h"
+
+namespace folio {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Images of a request whose tokens overlap [begin, end).
+template <typename F>
+void for_images_in(const std::vector<int64_t>& image_begin, const std::vector<int64_t>& image_n_tokens,
+                   int64_t begin, int64_t end, F&& fn) {
+    for (size_t i = 0; i < image_begin.size(); ++i) {
+        if (image_begin[i] < end && begin < image_begin[i] + image_n_tokens[i]) {
+            fn(i);
+        }
+    }
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params)
+    : model_(model), cache_(model.backend(), cache_params) {}
+
+void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
+                              const SamplingParams& sampling) {
+    const int merge = model_.config().vision.spatial_merge_size;
+    RequestState state;
+    const MropePositions positions = compute_mrope_positions(is_image, images.grids, merge);
+    state.prompt_positions = positions.pos;
+    state.position_delta = positions.delta;
+    for (int64_t i = 0, image = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
+        if (is_image[i] && (i == 0 || !is_image[i - 1])) {
+            state.image_begin.push_back(i);
+            state.image_n_tokens.push_back(images.grids.at(static_cast<size_t>(image++)).n_patches() /
+                                           (merge * merge));
+        }
+    }
+    state.features.resize(images.grids.size());
+    state.images = std::move(images);
+    state.sampler = std::make_unique<Sampler>(sampling);
+    requests_[id] = std::move(state);
+}
+
+void ModelRunner::remove_request(int64_t id) {
+    requests_.erase(id);
+}
+
+std::array<int64_t, 3> ModelRunner::position(const RequestState& state, int64_t token) const {
+    if (token < static_cast<int64_t>(state.prompt_positions.size())) {
+        return state.prompt_positions[token];
+    }
+    const int64_t p = token + state.position_delta;
+    return {p, p, p};
+}
+
+void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
+    // All images this step needs and does not have go through the encoder together.
+    std::vector<std::pair<RequestState*, size_t>> missing;
+    std::vector<float> pixels;
+    std::vector<ImageGrid> grids;
+    for (const ScheduledChunk& chunk : output.chunks) {
+        RequestState& state = requests_.at(chunk.id);
+        for_images_in(
+            state.image_begin, state.image_n_tokens, chunk.n_past, chunk.n_past + chunk.n_new, [&](size_t i) {
+                if (!state.features[i].empty()) {
+                    return;
+                }
+                const int64_t patch_dim =
+                    static_cast<int64_t>(state.images.pixel_values.size()) / state.images.n_patches();
+                int64_t first = 0;
+                for (size_t j = 0; j < i; ++j) {
+                    first += state.images.grids[j].n_patches();
+                }
+                const auto begin = state.images.pixel_values.begin() + first * patch_dim;
+                pixels.insert(pixels.end(), begin, begin + state.images.grids[i].n_patches() * patch_dim);
+                grids.push_back(state.images.grids[i]);
+                missing.emplace_back(&state, i);
+            });
+    }
+    if (missing.empty()) {
+        return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor features = model_.project(model_.encode_vision(pixels, grids), grids);  // [n_tokens, hidden]
+    int64_t row = 0;
+    for (const auto& [state, i] : missing) {
+        std::vector<int64_t> rows(static_cast<size_t>(state->image_n_tokens[i]));
+        std::iota(rows.begin(), rows.end(), row);
+        state->features[i] = model_.backend().gather_rows(features, rows);
+        row += state->image_n_tokens[i];
+    }
+    for (const ImageGrid& g : grids) {
+        stats_.n_image_patches += g.n_patches();
+    }
+    stats_.vision_seconds += seconds_since(start);
+}
+
+std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
+    std::vector<int32_t> sampled(output.chunks.size(), -1);
+    if (output.chunks.empty()) {
+        return sampled;
+    }
+    encode_missing_images(output);
+    const auto start = std::chrono::steady_clock::now();
+    Backend& backend = model_.backend();
+    const int64_t block_size = cache_.params().block_size;
+
+    std::vector<int32_t> ids;
+    std::vector<std::array<int64_t, 3>> positions;
+    KvBatch batch;
+    std::vector<int64_t> sample_rows;
+    for (const ScheduledChunk& chunk : output.chunks) {
+        const RequestState& state = requests_.at(chunk.id);
+        const std::span<const int32_t> table = kv.block_table(chunk.id);
+        const int64_t n_kv = chunk.n_past + chunk.n_new;
+        const int64_t n_table = (n_kv + block_size - 1) / block_size;
+        if (static_cast<int64_t>(table.size()) < n_table) {
+            fail("model runner: request ", chunk.id, " has ", table.size(), " blocks for ", n_kv, " tokens");
+        }
+        batch.seqs.push_back({static_cast<int64_t>(ids.size()), chunk.n_new, n_kv,
+                              static_cast<int64_t>(batch.block_tables.size())});
+        batch.block_tables.insert(batch.block_tables.end(), table.begin(), table.begin() + n_table);
+        for (int64_t t = chunk.n_past; t < n_kv; ++t) {
+            ids.push_back(chunk.seq->tokens[t]);
+            positions.push_back(position(state, t));
+            batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
+        }
+        if (chunk.samples()) {
+            sample_rows.push_back(static_cast<int64_t>(ids.size()) - 1);
+        }
+    }
+
+    Tensor embeds = model_.embed(ids);  // [n_tokens, hidden]
+    int64_t q_begin = 0;
+    for (const ScheduledChunk& chunk : output.chunks) {
+        RequestState& state = requests_.at(chunk.id);
+        const int64_t end = chunk.n_past + chunk.n_new;
+        for_images_in(state.image_begin, state.image_n_tokens, chunk.n_past, end, [&](size_t i) {
+            const int64_t first = std::max(chunk.n_past, state.image_begin[i]);
+            const int64_t last = std::min(end, state.image_begin[i] + state.image_n_tokens[i]);
+            std::vector<int64_t> feature_rows, embed_rows;
+            for (int64_t t = first; t < last; ++t) {
+                feature_rows.push_back(t - state.image_begin[i]);
+                embed_rows.push_back(q_begin + t - chunk.n_past);
+            }
+            backend.scatter_rows(embeds, embed_rows, backend.gather_rows(state.features[i], feature_rows));
+            if (last == state.image_begin[i] + state.image_n_tokens[i]) {
+                state.features[i] = Tensor{};  // consumed: its keys and values are in the cache now
+            }
+        });
+        q_begin += chunk.n_new;
+    }
+
+    const Tensor hidden = model_.forward_text(embeds, positions, cache_, batch);  // [n_tokens, hidden]
+    if (!sample_rows.empty()) {
+        std::vector<float> logits =
+            backend.download(model_.logits(backend.gather_rows(hidden, sample_rows)));  // [n_sample, vocab]
+        const int64_t vocab = model_.config().text.vocab_size;
+        size_t row = 0;
+        for (size_t c = 0; c < output.chunks.size(); ++c) {
+            const ScheduledChunk& chunk = output.chunks[c];
+            if (!chunk.samples()) {
+                continue;
+            }
+            const std::span<float> row_logits(logits.data() + row++ * vocab, static_cast<size_t>(vocab));
+            sampled[c] = requests_.at(chunk.id).sampler->sample(row_logits, chunk.seq->tokens);
+        }
+    }
+    ++stats_.n_steps;
+    stats_.n_tokens += static_cast<int64_t>(ids.size());
+    stats_.text_seconds += seconds_since(start);
+    return sampled;
+}
+
+}  // namespace folio

@@ -1,0 +1,65 @@
+// Runs the steps the scheduler decides through PaddleOCR-VL: encodes the images a step's chunks reach (the
+// features are kept until their tokens are in the cache), embeds the chunks' tokens with the image features
+// in place, runs the decoder over the whole batch with the paged KV cache and samples each finished chunk.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "image-preprocess.h"
+#include "kv-cache.h"
+#include "sampling.h"
+#include "scheduler.h"
+
+namespace folio {
+
+class PaddleOcrVl;
+
+struct RunnerStats {
+    int64_t n_steps = 0;
+    int64_t n_tokens = 0;         // tokens through the decoder
+    int64_t n_image_patches = 0;  // patches through the vision encoder
+    double vision_seconds = 0.0;
+    double text_seconds = 0.0;
+};
+
+class ModelRunner {
+public:
+    ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params);
+
+    // The model-side state of a request: its images, the prompt's image flags and its sampler.
+    void add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
+                     const SamplingParams& sampling);
+    void remove_request(int64_t id);
+
+    // Runs one step; returns a token for each chunk that samples, -1 for the others.
+    std::vector<int32_t> execute(const SchedulerOutput& output, const KvSlots& kv);
+
+    const PagedKvCache& cache() const { return cache_; }
+    const RunnerStats& stats() const { return stats_; }
+
+private:
+    struct RequestState {
+        std::vector<std::array<int64_t, 3>> prompt_positions;  // [n_prompt][t, h, w]
+        int64_t position_delta = 0;
+        PreprocessedImages images;
+        std::vector<int64_t> image_begin;     // first prompt token of each image
+        std::vector<int64_t> image_n_tokens;  // tokens of each image
+        std::vector<Tensor> features;         // per image [n_tokens, hidden] while needed, else empty
+        std::unique_ptr<Sampler> sampler;
+    };
+
+    void encode_missing_images(const SchedulerOutput& output);
+    std::array<int64_t, 3> position(const RequestState& state, int64_t token) const;
+
+    PaddleOcrVl& model_;
+    PagedKvCache cache_;
+    std::unordered_map<int64_t, RequestState> requests_;
+    RunnerStats stats_;
+};
+
+}  // namespace folio

@@ -1,0 +1,212 @@
+#include "scheduler.h"
+
+#include <algorithm>
+
+#include "chunking-policy.h"
+#include "error.h"
+#include "preemption-policy.h"
+
+namespace folio {
+
+void validate(const SchedulerConfig& config) {
+    if (config.max_num_seqs < 1) {
+        fail("max_num_seqs must be at least 1, got ", config.max_num_seqs);
+    }
+    if (config.max_num_batched_tokens < 1) {
+        fail("max_num_batched_tokens must be at least 1, got ", config.max_num_batched_tokens);
+    }
+    if (config.max_model_len < 2) {
+        fail("max_model_len must be at least 2, got ", config.max_model_len);
+    }
+    if (!config.enable_chunked_prefill && config.max_num_batched_tokens < config.max_model_len) {
+        fail("without chunked prefill, max_num_batched_tokens (", config.max_num_batched_tokens,
+             ") must be at least max_model_len (", config.max_model_len, ")");
+    }
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvSlots& kv) : config_(config), kv_(kv) {
+    validate(config);
+}
+
+void Scheduler::add(std::unique_ptr<Sequence> seq) {
+    check(*seq);
+    if (sequences_.contains(seq->id)) {
+        fail("request ", seq->id, " was already added");
+    }
+    seq->status = SequenceStatus::Waiting;
+    seq->arrival_step = step_;
+    waiting_.push_back(seq.get());
+    sequences_.emplace(seq->id, std::move(seq));
+}
+
+void Scheduler::check(const Sequence& s) const {
+    const Sequence* seq = &s;
+    if (seq->n_prompt < 1 || seq->n_prompt != seq->n_tokens()) {
+        fail("request ", seq->id, ": empty prompt");
+    }
+    if (seq->max_tokens < 1) {
+        fail("request ", seq->id, ": max_tokens must be at least 1, got ", seq->max_tokens);
+    }
+    if (seq->n_prompt >= config_.max_model_len) {
+        fail("request ", seq->id, ": prompt of ", seq->n_prompt,
+             " tokens leaves no room for output in max_model_len ", config_.max_model_len);
+    }
+    for (const ImageSpan& image : seq->images) {
+        if (image.begin < 0 || image.n_tokens < 1 || image.end() > seq->n_prompt) {
+            fail("request ", seq->id, ": image tokens [", image.begin, ", ", image.end(),
+                 ") outside the prompt of ", seq->n_prompt);
+        }
+        if (image.n_tokens > config_.max_num_batched_tokens) {
+            fail("request ", seq->id, ": an image of ", image.n_tokens,
+                 " tokens does not fit max_num_batched_tokens ", config_.max_num_batched_tokens,
+                 " (an image is never split across steps)");
+        }
+    }
+    const int64_t n_max = std::min(seq->n_prompt + seq->max_tokens, config_.max_model_len);
+    const int64_t n_blocks = (n_max + kv_.block_size() - 1) / kv_.block_size();
+    if (n_blocks > kv_.n_blocks()) {
+        fail("request ", seq->id, ": up to ", n_max, " tokens need ", n_blocks,
+             " KV blocks but the cache has ", kv_.n_blocks());
+    }
+}
+
+const Sequence* Scheduler::find(int64_t id) const {
+    const auto it = sequences_.find(id);
+    return it == sequences_.end() ? nullptr : it->second.get();
+}
+
+void Scheduler::drop(int64_t id) {
+    kv_.free(id);
+    waiting_.remove(id);
+    std::erase_if(running_, [id](const Sequence* s) { return s->id == id; });
+    sequences_.erase(id);
+}
+
+bool Scheduler::finish(int64_t id, FinishReason reason) {
+    const auto it = sequences_.find(id);
+    if (it == sequences_.end()) {
+        return false;
+    }
+    it->second->finish = reason;
+    drop(id);
+    return true;
+}
+
+void Scheduler::preempt(Sequence* seq, SchedulerOutput& output) {
+    kv_.free(seq->id);
+    std::erase(running_, seq);
+    seq->status = SequenceStatus::Waiting;
+    seq->n_computed = 0;
+    ++seq->n_preemptions;
+    ++n_preemptions_;
+    waiting_.push_front(seq);
+    output.preempted.push_back(seq->id);
+}
+
+SchedulerOutput Scheduler::schedule() {
+    SchedulerOutput output;
+    int64_t budget = config_.max_num_batched_tokens;
+    auto take = [&](Sequence* seq, int64_t n_new) {
+        output.chunks.push_back({seq->id, seq, seq->n_computed, n_new});
+        output.n_tokens += n_new;
+        budget -= n_new;
+        if (seq->first_scheduled_step < 0) {
+            seq->first_scheduled_step = step_;
+        }
+    };
+
+    // Running sequences, oldest first: a decode token each, or the next chunk of an unfinished prefill.
+    // A victim is always the most recently started, so it has not been scheduled in this step yet.
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+        Sequence* seq = running_[i];
+        const int64_t n_new = prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget,
+                                            config_.enable_chunked_prefill);
+        if (n_new == 0) {
+            ++i;
+            continue;
+        }
+        bool preempted_self = false;
+        while (!kv_.allocate_slots(seq->id, seq->n_computed + n_new)) {
+            Sequence* victim = choose_preemption_victim(running_);
+            preempt(victim, output);
+            if (victim == seq) {
+                preempted_self = true;
+                break;
+            }
+        }
+        if (!preempted_self) {
+            take(seq, n_new);
+            ++i;
+        }
+    }
+
+    // Waiting sequences, first come first served, unless this step had to preempt.
+    while (output.preempted.empty() && !waiting_.empty() && budget > 0 &&
+           static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+        Sequence* seq = waiting_.front();
+        if (config_.enable_prefix_caching) {
+            const int64_t n_full = (seq->n_tokens() - 1) / kv_.block_size();
+            seq->n_computed = kv_.claim_cached_prefix(seq->id, seq->block_hashes(n_full, kv_.block_size()));
+            seq->n_cached = seq->n_computed;
+        }
+        const int64_t n_new = prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget,
+                                            config_.enable_chunked_prefill);
+        if (n_new == 0 || !kv_.allocate_slots(seq->id, seq->n_computed + n_new)) {
+            kv_.free(seq->id);
+            seq->n_computed = 0;
+            seq->n_cached = 0;
+            break;
+        }
+        waiting_.pop_front();
+        seq->status = SequenceStatus::Running;
+        seq->start_order = next_start_order_++;
+        running_.push_back(seq);
+        take(seq, n_new);
+    }
+    ++step_;
+    return output;
+}
+
+std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
+                                                          std::span<const int32_t> sampled) {
+    if (sampled.size() != output.chunks.size()) {
+        fail("scheduler: ", sampled.size(), " sampled tokens for ", output.chunks.size(),
+             " scheduled chunks");
+    }
+    std::vector<SequenceUpdate> updates;
+    for (size_t i = 0; i < output.chunks.size(); ++i) {
+        const ScheduledChunk& chunk = output.chunks[i];
+        const auto it = sequences_.find(chunk.id);
+        if (it == sequences_.end() || it->second->status != SequenceStatus::Running ||
+            it->second->n_computed != chunk.n_past) {
+            continue;  // finished or preempted since it was scheduled
+        }
+        Sequence* seq = it->second.get();
+        const bool samples = chunk.samples();
+        seq->n_computed += chunk.n_new;
+        if (config_.enable_prefix_caching) {
+            kv_.cache_blocks(seq->id,
+                             seq->block_hashes(seq->n_computed / kv_.block_size(), kv_.block_size()));
+        }
+        if (!samples) {
+            continue;
+        }
+        SequenceUpdate& update = updates.emplace_back();
+        update.id = seq->id;
+        update.token = sampled[i];
+        seq->tokens.push_back(sampled[i]);
+        if (std::find(seq->stop_ids.begin(), seq->stop_ids.end(), sampled[i]) != seq->stop_ids.end()) {
+            update.finish = FinishReason::Stop;
+        } else if (seq->n_output() >= seq->max_tokens || seq->n_tokens() >= config_.max_model_len) {
+            update.finish = FinishReason::Length;
+        }
+        if (update.finish) {
+            seq->finish = update.finish;
+            seq->status = SequenceStatus::Finished;
+            drop(seq->id);
+        }
+    }
+    return updates;
+}
+
+}  // namespace folio

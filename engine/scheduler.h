@@ -1,0 +1,93 @@
+// Continuous batching: each step mixes the decode tokens of running sequences with prefill chunks of waiting
+// ones under a token budget and a sequence limit, preempting the most recently started sequence when the
+// KV cache runs out of blocks. schedule() decides a step, update_from_output() applies its sampled tokens.
+// No tensors: the scheduler sees token ids, image spans and block counts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "kv-cache-manager.h"
+#include "request-queue.h"
+#include "sequence.h"
+
+namespace folio {
+
+struct SchedulerConfig {
+    int64_t max_num_seqs = 256;
+    int64_t max_num_batched_tokens = 8192;
+    int64_t max_model_len = 16384;
+    bool enable_chunked_prefill = true;
+    bool enable_prefix_caching = true;
+};
+
+void validate(const SchedulerConfig& config);
+
+// Tokens [n_past, n_past + n_new) of a sequence go through the model in this step.
+struct ScheduledChunk {
+    int64_t id = 0;
+    Sequence* seq = nullptr;  // valid until update_from_output
+    int64_t n_past = 0;
+    int64_t n_new = 0;
+
+    // The chunk reaches the sequence's last token, so the step yields its next token.
+    bool samples() const { return n_past + n_new == seq->n_tokens(); }
+};
+
+struct SchedulerOutput {
+    std::vector<ScheduledChunk> chunks;  // running sequences first, in start order, then newly admitted ones
+    std::vector<int64_t> preempted;      // sequences that gave their blocks back in this step
+    int64_t n_tokens = 0;
+};
+
+// What a step did to one sequence.
+struct SequenceUpdate {
+    int64_t id = 0;
+    std::optional<int32_t> token;  // the token it sampled
+    std::optional<FinishReason> finish;
+};
+
+class Scheduler {
+public:
+    Scheduler(const SchedulerConfig& config, KvSlots& kv);
+
+    // Takes a new sequence into the waiting queue, or throws folio::Error when it can never run: an empty
+    // prompt, max_tokens below 1, a prompt that leaves no room in max_model_len, an image longer than the
+    // token budget, or more blocks than the pool has.
+    void add(std::unique_ptr<Sequence> seq);
+    // The checks of add() alone.
+    void check(const Sequence& seq) const;
+    // Ends a sequence wherever it is, giving its blocks back; false when the id is unknown or finished.
+    bool finish(int64_t id, FinishReason reason);
+
+    SchedulerOutput schedule();
+    // sampled[i] is the token of output.chunks[i] where that chunk samples, ignored elsewhere.
+    std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output,
+                                                   std::span<const int32_t> sampled);
+
+    const SchedulerConfig& config() const { return config_; }
+    const Sequence* find(int64_t id) const;
+    int64_t n_waiting() const { return waiting_.size(); }
+    int64_t n_running() const { return static_cast<int64_t>(running_.size()); }
+    bool has_unfinished() const { return !sequences_.empty(); }
+    int64_t n_steps() const { return step_; }
+    int64_t n_preemptions() const { return n_preemptions_; }
+
+private:
+    void preempt(Sequence* seq, SchedulerOutput& output);
+    void drop(int64_t id);
+
+    SchedulerConfig config_;
+    KvSlots& kv_;
+    std::unordered_map<int64_t, std::unique_ptr<Sequence>> sequences_;
+    RequestQueue waiting_;
+    std::vector<Sequence*> running_;  // in start order
+    int64_t step_ = 0;
+    int64_t next_start_order_ = 0;
+    int64_t n_preemptions_ = 0;
+};
+
+}  // namespace folio

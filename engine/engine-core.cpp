@@ -185,8 +185,19 @@ void EngineCore::validate(const Request& request) const {
 }
 
 int64_t EngineCore::submit(Request request) {
-    validate(request);
+    while (scheduler_->find(next_id_)) {
+        ++next_id_;
+    }
     const int64_t id = next_id_++;
+    add(std::move(request), id);
+    return id;
+}
+
+void EngineCore::add(Request request, int64_t id) {
+    validate(request);
+    if (scheduler_->find(id)) {
+        fail("request id ", id, " is in use");
+    }
     std::unique_ptr<Sequence> seq = make_sequence(id, request, model_.config().text.eos_token_ids,
                                                   model_.config().vision.spatial_merge_size);
     scheduler_->add(std::move(seq));
@@ -196,7 +207,6 @@ int64_t EngineCore::submit(Request request) {
         text.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
         text.stop_strings = std::move(request.stop_strings);
     }
-    return id;
 }
 
 bool EngineCore::cancel(int64_t id) {
@@ -245,7 +255,7 @@ std::vector<RequestOutput> EngineCore::step() {
     std::vector<RequestOutput> outputs;
     for (const int64_t id : cancelled_) {
         if (scheduler_->finish(id, FinishReason::Cancelled)) {
-            outputs.push_back({id, {}, {}, FinishReason::Cancelled});
+            outputs.push_back({id, {}, {}, FinishReason::Cancelled, {}});
             runner_->remove_request(id);
             texts_.erase(id);
         }

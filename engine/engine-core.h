@@ -53,6 +53,7 @@ struct RequestOutput {
     std::vector<int32_t> tokens;  // new tokens
     std::string text;             // their text, when the engine has a tokenizer; cut before a stop string
     std::optional<FinishReason> finish;
+    std::string error;  // why the request ended early, when the engine failed
 };
 
 struct EngineStats {
@@ -72,6 +73,8 @@ public:
     // Throws folio::Error when the request can never run; see Scheduler::add for the rest.
     void validate(const Request& request) const;
     int64_t submit(Request request);
+    // The same under an id the caller chooses; throws when the id is in use.
+    void add(Request request, int64_t id);
     // Ends a request at the next step with FinishReason::Cancelled; false when unknown or finished.
     bool cancel(int64_t id);
 

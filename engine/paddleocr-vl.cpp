@@ -23,6 +23,12 @@ Tensor reshaped(const Tensor& t, std::vector<int64_t> shape) {
 
 constexpr float kProjectorNormEps = 1e-5f;  // fixed in the reference projector, not read from the config
 
+// WINT4 groups must tile a row; a layer whose input size they do not divide (the vision MLP's 4304) is kept
+// in WINT8 instead.
+Quantization layer_quantization(Quantization q, int64_t n_in, int64_t group_size) {
+    return q == Quantization::Wint4 && n_in % group_size != 0 ? Quantization::Wint8 : q;
+}
+
 }  // namespace
 
 int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
@@ -30,6 +36,9 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     const TextConfig& tc = config.text;
     constexpr auto f32 = static_cast<int64_t>(sizeof(float));
     const Quantization vq = load.quantize_vision ? load.quantization : Quantization::None;
+    const auto linear = [&](Quantization q, int64_t n_out, int64_t n_in) {
+        return quantized_bytes(layer_quantization(q, n_in, load.group_size), n_out, n_in, load.group_size);
+    };
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
     const int64_t side = vc.image_size / vc.patch_size;
     const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
@@ -37,18 +46,15 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     int64_t bytes = (vd * patch_dim + vd + side * side * vd + 4 * vd) * f32;  // patches, positions, norms
     bytes +=
         (merged * merged + merged + tc.hidden_size * merged + tc.hidden_size + 2 * vd) * f32;  // projector
-    const int64_t vision_layer =
-        4 * quantized_bytes(vq, vd, vd, load.group_size) + quantized_bytes(vq, vff, vd, load.group_size) +
-        quantized_bytes(vq, vd, vff, load.group_size) + (4 * vd + 4 * vd + vff + vd) * f32;
+    const int64_t vision_layer = 4 * linear(vq, vd, vd) + linear(vq, vff, vd) + linear(vq, vd, vff) +
+                                 (4 * vd + 4 * vd + vff + vd) * f32;
     bytes += vc.num_hidden_layers * vision_layer;
 
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
     const Quantization tq = load.quantization;
-    int64_t text_layer =
-        quantized_bytes(tq, q_dim, d, load.group_size) + 2 * quantized_bytes(tq, kv_dim, d, load.group_size) +
-        quantized_bytes(tq, d, q_dim, load.group_size) + 2 * quantized_bytes(tq, ff, d, load.group_size) +
-        quantized_bytes(tq, d, ff, load.group_size) + 2 * d * f32;
+    int64_t text_layer = linear(tq, q_dim, d) + 2 * linear(tq, kv_dim, d) + linear(tq, d, q_dim) +
+                         2 * linear(tq, ff, d) + linear(tq, d, ff) + 2 * d * f32;
     if (tc.use_bias) {
         text_layer += (q_dim + 2 * kv_dim + d + 2 * ff + d) * f32;
     }
@@ -69,6 +75,7 @@ Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::ve
 Linear PaddleOcrVl::load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
                                 bool bias, Quantization quantization) {
     Linear layer;
+    quantization = layer_quantization(quantization, n_in, load_params_.group_size);
     if (quantization == Quantization::None) {
         layer.w = load(weights, prefix + ".weight", {n_out, n_in});
     } else {

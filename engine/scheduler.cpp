@@ -35,6 +35,7 @@ void Scheduler::add(std::unique_ptr<Sequence> seq) {
     }
     seq->status = SequenceStatus::Waiting;
     seq->arrival_step = step_;
+    seq->enqueued_step = step_;
     waiting_.push_back(seq.get());
     sequences_.emplace(seq->id, std::move(seq));
 }
@@ -99,6 +100,7 @@ void Scheduler::preempt(Sequence* seq, SchedulerOutput& output) {
     seq->n_computed = 0;
     ++seq->n_preemptions;
     ++n_preemptions_;
+    seq->enqueued_step = step_;
     waiting_.push_front(seq);
     output.preempted.push_back(seq->id);
 }
@@ -158,6 +160,7 @@ SchedulerOutput Scheduler::schedule() {
             break;
         }
         waiting_.pop_front();
+        max_wait_steps_ = std::max(max_wait_steps_, step_ - seq->enqueued_step);
         seq->status = SequenceStatus::Running;
         seq->start_order = next_start_order_++;
         running_.push_back(seq);

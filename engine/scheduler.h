@@ -75,6 +75,8 @@ public:
     bool has_unfinished() const { return !sequences_.empty(); }
     int64_t n_steps() const { return step_; }
     int64_t n_preemptions() const { return n_preemptions_; }
+    // The most steps any sequence spent in the waiting queue before it was admitted.
+    int64_t max_wait_steps() const { return max_wait_steps_; }
 
 private:
     void preempt(Sequence* seq, SchedulerOutput& output);
@@ -88,6 +90,7 @@ private:
     int64_t step_ = 0;
     int64_t next_start_order_ = 0;
     int64_t n_preemptions_ = 0;
+    int64_t max_wait_steps_ = 0;
 };
 
 }  // namespace folio

@@ -40,6 +40,7 @@ struct Sequence {
     int64_t n_preemptions = 0;
     std::optional<FinishReason> finish;
     int64_t arrival_step = 0;  // the scheduler step at which it was added
+    int64_t enqueued_step = 0;  // the step at which it last joined the waiting queue
     int64_t first_scheduled_step = -1;
 
     int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }

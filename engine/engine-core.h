@@ -84,6 +84,7 @@ public:
     const EngineConfig& config() const { return config_; }
     const MemoryPlan& memory_plan() const { return plan_; }
     const Scheduler& scheduler() const { return *scheduler_; }
+    const BlockPool& block_pool() const { return *pool_; }
     EngineStats stats() const;
 
 private:

@@ -78,6 +78,39 @@ protected:
         return prompt;
     }
 
+    // Logits at every prompt position, the images encoded and in place; the cache in blocks of 8 slots in
+    // reverse order, so that attention must follow the block table.
+    Tensor prompt_logits(PaddleOcrVl& model, const PromptCase& c) const {
+        const ChatPromptTokens prompt = reference_prompt(c);
+        const PreprocessedImages images = reference_images(c);
+        Tensor embeds = model.embed(prompt.ids);
+        const Tensor features =
+            model.project(model.encode_vision(images.pixel_values, images.grids), images.grids);
+        std::vector<int64_t> rows;
+        for (size_t i = 0; i < prompt.ids.size(); ++i) {
+            if (prompt.is_image[i]) {
+                rows.push_back(static_cast<int64_t>(i));
+            }
+        }
+        backend_->scatter_rows(embeds, rows, features);
+        const MropePositions positions = compute_mrope_positions(prompt.is_image, images.grids,
+                                                                 files_->config().vision.spatial_merge_size);
+        const auto& tc = files_->config().text;
+        const auto n = static_cast<int64_t>(prompt.ids.size());
+        const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
+        PagedKvCache cache(*backend_,
+                           {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, block_size});
+        KvBatch batch;
+        batch.seqs.push_back({0, n, n, 0});
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
+        }
+        return model.logits(model.forward_text(embeds, positions.pos, cache, batch));
+    }
+
     ModelFiles* files_ = fixture().files.get();
     Backend* backend_ = fixture().backend.get();
     PaddleOcrVl* model_ = fixture().model.get();
@@ -117,39 +150,65 @@ TEST_P(PaddleOcrVlTest, PositionIdsMatchReference) {
 
 TEST_P(PaddleOcrVlTest, PromptLogitsMatchReference) {
     const PromptCase& c = GetParam();
-    const ChatPromptTokens prompt = reference_prompt(c);
-    const PreprocessedImages images = reference_images(c);
-    Tensor embeds = model_->embed(prompt.ids);
-    const Tensor features =
-        model_->project(model_->encode_vision(images.pixel_values, images.grids), images.grids);
-    std::vector<int64_t> rows;
-    for (size_t i = 0; i < prompt.ids.size(); ++i) {
-        if (prompt.is_image[i]) {
-            rows.push_back(static_cast<int64_t>(i));
-        }
-    }
-    backend_->scatter_rows(embeds, rows, features);
-    const MropePositions positions =
-        compute_mrope_positions(prompt.is_image, images.grids, files_->config().vision.spatial_merge_size);
-    const auto& tc = files_->config().text;
-    // Blocks of 8 slots in reverse order, so that attention must follow the block table.
-    const auto n = static_cast<int64_t>(prompt.ids.size());
-    const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-    PagedKvCache cache(*backend_,
-                       {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, block_size});
-    KvBatch batch;
-    batch.seqs.push_back({0, n, n, 0});
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
-    }
-    for (int64_t t = 0; t < n; ++t) {
-        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
-    }
-    const Tensor logits = model_->logits(model_->forward_text(embeds, positions.pos, cache, batch));
+    const Tensor logits = prompt_logits(*model_, c);
     EXPECT_EQ(logits.shape, reference_->shape(c.key + ".logits"));
     const double err = relative_error(backend_->download(logits), reference_->f32(c.key + ".logits"));
     EXPECT_LT(err, kTolerance);
     std::cout << c.key << ": prompt logits relative error " << err << "\n";
+}
+
+// Weight-only quantization against the unquantized model on the fixture prompts: the mean KL divergence of
+// the next-token distributions over every prompt position, and how often the top token agrees.
+TEST_P(PaddleOcrVlTest, QuantizedLogitsStayCloseToUnquantized) {
+    const PromptCase& c = GetParam();
+    const std::vector<float> dense = backend_->download(prompt_logits(*model_, c));
+    const int64_t vocab = files_->config().text.vocab_size;
+    const int64_t n = static_cast<int64_t>(dense.size()) / vocab;
+    struct Bound {
+        Quantization type;
+        double max_kl;
+        double min_top1;
+    };
+    // The fixture model's random weights give flat distributions whose top two logits are often close, so
+    // top-1 agreement is a harsh measure here; the bounds sit below what was measured, with margin.
+    std::vector<double> kls;
+    for (const Bound bound : {Bound{Quantization::Wint8, 2e-3, 0.85}, Bound{Quantization::Wint4, 0.3, 0.5}}) {
+        ModelLoadParams load;
+        load.quantization = bound.type;
+        load.group_size = 64;
+        const auto weights = make_file_weight_source(*files_);
+        PaddleOcrVl quantized(*backend_, files_->config(), *weights, load);
+        const std::vector<float> q = backend_->download(prompt_logits(quantized, c));
+        double kl = 0.0;
+        int64_t n_agree = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const float* p_logits = dense.data() + i * vocab;
+            const float* q_logits = q.data() + i * vocab;
+            const double p_max = *std::max_element(p_logits, p_logits + vocab);
+            const double q_max = *std::max_element(q_logits, q_logits + vocab);
+            double p_sum = 0.0, q_sum = 0.0;
+            for (int64_t v = 0; v < vocab; ++v) {
+                p_sum += std::exp(p_logits[v] - p_max);
+                q_sum += std::exp(q_logits[v] - q_max);
+            }
+            for (int64_t v = 0; v < vocab; ++v) {
+                const double log_p = p_logits[v] - p_max - std::log(p_sum);
+                const double log_q = q_logits[v] - q_max - std::log(q_sum);
+                kl += std::exp(log_p) * (log_p - log_q);
+            }
+            n_agree += std::max_element(p_logits, p_logits + vocab) - p_logits ==
+                       std::max_element(q_logits, q_logits + vocab) - q_logits;
+        }
+        kl /= static_cast<double>(n);
+        const double top1 = static_cast<double>(n_agree) / static_cast<double>(n);
+        std::cout << c.key << ": " << quantization_name(bound.type) << " mean KL " << kl
+                  << ", top-1 agreement " << top1 << " over " << n << " positions, weights "
+                  << quantized.n_weight_bytes() << " bytes\n";
+        EXPECT_LT(kl, bound.max_kl);
+        EXPECT_GE(top1, bound.min_top1);
+        kls.push_back(kl);
+    }
+    EXPECT_LT(kls[0] * 20, kls[1]) << "8 bits are far closer than 4";
 }
 
 TEST_P(PaddleOcrVlTest, GreedyTokensMatchReference) {
@@ -232,6 +291,23 @@ TEST(PaddleOcrVlGenerate, RejectsBadRequests) {
     EXPECT_THROW(generate(model, ChatPromptTokens{{600, 602, 602}, {0, 1, 1}}, {}, params, ok), Error);
     // A token id outside the vocabulary.
     EXPECT_THROW(generate(model, ChatPromptTokens{{600, 5000}, {0, 0}}, {}, params, ok), Error);
+}
+
+TEST(PaddleOcrVlWeights, ByteCountsMatchTheLoadedModelInEveryFormat) {
+    const auto files = ModelFiles::open(testing::tiny_model_dir());
+    const auto backend = make_cpu_backend(1);
+    for (const Quantization type : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
+        for (const bool vision : {false, true}) {
+            ModelLoadParams load;
+            load.quantization = type;
+            load.group_size = 64;
+            load.quantize_vision = vision;
+            const auto weights = make_file_weight_source(*files);
+            const PaddleOcrVl model(*backend, files->config(), *weights, load);
+            EXPECT_EQ(weight_bytes(files->config(), load), model.n_weight_bytes())
+                << quantization_name(type) << (vision ? " with the vision encoder" : "");
+        }
+    }
 }
 
 TEST(PaddleOcrVlRandom, FullSizeArchitectureBuildsWithRandomWeights) {

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "backend.h"
+#include "error.h"
+#include "quantization.h"
+
+using namespace folio;
+
+namespace {
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) {
+        x = dist(rng);
+    }
+    return v;
+}
+
+}  // namespace
+
+TEST(Quantization, ParsesNamesAndRejectsUnknownOnes) {
+    EXPECT_EQ(parse_quantization("wint8"), Quantization::Wint8);
+    EXPECT_EQ(parse_quantization("wint4"), Quantization::Wint4);
+    EXPECT_EQ(parse_quantization("none"), Quantization::None);
+    EXPECT_EQ(parse_quantization(""), Quantization::None);
+    EXPECT_THROW(parse_quantization("WINT8 "), Error);
+    EXPECT_THROW(parse_quantization("fp8"), Error);
+}
+
+TEST(Quantization, Wint8ErrorIsAtMostHalfAStepPerChannel) {
+    const int64_t n_out = 7, n_in = 33;
+    const std::vector<float> w = random_values(n_out * n_in, 1);
+    const QuantizedWeights q = quantize(w, n_out, n_in, Quantization::Wint8, 0);
+    ASSERT_EQ(q.scales.size(), static_cast<size_t>(n_out));
+    const std::vector<float> d = dequantize(q);
+    for (int64_t r = 0; r < n_out; ++r) {
+        float max_abs = 0.0f;
+        for (int64_t c = 0; c < n_in; ++c) {
+            max_abs = std::max(max_abs, std::fabs(w[r * n_in + c]));
+        }
+        EXPECT_FLOAT_EQ(q.scales[r], max_abs / 127.0f);
+        for (int64_t c = 0; c < n_in; ++c) {
+            EXPECT_LE(std::fabs(d[r * n_in + c] - w[r * n_in + c]), q.scales[r] * 0.5f + 1e-7f);
+        }
+    }
+}
+
+TEST(Quantization, Wint4PacksTwoValuesPerByteWithGroupScales) {
+    // Row 0 holds the integers -7..7 times 0.5 in its first group, so it is represented exactly.
+    const int64_t n_out = 2, n_in = 128, group = 64;
+    std::vector<float> w = random_values(n_out * n_in, 2);
+    for (int64_t c = 0; c < group; ++c) {
+        w[c] = 0.5f * static_cast<float>(c % 15 - 7);
+    }
+    const QuantizedWeights q = quantize(w, n_out, n_in, Quantization::Wint4, group);
+    ASSERT_EQ(q.q.size(), static_cast<size_t>(n_out * n_in / 2));
+    ASSERT_EQ(q.scales.size(), static_cast<size_t>(n_out * n_in / group));
+    EXPECT_FLOAT_EQ(q.scales[0], 0.5f);
+    // Column 0 is -7 (low nibble 0x9), column 1 is -6 (high nibble 0xa).
+    EXPECT_EQ(static_cast<uint8_t>(q.q[0]), 0xa9);
+    const std::vector<float> d = dequantize(q);
+    for (int64_t c = 0; c < group; ++c) {
+        EXPECT_EQ(d[c], w[c]);
+    }
+    for (int64_t r = 0; r < n_out; ++r) {
+        for (int64_t c = 0; c < n_in; ++c) {
+            const float scale = q.scales[r * (n_in / group) + c / group];
+            EXPECT_LE(std::fabs(d[r * n_in + c] - w[r * n_in + c]), scale * 0.5f + 1e-6f);
+        }
+    }
+}
+
+TEST(Quantization, RejectsLayoutsThatDoNotFit) {
+    const std::vector<float> w(96 * 4, 1.0f);
+    EXPECT_THROW(quantize(w, 4, 96, Quantization::Wint4, 64), Error) << "96 columns in groups of 64";
+    EXPECT_THROW(quantize(w, 4, 96, Quantization::Wint4, 32), Error) << "group size 32";
+    EXPECT_THROW(quantize(w, 4, 95, Quantization::Wint8, 0), Error) << "wrong value count";
+    EXPECT_THROW(quantize(w, 4, 96, Quantization::None, 0), Error);
+    QuantizedWeights q = quantize(w, 4, 96, Quantization::Wint8, 0);
+    q.scales.pop_back();
+    EXPECT_THROW(dequantize(q), Error);
+    const auto backend = make_cpu_backend(1);
+    EXPECT_THROW(backend->upload(q), Error);
+}
+
+TEST(Quantization, ZeroRowsStayZero) {
+    const std::vector<float> w(2 * 64, 0.0f);
+    for (const Quantization type : {Quantization::Wint8, Quantization::Wint4}) {
+        const std::vector<float> d = dequantize(quantize(w, 2, 64, type, 64));
+        for (const float v : d) {
+            EXPECT_EQ(v, 0.0f);
+        }
+    }
+}
+
+TEST(Quantization, ByteCountsOfEachFormat) {
+    EXPECT_EQ(quantized_bytes(Quantization::None, 10, 128, 64), 10 * 128 * 4);
+    EXPECT_EQ(quantized_bytes(Quantization::Wint8, 10, 128, 64), 10 * 128 + 10 * 4);
+    EXPECT_EQ(quantized_bytes(Quantization::Wint4, 10, 128, 64), 10 * 64 + 10 * 2 * 4);
+}
+
+class QuantizedLinear : public ::testing::TestWithParam<std::tuple<Quantization, int64_t, int64_t, int64_t>> {
+};
+
+// The CPU matmul over quantized weights equals the dense matmul over the dequantized matrix bit for bit: it
+// dequantizes exactly and then runs the same micro-kernel.
+TEST_P(QuantizedLinear, EqualsDenseLinearOverDequantizedWeights) {
+    const auto [type, n_rows, n_out, n_in] = GetParam();
+    const auto backend = make_cpu_backend(2);
+    const std::vector<float> w = random_values(n_out * n_in, 3, 0.05f);
+    const QuantizedWeights q = quantize(w, n_out, n_in, type, 64);
+    const Tensor x = backend->upload(random_values(n_rows * n_in, 4), {n_rows, n_in});
+    const Tensor b = backend->upload(random_values(n_out, 5), {n_out});
+    const Tensor dense = backend->upload(dequantize(q), {n_out, n_in});
+    const std::vector<float> expected = backend->download(backend->linear(x, dense, &b));
+    const std::vector<float> actual = backend->download(backend->linear(x, backend->upload(q), &b));
+    EXPECT_EQ(actual, expected);
+    const Tensor wrong = backend->upload(random_values(n_rows * 3, 6), {n_rows, 3});
+    EXPECT_THROW(backend->linear(wrong, backend->upload(q), &b), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantizedLinear,
+                         ::testing::Values(std::make_tuple(Quantization::Wint8, 1, 5, 33),
+                                           std::make_tuple(Quantization::Wint8, 17, 130, 96),
+                                           std::make_tuple(Quantization::Wint4, 1, 7, 128),
+                                           std::make_tuple(Quantization::Wint4, 13, 33, 192)));

@@ -1,0 +1,426 @@
+// The serving runtime on the fixture model: batched, chunked, preempted and prefix-cached requests give
+// exactly the tokens of the same request run alone, under stress the pool ends empty, and bad requests are
+// refused with clear errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "chat-prompt.h"
+#include "engine-core.h"
+#include "engine.h"
+#include "error.h"
+#include "fixture-reference.h"
+#include "generator.h"
+#include "image-preprocess.h"
+#include "log.h"
+#include "model-loader.h"
+#include "paddleocr-vl.h"
+#include "tokenizer.h"
+#include "weight-source.h"
+
+using namespace folio;
+
+namespace {
+
+struct Case {
+    Request request;
+    std::vector<int32_t> expected;  // greedy tokens of the request run alone
+    FinishReason expected_finish = FinishReason::Length;
+};
+
+// A seeded image of noise: its grid has width / 14 x height / 14 patches.
+Image noise_image(int width, int height, uint32_t seed) {
+    Image image = make_image(width, height);
+    std::mt19937 rng(seed);
+    for (uint8_t& v : image.rgb) {
+        v = static_cast<uint8_t>(rng() & 0xff);
+    }
+    return image;
+}
+
+class Serving : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        previous_sink_ = set_log_sink([](std::string_view) {});
+        files_ = ModelFiles::open(folio::testing::tiny_model_dir());
+        tokenizer_ = Tokenizer::load(folio::testing::tiny_model_dir());
+        backend_ = make_cpu_backend(2);
+        const auto weights = make_file_weight_source(*files_);
+        model_ = std::make_unique<PaddleOcrVl>(*backend_, files_->config(), *weights);
+        // Four pages of 4, 8, 12 and 16 image tokens.
+        const std::vector<std::pair<int, int>> sizes{{56, 56}, {112, 56}, {84, 112}, {112, 112}};
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            pages_.push_back(noise_image(sizes[i].first, sizes[i].second, static_cast<uint32_t>(i + 1)));
+        }
+        std::mt19937 rng(7);
+        const std::vector<std::string> words{"OCR:", "Table", "Recognition:", "the",   "page",
+                                             "of",   "a",     "formula",      "chart", "read",
+                                             "text", "2026",  "héllo",        "文档"};
+        for (int i = 0; i < 32; ++i) {
+            std::vector<Image> images;
+            const int n_images = i % 4 == 0 ? 0 : (i % 4 == 3 ? 2 : 1);
+            for (int k = 0; k < n_images; ++k) {
+                images.push_back(pages_[(i + k) % pages_.size()]);
+            }
+            std::string task;
+            const int n_words = 1 + static_cast<int>(rng() % (i % 3 == 0 ? 40 : 8));
+            for (int w = 0; w < n_words; ++w) {
+                task += (w ? " " : "") + words[rng() % words.size()];
+            }
+            Case c;
+            c.request = make_request(images, task);
+            c.request.max_tokens = 4 + static_cast<int64_t>(rng() % 21);
+            cases_.push_back(std::move(c));
+        }
+        for (Case& c : cases_) {
+            GenerateParams params;
+            params.max_tokens = static_cast<int>(c.request.max_tokens);
+            const GenerateResult alone =
+                generate(*model_, c.request.prompt, c.request.images, params, [](int32_t) { return true; });
+            c.expected = alone.tokens;
+            c.expected_finish = alone.finish;
+        }
+    }
+
+    static void TearDownTestSuite() {
+        cases_.clear();
+        pages_.clear();
+        model_.reset();
+        backend_.reset();
+        tokenizer_.reset();
+        files_.reset();
+        set_log_sink(std::move(previous_sink_));
+    }
+
+    static Request make_request(const std::vector<Image>& images, const std::string& task) {
+        Request r;
+        r.images = preprocess_images(images, files_->preprocessor());
+        std::vector<int64_t> n_tokens;
+        for (const ImageGrid& g : r.images.grids) {
+            n_tokens.push_back(g.n_patches() / 4);
+        }
+        const ModelConfig& cfg = files_->config();
+        r.prompt = build_chat_prompt(*tokenizer_,
+                                     {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id},
+                                     n_tokens, task);
+        return r;
+    }
+
+    struct RunResult {
+        std::vector<std::vector<int32_t>> tokens;
+        std::vector<FinishReason> finish;
+        EngineStats stats;
+    };
+
+    // Submits `per_step` requests before every step, so that new prompts keep joining running decodes.
+    static RunResult run(const EngineConfig& config, int per_step) {
+        EngineCore engine(*model_, config);
+        RunResult result;
+        result.tokens.resize(cases_.size());
+        result.finish.resize(cases_.size(), FinishReason::Cancelled);
+        std::map<int64_t, size_t> index;
+        size_t next = 0;
+        while (next < cases_.size() || engine.has_unfinished()) {
+            for (int k = 0; k < per_step && next < cases_.size(); ++k, ++next) {
+                index[engine.submit(cases_[next].request)] = next;
+            }
+            for (const RequestOutput& out : engine.step()) {
+                const size_t i = index.at(out.id);
+                result.tokens[i].insert(result.tokens[i].end(), out.tokens.begin(), out.tokens.end());
+                if (out.finish) {
+                    result.finish[i] = *out.finish;
+                }
+            }
+        }
+        result.stats = engine.stats();
+        EXPECT_EQ(result.stats.n_free_blocks, result.stats.n_kv_blocks) << "every block is back in the pool";
+        return result;
+    }
+
+    static void expect_alone_equivalence(const RunResult& r) {
+        for (size_t i = 0; i < cases_.size(); ++i) {
+            EXPECT_EQ(r.tokens[i], cases_[i].expected) << "request " << i;
+            EXPECT_EQ(r.finish[i], cases_[i].expected_finish) << "request " << i;
+        }
+    }
+
+    static inline std::unique_ptr<ModelFiles> files_;
+    static inline std::unique_ptr<Tokenizer> tokenizer_;
+    static inline std::unique_ptr<Backend> backend_;
+    static inline std::unique_ptr<PaddleOcrVl> model_;
+    static inline std::vector<Image> pages_;
+    static inline std::vector<Case> cases_;
+    static inline LogSink previous_sink_;
+};
+
+EngineConfig base_config() {
+    EngineConfig c;
+    c.max_model_len = 512;
+    c.max_num_seqs = 32;
+    c.block_size = 16;
+    c.enable_prefix_caching = false;
+    c.num_gpu_blocks_override = 512;
+    return c;
+}
+
+}  // namespace
+
+TEST_F(Serving, ContinuousBatchingWithChunkedPrefillMatchesRequestsRunAlone) {
+    EngineConfig c = base_config();
+    c.max_num_batched_tokens = 16;
+    const RunResult r = run(c, 4);
+    expect_alone_equivalence(r);
+    EXPECT_GT(r.stats.runner.n_steps, 32) << "prompts went through in chunks";
+}
+
+TEST_F(Serving, ForcedPreemptionMatchesRequestsRunAlone) {
+    EngineConfig c = base_config();
+    c.max_num_batched_tokens = 64;
+    c.block_size = 4;
+    int64_t largest = 0;
+    for (const Case& k : cases_) {
+        largest = std::max(largest, static_cast<int64_t>(k.request.prompt.ids.size()) + k.request.max_tokens);
+    }
+    c.num_gpu_blocks_override = (largest + 3) / 4 + 4;  // room for the largest request and little more
+    const RunResult r = run(c, 32);
+    expect_alone_equivalence(r);
+    EXPECT_GT(r.stats.n_preemptions, 0);
+    std::cout << "preemptions: " << r.stats.n_preemptions << "\n";
+}
+
+TEST_F(Serving, PrefixCachingMatchesRequestsRunAlone) {
+    EngineConfig c = base_config();
+    c.max_num_batched_tokens = 32;
+    c.block_size = 4;
+    c.enable_prefix_caching = true;
+    const RunResult r = run(c, 2);
+    expect_alone_equivalence(r);
+    EXPECT_GT(r.stats.n_prefix_hit_blocks, 0);
+    std::cout << "prefix cache: " << r.stats.n_prefix_hit_blocks << " of " << r.stats.n_prefix_lookup_blocks
+              << " blocks hit\n";
+}
+
+TEST_F(Serving, TheSamePageAskedTwiceReusesTheImagePrefix) {
+    EngineConfig c = base_config();
+    c.block_size = 4;
+    c.enable_prefix_caching = true;
+    EngineCore engine(*model_, c);
+    const Request ocr = make_request({pages_[3]}, "OCR:");
+    const Request table = make_request({pages_[3]}, "Table Recognition:");
+    size_t common = 0;
+    while (common < ocr.prompt.ids.size() && ocr.prompt.ids[common] == table.prompt.ids[common]) {
+        ++common;
+    }
+    ASSERT_GT(common, 16u) << "the prompts share the image";
+    for (const Request* r : {&ocr, &table}) {
+        engine.submit(*r);
+        while (engine.has_unfinished()) {
+            engine.step();
+        }
+    }
+    const EngineStats s = engine.stats();
+    EXPECT_EQ(s.n_prefix_hit_blocks, static_cast<int64_t>(common / 4));
+}
+
+TEST_F(Serving, StressWithRandomArrivalsCancellationsAndLengths) {
+    EngineConfig c = base_config();
+    c.max_num_batched_tokens = 48;
+    c.max_num_seqs = 16;
+    c.block_size = 8;
+    c.enable_prefix_caching = true;
+    c.num_gpu_blocks_override = 40;
+    EngineCore engine(*model_, c);
+    std::mt19937 rng(2026);
+    const int n_requests = 2000;
+    std::map<int64_t, int64_t> max_tokens;
+    std::map<int64_t, int64_t> n_tokens;
+    std::map<int64_t, FinishReason> finished;
+    std::set<int64_t> active;
+    int n_submitted = 0;
+    int64_t n_cancel_calls = 0;
+    while (n_submitted < n_requests || engine.has_unfinished()) {
+        const int arrivals = static_cast<int>(rng() % 3);
+        for (int k = 0; k < arrivals && n_submitted < n_requests; ++k, ++n_submitted) {
+            Request r;
+            if (rng() % 8 == 0) {
+                r = cases_[1 + 4 * (rng() % 8)].request;  // a request with an image
+            } else {
+                const int n = 1 + static_cast<int>(rng() % 48);
+                for (int t = 0; t < n; ++t) {
+                    r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 597));
+                    r.prompt.is_image.push_back(0);
+                }
+            }
+            r.max_tokens = 1 + static_cast<int64_t>(rng() % 12);
+            r.sampling.temperature = rng() % 2 ? 0.0f : 0.8f;
+            r.sampling.seed = rng();
+            const int64_t n_max = r.max_tokens;
+            const int64_t id = engine.submit(std::move(r));
+            max_tokens[id] = n_max;
+            active.insert(id);
+        }
+        if (!active.empty() && rng() % 10 == 0) {
+            auto it = active.begin();
+            std::advance(it, static_cast<long>(rng() % active.size()));
+            engine.cancel(*it);
+            ++n_cancel_calls;
+        }
+        for (const RequestOutput& out : engine.step()) {
+            ASSERT_FALSE(finished.contains(out.id)) << "output after the final one for request " << out.id;
+            n_tokens[out.id] += static_cast<int64_t>(out.tokens.size());
+            if (out.finish) {
+                finished[out.id] = *out.finish;
+                active.erase(out.id);
+            }
+        }
+    }
+    EXPECT_EQ(finished.size(), static_cast<size_t>(n_requests));
+    int64_t n_cancelled = 0;
+    for (const auto& [id, finish] : finished) {
+        EXPECT_LE(n_tokens[id], max_tokens[id]);
+        if (finish == FinishReason::Length) {
+            EXPECT_EQ(n_tokens[id], max_tokens[id]);
+        }
+        n_cancelled += finish == FinishReason::Cancelled;
+    }
+    const BlockPool& pool = engine.block_pool();
+    EXPECT_EQ(pool.n_free(), pool.n_blocks());
+    for (int32_t b = 0; b < pool.n_blocks(); ++b) {
+        ASSERT_EQ(pool.ref_count(b), 0) << "block " << b;
+    }
+    const EngineStats s = engine.stats();
+    std::cout << "stress: " << engine.scheduler().n_steps() << " steps, " << n_cancelled << " cancelled of "
+              << n_cancel_calls << " cancel calls, " << s.n_preemptions << " preemptions, "
+              << s.n_prefix_hit_blocks << " prefix blocks hit, longest wait "
+              << engine.scheduler().max_wait_steps() << " steps\n";
+    EXPECT_GT(n_cancelled, 0);
+    EXPECT_GT(s.n_preemptions, 0);
+    // First come, first served with preempted sequences at the front: nobody starves. Arrivals average one
+    // request a step, below what the engine serves, so the queue stays short and drains in under this many
+    // steps.
+    EXPECT_LE(engine.scheduler().max_wait_steps(), 150);
+}
+
+TEST_F(Serving, StopStringsEndTheRequestAndCutTheText) {
+    const Case& c = cases_[5];
+    IncrementalDetokenizer detok(*tokenizer_);
+    std::string full;
+    for (const int32_t t : c.expected) {
+        full += detok.push(t);
+    }
+    full += detok.flush();
+    ASSERT_GT(full.size(), 6u);
+    const std::string stop = full.substr(full.size() / 2, 3);
+    const std::string before = full.substr(0, full.find(stop));
+
+    EngineCore engine(*model_, base_config(), tokenizer_.get());
+    Request r = c.request;
+    r.stop_strings = {stop};
+    const int64_t id = engine.submit(r);
+    std::string text;
+    std::optional<FinishReason> finish;
+    while (engine.has_unfinished()) {
+        for (const RequestOutput& out : engine.step()) {
+            ASSERT_EQ(out.id, id);
+            text += out.text;
+            finish = out.finish;
+        }
+    }
+    EXPECT_EQ(text, before);
+    EXPECT_EQ(finish, FinishReason::Stop);
+}
+
+TEST_F(Serving, EngineThreadStreamsToHandlesAndCallbacksAndCancels) {
+    Engine engine(*model_, base_config());
+    RequestHandle a = engine.submit(cases_[1].request);
+    std::mutex m;
+    std::vector<int32_t> b_tokens;
+    std::optional<FinishReason> b_finish;
+    RequestHandle b = engine.submit(cases_[2].request, [&](const RequestOutput& out) {
+        const std::lock_guard lock(m);
+        b_tokens.insert(b_tokens.end(), out.tokens.begin(), out.tokens.end());
+        if (out.finish) {
+            b_finish = out.finish;
+        }
+    });
+    Request endless = cases_[0].request;
+    endless.max_tokens = 400;
+    endless.ignore_eos = true;
+    RequestHandle c = engine.submit(endless);
+
+    std::vector<int32_t> a_tokens;
+    std::optional<FinishReason> a_finish;
+    while (const std::optional<RequestOutput> out = a.next()) {
+        a_tokens.insert(a_tokens.end(), out->tokens.begin(), out->tokens.end());
+        a_finish = out->finish;
+    }
+    EXPECT_EQ(a_tokens, cases_[1].expected);
+    EXPECT_EQ(a_finish, cases_[1].expected_finish);
+
+    const std::optional<RequestOutput> first = c.next();
+    ASSERT_TRUE(first);
+    c.cancel();
+    std::optional<FinishReason> c_finish = first->finish;
+    while (const std::optional<RequestOutput> out = c.next()) {
+        c_finish = out->finish;
+    }
+    EXPECT_EQ(c_finish, FinishReason::Cancelled);
+
+    EXPECT_FALSE(b.next()) << "a request with a callback has nothing queued";
+    for (int i = 0; i < 2000; ++i) {
+        {
+            const std::lock_guard lock(m);
+            if (b_finish) {
+                break;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::lock_guard lock(m);
+    EXPECT_EQ(b_tokens, cases_[2].expected);
+    EXPECT_EQ(b_finish, cases_[2].expected_finish);
+}
+
+TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
+    EngineConfig c = base_config();
+    c.limit_mm_per_prompt = 1;
+    c.max_num_batched_tokens = 12;
+    EngineCore engine(*model_, c);
+    const auto message = [&](const Request& r) {
+        try {
+            engine.validate(r);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    Request empty;
+    EXPECT_NE(message(empty).find("empty prompt"), std::string::npos);
+    Request two_images = make_request({pages_[0], pages_[1]}, "OCR:");
+    EXPECT_NE(message(two_images).find("more than limit_mm_per_prompt 1"), std::string::npos);
+    Request no_tokens = make_request({pages_[0]}, "OCR:");
+    no_tokens.max_tokens = 0;
+    EXPECT_NE(message(no_tokens).find("max_tokens must be at least 1"), std::string::npos);
+    Request big_page = make_request({pages_[3]}, "OCR:");  // 16 image tokens, budget 12
+    EXPECT_NE(message(big_page).find("does not fit max_num_batched_tokens 12"), std::string::npos);
+    Request too_long;
+    too_long.prompt.ids.assign(600, 5);
+    too_long.prompt.is_image.assign(600, 0);
+    EXPECT_NE(message(too_long).find("max_model_len"), std::string::npos);
+    EXPECT_EQ(message(make_request({pages_[0]}, "OCR:")), "accepted");
+    try {
+        parse_quantization("int3");
+        ADD_FAILURE() << "an unknown quantization was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown quantization \"int3\""), std::string::npos);
+    }
+    Engine threaded(*model_, c);
+    EXPECT_THROW(threaded.submit(empty), Error) << "the engine thread's submit refuses at once";
+}

@@ -39,7 +39,7 @@ constexpr const char* kUsage = R"(usage:
                   [--decode-tokens N] [--batch N,N,...] [engine options]
       Measures the model (full-size random weights unless --model is given) and prints JSON.
 
-engine options (FastDeploy's names):
+engine options (FastDeploy's names; --max-num-seqs defaults to 8 on the CPU):
   --max-model-len N  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
   --gpu-memory-utilization F  --enable-prefix-caching on|off  --enable-chunked-prefill on|off
   --limit-mm-per-prompt N  --num-gpu-blocks-override N
@@ -146,6 +146,7 @@ constexpr std::initializer_list<const char*> kEngineFlags = {
 
 folio::EngineConfig engine_config(const Options& opt, const folio::ModelConfig& cfg) {
     folio::EngineConfig c;
+    c.max_num_seqs = 8;  // the CPU backend gains little from more, and its cache is planned for all of them
     c.max_model_len =
         opt.integer("--max-model-len", std::min<int64_t>(c.max_model_len, cfg.text.max_position_embeddings));
     c.max_num_seqs = opt.integer("--max-num-seqs", c.max_num_seqs);

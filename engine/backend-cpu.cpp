@@ -36,19 +36,23 @@ struct MemoryCounter {
     }
 };
 
+// Memory is not initialized: the operations write every element they later read, and pages of a large
+// buffer (a KV cache planned for the worst case) are only committed once they are touched.
 template <typename T>
 struct HostBuffer final : Buffer {
-    HostBuffer(size_t n, std::shared_ptr<MemoryCounter> counter) : values(n), counter_(std::move(counter)) {
+    HostBuffer(size_t n, std::shared_ptr<MemoryCounter> counter)
+        : values(std::make_unique_for_overwrite<T[]>(n)), n_values(n), counter_(std::move(counter)) {
         counter_->add(static_cast<int64_t>(n_bytes()));
     }
     ~HostBuffer() override { counter_->add(-static_cast<int64_t>(n_bytes())); }
     HostBuffer(const HostBuffer&) = delete;
     HostBuffer& operator=(const HostBuffer&) = delete;
 
-    void* data() override { return values.data(); }
-    size_t n_bytes() const override { return values.size() * sizeof(T); }
+    void* data() override { return values.get(); }
+    size_t n_bytes() const override { return n_values * sizeof(T); }
 
-    std::vector<T> values;
+    std::unique_ptr<T[]> values;
+    size_t n_values;
 
 private:
     std::shared_ptr<MemoryCounter> counter_;
@@ -169,7 +173,7 @@ public:
         t.n_in = w.n_in;
         t.group_size = w.group_size;
         auto data = std::make_shared<HostBuffer<int8_t>>(w.q.size(), memory_);
-        std::copy(w.q.begin(), w.q.end(), data->values.begin());
+        std::copy(w.q.begin(), w.q.end(), data->values.get());
         t.data = std::move(data);
         t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
         return t;

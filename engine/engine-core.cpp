@@ -122,16 +122,16 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
     runner_ = std::make_unique<ModelRunner>(model, cache);
 }
 
+// Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is measured
+// and scaled to max_num_batched_tokens; the logits of max_num_seqs rows are measured on their own.
 int64_t EngineCore::activation_peak_bytes() {
-    // A prefill of max_num_batched_tokens tokens in one sequence, with logits for max_num_seqs rows.
+    constexpr int64_t kProfileTokens = 256;
     const TextConfig& tc = model_.config().text;
     Backend& backend = model_.backend();
-    const int64_t n = config_.max_num_batched_tokens;
+    const int64_t n = std::min(config_.max_num_batched_tokens, kProfileTokens);
     const int64_t n_blocks = (n + config_.block_size - 1) / config_.block_size;
-    backend.reset_peak();
-    const int64_t before = backend.memory_stats().in_use;
-    PagedKvCache cache(
-        backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
+    PagedKvCache cache(backend,
+                       {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     batch.block_tables.resize(static_cast<size_t>(n_blocks));
@@ -143,11 +143,17 @@ int64_t EngineCore::activation_peak_bytes() {
         positions[i] = {i, i, i};
     }
     const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
-    const Tensor hidden = model_.forward_text(model_.embed(ids), positions, cache, batch);
-    std::vector<int64_t> rows(static_cast<size_t>(std::min(n, config_.max_num_seqs)));
-    std::iota(rows.begin(), rows.end(), 0);
+    backend.reset_peak();
+    int64_t before = backend.memory_stats().in_use;
+    const Tensor hidden = model_.forward_text(model_.embed(ids), positions, cache, batch);  // [n, hidden]
+    const int64_t text_peak = backend.memory_stats().peak - before;
+
+    const std::vector<int64_t> rows(static_cast<size_t>(config_.max_num_seqs), 0);
+    backend.reset_peak();
+    before = backend.memory_stats().in_use;
     model_.logits(backend.gather_rows(hidden, rows));
-    return backend.memory_stats().peak - before - cache.n_bytes();
+    const int64_t logits_peak = backend.memory_stats().peak - before;
+    return text_peak * config_.max_num_batched_tokens / n + logits_peak;
 }
 
 void EngineCore::validate(const Request& request) const {

@@ -388,6 +388,21 @@ TEST_F(Serving, EngineThreadStreamsToHandlesAndCallbacksAndCancels) {
     EXPECT_EQ(b_finish, cases_[2].expected_finish);
 }
 
+TEST_F(Serving, PlansTheCacheFromMemoryAndSaysSo) {
+    std::string logged;
+    const LogSink quiet = set_log_sink([&](std::string_view m) { logged += std::string(m) + "\n"; });
+    EngineConfig c = base_config();
+    c.num_gpu_blocks_override = 0;
+    c.max_num_seqs = 4;
+    c.max_model_len = 256;
+    const EngineCore engine(*model_, c);
+    set_log_sink(quiet);
+    // The host has far more memory than 4 sequences of 256 tokens need, so that is what is planned.
+    EXPECT_EQ(engine.memory_plan().n_blocks, 4 * 256 / 16);
+    EXPECT_EQ(logged, "kv cache: 64 blocks, 1024 tokens\n");
+    EXPECT_EQ(engine.stats().n_kv_blocks, 64);
+}
+
 TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     EngineConfig c = base_config();
     c.limit_mm_per_prompt = 1;

@@ -386,26 +386,16 @@ public:
             }
         }
         Tensor out = alloc(q.shape);
-        // One task per (segment query row, head).
-        std::vector<int64_t> seg_start(segments.size() + 1, 0);
-        for (size_t i = 0; i < segments.size(); ++i) {
-            seg_start[i + 1] = seg_start[i] + segments[i].n_q * n_head;
-        }
-        pool_.parallel_for(seg_start.back(), 4, [&](int64_t begin, int64_t end) {
-            std::vector<float> scores;
-            for (int64_t task = begin; task < end; ++task) {
-                const size_t si =
-                    std::upper_bound(seg_start.begin(), seg_start.end(), task) - seg_start.begin() - 1;
-                const auto& seg = segments[si];
-                const int64_t local = task - seg_start[si];
-                const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
+        for_each_query_head(
+            segments, n_head,
+            [&](const AttentionSegment& seg, int64_t qi, int64_t h, std::vector<float>& scores) {
+                const int64_t kvh = h / group;
                 const int64_t n_visible =
                     seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
                 const auto row = [&](int64_t j) { return ((seg.kv_begin + j) * n_kv_head + kvh) * hd; };
                 attend_row(q.f32() + ((seg.q_begin + qi) * n_head + h) * hd, k.f32(), v.f32(), row, n_visible,
                            hd, scale, scores, out.f32() + ((seg.q_begin + qi) * n_head + h) * hd);
-            }
-        });
+            });
         return out;
     }
 
@@ -437,19 +427,9 @@ public:
             }
         }
         Tensor out = alloc(q.shape);
-        // One task per (query row, head).
-        std::vector<int64_t> seq_start(seqs.size() + 1, 0);
-        for (size_t i = 0; i < seqs.size(); ++i) {
-            seq_start[i + 1] = seq_start[i] + seqs[i].n_q * n_head;
-        }
-        pool_.parallel_for(seq_start.back(), 4, [&](int64_t begin, int64_t end) {
-            std::vector<float> scores;
-            for (int64_t task = begin; task < end; ++task) {
-                const size_t si =
-                    std::upper_bound(seq_start.begin(), seq_start.end(), task) - seq_start.begin() - 1;
-                const PagedSequence& s = seqs[si];
-                const int64_t local = task - seq_start[si];
-                const int64_t qi = local / n_head, h = local % n_head, kvh = h / group;
+        for_each_query_head(
+            seqs, n_head, [&](const PagedSequence& s, int64_t qi, int64_t h, std::vector<float>& scores) {
+                const int64_t kvh = h / group;
                 const int64_t n_visible = s.n_kv - s.n_q + qi + 1;
                 const auto row = [&](int64_t pos) {
                     const int64_t slot =
@@ -459,8 +439,7 @@ public:
                 };
                 attend_row(q.f32() + ((s.q_begin + qi) * n_head + h) * hd, k_cache.f32(), v_cache.f32(), row,
                            n_visible, hd, scale, scores, out.f32() + ((s.q_begin + qi) * n_head + h) * hd);
-            }
-        });
+            });
         return out;
     }
 
@@ -496,6 +475,24 @@ public:
     }
 
 private:
+    // fn(item, query row, head, scratch) for every query row of every item (a segment or a sequence, each
+    // with n_q rows) and every head, one task each, in parallel.
+    template <typename Item, typename F>
+    void for_each_query_head(std::span<const Item> items, int64_t n_head, F&& fn) {
+        std::vector<int64_t> start(items.size() + 1, 0);
+        for (size_t i = 0; i < items.size(); ++i) {
+            start[i + 1] = start[i] + items[i].n_q * n_head;
+        }
+        pool_.parallel_for(start.back(), 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> scores;
+            for (int64_t task = begin; task < end; ++task) {
+                const size_t i = std::upper_bound(start.begin(), start.end(), task) - start.begin() - 1;
+                const int64_t local = task - start[i];
+                fn(items[i], local / n_head, local % n_head, scores);
+            }
+        });
+    }
+
     template <typename F>
     void rows_parallel(int64_t n_rows, F&& fn) {
         pool_.parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {

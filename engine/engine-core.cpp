@@ -61,9 +61,9 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
                  " images");
         }
         const ImageGrid& grid = request.images.grids[image++];
-        if (end - i != grid.n_patches() / (merge * merge)) {
+        if (end - i != grid.n_patches() / (int64_t{merge} * merge)) {
             fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
-                 grid.n_patches() / (merge * merge), " merged patches");
+                 grid.n_patches() / (int64_t{merge} * merge), " merged patches");
         }
         const auto pixels = std::span(request.images.pixel_values)
                                 .subspan(static_cast<size_t>(first_patch * patch_dim),
@@ -122,16 +122,16 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
     runner_ = std::make_unique<ModelRunner>(model, cache);
 }
 
-// Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is measured
-// and scaled to max_num_batched_tokens; the logits of max_num_seqs rows are measured on their own.
+// Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
+// measured and scaled to max_num_batched_tokens; the logits of max_num_seqs rows are measured on their own.
 int64_t EngineCore::activation_peak_bytes() {
     constexpr int64_t kProfileTokens = 256;
     const TextConfig& tc = model_.config().text;
     Backend& backend = model_.backend();
     const int64_t n = std::min(config_.max_num_batched_tokens, kProfileTokens);
     const int64_t n_blocks = (n + config_.block_size - 1) / config_.block_size;
-    PagedKvCache cache(backend,
-                       {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
+    PagedKvCache cache(
+        backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     batch.block_tables.resize(static_cast<size_t>(n_blocks));

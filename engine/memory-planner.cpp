@@ -10,7 +10,7 @@ namespace folio {
 namespace {
 
 std::string mib(int64_t bytes) {
-    return std::to_string(bytes / (1024 * 1024)) + " MiB";
+    return std::to_string(bytes / (int64_t{1} << 20)) + " MiB";
 }
 
 }  // namespace

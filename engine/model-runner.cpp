@@ -43,7 +43,7 @@ void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, Pre
         if (is_image[i] && (i == 0 || !is_image[i - 1])) {
             state.image_begin.push_back(i);
             state.image_n_tokens.push_back(images.grids.at(static_cast<size_t>(image++)).n_patches() /
-                                           (merge * merge));
+                                           (int64_t{merge} * merge));
         }
     }
     state.features.resize(images.grids.size());

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -36,8 +37,11 @@ constexpr const char* kUsage = R"(usage:
       to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
       with the same one (a single --image), and print their texts when done.
   folio-cli bench --device cpu [--model DIR] [--threads N] [--image-size WxH] [--prefill-tokens N]
-                  [--decode-tokens N] [--batch N,N,...] [engine options]
-      Measures the model (full-size random weights unless --model is given) and prints JSON.
+                  [--decode-tokens N] [--batch N,N,...] [--pages N [--blocks-per-page N]
+                  [--block-tokens N] [--block-image WxH]] [engine options]
+      Measures the model (full-size random weights unless --model is given) and prints JSON: the vision
+      encoder, prefill and decode at each batch size, and with --pages a document workload (each page
+      --blocks-per-page block crops with an OCR prompt and --block-tokens output tokens) in pages/s.
 
 engine options (FastDeploy's names; --max-num-seqs defaults to 8 on the CPU):
   --max-model-len N  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
@@ -48,6 +52,21 @@ engine options (FastDeploy's names; --max-num-seqs defaults to 8 on the CPU):
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// "WxH" -> {W, H}, each at least 28 (two patches).
+std::pair<int, int> parse_size(const std::string& text, const char* flag) {
+    const auto x = text.find('x');
+    try {
+        size_t n_w = 0, n_h = 0;
+        const int w = std::stoi(text.substr(0, x), &n_w);
+        const int h = std::stoi(text.substr(x + 1), &n_h);
+        if (x != std::string::npos && n_w == x && n_h == text.size() - x - 1 && w >= 28 && h >= 28) {
+            return {w, h};
+        }
+    } catch (const std::exception&) {
+    }
+    fail(flag, " expects WxH of at least 28x28, got '", text, "'");
 }
 
 // Command-line options: repeated flags keep every value, in order.
@@ -317,26 +336,95 @@ nlohmann::json bench_decode(folio::PaddleOcrVl& model, const folio::EngineConfig
             {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft}};
 }
 
+struct DocumentWorkload {
+    int64_t n_pages = 0;
+    int64_t blocks_per_page = 20;
+    int64_t block_tokens = 60;
+    int block_width = 448;
+    int block_height = 112;
+};
+
+// Pages turned into block requests as the document pipeline makes them: every block a crop of noise with an
+// OCR prompt and a fixed output length, all submitted at once. Preprocessing happens before the clock starts.
+nlohmann::json bench_document(folio::PaddleOcrVl& model, const folio::PreprocessorConfig& pre,
+                              const folio::EngineConfig& config, const DocumentWorkload& w) {
+    const folio::ModelConfig& cfg = model.config();
+    std::vector<folio::Request> requests;
+    std::mt19937 rng(11);
+    for (int64_t b = 0; b < w.n_pages * w.blocks_per_page; ++b) {
+        folio::Image crop = folio::make_image(w.block_width, w.block_height);
+        for (uint8_t& v : crop.rgb) {
+            v = static_cast<uint8_t>(rng() & 0xff);
+        }
+        folio::Request r;
+        r.images = folio::preprocess_images(std::span(&crop, 1), pre);
+        const int64_t n_image_tokens =
+            r.images.grids[0].n_patches() /
+            (int64_t{cfg.vision.spatial_merge_size} * cfg.vision.spatial_merge_size);
+        r.prompt.ids = {cfg.text.bos_token_id, cfg.vision_start_token_id};
+        r.prompt.ids.insert(r.prompt.ids.end(), static_cast<size_t>(n_image_tokens), cfg.image_token_id);
+        r.prompt.ids.push_back(cfg.vision_end_token_id);
+        for (int t = 0; t < 6; ++t) {
+            r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 500));
+        }
+        r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+        std::fill_n(r.prompt.is_image.begin() + 2, n_image_tokens, 1);
+        r.max_tokens = w.block_tokens;
+        r.ignore_eos = true;
+        requests.push_back(std::move(r));
+    }
+    folio::EngineCore engine(model, config);
+    const int64_t n_prompt_tokens = static_cast<int64_t>(requests.front().prompt.ids.size());
+    const auto start = std::chrono::steady_clock::now();
+    for (folio::Request& r : requests) {
+        engine.submit(std::move(r));
+    }
+    int64_t n_tokens = 0;
+    while (engine.has_unfinished()) {
+        for (const folio::RequestOutput& out : engine.step()) {
+            n_tokens += static_cast<int64_t>(out.tokens.size());
+        }
+    }
+    const double seconds = seconds_since(start);
+    const folio::EngineStats stats = engine.stats();
+    return {{"pages", w.n_pages},
+            {"blocks_per_page", w.blocks_per_page},
+            {"block_image", std::to_string(w.block_width) + "x" + std::to_string(w.block_height)},
+            {"block_prompt_tokens", n_prompt_tokens},
+            {"block_output_tokens", w.block_tokens},
+            {"seconds", seconds},
+            {"pages_per_second", static_cast<double>(w.n_pages) / seconds},
+            {"output_tokens_per_second", static_cast<double>(n_tokens) / seconds},
+            {"steps", stats.runner.n_steps},
+            {"preemptions", stats.n_preemptions},
+            {"kv_blocks", stats.n_kv_blocks}};
+}
+
 int run_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
-                                 "--decode-tokens", "--batch"}));
+                                 "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
+                                 "--block-tokens", "--block-image"}));
     const std::string device = opt.text("--device", "cpu");
     if (device != "cpu") {
         fail("--device ", device, " is not available in this build (devices: cpu)");
     }
     const std::string size = opt.text("--image-size", "224x224");
-    const auto x = size.find('x');
-    int width = 0, height = 0;
-    try {
-        width = std::stoi(size.substr(0, x));
-        height = std::stoi(size.substr(x + 1));
-    } catch (const std::exception&) {
-        fail("--image-size expects WxH, got '", size, "'");
-    }
+    const auto [width, height] = parse_size(size, "--image-size");
     const int64_t n_decode = opt.integer("--decode-tokens", 16);
     const int64_t n_prefill = opt.integer("--prefill-tokens", 16);
-    if (x == std::string::npos || width < 28 || height < 28 || n_decode < 1 || n_prefill < 1) {
-        fail("--image-size must be at least 28x28, --decode-tokens and --prefill-tokens at least 1");
+    if (n_decode < 1 || n_prefill < 1) {
+        fail("--decode-tokens and --prefill-tokens must be at least 1");
+    }
+    DocumentWorkload document;
+    document.n_pages = opt.integer("--pages", 0);
+    document.blocks_per_page = opt.integer("--blocks-per-page", document.blocks_per_page);
+    document.block_tokens = opt.integer("--block-tokens", document.block_tokens);
+    const auto [block_width, block_height] =
+        parse_size(opt.text("--block-image", "448x112"), "--block-image");
+    document.block_width = block_width;
+    document.block_height = block_height;
+    if (document.n_pages < 0 || document.blocks_per_page < 1 || document.block_tokens < 1) {
+        fail("--pages must not be negative, --blocks-per-page and --block-tokens must be at least 1");
     }
     std::vector<int64_t> batches;
     std::stringstream batch_list(opt.text("--batch", "1"));
@@ -355,12 +443,15 @@ int run_bench(const Options& opt) {
     std::unique_ptr<folio::ModelFiles> files;
     std::unique_ptr<folio::WeightSource> weights;
     folio::ModelConfig cfg;
+    folio::PreprocessorConfig pre;
     if (opt.has("--model")) {
         files = folio::ModelFiles::open(opt.text("--model"));
         cfg = files->config();
+        pre = files->preprocessor();
         weights = folio::make_file_weight_source(*files);
     } else {
         cfg = folio::parse_model_config("{}", "full-size defaults");
+        pre = folio::parse_preprocessor_config("{}", "reference defaults");
         weights = folio::make_random_weight_source(2026);
     }
     const folio::ModelLoadParams load = load_params(opt);
@@ -390,7 +481,7 @@ int run_bench(const Options& opt) {
         p.quantization = q;
         bytes[folio::quantization_name(q)] = folio::weight_bytes(cfg, p);
     }
-    const nlohmann::json report = {
+    nlohmann::json report = {
         {"device", backend->name()},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
@@ -407,6 +498,9 @@ int run_bench(const Options& opt) {
           {"patches_per_second", static_cast<double>(vision.rows()) / vision_seconds}}},
         {"decode", decode},
     };
+    if (document.n_pages > 0) {
+        report["document"] = bench_document(model, pre, engine_cfg, document);
+    }
     std::cout << report.dump(2) << std::endl;
     return 0;
 }

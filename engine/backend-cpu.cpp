@@ -391,7 +391,7 @@ public:
             [&](const AttentionSegment& seg, int64_t qi, int64_t h, std::vector<float>& scores) {
                 const int64_t kvh = h / group;
                 const int64_t n_visible =
-                    seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + qi + 1) : seg.n_kv;
+                    seg.causal ? std::clamp<int64_t>(seg.q_pos_offset + qi + 1, 0, seg.n_kv) : seg.n_kv;
                 const auto row = [&](int64_t j) { return ((seg.kv_begin + j) * n_kv_head + kvh) * hd; };
                 attend_row(q.f32() + ((seg.q_begin + qi) * n_head + h) * hd, k.f32(), v.f32(), row, n_visible,
                            hd, scale, scores, out.f32() + ((seg.q_begin + qi) * n_head + h) * hd);

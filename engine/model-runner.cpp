@@ -136,7 +136,7 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
             positions.push_back(position(state, t));
             batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
         }
-        if (chunk.samples()) {
+        if (chunk.samples) {
             sample_rows.push_back(static_cast<int64_t>(ids.size()) - 1);
         }
     }
@@ -170,7 +170,7 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
         size_t row = 0;
         for (size_t c = 0; c < output.chunks.size(); ++c) {
             const ScheduledChunk& chunk = output.chunks[c];
-            if (!chunk.samples()) {
+            if (!chunk.samples) {
                 continue;
             }
             const std::span<float> row_logits(logits.data() + row++ * vocab, static_cast<size_t>(vocab));

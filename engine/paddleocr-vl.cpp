@@ -43,7 +43,8 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     const int64_t side = vc.image_size / vc.patch_size;
     const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
     const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
-    int64_t bytes = (vd * patch_dim + vd + side * side * vd + 2 * vd) * f32;  // patches, positions, final norm
+    int64_t bytes =
+        (vd * patch_dim + vd + side * side * vd + 2 * vd) * f32;  // patches, positions, final norm
     bytes +=
         (merged * merged + merged + tc.hidden_size * merged + tc.hidden_size + 2 * vd) * f32;  // projector
     const int64_t vision_layer = 4 * linear(vq, vd, vd) + linear(vq, vff, vd) + linear(vq, vd, vff) +

@@ -109,7 +109,8 @@ SchedulerOutput Scheduler::schedule() {
     SchedulerOutput output;
     int64_t budget = config_.max_num_batched_tokens;
     auto take = [&](Sequence* seq, int64_t n_new) {
-        output.chunks.push_back({seq->id, seq, seq->n_computed, n_new});
+        output.chunks.push_back(
+            {seq->id, seq, seq->n_computed, n_new, seq->n_computed + n_new == seq->n_tokens()});
         output.n_tokens += n_new;
         budget -= n_new;
         if (seq->first_scheduled_step < 0) {
@@ -185,7 +186,7 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
             continue;  // finished or preempted since it was scheduled
         }
         Sequence* seq = it->second.get();
-        const bool samples = chunk.samples();
+        const bool samples = chunk.samples;
         seq->n_computed += chunk.n_new;
         if (config_.enable_prefix_caching) {
             kv_.cache_blocks(seq->id,

@@ -29,12 +29,10 @@ void validate(const SchedulerConfig& config);
 // Tokens [n_past, n_past + n_new) of a sequence go through the model in this step.
 struct ScheduledChunk {
     int64_t id = 0;
-    Sequence* seq = nullptr;  // valid until update_from_output
+    Sequence* seq = nullptr;  // valid until update_from_output, unless the sequence is finished before
     int64_t n_past = 0;
     int64_t n_new = 0;
-
-    // The chunk reaches the sequence's last token, so the step yields its next token.
-    bool samples() const { return n_past + n_new == seq->n_tokens(); }
+    bool samples = false;  // the chunk reaches the sequence's last token, so the step yields its next token
 };
 
 struct SchedulerOutput {

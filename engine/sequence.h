@@ -39,7 +39,7 @@ struct Sequence {
     int64_t start_order = -1;  // when it last started running
     int64_t n_preemptions = 0;
     std::optional<FinishReason> finish;
-    int64_t arrival_step = 0;  // the scheduler step at which it was added
+    int64_t arrival_step = 0;   // the scheduler step at which it was added
     int64_t enqueued_step = 0;  // the step at which it last joined the waiting queue
     int64_t first_scheduled_step = -1;
 

@@ -24,7 +24,11 @@ struct Tensor {
         return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
     }
     int64_t rows() const { return shape.empty() ? 0 : shape.front(); }
-    int64_t row_size() const { return shape.empty() ? 0 : n_elements() / shape.front(); }
+    int64_t row_size() const {
+        return shape.empty()
+                   ? 0
+                   : std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
+    }
     bool empty() const { return buffer == nullptr; }
     float* f32() const { return static_cast<float*>(buffer->data()); }
 };

@@ -87,7 +87,7 @@ SchedulerConfig config(int64_t budget, int64_t max_seqs = 8, bool prefix = false
 std::vector<int32_t> tokens_for(const SchedulerOutput& out, int32_t token = 9) {
     std::vector<int32_t> sampled;
     for (const ScheduledChunk& c : out.chunks) {
-        sampled.push_back(c.samples() ? token : -1);
+        sampled.push_back(c.samples ? token : -1);
     }
     return sampled;
 }
@@ -143,7 +143,7 @@ TEST(Scheduler, MixesDecodeTokensWithPrefillChunksUnderTheBudget) {
     // Two decode tokens first, then what is left of the budget for the new prompt.
     EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{1, 1}, {2, 1}, {3, 8}}));
     EXPECT_EQ(out.n_tokens, 10);
-    EXPECT_FALSE(out.chunks[2].samples());
+    EXPECT_FALSE(out.chunks[2].samples);
     const auto updates = s.update_from_output(out, tokens_for(out));
     EXPECT_EQ(updates.size(), 2u) << "the unfinished prefill yields no token";
     EXPECT_EQ(s.find(3)->n_computed, 8);

@@ -1,0 +1,23 @@
+// The CUDA backend: tensors in device memory (plain cudaMalloc, one allocation per tensor), float32
+// activations and weights, cuBLAS for the matrix products and Folio's kernels for the rest. Built only
+// where CUDA is enabled (FOLIO_WITH_CUDA); its implementation is the library folio-backend-cuda.
+#pragma once
+
+#include <memory>
+
+#include "backend.h"
+
+namespace folio {
+
+struct CudaBackendOptions {
+    int device = 0;
+    // Fill every new tensor with NaN (all bits set) before use, so that a read of memory no operation has
+    // written shows up in the results. For tests; costs a memset per allocation.
+    bool poison_allocations = false;
+};
+
+// Throws folio::Error when there is no CUDA device or no device of that number.
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+
+}  // namespace folio

@@ -11,8 +11,9 @@ namespace folio {
 
 struct CudaBackendOptions {
     int device = 0;
-    // Fill every new tensor with NaN (all bits set) before use, so that a read of memory no operation has
-    // written shows up in the results. For tests; costs a memset per allocation.
+    // Fill the tensors that operations and uploads return with NaN (all bits set) before writing them, so
+    // that an element an operation fails to write shows up in the results; alloc() still returns zeros.
+    // For tests; costs a memset per tensor.
     bool poison_allocations = false;
 };
 

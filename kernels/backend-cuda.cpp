@@ -131,13 +131,7 @@ public:
     std::string name() const override { return "cuda (" + device_name_ + ")"; }
 
     // Zero-filled, as the CPU backend's tensors are.
-    Tensor alloc(std::vector<int64_t> shape) override {
-        Tensor t = alloc_uninitialized(std::move(shape), "alloc");
-        if (!poison_ && t.n_elements() > 0) {
-            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0, t.buffer->n_bytes(), stream()));
-        }
-        return t;
-    }
+    Tensor alloc(std::vector<int64_t> shape) override { return alloc_zeroed(std::move(shape), "alloc"); }
 
     Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
         Tensor t = alloc_uninitialized(std::move(shape), "upload");
@@ -305,7 +299,8 @@ public:
                 rows.push_back({seg.q_begin + i, seg.kv_begin, std::max<int64_t>(n_visible, 0)});
             }
         }
-        Tensor out = alloc(q.shape);  // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
+        Tensor out = alloc_zeroed(
+            q.shape, "attention");  // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
         const auto staged = stage({std::as_bytes(std::span(rows))});
         kernels::attention_f32(
             device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
@@ -345,7 +340,9 @@ public:
                 rows.push_back({s.q_begin + i, s.table_begin, s.n_kv - s.n_q + i + 1});
             }
         }
-        Tensor out = alloc(q.shape);  // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
+        Tensor out = alloc_zeroed(
+            q.shape,
+            "paged_attention");  // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         const auto staged = stage({std::as_bytes(std::span(rows)), std::as_bytes(block_tables)});
         kernels::paged_attention_f32(device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
                                      device_f32(v_cache, "paged_attention"), out.f32(),
@@ -430,6 +427,14 @@ private:
                                                   device_, memory_);
         if (poison_ && t.n_elements() > 0) {
             CUDA_CHECK(cudaMemsetAsync(t.f32(), 0xff, t.buffer->n_bytes(), stream()));
+        }
+        return t;
+    }
+
+    Tensor alloc_zeroed(std::vector<int64_t> shape, const char* op) {
+        Tensor t = alloc_uninitialized(std::move(shape), op);
+        if (t.n_elements() > 0) {
+            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0, t.buffer->n_bytes(), stream()));
         }
         return t;
     }

@@ -299,8 +299,8 @@ public:
                 rows.push_back({seg.q_begin + i, seg.kv_begin, std::max<int64_t>(n_visible, 0)});
             }
         }
-        Tensor out = alloc_zeroed(
-            q.shape, "attention");  // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
+        // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
+        Tensor out = alloc_zeroed(q.shape, "attention");
         const auto staged = stage({std::as_bytes(std::span(rows))});
         kernels::attention_f32(
             device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
@@ -340,9 +340,8 @@ public:
                 rows.push_back({s.q_begin + i, s.table_begin, s.n_kv - s.n_q + i + 1});
             }
         }
-        Tensor out = alloc_zeroed(
-            q.shape,
-            "paged_attention");  // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
+        // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
+        Tensor out = alloc_zeroed(q.shape, "paged_attention");
         const auto staged = stage({std::as_bytes(std::span(rows)), std::as_bytes(block_tables)});
         kernels::paged_attention_f32(device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
                                      device_f32(v_cache, "paged_attention"), out.f32(),

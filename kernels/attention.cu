@@ -31,24 +31,30 @@ struct PagedKeys {
     }
 };
 
+__device__ inline int64_t visible_keys(const AttentionSpan& s, int64_t i) {
+    return min(s.max_visible, max(int64_t{0}, s.first_visible + s.step * i));
+}
+
 // One block per (row, head); each warp runs an online softmax over every kWarps-th step of keys, lanes
 // splitting head_dim (kPerLane values each); the warps' partial results are merged at the end.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], rows [gridDim.x]
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
 template <int kPerLane, typename Keys>
 __global__ void __launch_bounds__(kBlock)
-    attention_f32_kernel(const float* q, const float* k, const float* v, float* out, const AttentionRow* rows,
-                         Keys keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale) {
+    attention_row_f32_kernel(const float* q, const float* k, const float* v, float* out,
+                             const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
+                             int64_t head_dim, float scale) {
     __shared__ float warp_max[kWarps];
     __shared__ float warp_sum_exp[kWarps];
     __shared__ float warp_acc[kWarps][kPerLane * kWarpSize];
 
-    const AttentionRow r = rows[blockIdx.x];
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t n_visible = visible_keys(span, 0);
     const int64_t h = blockIdx.y;
     const int64_t kv_head = h / (n_head / n_kv_head);
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 
-    const float* qr = q + (r.q_row * n_head + h) * head_dim;  // [head_dim]
+    const float* qr = q + (span.q_row * n_head + h) * head_dim;  // [head_dim]
     float qv[kPerLane];
     float acc[kPerLane];
 #pragma unroll
@@ -59,14 +65,14 @@ __global__ void __launch_bounds__(kBlock)
     }
     float running_max = -INFINITY, running_sum = 0.0f;
 
-    for (int64_t j0 = static_cast<int64_t>(warp) * kKeysPerStep; j0 < r.n_visible;
+    for (int64_t j0 = static_cast<int64_t>(warp) * kKeysPerStep; j0 < n_visible;
          j0 += static_cast<int64_t>(kWarps) * kKeysPerStep) {
         float score[kKeysPerStep];
         int64_t kv_row[kKeysPerStep];
 #pragma unroll
         for (int t = 0; t < kKeysPerStep; ++t) {
             const int64_t j = j0 + t;
-            kv_row[t] = j < r.n_visible ? keys.row(r.kv_start, j) : -1;
+            kv_row[t] = j < n_visible ? keys.row(span.kv_start, j) : -1;
             float dot = 0.0f;
             if (kv_row[t] >= 0) {
                 const float* kr = k + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
@@ -133,7 +139,7 @@ __global__ void __launch_bounds__(kBlock)
         factor[w] = warp_max[w] == -INFINITY ? 0.0f : expf(warp_max[w] - total_max);
         total_sum += warp_sum_exp[w] * factor[w];
     }
-    float* orow = out + (r.q_row * n_head + h) * head_dim;  // [head_dim]
+    float* orow = out + (span.q_row * n_head + h) * head_dim;  // [head_dim]
     for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
         float o = 0.0f;
         for (int w = 0; w < kWarps; ++w) {
@@ -143,68 +149,214 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
+constexpr int kTileWarps = 4;
+constexpr int kTileBlock = kTileWarps * kWarpSize;
+constexpr int kTileKeys = kWarpSize;  // keys per block of keys: one per lane when scoring
+constexpr int kRowsPerWarp = static_cast<int>(kAttentionTileRows) / kTileWarps;
+
+// Bytes of dynamic shared memory the tile kernel takes for a head_dim.
+size_t tile_shared_bytes(int64_t head_dim) {
+    return sizeof(float) * static_cast<size_t>(kAttentionTileRows * head_dim + kTileKeys * (head_dim + 1) +
+                                               kTileKeys * head_dim);
+}
+
+// One block per (span of up to kAttentionTileRows query rows, head): blocks of kTileKeys keys and values are
+// loaded to shared memory once for all rows of the span. Each warp keeps an online softmax for kRowsPerWarp
+// rows; a lane scores one key of the block for each row, then accumulates head_dim values kPerLane apart.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+template <int kPerLane, typename Keys>
+__global__ void __launch_bounds__(kTileBlock)
+    attention_tile_f32_kernel(const float* q, const float* k, const float* v, float* out,
+                              const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
+                              int64_t head_dim, float scale) {
+    extern __shared__ float shared[];
+    float* q_tile = shared;                                  // [kAttentionTileRows, head_dim]
+    float* k_tile = q_tile + kAttentionTileRows * head_dim;  // [kTileKeys, head_dim + 1]
+    float* v_tile = k_tile + kTileKeys * (head_dim + 1);     // [kTileKeys, head_dim]
+
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t h = blockIdx.y;
+    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int row0 = static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp;
+
+    for (int64_t i = threadIdx.x; i < kAttentionTileRows * head_dim; i += kTileBlock) {
+        const int64_t r = i / head_dim, d = i % head_dim;
+        q_tile[i] = r < span.n_rows ? q[((span.q_row + r) * n_head + h) * head_dim + d] : 0.0f;
+    }
+    int64_t n_visible[kRowsPerWarp];
+    float running_max[kRowsPerWarp], running_sum[kRowsPerWarp], acc[kRowsPerWarp][kPerLane];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        n_visible[rr] = row0 + rr < span.n_rows ? visible_keys(span, row0 + rr) : 0;
+        running_max[rr] = -INFINITY;
+        running_sum[rr] = 0.0f;
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            acc[rr][p] = 0.0f;
+        }
+    }
+    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
+
+    for (int64_t j0 = 0; j0 < span_visible; j0 += kTileKeys) {
+        __syncthreads();  // the previous block of keys is no longer read
+        for (int64_t i = threadIdx.x; i < kTileKeys * head_dim; i += kTileBlock) {
+            const int64_t kk = i / head_dim, d = i % head_dim;
+            float kv = 0.0f, vv = 0.0f;
+            if (j0 + kk < span_visible) {
+                const int64_t at = (keys.row(span.kv_start, j0 + kk) * n_kv_head + kv_head) * head_dim + d;
+                kv = k[at];
+                vv = v[at];
+            }
+            k_tile[kk * (head_dim + 1) + d] = kv;
+            v_tile[i] = vv;
+        }
+        __syncthreads();
+
+        float score[kRowsPerWarp] = {};
+        const float* k_row = k_tile + lane * (head_dim + 1);  // [head_dim]; key j0 + lane
+        for (int64_t d = 0; d < head_dim; ++d) {
+            const float kd = k_row[d];
+#pragma unroll
+            for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+                score[rr] += q_tile[(row0 + rr) * head_dim + d] * kd;
+            }
+        }
+        float weight[kRowsPerWarp];
+#pragma unroll
+        for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+            const bool valid = j0 + lane < n_visible[rr];
+            const float s = valid ? score[rr] * scale : -INFINITY;
+            float block_max = s;
+            for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+                block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, offset));
+            }
+            const float new_max = fmaxf(running_max[rr], block_max);
+            weight[rr] = valid ? expf(s - new_max) : 0.0f;
+            const float correction = new_max == -INFINITY ? 1.0f : expf(running_max[rr] - new_max);
+            running_sum[rr] = running_sum[rr] * correction + warp_sum(weight[rr]);
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                acc[rr][p] *= correction;
+            }
+            running_max[rr] = new_max;
+        }
+        for (int kk = 0; kk < kTileKeys; ++kk) {
+            float vd[kPerLane];
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                const int64_t d = lane + p * kWarpSize;
+                vd[p] = d < head_dim ? v_tile[kk * head_dim + d] : 0.0f;
+            }
+#pragma unroll
+            for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+                const float w = __shfl_sync(0xffffffffu, weight[rr], kk);
+#pragma unroll
+                for (int p = 0; p < kPerLane; ++p) {
+                    acc[rr][p] += w * vd[p];
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        if (row0 + rr >= span.n_rows) {
+            continue;
+        }
+        float* orow = out + ((span.q_row + row0 + rr) * n_head + h) * head_dim;  // [head_dim]
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            const int64_t d = lane + p * kWarpSize;
+            if (d < head_dim) {
+                orow[d] = running_sum[rr] > 0.0f ? acc[rr][p] / running_sum[rr] : 0.0f;
+            }
+        }
+    }
+}
+
+// Calls fn with std::integral_constant<int, head_dim / 32 rounded up>.
+template <typename F>
+void with_per_lane(int64_t head_dim, F&& fn) {
+    switch ((head_dim + kWarpSize - 1) / kWarpSize) {
+        case 1:
+            fn(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            fn(std::integral_constant<int, 2>{});
+            break;
+        case 3:
+            fn(std::integral_constant<int, 3>{});
+            break;
+        case 4:
+            fn(std::integral_constant<int, 4>{});
+            break;
+        case 5:
+            fn(std::integral_constant<int, 5>{});
+            break;
+        case 6:
+            fn(std::integral_constant<int, 6>{});
+            break;
+        case 7:
+            fn(std::integral_constant<int, 7>{});
+            break;
+        default:
+            fn(std::integral_constant<int, 8>{});
+            break;
+    }
+}
+
 template <typename Keys>
-void launch_attention(const float* q, const float* k, const float* v, float* out, const AttentionRow* rows,
-                      int64_t n_rows, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                      float scale, cudaStream_t stream) {
-    if (n_rows == 0 || n_head == 0) {
+void launch_attention(const float* q, const float* k, const float* v, float* out,
+                      const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSpan* tile_spans,
+                      int64_t n_tile_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head,
+                      int64_t head_dim, float scale, cudaStream_t stream) {
+    if (n_head == 0) {
         return;
     }
     if (head_dim <= 0 || head_dim > kMaxAttentionHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
         fail("attention kernel: head_dim ", head_dim, " (at most ", kMaxAttentionHeadDim, "), ", n_head,
              " heads over ", n_kv_head, " K/V heads");
     }
-    const dim3 grid(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(n_head));
-    const auto run = [&](auto per_lane) {
-        attention_f32_kernel<decltype(per_lane)::value, Keys>
-            <<<grid, kBlock, 0, stream>>>(q, k, v, out, rows, keys, n_head, n_kv_head, head_dim, scale);
-    };
-    switch ((head_dim + kWarpSize - 1) / kWarpSize) {
-        case 1:
-            run(std::integral_constant<int, 1>{});
-            break;
-        case 2:
-            run(std::integral_constant<int, 2>{});
-            break;
-        case 3:
-            run(std::integral_constant<int, 3>{});
-            break;
-        case 4:
-            run(std::integral_constant<int, 4>{});
-            break;
-        case 5:
-            run(std::integral_constant<int, 5>{});
-            break;
-        case 6:
-            run(std::integral_constant<int, 6>{});
-            break;
-        case 7:
-            run(std::integral_constant<int, 7>{});
-            break;
-        default:
-            run(std::integral_constant<int, 8>{});
-            break;
-    }
-    CUDA_CHECK(cudaGetLastError());
+    with_per_lane(head_dim, [&](auto per_lane) {
+        constexpr int kPerLane = decltype(per_lane)::value;
+        if (n_row_spans > 0) {
+            const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head));
+            attention_row_f32_kernel<kPerLane, Keys><<<grid, kBlock, 0, stream>>>(
+                q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale);
+            CUDA_CHECK(cudaGetLastError());
+        }
+        if (n_tile_spans > 0) {
+            const size_t shared_bytes = tile_shared_bytes(head_dim);
+            CUDA_CHECK(cudaFuncSetAttribute(attention_tile_f32_kernel<kPerLane, Keys>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shared_bytes)));
+            const dim3 grid(static_cast<unsigned int>(n_tile_spans), static_cast<unsigned int>(n_head));
+            attention_tile_f32_kernel<kPerLane, Keys><<<grid, kTileBlock, shared_bytes, stream>>>(
+                q, k, v, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
+            CUDA_CHECK(cudaGetLastError());
+        }
+    });
 }
 
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionRow* rows,
-                   int64_t n_rows, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
-                   cudaStream_t stream) {
-    launch_attention(q, k, v, out, rows, n_rows, ContiguousKeys{}, n_head, n_kv_head, head_dim, scale,
-                     stream);
+void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
+                   int64_t n_row_spans, const AttentionSpan* tile_spans, int64_t n_tile_spans, int64_t n_head,
+                   int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_attention(q, k, v, out, row_spans, n_row_spans, tile_spans, n_tile_spans, ContiguousKeys{}, n_head,
+                     n_kv_head, head_dim, scale, stream);
 }
 
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionRow* rows, int64_t n_rows, const int32_t* block_tables,
-                         int64_t block_size, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSpan* tile_spans,
+                         int64_t n_tile_spans, const int32_t* block_tables, int64_t block_size,
+                         int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                          cudaStream_t stream) {
-    launch_attention(q, k_cache, v_cache, out, rows, n_rows, PagedKeys{block_tables, block_size}, n_head,
-                     n_kv_head, head_dim, scale, stream);
+    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, tile_spans, n_tile_spans,
+                     PagedKeys{block_tables, block_size}, n_head, n_kv_head, head_dim, scale, stream);
 }
 
 }  // namespace folio::kernels

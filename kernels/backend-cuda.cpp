@@ -84,6 +84,27 @@ struct CublasDestroy {
     void operator()(cublasHandle_t h) const { cublasDestroy(h); }
 };
 
+// The query rows of an attention call, as the kernels take them: the rows of short runs (decoding) one by
+// one, longer runs (prefill) in tiles of up to kernels::kAttentionTileRows rows.
+struct AttentionSpans {
+    // Runs of fewer rows than this go row by row.
+    static constexpr int64_t kMinTiledRows = 8;
+
+    std::vector<kernels::AttentionSpan> rows;
+    std::vector<kernels::AttentionSpan> tiles;
+
+    // Rows [q_begin, q_begin + n_q); row i sees clamp(first_visible + step * i, 0, max_visible) keys.
+    void add(int64_t q_begin, int64_t n_q, int64_t kv_start, int64_t first_visible, int64_t step,
+             int64_t max_visible) {
+        const int64_t tile = n_q >= kMinTiledRows ? kernels::kAttentionTileRows : 1;
+        for (int64_t i = 0; i < n_q; i += tile) {
+            (tile == 1 ? rows : tiles)
+                .push_back({q_begin + i, std::min(tile, n_q - i), kv_start, first_visible + step * i, step,
+                            max_visible});
+        }
+    }
+};
+
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
     if (a.shape != b.shape) {
         fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
@@ -286,25 +307,24 @@ public:
                  shape_string(v.shape));
         }
         check_head_dim(q, "attention");
-        std::vector<kernels::AttentionRow> rows;
+        AttentionSpans spans;
         for (const auto& seg : segments) {
             if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q.shape[0] || seg.kv_begin < 0 ||
                 seg.n_kv < 0 || seg.kv_begin + seg.n_kv > k.shape[0]) {
                 fail("attention: segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +",
                      seg.n_kv, ") outside q ", shape_string(q.shape), " / kv ", shape_string(k.shape));
             }
-            for (int64_t i = 0; i < seg.n_q; ++i) {
-                const int64_t n_visible =
-                    seg.causal ? std::min(seg.n_kv, seg.q_pos_offset + i + 1) : seg.n_kv;
-                rows.push_back({seg.q_begin + i, seg.kv_begin, std::max<int64_t>(n_visible, 0)});
-            }
+            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
+                      seg.causal ? 1 : 0, seg.n_kv);
         }
         // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
         Tensor out = alloc_zeroed(q.shape, "attention");
-        const auto staged = stage({std::as_bytes(std::span(rows))});
+        const auto staged =
+            stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
         kernels::attention_f32(
             device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
-            static_cast<const kernels::AttentionRow*>(staged[0]), static_cast<int64_t>(rows.size()),
+            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
+            static_cast<const kernels::AttentionSpan*>(staged[1]), static_cast<int64_t>(spans.tiles.size()),
             q.shape[1], k.shape[1], q.shape[2], scale, stream());
         return out;
     }
@@ -321,7 +341,7 @@ public:
         check_head_dim(q, "paged_attention");
         const int64_t n_blocks = k_cache.shape[0] / block_size;
         const auto n_tables = static_cast<int64_t>(block_tables.size());
-        std::vector<kernels::AttentionRow> rows;
+        AttentionSpans spans;
         for (const PagedSequence& s : seqs) {
             const int64_t n_table = s.n_kv == 0 ? 0 : (s.n_kv - 1) / block_size + 1;
             if (s.q_begin < 0 || s.n_q < 0 || s.q_begin + s.n_q > q.shape[0] || s.n_q > s.n_kv ||
@@ -336,19 +356,19 @@ public:
                          n_blocks, " blocks");
                 }
             }
-            for (int64_t i = 0; i < s.n_q; ++i) {
-                rows.push_back({s.q_begin + i, s.table_begin, s.n_kv - s.n_q + i + 1});
-            }
+            spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
         }
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         Tensor out = alloc_zeroed(q.shape, "paged_attention");
-        const auto staged = stage({std::as_bytes(std::span(rows)), std::as_bytes(block_tables)});
-        kernels::paged_attention_f32(device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
-                                     device_f32(v_cache, "paged_attention"), out.f32(),
-                                     static_cast<const kernels::AttentionRow*>(staged[0]),
-                                     static_cast<int64_t>(rows.size()),
-                                     static_cast<const int32_t*>(staged[1]), block_size, q.shape[1],
-                                     k_cache.shape[1], q.shape[2], scale, stream());
+        const auto staged = stage({std::as_bytes(std::span(spans.rows)),
+                                   std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
+        kernels::paged_attention_f32(
+            device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
+            device_f32(v_cache, "paged_attention"), out.f32(),
+            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
+            static_cast<const kernels::AttentionSpan*>(staged[1]), static_cast<int64_t>(spans.tiles.size()),
+            static_cast<const int32_t*>(staged[2]), block_size, q.shape[1], k_cache.shape[1], q.shape[2],
+            scale, stream());
         return out;
     }
 

@@ -317,8 +317,9 @@ TEST_F(BackendOpsTest, Attention) {
         {"decode", 1, 130, 16, 2, {{0, 1, 0, 130, true, 129}}},
         // A chunk of a prompt after 133 cached tokens, and a second sequence decoding, some q rows uncovered.
         {"chunked", 24, 300, 6, 3, {{0, 17, 0, 150, true, 133}, {20, 1, 150, 150, true, 149}}},
-        // A segment with no keys, and a causal window cut by n_kv.
-        {"edge", 5, 9, 2, 1, {{0, 2, 0, 0, false, 0}, {2, 3, 0, 4, true, 3}}},
+        // Segments with no keys and a causal window cut by n_kv; short segments go row by row through the
+        // kernels, longer ones in tiles.
+        {"edge", 23, 9, 2, 1, {{0, 2, 0, 0}, {2, 3, 0, 4, true, 3}, {5, 9, 0, 0}, {14, 9, 0, 6, true, 0}}},
     };
     for (const Case& c : cases) {
         for (const int64_t hd : {1, 7, 32, 72, 128, 256}) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -15,6 +16,9 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kBlock = kWarps * kWarpSize;
 constexpr int kKeysPerStep = 4;  // keys a warp scores together, for independent shuffle chains
+constexpr int kMergeBlock = 128;
+// Keys a split of a row should have at least, so that splitting pays for the merge.
+constexpr int64_t kMinKeysPerSplit = 256;
 
 // Where the keys of a row live: kv rows kv_start + j.
 struct ContiguousKeys {
@@ -35,20 +39,26 @@ __device__ inline int64_t visible_keys(const AttentionSpan& s, int64_t i) {
     return min(s.max_visible, max(int64_t{0}, s.first_visible + s.step * i));
 }
 
-// One block per (row, head); each warp runs an online softmax over every kWarps-th step of keys, lanes
-// splitting head_dim (kPerLane values each); the warps' partial results are merged at the end.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+// One block per (row, head, split of the keys); each warp runs an online softmax over every kWarps-th step of
+// the split's keys, lanes splitting head_dim (kPerLane values each); the warps' results are merged at the
+// end. With one split the block writes the row's output; with several it writes its running maximum, sum of
+// exponentials and unnormalized output to partials, which merge_splits_f32_kernel combines.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
+// partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
 template <int kPerLane, typename Keys>
 __global__ void __launch_bounds__(kBlock)
     attention_row_f32_kernel(const float* q, const float* k, const float* v, float* out,
                              const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
-                             int64_t head_dim, float scale) {
+                             int64_t head_dim, float scale, float* partials) {
     __shared__ float warp_max[kWarps];
     __shared__ float warp_sum_exp[kWarps];
     __shared__ float warp_acc[kWarps][kPerLane * kWarpSize];
 
     const AttentionSpan span = spans[blockIdx.x];
     const int64_t n_visible = visible_keys(span, 0);
+    const int64_t split_keys = (n_visible + gridDim.z - 1) / gridDim.z;
+    const int64_t key_begin = blockIdx.z * split_keys;
+    const int64_t key_end = min(n_visible, key_begin + split_keys);
     const int64_t h = blockIdx.y;
     const int64_t kv_head = h / (n_head / n_kv_head);
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -65,14 +75,14 @@ __global__ void __launch_bounds__(kBlock)
     }
     float running_max = -INFINITY, running_sum = 0.0f;
 
-    for (int64_t j0 = static_cast<int64_t>(warp) * kKeysPerStep; j0 < n_visible;
+    for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kKeysPerStep; j0 < key_end;
          j0 += static_cast<int64_t>(kWarps) * kKeysPerStep) {
         float score[kKeysPerStep];
         int64_t kv_row[kKeysPerStep];
 #pragma unroll
         for (int t = 0; t < kKeysPerStep; ++t) {
             const int64_t j = j0 + t;
-            kv_row[t] = j < n_visible ? keys.row(span.kv_start, j) : -1;
+            kv_row[t] = j < key_end ? keys.row(span.kv_start, j) : -1;
             float dot = 0.0f;
             if (kv_row[t] >= 0) {
                 const float* kr = k + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
@@ -139,11 +149,53 @@ __global__ void __launch_bounds__(kBlock)
         factor[w] = warp_max[w] == -INFINITY ? 0.0f : expf(warp_max[w] - total_max);
         total_sum += warp_sum_exp[w] * factor[w];
     }
-    float* orow = out + (span.q_row * n_head + h) * head_dim;  // [head_dim]
+    if (gridDim.z == 1) {
+        float* orow = out + (span.q_row * n_head + h) * head_dim;  // [head_dim]
+        for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
+            float o = 0.0f;
+            for (int w = 0; w < kWarps; ++w) {
+                o += warp_acc[w][d] * factor[w];
+            }
+            orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
+        }
+        return;
+    }
+    float* partial =
+        partials + ((blockIdx.x * n_head + h) * gridDim.z + blockIdx.z) * (head_dim + 2);  // [head_dim + 2]
+    if (threadIdx.x == 0) {
+        partial[0] = total_max;
+        partial[1] = total_sum;
+    }
     for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
         float o = 0.0f;
         for (int w = 0; w < kWarps; ++w) {
             o += warp_acc[w][d] * factor[w];
+        }
+        partial[2 + d] = o;
+    }
+}
+
+// One block per (row, head): combines the splits' partial results into the row's output.
+// partials [gridDim.x, n_head, n_splits, head_dim + 2], out [n_q_total, n_head, head_dim], spans [gridDim.x]
+__global__ void merge_splits_f32_kernel(const float* partials, const AttentionSpan* spans, float* out,
+                                        int64_t n_head, int64_t n_splits, int64_t head_dim) {
+    const int64_t h = blockIdx.y;
+    const float* row_partials = partials + (blockIdx.x * n_head + h) * n_splits * (head_dim + 2);
+    float total_max = -INFINITY;
+    for (int64_t s = 0; s < n_splits; ++s) {
+        total_max = fmaxf(total_max, row_partials[s * (head_dim + 2)]);
+    }
+    float total_sum = 0.0f;
+    for (int64_t s = 0; s < n_splits; ++s) {
+        const float m = row_partials[s * (head_dim + 2)];
+        total_sum += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 1] * expf(m - total_max);
+    }
+    float* orow = out + (spans[blockIdx.x].q_row * n_head + h) * head_dim;  // [head_dim]
+    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float o = 0.0f;
+        for (int64_t s = 0; s < n_splits; ++s) {
+            const float m = row_partials[s * (head_dim + 2)];
+            o += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 2 + d] * expf(m - total_max);
         }
         orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
     }
@@ -308,9 +360,9 @@ void with_per_lane(int64_t head_dim, F&& fn) {
 
 template <typename Keys>
 void launch_attention(const float* q, const float* k, const float* v, float* out,
-                      const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSpan* tile_spans,
-                      int64_t n_tile_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head,
-                      int64_t head_dim, float scale, cudaStream_t stream) {
+                      const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits, float* partials,
+                      const AttentionSpan* tile_spans, int64_t n_tile_spans, const Keys& keys, int64_t n_head,
+                      int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
     if (n_head == 0) {
         return;
     }
@@ -318,13 +370,25 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
         fail("attention kernel: head_dim ", head_dim, " (at most ", kMaxAttentionHeadDim, "), ", n_head,
              " heads over ", n_kv_head, " K/V heads");
     }
+    if (n_splits < 1 || n_splits > kMaxAttentionSplits || (n_splits > 1 && partials == nullptr)) {
+        fail("attention kernel: ", n_splits, " splits of the keys (1 to ", kMaxAttentionSplits,
+             ", several need partials)");
+    }
     with_per_lane(head_dim, [&](auto per_lane) {
         constexpr int kPerLane = decltype(per_lane)::value;
         if (n_row_spans > 0) {
-            const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head));
+            const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head),
+                            static_cast<unsigned int>(n_splits));
             attention_row_f32_kernel<kPerLane, Keys><<<grid, kBlock, 0, stream>>>(
-                q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale);
+                q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
             CUDA_CHECK(cudaGetLastError());
+            if (n_splits > 1) {
+                const dim3 merge_grid(static_cast<unsigned int>(n_row_spans),
+                                      static_cast<unsigned int>(n_head));
+                merge_splits_f32_kernel<<<merge_grid, kMergeBlock, 0, stream>>>(partials, row_spans, out,
+                                                                                n_head, n_splits, head_dim);
+                CUDA_CHECK(cudaGetLastError());
+            }
         }
         if (n_tile_spans > 0) {
             const size_t shared_bytes = tile_shared_bytes(head_dim);
@@ -343,20 +407,32 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
 
 // ---- launchers --------------------------------------------------------------------------------------
 
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visible, int n_multiprocessors) {
+    const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_head, 1);
+    const int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
+    return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
+}
+
+int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim) {
+    return n_splits > 1 ? n_row_spans * n_head * n_splits * (head_dim + 2) : 0;
+}
+
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
-                   int64_t n_row_spans, const AttentionSpan* tile_spans, int64_t n_tile_spans, int64_t n_head,
-                   int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
-    launch_attention(q, k, v, out, row_spans, n_row_spans, tile_spans, n_tile_spans, ContiguousKeys{}, n_head,
-                     n_kv_head, head_dim, scale, stream);
+                   int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
+                   int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                   cudaStream_t stream) {
+    launch_attention(q, k, v, out, row_spans, n_row_spans, n_splits, partials, tile_spans, n_tile_spans,
+                     ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
 }
 
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSpan* tile_spans,
-                         int64_t n_tile_spans, const int32_t* block_tables, int64_t block_size,
-                         int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
-                         cudaStream_t stream) {
-    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, tile_spans, n_tile_spans,
-                     PagedKeys{block_tables, block_size}, n_head, n_kv_head, head_dim, scale, stream);
+                         const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
+                         float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
+                         const int32_t* block_tables, int64_t block_size, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, n_splits, partials, tile_spans,
+                     n_tile_spans, PagedKeys{block_tables, block_size}, n_head, n_kv_head, head_dim, scale,
+                     stream);
 }
 
 }  // namespace folio::kernels

@@ -92,6 +92,7 @@ struct AttentionSpans {
 
     std::vector<kernels::AttentionSpan> rows;
     std::vector<kernels::AttentionSpan> tiles;
+    int64_t max_row_visible = 0;  // the most keys a row of `rows` sees
 
     // Rows [q_begin, q_begin + n_q); row i sees clamp(first_visible + step * i, 0, max_visible) keys.
     void add(int64_t q_begin, int64_t n_q, int64_t kv_start, int64_t first_visible, int64_t step,
@@ -101,6 +102,9 @@ struct AttentionSpans {
             (tile == 1 ? rows : tiles)
                 .push_back({q_begin + i, std::min(tile, n_q - i), kv_start, first_visible + step * i, step,
                             max_visible});
+            if (tile == 1) {
+                max_row_visible = std::max(max_row_visible, std::min(max_visible, first_visible + step * i));
+            }
         }
     }
 };
@@ -136,6 +140,7 @@ public:
         cudaDeviceProp props{};
         CUDA_CHECK(cudaGetDeviceProperties(&props, device_));
         device_name_ = props.name;
+        n_multiprocessors_ = props.multiProcessorCount;
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
         stream_.reset(stream);
@@ -319,13 +324,14 @@ public:
         }
         // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
         Tensor out = alloc_zeroed(q.shape, "attention");
+        const Splits splits = attention_splits(spans, q);
         const auto staged =
             stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
         kernels::attention_f32(
             device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
             static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
-            static_cast<const kernels::AttentionSpan*>(staged[1]), static_cast<int64_t>(spans.tiles.size()),
-            q.shape[1], k.shape[1], q.shape[2], scale, stream());
+            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
+            static_cast<int64_t>(spans.tiles.size()), q.shape[1], k.shape[1], q.shape[2], scale, stream());
         return out;
     }
 
@@ -360,15 +366,16 @@ public:
         }
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         Tensor out = alloc_zeroed(q.shape, "paged_attention");
+        const Splits splits = attention_splits(spans, q);
         const auto staged = stage({std::as_bytes(std::span(spans.rows)),
                                    std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
         kernels::paged_attention_f32(
             device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
             device_f32(v_cache, "paged_attention"), out.f32(),
             static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
-            static_cast<const kernels::AttentionSpan*>(staged[1]), static_cast<int64_t>(spans.tiles.size()),
-            static_cast<const int32_t*>(staged[2]), block_size, q.shape[1], k_cache.shape[1], q.shape[2],
-            scale, stream());
+            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
+            static_cast<int64_t>(spans.tiles.size()), static_cast<const int32_t*>(staged[2]), block_size,
+            q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
         return out;
     }
 
@@ -493,6 +500,28 @@ private:
         return addresses;
     }
 
+    // How the keys of an attention call's row spans are split, with the partials buffer several splits need.
+    struct Splits {
+        int64_t n_splits = 1;
+        Tensor partials;  // [n_row_spans * n_head * n_splits * (head_dim + 2)] or empty
+
+        float* partials_f32() const { return partials.empty() ? nullptr : partials.f32(); }
+    };
+
+    // q [n_q_total, n_head, head_dim]
+    Splits attention_splits(const AttentionSpans& spans, const Tensor& q) {
+        const auto n_rows = static_cast<int64_t>(spans.rows.size());
+        Splits splits;
+        splits.n_splits =
+            kernels::attention_splits(n_rows, q.shape[1], spans.max_row_visible, n_multiprocessors_);
+        if (splits.n_splits > 1) {
+            splits.partials = alloc_uninitialized(
+                {kernels::attention_partials_floats(n_rows, q.shape[1], splits.n_splits, q.shape[2])},
+                "attention");
+        }
+        return splits;
+    }
+
     void check_head_dim(const Tensor& q, const char* op) const {
         if (q.shape[2] > kernels::kMaxAttentionHeadDim) {
             fail(op, ": head_dim ", q.shape[2], " of q ", shape_string(q.shape),
@@ -503,6 +532,7 @@ private:
     int device_;
     bool poison_;
     std::string device_name_;
+    int n_multiprocessors_ = 1;
     std::unique_ptr<CUstream_st, StreamDestroy> stream_;
     std::unique_ptr<cublasContext, CublasDestroy> cublas_;
     DevicePtr staging_;

@@ -315,6 +315,8 @@ TEST_F(BackendOpsTest, Attention) {
         {"prefill", 17, 17, 8, 2, {{0, 17, 0, 17, true, 0}}},
         // Decode against a longer cache.
         {"decode", 1, 130, 16, 2, {{0, 1, 0, 130, true, 129}}},
+        // Decode against a long cache, whose keys are split over several blocks, beside a short one.
+        {"long decode", 2, 3005, 16, 2, {{0, 1, 0, 3000, true, 2999}, {1, 1, 3000, 5}}},
         // A chunk of a prompt after 133 cached tokens, and a second sequence decoding, some q rows uncovered.
         {"chunked", 24, 300, 6, 3, {{0, 17, 0, 150, true, 133}, {20, 1, 150, 150, true, 149}}},
         // Segments with no keys and a causal window cut by n_kv; short segments go row by row through the
@@ -343,8 +345,10 @@ TEST_F(BackendOpsTest, PagedAttention) {
     for (const int64_t block_size : {1, 5, 16}) {
         for (const int64_t hd : {7, 32, 128}) {
             const int64_t n_head = 8, n_kv_head = 2;
-            // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens.
-            const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {1, 3}, {17, 17}, {5, 130}};
+            // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose keys
+            // are split over several blocks.
+            const std::vector<std::pair<int64_t, int64_t>> shapes = {
+                {1, 1}, {1, 3}, {17, 17}, {5, 130}, {1, 2000}};
             std::vector<PagedSequence> seqs;
             std::vector<int32_t> tables;
             int64_t n_tokens = 0, n_blocks_used = 0;

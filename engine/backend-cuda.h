@@ -1,6 +1,8 @@
-// The CUDA backend: tensors in device memory (plain cudaMalloc, one allocation per tensor), float32
-// activations and weights, cuBLAS for the matrix products and Folio's kernels for the rest. Built only
-// where CUDA is enabled (FOLIO_WITH_CUDA); its implementation is the library folio-backend-cuda.
+// The CUDA backend: float32 activations and weights in device memory, cuBLAS for the matrix products and
+// Folio's kernels for the rest. Tensors take cudaMalloc'd blocks that are kept for reuse by later tensors of
+// about the same size, and freed when the device runs out; memory_stats() counts the bytes of live tensors,
+// not the blocks kept for reuse. Built only where CUDA is enabled (FOLIO_WITH_CUDA); its implementation is
+// the library folio-backend-cuda.
 #pragma once
 
 #include <memory>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -13,7 +14,7 @@
 #include "error.h"
 #include "norm.h"
 #include "quantized-linear.h"
-#include "rope.h"
+#include "rotary.h"
 #include "rows.h"
 
 namespace folio {
@@ -36,46 +37,122 @@ struct MemoryCounter {
     }
 };
 
-struct CudaFree {
-    void operator()(void* p) const { cudaFree(p); }
-};
-using DevicePtr = std::unique_ptr<void, CudaFree>;
-
-// cudaMalloc that throws folio::Error naming the request and the device's free memory when it fails.
-DevicePtr device_malloc(size_t n_bytes, int device) {
-    if (n_bytes == 0) {
-        return nullptr;
-    }
+// cudaMalloc; null when the device is out of memory.
+void* try_cuda_malloc(size_t n_bytes) {
     void* p = nullptr;
     const cudaError_t status = cudaMalloc(&p, n_bytes);
     if (status == cudaErrorMemoryAllocation) {
         cudaGetLastError();  // not sticky: clear it so that later launches do not report it
-        size_t free = 0, total = 0;
-        cudaMemGetInfo(&free, &total);
-        fail("cuda: out of memory allocating ", n_bytes, " bytes on device ", device, " (", free,
-             " bytes free of ", total, ")");
+        return nullptr;
     }
     CUDA_CHECK(status);
-    return DevicePtr(p);
+    return p;
 }
 
+[[noreturn]] void fail_out_of_memory(size_t n_bytes, int device) {
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    fail("cuda: out of memory allocating ", n_bytes, " bytes on device ", device, " (", free,
+         " bytes free of ", total, ")");
+}
+
+// The device memory of one backend: cudaMalloc'd blocks, kept for reuse when their tensors go, since a
+// cudaMalloc and cudaFree pair costs tens of microseconds and cudaFree waits for the device. All work of the
+// backend runs on its one stream, so a block handed out again is written only after the work that read it.
+// Shared with the buffers, which may outlive the backend.
+class DevicePool {
+public:
+    explicit DevicePool(int device) : device_(device) {}
+    ~DevicePool() { release_cached(); }
+    DevicePool(const DevicePool&) = delete;
+    DevicePool& operator=(const DevicePool&) = delete;
+
+    // A block of at least n_bytes (> 0). When the device is full the cached blocks are freed and cudaMalloc
+    // tried again; after that, throws folio::Error naming the request and the device's free memory.
+    void* take(size_t n_bytes) {
+        const size_t size = block_size(n_bytes);
+        {
+            const std::lock_guard lock(mutex_);
+            auto it = cached_.find(size);
+            if (it != cached_.end() && !it->second.empty()) {
+                void* p = it->second.back();
+                it->second.pop_back();
+                return p;
+            }
+        }
+        void* p = try_cuda_malloc(size);
+        if (p == nullptr) {
+            release_cached();
+            p = try_cuda_malloc(size);
+        }
+        if (p == nullptr) {
+            fail_out_of_memory(n_bytes, device_);
+        }
+        return p;
+    }
+
+    // Takes back a block that take(n_bytes) returned.
+    void give(void* p, size_t n_bytes) {
+        const std::lock_guard lock(mutex_);
+        cached_[block_size(n_bytes)].push_back(p);
+    }
+
+    // Frees the cached blocks; cudaFree waits for the work that may still use them.
+    void release_cached() {
+        const std::lock_guard lock(mutex_);
+        for (auto& [size, blocks] : cached_) {
+            for (void* p : blocks) {
+                cudaFree(p);
+            }
+        }
+        cached_.clear();
+    }
+
+private:
+    // Requests round up to 512 bytes below 1 MiB and to whole MiB above, so that blocks are reused across
+    // tensors of nearly the same size.
+    static size_t block_size(size_t n_bytes) {
+        constexpr size_t kSmall = 512, kLarge = size_t{1} << 20;
+        const size_t unit = n_bytes < kLarge ? kSmall : kLarge;
+        return (n_bytes + unit - 1) / unit * unit;
+    }
+
+    int device_;
+    std::mutex mutex_;
+    std::unordered_map<size_t, std::vector<void*>> cached_;  // free blocks by size
+};
+
 struct DeviceBuffer final : Buffer {
-    DeviceBuffer(size_t n_bytes, int device, std::shared_ptr<MemoryCounter> counter)
-        : ptr_(device_malloc(n_bytes, device)), n_bytes_(n_bytes), counter_(std::move(counter)) {
+    DeviceBuffer(size_t n_bytes, std::shared_ptr<DevicePool> pool, std::shared_ptr<MemoryCounter> counter)
+        : ptr_(n_bytes > 0 ? pool->take(n_bytes) : nullptr),
+          n_bytes_(n_bytes),
+          pool_(std::move(pool)),
+          counter_(std::move(counter)) {
         counter_->add(static_cast<int64_t>(n_bytes_));
     }
-    ~DeviceBuffer() override { counter_->add(-static_cast<int64_t>(n_bytes_)); }
+    ~DeviceBuffer() override {
+        if (ptr_ != nullptr) {
+            pool_->give(ptr_, n_bytes_);
+        }
+        counter_->add(-static_cast<int64_t>(n_bytes_));
+    }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-    void* data() override { return ptr_.get(); }
+    void* data() override { return ptr_; }
     size_t n_bytes() const override { return n_bytes_; }
 
 private:
-    DevicePtr ptr_;
+    void* ptr_;
     size_t n_bytes_;
+    std::shared_ptr<DevicePool> pool_;
     std::shared_ptr<MemoryCounter> counter_;
 };
+
+struct CudaFree {
+    void operator()(void* p) const { cudaFree(p); }
+};
+using DevicePtr = std::unique_ptr<void, CudaFree>;
 
 struct StreamDestroy {
     void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
@@ -196,7 +273,7 @@ public:
         t.n_out = w.n_out;
         t.n_in = w.n_in;
         t.group_size = w.group_size;
-        t.data = std::make_shared<DeviceBuffer>(w.q.size(), device_, memory_);
+        t.data = std::make_shared<DeviceBuffer>(w.q.size(), pool_, memory_);
         copy_to_device(t.data->data(), w.q.data(), w.q.size());
         t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
         return t;
@@ -449,8 +526,8 @@ private:
             }
         }
         activate();
-        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float),
-                                                  device_, memory_);
+        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float), pool_,
+                                                  memory_);
         if (poison_ && t.n_elements() > 0) {
             CUDA_CHECK(cudaMemsetAsync(t.f32(), 0xff, t.buffer->n_bytes(), stream()));
         }
@@ -486,8 +563,16 @@ private:
         if (total > staging_bytes_) {
             CUDA_CHECK(cudaStreamSynchronize(stream()));  // work still reading the old staging memory
             staging_.reset();
-            staging_ = device_malloc(std::max(total, 2 * staging_bytes_), device_);
             staging_bytes_ = std::max(total, 2 * staging_bytes_);
+            void* p = try_cuda_malloc(staging_bytes_);
+            if (p == nullptr) {
+                pool_->release_cached();
+                p = try_cuda_malloc(staging_bytes_);
+            }
+            if (p == nullptr) {
+                fail_out_of_memory(staging_bytes_, device_);
+            }
+            staging_.reset(p);
         }
         std::vector<const void*> addresses;
         size_t offset = 0;
@@ -538,6 +623,7 @@ private:
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
+    std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_);
 };
 
 }  // namespace

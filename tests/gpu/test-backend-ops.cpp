@@ -146,6 +146,22 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
     EXPECT_THROW(gpu_->download(cpu_->alloc({4})), Error) << "a CPU tensor is refused";
 }
 
+TEST_F(BackendOpsTest, FactoryAndLifetimes) {
+    EXPECT_THROW(make_cuda_backend(kernels::device_count()), Error) << "no device of that number";
+    EXPECT_NE(gpu_->name().find("cuda"), std::string::npos) << gpu_->name();
+    // Tensors may outlive their backend.
+    Tensor t = gpu_->upload(random_values(7, 1), {7});
+    gpu_.reset();
+    t = Tensor{};
+    gpu_ = make_cuda_backend();
+    // Memory freed by one tensor is taken by the next of the same size, and zeroed by alloc().
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = gpu_->upload(random_values(1000, 2), {1000});
+        gpu_->gelu_tanh(x);
+        EXPECT_EQ(gpu_->download(gpu_->alloc({1000})), std::vector<float>(1000, 0.0f));
+    }
+}
+
 TEST_F(BackendOpsTest, MemoryStatsCountBytesAndPeak) {
     const MemoryStats before = gpu_->memory_stats();
     {

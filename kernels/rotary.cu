@@ -1,5 +1,5 @@
 #include "cuda-check.h"
-#include "rope.h"
+#include "rotary.h"
 
 namespace folio::kernels {
 

@@ -7,25 +7,58 @@ namespace folio::kernels {
 
 namespace {
 
+constexpr int kBlock = 256;
+
+unsigned int n_blocks(int64_t n) {
+    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
+}
+
+__device__ int64_t global_index() {
+    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+// x [n] += y [n]
 __global__ void add_f32_kernel(float* x, const float* y, int64_t n) {
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t i = global_index();
     if (i < n) {
         x[i] += y[i];
     }
 }
 
-// y[row, col] += b[col]
+// y [n_rows, n_cols] += b [n_cols] on every row
 __global__ void add_bias_f32_kernel(float* y, const float* b, int64_t n_rows, int64_t n_cols) {
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t i = global_index();
     if (i < n_rows * n_cols) {
         y[i] += b[i % n_cols];
     }
 }
 
-constexpr int kBlock = 256;
+// x [n] = gelu_tanh(x)
+__global__ void gelu_tanh_f32_kernel(float* x, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+        const float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+    }
+}
 
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
+// x [n] = gelu_erf(x)
+__global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        const float v = x[i];
+        x[i] = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    }
+}
+
+// y [n] = silu(gate [n]) * up [n]
+__global__ void silu_mul_f32_kernel(const float* gate, const float* up, float* y, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        const float g = gate[i];
+        y[i] = g / (1.0f + expf(-g)) * up[i];
+    }
 }
 
 }  // namespace
@@ -40,18 +73,52 @@ void add_f32(float* x, const float* y, int64_t n, cudaStream_t stream) {
     CUDA_CHECK(cudaGetLastError());
 }
 
+void add_bias_f32(float* y, const float* b, int64_t n_rows, int64_t n_cols, cudaStream_t stream) {
+    if (n_rows * n_cols == 0) {
+        return;
+    }
+    add_bias_f32_kernel<<<n_blocks(n_rows * n_cols), kBlock, 0, stream>>>(y, b, n_rows, n_cols);
+    CUDA_CHECK(cudaGetLastError());
+}
+
 void linear_f32(cublasHandle_t handle, const float* x, const float* w, const float* b, float* y, int64_t n,
                 int64_t in, int64_t out, cudaStream_t stream) {
+    if (n == 0 || out == 0) {
+        return;
+    }
     // Row-major y[n, out] = x[n, in] · w[out, in]ᵀ is column-major yᵀ[out, n] = w · xᵀ.
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasSetStream(handle, stream));
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(n),
                              static_cast<int>(in), &alpha, w, static_cast<int>(in), x, static_cast<int>(in),
                              &beta, y, static_cast<int>(out)));
-    if (b != nullptr && n * out > 0) {
-        add_bias_f32_kernel<<<n_blocks(n * out), kBlock, 0, stream>>>(y, b, n, out);
-        CUDA_CHECK(cudaGetLastError());
+    if (b != nullptr) {
+        add_bias_f32(y, b, n, out, stream);
     }
+}
+
+void gelu_tanh_f32(float* x, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    gelu_tanh_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    gelu_erf_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void silu_mul_f32(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    silu_mul_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(gate, up, y, n);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 int device_count() {

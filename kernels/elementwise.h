@@ -1,4 +1,5 @@
-// Host entry points of the element-wise kernels and the cuBLAS linear layer.
+// Host entry points of the element-wise kernels and the cuBLAS linear layer. All tensors are row-major
+// float32 in device memory; every launcher enqueues on `stream` and returns without waiting.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +9,24 @@
 
 namespace folio::kernels {
 
-// x[i] += y[i] for i < n, on stream.
+// x[i] += y[i] for i < n.  x, y [n]
 void add_f32(float* x, const float* y, int64_t n, cudaStream_t stream);
 
-// y = x · wᵀ (+ b).  x [n, in], w [out, in], b [out] or null  ->  y [n, out], all row-major float32.
+// y = x · wᵀ (+ b).  x [n, in], w [out, in], b [out] or null  ->  y [n, out]
 void linear_f32(cublasHandle_t handle, const float* x, const float* w, const float* b, float* y, int64_t n,
                 int64_t in, int64_t out, cudaStream_t stream);
+
+// y[row, col] += b[col].  y [n_rows, n_cols], b [n_cols]
+void add_bias_f32(float* y, const float* b, int64_t n_rows, int64_t n_cols, cudaStream_t stream);
+
+// In place: x = gelu(x), tanh approximation.  x [n]
+void gelu_tanh_f32(float* x, int64_t n, cudaStream_t stream);
+
+// In place: x = gelu(x), exact erf form.  x [n]
+void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
+
+// y = silu(gate) * up.  gate, up, y [n]
+void silu_mul_f32(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream);
 
 // Number of CUDA devices; 0 where there is no driver or no device.
 int device_count();

@@ -1,0 +1,438 @@
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "attention.h"
+#include "cuda-check.h"
+#include "error.h"
+#include "reduce.cuh"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kBlock = kWarps * kWarpSize;
+constexpr int kKeysPerStep = 4;  // keys a warp scores together, for independent shuffle chains
+constexpr int kMergeBlock = 128;
+// Keys a split of a row should have at least, so that splitting pays for the merge.
+constexpr int64_t kMinKeysPerSplit = 256;
+
+// Where the keys of a row live: kv rows kv_start + j.
+struct ContiguousKeys {
+    __device__ int64_t row(int64_t kv_start, int64_t j) const { return kv_start + j; }
+};
+
+// Where the keys of a row live in a paged cache.
+struct PagedKeys {
+    const int32_t* block_tables;
+    int64_t block_size;
+
+    __device__ int64_t row(int64_t table_start, int64_t p) const {
+        return static_cast<int64_t>(block_tables[table_start + p / block_size]) * block_size + p % block_size;
+    }
+};
+
+__device__ inline int64_t visible_keys(const AttentionSpan& s, int64_t i) {
+    return min(s.max_visible, max(int64_t{0}, s.first_visible + s.step * i));
+}
+
+// One block per (row, head, split of the keys); each warp runs an online softmax over every kWarps-th step of
+// the split's keys, lanes splitting head_dim (kPerLane values each); the warps' results are merged at the
+// end. With one split the block writes the row's output; with several it writes its running maximum, sum of
+// exponentials and unnormalized output to partials, which merge_splits_f32_kernel combines.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
+// partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
+template <int kPerLane, typename Keys>
+__global__ void __launch_bounds__(kBlock)
+    attention_row_f32_kernel(const float* q, const float* k, const float* v, float* out,
+                             const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
+                             int64_t head_dim, float scale, float* partials) {
+    __shared__ float warp_max[kWarps];
+    __shared__ float warp_sum_exp[kWarps];
+    __shared__ float warp_acc[kWarps][kPerLane * kWarpSize];
+
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t n_visible = visible_keys(span, 0);
+    const int64_t split_keys = (n_visible + gridDim.z - 1) / gridDim.z;
+    const int64_t key_begin = blockIdx.z * split_keys;
+    const int64_t key_end = min(n_visible, key_begin + split_keys);
+    const int64_t h = blockIdx.y;
+    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+
+    const float* qr = q + (span.q_row * n_head + h) * head_dim;  // [head_dim]
+    float qv[kPerLane];
+    float acc[kPerLane];
+#pragma unroll
+    for (int p = 0; p < kPerLane; ++p) {
+        const int64_t d = lane + p * kWarpSize;
+        qv[p] = d < head_dim ? qr[d] : 0.0f;
+        acc[p] = 0.0f;
+    }
+    float running_max = -INFINITY, running_sum = 0.0f;
+
+    for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kKeysPerStep; j0 < key_end;
+         j0 += static_cast<int64_t>(kWarps) * kKeysPerStep) {
+        float score[kKeysPerStep];
+        int64_t kv_row[kKeysPerStep];
+#pragma unroll
+        for (int t = 0; t < kKeysPerStep; ++t) {
+            const int64_t j = j0 + t;
+            kv_row[t] = j < key_end ? keys.row(span.kv_start, j) : -1;
+            float dot = 0.0f;
+            if (kv_row[t] >= 0) {
+                const float* kr = k + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
+#pragma unroll
+                for (int p = 0; p < kPerLane; ++p) {
+                    const int64_t d = lane + p * kWarpSize;
+                    if (d < head_dim) {
+                        dot += qv[p] * kr[d];
+                    }
+                }
+            }
+            score[t] = dot;
+        }
+        float step_max = running_max;
+#pragma unroll
+        for (int t = 0; t < kKeysPerStep; ++t) {
+            score[t] = warp_sum(score[t]) * scale;
+            if (kv_row[t] >= 0) {
+                step_max = fmaxf(step_max, score[t]);
+            }
+        }
+        const float correction = expf(running_max - step_max);
+        running_sum *= correction;
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            acc[p] *= correction;
+        }
+#pragma unroll
+        for (int t = 0; t < kKeysPerStep; ++t) {
+            if (kv_row[t] < 0) {
+                continue;
+            }
+            const float weight = expf(score[t] - step_max);
+            running_sum += weight;
+            const float* vr = v + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                const int64_t d = lane + p * kWarpSize;
+                if (d < head_dim) {
+                    acc[p] += weight * vr[d];
+                }
+            }
+        }
+        running_max = step_max;
+    }
+
+    if (lane == 0) {
+        warp_max[warp] = running_max;
+        warp_sum_exp[warp] = running_sum;
+    }
+#pragma unroll
+    for (int p = 0; p < kPerLane; ++p) {
+        warp_acc[warp][lane + p * kWarpSize] = acc[p];
+    }
+    __syncthreads();
+
+    float total_max = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) {
+        total_max = fmaxf(total_max, warp_max[w]);
+    }
+    float factor[kWarps];
+    float total_sum = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+        factor[w] = warp_max[w] == -INFINITY ? 0.0f : expf(warp_max[w] - total_max);
+        total_sum += warp_sum_exp[w] * factor[w];
+    }
+    if (gridDim.z == 1) {
+        float* orow = out + (span.q_row * n_head + h) * head_dim;  // [head_dim]
+        for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
+            float o = 0.0f;
+            for (int w = 0; w < kWarps; ++w) {
+                o += warp_acc[w][d] * factor[w];
+            }
+            orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
+        }
+        return;
+    }
+    float* partial =
+        partials + ((blockIdx.x * n_head + h) * gridDim.z + blockIdx.z) * (head_dim + 2);  // [head_dim + 2]
+    if (threadIdx.x == 0) {
+        partial[0] = total_max;
+        partial[1] = total_sum;
+    }
+    for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
+        float o = 0.0f;
+        for (int w = 0; w < kWarps; ++w) {
+            o += warp_acc[w][d] * factor[w];
+        }
+        partial[2 + d] = o;
+    }
+}
+
+// One block per (row, head): combines the splits' partial results into the row's output.
+// partials [gridDim.x, n_head, n_splits, head_dim + 2], out [n_q_total, n_head, head_dim], spans [gridDim.x]
+__global__ void merge_splits_f32_kernel(const float* partials, const AttentionSpan* spans, float* out,
+                                        int64_t n_head, int64_t n_splits, int64_t head_dim) {
+    const int64_t h = blockIdx.y;
+    const float* row_partials = partials + (blockIdx.x * n_head + h) * n_splits * (head_dim + 2);
+    float total_max = -INFINITY;
+    for (int64_t s = 0; s < n_splits; ++s) {
+        total_max = fmaxf(total_max, row_partials[s * (head_dim + 2)]);
+    }
+    float total_sum = 0.0f;
+    for (int64_t s = 0; s < n_splits; ++s) {
+        const float m = row_partials[s * (head_dim + 2)];
+        total_sum += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 1] * expf(m - total_max);
+    }
+    float* orow = out + (spans[blockIdx.x].q_row * n_head + h) * head_dim;  // [head_dim]
+    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+        float o = 0.0f;
+        for (int64_t s = 0; s < n_splits; ++s) {
+            const float m = row_partials[s * (head_dim + 2)];
+            o += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 2 + d] * expf(m - total_max);
+        }
+        orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
+    }
+}
+
+constexpr int kTileWarps = 4;
+constexpr int kTileBlock = kTileWarps * kWarpSize;
+constexpr int kTileKeys = kWarpSize;  // keys per block of keys: one per lane when scoring
+constexpr int kRowsPerWarp = static_cast<int>(kAttentionTileRows) / kTileWarps;
+
+// Bytes of dynamic shared memory the tile kernel takes for a head_dim.
+size_t tile_shared_bytes(int64_t head_dim) {
+    return sizeof(float) * static_cast<size_t>(kAttentionTileRows * head_dim + kTileKeys * (head_dim + 1) +
+                                               kTileKeys * head_dim);
+}
+
+// One block per (span of up to kAttentionTileRows query rows, head): blocks of kTileKeys keys and values are
+// loaded to shared memory once for all rows of the span. Each warp keeps an online softmax for kRowsPerWarp
+// rows; a lane scores one key of the block for each row, then accumulates head_dim values kPerLane apart.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+template <int kPerLane, typename Keys>
+__global__ void __launch_bounds__(kTileBlock)
+    attention_tile_f32_kernel(const float* q, const float* k, const float* v, float* out,
+                              const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
+                              int64_t head_dim, float scale) {
+    extern __shared__ float shared[];
+    float* q_tile = shared;                                  // [kAttentionTileRows, head_dim]
+    float* k_tile = q_tile + kAttentionTileRows * head_dim;  // [kTileKeys, head_dim + 1]
+    float* v_tile = k_tile + kTileKeys * (head_dim + 1);     // [kTileKeys, head_dim]
+
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t h = blockIdx.y;
+    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int row0 = static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp;
+
+    for (int64_t i = threadIdx.x; i < kAttentionTileRows * head_dim; i += kTileBlock) {
+        const int64_t r = i / head_dim, d = i % head_dim;
+        q_tile[i] = r < span.n_rows ? q[((span.q_row + r) * n_head + h) * head_dim + d] : 0.0f;
+    }
+    int64_t n_visible[kRowsPerWarp];
+    float running_max[kRowsPerWarp], running_sum[kRowsPerWarp], acc[kRowsPerWarp][kPerLane];
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        n_visible[rr] = row0 + rr < span.n_rows ? visible_keys(span, row0 + rr) : 0;
+        running_max[rr] = -INFINITY;
+        running_sum[rr] = 0.0f;
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            acc[rr][p] = 0.0f;
+        }
+    }
+    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
+
+    for (int64_t j0 = 0; j0 < span_visible; j0 += kTileKeys) {
+        __syncthreads();  // the previous block of keys is no longer read
+        for (int64_t i = threadIdx.x; i < kTileKeys * head_dim; i += kTileBlock) {
+            const int64_t kk = i / head_dim, d = i % head_dim;
+            float kv = 0.0f, vv = 0.0f;
+            if (j0 + kk < span_visible) {
+                const int64_t at = (keys.row(span.kv_start, j0 + kk) * n_kv_head + kv_head) * head_dim + d;
+                kv = k[at];
+                vv = v[at];
+            }
+            k_tile[kk * (head_dim + 1) + d] = kv;
+            v_tile[i] = vv;
+        }
+        __syncthreads();
+
+        float score[kRowsPerWarp] = {};
+        const float* k_row = k_tile + lane * (head_dim + 1);  // [head_dim]; key j0 + lane
+        for (int64_t d = 0; d < head_dim; ++d) {
+            const float kd = k_row[d];
+#pragma unroll
+            for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+                score[rr] += q_tile[(row0 + rr) * head_dim + d] * kd;
+            }
+        }
+        float weight[kRowsPerWarp];
+#pragma unroll
+        for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+            const bool valid = j0 + lane < n_visible[rr];
+            const float s = valid ? score[rr] * scale : -INFINITY;
+            float block_max = s;
+            for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+                block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, offset));
+            }
+            const float new_max = fmaxf(running_max[rr], block_max);
+            weight[rr] = valid ? expf(s - new_max) : 0.0f;
+            const float correction = new_max == -INFINITY ? 1.0f : expf(running_max[rr] - new_max);
+            running_sum[rr] = running_sum[rr] * correction + warp_sum(weight[rr]);
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                acc[rr][p] *= correction;
+            }
+            running_max[rr] = new_max;
+        }
+        for (int kk = 0; kk < kTileKeys; ++kk) {
+            float vd[kPerLane];
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                const int64_t d = lane + p * kWarpSize;
+                vd[p] = d < head_dim ? v_tile[kk * head_dim + d] : 0.0f;
+            }
+#pragma unroll
+            for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+                const float w = __shfl_sync(0xffffffffu, weight[rr], kk);
+#pragma unroll
+                for (int p = 0; p < kPerLane; ++p) {
+                    acc[rr][p] += w * vd[p];
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+        if (row0 + rr >= span.n_rows) {
+            continue;
+        }
+        float* orow = out + ((span.q_row + row0 + rr) * n_head + h) * head_dim;  // [head_dim]
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            const int64_t d = lane + p * kWarpSize;
+            if (d < head_dim) {
+                orow[d] = running_sum[rr] > 0.0f ? acc[rr][p] / running_sum[rr] : 0.0f;
+            }
+        }
+    }
+}
+
+// Calls fn with std::integral_constant<int, head_dim / 32 rounded up>.
+template <typename F>
+void with_per_lane(int64_t head_dim, F&& fn) {
+    switch ((head_dim + kWarpSize - 1) / kWarpSize) {
+        case 1:
+            fn(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            fn(std::integral_constant<int, 2>{});
+            break;
+        case 3:
+            fn(std::integral_constant<int, 3>{});
+            break;
+        case 4:
+            fn(std::integral_constant<int, 4>{});
+            break;
+        case 5:
+            fn(std::integral_constant<int, 5>{});
+            break;
+        case 6:
+            fn(std::integral_constant<int, 6>{});
+            break;
+        case 7:
+            fn(std::integral_constant<int, 7>{});
+            break;
+        default:
+            fn(std::integral_constant<int, 8>{});
+            break;
+    }
+}
+
+template <typename Keys>
+void launch_attention(const float* q, const float* k, const float* v, float* out,
+                      const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits, float* partials,
+                      const AttentionSpan* tile_spans, int64_t n_tile_spans, const Keys& keys, int64_t n_head,
+                      int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
+    if (n_head == 0) {
+        return;
+    }
+    if (head_dim <= 0 || head_dim > kMaxAttentionHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
+        fail("attention kernel: head_dim ", head_dim, " (at most ", kMaxAttentionHeadDim, "), ", n_head,
+             " heads over ", n_kv_head, " K/V heads");
+    }
+    if (n_splits < 1 || n_splits > kMaxAttentionSplits || (n_splits > 1 && partials == nullptr)) {
+        fail("attention kernel: ", n_splits, " splits of the keys (1 to ", kMaxAttentionSplits,
+             ", several need partials)");
+    }
+    with_per_lane(head_dim, [&](auto per_lane) {
+        constexpr int kPerLane = decltype(per_lane)::value;
+        if (n_row_spans > 0) {
+            const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head),
+                            static_cast<unsigned int>(n_splits));
+            attention_row_f32_kernel<kPerLane, Keys><<<grid, kBlock, 0, stream>>>(
+                q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
+            CUDA_CHECK(cudaGetLastError());
+            if (n_splits > 1) {
+                const dim3 merge_grid(static_cast<unsigned int>(n_row_spans),
+                                      static_cast<unsigned int>(n_head));
+                merge_splits_f32_kernel<<<merge_grid, kMergeBlock, 0, stream>>>(partials, row_spans, out,
+                                                                                n_head, n_splits, head_dim);
+                CUDA_CHECK(cudaGetLastError());
+            }
+        }
+        if (n_tile_spans > 0) {
+            const size_t shared_bytes = tile_shared_bytes(head_dim);
+            CUDA_CHECK(cudaFuncSetAttribute(attention_tile_f32_kernel<kPerLane, Keys>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shared_bytes)));
+            const dim3 grid(static_cast<unsigned int>(n_tile_spans), static_cast<unsigned int>(n_head));
+            attention_tile_f32_kernel<kPerLane, Keys><<<grid, kTileBlock, shared_bytes, stream>>>(
+                q, k, v, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
+            CUDA_CHECK(cudaGetLastError());
+        }
+    });
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visible, int n_multiprocessors) {
+    const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_head, 1);
+    const int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
+    return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
+}
+
+int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim) {
+    return n_splits > 1 ? n_row_spans * n_head * n_splits * (head_dim + 2) : 0;
+}
+
+void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
+                   int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
+                   int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                   cudaStream_t stream) {
+    launch_attention(q, k, v, out, row_spans, n_row_spans, n_splits, partials, tile_spans, n_tile_spans,
+                     ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
+}
+
+void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
+                         const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
+                         float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
+                         const int32_t* block_tables, int64_t block_size, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, n_splits, partials, tile_spans,
+                     n_tile_spans, PagedKeys{block_tables, block_size}, n_head, n_kv_head, head_dim, scale,
+                     stream);
+}
+
+}  // namespace folio::kernels

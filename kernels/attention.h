@@ -1,0 +1,57 @@
+// Host entry points of scaled dot-product attention over contiguous or paged keys and values, with grouped
+// K/V heads. Row-major float32 in device memory, enqueued on stream.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// The largest head_dim the kernels take.
+constexpr int64_t kMaxAttentionHeadDim = 256;
+// The most query rows of one span.
+constexpr int64_t kAttentionTileRows = 32;
+// The most splits of the keys of one row.
+constexpr int64_t kMaxAttentionSplits = 64;
+
+// Consecutive query rows [q_row, q_row + n_rows) that share their keys: row i sees the first
+// clamp(first_visible + step * i, 0, max_visible) of them. For contiguous keys, key j is kv row kv_start + j;
+// for paged keys, kv_start is the first block-table entry of the keys. A row that sees no key gets zeros.
+struct AttentionSpan {
+    int64_t q_row = 0;
+    int64_t n_rows = 0;
+    int64_t kv_start = 0;
+    int64_t first_visible = 0;
+    int64_t step = 0;
+    int64_t max_visible = 0;
+};
+
+// Splits of the keys of each row span for attention_f32 and paged_attention_f32: enough blocks to fill the
+// device when the rows are few and see many keys (decoding a long context), else 1.
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visible, int n_multiprocessors);
+// Floats of the partials buffer those calls need for n_splits (0 for one split).
+int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
+
+// Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
+// `row_spans` each hold one row and are run one block per row and split of its keys, each block spreading
+// its keys over its warps (decoding); `tile_spans` hold up to kAttentionTileRows rows that share each block
+// of keys loaded to shared memory (prefill).
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device),
+// partials [attention_partials_floats(n_row_spans, n_head, n_splits, head_dim)] (device; null for one split)
+void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
+                   int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
+                   int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                   cudaStream_t stream);
+
+// The same with keys in a paged cache: key position p of a span is kv row
+// block_tables[kv_start + p / block_size] * block_size + p % block_size.
+// q, out [n_q_total, n_head, head_dim], k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim],
+// spans, partials and block_tables (device)
+void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
+                         const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
+                         float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
+                         const int32_t* block_tables, int64_t block_size, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream);
+
+}  // namespace folio::kernels

@@ -1,0 +1,639 @@
+// The CUDA backend: every operation checks its arguments on the host as the CPU backend does, then enqueues
+// kernels on the backend's stream; download() is the only call that waits for the device.
+#include "backend-cuda.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "attention.h"
+#include "cuda-check.h"
+#include "elementwise.h"
+#include "error.h"
+#include "norm.h"
+#include "quantized-linear.h"
+#include "rotary.h"
+#include "rows.h"
+
+namespace folio {
+
+namespace {
+
+// Floats of scratch a quantized linear layer with many rows dequantizes its weights into, at most.
+constexpr int64_t kDequantizeScratchFloats = int64_t{8} << 20;
+
+// Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
+struct MemoryCounter {
+    std::atomic<int64_t> in_use{0};
+    std::atomic<int64_t> peak{0};
+
+    void add(int64_t n) {
+        const int64_t now = in_use.fetch_add(n) + n;
+        int64_t seen = peak.load();
+        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+        }
+    }
+};
+
+// cudaMalloc; null when the device is out of memory.
+void* try_cuda_malloc(size_t n_bytes) {
+    void* p = nullptr;
+    const cudaError_t status = cudaMalloc(&p, n_bytes);
+    if (status == cudaErrorMemoryAllocation) {
+        cudaGetLastError();  // not sticky: clear it so that later launches do not report it
+        return nullptr;
+    }
+    CUDA_CHECK(status);
+    return p;
+}
+
+[[noreturn]] void fail_out_of_memory(size_t n_bytes, int device) {
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    fail("cuda: out of memory allocating ", n_bytes, " bytes on device ", device, " (", free,
+         " bytes free of ", total, ")");
+}
+
+// The device memory of one backend: cudaMalloc'd blocks, kept for reuse when their tensors go, since a
+// cudaMalloc and cudaFree pair costs tens of microseconds and cudaFree waits for the device. All work of the
+// backend runs on its one stream, so a block handed out again is written only after the work that read it.
+// Shared with the buffers, which may outlive the backend.
+class DevicePool {
+public:
+    explicit DevicePool(int device) : device_(device) {}
+    ~DevicePool() { release_cached(); }
+    DevicePool(const DevicePool&) = delete;
+    DevicePool& operator=(const DevicePool&) = delete;
+
+    // A block of at least n_bytes (> 0). When the device is full the cached blocks are freed and cudaMalloc
+    // tried again; after that, throws folio::Error naming the request and the device's free memory.
+    void* take(size_t n_bytes) {
+        const size_t size = block_size(n_bytes);
+        {
+            const std::lock_guard lock(mutex_);
+            auto it = cached_.find(size);
+            if (it != cached_.end() && !it->second.empty()) {
+                void* p = it->second.back();
+                it->second.pop_back();
+                return p;
+            }
+        }
+        void* p = try_cuda_malloc(size);
+        if (p == nullptr) {
+            release_cached();
+            p = try_cuda_malloc(size);
+        }
+        if (p == nullptr) {
+            fail_out_of_memory(n_bytes, device_);
+        }
+        return p;
+    }
+
+    // Takes back a block that take(n_bytes) returned.
+    void give(void* p, size_t n_bytes) {
+        const std::lock_guard lock(mutex_);
+        cached_[block_size(n_bytes)].push_back(p);
+    }
+
+    // Frees the cached blocks; cudaFree waits for the work that may still use them.
+    void release_cached() {
+        const std::lock_guard lock(mutex_);
+        for (auto& [size, blocks] : cached_) {
+            for (void* p : blocks) {
+                cudaFree(p);
+            }
+        }
+        cached_.clear();
+    }
+
+private:
+    // Requests round up to 512 bytes below 1 MiB and to whole MiB above, so that blocks are reused across
+    // tensors of nearly the same size.
+    static size_t block_size(size_t n_bytes) {
+        constexpr size_t kSmall = 512, kLarge = size_t{1} << 20;
+        const size_t unit = n_bytes < kLarge ? kSmall : kLarge;
+        return (n_bytes + unit - 1) / unit * unit;
+    }
+
+    int device_;
+    std::mutex mutex_;
+    std::unordered_map<size_t, std::vector<void*>> cached_;  // free blocks by size
+};
+
+struct DeviceBuffer final : Buffer {
+    DeviceBuffer(size_t n_bytes, std::shared_ptr<DevicePool> pool, std::shared_ptr<MemoryCounter> counter)
+        : ptr_(n_bytes > 0 ? pool->take(n_bytes) : nullptr),
+          n_bytes_(n_bytes),
+          pool_(std::move(pool)),
+          counter_(std::move(counter)) {
+        counter_->add(static_cast<int64_t>(n_bytes_));
+    }
+    ~DeviceBuffer() override {
+        if (ptr_ != nullptr) {
+            pool_->give(ptr_, n_bytes_);
+        }
+        counter_->add(-static_cast<int64_t>(n_bytes_));
+    }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+    void* data() override { return ptr_; }
+    size_t n_bytes() const override { return n_bytes_; }
+
+private:
+    void* ptr_;
+    size_t n_bytes_;
+    std::shared_ptr<DevicePool> pool_;
+    std::shared_ptr<MemoryCounter> counter_;
+};
+
+struct CudaFree {
+    void operator()(void* p) const { cudaFree(p); }
+};
+using DevicePtr = std::unique_ptr<void, CudaFree>;
+
+struct StreamDestroy {
+    void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+struct CublasDestroy {
+    void operator()(cublasHandle_t h) const { cublasDestroy(h); }
+};
+
+// The query rows of an attention call, as the kernels take them: the rows of short runs (decoding) one by
+// one, longer runs (prefill) in tiles of up to kernels::kAttentionTileRows rows.
+struct AttentionSpans {
+    // Runs of fewer rows than this go row by row.
+    static constexpr int64_t kMinTiledRows = 8;
+
+    std::vector<kernels::AttentionSpan> rows;
+    std::vector<kernels::AttentionSpan> tiles;
+    int64_t max_row_visible = 0;  // the most keys a row of `rows` sees
+
+    // Rows [q_begin, q_begin + n_q); row i sees clamp(first_visible + step * i, 0, max_visible) keys.
+    void add(int64_t q_begin, int64_t n_q, int64_t kv_start, int64_t first_visible, int64_t step,
+             int64_t max_visible) {
+        const int64_t tile = n_q >= kMinTiledRows ? kernels::kAttentionTileRows : 1;
+        for (int64_t i = 0; i < n_q; i += tile) {
+            (tile == 1 ? rows : tiles)
+                .push_back({q_begin + i, std::min(tile, n_q - i), kv_start, first_visible + step * i, step,
+                            max_visible});
+            if (tile == 1) {
+                max_row_visible = std::max(max_row_visible, std::min(max_visible, first_visible + step * i));
+            }
+        }
+    }
+};
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.shape != b.shape) {
+        fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
+    }
+}
+
+// The device address of a tensor of this backend, after checking that it is one and holds its shape.
+float* device_f32(const Tensor& t, const char* op) {
+    const auto* buffer = dynamic_cast<const DeviceBuffer*>(t.buffer.get());
+    if (buffer == nullptr ||
+        static_cast<int64_t>(buffer->n_bytes()) < t.n_elements() * static_cast<int64_t>(sizeof(float))) {
+        fail(op, ": tensor ", shape_string(t.shape), " is not in this backend's device memory");
+    }
+    return t.f32();
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(const CudaBackendOptions& options)
+        : device_(options.device), poison_(options.poison_allocations) {
+        const int n_devices = kernels::device_count();
+        if (n_devices == 0) {
+            fail("cuda: no CUDA device");
+        }
+        if (device_ < 0 || device_ >= n_devices) {
+            fail("cuda: no device ", device_, " (", n_devices, " present)");
+        }
+        CUDA_CHECK(cudaSetDevice(device_));
+        cudaDeviceProp props{};
+        CUDA_CHECK(cudaGetDeviceProperties(&props, device_));
+        device_name_ = props.name;
+        n_multiprocessors_ = props.multiProcessorCount;
+        cudaStream_t stream = nullptr;
+        CUDA_CHECK(cudaStreamCreate(&stream));
+        stream_.reset(stream);
+        cublasHandle_t handle = nullptr;
+        CUBLAS_CHECK(cublasCreate(&handle));
+        cublas_.reset(handle);
+        CUBLAS_CHECK(cublasSetStream(handle, stream));
+    }
+
+    ~CudaBackend() override { cudaStreamSynchronize(stream_.get()); }
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    std::string name() const override { return "cuda (" + device_name_ + ")"; }
+
+    // Zero-filled, as the CPU backend's tensors are.
+    Tensor alloc(std::vector<int64_t> shape) override { return alloc_zeroed(std::move(shape), "alloc"); }
+
+    Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc_uninitialized(std::move(shape), "upload");
+        if (static_cast<int64_t>(values.size()) != t.n_elements()) {
+            fail("upload: ", values.size(), " values for shape ", shape_string(t.shape));
+        }
+        copy_to_device(t.f32(), values.data(), values.size_bytes());
+        return t;
+    }
+
+    std::vector<float> download(const Tensor& t) override {
+        std::vector<float> values(static_cast<size_t>(t.n_elements()));
+        if (!values.empty()) {
+            activate();
+            CUDA_CHECK(cudaMemcpyAsync(values.data(), device_f32(t, "download"),
+                                       values.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()));
+        }
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
+        return values;
+    }
+
+    Tensor copy(const Tensor& t) override {
+        Tensor out = alloc_uninitialized(t.shape, "copy");
+        if (t.n_elements() > 0) {
+            CUDA_CHECK(cudaMemcpyAsync(out.f32(), device_f32(t, "copy"), out.buffer->n_bytes(),
+                                       cudaMemcpyDeviceToDevice, stream()));
+        }
+        return out;
+    }
+
+    QuantizedTensor upload(const QuantizedWeights& w) override {
+        validate(w);
+        activate();
+        QuantizedTensor t;
+        t.type = w.type;
+        t.n_out = w.n_out;
+        t.n_in = w.n_in;
+        t.group_size = w.group_size;
+        t.data = std::make_shared<DeviceBuffer>(w.q.size(), pool_, memory_);
+        copy_to_device(t.data->data(), w.q.data(), w.q.size());
+        t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
+        return t;
+    }
+
+    MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }
+
+    void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
+
+    Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
+        if (w.row_size() != in || (b && b->n_elements() != out)) {
+            fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
+                 b ? " and b " + shape_string(b->shape) : std::string());
+        }
+        Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
+        kernels::linear_f32(cublas_.get(), device_f32(x, "linear"), device_f32(w, "linear"),
+                            b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out, stream());
+        return y;
+    }
+
+    Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
+        if (w.n_in != in || !w.data || (b && b->n_elements() != out)) {
+            fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
+                 w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
+        }
+        if (w.type == Quantization::None) {
+            fail("linear: quantized w [", w.n_out, ", ", w.n_in, "] without a quantization type");
+        }
+        if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
+            fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
+                 "] is not in this backend's device memory");
+        }
+        Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
+        Tensor scratch;                                      // [n_scratch]; dequantized weight rows
+        if (n > kernels::kQuantizedGemvMaxRows) {
+            scratch =
+                alloc_uninitialized({std::min(out * in, std::max(in, kDequantizeScratchFloats))}, "linear");
+        }
+        const auto format =
+            w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8 : kernels::QuantizedFormat::Wint4;
+        kernels::quantized_linear_f32(
+            cublas_.get(), format, device_f32(x, "linear"), static_cast<const int8_t*>(w.data->data()),
+            device_f32(w.scales, "linear"), b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out,
+            w.group_size, scratch.empty() ? nullptr : scratch.f32(),
+            scratch.empty() ? 0 : scratch.n_elements(), stream());
+        return y;
+    }
+
+    Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
+        const int64_t d = x.row_size();
+        if (w.n_elements() != d || b.n_elements() != d) {
+            fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+        }
+        Tensor y = alloc_uninitialized(x.shape, "layer_norm");  // as x
+        kernels::layer_norm_f32(device_f32(x, "layer_norm"), device_f32(w, "layer_norm"),
+                                device_f32(b, "layer_norm"), y.f32(), x.rows(), d, eps, stream());
+        return y;
+    }
+
+    Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
+        const int64_t d = x.row_size();
+        if (w.n_elements() != d) {
+            fail("rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+        }
+        Tensor y = alloc_uninitialized(x.shape, "rms_norm");  // as x
+        kernels::rms_norm_f32(device_f32(x, "rms_norm"), device_f32(w, "rms_norm"), y.f32(), x.rows(), d, eps,
+                              stream());
+        return y;
+    }
+
+    void add(Tensor& x, const Tensor& y) override {
+        check_same_shape(x, y, "add");
+        activate();
+        kernels::add_f32(device_f32(x, "add"), device_f32(y, "add"), x.n_elements(), stream());
+    }
+
+    void gelu_tanh(Tensor& x) override {
+        activate();
+        kernels::gelu_tanh_f32(device_f32(x, "gelu_tanh"), x.n_elements(), stream());
+    }
+
+    void gelu_erf(Tensor& x) override {
+        activate();
+        kernels::gelu_erf_f32(device_f32(x, "gelu_erf"), x.n_elements(), stream());
+    }
+
+    Tensor silu_mul(const Tensor& gate, const Tensor& up) override {
+        check_same_shape(gate, up, "silu_mul");
+        Tensor y = alloc_uninitialized(gate.shape, "silu_mul");  // as gate
+        kernels::silu_mul_f32(device_f32(gate, "silu_mul"), device_f32(up, "silu_mul"), y.f32(),
+                              y.n_elements(), stream());
+        return y;
+    }
+
+    void rope(Tensor& x, const Tensor& cos, const Tensor& sin) override {
+        if (x.shape.size() != 3 || cos.shape != std::vector<int64_t>{x.shape[0], x.shape[2]} ||
+            sin.shape != cos.shape || x.shape[2] % 2 != 0) {
+            fail("rope: x ", shape_string(x.shape), " with cos ", shape_string(cos.shape), " and sin ",
+                 shape_string(sin.shape));
+        }
+        activate();
+        kernels::rope_f32(device_f32(x, "rope"), device_f32(cos, "rope"), device_f32(sin, "rope"), x.shape[0],
+                          x.shape[1], x.shape[2], stream());
+    }
+
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const AttentionSegment> segments, float scale) override {
+        if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||
+            k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
+            fail("attention: q ", shape_string(q.shape), ", k ", shape_string(k.shape), ", v ",
+                 shape_string(v.shape));
+        }
+        check_head_dim(q, "attention");
+        AttentionSpans spans;
+        for (const auto& seg : segments) {
+            if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q.shape[0] || seg.kv_begin < 0 ||
+                seg.n_kv < 0 || seg.kv_begin + seg.n_kv > k.shape[0]) {
+                fail("attention: segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +",
+                     seg.n_kv, ") outside q ", shape_string(q.shape), " / kv ", shape_string(k.shape));
+            }
+            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
+                      seg.causal ? 1 : 0, seg.n_kv);
+        }
+        // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
+        Tensor out = alloc_zeroed(q.shape, "attention");
+        const Splits splits = attention_splits(spans, q);
+        const auto staged =
+            stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
+        kernels::attention_f32(
+            device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
+            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
+            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
+            static_cast<int64_t>(spans.tiles.size()), q.shape[1], k.shape[1], q.shape[2], scale, stream());
+        return out;
+    }
+
+    Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
+                           int64_t block_size, float scale) override {
+        if (q.shape.size() != 3 || k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape ||
+            q.shape[2] != k_cache.shape[2] || k_cache.shape[1] == 0 || q.shape[1] % k_cache.shape[1] != 0 ||
+            block_size <= 0 || k_cache.shape[0] % block_size != 0) {
+            fail("paged_attention: q ", shape_string(q.shape), ", k cache ", shape_string(k_cache.shape),
+                 ", v cache ", shape_string(v_cache.shape), ", block size ", block_size);
+        }
+        check_head_dim(q, "paged_attention");
+        const int64_t n_blocks = k_cache.shape[0] / block_size;
+        const auto n_tables = static_cast<int64_t>(block_tables.size());
+        AttentionSpans spans;
+        for (const PagedSequence& s : seqs) {
+            const int64_t n_table = s.n_kv == 0 ? 0 : (s.n_kv - 1) / block_size + 1;
+            if (s.q_begin < 0 || s.n_q < 0 || s.q_begin + s.n_q > q.shape[0] || s.n_q > s.n_kv ||
+                s.table_begin < 0 || s.table_begin + n_table > n_tables) {
+                fail("paged_attention: sequence q [", s.q_begin, ", +", s.n_q, ") with ", s.n_kv,
+                     " cached tokens and table at ", s.table_begin, " outside q ", shape_string(q.shape),
+                     " / ", n_tables, " table entries");
+            }
+            for (int64_t i = 0; i < n_table; ++i) {
+                if (block_tables[s.table_begin + i] < 0 || block_tables[s.table_begin + i] >= n_blocks) {
+                    fail("paged_attention: block ", block_tables[s.table_begin + i], " outside the cache of ",
+                         n_blocks, " blocks");
+                }
+            }
+            spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
+        }
+        // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
+        Tensor out = alloc_zeroed(q.shape, "paged_attention");
+        const Splits splits = attention_splits(spans, q);
+        const auto staged = stage({std::as_bytes(std::span(spans.rows)),
+                                   std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
+        kernels::paged_attention_f32(
+            device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
+            device_f32(v_cache, "paged_attention"), out.f32(),
+            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
+            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
+            static_cast<int64_t>(spans.tiles.size()), static_cast<const int32_t*>(staged[2]), block_size,
+            q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+        return out;
+    }
+
+    Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
+        if (src.shape.empty()) {
+            fail("gather_rows: source has no rows");
+        }
+        for (const int64_t r : rows) {
+            if (r < 0 || r >= src.rows()) {
+                fail("gather_rows: row ", r, " outside ", shape_string(src.shape));
+            }
+        }
+        std::vector<int64_t> shape = src.shape;
+        shape.front() = static_cast<int64_t>(rows.size());
+        Tensor out = alloc_uninitialized(shape, "gather_rows");  // [rows.size(), ...]
+        const auto staged = stage({std::as_bytes(rows)});
+        kernels::gather_rows_f32(device_f32(src, "gather_rows"), static_cast<const int64_t*>(staged[0]),
+                                 out.f32(), static_cast<int64_t>(rows.size()), src.row_size(), stream());
+        return out;
+    }
+
+    void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
+        const int64_t d = dst.row_size();
+        if (src.row_size() != d || src.rows() != static_cast<int64_t>(rows.size())) {
+            fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
+                 rows.size(), " rows");
+        }
+        for (const int64_t r : rows) {
+            if (r < 0 || r >= dst.rows()) {
+                fail("scatter_rows: row ", r, " outside ", shape_string(dst.shape));
+            }
+        }
+        activate();
+        // A row written more than once keeps the last source row, as in the CPU backend's sequential copies.
+        std::unordered_map<int64_t, int64_t> last_source;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            last_source[rows[i]] = static_cast<int64_t>(i);
+        }
+        if (last_source.size() == rows.size()) {
+            const auto staged = stage({std::as_bytes(rows)});
+            kernels::scatter_rows_f32(device_f32(dst, "scatter_rows"), static_cast<const int64_t*>(staged[0]),
+                                      device_f32(src, "scatter_rows"), nullptr,
+                                      static_cast<int64_t>(rows.size()), d, stream());
+            return;
+        }
+        std::vector<int64_t> dst_rows, src_rows;
+        for (const auto& [row, source] : last_source) {
+            dst_rows.push_back(row);
+            src_rows.push_back(source);
+        }
+        const auto staged = stage({std::as_bytes(std::span(dst_rows)), std::as_bytes(std::span(src_rows))});
+        kernels::scatter_rows_f32(device_f32(dst, "scatter_rows"), static_cast<const int64_t*>(staged[0]),
+                                  device_f32(src, "scatter_rows"), static_cast<const int64_t*>(staged[1]),
+                                  static_cast<int64_t>(dst_rows.size()), d, stream());
+    }
+
+private:
+    cudaStream_t stream() const { return stream_.get(); }
+
+    // CUDA's current device is per host thread: the backend may be driven from another thread than the one
+    // that made it.
+    void activate() const { CUDA_CHECK(cudaSetDevice(device_)); }
+
+    // A tensor whose contents are unspecified (NaN with poison_allocations); the operation writes all of it.
+    Tensor alloc_uninitialized(std::vector<int64_t> shape, const char* op) {
+        Tensor t;
+        t.shape = std::move(shape);
+        for (const int64_t d : t.shape) {
+            if (d < 0) {
+                fail(op, ": negative dimension in ", shape_string(t.shape));
+            }
+        }
+        activate();
+        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float), pool_,
+                                                  memory_);
+        if (poison_ && t.n_elements() > 0) {
+            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0xff, t.buffer->n_bytes(), stream()));
+        }
+        return t;
+    }
+
+    Tensor alloc_zeroed(std::vector<int64_t> shape, const char* op) {
+        Tensor t = alloc_uninitialized(std::move(shape), op);
+        if (t.n_elements() > 0) {
+            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0, t.buffer->n_bytes(), stream()));
+        }
+        return t;
+    }
+
+    // Enqueues a copy of host memory that the caller may reuse as soon as this returns (pageable memory is
+    // staged by the driver before the call returns).
+    void copy_to_device(void* dst, const void* src, size_t n_bytes) {
+        if (n_bytes > 0) {
+            CUDA_CHECK(cudaMemcpyAsync(dst, src, n_bytes, cudaMemcpyHostToDevice, stream()));
+        }
+    }
+
+    // Copies small host arrays (row lists, block tables) into the backend's staging memory, each at an
+    // aligned offset, and returns their device addresses. The staging memory is reused by the next call:
+    // the work enqueued in between reads it in stream order.
+    std::vector<const void*> stage(std::initializer_list<std::span<const std::byte>> arrays) {
+        constexpr size_t kAlign = 256;
+        size_t total = 0;
+        for (const auto& a : arrays) {
+            total += (a.size() + kAlign - 1) / kAlign * kAlign;
+        }
+        activate();
+        if (total > staging_bytes_) {
+            CUDA_CHECK(cudaStreamSynchronize(stream()));  // work still reading the old staging memory
+            staging_.reset();
+            staging_bytes_ = std::max(total, 2 * staging_bytes_);
+            void* p = try_cuda_malloc(staging_bytes_);
+            if (p == nullptr) {
+                pool_->release_cached();
+                p = try_cuda_malloc(staging_bytes_);
+            }
+            if (p == nullptr) {
+                fail_out_of_memory(staging_bytes_, device_);
+            }
+            staging_.reset(p);
+        }
+        std::vector<const void*> addresses;
+        size_t offset = 0;
+        for (const auto& a : arrays) {
+            auto* dst = static_cast<std::byte*>(staging_.get()) + offset;
+            copy_to_device(dst, a.data(), a.size());
+            addresses.push_back(a.empty() ? nullptr : dst);
+            offset += (a.size() + kAlign - 1) / kAlign * kAlign;
+        }
+        return addresses;
+    }
+
+    // How the keys of an attention call's row spans are split, with the partials buffer several splits need.
+    struct Splits {
+        int64_t n_splits = 1;
+        Tensor partials;  // [n_row_spans * n_head * n_splits * (head_dim + 2)] or empty
+
+        float* partials_f32() const { return partials.empty() ? nullptr : partials.f32(); }
+    };
+
+    // q [n_q_total, n_head, head_dim]
+    Splits attention_splits(const AttentionSpans& spans, const Tensor& q) {
+        const auto n_rows = static_cast<int64_t>(spans.rows.size());
+        Splits splits;
+        splits.n_splits =
+            kernels::attention_splits(n_rows, q.shape[1], spans.max_row_visible, n_multiprocessors_);
+        if (splits.n_splits > 1) {
+            splits.partials = alloc_uninitialized(
+                {kernels::attention_partials_floats(n_rows, q.shape[1], splits.n_splits, q.shape[2])},
+                "attention");
+        }
+        return splits;
+    }
+
+    void check_head_dim(const Tensor& q, const char* op) const {
+        if (q.shape[2] > kernels::kMaxAttentionHeadDim) {
+            fail(op, ": head_dim ", q.shape[2], " of q ", shape_string(q.shape),
+                 " is over the CUDA kernels' ", kernels::kMaxAttentionHeadDim);
+        }
+    }
+
+    int device_;
+    bool poison_;
+    std::string device_name_;
+    int n_multiprocessors_ = 1;
+    std::unique_ptr<CUstream_st, StreamDestroy> stream_;
+    std::unique_ptr<cublasContext, CublasDestroy> cublas_;
+    DevicePtr staging_;
+    size_t staging_bytes_ = 0;
+    std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
+    std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_);
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
+    return std::make_unique<CudaBackend>(options);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+    return make_cuda_backend(CudaBackendOptions{device, false});
+}
+
+}  // namespace folio

@@ -1,0 +1,194 @@
+#include <algorithm>
+
+#include "cuda-check.h"
+#include "elementwise.h"
+#include "error.h"
+#include "quantized-linear.h"
+#include "reduce.cuh"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kRowsPerBlock = kBlock / kWarpSize;  // one warp per output row
+
+__device__ inline float low_nibble(int8_t byte) {
+    return static_cast<float>(static_cast<int8_t>(static_cast<int8_t>(byte << 4) >> 4));
+}
+
+__device__ inline float high_nibble(int8_t byte) {
+    return static_cast<float>(static_cast<int8_t>(byte >> 4));
+}
+
+// Column c of weight row o, dequantized as dequantize_row() does.
+template <QuantizedFormat kType>
+__device__ inline float weight_at(const int8_t* q, const float* scales, int64_t o, int64_t c, int64_t n_in,
+                                  int64_t group_size) {
+    if constexpr (kType == QuantizedFormat::Wint8) {
+        return static_cast<float>(q[o * n_in + c]) * scales[o];
+    } else {
+        const int8_t byte = q[o * (n_in / 2) + c / 2];
+        const float scale = scales[o * (n_in / group_size) + c / group_size];
+        return ((c & 1) ? high_nibble(byte) : low_nibble(byte)) * scale;
+    }
+}
+
+// Eight consecutive columns [c, c + 8) of weight row o; c is a multiple of 8 and n_in of 8 (of 64 for WINT4),
+// so the packed bytes can be read as one 8- or 4-byte word and the eight columns share a WINT4 group.
+template <QuantizedFormat kType>
+__device__ inline void weights_at8(const int8_t* q, const float* scales, int64_t o, int64_t c, int64_t n_in,
+                                   int64_t group_size, float out[8]) {
+    if constexpr (kType == QuantizedFormat::Wint8) {
+        const int2 word = *reinterpret_cast<const int2*>(q + o * n_in + c);
+        const float scale = scales[o];
+        const int8_t* bytes = reinterpret_cast<const int8_t*>(&word);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            out[i] = static_cast<float>(bytes[i]) * scale;
+        }
+    } else {
+        const int word = *reinterpret_cast<const int*>(q + o * (n_in / 2) + c / 2);
+        const float scale = scales[o * (n_in / group_size) + c / group_size];
+        const int8_t* bytes = reinterpret_cast<const int8_t*>(&word);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            out[2 * i] = low_nibble(bytes[i]) * scale;
+            out[2 * i + 1] = high_nibble(bytes[i]) * scale;
+        }
+    }
+}
+
+// One warp per output row o: reads the row's packed weights once and dots them with every row of x.
+// kVector: n_in is a multiple of 8 and lanes take eight columns at a time.
+// x [n, n_in], b [n_out] or null, y [n, n_out]; n <= kQuantizedGemvMaxRows
+template <QuantizedFormat kType, bool kVector>
+__global__ void __launch_bounds__(kBlock)
+    quantized_gemv_f32_kernel(const float* x, const int8_t* q, const float* scales, const float* b, float* y,
+                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
+    if (o >= n_out) {
+        return;
+    }
+    float acc[kQuantizedGemvMaxRows] = {};
+    if constexpr (kVector) {
+        for (int64_t c = static_cast<int64_t>(lane) * 8; c < n_in; c += kWarpSize * 8) {
+            float w[8];
+            weights_at8<kType>(q, scales, o, c, n_in, group_size, w);
+#pragma unroll
+            for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+                if (r < n) {
+                    const float4 x0 = *reinterpret_cast<const float4*>(x + r * n_in + c);
+                    const float4 x1 = *reinterpret_cast<const float4*>(x + r * n_in + c + 4);
+                    acc[r] += x0.x * w[0] + x0.y * w[1] + x0.z * w[2] + x0.w * w[3] + x1.x * w[4] +
+                              x1.y * w[5] + x1.z * w[6] + x1.w * w[7];
+                }
+            }
+        }
+    } else {
+        for (int64_t c = lane; c < n_in; c += kWarpSize) {
+            const float w = weight_at<kType>(q, scales, o, c, n_in, group_size);
+#pragma unroll
+            for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+                if (r < n) {
+                    acc[r] += x[r * n_in + c] * w;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+        if (r < n) {
+            const float sum = warp_sum(acc[r]);
+            if (lane == 0) {
+                y[r * n_out + o] = sum + (b ? b[o] : 0.0f);
+            }
+        }
+    }
+}
+
+// One thread per weight.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of the packed matrix
+template <QuantizedFormat kType>
+__global__ void dequantize_rows_f32_kernel(const int8_t* q, const float* scales, float* w, int64_t row_begin,
+                                           int64_t n_rows, int64_t n_in, int64_t group_size) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n_rows * n_in) {
+        w[i] = weight_at<kType>(q, scales, row_begin + i / n_in, i % n_in, n_in, group_size);
+    }
+}
+
+template <QuantizedFormat kType>
+void launch_gemv(const float* x, const int8_t* q, const float* scales, const float* b, float* y, int64_t n,
+                 int64_t n_in, int64_t n_out, int64_t group_size, cudaStream_t stream) {
+    const auto n_blocks = static_cast<unsigned int>((n_out + kRowsPerBlock - 1) / kRowsPerBlock);
+    if (n_in % 8 == 0) {
+        quantized_gemv_f32_kernel<kType, true>
+            <<<n_blocks, kBlock, 0, stream>>>(x, q, scales, b, y, n, n_in, n_out, group_size);
+    } else {
+        quantized_gemv_f32_kernel<kType, false>
+            <<<n_blocks, kBlock, 0, stream>>>(x, q, scales, b, y, n, n_in, n_out, group_size);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+void dequantize_rows_f32(QuantizedFormat format, const int8_t* q, const float* scales, float* w,
+                         int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
+                         cudaStream_t stream) {
+    const int64_t n = n_rows * n_in;
+    if (n == 0) {
+        return;
+    }
+    const auto n_blocks = static_cast<unsigned int>((n + kBlock - 1) / kBlock);
+    if (format == QuantizedFormat::Wint8) {
+        dequantize_rows_f32_kernel<QuantizedFormat::Wint8>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+    } else {
+        dequantize_rows_f32_kernel<QuantizedFormat::Wint4>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const float* x, const int8_t* q,
+                          const float* scales, const float* b, float* y, int64_t n, int64_t n_in,
+                          int64_t n_out, int64_t group_size, float* scratch, int64_t n_scratch,
+                          cudaStream_t stream) {
+    if (n == 0 || n_out == 0) {
+        return;
+    }
+    if (n <= kQuantizedGemvMaxRows) {
+        if (format == QuantizedFormat::Wint8) {
+            launch_gemv<QuantizedFormat::Wint8>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+        } else {
+            launch_gemv<QuantizedFormat::Wint4>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+        }
+        return;
+    }
+    if (n_scratch < n_in) {
+        fail("quantized_linear_f32: scratch of ", n_scratch, " floats holds no row of ", n_in);
+    }
+    // Blocks of weight rows: dequantize into scratch, then y[:, block] = x · blockᵀ, which is column-major
+    // yᵀ[block, n] = block · xᵀ with leading dimension n_out.
+    const int64_t block_rows = std::min(n_out, n_scratch / n_in);
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    for (int64_t o = 0; o < n_out; o += block_rows) {
+        const int64_t m = std::min(block_rows, n_out - o);
+        dequantize_rows_f32(format, q, scales, scratch, o, m, n_in, group_size, stream);
+        CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+                                 static_cast<int>(n_in), &alpha, scratch, static_cast<int>(n_in), x,
+                                 static_cast<int>(n_in), &beta, y + o, static_cast<int>(n_out)));
+    }
+    if (b != nullptr) {
+        add_bias_f32(y, b, n, n_out, stream);
+    }
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,46 @@
+#include "cuda-check.h"
+#include "rotary.h"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kBlock = 256;
+
+// One thread per rotated pair.  x [n, n_head, head_dim], cos, sin [n, head_dim]
+__global__ void rope_f32_kernel(float* x, const float* cos, const float* sin, int64_t n, int64_t n_head,
+                                int64_t head_dim) {
+    const int64_t half = head_dim / 2;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n * n_head * half) {
+        return;
+    }
+    const int64_t pair = i % half;
+    const int64_t row_head = i / half;  // row * n_head + head
+    const int64_t row = row_head / n_head;
+    float* v = x + row_head * head_dim;     // [head_dim]
+    const float* c = cos + row * head_dim;  // [head_dim]
+    const float* s = sin + row * head_dim;  // [head_dim]
+    const float a = v[pair], b = v[pair + half];
+    v[pair] = a * c[pair] - b * s[pair];
+    v[pair + half] = b * c[pair + half] + a * s[pair + half];
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+void rope_f32(float* x, const float* cos, const float* sin, int64_t n, int64_t n_head, int64_t head_dim,
+              cudaStream_t stream) {
+    const int64_t n_pairs = n * n_head * (head_dim / 2);
+    if (n_pairs == 0) {
+        return;
+    }
+    const auto n_blocks = static_cast<unsigned int>((n_pairs + kBlock - 1) / kBlock);
+    rope_f32_kernel<<<n_blocks, kBlock, 0, stream>>>(x, cos, sin, n, n_head, head_dim);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,59 @@
+#include "cuda-check.h"
+#include "rows.h"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kBlock = 256;
+
+// One thread per copied value; row index i of the list, column j.
+// out [n_rows, d] <- src [n_src, d] at rows [n_rows]
+__global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, float* out, int64_t n_rows,
+                                       int64_t d) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < n_rows * d) {
+        const int64_t i = k / d, j = k % d;
+        out[k] = src[rows[i] * d + j];
+    }
+}
+
+// dst [n_dst, d] at rows [n_rows] <- src [n_src, d] at src_rows [n_rows] (or the first n_rows rows)
+__global__ void scatter_rows_f32_kernel(float* dst, const int64_t* rows, const float* src,
+                                        const int64_t* src_rows, int64_t n_rows, int64_t d) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < n_rows * d) {
+        const int64_t i = k / d, j = k % d;
+        dst[rows[i] * d + j] = src[(src_rows ? src_rows[i] : i) * d + j];
+    }
+}
+
+unsigned int n_blocks(int64_t n) {
+    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+void gather_rows_f32(const float* src, const int64_t* rows, float* out, int64_t n_rows, int64_t d,
+                     cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    gather_rows_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(src, rows, out, n_rows, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,
+                      int64_t n_rows, int64_t d, cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    scatter_rows_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(dst, rows, src, src_rows, n_rows, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,19 @@
+// Host entry points of the row gather and scatter. Row-major float32 in device memory, enqueued on stream.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// out[i] = src[rows[i]] for i < n_rows.  src [n_src, d], rows [n_rows] (device), out [n_rows, d]
+void gather_rows_f32(const float* src, const int64_t* rows, float* out, int64_t n_rows, int64_t d,
+                     cudaStream_t stream);
+
+// dst[rows[i]] = src[src_rows[i]] for i < n_rows, src_rows[i] = i where src_rows is null; rows must be
+// distinct.  dst [n_dst, d], rows, src_rows [n_rows] (device), src [n_src, d]
+void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,
+                      int64_t n_rows, int64_t d, cudaStream_t stream);
+
+}  // namespace folio::kernels

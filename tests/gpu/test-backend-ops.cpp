@@ -1,0 +1,436 @@
+// Every operation of the CUDA backend against the CPU reference backend, on fresh random inputs of odd and
+// even sizes; skipped where no CUDA device is present. The CUDA backend fills new tensors with NaN, so an
+// output element an operation fails to write shows up as an error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend-cuda.h"
+#include "backend.h"
+#include "elementwise.h"
+#include "error.h"
+
+namespace folio {
+namespace {
+
+// Float32 paths: both backends compute in float32 and differ only in summation order and in the libm
+// versus CUDA versions of exp, tanh and erf, a few ulp each.
+constexpr double kF32Bound = 1e-4;
+// Quantized paths: both backends dequantize to the same floats (an int times its float scale, exact in
+// either), so they too differ only in summation order; the inputs' magnitudes are those of the float32 tests.
+constexpr double kQuantizedBound = 1e-4;
+
+// max |actual - expected| / max |expected|; infinite where actual holds a NaN or an infinity.
+double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
+    if (actual.size() != expected.size()) {
+        return INFINITY;
+    }
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < actual.size(); ++i) {
+        if (!std::isfinite(actual[i])) {
+            return INFINITY;
+        }
+        max_diff = std::max(max_diff, std::fabs(static_cast<double>(actual[i]) - expected[i]));
+        max_ref = std::max(max_ref, std::fabs(static_cast<double>(expected[i])));
+    }
+    return max_ref > 0.0 ? max_diff / max_ref : max_diff;
+}
+
+// The largest error seen per operation, printed when the test program ends.
+std::map<std::string, double>& worst_errors() {
+    static std::map<std::string, double> errors;
+    return errors;
+}
+
+class WorstErrorReport : public ::testing::Environment {
+public:
+    void TearDown() override {
+        for (const auto& [op, err] : worst_errors()) {
+            std::cout << "max relative error " << op << ": " << err << "\n";
+        }
+    }
+};
+
+const auto* const report = ::testing::AddGlobalTestEnvironment(new WorstErrorReport);
+
+std::vector<float> random_values(int64_t n, uint32_t seed, float mean = 0.0f, float stddev = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(mean, stddev);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) {
+        x = normal(rng);
+    }
+    return v;
+}
+
+class BackendOpsTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+        cpu_ = make_cpu_backend();
+        gpu_ = make_cuda_backend(CudaBackendOptions{0, true});
+    }
+
+    // The same values as a tensor of each backend.
+    struct Pair {
+        Tensor cpu;
+        Tensor gpu;
+    };
+
+    Pair upload(const std::vector<float>& values, std::vector<int64_t> shape) {
+        return {cpu_->upload(values, shape), gpu_->upload(values, shape)};
+    }
+
+    Pair random(std::vector<int64_t> shape, float mean = 0.0f, float stddev = 1.0f) {
+        const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+        return upload(random_values(n, seed_++, mean, stddev), std::move(shape));
+    }
+
+    // Checks shapes and values of a result and records its error under `op`.
+    void expect_close(const std::string& op, const Tensor& gpu, const Tensor& cpu, double bound,
+                      const std::string& where) {
+        ASSERT_EQ(gpu.shape, cpu.shape) << op << " " << where;
+        const double err = relative_error(gpu_->download(gpu), cpu_->download(cpu));
+        EXPECT_LT(err, bound) << op << " " << where;
+        double& worst = worst_errors()[op];
+        worst = std::max(worst, err);
+    }
+
+    std::unique_ptr<Backend> cpu_;
+    std::unique_ptr<Backend> gpu_;
+    uint32_t seed_ = 1;
+};
+
+// A case's description for failure messages, from its parts.
+template <typename... Parts>
+std::string label(const Parts&... parts) {
+    std::ostringstream out;
+    (out << ... << parts);
+    return out.str();
+}
+
+std::string dims(std::initializer_list<int64_t> values) {
+    std::ostringstream out;
+    for (const int64_t v : values) {
+        out << (out.tellp() > 0 ? "x" : "") << v;
+    }
+    return out.str();
+}
+
+TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
+    const Tensor zeros = gpu_->alloc({3, 5});
+    EXPECT_EQ(gpu_->download(zeros), std::vector<float>(15, 0.0f));
+    for (const int64_t n : {1, 7, 1000, 130 * 96}) {
+        const auto values = random_values(n, seed_++);
+        Tensor t = gpu_->upload(values, {n});
+        EXPECT_EQ(gpu_->download(t), values);
+        const Tensor c = gpu_->copy(t);
+        gpu_->gelu_erf(t);
+        EXPECT_EQ(gpu_->download(c), values) << "a copy is independent of its source";
+        EXPECT_EQ(c.shape, t.shape);
+    }
+    const Tensor empty = gpu_->alloc({0, 4});
+    EXPECT_TRUE(gpu_->download(empty).empty());
+    EXPECT_THROW(gpu_->alloc({2, -1}), Error);
+    EXPECT_THROW(gpu_->upload(std::vector<float>(5), {2, 3}), Error);
+    EXPECT_THROW(gpu_->download(cpu_->alloc({4})), Error) << "a CPU tensor is refused";
+}
+
+TEST_F(BackendOpsTest, FactoryAndLifetimes) {
+    EXPECT_THROW(make_cuda_backend(kernels::device_count()), Error) << "no device of that number";
+    EXPECT_NE(gpu_->name().find("cuda"), std::string::npos) << gpu_->name();
+    // Tensors may outlive their backend.
+    Tensor t = gpu_->upload(random_values(7, 1), {7});
+    gpu_.reset();
+    t = Tensor{};
+    gpu_ = make_cuda_backend();
+    // Memory freed by one tensor is taken by the next of the same size, and zeroed by alloc().
+    for (int i = 0; i < 3; ++i) {
+        Tensor x = gpu_->upload(random_values(1000, 2), {1000});
+        gpu_->gelu_tanh(x);
+        EXPECT_EQ(gpu_->download(gpu_->alloc({1000})), std::vector<float>(1000, 0.0f));
+    }
+}
+
+TEST_F(BackendOpsTest, MemoryStatsCountBytesAndPeak) {
+    const MemoryStats before = gpu_->memory_stats();
+    {
+        const Tensor a = gpu_->alloc({1000});
+        const Tensor b = gpu_->alloc({24, 10});
+        EXPECT_EQ(gpu_->memory_stats().in_use, before.in_use + 4960);
+    }
+    EXPECT_EQ(gpu_->memory_stats().in_use, before.in_use);
+    EXPECT_GE(gpu_->memory_stats().peak, before.in_use + 4960);
+    gpu_->reset_peak();
+    EXPECT_EQ(gpu_->memory_stats().peak, before.in_use);
+    const QuantizedTensor q =
+        gpu_->upload(quantize(random_values(8 * 128, 3), 8, 128, Quantization::Wint4, 64));
+    EXPECT_EQ(gpu_->memory_stats().in_use, before.in_use + quantized_bytes(Quantization::Wint4, 8, 128, 64));
+}
+
+TEST_F(BackendOpsTest, OutOfMemoryThrowsWithTheRequest) {
+    const int64_t n = int64_t{1} << 40;  // 4 TiB of floats
+    try {
+        gpu_->alloc({n});
+        FAIL() << "allocated 4 TiB";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("out of memory"), std::string::npos) << what;
+        EXPECT_NE(what.find(std::to_string(n * 4)), std::string::npos) << what;
+        EXPECT_NE(what.find("free of"), std::string::npos) << what;
+    }
+    // The backend goes on working.
+    Pair x = random({3, 7});
+    cpu_->gelu_tanh(x.cpu);
+    gpu_->gelu_tanh(x.gpu);
+    expect_close("gelu_tanh", x.gpu, x.cpu, kF32Bound, "after out of memory");
+}
+
+TEST_F(BackendOpsTest, Linear) {
+    for (const int64_t n : {1, 3, 17, 130}) {
+        for (const auto& [in, out] :
+             std::vector<std::pair<int64_t, int64_t>>{{1, 7}, {7, 96}, {96, 1000}, {1000, 7}}) {
+            for (const bool with_bias : {false, true}) {
+                const Pair x = random({n, in}), w = random({out, in}), b = random({out});
+                const Tensor y_cpu = cpu_->linear(x.cpu, w.cpu, with_bias ? &b.cpu : nullptr);
+                const Tensor y_gpu = gpu_->linear(x.gpu, w.gpu, with_bias ? &b.gpu : nullptr);
+                expect_close("linear", y_gpu, y_cpu, kF32Bound,
+                             label(dims({n, in, out}), with_bias ? " bias" : ""));
+            }
+        }
+    }
+    const Pair x = random({3, 7}), w = random({5, 8}), b = random({4});
+    EXPECT_THROW(gpu_->linear(x.gpu, w.gpu, nullptr), Error);
+    const Pair w7 = random({5, 7});
+    EXPECT_THROW(gpu_->linear(x.gpu, w7.gpu, &b.gpu), Error);
+}
+
+TEST_F(BackendOpsTest, QuantizedLinear) {
+    struct Case {
+        Quantization type;
+        int64_t in;
+        int64_t out;
+        int64_t group_size;
+    };
+    const std::vector<Case> cases = {
+        {Quantization::Wint8, 1, 7, 0},       {Quantization::Wint8, 7, 96, 0},
+        {Quantization::Wint8, 96, 1000, 0},   {Quantization::Wint8, 1000, 7, 0},
+        {Quantization::Wint8, 1024, 1, 0},    {Quantization::Wint4, 64, 7, 64},
+        {Quantization::Wint4, 192, 1000, 64}, {Quantization::Wint4, 1024, 96, 128},
+        {Quantization::Wint4, 128, 1, 128},
+    };
+    for (const Case& c : cases) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        for (const int64_t n : {1, 3, 8, 9, 17, 130}) {
+            for (const bool with_bias : {false, true}) {
+                const Pair x = random({n, c.in}), b = random({c.out});
+                const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
+                const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, with_bias ? &b.gpu : nullptr);
+                expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu, kQuantizedBound,
+                             label(dims({n, c.in, c.out}), with_bias ? " bias" : ""));
+            }
+        }
+    }
+    // More weights than one block of dequantization scratch: the product runs in several blocks of rows.
+    for (const Quantization type : {Quantization::Wint8, Quantization::Wint4}) {
+        const int64_t in = 1024, out = 9000;
+        const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Pair x = random({17, in}), b = random({out});
+        expect_close(label("linear ", quantization_name(type)), gpu_->linear(x.gpu, w_gpu, &b.gpu),
+                     cpu_->linear(x.cpu, w_cpu, &b.cpu), kQuantizedBound, dims({17, in, out}));
+    }
+    const QuantizedTensor w_gpu =
+        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));
+    const Pair x = random({2, 63});
+    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
+}
+
+TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
+    for (const int64_t n : {1, 3, 17, 130}) {
+        for (const int64_t d : {1, 7, 96, 1000}) {
+            const Pair x = random({n, d}, 3.0f, 2.0f), w = random({d}), b = random({d});
+            expect_close("layer_norm", gpu_->layer_norm(x.gpu, w.gpu, b.gpu, 1e-6f),
+                         cpu_->layer_norm(x.cpu, w.cpu, b.cpu, 1e-6f), kF32Bound, dims({n, d}));
+            expect_close("rms_norm", gpu_->rms_norm(x.gpu, w.gpu, 1e-5f), cpu_->rms_norm(x.cpu, w.cpu, 1e-5f),
+                         kF32Bound, dims({n, d}));
+        }
+    }
+    const Pair x = random({3, 7}), w = random({6});
+    EXPECT_THROW(gpu_->layer_norm(x.gpu, w.gpu, w.gpu, 1e-6f), Error);
+    EXPECT_THROW(gpu_->rms_norm(x.gpu, w.gpu, 1e-6f), Error);
+}
+
+TEST_F(BackendOpsTest, ElementWise) {
+    for (const int64_t n : {1, 7, 96 * 3, 1000 * 17 + 1}) {
+        Pair x = random({n}, 0.0f, 3.0f);
+        const Pair y = random({n});
+        cpu_->add(x.cpu, y.cpu);
+        gpu_->add(x.gpu, y.gpu);
+        expect_close("add", x.gpu, x.cpu, kF32Bound, dims({n}));
+        cpu_->gelu_tanh(x.cpu);
+        gpu_->gelu_tanh(x.gpu);
+        expect_close("gelu_tanh", x.gpu, x.cpu, kF32Bound, dims({n}));
+        Pair z = random({n}, 0.0f, 3.0f);
+        cpu_->gelu_erf(z.cpu);
+        gpu_->gelu_erf(z.gpu);
+        expect_close("gelu_erf", z.gpu, z.cpu, kF32Bound, dims({n}));
+        const Pair gate = random({n, 1}, 0.0f, 4.0f), up = random({n, 1});
+        expect_close("silu_mul", gpu_->silu_mul(gate.gpu, up.gpu), cpu_->silu_mul(gate.cpu, up.cpu),
+                     kF32Bound, dims({n}));
+    }
+    Pair a = random({3, 4});
+    const Pair b = random({4, 3});
+    EXPECT_THROW(gpu_->add(a.gpu, b.gpu), Error);
+    EXPECT_THROW(gpu_->silu_mul(a.gpu, b.gpu), Error);
+}
+
+TEST_F(BackendOpsTest, Rope) {
+    for (const int64_t n : {1, 3, 17, 130}) {
+        for (const int64_t n_head : {1, 3, 16}) {
+            for (const int64_t hd : {2, 8, 72, 128}) {
+                Pair x = random({n, n_head, hd});
+                const Pair cos = random({n, hd}), sin = random({n, hd});
+                cpu_->rope(x.cpu, cos.cpu, sin.cpu);
+                gpu_->rope(x.gpu, cos.gpu, sin.gpu);
+                expect_close("rope", x.gpu, x.cpu, kF32Bound, dims({n, n_head, hd}));
+            }
+        }
+    }
+    Pair x = random({3, 2, 7});
+    const Pair cs = random({3, 7});
+    EXPECT_THROW(gpu_->rope(x.gpu, cs.gpu, cs.gpu), Error);
+    Pair y = random({3, 2, 8});
+    const Pair cs4 = random({4, 8});
+    EXPECT_THROW(gpu_->rope(y.gpu, cs4.gpu, cs4.gpu), Error);
+}
+
+TEST_F(BackendOpsTest, Attention) {
+    struct Case {
+        std::string name;
+        int64_t n_q_total, n_kv_total, n_head, n_kv_head;
+        std::vector<AttentionSegment> segments;
+    };
+    const std::vector<Case> cases = {
+        // Vision: several images packed in one sequence, each attending within itself.
+        {"vision", 234, 234, 4, 4, {{0, 1, 0, 1}, {1, 7, 1, 7}, {8, 96, 8, 96}, {104, 130, 104, 130}}},
+        // Text prefill, causal, grouped heads.
+        {"prefill", 17, 17, 8, 2, {{0, 17, 0, 17, true, 0}}},
+        // Decode against a longer cache.
+        {"decode", 1, 130, 16, 2, {{0, 1, 0, 130, true, 129}}},
+        // Decode against a long cache, whose keys are split over several blocks, beside a short one.
+        {"long decode", 2, 3005, 16, 2, {{0, 1, 0, 3000, true, 2999}, {1, 1, 3000, 5}}},
+        // A chunk of a prompt after 133 cached tokens, and a second sequence decoding, some q rows uncovered.
+        {"chunked", 24, 300, 6, 3, {{0, 17, 0, 150, true, 133}, {20, 1, 150, 150, true, 149}}},
+        // Segments with no keys and a causal window cut by n_kv; short segments go row by row through the
+        // kernels, longer ones in tiles.
+        {"edge", 23, 9, 2, 1, {{0, 2, 0, 0}, {2, 3, 0, 4, true, 3}, {5, 9, 0, 0}, {14, 9, 0, 6, true, 0}}},
+    };
+    for (const Case& c : cases) {
+        for (const int64_t hd : {1, 7, 32, 72, 128, 256}) {
+            const Pair q = random({c.n_q_total, c.n_head, hd}), k = random({c.n_kv_total, c.n_kv_head, hd}),
+                       v = random({c.n_kv_total, c.n_kv_head, hd});
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            expect_close("attention", gpu_->attention(q.gpu, k.gpu, v.gpu, c.segments, scale),
+                         cpu_->attention(q.cpu, k.cpu, v.cpu, c.segments, scale), kF32Bound,
+                         label(c.name, " hd ", hd));
+        }
+    }
+    const Pair q = random({4, 4, 8}), k = random({6, 3, 8});
+    const std::vector<AttentionSegment> segment = {{0, 4, 0, 6}};
+    EXPECT_THROW(gpu_->attention(q.gpu, k.gpu, k.gpu, segment, 1.0f), Error) << "4 heads over 3 K/V heads";
+    const Pair k2 = random({6, 2, 8});
+    const std::vector<AttentionSegment> outside = {{0, 4, 3, 4}};
+    EXPECT_THROW(gpu_->attention(q.gpu, k2.gpu, k2.gpu, outside, 1.0f), Error);
+}
+
+TEST_F(BackendOpsTest, PagedAttention) {
+    for (const int64_t block_size : {1, 5, 16}) {
+        for (const int64_t hd : {7, 32, 128}) {
+            const int64_t n_head = 8, n_kv_head = 2;
+            // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose keys
+            // are split over several blocks.
+            const std::vector<std::pair<int64_t, int64_t>> shapes = {
+                {1, 1}, {1, 3}, {17, 17}, {5, 130}, {1, 2000}};
+            std::vector<PagedSequence> seqs;
+            std::vector<int32_t> tables;
+            int64_t n_tokens = 0, n_blocks_used = 0;
+            for (const auto& [n_q, n_kv] : shapes) {
+                const int64_t n_table = (n_kv + block_size - 1) / block_size;
+                seqs.push_back({n_tokens, n_q, n_kv, static_cast<int64_t>(tables.size())});
+                for (int64_t i = 0; i < n_table; ++i) {
+                    tables.push_back(static_cast<int32_t>(n_blocks_used++));
+                }
+                n_tokens += n_q;
+            }
+            // Blocks scattered over a larger cache, in a shuffled order.
+            const int64_t n_blocks = n_blocks_used + 7;
+            std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+            std::iota(perm.begin(), perm.end(), 0);
+            std::shuffle(perm.begin(), perm.end(), std::mt19937(seed_++));
+            for (int32_t& b : tables) {
+                b = perm[static_cast<size_t>(b)];
+            }
+            const Pair q = random({n_tokens + 2, n_head, hd}),
+                       k = random({n_blocks * block_size, n_kv_head, hd}),
+                       v = random({n_blocks * block_size, n_kv_head, hd});
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            expect_close("paged_attention",
+                         gpu_->paged_attention(q.gpu, k.gpu, v.gpu, seqs, tables, block_size, scale),
+                         cpu_->paged_attention(q.cpu, k.cpu, v.cpu, seqs, tables, block_size, scale),
+                         kF32Bound, label("block ", block_size, " hd ", hd));
+        }
+    }
+    const Pair q = random({2, 4, 8}), k = random({32, 2, 8});
+    const std::vector<PagedSequence> seq = {{0, 2, 20, 0}};
+    const std::vector<int32_t> short_table = {0};
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, short_table, 16, 1.0f), Error);
+    const std::vector<int32_t> bad_block = {0, 2};
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 16, 1.0f), Error);
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 7, 1.0f), Error) << "32 % 7";
+}
+
+TEST_F(BackendOpsTest, GatherAndScatterRows) {
+    for (const int64_t d : {1, 7, 1000}) {
+        const Pair src = random({130, d});
+        for (const std::vector<int64_t>& rows : std::vector<std::vector<int64_t>>{
+                 {}, {129}, {0, 5, 5, 3}, {7, 1, 2, 8, 9, 100, 64, 0, 33, 12, 129, 4, 4, 4, 17, 18, 19}}) {
+            expect_close("gather_rows", gpu_->gather_rows(src.gpu, rows), cpu_->gather_rows(src.cpu, rows),
+                         kF32Bound, dims({static_cast<int64_t>(rows.size()), d}));
+        }
+        for (const std::vector<int64_t>& rows :
+             std::vector<std::vector<int64_t>>{{129}, {0, 5, 3}, {3, 9, 3, 0, 9}, {120, 7, 64, 1, 2, 99}}) {
+            Pair dst = random({130, d});
+            const Pair rows_src = random({static_cast<int64_t>(rows.size()), d});
+            cpu_->scatter_rows(dst.cpu, rows, rows_src.cpu);
+            gpu_->scatter_rows(dst.gpu, rows, rows_src.gpu);
+            expect_close("scatter_rows", dst.gpu, dst.cpu, kF32Bound,
+                         dims({static_cast<int64_t>(rows.size()), d}));
+        }
+    }
+    const Pair src3 = random({9, 4, 5});
+    const std::vector<int64_t> rows = {8, 0};
+    expect_close("gather_rows", gpu_->gather_rows(src3.gpu, rows), cpu_->gather_rows(src3.cpu, rows),
+                 kF32Bound, "9x4x5");
+    const std::vector<int64_t> outside = {9};
+    EXPECT_THROW(gpu_->gather_rows(src3.gpu, outside), Error);
+    Pair dst = random({9, 4, 5});
+    EXPECT_THROW(gpu_->scatter_rows(dst.gpu, outside, random({1, 20}).gpu), Error);
+    EXPECT_THROW(gpu_->scatter_rows(dst.gpu, rows, random({2, 21}).gpu), Error);
+}
+
+}  // namespace
+}  // namespace folio

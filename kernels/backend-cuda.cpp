@@ -281,6 +281,13 @@ public:
 
     MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }
 
+    int64_t total_memory() const override {
+        activate();
+        size_t free = 0, total = 0;
+        CUDA_CHECK(cudaMemGetInfo(&free, &total));
+        return static_cast<int64_t>(total);
+    }
+
     void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
 
     Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,8 +15,11 @@
 
 namespace folio::testing {
 
+// FOLIO_FIXTURES_DIR in the environment overrides the build-time path, for runs on another machine.
 inline std::filesystem::path fixtures_dir() {
-    return FOLIO_FIXTURES_DIR;
+    const char* dir = std::getenv("FOLIO_FIXTURES_DIR");
+    return dir != nullptr && *dir != '\0' ? std::filesystem::path(dir)
+                                          : std::filesystem::path(FOLIO_FIXTURES_DIR);
 }
 inline std::filesystem::path tiny_model_dir() {
     return fixtures_dir() / "paddleocr-vl-tiny";

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "chat-prompt.h"
 #include "error.h"
+#include "fixture-model.h"
 #include "fixture-reference.h"
 #include "generator.h"
 #include "image-loader.h"
@@ -24,17 +25,9 @@ using testing::relative_error;
 
 constexpr double kTolerance = 1e-4;
 
-struct PromptCase {
-    std::string key;
-    std::vector<std::string> images;
-    std::string task;
-};
-
-const std::vector<PromptCase>& prompt_cases() {
-    static const std::vector<PromptCase> cases = {{"one_image", {"tall"}, "OCR:"},
-                                                  {"two_images", {"wide", "small"}, "Table Recognition:"}};
-    return cases;
-}
+using testing::prompt_case_name;
+using testing::prompt_cases;
+using testing::PromptCase;
 
 // The fixture model, loaded once for all tests of this file.
 struct Fixture {
@@ -57,58 +50,14 @@ Fixture& fixture() {
 
 class PaddleOcrVlTest : public ::testing::TestWithParam<PromptCase> {
 protected:
-    // Reference pixels and grids of the prompt's images, concatenated in order.
     PreprocessedImages reference_images(const PromptCase& c) const {
-        PreprocessedImages out;
-        for (const auto& name : c.images) {
-            const auto px = reference_->f32("pixel_values." + name);
-            out.pixel_values.insert(out.pixel_values.end(), px.begin(), px.end());
-            const auto g = reference_->i64("grid_thw." + name);
-            out.grids.push_back({g[0], g[1], g[2]});
-        }
-        return out;
+        return testing::reference_images(*reference_, c);
     }
-
     ChatPromptTokens reference_prompt(const PromptCase& c) const {
-        ChatPromptTokens prompt;
-        for (const int64_t id : reference_->i64(c.key + ".input_ids")) {
-            prompt.ids.push_back(static_cast<int32_t>(id));
-            prompt.is_image.push_back(id == files_->config().image_token_id ? 1 : 0);
-        }
-        return prompt;
+        return testing::reference_prompt(*reference_, c, files_->config().image_token_id);
     }
-
-    // Logits at every prompt position, the images encoded and in place; the cache in blocks of 8 slots in
-    // reverse order, so that attention must follow the block table.
     Tensor prompt_logits(PaddleOcrVl& model, const PromptCase& c) const {
-        const ChatPromptTokens prompt = reference_prompt(c);
-        const PreprocessedImages images = reference_images(c);
-        Tensor embeds = model.embed(prompt.ids);
-        const Tensor features =
-            model.project(model.encode_vision(images.pixel_values, images.grids), images.grids);
-        std::vector<int64_t> rows;
-        for (size_t i = 0; i < prompt.ids.size(); ++i) {
-            if (prompt.is_image[i]) {
-                rows.push_back(static_cast<int64_t>(i));
-            }
-        }
-        backend_->scatter_rows(embeds, rows, features);
-        const MropePositions positions = compute_mrope_positions(prompt.is_image, images.grids,
-                                                                 files_->config().vision.spatial_merge_size);
-        const auto& tc = files_->config().text;
-        const auto n = static_cast<int64_t>(prompt.ids.size());
-        const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-        PagedKvCache cache(*backend_,
-                           {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, block_size});
-        KvBatch batch;
-        batch.seqs.push_back({0, n, n, 0});
-        for (int64_t b = 0; b < n_blocks; ++b) {
-            batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
-        }
-        for (int64_t t = 0; t < n; ++t) {
-            batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
-        }
-        return model.logits(model.forward_text(embeds, positions.pos, cache, batch));
+        return testing::prompt_logits(model, reference_prompt(c), reference_images(c));
     }
 
     ModelFiles* files_ = fixture().files.get();
@@ -252,10 +201,6 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
     });
     EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected);
     EXPECT_EQ(n_streamed, static_cast<int>(result.tokens.size()));
-}
-
-std::string prompt_case_name(const ::testing::TestParamInfo<PromptCase>& param_info) {
-    return param_info.param.key;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleOcrVlTest, ::testing::ValuesIn(prompt_cases()), prompt_case_name);

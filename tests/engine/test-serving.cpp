@@ -1,6 +1,7 @@
 // The serving runtime on the fixture model: batched, chunked, preempted and prefix-cached requests give
 // exactly the tokens of the same request run alone, under stress the pool ends empty, and bad requests are
-// refused with clear errors.
+// refused with clear errors. Built twice: on the CPU backend, and with FOLIO_TEST_CUDA on the CUDA backend
+// (skipped where no CUDA device is present).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,10 @@
 #include <vector>
 
 #include "backend.h"
+#ifdef FOLIO_TEST_CUDA
+#include "backend-cuda.h"
+#include "elementwise.h"
+#endif
 #include "chat-prompt.h"
 #include "engine-core.h"
 #include "engine.h"
@@ -48,10 +53,17 @@ Image noise_image(int width, int height, uint32_t seed) {
 class Serving : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
+#ifdef FOLIO_TEST_CUDA
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+        backend_ = make_cuda_backend();
+#else
+        backend_ = make_cpu_backend(2);
+#endif
         previous_sink_ = set_log_sink([](std::string_view) {});
         files_ = ModelFiles::open(folio::testing::tiny_model_dir());
         tokenizer_ = Tokenizer::load(folio::testing::tiny_model_dir());
-        backend_ = make_cpu_backend(2);
         const auto weights = make_file_weight_source(*files_);
         model_ = std::make_unique<PaddleOcrVl>(*backend_, files_->config(), *weights);
         // Four pages of 4, 8, 12 and 16 image tokens.

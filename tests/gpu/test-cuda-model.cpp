@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "chat-prompt.h"
 #include "elementwise.h"
+#include "fixture-model.h"
 #include "fixture-reference.h"
 #include "generator.h"
 #include "image-preprocess.h"
@@ -29,21 +30,10 @@ using testing::relative_error;
 // As the CPU backend's model test: the reference is float32, and so is every path of the CUDA backend.
 constexpr double kTolerance = 1e-4;
 
-std::filesystem::path fixtures_dir() {
-    const char* dir = std::getenv("FOLIO_FIXTURES_DIR");
-    return dir != nullptr && *dir != '\0' ? std::filesystem::path(dir)
-                                          : std::filesystem::path(FOLIO_FIXTURES_DIR);
-}
-
-struct PromptCase {
-    std::string key;
-    std::vector<std::string> images;
-};
-
-const std::vector<PromptCase>& prompt_cases() {
-    static const std::vector<PromptCase> cases = {{"one_image", {"tall"}}, {"two_images", {"wide", "small"}}};
-    return cases;
-}
+using testing::fixtures_dir;
+using testing::prompt_case_name;
+using testing::prompt_cases;
+using testing::PromptCase;
 
 // The fixture model on the CUDA backend, loaded once for all tests of this file; new tensors are NaN-filled
 // so that a read of memory no operation wrote shows in the results.
@@ -55,15 +45,15 @@ struct Fixture {
               const auto weights = make_file_weight_source(*files);
               return std::make_unique<PaddleOcrVl>(*backend, files->config(), *weights);
           }()),
-          reference(SafetensorsFile::open(fixtures_dir() / "reference.safetensors")) {}
+          reference() {}
 
-    std::vector<float> f32(const std::string& name) const { return to_f32(reference->get(name)); }
-    std::vector<int64_t> i64(const std::string& name) const { return to_i64(reference->get(name)); }
+    std::vector<float> f32(const std::string& name) const { return reference.f32(name); }
+    std::vector<int64_t> i64(const std::string& name) const { return reference.i64(name); }
 
     std::unique_ptr<ModelFiles> files;
     std::unique_ptr<Backend> backend;
     std::unique_ptr<PaddleOcrVl> model;
-    std::unique_ptr<SafetensorsFile> reference;
+    testing::Reference reference;
 };
 
 class CudaModelTest : public ::testing::TestWithParam<PromptCase> {
@@ -77,23 +67,10 @@ protected:
     }
 
     PreprocessedImages reference_images(const PromptCase& c) const {
-        PreprocessedImages out;
-        for (const auto& name : c.images) {
-            const auto px = fixture_->f32("pixel_values." + name);
-            out.pixel_values.insert(out.pixel_values.end(), px.begin(), px.end());
-            const auto g = fixture_->i64("grid_thw." + name);
-            out.grids.push_back({g[0], g[1], g[2]});
-        }
-        return out;
+        return testing::reference_images(fixture_->reference, c);
     }
-
     ChatPromptTokens reference_prompt(const PromptCase& c) const {
-        ChatPromptTokens prompt;
-        for (const int64_t id : fixture_->i64(c.key + ".input_ids")) {
-            prompt.ids.push_back(static_cast<int32_t>(id));
-            prompt.is_image.push_back(id == fixture_->files->config().image_token_id ? 1 : 0);
-        }
-        return prompt;
+        return testing::reference_prompt(fixture_->reference, c, fixture_->files->config().image_token_id);
     }
 
     Fixture* fixture_ = nullptr;
@@ -110,22 +87,7 @@ TEST_P(CudaModelTest, VisionAndPromptLogitsMatchReference) {
     EXPECT_LT(vision_err, kTolerance);
     std::cout << c.key << ": vision features relative error " << vision_err << "\n";
 
-    const ChatPromptTokens prompt = reference_prompt(c);
-    Tensor embeds = model.embed(prompt.ids);
-    const Tensor features = model.project(vision, images.grids);
-    std::vector<int64_t> rows;
-    for (size_t i = 0; i < prompt.ids.size(); ++i) {
-        if (prompt.is_image[i]) {
-            rows.push_back(static_cast<int64_t>(i));
-        }
-    }
-    backend.scatter_rows(embeds, rows, features);
-    const ModelConfig& cfg = fixture_->files->config();
-    const MropePositions positions =
-        compute_mrope_positions(prompt.is_image, images.grids, cfg.vision.spatial_merge_size);
-    KvCache cache(backend, {cfg.text.num_hidden_layers, cfg.text.num_key_value_heads, cfg.text.head_dim,
-                            static_cast<int64_t>(prompt.ids.size())});
-    const Tensor logits = model.logits(model.forward_text(embeds, positions.pos, cache, 0));
+    const Tensor logits = testing::prompt_logits(model, reference_prompt(c), images);
     const double logits_err = relative_error(backend.download(logits), fixture_->f32(c.key + ".logits"));
     EXPECT_LT(logits_err, kTolerance);
     std::cout << c.key << ": prompt logits relative error " << logits_err << "\n";
@@ -139,10 +101,6 @@ TEST_P(CudaModelTest, GreedyTokensMatchReference) {
     const GenerateResult result = generate(*fixture_->model, reference_prompt(c), reference_images(c), params,
                                            [](int32_t) { return true; });
     EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected);
-}
-
-std::string prompt_case_name(const ::testing::TestParamInfo<PromptCase>& param_info) {
-    return param_info.param.key;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaModelTest, ::testing::ValuesIn(prompt_cases()), prompt_case_name);

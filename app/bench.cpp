@@ -1,0 +1,240 @@
+#include "bench.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "image-preprocess.h"
+#include "model-loader.h"
+#include "weight-source.h"
+
+namespace folio::cli {
+
+const char* const kBenchUsage =
+    R"(  folio-cli bench [--device cpu|cuda[:N]] [--model DIR] [--threads N] [--image-size WxH]
+                  [--prefill-tokens N] [--decode-tokens N] [--batch N,N,...] [--pages N [--blocks-per-page N]
+                  [--block-tokens N] [--block-image WxH]] [engine options]
+      Measures the model (full-size random weights unless --model is given) and prints JSON: the vision
+      encoder, prefill and decode at each batch size, and with --pages a document workload (each page
+      --blocks-per-page block crops with an OCR prompt and --block-tokens output tokens) in pages/s.
+)";
+
+namespace {
+
+// Decode throughput at one batch size: `batch` requests of n_prompt distinct tokens, timed from the
+// step after every request has its first token to the end.
+nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_t batch, int64_t n_prompt,
+                            int64_t n_decode) {
+    EngineConfig config = base;
+    config.max_num_seqs = batch;
+    config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
+    config.max_model_len = n_prompt + n_decode + 1;
+    config.enable_prefix_caching = false;
+    config.num_gpu_blocks_override =
+        batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
+    EngineCore engine(model, config);
+    const auto& tc = model.config().text;
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t b = 0; b < batch; ++b) {
+        Request request;
+        for (int64_t i = 0; i < n_prompt; ++i) {
+            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % tc.vocab_size));
+            request.prompt.is_image.push_back(0);
+        }
+        request.max_tokens = n_decode + 1;
+        request.ignore_eos = true;
+        engine.submit(std::move(request));
+    }
+    std::set<int64_t> started;
+    while (static_cast<int64_t>(started.size()) < batch) {
+        for (const auto& out : engine.step()) {
+            if (!out.tokens.empty()) {
+                started.insert(out.id);
+            }
+        }
+    }
+    const double ttft = seconds_since(start);
+    const auto decode_start = std::chrono::steady_clock::now();
+    while (engine.has_unfinished()) {
+        engine.step();
+    }
+    const double seconds = seconds_since(decode_start);
+    return {{"batch", batch},
+            {"n_tokens", batch * n_decode},
+            {"seconds", seconds},
+            {"tokens_per_second", static_cast<double>(batch * n_decode) / seconds},
+            {"prefill_seconds", ttft},
+            {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft}};
+}
+
+struct DocumentWorkload {
+    int64_t n_pages = 0;
+    int64_t blocks_per_page = 20;
+    int64_t block_tokens = 60;
+    int block_width = 448;
+    int block_height = 112;
+};
+
+// Pages turned into block requests as the document pipeline makes them: every block a crop of noise with an
+// OCR prompt and a fixed output length, all submitted at once. Preprocessing happens before the clock starts.
+nlohmann::json bench_document(PaddleOcrVl& model, const PreprocessorConfig& pre, const EngineConfig& config,
+                              const DocumentWorkload& w) {
+    const ModelConfig& cfg = model.config();
+    std::vector<Request> requests;
+    std::mt19937 rng(11);
+    for (int64_t b = 0; b < w.n_pages * w.blocks_per_page; ++b) {
+        Image crop = make_image(w.block_width, w.block_height);
+        for (uint8_t& v : crop.rgb) {
+            v = static_cast<uint8_t>(rng() & 0xff);
+        }
+        Request r;
+        r.images = preprocess_images(std::span(&crop, 1), pre);
+        const int64_t n_image_tokens =
+            r.images.grids[0].n_patches() /
+            (int64_t{cfg.vision.spatial_merge_size} * cfg.vision.spatial_merge_size);
+        r.prompt.ids = {cfg.text.bos_token_id, cfg.vision_start_token_id};
+        r.prompt.ids.insert(r.prompt.ids.end(), static_cast<size_t>(n_image_tokens), cfg.image_token_id);
+        r.prompt.ids.push_back(cfg.vision_end_token_id);
+        for (int t = 0; t < 6; ++t) {
+            r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 500));
+        }
+        r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+        std::fill_n(r.prompt.is_image.begin() + 2, n_image_tokens, 1);
+        r.max_tokens = w.block_tokens;
+        r.ignore_eos = true;
+        requests.push_back(std::move(r));
+    }
+    EngineCore engine(model, config);
+    const int64_t n_prompt_tokens = static_cast<int64_t>(requests.front().prompt.ids.size());
+    const auto start = std::chrono::steady_clock::now();
+    for (Request& r : requests) {
+        engine.submit(std::move(r));
+    }
+    int64_t n_tokens = 0;
+    while (engine.has_unfinished()) {
+        for (const RequestOutput& out : engine.step()) {
+            n_tokens += static_cast<int64_t>(out.tokens.size());
+        }
+    }
+    const double seconds = seconds_since(start);
+    const EngineStats stats = engine.stats();
+    return {{"pages", w.n_pages},
+            {"blocks_per_page", w.blocks_per_page},
+            {"block_image", std::to_string(w.block_width) + "x" + std::to_string(w.block_height)},
+            {"block_prompt_tokens", n_prompt_tokens},
+            {"block_output_tokens", w.block_tokens},
+            {"seconds", seconds},
+            {"pages_per_second", static_cast<double>(w.n_pages) / seconds},
+            {"output_tokens_per_second", static_cast<double>(n_tokens) / seconds},
+            {"steps", stats.runner.n_steps},
+            {"preemptions", stats.n_preemptions},
+            {"kv_blocks", stats.n_kv_blocks}};
+}
+
+}  // namespace
+
+int run_bench(const Options& opt) {
+    opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
+                                 "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
+                                 "--block-tokens", "--block-image"}));
+    const std::string size = opt.text("--image-size", "224x224");
+    const auto [width, height] = parse_size(size, "--image-size");
+    const int64_t n_decode = opt.integer("--decode-tokens", 16);
+    const int64_t n_prefill = opt.integer("--prefill-tokens", 16);
+    if (n_decode < 1 || n_prefill < 1) {
+        fail("--decode-tokens and --prefill-tokens must be at least 1");
+    }
+    DocumentWorkload document;
+    document.n_pages = opt.integer("--pages", 0);
+    document.blocks_per_page = opt.integer("--blocks-per-page", document.blocks_per_page);
+    document.block_tokens = opt.integer("--block-tokens", document.block_tokens);
+    const auto [block_width, block_height] =
+        parse_size(opt.text("--block-image", "448x112"), "--block-image");
+    document.block_width = block_width;
+    document.block_height = block_height;
+    if (document.n_pages < 0 || document.blocks_per_page < 1 || document.block_tokens < 1) {
+        fail("--pages must not be negative, --blocks-per-page and --block-tokens must be at least 1");
+    }
+    std::vector<int64_t> batches;
+    std::stringstream batch_list(opt.text("--batch", "1"));
+    for (std::string item; std::getline(batch_list, item, ',');) {
+        try {
+            batches.push_back(std::stoll(item));
+        } catch (const std::exception&) {
+            fail("--batch expects numbers separated by commas, got '", item, "'");
+        }
+        if (batches.back() < 1) {
+            fail("--batch sizes must be at least 1, got ", batches.back());
+        }
+    }
+
+    const auto backend = make_backend(opt);
+    std::unique_ptr<ModelFiles> files;
+    std::unique_ptr<WeightSource> weights;
+    ModelConfig cfg;
+    PreprocessorConfig pre;
+    if (opt.has("--model")) {
+        files = ModelFiles::open(opt.text("--model"));
+        cfg = files->config();
+        pre = files->preprocessor();
+        weights = make_file_weight_source(*files);
+    } else {
+        cfg = parse_model_config("{}", "full-size defaults");
+        pre = parse_preprocessor_config("{}", "reference defaults");
+        weights = make_random_weight_source(2026);
+    }
+    const ModelLoadParams load = load_params(opt);
+    auto start = std::chrono::steady_clock::now();
+    PaddleOcrVl model(*backend, cfg, *weights, load);
+    const double load_seconds = seconds_since(start);
+
+    // Vision: one image of the requested size, patch grid rounded to the 2x2 merge.
+    const int64_t factor = static_cast<int64_t>(cfg.vision.patch_size) * cfg.vision.spatial_merge_size;
+    const ImageGrid grid{1, height / factor * cfg.vision.spatial_merge_size,
+                         width / factor * cfg.vision.spatial_merge_size};
+    const int64_t patch_dim =
+        static_cast<int64_t>(cfg.vision.num_channels) * cfg.vision.patch_size * cfg.vision.patch_size;
+    std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * patch_dim), 0.1f);
+    start = std::chrono::steady_clock::now();
+    const Tensor vision = model.encode_vision(pixels, std::span(&grid, 1));
+    const double vision_seconds = seconds_since(start);
+
+    nlohmann::json decode = nlohmann::json::array();
+    const EngineConfig engine_cfg = engine_config(opt, cfg);
+    for (const int64_t b : batches) {
+        decode.push_back(bench_decode(model, engine_cfg, b, n_prefill, n_decode));
+    }
+    nlohmann::json bytes;
+    for (const auto q : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
+        ModelLoadParams p = load;
+        p.quantization = q;
+        bytes[quantization_name(q)] = weight_bytes(cfg, p);
+    }
+    nlohmann::json report = {
+        {"device", backend->name()},
+        {"model",
+         opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
+        {"dtype", "f32"},
+        {"quantization", quantization_name(load.quantization)},
+        {"n_params", model.n_params()},
+        {"weight_bytes", model.n_weight_bytes()},
+        {"weight_bytes_by_format", bytes},
+        {"load_seconds", load_seconds},
+        {"vision",
+         {{"image", size},
+          {"n_patches", vision.rows()},
+          {"seconds", vision_seconds},
+          {"patches_per_second", static_cast<double>(vision.rows()) / vision_seconds}}},
+        {"decode", decode},
+    };
+    if (document.n_pages > 0) {
+        report["document"] = bench_document(model, pre, engine_cfg, document);
+    }
+    std::cout << report.dump(2) << std::endl;
+    return 0;
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,88 @@
+// The fixture prompts with the reference's inputs, and a prefill of one of them through the paged cache, for
+// the model tests of every backend.
+#pragma once
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "chat-prompt.h"
+#include "fixture-reference.h"
+#include "image-preprocess.h"
+#include "kv-cache.h"
+#include "paddleocr-vl.h"
+#include "rope.h"
+
+namespace folio::testing {
+
+struct PromptCase {
+    std::string key;
+    std::vector<std::string> images;
+    std::string task;
+};
+
+inline const std::vector<PromptCase>& prompt_cases() {
+    static const std::vector<PromptCase> cases = {{"one_image", {"tall"}, "OCR:"},
+                                                  {"two_images", {"wide", "small"}, "Table Recognition:"}};
+    return cases;
+}
+
+inline std::string prompt_case_name(const ::testing::TestParamInfo<PromptCase>& info) {
+    return info.param.key;
+}
+
+// Reference pixels and grids of the prompt's images, concatenated in order.
+inline PreprocessedImages reference_images(const Reference& ref, const PromptCase& c) {
+    PreprocessedImages out;
+    for (const auto& name : c.images) {
+        const auto px = ref.f32("pixel_values." + name);
+        out.pixel_values.insert(out.pixel_values.end(), px.begin(), px.end());
+        const auto g = ref.i64("grid_thw." + name);
+        out.grids.push_back({g[0], g[1], g[2]});
+    }
+    return out;
+}
+
+inline ChatPromptTokens reference_prompt(const Reference& ref, const PromptCase& c, int32_t image_token_id) {
+    ChatPromptTokens prompt;
+    for (const int64_t id : ref.i64(c.key + ".input_ids")) {
+        prompt.ids.push_back(static_cast<int32_t>(id));
+        prompt.is_image.push_back(id == image_token_id ? 1 : 0);
+    }
+    return prompt;
+}
+
+// Logits at every prompt position, the images encoded and in place; the cache in blocks of 8 slots in
+// reverse order, so that attention must follow the block table.  ->  [n_prompt, vocab]
+inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
+                            const PreprocessedImages& images) {
+    Backend& backend = model.backend();
+    const ModelConfig& cfg = model.config();
+    Tensor embeds = model.embed(prompt.ids);
+    const Tensor features =
+        model.project(model.encode_vision(images.pixel_values, images.grids), images.grids);
+    std::vector<int64_t> rows;
+    for (size_t i = 0; i < prompt.ids.size(); ++i) {
+        if (prompt.is_image[i]) {
+            rows.push_back(static_cast<int64_t>(i));
+        }
+    }
+    backend.scatter_rows(embeds, rows, features);
+    const MropePositions positions =
+        compute_mrope_positions(prompt.is_image, images.grids, cfg.vision.spatial_merge_size);
+    const auto n = static_cast<int64_t>(prompt.ids.size());
+    const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
+    PagedKvCache cache(backend, {cfg.text.num_hidden_layers, cfg.text.num_key_value_heads, cfg.text.head_dim,
+                                 n_blocks, block_size});
+    KvBatch batch;
+    batch.seqs.push_back({0, n, n, 0});
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
+    }
+    for (int64_t t = 0; t < n; ++t) {
+        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
+    }
+    return model.logits(model.forward_text(embeds, positions.pos, cache, batch));
+}
+
+}  // namespace folio::testing

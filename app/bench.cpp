@@ -217,7 +217,7 @@ int run_bench(const Options& opt) {
         {"device", backend->name()},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
-        {"dtype", "f32"},
+        {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},
         {"quantization", quantization_name(load.quantization)},
         {"n_params", model.n_params()},
         {"weight_bytes", model.n_weight_bytes()},

@@ -14,17 +14,24 @@ const char* const kEngineUsage =
   --gpu-memory-utilization F  --enable-prefix-caching on|off  --enable-chunked-prefill on|off
   --limit-mm-per-prompt N  --num-gpu-blocks-override N
   --quantization none|wint8|wint4  --quant-group-size 64|128  --quantize-vision on|off
+  --dtype float32|bfloat16 (weights not quantized; bfloat16 by default on the GPU)
 )";
 
 namespace {
 
-const std::initializer_list<const char*> kEngineFlags = {
-    "--max-model-len",           "--max-num-seqs",
-    "--max-num-batched-tokens",  "--block-size",
-    "--gpu-memory-utilization",  "--enable-prefix-caching",
-    "--enable-chunked-prefill",  "--limit-mm-per-prompt",
-    "--num-gpu-blocks-override", "--quantization",
-    "--quant-group-size",        "--quantize-vision"};
+const std::initializer_list<const char*> kEngineFlags = {"--max-model-len",
+                                                         "--max-num-seqs",
+                                                         "--max-num-batched-tokens",
+                                                         "--block-size",
+                                                         "--gpu-memory-utilization",
+                                                         "--enable-prefix-caching",
+                                                         "--enable-chunked-prefill",
+                                                         "--limit-mm-per-prompt",
+                                                         "--num-gpu-blocks-override",
+                                                         "--quantization",
+                                                         "--quant-group-size",
+                                                         "--quantize-vision",
+                                                         "--dtype"};
 
 }  // namespace
 
@@ -64,7 +71,8 @@ bool parse_switch(const Options& opt, const std::string& flag, bool fallback) {
 EngineConfig engine_config(const Options& opt, const ModelConfig& cfg) {
     EngineConfig c;
     if (opt.text("--device", "cpu") == "cpu") {
-        c.max_num_seqs = 8;  // the CPU backend gains little from more, and its cache is planned for all of them
+        c.max_num_seqs =
+            8;  // the CPU backend gains little from more, and its cache is planned for all of them
     }
     c.max_model_len =
         opt.integer("--max-model-len", std::min<int64_t>(c.max_model_len, cfg.text.max_position_embeddings));
@@ -84,6 +92,13 @@ ModelLoadParams load_params(const Options& opt) {
     p.quantization = parse_quantization(opt.text("--quantization", "none"));
     p.group_size = opt.integer("--quant-group-size", p.group_size);
     p.quantize_vision = parse_switch(opt, "--quantize-vision", p.quantize_vision);
+    // bfloat16 weights by default on the GPU, float32 on the CPU reference backend.
+    const std::string dtype =
+        opt.text("--dtype", opt.text("--device", "cpu") == "cpu" ? "float32" : "bfloat16");
+    if (dtype != "float32" && dtype != "bfloat16") {
+        fail("--dtype expects float32 or bfloat16, got '", dtype, "'");
+    }
+    p.bf16_weights = dtype == "bfloat16";
     if (p.quantization == Quantization::Wint4 && p.group_size != 64 && p.group_size != 128) {
         fail("--quant-group-size must be 64 or 128, got ", p.group_size);
     }

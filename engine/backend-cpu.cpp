@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -36,12 +37,21 @@ struct MemoryCounter {
     }
 };
 
-// Memory is not initialized: the operations write every element they later read, and pages of a large
-// buffer (a KV cache planned for the worst case) are only committed once they are touched.
+// Zeroed memory from calloc: large buffers come as fresh zero pages, committed only once they are touched, so
+// a KV cache planned for the worst case costs what is used of it.
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+
 template <typename T>
 struct HostBuffer final : Buffer {
     HostBuffer(size_t n, std::shared_ptr<MemoryCounter> counter)
-        : values(std::make_unique_for_overwrite<T[]>(n)), n_values(n), counter_(std::move(counter)) {
+        : values(static_cast<T*>(std::calloc(std::max<size_t>(n, 1), sizeof(T)))),
+          n_values(n),
+          counter_(std::move(counter)) {
+        if (!values) {
+            fail("cpu: out of memory allocating ", n * sizeof(T), " bytes");
+        }
         counter_->add(static_cast<int64_t>(n_bytes()));
     }
     ~HostBuffer() override { counter_->add(-static_cast<int64_t>(n_bytes())); }
@@ -51,7 +61,7 @@ struct HostBuffer final : Buffer {
     void* data() override { return values.get(); }
     size_t n_bytes() const override { return n_values * sizeof(T); }
 
-    std::unique_ptr<T[]> values;
+    std::unique_ptr<T[], FreeDeleter> values;
     size_t n_values;
 
 private:
@@ -175,7 +185,8 @@ public:
         auto data = std::make_shared<HostBuffer<int8_t>>(w.q.size(), memory_);
         std::copy(w.q.begin(), w.q.end(), data->values.get());
         t.data = std::move(data);
-        t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
+        t.scales = upload(
+            w.scales, {static_cast<int64_t>(w.scales.size())});  // [n_out * n_in / group_size], none for BF16
         return t;
     }
 

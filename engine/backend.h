@@ -56,6 +56,7 @@ public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
 
+    // A tensor of zeros.
     virtual Tensor alloc(std::vector<int64_t> shape) = 0;
     virtual Tensor upload(std::span<const float> values, std::vector<int64_t> shape) = 0;
     virtual std::vector<float> download(const Tensor& t) = 0;
@@ -84,7 +85,7 @@ public:
     virtual Tensor silu_mul(const Tensor& gate, const Tensor& up) = 0;
     // Rotary embedding in rotate-half form, in place.  x [n, n_head, head_dim], cos/sin [n, head_dim]
     virtual void rope(Tensor& x, const Tensor& cos, const Tensor& sin) = 0;
-    // Scaled dot-product attention with grouped K/V heads.
+    // Scaled dot-product attention with grouped K/V heads; rows of q in no segment come out zero.
     // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim]  ->  [n_q_total, n_head,
     // head_dim]
     virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,

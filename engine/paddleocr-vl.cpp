@@ -23,10 +23,13 @@ Tensor reshaped(const Tensor& t, std::vector<int64_t> shape) {
 
 constexpr float kProjectorNormEps = 1e-5f;  // fixed in the reference projector, not read from the config
 
-// WINT4 groups must tile a row; a layer whose input size they do not divide (the vision MLP's 4304) is kept
-// in WINT8 instead.
-Quantization layer_quantization(Quantization q, int64_t n_in, int64_t group_size) {
-    return q == Quantization::Wint4 && n_in % group_size != 0 ? Quantization::Wint8 : q;
+// How one linear layer is stored. WINT4 groups must tile a row; a layer whose input size they do not divide
+// (the vision MLP's 4304) is kept in WINT8 instead. Unquantized layers are bfloat16 when asked.
+Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadParams& load) {
+    if (q == Quantization::None && load.bf16_weights) {
+        return Quantization::Bf16;
+    }
+    return q == Quantization::Wint4 && n_in % load.group_size != 0 ? Quantization::Wint8 : q;
 }
 
 }  // namespace
@@ -37,7 +40,7 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     constexpr auto f32 = static_cast<int64_t>(sizeof(float));
     const Quantization vq = load.quantize_vision ? load.quantization : Quantization::None;
     const auto linear = [&](Quantization q, int64_t n_out, int64_t n_in) {
-        return quantized_bytes(layer_quantization(q, n_in, load.group_size), n_out, n_in, load.group_size);
+        return quantized_bytes(layer_quantization(q, n_in, load), n_out, n_in, load.group_size);
     };
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
     const int64_t side = vc.image_size / vc.patch_size;
@@ -60,8 +63,8 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
         text_layer += (q_dim + 2 * kv_dim + d + 2 * ff + d) * f32;
     }
     bytes += tc.num_hidden_layers * text_layer + tc.vocab_size * d * f32 + d * f32;
-    if (!tc.tie_word_embeddings) {
-        bytes += tc.vocab_size * d * f32;
+    if (!tc.tie_word_embeddings || load.bf16_weights) {
+        bytes += linear(Quantization::None, tc.vocab_size, d);
     }
     return bytes;
 }
@@ -76,7 +79,7 @@ Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::ve
 Linear PaddleOcrVl::load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
                                 bool bias, Quantization quantization) {
     Linear layer;
-    quantization = layer_quantization(quantization, n_in, load_params_.group_size);
+    quantization = layer_quantization(quantization, n_in, load_params_);
     if (quantization == Quantization::None) {
         layer.w = load(weights, prefix + ".weight", {n_out, n_in});
     } else {
@@ -162,7 +165,16 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     }
     final_norm = load(weights, tp + "norm.weight", {d});
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
-    lm_head = untied_head ? load(weights, "lm_head.weight", {tc.vocab_size, d}) : embed_tokens;
+    if (untied_head) {
+        lm_head = load_linear(weights, "lm_head", tc.vocab_size, d, false, Quantization::None);
+    } else if (load_params.bf16_weights) {
+        // A bfloat16 copy of the tied table: decoding reads the head every step, the embedding only by row.
+        const std::vector<float> table = backend_.download(embed_tokens);
+        lm_head.q = backend_.upload(quantize(table, tc.vocab_size, d, Quantization::Bf16, d));
+        n_weight_bytes_ += quantized_bytes(Quantization::Bf16, tc.vocab_size, d, d);
+    } else {
+        lm_head.w = embed_tokens;
+    }
 }
 
 Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
@@ -297,7 +309,7 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
 }
 
 Tensor PaddleOcrVl::logits(const Tensor& hidden) {
-    return backend_.linear(hidden, lm_head, nullptr);
+    return apply(lm_head, hidden);
 }
 
 }  // namespace folio

@@ -23,6 +23,7 @@ struct ModelLoadParams {
     Quantization quantization = Quantization::None;  // applies to the language model's linear layers
     int64_t group_size = 128;                        // WINT4 group size: 64 or 128
     bool quantize_vision = false;                    // the vision encoder's linear layers too
+    bool bf16_weights = false;  // linear layers left unquantized, and the LM head, kept in bfloat16
 };
 
 // A linear layer: w [out, in] dense or quantized, bias [out] when present.
@@ -100,7 +101,7 @@ private:
     Tensor proj_fc1_w, proj_fc1_b;  // [4 * vision_hidden, 4 * vision_hidden], [4 * vision_hidden]
     Tensor proj_fc2_w, proj_fc2_b;  // [hidden, 4 * vision_hidden], [hidden]
     Tensor embed_tokens;            // [vocab, hidden]
-    Tensor lm_head;                 // [vocab, hidden]; the embedding table when tied
+    Linear lm_head;                 // [vocab, hidden]; the embedding table when tied and kept in float32
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "error.h"
 
@@ -23,6 +24,41 @@ float scale_of(std::span<const float> w, float limit) {
         max_abs = std::max(max_abs, std::fabs(v));
     }
     return max_abs / limit;
+}
+
+uint16_t to_bf16(float v) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    if ((bits & 0x7fffffffU) > 0x7f800000U) {
+        return static_cast<uint16_t>((bits >> 16) | 0x40);  // a quiet NaN stays a NaN
+    }
+    bits += 0x7fffU + ((bits >> 16) & 1U);  // round to nearest, ties to even
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+float from_bf16(uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float v = 0.0f;
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
+int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {
+    switch (type) {
+        case Quantization::Wint8:
+            return n_out * n_in;
+        case Quantization::Wint4:
+            return n_out * n_in / 2;
+        case Quantization::Bf16:
+            return n_out * n_in * 2;
+        case Quantization::None:
+            break;
+    }
+    return 0;
+}
+
+int64_t n_scales(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    return type == Quantization::Bf16 ? 0 : n_out * (n_in / group_size);
 }
 
 int8_t low_nibble(int8_t byte) {
@@ -70,6 +106,8 @@ const char* quantization_name(Quantization q) {
             return "wint8";
         case Quantization::Wint4:
             return "wint4";
+        case Quantization::Bf16:
+            return "bf16";
     }
     return "unknown";
 }
@@ -87,7 +125,15 @@ QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in,
     q.type = type;
     q.n_out = n_out;
     q.n_in = n_in;
-    q.group_size = type == Quantization::Wint8 ? n_in : group_size;
+    q.group_size = type == Quantization::Wint4 ? group_size : n_in;
+    if (type == Quantization::Bf16) {
+        q.q.resize(static_cast<size_t>(packed_bytes(type, n_out, n_in)));
+        for (size_t i = 0; i < w.size(); ++i) {
+            const uint16_t h = to_bf16(w[i]);
+            std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
+        }
+        return q;
+    }
     const int64_t n_groups = n_in / q.group_size;
     const float limit = type == Quantization::Wint8 ? kInt8Max : kInt4Max;
     q.scales.resize(static_cast<size_t>(n_out * n_groups));
@@ -121,6 +167,15 @@ void dequantize_row(Quantization type, const int8_t* q, const float* scales, int
                     int64_t r, float* out) {
     const int64_t n_groups = n_in / group_size;
     const float* s = scales + r * n_groups;
+    if (type == Quantization::Bf16) {
+        const int8_t* qr = q + r * n_in * 2;
+        for (int64_t c = 0; c < n_in; ++c) {
+            uint16_t h = 0;
+            std::memcpy(&h, qr + 2 * c, sizeof(h));
+            out[c] = from_bf16(h);
+        }
+        return;
+    }
     if (type == Quantization::Wint8) {
         const int8_t* qr = q + r * n_in;
         for (int64_t c = 0; c < n_in; ++c) {
@@ -141,14 +196,14 @@ void validate(const QuantizedWeights& w) {
         fail("quantized weights without a quantization type");
     }
     check_layout(w.type, w.n_out, w.n_in, w.group_size);
-    if (w.type == Quantization::Wint8 && w.group_size != w.n_in) {
-        fail("wint8: group size ", w.group_size, " differs from the row of ", w.n_in);
+    if (w.type != Quantization::Wint4 && w.group_size != w.n_in) {
+        fail(quantization_name(w.type), ": group size ", w.group_size, " differs from the row of ", w.n_in);
     }
-    const int64_t n_q = w.type == Quantization::Wint8 ? w.n_out * w.n_in : w.n_out * w.n_in / 2;
-    const int64_t n_scales = w.n_out * (w.n_in / w.group_size);
-    if (static_cast<int64_t>(w.q.size()) != n_q || static_cast<int64_t>(w.scales.size()) != n_scales) {
+    const int64_t n_q = packed_bytes(w.type, w.n_out, w.n_in);
+    const int64_t n_s = n_scales(w.type, w.n_out, w.n_in, w.group_size);
+    if (static_cast<int64_t>(w.q.size()) != n_q || static_cast<int64_t>(w.scales.size()) != n_s) {
         fail(quantization_name(w.type), " [", w.n_out, ", ", w.n_in, "]: ", w.q.size(), " packed bytes and ",
-             w.scales.size(), " scales, expected ", n_q, " and ", n_scales);
+             w.scales.size(), " scales, expected ", n_q, " and ", n_s);
     }
 }
 
@@ -169,6 +224,8 @@ int64_t quantized_bytes(Quantization type, int64_t n_out, int64_t n_in, int64_t 
             return n_out * n_in + n_out * static_cast<int64_t>(sizeof(float));
         case Quantization::Wint4:
             return n_out * n_in / 2 + n_out * (n_in / group_size) * static_cast<int64_t>(sizeof(float));
+        case Quantization::Bf16:
+            return n_out * n_in * 2;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 // Weight-only quantization of linear layers at load time. WINT8 keeps one int8 per weight with a scale per
 // output channel; WINT4 keeps two int4 per byte with a scale per group of group_size input columns.
-// Both are symmetric: w ≈ q * scale.
+// Both are symmetric: w ≈ q * scale. BF16 is the same path for weights kept in bfloat16 (rounded to nearest
+// even, no scales): the storage of dense layers on the GPU.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,10 @@ namespace folio {
 
 struct ModelConfig;
 
-enum class Quantization { None, Wint8, Wint4 };
+enum class Quantization { None, Wint8, Wint4, Bf16 };
 
-// "none"/"" -> None, "wint8", "wint4"; anything else throws folio::Error naming the value.
+// "none"/"" -> None, "wint8", "wint4"; anything else throws folio::Error naming the value. (BF16 is chosen
+// as a weight dtype, not named as a quantization.)
 Quantization parse_quantization(std::string_view name);
 const char* quantization_name(Quantization q);
 
@@ -23,11 +25,12 @@ struct QuantizedWeights {
     Quantization type = Quantization::None;
     int64_t n_out = 0;
     int64_t n_in = 0;
-    int64_t group_size = 0;  // WINT4: input columns per scale; WINT8: n_in
+    int64_t group_size = 0;  // WINT4: input columns per scale; WINT8 and BF16: n_in
     // WINT8: [n_out, n_in] int8.  WINT4: [n_out, n_in / 2] bytes, column 2j in the low nibble and 2j + 1 in
-    // the high nibble, each a two's-complement int4 in [-8, 7].
+    // the high nibble, each a two's-complement int4 in [-8, 7].  BF16: [n_out, n_in] bfloat16, as 2 bytes
+    // each, little-endian.
     std::vector<int8_t> q;
-    // WINT8: [n_out].  WINT4: [n_out, n_in / group_size].
+    // WINT8: [n_out].  WINT4: [n_out, n_in / group_size].  BF16: none.
     std::vector<float> scales;
 };
 

@@ -21,9 +21,6 @@ namespace folio {
 
 namespace {
 
-// Floats of scratch a quantized linear layer with many rows dequantizes its weights into, at most.
-constexpr int64_t kDequantizeScratchFloats = int64_t{8} << 20;
-
 // Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
 struct MemoryCounter {
     std::atomic<int64_t> in_use{0};
@@ -275,7 +272,8 @@ public:
         t.group_size = w.group_size;
         t.data = std::make_shared<DeviceBuffer>(w.q.size(), pool_, memory_);
         copy_to_device(t.data->data(), w.q.data(), w.q.size());
-        t.scales = upload(w.scales, {w.n_out, w.n_in / w.group_size});
+        t.scales = upload(
+            w.scales, {static_cast<int64_t>(w.scales.size())});  // [n_out * n_in / group_size], none for BF16
         return t;
     }
 
@@ -315,14 +313,17 @@ public:
             fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
                  "] is not in this backend's device memory");
         }
+        const kernels::QuantizedFormat format = w.type == Quantization::Bf16 ? kernels::QuantizedFormat::Bf16
+                                                : w.type == Quantization::Wint8
+                                                    ? kernels::QuantizedFormat::Wint8
+                                                    : kernels::QuantizedFormat::Wint4;
         Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
-        Tensor scratch;                                      // [n_scratch]; dequantized weight rows
-        if (n > kernels::kQuantizedGemvMaxRows) {
-            scratch =
-                alloc_uninitialized({std::min(out * in, std::max(in, kDequantizeScratchFloats))}, "linear");
+        // [n_scratch]: dequantized weight rows, or x in bfloat16
+        const int64_t n_scratch = kernels::quantized_linear_scratch_floats(format, n, in, out);
+        Tensor scratch;
+        if (n_scratch > 0) {
+            scratch = alloc_uninitialized({n_scratch}, "linear");
         }
-        const auto format =
-            w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8 : kernels::QuantizedFormat::Wint4;
         kernels::quantized_linear_f32(
             cublas_.get(), format, device_f32(x, "linear"), static_cast<const int8_t*>(w.data->data()),
             device_f32(w.scales, "linear"), b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out,

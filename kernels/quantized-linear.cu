@@ -1,5 +1,7 @@
 #include <algorithm>
 
+#include <cuda_bf16.h>
+
 #include "cuda-check.h"
 #include "elementwise.h"
 #include "error.h"
@@ -23,11 +25,17 @@ __device__ inline float high_nibble(int8_t byte) {
     return static_cast<float>(static_cast<int8_t>(byte >> 4));
 }
 
+__device__ inline float bf16_bits_to_float(uint16_t h) {
+    return __uint_as_float(static_cast<uint32_t>(h) << 16);
+}
+
 // Column c of weight row o, dequantized as dequantize_row() does.
 template <QuantizedFormat kType>
 __device__ inline float weight_at(const int8_t* q, const float* scales, int64_t o, int64_t c, int64_t n_in,
                                   int64_t group_size) {
-    if constexpr (kType == QuantizedFormat::Wint8) {
+    if constexpr (kType == QuantizedFormat::Bf16) {
+        return bf16_bits_to_float(reinterpret_cast<const uint16_t*>(q)[o * n_in + c]);
+    } else if constexpr (kType == QuantizedFormat::Wint8) {
         return static_cast<float>(q[o * n_in + c]) * scales[o];
     } else {
         const int8_t byte = q[o * (n_in / 2) + c / 2];
@@ -37,11 +45,18 @@ __device__ inline float weight_at(const int8_t* q, const float* scales, int64_t 
 }
 
 // Eight consecutive columns [c, c + 8) of weight row o; c is a multiple of 8 and n_in of 8 (of 64 for WINT4),
-// so the packed bytes can be read as one 8- or 4-byte word and the eight columns share a WINT4 group.
+// so the packed bytes can be read as one 16-, 8- or 4-byte word and the eight columns share a WINT4 group.
 template <QuantizedFormat kType>
 __device__ inline void weights_at8(const int8_t* q, const float* scales, int64_t o, int64_t c, int64_t n_in,
                                    int64_t group_size, float out[8]) {
-    if constexpr (kType == QuantizedFormat::Wint8) {
+    if constexpr (kType == QuantizedFormat::Bf16) {
+        const uint4 word = *reinterpret_cast<const uint4*>(q + (o * n_in + c) * 2);
+        const auto* halves = reinterpret_cast<const uint16_t*>(&word);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            out[i] = bf16_bits_to_float(halves[i]);
+        }
+    } else if constexpr (kType == QuantizedFormat::Wint8) {
         const int2 word = *reinterpret_cast<const int2*>(q + o * n_in + c);
         const float scale = scales[o];
         const int8_t* bytes = reinterpret_cast<const int8_t*>(&word);
@@ -120,6 +135,14 @@ __global__ void dequantize_rows_f32_kernel(const int8_t* q, const float* scales,
     }
 }
 
+// One thread per value.  x [n] float32  ->  y [n] bfloat16, rounded to nearest even
+__global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = __float2bfloat16_rn(x[i]);
+    }
+}
+
 template <QuantizedFormat kType>
 void launch_gemv(const float* x, const int8_t* q, const float* scales, const float* b, float* y, int64_t n,
                  int64_t n_in, int64_t n_out, int64_t group_size, cudaStream_t stream) {
@@ -138,6 +161,17 @@ void launch_gemv(const float* x, const int8_t* q, const float* scales, const flo
 
 // ---- launchers --------------------------------------------------------------------------------------
 
+int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out) {
+    constexpr int64_t kDequantizeScratchFloats = int64_t{8} << 20;
+    if (n <= kQuantizedGemvMaxRows) {
+        return 0;
+    }
+    if (format == QuantizedFormat::Bf16) {
+        return (n * n_in + 1) / 2;
+    }
+    return std::min(n_out * n_in, std::max(n_in, kDequantizeScratchFloats));
+}
+
 void dequantize_rows_f32(QuantizedFormat format, const int8_t* q, const float* scales, float* w,
                          int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
                          cudaStream_t stream) {
@@ -146,7 +180,10 @@ void dequantize_rows_f32(QuantizedFormat format, const int8_t* q, const float* s
         return;
     }
     const auto n_blocks = static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-    if (format == QuantizedFormat::Wint8) {
+    if (format == QuantizedFormat::Bf16) {
+        dequantize_rows_f32_kernel<QuantizedFormat::Bf16>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+    } else if (format == QuantizedFormat::Wint8) {
         dequantize_rows_f32_kernel<QuantizedFormat::Wint8>
             <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
     } else {
@@ -164,10 +201,36 @@ void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const f
         return;
     }
     if (n <= kQuantizedGemvMaxRows) {
-        if (format == QuantizedFormat::Wint8) {
+        if (format == QuantizedFormat::Bf16) {
+            launch_gemv<QuantizedFormat::Bf16>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+        } else if (format == QuantizedFormat::Wint8) {
             launch_gemv<QuantizedFormat::Wint8>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
         } else {
             launch_gemv<QuantizedFormat::Wint4>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+        }
+        return;
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    if (format == QuantizedFormat::Bf16) {
+        // x rounded to bfloat16 in scratch; yᵀ [n_out, n] = w · xᵀ in column-major terms, float32
+        // accumulation.
+        if (n_scratch * 2 < n * n_in) {
+            fail("quantized_linear_f32: scratch of ", n_scratch, " floats holds no ", n, " x ", n_in,
+                 " bfloat16 activations");
+        }
+        auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
+        const int64_t n_values = n * n_in;
+        round_to_bf16_kernel<<<static_cast<unsigned int>((n_values + kBlock - 1) / kBlock), kBlock, 0,
+                               stream>>>(x, x_bf16, n_values);
+        CUDA_CHECK(cudaGetLastError());
+        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
+                                  static_cast<int>(n), static_cast<int>(n_in), &alpha, q, CUDA_R_16BF,
+                                  static_cast<int>(n_in), x_bf16, CUDA_R_16BF, static_cast<int>(n_in), &beta,
+                                  y, CUDA_R_32F, static_cast<int>(n_out), CUBLAS_COMPUTE_32F,
+                                  CUBLAS_GEMM_DEFAULT));
+        if (b != nullptr) {
+            add_bias_f32(y, b, n, n_out, stream);
         }
         return;
     }
@@ -177,8 +240,6 @@ void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const f
     // Blocks of weight rows: dequantize into scratch, then y[:, block] = x · blockᵀ, which is column-major
     // yᵀ[block, n] = block · xᵀ with leading dimension n_out.
     const int64_t block_rows = std::min(n_out, n_scratch / n_in);
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasSetStream(handle, stream));
     for (int64_t o = 0; o < n_out; o += block_rows) {
         const int64_t m = std::min(block_rows, n_out - o);
         dequantize_rows_f32(format, q, scales, scratch, o, m, n_in, group_size, stream);

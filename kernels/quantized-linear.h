@@ -1,7 +1,7 @@
 // Host entry points of the weight-only quantized linear layer: WINT8 (one int8 per weight, a scale per output
-// row) and WINT4 (two int4 per byte, column 2j in the low nibble, a scale per group of input columns), laid
-// out as QuantizedWeights in engine/quantization.h. Row-major float32 activations in device memory, enqueued
-// on stream.
+// row), WINT4 (two int4 per byte, column 2j in the low nibble, a scale per group of input columns) and BF16
+// (bfloat16 weights, no scales), laid out as QuantizedWeights in engine/quantization.h. Row-major float32
+// activations in device memory, enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -12,15 +12,17 @@
 namespace folio::kernels {
 
 // The packed layouts (folio::Quantization, whose header needs C++20, which device code is not built with).
-enum class QuantizedFormat { Wint8, Wint4 };
+enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 
 // Rows of x up to which quantized_linear_f32 reads the packed weights directly (one pass over the weights
 // for all rows); above it, it dequantizes blocks of weight rows into scratch and multiplies them with cuBLAS.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
 
 // y = x · dequantize(w)ᵀ (+ b).  x [n, n_in], q as QuantizedWeights::q, scales [n_out, n_in / group_size],
-// b [n_out] or null  ->  y [n, n_out].  scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows;
-// n_scratch must hold at least one weight row (n_in).
+// b [n_out] or null  ->  y [n, n_out].  scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows:
+// for WINT8/WINT4 it must hold at least one weight row (n_in); for BF16 it takes x rounded to bfloat16
+// (n * n_in / 2 floats), multiplied on the tensor cores with float32 accumulation.
+int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out);
 void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const float* x, const int8_t* q,
                           const float* scales, const float* b, float* y, int64_t n, int64_t n_in,
                           int64_t n_out, int64_t group_size, float* scratch, int64_t n_scratch,

@@ -158,6 +158,15 @@ TEST_P(PaddleOcrVlTest, QuantizedLogitsStayCloseToUnquantized) {
         kls.push_back(kl);
     }
     EXPECT_LT(kls[0] * 20, kls[1]) << "8 bits are far closer than 4";
+
+    // Weights in bfloat16 (8 significant bits) stay within a percent of the float32 logits.
+    ModelLoadParams load;
+    load.bf16_weights = true;
+    const auto weights = make_file_weight_source(*files_);
+    PaddleOcrVl bf16(*backend_, files_->config(), *weights, load);
+    const double err = testing::relative_error(backend_->download(prompt_logits(bf16, c)), dense);
+    std::cout << c.key << ": bf16 weights, logits relative error " << err << "\n";
+    EXPECT_LT(err, 1e-2);
 }
 
 TEST_P(PaddleOcrVlTest, GreedyTokensMatchReference) {
@@ -242,15 +251,18 @@ TEST(PaddleOcrVlWeights, ByteCountsMatchTheLoadedModelInEveryFormat) {
     const auto files = ModelFiles::open(testing::tiny_model_dir());
     const auto backend = make_cpu_backend(1);
     for (const Quantization type : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
-        for (const bool vision : {false, true}) {
+        for (const int variant : {0, 1, 2, 3}) {
+            const bool vision = variant & 1, bf16 = variant & 2;
             ModelLoadParams load;
             load.quantization = type;
             load.group_size = 64;
             load.quantize_vision = vision;
+            load.bf16_weights = bf16;
             const auto weights = make_file_weight_source(*files);
             const PaddleOcrVl model(*backend, files->config(), *weights, load);
             EXPECT_EQ(weight_bytes(files->config(), load), model.n_weight_bytes())
-                << quantization_name(type) << (vision ? " with the vision encoder" : "");
+                << quantization_name(type) << (vision ? " with the vision encoder" : "")
+                << (bf16 ? ", bf16" : "");
         }
     }
 }

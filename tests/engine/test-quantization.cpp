@@ -76,6 +76,25 @@ TEST(Quantization, Wint4PacksTwoValuesPerByteWithGroupScales) {
     }
 }
 
+TEST(Quantization, Bf16RoundsToNearestEven) {
+    // 1 + 2^-8 lies halfway between two bfloat16 values and goes to the even one, 1; 1 + 3 * 2^-9 goes up.
+    const std::vector<float> w{1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-9f, -2.5f,
+                               0.0f, 1e-40f,         65504.0f,           -1e30f};
+    const QuantizedWeights q = quantize(w, 2, 4, Quantization::Bf16, 0);
+    EXPECT_EQ(q.q.size(), w.size() * 2);
+    EXPECT_TRUE(q.scales.empty());
+    const std::vector<float> d = dequantize(q);
+    EXPECT_EQ(d[0], 1.0f);
+    EXPECT_EQ(d[1], 1.0f);
+    EXPECT_EQ(d[2], 1.0f + 0x1p-7f);
+    EXPECT_EQ(d[3], -2.5f);
+    EXPECT_EQ(d[4], 0.0f);
+    for (size_t i = 5; i < w.size(); ++i) {
+        EXPECT_LE(std::fabs(d[i] - w[i]), std::fabs(w[i]) * 0x1p-8f) << i;
+    }
+    EXPECT_EQ(quantized_bytes(Quantization::Bf16, 2, 4, 4), 16);
+}
+
 TEST(Quantization, RejectsLayoutsThatDoNotFit) {
     const std::vector<float> w(96 * 4, 1.0f);
     EXPECT_THROW(quantize(w, 4, 96, Quantization::Wint4, 64), Error) << "96 columns in groups of 64";
@@ -129,4 +148,6 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantizedLinear,
                          ::testing::Values(std::make_tuple(Quantization::Wint8, 1, 5, 33),
                                            std::make_tuple(Quantization::Wint8, 17, 130, 96),
                                            std::make_tuple(Quantization::Wint4, 1, 7, 128),
-                                           std::make_tuple(Quantization::Wint4, 13, 33, 192)));
+                                           std::make_tuple(Quantization::Wint4, 13, 33, 192),
+                                           std::make_tuple(Quantization::Bf16, 1, 9, 40),
+                                           std::make_tuple(Quantization::Bf16, 17, 33, 96)));

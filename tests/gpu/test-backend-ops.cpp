@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "elementwise.h"
 #include "error.h"
+#include "quantized-linear.h"
 
 namespace folio {
 namespace {
@@ -27,6 +28,11 @@ constexpr double kF32Bound = 1e-4;
 // Quantized paths: both backends dequantize to the same floats (an int times its float scale, exact in
 // either), so they too differ only in summation order; the inputs' magnitudes are those of the float32 tests.
 constexpr double kQuantizedBound = 1e-4;
+// BF16 weights with more than kQuantizedGemvMaxRows rows multiply on the tensor cores with the activations
+// rounded to bfloat16 (8 significant bits, a relative rounding error up to 2^-9 on each), while the CPU keeps
+// them in float32; over hundreds of products the errors partly cancel, and 1e-2 of the largest output bounds
+// them with margin. Up to kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
+constexpr double kBf16TensorCoreBound = 1e-2;
 
 // max |actual - expected| / max |expected|; infinite where actual holds a NaN or an infinity.
 double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
@@ -227,7 +233,9 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
         {Quantization::Wint8, 96, 1000, 0},   {Quantization::Wint8, 1000, 7, 0},
         {Quantization::Wint8, 1024, 1, 0},    {Quantization::Wint4, 64, 7, 64},
         {Quantization::Wint4, 192, 1000, 64}, {Quantization::Wint4, 1024, 96, 128},
-        {Quantization::Wint4, 128, 1, 128},
+        {Quantization::Wint4, 128, 1, 128},   {Quantization::Bf16, 1, 7, 0},
+        {Quantization::Bf16, 96, 1000, 0},    {Quantization::Bf16, 1000, 7, 0},
+        {Quantization::Bf16, 1024, 96, 0},
     };
     for (const Case& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
@@ -238,7 +246,9 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
                 const Pair x = random({n, c.in}), b = random({c.out});
                 const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
                 const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, with_bias ? &b.gpu : nullptr);
-                expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu, kQuantizedBound,
+                const bool tensor_cores = c.type == Quantization::Bf16 && n > kernels::kQuantizedGemvMaxRows;
+                expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu,
+                             tensor_cores ? kBf16TensorCoreBound : kQuantizedBound,
                              label(dims({n, c.in, c.out}), with_bias ? " bias" : ""));
             }
         }

@@ -20,8 +20,8 @@ for step in "$@"; do
         done
         ;;
     bench)
-        "${bench[@]}" --pages 100 > "$out/bench-f32.json" 2> "$out/bench-f32.log"
-        echo "bench f32: exit $?"
+        "${bench[@]}" --pages 100 > "$out/bench.json" 2> "$out/bench.log"
+        echo "bench: exit $?"
         ;;
     quantized)
         for q in wint8 wint4; do
@@ -30,7 +30,7 @@ for step in "$@"; do
         done
         ;;
     reference)
-        python3 tests/gpu/reference_document_bench.py --pages 100 > "$out/reference.json" 2> "$out/reference.log"
+        timeout 400 python3 tests/gpu/reference_document_bench.py --pages 100 > "$out/reference.json" 2> "$out/reference.log"
         echo "reference: exit $?"
         ;;
     esac

@@ -58,16 +58,20 @@ nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_
     }
     const double ttft = seconds_since(start);
     const auto decode_start = std::chrono::steady_clock::now();
+    const RunnerStats before = engine.stats().runner;
     while (engine.has_unfinished()) {
         engine.step();
     }
     const double seconds = seconds_since(decode_start);
+    const RunnerStats after = engine.stats().runner;
     return {{"batch", batch},
             {"n_tokens", batch * n_decode},
             {"seconds", seconds},
             {"tokens_per_second", static_cast<double>(batch * n_decode) / seconds},
             {"prefill_seconds", ttft},
-            {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft}};
+            {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft},
+            {"decode_model_seconds", after.text_seconds - before.text_seconds},
+            {"decode_sample_seconds", after.sample_seconds - before.sample_seconds}};
 }
 
 struct DocumentWorkload {

@@ -454,6 +454,19 @@ public:
         return out;
     }
 
+    std::vector<int32_t> argmax_rows(const Tensor& x) override {
+        const int64_t d = x.row_size();
+        if (x.shape.empty() || d == 0) {
+            fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
+        }
+        std::vector<int32_t> out(static_cast<size_t>(x.rows()));
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* row = x.f32() + r * d;
+            out[r] = static_cast<int32_t>(std::max_element(row, row + d) - row);
+        });
+        return out;
+    }
+
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
         if (src.shape.empty()) {
             fail("gather_rows: source has no rows");

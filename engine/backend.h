@@ -96,6 +96,9 @@ public:
     virtual Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                    std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                                    int64_t block_size, float scale) = 0;
+    // The column of the largest value of each row, the first of equal ones (greedy sampling without moving
+    // the logits to the host).  x [n, d]  ->  n indices
+    virtual std::vector<int32_t> argmax_rows(const Tensor& x) = 0;
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]

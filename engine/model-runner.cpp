@@ -164,8 +164,19 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
 
     const Tensor hidden = model_.forward_text(embeds, positions, cache_, batch);  // [n_tokens, hidden]
     if (!sample_rows.empty()) {
-        std::vector<float> logits =
-            backend.download(model_.logits(backend.gather_rows(hidden, sample_rows)));  // [n_sample, vocab]
+        const Tensor logits = model_.logits(backend.gather_rows(hidden, sample_rows));  // [n_sample, vocab]
+        const auto sample_start = std::chrono::steady_clock::now();
+        const bool all_greedy = std::all_of(
+            output.chunks.begin(), output.chunks.end(),
+            [&](const ScheduledChunk& c) { return !c.samples || requests_.at(c.id).sampler->is_greedy(); });
+        // Greedy steps take only the chosen ids from the backend; others bring the logits to the samplers.
+        std::vector<int32_t> chosen;
+        std::vector<float> values;
+        if (all_greedy) {
+            chosen = backend.argmax_rows(logits);
+        } else {
+            values = backend.download(logits);
+        }
         const int64_t vocab = model_.config().text.vocab_size;
         size_t row = 0;
         for (size_t c = 0; c < output.chunks.size(); ++c) {
@@ -173,9 +184,14 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
             if (!chunk.samples) {
                 continue;
             }
-            const std::span<float> row_logits(logits.data() + row++ * vocab, static_cast<size_t>(vocab));
+            if (all_greedy) {
+                sampled[c] = chosen[row++];
+                continue;
+            }
+            const std::span<float> row_logits(values.data() + row++ * vocab, static_cast<size_t>(vocab));
             sampled[c] = requests_.at(chunk.id).sampler->sample(row_logits, chunk.seq->tokens);
         }
+        stats_.sample_seconds += seconds_since(sample_start);
     }
     ++stats_.n_steps;
     stats_.n_tokens += static_cast<int64_t>(ids.size());

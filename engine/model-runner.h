@@ -24,7 +24,8 @@ struct RunnerStats {
     int64_t n_tokens = 0;         // tokens through the decoder
     int64_t n_image_patches = 0;  // patches through the vision encoder
     double vision_seconds = 0.0;
-    double text_seconds = 0.0;
+    double text_seconds = 0.0;    // the decoder, logits and sampling
+    double sample_seconds = 0.0;  // of that, choosing the tokens from the logits
 };
 
 class ModelRunner {

@@ -25,6 +25,8 @@ public:
 
     // history: the tokens the penalty applies to (prompt and generated so far). logits are modified.
     int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+    // The choice is the largest logit, whatever the history: backends can make it where the logits are.
+    bool is_greedy() const { return params_.temperature == 0.0f && params_.repetition_penalty == 1.0f; }
 
 private:
     SamplingParams params_;

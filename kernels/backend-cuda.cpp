@@ -16,6 +16,7 @@
 #include "quantized-linear.h"
 #include "rotary.h"
 #include "rows.h"
+#include "token-sampling.h"
 
 namespace folio {
 
@@ -461,6 +462,25 @@ public:
             splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
             static_cast<int64_t>(spans.tiles.size()), static_cast<const int32_t*>(staged[2]), block_size,
             q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+        return out;
+    }
+
+    std::vector<int32_t> argmax_rows(const Tensor& x) override {
+        const int64_t d = x.row_size();
+        if (x.shape.empty() || d == 0) {
+            fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
+        }
+        std::vector<int32_t> out(static_cast<size_t>(x.rows()));
+        if (out.empty()) {
+            return out;
+        }
+        const Tensor indices =
+            alloc_uninitialized({(x.rows() + 1) / 2}, "argmax_rows");  // [n] int32 in floats
+        auto* device_out = reinterpret_cast<int32_t*>(indices.f32());
+        kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), device_out, x.rows(), d, stream());
+        CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out, out.size() * sizeof(int32_t),
+                                   cudaMemcpyDeviceToHost, stream()));
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
         return out;
     }
 

@@ -413,6 +413,23 @@ TEST_F(BackendOpsTest, PagedAttention) {
     EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 7, 1.0f), Error) << "32 % 7";
 }
 
+// Exact: both backends choose the first of the largest values; ties are planted on purpose.
+TEST_F(BackendOpsTest, ArgmaxRows) {
+    for (const int64_t d : {1, 7, 1000, 103424}) {
+        for (const int64_t n : {1, 3, 130}) {
+            std::vector<float> values = random_values(n * d, seed_++, 0.0f, 1.0f);
+            for (int64_t r = 0; r < n; r += 2) {
+                values[r * d + (r * 7919) % d] = 9.0f;
+                values[r * d + (r * 104729 + d / 2) % d] = 9.0f;
+            }
+            const Pair x = upload(values, {n, d});
+            EXPECT_EQ(gpu_->argmax_rows(x.gpu), cpu_->argmax_rows(x.cpu)) << dims({n, d});
+        }
+    }
+    const Pair empty = random({3, 0});
+    EXPECT_THROW(gpu_->argmax_rows(empty.gpu), Error);
+}
+
 TEST_F(BackendOpsTest, GatherAndScatterRows) {
     for (const int64_t d : {1, 7, 1000}) {
         const Pair src = random({130, d});

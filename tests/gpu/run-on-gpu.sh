@@ -2,7 +2,7 @@
 # The GPU checks and benchmarks, for a machine with an NVIDIA GPU, CUDA's runtime and cuBLAS, and Python with
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
-#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|bench|quantized|reference]...
+#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference]...
 set -uo pipefail
 bundle=$1 out=$2
 shift 2
@@ -18,6 +18,13 @@ for step in "$@"; do
             "$bundle/bin/$t" > "$out/$t.log" 2>&1
             echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
         done
+        ;;
+    full)
+        timeout 300 python3 tests/gpu/make_full_size_reference.py /tmp/folio-full-size > "$out/full-size-reference.json" \
+            2> "$out/full-size-reference.log"
+        echo "full-size reference: exit $?"
+        FOLIO_FULL_SIZE_DIR=/tmp/folio-full-size "$bundle/bin/test-full-size" > "$out/test-full-size.log" 2>&1
+        echo "test-full-size: exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' "$out/test-full-size.log" | tr '\n' ' ')"
         ;;
     bench)
         "${bench[@]}" --pages 100 > "$out/bench.json" 2> "$out/bench.log"

@@ -1,0 +1,89 @@
+// The full-size PaddleOCR-VL architecture on the CUDA backend with bfloat16 weights against the reference
+// implementation's bfloat16 run of the same random weights (tests/gpu/make_full_size_reference.py): logits at
+// the last prompt position within relative error 2e-2 and identical greedy tokens for 64 steps, on a text
+// prompt and prompts of one and two images. Skipped where no CUDA device is present or FOLIO_FULL_SIZE_DIR
+// does not name the script's output.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "backend-cuda.h"
+#include "elementwise.h"
+#include "fixture-model.h"
+#include "generator.h"
+#include "model-loader.h"
+#include "paddleocr-vl.h"
+#include "safetensors.h"
+#include "weight-source.h"
+
+namespace folio {
+namespace {
+
+constexpr double kLogitsBound = 2e-2;
+
+class FullSize : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+        const char* dir = std::getenv("FOLIO_FULL_SIZE_DIR");
+        if (dir == nullptr || *dir == '\0') {
+            GTEST_SKIP() << "skipped: FOLIO_FULL_SIZE_DIR does not name make_full_size_reference.py's output";
+        }
+        dir_ = dir;
+    }
+
+    std::filesystem::path dir_;
+};
+
+TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
+    const std::string& key = GetParam();
+    const auto files = ModelFiles::open(dir_ / "model");
+    const auto reference = SafetensorsFile::open(dir_ / "reference.safetensors");
+    const auto backend = make_cuda_backend();
+    ModelLoadParams load;
+    load.bf16_weights = true;
+    const auto weights = make_file_weight_source(*files);
+    PaddleOcrVl model(*backend, files->config(), *weights, load);
+
+    ChatPromptTokens prompt;
+    for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
+        prompt.ids.push_back(static_cast<int32_t>(id));
+        prompt.is_image.push_back(id == files->config().image_token_id ? 1 : 0);
+    }
+    PreprocessedImages images;
+    if (reference->find(key + ".pixel_values") != nullptr) {
+        images.pixel_values = to_f32(reference->get(key + ".pixel_values"));
+        const std::vector<int64_t> grids = to_i64(reference->get(key + ".grid_thw"));
+        for (size_t i = 0; i + 2 < grids.size(); i += 3) {
+            images.grids.push_back({grids[i], grids[i + 1], grids[i + 2]});
+        }
+    }
+
+    const std::vector<float> all = backend->download(testing::prompt_logits(model, prompt, images));
+    const std::vector<float> expected = to_f32(reference->get(key + ".logits"));
+    const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
+    const double err = testing::relative_error(last, expected);
+    std::cout << key << ": last-position logits relative error " << err << "\n";
+    EXPECT_LT(err, kLogitsBound);
+
+    const std::vector<int64_t> greedy = to_i64(reference->get(key + ".greedy_tokens"));
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(greedy.size());
+    const GenerateResult result = generate(model, prompt, images, params, [](int32_t) { return true; });
+    const std::vector<int64_t> tokens(result.tokens.begin(), result.tokens.end());
+    size_t n_same = 0;
+    while (n_same < std::min(tokens.size(), greedy.size()) && tokens[n_same] == greedy[n_same]) {
+        ++n_same;
+    }
+    std::cout << key << ": " << n_same << " of " << greedy.size() << " greedy tokens as the reference\n";
+    EXPECT_EQ(tokens, greedy);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prompts, FullSize, ::testing::Values("text", "one_image", "two_images"));
+
+}  // namespace
+}  // namespace folio

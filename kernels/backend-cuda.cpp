@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -474,13 +475,11 @@ public:
         if (out.empty()) {
             return out;
         }
-        const Tensor indices =
-            alloc_uninitialized({(x.rows() + 1) / 2}, "argmax_rows");  // [n] int32 in floats
-        auto* device_out = reinterpret_cast<int32_t*>(indices.f32());
-        kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), device_out, x.rows(), d, stream());
-        CUDA_CHECK(cudaMemcpyAsync(out.data(), device_out, out.size() * sizeof(int32_t),
-                                   cudaMemcpyDeviceToHost, stream()));
-        CUDA_CHECK(cudaStreamSynchronize(stream()));
+        const Tensor indices = alloc_uninitialized({x.rows()}, "argmax_rows");  // [n] int32 bit patterns
+        kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), reinterpret_cast<int32_t*>(indices.f32()),
+                                 x.rows(), d, stream());
+        const std::vector<float> bits = download(indices);
+        std::memcpy(out.data(), bits.data(), out.size() * sizeof(int32_t));
         return out;
     }
 

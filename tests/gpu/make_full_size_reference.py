@@ -4,11 +4,12 @@ test-full-size. Run on the GPU machine (transformers 5.17, torch 2.11):
 Writes OUT_DIR/model (config.json in transformers' layout and model.safetensors in bfloat16) and
 OUT_DIR/reference.safetensors with, for each prompt P of "text", "one_image" and "two_images": P.input_ids,
 P.pixel_values and P.grid_thw (for the image prompts), P.logits (the bfloat16 model's logits at the last prompt
-position, as float32) and P.greedy_tokens (64 tokens of greedy generation, bf16, sdpa). The weights are drawn
+position, as float32), P.greedy_tokens (64 tokens of greedy generation, bf16, sdpa) and P.margins (the top-1/top-2
+logit margin of each of those steps). The weights are drawn
 wider than the default initialisation, as for the fixtures, so that logits are spread and greedy choices clear;
-each prompt's text tokens are drawn again (up to 16 times) until every step of its greedy generation has a
+each prompt's text tokens are drawn again (up to 4 times) until every step of its greedy generation has a
 top-1/top-2 logit margin of at least MIN_MARGIN, since a tie in bfloat16 cannot decide a token. The margins
-are printed.
+are saved and printed.
 """
 import json
 import os
@@ -67,7 +68,7 @@ def main():
             ref[f"{key}.pixel_values"] = feats["pixel_values"].float().contiguous()
             ref[f"{key}.grid_thw"] = feats["image_grid_thw"].long().contiguous()
         prefix = ids
-        for attempt in range(16):
+        for attempt in range(4):
             ids = prefix + rng.integers(3, 100000, size=24).tolist()
             input_ids = torch.tensor([ids], device="cuda")
             inputs["input_ids"] = input_ids
@@ -85,6 +86,7 @@ def main():
         ref[f"{key}.input_ids"] = input_ids[0].long().cpu().contiguous()
         ref[f"{key}.logits"] = logits.cpu().contiguous()
         ref[f"{key}.greedy_tokens"] = gen.sequences[0, len(ids):].long().cpu().contiguous()
+        ref[f"{key}.margins"] = (top2[:, 0] - top2[:, 1]).cpu().contiguous()
         meta[key] = {"n_prompt": len(ids), "attempts": attempt + 1, "min_margin": margin}
     save_file(ref, os.path.join(out, "reference.safetensors"))
     print(json.dumps(meta, indent=2))

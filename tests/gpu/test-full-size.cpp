@@ -1,8 +1,10 @@
 // The full-size PaddleOCR-VL architecture on the CUDA backend with bfloat16 weights against the reference
 // implementation's bfloat16 run of the same random weights (tests/gpu/make_full_size_reference.py): logits at
 // the last prompt position within relative error 2e-2 and identical greedy tokens for 64 steps, on a text
-// prompt and prompts of one and two images. Skipped where no CUDA device is present or FOLIO_FULL_SIZE_DIR
-// does not name the script's output.
+// prompt and prompts of one and two images. Where the reference's own top two logits are closer than
+// kMinMargin (bfloat16 logits of random weights can tie exactly), its choice is arbitrary: the tokens are
+// compared up to that step, and the test says how far that was. Skipped where no CUDA device is present or
+// FOLIO_FULL_SIZE_DIR does not name the script's output.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -22,6 +24,7 @@ namespace folio {
 namespace {
 
 constexpr double kLogitsBound = 2e-2;
+constexpr float kMinMargin = 0.25f;
 
 class FullSize : public ::testing::TestWithParam<std::string> {
 protected:
@@ -71,6 +74,11 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
     EXPECT_LT(err, kLogitsBound);
 
     const std::vector<int64_t> greedy = to_i64(reference->get(key + ".greedy_tokens"));
+    const std::vector<float> margins = to_f32(reference->get(key + ".margins"));
+    size_t n_decidable = 0;
+    while (n_decidable < margins.size() && margins[n_decidable] >= kMinMargin) {
+        ++n_decidable;
+    }
     GenerateParams params;
     params.max_tokens = static_cast<int>(greedy.size());
     const GenerateResult result = generate(model, prompt, images, params, [](int32_t) { return true; });
@@ -79,8 +87,13 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
     while (n_same < std::min(tokens.size(), greedy.size()) && tokens[n_same] == greedy[n_same]) {
         ++n_same;
     }
-    std::cout << key << ": " << n_same << " of " << greedy.size() << " greedy tokens as the reference\n";
-    EXPECT_EQ(tokens, greedy);
+    std::cout << key << ": " << n_same << " of " << greedy.size()
+              << " greedy tokens as the reference; its first " << n_decidable
+              << " choices have a margin of at least " << kMinMargin << "\n";
+    ASSERT_GE(tokens.size(), n_decidable);
+    EXPECT_EQ(
+        std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n_decidable)),
+        std::vector<int64_t>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(n_decidable)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Prompts, FullSize, ::testing::Values("text", "one_image", "two_images"));

@@ -140,6 +140,22 @@ nlohmann::json bench_document(PaddleOcrVl& model, const PreprocessorConfig& pre,
 
 }  // namespace
 
+// Bytes per second a device-to-device copy of a large tensor moves (each byte read once and written once).
+double copy_bandwidth(Backend& backend) {
+    constexpr int64_t kFloats = int64_t{128} << 20;  // 512 MiB
+    constexpr int kRepeats = 5;
+    const Tensor src = backend.alloc({kFloats});
+    const Tensor probe = backend.alloc({1});
+    backend.copy(src);
+    backend.download(probe);  // waits for the device
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRepeats; ++i) {
+        backend.copy(src);
+    }
+    backend.download(probe);
+    return 2.0 * kRepeats * kFloats * static_cast<double>(sizeof(float)) / seconds_since(start);
+}
+
 int run_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
                                  "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
@@ -217,7 +233,13 @@ int run_bench(const Options& opt) {
         p.quantization = q;
         bytes[quantization_name(q)] = weight_bytes(cfg, p);
     }
+    const double bandwidth = copy_bandwidth(*backend);
+    const int64_t step_bytes = decode_weight_bytes(cfg, load);
     nlohmann::json report = {
+        {"copy_bandwidth_bytes_per_second", bandwidth},
+        {"decode_weight_bytes_per_step", step_bytes},
+        {"decode_floor_tokens_per_second", bandwidth / static_cast<double>(step_bytes)},
+        {"peak_bytes", backend->memory_stats().peak},
         {"device", backend->name()},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},

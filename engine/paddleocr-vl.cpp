@@ -32,6 +32,29 @@ Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadPar
     return q == Quantization::Wint4 && n_in % load.group_size != 0 ? Quantization::Wint8 : q;
 }
 
+// The language model's layers, final norm and LM head as stored (the tied table only when it has its own
+// copy).
+int64_t text_weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
+    const TextConfig& tc = config.text;
+    constexpr auto f32 = static_cast<int64_t>(sizeof(float));
+    const auto linear = [&](Quantization q, int64_t n_out, int64_t n_in) {
+        return quantized_bytes(layer_quantization(q, n_in, load), n_out, n_in, load.group_size);
+    };
+    const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
+    const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
+    const Quantization tq = load.quantization;
+    int64_t text_layer = linear(tq, q_dim, d) + 2 * linear(tq, kv_dim, d) + linear(tq, d, q_dim) +
+                         2 * linear(tq, ff, d) + linear(tq, d, ff) + 2 * d * f32;
+    if (tc.use_bias) {
+        text_layer += (q_dim + 2 * kv_dim + d + 2 * ff + d) * f32;
+    }
+    int64_t bytes = tc.num_hidden_layers * text_layer + d * f32;
+    if (!tc.tie_word_embeddings || load.bf16_weights) {
+        bytes += linear(Quantization::None, tc.vocab_size, d);
+    }
+    return bytes;
+}
+
 }  // namespace
 
 int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
@@ -53,20 +76,15 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     const int64_t vision_layer = 4 * linear(vq, vd, vd) + linear(vq, vff, vd) + linear(vq, vd, vff) +
                                  (4 * vd + 4 * vd + vff + vd) * f32;
     bytes += vc.num_hidden_layers * vision_layer;
+    return bytes + text_weight_bytes(config, load) + tc.vocab_size * tc.hidden_size * f32;  // the embedding
+}
 
-    const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
-    const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
-    const Quantization tq = load.quantization;
-    int64_t text_layer = linear(tq, q_dim, d) + 2 * linear(tq, kv_dim, d) + linear(tq, d, q_dim) +
-                         2 * linear(tq, ff, d) + linear(tq, d, ff) + 2 * d * f32;
-    if (tc.use_bias) {
-        text_layer += (q_dim + 2 * kv_dim + d + 2 * ff + d) * f32;
-    }
-    bytes += tc.num_hidden_layers * text_layer + tc.vocab_size * d * f32 + d * f32;
-    if (!tc.tie_word_embeddings || load.bf16_weights) {
-        bytes += linear(Quantization::None, tc.vocab_size, d);
-    }
-    return bytes;
+int64_t decode_weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
+    const TextConfig& tc = config.text;
+    const int64_t head = !tc.tie_word_embeddings || load.bf16_weights
+                             ? 0
+                             : tc.vocab_size * tc.hidden_size * static_cast<int64_t>(sizeof(float));
+    return text_weight_bytes(config, load) + head;
 }
 
 Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape) {

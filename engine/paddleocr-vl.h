@@ -50,6 +50,8 @@ struct TextLayer {
 
 // Bytes the weights of a model of this configuration take when loaded with these parameters.
 int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load);
+// Bytes of weights one decode step reads: the language model's layers, final norm and LM head.
+int64_t decode_weight_bytes(const ModelConfig& config, const ModelLoadParams& load);
 
 class PaddleOcrVl {
 public:

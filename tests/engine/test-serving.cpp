@@ -101,6 +101,12 @@ protected:
         }
     }
 
+    void SetUp() override {
+        if (!model_) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+    }
+
     static void TearDownTestSuite() {
         cases_.clear();
         pages_.clear();

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "attention.h"
+#include "backend-checks.h"
 #include "cuda-check.h"
 #include "elementwise.h"
 #include "error.h"
@@ -22,19 +23,6 @@
 namespace folio {
 
 namespace {
-
-// Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
-struct MemoryCounter {
-    std::atomic<int64_t> in_use{0};
-    std::atomic<int64_t> peak{0};
-
-    void add(int64_t n) {
-        const int64_t now = in_use.fetch_add(n) + n;
-        int64_t seen = peak.load();
-        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
-        }
-    }
-};
 
 // cudaMalloc; null when the device is out of memory.
 void* try_cuda_malloc(size_t n_bytes) {
@@ -393,19 +381,10 @@ public:
 
     Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const AttentionSegment> segments, float scale) override {
-        if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||
-            k.shape[1] == 0 || q.shape[1] % k.shape[1] != 0) {
-            fail("attention: q ", shape_string(q.shape), ", k ", shape_string(k.shape), ", v ",
-                 shape_string(v.shape));
-        }
+        check_attention(q, k, v, segments);
         check_head_dim(q, "attention");
         AttentionSpans spans;
         for (const auto& seg : segments) {
-            if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q.shape[0] || seg.kv_begin < 0 ||
-                seg.n_kv < 0 || seg.kv_begin + seg.n_kv > k.shape[0]) {
-                fail("attention: segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +",
-                     seg.n_kv, ") outside q ", shape_string(q.shape), " / kv ", shape_string(k.shape));
-            }
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
                       seg.causal ? 1 : 0, seg.n_kv);
         }
@@ -425,30 +404,10 @@ public:
     Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size, float scale) override {
-        if (q.shape.size() != 3 || k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape ||
-            q.shape[2] != k_cache.shape[2] || k_cache.shape[1] == 0 || q.shape[1] % k_cache.shape[1] != 0 ||
-            block_size <= 0 || k_cache.shape[0] % block_size != 0) {
-            fail("paged_attention: q ", shape_string(q.shape), ", k cache ", shape_string(k_cache.shape),
-                 ", v cache ", shape_string(v_cache.shape), ", block size ", block_size);
-        }
+        check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
         check_head_dim(q, "paged_attention");
-        const int64_t n_blocks = k_cache.shape[0] / block_size;
-        const auto n_tables = static_cast<int64_t>(block_tables.size());
         AttentionSpans spans;
         for (const PagedSequence& s : seqs) {
-            const int64_t n_table = s.n_kv == 0 ? 0 : (s.n_kv - 1) / block_size + 1;
-            if (s.q_begin < 0 || s.n_q < 0 || s.q_begin + s.n_q > q.shape[0] || s.n_q > s.n_kv ||
-                s.table_begin < 0 || s.table_begin + n_table > n_tables) {
-                fail("paged_attention: sequence q [", s.q_begin, ", +", s.n_q, ") with ", s.n_kv,
-                     " cached tokens and table at ", s.table_begin, " outside q ", shape_string(q.shape),
-                     " / ", n_tables, " table entries");
-            }
-            for (int64_t i = 0; i < n_table; ++i) {
-                if (block_tables[s.table_begin + i] < 0 || block_tables[s.table_begin + i] >= n_blocks) {
-                    fail("paged_attention: block ", block_tables[s.table_begin + i], " outside the cache of ",
-                         n_blocks, " blocks");
-                }
-            }
             spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
         }
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero

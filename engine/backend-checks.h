@@ -1,0 +1,36 @@
+// What every backend holds the arguments of an operation to before it runs, and the byte counter behind
+// memory_stats(). The checks throw folio::Error naming the operation, the shapes and the value out of range.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+#include "backend.h"
+
+namespace folio {
+
+// q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim], segments inside both.
+void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const AttentionSegment> segments);
+
+// q [n_tokens, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], every sequence's rows
+// inside q and its table entries inside block_tables, naming blocks of the cache.
+void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
+                           int64_t block_size);
+
+// Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
+struct MemoryCounter {
+    std::atomic<int64_t> in_use{0};
+    std::atomic<int64_t> peak{0};
+
+    void add(int64_t n) {
+        const int64_t now = in_use.fetch_add(n) + n;
+        int64_t seen = peak.load();
+        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+        }
+    }
+};
+
+}  // namespace folio

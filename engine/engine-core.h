@@ -27,7 +27,7 @@ class PaddleOcrVl;
 // Names follow FastDeploy's serving options.
 struct EngineConfig {
     int64_t max_model_len = 16384;
-    int64_t max_num_seqs = 64;
+    int64_t max_num_seqs = 256;
     int64_t max_num_batched_tokens = 8192;
     int64_t block_size = 64;
     double gpu_memory_utilization = 0.9;

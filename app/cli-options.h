@@ -41,7 +41,8 @@ public:
     }
 
     void allow(const std::vector<const char*>& known) const {
-        for (const auto& [flag, _] : values_) {
+        for (const auto& entry : values_) {
+            const std::string& flag = entry.first;
             if (flag != "--help" && std::find_if(known.begin(), known.end(),
                                                  [&](const char* k) { return flag == k; }) == known.end()) {
                 fail("unknown option ", flag);

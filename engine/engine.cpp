@@ -35,7 +35,11 @@ Engine::~Engine() {
     }
     wake_.notify_all();
     thread_.join();
-    for (const auto& [id, state] : handles_) {
+    std::vector<int64_t> unfinished;
+    for (const auto& entry : handles_) {
+        unfinished.push_back(entry.first);
+    }
+    for (const int64_t id : unfinished) {  // deliver() forgets each handle as it ends
         deliver({id, {}, {}, FinishReason::Cancelled, "the engine stopped"});
     }
 }

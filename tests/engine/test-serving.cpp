@@ -421,6 +421,25 @@ TEST_F(Serving, PlansTheCacheFromMemoryAndSaysSo) {
     EXPECT_EQ(engine.stats().n_kv_blocks, 64);
 }
 
+TEST_F(Serving, StoppingTheEngineEndsItsRequests) {
+    std::optional<RequestHandle> handle;
+    {
+        Engine engine(*model_, base_config());
+        Request endless = cases_[0].request;
+        endless.max_tokens = 400;
+        endless.ignore_eos = true;
+        handle = engine.submit(endless);
+        ASSERT_TRUE(handle->next());
+    }
+    std::optional<RequestOutput> last;
+    while (std::optional<RequestOutput> out = handle->next()) {
+        last = std::move(out);
+    }
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->finish, FinishReason::Cancelled);
+    EXPECT_EQ(last->error, "the engine stopped");
+}
+
 TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     EngineConfig c = base_config();
     c.limit_mm_per_prompt = 1;

@@ -4,6 +4,86 @@
 
 namespace folio {
 
+void check_shape(const std::vector<int64_t>& shape, const char* op) {
+    for (const int64_t d : shape) {
+        if (d < 0) {
+            fail(op, ": negative dimension in ", shape_string(shape));
+        }
+    }
+}
+
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
+    if (a.shape != b.shape) {
+        fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
+    }
+}
+
+void check_linear(const Tensor& x, const Tensor& w, const Tensor* b) {
+    if (w.row_size() != x.row_size() || (b && b->n_elements() != w.rows())) {
+        fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
+             b ? " and b " + shape_string(b->shape) : std::string());
+    }
+}
+
+void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
+    if (w.n_in != x.row_size() || !w.data || (b && b->n_elements() != w.n_out)) {
+        fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
+             w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
+    }
+    if (w.type == Quantization::None) {
+        fail("linear: quantized w [", w.n_out, ", ", w.n_in, "] without a quantization type");
+    }
+}
+
+void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
+    if (w.n_elements() != x.row_size() || b.n_elements() != x.row_size()) {
+        fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+    }
+}
+
+void check_rms_norm(const Tensor& x, const Tensor& w) {
+    if (w.n_elements() != x.row_size()) {
+        fail("rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+    }
+}
+
+void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+    if (x.shape.size() != 3 || cos.shape != std::vector<int64_t>{x.shape[0], x.shape[2]} ||
+        sin.shape != cos.shape || x.shape[2] % 2 != 0) {
+        fail("rope: x ", shape_string(x.shape), " with cos ", shape_string(cos.shape), " and sin ",
+             shape_string(sin.shape));
+    }
+}
+
+void check_argmax_rows(const Tensor& x) {
+    if (x.shape.empty() || x.row_size() == 0) {
+        fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
+    }
+}
+
+void check_gather_rows(const Tensor& src, std::span<const int64_t> rows) {
+    if (src.shape.empty()) {
+        fail("gather_rows: source has no rows");
+    }
+    for (const int64_t r : rows) {
+        if (r < 0 || r >= src.rows()) {
+            fail("gather_rows: row ", r, " outside ", shape_string(src.shape));
+        }
+    }
+}
+
+void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const Tensor& src) {
+    if (src.row_size() != dst.row_size() || src.rows() != static_cast<int64_t>(rows.size())) {
+        fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
+             rows.size(), " rows");
+    }
+    for (const int64_t r : rows) {
+        if (r < 0 || r >= dst.rows()) {
+            fail("scatter_rows: row ", r, " outside ", shape_string(dst.shape));
+        }
+    }
+}
+
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const AttentionSegment> segments) {
     if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||

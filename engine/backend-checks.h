@@ -5,10 +5,29 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend.h"
 
 namespace folio {
+
+// No negative dimension in a shape op is about to allocate.
+void check_shape(const std::vector<int64_t>& shape, const char* op);
+void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
+// x [n, in], w [out, in] dense or quantized (with a type and data), b [out] or null.
+void check_linear(const Tensor& x, const Tensor& w, const Tensor* b);
+void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+// Weight (and bias) [d] for rows of d.
+void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
+void check_rms_norm(const Tensor& x, const Tensor& w);
+// x [n, n_head, head_dim] with an even head_dim, cos/sin [n, head_dim].
+void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
+// At least one column.
+void check_argmax_rows(const Tensor& x);
+// Every row inside src; src has a row dimension.
+void check_gather_rows(const Tensor& src, std::span<const int64_t> rows);
+// src [rows.size(), row of dst], every row inside dst.
+void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const Tensor& src);
 
 // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim], segments inside both.
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -139,12 +139,6 @@ void attend_row(const float* qv, const float* k, const float* v, const Offset& o
     }
 }
 
-void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
-    if (a.shape != b.shape) {
-        fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
-    }
-}
-
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
@@ -154,11 +148,7 @@ public:
     Tensor alloc(std::vector<int64_t> shape) override {
         Tensor t;
         t.shape = std::move(shape);
-        for (const int64_t d : t.shape) {
-            if (d < 0) {
-                fail("alloc: negative dimension in ", shape_string(t.shape));
-            }
-        }
+        check_shape(t.shape, "alloc");
         t.buffer = std::make_shared<HostBuffer<float>>(static_cast<size_t>(t.n_elements()), memory_);
         return t;
     }
@@ -200,11 +190,8 @@ public:
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
 
     Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {
+        check_linear(x, w, b);
         const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
-        if (w.row_size() != in || (b && b->n_elements() != out)) {
-            fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
-                 b ? " and b " + shape_string(b->shape) : std::string());
-        }
         Tensor y = alloc({n, out});
         const float* xd = x.f32();
         const float* wd = w.f32();
@@ -232,11 +219,8 @@ public:
     // Each task dequantizes four rows of w and multiplies them with every row of x, so that an output's
     // arithmetic does not depend on the other rows in the batch.
     Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        check_linear(x, w, b);
         const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
-        if (w.n_in != in || !w.data || (b && b->n_elements() != out)) {
-            fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
-                 w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
-        }
         Tensor y = alloc({n, out});
         const auto* qd = static_cast<const int8_t*>(w.data->data());
         const float* bd = b ? b->f32() : nullptr;
@@ -264,10 +248,8 @@ public:
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
+        check_layer_norm(x, w, b);
         const int64_t d = x.row_size();
-        if (w.n_elements() != d || b.n_elements() != d) {
-            fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
-        }
         Tensor y = alloc(x.shape);
         rows_parallel(x.rows(), [&](int64_t r) {
             const float* xr = x.f32() + r * d;
@@ -291,10 +273,8 @@ public:
     }
 
     Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
+        check_rms_norm(x, w);
         const int64_t d = x.row_size();
-        if (w.n_elements() != d) {
-            fail("rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
-        }
         Tensor y = alloc(x.shape);
         rows_parallel(x.rows(), [&](int64_t r) {
             const float* xr = x.f32() + r * d;
@@ -348,11 +328,7 @@ public:
     }
 
     void rope(Tensor& x, const Tensor& cos, const Tensor& sin) override {
-        if (x.shape.size() != 3 || cos.shape != std::vector<int64_t>{x.shape[0], x.shape[2]} ||
-            sin.shape != cos.shape || x.shape[2] % 2 != 0) {
-            fail("rope: x ", shape_string(x.shape), " with cos ", shape_string(cos.shape), " and sin ",
-                 shape_string(sin.shape));
-        }
+        check_rope(x, cos, sin);
         const int64_t n_head = x.shape[1], hd = x.shape[2], half = hd / 2;
         rows_parallel(x.rows(), [&](int64_t r) {
             const float* c = cos.f32() + r * hd;
@@ -411,10 +387,8 @@ public:
     }
 
     std::vector<int32_t> argmax_rows(const Tensor& x) override {
+        check_argmax_rows(x);
         const int64_t d = x.row_size();
-        if (x.shape.empty() || d == 0) {
-            fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
-        }
         std::vector<int32_t> out(static_cast<size_t>(x.rows()));
         rows_parallel(x.rows(), [&](int64_t r) {
             const float* row = x.f32() + r * d;
@@ -424,32 +398,21 @@ public:
     }
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
-        if (src.shape.empty()) {
-            fail("gather_rows: source has no rows");
-        }
+        check_gather_rows(src, rows);
         const int64_t d = src.row_size();
         std::vector<int64_t> shape = src.shape;
         shape.front() = static_cast<int64_t>(rows.size());
         Tensor out = alloc(shape);
         for (size_t i = 0; i < rows.size(); ++i) {
-            if (rows[i] < 0 || rows[i] >= src.rows()) {
-                fail("gather_rows: row ", rows[i], " outside ", shape_string(src.shape));
-            }
             std::memcpy(out.f32() + static_cast<int64_t>(i) * d, src.f32() + rows[i] * d, d * sizeof(float));
         }
         return out;
     }
 
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
+        check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();
-        if (src.row_size() != d || src.rows() != static_cast<int64_t>(rows.size())) {
-            fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
-                 rows.size(), " rows");
-        }
         for (size_t i = 0; i < rows.size(); ++i) {
-            if (rows[i] < 0 || rows[i] >= dst.rows()) {
-                fail("scatter_rows: row ", rows[i], " outside ", shape_string(dst.shape));
-            }
             std::memcpy(dst.f32() + rows[i] * d, src.f32() + static_cast<int64_t>(i) * d, d * sizeof(float));
         }
     }

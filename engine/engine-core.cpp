@@ -157,6 +157,12 @@ int64_t EngineCore::activation_peak_bytes() {
 }
 
 void EngineCore::validate(const Request& request) const {
+    check_request(request);
+    scheduler_->check(*make_sequence(-1, request, model_.config().text.eos_token_ids,
+                                     model_.config().vision.spatial_merge_size));
+}
+
+void EngineCore::check_request(const Request& request) const {
     const TextConfig& tc = model_.config().text;
     if (request.prompt.ids.empty()) {
         fail("empty prompt");
@@ -186,8 +192,6 @@ void EngineCore::validate(const Request& request) const {
         fail("stop strings need the engine's tokenizer");
     }
     folio::validate(request.sampling);
-    scheduler_->check(
-        *make_sequence(-1, request, tc.eos_token_ids, model_.config().vision.spatial_merge_size));
 }
 
 int64_t EngineCore::submit(Request request) {
@@ -200,7 +204,7 @@ int64_t EngineCore::submit(Request request) {
 }
 
 void EngineCore::add(Request request, int64_t id) {
-    validate(request);
+    check_request(request);  // the scheduler checks the sequence as it takes it
     if (scheduler_->find(id)) {
         fail("request id ", id, " is in use");
     }

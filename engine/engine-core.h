@@ -96,6 +96,8 @@ private:
     };
 
     int64_t activation_peak_bytes();
+    // The checks of validate() that need no sequence: prompt, images, max_tokens, stop strings, sampling.
+    void check_request(const Request& request) const;
     // Appends the token's text; true when a stop string now appears, the text then cut before it.
     bool push_text(Text& text, int32_t token, std::string& delta);
 

@@ -83,14 +83,13 @@ void Engine::deliver(const RequestOutput& output) {
     if (state->on_output) {
         state->on_output(output);
     }
-    {
-        const std::lock_guard lock(state->mutex);
-        if (!state->on_output) {
+    if (!state->on_output) {
+        {
+            const std::lock_guard lock(state->mutex);
             state->outputs.push_back(output);
         }
-        state->finished = state->finished || output.finish.has_value();
+        state->ready.notify_all();
     }
-    state->ready.notify_all();
 }
 
 void Engine::run() {

@@ -35,8 +35,7 @@ private:
         std::mutex mutex;
         std::condition_variable ready;
         std::deque<RequestOutput> outputs;
-        bool finished = false;  // the final output was delivered
-        bool taken = false;     // and taken by next()
+        bool taken = false;  // the final output was taken by next()
         std::function<void(const RequestOutput&)> on_output;
     };
 

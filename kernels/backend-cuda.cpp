@@ -173,12 +173,6 @@ struct AttentionSpans {
     }
 };
 
-void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
-    if (a.shape != b.shape) {
-        fail(op, ": shapes differ, ", shape_string(a.shape), " vs ", shape_string(b.shape));
-    }
-}
-
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.
 float* device_f32(const Tensor& t, const char* op) {
     const auto* buffer = dynamic_cast<const DeviceBuffer*>(t.buffer.get());
@@ -279,11 +273,8 @@ public:
     void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
 
     Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {
+        check_linear(x, w, b);
         const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
-        if (w.row_size() != in || (b && b->n_elements() != out)) {
-            fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
-                 b ? " and b " + shape_string(b->shape) : std::string());
-        }
         Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
         kernels::linear_f32(cublas_.get(), device_f32(x, "linear"), device_f32(w, "linear"),
                             b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out, stream());
@@ -291,14 +282,8 @@ public:
     }
 
     Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        check_linear(x, w, b);
         const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
-        if (w.n_in != in || !w.data || (b && b->n_elements() != out)) {
-            fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
-                 w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
-        }
-        if (w.type == Quantization::None) {
-            fail("linear: quantized w [", w.n_out, ", ", w.n_in, "] without a quantization type");
-        }
         if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
             fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
                  "] is not in this backend's device memory");
@@ -323,10 +308,8 @@ public:
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
+        check_layer_norm(x, w, b);
         const int64_t d = x.row_size();
-        if (w.n_elements() != d || b.n_elements() != d) {
-            fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
-        }
         Tensor y = alloc_uninitialized(x.shape, "layer_norm");  // as x
         kernels::layer_norm_f32(device_f32(x, "layer_norm"), device_f32(w, "layer_norm"),
                                 device_f32(b, "layer_norm"), y.f32(), x.rows(), d, eps, stream());
@@ -334,10 +317,8 @@ public:
     }
 
     Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
+        check_rms_norm(x, w);
         const int64_t d = x.row_size();
-        if (w.n_elements() != d) {
-            fail("rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
-        }
         Tensor y = alloc_uninitialized(x.shape, "rms_norm");  // as x
         kernels::rms_norm_f32(device_f32(x, "rms_norm"), device_f32(w, "rms_norm"), y.f32(), x.rows(), d, eps,
                               stream());
@@ -369,11 +350,7 @@ public:
     }
 
     void rope(Tensor& x, const Tensor& cos, const Tensor& sin) override {
-        if (x.shape.size() != 3 || cos.shape != std::vector<int64_t>{x.shape[0], x.shape[2]} ||
-            sin.shape != cos.shape || x.shape[2] % 2 != 0) {
-            fail("rope: x ", shape_string(x.shape), " with cos ", shape_string(cos.shape), " and sin ",
-                 shape_string(sin.shape));
-        }
+        check_rope(x, cos, sin);
         activate();
         kernels::rope_f32(device_f32(x, "rope"), device_f32(cos, "rope"), device_f32(sin, "rope"), x.shape[0],
                           x.shape[1], x.shape[2], stream());
@@ -426,10 +403,8 @@ public:
     }
 
     std::vector<int32_t> argmax_rows(const Tensor& x) override {
+        check_argmax_rows(x);
         const int64_t d = x.row_size();
-        if (x.shape.empty() || d == 0) {
-            fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
-        }
         std::vector<int32_t> out(static_cast<size_t>(x.rows()));
         if (out.empty()) {
             return out;
@@ -443,14 +418,7 @@ public:
     }
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
-        if (src.shape.empty()) {
-            fail("gather_rows: source has no rows");
-        }
-        for (const int64_t r : rows) {
-            if (r < 0 || r >= src.rows()) {
-                fail("gather_rows: row ", r, " outside ", shape_string(src.shape));
-            }
-        }
+        check_gather_rows(src, rows);
         std::vector<int64_t> shape = src.shape;
         shape.front() = static_cast<int64_t>(rows.size());
         Tensor out = alloc_uninitialized(shape, "gather_rows");  // [rows.size(), ...]
@@ -461,16 +429,8 @@ public:
     }
 
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
+        check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();
-        if (src.row_size() != d || src.rows() != static_cast<int64_t>(rows.size())) {
-            fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
-                 rows.size(), " rows");
-        }
-        for (const int64_t r : rows) {
-            if (r < 0 || r >= dst.rows()) {
-                fail("scatter_rows: row ", r, " outside ", shape_string(dst.shape));
-            }
-        }
         activate();
         // A row written more than once keeps the last source row, as in the CPU backend's sequential copies.
         std::unordered_map<int64_t, int64_t> last_source;
@@ -506,11 +466,7 @@ private:
     Tensor alloc_uninitialized(std::vector<int64_t> shape, const char* op) {
         Tensor t;
         t.shape = std::move(shape);
-        for (const int64_t d : t.shape) {
-            if (d < 0) {
-                fail(op, ": negative dimension in ", shape_string(t.shape));
-            }
-        }
+        check_shape(t.shape, op);
         activate();
         t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float), pool_,
                                                   memory_);

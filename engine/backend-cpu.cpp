@@ -400,8 +400,8 @@ public:
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
         check_gather_rows(src, rows);
         const int64_t d = src.row_size();
-        std::vector<int64_t> shape = src.shape;
-        shape.front() = static_cast<int64_t>(rows.size());
+        std::vector<int64_t> shape{static_cast<int64_t>(rows.size())};  // src's shape with rows.size() rows
+        shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
         Tensor out = alloc(shape);
         for (size_t i = 0; i < rows.size(); ++i) {
             std::memcpy(out.f32() + static_cast<int64_t>(i) * d, src.f32() + rows[i] * d, d * sizeof(float));

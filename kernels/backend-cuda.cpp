@@ -419,8 +419,8 @@ public:
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
         check_gather_rows(src, rows);
-        std::vector<int64_t> shape = src.shape;
-        shape.front() = static_cast<int64_t>(rows.size());
+        std::vector<int64_t> shape{static_cast<int64_t>(rows.size())};  // src's shape with rows.size() rows
+        shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
         Tensor out = alloc_uninitialized(shape, "gather_rows");  // [rows.size(), ...]
         const auto staged = stage({std::as_bytes(rows)});
         kernels::gather_rows_f32(device_f32(src, "gather_rows"), static_cast<const int64_t*>(staged[0]),

@@ -128,4 +128,78 @@ void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor&
     }
 }
 
+void check_i32(const Tensor& t, std::vector<int64_t> shape, const char* op, const char* what) {
+    if (t.dtype != ScalarType::I32 || t.shape != shape || !t.fits_buffer()) {
+        fail(op, ": ", what, " ", shape_string(t.shape), t.dtype == ScalarType::I32 ? " int32" : " float32",
+             " is not int32 ", shape_string(shape));
+    }
+}
+
+void check_update(const Tensor& t, std::span<const int32_t> values) {
+    if (t.dtype != ScalarType::I32 || static_cast<int64_t>(values.size()) != t.n_elements() ||
+        !t.fits_buffer()) {
+        fail("update: ", values.size(), " int32 values for ",
+             t.dtype == ScalarType::I32 ? "int32 " : "float32 ", shape_string(t.shape));
+    }
+}
+
+void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& w) {
+    check_same_shape(x, y, "add_rms_norm");
+    if (w.n_elements() != x.row_size()) {
+        fail("add_rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
+    }
+}
+
+void check_swiglu(const Tensor& gate_up) {
+    if (gate_up.shape.size() != 2 || gate_up.shape[1] % 2 != 0) {
+        fail("swiglu: gate_up ", shape_string(gate_up.shape), " is not [n, 2 d]");
+    }
+}
+
+void check_rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                             const MropeParams& rope, const Tensor& k_cache, const Tensor& v_cache) {
+    if (k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape || k_cache.shape[1] <= 0 ||
+        k_cache.shape[2] <= 0 || k_cache.shape[2] % 2 != 0) {
+        fail("rope_qkv_to_cache: k cache ", shape_string(k_cache.shape), ", v cache ",
+             shape_string(v_cache.shape));
+    }
+    const int64_t n_kv_head = k_cache.shape[1], head_dim = k_cache.shape[2];
+    const int64_t n_heads = qkv.shape.size() == 2 ? qkv.shape[1] / head_dim : 0;
+    if (qkv.shape.size() != 2 || qkv.shape[1] % head_dim != 0 || n_heads <= 2 * n_kv_head ||
+        (n_heads - 2 * n_kv_head) % n_kv_head != 0) {
+        fail("rope_qkv_to_cache: qkv ", shape_string(qkv.shape),
+             " does not hold q, k and v heads for a cache of ", shape_string(k_cache.shape));
+    }
+    const int64_t n = qkv.shape[0];
+    check_i32(positions, {n, 3}, "rope_qkv_to_cache", "positions");
+    check_i32(slots, {n}, "rope_qkv_to_cache", "slots");
+    const int half = static_cast<int>(head_dim / 2);
+    const auto& sec = rope.section;
+    if (rope.inv_freq.shape != std::vector<int64_t>{half} || rope.inv_freq.dtype != ScalarType::F32 ||
+        sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[0] + sec[1] + sec[2] != half) {
+        fail("rope_qkv_to_cache: inverse frequencies ", shape_string(rope.inv_freq.shape), " and sections [",
+             sec[0], ", ", sec[1], ", ", sec[2], "] for head_dim ", head_dim);
+    }
+}
+
+void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size) {
+    if (q.shape.size() != 3 || k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape ||
+        q.shape[2] != k_cache.shape[2] || k_cache.shape[1] == 0 || q.shape[1] % k_cache.shape[1] != 0 ||
+        block_size <= 0 || k_cache.shape[0] % block_size != 0 || block_tables.shape.size() != 2) {
+        fail("paged_decode_attention: q ", shape_string(q.shape), ", k cache ", shape_string(k_cache.shape),
+             ", v cache ", shape_string(v_cache.shape), ", block tables ", shape_string(block_tables.shape),
+             ", block size ", block_size);
+    }
+    check_i32(seq_lens, {q.shape[0]}, "paged_decode_attention", "seq_lens");
+    check_i32(block_tables, {q.shape[0], block_tables.shape[1]}, "paged_decode_attention", "block_tables");
+}
+
+void check_gather_rows(const Tensor& src, const Tensor& rows) {
+    if (src.shape.empty()) {
+        fail("gather_rows: source has no rows");
+    }
+    check_i32(rows, {rows.n_elements()}, "gather_rows", "rows");
+}
+
 }  // namespace folio

@@ -39,6 +39,26 @@ void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor&
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size);
 
+// An int32 tensor of this shape whose buffer holds it.
+void check_i32(const Tensor& t, std::vector<int64_t> shape, const char* op, const char* what);
+// An int32 tensor of values.size() elements.
+void check_update(const Tensor& t, std::span<const int32_t> values);
+// x, y [n, d], w [d].
+void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& w);
+// gate_up [n, 2 d].
+void check_swiglu(const Tensor& gate_up);
+// qkv [n, (n_head + 2 n_kv_head) * head_dim] with n_head a multiple of n_kv_head, caches [n_slots, n_kv_head,
+// head_dim], positions [n, 3] and slots [n] int32, inverse frequencies [head_dim / 2] in sections summing to
+// them. The values of slots are not checked here: they are on the device.
+void check_rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                             const MropeParams& rope, const Tensor& k_cache, const Tensor& v_cache);
+// q [n, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], seq_lens [n] and
+// block_tables [n, max_blocks] int32.
+void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size);
+// rows [n] int32; src has a row dimension.
+void check_gather_rows(const Tensor& src, const Tensor& rows);
+
 // Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
 struct MemoryCounter {
     std::atomic<int64_t> in_use{0};

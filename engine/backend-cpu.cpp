@@ -15,14 +15,6 @@
 
 namespace folio {
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    }
-    return s + "]";
-}
-
 namespace {
 
 // Zeroed memory from calloc: large buffers come as fresh zero pages, committed only once they are touched, so
@@ -185,6 +177,18 @@ public:
         return t;
     }
 
+    Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        t.dtype = ScalarType::I32;
+        update(t, values);
+        return t;
+    }
+
+    void update(Tensor& t, std::span<const int32_t> values) override {
+        check_update(t, values);
+        std::copy(values.begin(), values.end(), t.i32());
+    }
+
     std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
 
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
@@ -291,6 +295,12 @@ public:
         return y;
     }
 
+    Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) override {
+        check_add_rms_norm(x, y, w);
+        add(x, y);
+        return rms_norm(x, w, eps);
+    }
+
     void add(Tensor& x, const Tensor& y) override {
         check_same_shape(x, y, "add");
         float* xd = x.f32();
@@ -322,6 +332,21 @@ public:
         pool_.parallel_for(y.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
             for (int64_t i = b; i < e; ++i) {
                 yd[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+            }
+        });
+        return y;
+    }
+
+    Tensor swiglu(const Tensor& gate_up) override {
+        check_swiglu(gate_up);
+        const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;
+        Tensor y = alloc({n, d});
+        rows_parallel(n, [&](int64_t r) {
+            const float* g = gate_up.f32() + r * 2 * d;  // [d]
+            const float* u = g + d;                      // [d]
+            float* yr = y.f32() + r * d;                 // [d]
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
             }
         });
         return y;
@@ -386,6 +411,68 @@ public:
         return out;
     }
 
+    Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                             const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
+        check_rope_qkv_to_cache(qkv, positions, slots, rope, k_cache, v_cache);
+        const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], hd = k_cache.shape[2], half = hd / 2;
+        const int64_t n_head = qkv.shape[1] / hd - 2 * n_kv_head, n_slots = k_cache.shape[0];
+        for (int64_t r = 0; r < n; ++r) {
+            if (slots.i32()[r] >= n_slots) {
+                fail("rope_qkv_to_cache: cache row ", slots.i32()[r], " of token ", r,
+                     " outside the cache of ", n_slots);
+            }
+        }
+        Tensor q = alloc({n, n_head, hd});
+        rows_parallel(n, [&](int64_t r) {
+            const float* row = qkv.f32() + r * (n_head + 2 * n_kv_head) * hd;  // [n_head + 2 n_kv_head, hd]
+            const int64_t slot = slots.i32()[r];
+            std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
+            for (int64_t i = 0; i < half; ++i) {
+                const int axis = i < rope.section[0] ? 0 : i < rope.section[0] + rope.section[1] ? 1 : 2;
+                const float angle =
+                    static_cast<float>(positions.i32()[r * 3 + axis]) * rope.inv_freq.f32()[i];
+                c[i] = std::cos(angle);
+                s[i] = std::sin(angle);
+            }
+            for (int64_t h = 0; h < n_head + n_kv_head; ++h) {
+                float* dst = h < n_head  ? q.f32() + (r * n_head + h) * hd
+                             : slot >= 0 ? k_cache.f32() + (slot * n_kv_head + h - n_head) * hd
+                                         : nullptr;
+                for (int64_t i = 0; dst != nullptr && i < half; ++i) {
+                    const float a = row[h * hd + i], b = row[h * hd + i + half];
+                    dst[i] = a * c[i] - b * s[i];
+                    dst[i + half] = b * c[i] + a * s[i];
+                }
+            }
+            if (slot >= 0) {
+                std::copy_n(row + (n_head + n_kv_head) * hd, n_kv_head * hd,
+                            v_cache.f32() + slot * n_kv_head * hd);
+            }
+        });
+        return q;
+    }
+
+    Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
+                                  float scale) override {
+        check_paged_decode_attention(q, k_cache, v_cache, seq_lens, block_tables, block_size);
+        const int64_t max_blocks = block_tables.shape[1];
+        std::vector<PagedSequence> seqs;
+        for (int64_t i = 0; i < q.shape[0]; ++i) {
+            const int64_t n_kv = seq_lens.i32()[i];
+            if (n_kv < 0 || n_kv > max_blocks * block_size) {
+                fail("paged_decode_attention: sequence ", i, " of length ", n_kv, " beyond its ", max_blocks,
+                     " blocks of ", block_size);
+            }
+            if (n_kv > 0) {
+                seqs.push_back({i, 1, n_kv, i * max_blocks});
+            }
+        }
+        return paged_attention(q, k_cache, v_cache, seqs,
+                               std::span<const int32_t>(block_tables.i32(), block_tables.n_elements()),
+                               block_size, scale);
+    }
+
     std::vector<int32_t> argmax_rows(const Tensor& x) override {
         check_argmax_rows(x);
         const int64_t d = x.row_size();
@@ -407,6 +494,12 @@ public:
             std::memcpy(out.f32() + static_cast<int64_t>(i) * d, src.f32() + rows[i] * d, d * sizeof(float));
         }
         return out;
+    }
+
+    Tensor gather_rows(const Tensor& src, const Tensor& rows) override {
+        check_gather_rows(src, rows);
+        const std::vector<int64_t> indices(rows.i32(), rows.i32() + rows.n_elements());
+        return gather_rows(src, indices);
     }
 
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {

@@ -2,6 +2,7 @@
 // that model code is written once. All tensors are row-major; shapes are given in the comments.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -45,6 +46,21 @@ struct QuantizedTensor {
     Tensor scales;                 // as QuantizedWeights::scales
 };
 
+// The rotary embedding of the language model: inverse frequencies [head_dim / 2], and how many of them, in
+// order, turn with the t, h and w component of a token's 3D position.
+struct MropeParams {
+    Tensor inv_freq;
+    std::array<int, 3> section{};
+};
+
+// Work a backend recorded once and runs again on the tensors it was recorded with (a CUDA graph): inputs
+// change by writing new values into those tensors with Backend::update.
+class RecordedWork {
+public:
+    virtual ~RecordedWork() = default;
+    virtual void replay() = 0;
+};
+
 // Bytes a backend holds in tensors now, and the most it has held since the last reset_peak().
 struct MemoryStats {
     int64_t in_use = 0;
@@ -62,6 +78,10 @@ public:
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
+    // An int32 tensor, and new values for all of one.
+    virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;
+    virtual void update(Tensor& t, std::span<const int32_t> values) = 0;
+
     virtual QuantizedTensor upload(const QuantizedWeights& w) = 0;
     virtual MemoryStats memory_stats() const = 0;
     // Bytes of memory the backend's device has in all.
@@ -76,6 +96,8 @@ public:
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]
     virtual Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) = 0;
+    // x += y, then the RMSNorm of the sum with weight [d] (the residual add before a norm).  x, y [n, d]
+    virtual Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) = 0;
     // x += y, same shape.
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // In-place GELU, tanh approximation / exact erf form.
@@ -83,6 +105,8 @@ public:
     virtual void gelu_erf(Tensor& x) = 0;
     // silu(gate) * up.  gate, up [n, d]  ->  [n, d]
     virtual Tensor silu_mul(const Tensor& gate, const Tensor& up) = 0;
+    // silu(gate) * up of the two halves of each row.  gate_up [n, 2 d]  ->  [n, d]
+    virtual Tensor swiglu(const Tensor& gate_up) = 0;
     // Rotary embedding in rotate-half form, in place.  x [n, n_head, head_dim], cos/sin [n, head_dim]
     virtual void rope(Tensor& x, const Tensor& cos, const Tensor& sin) = 0;
     // Scaled dot-product attention with grouped K/V heads; rows of q in no segment come out zero.
@@ -96,13 +120,35 @@ public:
     virtual Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                    std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                                    int64_t block_size, float scale) = 0;
+    // The attention input of the language model: splits qkv into q, k and v heads, turns q and k by each
+    // token's 3D position (rotate-half form), stores k and v at the token's cache row (not where the row is
+    // negative: padding) and returns q.  qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3] and
+    // slots [n] int32, caches [n_slots, n_kv_head, head_dim]  ->  q [n, n_head, head_dim]
+    virtual Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                                     const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) = 0;
+    // paged_attention for a batch of one new token per sequence, its metadata on the device: sequence i has
+    // seq_lens[i] tokens in the cache, the new one last, and its blocks in row i of block_tables. A sequence
+    // of length 0 (padding) gets zeros.  q [n, n_head, head_dim], seq_lens [n] and block_tables
+    // [n, max_blocks] int32  ->  [n, n_head, head_dim]
+    virtual Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                          const Tensor& seq_lens, const Tensor& block_tables,
+                                          int64_t block_size, float scale) = 0;
     // The column of the largest value of each row, the first of equal ones (greedy sampling without moving
     // the logits to the host).  x [n, d]  ->  n indices
     virtual std::vector<int32_t> argmax_rows(const Tensor& x) = 0;
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
+    // The same with the row indices in an int32 tensor on the backend.  rows [n]
+    virtual Tensor gather_rows(const Tensor& src, const Tensor& rows) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]
     virtual void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) = 0;
+
+    // Recording: between begin_recording() and end_recording() the backend records the work it is given
+    // instead of running it; tensors made meanwhile live in memory kept for recorded work. Nothing may be
+    // downloaded or uploaded while recording. Backends that cannot record say so and throw.
+    virtual bool can_record() const { return false; }
+    virtual void begin_recording();
+    virtual std::unique_ptr<RecordedWork> end_recording();
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);

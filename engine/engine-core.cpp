@@ -119,7 +119,12 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
     pool_ = std::make_unique<BlockPool>(static_cast<int32_t>(plan_.n_blocks));
     kv_ = std::make_unique<KvCacheManager>(*pool_, config.block_size, config.enable_prefix_caching);
     scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
-    runner_ = std::make_unique<ModelRunner>(model, cache);
+    RunnerParams runner_params;
+    runner_params.max_model_len = config.max_model_len;
+    if (config.use_cudagraph) {
+        runner_params.capture_sizes = default_capture_sizes(config.max_num_seqs);
+    }
+    runner_ = std::make_unique<ModelRunner>(model, cache, runner_params);
 }
 
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is

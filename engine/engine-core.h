@@ -35,6 +35,7 @@ struct EngineConfig {
     bool enable_chunked_prefill = true;
     int64_t limit_mm_per_prompt = 4;      // images per request
     int64_t num_gpu_blocks_override = 0;  // 0: planned from memory
+    bool use_cudagraph = true;            // decode steps recorded and replayed where the backend can
 };
 
 struct Request {

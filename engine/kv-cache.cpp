@@ -9,8 +9,7 @@ int64_t kv_block_bytes(const KvCacheParams& params) {
            static_cast<int64_t>(sizeof(float));
 }
 
-PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params)
-    : backend_(backend), params_(params) {
+PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params) : params_(params) {
     if (params.n_layer <= 0 || params.n_kv_head <= 0 || params.head_dim <= 0 || params.n_blocks <= 0 ||
         params.block_size <= 0) {
         fail("kv cache: invalid size, ", params.n_layer, " layers, ", params.n_kv_head, " heads of ",
@@ -21,11 +20,6 @@ PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params)
         k_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
         v_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
     }
-}
-
-void PagedKvCache::write(int layer, std::span<const int64_t> slots, const Tensor& k, const Tensor& v) {
-    backend_.scatter_rows(k_.at(static_cast<size_t>(layer)), slots, k);
-    backend_.scatter_rows(v_.at(static_cast<size_t>(layer)), slots, v);
 }
 
 int64_t PagedKvCache::n_bytes() const {

@@ -32,18 +32,13 @@ class PagedKvCache {
 public:
     PagedKvCache(Backend& backend, const KvCacheParams& params);
 
-    // Stores k/v [n_new, n_kv_head, head_dim] of a layer at slots [n_new].
-    void write(int layer, std::span<const int64_t> slots, const Tensor& k, const Tensor& v);
-
-    const Tensor& keys(int layer) const {
-        return k_.at(static_cast<size_t>(layer));
-    }  // [n_slots, n_kv_head, hd]
-    const Tensor& values(int layer) const { return v_.at(static_cast<size_t>(layer)); }
+    // A layer's keys and values: [n_blocks * block_size, n_kv_head, head_dim].
+    Tensor& keys(int layer) { return k_.at(static_cast<size_t>(layer)); }
+    Tensor& values(int layer) { return v_.at(static_cast<size_t>(layer)); }
     const KvCacheParams& params() const { return params_; }
     int64_t n_bytes() const;
 
 private:
-    Backend& backend_;
     KvCacheParams params_;
     std::vector<Tensor> k_;  // per layer [n_blocks * block_size, n_kv_head, head_dim]
     std::vector<Tensor> v_;

@@ -29,8 +29,13 @@ void for_images_in(const std::vector<int64_t>& image_begin, const std::vector<in
 
 }  // namespace
 
-ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params)
-    : model_(model), cache_(model.backend(), cache_params) {}
+ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params)
+    : model_(model),
+      cache_(model.backend(), cache_params),
+      decode_(model, cache_,
+              {std::min((params.max_model_len + cache_params.block_size - 1) / cache_params.block_size,
+                        cache_params.n_blocks),
+               params.capture_sizes}) {}
 
 void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
                               const SamplingParams& sampling) {
@@ -106,20 +111,51 @@ void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
     stats_.vision_seconds += seconds_since(start);
 }
 
-std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
-    std::vector<int32_t> sampled(output.chunks.size(), -1);
-    if (output.chunks.empty()) {
-        return sampled;
+bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {
+    return std::all_of(output.chunks.begin(), output.chunks.end(), [&](const ScheduledChunk& chunk) {
+        const RequestState& state = requests_.at(chunk.id);
+        bool in_image = false;
+        for_images_in(state.image_begin, state.image_n_tokens, chunk.n_past, chunk.n_past + 1,
+                      [&](size_t) { in_image = true; });
+        return chunk.n_new == 1 && !in_image;
+    });
+}
+
+Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv) {
+    const int64_t block_size = cache_.params().block_size;
+    const int64_t max_blocks = decode_.max_blocks();
+    DecodeBatch batch;
+    batch.block_tables.assign(output.chunks.size() * static_cast<size_t>(max_blocks), 0);
+    for (size_t i = 0; i < output.chunks.size(); ++i) {
+        const ScheduledChunk& chunk = output.chunks[i];
+        const std::span<const int32_t> table = kv.block_table(chunk.id);
+        const int64_t t = chunk.n_past;  // the new token
+        const int64_t n_table = t / block_size + 1;
+        if (static_cast<int64_t>(table.size()) < n_table || n_table > max_blocks) {
+            fail("model runner: request ", chunk.id, " has ", table.size(), " blocks for ", t + 1,
+                 " tokens (at most ", max_blocks, ")");
+        }
+        batch.ids.push_back(chunk.seq->tokens[t]);
+        for (const int64_t p : position(requests_.at(chunk.id), t)) {
+            batch.positions.push_back(static_cast<int32_t>(p));
+        }
+        batch.slots.push_back(static_cast<int32_t>(table[t / block_size] * block_size + t % block_size));
+        batch.seq_lens.push_back(static_cast<int32_t>(t + 1));
+        std::copy(table.begin(), table.begin() + n_table, batch.block_tables.begin() + i * max_blocks);
     }
-    encode_missing_images(output);
-    const auto start = std::chrono::steady_clock::now();
+    const int64_t n_replays = decode_.n_replays();
+    Tensor hidden = decode_.run(batch);
+    ++stats_.n_decode_steps;
+    stats_.n_replays += decode_.n_replays() - n_replays;
+    return hidden;
+}
+
+Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv) {
     Backend& backend = model_.backend();
     const int64_t block_size = cache_.params().block_size;
-
     std::vector<int32_t> ids;
     std::vector<std::array<int64_t, 3>> positions;
     KvBatch batch;
-    std::vector<int64_t> sample_rows;
     for (const ScheduledChunk& chunk : output.chunks) {
         const RequestState& state = requests_.at(chunk.id);
         const std::span<const int32_t> table = kv.block_table(chunk.id);
@@ -135,9 +171,6 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
             ids.push_back(chunk.seq->tokens[t]);
             positions.push_back(position(state, t));
             batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
-        }
-        if (chunk.samples) {
-            sample_rows.push_back(static_cast<int64_t>(ids.size()) - 1);
         }
     }
 
@@ -161,40 +194,74 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
         });
         q_begin += chunk.n_new;
     }
+    stats_.n_tokens += static_cast<int64_t>(ids.size());
+    return model_.forward_text(embeds, positions, cache_, batch);
+}
 
-    const Tensor hidden = model_.forward_text(embeds, positions, cache_, batch);  // [n_tokens, hidden]
-    if (!sample_rows.empty()) {
-        const Tensor logits = model_.logits(backend.gather_rows(hidden, sample_rows));  // [n_sample, vocab]
-        const auto sample_start = std::chrono::steady_clock::now();
-        const bool all_greedy = std::all_of(
-            output.chunks.begin(), output.chunks.end(),
-            [&](const ScheduledChunk& c) { return !c.samples || requests_.at(c.id).sampler->is_greedy(); });
-        // Greedy steps take only the chosen ids from the backend; others bring the logits to the samplers.
-        std::vector<int32_t> chosen;
-        std::vector<float> values;
+void ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden, std::span<const int64_t> rows,
+                         std::vector<int32_t>& sampled) {
+    Backend& backend = model_.backend();
+    bool leading = true;  // rows 0, 1, 2, ...: a view of hidden, no gather
+    for (size_t i = 0; i < rows.size(); ++i) {
+        leading = leading && rows[i] == static_cast<int64_t>(i);
+    }
+    const int64_t n_rows = static_cast<int64_t>(rows.size());
+    const Tensor picked = leading ? hidden.view(0, {n_rows, hidden.row_size()})
+                                  : backend.gather_rows(hidden, rows);  // [n_sample, hidden]
+    const Tensor logits = model_.logits(picked);                        // [n_sample, vocab]
+    const auto sample_start = std::chrono::steady_clock::now();
+    const bool all_greedy = std::all_of(
+        output.chunks.begin(), output.chunks.end(),
+        [&](const ScheduledChunk& c) { return !c.samples || requests_.at(c.id).sampler->is_greedy(); });
+    // Greedy steps take only the chosen ids from the backend; others bring the logits to the samplers.
+    std::vector<int32_t> chosen;
+    std::vector<float> values;
+    if (all_greedy) {
+        chosen = backend.argmax_rows(logits);
+    } else {
+        values = backend.download(logits);
+    }
+    const int64_t vocab = model_.config().text.vocab_size;
+    size_t row = 0;
+    for (size_t c = 0; c < output.chunks.size(); ++c) {
+        const ScheduledChunk& chunk = output.chunks[c];
+        if (!chunk.samples) {
+            continue;
+        }
         if (all_greedy) {
-            chosen = backend.argmax_rows(logits);
-        } else {
-            values = backend.download(logits);
+            sampled[c] = chosen[row++];
+            continue;
         }
-        const int64_t vocab = model_.config().text.vocab_size;
-        size_t row = 0;
-        for (size_t c = 0; c < output.chunks.size(); ++c) {
-            const ScheduledChunk& chunk = output.chunks[c];
-            if (!chunk.samples) {
-                continue;
-            }
-            if (all_greedy) {
-                sampled[c] = chosen[row++];
-                continue;
-            }
-            const std::span<float> row_logits(values.data() + row++ * vocab, static_cast<size_t>(vocab));
-            sampled[c] = requests_.at(chunk.id).sampler->sample(row_logits, chunk.seq->tokens);
+        const std::span<float> row_logits(values.data() + row++ * vocab, static_cast<size_t>(vocab));
+        sampled[c] = requests_.at(chunk.id).sampler->sample(row_logits, chunk.seq->tokens);
+    }
+    stats_.sample_seconds += seconds_since(sample_start);
+}
+
+std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
+    std::vector<int32_t> sampled(output.chunks.size(), -1);
+    if (output.chunks.empty()) {
+        return sampled;
+    }
+    encode_missing_images(output);
+    const auto start = std::chrono::steady_clock::now();
+    const bool decode = is_decode_step(output);
+    const Tensor hidden = decode ? run_decode(output, kv) : run_mixed(output, kv);  // [n_rows, hidden]
+    std::vector<int64_t> sample_rows;
+    int64_t row = 0;
+    for (const ScheduledChunk& chunk : output.chunks) {
+        row += chunk.n_new;
+        if (chunk.samples) {
+            sample_rows.push_back(row - 1);
         }
-        stats_.sample_seconds += seconds_since(sample_start);
+    }
+    if (decode) {
+        stats_.n_tokens += row;
+    }
+    if (!sample_rows.empty()) {
+        sample(output, hidden, sample_rows, sampled);
     }
     ++stats_.n_steps;
-    stats_.n_tokens += static_cast<int64_t>(ids.size());
     stats_.text_seconds += seconds_since(start);
     return sampled;
 }

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "decode-graphs.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
 #include "sampling.h"
@@ -19,6 +20,11 @@ namespace folio {
 
 class PaddleOcrVl;
 
+struct RunnerParams {
+    int64_t max_model_len = 0;
+    std::vector<int64_t> capture_sizes;  // decode batch sizes to record where the backend can; empty: none
+};
+
 struct RunnerStats {
     int64_t n_steps = 0;
     int64_t n_tokens = 0;         // tokens through the decoder
@@ -26,11 +32,13 @@ struct RunnerStats {
     double vision_seconds = 0.0;
     double text_seconds = 0.0;    // the decoder, logits and sampling
     double sample_seconds = 0.0;  // of that, choosing the tokens from the logits
+    int64_t n_decode_steps = 0;   // steps of one new token per sequence, inputs on the backend
+    int64_t n_replays = 0;        // of those, replays of recorded work
 };
 
 class ModelRunner {
 public:
-    ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params);
+    ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params);
 
     // The model-side state of a request: its images, the prompt's image flags and its sampler.
     void add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
@@ -56,9 +64,19 @@ private:
 
     void encode_missing_images(const SchedulerOutput& output);
     std::array<int64_t, 3> position(const RequestState& state, int64_t token) const;
+    // Whether every chunk is one text token: a step the decode path runs.
+    bool is_decode_step(const SchedulerOutput& output) const;
+    // The decoder over a decode step  ->  hidden [n_padded, hidden], the chunks' rows first.
+    Tensor run_decode(const SchedulerOutput& output, const KvSlots& kv);
+    // The decoder over any other step  ->  hidden [n_tokens, hidden]; rows of the chunks one after another.
+    Tensor run_mixed(const SchedulerOutput& output, const KvSlots& kv);
+    // Tokens for the sampling chunks from their rows of hidden.
+    void sample(const SchedulerOutput& output, const Tensor& hidden, std::span<const int64_t> rows,
+                std::vector<int32_t>& sampled);
 
     PaddleOcrVl& model_;
     PagedKvCache cache_;
+    DecodeGraphs decode_;
     std::unordered_map<int64_t, RequestState> requests_;
     RunnerStats stats_;
 };

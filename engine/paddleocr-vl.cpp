@@ -96,17 +96,37 @@ Tensor PaddleOcrVl::load(WeightSource& weights, const std::string& name, std::ve
 
 Linear PaddleOcrVl::load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
                                 bool bias, Quantization quantization) {
+    return load_stacked_linear(weights, {prefix}, {n_out}, n_in, bias, quantization);
+}
+
+Linear PaddleOcrVl::load_stacked_linear(WeightSource& weights, const std::vector<std::string>& prefixes,
+                                        const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
+                                        Quantization quantization) {
+    std::vector<float> values, biases;  // [sum of n_outs, n_in], [sum of n_outs]
+    int64_t n_out = 0;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+        const std::vector<float> w = weights.load(prefixes[i] + ".weight", {n_outs[i], n_in});
+        values.insert(values.end(), w.begin(), w.end());
+        if (bias) {
+            const std::vector<float> b = weights.load(prefixes[i] + ".bias", {n_outs[i]});
+            biases.insert(biases.end(), b.begin(), b.end());
+        }
+        n_out += n_outs[i];
+    }
+    n_params_ += static_cast<int64_t>(values.size() + biases.size());
     Linear layer;
     quantization = layer_quantization(quantization, n_in, load_params_);
     if (quantization == Quantization::None) {
-        layer.w = load(weights, prefix + ".weight", {n_out, n_in});
+        n_weight_bytes_ += static_cast<int64_t>(values.size() * sizeof(float));
+        layer.w = backend_.upload(values, {n_out, n_in});
     } else {
-        const std::vector<float> values = weights.load(prefix + ".weight", {n_out, n_in});
-        n_params_ += static_cast<int64_t>(values.size());
         n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_params_.group_size);
         layer.q = backend_.upload(quantize(values, n_out, n_in, quantization, load_params_.group_size));
     }
-    layer.b = load_optional_bias(weights, prefix + ".bias", n_out, bias);
+    if (bias) {
+        n_weight_bytes_ += static_cast<int64_t>(biases.size() * sizeof(float));
+        layer.b = backend_.upload(biases, {n_out});
+    }
     return layer;
 }
 
@@ -172,16 +192,19 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
         const std::string p = tp + "layers." + std::to_string(l) + ".";
         TextLayer& L = text_layers.emplace_back();
         L.input_norm = load(weights, p + "input_layernorm.weight", {d});
-        L.q_proj = load_linear(weights, p + "self_attn.q_proj", q_dim, d, tc.use_bias, text_q);
-        L.k_proj = load_linear(weights, p + "self_attn.k_proj", kv_dim, d, tc.use_bias, text_q);
-        L.v_proj = load_linear(weights, p + "self_attn.v_proj", kv_dim, d, tc.use_bias, text_q);
+        L.qkv_proj = load_stacked_linear(
+            weights, {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+            {q_dim, kv_dim, kv_dim}, d, tc.use_bias, text_q);
         L.o_proj = load_linear(weights, p + "self_attn.o_proj", d, q_dim, tc.use_bias, text_q);
         L.post_norm = load(weights, p + "post_attention_layernorm.weight", {d});
-        L.gate_proj = load_linear(weights, p + "mlp.gate_proj", ff, d, tc.use_bias, text_q);
-        L.up_proj = load_linear(weights, p + "mlp.up_proj", ff, d, tc.use_bias, text_q);
+        L.gate_up_proj = load_stacked_linear(weights, {p + "mlp.gate_proj", p + "mlp.up_proj"}, {ff, ff}, d,
+                                             tc.use_bias, text_q);
         L.down_proj = load_linear(weights, p + "mlp.down_proj", d, ff, tc.use_bias, text_q);
     }
     final_norm = load(weights, tp + "norm.weight", {d});
+    text_rope.inv_freq =
+        backend_.upload(rope_inverse_frequencies(static_cast<int>(hd), tc.rope_theta), {hd / 2});  // [hd / 2]
+    text_rope.section = tc.mrope_section;
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
     if (untied_head) {
         lm_head = load_linear(weights, "lm_head", tc.vocab_size, d, false, Quantization::None);
@@ -288,42 +311,61 @@ Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {
     return backend_.gather_rows(embed_tokens, rows);  // [n, hidden]
 }
 
+Tensor PaddleOcrVl::embed(const Tensor& ids) {
+    return backend_.gather_rows(embed_tokens, ids);  // [n, hidden]
+}
+
 Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
                                  PagedKvCache& cache, const KvBatch& batch) {
-    const TextConfig& tc = config_.text;
-    const int64_t n = embeds.rows(), hd = tc.head_dim;
-    const int64_t n_head = tc.num_attention_heads, n_kv_head = tc.num_key_value_heads;
+    const int64_t n = embeds.rows();
     if (static_cast<int64_t>(positions.size()) != n || static_cast<int64_t>(batch.slots.size()) != n) {
         fail("language model: ", positions.size(), " positions and ", batch.slots.size(), " cache slots for ",
              n, " tokens");
     }
-    const RopeTables rope =
-        text_rope_tables(positions, static_cast<int>(hd), tc.rope_theta, tc.mrope_section);
-    const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
-    const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
+    std::vector<int32_t> flat_positions, slots;  // [n, 3], [n]
+    for (int64_t i = 0; i < n; ++i) {
+        for (const int64_t p : positions[i]) {
+            flat_positions.push_back(static_cast<int32_t>(p));
+        }
+        slots.push_back(static_cast<int32_t>(batch.slots[i]));
+    }
+    DecoderStep step;
+    step.positions = backend_.upload_i32(flat_positions, {n, 3});
+    step.slots = backend_.upload_i32(slots, {n});
+    step.batch = &batch;
+    return forward_text(embeds, step, cache);
+}
+
+Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache) {
+    const TextConfig& tc = config_.text;
+    const int64_t n = embeds.rows(), hd = tc.head_dim, n_head = tc.num_attention_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int64_t block_size = cache.params().block_size;
 
     Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
+    Tensor h = backend_.rms_norm(x, text_layers.front().input_norm, tc.rms_norm_eps);  // [n, d]
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
-        Tensor h = backend_.rms_norm(x, L.input_norm, tc.rms_norm_eps);  // [n, d]
-        Tensor q = reshaped(apply(L.q_proj, h), {n, n_head, hd});        // [n, n_head, hd]
-        Tensor k = reshaped(apply(L.k_proj, h), {n, n_kv_head, hd});     // [n, n_kv_head, hd]
-        Tensor v = reshaped(apply(L.v_proj, h), {n, n_kv_head, hd});     // [n, n_kv_head, hd]
-        backend_.rope(q, cos, sin);
-        backend_.rope(k, cos, sin);
-        cache.write(static_cast<int>(l), batch.slots, k, v);
+        const auto layer = static_cast<int>(l);
+        const Tensor qkv = apply(L.qkv_proj, h);  // [n, (n_head + 2 n_kv_head) * hd]
+        const Tensor q =
+            backend_.rope_qkv_to_cache(qkv, step.positions, step.slots, text_rope, cache.keys(layer),
+                                       cache.values(layer));  // [n, n_head, hd]
         const Tensor a =
-            backend_.paged_attention(q, cache.keys(static_cast<int>(l)), cache.values(static_cast<int>(l)),
-                                     batch.seqs, batch.block_tables, cache.params().block_size,
-                                     scale);  // [n, n_head, hd]
-        backend_.add(x, apply(L.o_proj, reshaped(a, {n, n_head * hd})));
-        h = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);
-        const Tensor gate = apply(L.gate_proj, h);  // [n, ff]
-        const Tensor up = apply(L.up_proj, h);      // [n, ff]
-        backend_.add(x, apply(L.down_proj, backend_.silu_mul(gate, up)));
+            step.batch != nullptr
+                ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
+                                           step.batch->block_tables, block_size, scale)
+                : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
+                                                  step.block_tables, block_size,
+                                                  scale);  // [n, n_head, hd]
+        h = backend_.add_rms_norm(x, apply(L.o_proj, reshaped(a, {n, n_head * hd})), L.post_norm,
+                                  tc.rms_norm_eps);       // [n, d]
+        const Tensor gate_up = apply(L.gate_up_proj, h);  // [n, 2 ff]
+        const Tensor& next_norm = l + 1 < text_layers.size() ? text_layers[l + 1].input_norm : final_norm;
+        h = backend_.add_rms_norm(x, apply(L.down_proj, backend_.swiglu(gate_up)), next_norm,
+                                  tc.rms_norm_eps);
     }
-    return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);
+    return h;
 }
 
 Tensor PaddleOcrVl::logits(const Tensor& hidden) {

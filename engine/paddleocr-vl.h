@@ -41,11 +41,25 @@ struct VisionLayer {
     Linear fc2;                             // [d, d_ff]
 };
 
+// The q, k and v projections are one layer, their rows one after another, and so are gate and up.
 struct TextLayer {
-    Tensor input_norm;                      // [d]
-    Linear q_proj, k_proj, v_proj, o_proj;  // [n_head * hd, d], [n_kv_head * hd, d] x2, [d, n_head * hd]
-    Tensor post_norm;                       // [d]
-    Linear gate_proj, up_proj, down_proj;   // [d_ff, d] x2, [d, d_ff]
+    Tensor input_norm;    // [d]
+    Linear qkv_proj;      // [(n_head + 2 n_kv_head) * hd, d]
+    Linear o_proj;        // [d, n_head * hd]
+    Tensor post_norm;     // [d]
+    Linear gate_up_proj;  // [2 d_ff, d]
+    Linear down_proj;     // [d, d_ff]
+};
+
+// The device-side inputs of one decoder step over n new tokens.
+struct DecoderStep {
+    Tensor positions;  // [n, 3] int32: each token's (t, h, w) rotary position
+    Tensor slots;      // [n] int32: each token's cache row; negative rows are not stored (padding)
+    // A decode step (one new token per sequence) gives its attention metadata on the device; any other step
+    // gives the host-side batch.
+    Tensor seq_lens;      // [n] int32: tokens in the cache per sequence, the new one included
+    Tensor block_tables;  // [n, max_blocks] int32
+    const KvBatch* batch = nullptr;
 };
 
 // Bytes the weights of a model of this configuration take when loaded with these parameters.
@@ -74,11 +88,16 @@ public:
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
     Tensor embed(std::span<const int32_t> ids);
+    // The same with the ids on the backend (not checked there: an id outside the vocabulary gives zeros on
+    // the GPU).  ids [n] int32  ->  [n, hidden]
+    Tensor embed(const Tensor& ids);
     // Runs the decoder over the new tokens of a batch of sequences, writing their keys and values into the
     // cache slots the batch names and attending through the sequences' block tables.
     // embeds [n, hidden], positions [n][t, h, w]  ->  final-normed hidden states [n, hidden]
     Tensor forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
                         PagedKvCache& cache, const KvBatch& batch);
+    // The same with the step's inputs already on the backend: the form that can be recorded.
+    Tensor forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache);
     // hidden [n, hidden]  ->  logits [n, vocab]
     Tensor logits(const Tensor& hidden);
 
@@ -87,6 +106,10 @@ private:
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
     Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
                        bool bias, Quantization quantization);
+    // Layers with the same input stacked into one: the weights' rows (and biases) one after another.
+    Linear load_stacked_linear(WeightSource& weights, const std::vector<std::string>& prefixes,
+                               const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
+                               Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
 
     ModelLoadParams load_params_;
@@ -106,6 +129,7 @@ private:
     Linear lm_head;                 // [vocab, hidden]; the embedding table when tied and kept in float32
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
+    MropeParams text_rope;
 };
 
 }  // namespace folio

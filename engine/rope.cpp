@@ -54,9 +54,7 @@ MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::s
     return out;
 }
 
-namespace {
-
-std::vector<float> inverse_frequencies(int dim, float theta) {
+std::vector<float> rope_inverse_frequencies(int dim, float theta) {
     std::vector<float> inv(static_cast<size_t>(dim / 2));
     for (int i = 0; i < dim / 2; ++i) {
         const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
@@ -65,42 +63,11 @@ std::vector<float> inverse_frequencies(int dim, float theta) {
     return inv;
 }
 
-}  // namespace
-
-RopeTables text_rope_tables(std::span<const std::array<int64_t, 3>> positions, int head_dim, float theta,
-                            const std::array<int, 3>& mrope_section) {
-    const int half = head_dim / 2;
-    if (mrope_section[0] + mrope_section[1] + mrope_section[2] != half) {
-        fail("mrope_section [", mrope_section[0], ", ", mrope_section[1], ", ", mrope_section[2],
-             "] does not sum to head_dim / 2 = ", half);
-    }
-    const std::vector<float> inv = inverse_frequencies(head_dim, theta);
-    std::vector<int> axis(static_cast<size_t>(half));
-    for (int i = 0, s = 0, end = mrope_section[0]; i < half; ++i) {
-        while (i >= end) {
-            end += mrope_section[++s];
-        }
-        axis[i] = s;
-    }
-    RopeTables tables;
-    tables.cos.resize(positions.size() * head_dim);
-    tables.sin.resize(positions.size() * head_dim);
-    for (size_t n = 0; n < positions.size(); ++n) {
-        for (int i = 0; i < half; ++i) {
-            const float f = static_cast<float>(positions[n][axis[i]]) * inv[i];
-            const float c = std::cos(f), s = std::sin(f);
-            tables.cos[n * head_dim + i] = tables.cos[n * head_dim + i + half] = c;
-            tables.sin[n * head_dim + i] = tables.sin[n * head_dim + i + half] = s;
-        }
-    }
-    return tables;
-}
-
 RopeTables vision_rope_tables(std::span<const ImageGrid> grids, int head_dim, float theta) {
     if (head_dim % 4 != 0) {
         fail("vision head_dim ", head_dim, " is not a multiple of 4");
     }
-    const std::vector<float> inv = inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
+    const std::vector<float> inv = rope_inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
     const int quarter = head_dim / 4;
     RopeTables tables;
     for (const ImageGrid& g : grids) {

@@ -23,15 +23,13 @@ struct MropePositions {
 MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::span<const ImageGrid> grids,
                                        int spatial_merge_size);
 
+// 1 / theta^(2i / dim) for i < dim / 2.
+std::vector<float> rope_inverse_frequencies(int dim, float theta);
+
 struct RopeTables {
     std::vector<float> cos;  // [n_tokens, head_dim]
     std::vector<float> sin;  // [n_tokens, head_dim]
 };
-
-// Language-model tables: frequency i of the first head_dim/2 takes its position from the axis of the
-// mrope section it falls in (t, h, w); the second half repeats the first.
-RopeTables text_rope_tables(std::span<const std::array<int64_t, 3>> positions, int head_dim, float theta,
-                            const std::array<int, 3>& mrope_section);
 
 // Vision tables for images packed in raster order: head_dim/4 frequencies over the row index, the same over
 // the column index, the pair repeated to fill the head.

@@ -16,9 +16,15 @@ struct Buffer {
     virtual size_t n_bytes() const = 0;
 };
 
+// Element types; both are 4 bytes. Int32 tensors carry indices (token ids, positions, cache rows, block
+// tables) that operations read on the backend's device.
+enum class ScalarType { F32, I32 };
+
 struct Tensor {
     std::vector<int64_t> shape;
     std::shared_ptr<Buffer> buffer;
+    ScalarType dtype = ScalarType::F32;
+    int64_t offset = 0;  // elements of the buffer before this tensor's first (a view into a larger buffer)
 
     int64_t n_elements() const {
         return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
@@ -30,7 +36,17 @@ struct Tensor {
                    : std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
     }
     bool empty() const { return buffer == nullptr; }
-    float* f32() const { return static_cast<float*>(buffer->data()); }
+    float* f32() const { return static_cast<float*>(buffer->data()) + offset; }
+    int32_t* i32() const { return static_cast<int32_t*>(buffer->data()) + offset; }
+    // Whether the buffer holds every element of the tensor.
+    bool fits_buffer() const {
+        return buffer != nullptr && offset >= 0 &&
+               (offset + n_elements()) * 4 <= static_cast<int64_t>(buffer->n_bytes());
+    }
+
+    // The elements [first, first + product(shape)) of this tensor as a tensor of that shape, sharing the
+    // buffer.
+    Tensor view(int64_t first, std::vector<int64_t> view_shape) const;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -25,15 +25,28 @@ struct ContiguousKeys {
     __device__ int64_t row(int64_t kv_start, int64_t j) const { return kv_start + j; }
 };
 
-// Where the keys of a row live in a paged cache.
+// Where the keys of a row live in a paged cache; -1 for a table entry outside the cache's n_blocks.
 struct PagedKeys {
     const int32_t* block_tables;
     int64_t block_size;
+    int64_t n_blocks;
 
     __device__ int64_t row(int64_t table_start, int64_t p) const {
-        return static_cast<int64_t>(block_tables[table_start + p / block_size]) * block_size + p % block_size;
+        const int64_t block = block_tables[table_start + p / block_size];
+        return block >= 0 && block < n_blocks ? block * block_size + p % block_size : -1;
     }
 };
+
+// One thread per sequence of a decode batch: the row span of its one query, which sees its seq_lens[i] keys
+// (at most max_blocks * block_size) through row i of the block tables.  seq_lens [n_seqs], spans [n_seqs]
+__global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
+                                    int64_t block_size, AttentionSpan* spans) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n_seqs) {
+        const int64_t n_keys = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_blocks * block_size);
+        spans[i] = AttentionSpan{i, 1, i * max_blocks, n_keys, 1, n_keys};
+    }
+}
 
 __device__ inline int64_t visible_keys(const AttentionSpan& s, int64_t i) {
     return min(s.max_visible, max(int64_t{0}, s.first_visible + s.step * i));
@@ -255,8 +268,9 @@ __global__ void __launch_bounds__(kTileBlock)
         for (int64_t i = threadIdx.x; i < kTileKeys * head_dim; i += kTileBlock) {
             const int64_t kk = i / head_dim, d = i % head_dim;
             float kv = 0.0f, vv = 0.0f;
-            if (j0 + kk < span_visible) {
-                const int64_t at = (keys.row(span.kv_start, j0 + kk) * n_kv_head + kv_head) * head_dim + d;
+            const int64_t kv_row = j0 + kk < span_visible ? keys.row(span.kv_start, j0 + kk) : -1;
+            if (kv_row >= 0) {
+                const int64_t at = (kv_row * n_kv_head + kv_head) * head_dim + d;
                 kv = k[at];
                 vv = v[at];
             }
@@ -428,10 +442,27 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                          const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
                          float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
-                         const int32_t* block_tables, int64_t block_size, int64_t n_head, int64_t n_kv_head,
-                         int64_t head_dim, float scale, cudaStream_t stream) {
+                         const int32_t* block_tables, int64_t block_size, int64_t n_blocks, int64_t n_head,
+                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
     launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, n_splits, partials, tile_spans,
-                     n_tile_spans, PagedKeys{block_tables, block_size}, n_head, n_kv_head, head_dim, scale,
+                     n_tile_spans, PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim,
+                     scale, stream);
+}
+
+void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
+                                const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
+                                int64_t max_blocks, AttentionSpan* spans, int64_t n_splits, float* partials,
+                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t head_dim, float scale, cudaStream_t stream) {
+    if (n_seqs == 0) {
+        return;
+    }
+    constexpr int kSpanBlock = 128;
+    decode_spans_kernel<<<static_cast<unsigned int>((n_seqs + kSpanBlock - 1) / kSpanBlock), kSpanBlock, 0,
+                          stream>>>(seq_lens, n_seqs, max_blocks, block_size, spans);
+    CUDA_CHECK(cudaGetLastError());
+    launch_attention(q, k_cache, v_cache, out, spans, n_seqs, n_splits, partials, nullptr, 0,
+                     PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
                      stream);
 }
 

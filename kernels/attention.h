@@ -47,11 +47,21 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
 // The same with keys in a paged cache: key position p of a span is kv row
 // block_tables[kv_start + p / block_size] * block_size + p % block_size.
 // q, out [n_q_total, n_head, head_dim], k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim],
-// spans, partials and block_tables (device)
+// spans, partials and block_tables (device); keys in blocks outside the cache's n_blocks are skipped
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                          const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
                          float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
-                         const int32_t* block_tables, int64_t block_size, int64_t n_head, int64_t n_kv_head,
-                         int64_t head_dim, float scale, cudaStream_t stream);
+                         const int32_t* block_tables, int64_t block_size, int64_t n_blocks, int64_t n_head,
+                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream);
+
+// Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
+// max_blocks * block_size) through row i of block_tables; a row of length 0 comes out zero. Every row of out
+// is written. spans is scratch for n_seqs spans, partials as for paged_attention_f32 with n_seqs row spans.
+// q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs], block_tables [n_seqs, max_blocks] (device)
+void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
+                                const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
+                                int64_t max_blocks, AttentionSpan* spans, int64_t n_splits, float* partials,
+                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t head_dim, float scale, cudaStream_t stream);
 
 }  // namespace folio::kernels

@@ -49,8 +49,9 @@ void* try_cuda_malloc(size_t n_bytes) {
 // Shared with the buffers, which may outlive the backend.
 class DevicePool {
 public:
-    explicit DevicePool(int device) : device_(device) {}
-    ~DevicePool() { release_cached(); }
+    // A pool that is not releasable keeps its cached blocks until it goes: recorded work reuses them.
+    DevicePool(int device, bool releasable) : device_(device), releasable_(releasable) {}
+    ~DevicePool() { free_cached(); }
     DevicePool(const DevicePool&) = delete;
     DevicePool& operator=(const DevicePool&) = delete;
 
@@ -68,7 +69,7 @@ public:
             }
         }
         void* p = try_cuda_malloc(size);
-        if (p == nullptr) {
+        if (p == nullptr && releasable_) {
             release_cached();
             p = try_cuda_malloc(size);
         }
@@ -84,15 +85,11 @@ public:
         cached_[block_size(n_bytes)].push_back(p);
     }
 
-    // Frees the cached blocks; cudaFree waits for the work that may still use them.
+    // Frees the cached blocks of a releasable pool; cudaFree waits for the work that may still use them.
     void release_cached() {
-        const std::lock_guard lock(mutex_);
-        for (auto& [size, blocks] : cached_) {
-            for (void* p : blocks) {
-                cudaFree(p);
-            }
+        if (releasable_) {
+            free_cached();
         }
-        cached_.clear();
     }
 
 private:
@@ -104,7 +101,18 @@ private:
         return (n_bytes + unit - 1) / unit * unit;
     }
 
+    void free_cached() {
+        const std::lock_guard lock(mutex_);
+        for (auto& [size, blocks] : cached_) {
+            for (void* p : blocks) {
+                cudaFree(p);
+            }
+        }
+        cached_.clear();
+    }
+
     int device_;
+    bool releasable_;
     std::mutex mutex_;
     std::unordered_map<size_t, std::vector<void*>> cached_;  // free blocks by size
 };
@@ -141,6 +149,32 @@ struct CudaFree {
 };
 using DevicePtr = std::unique_ptr<void, CudaFree>;
 
+struct GraphExecDestroy {
+    void operator()(cudaGraphExec_t g) const { cudaGraphExecDestroy(g); }
+};
+struct GraphDestroy {
+    void operator()(cudaGraph_t g) const { cudaGraphDestroy(g); }
+};
+
+// A CUDA graph of work recorded on a backend's stream, with the memory pool its tensors came from. It must go
+// before the backend that recorded it.
+class CudaRecordedWork final : public RecordedWork {
+public:
+    CudaRecordedWork(cudaGraphExec_t exec, cudaStream_t stream, int device, std::shared_ptr<DevicePool> pool)
+        : exec_(exec), stream_(stream), device_(device), pool_(std::move(pool)) {}
+
+    void replay() override {
+        CUDA_CHECK(cudaSetDevice(device_));
+        CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream_));
+    }
+
+private:
+    std::unique_ptr<CUgraphExec_st, GraphExecDestroy> exec_;
+    cudaStream_t stream_;
+    int device_;
+    std::shared_ptr<DevicePool> pool_;
+};
+
 struct StreamDestroy {
     void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
 };
@@ -175,12 +209,19 @@ struct AttentionSpans {
 
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.
 float* device_f32(const Tensor& t, const char* op) {
-    const auto* buffer = dynamic_cast<const DeviceBuffer*>(t.buffer.get());
-    if (buffer == nullptr ||
-        static_cast<int64_t>(buffer->n_bytes()) < t.n_elements() * static_cast<int64_t>(sizeof(float))) {
-        fail(op, ": tensor ", shape_string(t.shape), " is not in this backend's device memory");
+    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
+        t.dtype != ScalarType::F32) {
+        fail(op, ": tensor ", shape_string(t.shape), " is not float32 in this backend's device memory");
     }
     return t.f32();
+}
+
+int32_t* device_i32(const Tensor& t, const char* op) {
+    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
+        t.dtype != ScalarType::I32) {
+        fail(op, ": tensor ", shape_string(t.shape), " is not int32 in this backend's device memory");
+    }
+    return t.i32();
 }
 
 class CudaBackend final : public Backend {
@@ -206,9 +247,22 @@ public:
         CUBLAS_CHECK(cublasCreate(&handle));
         cublas_.reset(handle);
         CUBLAS_CHECK(cublasSetStream(handle, stream));
+        // cuBLAS's workspace is ours, so that recorded GEMMs allocate nothing.
+        cublas_workspace_.reset(try_cuda_malloc(kCublasWorkspaceBytes));
+        if (!cublas_workspace_) {
+            fail_out_of_memory(kCublasWorkspaceBytes, device_);
+        }
+        CUBLAS_CHECK(cublasSetWorkspace(handle, cublas_workspace_.get(), kCublasWorkspaceBytes));
     }
 
-    ~CudaBackend() override { cudaStreamSynchronize(stream_.get()); }
+    ~CudaBackend() override {
+        if (recording_) {
+            cudaGraph_t graph = nullptr;
+            cudaStreamEndCapture(stream_.get(), &graph);
+            cudaGraphDestroy(graph);
+        }
+        cudaStreamSynchronize(stream_.get());
+    }
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;
 
@@ -226,7 +280,22 @@ public:
         return t;
     }
 
+    Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc_uninitialized(std::move(shape), "upload_i32");
+        t.dtype = ScalarType::I32;
+        check_update(t, values);
+        copy_to_device(t.i32(), values.data(), values.size_bytes());
+        return t;
+    }
+
+    void update(Tensor& t, std::span<const int32_t> values) override {
+        check_update(t, values);
+        activate();
+        copy_to_device(device_i32(t, "update"), values.data(), values.size_bytes());
+    }
+
     std::vector<float> download(const Tensor& t) override {
+        check_not_recording("download");
         std::vector<float> values(static_cast<size_t>(t.n_elements()));
         if (!values.empty()) {
             activate();
@@ -325,6 +394,15 @@ public:
         return y;
     }
 
+    Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) override {
+        check_add_rms_norm(x, y, w);
+        Tensor out = alloc_uninitialized(x.shape, "add_rms_norm");  // as x
+        kernels::add_rms_norm_f32(device_f32(x, "add_rms_norm"), device_f32(y, "add_rms_norm"),
+                                  device_f32(w, "add_rms_norm"), out.f32(), x.rows(), x.row_size(), eps,
+                                  stream());
+        return out;
+    }
+
     void add(Tensor& x, const Tensor& y) override {
         check_same_shape(x, y, "add");
         activate();
@@ -346,6 +424,14 @@ public:
         Tensor y = alloc_uninitialized(gate.shape, "silu_mul");  // as gate
         kernels::silu_mul_f32(device_f32(gate, "silu_mul"), device_f32(up, "silu_mul"), y.f32(),
                               y.n_elements(), stream());
+        return y;
+    }
+
+    Tensor swiglu(const Tensor& gate_up) override {
+        check_swiglu(gate_up);
+        const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;
+        Tensor y = alloc_uninitialized({n, d}, "swiglu");  // [n, d]
+        kernels::swiglu_f32(device_f32(gate_up, "swiglu"), y.f32(), n, d, stream());
         return y;
     }
 
@@ -398,7 +484,50 @@ public:
             static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
             splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
             static_cast<int64_t>(spans.tiles.size()), static_cast<const int32_t*>(staged[2]), block_size,
-            q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+            k_cache.shape[0] / block_size, q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+        return out;
+    }
+
+    Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                             const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
+        check_rope_qkv_to_cache(qkv, positions, slots, rope, k_cache, v_cache);
+        const char* op = "rope_qkv_to_cache";
+        const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], head_dim = k_cache.shape[2];
+        const int64_t n_head = qkv.shape[1] / head_dim - 2 * n_kv_head;
+        Tensor q = alloc_uninitialized({n, n_head, head_dim}, op);  // [n, n_head, head_dim]
+        kernels::rope_qkv_to_cache_f32(device_f32(qkv, op), device_i32(positions, op), device_i32(slots, op),
+                                       device_f32(rope.inv_freq, op), rope.section[0],
+                                       rope.section[0] + rope.section[1], q.f32(), device_f32(k_cache, op),
+                                       device_f32(v_cache, op), n, n_head, n_kv_head, head_dim,
+                                       k_cache.shape[0], stream());
+        return q;
+    }
+
+    Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
+                                  float scale) override {
+        check_paged_decode_attention(q, k_cache, v_cache, seq_lens, block_tables, block_size);
+        const char* op = "paged_decode_attention";
+        check_head_dim(q, op);
+        const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
+        // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
+        // sequence lengths; splits past a row's keys end at once.
+        const int64_t n_splits =
+            kernels::attention_splits(n, n_head, max_blocks * block_size, n_multiprocessors_);
+        Tensor partials;  // as kernels::attention_partials_floats
+        if (n_splits > 1) {
+            partials = alloc_uninitialized(
+                {kernels::attention_partials_floats(n, n_head, n_splits, q.shape[2])}, op);
+        }
+        constexpr auto kSpanFloats = static_cast<int64_t>(sizeof(kernels::AttentionSpan) / sizeof(float));
+        const Tensor spans = alloc_uninitialized({n * kSpanFloats}, op);  // [n] spans
+        Tensor out = alloc_uninitialized(q.shape, op);                    // [n, n_head, head_dim]
+        kernels::paged_decode_attention_f32(
+            device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
+            device_i32(seq_lens, op), device_i32(block_tables, op), n, max_blocks,
+            reinterpret_cast<kernels::AttentionSpan*>(spans.f32()), n_splits,
+            partials.empty() ? nullptr : partials.f32(), block_size, k_cache.shape[0] / block_size, n_head,
+            k_cache.shape[1], q.shape[2], scale, stream());
         return out;
     }
 
@@ -426,6 +555,41 @@ public:
         kernels::gather_rows_f32(device_f32(src, "gather_rows"), static_cast<const int64_t*>(staged[0]),
                                  out.f32(), static_cast<int64_t>(rows.size()), src.row_size(), stream());
         return out;
+    }
+
+    Tensor gather_rows(const Tensor& src, const Tensor& rows) override {
+        check_gather_rows(src, rows);
+        std::vector<int64_t> shape{rows.n_elements()};  // src's shape with rows.n_elements() rows
+        shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
+        Tensor out = alloc_uninitialized(shape, "gather_rows");  // [n_rows, ...]
+        kernels::gather_rows_i32_f32(device_f32(src, "gather_rows"), device_i32(rows, "gather_rows"),
+                                     out.f32(), rows.n_elements(), src.row_size(), src.rows(), stream());
+        return out;
+    }
+
+    bool can_record() const override { return true; }
+
+    void begin_recording() override {
+        check_not_recording("begin_recording");
+        activate();
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
+        // Relaxed: the recording pool may cudaMalloc while the stream records.
+        CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeRelaxed));
+        recording_ = true;
+    }
+
+    std::unique_ptr<RecordedWork> end_recording() override {
+        if (!recording_) {
+            fail("end_recording: the cuda backend is not recording");
+        }
+        recording_ = false;
+        activate();
+        cudaGraph_t captured = nullptr;
+        CUDA_CHECK(cudaStreamEndCapture(stream(), &captured));
+        const std::unique_ptr<CUgraph_st, GraphDestroy> graph(captured);
+        cudaGraphExec_t exec = nullptr;
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+        return std::make_unique<CudaRecordedWork>(exec, stream(), device_, recording_pool_);
     }
 
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
@@ -468,8 +632,8 @@ private:
         t.shape = std::move(shape);
         check_shape(t.shape, op);
         activate();
-        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float), pool_,
-                                                  memory_);
+        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float),
+                                                  recording_ ? recording_pool_ : pool_, memory_);
         if (poison_ && t.n_elements() > 0) {
             CUDA_CHECK(cudaMemsetAsync(t.f32(), 0xff, t.buffer->n_bytes(), stream()));
         }
@@ -487,6 +651,7 @@ private:
     // Enqueues a copy of host memory that the caller may reuse as soon as this returns (pageable memory is
     // staged by the driver before the call returns).
     void copy_to_device(void* dst, const void* src, size_t n_bytes) {
+        check_not_recording("copy to the device");
         if (n_bytes > 0) {
             CUDA_CHECK(cudaMemcpyAsync(dst, src, n_bytes, cudaMemcpyHostToDevice, stream()));
         }
@@ -496,6 +661,7 @@ private:
     // aligned offset, and returns their device addresses. The staging memory is reused by the next call:
     // the work enqueued in between reads it in stream order.
     std::vector<const void*> stage(std::initializer_list<std::span<const std::byte>> arrays) {
+        check_not_recording("staging host arrays");
         constexpr size_t kAlign = 256;
         size_t total = 0;
         for (const auto& a : arrays) {
@@ -549,6 +715,12 @@ private:
         return splits;
     }
 
+    void check_not_recording(const char* what) const {
+        if (recording_) {
+            fail("cuda: ", what, " while recording work; inputs of recorded work are written before replay");
+        }
+    }
+
     void check_head_dim(const Tensor& q, const char* op) const {
         if (q.shape[2] > kernels::kMaxAttentionHeadDim) {
             fail(op, ": head_dim ", q.shape[2], " of q ", shape_string(q.shape),
@@ -562,10 +734,16 @@ private:
     int n_multiprocessors_ = 1;
     std::unique_ptr<CUstream_st, StreamDestroy> stream_;
     std::unique_ptr<cublasContext, CublasDestroy> cublas_;
+    static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+    DevicePtr cublas_workspace_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
+    bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
-    std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_);
+    std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_, true);
+    // Tensors made while recording: their blocks stay with the pool, for the recorded work that reuses them.
+    std::shared_ptr<DevicePool> recording_pool_ = std::make_shared<DevicePool>(device_, false);
 };
 
 }  // namespace

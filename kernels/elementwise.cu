@@ -52,6 +52,16 @@ __global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
     }
 }
 
+// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]
+__global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int64_t d) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n * d) {
+        const int64_t r = i / d, c = i % d;
+        const float g = gate_up[r * 2 * d + c];
+        y[i] = g / (1.0f + expf(-g)) * gate_up[r * 2 * d + d + c];
+    }
+}
+
 // y [n] = silu(gate [n]) * up [n]
 __global__ void silu_mul_f32_kernel(const float* gate, const float* up, float* y, int64_t n) {
     const int64_t i = global_index();
@@ -110,6 +120,14 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream) {
         return;
     }
     gelu_erf_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream) {
+    if (n * d == 0) {
+        return;
+    }
+    swiglu_f32_kernel<<<n_blocks(n * d), kBlock, 0, stream>>>(gate_up, y, n, d);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -45,6 +45,24 @@ __global__ void rms_norm_f32_kernel(const float* x, const float* w, float* y, in
     }
 }
 
+// One block per row: x += y, then out = the RMSNorm of x.  x, y, out [n_rows, d], w [d]
+__global__ void add_rms_norm_f32_kernel(float* x, const float* y, const float* w, float* out, int64_t d,
+                                        float eps) {
+    float* xr = x + static_cast<int64_t>(blockIdx.x) * d;        // [d]
+    const float* yr = y + static_cast<int64_t>(blockIdx.x) * d;  // [d]
+    float* outr = out + static_cast<int64_t>(blockIdx.x) * d;    // [d]
+    float sq = 0.0f;
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const float s = xr[i] + yr[i];
+        xr[i] = s;
+        sq += s * s;
+    }
+    const float inv = rsqrtf(block_sum(sq) / static_cast<float>(d) + eps);
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        outr[i] = w[i] * (xr[i] * inv);
+    }
+}
+
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -64,6 +82,15 @@ void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int6
         return;
     }
     rms_norm_f32_kernel<<<static_cast<unsigned int>(n_rows), kBlock, 0, stream>>>(x, w, y, d, eps);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void add_rms_norm_f32(float* x, const float* y, const float* w, float* out, int64_t n_rows, int64_t d,
+                      float eps, cudaStream_t stream) {
+    if (n_rows == 0 || d == 0) {
+        return;
+    }
+    add_rms_norm_f32_kernel<<<static_cast<unsigned int>(n_rows), kBlock, 0, stream>>>(x, y, w, out, d, eps);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -20,6 +20,17 @@ __global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, fl
     }
 }
 
+// out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows]; a row outside src comes out zero.
+__global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows, float* out, int64_t n_rows,
+                                           int64_t d, int64_t n_src) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < n_rows * d) {
+        const int64_t i = k / d, j = k % d;
+        const int64_t row = rows[i];
+        out[k] = row >= 0 && row < n_src ? src[row * d + j] : 0.0f;
+    }
+}
+
 // dst [n_dst, d] at rows [n_rows] <- src [n_src, d] at src_rows [n_rows] (or the first n_rows rows)
 __global__ void scatter_rows_f32_kernel(float* dst, const int64_t* rows, const float* src,
                                         const int64_t* src_rows, int64_t n_rows, int64_t d) {
@@ -53,6 +64,15 @@ void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const i
         return;
     }
     scatter_rows_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(dst, rows, src, src_rows, n_rows, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
+                         int64_t n_src, cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    gather_rows_i32_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(src, rows, out, n_rows, d, n_src);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -198,6 +198,24 @@ TEST_F(Serving, ContinuousBatchingWithChunkedPrefillMatchesRequestsRunAlone) {
     EXPECT_GT(r.stats.runner.n_steps, 32) << "prompts went through in chunks";
 }
 
+// Decode steps run with their inputs on the backend, padded to a capture size and replayed where the backend
+// records work (the CUDA backend), or directly: the tokens are those of each request run alone either way.
+TEST_F(Serving, RecordedAndDirectDecodeStepsMatchRequestsRunAlone) {
+    for (const bool use_cudagraph : {true, false}) {
+        EngineConfig c = base_config();
+        c.use_cudagraph = use_cudagraph;
+        const RunResult r = run(c, 3);
+        expect_alone_equivalence(r);
+        EXPECT_GT(r.stats.runner.n_decode_steps, 10) << "use_cudagraph " << use_cudagraph;
+        if (use_cudagraph && backend_->can_record()) {
+            EXPECT_GT(r.stats.runner.n_replays, r.stats.runner.n_decode_steps / 2)
+                << "most decode steps replayed";
+        } else {
+            EXPECT_EQ(r.stats.runner.n_replays, 0) << "use_cudagraph " << use_cudagraph;
+        }
+    }
+}
+
 TEST_F(Serving, ForcedPreemptionMatchesRequestsRunAlone) {
     EngineConfig c = base_config();
     c.max_num_batched_tokens = 64;

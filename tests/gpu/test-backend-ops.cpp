@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <numeric>
@@ -95,6 +97,10 @@ protected:
 
     Pair upload(const std::vector<float>& values, std::vector<int64_t> shape) {
         return {cpu_->upload(values, shape), gpu_->upload(values, shape)};
+    }
+
+    Pair upload_i32(const std::vector<int32_t>& values, std::vector<int64_t> shape) {
+        return {cpu_->upload_i32(values, shape), gpu_->upload_i32(values, shape)};
     }
 
     Pair random(std::vector<int64_t> shape, float mean = 0.0f, float stddev = 1.0f) {
@@ -457,6 +463,188 @@ TEST_F(BackendOpsTest, GatherAndScatterRows) {
     Pair dst = random({9, 4, 5});
     EXPECT_THROW(gpu_->scatter_rows(dst.gpu, outside, random({1, 20}).gpu), Error);
     EXPECT_THROW(gpu_->scatter_rows(dst.gpu, rows, random({2, 21}).gpu), Error);
+}
+
+TEST_F(BackendOpsTest, Int32UploadAndUpdate) {
+    const std::vector<int32_t> values = {3, -1, 2147483647, 0, -2147483647 - 1, 42};
+    Tensor t = gpu_->upload_i32(values, {2, 3});
+    EXPECT_EQ(t.dtype, ScalarType::I32);
+    const std::vector<float> raw = gpu_->download(Tensor{t.shape, t.buffer});  // the same bits as float32
+    std::vector<int32_t> back(raw.size());
+    std::memcpy(back.data(), raw.data(), raw.size() * sizeof(int32_t));
+    EXPECT_EQ(back, values);
+    const std::vector<int32_t> wrong_size = {1, 2};
+    EXPECT_THROW(gpu_->update(t, wrong_size), Error);
+    Tensor f = gpu_->alloc({2});
+    EXPECT_THROW(gpu_->update(f, wrong_size), Error) << "float32 tensor";
+    EXPECT_THROW(gpu_->add(f, t.view(0, {2})), Error) << "int32 input to a float32 operation";
+    EXPECT_THROW(static_cast<void>(t.view(4, {3})), Error) << "view past the end";
+}
+
+TEST_F(BackendOpsTest, AddRmsNormAndSwiglu) {
+    for (const auto& [n, d] :
+         std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {5, 1024}, {130, 33}}) {
+        Pair x = random({n, d});
+        const Pair y = random({n, d}), w = random({d}, 1.0f, 0.1f);
+        const Tensor out_gpu = gpu_->add_rms_norm(x.gpu, y.gpu, w.gpu, 1e-5f);
+        const Tensor out_cpu = cpu_->add_rms_norm(x.cpu, y.cpu, w.cpu, 1e-5f);
+        expect_close("add_rms_norm", out_gpu, out_cpu, kF32Bound, dims({n, d}));
+        expect_close("add_rms_norm (sum)", x.gpu, x.cpu, kF32Bound, dims({n, d}));
+        const Pair gate_up = random({n, 2 * d});
+        expect_close("swiglu", gpu_->swiglu(gate_up.gpu), cpu_->swiglu(gate_up.cpu), kF32Bound, dims({n, d}));
+    }
+    Pair x = random({2, 4});
+    EXPECT_THROW(gpu_->add_rms_norm(x.gpu, random({2, 5}).gpu, random({4}).gpu, 1e-5f), Error);
+    EXPECT_THROW(gpu_->swiglu(random({2, 5}).gpu), Error) << "odd width";
+}
+
+// Both backends turn q and k by the same float angles (position times the same inverse frequency) with libm's
+// and CUDA's sine and cosine, and store k and v at the same rows; rows not named keep their values.
+TEST_F(BackendOpsTest, RopeQkvToCache) {
+    struct Case {
+        int64_t n, n_head, n_kv_head, hd;
+        std::array<int, 3> section;
+    };
+    for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}}, Case{5, 16, 2, 128, {16, 24, 24}},
+                          Case{37, 4, 2, 64, {8, 12, 12}}, Case{3, 3, 3, 2, {0, 1, 0}}}) {
+        const int64_t n_slots = 2 * c.n + 5;
+        const Pair qkv = random({c.n, (c.n_head + 2 * c.n_kv_head) * c.hd});
+        std::mt19937 rng(seed_++);
+        std::vector<int32_t> positions(static_cast<size_t>(3 * c.n)), slots(static_cast<size_t>(n_slots));
+        for (int32_t& p : positions) {
+            p = static_cast<int32_t>(rng() % 20000);
+        }
+        std::iota(slots.begin(), slots.end(), 0);
+        std::shuffle(slots.begin(), slots.end(), rng);
+        slots.resize(static_cast<size_t>(c.n));
+        slots[0] = -1;  // padding: not stored
+        std::vector<float> inv(static_cast<size_t>(c.hd / 2));
+        for (size_t i = 0; i < inv.size(); ++i) {
+            inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(c.hd));
+        }
+        const Pair pos = upload_i32(positions, {c.n, 3});
+        const Pair slot = upload_i32(slots, {c.n});
+        const Pair freq = upload(inv, {c.hd / 2});
+        Pair k_cache = random({n_slots, c.n_kv_head, c.hd}), v_cache = random({n_slots, c.n_kv_head, c.hd});
+        const Tensor q_gpu = gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section},
+                                                     k_cache.gpu, v_cache.gpu);
+        const Tensor q_cpu = cpu_->rope_qkv_to_cache(qkv.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section},
+                                                     k_cache.cpu, v_cache.cpu);
+        const std::string where = label(c.n, " tokens, ", c.n_head, "/", c.n_kv_head, " heads of ", c.hd);
+        expect_close("rope_qkv_to_cache (q)", q_gpu, q_cpu, kF32Bound, where);
+        expect_close("rope_qkv_to_cache (k cache)", k_cache.gpu, k_cache.cpu, kF32Bound, where);
+        expect_close("rope_qkv_to_cache (v cache)", v_cache.gpu, v_cache.cpu, kF32Bound, where);
+    }
+    const Pair qkv = random({2, 4 * 8}), pos = upload_i32({0, 0, 0, 1, 1, 1}, {2, 3});
+    const Pair slot = upload_i32({0, 1}, {2}), freq = random({4});
+    Pair cache = random({4, 1, 8});
+    EXPECT_THROW(
+        gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, {1, 1, 1}}, cache.gpu, cache.gpu),
+        Error)
+        << "sections summing to 3, not 4";
+    EXPECT_THROW(
+        gpu_->rope_qkv_to_cache(qkv.gpu, slot.gpu, slot.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
+        Error)
+        << "positions [2]";
+    EXPECT_THROW(
+        gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, qkv.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
+        Error)
+        << "float32 slots";
+}
+
+// Sequences of random lengths (0 for padding rows) over shuffled blocks of a larger cache; table entries past
+// a sequence's length hold blocks the kernel must not read.
+TEST_F(BackendOpsTest, PagedDecodeAttention) {
+    for (const int64_t block_size : {1, 16, 64}) {
+        for (const int64_t hd : {5, 64, 128}) {
+            const int64_t n_head = 8, n_kv_head = 2, max_blocks = 3000 / block_size + 1;
+            const std::vector<int32_t> lengths = {1, 0, 17, 64, 65, 2999, 300, 0, 1000};
+            const auto n = static_cast<int64_t>(lengths.size());
+            int64_t n_blocks = 0;
+            for (const int32_t len : lengths) {
+                n_blocks += (len + block_size - 1) / block_size;
+            }
+            n_blocks += 5;
+            std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+            std::iota(perm.begin(), perm.end(), 0);
+            std::mt19937 rng(seed_++);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            std::vector<int32_t> tables(static_cast<size_t>(n * max_blocks));
+            size_t next = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                for (int64_t b = 0; b < max_blocks; ++b) {
+                    tables[i * max_blocks + b] = b < (lengths[i] + block_size - 1) / block_size
+                                                     ? perm[next++]
+                                                     : static_cast<int32_t>(rng() % n_blocks);
+                }
+            }
+            const Pair q = random({n, n_head, hd}), k = random({n_blocks * block_size, n_kv_head, hd}),
+                       v = random({n_blocks * block_size, n_kv_head, hd});
+            const Pair lens = upload_i32(lengths, {n});
+            const Pair table = upload_i32(tables, {n, max_blocks});
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            expect_close(
+                "paged_decode_attention",
+                gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale),
+                cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu, block_size, scale),
+                kF32Bound, label("block ", block_size, " hd ", hd));
+        }
+    }
+    const Pair q = random({2, 4, 8}), k = random({32, 2, 8});
+    const Pair lens = upload_i32({3, 4}, {2}), table = upload_i32({0, 1}, {2, 1});
+    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, lens.gpu, table.gpu, 7, 1.0f), Error)
+        << "32 % 7";
+    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, table.gpu, lens.gpu, 16, 1.0f), Error)
+        << "tables [2]";
+    EXPECT_THROW(cpu_->paged_decode_attention(q.cpu, k.cpu, k.cpu, lens.cpu, table.cpu, 2, 1.0f), Error)
+        << "length 3 beyond one block of 2";
+}
+
+TEST_F(BackendOpsTest, GatherRowsByInt32Tensor) {
+    for (const int64_t d : {1, 7, 1000}) {
+        const Pair src = random({130, d});
+        for (const std::vector<int32_t>& rows : std::vector<std::vector<int32_t>>{
+                 {}, {129}, {0, 5, 5, 3}, {7, 1, 2, 8, 100, 64, 0, 33, 129, 4}}) {
+            const auto n = static_cast<int64_t>(rows.size());
+            const Pair r = upload_i32(rows, {n});
+            expect_close("gather_rows (int32 rows)", gpu_->gather_rows(src.gpu, r.gpu),
+                         cpu_->gather_rows(src.cpu, r.cpu), kF32Bound, dims({n, d}));
+        }
+    }
+    EXPECT_THROW(gpu_->gather_rows(random({3, 2}).gpu, random({2}).gpu), Error) << "float32 rows";
+}
+
+// Work recorded once and replayed with new inputs equals the CPU running it on those inputs; the replay
+// writes the tensors made while recording, and nothing may cross between host and device while recording.
+TEST_F(BackendOpsTest, RecordedWorkReplaysWithNewInputs) {
+    EXPECT_FALSE(cpu_->can_record());
+    EXPECT_THROW(cpu_->begin_recording(), Error);
+    ASSERT_TRUE(gpu_->can_record());
+    const int64_t n = 5, d = 48;
+    const Pair table = random({40, d}), w = random({d}, 1.0f, 0.1f), up_w = random({2 * d, d});
+    const auto run = [&](Backend& backend, const Tensor& rows, const Tensor& ids, const Tensor& weight,
+                         const Tensor& up) {
+        Tensor x = backend.gather_rows(rows, ids);  // [n, d]
+        const Tensor h = backend.add_rms_norm(x, backend.copy(x), weight, 1e-5f);
+        return backend.swiglu(backend.linear(h, up, nullptr));  // [n, d]
+    };
+    std::vector<int32_t> ids = {3, 0, 39, 7, 7};
+    Tensor gpu_ids = gpu_->upload_i32(ids, {n});
+    gpu_->begin_recording();
+    EXPECT_THROW(gpu_->download(w.gpu), Error);
+    EXPECT_THROW(gpu_->upload_i32(ids, {n}), Error);
+    const Tensor out = run(*gpu_, table.gpu, gpu_ids, w.gpu, up_w.gpu);
+    const std::unique_ptr<RecordedWork> work = gpu_->end_recording();
+    EXPECT_THROW(gpu_->end_recording(), Error) << "not recording";
+    for (int step = 0; step < 3; ++step) {
+        for (int32_t& id : ids) {
+            id = static_cast<int32_t>((id * 7 + step + 1) % 40);
+        }
+        gpu_->update(gpu_ids, ids);
+        work->replay();
+        const Tensor expected = run(*cpu_, table.cpu, cpu_->upload_i32(ids, {n}), w.cpu, up_w.cpu);
+        expect_close("recorded work", out, expected, kF32Bound, label("replay ", step));
+    }
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ constexpr int kBlock = kWarps * kWarpSize;
 constexpr int kKeysPerStep = 4;  // keys a warp scores together, for independent shuffle chains
 constexpr int kMergeBlock = 128;
 // Keys a split of a row should have at least, so that splitting pays for the merge.
-constexpr int64_t kMinKeysPerSplit = 256;
+constexpr int64_t kMinKeysPerSplit = 64;
 
 // Where the keys of a row live: kv rows kv_start + j.
 struct ContiguousKeys {

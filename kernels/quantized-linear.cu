@@ -16,6 +16,9 @@ namespace {
 
 constexpr int kBlock = 256;
 constexpr int kRowsPerBlock = kBlock / kWarpSize;  // one warp per output row
+// Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
+// system busy when a step's few rows give the device few warps.
+constexpr int kChunksInFlight = 4;
 
 __device__ inline float low_nibble(int8_t byte) {
     return static_cast<float>(static_cast<int8_t>(static_cast<int8_t>(byte << 4) >> 4));
@@ -90,16 +93,29 @@ __global__ void __launch_bounds__(kBlock)
     }
     float acc[kQuantizedGemvMaxRows] = {};
     if constexpr (kVector) {
-        for (int64_t c = static_cast<int64_t>(lane) * 8; c < n_in; c += kWarpSize * 8) {
-            float w[8];
-            weights_at8<kType>(q, scales, o, c, n_in, group_size, w);
+        constexpr int64_t kStride = kWarpSize * 8;
+        for (int64_t c0 = static_cast<int64_t>(lane) * 8; c0 < n_in; c0 += kStride * kChunksInFlight) {
+            float w[kChunksInFlight][8];
 #pragma unroll
-            for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
-                if (r < n) {
-                    const float4 x0 = *reinterpret_cast<const float4*>(x + r * n_in + c);
-                    const float4 x1 = *reinterpret_cast<const float4*>(x + r * n_in + c + 4);
-                    acc[r] += x0.x * w[0] + x0.y * w[1] + x0.z * w[2] + x0.w * w[3] + x1.x * w[4] +
-                              x1.y * w[5] + x1.z * w[6] + x1.w * w[7];
+            for (int k = 0; k < kChunksInFlight; ++k) {
+                if (c0 + k * kStride < n_in) {
+                    weights_at8<kType>(q, scales, o, c0 + k * kStride, n_in, group_size, w[k]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < kChunksInFlight; ++k) {
+                const int64_t c = c0 + k * kStride;
+                if (c >= n_in) {
+                    break;
+                }
+#pragma unroll
+                for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+                    if (r < n) {
+                        const float4 x0 = *reinterpret_cast<const float4*>(x + r * n_in + c);
+                        const float4 x1 = *reinterpret_cast<const float4*>(x + r * n_in + c + 4);
+                        acc[r] += x0.x * w[k][0] + x0.y * w[k][1] + x0.z * w[k][2] + x0.w * w[k][3] +
+                                  x1.x * w[k][4] + x1.y * w[k][5] + x1.z * w[k][6] + x1.w * w[k][7];
+                    }
                 }
             }
         }

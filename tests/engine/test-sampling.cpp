@@ -1,5 +1,5 @@
-// The sampler: greedy choice, each filter, the repetition penalty, the pick from one uniform number, seeding
-// and parameter validation.
+// The sampler: greedy choice, each filter, the repetition penalty, the pick from one uniform number, seeding,
+// parameter validation, and the CPU backend's sample_rows against the sampler.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "backend.h"
 #include "error.h"
 #include "sampling.h"
 
@@ -206,6 +207,84 @@ TEST(Sampling, UniformNumbersComeFromTheSeededGenerator) {
         EXPECT_EQ(row.repetition_penalty, 1.1f);
         EXPECT_EQ(row.history_count, 0);
     }
+}
+
+// The CPU backend makes the sampler's choice for the same uniform numbers and leaves the logits as they are.
+TEST(Sampling, CpuBackendSampleRowsMatchesTheSampler) {
+    const auto backend = make_cpu_backend(2);
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    for (const int64_t vocab : {1, 7, 1000}) {
+        const int64_t n_rows = 40;
+        std::vector<float> values(static_cast<size_t>(n_rows * vocab));
+        for (float& v : values) {
+            v = normal(rng);
+        }
+        const Tensor logits = backend->upload(values, {n_rows, vocab});
+        std::vector<Sampler> samplers, replays;
+        std::vector<RowSampling> rows;
+        std::vector<int32_t> history;
+        std::vector<std::vector<int32_t>> histories;
+        for (int64_t r = 0; r < n_rows; ++r) {
+            SamplingParams params;
+            params.temperature = r % 5 == 0 ? 0.0f : 0.3f + 0.1f * static_cast<float>(r % 9);
+            params.top_k = static_cast<int>(r % 4 == 0 ? 0 : rng() % (vocab + 2));
+            params.top_p = r % 3 == 0 ? 1.0f : 0.2f + 0.02f * static_cast<float>(r % 40);
+            params.repetition_penalty = r % 2 == 0 ? 1.0f : 1.3f;
+            params.seed = rng();
+            samplers.emplace_back(params);
+            replays.emplace_back(params);
+            std::vector<int32_t> h;
+            for (uint32_t i = 0, n = rng() % 20; i < n; ++i) {
+                h.push_back(static_cast<int32_t>(rng() % std::min<int64_t>(vocab, 5)));
+            }
+            RowSampling row = samplers.back().next_row();
+            row.history_begin = static_cast<int64_t>(history.size());
+            row.history_count = static_cast<int64_t>(h.size());
+            history.insert(history.end(), h.begin(), h.end());
+            histories.push_back(h);
+            rows.push_back(row);
+        }
+        const std::vector<int32_t> tokens = backend->sample_rows(logits, rows, history);
+        ASSERT_EQ(tokens.size(), static_cast<size_t>(n_rows));
+        for (int64_t r = 0; r < n_rows; ++r) {
+            std::vector<float> l(values.begin() + r * vocab, values.begin() + (r + 1) * vocab);
+            EXPECT_EQ(tokens[r], replays[r].sample(l, histories[r])) << "vocab " << vocab << " row " << r;
+        }
+        EXPECT_EQ(backend->download(logits), values);
+    }
+}
+
+TEST(Sampling, SampleRowsRejectsBadArguments) {
+    const auto backend = make_cpu_backend(1);
+    const Tensor logits = backend->upload(std::vector<float>(14, 0.5f), {2, 7});
+    const std::vector<int32_t> history{1, 2, 3};
+    std::vector<RowSampling> rows(2, sampled_row(1.0f));
+    EXPECT_EQ(backend->sample_rows(logits, rows, history).size(), 2u);
+    EXPECT_THROW(backend->sample_rows(logits, std::span(rows).first(1), history), Error);
+    const auto rejects = [&](auto change) {
+        std::vector<RowSampling> bad = rows;
+        change(bad[1]);
+        EXPECT_THROW(backend->sample_rows(logits, bad, history), Error);
+    };
+    rejects([](RowSampling& r) { r.history_count = 4; });
+    rejects([](RowSampling& r) { r.history_begin = -1; });
+    rejects([](RowSampling& r) {
+        r.history_begin = 2;
+        r.history_count = 2;
+    });
+    rejects([](RowSampling& r) { r.temperature = -0.5f; });
+    rejects([](RowSampling& r) { r.top_k = -1; });
+    rejects([](RowSampling& r) { r.top_p = 0.0f; });
+    rejects([](RowSampling& r) { r.repetition_penalty = 0.0f; });
+    rejects([](RowSampling& r) { r.uniform = 1.0f; });
+    rejects([](RowSampling& r) { r.uniform = -0.1f; });
+    const std::vector<int32_t> outside{7};
+    rows[0].history_count = 1;
+    EXPECT_THROW(backend->sample_rows(logits, rows, outside), Error);
+    const Tensor no_columns = backend->alloc({2, 0});
+    rows[0].history_count = 0;
+    EXPECT_THROW(backend->sample_rows(no_columns, rows, history), Error);
 }
 
 TEST(Sampling, RejectsInvalidParameters) {

@@ -1,5 +1,7 @@
 #include "backend-checks.h"
 
+#include <cstdint>
+
 #include "error.h"
 
 namespace folio {
@@ -58,6 +60,34 @@ void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 void check_argmax_rows(const Tensor& x) {
     if (x.shape.empty() || x.row_size() == 0) {
         fail("argmax_rows: x ", shape_string(x.shape), " has no columns");
+    }
+}
+
+void check_sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                       std::span<const int32_t> history) {
+    if (logits.shape.size() != 2 || logits.row_size() == 0 || logits.row_size() > INT32_MAX ||
+        logits.rows() != static_cast<int64_t>(rows.size())) {
+        fail("sample_rows: logits ", shape_string(logits.shape), " for ", rows.size(), " rows");
+    }
+    const int64_t vocab = logits.row_size();
+    for (size_t r = 0; r < rows.size(); ++r) {
+        const RowSampling& row = rows[r];
+        try {
+            validate(row);
+        } catch (const Error& e) {
+            fail("sample_rows: row ", r, " of logits ", shape_string(logits.shape), ": ", e.what());
+        }
+        if (row.history_begin < 0 || row.history_count < 0 ||
+            row.history_begin + row.history_count > static_cast<int64_t>(history.size())) {
+            fail("sample_rows: row ", r, " history [", row.history_begin, ", +", row.history_count,
+                 ") outside ", history.size(), " tokens");
+        }
+        for (int64_t i = row.history_begin; i < row.history_begin + row.history_count; ++i) {
+            if (history[i] < 0 || history[i] >= vocab) {
+                fail("sample_rows: row ", r, " history token ", history[i], " outside logits ",
+                     shape_string(logits.shape));
+            }
+        }
     }
 }
 

@@ -24,6 +24,10 @@ void check_rms_norm(const Tensor& x, const Tensor& w);
 void check_rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
 // At least one column.
 void check_argmax_rows(const Tensor& x);
+// logits [rows.size(), vocab >= 1], each row valid (validate(RowSampling)) with its history range inside
+// history and its tokens inside the vocabulary.
+void check_sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                       std::span<const int32_t> history);
 // Every row inside src; src has a row dimension.
 void check_gather_rows(const Tensor& src, std::span<const int64_t> rows);
 // src [rows.size(), row of dst], every row inside dst.

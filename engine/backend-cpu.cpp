@@ -484,6 +484,19 @@ public:
         return out;
     }
 
+    std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                     std::span<const int32_t> history) override {
+        check_sample_rows(logits, rows, history);
+        const int64_t vocab = logits.row_size();
+        std::vector<int32_t> out(rows.size());
+        rows_parallel(logits.rows(), [&](int64_t r) {
+            const float* row = logits.f32() + r * vocab;
+            std::vector<float> values(row, row + vocab);  // [vocab], penalised and scaled by choose_token
+            out[r] = choose_token(values, rows[r], history);
+        });
+        return out;
+    }
+
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
         check_gather_rows(src, rows);
         const int64_t d = src.row_size();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "quantization.h"
+#include "sampling.h"
 #include "tensor.h"
 
 namespace folio {
@@ -136,6 +137,12 @@ public:
     // The column of the largest value of each row, the first of equal ones (greedy sampling without moving
     // the logits to the host).  x [n, d]  ->  n indices
     virtual std::vector<int32_t> argmax_rows(const Tensor& x) = 0;
+    // The token choose_token makes for each row of logits with rows[r] (history tokens may repeat; logits
+    // are left as they are). Every backend makes the same choice up to its float summation order, which can
+    // only matter where a running sum lies within rounding of a boundary.  logits [n, vocab], rows [n]
+    //   ->  n tokens
+    virtual std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                             std::span<const int32_t> history) = 0;
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
     // The same with the row indices in an int32 tensor on the backend.  rows [n]

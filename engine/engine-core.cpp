@@ -128,7 +128,8 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
 }
 
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
-// measured and scaled to max_num_batched_tokens; the logits of max_num_seqs rows are measured on their own.
+// measured and scaled to max_num_batched_tokens; the logits of max_num_seqs rows and their sampling are
+// measured on their own.
 int64_t EngineCore::activation_peak_bytes() {
     constexpr int64_t kProfileTokens = 256;
     const TextConfig& tc = model_.config().text;
@@ -156,7 +157,10 @@ int64_t EngineCore::activation_peak_bytes() {
     const std::vector<int64_t> rows(static_cast<size_t>(config_.max_num_seqs), 0);
     backend.reset_peak();
     before = backend.memory_stats().in_use;
-    model_.logits(backend.gather_rows(hidden, rows));
+    const Tensor logits = model_.logits(backend.gather_rows(hidden, rows));  // [max_num_seqs, vocab]
+    // Sampling where the logits are may hold a copy of them.
+    backend.sample_rows(
+        logits, std::vector<RowSampling>(rows.size(), RowSampling{.temperature = 1.0f, .top_k = 1}), {});
     const int64_t logits_peak = backend.memory_stats().peak - before;
     return text_peak * config_.max_num_batched_tokens / n + logits_peak;
 }

@@ -213,29 +213,34 @@ void ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden, st
     const bool all_greedy = std::all_of(
         output.chunks.begin(), output.chunks.end(),
         [&](const ScheduledChunk& c) { return !c.samples || requests_.at(c.id).sampler->is_greedy(); });
-    // Greedy steps take only the chosen ids from the backend; others bring the logits to the samplers.
-    std::vector<int32_t> chosen;
-    std::vector<float> values;
-    if (all_greedy) {
-        chosen = backend.argmax_rows(logits);
-    } else {
-        values = backend.download(logits);
-    }
-    const int64_t vocab = model_.config().text.vocab_size;
+    // Greedy steps take only the chosen ids from the backend; others sample there too.
+    const std::vector<int32_t> chosen =
+        all_greedy ? backend.argmax_rows(logits) : sample_on_backend(output, logits);
     size_t row = 0;
     for (size_t c = 0; c < output.chunks.size(); ++c) {
-        const ScheduledChunk& chunk = output.chunks[c];
+        if (output.chunks[c].samples) {
+            sampled[c] = chosen[row++];
+        }
+    }
+    stats_.sample_seconds += seconds_since(sample_start);
+}
+
+std::vector<int32_t> ModelRunner::sample_on_backend(const SchedulerOutput& output, const Tensor& logits) {
+    std::vector<RowSampling> rows;
+    std::vector<int32_t> history;  // the penalised rows' tokens, one after another
+    for (const ScheduledChunk& chunk : output.chunks) {
         if (!chunk.samples) {
             continue;
         }
-        if (all_greedy) {
-            sampled[c] = chosen[row++];
-            continue;
+        RowSampling row = requests_.at(chunk.id).sampler->next_row();
+        if (row.repetition_penalty != 1.0f) {
+            row.history_begin = static_cast<int64_t>(history.size());
+            row.history_count = static_cast<int64_t>(chunk.seq->tokens.size());
+            history.insert(history.end(), chunk.seq->tokens.begin(), chunk.seq->tokens.end());
         }
-        const std::span<float> row_logits(values.data() + row++ * vocab, static_cast<size_t>(vocab));
-        sampled[c] = requests_.at(chunk.id).sampler->sample(row_logits, chunk.seq->tokens);
+        rows.push_back(row);
     }
-    stats_.sample_seconds += seconds_since(sample_start);
+    return model_.backend().sample_rows(logits, rows, history);
 }
 
 std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {

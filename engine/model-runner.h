@@ -63,6 +63,9 @@ private:
     };
 
     void encode_missing_images(const SchedulerOutput& output);
+    // The tokens of the sampling chunks, chosen by the backend with each request's next draw.
+    // logits [n_sampling_chunks, vocab]
+    std::vector<int32_t> sample_on_backend(const SchedulerOutput& output, const Tensor& logits);
     std::array<int64_t, 3> position(const RequestState& state, int64_t token) const;
     // Whether every chunk is one text token: a step the decode path runs.
     bool is_decode_step(const SchedulerOutput& output) const;

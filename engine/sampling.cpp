@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <numeric>
+#include <vector>
 
 #include "error.h"
 
@@ -24,66 +24,103 @@ void validate(const SamplingParams& p) {
     }
 }
 
+void validate(const RowSampling& row) {
+    validate(SamplingParams{row.temperature, row.top_k, row.top_p, row.repetition_penalty, 0});
+    if (!(row.uniform >= 0.0f && row.uniform < 1.0f)) {
+        fail("uniform must be in [0, 1), got ", row.uniform);
+    }
+}
+
+int32_t choose_token(std::span<float> logits, const RowSampling& row, std::span<const int32_t> history) {
+    const auto n = static_cast<int64_t>(logits.size());
+    if (n == 0) {
+        fail("sampler: empty logits");
+    }
+    if (row.history_begin < 0 || row.history_count < 0 ||
+        row.history_begin + row.history_count > static_cast<int64_t>(history.size())) {
+        fail("sampler: history [", row.history_begin, ", +", row.history_count, ") outside ", history.size(),
+             " tokens");
+    }
+    if (row.repetition_penalty != 1.0f) {
+        std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+        for (const int32_t id : history.subspan(row.history_begin, row.history_count)) {
+            if (id < 0 || id >= n) {
+                fail("sampler: history token ", id, " outside the vocabulary of ", n);
+            }
+            if (!seen[id]) {
+                seen[id] = 1;
+                float& l = logits[id];
+                l = l > 0.0f ? l / row.repetition_penalty : l * row.repetition_penalty;
+            }
+        }
+    }
+    if (row.temperature == 0.0f) {
+        return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    }
+    for (float& l : logits) {
+        l /= row.temperature;
+    }
+    // The top-k set in rank order: keys are distinct, so the order is unique.
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    const auto ranks_first = [&](int32_t a, int32_t b) {
+        return rank_key(logits[a], a) > rank_key(logits[b], b);
+    };
+    int64_t n_keep = row.top_k > 0 ? std::min<int64_t>(n, row.top_k) : n;
+    std::nth_element(order.begin(), order.begin() + (n_keep - 1), order.end(), ranks_first);
+    std::sort(order.begin(), order.begin() + n_keep, ranks_first);
+    const float max_logit = logits[order[0]];
+    std::vector<float> weights(static_cast<size_t>(n));  // exp(l - max) of the kept tokens
+    double total = 0.0;
+    for (int64_t i = 0; i < n_keep; ++i) {
+        weights[order[i]] = std::exp(logits[order[i]] - max_logit);
+        total += weights[order[i]];
+    }
+    if (row.top_p < 1.0f) {
+        const double mass = static_cast<double>(row.top_p) * total;
+        double cumulative = 0.0;
+        for (int64_t i = 0; i < n_keep; ++i) {
+            cumulative += weights[order[i]];
+            if (cumulative >= mass) {
+                n_keep = i + 1;
+                break;
+            }
+        }
+    }
+    std::sort(order.begin(), order.begin() + n_keep);
+    double kept_total = 0.0;
+    for (int64_t i = 0; i < n_keep; ++i) {
+        kept_total += weights[order[i]];
+    }
+    const double target = static_cast<double>(row.uniform) * kept_total;
+    double cumulative = 0.0;
+    for (int64_t i = 0; i < n_keep; ++i) {
+        cumulative += weights[order[i]];
+        if (cumulative > target) {
+            return order[i];
+        }
+    }
+    return order[n_keep - 1];
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
     validate(params);
 }
 
+RowSampling Sampler::next_row() {
+    RowSampling row;
+    row.temperature = params_.temperature;
+    row.top_k = params_.top_k;
+    row.top_p = params_.top_p;
+    row.repetition_penalty = params_.repetition_penalty;
+    row.uniform = static_cast<float>(rng_() >> 40) * 0x1.0p-24f;
+    return row;
+}
+
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-    const int64_t n = static_cast<int64_t>(logits.size());
-    if (n == 0) {
-        fail("sampler: empty logits");
-    }
-    if (params_.repetition_penalty != 1.0f) {
-        std::vector<int32_t> seen(history.begin(), history.end());
-        std::sort(seen.begin(), seen.end());
-        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-        for (const int32_t id : seen) {
-            if (id >= 0 && id < n) {
-                float& l = logits[id];
-                l = l > 0.0f ? l / params_.repetition_penalty : l * params_.repetition_penalty;
-            }
-        }
-    }
-    const auto argmax = [&] {
-        return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    };
-    if (params_.temperature == 0.0f) {
-        return argmax();
-    }
-    for (float& l : logits) {
-        l /= params_.temperature;
-    }
-    order_.resize(static_cast<size_t>(n));
-    std::iota(order_.begin(), order_.end(), 0);
-    std::stable_sort(order_.begin(), order_.end(),
-                     [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-    int64_t n_keep = n;
-    if (params_.top_k > 0) {
-        n_keep = std::min<int64_t>(n_keep, params_.top_k);
-    }
-    std::vector<double> probs(static_cast<size_t>(n_keep));
-    const double max_logit = logits[order_[0]];
-    double sum = 0.0;
-    for (int64_t i = 0; i < n_keep; ++i) {
-        probs[i] = std::exp(static_cast<double>(logits[order_[i]]) - max_logit);
-        sum += probs[i];
-    }
-    if (params_.top_p < 1.0f) {
-        // Keep the smallest head of the sorted distribution whose mass reaches top_p (at least one token).
-        double cumulative = 0.0;
-        int64_t cut = n_keep;
-        for (int64_t i = 0; i < n_keep; ++i) {
-            cumulative += probs[i] / sum;
-            if (cumulative >= params_.top_p) {
-                cut = i + 1;
-                break;
-            }
-        }
-        n_keep = cut;
-        probs.resize(static_cast<size_t>(n_keep));
-    }
-    std::discrete_distribution<int64_t> pick(probs.begin(), probs.end());
-    return order_[static_cast<size_t>(pick(rng_))];
+    RowSampling row = next_row();
+    row.history_count = static_cast<int64_t>(history.size());
+    return choose_token(logits, row, history);
 }
 
 }  // namespace folio

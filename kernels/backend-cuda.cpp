@@ -546,6 +546,30 @@ public:
         return out;
     }
 
+    std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                     std::span<const int32_t> history) override {
+        check_sample_rows(logits, rows, history);
+        std::vector<int32_t> out(rows.size());
+        if (out.empty()) {
+            return out;
+        }
+        std::vector<kernels::SampleRow> params;
+        for (const RowSampling& r : rows) {
+            params.push_back({r.temperature, r.top_k, r.top_p, r.repetition_penalty, r.uniform,
+                              r.history_begin, r.history_count});
+        }
+        const Tensor scratch = alloc_uninitialized(logits.shape, "sample_rows");    // [n, vocab]
+        const Tensor tokens = alloc_uninitialized({logits.rows()}, "sample_rows");  // [n] int32 bit patterns
+        const auto staged = stage({std::as_bytes(std::span(params)), std::as_bytes(history)});
+        kernels::sample_rows_f32(
+            device_f32(logits, "sample_rows"), static_cast<const kernels::SampleRow*>(staged[0]),
+            static_cast<const int32_t*>(staged[1]), scratch.f32(), reinterpret_cast<int32_t*>(tokens.f32()),
+            logits.rows(), logits.row_size(), stream());
+        const std::vector<float> bits = download(tokens);
+        std::memcpy(out.data(), bits.data(), out.size() * sizeof(int32_t));
+        return out;
+    }
+
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
         check_gather_rows(src, rows);
         std::vector<int64_t> shape{static_cast<int64_t>(rows.size())};  // src's shape with rows.size() rows

@@ -137,6 +137,12 @@ nlohmann::json bench_document(PaddleOcrVl& model, const PreprocessorConfig& pre,
             {"pages_per_second", static_cast<double>(w.n_pages) / seconds},
             {"output_tokens_per_second", static_cast<double>(n_tokens) / seconds},
             {"steps", stats.runner.n_steps},
+            {"decode_steps", stats.runner.n_decode_steps},
+            {"replayed_steps", stats.runner.n_replays},
+            {"image_patches", stats.runner.n_image_patches},
+            // Host time of each part; the device catches up at each step's sampling, inside decoder_seconds.
+            {"vision_seconds", stats.runner.vision_seconds},
+            {"decoder_seconds", stats.runner.text_seconds},
             {"preemptions", stats.n_preemptions},
             {"kv_blocks", stats.n_kv_blocks}};
 }

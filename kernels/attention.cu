@@ -214,6 +214,26 @@ __global__ void merge_splits_f32_kernel(const float* partials, const AttentionSp
     }
 }
 
+// One block per row, in place: x = softmax(x * scale).  x [n_rows, n_cols]
+__global__ void softmax_rows_f32_kernel(float* x, int64_t n_cols, float scale) {
+    float* row = x + static_cast<int64_t>(blockIdx.x) * n_cols;  // [n_cols]
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+        m = fmaxf(m, row[i]);
+    }
+    m = block_max(m);
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+        const float e = expf((row[i] - m) * scale);
+        row[i] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / block_sum(sum);
+    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+        row[i] *= inv;
+    }
+}
+
 constexpr int kTileWarps = 4;
 constexpr int kTileBlock = kTileWarps * kWarpSize;
 constexpr int kTileKeys = kWarpSize;  // keys per block of keys: one per lane when scoring
@@ -447,6 +467,47 @@ void paged_attention_f32(const float* q, const float* k_cache, const float* v_ca
     launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, n_splits, partials, tile_spans,
                      n_tile_spans, PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim,
                      scale, stream);
+}
+
+int64_t segment_attention_heads_per_call(int64_t max_q_kv, int64_t n_head) {
+    constexpr int64_t kMaxScoreFloats = int64_t{64} << 20;
+    return std::clamp<int64_t>(kMaxScoreFloats / std::max<int64_t>(max_q_kv, 1), 1, n_head);
+}
+
+void segment_attention_f32(cublasHandle_t handle, const float* q, const float* k, const float* v, float* out,
+                           const AttentionBlock* blocks, int64_t n_blocks, float* scores,
+                           int64_t heads_per_call, int64_t n_head, int64_t head_dim, float scale,
+                           cudaStream_t stream) {
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    const auto ld = static_cast<int>(n_head * head_dim);
+    const float one = 1.0f, zero = 0.0f;
+    constexpr int kSoftmaxBlock = 256;
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        const AttentionBlock& b = blocks[i];
+        if (b.n_q == 0 || b.n_kv == 0) {
+            continue;
+        }
+        for (int64_t h0 = 0; h0 < n_head; h0 += heads_per_call) {
+            const int64_t n_heads = std::min(heads_per_call, n_head - h0);
+            const float* qh = q + b.q_begin * n_head * head_dim + h0 * head_dim;   // [n_q, n_head, head_dim]
+            const float* kh = k + b.kv_begin * n_head * head_dim + h0 * head_dim;  // [n_kv, n_head, head_dim]
+            const float* vh = v + b.kv_begin * n_head * head_dim + h0 * head_dim;  // [n_kv, n_head, head_dim]
+            float* oh = out + b.q_begin * n_head * head_dim + h0 * head_dim;       // [n_q, n_head, head_dim]
+            // Per head, scores [n_q, n_kv] = q kᵀ: column-major [n_kv, n_q] = k (as [head_dim, n_kv])ᵀ q.
+            CUBLAS_CHECK(cublasSgemmStridedBatched(
+                handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(b.n_kv), static_cast<int>(b.n_q),
+                static_cast<int>(head_dim), &one, kh, ld, head_dim, qh, ld, head_dim, &zero, scores,
+                static_cast<int>(b.n_kv), b.n_q * b.n_kv, static_cast<int>(n_heads)));
+            softmax_rows_f32_kernel<<<static_cast<unsigned int>(n_heads * b.n_q), kSoftmaxBlock, 0, stream>>>(
+                scores, b.n_kv, scale);
+            CUDA_CHECK(cudaGetLastError());
+            // Per head, out [n_q, head_dim] = p v: column-major [head_dim, n_q] = v (as [head_dim, n_kv]) pᵀ.
+            CUBLAS_CHECK(cublasSgemmStridedBatched(
+                handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(head_dim), static_cast<int>(b.n_q),
+                static_cast<int>(b.n_kv), &one, vh, ld, head_dim, scores, static_cast<int>(b.n_kv),
+                b.n_q * b.n_kv, &zero, oh, ld, head_dim, static_cast<int>(n_heads)));
+        }
+    }
 }
 
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,

@@ -446,6 +446,11 @@ public:
                      std::span<const AttentionSegment> segments, float scale) override {
         check_attention(q, k, v, segments);
         check_head_dim(q, "attention");
+        const bool bidirectional = std::none_of(segments.begin(), segments.end(),
+                                                [](const AttentionSegment& s) { return s.causal; });
+        if (bidirectional && k.shape[1] == q.shape[1]) {
+            return segment_attention(q, k, v, segments, scale);
+        }
         AttentionSpans spans;
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
@@ -461,6 +466,27 @@ public:
             static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
             splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
             static_cast<int64_t>(spans.tiles.size()), q.shape[1], k.shape[1], q.shape[2], scale, stream());
+        return out;
+    }
+
+    // Bidirectional attention without grouped heads (the vision encoder): each image's scores as whole
+    // matrices through cuBLAS, many times faster than the tile kernel, which stays for causal prefill.
+    Tensor segment_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                             std::span<const AttentionSegment> segments, float scale) {
+        const char* op = "attention";
+        std::vector<kernels::AttentionBlock> blocks;
+        int64_t max_q_kv = 0;
+        for (const AttentionSegment& s : segments) {
+            blocks.push_back({s.q_begin, s.n_q, s.kv_begin, s.n_kv});
+            max_q_kv = std::max(max_q_kv, s.n_q * s.n_kv);
+        }
+        const int64_t n_head = q.shape[1];
+        const int64_t heads_per_call = kernels::segment_attention_heads_per_call(max_q_kv, n_head);
+        Tensor out = alloc_zeroed(q.shape, op);  // [n_q_total, n_head, head_dim]; rows outside stay zero
+        const Tensor scores = alloc_uninitialized({std::max<int64_t>(heads_per_call * max_q_kv, 1)}, op);
+        kernels::segment_attention_f32(cublas_.get(), device_f32(q, op), device_f32(k, op), device_f32(v, op),
+                                       out.f32(), blocks.data(), static_cast<int64_t>(blocks.size()),
+                                       scores.f32(), heads_per_call, n_head, q.shape[2], scale, stream());
         return out;
     }
 

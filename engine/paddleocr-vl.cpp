@@ -218,6 +218,32 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     }
 }
 
+const PaddleOcrVl::VisionGridTables& PaddleOcrVl::vision_grid_tables(const ImageGrid& grid) {
+    const auto key = std::array<int64_t, 3>{grid.t, grid.h, grid.w};
+    if (const auto it = vision_tables_.find(key); it != vision_tables_.end()) {
+        return it->second;
+    }
+    if (vision_tables_.size() >= kMaxCachedGrids) {
+        vision_tables_.clear();
+    }
+    const VisionConfig& vc = config_.vision;
+    const int64_t vd = vc.hidden_size, n = grid.n_patches();
+    const PositionTaps taps = vision_position_taps(std::span(&grid, 1), vc.image_size / vc.patch_size);
+    VisionGridTables tables;
+    tables.positions.assign(static_cast<size_t>(n * vd), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            const float* row = position_embedding.data() + taps.rows[i][k] * vd;
+            for (int64_t c = 0; c < vd; ++c) {
+                tables.positions[i * vd + c] += row[c] * taps.weights[i][k];
+            }
+        }
+    }
+    tables.rope =
+        vision_rope_tables(std::span(&grid, 1), static_cast<int>(vd / vc.num_attention_heads), vc.rope_theta);
+    return vision_tables_.emplace(key, std::move(tables)).first->second;
+}
+
 Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_.vision;
     const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
@@ -235,22 +261,16 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
     // position grid resampled to each image.
     Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});  // [n, 3 * 14 * 14]
     Tensor x = backend_.linear(pixels, patch_w, &patch_b);          // [n, vd]
-    const int side = vc.image_size / vc.patch_size;
-    const PositionTaps taps = vision_position_taps(grids, side);
-    std::vector<float> pos(static_cast<size_t>(n * vd), 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-        for (int k = 0; k < 4; ++k) {
-            const float* row = position_embedding.data() + taps.rows[i][k] * vd;
-            for (int64_t c = 0; c < vd; ++c) {
-                pos[i * vd + c] += row[c] * taps.weights[i][k];
-            }
-        }
+    std::vector<float> pos, cos_values, sin_values;                 // [n, vd], [n, hd], [n, hd]
+    for (const ImageGrid& g : grids) {
+        const VisionGridTables& tables = vision_grid_tables(g);
+        pos.insert(pos.end(), tables.positions.begin(), tables.positions.end());
+        cos_values.insert(cos_values.end(), tables.rope.cos.begin(), tables.rope.cos.end());
+        sin_values.insert(sin_values.end(), tables.rope.sin.begin(), tables.rope.sin.end());
     }
     backend_.add(x, backend_.upload(pos, {n, vd}));
-
-    const RopeTables rope = vision_rope_tables(grids, static_cast<int>(hd), vc.rope_theta);
-    const Tensor cos = backend_.upload(rope.cos, {n, hd});  // [n, hd]
-    const Tensor sin = backend_.upload(rope.sin, {n, hd});  // [n, hd]
+    const Tensor cos = backend_.upload(cos_values, {n, hd});  // [n, hd]
+    const Tensor sin = backend_.upload(sin_values, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
         Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);  // [n, vd]

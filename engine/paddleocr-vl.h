@@ -4,12 +4,14 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
 #include "backend.h"
 #include "model-config.h"
 #include "quantization.h"
+#include "rope.h"
 
 namespace folio {
 
@@ -102,6 +104,15 @@ public:
     Tensor logits(const Tensor& hidden);
 
 private:
+    // What the vision encoder adds for an image's grid: the learned position grid resampled to it, and the
+    // rotary tables of its patches. Pages of one document share few grid sizes, so they are kept.
+    struct VisionGridTables {
+        std::vector<float> positions;  // [n_patches, vision_hidden]
+        RopeTables rope;               // [n_patches, vision_head_dim] each
+    };
+    static constexpr size_t kMaxCachedGrids = 64;
+
+    const VisionGridTables& vision_grid_tables(const ImageGrid& grid);
     Tensor load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
     Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
@@ -130,6 +141,7 @@ private:
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
     MropeParams text_rope;
+    std::map<std::array<int64_t, 3>, VisionGridTables> vision_tables_;  // by grid (t, h, w)
 };
 
 }  // namespace folio

@@ -128,9 +128,10 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
 }
 
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
-// measured and scaled to max_num_batched_tokens; the logits of max_num_seqs rows and their sampling are
-// measured on their own.
+// measured and scaled to max_num_batched_tokens, the logits of max_num_seqs rows are measured on their own,
+// and so is a small image through the vision encoder, scaled to the most patches a step can encode.
 int64_t EngineCore::activation_peak_bytes() {
+    constexpr int64_t kProfilePatchSide = 8;
     constexpr int64_t kProfileTokens = 256;
     const TextConfig& tc = model_.config().text;
     Backend& backend = model_.backend();
@@ -162,7 +163,20 @@ int64_t EngineCore::activation_peak_bytes() {
     backend.sample_rows(
         logits, std::vector<RowSampling>(rows.size(), RowSampling{.temperature = 1.0f, .top_k = 1}), {});
     const int64_t logits_peak = backend.memory_stats().peak - before;
-    return text_peak * config_.max_num_batched_tokens / n + logits_peak;
+
+    // The vision encoder runs before the decoder in a step, on at most max_num_batched_tokens image tokens:
+    // an 8x8-patch image is measured and scaled to that many patches.
+    const VisionConfig& vc = model_.config().vision;
+    const ImageGrid grid{1, kProfilePatchSide, kProfilePatchSide};
+    const int64_t patch_dim = int64_t{vc.num_channels} * vc.patch_size * vc.patch_size;
+    const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * patch_dim), 0.0f);
+    backend.reset_peak();
+    before = backend.memory_stats().in_use;
+    model_.project(model_.encode_vision(pixels, std::span(&grid, 1)), std::span(&grid, 1));
+    const int64_t max_patches =
+        config_.max_num_batched_tokens * vc.spatial_merge_size * vc.spatial_merge_size;
+    const int64_t vision_peak = (backend.memory_stats().peak - before) * max_patches / grid.n_patches();
+    return std::max(text_peak * config_.max_num_batched_tokens / n + logits_peak, vision_peak);
 }
 
 void EngineCore::validate(const Request& request) const {

@@ -469,45 +469,29 @@ void paged_attention_f32(const float* q, const float* k_cache, const float* v_ca
                      scale, stream);
 }
 
-int64_t segment_attention_heads_per_call(int64_t max_q_kv, int64_t n_head) {
-    constexpr int64_t kMaxScoreFloats = int64_t{64} << 20;
-    return std::clamp<int64_t>(kMaxScoreFloats / std::max<int64_t>(max_q_kv, 1), 1, n_head);
-}
-
-void segment_attention_f32(cublasHandle_t handle, const float* q, const float* k, const float* v, float* out,
-                           const AttentionBlock* blocks, int64_t n_blocks, float* scores,
-                           int64_t heads_per_call, int64_t n_head, int64_t head_dim, float scale,
-                           cudaStream_t stream) {
-    CUBLAS_CHECK(cublasSetStream(handle, stream));
-    const auto ld = static_cast<int>(n_head * head_dim);
-    const float one = 1.0f, zero = 0.0f;
-    constexpr int kSoftmaxBlock = 256;
-    for (int64_t i = 0; i < n_blocks; ++i) {
-        const AttentionBlock& b = blocks[i];
-        if (b.n_q == 0 || b.n_kv == 0) {
-            continue;
-        }
-        for (int64_t h0 = 0; h0 < n_head; h0 += heads_per_call) {
-            const int64_t n_heads = std::min(heads_per_call, n_head - h0);
-            const float* qh = q + b.q_begin * n_head * head_dim + h0 * head_dim;   // [n_q, n_head, head_dim]
-            const float* kh = k + b.kv_begin * n_head * head_dim + h0 * head_dim;  // [n_kv, n_head, head_dim]
-            const float* vh = v + b.kv_begin * n_head * head_dim + h0 * head_dim;  // [n_kv, n_head, head_dim]
-            float* oh = out + b.q_begin * n_head * head_dim + h0 * head_dim;       // [n_q, n_head, head_dim]
-            // Per head, scores [n_q, n_kv] = q kᵀ: column-major [n_kv, n_q] = k (as [head_dim, n_kv])ᵀ q.
-            CUBLAS_CHECK(cublasSgemmStridedBatched(
-                handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(b.n_kv), static_cast<int>(b.n_q),
-                static_cast<int>(head_dim), &one, kh, ld, head_dim, qh, ld, head_dim, &zero, scores,
-                static_cast<int>(b.n_kv), b.n_q * b.n_kv, static_cast<int>(n_heads)));
-            softmax_rows_f32_kernel<<<static_cast<unsigned int>(n_heads * b.n_q), kSoftmaxBlock, 0, stream>>>(
-                scores, b.n_kv, scale);
-            CUDA_CHECK(cudaGetLastError());
-            // Per head, out [n_q, head_dim] = p v: column-major [head_dim, n_q] = v (as [head_dim, n_kv]) pᵀ.
-            CUBLAS_CHECK(cublasSgemmStridedBatched(
-                handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(head_dim), static_cast<int>(b.n_q),
-                static_cast<int>(b.n_kv), &one, vh, ld, head_dim, scores, static_cast<int>(b.n_kv),
-                b.n_q * b.n_kv, &zero, oh, ld, head_dim, static_cast<int>(n_heads)));
-        }
+void batched_attention_f32(cublasHandle_t handle, const float* const* q, const float* const* k,
+                           const float* const* v, float* const* scores, float* const* out, float* scores_base,
+                           int64_t n_batch, int64_t n_q, int64_t n_kv, int64_t head_dim, int64_t ld,
+                           float scale, cudaStream_t stream) {
+    if (n_batch == 0 || n_q == 0 || n_kv == 0) {
+        return;
     }
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    const float one = 1.0f, zero = 0.0f;
+    // scores [n_q, n_kv] = q kᵀ: column-major [n_kv, n_q] = k (as [head_dim, n_kv])ᵀ q.
+    CUBLAS_CHECK(cublasSgemmBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_kv),
+                                    static_cast<int>(n_q), static_cast<int>(head_dim), &one, k,
+                                    static_cast<int>(ld), q, static_cast<int>(ld), &zero, scores,
+                                    static_cast<int>(n_kv), static_cast<int>(n_batch)));
+    constexpr int kSoftmaxBlock = 256;
+    softmax_rows_f32_kernel<<<static_cast<unsigned int>(n_batch * n_q), kSoftmaxBlock, 0, stream>>>(
+        scores_base, n_kv, scale);
+    CUDA_CHECK(cudaGetLastError());
+    // out [n_q, head_dim] = p v: column-major [head_dim, n_q] = v (as [head_dim, n_kv]) pᵀ.
+    CUBLAS_CHECK(cublasSgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(head_dim),
+                                    static_cast<int>(n_q), static_cast<int>(n_kv), &one, v,
+                                    static_cast<int>(ld), scores, static_cast<int>(n_kv), &zero, out,
+                                    static_cast<int>(ld), static_cast<int>(n_batch)));
 }
 
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,

@@ -34,27 +34,18 @@ int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visibl
 // Floats of the partials buffer those calls need for n_splits (0 for one split).
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
 
-// A bidirectional block of attention: queries [q_begin, q_begin + n_q) see keys [kv_begin, kv_begin + n_kv).
-struct AttentionBlock {
-    int64_t q_begin = 0;
-    int64_t n_q = 0;
-    int64_t kv_begin = 0;
-    int64_t n_kv = 0;
-};
+// The most floats of scores batched_attention_f32 is given at once.
+constexpr int64_t kMaxBatchedScoreFloats = int64_t{64} << 20;
 
-// Heads segment_attention_f32 scores at once for blocks of at most max_q_kv query-key pairs, so that the
-// scores take at most 64 Mi floats.
-int64_t segment_attention_heads_per_call(int64_t max_q_kv, int64_t n_head);
-
-// Bidirectional attention of each block (the vision encoder's images) through float32 cuBLAS: per head
-// scores = q kᵀ, softmax(scores · scale) in place, out = scores v. K/V have as many heads as q. Rows outside
-// the blocks are left as they are.
-// blocks [n_blocks] (host), q, k, v, out [n_total, n_head, head_dim]; scores [heads_per_call * max n_q *
-// n_kv] (device)
-void segment_attention_f32(cublasHandle_t handle, const float* q, const float* k, const float* v, float* out,
-                           const AttentionBlock* blocks, int64_t n_blocks, float* scores,
-                           int64_t heads_per_call, int64_t n_head, int64_t head_dim, float scale,
-                           cudaStream_t stream);
+// Bidirectional attention of n_batch independent (query block, head) entries of one shape through float32
+// cuBLAS: scores_e = q_e k_eᵀ [n_q, n_kv], softmax(scores_e · scale) in place, out_e = scores_e v_e. Rows of
+// q, k, v and out lie ld floats apart (n_head * head_dim in a [n, n_head, head_dim] tensor).
+// q, k, v, out: device arrays of n_batch pointers to [n_q or n_kv rows, head_dim]; scores: a device array of
+// n_batch pointers into scores_base, entry e at e * n_q * n_kv; scores_base [n_batch * n_q * n_kv]
+void batched_attention_f32(cublasHandle_t handle, const float* const* q, const float* const* k,
+                           const float* const* v, float* const* scores, float* const* out, float* scores_base,
+                           int64_t n_batch, int64_t n_q, int64_t n_kv, int64_t head_dim, int64_t ld,
+                           float scale, cudaStream_t stream);
 
 // Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
 // `row_spans` each hold one row and are run one block per row and split of its keys, each block spreading

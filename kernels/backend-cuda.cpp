@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -55,17 +56,23 @@ public:
     DevicePool(const DevicePool&) = delete;
     DevicePool& operator=(const DevicePool&) = delete;
 
-    // A block of at least n_bytes (> 0). When the device is full the cached blocks are freed and cudaMalloc
-    // tried again; after that, throws folio::Error naming the request and the device's free memory.
-    void* take(size_t n_bytes) {
+    struct Block {
+        void* ptr = nullptr;
+        size_t size = 0;
+    };
+
+    // A block of at least n_bytes (> 0): the smallest cached block that holds them without wasting more than
+    // they take, else a new one. When the device is full the cached blocks are freed and cudaMalloc tried
+    // again; after that, throws folio::Error naming the request and the device's free memory.
+    Block take(size_t n_bytes) {
         const size_t size = block_size(n_bytes);
         {
             const std::lock_guard lock(mutex_);
-            auto it = cached_.find(size);
-            if (it != cached_.end() && !it->second.empty()) {
-                void* p = it->second.back();
-                it->second.pop_back();
-                return p;
+            const auto it = cached_.lower_bound(size);
+            if (it != cached_.end() && it->first <= 2 * size) {
+                const Block block{it->second, it->first};
+                cached_.erase(it);
+                return block;
             }
         }
         void* p = try_cuda_malloc(size);
@@ -76,13 +83,13 @@ public:
         if (p == nullptr) {
             fail_out_of_memory(n_bytes, device_);
         }
-        return p;
+        return {p, size};
     }
 
-    // Takes back a block that take(n_bytes) returned.
-    void give(void* p, size_t n_bytes) {
+    // Takes back a block that take() returned.
+    void give(const Block& block) {
         const std::lock_guard lock(mutex_);
-        cached_[block_size(n_bytes)].push_back(p);
+        cached_.emplace(block.size, block.ptr);
     }
 
     // Frees the cached blocks of a releasable pool; cudaFree waits for the work that may still use them.
@@ -103,10 +110,8 @@ private:
 
     void free_cached() {
         const std::lock_guard lock(mutex_);
-        for (auto& [size, blocks] : cached_) {
-            for (void* p : blocks) {
-                cudaFree(p);
-            }
+        for (const auto& [size, p] : cached_) {
+            cudaFree(p);
         }
         cached_.clear();
     }
@@ -114,31 +119,31 @@ private:
     int device_;
     bool releasable_;
     std::mutex mutex_;
-    std::unordered_map<size_t, std::vector<void*>> cached_;  // free blocks by size
+    std::multimap<size_t, void*> cached_;  // free blocks by size
 };
 
 struct DeviceBuffer final : Buffer {
     DeviceBuffer(size_t n_bytes, std::shared_ptr<DevicePool> pool, std::shared_ptr<MemoryCounter> counter)
-        : ptr_(n_bytes > 0 ? pool->take(n_bytes) : nullptr),
+        : block_(n_bytes > 0 ? pool->take(n_bytes) : DevicePool::Block{}),
           n_bytes_(n_bytes),
           pool_(std::move(pool)),
           counter_(std::move(counter)) {
         counter_->add(static_cast<int64_t>(n_bytes_));
     }
     ~DeviceBuffer() override {
-        if (ptr_ != nullptr) {
-            pool_->give(ptr_, n_bytes_);
+        if (block_.ptr != nullptr) {
+            pool_->give(block_);
         }
         counter_->add(-static_cast<int64_t>(n_bytes_));
     }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-    void* data() override { return ptr_; }
+    void* data() override { return block_.ptr; }
     size_t n_bytes() const override { return n_bytes_; }
 
 private:
-    void* ptr_;
+    DevicePool::Block block_;
     size_t n_bytes_;
     std::shared_ptr<DevicePool> pool_;
     std::shared_ptr<MemoryCounter> counter_;
@@ -469,24 +474,53 @@ public:
         return out;
     }
 
-    // Bidirectional attention without grouped heads (the vision encoder): each image's scores as whole
-    // matrices through cuBLAS, many times faster than the tile kernel, which stays for causal prefill.
+    // Bidirectional attention without grouped heads (the vision encoder): the scores of every image and head
+    // as whole matrices through batched cuBLAS calls, images of one size together, many times faster than the
+    // tile kernel, which stays for causal prefill.
     Tensor segment_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                              std::span<const AttentionSegment> segments, float scale) {
         const char* op = "attention";
-        std::vector<kernels::AttentionBlock> blocks;
-        int64_t max_q_kv = 0;
-        for (const AttentionSegment& s : segments) {
-            blocks.push_back({s.q_begin, s.n_q, s.kv_begin, s.n_kv});
-            max_q_kv = std::max(max_q_kv, s.n_q * s.n_kv);
-        }
-        const int64_t n_head = q.shape[1];
-        const int64_t heads_per_call = kernels::segment_attention_heads_per_call(max_q_kv, n_head);
+        const int64_t n_head = q.shape[1], head_dim = q.shape[2], ld = n_head * head_dim;
         Tensor out = alloc_zeroed(q.shape, op);  // [n_q_total, n_head, head_dim]; rows outside stay zero
-        const Tensor scores = alloc_uninitialized({std::max<int64_t>(heads_per_call * max_q_kv, 1)}, op);
-        kernels::segment_attention_f32(cublas_.get(), device_f32(q, op), device_f32(k, op), device_f32(v, op),
-                                       out.f32(), blocks.data(), static_cast<int64_t>(blocks.size()),
-                                       scores.f32(), heads_per_call, n_head, q.shape[2], scale, stream());
+        std::map<std::pair<int64_t, int64_t>, std::vector<const AttentionSegment*>> by_shape;
+        for (const AttentionSegment& s : segments) {
+            if (s.n_q > 0 && s.n_kv > 0) {
+                by_shape[{s.n_q, s.n_kv}].push_back(&s);
+            }
+        }
+        const float* qd = device_f32(q, op);
+        const float* kd = device_f32(k, op);
+        const float* vd = device_f32(v, op);
+        for (const auto& [shape, group] : by_shape) {
+            const auto [n_q, n_kv] = shape;
+            // Entries (segment, head) per call, so that their scores fit kMaxBatchedScoreFloats.
+            const int64_t per_call = std::max<int64_t>(kernels::kMaxBatchedScoreFloats / (n_q * n_kv), 1);
+            const int64_t n_entries = static_cast<int64_t>(group.size()) * n_head;
+            const Tensor scores = alloc_uninitialized({std::min(per_call, n_entries) * n_q * n_kv},
+                                                      op);  // [entries, n_q, n_kv]
+            for (int64_t first = 0; first < n_entries; first += per_call) {
+                const int64_t n_batch = std::min(per_call, n_entries - first);
+                std::vector<const float*> qp, kp, vp;
+                std::vector<float*> sp, op_out;
+                for (int64_t e = first; e < first + n_batch; ++e) {
+                    const AttentionSegment& s = *group[static_cast<size_t>(e / n_head)];
+                    const int64_t h = e % n_head;
+                    qp.push_back(qd + s.q_begin * ld + h * head_dim);
+                    kp.push_back(kd + s.kv_begin * ld + h * head_dim);
+                    vp.push_back(vd + s.kv_begin * ld + h * head_dim);
+                    sp.push_back(scores.f32() + (e - first) * n_q * n_kv);
+                    op_out.push_back(out.f32() + s.q_begin * ld + h * head_dim);
+                }
+                const auto staged = stage({std::as_bytes(std::span(qp)), std::as_bytes(std::span(kp)),
+                                           std::as_bytes(std::span(vp)), std::as_bytes(std::span(sp)),
+                                           std::as_bytes(std::span(op_out))});
+                kernels::batched_attention_f32(
+                    cublas_.get(), static_cast<const float* const*>(staged[0]),
+                    static_cast<const float* const*>(staged[1]), static_cast<const float* const*>(staged[2]),
+                    static_cast<float* const*>(staged[3]), static_cast<float* const*>(staged[4]),
+                    scores.f32(), n_batch, n_q, n_kv, head_dim, ld, scale, stream());
+            }
+        }
         return out;
     }
 

@@ -323,20 +323,6 @@ public:
         map(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
     }
 
-    Tensor silu_mul(const Tensor& gate, const Tensor& up) override {
-        check_same_shape(gate, up, "silu_mul");
-        Tensor y = alloc(gate.shape);
-        const float* g = gate.f32();
-        const float* u = up.f32();
-        float* yd = y.f32();
-        pool_.parallel_for(y.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) {
-                yd[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-            }
-        });
-        return y;
-    }
-
     Tensor swiglu(const Tensor& gate_up) override {
         check_swiglu(gate_up);
         const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;

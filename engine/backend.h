@@ -104,8 +104,6 @@ public:
     // In-place GELU, tanh approximation / exact erf form.
     virtual void gelu_tanh(Tensor& x) = 0;
     virtual void gelu_erf(Tensor& x) = 0;
-    // silu(gate) * up.  gate, up [n, d]  ->  [n, d]
-    virtual Tensor silu_mul(const Tensor& gate, const Tensor& up) = 0;
     // silu(gate) * up of the two halves of each row.  gate_up [n, 2 d]  ->  [n, d]
     virtual Tensor swiglu(const Tensor& gate_up) = 0;
     // Rotary embedding in rotate-half form, in place.  x [n, n_head, head_dim], cos/sin [n, head_dim]

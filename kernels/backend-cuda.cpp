@@ -424,14 +424,6 @@ public:
         kernels::gelu_erf_f32(device_f32(x, "gelu_erf"), x.n_elements(), stream());
     }
 
-    Tensor silu_mul(const Tensor& gate, const Tensor& up) override {
-        check_same_shape(gate, up, "silu_mul");
-        Tensor y = alloc_uninitialized(gate.shape, "silu_mul");  // as gate
-        kernels::silu_mul_f32(device_f32(gate, "silu_mul"), device_f32(up, "silu_mul"), y.f32(),
-                              y.n_elements(), stream());
-        return y;
-    }
-
     Tensor swiglu(const Tensor& gate_up) override {
         check_swiglu(gate_up);
         const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;

@@ -62,15 +62,6 @@ __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int
     }
 }
 
-// y [n] = silu(gate [n]) * up [n]
-__global__ void silu_mul_f32_kernel(const float* gate, const float* up, float* y, int64_t n) {
-    const int64_t i = global_index();
-    if (i < n) {
-        const float g = gate[i];
-        y[i] = g / (1.0f + expf(-g)) * up[i];
-    }
-}
-
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -128,14 +119,6 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
         return;
     }
     swiglu_f32_kernel<<<n_blocks(n * d), kBlock, 0, stream>>>(gate_up, y, n, d);
-    CUDA_CHECK(cudaGetLastError());
-}
-
-void silu_mul_f32(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream) {
-    if (n == 0) {
-        return;
-    }
-    silu_mul_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(gate, up, y, n);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -25,9 +25,6 @@ void gelu_tanh_f32(float* x, int64_t n, cudaStream_t stream);
 // In place: x = gelu(x), exact erf form.  x [n]
 void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
 
-// y = silu(gate) * up.  gate, up, y [n]
-void silu_mul_f32(const float* gate, const float* up, float* y, int64_t n, cudaStream_t stream);
-
 // y = silu(gate) * up where gate_up = [gate | up].  gate_up [n, 2 d], y [n, d]
 void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream);
 // Number of CUDA devices; 0 where there is no driver or no device.

@@ -214,22 +214,29 @@ __global__ void merge_splits_f32_kernel(const float* partials, const AttentionSp
     }
 }
 
-// One block per row, in place: x = softmax(x * scale).  x [n_rows, n_cols]
-__global__ void softmax_rows_f32_kernel(float* x, int64_t n_cols, float scale) {
-    float* row = x + static_cast<int64_t>(blockIdx.x) * n_cols;  // [n_cols]
+constexpr int kSoftmaxRowsPerBlock = 8;
+
+// One warp per row, in place: x = softmax(x * scale).  x [n_rows, n_cols]
+__global__ void softmax_rows_f32_kernel(float* x, int64_t n_rows, int64_t n_cols, float scale) {
+    const int64_t r = static_cast<int64_t>(blockIdx.x) * kSoftmaxRowsPerBlock + threadIdx.x / kWarpSize;
+    if (r >= n_rows) {
+        return;
+    }
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    float* row = x + r * n_cols;  // [n_cols]
     float m = -INFINITY;
-    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+    for (int64_t i = lane; i < n_cols; i += kWarpSize) {
         m = fmaxf(m, row[i]);
     }
-    m = block_max(m);
+    m = warp_max(m);
     float sum = 0.0f;
-    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+    for (int64_t i = lane; i < n_cols; i += kWarpSize) {
         const float e = expf((row[i] - m) * scale);
         row[i] = e;
         sum += e;
     }
-    const float inv = 1.0f / block_sum(sum);
-    for (int64_t i = threadIdx.x; i < n_cols; i += blockDim.x) {
+    const float inv = 1.0f / warp_sum(sum);
+    for (int64_t i = lane; i < n_cols; i += kWarpSize) {
         row[i] *= inv;
     }
 }
@@ -313,11 +320,7 @@ __global__ void __launch_bounds__(kTileBlock)
         for (int rr = 0; rr < kRowsPerWarp; ++rr) {
             const bool valid = j0 + lane < n_visible[rr];
             const float s = valid ? score[rr] * scale : -INFINITY;
-            float block_max = s;
-            for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-                block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, offset));
-            }
-            const float new_max = fmaxf(running_max[rr], block_max);
+            const float new_max = fmaxf(running_max[rr], warp_max(s));
             weight[rr] = valid ? expf(s - new_max) : 0.0f;
             const float correction = new_max == -INFINITY ? 1.0f : expf(running_max[rr] - new_max);
             running_sum[rr] = running_sum[rr] * correction + warp_sum(weight[rr]);
@@ -483,9 +486,11 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
                                     static_cast<int>(n_q), static_cast<int>(head_dim), &one, k,
                                     static_cast<int>(ld), q, static_cast<int>(ld), &zero, scores,
                                     static_cast<int>(n_kv), static_cast<int>(n_batch)));
-    constexpr int kSoftmaxBlock = 256;
-    softmax_rows_f32_kernel<<<static_cast<unsigned int>(n_batch * n_q), kSoftmaxBlock, 0, stream>>>(
-        scores_base, n_kv, scale);
+    const int64_t n_rows = n_batch * n_q;
+    softmax_rows_f32_kernel<<<static_cast<unsigned int>((n_rows + kSoftmaxRowsPerBlock - 1) /
+                                                        kSoftmaxRowsPerBlock),
+                              kSoftmaxRowsPerBlock * kWarpSize, 0, stream>>>(scores_base, n_rows, n_kv,
+                                                                             scale);
     CUDA_CHECK(cudaGetLastError());
     // out [n_q, head_dim] = p v: column-major [head_dim, n_q] = v (as [head_dim, n_kv]) pᵀ.
     CUBLAS_CHECK(cublasSgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(head_dim),

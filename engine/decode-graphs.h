@@ -42,7 +42,6 @@ public:
     Tensor run(const DecodeBatch& batch);
 
     int64_t max_blocks() const { return params_.max_blocks; }
-    int64_t n_recorded() const { return static_cast<int64_t>(recorded_.size()); }
     int64_t n_replays() const { return n_replays_; }
 
 private:

@@ -141,13 +141,16 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-// One thread per weight.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of the packed matrix
+// One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
+// the packed matrix
 template <QuantizedFormat kType>
-__global__ void dequantize_rows_f32_kernel(const int8_t* q, const float* scales, float* w, int64_t row_begin,
-                                           int64_t n_rows, int64_t n_in, int64_t group_size) {
+__global__ void dequantize_rows_bf16_kernel(const int8_t* q, const float* scales, __nv_bfloat16* w,
+                                            int64_t row_begin, int64_t n_rows, int64_t n_in,
+                                            int64_t group_size) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n_rows * n_in) {
-        w[i] = weight_at<kType>(q, scales, row_begin + i / n_in, i % n_in, n_in, group_size);
+        w[i] = __float2bfloat16_rn(
+            weight_at<kType>(q, scales, row_begin + i / n_in, i % n_in, n_in, group_size));
     }
 }
 
@@ -177,34 +180,51 @@ void launch_gemv(const float* x, const int8_t* q, const float* scales, const flo
 
 // ---- launchers --------------------------------------------------------------------------------------
 
+namespace {
+
+// Floats of scratch that hold x in bfloat16, rounded up so that what follows starts 256-byte aligned.
+int64_t bf16_activation_floats(int64_t n, int64_t n_in) {
+    constexpr int64_t kAlignFloats = 64;
+    return ((n * n_in + 1) / 2 + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+}
+
+// Weight rows dequantized at once: all of them, or as many as fit 16 Mi bfloat16 values (at least one).
+int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
+    constexpr int64_t kDequantizeValues = int64_t{16} << 20;
+    return std::min(n_out, std::max<int64_t>(kDequantizeValues / std::max<int64_t>(n_in, 1), 1));
+}
+
+}  // namespace
+
 int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out) {
-    constexpr int64_t kDequantizeScratchFloats = int64_t{8} << 20;
     if (n <= kQuantizedGemvMaxRows) {
         return 0;
     }
+    const int64_t activations = bf16_activation_floats(n, n_in);
     if (format == QuantizedFormat::Bf16) {
-        return (n * n_in + 1) / 2;
+        return activations;
     }
-    return std::min(n_out * n_in, std::max(n_in, kDequantizeScratchFloats));
+    return activations + (dequantize_block_rows(n_in, n_out) * n_in + 1) / 2;
 }
 
-void dequantize_rows_f32(QuantizedFormat format, const int8_t* q, const float* scales, float* w,
-                         int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
-                         cudaStream_t stream) {
+void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
+                          int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
+                          cudaStream_t stream) {
     const int64_t n = n_rows * n_in;
     if (n == 0) {
         return;
     }
+    auto* out = reinterpret_cast<__nv_bfloat16*>(w);
     const auto n_blocks = static_cast<unsigned int>((n + kBlock - 1) / kBlock);
     if (format == QuantizedFormat::Bf16) {
-        dequantize_rows_f32_kernel<QuantizedFormat::Bf16>
-            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+        dequantize_rows_bf16_kernel<QuantizedFormat::Bf16>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, out, row_begin, n_rows, n_in, group_size);
     } else if (format == QuantizedFormat::Wint8) {
-        dequantize_rows_f32_kernel<QuantizedFormat::Wint8>
-            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+        dequantize_rows_bf16_kernel<QuantizedFormat::Wint8>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, out, row_begin, n_rows, n_in, group_size);
     } else {
-        dequantize_rows_f32_kernel<QuantizedFormat::Wint4>
-            <<<n_blocks, kBlock, 0, stream>>>(q, scales, w, row_begin, n_rows, n_in, group_size);
+        dequantize_rows_bf16_kernel<QuantizedFormat::Wint4>
+            <<<n_blocks, kBlock, 0, stream>>>(q, scales, out, row_begin, n_rows, n_in, group_size);
     }
     CUDA_CHECK(cudaGetLastError());
 }
@@ -226,42 +246,35 @@ void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const f
         }
         return;
     }
+    if (n_scratch < quantized_linear_scratch_floats(format, n, n_in, n_out)) {
+        fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", n, " x ", n_in,
+             " activations and ", n_out, " weight rows needs ",
+             quantized_linear_scratch_floats(format, n, n_in, n_out));
+    }
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasSetStream(handle, stream));
-    if (format == QuantizedFormat::Bf16) {
-        // x rounded to bfloat16 in scratch; yᵀ [n_out, n] = w · xᵀ in column-major terms, float32
-        // accumulation.
-        if (n_scratch * 2 < n * n_in) {
-            fail("quantized_linear_f32: scratch of ", n_scratch, " floats holds no ", n, " x ", n_in,
-                 " bfloat16 activations");
-        }
-        auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
-        const int64_t n_values = n * n_in;
-        round_to_bf16_kernel<<<static_cast<unsigned int>((n_values + kBlock - 1) / kBlock), kBlock, 0,
-                               stream>>>(x, x_bf16, n_values);
-        CUDA_CHECK(cudaGetLastError());
-        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
-                                  static_cast<int>(n), static_cast<int>(n_in), &alpha, q, CUDA_R_16BF,
-                                  static_cast<int>(n_in), x_bf16, CUDA_R_16BF, static_cast<int>(n_in), &beta,
-                                  y, CUDA_R_32F, static_cast<int>(n_out), CUBLAS_COMPUTE_32F,
-                                  CUBLAS_GEMM_DEFAULT));
-        if (b != nullptr) {
-            add_bias_f32(y, b, n, n_out, stream);
-        }
-        return;
-    }
-    if (n_scratch < n_in) {
-        fail("quantized_linear_f32: scratch of ", n_scratch, " floats holds no row of ", n_in);
-    }
-    // Blocks of weight rows: dequantize into scratch, then y[:, block] = x · blockᵀ, which is column-major
-    // yᵀ[block, n] = block · xᵀ with leading dimension n_out.
-    const int64_t block_rows = std::min(n_out, n_scratch / n_in);
+    // x rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16 after
+    // it, a block at a time. y[:, block] = x · blockᵀ is column-major yᵀ[block, n] = block · xᵀ with leading
+    // dimension n_out, on the tensor cores with float32 accumulation.
+    auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
+    const int64_t n_values = n * n_in;
+    round_to_bf16_kernel<<<static_cast<unsigned int>((n_values + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        x, x_bf16, n_values);
+    CUDA_CHECK(cudaGetLastError());
+    auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(n, n_in));
+    const int64_t block_rows = format == QuantizedFormat::Bf16 ? n_out : dequantize_block_rows(n_in, n_out);
     for (int64_t o = 0; o < n_out; o += block_rows) {
         const int64_t m = std::min(block_rows, n_out - o);
-        dequantize_rows_f32(format, q, scales, scratch, o, m, n_in, group_size, stream);
-        CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
-                                 static_cast<int>(n_in), &alpha, scratch, static_cast<int>(n_in), x,
-                                 static_cast<int>(n_in), &beta, y + o, static_cast<int>(n_out)));
+        const void* w = w_bf16;  // rows [o, o + m) in bfloat16
+        if (format == QuantizedFormat::Bf16) {
+            w = q + o * n_in * 2;
+        } else {
+            dequantize_rows_bf16(format, q, scales, w_bf16, o, m, n_in, group_size, stream);
+        }
+        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+                                  static_cast<int>(n_in), &alpha, w, CUDA_R_16BF, static_cast<int>(n_in),
+                                  x_bf16, CUDA_R_16BF, static_cast<int>(n_in), &beta, y + o, CUDA_R_32F,
+                                  static_cast<int>(n_out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     if (b != nullptr) {
         add_bias_f32(y, b, n, n_out, stream);

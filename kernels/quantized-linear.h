@@ -15,22 +15,24 @@ namespace folio::kernels {
 enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 
 // Rows of x up to which quantized_linear_f32 reads the packed weights directly (one pass over the weights
-// for all rows); above it, it dequantizes blocks of weight rows into scratch and multiplies them with cuBLAS.
+// for all rows); above it, it multiplies bfloat16 weights on the tensor cores through cuBLAS, WINT8/WINT4
+// dequantized to bfloat16 in blocks of rows first.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
 
 // y = x · dequantize(w)ᵀ (+ b).  x [n, n_in], q as QuantizedWeights::q, scales [n_out, n_in / group_size],
-// b [n_out] or null  ->  y [n, n_out].  scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows:
-// for WINT8/WINT4 it must hold at least one weight row (n_in); for BF16 it takes x rounded to bfloat16
-// (n * n_in / 2 floats), multiplied on the tensor cores with float32 accumulation.
+// b [n_out] or null  ->  y [n, n_out].  scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: x
+// rounded to bfloat16 and, for WINT8/WINT4, a block of dequantized weight rows, multiplied on the tensor
+// cores with float32 accumulation; quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out);
 void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const float* x, const int8_t* q,
                           const float* scales, const float* b, float* y, int64_t n, int64_t n_in,
                           int64_t n_out, int64_t group_size, float* scratch, int64_t n_scratch,
                           cudaStream_t stream);
 
-// Weight rows [row_begin, row_begin + n_rows) as floats.  q, scales as above  ->  w [n_rows, n_in]
-void dequantize_rows_f32(QuantizedFormat format, const int8_t* q, const float* scales, float* w,
-                         int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
-                         cudaStream_t stream);
+// Weight rows [row_begin, row_begin + n_rows) as bfloat16 bits, rounded to nearest even.  q, scales as above
+// ->  w [n_rows, n_in]
+void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
+                          int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
+                          cudaStream_t stream);
 
 }  // namespace folio::kernels

@@ -29,13 +29,15 @@ namespace {
 // Float32 paths: both backends compute in float32 and differ only in summation order and in the libm
 // versus CUDA versions of exp, tanh and erf, a few ulp each.
 constexpr double kF32Bound = 1e-4;
-// Quantized paths: both backends dequantize to the same floats (an int times its float scale, exact in
-// either), so they too differ only in summation order; the inputs' magnitudes are those of the float32 tests.
+// Quantized GEMV paths (up to kQuantizedGemvMaxRows rows): both backends dequantize to the same floats (an
+// int times its float scale, exact in either), so they too differ only in summation order; the inputs'
+// magnitudes are those of the float32 tests.
 constexpr double kQuantizedBound = 1e-4;
-// BF16 weights with more than kQuantizedGemvMaxRows rows multiply on the tensor cores with the activations
-// rounded to bfloat16 (8 significant bits, a relative rounding error up to 2^-9 on each), while the CPU keeps
-// them in float32; over hundreds of products the errors partly cancel, and 1e-2 of the largest output bounds
-// them with margin. Up to kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
+// With more than kQuantizedGemvMaxRows rows the weights (BF16, or WINT8/WINT4 dequantized and rounded to
+// bfloat16) multiply on the tensor cores with the activations rounded to bfloat16 (8 significant bits, a
+// relative rounding error up to 2^-9 on each), while the CPU keeps them in float32; over hundreds of products
+// the errors partly cancel, and 1e-2 of the largest output bounds them with margin. Up to
+// kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
 
 // max |actual - expected| / max |expected|; infinite where actual holds a NaN or an infinity.
@@ -254,22 +256,23 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
                 const Pair x = random({n, c.in}), b = random({c.out});
                 const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
                 const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, with_bias ? &b.gpu : nullptr);
-                const bool tensor_cores = c.type == Quantization::Bf16 && n > kernels::kQuantizedGemvMaxRows;
+                const bool tensor_cores = n > kernels::kQuantizedGemvMaxRows;
                 expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu,
                              tensor_cores ? kBf16TensorCoreBound : kQuantizedBound,
                              label(dims({n, c.in, c.out}), with_bias ? " bias" : ""));
             }
         }
     }
-    // More weights than one block of dequantization scratch: the product runs in several blocks of rows.
+    // More weights than one block of dequantization scratch (16 Mi values): the product runs in blocks of
+    // rows.
     for (const Quantization type : {Quantization::Wint8, Quantization::Wint4}) {
-        const int64_t in = 1024, out = 9000;
+        const int64_t in = 1024, out = 17000;
         const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
         const QuantizedTensor w_cpu = cpu_->upload(w);
         const QuantizedTensor w_gpu = gpu_->upload(w);
         const Pair x = random({17, in}), b = random({out});
         expect_close(label("linear ", quantization_name(type)), gpu_->linear(x.gpu, w_gpu, &b.gpu),
-                     cpu_->linear(x.cpu, w_cpu, &b.cpu), kQuantizedBound, dims({17, in, out}));
+                     cpu_->linear(x.cpu, w_cpu, &b.cpu), kBf16TensorCoreBound, dims({17, in, out}));
     }
     const QuantizedTensor w_gpu =
         gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));

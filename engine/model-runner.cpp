@@ -143,10 +143,9 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv)
         batch.seq_lens.push_back(static_cast<int32_t>(t + 1));
         std::copy(table.begin(), table.begin() + n_table, batch.block_tables.begin() + i * max_blocks);
     }
-    const int64_t n_replays = decode_.n_replays();
     Tensor hidden = decode_.run(batch);
     ++stats_.n_decode_steps;
-    stats_.n_replays += decode_.n_replays() - n_replays;
+    stats_.n_replays = decode_.n_replays();
     return hidden;
 }
 

@@ -355,8 +355,9 @@ public:
         });
     }
 
+    // Float32 whatever the precision asked for.
     Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                     std::span<const AttentionSegment> segments, float scale) override {
+                     std::span<const AttentionSegment> segments, float scale, AttentionPrecision) override {
         check_attention(q, k, v, segments);
         const int64_t n_head = q.shape[1], n_kv_head = k.shape[1], hd = q.shape[2];
         const int64_t group = n_head / n_kv_head;
@@ -376,7 +377,7 @@ public:
 
     Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
-                           int64_t block_size, float scale) override {
+                           int64_t block_size, float scale, AttentionPrecision) override {
         check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
         const int64_t n_head = q.shape[1], n_kv_head = k_cache.shape[1], hd = q.shape[2];
         const int64_t group = n_head / n_kv_head;
@@ -456,7 +457,7 @@ public:
         }
         return paged_attention(q, k_cache, v_cache, seqs,
                                std::span<const int32_t>(block_tables.i32(), block_tables.n_elements()),
-                               block_size, scale);
+                               block_size, scale, AttentionPrecision::F32);
     }
 
     std::vector<int32_t> argmax_rows(const Tensor& x) override {

@@ -54,6 +54,11 @@ struct MropeParams {
     std::array<int, 3> section{};
 };
 
+// The arithmetic of attention's two products. Bf16: q, k, v and the softmax weights may be rounded to
+// bfloat16 for the tensor cores, with float32 sums (the bfloat16 bound holds); a backend without such units
+// computes float32 as for F32.
+enum class AttentionPrecision { F32, Bf16 };
+
 // Work a backend recorded once and runs again on the tensors it was recorded with (a CUDA graph): inputs
 // change by writing new values into those tensors with Backend::update.
 class RecordedWork {
@@ -112,13 +117,14 @@ public:
     // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim]  ->  [n_q_total, n_head,
     // head_dim]
     virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                             std::span<const AttentionSegment> segments, float scale) = 0;
+                             std::span<const AttentionSegment> segments, float scale,
+                             AttentionPrecision precision) = 0;
     // Causal attention of a batch of sequences over their paged caches, grouped K/V heads.
     // q [n_tokens, n_head, head_dim], k_cache/v_cache [n_blocks * block_size, n_kv_head, head_dim]
     //   ->  [n_tokens, n_head, head_dim]
     virtual Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                    std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
-                                   int64_t block_size, float scale) = 0;
+                                   int64_t block_size, float scale, AttentionPrecision precision) = 0;
     // The attention input of the language model: splits qkv into q, k and v heads, turns q and k by each
     // token's 3D position (rotate-half form), stores k and v at the token's cache row (not where the row is
     // negative: padding) and returns q.  qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3] and

@@ -279,7 +279,7 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
         Tensor v = reshaped(apply(L.v_proj, h), {n, n_head, hd});                // [n, n_head, hd]
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
-        Tensor a = backend_.attention(q, k, v, segments, scale);  // [n, n_head, hd]
+        Tensor a = backend_.attention(q, k, v, segments, scale, attention_precision());  // [n, n_head, hd]
         backend_.add(x, apply(L.o_proj, reshaped(a, {n, vd})));
         h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
         Tensor f = apply(L.fc1, h);  // [n, vff]
@@ -374,7 +374,7 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
         const Tensor a =
             step.batch != nullptr
                 ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
-                                           step.batch->block_tables, block_size, scale)
+                                           step.batch->block_tables, block_size, scale, attention_precision())
                 : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
                                                   step.block_tables, block_size,
                                                   scale);  // [n, n_head, hd]

@@ -25,7 +25,9 @@ struct ModelLoadParams {
     Quantization quantization = Quantization::None;  // applies to the language model's linear layers
     int64_t group_size = 128;                        // WINT4 group size: 64 or 128
     bool quantize_vision = false;                    // the vision encoder's linear layers too
-    bool bf16_weights = false;  // linear layers left unquantized, and the LM head, kept in bfloat16
+    // Linear layers left unquantized, and the LM head, kept in bfloat16; attention then at bfloat16
+    // precision.
+    bool bf16_weights = false;
 };
 
 // A linear layer: w [out, in] dense or quantized, bias [out] when present.
@@ -122,6 +124,9 @@ private:
                                const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
+    AttentionPrecision attention_precision() const {
+        return load_params_.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
+    }
 
     ModelLoadParams load_params_;
     Backend& backend_;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "attention-keys.cuh"
 #include "attention.h"
 #include "cuda-check.h"
 #include "error.h"
@@ -20,23 +21,6 @@ constexpr int kMergeBlock = 128;
 // Keys a split of a row should have at least, so that splitting pays for the merge.
 constexpr int64_t kMinKeysPerSplit = 64;
 
-// Where the keys of a row live: kv rows kv_start + j.
-struct ContiguousKeys {
-    __device__ int64_t row(int64_t kv_start, int64_t j) const { return kv_start + j; }
-};
-
-// Where the keys of a row live in a paged cache; -1 for a table entry outside the cache's n_blocks.
-struct PagedKeys {
-    const int32_t* block_tables;
-    int64_t block_size;
-    int64_t n_blocks;
-
-    __device__ int64_t row(int64_t table_start, int64_t p) const {
-        const int64_t block = block_tables[table_start + p / block_size];
-        return block >= 0 && block < n_blocks ? block * block_size + p % block_size : -1;
-    }
-};
-
 // One thread per sequence of a decode batch: the row span of its one query, which sees its seq_lens[i] keys
 // (at most max_blocks * block_size) through row i of the block tables.  seq_lens [n_seqs], spans [n_seqs]
 __global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
@@ -48,141 +32,151 @@ __global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int
     }
 }
 
-__device__ inline int64_t visible_keys(const AttentionSpan& s, int64_t i) {
-    return min(s.max_visible, max(int64_t{0}, s.first_visible + s.step * i));
-}
-
-// One block per (row, head, split of the keys); each warp runs an online softmax over every kWarps-th step of
-// the split's keys, lanes splitting head_dim (kPerLane values each); the warps' results are merged at the
-// end. With one split the block writes the row's output; with several it writes its running maximum, sum of
-// exponentials and unnormalized output to partials, which merge_splits_f32_kernel combines.
+// One block per (row, group of kGroup query heads sharing one K/V head, split of the keys), so that each key
+// and value is read once for the group; each warp runs an online softmax per head over every kWarps-th step
+// of the split's keys, lanes splitting head_dim (kPerLane values each); the warps' results are merged at the
+// end. With one split the block writes the row's output; with several it writes each head's running maximum,
+// sum of exponentials and unnormalized output to partials, which merge_splits_f32_kernel combines.
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
 // partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
-template <int kPerLane, typename Keys>
+template <int kPerLane, int kGroup, typename Keys>
 __global__ void __launch_bounds__(kBlock)
     attention_row_f32_kernel(const float* q, const float* k, const float* v, float* out,
                              const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
                              int64_t head_dim, float scale, float* partials) {
-    __shared__ float warp_max[kWarps];
-    __shared__ float warp_sum_exp[kWarps];
-    __shared__ float warp_acc[kWarps][kPerLane * kWarpSize];
+    __shared__ float warp_max[kWarps][kGroup];
+    __shared__ float warp_sum_exp[kWarps][kGroup];
+    __shared__ float warp_acc[kWarps][kGroup][kPerLane * kWarpSize];
 
     const AttentionSpan span = spans[blockIdx.x];
     const int64_t n_visible = visible_keys(span, 0);
     const int64_t split_keys = (n_visible + gridDim.z - 1) / gridDim.z;
     const int64_t key_begin = blockIdx.z * split_keys;
     const int64_t key_end = min(n_visible, key_begin + split_keys);
-    const int64_t h = blockIdx.y;
-    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kGroup;
+    const int64_t kv_head = h0 / (n_head / n_kv_head);
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 
-    const float* qr = q + (span.q_row * n_head + h) * head_dim;  // [head_dim]
-    float qv[kPerLane];
-    float acc[kPerLane];
+    const float* qr = q + (span.q_row * n_head + h0) * head_dim;  // [kGroup, head_dim]
+    float qv[kGroup][kPerLane];
+    float acc[kGroup][kPerLane];
+    float running_max[kGroup], running_sum[kGroup];
 #pragma unroll
-    for (int p = 0; p < kPerLane; ++p) {
-        const int64_t d = lane + p * kWarpSize;
-        qv[p] = d < head_dim ? qr[d] : 0.0f;
-        acc[p] = 0.0f;
+    for (int g = 0; g < kGroup; ++g) {
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            const int64_t d = lane + p * kWarpSize;
+            qv[g][p] = d < head_dim ? qr[g * head_dim + d] : 0.0f;
+            acc[g][p] = 0.0f;
+        }
+        running_max[g] = -INFINITY;
+        running_sum[g] = 0.0f;
     }
-    float running_max = -INFINITY, running_sum = 0.0f;
 
     for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kKeysPerStep; j0 < key_end;
          j0 += static_cast<int64_t>(kWarps) * kKeysPerStep) {
-        float score[kKeysPerStep];
+        float score[kGroup][kKeysPerStep];
         int64_t kv_row[kKeysPerStep];
 #pragma unroll
         for (int t = 0; t < kKeysPerStep; ++t) {
             const int64_t j = j0 + t;
             kv_row[t] = j < key_end ? keys.row(span.kv_start, j) : -1;
-            float dot = 0.0f;
-            if (kv_row[t] >= 0) {
-                const float* kr = k + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
+            float kd[kPerLane];
+            const float* kr =
+                k + (max(kv_row[t], int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+#pragma unroll
+            for (int p = 0; p < kPerLane; ++p) {
+                const int64_t d = lane + p * kWarpSize;
+                kd[p] = kv_row[t] >= 0 && d < head_dim ? kr[d] : 0.0f;
+            }
+#pragma unroll
+            for (int g = 0; g < kGroup; ++g) {
+                float dot = 0.0f;
 #pragma unroll
                 for (int p = 0; p < kPerLane; ++p) {
-                    const int64_t d = lane + p * kWarpSize;
-                    if (d < head_dim) {
-                        dot += qv[p] * kr[d];
-                    }
+                    dot += qv[g][p] * kd[p];
+                }
+                score[g][t] = dot;
+            }
+        }
+        float weight[kGroup][kKeysPerStep];
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) {
+            float step_max = running_max[g];
+#pragma unroll
+            for (int t = 0; t < kKeysPerStep; ++t) {
+                score[g][t] = warp_sum(score[g][t]) * scale;
+                if (kv_row[t] >= 0) {
+                    step_max = fmaxf(step_max, score[g][t]);
                 }
             }
-            score[t] = dot;
-        }
-        float step_max = running_max;
+            const float correction = step_max == -INFINITY ? 1.0f : expf(running_max[g] - step_max);
+            running_sum[g] *= correction;
 #pragma unroll
-        for (int t = 0; t < kKeysPerStep; ++t) {
-            score[t] = warp_sum(score[t]) * scale;
-            if (kv_row[t] >= 0) {
-                step_max = fmaxf(step_max, score[t]);
+            for (int p = 0; p < kPerLane; ++p) {
+                acc[g][p] *= correction;
             }
-        }
-        const float correction = expf(running_max - step_max);
-        running_sum *= correction;
 #pragma unroll
-        for (int p = 0; p < kPerLane; ++p) {
-            acc[p] *= correction;
+            for (int t = 0; t < kKeysPerStep; ++t) {
+                weight[g][t] = kv_row[t] >= 0 ? expf(score[g][t] - step_max) : 0.0f;
+                running_sum[g] += weight[g][t];
+            }
+            running_max[g] = step_max;
         }
 #pragma unroll
         for (int t = 0; t < kKeysPerStep; ++t) {
             if (kv_row[t] < 0) {
                 continue;
             }
-            const float weight = expf(score[t] - step_max);
-            running_sum += weight;
             const float* vr = v + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
 #pragma unroll
             for (int p = 0; p < kPerLane; ++p) {
                 const int64_t d = lane + p * kWarpSize;
-                if (d < head_dim) {
-                    acc[p] += weight * vr[d];
+                const float vd = d < head_dim ? vr[d] : 0.0f;
+#pragma unroll
+                for (int g = 0; g < kGroup; ++g) {
+                    acc[g][p] += weight[g][t] * vd;
                 }
             }
         }
-        running_max = step_max;
     }
 
-    if (lane == 0) {
-        warp_max[warp] = running_max;
-        warp_sum_exp[warp] = running_sum;
-    }
 #pragma unroll
-    for (int p = 0; p < kPerLane; ++p) {
-        warp_acc[warp][lane + p * kWarpSize] = acc[p];
+    for (int g = 0; g < kGroup; ++g) {
+        if (lane == 0) {
+            warp_max[warp][g] = running_max[g];
+            warp_sum_exp[warp][g] = running_sum[g];
+        }
+#pragma unroll
+        for (int p = 0; p < kPerLane; ++p) {
+            warp_acc[warp][g][lane + p * kWarpSize] = acc[g][p];
+        }
     }
     __syncthreads();
 
-    float total_max = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) {
-        total_max = fmaxf(total_max, warp_max[w]);
-    }
-    float factor[kWarps];
-    float total_sum = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-        factor[w] = warp_max[w] == -INFINITY ? 0.0f : expf(warp_max[w] - total_max);
-        total_sum += warp_sum_exp[w] * factor[w];
-    }
-    if (gridDim.z == 1) {
-        float* orow = out + (span.q_row * n_head + h) * head_dim;  // [head_dim]
-        for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
-            float o = 0.0f;
-            for (int w = 0; w < kWarps; ++w) {
-                o += warp_acc[w][d] * factor[w];
-            }
-            orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
-        }
-        return;
-    }
-    float* partial =
-        partials + ((blockIdx.x * n_head + h) * gridDim.z + blockIdx.z) * (head_dim + 2);  // [head_dim + 2]
-    if (threadIdx.x == 0) {
-        partial[0] = total_max;
-        partial[1] = total_sum;
-    }
-    for (int64_t d = threadIdx.x; d < head_dim; d += kBlock) {
-        float o = 0.0f;
+    for (int64_t i = threadIdx.x; i < kGroup * head_dim; i += kBlock) {
+        const auto g = static_cast<int>(i / head_dim);
+        const int64_t d = i % head_dim, h = h0 + g;
+        float total_max = -INFINITY;
         for (int w = 0; w < kWarps; ++w) {
-            o += warp_acc[w][d] * factor[w];
+            total_max = fmaxf(total_max, warp_max[w][g]);
+        }
+        float total_sum = 0.0f, o = 0.0f;
+        for (int w = 0; w < kWarps; ++w) {
+            const float factor = warp_max[w][g] == -INFINITY ? 0.0f : expf(warp_max[w][g] - total_max);
+            total_sum += warp_sum_exp[w][g] * factor;
+            o += warp_acc[w][g][d] * factor;
+        }
+        if (gridDim.z == 1) {
+            out[(span.q_row * n_head + h) * head_dim + d] = total_sum > 0.0f ? o / total_sum : 0.0f;
+            continue;
+        }
+        float* partial = partials + ((blockIdx.x * n_head + h) * gridDim.z + blockIdx.z) *
+                                        (head_dim + 2);  // [head_dim + 2]
+        if (d == 0) {
+            partial[0] = total_max;
+            partial[1] = total_sum;
         }
         partial[2 + d] = o;
     }
@@ -395,6 +389,60 @@ void with_per_lane(int64_t head_dim, F&& fn) {
     }
 }
 
+// Query heads the row kernel takes per block for head_dim's kPerLane: the most of 8, 4, 2 and 1 that divides
+// the heads sharing a K/V head and keeps kGroup * kPerLane registers of queries and outputs at most 32.
+int row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
+    const int64_t shared = n_head / n_kv_head;
+    for (const int group : {8, 4, 2}) {
+        if (shared % group == 0 && group * per_lane <= 32) {
+            return group;
+        }
+    }
+    return 1;
+}
+
+int per_lane_of(int64_t head_dim) {
+    return static_cast<int>(std::clamp<int64_t>((head_dim + kWarpSize - 1) / kWarpSize, 1, 8));
+}
+
+template <int kPerLane, typename Keys>
+void launch_rows(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
+                 int64_t n_row_spans, int64_t n_splits, float* partials, const Keys& keys, int64_t n_head,
+                 int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
+    const auto launch = [&](auto group) {
+        constexpr int kGroup = decltype(group)::value;
+        const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head / kGroup),
+                        static_cast<unsigned int>(n_splits));
+        attention_row_f32_kernel<kPerLane, kGroup, Keys><<<grid, kBlock, 0, stream>>>(
+            q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
+    };
+    switch (row_group(n_head, n_kv_head, kPerLane)) {
+        case 8:
+            if constexpr (8 * kPerLane <= 32) {
+                launch(std::integral_constant<int, 8>{});
+            }
+            break;
+        case 4:
+            if constexpr (4 * kPerLane <= 32) {
+                launch(std::integral_constant<int, 4>{});
+            }
+            break;
+        case 2:
+            launch(std::integral_constant<int, 2>{});
+            break;
+        default:
+            launch(std::integral_constant<int, 1>{});
+            break;
+    }
+    CUDA_CHECK(cudaGetLastError());
+    if (n_splits > 1) {
+        const dim3 merge_grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head));
+        merge_splits_f32_kernel<<<merge_grid, kMergeBlock, 0, stream>>>(partials, row_spans, out, n_head,
+                                                                        n_splits, head_dim);
+        CUDA_CHECK(cudaGetLastError());
+    }
+}
+
 template <typename Keys>
 void launch_attention(const float* q, const float* k, const float* v, float* out,
                       const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits, float* partials,
@@ -414,18 +462,8 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
     with_per_lane(head_dim, [&](auto per_lane) {
         constexpr int kPerLane = decltype(per_lane)::value;
         if (n_row_spans > 0) {
-            const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head),
-                            static_cast<unsigned int>(n_splits));
-            attention_row_f32_kernel<kPerLane, Keys><<<grid, kBlock, 0, stream>>>(
-                q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
-            CUDA_CHECK(cudaGetLastError());
-            if (n_splits > 1) {
-                const dim3 merge_grid(static_cast<unsigned int>(n_row_spans),
-                                      static_cast<unsigned int>(n_head));
-                merge_splits_f32_kernel<<<merge_grid, kMergeBlock, 0, stream>>>(partials, row_spans, out,
-                                                                                n_head, n_splits, head_dim);
-                CUDA_CHECK(cudaGetLastError());
-            }
+            launch_rows<kPerLane>(q, k, v, out, row_spans, n_row_spans, n_splits, partials, keys, n_head,
+                                  n_kv_head, head_dim, scale, stream);
         }
         if (n_tile_spans > 0) {
             const size_t shared_bytes = tile_shared_bytes(head_dim);
@@ -444,8 +482,11 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visible, int n_multiprocessors) {
-    const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_head, 1);
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         int64_t max_visible, int n_multiprocessors) {
+    const int64_t n_groups =
+        n_kv_head > 0 ? n_head / row_group(n_head, n_kv_head, per_lane_of(head_dim)) : n_head;
+    const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_groups, 1);
     const int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
     return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
 }

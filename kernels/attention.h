@@ -29,8 +29,10 @@ struct AttentionSpan {
 };
 
 // Splits of the keys of each row span for attention_f32 and paged_attention_f32: enough blocks to fill the
-// device when the rows are few and see many keys (decoding a long context), else 1.
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t max_visible, int n_multiprocessors);
+// device when the rows are few and see many keys (decoding a long context), else 1. A block takes the query
+// heads of a row that share a K/V head together, up to 8 of them.
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         int64_t max_visible, int n_multiprocessors);
 // Floats of the partials buffer those calls need for n_splits (0 for one split).
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
 
@@ -48,11 +50,11 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
                            float scale, cudaStream_t stream);
 
 // Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
-// `row_spans` each hold one row and are run one block per row and split of its keys, each block spreading
-// its keys over its warps (decoding); `tile_spans` hold up to kAttentionTileRows rows that share each block
-// of keys loaded to shared memory (prefill).
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device),
-// partials [attention_partials_floats(n_row_spans, n_head, n_splits, head_dim)] (device; null for one split)
+// `row_spans` each hold one row and are run one block per row, group of query heads sharing a K/V head and
+// split of its keys, each block spreading its keys over its warps (decoding); `tile_spans` hold up to
+// kAttentionTileRows rows that share each block of keys loaded to shared memory (prefill). q, out [n_q_total,
+// n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device), partials
+// [attention_partials_floats(n_row_spans, n_head, n_splits, head_dim)] (device; null for one split)
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
                    int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,

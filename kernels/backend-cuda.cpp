@@ -15,6 +15,7 @@
 #include "cuda-check.h"
 #include "elementwise.h"
 #include "error.h"
+#include "flash-attention.h"
 #include "norm.h"
 #include "quantized-linear.h"
 #include "rotary.h"
@@ -188,11 +189,14 @@ struct CublasDestroy {
 };
 
 // The query rows of an attention call, as the kernels take them: the rows of short runs (decoding) one by
-// one, longer runs (prefill) in tiles of up to kernels::kAttentionTileRows rows.
+// one, longer runs (prefill) in tiles of up to tile_rows rows.
 struct AttentionSpans {
     // Runs of fewer rows than this go row by row.
     static constexpr int64_t kMinTiledRows = 8;
 
+    explicit AttentionSpans(int64_t rows_per_tile) : tile_rows(rows_per_tile) {}
+
+    int64_t tile_rows;
     std::vector<kernels::AttentionSpan> rows;
     std::vector<kernels::AttentionSpan> tiles;
     int64_t max_row_visible = 0;  // the most keys a row of `rows` sees
@@ -200,7 +204,7 @@ struct AttentionSpans {
     // Rows [q_begin, q_begin + n_q); row i sees clamp(first_visible + step * i, 0, max_visible) keys.
     void add(int64_t q_begin, int64_t n_q, int64_t kv_start, int64_t first_visible, int64_t step,
              int64_t max_visible) {
-        const int64_t tile = n_q >= kMinTiledRows ? kernels::kAttentionTileRows : 1;
+        const int64_t tile = n_q >= kMinTiledRows ? tile_rows : 1;
         for (int64_t i = 0; i < n_q; i += tile) {
             (tile == 1 ? rows : tiles)
                 .push_back({q_begin + i, std::min(tile, n_q - i), kv_start, first_visible + step * i, step,
@@ -245,6 +249,7 @@ public:
         CUDA_CHECK(cudaGetDeviceProperties(&props, device_));
         device_name_ = props.name;
         n_multiprocessors_ = props.multiProcessorCount;
+        compute_capability_major_ = props.major;
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
         stream_.reset(stream);
@@ -440,29 +445,39 @@ public:
     }
 
     Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                     std::span<const AttentionSegment> segments, float scale) override {
+                     std::span<const AttentionSegment> segments, float scale,
+                     AttentionPrecision precision) override {
         check_attention(q, k, v, segments);
         check_head_dim(q, "attention");
+        const bool flash = use_flash(q, precision);
         const bool bidirectional = std::none_of(segments.begin(), segments.end(),
                                                 [](const AttentionSegment& s) { return s.causal; });
-        if (bidirectional && k.shape[1] == q.shape[1]) {
+        if (!flash && bidirectional && k.shape[1] == q.shape[1]) {
             return segment_attention(q, k, v, segments, scale);
         }
-        AttentionSpans spans;
+        AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
                       seg.causal ? 1 : 0, seg.n_kv);
         }
+        const char* op = "attention";
         // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
-        Tensor out = alloc_zeroed(q.shape, "attention");
-        const Splits splits = attention_splits(spans, q);
+        Tensor out = alloc_zeroed(q.shape, op);
+        const Splits splits = attention_splits(spans, q, k);
         const auto staged =
             stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
-        kernels::attention_f32(
-            device_f32(q, "attention"), device_f32(k, "attention"), device_f32(v, "attention"), out.f32(),
-            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
-            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
-            static_cast<int64_t>(spans.tiles.size()), q.shape[1], k.shape[1], q.shape[2], scale, stream());
+        const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
+        const auto* tile_spans = static_cast<const kernels::AttentionSpan*>(staged[1]);
+        const auto n_rows = static_cast<int64_t>(spans.rows.size());
+        const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
+        kernels::attention_f32(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(), row_spans,
+                               n_rows, splits.n_splits, splits.partials_f32(), tile_spans,
+                               flash ? 0 : n_tiles, q.shape[1], k.shape[1], q.shape[2], scale, stream());
+        if (flash) {
+            kernels::flash_attention_bf16(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(),
+                                          tile_spans, n_tiles, q.shape[1], k.shape[1], q.shape[2], scale,
+                                          stream());
+        }
         return out;
     }
 
@@ -518,25 +533,36 @@ public:
 
     Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
-                           int64_t block_size, float scale) override {
+                           int64_t block_size, float scale, AttentionPrecision precision) override {
         check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
-        check_head_dim(q, "paged_attention");
-        AttentionSpans spans;
+        const char* op = "paged_attention";
+        check_head_dim(q, op);
+        const bool flash = use_flash(q, precision);
+        AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
         for (const PagedSequence& s : seqs) {
             spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
         }
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
-        Tensor out = alloc_zeroed(q.shape, "paged_attention");
-        const Splits splits = attention_splits(spans, q);
+        Tensor out = alloc_zeroed(q.shape, op);
+        const Splits splits = attention_splits(spans, q, k_cache);
         const auto staged = stage({std::as_bytes(std::span(spans.rows)),
                                    std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
-        kernels::paged_attention_f32(
-            device_f32(q, "paged_attention"), device_f32(k_cache, "paged_attention"),
-            device_f32(v_cache, "paged_attention"), out.f32(),
-            static_cast<const kernels::AttentionSpan*>(staged[0]), static_cast<int64_t>(spans.rows.size()),
-            splits.n_splits, splits.partials_f32(), static_cast<const kernels::AttentionSpan*>(staged[1]),
-            static_cast<int64_t>(spans.tiles.size()), static_cast<const int32_t*>(staged[2]), block_size,
-            k_cache.shape[0] / block_size, q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+        const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
+        const auto* tile_spans = static_cast<const kernels::AttentionSpan*>(staged[1]);
+        const auto* tables = static_cast<const int32_t*>(staged[2]);
+        const auto n_rows = static_cast<int64_t>(spans.rows.size());
+        const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
+        const int64_t n_blocks = k_cache.shape[0] / block_size;
+        kernels::paged_attention_f32(device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op),
+                                     out.f32(), row_spans, n_rows, splits.n_splits, splits.partials_f32(),
+                                     tile_spans, flash ? 0 : n_tiles, tables, block_size, n_blocks,
+                                     q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+        if (flash) {
+            kernels::paged_flash_attention_bf16(device_f32(q, op), device_f32(k_cache, op),
+                                                device_f32(v_cache, op), out.f32(), tile_spans, n_tiles,
+                                                tables, block_size, n_blocks, q.shape[1], k_cache.shape[1],
+                                                q.shape[2], scale, stream());
+        }
         return out;
     }
 
@@ -564,8 +590,8 @@ public:
         const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
         // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
         // sequence lengths; splits past a row's keys end at once.
-        const int64_t n_splits =
-            kernels::attention_splits(n, n_head, max_blocks * block_size, n_multiprocessors_);
+        const int64_t n_splits = kernels::attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
+                                                           max_blocks * block_size, n_multiprocessors_);
         Tensor partials;  // as kernels::attention_partials_floats
         if (n_splits > 1) {
             partials = alloc_uninitialized(
@@ -777,12 +803,12 @@ private:
         float* partials_f32() const { return partials.empty() ? nullptr : partials.f32(); }
     };
 
-    // q [n_q_total, n_head, head_dim]
-    Splits attention_splits(const AttentionSpans& spans, const Tensor& q) {
+    // q [n_q_total, n_head, head_dim], k [n_kv, n_kv_head, head_dim]
+    Splits attention_splits(const AttentionSpans& spans, const Tensor& q, const Tensor& k) {
         const auto n_rows = static_cast<int64_t>(spans.rows.size());
         Splits splits;
-        splits.n_splits =
-            kernels::attention_splits(n_rows, q.shape[1], spans.max_row_visible, n_multiprocessors_);
+        splits.n_splits = kernels::attention_splits(n_rows, q.shape[1], k.shape[1], q.shape[2],
+                                                    spans.max_row_visible, n_multiprocessors_);
         if (splits.n_splits > 1) {
             splits.partials = alloc_uninitialized(
                 {kernels::attention_partials_floats(n_rows, q.shape[1], splits.n_splits, q.shape[2])},
@@ -797,6 +823,12 @@ private:
         }
     }
 
+    // Whether an attention call's tiles of query rows go to the tensor cores.  q [n, n_head, head_dim]
+    bool use_flash(const Tensor& q, AttentionPrecision precision) const {
+        return precision == AttentionPrecision::Bf16 && q.shape[2] <= kernels::kMaxFlashHeadDim &&
+               compute_capability_major_ >= 8;
+    }
+
     void check_head_dim(const Tensor& q, const char* op) const {
         if (q.shape[2] > kernels::kMaxAttentionHeadDim) {
             fail(op, ": head_dim ", q.shape[2], " of q ", shape_string(q.shape),
@@ -808,6 +840,7 @@ private:
     bool poison_;
     std::string device_name_;
     int n_multiprocessors_ = 1;
+    int compute_capability_major_ = 0;
     std::unique_ptr<CUstream_st, StreamDestroy> stream_;
     std::unique_ptr<cublasContext, CublasDestroy> cublas_;
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;

@@ -335,6 +335,16 @@ TEST_F(BackendOpsTest, Rope) {
     EXPECT_THROW(gpu_->rope(y.gpu, cs4.gpu, cs4.gpu), Error);
 }
 
+// Both precisions: float32 within the float32 bound, bfloat16 (the tensor cores for tiles of rows, head_dim
+// up to 128) within the bfloat16 bound. A head_dim of 1 is float32 only: a score of one product has no sum
+// to average the rounding of q and k out, and bfloat16 keeps it only to about 1e-2.
+const std::vector<std::pair<AttentionPrecision, double>> kAttentionPrecisions = {
+    {AttentionPrecision::F32, kF32Bound}, {AttentionPrecision::Bf16, kBf16TensorCoreBound}};
+
+std::string precision_name(AttentionPrecision precision) {
+    return precision == AttentionPrecision::Bf16 ? "bf16" : "f32";
+}
+
 TEST_F(BackendOpsTest, Attention) {
     struct Case {
         std::string name;
@@ -346,6 +356,8 @@ TEST_F(BackendOpsTest, Attention) {
         {"vision", 234, 234, 4, 4, {{0, 1, 0, 1}, {1, 7, 1, 7}, {8, 96, 8, 96}, {104, 130, 104, 130}}},
         // Text prefill, causal, grouped heads.
         {"prefill", 17, 17, 8, 2, {{0, 17, 0, 17, true, 0}}},
+        // A longer prompt: several tiles of rows and blocks of keys.
+        {"long prefill", 200, 200, 16, 2, {{0, 200, 0, 200, true, 0}}},
         // Decode against a longer cache.
         {"decode", 1, 130, 16, 2, {{0, 1, 0, 130, true, 129}}},
         // Decode against a long cache, whose keys are split over several blocks, beside a short one.
@@ -356,68 +368,82 @@ TEST_F(BackendOpsTest, Attention) {
         // kernels, longer ones in tiles.
         {"edge", 23, 9, 2, 1, {{0, 2, 0, 0}, {2, 3, 0, 4, true, 3}, {5, 9, 0, 0}, {14, 9, 0, 6, true, 0}}},
     };
-    for (const Case& c : cases) {
-        for (const int64_t hd : {1, 7, 32, 72, 128, 256}) {
-            const Pair q = random({c.n_q_total, c.n_head, hd}), k = random({c.n_kv_total, c.n_kv_head, hd}),
-                       v = random({c.n_kv_total, c.n_kv_head, hd});
-            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-            expect_close("attention", gpu_->attention(q.gpu, k.gpu, v.gpu, c.segments, scale),
-                         cpu_->attention(q.cpu, k.cpu, v.cpu, c.segments, scale), kF32Bound,
-                         label(c.name, " hd ", hd));
+    for (const auto& [precision, bound] : kAttentionPrecisions) {
+        for (const Case& c : cases) {
+            for (const int64_t hd : {1, 7, 32, 72, 128, 256}) {
+                if (precision == AttentionPrecision::Bf16 && hd == 1) {
+                    continue;
+                }
+                const Pair q = random({c.n_q_total, c.n_head, hd}),
+                           k = random({c.n_kv_total, c.n_kv_head, hd}),
+                           v = random({c.n_kv_total, c.n_kv_head, hd});
+                const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                expect_close("attention " + precision_name(precision),
+                             gpu_->attention(q.gpu, k.gpu, v.gpu, c.segments, scale, precision),
+                             cpu_->attention(q.cpu, k.cpu, v.cpu, c.segments, scale, AttentionPrecision::F32),
+                             bound, label(c.name, " hd ", hd));
+            }
         }
     }
     const Pair q = random({4, 4, 8}), k = random({6, 3, 8});
     const std::vector<AttentionSegment> segment = {{0, 4, 0, 6}};
-    EXPECT_THROW(gpu_->attention(q.gpu, k.gpu, k.gpu, segment, 1.0f), Error) << "4 heads over 3 K/V heads";
+    EXPECT_THROW(gpu_->attention(q.gpu, k.gpu, k.gpu, segment, 1.0f, AttentionPrecision::Bf16), Error)
+        << "4 heads over 3 K/V heads";
     const Pair k2 = random({6, 2, 8});
     const std::vector<AttentionSegment> outside = {{0, 4, 3, 4}};
-    EXPECT_THROW(gpu_->attention(q.gpu, k2.gpu, k2.gpu, outside, 1.0f), Error);
+    EXPECT_THROW(gpu_->attention(q.gpu, k2.gpu, k2.gpu, outside, 1.0f, AttentionPrecision::Bf16), Error);
 }
 
 TEST_F(BackendOpsTest, PagedAttention) {
-    for (const int64_t block_size : {1, 5, 16}) {
-        for (const int64_t hd : {7, 32, 128}) {
-            const int64_t n_head = 8, n_kv_head = 2;
-            // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose keys
-            // are split over several blocks.
-            const std::vector<std::pair<int64_t, int64_t>> shapes = {
-                {1, 1}, {1, 3}, {17, 17}, {5, 130}, {1, 2000}};
-            std::vector<PagedSequence> seqs;
-            std::vector<int32_t> tables;
-            int64_t n_tokens = 0, n_blocks_used = 0;
-            for (const auto& [n_q, n_kv] : shapes) {
-                const int64_t n_table = (n_kv + block_size - 1) / block_size;
-                seqs.push_back({n_tokens, n_q, n_kv, static_cast<int64_t>(tables.size())});
-                for (int64_t i = 0; i < n_table; ++i) {
-                    tables.push_back(static_cast<int32_t>(n_blocks_used++));
+    for (const auto& [precision, bound] : kAttentionPrecisions) {
+        for (const int64_t block_size : {1, 5, 16}) {
+            for (const int64_t hd : {7, 32, 128}) {
+                const int64_t n_head = 8, n_kv_head = 2;
+                // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose
+                // keys are split over several blocks.
+                const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},   {1, 3},    {17, 17},
+                                                                         {5, 130}, {1, 2000}, {70, 300}};
+                std::vector<PagedSequence> seqs;
+                std::vector<int32_t> tables;
+                int64_t n_tokens = 0, n_blocks_used = 0;
+                for (const auto& [n_q, n_kv] : shapes) {
+                    const int64_t n_table = (n_kv + block_size - 1) / block_size;
+                    seqs.push_back({n_tokens, n_q, n_kv, static_cast<int64_t>(tables.size())});
+                    for (int64_t i = 0; i < n_table; ++i) {
+                        tables.push_back(static_cast<int32_t>(n_blocks_used++));
+                    }
+                    n_tokens += n_q;
                 }
-                n_tokens += n_q;
+                // Blocks scattered over a larger cache, in a shuffled order.
+                const int64_t n_blocks = n_blocks_used + 7;
+                std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+                std::iota(perm.begin(), perm.end(), 0);
+                std::shuffle(perm.begin(), perm.end(), std::mt19937(seed_++));
+                for (int32_t& b : tables) {
+                    b = perm[static_cast<size_t>(b)];
+                }
+                const Pair q = random({n_tokens + 2, n_head, hd}),
+                           k = random({n_blocks * block_size, n_kv_head, hd}),
+                           v = random({n_blocks * block_size, n_kv_head, hd});
+                const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                expect_close(
+                    "paged_attention " + precision_name(precision),
+                    gpu_->paged_attention(q.gpu, k.gpu, v.gpu, seqs, tables, block_size, scale, precision),
+                    cpu_->paged_attention(q.cpu, k.cpu, v.cpu, seqs, tables, block_size, scale,
+                                          AttentionPrecision::F32),
+                    bound, label("block ", block_size, " hd ", hd));
             }
-            // Blocks scattered over a larger cache, in a shuffled order.
-            const int64_t n_blocks = n_blocks_used + 7;
-            std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-            std::iota(perm.begin(), perm.end(), 0);
-            std::shuffle(perm.begin(), perm.end(), std::mt19937(seed_++));
-            for (int32_t& b : tables) {
-                b = perm[static_cast<size_t>(b)];
-            }
-            const Pair q = random({n_tokens + 2, n_head, hd}),
-                       k = random({n_blocks * block_size, n_kv_head, hd}),
-                       v = random({n_blocks * block_size, n_kv_head, hd});
-            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-            expect_close("paged_attention",
-                         gpu_->paged_attention(q.gpu, k.gpu, v.gpu, seqs, tables, block_size, scale),
-                         cpu_->paged_attention(q.cpu, k.cpu, v.cpu, seqs, tables, block_size, scale),
-                         kF32Bound, label("block ", block_size, " hd ", hd));
         }
     }
     const Pair q = random({2, 4, 8}), k = random({32, 2, 8});
     const std::vector<PagedSequence> seq = {{0, 2, 20, 0}};
     const std::vector<int32_t> short_table = {0};
-    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, short_table, 16, 1.0f), Error);
+    constexpr auto kF32 = AttentionPrecision::F32;
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, short_table, 16, 1.0f, kF32), Error);
     const std::vector<int32_t> bad_block = {0, 2};
-    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 16, 1.0f), Error);
-    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 7, 1.0f), Error) << "32 % 7";
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 16, 1.0f, kF32), Error);
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 7, 1.0f, kF32), Error)
+        << "32 % 7";
 }
 
 // Exact: both backends choose the first of the largest values; ties are planted on purpose.

@@ -1,0 +1,285 @@
+#include <cmath>
+#include <type_traits>
+
+#include <cuda_bf16.h>
+
+#include "attention-keys.cuh"
+#include "cuda-check.h"
+#include "error.h"
+#include "flash-attention.h"
+#include "reduce.cuh"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kFlashWarps = 4;
+constexpr int kFlashThreads = kFlashWarps * kWarpSize;
+constexpr int kRowsPerWarp = 16;  // the rows of one mma tile
+constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
+constexpr int kKeyTiles = kKeyBlock / 8;
+static_assert(kFlashWarps * kRowsPerWarp == kFlashTileRows);
+
+// Two floats as a bfloat16 pair, the first in the low half (the lower column of an mma fragment).
+__device__ inline uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Elements d and d + 1 of a row of head_dim floats as a bfloat16 pair, zero past the row.
+__device__ inline uint32_t load_pair(const float* row, int64_t d, int64_t head_dim) {
+    return pack_bf16(d < head_dim ? row[d] : 0.0f, d + 1 < head_dim ? row[d + 1] : 0.0f);
+}
+
+// c += a · b on the tensor cores: a [16, 16] bf16 (row-major fragment), b [16, 8] bf16 (column fragment),
+// c [16, 8] float32.
+__device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ inline uint32_t shared_pair(const __nv_bfloat16* p) {
+    return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// One block per (span of up to kFlashTileRows query rows, head); each warp owns 16 rows. Blocks of kKeyBlock
+// keys are loaded to shared memory in bfloat16 (K as rows, V transposed), then each warp takes S = Q Kᵀ and
+// O += P V on the tensor cores with an online softmax on S between. In the fragments a lane holds rows
+// g = lane / 4 and g + 8 of its warp's 16, and columns 2 (lane % 4) + {0, 1} of every 8.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
+__global__ void __launch_bounds__(kFlashThreads)
+    flash_attention_bf16_kernel(const float* q, const float* k, const float* v, float* out,
+                                const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
+                                int64_t head_dim, float scale_log2) {
+    constexpr int kDim = kChunks * 16;   // head_dim padded with zeros
+    constexpr int kDimTiles = kDim / 8;  // output columns in tiles of 8
+    constexpr int kKStride = kDim + 8;   // bf16 per key row: the padding spreads fragment reads over banks
+    constexpr int kVStride = kKeyBlock + 8;                                // bf16 per row of transposed V
+    __shared__ __align__(16) __nv_bfloat16 k_block[kKeyBlock * kKStride];  // [kKeyBlock, kKStride]
+    __shared__ __align__(16) __nv_bfloat16 v_block[kDim * kVStride];       // [kDim, kVStride]: V transposed
+    __shared__ int64_t kv_rows[kKeyBlock];                                 // -1: no key
+
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t h = blockIdx.y;
+    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int g = lane / 4, tq = lane % 4;
+    const int64_t ld_q = n_head * head_dim, ld_kv = n_kv_head * head_dim;
+
+    const int rows[2] = {warp * kRowsPerWarp + g,
+                         warp * kRowsPerWarp + g + 8};  // this lane's rows of the span
+    int64_t n_visible[2];
+    uint32_t qa[kChunks][4];  // Q [16, kDim] as A fragments
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const bool valid = rows[r] < span.n_rows;
+        n_visible[r] = valid ? visible_keys(span, rows[r]) : 0;
+        const float* qr = q + (span.q_row + (valid ? rows[r] : 0)) * ld_q + h * head_dim;  // [head_dim]
+#pragma unroll
+        for (int c = 0; c < kChunks; ++c) {
+            const int64_t d = c * 16 + 2 * tq;
+            qa[c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
+            qa[c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
+        }
+    }
+    int64_t warp_visible = max(n_visible[0], n_visible[1]);
+    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        warp_visible = max(warp_visible, __shfl_xor_sync(0xffffffffu, warp_visible, offset));
+    }
+    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
+
+    float o[kDimTiles][4] = {};                 // O [16, kDim], unnormalized
+    float row_max[2] = {-INFINITY, -INFINITY};  // running maxima of the scaled scores (base 2)
+    float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the running sums of exponentials
+
+    for (int64_t j0 = 0; j0 < span_visible; j0 += kKeyBlock) {
+        __syncthreads();  // the previous block is no longer read
+        if (threadIdx.x < kKeyBlock) {
+            const int64_t j = j0 + threadIdx.x;
+            kv_rows[threadIdx.x] = j < span_visible ? keys.row(span.kv_start, j) : -1;
+        }
+        __syncthreads();
+        for (int i = static_cast<int>(threadIdx.x); i < kKeyBlock * kDim / 2; i += kFlashThreads) {
+            const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+            const int64_t row = kv_rows[key];
+            *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) =
+                row >= 0 ? load_pair(k + row * ld_kv + kv_head * head_dim, d, head_dim) : 0u;
+        }
+        for (int i = static_cast<int>(threadIdx.x); i < kKeyBlock / 2 * kDim; i += kFlashThreads) {
+            const int d = i % kDim, key = i / kDim * 2;
+            const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
+            const float v0 = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + kv_head * head_dim + d] : 0.0f;
+            const float v1 = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + kv_head * head_dim + d] : 0.0f;
+            *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(v0, v1);
+        }
+        __syncthreads();
+        if (j0 >= warp_visible) {
+            continue;  // every row of this warp is done; the others still need the block
+        }
+
+        float s[kKeyTiles][4];  // S [16, kKeyBlock]
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; ++t) {
+            s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+            const __nv_bfloat16* kr = k_block + (t * 8 + g) * kKStride + 2 * tq;
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c) {
+                mma_bf16(s[t], qa[c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
+            }
+        }
+        float block_max[2] = {row_max[0], row_max[1]};
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = e / 2, key = t * 8 + 2 * tq + e % 2;
+                const bool seen = j0 + key < n_visible[r] && kv_rows[key] >= 0;
+                s[t][e] = seen ? s[t][e] * scale_log2 : -INFINITY;
+                block_max[r] = fmaxf(block_max[r], s[t][e]);
+            }
+        }
+        float correction[2], base[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 1));
+            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 2));
+            correction[r] = block_max[r] == -INFINITY ? 1.0f : exp2f(row_max[r] - block_max[r]);
+            base[r] = block_max[r] == -INFINITY ? 0.0f : block_max[r];
+            row_max[r] = block_max[r];
+            row_sum[r] *= correction[r];
+        }
+#pragma unroll
+        for (int n = 0; n < kDimTiles; ++n) {
+            o[n][0] *= correction[0];
+            o[n][1] *= correction[0];
+            o[n][2] *= correction[1];
+            o[n][3] *= correction[1];
+        }
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                s[t][e] = exp2f(s[t][e] - base[e / 2]);
+                row_sum[e / 2] += s[t][e];
+            }
+        }
+        // P [16, kKeyBlock] as A fragments: key tiles 2 kc and 2 kc + 1 are the two column halves of chunk
+        // kc.
+        uint32_t pa[kKeyTiles / 2][4];
+#pragma unroll
+        for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
+            pa[kc][0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
+            pa[kc][1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
+            pa[kc][2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
+            pa[kc][3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+        }
+#pragma unroll
+        for (int n = 0; n < kDimTiles; ++n) {
+            const __nv_bfloat16* vr = v_block + (n * 8 + g) * kVStride + 2 * tq;
+#pragma unroll
+            for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
+                mma_bf16(o[n], pa[kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
+            }
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+        if (rows[r] >= span.n_rows) {
+            continue;
+        }
+        float* orow = out + (span.q_row + rows[r]) * ld_q + h * head_dim;  // [head_dim]
+        const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+#pragma unroll
+        for (int n = 0; n < kDimTiles; ++n) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int64_t d = n * 8 + 2 * tq + e;
+                if (d < head_dim) {
+                    orow[d] = o[n][2 * r + e] * inv;
+                }
+            }
+        }
+    }
+}
+
+// Calls fn with std::integral_constant<int, head_dim / 16 rounded up>, for head_dim up to kMaxFlashHeadDim.
+template <typename F>
+void with_chunks(int64_t head_dim, F&& fn) {
+    switch ((head_dim + 15) / 16) {
+        case 1:
+            fn(std::integral_constant<int, 1>{});
+            break;
+        case 2:
+            fn(std::integral_constant<int, 2>{});
+            break;
+        case 3:
+            fn(std::integral_constant<int, 3>{});
+            break;
+        case 4:
+            fn(std::integral_constant<int, 4>{});
+            break;
+        case 5:
+            fn(std::integral_constant<int, 5>{});
+            break;
+        case 6:
+            fn(std::integral_constant<int, 6>{});
+            break;
+        case 7:
+            fn(std::integral_constant<int, 7>{});
+            break;
+        default:
+            fn(std::integral_constant<int, 8>{});
+            break;
+    }
+}
+
+template <typename Keys>
+void launch_flash(const float* q, const float* k, const float* v, float* out, const AttentionSpan* spans,
+                  int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                  float scale, cudaStream_t stream) {
+    if (n_spans == 0 || n_head == 0) {
+        return;
+    }
+    if (head_dim <= 0 || head_dim > kMaxFlashHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
+        fail("flash attention kernel: head_dim ", head_dim, " (at most ", kMaxFlashHeadDim, "), ", n_head,
+             " heads over ", n_kv_head, " K/V heads");
+    }
+    const float scale_log2 = scale * static_cast<float>(M_LOG2E);
+    with_chunks(head_dim, [&](auto chunks) {
+        constexpr int kChunks = decltype(chunks)::value;
+        const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
+        flash_attention_bf16_kernel<kChunks, Keys><<<grid, kFlashThreads, 0, stream>>>(
+            q, k, v, out, spans, keys, n_head, n_kv_head, head_dim, scale_log2);
+        CUDA_CHECK(cudaGetLastError());
+    });
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
+                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
+                          int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_flash(q, k, v, out, spans, n_spans, ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
+}
+
+void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
+                                const AttentionSpan* spans, int64_t n_spans, const int32_t* block_tables,
+                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_flash(q, k_cache, v_cache, out, spans, n_spans, PagedKeys{block_tables, block_size, n_blocks},
+                 n_head, n_kv_head, head_dim, scale, stream);
+}
+
+}  // namespace folio::kernels

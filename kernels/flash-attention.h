@@ -1,0 +1,33 @@
+// Host entry points of attention on the tensor cores: the queries of each span against their keys in blocks,
+// q, k, v and the softmax weights rounded to bfloat16, scores, softmax and outputs in float32
+// (flash-attention style, no score matrix in memory). Row-major float32 tensors in device memory, enqueued on
+// stream; sm_80 and later.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "attention.h"
+
+namespace folio::kernels {
+
+// The most query rows of one span these kernels take, and the largest head_dim.
+constexpr int64_t kFlashTileRows = 64;
+constexpr int64_t kMaxFlashHeadDim = 128;
+
+// Softmax(q kᵀ · scale) v for the rows of each span (at most kFlashTileRows) and every head; rows outside
+// the spans are left as they are, a row that sees no key gets zeros.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [n_spans] (device)
+void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
+                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
+                          int64_t head_dim, float scale, cudaStream_t stream);
+
+// The same with keys in a paged cache, as paged_attention_f32 reads them.
+// k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], block_tables (device)
+void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
+                                const AttentionSpan* spans, int64_t n_spans, const int32_t* block_tables,
+                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t head_dim, float scale, cudaStream_t stream);
+
+}  // namespace folio::kernels

@@ -114,6 +114,22 @@ void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const 
     }
 }
 
+int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                                std::span<const float> weights) {
+    const auto n_taps = static_cast<int64_t>(rows.size());
+    if (x.shape.size() != 2 || src.shape.size() != 2 || src.shape[1] != x.shape[1] ||
+        weights.size() != rows.size() || (x.shape[0] == 0 ? n_taps != 0 : n_taps % x.shape[0] != 0)) {
+        fail("add_weighted_rows: x ", shape_string(x.shape), ", src ", shape_string(src.shape), ", ",
+             rows.size(), " rows and ", weights.size(), " weights");
+    }
+    for (const int64_t r : rows) {
+        if (r < 0 || r >= src.shape[0]) {
+            fail("add_weighted_rows: row ", r, " outside src ", shape_string(src.shape));
+        }
+    }
+    return x.shape[0] == 0 ? 0 : n_taps / x.shape[0];
+}
+
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const AttentionSegment> segments) {
     if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||

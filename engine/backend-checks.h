@@ -32,6 +32,9 @@ void check_sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
 void check_gather_rows(const Tensor& src, std::span<const int64_t> rows);
 // src [rows.size(), row of dst], every row inside dst.
 void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const Tensor& src);
+// Returns the taps per row.
+int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                                std::span<const float> weights);
 
 // q [n_q_total, n_head, head_dim], k/v [n_kv_total, n_kv_head, head_dim], segments inside both.
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -502,6 +502,23 @@ public:
         return gather_rows(src, indices);
     }
 
+    void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                           std::span<const float> weights) override {
+        const int64_t n_taps = check_add_weighted_rows(x, src, rows, weights);
+        const int64_t d = x.row_size();
+        float* xd = x.f32();
+        const float* sd = src.f32();
+        for (int64_t i = 0; i < x.rows(); ++i) {
+            for (int64_t c = 0; c < d; ++c) {
+                float sum = 0.0f;
+                for (int64_t t = i * n_taps; t < (i + 1) * n_taps; ++t) {
+                    sum += weights[t] * sd[rows[t] * d + c];
+                }
+                xd[i * d + c] += sum;
+            }
+        }
+    }
+
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
         check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();

@@ -153,6 +153,11 @@ public:
     virtual Tensor gather_rows(const Tensor& src, const Tensor& rows) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]
     virtual void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) = 0;
+    // x[i] += Σ_t weights[i · taps + t] · src[rows[i · taps + t]], the sum taken over t in order first, with
+    // taps = rows.size() / n (a table resampled onto each row: the vision position grid).
+    // x [n, d], src [n_src, d], rows and weights [n · taps]
+    virtual void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                                   std::span<const float> weights) = 0;
 
     // Recording: between begin_recording() and end_recording() the backend records the work it is given
     // instead of running it; tensors made meanwhile live in memory kept for recorded work. Nothing may be

@@ -156,9 +156,7 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
                    {vd, vc.num_channels, vc.patch_size, vc.patch_size});
     patch_w.shape = {vd, patch_dim};
     patch_b = load(weights, vp + "embeddings.patch_embedding.bias", {vd});
-    position_embedding = weights.load(vp + "embeddings.position_embedding.weight", {side * side, vd});
-    n_params_ += static_cast<int64_t>(position_embedding.size());
-    n_weight_bytes_ += static_cast<int64_t>(position_embedding.size() * sizeof(float));
+    position_grid = load(weights, vp + "embeddings.position_embedding.weight", {side * side, vd});
     for (int l = 0; l < vc.num_hidden_layers; ++l) {
         const std::string p = vp + "encoder.layers." + std::to_string(l) + ".";
         VisionLayer& L = vision_layers.emplace_back();
@@ -218,30 +216,20 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     }
 }
 
-const PaddleOcrVl::VisionGridTables& PaddleOcrVl::vision_grid_tables(const ImageGrid& grid) {
+const RopeTables& PaddleOcrVl::vision_grid_rope(const ImageGrid& grid) {
     const auto key = std::array<int64_t, 3>{grid.t, grid.h, grid.w};
-    if (const auto it = vision_tables_.find(key); it != vision_tables_.end()) {
+    if (const auto it = vision_ropes_.find(key); it != vision_ropes_.end()) {
         return it->second;
     }
-    if (vision_tables_.size() >= kMaxCachedGrids) {
-        vision_tables_.clear();
+    if (vision_ropes_.size() >= kMaxCachedGrids) {
+        vision_ropes_.clear();
     }
     const VisionConfig& vc = config_.vision;
-    const int64_t vd = vc.hidden_size, n = grid.n_patches();
-    const PositionTaps taps = vision_position_taps(std::span(&grid, 1), vc.image_size / vc.patch_size);
-    VisionGridTables tables;
-    tables.positions.assign(static_cast<size_t>(n * vd), 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-        for (int k = 0; k < 4; ++k) {
-            const float* row = position_embedding.data() + taps.rows[i][k] * vd;
-            for (int64_t c = 0; c < vd; ++c) {
-                tables.positions[i * vd + c] += row[c] * taps.weights[i][k];
-            }
-        }
-    }
-    tables.rope =
-        vision_rope_tables(std::span(&grid, 1), static_cast<int>(vd / vc.num_attention_heads), vc.rope_theta);
-    return vision_tables_.emplace(key, std::move(tables)).first->second;
+    return vision_ropes_
+        .emplace(key,
+                 vision_rope_tables(std::span(&grid, 1),
+                                    static_cast<int>(vc.hidden_size / vc.num_attention_heads), vc.rope_theta))
+        .first->second;
 }
 
 Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
@@ -261,14 +249,21 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
     // position grid resampled to each image.
     Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});  // [n, 3 * 14 * 14]
     Tensor x = backend_.linear(pixels, patch_w, &patch_b);          // [n, vd]
-    std::vector<float> pos, cos_values, sin_values;                 // [n, vd], [n, hd], [n, hd]
-    for (const ImageGrid& g : grids) {
-        const VisionGridTables& tables = vision_grid_tables(g);
-        pos.insert(pos.end(), tables.positions.begin(), tables.positions.end());
-        cos_values.insert(cos_values.end(), tables.rope.cos.begin(), tables.rope.cos.end());
-        sin_values.insert(sin_values.end(), tables.rope.sin.begin(), tables.rope.sin.end());
+    // The learned position grid, resampled onto each image: four bilinear taps a patch.
+    const PositionTaps taps = vision_position_taps(grids, static_cast<int>(vc.image_size / vc.patch_size));
+    std::vector<int64_t> tap_rows;
+    std::vector<float> tap_weights;
+    for (size_t i = 0; i < taps.rows.size(); ++i) {
+        tap_rows.insert(tap_rows.end(), taps.rows[i].begin(), taps.rows[i].end());
+        tap_weights.insert(tap_weights.end(), taps.weights[i].begin(), taps.weights[i].end());
     }
-    backend_.add(x, backend_.upload(pos, {n, vd}));
+    backend_.add_weighted_rows(x, position_grid, tap_rows, tap_weights);
+    std::vector<float> cos_values, sin_values;  // [n, hd] each
+    for (const ImageGrid& g : grids) {
+        const RopeTables& rope = vision_grid_rope(g);
+        cos_values.insert(cos_values.end(), rope.cos.begin(), rope.cos.end());
+        sin_values.insert(sin_values.end(), rope.sin.begin(), rope.sin.end());
+    }
     const Tensor cos = backend_.upload(cos_values, {n, hd});  // [n, hd]
     const Tensor sin = backend_.upload(sin_values, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

@@ -106,15 +106,10 @@ public:
     Tensor logits(const Tensor& hidden);
 
 private:
-    // What the vision encoder adds for an image's grid: the learned position grid resampled to it, and the
-    // rotary tables of its patches. Pages of one document share few grid sizes, so they are kept.
-    struct VisionGridTables {
-        std::vector<float> positions;  // [n_patches, vision_hidden]
-        RopeTables rope;               // [n_patches, vision_head_dim] each
-    };
+    // The rotary tables of an image grid's patches ([n_patches, vision_head_dim] each). Blocks of one
+    // document share few grid sizes, so they are kept.
     static constexpr size_t kMaxCachedGrids = 64;
-
-    const VisionGridTables& vision_grid_tables(const ImageGrid& grid);
+    const RopeTables& vision_grid_rope(const ImageGrid& grid);
     Tensor load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
     Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
@@ -134,8 +129,8 @@ private:
     int64_t n_params_ = 0;
     int64_t n_weight_bytes_ = 0;
 
-    Tensor patch_w, patch_b;                // [vision_hidden, channels * patch * patch], [vision_hidden]
-    std::vector<float> position_embedding;  // [side * side, vision_hidden], resampled per image on the host
+    Tensor patch_w, patch_b;  // [vision_hidden, channels * patch * patch], [vision_hidden]
+    Tensor position_grid;     // [side * side, vision_hidden], resampled onto each image
     std::vector<VisionLayer> vision_layers;
     Tensor post_ln_w, post_ln_b;    // [vision_hidden]
     Tensor proj_ln_w, proj_ln_b;    // [vision_hidden]
@@ -146,7 +141,7 @@ private:
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
     MropeParams text_rope;
-    std::map<std::array<int64_t, 3>, VisionGridTables> vision_tables_;  // by grid (t, h, w)
+    std::map<std::array<int64_t, 3>, RopeTables> vision_ropes_;  // by grid (t, h, w)
 };
 
 }  // namespace folio

@@ -694,6 +694,17 @@ public:
         return std::make_unique<CudaRecordedWork>(exec, stream(), device_, recording_pool_);
     }
 
+    void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                           std::span<const float> weights) override {
+        const int64_t n_taps = check_add_weighted_rows(x, src, rows, weights);
+        const char* op = "add_weighted_rows";
+        activate();
+        const auto staged = stage({std::as_bytes(rows), std::as_bytes(weights)});
+        kernels::add_weighted_rows_f32(
+            device_f32(x, op), device_f32(src, op), static_cast<const int64_t*>(staged[0]),
+            static_cast<const float*>(staged[1]), x.rows(), n_taps, x.row_size(), stream());
+    }
+
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
         check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();

@@ -54,13 +54,17 @@ __device__ inline uint32_t shared_pair(const __nv_bfloat16* p) {
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
 template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
 __global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_bf16_kernel(const float* q, const float* k, const float* v, float* out,
+    flash_attention_bf16_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                                const float* __restrict__ v, float* __restrict__ out,
                                 const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale_log2) {
     constexpr int kDim = kChunks * 16;   // head_dim padded with zeros
     constexpr int kDimTiles = kDim / 8;  // output columns in tiles of 8
     constexpr int kKStride = kDim + 8;   // bf16 per key row: the padding spreads fragment reads over banks
-    constexpr int kVStride = kKeyBlock + 8;                                // bf16 per row of transposed V
+    constexpr int kVStride = kKeyBlock + 8;                           // bf16 per row of transposed V
+    constexpr int kLoadSteps = kKeyBlock * kDim / 2 / kFlashThreads;  // pairs per thread, K and V alike
+    constexpr int kLoadBatch = kLoadSteps % 8 == 0 ? 8 : 4;
+    static_assert(kLoadSteps * kFlashThreads == kKeyBlock * kDim / 2 && kLoadSteps % kLoadBatch == 0);
     __shared__ __align__(16) __nv_bfloat16 k_block[kKeyBlock * kKStride];  // [kKeyBlock, kKStride]
     __shared__ __align__(16) __nv_bfloat16 v_block[kDim * kVStride];       // [kDim, kVStride]: V transposed
     __shared__ int64_t kv_rows[kKeyBlock];                                 // -1: no key
@@ -106,18 +110,45 @@ __global__ void __launch_bounds__(kFlashThreads)
             kv_rows[threadIdx.x] = j < span_visible ? keys.row(span.kv_start, j) : -1;
         }
         __syncthreads();
-        for (int i = static_cast<int>(threadIdx.x); i < kKeyBlock * kDim / 2; i += kFlashThreads) {
-            const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-            const int64_t row = kv_rows[key];
-            *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) =
-                row >= 0 ? load_pair(k + row * ld_kv + kv_head * head_dim, d, head_dim) : 0u;
+        // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of the
+        // stores that wait for them.
+#pragma unroll 1
+        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+            float a[kLoadBatch], b[kLoadBatch];
+#pragma unroll
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                const int64_t row = kv_rows[key];
+                const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
+                a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
+                b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
+            }
         }
-        for (int i = static_cast<int>(threadIdx.x); i < kKeyBlock / 2 * kDim; i += kFlashThreads) {
-            const int d = i % kDim, key = i / kDim * 2;
-            const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
-            const float v0 = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + kv_head * head_dim + d] : 0.0f;
-            const float v1 = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + kv_head * head_dim + d] : 0.0f;
-            *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(v0, v1);
+#pragma unroll 1
+        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+            float a[kLoadBatch], b[kLoadBatch];
+#pragma unroll
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int d = i % kDim, key = i / kDim * 2;
+                const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
+                const int64_t at = kv_head * head_dim + d;
+                a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
+                b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int d = i % kDim, key = i / kDim * 2;
+                *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
+            }
         }
         __syncthreads();
         if (j0 >= warp_visible) {

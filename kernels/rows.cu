@@ -45,6 +45,21 @@ unsigned int n_blocks(int64_t n) {
     return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
 }
 
+// One thread per value of x.  x [n_rows, d], src [n_src, d], rows and weights [n_rows * n_taps]
+__global__ void add_weighted_rows_f32_kernel(float* x, const float* src, const int64_t* rows,
+                                             const float* weights, int64_t n_rows, int64_t n_taps,
+                                             int64_t d) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < n_rows * d) {
+        const int64_t i = k / d, j = k % d;
+        float sum = 0.0f;
+        for (int64_t t = i * n_taps; t < (i + 1) * n_taps; ++t) {
+            sum += weights[t] * src[rows[t] * d + j];
+        }
+        x[k] += sum;
+    }
+}
+
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -73,6 +88,17 @@ void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int6
         return;
     }
     gather_rows_i32_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(src, rows, out, n_rows, d, n_src);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void add_weighted_rows_f32(float* x, const float* src, const int64_t* rows, const float* weights,
+                           int64_t n_rows, int64_t n_taps, int64_t d, cudaStream_t stream) {
+    const int64_t n = n_rows * d;
+    if (n == 0) {
+        return;
+    }
+    add_weighted_rows_f32_kernel<<<static_cast<unsigned int>((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        x, src, rows, weights, n_rows, n_taps, d);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -19,4 +19,9 @@ void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int6
 void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,
                       int64_t n_rows, int64_t d, cudaStream_t stream);
 
+// x[i] += Σ_t weights[i n_taps + t] · src[rows[i n_taps + t]], summed over t in order first.
+// x [n_rows, d], src [n_src, d], rows and weights [n_rows * n_taps] (device)
+void add_weighted_rows_f32(float* x, const float* src, const int64_t* rows, const float* weights,
+                           int64_t n_rows, int64_t n_taps, int64_t d, cudaStream_t stream);
+
 }  // namespace folio::kernels

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -263,6 +265,25 @@ TEST_F(Serving, TheSamePageAskedTwiceReusesTheImagePrefix) {
     }
     const EngineStats s = engine.stats();
     EXPECT_EQ(s.n_prefix_hit_blocks, static_cast<int64_t>(common / 4));
+}
+
+// The prefix cache keys an image's tokens by this hash: every pixel value and the grid must reach it. 37
+// floats are 148 bytes: whole 32-byte strides and a tail.
+TEST(ImageContentHash, EveryValueAndTheGridChangeIt) {
+    std::vector<float> pixels(37);
+    std::iota(pixels.begin(), pixels.end(), 0.5f);
+    const ImageGrid grid{1, 37, 1};
+    const uint64_t h = image_content_hash(pixels, grid);
+    EXPECT_EQ(image_content_hash(pixels, grid), h);
+    std::set<uint64_t> seen = {h};
+    for (size_t i = 0; i < pixels.size(); ++i) {
+        std::vector<float> changed = pixels;
+        changed[i] = std::nextafter(changed[i], 1e9f);  // the lowest bit of one value
+        EXPECT_TRUE(seen.insert(image_content_hash(changed, grid)).second) << "value " << i;
+    }
+    EXPECT_TRUE(seen.insert(image_content_hash(pixels, ImageGrid{1, 1, 37})).second) << "grid";
+    EXPECT_TRUE(seen.insert(image_content_hash(std::span(pixels).first(36), grid)).second)
+        << "one value fewer";
 }
 
 TEST_F(Serving, StressWithRandomArrivalsCancellationsAndLengths) {

@@ -603,6 +603,39 @@ TEST_F(BackendOpsTest, SampleRows) {
     EXPECT_THROW(gpu_->sample_rows(random({2, 0}).gpu, rows, history), Error) << "no columns";
 }
 
+// The vision position grid resampled onto images: each row of x gains a weighted sum of rows of the table.
+TEST_F(BackendOpsTest, AddWeightedRows) {
+    std::mt19937 rng(seed_++);
+    for (const int64_t d : {1, 7, 1152}) {
+        for (const int64_t n_taps : {1, 4}) {
+            const int64_t n = 301, n_src = 729;
+            const Pair src = random({n_src, d});
+            Pair x = random({n, d});
+            std::vector<int64_t> rows(static_cast<size_t>(n * n_taps));
+            std::vector<float> weights(rows.size());
+            for (size_t i = 0; i < rows.size(); ++i) {
+                rows[i] = static_cast<int64_t>(rng() % n_src);
+                weights[i] = static_cast<float>(rng() % 1000) / 1000.0f;
+            }
+            cpu_->add_weighted_rows(x.cpu, src.cpu, rows, weights);
+            gpu_->add_weighted_rows(x.gpu, src.gpu, rows, weights);
+            expect_close("add_weighted_rows", x.gpu, x.cpu, kF32Bound, dims({n, n_taps, d}));
+        }
+    }
+    Pair x = random({2, 3});
+    const Pair src = random({4, 3});
+    const std::vector<int64_t> rows = {0, 1, 2, 4};
+    const std::vector<float> weights = {1, 1, 1, 1};
+    EXPECT_THROW(gpu_->add_weighted_rows(x.gpu, src.gpu, rows, weights), Error) << "row 4 of 4";
+    EXPECT_THROW(
+        gpu_->add_weighted_rows(x.gpu, src.gpu, std::span(rows).first(3), std::span(weights).first(3)), Error)
+        << "3 taps for 2 rows";
+    EXPECT_THROW(gpu_->add_weighted_rows(x.gpu, random({4, 2}).gpu, std::span(rows).first(2),
+                                         std::span(weights).first(2)),
+                 Error)
+        << "row sizes 3 and 2";
+}
+
 TEST_F(BackendOpsTest, GatherAndScatterRows) {
     for (const int64_t d : {1, 7, 1000}) {
         const Pair src = random({130, d});

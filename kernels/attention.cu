@@ -5,6 +5,7 @@
 #include "attention-keys.cuh"
 #include "attention.h"
 #include "cuda-check.h"
+#include "dispatch.cuh"
 #include "error.h"
 #include "reduce.cuh"
 
@@ -358,37 +359,6 @@ __global__ void __launch_bounds__(kTileBlock)
     }
 }
 
-// Calls fn with std::integral_constant<int, head_dim / 32 rounded up>.
-template <typename F>
-void with_per_lane(int64_t head_dim, F&& fn) {
-    switch ((head_dim + kWarpSize - 1) / kWarpSize) {
-        case 1:
-            fn(std::integral_constant<int, 1>{});
-            break;
-        case 2:
-            fn(std::integral_constant<int, 2>{});
-            break;
-        case 3:
-            fn(std::integral_constant<int, 3>{});
-            break;
-        case 4:
-            fn(std::integral_constant<int, 4>{});
-            break;
-        case 5:
-            fn(std::integral_constant<int, 5>{});
-            break;
-        case 6:
-            fn(std::integral_constant<int, 6>{});
-            break;
-        case 7:
-            fn(std::integral_constant<int, 7>{});
-            break;
-        default:
-            fn(std::integral_constant<int, 8>{});
-            break;
-    }
-}
-
 // Query heads the row kernel takes per block for head_dim's kPerLane: the most of 8, 4, 2 and 1 that divides
 // the heads sharing a K/V head and keeps kGroup * kPerLane registers of queries and outputs at most 32.
 int row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
@@ -401,8 +371,9 @@ int row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
     return 1;
 }
 
+// Values of head_dim each lane of a row kernel holds.
 int per_lane_of(int64_t head_dim) {
-    return static_cast<int>(std::clamp<int64_t>((head_dim + kWarpSize - 1) / kWarpSize, 1, 8));
+    return clamp_1_to_8((head_dim + kWarpSize - 1) / kWarpSize);
 }
 
 template <int kPerLane, typename Keys>
@@ -459,7 +430,7 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
         fail("attention kernel: ", n_splits, " splits of the keys (1 to ", kMaxAttentionSplits,
              ", several need partials)");
     }
-    with_per_lane(head_dim, [&](auto per_lane) {
+    with_1_to_8(per_lane_of(head_dim), [&](auto per_lane) {
         constexpr int kPerLane = decltype(per_lane)::value;
         if (n_row_spans > 0) {
             launch_rows<kPerLane>(q, k, v, out, row_spans, n_row_spans, n_splits, partials, keys, n_head,

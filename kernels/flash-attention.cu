@@ -1,10 +1,10 @@
 #include <cmath>
-#include <type_traits>
 
 #include <cuda_bf16.h>
 
 #include "attention-keys.cuh"
 #include "cuda-check.h"
+#include "dispatch.cuh"
 #include "error.h"
 #include "flash-attention.h"
 #include "reduce.cuh"
@@ -243,37 +243,6 @@ __global__ void __launch_bounds__(kFlashThreads)
     }
 }
 
-// Calls fn with std::integral_constant<int, head_dim / 16 rounded up>, for head_dim up to kMaxFlashHeadDim.
-template <typename F>
-void with_chunks(int64_t head_dim, F&& fn) {
-    switch ((head_dim + 15) / 16) {
-        case 1:
-            fn(std::integral_constant<int, 1>{});
-            break;
-        case 2:
-            fn(std::integral_constant<int, 2>{});
-            break;
-        case 3:
-            fn(std::integral_constant<int, 3>{});
-            break;
-        case 4:
-            fn(std::integral_constant<int, 4>{});
-            break;
-        case 5:
-            fn(std::integral_constant<int, 5>{});
-            break;
-        case 6:
-            fn(std::integral_constant<int, 6>{});
-            break;
-        case 7:
-            fn(std::integral_constant<int, 7>{});
-            break;
-        default:
-            fn(std::integral_constant<int, 8>{});
-            break;
-    }
-}
-
 template <typename Keys>
 void launch_flash(const float* q, const float* k, const float* v, float* out, const AttentionSpan* spans,
                   int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
@@ -286,7 +255,8 @@ void launch_flash(const float* q, const float* k, const float* v, float* out, co
              " heads over ", n_kv_head, " K/V heads");
     }
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
-    with_chunks(head_dim, [&](auto chunks) {
+    // head_dim is at most kMaxFlashHeadDim: 8 pieces of 16.
+    with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
         constexpr int kChunks = decltype(chunks)::value;
         const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
         flash_attention_bf16_kernel<kChunks, Keys><<<grid, kFlashThreads, 0, stream>>>(

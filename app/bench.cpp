@@ -15,11 +15,13 @@ namespace folio::cli {
 
 const char* const kBenchUsage =
     R"(  folio-cli bench [--device cpu|cuda[:N]] [--model DIR] [--threads N] [--image-size WxH]
-                  [--prefill-tokens N] [--decode-tokens N] [--batch N,N,...] [--pages N [--blocks-per-page N]
-                  [--block-tokens N] [--block-image WxH]] [engine options]
+                  [--prefill-tokens N] [--decode-tokens N] [--batch N,N,...] [--pages N [--block-tokens N]
+                  [--block-image WxH [--blocks-per-page N]]] [engine options]
       Measures the model (full-size random weights unless --model is given) and prints JSON: the vision
-      encoder, prefill and decode at each batch size, and with --pages a document workload (each page
-      --blocks-per-page block crops with an OCR prompt and --block-tokens output tokens) in pages/s.
+      encoder, prefill and decode at each batch size, and with --pages a document workload in pages/s: each
+      page 20 block crops of the page20 shapes (1000x300, 1000x120, 600x400, 1200x80, 800x800, four of
+      each), or --blocks-per-page crops of --block-image, resized within the pipeline's pixel bounds, each
+      with a 12-token task prompt and --block-tokens output tokens.
 )";
 
 namespace {
@@ -77,45 +79,67 @@ nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_
             {"decode_sample_seconds", after.sample_seconds - before.sample_seconds}};
 }
 
+// The crops of one page of the standard "page20" workload: five block shapes a layout model finds on a
+// page (text lines, a heading, a paragraph, a footer line, a figure), four of each.
+std::vector<std::pair<int, int>> page20_blocks() {
+    const std::vector<std::pair<int, int>> shapes = {
+        {1000, 300}, {1000, 120}, {600, 400}, {1200, 80}, {800, 800}};
+    std::vector<std::pair<int, int>> blocks;
+    for (int i = 0; i < 4; ++i) {
+        blocks.insert(blocks.end(), shapes.begin(), shapes.end());
+    }
+    return blocks;
+}
+
 struct DocumentWorkload {
     int64_t n_pages = 0;
-    int64_t blocks_per_page = 20;
+    std::vector<std::pair<int, int>> page_blocks = page20_blocks();  // (width, height) of each block crop
+    std::string name = "page20";
     int64_t block_tokens = 60;
-    int block_width = 448;
-    int block_height = 112;
+    int64_t task_tokens = 12;  // prompt tokens after the image
 };
 
-// Pages turned into block requests as the document pipeline makes them: every block a crop of noise with an
-// OCR prompt and a fixed output length, all submitted at once. Preprocessing happens before the clock starts.
-nlohmann::json bench_document(PaddleOcrVl& model, const PreprocessorConfig& pre, const EngineConfig& config,
+// The pixel bounds within which the document pipeline resizes each block crop.
+constexpr int64_t kBlockMinPixels = 112'896;
+constexpr int64_t kBlockMaxPixels = 1'003'520;
+
+// Pages turned into block requests as the document pipeline makes them: every block a crop of noise resized
+// within the pipeline's pixel bounds, with a task prompt and a fixed output length, all submitted at once.
+// Preprocessing happens before the clock starts.
+nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const EngineConfig& config,
                               const DocumentWorkload& w) {
     const ModelConfig& cfg = model.config();
+    pre.min_pixels = kBlockMinPixels;
+    pre.max_pixels = kBlockMaxPixels;
     std::vector<Request> requests;
     std::mt19937 rng(11);
-    for (int64_t b = 0; b < w.n_pages * w.blocks_per_page; ++b) {
-        Image crop = make_image(w.block_width, w.block_height);
-        for (uint8_t& v : crop.rgb) {
-            v = static_cast<uint8_t>(rng() & 0xff);
+    int64_t n_prompt_tokens = 0;
+    for (int64_t page = 0; page < w.n_pages; ++page) {
+        for (const auto& [width, height] : w.page_blocks) {
+            Image crop = make_image(width, height);
+            for (uint8_t& v : crop.rgb) {
+                v = static_cast<uint8_t>(rng() & 0xff);
+            }
+            Request r;
+            r.images = preprocess_images(std::span(&crop, 1), pre);
+            const int64_t n_image_tokens =
+                r.images.grids[0].n_patches() /
+                (int64_t{cfg.vision.spatial_merge_size} * cfg.vision.spatial_merge_size);
+            r.prompt.ids = {cfg.text.bos_token_id, cfg.vision_start_token_id};
+            r.prompt.ids.insert(r.prompt.ids.end(), static_cast<size_t>(n_image_tokens), cfg.image_token_id);
+            r.prompt.ids.push_back(cfg.vision_end_token_id);
+            for (int64_t t = 0; t < w.task_tokens; ++t) {
+                r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 500));
+            }
+            r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+            std::fill_n(r.prompt.is_image.begin() + 2, n_image_tokens, 1);
+            r.max_tokens = w.block_tokens;
+            r.ignore_eos = true;
+            n_prompt_tokens += static_cast<int64_t>(r.prompt.ids.size());
+            requests.push_back(std::move(r));
         }
-        Request r;
-        r.images = preprocess_images(std::span(&crop, 1), pre);
-        const int64_t n_image_tokens =
-            r.images.grids[0].n_patches() /
-            (int64_t{cfg.vision.spatial_merge_size} * cfg.vision.spatial_merge_size);
-        r.prompt.ids = {cfg.text.bos_token_id, cfg.vision_start_token_id};
-        r.prompt.ids.insert(r.prompt.ids.end(), static_cast<size_t>(n_image_tokens), cfg.image_token_id);
-        r.prompt.ids.push_back(cfg.vision_end_token_id);
-        for (int t = 0; t < 6; ++t) {
-            r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 500));
-        }
-        r.prompt.is_image.assign(r.prompt.ids.size(), 0);
-        std::fill_n(r.prompt.is_image.begin() + 2, n_image_tokens, 1);
-        r.max_tokens = w.block_tokens;
-        r.ignore_eos = true;
-        requests.push_back(std::move(r));
     }
     EngineCore engine(model, config);
-    const int64_t n_prompt_tokens = static_cast<int64_t>(requests.front().prompt.ids.size());
     const auto start = std::chrono::steady_clock::now();
     for (Request& r : requests) {
         engine.submit(std::move(r));
@@ -128,10 +152,10 @@ nlohmann::json bench_document(PaddleOcrVl& model, const PreprocessorConfig& pre,
     }
     const double seconds = seconds_since(start);
     const EngineStats stats = engine.stats();
-    return {{"pages", w.n_pages},
-            {"blocks_per_page", w.blocks_per_page},
-            {"block_image", std::to_string(w.block_width) + "x" + std::to_string(w.block_height)},
-            {"block_prompt_tokens", n_prompt_tokens},
+    return {{"workload", w.name},
+            {"pages", w.n_pages},
+            {"blocks_per_page", w.page_blocks.size()},
+            {"prompt_tokens", n_prompt_tokens},
             {"block_output_tokens", w.block_tokens},
             {"seconds", seconds},
             {"pages_per_second", static_cast<double>(w.n_pages) / seconds},
@@ -178,14 +202,20 @@ int run_bench(const Options& opt) {
     }
     DocumentWorkload document;
     document.n_pages = opt.integer("--pages", 0);
-    document.blocks_per_page = opt.integer("--blocks-per-page", document.blocks_per_page);
     document.block_tokens = opt.integer("--block-tokens", document.block_tokens);
-    const auto [block_width, block_height] =
-        parse_size(opt.text("--block-image", "448x112"), "--block-image");
-    document.block_width = block_width;
-    document.block_height = block_height;
-    if (document.n_pages < 0 || document.blocks_per_page < 1 || document.block_tokens < 1) {
-        fail("--pages must not be negative, --blocks-per-page and --block-tokens must be at least 1");
+    if (opt.has("--block-image")) {
+        const std::string block = opt.text("--block-image");
+        const int64_t n_blocks = opt.integer("--blocks-per-page", 20);
+        if (n_blocks < 1) {
+            fail("--blocks-per-page must be at least 1, got ", n_blocks);
+        }
+        document.page_blocks.assign(static_cast<size_t>(n_blocks), parse_size(block, "--block-image"));
+        document.name = std::to_string(n_blocks) + " x " + block;
+    } else if (opt.has("--blocks-per-page")) {
+        fail("--blocks-per-page goes with --block-image; the page20 workload has its own 20 blocks");
+    }
+    if (document.n_pages < 0 || document.block_tokens < 1) {
+        fail("--pages must not be negative and --block-tokens must be at least 1");
     }
     std::vector<int64_t> batches;
     std::stringstream batch_list(opt.text("--batch", "1"));

@@ -37,6 +37,14 @@ void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     }
 }
 
+void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
+    check_linear(x, w, b);
+    if (y.shape != std::vector<int64_t>{x.rows(), w.n_out}) {
+        fail("linear_add: y ", shape_string(y.shape), " is not the [", x.rows(), ", ", w.n_out, "] that x ",
+             shape_string(x.shape), " times w makes");
+    }
+}
+
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
     if (w.n_elements() != x.row_size() || b.n_elements() != x.row_size()) {
         fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));

@@ -17,6 +17,8 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
 // x [n, in], w [out, in] dense or quantized (with a type and data), b [out] or null.
 void check_linear(const Tensor& x, const Tensor& w, const Tensor* b);
 void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+// linear's checks, and y [x.rows(), w.n_out] for the sum.
+void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 // Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);

@@ -1,8 +1,20 @@
 #include "backend.h"
 
+#include "backend-checks.h"
 #include "error.h"
 
 namespace folio {
+
+Tensor Backend::linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
+    Tensor y = linear(x, w, b);
+    gelu_tanh(y);
+    return y;
+}
+
+void Backend::linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
+    check_linear_add(y, x, w, b);
+    add(y, linear(x, w, b));
+}
 
 void Backend::begin_recording() {
     fail(name(), ": this backend cannot record work");

@@ -98,6 +98,12 @@ public:
     virtual Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
     // The same with a quantized w, dequantized as it is read.
     virtual Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) = 0;
+    // gelu_tanh(x · wᵀ + b), in one pass where the backend can (the default is linear, then gelu_tanh).
+    //   ->  [n, out]
+    virtual Tensor linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+    // y += x · wᵀ + b: a layer's output added to the residual stream, in one pass where the backend can (the
+    // default is linear, then add).  y [n, out]
+    virtual void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]

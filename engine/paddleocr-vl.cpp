@@ -71,8 +71,8 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
     int64_t bytes =
         (vd * patch_dim + vd + side * side * vd + 2 * vd) * f32;  // patches, positions, final norm
-    bytes +=
-        (merged * merged + merged + tc.hidden_size * merged + tc.hidden_size + 2 * vd) * f32;  // projector
+    bytes += linear(Quantization::None, merged, merged) + linear(Quantization::None, tc.hidden_size, merged) +
+             (merged + tc.hidden_size + 2 * vd) * f32;  // projector
     const int64_t vision_layer = 4 * linear(vq, vd, vd) + linear(vq, vff, vd) + linear(vq, vd, vff) +
                                  (4 * vd + 4 * vd + vff + vd) * f32;
     bytes += vc.num_hidden_layers * vision_layer;
@@ -135,6 +135,25 @@ Tensor PaddleOcrVl::apply(const Linear& layer, const Tensor& x) {
     return layer.q.data ? backend_.linear(x, layer.q, bias) : backend_.linear(x, layer.w, bias);
 }
 
+Tensor PaddleOcrVl::apply_gelu_tanh(const Linear& layer, const Tensor& x) {
+    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    if (layer.q.data) {
+        return backend_.linear_gelu_tanh(x, layer.q, bias);
+    }
+    Tensor y = backend_.linear(x, layer.w, bias);
+    backend_.gelu_tanh(y);
+    return y;
+}
+
+void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
+    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    if (layer.q.data) {
+        backend_.linear_add(y, x, layer.q, bias);
+    } else {
+        backend_.add(y, backend_.linear(x, layer.w, bias));
+    }
+}
+
 Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
                                        bool present) {
     return present ? load(weights, name, {n}) : Tensor{};
@@ -177,10 +196,9 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
     proj_ln_w = load(weights, "model.projector.pre_norm.weight", {vd});
     proj_ln_b = load(weights, "model.projector.pre_norm.bias", {vd});
-    proj_fc1_w = load(weights, "model.projector.linear_1.weight", {merged, merged});
-    proj_fc1_b = load(weights, "model.projector.linear_1.bias", {merged});
-    proj_fc2_w = load(weights, "model.projector.linear_2.weight", {tc.hidden_size, merged});
-    proj_fc2_b = load(weights, "model.projector.linear_2.bias", {tc.hidden_size});
+    proj_fc1 = load_linear(weights, "model.projector.linear_1", merged, merged, true, Quantization::None);
+    proj_fc2 =
+        load_linear(weights, "model.projector.linear_2", tc.hidden_size, merged, true, Quantization::None);
 
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
@@ -275,11 +293,9 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
         backend_.rope(q, cos, sin);
         backend_.rope(k, cos, sin);
         Tensor a = backend_.attention(q, k, v, segments, scale, attention_precision());  // [n, n_head, hd]
-        backend_.add(x, apply(L.o_proj, reshaped(a, {n, vd})));
+        apply_add(x, L.o_proj, reshaped(a, {n, vd}));
         h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
-        Tensor f = apply(L.fc1, h);  // [n, vff]
-        backend_.gelu_tanh(f);
-        backend_.add(x, apply(L.fc2, f));
+        apply_add(x, L.fc2, apply_gelu_tanh(L.fc1, h));  // through [n, vff]
     }
     return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);
 }
@@ -311,9 +327,9 @@ Tensor PaddleOcrVl::project(const Tensor& vision_features, std::span<const Image
     const int64_t n_merged = base / (m * m);
     const Tensor merged =
         reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});  // [n / 4, 4 vd]
-    Tensor h = backend_.linear(merged, proj_fc1_w, &proj_fc1_b);                // [n / 4, 4 vd]
+    Tensor h = apply(proj_fc1, merged);                                         // [n / 4, 4 vd]
     backend_.gelu_erf(h);
-    return backend_.linear(h, proj_fc2_w, &proj_fc2_b);  // [n / 4, hidden]
+    return apply(proj_fc2, h);  // [n / 4, hidden]
 }
 
 Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {

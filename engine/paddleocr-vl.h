@@ -119,6 +119,10 @@ private:
                                const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
+    // gelu_tanh(apply(layer, x)), and y += apply(layer, x): fused into the layer's matrix product where the
+    // weights are stored packed.
+    Tensor apply_gelu_tanh(const Linear& layer, const Tensor& x);
+    void apply_add(Tensor& y, const Linear& layer, const Tensor& x);
     AttentionPrecision attention_precision() const {
         return load_params_.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
     }
@@ -132,12 +136,12 @@ private:
     Tensor patch_w, patch_b;  // [vision_hidden, channels * patch * patch], [vision_hidden]
     Tensor position_grid;     // [side * side, vision_hidden], resampled onto each image
     std::vector<VisionLayer> vision_layers;
-    Tensor post_ln_w, post_ln_b;    // [vision_hidden]
-    Tensor proj_ln_w, proj_ln_b;    // [vision_hidden]
-    Tensor proj_fc1_w, proj_fc1_b;  // [4 * vision_hidden, 4 * vision_hidden], [4 * vision_hidden]
-    Tensor proj_fc2_w, proj_fc2_b;  // [hidden, 4 * vision_hidden], [hidden]
-    Tensor embed_tokens;            // [vocab, hidden]
-    Linear lm_head;                 // [vocab, hidden]; the embedding table when tied and kept in float32
+    Tensor post_ln_w, post_ln_b;  // [vision_hidden]
+    Tensor proj_ln_w, proj_ln_b;  // [vision_hidden]
+    Linear proj_fc1;              // [4 * vision_hidden, 4 * vision_hidden]
+    Linear proj_fc2;              // [hidden, 4 * vision_hidden]
+    Tensor embed_tokens;          // [vocab, hidden]
+    Linear lm_head;               // [vocab, hidden]; the embedding table when tied and kept in float32
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
     MropeParams text_rope;

@@ -16,6 +16,7 @@
 #include "elementwise.h"
 #include "error.h"
 #include "flash-attention.h"
+#include "gemm-lt.h"
 #include "norm.h"
 #include "quantized-linear.h"
 #include "rotary.h"
@@ -263,6 +264,8 @@ public:
             fail_out_of_memory(kCublasWorkspaceBytes, device_);
         }
         CUBLAS_CHECK(cublasSetWorkspace(handle, cublas_workspace_.get(), kCublasWorkspaceBytes));
+        // One stream, so cuBLAS and cuBLASLt take turns with the workspace.
+        gemm_ = std::make_unique<kernels::LtGemm>(cublas_workspace_.get(), kCublasWorkspaceBytes);
     }
 
     ~CudaBackend() override {
@@ -362,28 +365,22 @@ public:
 
     Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
         check_linear(x, w, b);
-        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
-        if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
-            fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
-                 "] is not in this backend's device memory");
-        }
-        const kernels::QuantizedFormat format = w.type == Quantization::Bf16 ? kernels::QuantizedFormat::Bf16
-                                                : w.type == Quantization::Wint8
-                                                    ? kernels::QuantizedFormat::Wint8
-                                                    : kernels::QuantizedFormat::Wint4;
-        Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
-        // [n_scratch]: dequantized weight rows, or x in bfloat16
-        const int64_t n_scratch = kernels::quantized_linear_scratch_floats(format, n, in, out);
-        Tensor scratch;
-        if (n_scratch > 0) {
-            scratch = alloc_uninitialized({n_scratch}, "linear");
-        }
-        kernels::quantized_linear_f32(
-            cublas_.get(), format, device_f32(x, "linear"), static_cast<const int8_t*>(w.data->data()),
-            device_f32(w.scales, "linear"), b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out,
-            w.group_size, scratch.empty() ? nullptr : scratch.f32(),
-            scratch.empty() ? 0 : scratch.n_elements(), stream());
+        Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear");  // [n, out]
+        quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store);
         return y;
+    }
+
+    Tensor linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        check_linear(x, w, b);
+        Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear_gelu_tanh");  // [n, out]
+        quantized_linear(x, w, b, y, kernels::LinearEpilogue::GeluTanh);
+        return y;
+    }
+
+    void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
+        check_linear_add(y, x, w, b);
+        device_f32(y, "linear_add");
+        quantized_linear(x, w, b, y, kernels::LinearEpilogue::Accumulate);
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
@@ -840,6 +837,38 @@ private:
                compute_capability_major_ >= 8;
     }
 
+    // y [n, w.n_out] = epilogue(x · wᵀ + b), the arguments checked.
+    void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
+                          kernels::LinearEpilogue epilogue) {
+        if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
+            fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
+                 "] is not in this backend's device memory");
+        }
+        kernels::QuantizedLinearArgs args;
+        args.format = w.type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
+                      : w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
+                                                      : kernels::QuantizedFormat::Wint4;
+        args.x = device_f32(x, "linear");
+        args.q = static_cast<const int8_t*>(w.data->data());
+        args.scales = device_f32(w.scales, "linear");
+        args.b = b ? device_f32(*b, "linear") : nullptr;
+        args.y = y.f32();
+        args.n = x.rows();
+        args.n_in = w.n_in;
+        args.n_out = w.n_out;
+        args.group_size = w.group_size;
+        args.epilogue = epilogue;
+        // [n_scratch]: x in bfloat16 and dequantized weight rows
+        const int64_t n_scratch =
+            kernels::quantized_linear_scratch_floats(args.format, args.n, args.n_in, args.n_out);
+        Tensor scratch;
+        if (n_scratch > 0) {
+            scratch = alloc_uninitialized({n_scratch}, "linear");
+        }
+        kernels::quantized_linear_f32(*gemm_, args, scratch.empty() ? nullptr : scratch.f32(), n_scratch,
+                                      stream());
+    }
+
     void check_head_dim(const Tensor& q, const char* op) const {
         if (q.shape[2] > kernels::kMaxAttentionHeadDim) {
             fail(op, ": head_dim ", q.shape[2], " of q ", shape_string(q.shape),
@@ -857,6 +886,7 @@ private:
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
     DevicePtr cublas_workspace_;
+    std::unique_ptr<kernels::LtGemm> gemm_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
     bool recording_ = false;

@@ -3,7 +3,6 @@
 #include <cuda_bf16.h>
 
 #include "cuda-check.h"
-#include "elementwise.h"
 #include "error.h"
 #include "quantized-linear.h"
 #include "reduce.cuh"
@@ -26,6 +25,11 @@ __device__ inline float low_nibble(int8_t byte) {
 
 __device__ inline float high_nibble(int8_t byte) {
     return static_cast<float>(static_cast<int8_t>(byte >> 4));
+}
+
+__device__ inline float gelu_tanh(float v) {
+    constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+    return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
 __device__ inline float bf16_bits_to_float(uint16_t h) {
@@ -85,7 +89,8 @@ __device__ inline void weights_at8(const int8_t* q, const float* scales, int64_t
 template <QuantizedFormat kType, bool kVector>
 __global__ void __launch_bounds__(kBlock)
     quantized_gemv_f32_kernel(const float* x, const int8_t* q, const float* scales, const float* b, float* y,
-                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size) {
+                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size,
+                              LinearEpilogue epilogue) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int64_t o = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
     if (o >= n_out) {
@@ -133,9 +138,12 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
     for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
         if (r < n) {
-            const float sum = warp_sum(acc[r]);
+            const float sum = warp_sum(acc[r]) + (b ? b[o] : 0.0f);
             if (lane == 0) {
-                y[r * n_out + o] = sum + (b ? b[o] : 0.0f);
+                float& out = y[r * n_out + o];
+                out = epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+                      : epilogue == LinearEpilogue::Accumulate ? out + sum
+                                                               : sum;
             }
         }
     }
@@ -163,15 +171,14 @@ __global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n
 }
 
 template <QuantizedFormat kType>
-void launch_gemv(const float* x, const int8_t* q, const float* scales, const float* b, float* y, int64_t n,
-                 int64_t n_in, int64_t n_out, int64_t group_size, cudaStream_t stream) {
-    const auto n_blocks = static_cast<unsigned int>((n_out + kRowsPerBlock - 1) / kRowsPerBlock);
-    if (n_in % 8 == 0) {
-        quantized_gemv_f32_kernel<kType, true>
-            <<<n_blocks, kBlock, 0, stream>>>(x, q, scales, b, y, n, n_in, n_out, group_size);
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    const auto n_blocks = static_cast<unsigned int>((a.n_out + kRowsPerBlock - 1) / kRowsPerBlock);
+    if (a.n_in % 8 == 0) {
+        quantized_gemv_f32_kernel<kType, true><<<n_blocks, kBlock, 0, stream>>>(
+            a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out, a.group_size, a.epilogue);
     } else {
-        quantized_gemv_f32_kernel<kType, false>
-            <<<n_blocks, kBlock, 0, stream>>>(x, q, scales, b, y, n, n_in, n_out, group_size);
+        quantized_gemv_f32_kernel<kType, false><<<n_blocks, kBlock, 0, stream>>>(
+            a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out, a.group_size, a.epilogue);
     }
     CUDA_CHECK(cudaGetLastError());
 }
@@ -229,55 +236,55 @@ void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* 
     CUDA_CHECK(cudaGetLastError());
 }
 
-void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const float* x, const int8_t* q,
-                          const float* scales, const float* b, float* y, int64_t n, int64_t n_in,
-                          int64_t n_out, int64_t group_size, float* scratch, int64_t n_scratch,
+void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scratch, int64_t n_scratch,
                           cudaStream_t stream) {
-    if (n == 0 || n_out == 0) {
+    if (a.n == 0 || a.n_out == 0) {
         return;
     }
-    if (n <= kQuantizedGemvMaxRows) {
-        if (format == QuantizedFormat::Bf16) {
-            launch_gemv<QuantizedFormat::Bf16>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
-        } else if (format == QuantizedFormat::Wint8) {
-            launch_gemv<QuantizedFormat::Wint8>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+    if (a.n <= kQuantizedGemvMaxRows) {
+        if (a.format == QuantizedFormat::Bf16) {
+            launch_gemv<QuantizedFormat::Bf16>(a, stream);
+        } else if (a.format == QuantizedFormat::Wint8) {
+            launch_gemv<QuantizedFormat::Wint8>(a, stream);
         } else {
-            launch_gemv<QuantizedFormat::Wint4>(x, q, scales, b, y, n, n_in, n_out, group_size, stream);
+            launch_gemv<QuantizedFormat::Wint4>(a, stream);
         }
         return;
     }
-    if (n_scratch < quantized_linear_scratch_floats(format, n, n_in, n_out)) {
-        fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", n, " x ", n_in,
-             " activations and ", n_out, " weight rows needs ",
-             quantized_linear_scratch_floats(format, n, n_in, n_out));
+    const int64_t needed = quantized_linear_scratch_floats(a.format, a.n, a.n_in, a.n_out);
+    if (n_scratch < needed) {
+        fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", a.n, " x ", a.n_in,
+             " activations and ", a.n_out, " weight rows needs ", needed);
     }
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasSetStream(handle, stream));
     // x rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16 after
-    // it, a block at a time. y[:, block] = x · blockᵀ is column-major yᵀ[block, n] = block · xᵀ with leading
-    // dimension n_out, on the tensor cores with float32 accumulation.
+    // it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
     auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
-    const int64_t n_values = n * n_in;
+    const int64_t n_values = a.n * a.n_in;
     round_to_bf16_kernel<<<static_cast<unsigned int>((n_values + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-        x, x_bf16, n_values);
+        a.x, x_bf16, n_values);
     CUDA_CHECK(cudaGetLastError());
-    auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(n, n_in));
-    const int64_t block_rows = format == QuantizedFormat::Bf16 ? n_out : dequantize_block_rows(n_in, n_out);
-    for (int64_t o = 0; o < n_out; o += block_rows) {
-        const int64_t m = std::min(block_rows, n_out - o);
-        const void* w = w_bf16;  // rows [o, o + m) in bfloat16
-        if (format == QuantizedFormat::Bf16) {
-            w = q + o * n_in * 2;
-        } else {
-            dequantize_rows_bf16(format, q, scales, w_bf16, o, m, n_in, group_size, stream);
+    auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
+    const int64_t block_rows =
+        a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
+    for (int64_t o = 0; o < a.n_out; o += block_rows) {
+        LtLinearArgs block;
+        block.x = reinterpret_cast<const uint16_t*>(x_bf16);
+        block.w = w_bf16;  // rows [o, o + block.n_out) in bfloat16
+        if (a.format == QuantizedFormat::Bf16) {
+            block.w = reinterpret_cast<const uint16_t*>(a.q) + o * a.n_in;
         }
-        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
-                                  static_cast<int>(n_in), &alpha, w, CUDA_R_16BF, static_cast<int>(n_in),
-                                  x_bf16, CUDA_R_16BF, static_cast<int>(n_in), &beta, y + o, CUDA_R_32F,
-                                  static_cast<int>(n_out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-    if (b != nullptr) {
-        add_bias_f32(y, b, n, n_out, stream);
+        block.b = a.b != nullptr ? a.b + o : nullptr;
+        block.y = a.y + o;
+        block.n = a.n;
+        block.n_in = a.n_in;
+        block.n_out = std::min(block_rows, a.n_out - o);
+        block.ld_y = a.n_out;
+        block.epilogue = a.epilogue;
+        if (a.format != QuantizedFormat::Bf16) {
+            dequantize_rows_bf16(a.format, a.q, a.scales, w_bf16, o, block.n_out, a.n_in, a.group_size,
+                                 stream);
+        }
+        gemm.linear_bf16(block, stream);
     }
 }
 

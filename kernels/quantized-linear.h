@@ -6,8 +6,9 @@
 
 #include <cstdint>
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include "gemm-lt.h"
 
 namespace folio::kernels {
 
@@ -19,14 +20,27 @@ enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 // dequantized to bfloat16 in blocks of rows first.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
 
-// y = x · dequantize(w)ᵀ (+ b).  x [n, n_in], q as QuantizedWeights::q, scales [n_out, n_in / group_size],
-// b [n_out] or null  ->  y [n, n_out].  scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: x
-// rounded to bfloat16 and, for WINT8/WINT4, a block of dequantized weight rows, multiplied on the tensor
-// cores with float32 accumulation; quantized_linear_scratch_floats() says how much.
+// y = epilogue(x · dequantize(w)ᵀ + b).  x [n, n_in], q as QuantizedWeights::q, scales [n_out, n_in /
+// group_size], b [n_out] or null  ->  y [n, n_out] (read too when the epilogue accumulates).
+struct QuantizedLinearArgs {
+    QuantizedFormat format = QuantizedFormat::Bf16;
+    const float* x = nullptr;
+    const int8_t* q = nullptr;
+    const float* scales = nullptr;
+    const float* b = nullptr;
+    float* y = nullptr;
+    int64_t n = 0;
+    int64_t n_in = 0;
+    int64_t n_out = 0;
+    int64_t group_size = 0;
+    LinearEpilogue epilogue = LinearEpilogue::Store;
+};
+
+// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: x rounded to bfloat16 and, for
+// WINT8/WINT4, a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
+// and the epilogue fused (gemm); quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out);
-void quantized_linear_f32(cublasHandle_t handle, QuantizedFormat format, const float* x, const int8_t* q,
-                          const float* scales, const float* b, float* y, int64_t n, int64_t n_in,
-                          int64_t n_out, int64_t group_size, float* scratch, int64_t n_scratch,
+void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,
                           cudaStream_t stream);
 
 // Weight rows [row_begin, row_begin + n_rows) as bfloat16 bits, rounded to nearest even.  q, scales as above

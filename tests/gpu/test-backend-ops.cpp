@@ -280,6 +280,50 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
     EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
 }
 
+// The epilogues fused into the product: GELU after the bias, and the sum added to an existing tensor (the
+// CPU backend runs them as separate operations).
+TEST_F(BackendOpsTest, LinearEpilogues) {
+    struct Case {
+        Quantization type;
+        int64_t in;
+        int64_t out;
+    };
+    const std::vector<Case> cases = {
+        {Quantization::Bf16, 96, 1000}, {Quantization::Bf16, 1000, 7},  {Quantization::Bf16, 7, 96},
+        {Quantization::Wint8, 96, 130}, {Quantization::Wint4, 128, 96},
+    };
+    for (const Case& c : cases) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, 64);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        for (const int64_t n : {1, 8, 9, 130}) {
+            const double bound = n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            for (const bool with_bias : {false, true}) {
+                const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
+                const Pair x = random({n, c.in}), b = random({c.out});
+                const Tensor* b_cpu = with_bias ? &b.cpu : nullptr;
+                const Tensor* b_gpu = with_bias ? &b.gpu : nullptr;
+                expect_close(label("linear_gelu_tanh ", quantization_name(c.type)),
+                             gpu_->linear_gelu_tanh(x.gpu, w_gpu, b_gpu),
+                             cpu_->linear_gelu_tanh(x.cpu, w_cpu, b_cpu), bound, where);
+                Pair y = random({n, c.out});
+                gpu_->linear_add(y.gpu, x.gpu, w_gpu, b_gpu);
+                cpu_->linear_add(y.cpu, x.cpu, w_cpu, b_cpu);
+                expect_close(label("linear_add ", quantization_name(c.type)), y.gpu, y.cpu, bound, where);
+            }
+        }
+    }
+    const QuantizedTensor w_gpu =
+        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
+    const Pair x = random({2, 64});
+    Pair y = random({2, 5});
+    EXPECT_THROW(gpu_->linear_add(y.gpu, x.gpu, w_gpu, nullptr), Error);
+    Pair y3 = random({3, 4});
+    EXPECT_THROW(gpu_->linear_add(y3.gpu, x.gpu, w_gpu, nullptr), Error);
+    const Pair x63 = random({2, 63});
+    EXPECT_THROW(gpu_->linear_gelu_tanh(x63.gpu, w_gpu, nullptr), Error);
+}
+
 TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
     for (const int64_t n : {1, 3, 17, 130}) {
         for (const int64_t d : {1, 7, 96, 1000}) {

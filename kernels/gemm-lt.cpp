@@ -1,0 +1,154 @@
+#include "gemm-lt.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "cuda-check.h"
+#include "error.h"
+
+namespace folio::kernels {
+
+namespace {
+
+struct DescDestroy {
+    void operator()(cublasLtMatmulDesc_t d) const { cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDestroy {
+    void operator()(cublasLtMatrixLayout_t l) const { cublasLtMatrixLayoutDestroy(l); }
+};
+struct PreferenceDestroy {
+    void operator()(cublasLtMatmulPreference_t p) const { cublasLtMatmulPreferenceDestroy(p); }
+};
+using LayoutPtr = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDestroy>;
+
+LayoutPtr make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld) {
+    cublasLtMatrixLayout_t layout = nullptr;
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<uint64_t>(rows),
+                                            static_cast<uint64_t>(cols), ld));
+    return LayoutPtr(layout);
+}
+
+// The largest power of two, up to 256, that divides the address: cuBLASLt picks kernels by the alignment it
+// is promised.
+int64_t alignment_of(const void* p) {
+    const auto address = reinterpret_cast<uintptr_t>(p);
+    return address == 0 ? 256 : std::min<int64_t>(256, int64_t{1} << std::countr_zero(address));
+}
+
+cublasLtEpilogue_t lt_epilogue(LinearEpilogue epilogue, bool bias) {
+    if (epilogue == LinearEpilogue::GeluTanh) {
+        return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    }
+    return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+const char* epilogue_name(LinearEpilogue epilogue) {
+    switch (epilogue) {
+        case LinearEpilogue::Store:
+            return "store";
+        case LinearEpilogue::GeluTanh:
+            return "gelu_tanh";
+        case LinearEpilogue::Accumulate:
+            return "accumulate";
+    }
+    return "?";
+}
+
+}  // namespace
+
+// Row-major y[n, n_out] = x[n, n_in] · w[n_out, n_in]ᵀ is column-major yᵀ[n_out, n] = w · xᵀ: A is w read
+// transposed (column-major [n_in, n_out]), B is x (column-major [n_in, n]), C and D are yᵀ with leading
+// dimension ld_y. cuBLASLt's bias is per row of D, so per output column of y.
+struct LtGemm::Plan {
+    std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDestroy> desc;
+    LayoutPtr a, b, d;
+    cublasLtMatmulAlgo_t algo{};
+};
+
+LtGemm::LtGemm(void* workspace, size_t workspace_bytes)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+    cublasLtHandle_t handle = nullptr;
+    CUBLAS_CHECK(cublasLtCreate(&handle));
+    handle_.reset(handle);
+}
+
+LtGemm::~LtGemm() = default;
+
+const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
+    if (const auto it = plans_.find(key); it != plans_.end()) {
+        return *it->second;
+    }
+    // Shapes come from batch sizes and image sizes, so a long run meets many; old plans are cheap to remake.
+    constexpr size_t kMaxPlans = 512;
+    if (plans_.size() >= kMaxPlans) {
+        plans_.clear();
+    }
+    const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment] = key;
+    auto p = std::make_unique<Plan>();
+    cublasLtMatmulDesc_t desc = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    p->desc.reset(desc);
+    const cublasOperation_t transpose = CUBLAS_OP_T;
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+    const cublasLtEpilogue_t lt = lt_epilogue(static_cast<LinearEpilogue>(epilogue), has_bias != 0);
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt, sizeof(lt)));
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                sizeof(bias_type)));
+    // The heuristic reads the bias pointer's alignment.
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    p->a = make_layout(CUDA_R_16BF, n_in, n_out, n_in);
+    p->b = make_layout(CUDA_R_16BF, n_in, n, n_in);
+    p->d = make_layout(CUDA_R_32F, n_out, n, ld_y);
+
+    cublasLtMatmulPreference_t pref_raw = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
+    const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDestroy> pref(pref_raw);
+    const uint64_t workspace = workspace_bytes_;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &workspace, sizeof(workspace)));
+    const auto align = static_cast<uint32_t>(alignment);
+    for (const auto attribute :
+         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_raw, attribute, &align, sizeof(align)));
+    }
+    cublasLtMatmulHeuristicResult_t result{};
+    int n_results = 0;
+    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(),
+                                                p->d.get(), pref_raw, 1, &result, &n_results));
+    if (n_results == 0) {
+        fail("cuBLASLt: no algorithm for a bfloat16 linear layer of ", n, " x ", n_in, " by ", n_out, " x ",
+             n_in, " with epilogue ", epilogue_name(static_cast<LinearEpilogue>(epilogue)),
+             has_bias ? " and bias" : "", " (pointers aligned to ", alignment, " bytes)");
+    }
+    p->algo = result.algo;
+    return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void LtGemm::linear_bf16(const LtLinearArgs& args, cudaStream_t stream) {
+    if (args.n == 0 || args.n_out == 0) {
+        return;
+    }
+    if (args.ld_y < args.n_out) {
+        fail("cuBLASLt linear: row stride ", args.ld_y, " of y under its ", args.n_out, " columns");
+    }
+    const int64_t alignment =
+        std::min({alignment_of(args.x), alignment_of(args.w), alignment_of(args.y), alignment_of(args.b)});
+    const Plan& p = plan({args.n, args.n_in, args.n_out, args.ld_y, static_cast<int64_t>(args.epilogue),
+                          args.b != nullptr ? 1 : 0, alignment},
+                         args.b);
+    if (args.b != nullptr) {
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.b,
+                                                    sizeof(args.b)));
+    }
+    const float alpha = 1.0f;
+    const float beta = args.epilogue == LinearEpilogue::Accumulate ? 1.0f : 0.0f;
+    CUBLAS_CHECK(cublasLtMatmul(handle_.get(), p.desc.get(), &alpha, args.w, p.a.get(), args.x, p.b.get(),
+                                &beta, args.y, p.d.get(), args.y, p.d.get(), &p.algo, workspace_,
+                                workspace_bytes_, stream));
+}
+
+}  // namespace folio::kernels

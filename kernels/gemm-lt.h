@@ -1,0 +1,65 @@
+// Linear layers on cuBLASLt: bfloat16 activations and weights, float32 accumulation and output, with the
+// bias, the GELU and the residual add done in the GEMM's epilogue instead of in passes of their own. A plan
+// (the operation and layout descriptors and the algorithm cuBLASLt's heuristic chose) is kept per shape.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// What a linear layer does with its product p = x · wᵀ + b before it stores it in y.
+enum class LinearEpilogue {
+    Store,       // y = p
+    GeluTanh,    // y = gelu(p), tanh approximation
+    Accumulate,  // y += p (a layer that adds to the residual stream)
+};
+
+// y [n, n_out] float32 = epilogue(x [n, n_in] · w [n_out, n_in]ᵀ + b [n_out]); x and w are bfloat16 bits,
+// row-major with row strides n_in, y with row stride ld_y (>= n_out, so that a block of a layer's output
+// columns can be written in place). b float32 or null.
+struct LtLinearArgs {
+    const uint16_t* x = nullptr;
+    const uint16_t* w = nullptr;
+    const float* b = nullptr;
+    float* y = nullptr;
+    int64_t n = 0;
+    int64_t n_in = 0;
+    int64_t n_out = 0;
+    int64_t ld_y = 0;
+    LinearEpilogue epilogue = LinearEpilogue::Store;
+};
+
+class LtGemm {
+public:
+    // workspace [workspace_bytes] in device memory, owned by the caller; the GEMMs allocate nothing, so
+    // they can be recorded into CUDA graphs.
+    LtGemm(void* workspace, size_t workspace_bytes);
+    ~LtGemm();
+    LtGemm(const LtGemm&) = delete;
+    LtGemm& operator=(const LtGemm&) = delete;
+
+    // Enqueues the linear layer on stream. Throws folio::Error when cuBLASLt has no algorithm for it.
+    void linear_bf16(const LtLinearArgs& args, cudaStream_t stream);
+
+private:
+    struct Plan;
+    // n, n_in, n_out, ld_y, epilogue, bias present, alignment of the pointers in bytes
+    using PlanKey = std::array<int64_t, 7>;
+    const Plan& plan(const PlanKey& key, const float* bias);
+
+    struct HandleDestroy {
+        void operator()(cublasLtHandle_t h) const { cublasLtDestroy(h); }
+    };
+    std::unique_ptr<cublasLtContext, HandleDestroy> handle_;
+    void* workspace_;
+    size_t workspace_bytes_;
+    std::map<PlanKey, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace folio::kernels

@@ -167,6 +167,7 @@ nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const 
             // Host time of each part; the device catches up at each step's sampling, inside decoder_seconds.
             {"vision_seconds", stats.runner.vision_seconds},
             {"decoder_seconds", stats.runner.text_seconds},
+            {"decode_step_seconds", stats.runner.decode_seconds},
             {"preemptions", stats.n_preemptions},
             {"kv_blocks", stats.n_kv_blocks}};
 }

@@ -266,7 +266,11 @@ std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const K
         sample(output, hidden, sample_rows, sampled);
     }
     ++stats_.n_steps;
-    stats_.text_seconds += seconds_since(start);
+    const double seconds = seconds_since(start);
+    stats_.text_seconds += seconds;
+    if (decode) {
+        stats_.decode_seconds += seconds;
+    }
     return sampled;
 }
 

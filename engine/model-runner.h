@@ -33,6 +33,7 @@ struct RunnerStats {
     double text_seconds = 0.0;    // the decoder, logits and sampling
     double sample_seconds = 0.0;  // of that, choosing the tokens from the logits
     int64_t n_decode_steps = 0;   // steps of one new token per sequence, inputs on the backend
+    double decode_seconds = 0.0;  // of text_seconds, the decode steps'
     int64_t n_replays = 0;        // of those, replays of recorded work
 };
 

@@ -15,12 +15,14 @@ namespace folio::kernels {
 
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = 4;
 constexpr int kBlock = kWarps * kWarpSize;
-constexpr int kKeysPerStep = 4;  // keys a warp scores together, for independent shuffle chains
+constexpr int kKeysPerLane = 1;                      // keys a lane scores in one step of the row kernel
+constexpr int kStepKeys = kKeysPerLane * kWarpSize;  // keys a warp takes in one step
+constexpr int kValueBatch = 8;                       // value rows a lane loads before it accumulates them
 constexpr int kMergeBlock = 128;
 // Keys a split of a row should have at least, so that splitting pays for the merge.
-constexpr int64_t kMinKeysPerSplit = 64;
+constexpr int64_t kMinKeysPerSplit = 32;
 
 // One thread per sequence of a decode batch: the row span of its one query, which sees its seq_lens[i] keys
 // (at most max_blocks * block_size) through row i of the block tables.  seq_lens [n_seqs], spans [n_seqs]
@@ -34,20 +36,29 @@ __global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int
 }
 
 // One block per (row, group of kGroup query heads sharing one K/V head, split of the keys), so that each key
-// and value is read once for the group; each warp runs an online softmax per head over every kWarps-th step
-// of the split's keys, lanes splitting head_dim (kPerLane values each); the warps' results are merged at the
-// end. With one split the block writes the row's output; with several it writes each head's running maximum,
-// sum of exponentials and unnormalized output to partials, which merge_splits_f32_kernel combines.
+// and value is read once for the group. Each warp runs an online softmax per head over every kWarps-th step
+// of kStepKeys keys of the split. Scoring, a lane takes kKeysPerLane keys and dots each with the group's
+// queries (from shared memory), so that a step needs one reduction per head instead of one per key and
+// head; accumulating, lanes split head_dim (kPerLane values each) and read each value row together. The
+// warps' results are merged at the end. With one split the block writes the row's output; with several it
+// writes each head's running maximum, sum of exponentials and unnormalized output to partials, which
+// merge_splits_f32_kernel combines. kVec4: head_dim is a multiple of 4, and key rows are read 4 values at a
+// time.
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
 // partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
-template <int kPerLane, int kGroup, typename Keys>
+template <int kPerLane, int kGroup, bool kVec4, typename Keys>
 __global__ void __launch_bounds__(kBlock)
-    attention_row_f32_kernel(const float* q, const float* k, const float* v, float* out,
-                             const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
-                             int64_t head_dim, float scale, float* partials) {
-    __shared__ float warp_max[kWarps][kGroup];
-    __shared__ float warp_sum_exp[kWarps][kGroup];
-    __shared__ float warp_acc[kWarps][kGroup][kPerLane * kWarpSize];
+    attention_row_f32_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                             const float* __restrict__ v, float* __restrict__ out, const AttentionSpan* spans,
+                             Keys keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                             float* __restrict__ partials) {
+    constexpr int kDims = kPerLane * kWarpSize;  // head_dim rounded up to whole lanes
+    __shared__ __align__(16) float q_scaled[kGroup][kDims];
+    __shared__ __align__(16) float weights[kWarps][kGroup][kStepKeys];
+    __shared__ int64_t step_rows[kWarps][kStepKeys];
+    __shared__ float part_max[kWarps][kGroup];
+    __shared__ float part_sum[kWarps][kGroup];
+    __shared__ float part_acc[kWarps][kGroup][kDims];
 
     const AttentionSpan span = spans[blockIdx.x];
     const int64_t n_visible = visible_keys(span, 0);
@@ -60,98 +71,126 @@ __global__ void __launch_bounds__(kBlock)
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 
     const float* qr = q + (span.q_row * n_head + h0) * head_dim;  // [kGroup, head_dim]
-    float qv[kGroup][kPerLane];
+    for (int i = static_cast<int>(threadIdx.x); i < kGroup * kDims; i += kBlock) {
+        const int g = i / kDims, d = i % kDims;
+        q_scaled[g][d] = d < head_dim ? qr[g * head_dim + d] * scale : 0.0f;
+    }
+    __syncthreads();
+
     float acc[kGroup][kPerLane];
     float running_max[kGroup], running_sum[kGroup];
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
 #pragma unroll
         for (int p = 0; p < kPerLane; ++p) {
-            const int64_t d = lane + p * kWarpSize;
-            qv[g][p] = d < head_dim ? qr[g * head_dim + d] : 0.0f;
             acc[g][p] = 0.0f;
         }
         running_max[g] = -INFINITY;
         running_sum[g] = 0.0f;
     }
 
-    for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kKeysPerStep; j0 < key_end;
-         j0 += static_cast<int64_t>(kWarps) * kKeysPerStep) {
-        float score[kGroup][kKeysPerStep];
-        int64_t kv_row[kKeysPerStep];
+    for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kStepKeys; j0 < key_end;
+         j0 += static_cast<int64_t>(kWarps) * kStepKeys) {
+        // Scores of this lane's keys j0 + t * 32 + lane for every head of the group.
+        const float* key_rows[kKeysPerLane];
+        bool valid[kKeysPerLane];
 #pragma unroll
-        for (int t = 0; t < kKeysPerStep; ++t) {
-            const int64_t j = j0 + t;
-            kv_row[t] = j < key_end ? keys.row(span.kv_start, j) : -1;
-            float kd[kPerLane];
-            const float* kr =
-                k + (max(kv_row[t], int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+        for (int t = 0; t < kKeysPerLane; ++t) {
+            const int64_t j = j0 + t * kWarpSize + lane;
+            const int64_t row = j < key_end ? keys.row(span.kv_start, j) : -1;
+            valid[t] = row >= 0;
+            step_rows[warp][t * kWarpSize + lane] = row;
+            key_rows[t] = k + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+        }
+        float score[kGroup][kKeysPerLane] = {};
+#pragma unroll 8
+        for (int d = 0; d < head_dim; d += 4) {
+            float4 kd[kKeysPerLane];
 #pragma unroll
-            for (int p = 0; p < kPerLane; ++p) {
-                const int64_t d = lane + p * kWarpSize;
-                kd[p] = kv_row[t] >= 0 && d < head_dim ? kr[d] : 0.0f;
+            for (int t = 0; t < kKeysPerLane; ++t) {
+                if constexpr (kVec4) {
+                    kd[t] = valid[t] ? *reinterpret_cast<const float4*>(key_rows[t] + d) : float4{};
+                } else {
+                    const float* r = key_rows[t];
+                    kd[t] = valid[t] ? float4{r[d], d + 1 < head_dim ? r[d + 1] : 0.0f,
+                                              d + 2 < head_dim ? r[d + 2] : 0.0f,
+                                              d + 3 < head_dim ? r[d + 3] : 0.0f}
+                                     : float4{};
+                }
             }
 #pragma unroll
             for (int g = 0; g < kGroup; ++g) {
-                float dot = 0.0f;
+                const float4 qd = *reinterpret_cast<const float4*>(&q_scaled[g][d]);
 #pragma unroll
-                for (int p = 0; p < kPerLane; ++p) {
-                    dot += qv[g][p] * kd[p];
+                for (int t = 0; t < kKeysPerLane; ++t) {
+                    score[g][t] += qd.x * kd[t].x + qd.y * kd[t].y + qd.z * kd[t].z + qd.w * kd[t].w;
                 }
-                score[g][t] = dot;
             }
         }
-        float weight[kGroup][kKeysPerStep];
+        // One online-softmax step per head over the warp's kStepKeys keys.
 #pragma unroll
         for (int g = 0; g < kGroup; ++g) {
-            float step_max = running_max[g];
+            float lane_max = -INFINITY;
 #pragma unroll
-            for (int t = 0; t < kKeysPerStep; ++t) {
-                score[g][t] = warp_sum(score[g][t]) * scale;
-                if (kv_row[t] >= 0) {
-                    step_max = fmaxf(step_max, score[g][t]);
-                }
+            for (int t = 0; t < kKeysPerLane; ++t) {
+                lane_max = valid[t] ? fmaxf(lane_max, score[g][t]) : lane_max;
             }
+            const float step_max = fmaxf(running_max[g], warp_max(lane_max));
             const float correction = step_max == -INFINITY ? 1.0f : expf(running_max[g] - step_max);
-            running_sum[g] *= correction;
+            float lane_sum = 0.0f;
+#pragma unroll
+            for (int t = 0; t < kKeysPerLane; ++t) {
+                const float w = valid[t] ? expf(score[g][t] - step_max) : 0.0f;
+                weights[warp][g][t * kWarpSize + lane] = w;
+                lane_sum += w;
+            }
+            running_sum[g] = running_sum[g] * correction + warp_sum(lane_sum);
+            running_max[g] = step_max;
 #pragma unroll
             for (int p = 0; p < kPerLane; ++p) {
                 acc[g][p] *= correction;
             }
-#pragma unroll
-            for (int t = 0; t < kKeysPerStep; ++t) {
-                weight[g][t] = kv_row[t] >= 0 ? expf(score[g][t] - step_max) : 0.0f;
-                running_sum[g] += weight[g][t];
-            }
-            running_max[g] = step_max;
         }
+        __syncwarp();
+        // Values of the step's keys, kValueBatch at a time, each row read by the whole warp.
+        const int n_step = static_cast<int>(min(static_cast<int64_t>(kStepKeys), key_end - j0));
+        for (int t0 = 0; t0 < n_step; t0 += kValueBatch) {
+            float vd[kValueBatch][kPerLane];
 #pragma unroll
-        for (int t = 0; t < kKeysPerStep; ++t) {
-            if (kv_row[t] < 0) {
-                continue;
+            for (int t = 0; t < kValueBatch; ++t) {
+                const int64_t row = t0 + t < n_step ? step_rows[warp][t0 + t] : -1;
+                const float* vr = v + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+#pragma unroll
+                for (int p = 0; p < kPerLane; ++p) {
+                    const int d = lane + p * kWarpSize;
+                    vd[t][p] = row >= 0 && d < head_dim ? vr[d] : 0.0f;
+                }
             }
-            const float* vr = v + (kv_row[t] * n_kv_head + kv_head) * head_dim;  // [head_dim]
 #pragma unroll
-            for (int p = 0; p < kPerLane; ++p) {
-                const int64_t d = lane + p * kWarpSize;
-                const float vd = d < head_dim ? vr[d] : 0.0f;
+            for (int g = 0; g < kGroup; ++g) {
 #pragma unroll
-                for (int g = 0; g < kGroup; ++g) {
-                    acc[g][p] += weight[g][t] * vd;
+                for (int t4 = 0; t4 < kValueBatch; t4 += 4) {
+                    const float4 w = *reinterpret_cast<const float4*>(&weights[warp][g][t0 + t4]);
+#pragma unroll
+                    for (int p = 0; p < kPerLane; ++p) {
+                        acc[g][p] +=
+                            w.x * vd[t4][p] + w.y * vd[t4 + 1][p] + w.z * vd[t4 + 2][p] + w.w * vd[t4 + 3][p];
+                    }
                 }
             }
         }
+        __syncwarp();  // weights and step_rows are rewritten by the next step
     }
 
 #pragma unroll
     for (int g = 0; g < kGroup; ++g) {
         if (lane == 0) {
-            warp_max[warp][g] = running_max[g];
-            warp_sum_exp[warp][g] = running_sum[g];
+            part_max[warp][g] = running_max[g];
+            part_sum[warp][g] = running_sum[g];
         }
 #pragma unroll
         for (int p = 0; p < kPerLane; ++p) {
-            warp_acc[warp][g][lane + p * kWarpSize] = acc[g][p];
+            part_acc[warp][g][lane + p * kWarpSize] = acc[g][p];
         }
     }
     __syncthreads();
@@ -161,13 +200,13 @@ __global__ void __launch_bounds__(kBlock)
         const int64_t d = i % head_dim, h = h0 + g;
         float total_max = -INFINITY;
         for (int w = 0; w < kWarps; ++w) {
-            total_max = fmaxf(total_max, warp_max[w][g]);
+            total_max = fmaxf(total_max, part_max[w][g]);
         }
         float total_sum = 0.0f, o = 0.0f;
         for (int w = 0; w < kWarps; ++w) {
-            const float factor = warp_max[w][g] == -INFINITY ? 0.0f : expf(warp_max[w][g] - total_max);
-            total_sum += warp_sum_exp[w][g] * factor;
-            o += warp_acc[w][g][d] * factor;
+            const float factor = part_max[w][g] == -INFINITY ? 0.0f : expf(part_max[w][g] - total_max);
+            total_sum += part_sum[w][g] * factor;
+            o += part_acc[w][g][d] * factor;
         }
         if (gridDim.z == 1) {
             out[(span.q_row * n_head + h) * head_dim + d] = total_sum > 0.0f ? o / total_sum : 0.0f;
@@ -380,29 +419,38 @@ template <int kPerLane, typename Keys>
 void launch_rows(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
                  int64_t n_row_spans, int64_t n_splits, float* partials, const Keys& keys, int64_t n_head,
                  int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
-    const auto launch = [&](auto group) {
+    const bool vec4 = head_dim % 4 == 0 && reinterpret_cast<uintptr_t>(k) % 16 == 0;
+    const auto launch = [&](auto group, auto vector) {
         constexpr int kGroup = decltype(group)::value;
+        constexpr bool kVec4 = decltype(vector)::value;
         const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head / kGroup),
                         static_cast<unsigned int>(n_splits));
-        attention_row_f32_kernel<kPerLane, kGroup, Keys><<<grid, kBlock, 0, stream>>>(
+        attention_row_f32_kernel<kPerLane, kGroup, kVec4, Keys><<<grid, kBlock, 0, stream>>>(
             q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
+    };
+    const auto launch_group = [&](auto group) {
+        if (vec4) {
+            launch(group, std::true_type{});
+        } else {
+            launch(group, std::false_type{});
+        }
     };
     switch (row_group(n_head, n_kv_head, kPerLane)) {
         case 8:
             if constexpr (8 * kPerLane <= 32) {
-                launch(std::integral_constant<int, 8>{});
+                launch_group(std::integral_constant<int, 8>{});
             }
             break;
         case 4:
             if constexpr (4 * kPerLane <= 32) {
-                launch(std::integral_constant<int, 4>{});
+                launch_group(std::integral_constant<int, 4>{});
             }
             break;
         case 2:
-            launch(std::integral_constant<int, 2>{});
+            launch_group(std::integral_constant<int, 2>{});
             break;
         default:
-            launch(std::integral_constant<int, 1>{});
+            launch_group(std::integral_constant<int, 1>{});
             break;
     }
     CUDA_CHECK(cudaGetLastError());

@@ -470,10 +470,15 @@ public:
         kernels::attention_f32(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(), row_spans,
                                n_rows, splits.n_splits, splits.partials_f32(), tile_spans,
                                flash ? 0 : n_tiles, q.shape[1], k.shape[1], q.shape[2], scale, stream());
-        if (flash) {
+        if (flash && n_tiles > 0) {
+            const int64_t scratch_bytes = kernels::flash_scratch_bytes(k.shape[0], k.shape[1], k.shape[2]);
+            Tensor scratch;  // K and V in bfloat16
+            if (scratch_bytes > 0) {
+                scratch = alloc_uninitialized({(scratch_bytes + 3) / 4}, op);
+            }
             kernels::flash_attention_bf16(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(),
-                                          tile_spans, n_tiles, q.shape[1], k.shape[1], q.shape[2], scale,
-                                          stream());
+                                          tile_spans, n_tiles, k.shape[0], q.shape[1], k.shape[1], q.shape[2],
+                                          scale, scratch.empty() ? nullptr : scratch.f32(), stream());
         }
         return out;
     }

@@ -47,15 +47,90 @@ __device__ inline uint32_t shared_pair(const __nv_bfloat16* p) {
     return *reinterpret_cast<const uint32_t*>(p);
 }
 
+// A block of kKeyBlock keys from bfloat16 rows of kDim values (16-byte pieces): K rows as they are, V
+// transposed two keys at a time so that each store writes a pair of neighbouring keys. Every load of a
+// thread is issued before its stores.
+// k, v [n_kv_total, n_kv_head, kDim] as 16-byte pieces, kv_rows [kKeyBlock] (-1: zeros)
+template <int kDim, int kKStride, int kVStride>
+__device__ inline void load_padded_block(const uint4* __restrict__ k, const uint4* __restrict__ v,
+                                         const int64_t* kv_rows, int64_t n_kv_head, int64_t kv_head,
+                                         __nv_bfloat16* k_block, __nv_bfloat16* v_block) {
+    constexpr int kPieces = kDim / 8;                             // 16-byte pieces per row
+    constexpr int kKLoads = kKeyBlock * kPieces / kFlashThreads;  // per thread
+    constexpr int kVLoads = (kKeyBlock / 2 * kPieces + kFlashThreads - 1) / kFlashThreads;
+    static_assert(kKLoads * kFlashThreads == kKeyBlock * kPieces);
+    uint4 kp[kKLoads];
+#pragma unroll
+    for (int u = 0; u < kKLoads; ++u) {
+        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+        const int64_t row = kv_rows[i / kPieces];
+        kp[u] = row >= 0 ? k[(row * n_kv_head + kv_head) * kPieces + i % kPieces] : uint4{};
+    }
+    uint4 vp[kVLoads][2];
+#pragma unroll
+    for (int u = 0; u < kVLoads; ++u) {
+        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+        const int key = i / kPieces * 2, c = i % kPieces;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int64_t row = i < kKeyBlock / 2 * kPieces ? kv_rows[key + e] : -1;
+            vp[u][e] = row >= 0 ? v[(row * n_kv_head + kv_head) * kPieces + c] : uint4{};
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < kKLoads; ++u) {
+        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+        *reinterpret_cast<uint4*>(&k_block[i / kPieces * kKStride + i % kPieces * 8]) = kp[u];
+    }
+#pragma unroll
+    for (int u = 0; u < kVLoads; ++u) {
+        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+        if (i >= kKeyBlock / 2 * kPieces) {
+            continue;
+        }
+        const int key = i / kPieces * 2, d0 = i % kPieces * 8;
+        const auto* lo = reinterpret_cast<const uint16_t*>(&vp[u][0]);
+        const auto* hi = reinterpret_cast<const uint16_t*>(&vp[u][1]);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            *reinterpret_cast<uint32_t*>(&v_block[(d0 + e) * kVStride + key]) =
+                static_cast<uint32_t>(lo[e]) | static_cast<uint32_t>(hi[e]) << 16;
+        }
+    }
+}
+
+// One thread per 16-byte piece: rows of head_dim float32 values as rows of n_padded bfloat16, zero past
+// head_dim.  x [n_rows, head_dim]  ->  y [n_rows, n_padded]
+__global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restrict__ y, int64_t n_rows,
+                                     int64_t head_dim, int64_t n_padded) {
+    const int64_t pieces = n_padded / 8;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n_rows * pieces) {
+        return;
+    }
+    const float* row = x + i / pieces * head_dim;  // [head_dim]
+    const int64_t d0 = i % pieces * 8;
+    uint32_t packed[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int64_t d = d0 + 2 * e;
+        packed[e] = pack_bf16(d < head_dim ? row[d] : 0.0f, d + 1 < head_dim ? row[d + 1] : 0.0f);
+    }
+    y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
+}
+
 // One block per (span of up to kFlashTileRows query rows, head); each warp owns 16 rows. Blocks of kKeyBlock
 // keys are loaded to shared memory in bfloat16 (K as rows, V transposed), then each warp takes S = Q Kᵀ and
 // O += P V on the tensor cores with an online softmax on S between. In the fragments a lane holds rows
 // g = lane / 4 and g + 8 of its warp's 16, and columns 2 (lane % 4) + {0, 1} of every 8.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
-template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
+// kPadded: k and v hold bfloat16 rows of kChunks * 16 values, zero past head_dim (pad_rows_bf16 makes them),
+// read 16 bytes at a time; otherwise float32 rows of head_dim, rounded as they are loaded.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim or kChunks * 16],
+// spans [gridDim.x]
+template <int kChunks, typename Keys, bool kPadded>  // kChunks: head_dim in pieces of 16, rounded up
 __global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_bf16_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                const float* __restrict__ v, float* __restrict__ out,
+    flash_attention_bf16_kernel(const float* __restrict__ q, const void* __restrict__ k_rows,
+                                const void* __restrict__ v_rows, float* __restrict__ out,
                                 const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale_log2) {
     constexpr int kDim = kChunks * 16;   // head_dim padded with zeros
@@ -110,44 +185,52 @@ __global__ void __launch_bounds__(kFlashThreads)
             kv_rows[threadIdx.x] = j < span_visible ? keys.row(span.kv_start, j) : -1;
         }
         __syncthreads();
-        // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of the
-        // stores that wait for them.
+        if constexpr (kPadded) {
+            load_padded_block<kDim, kKStride, kVStride>(static_cast<const uint4*>(k_rows),
+                                                        static_cast<const uint4*>(v_rows), kv_rows, n_kv_head,
+                                                        kv_head, k_block, v_block);
+        } else {
+            const auto* k = static_cast<const float*>(k_rows);
+            const auto* v = static_cast<const float*>(v_rows);
+            // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of
+            // the stores that wait for them.
 #pragma unroll 1
-        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-            float a[kLoadBatch], b[kLoadBatch];
+            for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+                float a[kLoadBatch], b[kLoadBatch];
 #pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                const int64_t row = kv_rows[key];
-                const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
-                a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
-                b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
-            }
+                for (int u = 0; u < kLoadBatch; ++u) {
+                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                    const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                    const int64_t row = kv_rows[key];
+                    const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
+                    a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
+                    b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
+                }
 #pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
+                for (int u = 0; u < kLoadBatch; ++u) {
+                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                    const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                    *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
+                }
             }
-        }
 #pragma unroll 1
-        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-            float a[kLoadBatch], b[kLoadBatch];
+            for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+                float a[kLoadBatch], b[kLoadBatch];
 #pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int d = i % kDim, key = i / kDim * 2;
-                const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
-                const int64_t at = kv_head * head_dim + d;
-                a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
-                b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
-            }
+                for (int u = 0; u < kLoadBatch; ++u) {
+                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                    const int d = i % kDim, key = i / kDim * 2;
+                    const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
+                    const int64_t at = kv_head * head_dim + d;
+                    a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
+                    b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
+                }
 #pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int d = i % kDim, key = i / kDim * 2;
-                *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
+                for (int u = 0; u < kLoadBatch; ++u) {
+                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                    const int d = i % kDim, key = i / kDim * 2;
+                    *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
+                }
             }
         }
         __syncthreads();
@@ -243,44 +326,81 @@ __global__ void __launch_bounds__(kFlashThreads)
     }
 }
 
-template <typename Keys>
-void launch_flash(const float* q, const float* k, const float* v, float* out, const AttentionSpan* spans,
-                  int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                  float scale, cudaStream_t stream) {
-    if (n_spans == 0 || n_head == 0) {
-        return;
-    }
+// head_dim rounded up to the tensor cores' pieces of 16.
+int64_t padded_head_dim(int64_t head_dim) {
+    return (head_dim + 15) / 16 * 16;
+}
+
+void check_flash_shape(int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
     if (head_dim <= 0 || head_dim > kMaxFlashHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
         fail("flash attention kernel: head_dim ", head_dim, " (at most ", kMaxFlashHeadDim, "), ", n_head,
              " heads over ", n_kv_head, " K/V heads");
     }
+}
+
+template <bool kPadded, typename Keys>
+void launch_flash(const float* q, const void* k, const void* v, float* out, const AttentionSpan* spans,
+                  int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                  float scale, cudaStream_t stream) {
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
     // head_dim is at most kMaxFlashHeadDim: 8 pieces of 16.
     with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
         constexpr int kChunks = decltype(chunks)::value;
         const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_bf16_kernel<kChunks, Keys><<<grid, kFlashThreads, 0, stream>>>(
+        flash_attention_bf16_kernel<kChunks, Keys, kPadded><<<grid, kFlashThreads, 0, stream>>>(
             q, k, v, out, spans, keys, n_head, n_kv_head, head_dim, scale_log2);
         CUDA_CHECK(cudaGetLastError());
     });
+}
+
+void pad_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_dim, cudaStream_t stream) {
+    const int64_t n_pieces = n_rows * padded_head_dim(head_dim) / 8;
+    if (n_pieces == 0) {
+        return;
+    }
+    constexpr int kBlock = 256;
+    pad_rows_bf16_kernel<<<static_cast<unsigned int>((n_pieces + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        x, reinterpret_cast<uint4*>(y), n_rows, head_dim, padded_head_dim(head_dim));
+    CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
 
+int64_t flash_scratch_bytes(int64_t n_kv_total, int64_t n_kv_head, int64_t head_dim) {
+    return 2 * n_kv_total * n_kv_head * padded_head_dim(head_dim) * static_cast<int64_t>(sizeof(uint16_t));
+}
+
 void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
-                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
-                          int64_t head_dim, float scale, cudaStream_t stream) {
-    launch_flash(q, k, v, out, spans, n_spans, ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
+                          const AttentionSpan* spans, int64_t n_spans, int64_t n_kv_total, int64_t n_head,
+                          int64_t n_kv_head, int64_t head_dim, float scale, void* scratch,
+                          cudaStream_t stream) {
+    if (n_spans == 0 || n_head == 0) {
+        return;
+    }
+    check_flash_shape(n_head, n_kv_head, head_dim);
+    // K and V once in bfloat16, rows padded to the tensor cores' width, so that the blocks of every tile of
+    // queries are read in 16-byte pieces and not rounded again.
+    auto* k_bf16 = static_cast<uint16_t*>(scratch);
+    uint16_t* v_bf16 = k_bf16 + n_kv_total * n_kv_head * padded_head_dim(head_dim);
+    pad_rows_bf16(k, k_bf16, n_kv_total * n_kv_head, head_dim, stream);
+    pad_rows_bf16(v, v_bf16, n_kv_total * n_kv_head, head_dim, stream);
+    launch_flash<true>(q, k_bf16, v_bf16, out, spans, n_spans, ContiguousKeys{}, n_head, n_kv_head, head_dim,
+                       scale, stream);
 }
 
 void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const AttentionSpan* spans, int64_t n_spans, const int32_t* block_tables,
                                 int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale, cudaStream_t stream) {
-    launch_flash(q, k_cache, v_cache, out, spans, n_spans, PagedKeys{block_tables, block_size, n_blocks},
-                 n_head, n_kv_head, head_dim, scale, stream);
+    if (n_spans == 0 || n_head == 0) {
+        return;
+    }
+    check_flash_shape(n_head, n_kv_head, head_dim);
+    launch_flash<false>(q, k_cache, v_cache, out, spans, n_spans,
+                        PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
+                        stream);
 }
 
 }  // namespace folio::kernels

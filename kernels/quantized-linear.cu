@@ -170,6 +170,32 @@ __global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n
     }
 }
 
+// The same, one thread per four values read and written together; x 16-byte and y 8-byte aligned.
+__global__ void round_to_bf16_x4_kernel(const float4* __restrict__ x, uint2* __restrict__ y,
+                                        int64_t n_quads) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n_quads) {
+        const float4 v = x[i];
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+        y[i] = uint2{*reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi)};
+    }
+}
+
+// x [n] float32  ->  y [n] bfloat16, four values a thread where alignment allows.
+void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream) {
+    const bool quads =
+        n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
+    const int64_t n_threads = quads ? n / 4 : n;
+    const auto n_blocks = static_cast<unsigned int>((n_threads + kBlock - 1) / kBlock);
+    if (quads) {
+        round_to_bf16_x4_kernel<<<n_blocks, kBlock, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                                                 reinterpret_cast<uint2*>(y), n_threads);
+    } else {
+        round_to_bf16_kernel<<<n_blocks, kBlock, 0, stream>>>(x, y, n);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
 template <QuantizedFormat kType>
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     const auto n_blocks = static_cast<unsigned int>((a.n_out + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -259,10 +285,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     // x rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16 after
     // it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
     auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
-    const int64_t n_values = a.n * a.n_in;
-    round_to_bf16_kernel<<<static_cast<unsigned int>((n_values + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-        a.x, x_bf16, n_values);
-    CUDA_CHECK(cudaGetLastError());
+    round_to_bf16(a.x, x_bf16, a.n * a.n_in, stream);
     auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
     const int64_t block_rows =
         a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);

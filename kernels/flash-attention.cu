@@ -1,4 +1,5 @@
 #include <cmath>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -254,7 +255,9 @@ __global__ void __launch_bounds__(kFlashThreads)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int r = e / 2, key = t * 8 + 2 * tq + e % 2;
-                const bool seen = j0 + key < n_visible[r] && kv_rows[key] >= 0;
+                // Contiguous keys all exist; a paged one may lie outside the cache.
+                const bool seen =
+                    j0 + key < n_visible[r] && (std::is_same_v<Keys, ContiguousKeys> || kv_rows[key] >= 0);
                 s[t][e] = seen ? s[t][e] * scale_log2 : -INFINITY;
                 block_max[r] = fmaxf(block_max[r], s[t][e]);
             }

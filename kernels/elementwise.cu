@@ -1,3 +1,4 @@
+#include "activation.cuh"
 #include "cuda-check.h"
 #include "elementwise.h"
 
@@ -37,9 +38,7 @@ __global__ void add_bias_f32_kernel(float* y, const float* b, int64_t n_rows, in
 __global__ void gelu_tanh_f32_kernel(float* x, int64_t n) {
     const int64_t i = global_index();
     if (i < n) {
-        constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-        const float v = x[i];
-        x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+        x[i] = gelu_tanh(x[i]);
     }
 }
 

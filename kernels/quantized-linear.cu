@@ -2,6 +2,7 @@
 
 #include <cuda_bf16.h>
 
+#include "activation.cuh"
 #include "cuda-check.h"
 #include "error.h"
 #include "quantized-linear.h"
@@ -25,11 +26,6 @@ __device__ inline float low_nibble(int8_t byte) {
 
 __device__ inline float high_nibble(int8_t byte) {
     return static_cast<float>(static_cast<int8_t>(byte >> 4));
-}
-
-__device__ inline float gelu_tanh(float v) {
-    constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-    return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
 __device__ inline float bf16_bits_to_float(uint16_t h) {

@@ -4,6 +4,7 @@
 
 #include "attention-keys.cuh"
 #include "attention.h"
+#include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "dispatch.cuh"
 #include "error.h"
@@ -21,13 +22,27 @@ constexpr int kKeysPerLane = 1;                      // keys a lane scores in on
 constexpr int kStepKeys = kKeysPerLane * kWarpSize;  // keys a warp takes in one step
 constexpr int kValueBatch = 8;                       // value rows a lane loads before it accumulates them
 constexpr int kMergeBlock = 128;
+static_assert(kMaxAttentionSplits <= kMergeBlock);
+// Blocks of the row kernel up to which each lane asks for its keys' value rows in L1 as it scores them: with
+// few blocks the value reads then find their rows there, with many the rows of all blocks crowd L1 out.
+constexpr int64_t kPrefetchValuesMaxBlocks = 256;
 // Keys a split of a row should have at least, so that splitting pays for the merge.
 constexpr int64_t kMinKeysPerSplit = 32;
 
+// Asks for the n floats at p in the SM's L1 cache, a request per 128-byte line.
+__device__ inline void prefetch_l1(const float* p, int64_t n) {
+    for (int64_t i = 0; i < n; i += 32) {
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(p + i));
+    }
+}
+
 // One thread per sequence of a decode batch: the row span of its one query, which sees its seq_lens[i] keys
-// (at most max_blocks * block_size) through row i of the block tables.  seq_lens [n_seqs], spans [n_seqs]
+// (at most max_blocks * block_size) through row i of the block tables. Chained.
+// seq_lens [n_seqs], spans [n_seqs]
 __global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
                                     int64_t block_size, AttentionSpan* spans) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n_seqs) {
         const int64_t n_keys = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_blocks * block_size);
@@ -43,7 +58,7 @@ __global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int
 // warps' results are merged at the end. With one split the block writes the row's output; with several it
 // writes each head's running maximum, sum of exponentials and unnormalized output to partials, which
 // merge_splits_f32_kernel combines. kVec4: head_dim is a multiple of 4, and key rows are read 4 values at a
-// time.
+// time. With prefetch_values, each lane asks for its key's value row in L1 as it scores the key. Chained.
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
 // partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
 template <int kPerLane, int kGroup, bool kVec4, typename Keys>
@@ -51,7 +66,7 @@ __global__ void __launch_bounds__(kBlock)
     attention_row_f32_kernel(const float* __restrict__ q, const float* __restrict__ k,
                              const float* __restrict__ v, float* __restrict__ out, const AttentionSpan* spans,
                              Keys keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
-                             float* __restrict__ partials) {
+                             float* __restrict__ partials, bool prefetch_values) {
     constexpr int kDims = kPerLane * kWarpSize;  // head_dim rounded up to whole lanes
     __shared__ __align__(16) float q_scaled[kGroup][kDims];
     __shared__ __align__(16) float weights[kWarps][kGroup][kStepKeys];
@@ -60,6 +75,8 @@ __global__ void __launch_bounds__(kBlock)
     __shared__ float part_sum[kWarps][kGroup];
     __shared__ float part_acc[kWarps][kGroup][kDims];
 
+    wait_for_prior_grids();
+    start_dependent_grids();
     const AttentionSpan span = spans[blockIdx.x];
     const int64_t n_visible = visible_keys(span, 0);
     const int64_t split_keys = (n_visible + gridDim.z - 1) / gridDim.z;
@@ -101,6 +118,9 @@ __global__ void __launch_bounds__(kBlock)
             valid[t] = row >= 0;
             step_rows[warp][t * kWarpSize + lane] = row;
             key_rows[t] = k + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+            if (prefetch_values && valid[t]) {
+                prefetch_l1(v + (row * n_kv_head + kv_head) * head_dim, head_dim);
+            }
         }
         float score[kGroup][kKeysPerLane] = {};
 #pragma unroll 8
@@ -222,27 +242,44 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-// One block per (row, head): combines the splits' partial results into the row's output.
-// partials [gridDim.x, n_head, n_splits, head_dim + 2], out [n_q_total, n_head, head_dim], spans [gridDim.x]
-__global__ void merge_splits_f32_kernel(const float* partials, const AttentionSpan* spans, float* out,
-                                        int64_t n_head, int64_t n_splits, int64_t head_dim) {
+// One block per (row, head), chained: combines the splits' partial results into the row's output. Thread s
+// reads split s's maximum and sum, so that they arrive together; each split's factor is computed once.
+// partials [gridDim.x, n_head, n_splits, head_dim + 2], out [n_q_total, n_head, head_dim], spans [gridDim.x];
+// n_splits <= kMaxAttentionSplits <= kMergeBlock
+__global__ void __launch_bounds__(kMergeBlock)
+    merge_splits_f32_kernel(const float* partials, const AttentionSpan* spans, float* out, int64_t n_head,
+                            int64_t n_splits, int64_t head_dim) {
+    __shared__ float split_max[kMaxAttentionSplits];
+    __shared__ float split_sum[kMaxAttentionSplits];
+    __shared__ float factor[kMaxAttentionSplits];  // exp(split max - total max), 0 for an empty split
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t h = blockIdx.y;
     const float* row_partials = partials + (blockIdx.x * n_head + h) * n_splits * (head_dim + 2);
+    if (threadIdx.x < n_splits) {
+        split_max[threadIdx.x] = row_partials[threadIdx.x * (head_dim + 2)];
+        split_sum[threadIdx.x] = row_partials[threadIdx.x * (head_dim + 2) + 1];
+    }
+    __syncthreads();
     float total_max = -INFINITY;
     for (int64_t s = 0; s < n_splits; ++s) {
-        total_max = fmaxf(total_max, row_partials[s * (head_dim + 2)]);
+        total_max = fmaxf(total_max, split_max[s]);
     }
+    if (threadIdx.x < n_splits) {
+        const float m = split_max[threadIdx.x];
+        factor[threadIdx.x] = m == -INFINITY ? 0.0f : expf(m - total_max);
+    }
+    __syncthreads();
     float total_sum = 0.0f;
     for (int64_t s = 0; s < n_splits; ++s) {
-        const float m = row_partials[s * (head_dim + 2)];
-        total_sum += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 1] * expf(m - total_max);
+        total_sum += split_max[s] == -INFINITY ? 0.0f : split_sum[s] * factor[s];
     }
     float* orow = out + (spans[blockIdx.x].q_row * n_head + h) * head_dim;  // [head_dim]
     for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
         float o = 0.0f;
+#pragma unroll 8
         for (int64_t s = 0; s < n_splits; ++s) {
-            const float m = row_partials[s * (head_dim + 2)];
-            o += m == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 2 + d] * expf(m - total_max);
+            o += split_max[s] == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 2 + d] * factor[s];
         }
         orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
     }
@@ -425,8 +462,11 @@ void launch_rows(const float* q, const float* k, const float* v, float* out, con
         constexpr bool kVec4 = decltype(vector)::value;
         const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head / kGroup),
                         static_cast<unsigned int>(n_splits));
-        attention_row_f32_kernel<kPerLane, kGroup, kVec4, Keys><<<grid, kBlock, 0, stream>>>(
-            q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials);
+        const bool prefetch_values =
+            static_cast<int64_t>(grid.x) * grid.y * grid.z <= kPrefetchValuesMaxBlocks;
+        launch_chained(attention_row_f32_kernel<kPerLane, kGroup, kVec4, Keys>, grid, dim3(kBlock), 0, stream,
+                       q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials,
+                       prefetch_values);
     };
     const auto launch_group = [&](auto group) {
         if (vec4) {
@@ -453,12 +493,10 @@ void launch_rows(const float* q, const float* k, const float* v, float* out, con
             launch_group(std::integral_constant<int, 1>{});
             break;
     }
-    CUDA_CHECK(cudaGetLastError());
     if (n_splits > 1) {
         const dim3 merge_grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head));
-        merge_splits_f32_kernel<<<merge_grid, kMergeBlock, 0, stream>>>(partials, row_spans, out, n_head,
-                                                                        n_splits, head_dim);
-        CUDA_CHECK(cudaGetLastError());
+        launch_chained(merge_splits_f32_kernel, merge_grid, dim3(kMergeBlock), 0, stream, partials, row_spans,
+                       out, n_head, n_splits, head_dim);
     }
 }
 
@@ -568,9 +606,9 @@ void paged_decode_attention_f32(const float* q, const float* k_cache, const floa
         return;
     }
     constexpr int kSpanBlock = 128;
-    decode_spans_kernel<<<static_cast<unsigned int>((n_seqs + kSpanBlock - 1) / kSpanBlock), kSpanBlock, 0,
-                          stream>>>(seq_lens, n_seqs, max_blocks, block_size, spans);
-    CUDA_CHECK(cudaGetLastError());
+    launch_chained(decode_spans_kernel,
+                   dim3(static_cast<unsigned int>((n_seqs + kSpanBlock - 1) / kSpanBlock)), dim3(kSpanBlock),
+                   0, stream, seq_lens, n_seqs, max_blocks, block_size, spans);
     launch_attention(q, k_cache, v_cache, out, spans, n_seqs, n_splits, partials, nullptr, 0,
                      PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
                      stream);

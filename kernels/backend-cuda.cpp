@@ -619,8 +619,10 @@ public:
             return out;
         }
         const Tensor indices = alloc_uninitialized({x.rows()}, "argmax_rows");  // [n] int32 bit patterns
+        const Tensor scratch =
+            alloc_uninitialized({kernels::argmax_scratch_floats(x.rows(), d)}, "argmax_rows");  // chunk bests
         kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), reinterpret_cast<int32_t*>(indices.f32()),
-                                 x.rows(), d, stream());
+                                 scratch.f32(), x.rows(), d, stream());
         const std::vector<float> bits = download(indices);
         std::memcpy(out.data(), bits.data(), out.size() * sizeof(int32_t));
         return out;

@@ -1,4 +1,5 @@
 #include "activation.cuh"
+#include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "elementwise.h"
 
@@ -51,8 +52,10 @@ __global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
     }
 }
 
-// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]
+// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]; chained.
 __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int64_t d) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n * d) {
         const int64_t r = i / d, c = i % d;
@@ -117,8 +120,7 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
     if (n * d == 0) {
         return;
     }
-    swiglu_f32_kernel<<<n_blocks(n * d), kBlock, 0, stream>>>(gate_up, y, n, d);
-    CUDA_CHECK(cudaGetLastError());
+    launch_chained(swiglu_f32_kernel, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
 }
 
 int device_count() {

@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 
 #include "activation.cuh"
+#include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "error.h"
 #include "quantized-linear.h"
@@ -15,7 +16,12 @@ namespace folio::kernels {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kRowsPerBlock = kBlock / kWarpSize;  // one warp per output row
+constexpr int kWarpsPerBlock = kBlock / kWarpSize;
+// Warps a GEMV wants in all, about 32 an SM on today's largest devices: a product of few output rows splits
+// each row's columns between up to kWarpsPerBlock warps to get there, while every warp keeps at least
+// kMinPartColumns columns.
+constexpr int64_t kGemvWarpsWanted = 4096;
+constexpr int64_t kMinPartColumns = 256;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -47,81 +53,119 @@ __device__ inline float weight_at(const int8_t* q, const float* scales, int64_t 
     }
 }
 
-// Eight consecutive columns [c, c + 8) of weight row o; c is a multiple of 8 and n_in of 8 (of 64 for WINT4),
-// so the packed bytes can be read as one 16-, 8- or 4-byte word and the eight columns share a WINT4 group.
+// The packed bytes of eight consecutive columns [c, c + 8) of weight row o and their scale, as loaded: c is a
+// multiple of 8 and n_in of 8 (of 64 for WINT4), so the bytes are one 16-, 8- or 4-byte word and the eight
+// columns share a WINT4 group.
+struct Packed8 {
+    uint4 bits;
+    float scale;
+};
+
 template <QuantizedFormat kType>
-__device__ inline void weights_at8(const int8_t* q, const float* scales, int64_t o, int64_t c, int64_t n_in,
-                                   int64_t group_size, float out[8]) {
+__device__ inline Packed8 load_packed8(const int8_t* q, const float* scales, int64_t o, int64_t c,
+                                       int64_t n_in, int64_t group_size) {
+    Packed8 p{};
     if constexpr (kType == QuantizedFormat::Bf16) {
-        const uint4 word = *reinterpret_cast<const uint4*>(q + (o * n_in + c) * 2);
-        const auto* halves = reinterpret_cast<const uint16_t*>(&word);
+        p.bits = *reinterpret_cast<const uint4*>(q + (o * n_in + c) * 2);
+    } else if constexpr (kType == QuantizedFormat::Wint8) {
+        const int2 word = *reinterpret_cast<const int2*>(q + o * n_in + c);
+        p.bits.x = static_cast<uint32_t>(word.x);
+        p.bits.y = static_cast<uint32_t>(word.y);
+        p.scale = scales[o];
+    } else {
+        p.bits.x = *reinterpret_cast<const uint32_t*>(q + o * (n_in / 2) + c / 2);
+        p.scale = scales[o * (n_in / group_size) + c / group_size];
+    }
+    return p;
+}
+
+// The eight weights of a Packed8, dequantized as dequantize_row() does.
+template <QuantizedFormat kType>
+__device__ inline void unpack8(const Packed8& p, float out[8]) {
+    if constexpr (kType == QuantizedFormat::Bf16) {
+        const auto* halves = reinterpret_cast<const uint16_t*>(&p.bits);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             out[i] = bf16_bits_to_float(halves[i]);
         }
     } else if constexpr (kType == QuantizedFormat::Wint8) {
-        const int2 word = *reinterpret_cast<const int2*>(q + o * n_in + c);
-        const float scale = scales[o];
-        const int8_t* bytes = reinterpret_cast<const int8_t*>(&word);
+        const auto* bytes = reinterpret_cast<const int8_t*>(&p.bits);
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            out[i] = static_cast<float>(bytes[i]) * scale;
+            out[i] = static_cast<float>(bytes[i]) * p.scale;
         }
     } else {
-        const int word = *reinterpret_cast<const int*>(q + o * (n_in / 2) + c / 2);
-        const float scale = scales[o * (n_in / group_size) + c / group_size];
-        const int8_t* bytes = reinterpret_cast<const int8_t*>(&word);
+        const auto* bytes = reinterpret_cast<const int8_t*>(&p.bits);
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            out[2 * i] = low_nibble(bytes[i]) * scale;
-            out[2 * i + 1] = high_nibble(bytes[i]) * scale;
+            out[2 * i] = low_nibble(bytes[i]) * p.scale;
+            out[2 * i + 1] = high_nibble(bytes[i]) * p.scale;
         }
     }
 }
 
-// One warp per output row o: reads the row's packed weights once and dots them with every row of x.
-// kVector: n_in is a multiple of 8 and lanes take eight columns at a time.
+// n_parts warps per output row (1, 2, 4 or 8; kWarpsPerBlock / n_parts rows a block): part p of row o reads
+// the row's packed weights in the columns it owns once and dots them with every row of x; the parts' sums
+// are added in order through shared memory. kVector: n_in is a multiple of 8, a lane takes eight columns at
+// a time, part p owning the 256-column chunks p, p + n_parts, ..., and the first kChunksInFlight chunks are
+// loaded before the wait for the previous kernel (the weights are uploaded, never written by a kernel).
+// Otherwise lanes take single columns, part p owning every n_parts-th 32.
 // x [n, n_in], b [n_out] or null, y [n, n_out]; n <= kQuantizedGemvMaxRows
 template <QuantizedFormat kType, bool kVector>
 __global__ void __launch_bounds__(kBlock)
     quantized_gemv_f32_kernel(const float* x, const int8_t* q, const float* scales, const float* b, float* y,
-                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size,
+                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size, int n_parts,
                               LinearEpilogue epilogue) {
+    __shared__ float part_sums[kWarpsPerBlock][kQuantizedGemvMaxRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kWarpSize;
-    if (o >= n_out) {
-        return;
-    }
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int part = warp % n_parts;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = o < n_out;
     float acc[kQuantizedGemvMaxRows] = {};
     if constexpr (kVector) {
-        constexpr int64_t kStride = kWarpSize * 8;
-        for (int64_t c0 = static_cast<int64_t>(lane) * 8; c0 < n_in; c0 += kStride * kChunksInFlight) {
-            float w[kChunksInFlight][8];
+        const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
+        const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
+        Packed8 w[kChunksInFlight];
+        const auto load = [&](int64_t c0) {
 #pragma unroll
             for (int k = 0; k < kChunksInFlight; ++k) {
-                if (c0 + k * kStride < n_in) {
-                    weights_at8<kType>(q, scales, o, c0 + k * kStride, n_in, group_size, w[k]);
+                if (valid && c0 + k * stride < n_in) {
+                    w[k] = load_packed8<kType>(q, scales, o, c0 + k * stride, n_in, group_size);
                 }
+            }
+        };
+        load(first);
+        wait_for_prior_grids();
+        start_dependent_grids();
+        for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
+            if (c0 != first) {
+                load(c0);
             }
 #pragma unroll
             for (int k = 0; k < kChunksInFlight; ++k) {
-                const int64_t c = c0 + k * kStride;
+                const int64_t c = c0 + k * stride;
                 if (c >= n_in) {
                     break;
                 }
+                float wk[8];
+                unpack8<kType>(w[k], wk);
 #pragma unroll
                 for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
                     if (r < n) {
                         const float4 x0 = *reinterpret_cast<const float4*>(x + r * n_in + c);
                         const float4 x1 = *reinterpret_cast<const float4*>(x + r * n_in + c + 4);
-                        acc[r] += x0.x * w[k][0] + x0.y * w[k][1] + x0.z * w[k][2] + x0.w * w[k][3] +
-                                  x1.x * w[k][4] + x1.y * w[k][5] + x1.z * w[k][6] + x1.w * w[k][7];
+                        acc[r] += x0.x * wk[0] + x0.y * wk[1] + x0.z * wk[2] + x0.w * wk[3] + x1.x * wk[4] +
+                                  x1.y * wk[5] + x1.z * wk[6] + x1.w * wk[7];
                     }
                 }
             }
         }
     } else {
-        for (int64_t c = lane; c < n_in; c += kWarpSize) {
+        wait_for_prior_grids();
+        start_dependent_grids();
+        for (int64_t c = static_cast<int64_t>(part) * kWarpSize + lane; valid && c < n_in;
+             c += static_cast<int64_t>(n_parts) * kWarpSize) {
             const float w = weight_at<kType>(q, scales, o, c, n_in, group_size);
 #pragma unroll
             for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
@@ -134,15 +178,26 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
     for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
         if (r < n) {
-            const float sum = warp_sum(acc[r]) + (b ? b[o] : 0.0f);
+            acc[r] = warp_sum(acc[r]);
             if (lane == 0) {
-                float& out = y[r * n_out + o];
-                out = epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
-                      : epilogue == LinearEpilogue::Accumulate ? out + sum
-                                                               : sum;
+                part_sums[warp][r] = acc[r];
             }
         }
     }
+    __syncthreads();
+    if (!valid || part != 0 || lane >= n) {
+        return;
+    }
+    // Lane r of the row's first part finishes row r of x.
+    float sum = 0.0f;
+    for (int p = 0; p < n_parts; ++p) {
+        sum += part_sums[warp + p][lane];
+    }
+    sum += b ? b[o] : 0.0f;
+    float& out = y[lane * n_out + o];
+    out = epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+          : epilogue == LinearEpilogue::Accumulate ? out + sum
+                                                   : sum;
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
@@ -192,17 +247,25 @@ void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t str
     CUDA_CHECK(cudaGetLastError());
 }
 
+// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all.
+int gemv_parts(int64_t n_in, int64_t n_out) {
+    int parts = 1;
+    while (parts < kWarpsPerBlock && n_out * parts < kGemvWarpsWanted &&
+           n_in >= 2 * parts * kMinPartColumns) {
+        parts *= 2;
+    }
+    return parts;
+}
+
 template <QuantizedFormat kType>
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
-    const auto n_blocks = static_cast<unsigned int>((a.n_out + kRowsPerBlock - 1) / kRowsPerBlock);
-    if (a.n_in % 8 == 0) {
-        quantized_gemv_f32_kernel<kType, true><<<n_blocks, kBlock, 0, stream>>>(
-            a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out, a.group_size, a.epilogue);
-    } else {
-        quantized_gemv_f32_kernel<kType, false><<<n_blocks, kBlock, 0, stream>>>(
-            a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out, a.group_size, a.epilogue);
-    }
-    CUDA_CHECK(cudaGetLastError());
+    const int parts = gemv_parts(a.n_in, a.n_out);
+    const int64_t rows_per_block = kWarpsPerBlock / parts;
+    const dim3 grid(static_cast<unsigned int>((a.n_out + rows_per_block - 1) / rows_per_block));
+    const auto kernel =
+        a.n_in % 8 == 0 ? quantized_gemv_f32_kernel<kType, true> : quantized_gemv_f32_kernel<kType, false>;
+    launch_chained(kernel, grid, dim3(kBlock), 0, stream, a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out,
+                   a.group_size, parts, a.epilogue);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "rows.h"
 
@@ -20,9 +21,11 @@ __global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, fl
     }
 }
 
-// out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows]; a row outside src comes out zero.
+// out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows]; a row outside src comes out zero. Chained.
 __global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows, float* out, int64_t n_rows,
                                            int64_t d, int64_t n_src) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (k < n_rows * d) {
         const int64_t i = k / d, j = k % d;
@@ -87,8 +90,8 @@ void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int6
     if (n_rows * d == 0) {
         return;
     }
-    gather_rows_i32_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(src, rows, out, n_rows, d, n_src);
-    CUDA_CHECK(cudaGetLastError());
+    launch_chained(gather_rows_i32_f32_kernel, dim3(n_blocks(n_rows * d)), dim3(kBlock), 0, stream, src, rows,
+                   out, n_rows, d, n_src);
 }
 
 void add_weighted_rows_f32(float* x, const float* src, const int64_t* rows, const float* weights,

@@ -1,3 +1,4 @@
+#include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "reduce.cuh"
 #include "token-sampling.h"
@@ -55,11 +56,64 @@ __device__ int32_t block_argmax(const float* row, int64_t d) {
     return best.column;
 }
 
-// One block per row.  x [n_rows, d]  ->  out [n_rows]
-__global__ void __launch_bounds__(kBlock) argmax_rows_f32_kernel(const float* x, int32_t* out, int64_t d) {
-    const int32_t column = block_argmax(x + static_cast<int64_t>(blockIdx.x) * d, d);
+constexpr int kChunkBlock = 256;
+constexpr int kChunkLoads = 16;  // values a thread loads at once
+constexpr int64_t kArgmaxChunk = int64_t{kChunkBlock} * kChunkLoads;
+
+// Beaten by every number, and by -inf in any column.
+__device__ inline Best no_best() {
+    return Best{-INFINITY, INT32_MAX};
+}
+
+// One block per (row, chunk of kArgmaxChunk columns), chained: the chunk's best (value, column), NaNs left
+// out.  x [n_rows, d]  ->  best [n_rows, n_chunks]
+__global__ void __launch_bounds__(kChunkBlock)
+    argmax_chunks_f32_kernel(const float* x, Best* best, int64_t d, int64_t n_chunks) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t begin = static_cast<int64_t>(blockIdx.y) * kArgmaxChunk;
+    const float* row = x + static_cast<int64_t>(blockIdx.x) * d;  // [d]
+    float values[kChunkLoads];
+#pragma unroll
+    for (int i = 0; i < kChunkLoads; ++i) {
+        const int64_t c = begin + i * kChunkBlock + threadIdx.x;
+        values[i] = c < d ? row[c] : NAN;
+    }
+    Best b = no_best();
+#pragma unroll
+    for (int i = 0; i < kChunkLoads; ++i) {
+        b = better(b, Best{values[i], static_cast<int32_t>(begin + i * kChunkBlock + threadIdx.x)});
+    }
+    b = warp_best(b);
+    __shared__ Best partial[kChunkBlock / kWarpSize];
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    if (lane == 0) {
+        partial[warp] = b;
+    }
+    __syncthreads();
     if (threadIdx.x == 0) {
-        out[blockIdx.x] = column;
+        for (int w = 1; w < kChunkBlock / kWarpSize; ++w) {
+            b = better(b, partial[w]);
+        }
+        best[blockIdx.x * n_chunks + blockIdx.y] = b;
+    }
+}
+
+// One warp per row, chained: the best of the row's chunks, against column 0 first (a NaN there is never
+// beaten, as with std::max_element).  x [n_rows, d], best [n_rows, n_chunks]  ->  out [n_rows]
+__global__ void argmax_merge_kernel(const float* x, const Best* best, int32_t* out, int64_t d,
+                                    int64_t n_chunks) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int lane = static_cast<int>(threadIdx.x);
+    Best b = no_best();
+    for (int64_t c = lane; c < n_chunks; c += kWarpSize) {
+        b = better(b, best[blockIdx.x * n_chunks + c]);
+    }
+    b = warp_best(b);
+    if (lane == 0) {
+        out[blockIdx.x] = better(Best{x[blockIdx.x * d], 0}, b).column;
     }
 }
 
@@ -340,12 +394,23 @@ __global__ void __launch_bounds__(kBlock)
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-void argmax_rows_f32(const float* x, int32_t* out, int64_t n_rows, int64_t d, cudaStream_t stream) {
+int64_t argmax_scratch_floats(int64_t n_rows, int64_t d) {
+    static_assert(sizeof(Best) == 2 * sizeof(float));
+    return 2 * n_rows * ((d + kArgmaxChunk - 1) / kArgmaxChunk);
+}
+
+void argmax_rows_f32(const float* x, int32_t* out, float* scratch, int64_t n_rows, int64_t d,
+                     cudaStream_t stream) {
     if (n_rows == 0) {
         return;
     }
-    argmax_rows_f32_kernel<<<static_cast<unsigned int>(n_rows), kBlock, 0, stream>>>(x, out, d);
-    CUDA_CHECK(cudaGetLastError());
+    const int64_t n_chunks = (d + kArgmaxChunk - 1) / kArgmaxChunk;
+    auto* best = reinterpret_cast<Best*>(scratch);
+    launch_chained(argmax_chunks_f32_kernel,
+                   dim3(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(n_chunks)),
+                   dim3(kChunkBlock), 0, stream, x, best, d, n_chunks);
+    launch_chained(argmax_merge_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(kWarpSize), 0, stream,
+                   x, static_cast<const Best*>(best), out, d, n_chunks);
 }
 
 void sample_rows_f32(const float* logits, const SampleRow* rows, const int32_t* history, float* scratch,

@@ -9,8 +9,11 @@
 namespace folio::kernels {
 
 // out[r] = the column of the largest value of row r, the first of equal ones, as std::max_element chooses.
+// Rows are taken in chunks by many blocks, whose results go to scratch [argmax_scratch_floats(n_rows, d)].
 // x [n_rows, d] (d >= 1)  ->  out [n_rows] (device)
-void argmax_rows_f32(const float* x, int32_t* out, int64_t n_rows, int64_t d, cudaStream_t stream);
+int64_t argmax_scratch_floats(int64_t n_rows, int64_t d);
+void argmax_rows_f32(const float* x, int32_t* out, float* scratch, int64_t n_rows, int64_t d,
+                     cudaStream_t stream);
 
 // One row of sample_rows_f32, as folio::RowSampling.
 struct SampleRow {

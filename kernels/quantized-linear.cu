@@ -22,6 +22,9 @@ constexpr int kWarpsPerBlock = kBlock / kWarpSize;
 // kMinPartColumns columns.
 constexpr int64_t kGemvWarpsWanted = 4096;
 constexpr int64_t kMinPartColumns = 256;
+// Blocks of the GEMV an SM holds at once: registers are capped at what lets two fit (WINT8's eight rows of
+// four chunks would take 179 a thread otherwise, and one block an SM).
+constexpr int kGemvBlocksPerSm = 2;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -112,7 +115,7 @@ __device__ inline void unpack8(const Packed8& p, float out[8]) {
 // Otherwise lanes take single columns, part p owning every n_parts-th 32.
 // x [n, n_in], b [n_out] or null, y [n, n_out]; n <= kQuantizedGemvMaxRows
 template <QuantizedFormat kType, bool kVector>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, kGemvBlocksPerSm)
     quantized_gemv_f32_kernel(const float* x, const int8_t* q, const float* scales, const float* b, float* y,
                               int64_t n, int64_t n_in, int64_t n_out, int64_t group_size, int n_parts,
                               LinearEpilogue epilogue) {

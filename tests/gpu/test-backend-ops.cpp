@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -503,6 +504,24 @@ TEST_F(BackendOpsTest, ArgmaxRows) {
             EXPECT_EQ(gpu_->argmax_rows(x.gpu), cpu_->argmax_rows(x.cpu)) << dims({n, d});
         }
     }
+    // NaNs and infinities, the largest value in a later chunk of columns: as std::max_element, a NaN never
+    // wins, except in column 0, where nothing beats it.
+    const int64_t d = 103424;
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    std::vector<float> values(4 * d, -inf);
+    values[0 * d + 0] = nan;  // row 0: NaN first, a larger number later
+    values[0 * d + 70000] = 5.0f;
+    for (int64_t c = 1; c < d; c += 3) {
+        values[1 * d + c] = nan;  // row 1: NaNs everywhere but column 0's -inf and one 1.0
+    }
+    values[1 * d + 99001] = 1.0f;
+    // row 2: all -inf; row 3: +inf twice, in different chunks
+    values[3 * d + 8191] = inf;
+    values[3 * d + 100000] = inf;
+    const Pair x = upload(values, {4, d});
+    const std::vector<int32_t> expected = cpu_->argmax_rows(x.cpu);
+    EXPECT_EQ(expected, (std::vector<int32_t>{0, 99001, 0, 8191}));
+    EXPECT_EQ(gpu_->argmax_rows(x.gpu), expected);
     const Pair empty = random({3, 0});
     EXPECT_THROW(gpu_->argmax_rows(empty.gpu), Error);
 }

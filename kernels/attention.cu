@@ -16,57 +16,94 @@ namespace folio::kernels {
 
 namespace {
 
+// The whole-row kernel (rows enough to fill the device, keys not split).
 constexpr int kWarps = 4;
 constexpr int kBlock = kWarps * kWarpSize;
-constexpr int kKeysPerLane = 1;                      // keys a lane scores in one step of the row kernel
+constexpr int kKeysPerLane = 1;                      // keys a lane scores in one step
 constexpr int kStepKeys = kKeysPerLane * kWarpSize;  // keys a warp takes in one step
 constexpr int kValueBatch = 8;                       // value rows a lane loads before it accumulates them
-constexpr int kMergeBlock = 128;
-static_assert(kMaxAttentionSplits <= kMergeBlock);
-// Blocks of the row kernel up to which each lane asks for its keys' value rows in L1 as it scores them: with
-// few blocks the value reads then find their rows there, with many the rows of all blocks crowd L1 out.
-constexpr int64_t kPrefetchValuesMaxBlocks = 256;
-// Keys a split of a row should have at least, so that splitting pays for the merge.
-constexpr int64_t kMinKeysPerSplit = 32;
 
-// Asks for the n floats at p in the SM's L1 cache, a request per 128-byte line.
-__device__ inline void prefetch_l1(const float* p, int64_t n) {
-    for (int64_t i = 0; i < n; i += 32) {
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(p + i));
-    }
+// The split-row kernel (few rows, their keys split between blocks).
+constexpr int kSplitWarps = 8;
+constexpr int kSplitBlock = kSplitWarps * kWarpSize;
+static_assert(kMaxAttentionHeadDim <= kSplitBlock);
+// Keys of a split-row tile: one per lane when scoring.
+constexpr int kSplitTileKeys = kWarpSize;
+// The most query heads a split-row block takes.
+constexpr int kMaxSplitGroup = 8;
+// Keys a split of a row should have at least, so that splitting pays for the merge: one tile.
+constexpr int64_t kMinKeysPerSplit = kSplitTileKeys;
+// Dynamic shared memory a block may take without opting in.
+constexpr size_t kDefaultSharedBytes = 48 * 1024;
+
+// Asynchronous copies from global to shared memory (compute capability 8.0 and up), waited for in groups.
+__device__ inline void copy_async_16(float* shared_dst, const float* global_src) {
+    const auto dst = static_cast<uint32_t>(__cvta_generic_to_shared(shared_dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(global_src) : "memory");
 }
 
-// One thread per sequence of a decode batch: the row span of its one query, which sees its seq_lens[i] keys
-// (at most max_blocks * block_size) through row i of the block tables. Chained.
-// seq_lens [n_seqs], spans [n_seqs]
-__global__ void decode_spans_kernel(const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
-                                    int64_t block_size, AttentionSpan* spans) {
-    wait_for_prior_grids();
-    start_dependent_grids();
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n_seqs) {
-        const int64_t n_keys = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_blocks * block_size);
-        spans[i] = AttentionSpan{i, 1, i * max_blocks, n_keys, 1, n_keys};
-    }
+__device__ inline void copy_async_4(float* shared_dst, const float* global_src) {
+    const auto dst = static_cast<uint32_t>(__cvta_generic_to_shared(shared_dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(global_src) : "memory");
 }
 
-// One block per (row, group of kGroup query heads sharing one K/V head, split of the keys), so that each key
-// and value is read once for the group. Each warp runs an online softmax per head over every kWarps-th step
-// of kStepKeys keys of the split. Scoring, a lane takes kKeysPerLane keys and dots each with the group's
-// queries (from shared memory), so that a step needs one reduction per head instead of one per key and
-// head; accumulating, lanes split head_dim (kPerLane values each) and read each value row together. The
-// warps' results are merged at the end. With one split the block writes the row's output; with several it
-// writes each head's running maximum, sum of exponentials and unnormalized output to partials, which
-// merge_splits_f32_kernel combines. kVec4: head_dim is a multiple of 4, and key rows are read 4 values at a
-// time. With prefetch_values, each lane asks for its key's value row in L1 as it scores the key. Chained.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x],
-// partials [gridDim.x, n_head, gridDim.z, head_dim + 2] or null with one split
-template <int kPerLane, int kGroup, bool kVec4, typename Keys>
-__global__ void __launch_bounds__(kBlock)
-    attention_row_f32_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                             const float* __restrict__ v, float* __restrict__ out, const AttentionSpan* spans,
-                             Keys keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
-                             float* __restrict__ partials, bool prefetch_values) {
+__device__ inline void commit_copies() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most kPending of this thread's committed groups of copies are still in flight.
+template <int kPending>
+__device__ inline void wait_copies() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// The rows of the spans of an attention call, uploaded by the host.
+struct SpanRows {
+    const AttentionSpan* spans;
+
+    __device__ AttentionSpan span(int64_t i) const { return spans[i]; }
+};
+
+// Decoding: row i sees the first seq_lens[i] keys, clamped to [0, max_keys], through row i of the block
+// tables.
+struct DecodeRows {
+    const int32_t* seq_lens;
+    int64_t max_blocks;
+    int64_t max_keys;
+
+    __device__ AttentionSpan span(int64_t i) const {
+        const int64_t n = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_keys);
+        return AttentionSpan{i, 1, i * max_blocks, n, 1, n};
+    }
+};
+
+// Arguments of the row kernels. q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim];
+// vec4: head_dim is a multiple of 4 and k, v are 16-byte aligned.
+template <typename Rows, typename Keys>
+struct RowArgs {
+    const float* q;
+    const float* k;
+    const float* v;
+    float* out;
+    Rows rows;
+    Keys keys;
+    int64_t n_head;
+    int64_t n_kv_head;
+    int64_t head_dim;
+    float scale;
+    bool vec4;
+    AttentionSplits splits;
+};
+
+// One block per (row, group of kGroup query heads sharing one K/V head) for calls with rows enough to fill
+// the device: each warp runs an online softmax per head over every kWarps-th step of kStepKeys keys of the
+// row, so that a block keeps kWarps steps of loads in flight without shared tiles. Scoring, a lane takes
+// kKeysPerLane keys and dots each with the group's queries (from shared memory), so that a step needs one
+// reduction per head instead of one per key and head; accumulating, lanes split head_dim (kPerLane values
+// each) and read each value row together. The warps' results are merged at the end. kVec4: head_dim is a
+// multiple of 4, and key rows are read 4 values at a time. Chained.
+template <int kPerLane, int kGroup, bool kVec4, typename Rows, typename Keys>
+__global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs<Rows, Keys> a) {
     constexpr int kDims = kPerLane * kWarpSize;  // head_dim rounded up to whole lanes
     __shared__ __align__(16) float q_scaled[kGroup][kDims];
     __shared__ __align__(16) float weights[kWarps][kGroup][kStepKeys];
@@ -77,20 +114,20 @@ __global__ void __launch_bounds__(kBlock)
 
     wait_for_prior_grids();
     start_dependent_grids();
-    const AttentionSpan span = spans[blockIdx.x];
-    const int64_t n_visible = visible_keys(span, 0);
-    const int64_t split_keys = (n_visible + gridDim.z - 1) / gridDim.z;
-    const int64_t key_begin = blockIdx.z * split_keys;
-    const int64_t key_end = min(n_visible, key_begin + split_keys);
+    const float* __restrict__ k = a.k;
+    const float* __restrict__ v = a.v;
+    const int64_t n_head = a.n_head, n_kv_head = a.n_kv_head, head_dim = a.head_dim;
+    const AttentionSpan span = a.rows.span(blockIdx.x);
+    const int64_t key_end = visible_keys(span, 0);
     const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kGroup;
     const int64_t kv_head = h0 / (n_head / n_kv_head);
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 
-    const float* qr = q + (span.q_row * n_head + h0) * head_dim;  // [kGroup, head_dim]
+    const float* qr = a.q + (span.q_row * n_head + h0) * head_dim;  // [kGroup, head_dim]
     for (int i = static_cast<int>(threadIdx.x); i < kGroup * kDims; i += kBlock) {
         const int g = i / kDims, d = i % kDims;
-        q_scaled[g][d] = d < head_dim ? qr[g * head_dim + d] * scale : 0.0f;
+        q_scaled[g][d] = d < head_dim ? qr[g * head_dim + d] * a.scale : 0.0f;
     }
     __syncthreads();
 
@@ -106,7 +143,7 @@ __global__ void __launch_bounds__(kBlock)
         running_sum[g] = 0.0f;
     }
 
-    for (int64_t j0 = key_begin + static_cast<int64_t>(warp) * kStepKeys; j0 < key_end;
+    for (int64_t j0 = static_cast<int64_t>(warp) * kStepKeys; j0 < key_end;
          j0 += static_cast<int64_t>(kWarps) * kStepKeys) {
         // Scores of this lane's keys j0 + t * 32 + lane for every head of the group.
         const float* key_rows[kKeysPerLane];
@@ -114,13 +151,10 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
         for (int t = 0; t < kKeysPerLane; ++t) {
             const int64_t j = j0 + t * kWarpSize + lane;
-            const int64_t row = j < key_end ? keys.row(span.kv_start, j) : -1;
+            const int64_t row = j < key_end ? a.keys.row(span.kv_start, j) : -1;
             valid[t] = row >= 0;
             step_rows[warp][t * kWarpSize + lane] = row;
             key_rows[t] = k + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
-            if (prefetch_values && valid[t]) {
-                prefetch_l1(v + (row * n_kv_head + kv_head) * head_dim, head_dim);
-            }
         }
         float score[kGroup][kKeysPerLane] = {};
 #pragma unroll 8
@@ -228,60 +262,254 @@ __global__ void __launch_bounds__(kBlock)
             total_sum += part_sum[w][g] * factor;
             o += part_acc[w][g][d] * factor;
         }
-        if (gridDim.z == 1) {
-            out[(span.q_row * n_head + h) * head_dim + d] = total_sum > 0.0f ? o / total_sum : 0.0f;
-            continue;
-        }
-        float* partial = partials + ((blockIdx.x * n_head + h) * gridDim.z + blockIdx.z) *
-                                        (head_dim + 2);  // [head_dim + 2]
-        if (d == 0) {
-            partial[0] = total_max;
-            partial[1] = total_sum;
-        }
-        partial[2 + d] = o;
+        a.out[(span.q_row * n_head + h) * head_dim + d] = total_sum > 0.0f ? o / total_sum : 0.0f;
     }
 }
 
-// One block per (row, head), chained: combines the splits' partial results into the row's output. Thread s
-// reads split s's maximum and sum, so that they arrive together; each split's factor is computed once.
-// partials [gridDim.x, n_head, n_splits, head_dim + 2], out [n_q_total, n_head, head_dim], spans [gridDim.x];
-// n_splits <= kMaxAttentionSplits <= kMergeBlock
-__global__ void __launch_bounds__(kMergeBlock)
-    merge_splits_f32_kernel(const float* partials, const AttentionSpan* spans, float* out, int64_t n_head,
-                            int64_t n_splits, int64_t head_dim) {
-    __shared__ float split_max[kMaxAttentionSplits];
-    __shared__ float split_sum[kMaxAttentionSplits];
-    __shared__ float factor[kMaxAttentionSplits];  // exp(split max - total max), 0 for an empty split
+// Starts copying the K and V rows of a tile's keys to k_dst (row j at j * k_stride) and v_dst (at
+// j * v_stride) as one group of copies; a key without a row (-1) gets zeros.
+// k, v [n_kv_total, n_kv_head, head_dim], rows [kSplitTileKeys]
+__device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst, int v_stride, const float* k,
+                                       const float* v, const int64_t* rows, int n_keys, int64_t n_kv_head,
+                                       int64_t kv_head, int head_dim, bool vec4) {
+    const int width = vec4 ? 4 : 1, n_chunks = head_dim / width;
+    for (int i = static_cast<int>(threadIdx.x); i < n_keys * n_chunks; i += kSplitBlock) {
+        const int j = i / n_chunks, d = i % n_chunks * width;
+        float* k_to = k_dst + j * k_stride + d;
+        float* v_to = v_dst + j * v_stride + d;
+        const int64_t row = rows[j];
+        const int64_t at = (row * n_kv_head + kv_head) * head_dim + d;
+        if (row < 0) {
+            for (int e = 0; e < width; ++e) {
+                k_to[e] = 0.0f;
+                v_to[e] = 0.0f;
+            }
+        } else if (vec4) {
+            copy_async_16(k_to, k + at);
+            copy_async_16(v_to, v + at);
+        } else {
+            copy_async_4(k_to, k + at);
+            copy_async_4(v_to, v + at);
+        }
+    }
+    commit_copies();
+}
+
+// One block per (row, group of kGroup query heads sharing one K/V head, split of the row's keys) for calls
+// with few rows, so that each key and value is read once for the group and the keys of a row are worked on
+// by many blocks at once. The block walks its keys in tiles of kSplitTileKeys, two in shared memory: all
+// threads start copying the next tile's K and V rows before working on the current one, and the block table
+// entries of the tile after that are read meanwhile. Warp w scores heads w, w + kSplitWarps, ... with a key
+// per lane and keeps their online softmax; thread t then accumulates the (head, dimension) pairs
+// t + i * kSplitBlock (i < kPairs) of the group's output. Each block writes its heads' maximum, sum of
+// exponentials and unnormalized output to the partials, and the last block of the (row, group) to finish,
+// counted in splits.counters, combines them into the output and sets its counter back to zero. Chained.
+// dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * head_dim <= kPairs * kSplitBlock
+template <int kGroup, int kPairs, typename Rows, typename Keys>
+__global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
+    constexpr int kHeadsPerWarp = (kGroup + kSplitWarps - 1) / kSplitWarps;
+    extern __shared__ __align__(16) float split_shared[];
+    __shared__ int64_t tile_rows[2][kSplitTileKeys];  // kv rows of the keys of the two tiles in shared memory
+    __shared__ float correction[kGroup];  // factor of each head's accumulated output for this tile
+    __shared__ float head_max[kGroup];
+    __shared__ float head_sum[kGroup];
+    __shared__ bool merges;
+
+    const auto head_dim = static_cast<int>(a.head_dim);
+    const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + 4,
+              tile_floats = kSplitTileKeys * (k_stride + dims4);
+    float* q_scaled = split_shared;                                      // [kGroup, dims4]
+    float* weights = q_scaled + kGroup * dims4;                          // [kGroup, kSplitTileKeys]
+    float* tiles = weights + kGroup * kSplitTileKeys;                    // [2, tile_floats]
+    const auto k_tile = [&](int b) { return tiles + b * tile_floats; };  // [kSplitTileKeys, k_stride]
+    const auto v_tile = [&](int b) {
+        return tiles + b * tile_floats + kSplitTileKeys * k_stride;
+    };  // [.., dims4]
+
     wait_for_prior_grids();
     start_dependent_grids();
-    const int64_t h = blockIdx.y;
-    const float* row_partials = partials + (blockIdx.x * n_head + h) * n_splits * (head_dim + 2);
-    if (threadIdx.x < n_splits) {
-        split_max[threadIdx.x] = row_partials[threadIdx.x * (head_dim + 2)];
-        split_sum[threadIdx.x] = row_partials[threadIdx.x * (head_dim + 2) + 1];
+    const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+    const AttentionSpan span = a.rows.span(blockIdx.x);
+    const int64_t n_visible = visible_keys(span, 0), n_splits = gridDim.z;
+    const int64_t split_keys = (n_visible + n_splits - 1) / n_splits;
+    const int64_t key_begin = min(n_visible, blockIdx.z * split_keys);
+    const int64_t key_end = min(n_visible, key_begin + split_keys);
+    const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kGroup;
+    const int64_t kv_head = h0 / (a.n_head / a.n_kv_head);
+    const auto tile_keys = [&](int64_t j0) {
+        return static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kSplitTileKeys), key_end - j0)));
+    };
+    const auto start_tile = [&](int b, int64_t j0) {
+        start_tile_copy(k_tile(b), k_stride, v_tile(b), dims4, a.k, a.v, tile_rows[b], tile_keys(j0),
+                        a.n_kv_head, kv_head, head_dim, a.vec4);
+    };
+    if (tid < kSplitTileKeys) {
+        tile_rows[0][tid] = key_begin + tid < key_end ? a.keys.row(span.kv_start, key_begin + tid) : -1;
+    }
+    const float* q_rows = a.q + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
+    for (int i = tid; i < kGroup * dims4; i += kSplitBlock) {
+        const int g = i / dims4, d = i % dims4;
+        q_scaled[i] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
+    }
+    // Key columns past head_dim, up to dims4, stay zero: the scores read them.
+    for (int i = tid; i < 2 * kSplitTileKeys * (dims4 - head_dim); i += kSplitBlock) {
+        const int key = i / (dims4 - head_dim);
+        k_tile(key / kSplitTileKeys)[key % kSplitTileKeys * k_stride + head_dim + i % (dims4 - head_dim)] =
+            0.0f;
+    }
+    // This thread's (head, dimension) pairs; a head of kGroup or more marks a pair past the outputs.
+    int pair_head[kPairs], pair_dim[kPairs];
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        pair_head[p] = (tid + p * kSplitBlock) / head_dim;
+        pair_dim[p] = (tid + p * kSplitBlock) % head_dim;
+    }
+    float run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp], acc[kPairs];
+#pragma unroll
+    for (int i = 0; i < kHeadsPerWarp; ++i) {
+        run_max[i] = -INFINITY;
+        run_sum[i] = 0.0f;
+    }
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        acc[p] = 0.0f;
     }
     __syncthreads();
-    float total_max = -INFINITY;
-    for (int64_t s = 0; s < n_splits; ++s) {
-        total_max = fmaxf(total_max, split_max[s]);
+    start_tile(0, key_begin);
+
+    int b = 0;
+    for (int64_t j0 = key_begin; j0 < key_end; j0 += kSplitTileKeys, b ^= 1) {
+        const int n_tile = tile_keys(j0);
+        if (tid < kSplitTileKeys) {
+            const int64_t j = j0 + kSplitTileKeys + tid;
+            tile_rows[b ^ 1][tid] = j < key_end ? a.keys.row(span.kv_start, j) : -1;
+        }
+        __syncthreads();  // the next tile's rows are in, and its buffer is no longer read
+        start_tile(b ^ 1, j0 + kSplitTileKeys);
+        wait_copies<1>();  // this thread's copies of the current tile
+        __syncthreads();
+
+        const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
+        const float* key = k_tile(b) + lane * k_stride;  // [dims4]; key j0 + lane
+#pragma unroll
+        for (int i = 0; i < kHeadsPerWarp; ++i) {
+            const int g = warp + i * kSplitWarps;
+            if (g >= kGroup) {
+                break;
+            }
+            const float* qg = q_scaled + g * dims4;  // [dims4]
+            float score = 0.0f;
+#pragma unroll 8
+            for (int d = 0; d < dims4; d += 4) {
+                const float4 kd = *reinterpret_cast<const float4*>(key + d);
+                const float4 qd = *reinterpret_cast<const float4*>(qg + d);
+                score += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
+            }
+            const float new_max = fmaxf(run_max[i], warp_max(valid ? score : -INFINITY));
+            const float w = valid ? expf(score - new_max) : 0.0f;
+            weights[g * kSplitTileKeys + lane] = w;
+            const float c = new_max == -INFINITY ? 1.0f : expf(run_max[i] - new_max);
+            run_sum[i] = run_sum[i] * c + warp_sum(w);
+            run_max[i] = new_max;
+            if (lane == 0) {
+                correction[g] = c;
+            }
+        }
+        __syncthreads();  // weights and corrections are in
+
+        const float* values = v_tile(b);  // [kSplitTileKeys, dims4]
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) {
+            const int g = pair_head[p], d = pair_dim[p];
+            if (g < kGroup) {
+                float o = acc[p] * correction[g];
+                for (int j = 0; j < n_tile; ++j) {
+                    o += weights[g * kSplitTileKeys + j] * values[j * dims4 + d];
+                }
+                acc[p] = o;
+            }
+        }
     }
-    if (threadIdx.x < n_splits) {
-        const float m = split_max[threadIdx.x];
-        factor[threadIdx.x] = m == -INFINITY ? 0.0f : expf(m - total_max);
+
+    if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < kHeadsPerWarp; ++i) {
+            if (warp + i * kSplitWarps < kGroup) {
+                head_max[warp + i * kSplitWarps] = run_max[i];
+                head_sum[warp + i * kSplitWarps] = run_sum[i];
+            }
+        }
     }
     __syncthreads();
-    float total_sum = 0.0f;
-    for (int64_t s = 0; s < n_splits; ++s) {
-        total_sum += split_max[s] == -INFINITY ? 0.0f : split_sum[s] * factor[s];
+
+    float* out_rows = a.out + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
+    const int64_t stride = head_dim + 2;
+    float* group_partials = a.splits.partials + (blockIdx.x * a.n_head + h0) * n_splits * stride;
+    float* own =
+        group_partials + blockIdx.z * stride;  // head g at g * n_splits * stride: [max, sum, head_dim]
+    if (tid < kGroup) {
+        own[tid * n_splits * stride] = head_max[tid];
+        own[tid * n_splits * stride + 1] = head_sum[tid];
     }
-    float* orow = out + (spans[blockIdx.x].q_row * n_head + h) * head_dim;  // [head_dim]
-    for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        const int g = pair_head[p];
+        if (g < kGroup) {
+            own[g * n_splits * stride + 2 + pair_dim[p]] = acc[p];
+        }
+    }
+    __threadfence();  // the partials reach L2 before the counter counts them
+    __syncthreads();
+    if (tid == 0) {
+        int32_t* counter = a.splits.counters + blockIdx.x * gridDim.y + blockIdx.y;
+        merges = atomicAdd(counter, 1) == n_splits - 1;
+        if (merges) {
+            *counter = 0;
+        }
+    }
+    __syncthreads();
+    if (!merges) {
+        return;
+    }
+    __threadfence();
+
+    // The last block: every split's partials, read through L2 (__ldcg), since L1 may hold stale lines.
+    __shared__ float split_max[kGroup][kMaxAttentionSplits];
+    __shared__ float split_sum[kGroup][kMaxAttentionSplits];  // becomes each split's factor
+    __shared__ float total_sum[kGroup];
+    for (int64_t i = tid; i < kGroup * n_splits; i += kSplitBlock) {
+        split_max[i / n_splits][i % n_splits] = __ldcg(group_partials + i * stride);
+        split_sum[i / n_splits][i % n_splits] = __ldcg(group_partials + i * stride + 1);
+    }
+    __syncthreads();
+    if (tid < kGroup) {
+        float m = -INFINITY;
+        for (int64_t s = 0; s < n_splits; ++s) {
+            m = fmaxf(m, split_max[tid][s]);
+        }
+        float sum = 0.0f;
+        for (int64_t s = 0; s < n_splits; ++s) {
+            const float factor = split_max[tid][s] == -INFINITY ? 0.0f : expf(split_max[tid][s] - m);
+            sum += split_sum[tid][s] * factor;
+            split_sum[tid][s] = factor;
+        }
+        total_sum[tid] = sum;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        const int g = pair_head[p];
+        if (g >= kGroup) {
+            continue;
+        }
+        const float* column =
+            group_partials + g * n_splits * stride + 2 + pair_dim[p];  // split s at s * stride
         float o = 0.0f;
 #pragma unroll 8
         for (int64_t s = 0; s < n_splits; ++s) {
-            o += split_max[s] == -INFINITY ? 0.0f : row_partials[s * (head_dim + 2) + 2 + d] * factor[s];
+            o += split_sum[g][s] * __ldcg(column + s * stride);
         }
-        orow[d] = total_sum > 0.0f ? o / total_sum : 0.0f;
+        out_rows[tid + p * kSplitBlock] = total_sum[g] > 0.0f ? o / total_sum[g] : 0.0f;
     }
 }
 
@@ -435,9 +663,22 @@ __global__ void __launch_bounds__(kTileBlock)
     }
 }
 
-// Query heads the row kernel takes per block for head_dim's kPerLane: the most of 8, 4, 2 and 1 that divides
-// the heads sharing a K/V head and keeps kGroup * kPerLane registers of queries and outputs at most 32.
-int row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
+// Query heads the split-row kernel takes per block: the most of 8, 4 and 2 that divides the heads sharing a
+// K/V head, else 1.
+int split_group(int64_t n_head, int64_t n_kv_head) {
+    const int64_t shared = n_head / n_kv_head;
+    for (const int group : {kMaxSplitGroup, 4, 2}) {
+        if (shared % group == 0) {
+            return group;
+        }
+    }
+    return 1;
+}
+
+// Query heads the whole-row kernel takes per block for head_dim's kPerLane: the most of 8, 4, 2 and 1 that
+// divides the heads sharing a K/V head and keeps kGroup * kPerLane registers of queries and outputs at
+// most 32.
+int whole_row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
     const int64_t shared = n_head / n_kv_head;
     for (const int group : {8, 4, 2}) {
         if (shared % group == 0 && group * per_lane <= 32) {
@@ -447,82 +688,147 @@ int row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
     return 1;
 }
 
-// Values of head_dim each lane of a row kernel holds.
-int per_lane_of(int64_t head_dim) {
-    return clamp_1_to_8((head_dim + kWarpSize - 1) / kWarpSize);
+template <typename Rows, typename Keys>
+void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream) {
+    with_1_to_8((args.head_dim + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
+        constexpr int kPerLane = decltype(per_lane)::value;
+        const auto launch = [&](auto group, auto vector) {
+            constexpr int kGroup = decltype(group)::value;
+            constexpr bool kVec4 = decltype(vector)::value;
+            if constexpr (kGroup * kPerLane <= 32 || kGroup == 1) {
+                const dim3 grid(static_cast<unsigned int>(n_rows),
+                                static_cast<unsigned int>(args.n_head / kGroup));
+                launch_chained(attention_row_f32_kernel<kPerLane, kGroup, kVec4, Rows, Keys>, grid,
+                               dim3(kBlock), 0, stream, args);
+            }
+        };
+        const auto launch_group = [&](auto group) {
+            if (args.vec4) {
+                launch(group, std::true_type{});
+            } else {
+                launch(group, std::false_type{});
+            }
+        };
+        switch (whole_row_group(args.n_head, args.n_kv_head, kPerLane)) {
+            case 8:
+                launch_group(std::integral_constant<int, 8>{});
+                break;
+            case 4:
+                launch_group(std::integral_constant<int, 4>{});
+                break;
+            case 2:
+                launch_group(std::integral_constant<int, 2>{});
+                break;
+            default:
+                launch_group(std::integral_constant<int, 1>{});
+                break;
+        }
+    });
 }
 
-template <int kPerLane, typename Keys>
-void launch_rows(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
-                 int64_t n_row_spans, int64_t n_splits, float* partials, const Keys& keys, int64_t n_head,
-                 int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
-    const bool vec4 = head_dim % 4 == 0 && reinterpret_cast<uintptr_t>(k) % 16 == 0;
-    const auto launch = [&](auto group, auto vector) {
-        constexpr int kGroup = decltype(group)::value;
-        constexpr bool kVec4 = decltype(vector)::value;
-        const dim3 grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head / kGroup),
-                        static_cast<unsigned int>(n_splits));
-        const bool prefetch_values =
-            static_cast<int64_t>(grid.x) * grid.y * grid.z <= kPrefetchValuesMaxBlocks;
-        launch_chained(attention_row_f32_kernel<kPerLane, kGroup, kVec4, Keys>, grid, dim3(kBlock), 0, stream,
-                       q, k, v, out, row_spans, keys, n_head, n_kv_head, head_dim, scale, partials,
-                       prefetch_values);
-    };
-    const auto launch_group = [&](auto group) {
-        if (vec4) {
-            launch(group, std::true_type{});
-        } else {
-            launch(group, std::false_type{});
+// Dynamic shared memory of the split-row kernel: the group's queries, the weights of a tile, and two tiles of
+// keys (rows padded by 4 floats, so that lanes reading a float4 of different keys hit different banks) and
+// values.
+size_t split_shared_bytes(int group, int64_t head_dim) {
+    const int64_t dims4 = (head_dim + 3) / 4 * 4;
+    return sizeof(float) * static_cast<size_t>(group * dims4 + group * kSplitTileKeys +
+                                               2 * kSplitTileKeys * (dims4 + 4 + dims4));
+}
+
+// The whole-row kernel for one split, else the split-row kernel.
+template <typename Rows, typename Keys>
+void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream) {
+    if (args.splits.n_splits == 1) {
+        launch_whole_rows(args, n_rows, stream);
+        return;
+    }
+    const int group = split_group(args.n_head, args.n_kv_head);
+    const dim3 grid(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(args.n_head / group),
+                    static_cast<unsigned int>(args.splits.n_splits));
+    if (args.splits.n_splits > 1 && n_rows * grid.y > args.splits.n_counters) {
+        fail("attention kernel: ", n_rows, " rows of ", grid.y, " head groups split ", args.splits.n_splits,
+             " ways need as many counters, ", args.splits.n_counters, " given");
+    }
+    const auto launch = [&](auto group_c, auto pairs_c) {
+        constexpr int kGroup = decltype(group_c)::value;
+        constexpr int kPairs = decltype(pairs_c)::value;
+        // A group's outputs never need more than kGroup pairs a thread: head_dim <= kSplitBlock.
+        if constexpr (kPairs <= kGroup) {
+            const auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, Rows, Keys>;
+            const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim);
+            if (shared_bytes > kDefaultSharedBytes) {
+                CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(shared_bytes)));
+            }
+            launch_chained(kernel, grid, dim3(kSplitBlock), shared_bytes, stream, args);
         }
     };
-    switch (row_group(n_head, n_kv_head, kPerLane)) {
-        case 8:
-            if constexpr (8 * kPerLane <= 32) {
-                launch_group(std::integral_constant<int, 8>{});
-            }
+    // (head, dimension) pairs of a thread: the least power of 2 that covers the group's outputs.
+    const auto with_pairs = [&](auto group_c) {
+        const int64_t outputs = decltype(group_c)::value * args.head_dim;
+        if (outputs > 4 * kSplitBlock) {
+            launch(group_c, std::integral_constant<int, 8>{});
+        } else if (outputs > 2 * kSplitBlock) {
+            launch(group_c, std::integral_constant<int, 4>{});
+        } else if (outputs > kSplitBlock) {
+            launch(group_c, std::integral_constant<int, 2>{});
+        } else {
+            launch(group_c, std::integral_constant<int, 1>{});
+        }
+    };
+    switch (group) {
+        case kMaxSplitGroup:
+            with_pairs(std::integral_constant<int, kMaxSplitGroup>{});
             break;
         case 4:
-            if constexpr (4 * kPerLane <= 32) {
-                launch_group(std::integral_constant<int, 4>{});
-            }
+            with_pairs(std::integral_constant<int, 4>{});
             break;
         case 2:
-            launch_group(std::integral_constant<int, 2>{});
+            with_pairs(std::integral_constant<int, 2>{});
             break;
         default:
-            launch_group(std::integral_constant<int, 1>{});
+            with_pairs(std::integral_constant<int, 1>{});
             break;
     }
-    if (n_splits > 1) {
-        const dim3 merge_grid(static_cast<unsigned int>(n_row_spans), static_cast<unsigned int>(n_head));
-        launch_chained(merge_splits_f32_kernel, merge_grid, dim3(kMergeBlock), 0, stream, partials, row_spans,
-                       out, n_head, n_splits, head_dim);
+}
+
+// Checks what the row and tile kernels take.
+void check_attention_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                          const AttentionSplits& splits) {
+    if (head_dim <= 0 || head_dim > kMaxAttentionHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
+        fail("attention kernel: head_dim ", head_dim, " (at most ", kMaxAttentionHeadDim, "), ", n_head,
+             " heads over ", n_kv_head, " K/V heads");
     }
+    if (splits.n_splits < 1 || splits.n_splits > kMaxAttentionSplits ||
+        (splits.n_splits > 1 && (splits.partials == nullptr || splits.counters == nullptr))) {
+        fail("attention kernel: ", splits.n_splits, " splits of the keys (1 to ", kMaxAttentionSplits,
+             ", several need partials and counters)");
+    }
+}
+
+bool vec4_rows(const float* k, const float* v, int64_t head_dim) {
+    return head_dim % 4 == 0 && reinterpret_cast<uintptr_t>(k) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(v) % 16 == 0;
 }
 
 template <typename Keys>
 void launch_attention(const float* q, const float* k, const float* v, float* out,
-                      const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits, float* partials,
+                      const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
                       const AttentionSpan* tile_spans, int64_t n_tile_spans, const Keys& keys, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
     if (n_head == 0) {
         return;
     }
-    if (head_dim <= 0 || head_dim > kMaxAttentionHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
-        fail("attention kernel: head_dim ", head_dim, " (at most ", kMaxAttentionHeadDim, "), ", n_head,
-             " heads over ", n_kv_head, " K/V heads");
+    check_attention_args(n_head, n_kv_head, head_dim, splits);
+    if (n_row_spans > 0) {
+        const RowArgs<SpanRows, Keys> args{
+            q,      k,         v,        out,   SpanRows{row_spans},       keys,
+            n_head, n_kv_head, head_dim, scale, vec4_rows(k, v, head_dim), splits};
+        launch_rows(args, n_row_spans, stream);
     }
-    if (n_splits < 1 || n_splits > kMaxAttentionSplits || (n_splits > 1 && partials == nullptr)) {
-        fail("attention kernel: ", n_splits, " splits of the keys (1 to ", kMaxAttentionSplits,
-             ", several need partials)");
-    }
-    with_1_to_8(per_lane_of(head_dim), [&](auto per_lane) {
-        constexpr int kPerLane = decltype(per_lane)::value;
-        if (n_row_spans > 0) {
-            launch_rows<kPerLane>(q, k, v, out, row_spans, n_row_spans, n_splits, partials, keys, n_head,
-                                  n_kv_head, head_dim, scale, stream);
-        }
-        if (n_tile_spans > 0) {
+    if (n_tile_spans > 0) {
+        with_1_to_8(clamp_1_to_8((head_dim + kWarpSize - 1) / kWarpSize), [&](auto per_lane) {
+            constexpr int kPerLane = decltype(per_lane)::value;
             const size_t shared_bytes = tile_shared_bytes(head_dim);
             CUDA_CHECK(cudaFuncSetAttribute(attention_tile_f32_kernel<kPerLane, Keys>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -531,18 +837,17 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
             attention_tile_f32_kernel<kPerLane, Keys><<<grid, kTileBlock, shared_bytes, stream>>>(
                 q, k, v, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
             CUDA_CHECK(cudaGetLastError());
-        }
-    });
+        });
+    }
 }
 
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                         int64_t max_visible, int n_multiprocessors) {
-    const int64_t n_groups =
-        n_kv_head > 0 ? n_head / row_group(n_head, n_kv_head, per_lane_of(head_dim)) : n_head;
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t max_visible,
+                         int n_multiprocessors) {
+    const int64_t n_groups = n_kv_head > 0 ? n_head / split_group(n_head, n_kv_head) : n_head;
     const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_groups, 1);
     const int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
     return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
@@ -552,22 +857,26 @@ int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n
     return n_splits > 1 ? n_row_spans * n_head * n_splits * (head_dim + 2) : 0;
 }
 
+int64_t attention_split_counters(int n_multiprocessors) {
+    return 2 * static_cast<int64_t>(n_multiprocessors);
+}
+
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
-                   int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
+                   int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                    cudaStream_t stream) {
-    launch_attention(q, k, v, out, row_spans, n_row_spans, n_splits, partials, tile_spans, n_tile_spans,
-                     ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
+    launch_attention(q, k, v, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans, ContiguousKeys{},
+                     n_head, n_kv_head, head_dim, scale, stream);
 }
 
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
-                         float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
-                         const int32_t* block_tables, int64_t block_size, int64_t n_blocks, int64_t n_head,
-                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
-    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, n_splits, partials, tile_spans,
-                     n_tile_spans, PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim,
-                     scale, stream);
+                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
+                         const AttentionSpan* tile_spans, int64_t n_tile_spans, const int32_t* block_tables,
+                         int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream) {
+    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans,
+                     PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
+                     stream);
 }
 
 void batched_attention_f32(cublasHandle_t handle, const float* const* q, const float* const* k,
@@ -599,19 +908,26 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
 
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
-                                int64_t max_blocks, AttentionSpan* spans, int64_t n_splits, float* partials,
-                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
-                                int64_t head_dim, float scale, cudaStream_t stream) {
-    if (n_seqs == 0) {
+                                int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
+                                int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                                float scale, cudaStream_t stream) {
+    if (n_seqs == 0 || n_head == 0) {
         return;
     }
-    constexpr int kSpanBlock = 128;
-    launch_chained(decode_spans_kernel,
-                   dim3(static_cast<unsigned int>((n_seqs + kSpanBlock - 1) / kSpanBlock)), dim3(kSpanBlock),
-                   0, stream, seq_lens, n_seqs, max_blocks, block_size, spans);
-    launch_attention(q, k_cache, v_cache, out, spans, n_seqs, n_splits, partials, nullptr, 0,
-                     PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
-                     stream);
+    check_attention_args(n_head, n_kv_head, head_dim, splits);
+    const RowArgs<DecodeRows, PagedKeys> args{q,
+                                              k_cache,
+                                              v_cache,
+                                              out,
+                                              DecodeRows{seq_lens, max_blocks, max_blocks * block_size},
+                                              PagedKeys{block_tables, block_size, n_blocks},
+                                              n_head,
+                                              n_kv_head,
+                                              head_dim,
+                                              scale,
+                                              vec4_rows(k_cache, v_cache, head_dim),
+                                              splits};
+    launch_rows(args, n_seqs, stream);
 }
 
 }  // namespace folio::kernels

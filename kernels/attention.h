@@ -28,13 +28,26 @@ struct AttentionSpan {
     int64_t max_visible = 0;
 };
 
-// Splits of the keys of each row span for attention_f32 and paged_attention_f32: enough blocks to fill the
-// device when the rows are few and see many keys (decoding a long context), else 1. A block takes the query
-// heads of a row that share a K/V head together, up to 8 of them.
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                         int64_t max_visible, int n_multiprocessors);
-// Floats of the partials buffer those calls need for n_splits (0 for one split).
+// How the keys of each row span of attention_f32, paged_attention_f32 and paged_decode_attention_f32 are
+// split between blocks. With several splits each block writes its partial result to partials, and the last
+// block of a row to finish, found through the row's counter, combines them into the output.
+struct AttentionSplits {
+    int64_t n_splits = 1;
+    float* partials = nullptr;    // [attention_partials_floats(...)] (device); null for one split
+    int32_t* counters = nullptr;  // [n_counters] (device): zero before a call and zero again after it
+    int64_t n_counters = 0;
+};
+
+// Splits of the keys of each row span: enough blocks to fill the device when the rows are few and see many
+// keys (decoding a long context), else 1. A block takes the query heads of a row that share a K/V head
+// together, up to 8 of them.
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t max_visible,
+                         int n_multiprocessors);
+// Floats of the partials buffer n_splits need (0 for one split).
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
+// Counters any call split as attention_splits chose for a device with n_multiprocessors needs: it splits keys
+// only while the blocks of the rows and head groups are fewer than twice the multiprocessors.
+int64_t attention_split_counters(int n_multiprocessors);
 
 // The most floats of scores batched_attention_f32 is given at once.
 constexpr int64_t kMaxBatchedScoreFloats = int64_t{64} << 20;
@@ -51,33 +64,33 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
 
 // Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
 // `row_spans` each hold one row and are run one block per row, group of query heads sharing a K/V head and
-// split of its keys, each block spreading its keys over its warps (decoding); `tile_spans` hold up to
-// kAttentionTileRows rows that share each block of keys loaded to shared memory (prefill). q, out [n_q_total,
-// n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device), partials
-// [attention_partials_floats(n_row_spans, n_head, n_splits, head_dim)] (device; null for one split)
+// split of its keys, each block loading its keys in tiles to shared memory (decoding); `tile_spans` hold up
+// to kAttentionTileRows rows that share each block of keys loaded to shared memory (prefill). q, out
+// [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device), splits of the row
+// spans' keys as attention_splits(n_row_spans, ...) chose them
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,
-                   int64_t n_row_spans, int64_t n_splits, float* partials, const AttentionSpan* tile_spans,
+                   int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                    cudaStream_t stream);
 
 // The same with keys in a paged cache: key position p of a span is kv row
 // block_tables[kv_start + p / block_size] * block_size + p % block_size.
 // q, out [n_q_total, n_head, head_dim], k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim],
-// spans, partials and block_tables (device); keys in blocks outside the cache's n_blocks are skipped
+// spans and block_tables (device); keys in blocks outside the cache's n_blocks are skipped
 void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionSpan* row_spans, int64_t n_row_spans, int64_t n_splits,
-                         float* partials, const AttentionSpan* tile_spans, int64_t n_tile_spans,
-                         const int32_t* block_tables, int64_t block_size, int64_t n_blocks, int64_t n_head,
-                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream);
+                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
+                         const AttentionSpan* tile_spans, int64_t n_tile_spans, const int32_t* block_tables,
+                         int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream);
 
 // Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
 // max_blocks * block_size) through row i of block_tables; a row of length 0 comes out zero. Every row of out
-// is written. spans is scratch for n_seqs spans, partials as for paged_attention_f32 with n_seqs row spans.
+// is written. splits as attention_splits(n_seqs, ...) chose them.
 // q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs], block_tables [n_seqs, max_blocks] (device)
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
-                                int64_t max_blocks, AttentionSpan* spans, int64_t n_splits, float* partials,
-                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
-                                int64_t head_dim, float scale, cudaStream_t stream);
+                                int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
+                                int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                                float scale, cudaStream_t stream);
 
 }  // namespace folio::kernels

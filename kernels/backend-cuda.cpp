@@ -266,6 +266,14 @@ public:
         CUBLAS_CHECK(cublasSetWorkspace(handle, cublas_workspace_.get(), kCublasWorkspaceBytes));
         // One stream, so cuBLAS and cuBLASLt take turns with the workspace.
         gemm_ = std::make_unique<kernels::LtGemm>(cublas_workspace_.get(), kCublasWorkspaceBytes);
+        // The attention kernels leave their split counters zero, so that recorded calls find them so.
+        const size_t counter_bytes =
+            static_cast<size_t>(kernels::attention_split_counters(n_multiprocessors_)) * sizeof(int32_t);
+        split_counters_.reset(try_cuda_malloc(counter_bytes));
+        if (!split_counters_) {
+            fail_out_of_memory(counter_bytes, device_);
+        }
+        CUDA_CHECK(cudaMemset(split_counters_.get(), 0, counter_bytes));
     }
 
     ~CudaBackend() override {
@@ -460,7 +468,8 @@ public:
         const char* op = "attention";
         // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
         Tensor out = alloc_zeroed(q.shape, op);
-        const Splits splits = attention_splits(spans, q, k);
+        const Splits splits = attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1],
+                                               k.shape[1], q.shape[2], spans.max_row_visible, op);
         const auto staged =
             stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
         const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
@@ -468,8 +477,8 @@ public:
         const auto n_rows = static_cast<int64_t>(spans.rows.size());
         const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
         kernels::attention_f32(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(), row_spans,
-                               n_rows, splits.n_splits, splits.partials_f32(), tile_spans,
-                               flash ? 0 : n_tiles, q.shape[1], k.shape[1], q.shape[2], scale, stream());
+                               n_rows, splits.kernel_splits, tile_spans, flash ? 0 : n_tiles, q.shape[1],
+                               k.shape[1], q.shape[2], scale, stream());
         if (flash && n_tiles > 0) {
             const int64_t scratch_bytes = kernels::flash_scratch_bytes(k.shape[0], k.shape[1], k.shape[2]);
             Tensor scratch;  // K and V in bfloat16
@@ -546,7 +555,8 @@ public:
         }
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         Tensor out = alloc_zeroed(q.shape, op);
-        const Splits splits = attention_splits(spans, q, k_cache);
+        const Splits splits = attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1],
+                                               k_cache.shape[1], q.shape[2], spans.max_row_visible, op);
         const auto staged = stage({std::as_bytes(std::span(spans.rows)),
                                    std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
         const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
@@ -556,9 +566,9 @@ public:
         const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
         const int64_t n_blocks = k_cache.shape[0] / block_size;
         kernels::paged_attention_f32(device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op),
-                                     out.f32(), row_spans, n_rows, splits.n_splits, splits.partials_f32(),
-                                     tile_spans, flash ? 0 : n_tiles, tables, block_size, n_blocks,
-                                     q.shape[1], k_cache.shape[1], q.shape[2], scale, stream());
+                                     out.f32(), row_spans, n_rows, splits.kernel_splits, tile_spans,
+                                     flash ? 0 : n_tiles, tables, block_size, n_blocks, q.shape[1],
+                                     k_cache.shape[1], q.shape[2], scale, stream());
         if (flash) {
             kernels::paged_flash_attention_bf16(device_f32(q, op), device_f32(k_cache, op),
                                                 device_f32(v_cache, op), out.f32(), tile_spans, n_tiles,
@@ -592,22 +602,13 @@ public:
         const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
         // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
         // sequence lengths; splits past a row's keys end at once.
-        const int64_t n_splits = kernels::attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
-                                                           max_blocks * block_size, n_multiprocessors_);
-        Tensor partials;  // as kernels::attention_partials_floats
-        if (n_splits > 1) {
-            partials = alloc_uninitialized(
-                {kernels::attention_partials_floats(n, n_head, n_splits, q.shape[2])}, op);
-        }
-        constexpr auto kSpanFloats = static_cast<int64_t>(sizeof(kernels::AttentionSpan) / sizeof(float));
-        const Tensor spans = alloc_uninitialized({n * kSpanFloats}, op);  // [n] spans
-        Tensor out = alloc_uninitialized(q.shape, op);                    // [n, n_head, head_dim]
+        const Splits splits =
+            attention_splits(n, n_head, k_cache.shape[1], q.shape[2], max_blocks * block_size, op);
+        Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
         kernels::paged_decode_attention_f32(
             device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
-            device_i32(seq_lens, op), device_i32(block_tables, op), n, max_blocks,
-            reinterpret_cast<kernels::AttentionSpan*>(spans.f32()), n_splits,
-            partials.empty() ? nullptr : partials.f32(), block_size, k_cache.shape[0] / block_size, n_head,
-            k_cache.shape[1], q.shape[2], scale, stream());
+            device_i32(seq_lens, op), device_i32(block_tables, op), n, max_blocks, splits.kernel_splits,
+            block_size, k_cache.shape[0] / block_size, n_head, k_cache.shape[1], q.shape[2], scale, stream());
         return out;
     }
 
@@ -812,22 +813,22 @@ private:
 
     // How the keys of an attention call's row spans are split, with the partials buffer several splits need.
     struct Splits {
-        int64_t n_splits = 1;
+        kernels::AttentionSplits kernel_splits;
         Tensor partials;  // [n_row_spans * n_head * n_splits * (head_dim + 2)] or empty
-
-        float* partials_f32() const { return partials.empty() ? nullptr : partials.f32(); }
     };
 
-    // q [n_q_total, n_head, head_dim], k [n_kv, n_kv_head, head_dim]
-    Splits attention_splits(const AttentionSpans& spans, const Tensor& q, const Tensor& k) {
-        const auto n_rows = static_cast<int64_t>(spans.rows.size());
+    // n_rows rows of q [.., n_head, head_dim] seeing at most max_visible keys of n_kv_head heads.
+    Splits attention_splits(int64_t n_rows, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                            int64_t max_visible, const char* op) {
         Splits splits;
-        splits.n_splits = kernels::attention_splits(n_rows, q.shape[1], k.shape[1], q.shape[2],
-                                                    spans.max_row_visible, n_multiprocessors_);
-        if (splits.n_splits > 1) {
+        kernels::AttentionSplits& s = splits.kernel_splits;
+        s.n_splits = kernels::attention_splits(n_rows, n_head, n_kv_head, max_visible, n_multiprocessors_);
+        if (s.n_splits > 1) {
             splits.partials = alloc_uninitialized(
-                {kernels::attention_partials_floats(n_rows, q.shape[1], splits.n_splits, q.shape[2])},
-                "attention");
+                {kernels::attention_partials_floats(n_rows, n_head, s.n_splits, head_dim)}, op);
+            s.partials = splits.partials.f32();
+            s.counters = static_cast<int32_t*>(split_counters_.get());
+            s.n_counters = kernels::attention_split_counters(n_multiprocessors_);
         }
         return splits;
     }
@@ -893,6 +894,7 @@ private:
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
     DevicePtr cublas_workspace_;
+    DevicePtr split_counters_;  // [kernels::attention_split_counters(n_multiprocessors_)] int32
     std::unique_ptr<kernels::LtGemm> gemm_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;

@@ -816,41 +816,63 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
 }
 
 // Sequences of random lengths (0 for padding rows) over shuffled blocks of a larger cache; table entries past
-// a sequence's length hold blocks the kernel must not read.
+// a sequence's length hold blocks the kernel must not read. One sequence splits its keys most, 300 sequences
+// not at all; a second identical call must give the same output, the split counters having been left at zero.
 TEST_F(BackendOpsTest, PagedDecodeAttention) {
-    for (const int64_t block_size : {1, 16, 64}) {
-        for (const int64_t hd : {5, 64, 128}) {
-            const int64_t n_head = 8, n_kv_head = 2, max_blocks = 3000 / block_size + 1;
-            const std::vector<int32_t> lengths = {1, 0, 17, 64, 65, 2999, 300, 0, 1000};
-            const auto n = static_cast<int64_t>(lengths.size());
-            int64_t n_blocks = 0;
-            for (const int32_t len : lengths) {
-                n_blocks += (len + block_size - 1) / block_size;
-            }
-            n_blocks += 5;
-            std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-            std::iota(perm.begin(), perm.end(), 0);
-            std::mt19937 rng(seed_++);
-            std::shuffle(perm.begin(), perm.end(), rng);
-            std::vector<int32_t> tables(static_cast<size_t>(n * max_blocks));
-            size_t next = 0;
-            for (int64_t i = 0; i < n; ++i) {
-                for (int64_t b = 0; b < max_blocks; ++b) {
-                    tables[i * max_blocks + b] = b < (lengths[i] + block_size - 1) / block_size
-                                                     ? perm[next++]
-                                                     : static_cast<int32_t>(rng() % n_blocks);
+    std::vector<int32_t> many(300);
+    std::mt19937 length_rng(seed_++);
+    for (int32_t& len : many) {
+        len = static_cast<int32_t>(length_rng() % 700);
+    }
+    struct Case {
+        std::vector<int32_t> lengths;
+        int64_t n_head, n_kv_head;
+    };
+    const std::vector<Case> cases = {{{1, 0, 17, 64, 65, 2999, 300, 0, 1000}, 8, 2},
+                                     {{545}, 16, 2},
+                                     {{2999}, 6, 3},
+                                     {{33, 1, 700, 0}, 16, 2},
+                                     {many, 16, 2}};
+    for (const Case& c : cases) {
+        for (const int64_t block_size : {1, 16, 64}) {
+            for (const int64_t hd : {5, 64, 128, 256}) {
+                const int64_t n_head = c.n_head, n_kv_head = c.n_kv_head, max_blocks = 3000 / block_size + 1;
+                const auto n = static_cast<int64_t>(c.lengths.size());
+                int64_t n_blocks = 0;
+                for (const int32_t len : c.lengths) {
+                    n_blocks += (len + block_size - 1) / block_size;
                 }
+                n_blocks += 5;
+                std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+                std::iota(perm.begin(), perm.end(), 0);
+                std::mt19937 rng(seed_++);
+                std::shuffle(perm.begin(), perm.end(), rng);
+                std::vector<int32_t> tables(static_cast<size_t>(n * max_blocks));
+                size_t next = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    for (int64_t b = 0; b < max_blocks; ++b) {
+                        tables[i * max_blocks + b] = b < (c.lengths[i] + block_size - 1) / block_size
+                                                         ? perm[next++]
+                                                         : static_cast<int32_t>(rng() % n_blocks);
+                    }
+                }
+                const Pair q = random({n, n_head, hd}), k = random({n_blocks * block_size, n_kv_head, hd}),
+                           v = random({n_blocks * block_size, n_kv_head, hd});
+                const Pair lens = upload_i32(c.lengths, {n});
+                const Pair table = upload_i32(tables, {n, max_blocks});
+                const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                const std::string what = label(n, " sequences, ", n_head, "/", n_kv_head, " heads, block ",
+                                               block_size, ", hd ", hd);
+                const Tensor first =
+                    gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale);
+                expect_close(
+                    "paged_decode_attention", first,
+                    cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu, block_size, scale),
+                    kF32Bound, what);
+                const Tensor second =
+                    gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale);
+                EXPECT_EQ(gpu_->download(first), gpu_->download(second)) << what << ": a repeated call";
             }
-            const Pair q = random({n, n_head, hd}), k = random({n_blocks * block_size, n_kv_head, hd}),
-                       v = random({n_blocks * block_size, n_kv_head, hd});
-            const Pair lens = upload_i32(lengths, {n});
-            const Pair table = upload_i32(tables, {n, max_blocks});
-            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-            expect_close(
-                "paged_decode_attention",
-                gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale),
-                cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu, block_size, scale),
-                kF32Bound, label("block ", block_size, " hd ", hd));
         }
     }
     const Pair q = random({2, 4, 8}), k = random({32, 2, 8});

@@ -709,20 +709,7 @@ void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStre
                 launch(group, std::false_type{});
             }
         };
-        switch (whole_row_group(args.n_head, args.n_kv_head, kPerLane)) {
-            case 8:
-                launch_group(std::integral_constant<int, 8>{});
-                break;
-            case 4:
-                launch_group(std::integral_constant<int, 4>{});
-                break;
-            case 2:
-                launch_group(std::integral_constant<int, 2>{});
-                break;
-            default:
-                launch_group(std::integral_constant<int, 1>{});
-                break;
-        }
+        with_1_2_4_8(whole_row_group(args.n_head, args.n_kv_head, kPerLane), launch_group);
     });
 }
 
@@ -745,7 +732,7 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
     const int group = split_group(args.n_head, args.n_kv_head);
     const dim3 grid(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(args.n_head / group),
                     static_cast<unsigned int>(args.splits.n_splits));
-    if (args.splits.n_splits > 1 && n_rows * grid.y > args.splits.n_counters) {
+    if (n_rows * grid.y > args.splits.n_counters) {
         fail("attention kernel: ", n_rows, " rows of ", grid.y, " head groups split ", args.splits.n_splits,
              " ways need as many counters, ", args.splits.n_counters, " given");
     }
@@ -763,33 +750,15 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
             launch_chained(kernel, grid, dim3(kSplitBlock), shared_bytes, stream, args);
         }
     };
-    // (head, dimension) pairs of a thread: the least power of 2 that covers the group's outputs.
-    const auto with_pairs = [&](auto group_c) {
+    with_1_2_4_8(group, [&](auto group_c) {
+        // (head, dimension) pairs of a thread: the least power of 2 that covers the group's outputs.
         const int64_t outputs = decltype(group_c)::value * args.head_dim;
-        if (outputs > 4 * kSplitBlock) {
-            launch(group_c, std::integral_constant<int, 8>{});
-        } else if (outputs > 2 * kSplitBlock) {
-            launch(group_c, std::integral_constant<int, 4>{});
-        } else if (outputs > kSplitBlock) {
-            launch(group_c, std::integral_constant<int, 2>{});
-        } else {
-            launch(group_c, std::integral_constant<int, 1>{});
+        int pairs = 1;
+        while (pairs * static_cast<int64_t>(kSplitBlock) < outputs) {
+            pairs *= 2;
         }
-    };
-    switch (group) {
-        case kMaxSplitGroup:
-            with_pairs(std::integral_constant<int, kMaxSplitGroup>{});
-            break;
-        case 4:
-            with_pairs(std::integral_constant<int, 4>{});
-            break;
-        case 2:
-            with_pairs(std::integral_constant<int, 2>{});
-            break;
-        default:
-            with_pairs(std::integral_constant<int, 1>{});
-            break;
-    }
+        with_1_2_4_8(pairs, [&](auto pairs_c) { launch(group_c, pairs_c); });
+    });
 }
 
 // Checks what the row and tile kernels take.

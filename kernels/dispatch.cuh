@@ -43,4 +43,23 @@ void with_1_to_8(int64_t n, F&& fn) {
     }
 }
 
+// Calls fn with std::integral_constant<int, n> for n of 8, 4 or 2, else with std::integral_constant<int, 1>.
+template <typename F>
+void with_1_2_4_8(int n, F&& fn) {
+    switch (n) {
+        case 8:
+            fn(std::integral_constant<int, 8>{});
+            break;
+        case 4:
+            fn(std::integral_constant<int, 4>{});
+            break;
+        case 2:
+            fn(std::integral_constant<int, 2>{});
+            break;
+        default:
+            fn(std::integral_constant<int, 1>{});
+            break;
+    }
+}
+
 }  // namespace folio::kernels

@@ -30,7 +30,8 @@ struct AttentionSpan {
 
 // How the keys of each row span of attention_f32, paged_attention_f32 and paged_decode_attention_f32 are
 // split between blocks. With several splits each block writes its partial result to partials, and the last
-// block of a row to finish, found through the row's counter, combines them into the output.
+// block of a row to finish, found through the row's counter, combines them into the output. Calls that share
+// counters run one after another (on one stream).
 struct AttentionSplits {
     int64_t n_splits = 1;
     float* partials = nullptr;    // [attention_partials_floats(...)] (device); null for one split
@@ -63,9 +64,9 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
                            float scale, cudaStream_t stream);
 
 // Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
-// `row_spans` each hold one row and are run one block per row, group of query heads sharing a K/V head and
-// split of its keys, each block loading its keys in tiles to shared memory (decoding); `tile_spans` hold up
-// to kAttentionTileRows rows that share each block of keys loaded to shared memory (prefill). q, out
+// `row_spans` each hold one row and are run one block per row and group of query heads sharing a K/V head,
+// with each row's keys split between blocks when the rows are few (decoding); `tile_spans` hold up to
+// kAttentionTileRows rows that share each block of keys loaded to shared memory (prefill). q, out
 // [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans (device), splits of the row
 // spans' keys as attention_splits(n_row_spans, ...) chose them
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,

@@ -45,6 +45,20 @@ void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w
     }
 }
 
+void check_linear_swiglu_add(const Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
+                             const Tensor* b) {
+    if (gate_up.shape.size() != 2 || gate_up.shape[1] != 2 * w.n_in || !w.data ||
+        w.type == Quantization::None || (b && b->n_elements() != w.n_out)) {
+        fail("linear_swiglu_add: gate_up ", shape_string(gate_up.shape), " is not [n, 2 x ", w.n_in, "] for ",
+             quantization_name(w.type), " w [", w.n_out, ", ", w.n_in, "]",
+             b ? " and b " + shape_string(b->shape) : std::string());
+    }
+    if (y.shape != std::vector<int64_t>{gate_up.shape[0], w.n_out}) {
+        fail("linear_swiglu_add: y ", shape_string(y.shape), " is not the [", gate_up.shape[0], ", ", w.n_out,
+             "] that gate_up ", shape_string(gate_up.shape), " times w makes");
+    }
+}
+
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b) {
     if (w.n_elements() != x.row_size() || b.n_elements() != x.row_size()) {
         fail("layer_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
@@ -194,13 +208,6 @@ void check_update(const Tensor& t, std::span<const int32_t> values) {
         !t.fits_buffer()) {
         fail("update: ", values.size(), " int32 values for ",
              t.dtype == ScalarType::I32 ? "int32 " : "float32 ", shape_string(t.shape));
-    }
-}
-
-void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& w) {
-    check_same_shape(x, y, "add_rms_norm");
-    if (w.n_elements() != x.row_size()) {
-        fail("add_rms_norm: x ", shape_string(x.shape), " with weight ", shape_string(w.shape));
     }
 }
 

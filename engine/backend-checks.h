@@ -19,6 +19,9 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor* b);
 void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 // linear's checks, and y [x.rows(), w.n_out] for the sum.
 void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+// gate_up [n, 2 w.n_in], y [n, w.n_out], b [w.n_out] or null, w with a type and data.
+void check_linear_swiglu_add(const Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
+                             const Tensor* b);
 // Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);
@@ -52,8 +55,6 @@ void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor&
 void check_i32(const Tensor& t, std::vector<int64_t> shape, const char* op, const char* what);
 // An int32 tensor of values.size() elements.
 void check_update(const Tensor& t, std::span<const int32_t> values);
-// x, y [n, d], w [d].
-void check_add_rms_norm(const Tensor& x, const Tensor& y, const Tensor& w);
 // gate_up [n, 2 d].
 void check_swiglu(const Tensor& gate_up);
 // qkv [n, (n_head + 2 n_kv_head) * head_dim] with n_head a multiple of n_kv_head, caches [n_slots, n_kv_head,

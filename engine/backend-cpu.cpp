@@ -295,12 +295,6 @@ public:
         return y;
     }
 
-    Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) override {
-        check_add_rms_norm(x, y, w);
-        add(x, y);
-        return rms_norm(x, w, eps);
-    }
-
     void add(Tensor& x, const Tensor& y) override {
         check_same_shape(x, y, "add");
         float* xd = x.f32();

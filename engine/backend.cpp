@@ -16,6 +16,16 @@ void Backend::linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, c
     add(y, linear(x, w, b));
 }
 
+Tensor Backend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
+                                const Tensor* b) {
+    return linear(rms_norm(x, norm_w, eps), w, b);
+}
+
+void Backend::linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w, const Tensor* b) {
+    check_linear_swiglu_add(y, gate_up, w, b);
+    linear_add(y, swiglu(gate_up), w, b);
+}
+
 void Backend::begin_recording() {
     fail(name(), ": this backend cannot record work");
 }

@@ -104,12 +104,19 @@ public:
     // y += x · wᵀ + b: a layer's output added to the residual stream, in one pass where the backend can (the
     // default is linear, then add).  y [n, out]
     virtual void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+    // rms_norm(x, norm_w, eps) · wᵀ + b: the norm before a layer, written where the backend can in the form
+    // the product reads (the default is rms_norm, then linear).  x [n, in], norm_w [in]  ->  [n, out]
+    virtual Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
+                                   const Tensor* b);
+    // y += swiglu(gate_up) · wᵀ + b: a gated MLP's down projection added to the residual stream, the gating
+    // written where the backend can in the form the product reads (the default is swiglu, then linear_add).
+    // gate_up [n, 2 in], y [n, out]
+    virtual void linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
+                                   const Tensor* b);
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]
     virtual Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) = 0;
-    // x += y, then the RMSNorm of the sum with weight [d] (the residual add before a norm).  x, y [n, d]
-    virtual Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) = 0;
     // x += y, same shape.
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // In-place GELU, tanh approximation / exact erf form.

@@ -154,6 +154,23 @@ void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
     }
 }
 
+Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
+    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    if (layer.q.data) {
+        return backend_.linear_rms_norm(x, norm, eps, layer.q, bias);
+    }
+    return backend_.linear(backend_.rms_norm(x, norm, eps), layer.w, bias);
+}
+
+void PaddleOcrVl::apply_swiglu_add(Tensor& y, const Linear& layer, const Tensor& gate_up) {
+    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    if (layer.q.data) {
+        backend_.linear_swiglu_add(y, gate_up, layer.q, bias);
+    } else {
+        backend_.add(y, backend_.linear(backend_.swiglu(gate_up), layer.w, bias));
+    }
+}
+
 Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
                                        bool present) {
     return present ? load(weights, name, {n}) : Tensor{};
@@ -374,11 +391,11 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
     const int64_t block_size = cache.params().block_size;
 
     Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
-    Tensor h = backend_.rms_norm(x, text_layers.front().input_norm, tc.rms_norm_eps);  // [n, d]
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
         const auto layer = static_cast<int>(l);
-        const Tensor qkv = apply(L.qkv_proj, h);  // [n, (n_head + 2 n_kv_head) * hd]
+        const Tensor qkv =
+            apply_rms_norm(L.qkv_proj, x, L.input_norm, tc.rms_norm_eps);  // [n, (n_head + 2 n_kv_head) * hd]
         const Tensor q =
             backend_.rope_qkv_to_cache(qkv, step.positions, step.slots, text_rope, cache.keys(layer),
                                        cache.values(layer));  // [n, n_head, hd]
@@ -389,14 +406,11 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
                 : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
                                                   step.block_tables, block_size,
                                                   scale);  // [n, n_head, hd]
-        h = backend_.add_rms_norm(x, apply(L.o_proj, reshaped(a, {n, n_head * hd})), L.post_norm,
-                                  tc.rms_norm_eps);       // [n, d]
-        const Tensor gate_up = apply(L.gate_up_proj, h);  // [n, 2 ff]
-        const Tensor& next_norm = l + 1 < text_layers.size() ? text_layers[l + 1].input_norm : final_norm;
-        h = backend_.add_rms_norm(x, apply(L.down_proj, backend_.swiglu(gate_up)), next_norm,
-                                  tc.rms_norm_eps);
+        apply_add(x, L.o_proj, reshaped(a, {n, n_head * hd}));
+        const Tensor gate_up = apply_rms_norm(L.gate_up_proj, x, L.post_norm, tc.rms_norm_eps);  // [n, 2 ff]
+        apply_swiglu_add(x, L.down_proj, gate_up);
     }
-    return h;
+    return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);  // [n, d]
 }
 
 Tensor PaddleOcrVl::logits(const Tensor& hidden) {

@@ -9,4 +9,9 @@ __device__ inline float gelu_tanh(float v) {
     return 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
 }
 
+// SiLU, the gate of SwiGLU.
+__device__ inline float silu(float v) {
+    return v / (1.0f + expf(-v));
+}
+
 }  // namespace folio::kernels

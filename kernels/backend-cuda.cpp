@@ -234,6 +234,13 @@ int32_t* device_i32(const Tensor& t, const char* op) {
     return t.i32();
 }
 
+// What a product multiplies: x, or x transformed first (kernels::LinearInput).
+struct LinearInputSpec {
+    kernels::LinearInput input = kernels::LinearInput::Plain;
+    const float* norm_w = nullptr;  // [n_in], for RmsNorm
+    float eps = 0.0f;
+};
+
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(const CudaBackendOptions& options)
@@ -391,6 +398,24 @@ public:
         quantized_linear(x, w, b, y, kernels::LinearEpilogue::Accumulate);
     }
 
+    Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
+                           const Tensor* b) override {
+        check_rms_norm(x, norm_w);
+        check_linear(x, w, b);
+        Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear_rms_norm");  // [n, out]
+        quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store,
+                         {kernels::LinearInput::RmsNorm, device_f32(norm_w, "linear_rms_norm"), eps});
+        return y;
+    }
+
+    void linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
+                           const Tensor* b) override {
+        check_linear_swiglu_add(y, gate_up, w, b);
+        device_f32(y, "linear_swiglu_add");
+        quantized_linear(gate_up, w, b, y, kernels::LinearEpilogue::Accumulate,
+                         {kernels::LinearInput::Swiglu});
+    }
+
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
         check_layer_norm(x, w, b);
         const int64_t d = x.row_size();
@@ -407,15 +432,6 @@ public:
         kernels::rms_norm_f32(device_f32(x, "rms_norm"), device_f32(w, "rms_norm"), y.f32(), x.rows(), d, eps,
                               stream());
         return y;
-    }
-
-    Tensor add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps) override {
-        check_add_rms_norm(x, y, w);
-        Tensor out = alloc_uninitialized(x.shape, "add_rms_norm");  // as x
-        kernels::add_rms_norm_f32(device_f32(x, "add_rms_norm"), device_f32(y, "add_rms_norm"),
-                                  device_f32(w, "add_rms_norm"), out.f32(), x.rows(), x.row_size(), eps,
-                                  stream());
-        return out;
     }
 
     void add(Tensor& x, const Tensor& y) override {
@@ -845,9 +861,9 @@ private:
                compute_capability_major_ >= 8;
     }
 
-    // y [n, w.n_out] = epilogue(x · wᵀ + b), the arguments checked.
+    // y [n, w.n_out] = epilogue(input(x) · wᵀ + b), the arguments checked.
     void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
-                          kernels::LinearEpilogue epilogue) {
+                          kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {}) {
         if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
             fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
                  "] is not in this backend's device memory");
@@ -866,9 +882,11 @@ private:
         args.n_out = w.n_out;
         args.group_size = w.group_size;
         args.epilogue = epilogue;
-        // [n_scratch]: x in bfloat16 and dequantized weight rows
-        const int64_t n_scratch =
-            kernels::quantized_linear_scratch_floats(args.format, args.n, args.n_in, args.n_out);
+        args.input = input.input;
+        args.norm_w = input.norm_w;
+        args.eps = input.eps;
+        // [n_scratch]: the input transformed or in bfloat16, and dequantized weight rows
+        const int64_t n_scratch = kernels::quantized_linear_scratch_floats(args);
         Tensor scratch;
         if (n_scratch > 0) {
             scratch = alloc_uninitialized({n_scratch}, "linear");

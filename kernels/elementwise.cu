@@ -59,8 +59,7 @@ __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n * d) {
         const int64_t r = i / d, c = i % d;
-        const float g = gate_up[r * 2 * d + c];
-        y[i] = g / (1.0f + expf(-g)) * gate_up[r * 2 * d + d + c];
+        y[i] = silu(gate_up[r * 2 * d + c]) * gate_up[r * 2 * d + d + c];
     }
 }
 

@@ -32,35 +32,16 @@ __global__ void layer_norm_f32_kernel(const float* x, const float* w, const floa
     }
 }
 
-// One block per row; chained.  x, y [n_rows, d], w [d]
-__global__ void rms_norm_f32_kernel(const float* x, const float* w, float* y, int64_t d, float eps) {
-    wait_for_prior_grids();
-    start_dependent_grids();
+constexpr int kHeldValues = 4;  // values of a row each thread of rms_norm keeps in registers
+
+// One block per row; chained. A row of at most kBlock * kHeldValues values stays in registers: its loads go
+// out together, and its weights are loaded before the wait.  x, y [n_rows, d], w [d]
+__global__ void __launch_bounds__(kBlock)
+    rms_norm_f32_kernel(const float* x, const float* w, float* y, int64_t d, float eps) {
     const float* xr = x + static_cast<int64_t>(blockIdx.x) * d;  // [d]
     float* yr = y + static_cast<int64_t>(blockIdx.x) * d;        // [d]
-    float sq = 0.0f;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        sq += xr[i] * xr[i];
-    }
-    const float inv = rsqrtf(block_sum(sq) / static_cast<float>(d) + eps);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        yr[i] = w[i] * (xr[i] * inv);
-    }
-}
-
-constexpr int kHeldValues = 4;  // values of a row each thread of add_rms_norm keeps in registers
-
-// One block per row, chained: x += y, then out = the RMSNorm of x. A row of at most kBlock * kHeldValues
-// values stays in registers: its loads go out together, and its weights are loaded before the wait.
-// x, y, out [n_rows, d] (not overlapping), w [d]
-__global__ void __launch_bounds__(kBlock)
-    add_rms_norm_f32_kernel(float* __restrict__ x, const float* __restrict__ y, const float* __restrict__ w,
-                            float* __restrict__ out, int64_t d, float eps) {
-    float* xr = x + static_cast<int64_t>(blockIdx.x) * d;        // [d]
-    const float* yr = y + static_cast<int64_t>(blockIdx.x) * d;  // [d]
-    float* outr = out + static_cast<int64_t>(blockIdx.x) * d;    // [d]
     const bool held = d <= int64_t{kBlock} * kHeldValues;
-    float wv[kHeldValues], sv[kHeldValues];
+    float wv[kHeldValues], xv[kHeldValues];
 #pragma unroll
     for (int k = 0; k < kHeldValues; ++k) {
         const int64_t i = threadIdx.x + k * kBlock;
@@ -73,21 +54,15 @@ __global__ void __launch_bounds__(kBlock)
 #pragma unroll
         for (int k = 0; k < kHeldValues; ++k) {
             const int64_t i = threadIdx.x + k * kBlock;
-            sv[k] = i < d ? xr[i] + yr[i] : 0.0f;
+            xv[k] = i < d ? xr[i] : 0.0f;
         }
 #pragma unroll
         for (int k = 0; k < kHeldValues; ++k) {
-            const int64_t i = threadIdx.x + k * kBlock;
-            if (i < d) {
-                xr[i] = sv[k];
-                sq += sv[k] * sv[k];
-            }
+            sq += xv[k] * xv[k];
         }
     } else {
         for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-            const float s = xr[i] + yr[i];
-            xr[i] = s;
-            sq += s * s;
+            sq += xr[i] * xr[i];
         }
     }
     const float inv = rsqrtf(block_sum(sq) / static_cast<float>(d) + eps);
@@ -96,12 +71,12 @@ __global__ void __launch_bounds__(kBlock)
         for (int k = 0; k < kHeldValues; ++k) {
             const int64_t i = threadIdx.x + k * kBlock;
             if (i < d) {
-                outr[i] = wv[k] * (sv[k] * inv);
+                yr[i] = wv[k] * (xv[k] * inv);
             }
         }
     } else {
         for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-            outr[i] = w[i] * (xr[i] * inv);
+            yr[i] = w[i] * (xr[i] * inv);
         }
     }
 }
@@ -126,15 +101,6 @@ void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int6
     }
     launch_chained(rms_norm_f32_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(kBlock), 0, stream, x,
                    w, y, d, eps);
-}
-
-void add_rms_norm_f32(float* x, const float* y, const float* w, float* out, int64_t n_rows, int64_t d,
-                      float eps, cudaStream_t stream) {
-    if (n_rows == 0 || d == 0) {
-        return;
-    }
-    launch_chained(add_rms_norm_f32_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(kBlock), 0, stream,
-                   x, y, w, out, d, eps);
 }
 
 }  // namespace folio::kernels

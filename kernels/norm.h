@@ -15,8 +15,4 @@ void layer_norm_f32(const float* x, const float* w, const float* b, float* y, in
 void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int64_t d, float eps,
                   cudaStream_t stream);
 
-// x += y, then out = the RMSNorm of x as rms_norm_f32.  x, y, out [n_rows, d], w [d]
-void add_rms_norm_f32(float* x, const float* y, const float* w, float* out, int64_t n_rows, int64_t d,
-                      float eps, cudaStream_t stream);
-
 }  // namespace folio::kernels

@@ -5,7 +5,10 @@
 #include "activation.cuh"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
+#include "dispatch.cuh"
+#include "elementwise.h"
 #include "error.h"
+#include "norm.h"
 #include "quantized-linear.h"
 #include "reduce.cuh"
 
@@ -22,9 +25,12 @@ constexpr int kWarpsPerBlock = kBlock / kWarpSize;
 // kMinPartColumns columns.
 constexpr int64_t kGemvWarpsWanted = 4096;
 constexpr int64_t kMinPartColumns = 256;
-// Blocks of the GEMV an SM holds at once: registers are capped at what lets two fit (WINT8's eight rows of
-// four chunks would take 179 a thread otherwise, and one block an SM).
-constexpr int kGemvBlocksPerSm = 2;
+// Blocks of the GEMV an SM holds at once, by the rows of x it multiplies: registers are capped at what lets
+// that many fit. Eight rows of four chunks would take WINT8 to 179 registers a thread, one block an SM; one
+// or two rows need few accumulators, and four blocks an SM keep twice the loads in flight.
+constexpr int gemv_blocks_per_sm(int n_rows) {
+    return n_rows <= 2 ? 4 : n_rows <= 4 ? 3 : 2;
+}
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -107,80 +113,25 @@ __device__ inline void unpack8(const Packed8& p, float out[8]) {
     }
 }
 
-// n_parts warps per output row (1, 2, 4 or 8; kWarpsPerBlock / n_parts rows a block): part p of row o reads
-// the row's packed weights in the columns it owns once and dots them with every row of x; the parts' sums
-// are added in order through shared memory. kVector: n_in is a multiple of 8, a lane takes eight columns at
-// a time, part p owning the 256-column chunks p, p + n_parts, ..., and the first kChunksInFlight chunks are
-// loaded before the wait for the previous kernel (the weights are uploaded, never written by a kernel).
-// Otherwise lanes take single columns, part p owning every n_parts-th 32.
-// x [n, n_in], b [n_out] or null, y [n, n_out]; n <= kQuantizedGemvMaxRows
-template <QuantizedFormat kType, bool kVector>
-__global__ void __launch_bounds__(kBlock, kGemvBlocksPerSm)
-    quantized_gemv_f32_kernel(const float* x, const int8_t* q, const float* scales, const float* b, float* y,
-                              int64_t n, int64_t n_in, int64_t n_out, int64_t group_size, int n_parts,
-                              LinearEpilogue epilogue) {
-    __shared__ float part_sums[kWarpsPerBlock][kQuantizedGemvMaxRows];
+// Eight consecutive floats from p, 16-byte aligned.
+__device__ inline void load8(const float* p, float v[8]) {
+    const float4 lo = *reinterpret_cast<const float4*>(p);
+    const float4 hi = *reinterpret_cast<const float4*>(p + 4);
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+    v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
+// Adds the n_parts warps' sums of each output row o in order through shared memory; lane r of the row's
+// first part finishes row r of x.  acc [kRows] per lane  ->  y [n, n_out]
+template <int kRows>
+__device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int64_t o, bool valid,
+                                        int part, int n_parts) {
+    __shared__ float part_sums[kWarpsPerBlock][kRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int part = warp % n_parts;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
-    const bool valid = o < n_out;
-    float acc[kQuantizedGemvMaxRows] = {};
-    if constexpr (kVector) {
-        const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
-        const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
-        Packed8 w[kChunksInFlight];
-        const auto load = [&](int64_t c0) {
 #pragma unroll
-            for (int k = 0; k < kChunksInFlight; ++k) {
-                if (valid && c0 + k * stride < n_in) {
-                    w[k] = load_packed8<kType>(q, scales, o, c0 + k * stride, n_in, group_size);
-                }
-            }
-        };
-        load(first);
-        wait_for_prior_grids();
-        start_dependent_grids();
-        for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
-            if (c0 != first) {
-                load(c0);
-            }
-#pragma unroll
-            for (int k = 0; k < kChunksInFlight; ++k) {
-                const int64_t c = c0 + k * stride;
-                if (c >= n_in) {
-                    break;
-                }
-                float wk[8];
-                unpack8<kType>(w[k], wk);
-#pragma unroll
-                for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
-                    if (r < n) {
-                        const float4 x0 = *reinterpret_cast<const float4*>(x + r * n_in + c);
-                        const float4 x1 = *reinterpret_cast<const float4*>(x + r * n_in + c + 4);
-                        acc[r] += x0.x * wk[0] + x0.y * wk[1] + x0.z * wk[2] + x0.w * wk[3] + x1.x * wk[4] +
-                                  x1.y * wk[5] + x1.z * wk[6] + x1.w * wk[7];
-                    }
-                }
-            }
-        }
-    } else {
-        wait_for_prior_grids();
-        start_dependent_grids();
-        for (int64_t c = static_cast<int64_t>(part) * kWarpSize + lane; valid && c < n_in;
-             c += static_cast<int64_t>(n_parts) * kWarpSize) {
-            const float w = weight_at<kType>(q, scales, o, c, n_in, group_size);
-#pragma unroll
-            for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
-                if (r < n) {
-                    acc[r] += x[r * n_in + c] * w;
-                }
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
-        if (r < n) {
+    for (int r = 0; r < kRows; ++r) {
+        if (r < a.n) {
             acc[r] = warp_sum(acc[r]);
             if (lane == 0) {
                 part_sums[warp][r] = acc[r];
@@ -188,19 +139,129 @@ __global__ void __launch_bounds__(kBlock, kGemvBlocksPerSm)
         }
     }
     __syncthreads();
-    if (!valid || part != 0 || lane >= n) {
+    if (!valid || part != 0 || lane >= a.n) {
         return;
     }
-    // Lane r of the row's first part finishes row r of x.
     float sum = 0.0f;
     for (int p = 0; p < n_parts; ++p) {
         sum += part_sums[warp + p][lane];
     }
-    sum += b ? b[o] : 0.0f;
-    float& out = y[lane * n_out + o];
-    out = epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
-          : epilogue == LinearEpilogue::Accumulate ? out + sum
-                                                   : sum;
+    sum += a.b ? a.b[o] : 0.0f;
+    float& out = a.y[lane * a.n_out + o];
+    out = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+          : a.epilogue == LinearEpilogue::Accumulate ? out + sum
+                                                     : sum;
+}
+
+// n_parts warps per output row (1, 2, 4 or 8; kWarpsPerBlock / n_parts rows a block): part p of row o reads
+// the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
+// lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
+// the previous kernel (the weights are uploaded, never written by a kernel). kRows >= n rows of x; n_in is a
+// multiple of 8.  x [n, n_in], b [n_out] or null, y [n, n_out]
+template <QuantizedFormat kType, int kRows>
+__global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
+    quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int part = warp % n_parts;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = o < a.n_out;
+    const int64_t n_in = a.n_in;
+    const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
+    const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
+    Packed8 w[kChunksInFlight];
+    const auto load = [&](int64_t c0) {
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            if (valid && c0 + k * stride < n_in) {
+                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, a.group_size);
+            }
+        }
+    };
+    load(first);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float acc[kRows] = {};
+    for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
+        if (c0 != first) {
+            load(c0);
+        }
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            const int64_t c = c0 + k * stride;
+            if (c >= n_in) {
+                break;
+            }
+            float wk[8];
+            unpack8<kType>(w[k], wk);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                if (r < a.n) {
+                    float xv[8];
+                    load8(a.x + r * n_in + c, xv);
+                    acc[r] += xv[0] * wk[0] + xv[1] * wk[1] + xv[2] * wk[2] + xv[3] * wk[3] + xv[4] * wk[4] +
+                              xv[5] * wk[5] + xv[6] * wk[6] + xv[7] * wk[7];
+                }
+            }
+        }
+    }
+    finish_gemv_rows<kRows>(acc, a, o, valid, part, n_parts);
+}
+
+// The same for n_in not a multiple of 8: lanes take single columns, part p owning every n_parts-th 32.
+// x [n, n_in], b [n_out] or null, y [n, n_out]
+template <QuantizedFormat kType>
+__global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRows))
+    quantized_gemv_columns_f32_kernel(QuantizedLinearArgs a, int n_parts) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int part = warp % n_parts;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = o < a.n_out;
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float acc[kQuantizedGemvMaxRows] = {};
+    for (int64_t c = static_cast<int64_t>(part) * kWarpSize + lane; valid && c < a.n_in;
+         c += static_cast<int64_t>(n_parts) * kWarpSize) {
+        const float w = weight_at<kType>(a.q, a.scales, o, c, a.n_in, a.group_size);
+#pragma unroll
+        for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+            if (r < a.n) {
+                acc[r] += a.x[r * a.n_in + c] * w;
+            }
+        }
+    }
+    finish_gemv_rows<kQuantizedGemvMaxRows>(acc, a, o, valid, part, n_parts);
+}
+
+// One block per row, chained: the RMSNorm of x rounded to bfloat16 (nearest even), for the tensor-core
+// products.  x [n_rows, n_in], norm_w [n_in]  ->  y [n_rows, n_in]
+__global__ void __launch_bounds__(kBlock)
+    rms_norm_bf16_kernel(const float* x, const float* norm_w, float eps, __nv_bfloat16* y, int64_t n_in) {
+    const float* xr = x + static_cast<int64_t>(blockIdx.x) * n_in;    // [n_in]
+    __nv_bfloat16* yr = y + static_cast<int64_t>(blockIdx.x) * n_in;  // [n_in]
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float sq = 0.0f;
+    for (int64_t c = threadIdx.x; c < n_in; c += kBlock) {
+        sq += xr[c] * xr[c];
+    }
+    const float inv_rms = rsqrtf(block_sum(sq) / static_cast<float>(n_in) + eps);
+    for (int64_t c = threadIdx.x; c < n_in; c += kBlock) {
+        yr[c] = __float2bfloat16_rn(norm_w[c] * (xr[c] * inv_rms));
+    }
+}
+
+// One thread per value, chained: silu(gate) * up rounded to bfloat16.
+// gate_up [n_rows, 2 n_in]  ->  y [n_rows, n_in]
+__global__ void swiglu_bf16_kernel(const float* gate_up, __nv_bfloat16* y, int64_t n_rows, int64_t n_in) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n_rows * n_in) {
+        const int64_t r = i / n_in, c = i % n_in;
+        y[i] = __float2bfloat16_rn(silu(gate_up[r * 2 * n_in + c]) * gate_up[r * 2 * n_in + n_in + c]);
+    }
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
@@ -235,6 +296,12 @@ __global__ void round_to_bf16_x4_kernel(const float4* __restrict__ x, uint2* __r
     }
 }
 
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+namespace {
+
 // x [n] float32  ->  y [n] bfloat16, four values a thread where alignment allows.
 void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream) {
     const bool quads =
@@ -250,6 +317,26 @@ void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t str
     CUDA_CHECK(cudaGetLastError());
 }
 
+// The input of a transformed as a.input says (not Plain), as the GEMV reads it.  ->  y [a.n, a.n_in]
+void transform_input(const QuantizedLinearArgs& a, float* y, cudaStream_t stream) {
+    if (a.input == LinearInput::RmsNorm) {
+        rms_norm_f32(a.x, a.norm_w, y, a.n, a.n_in, a.eps, stream);
+    } else {
+        swiglu_f32(a.x, y, a.n, a.n_in, stream);
+    }
+}
+
+// The same rounded to bfloat16, as the tensor cores read it.  ->  y [a.n, a.n_in]
+void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_t stream) {
+    if (a.input == LinearInput::RmsNorm) {
+        launch_chained(rms_norm_bf16_kernel, dim3(static_cast<unsigned int>(a.n)), dim3(kBlock), 0, stream,
+                       a.x, a.norm_w, a.eps, y, a.n_in);
+    } else {
+        const auto n_blocks = static_cast<unsigned int>((a.n * a.n_in + kBlock - 1) / kBlock);
+        launch_chained(swiglu_bf16_kernel, dim3(n_blocks), dim3(kBlock), 0, stream, a.x, y, a.n, a.n_in);
+    }
+}
+
 // Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all.
 int gemv_parts(int64_t n_in, int64_t n_out) {
     int parts = 1;
@@ -260,22 +347,32 @@ int gemv_parts(int64_t n_in, int64_t n_out) {
     return parts;
 }
 
+// The GEMV of a, whose input is Plain.
 template <QuantizedFormat kType>
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     const int parts = gemv_parts(a.n_in, a.n_out);
     const int64_t rows_per_block = kWarpsPerBlock / parts;
     const dim3 grid(static_cast<unsigned int>((a.n_out + rows_per_block - 1) / rows_per_block));
-    const auto kernel =
-        a.n_in % 8 == 0 ? quantized_gemv_f32_kernel<kType, true> : quantized_gemv_f32_kernel<kType, false>;
-    launch_chained(kernel, grid, dim3(kBlock), 0, stream, a.x, a.q, a.scales, a.b, a.y, a.n, a.n_in, a.n_out,
-                   a.group_size, parts, a.epilogue);
+    if (a.n_in % 8 != 0) {
+        launch_chained(quantized_gemv_columns_f32_kernel<kType>, grid, dim3(kBlock), 0, stream, a, parts);
+        return;
+    }
+    // Accumulators for 1, 2, 4 or 8 rows, the fewest that hold a.n.
+    const int n_rows = a.n <= 1 ? 1 : a.n <= 2 ? 2 : a.n <= 4 ? 4 : 8;
+    with_1_2_4_8(n_rows, [&](auto rows) {
+        launch_chained(quantized_gemv_f32_kernel<kType, rows.value>, grid, dim3(kBlock), 0, stream, a, parts);
+    });
 }
 
-}  // namespace
-
-// ---- launchers --------------------------------------------------------------------------------------
-
-namespace {
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    if (a.format == QuantizedFormat::Bf16) {
+        launch_gemv<QuantizedFormat::Bf16>(a, stream);
+    } else if (a.format == QuantizedFormat::Wint8) {
+        launch_gemv<QuantizedFormat::Wint8>(a, stream);
+    } else {
+        launch_gemv<QuantizedFormat::Wint4>(a, stream);
+    }
+}
 
 // Floats of scratch that hold x in bfloat16, rounded up so that what follows starts 256-byte aligned.
 int64_t bf16_activation_floats(int64_t n, int64_t n_in) {
@@ -291,15 +388,15 @@ int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
 
 }  // namespace
 
-int64_t quantized_linear_scratch_floats(QuantizedFormat format, int64_t n, int64_t n_in, int64_t n_out) {
-    if (n <= kQuantizedGemvMaxRows) {
-        return 0;
+int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
+    if (a.n <= kQuantizedGemvMaxRows) {
+        return a.input == LinearInput::Plain ? 0 : a.n * a.n_in;
     }
-    const int64_t activations = bf16_activation_floats(n, n_in);
-    if (format == QuantizedFormat::Bf16) {
+    const int64_t activations = bf16_activation_floats(a.n, a.n_in);
+    if (a.format == QuantizedFormat::Bf16) {
         return activations;
     }
-    return activations + (dequantize_block_rows(n_in, n_out) * n_in + 1) / 2;
+    return activations + (dequantize_block_rows(a.n_in, a.n_out) * a.n_in + 1) / 2;
 }
 
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
@@ -329,25 +426,32 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     if (a.n == 0 || a.n_out == 0) {
         return;
     }
-    if (a.n <= kQuantizedGemvMaxRows) {
-        if (a.format == QuantizedFormat::Bf16) {
-            launch_gemv<QuantizedFormat::Bf16>(a, stream);
-        } else if (a.format == QuantizedFormat::Wint8) {
-            launch_gemv<QuantizedFormat::Wint8>(a, stream);
-        } else {
-            launch_gemv<QuantizedFormat::Wint4>(a, stream);
-        }
-        return;
-    }
-    const int64_t needed = quantized_linear_scratch_floats(a.format, a.n, a.n_in, a.n_out);
+    const int64_t needed = quantized_linear_scratch_floats(a);
     if (n_scratch < needed) {
         fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", a.n, " x ", a.n_in,
              " activations and ", a.n_out, " weight rows needs ", needed);
     }
-    // x rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16 after
-    // it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
+    if (a.n <= kQuantizedGemvMaxRows) {
+        if (a.input == LinearInput::Plain) {
+            launch_gemv(a, stream);
+            return;
+        }
+        // The transformed input to scratch [a.n, a.n_in] first.
+        QuantizedLinearArgs plain = a;
+        transform_input(a, scratch, stream);
+        plain.x = scratch;
+        plain.input = LinearInput::Plain;
+        launch_gemv(plain, stream);
+        return;
+    }
+    // The input rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16
+    // after it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
     auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
-    round_to_bf16(a.x, x_bf16, a.n * a.n_in, stream);
+    if (a.input == LinearInput::Plain) {
+        round_to_bf16(a.x, x_bf16, a.n * a.n_in, stream);
+    } else {
+        transform_input(a, x_bf16, stream);
+    }
     auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
     const int64_t block_rows =
         a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);

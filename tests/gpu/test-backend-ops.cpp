@@ -41,6 +41,14 @@ constexpr double kQuantizedBound = 1e-4;
 // kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
 
+// A weight matrix [out, in] of the products' tests, packed as type says.
+struct LinearCase {
+    Quantization type;
+    int64_t in;
+    int64_t out;
+    int64_t group_size;
+};
+
 // max |actual - expected| / max |expected|; infinite where actual holds a NaN or an infinity.
 double relative_error(const std::vector<float>& actual, const std::vector<float>& expected) {
     if (actual.size() != expected.size()) {
@@ -233,13 +241,7 @@ TEST_F(BackendOpsTest, Linear) {
 }
 
 TEST_F(BackendOpsTest, QuantizedLinear) {
-    struct Case {
-        Quantization type;
-        int64_t in;
-        int64_t out;
-        int64_t group_size;
-    };
-    const std::vector<Case> cases = {
+    const std::vector<LinearCase> cases = {
         {Quantization::Wint8, 1, 7, 0},       {Quantization::Wint8, 7, 96, 0},
         {Quantization::Wint8, 96, 1000, 0},   {Quantization::Wint8, 1000, 7, 0},
         {Quantization::Wint8, 1024, 1, 0},    {Quantization::Wint4, 64, 7, 64},
@@ -248,11 +250,11 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
         {Quantization::Bf16, 96, 1000, 0},    {Quantization::Bf16, 1000, 7, 0},
         {Quantization::Bf16, 1024, 96, 0},
     };
-    for (const Case& c : cases) {
+    for (const LinearCase& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
         const QuantizedTensor w_cpu = cpu_->upload(w);
         const QuantizedTensor w_gpu = gpu_->upload(w);
-        for (const int64_t n : {1, 3, 8, 9, 17, 130}) {
+        for (const int64_t n : {1, 2, 3, 5, 8, 9, 17, 130}) {
             for (const bool with_bias : {false, true}) {
                 const Pair x = random({n, c.in}), b = random({c.out});
                 const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
@@ -325,9 +327,59 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
     EXPECT_THROW(gpu_->linear_gelu_tanh(x63.gpu, w_gpu, nullptr), Error);
 }
 
+// The transforms of a product's input: RMSNorm (the norm before a layer) and SwiGLU (the gating before an
+// MLP's down projection, whose sum is added to the residual stream). Up to 8 rows the transformed input goes
+// to scratch in float32 for the GEMV; more rows transform it while rounding it for the tensor cores. The CPU
+// backend runs the operations one by one.
+TEST_F(BackendOpsTest, LinearInputTransforms) {
+    const std::vector<LinearCase> cases = {
+        {Quantization::Bf16, 1024, 96, 0},  {Quantization::Bf16, 3072, 7, 0},
+        {Quantization::Bf16, 100, 33, 0},   {Quantization::Wint8, 96, 130, 0},
+        {Quantization::Wint4, 128, 96, 64},
+    };
+    for (const LinearCase& c : cases) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 130}) {
+            const double bound = n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            for (const bool with_bias : {false, true}) {
+                const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
+                const Pair b = random({c.out});
+                const Tensor* b_cpu = with_bias ? &b.cpu : nullptr;
+                const Tensor* b_gpu = with_bias ? &b.gpu : nullptr;
+                const Pair x = random({n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f);
+                expect_close(label("linear_rms_norm ", quantization_name(c.type)),
+                             gpu_->linear_rms_norm(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu),
+                             cpu_->linear_rms_norm(x.cpu, norm.cpu, 1e-5f, w_cpu, b_cpu), bound, where);
+                const Pair gate_up = random({n, 2 * c.in});
+                Pair y = random({n, c.out});
+                gpu_->linear_swiglu_add(y.gpu, gate_up.gpu, w_gpu, b_gpu);
+                cpu_->linear_swiglu_add(y.cpu, gate_up.cpu, w_cpu, b_cpu);
+                expect_close(label("linear_swiglu_add ", quantization_name(c.type)), y.gpu, y.cpu, bound,
+                             where);
+            }
+        }
+    }
+    const QuantizedTensor w_gpu =
+        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
+    const Pair x = random({2, 64});
+    EXPECT_THROW(gpu_->linear_rms_norm(x.gpu, random({63}).gpu, 1e-5f, w_gpu, nullptr), Error)
+        << "norm width";
+    EXPECT_THROW(gpu_->linear_rms_norm(random({2, 32}).gpu, random({32}).gpu, 1e-5f, w_gpu, nullptr), Error);
+    Pair y = random({2, 4});
+    EXPECT_THROW(gpu_->linear_swiglu_add(y.gpu, x.gpu, w_gpu, nullptr), Error) << "gate_up not [n, 2 in]";
+    Pair y5 = random({2, 5});
+    EXPECT_THROW(gpu_->linear_swiglu_add(y5.gpu, random({2, 128}).gpu, w_gpu, nullptr), Error) << "y width";
+    EXPECT_THROW(cpu_->linear_swiglu_add(
+                     y5.cpu, random({2, 128}).cpu,
+                     cpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0)), nullptr),
+                 Error);
+}
+
 TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
     for (const int64_t n : {1, 3, 17, 130}) {
-        for (const int64_t d : {1, 7, 96, 1000}) {
+        for (const int64_t d : {1, 7, 96, 1000, 1500}) {
             const Pair x = random({n, d}, 3.0f, 2.0f), w = random({d}), b = random({d});
             expect_close("layer_norm", gpu_->layer_norm(x.gpu, w.gpu, b.gpu, 1e-6f),
                          cpu_->layer_norm(x.cpu, w.cpu, b.cpu, 1e-6f), kF32Bound, dims({n, d}));
@@ -744,20 +796,12 @@ TEST_F(BackendOpsTest, Int32UploadAndUpdate) {
     EXPECT_THROW(static_cast<void>(t.view(4, {3})), Error) << "view past the end";
 }
 
-TEST_F(BackendOpsTest, AddRmsNormAndSwiglu) {
+TEST_F(BackendOpsTest, Swiglu) {
     for (const auto& [n, d] :
          std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {5, 1024}, {130, 33}}) {
-        Pair x = random({n, d});
-        const Pair y = random({n, d}), w = random({d}, 1.0f, 0.1f);
-        const Tensor out_gpu = gpu_->add_rms_norm(x.gpu, y.gpu, w.gpu, 1e-5f);
-        const Tensor out_cpu = cpu_->add_rms_norm(x.cpu, y.cpu, w.cpu, 1e-5f);
-        expect_close("add_rms_norm", out_gpu, out_cpu, kF32Bound, dims({n, d}));
-        expect_close("add_rms_norm (sum)", x.gpu, x.cpu, kF32Bound, dims({n, d}));
         const Pair gate_up = random({n, 2 * d});
         expect_close("swiglu", gpu_->swiglu(gate_up.gpu), cpu_->swiglu(gate_up.cpu), kF32Bound, dims({n, d}));
     }
-    Pair x = random({2, 4});
-    EXPECT_THROW(gpu_->add_rms_norm(x.gpu, random({2, 5}).gpu, random({4}).gpu, 1e-5f), Error);
     EXPECT_THROW(gpu_->swiglu(random({2, 5}).gpu), Error) << "odd width";
 }
 
@@ -910,7 +954,8 @@ TEST_F(BackendOpsTest, RecordedWorkReplaysWithNewInputs) {
     const auto run = [&](Backend& backend, const Tensor& rows, const Tensor& ids, const Tensor& weight,
                          const Tensor& up) {
         Tensor x = backend.gather_rows(rows, ids);  // [n, d]
-        const Tensor h = backend.add_rms_norm(x, backend.copy(x), weight, 1e-5f);
+        backend.add(x, backend.copy(x));
+        const Tensor h = backend.rms_norm(x, weight, 1e-5f);
         return backend.swiglu(backend.linear(h, up, nullptr));  // [n, d]
     };
     std::vector<int32_t> ids = {3, 0, 39, 7, 7};

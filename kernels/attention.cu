@@ -57,11 +57,13 @@ __device__ inline void wait_copies() {
     asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
-// The rows of the spans of an attention call, uploaded by the host.
+// The rows of the spans of an attention call, uploaded by the host. settled_keys: none of a span's keys may
+// be read before the previous kernel has finished, as it may have written any of them.
 struct SpanRows {
     const AttentionSpan* spans;
 
     __device__ AttentionSpan span(int64_t i) const { return spans[i]; }
+    __device__ static int64_t settled_keys(const AttentionSpan&) { return 0; }
 };
 
 // Decoding: row i sees the first seq_lens[i] keys, clamped to [0, max_keys], through row i of the block
@@ -74,6 +76,11 @@ struct DecodeRows {
     __device__ AttentionSpan span(int64_t i) const {
         const int64_t n = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_keys);
         return AttentionSpan{i, 1, i * max_blocks, n, 1, n};
+    }
+    // Keys a decoding step does not write, which may be read before the previous kernel (the step's cache
+    // write of each row's newest key) has finished: all but the last.
+    __device__ static int64_t settled_keys(const AttentionSpan& span) {
+        return max(span.max_visible - 1, int64_t{0});
     }
 };
 
@@ -266,15 +273,15 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
     }
 }
 
-// Starts copying the K and V rows of a tile's keys to k_dst (row j at j * k_stride) and v_dst (at
-// j * v_stride) as one group of copies; a key without a row (-1) gets zeros.
+// Starts copying the K and V rows of a tile's keys [first_key, n_keys) to k_dst (row j at j * k_stride) and
+// v_dst (at j * v_stride) as one group of copies; a key without a row (-1) gets zeros.
 // k, v [n_kv_total, n_kv_head, head_dim], rows [kSplitTileKeys]
 __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst, int v_stride, const float* k,
-                                       const float* v, const int64_t* rows, int n_keys, int64_t n_kv_head,
-                                       int64_t kv_head, int head_dim, bool vec4) {
+                                       const float* v, const int64_t* rows, int first_key, int n_keys,
+                                       int64_t n_kv_head, int64_t kv_head, int head_dim, bool vec4) {
     const int width = vec4 ? 4 : 1, n_chunks = head_dim / width;
-    for (int i = static_cast<int>(threadIdx.x); i < n_keys * n_chunks; i += kSplitBlock) {
-        const int j = i / n_chunks, d = i % n_chunks * width;
+    for (int i = static_cast<int>(threadIdx.x); i < (n_keys - first_key) * n_chunks; i += kSplitBlock) {
+        const int j = first_key + i / n_chunks, d = i % n_chunks * width;
         float* k_to = k_dst + j * k_stride + d;
         float* v_to = v_dst + j * v_stride + d;
         const int64_t row = rows[j];
@@ -303,7 +310,8 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
 // per lane and keeps their online softmax; thread t then accumulates the (head, dimension) pairs
 // t + i * kSplitBlock (i < kPairs) of the group's output. Each block writes its heads' maximum, sum of
 // exponentials and unnormalized output to the partials, and the last block of the (row, group) to finish,
-// counted in splits.counters, combines them into the output and sets its counter back to zero. Chained.
+// counted in splits.counters, combines them into the output and sets its counter back to zero. Chained: the
+// first tile's keys that Rows says are settled are copied before the wait for the previous kernel.
 // dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * head_dim <= kPairs * kSplitBlock
 template <int kGroup, int kPairs, typename Rows, typename Keys>
 __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
@@ -326,8 +334,6 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         return tiles + b * tile_floats + kSplitTileKeys * k_stride;
     };  // [.., dims4]
 
-    wait_for_prior_grids();
-    start_dependent_grids();
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const AttentionSpan span = a.rows.span(blockIdx.x);
     const int64_t n_visible = visible_keys(span, 0), n_splits = gridDim.z;
@@ -339,17 +345,12 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     const auto tile_keys = [&](int64_t j0) {
         return static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kSplitTileKeys), key_end - j0)));
     };
-    const auto start_tile = [&](int b, int64_t j0) {
-        start_tile_copy(k_tile(b), k_stride, v_tile(b), dims4, a.k, a.v, tile_rows[b], tile_keys(j0),
+    const auto start_tile = [&](int b, int first_key, int n_keys) {
+        start_tile_copy(k_tile(b), k_stride, v_tile(b), dims4, a.k, a.v, tile_rows[b], first_key, n_keys,
                         a.n_kv_head, kv_head, head_dim, a.vec4);
     };
     if (tid < kSplitTileKeys) {
         tile_rows[0][tid] = key_begin + tid < key_end ? a.keys.row(span.kv_start, key_begin + tid) : -1;
-    }
-    const float* q_rows = a.q + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
-    for (int i = tid; i < kGroup * dims4; i += kSplitBlock) {
-        const int g = i / dims4, d = i % dims4;
-        q_scaled[i] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
     }
     // Key columns past head_dim, up to dims4, stay zero: the scores read them.
     for (int i = tid; i < 2 * kSplitTileKeys * (dims4 - head_dim); i += kSplitBlock) {
@@ -374,8 +375,22 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     for (int p = 0; p < kPairs; ++p) {
         acc[p] = 0.0f;
     }
+    // The first tile's keys before the settled end are copied while the previous kernel runs, the rest once
+    // it has finished.
+    const int n_first = tile_keys(key_begin);
+    const auto n_settled = static_cast<int>(
+        min(static_cast<int64_t>(n_first), max(Rows::settled_keys(span) - key_begin, int64_t{0})));
     __syncthreads();
-    start_tile(0, key_begin);
+    start_tile(0, 0, n_settled);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    start_tile(0, n_settled, n_first);
+    const float* q_rows = a.q + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
+    for (int i = tid; i < kGroup * dims4; i += kSplitBlock) {
+        const int g = i / dims4, d = i % dims4;
+        q_scaled[i] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
+    }
+    __syncthreads();
 
     int b = 0;
     for (int64_t j0 = key_begin; j0 < key_end; j0 += kSplitTileKeys, b ^= 1) {
@@ -385,7 +400,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
             tile_rows[b ^ 1][tid] = j < key_end ? a.keys.row(span.kv_start, j) : -1;
         }
         __syncthreads();  // the next tile's rows are in, and its buffer is no longer read
-        start_tile(b ^ 1, j0 + kSplitTileKeys);
+        start_tile(b ^ 1, 0, tile_keys(j0 + kSplitTileKeys));
         wait_copies<1>();  // this thread's copies of the current tile
         __syncthreads();
 

@@ -1,9 +1,10 @@
 // Chained launches (programmatic dependent launch, compute capability 9.0 and up): a kernel launched with
 // launch_chained() may start while the kernel ahead of it in the stream is still running, so that its launch
 // and whatever it does before wait_for_prior_grids() overlap that kernel's work. Such a kernel, in every
-// block, calls wait_for_prior_grids() before it reads anything earlier work wrote and before it writes
-// anything; before the wait it may only read memory no kernel writes (uploaded weights). Once past the wait
-// it calls start_dependent_grids(), which lets the next chained kernel be scheduled. On older devices, or
+// block, calls wait_for_prior_grids() before it writes anything and before it exits, and once past the wait
+// calls start_dependent_grids(), which lets the next chained kernel be scheduled. So when a chained kernel
+// starts, every kernel before the one ahead of it has finished, and before its wait it may read what those
+// wrote, but nothing the kernel ahead of it may write (uploaded weights, a decoding step's older cache rows). On older devices, or
 // with FOLIO_CUDA_CHAINED_LAUNCH=0 in the environment, the launches are ordinary ones and both calls do
 // nothing.
 #pragma once

@@ -155,19 +155,17 @@ void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
 }
 
 Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
     if (layer.q.data) {
-        return backend_.linear_rms_norm(x, norm, eps, layer.q, bias);
+        return backend_.linear_rms_norm(x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b);
     }
-    return backend_.linear(backend_.rms_norm(x, norm, eps), layer.w, bias);
+    return apply(layer, backend_.rms_norm(x, norm, eps));
 }
 
 void PaddleOcrVl::apply_swiglu_add(Tensor& y, const Linear& layer, const Tensor& gate_up) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
     if (layer.q.data) {
-        backend_.linear_swiglu_add(y, gate_up, layer.q, bias);
+        backend_.linear_swiglu_add(y, gate_up, layer.q, layer.b.empty() ? nullptr : &layer.b);
     } else {
-        backend_.add(y, backend_.linear(backend_.swiglu(gate_up), layer.w, bias));
+        apply_add(y, layer, backend_.swiglu(gate_up));
     }
 }
 

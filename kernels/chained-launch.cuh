@@ -4,9 +4,9 @@
 // block, calls wait_for_prior_grids() before it writes anything and before it exits, and once past the wait
 // calls start_dependent_grids(), which lets the next chained kernel be scheduled. So when a chained kernel
 // starts, every kernel before the one ahead of it has finished, and before its wait it may read what those
-// wrote, but nothing the kernel ahead of it may write (uploaded weights, a decoding step's older cache rows). On older devices, or
-// with FOLIO_CUDA_CHAINED_LAUNCH=0 in the environment, the launches are ordinary ones and both calls do
-// nothing.
+// wrote, but nothing the kernel ahead of it may write (uploaded weights, a decoding step's older cache
+// rows). On older devices, or with FOLIO_CUDA_CHAINED_LAUNCH=0 in the environment, the launches are ordinary
+// ones and both calls do nothing.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,6 +1,7 @@
 #include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "norm.h"
+#include "output-value.cuh"
 #include "reduce.cuh"
 
 namespace folio::kernels {
@@ -35,11 +36,13 @@ __global__ void layer_norm_f32_kernel(const float* x, const float* w, const floa
 constexpr int kHeldValues = 4;  // values of a row each thread of rms_norm keeps in registers
 
 // One block per row; chained. A row of at most kBlock * kHeldValues values stays in registers: its loads go
-// out together, and its weights are loaded before the wait.  x, y [n_rows, d], w [d]
+// out together, and its weights are loaded before the wait. T: float or __nv_bfloat16.
+// x [n_rows, d], w [d]  ->  y [n_rows, d]
+template <typename T>
 __global__ void __launch_bounds__(kBlock)
-    rms_norm_f32_kernel(const float* x, const float* w, float* y, int64_t d, float eps) {
+    rms_norm_kernel(const float* x, const float* w, T* y, int64_t d, float eps) {
     const float* xr = x + static_cast<int64_t>(blockIdx.x) * d;  // [d]
-    float* yr = y + static_cast<int64_t>(blockIdx.x) * d;        // [d]
+    T* yr = y + static_cast<int64_t>(blockIdx.x) * d;            // [d]
     const bool held = d <= int64_t{kBlock} * kHeldValues;
     float wv[kHeldValues], xv[kHeldValues];
 #pragma unroll
@@ -71,12 +74,12 @@ __global__ void __launch_bounds__(kBlock)
         for (int k = 0; k < kHeldValues; ++k) {
             const int64_t i = threadIdx.x + k * kBlock;
             if (i < d) {
-                yr[i] = wv[k] * (xv[k] * inv);
+                store_output(yr + i, wv[k] * (xv[k] * inv));
             }
         }
     } else {
         for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-            yr[i] = w[i] * (xr[i] * inv);
+            store_output(yr + i, w[i] * (xr[i] * inv));
         }
     }
 }
@@ -94,13 +97,28 @@ void layer_norm_f32(const float* x, const float* w, const float* b, float* y, in
     CUDA_CHECK(cudaGetLastError());
 }
 
-void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int64_t d, float eps,
-                  cudaStream_t stream) {
+namespace {
+
+template <typename T>
+void launch_rms_norm(const float* x, const float* w, T* y, int64_t n_rows, int64_t d, float eps,
+                     cudaStream_t stream) {
     if (n_rows == 0 || d == 0) {
         return;
     }
-    launch_chained(rms_norm_f32_kernel, dim3(static_cast<unsigned int>(n_rows)), dim3(kBlock), 0, stream, x,
-                   w, y, d, eps);
+    launch_chained(rms_norm_kernel<T>, dim3(static_cast<unsigned int>(n_rows)), dim3(kBlock), 0, stream, x, w,
+                   y, d, eps);
+}
+
+}  // namespace
+
+void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int64_t d, float eps,
+                  cudaStream_t stream) {
+    launch_rms_norm(x, w, y, n_rows, d, eps, stream);
+}
+
+void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t d, float eps,
+                   cudaStream_t stream) {
+    launch_rms_norm(x, w, reinterpret_cast<__nv_bfloat16*>(y), n_rows, d, eps, stream);
 }
 
 }  // namespace folio::kernels

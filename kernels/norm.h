@@ -15,4 +15,8 @@ void layer_norm_f32(const float* x, const float* w, const float* b, float* y, in
 void rms_norm_f32(const float* x, const float* w, float* y, int64_t n_rows, int64_t d, float eps,
                   cudaStream_t stream);
 
+// The same written as bfloat16 bits, rounded to nearest even.  y [n_rows, d]
+void rms_norm_bf16(const float* x, const float* w, uint16_t* y, int64_t n_rows, int64_t d, float eps,
+                   cudaStream_t stream);
+
 }  // namespace folio::kernels

@@ -234,36 +234,6 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
     finish_gemv_rows<kQuantizedGemvMaxRows>(acc, a, o, valid, part, n_parts);
 }
 
-// One block per row, chained: the RMSNorm of x rounded to bfloat16 (nearest even), for the tensor-core
-// products.  x [n_rows, n_in], norm_w [n_in]  ->  y [n_rows, n_in]
-__global__ void __launch_bounds__(kBlock)
-    rms_norm_bf16_kernel(const float* x, const float* norm_w, float eps, __nv_bfloat16* y, int64_t n_in) {
-    const float* xr = x + static_cast<int64_t>(blockIdx.x) * n_in;    // [n_in]
-    __nv_bfloat16* yr = y + static_cast<int64_t>(blockIdx.x) * n_in;  // [n_in]
-    wait_for_prior_grids();
-    start_dependent_grids();
-    float sq = 0.0f;
-    for (int64_t c = threadIdx.x; c < n_in; c += kBlock) {
-        sq += xr[c] * xr[c];
-    }
-    const float inv_rms = rsqrtf(block_sum(sq) / static_cast<float>(n_in) + eps);
-    for (int64_t c = threadIdx.x; c < n_in; c += kBlock) {
-        yr[c] = __float2bfloat16_rn(norm_w[c] * (xr[c] * inv_rms));
-    }
-}
-
-// One thread per value, chained: silu(gate) * up rounded to bfloat16.
-// gate_up [n_rows, 2 n_in]  ->  y [n_rows, n_in]
-__global__ void swiglu_bf16_kernel(const float* gate_up, __nv_bfloat16* y, int64_t n_rows, int64_t n_in) {
-    wait_for_prior_grids();
-    start_dependent_grids();
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i < n_rows * n_in) {
-        const int64_t r = i / n_in, c = i % n_in;
-        y[i] = __float2bfloat16_rn(silu(gate_up[r * 2 * n_in + c]) * gate_up[r * 2 * n_in + n_in + c]);
-    }
-}
-
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
 // the packed matrix
 template <QuantizedFormat kType>
@@ -328,12 +298,11 @@ void transform_input(const QuantizedLinearArgs& a, float* y, cudaStream_t stream
 
 // The same rounded to bfloat16, as the tensor cores read it.  ->  y [a.n, a.n_in]
 void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_t stream) {
+    auto* bits = reinterpret_cast<uint16_t*>(y);
     if (a.input == LinearInput::RmsNorm) {
-        launch_chained(rms_norm_bf16_kernel, dim3(static_cast<unsigned int>(a.n)), dim3(kBlock), 0, stream,
-                       a.x, a.norm_w, a.eps, y, a.n_in);
+        rms_norm_bf16(a.x, a.norm_w, bits, a.n, a.n_in, a.eps, stream);
     } else {
-        const auto n_blocks = static_cast<unsigned int>((a.n * a.n_in + kBlock - 1) / kBlock);
-        launch_chained(swiglu_bf16_kernel, dim3(n_blocks), dim3(kBlock), 0, stream, a.x, y, a.n, a.n_in);
+        swiglu_bf16(a.x, bits, a.n, a.n_in, stream);
     }
 }
 

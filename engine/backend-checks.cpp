@@ -45,17 +45,11 @@ void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w
     }
 }
 
-void check_linear_swiglu_add(const Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
-                             const Tensor* b) {
-    if (gate_up.shape.size() != 2 || gate_up.shape[1] != 2 * w.n_in || !w.data ||
-        w.type == Quantization::None || (b && b->n_elements() != w.n_out)) {
-        fail("linear_swiglu_add: gate_up ", shape_string(gate_up.shape), " is not [n, 2 x ", w.n_in, "] for ",
-             quantization_name(w.type), " w [", w.n_out, ", ", w.n_in, "]",
-             b ? " and b " + shape_string(b->shape) : std::string());
-    }
-    if (y.shape != std::vector<int64_t>{gate_up.shape[0], w.n_out}) {
-        fail("linear_swiglu_add: y ", shape_string(y.shape), " is not the [", gate_up.shape[0], ", ", w.n_out,
-             "] that gate_up ", shape_string(gate_up.shape), " times w makes");
+void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
+    check_linear(x, w, b);
+    if (w.n_out % 2 != 0) {
+        fail("linear_rms_norm_swiglu: w [", w.n_out, ", ", w.n_in,
+             "] has an odd number of rows, not stacked gate and up halves");
     }
 }
 

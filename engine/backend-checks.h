@@ -19,9 +19,8 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor* b);
 void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 // linear's checks, and y [x.rows(), w.n_out] for the sum.
 void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-// gate_up [n, 2 w.n_in], y [n, w.n_out], b [w.n_out] or null, w with a type and data.
-void check_linear_swiglu_add(const Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
-                             const Tensor* b);
+// linear's checks, and an even w.n_out: stacked gate and up halves.
+void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 // Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);

@@ -21,9 +21,10 @@ Tensor Backend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps
     return linear(rms_norm(x, norm_w, eps), w, b);
 }
 
-void Backend::linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w, const Tensor* b) {
-    check_linear_swiglu_add(y, gate_up, w, b);
-    linear_add(y, swiglu(gate_up), w, b);
+Tensor Backend::linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
+                                       const QuantizedTensor& w, const Tensor* b) {
+    check_linear_swiglu(x, w, b);
+    return swiglu(linear_rms_norm(x, norm_w, eps, w, b));
 }
 
 void Backend::begin_recording() {

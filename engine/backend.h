@@ -108,11 +108,11 @@ public:
     // the product reads (the default is rms_norm, then linear).  x [n, in], norm_w [in]  ->  [n, out]
     virtual Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
                                    const Tensor* b);
-    // y += swiglu(gate_up) · wᵀ + b: a gated MLP's down projection added to the residual stream, the gating
-    // written where the backend can in the form the product reads (the default is swiglu, then linear_add).
-    // gate_up [n, 2 in], y [n, out]
-    virtual void linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
-                                   const Tensor* b);
+    // swiglu(rms_norm(x, norm_w, eps) · wᵀ + b): a gated MLP's norm and stacked gate and up projections (w's
+    // first out / 2 rows the gate's), the gating applied where the backend can as the product's sums come out
+    // (the default is linear_rms_norm, then swiglu).  x [n, in], norm_w [in]  ->  [n, out / 2]
+    virtual Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
+                                          const QuantizedTensor& w, const Tensor* b);
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]

@@ -161,12 +161,12 @@ Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const T
     return apply(layer, backend_.rms_norm(x, norm, eps));
 }
 
-void PaddleOcrVl::apply_swiglu_add(Tensor& y, const Linear& layer, const Tensor& gate_up) {
+Tensor PaddleOcrVl::apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm,
+                                          float eps) {
     if (layer.q.data) {
-        backend_.linear_swiglu_add(y, gate_up, layer.q, layer.b.empty() ? nullptr : &layer.b);
-    } else {
-        apply_add(y, layer, backend_.swiglu(gate_up));
+        return backend_.linear_rms_norm_swiglu(x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b);
     }
+    return backend_.swiglu(apply_rms_norm(layer, x, norm, eps));
 }
 
 Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
@@ -405,8 +405,8 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
                                                   step.block_tables, block_size,
                                                   scale);  // [n, n_head, hd]
         apply_add(x, L.o_proj, reshaped(a, {n, n_head * hd}));
-        const Tensor gate_up = apply_rms_norm(L.gate_up_proj, x, L.post_norm, tc.rms_norm_eps);  // [n, 2 ff]
-        apply_swiglu_add(x, L.down_proj, gate_up);
+        apply_add(x, L.down_proj,
+                  apply_rms_norm_swiglu(L.gate_up_proj, x, L.post_norm, tc.rms_norm_eps));  // through [n, ff]
     }
     return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);  // [n, d]
 }

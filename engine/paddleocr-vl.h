@@ -120,12 +120,12 @@ private:
                                Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
     // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, rms_norm(x, norm)) and
-    // y += apply(layer, swiglu(gate_up)): one backend call where the weights are stored packed, which fuses
-    // the step with the matrix product as far as it can.
+    // swiglu(apply(layer, rms_norm(x, norm))): one backend call where the weights are stored packed, which
+    // fuses the steps with the matrix product as far as it can.
     Tensor apply_gelu_tanh(const Linear& layer, const Tensor& x);
     void apply_add(Tensor& y, const Linear& layer, const Tensor& x);
     Tensor apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
-    void apply_swiglu_add(Tensor& y, const Linear& layer, const Tensor& gate_up);
+    Tensor apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
     AttentionPrecision attention_precision() const {
         return load_params_.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
     }

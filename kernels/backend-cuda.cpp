@@ -22,6 +22,7 @@
 #include "rotary.h"
 #include "rows.h"
 #include "token-sampling.h"
+#include "weight-prefetch.h"
 
 namespace folio {
 
@@ -258,6 +259,7 @@ public:
         device_name_ = props.name;
         n_multiprocessors_ = props.multiProcessorCount;
         compute_capability_major_ = props.major;
+        weight_prefetch_ = std::make_unique<kernels::WeightPrefetch>(props.l2CacheSize);
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
         stream_.reset(stream);
@@ -408,12 +410,15 @@ public:
         return y;
     }
 
-    void linear_swiglu_add(Tensor& y, const Tensor& gate_up, const QuantizedTensor& w,
-                           const Tensor* b) override {
-        check_linear_swiglu_add(y, gate_up, w, b);
-        device_f32(y, "linear_swiglu_add");
-        quantized_linear(gate_up, w, b, y, kernels::LinearEpilogue::Accumulate,
-                         {kernels::LinearInput::Swiglu});
+    Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
+                                  const Tensor* b) override {
+        check_rms_norm(x, norm_w);
+        check_linear_swiglu(x, w, b);
+        Tensor y = alloc_uninitialized({x.rows(), w.n_out / 2}, "linear_rms_norm_swiglu");  // [n, out / 2]
+        quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store,
+                         {kernels::LinearInput::RmsNorm, device_f32(norm_w, "linear_rms_norm_swiglu"), eps},
+                         kernels::LinearOutput::Swiglu);
+        return y;
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
@@ -861,9 +866,11 @@ private:
                compute_capability_major_ >= 8;
     }
 
-    // y [n, w.n_out] = epilogue(input(x) · wᵀ + b), the arguments checked.
+    // y = output(epilogue(input(x) · wᵀ + b)), the arguments checked.  ->  y [n, w.n_out], or [n, w.n_out /
+    // 2] for a SwiGLU output
     void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
-                          kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {}) {
+                          kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
+                          kernels::LinearOutput output = kernels::LinearOutput::Plain) {
         if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
             fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
                  "] is not in this backend's device memory");
@@ -883,8 +890,13 @@ private:
         args.group_size = w.group_size;
         args.epilogue = epilogue;
         args.input = input.input;
+        args.output = output;
         args.norm_w = input.norm_w;
         args.eps = input.eps;
+        const kernels::WeightPrefetch::Range next =
+            weight_prefetch_->use(args.q, static_cast<int64_t>(w.data->n_bytes()));
+        args.prefetch = next.data;
+        args.prefetch_bytes = next.n_bytes;
         // [n_scratch]: the input transformed or in bfloat16, and dequantized weight rows
         const int64_t n_scratch = kernels::quantized_linear_scratch_floats(args);
         Tensor scratch;
@@ -914,6 +926,7 @@ private:
     DevicePtr cublas_workspace_;
     DevicePtr split_counters_;  // [kernels::attention_split_counters(n_multiprocessors_)] int32
     std::unique_ptr<kernels::LtGemm> gemm_;
+    std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
     bool recording_ = false;

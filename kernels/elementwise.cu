@@ -2,7 +2,6 @@
 #include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "elementwise.h"
-#include "output-value.cuh"
 
 namespace folio::kernels {
 
@@ -53,15 +52,14 @@ __global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
     }
 }
 
-// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]; chained. T: float or __nv_bfloat16.
-template <typename T>
-__global__ void swiglu_kernel(const float* gate_up, T* y, int64_t n, int64_t d) {
+// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]; chained.
+__global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int64_t d) {
     wait_for_prior_grids();
     start_dependent_grids();
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i < n * d) {
         const int64_t r = i / d, c = i % d;
-        store_output(y + i, silu(gate_up[r * 2 * d + c]) * gate_up[r * 2 * d + d + c]);
+        y[i] = silu(gate_up[r * 2 * d + c]) * gate_up[r * 2 * d + d + c];
     }
 }
 
@@ -117,20 +115,11 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream) {
     CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-void launch_swiglu(const float* gate_up, T* y, int64_t n, int64_t d, cudaStream_t stream) {
+void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream) {
     if (n * d == 0) {
         return;
     }
-    launch_chained(swiglu_kernel<T>, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
-}
-
-void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream) {
-    launch_swiglu(gate_up, y, n, d, stream);
-}
-
-void swiglu_bf16(const float* gate_up, uint16_t* y, int64_t n, int64_t d, cudaStream_t stream) {
-    launch_swiglu(gate_up, reinterpret_cast<__nv_bfloat16*>(y), n, d, stream);
+    launch_chained(swiglu_f32_kernel, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
 }
 
 int device_count() {

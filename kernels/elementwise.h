@@ -27,9 +27,6 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
 
 // y = silu(gate) * up where gate_up = [gate | up].  gate_up [n, 2 d], y [n, d]
 void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream);
-
-// The same written as bfloat16 bits, rounded to nearest even.  y [n, d]
-void swiglu_bf16(const float* gate_up, uint16_t* y, int64_t n, int64_t d, cudaStream_t stream);
 // Number of CUDA devices; 0 where there is no driver or no device.
 int device_count();
 

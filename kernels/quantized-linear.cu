@@ -113,6 +113,21 @@ __device__ inline void unpack8(const Packed8& p, float out[8]) {
     }
 }
 
+// Block b's share of the n_bytes at p (16-byte aligned), asked into the L2 cache by one thread: a bulk
+// prefetch the copy engine of the SM carries out while the block goes on.
+__device__ inline void prefetch_share_to_l2(const void* p, int64_t n_bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int64_t share = (n_bytes / gridDim.x + 15) / 16 * 16;
+    const int64_t begin = share * blockIdx.x;
+    if (threadIdx.x == 0 && begin < n_bytes) {
+        const auto size = static_cast<uint32_t>(min(share, n_bytes - begin));
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char*>(p) + begin),
+                     "r"(size)
+                     : "memory");
+    }
+#endif
+}
+
 // Eight consecutive floats from p, 16-byte aligned.
 __device__ inline void load8(const float* p, float v[8]) {
     const float4 lo = *reinterpret_cast<const float4*>(p);
@@ -121,8 +136,15 @@ __device__ inline void load8(const float* p, float v[8]) {
     v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
 }
 
+// The weight row that output slot s of a GEMV works on: s itself, or for a SwiGLU output gate row s / 2 in
+// even slots and the matching up row in odd ones, so that a block holds both rows of each pair.
+__device__ inline int64_t gemv_weight_row(const QuantizedLinearArgs& a, int64_t s) {
+    return a.output == LinearOutput::Swiglu ? s / 2 + (s % 2) * (a.n_out / 2) : s;
+}
+
 // Adds the n_parts warps' sums of each output row o in order through shared memory; lane r of the row's
-// first part finishes row r of x.  acc [kRows] per lane  ->  y [n, n_out]
+// first part finishes row r of x, for a SwiGLU output the gate row's first part both rows of the pair, the up
+// row's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2]
 template <int kRows>
 __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int64_t o, bool valid,
                                         int part, int n_parts) {
@@ -139,7 +161,8 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         }
     }
     __syncthreads();
-    if (!valid || part != 0 || lane >= a.n) {
+    const bool swiglu = a.output == LinearOutput::Swiglu;
+    if (!valid || part != 0 || lane >= a.n || (swiglu && o >= a.n_out / 2)) {
         return;
     }
     float sum = 0.0f;
@@ -147,25 +170,36 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         sum += part_sums[warp + p][lane];
     }
     sum += a.b ? a.b[o] : 0.0f;
+    if (swiglu) {
+        const int64_t half = a.n_out / 2;
+        float up = 0.0f;
+        for (int p = 0; p < n_parts; ++p) {
+            up += part_sums[warp + n_parts + p][lane];
+        }
+        up += a.b ? a.b[o + half] : 0.0f;
+        a.y[lane * half + o] = silu(sum) * up;
+        return;
+    }
     float& out = a.y[lane * a.n_out + o];
     out = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
           : a.epilogue == LinearEpilogue::Accumulate ? out + sum
                                                      : sum;
 }
 
-// n_parts warps per output row (1, 2, 4 or 8; kWarpsPerBlock / n_parts rows a block): part p of row o reads
+// n_parts warps per output slot (1, 2, 4 or 8; kWarpsPerBlock / n_parts slots a block): part p of row o reads
 // the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
 // lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
 // the previous kernel (the weights are uploaded, never written by a kernel). kRows >= n rows of x; n_in is a
-// multiple of 8.  x [n, n_in], b [n_out] or null, y [n, n_out]
+// multiple of 8.  x [n, n_in], b [n_out] or null, y as a.output says
 template <QuantizedFormat kType, int kRows>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     const int part = warp % n_parts;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
-    const bool valid = o < a.n_out;
+    const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = slot < a.n_out;
+    const int64_t o = gemv_weight_row(a, slot);
     const int64_t n_in = a.n_in;
     const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
     const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
@@ -179,6 +213,9 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
         }
     };
     load(first);
+    if (a.prefetch_bytes > 0) {
+        prefetch_share_to_l2(a.prefetch, a.prefetch_bytes);
+    }
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kRows] = {};
@@ -216,8 +253,9 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     const int part = warp % n_parts;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
-    const bool valid = o < a.n_out;
+    const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = slot < a.n_out;
+    const int64_t o = gemv_weight_row(a, slot);
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kQuantizedGemvMaxRows] = {};
@@ -287,30 +325,22 @@ void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t str
     CUDA_CHECK(cudaGetLastError());
 }
 
-// The input of a transformed as a.input says (not Plain), as the GEMV reads it.  ->  y [a.n, a.n_in]
+// The input of a transformed as a.input says (RmsNorm), as the GEMV reads it.  ->  y [a.n, a.n_in]
 void transform_input(const QuantizedLinearArgs& a, float* y, cudaStream_t stream) {
-    if (a.input == LinearInput::RmsNorm) {
-        rms_norm_f32(a.x, a.norm_w, y, a.n, a.n_in, a.eps, stream);
-    } else {
-        swiglu_f32(a.x, y, a.n, a.n_in, stream);
-    }
+    rms_norm_f32(a.x, a.norm_w, y, a.n, a.n_in, a.eps, stream);
 }
 
 // The same rounded to bfloat16, as the tensor cores read it.  ->  y [a.n, a.n_in]
 void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_t stream) {
-    auto* bits = reinterpret_cast<uint16_t*>(y);
-    if (a.input == LinearInput::RmsNorm) {
-        rms_norm_bf16(a.x, a.norm_w, bits, a.n, a.n_in, a.eps, stream);
-    } else {
-        swiglu_bf16(a.x, bits, a.n, a.n_in, stream);
-    }
+    rms_norm_bf16(a.x, a.norm_w, reinterpret_cast<uint16_t*>(y), a.n, a.n_in, a.eps, stream);
 }
 
-// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all.
-int gemv_parts(int64_t n_in, int64_t n_out) {
+// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all, and
+// leave a block two rows for the pairs of a SwiGLU output.
+int gemv_parts(const QuantizedLinearArgs& a) {
+    const int max_parts = a.output == LinearOutput::Swiglu ? kWarpsPerBlock / 2 : kWarpsPerBlock;
     int parts = 1;
-    while (parts < kWarpsPerBlock && n_out * parts < kGemvWarpsWanted &&
-           n_in >= 2 * parts * kMinPartColumns) {
+    while (parts < max_parts && a.n_out * parts < kGemvWarpsWanted && a.n_in >= 2 * parts * kMinPartColumns) {
         parts *= 2;
     }
     return parts;
@@ -319,7 +349,7 @@ int gemv_parts(int64_t n_in, int64_t n_out) {
 // The GEMV of a, whose input is Plain.
 template <QuantizedFormat kType>
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
-    const int parts = gemv_parts(a.n_in, a.n_out);
+    const int parts = gemv_parts(a);
     const int64_t rows_per_block = kWarpsPerBlock / parts;
     const dim3 grid(static_cast<unsigned int>((a.n_out + rows_per_block - 1) / rows_per_block));
     if (a.n_in % 8 != 0) {
@@ -355,17 +385,23 @@ int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
     return std::min(n_out, std::max<int64_t>(kDequantizeValues / std::max<int64_t>(n_in, 1), 1));
 }
 
+// Floats of scratch before the product of a SwiGLU output on the tensor cores: the bfloat16 input, and the
+// dequantized weight rows of WINT8/WINT4.
+int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
+    const int64_t activations = bf16_activation_floats(a.n, a.n_in);
+    if (a.format == QuantizedFormat::Bf16) {
+        return activations;
+    }
+    return activations + bf16_activation_floats(dequantize_block_rows(a.n_in, a.n_out), a.n_in);
+}
+
 }  // namespace
 
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
     if (a.n <= kQuantizedGemvMaxRows) {
         return a.input == LinearInput::Plain ? 0 : a.n * a.n_in;
     }
-    const int64_t activations = bf16_activation_floats(a.n, a.n_in);
-    if (a.format == QuantizedFormat::Bf16) {
-        return activations;
-    }
-    return activations + (dequantize_block_rows(a.n_in, a.n_out) * a.n_in + 1) / 2;
+    return gemm_operand_floats(a) + (a.output == LinearOutput::Swiglu ? a.n * a.n_out : 0);
 }
 
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
@@ -395,6 +431,10 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     if (a.n == 0 || a.n_out == 0) {
         return;
     }
+    if (a.output == LinearOutput::Swiglu && (a.n_out % 2 != 0 || a.epilogue != LinearEpilogue::Store)) {
+        fail("quantized_linear_f32: a SwiGLU output needs an even n_out and a stored epilogue, got n_out ",
+             a.n_out, " and epilogue ", static_cast<int>(a.epilogue));
+    }
     const int64_t needed = quantized_linear_scratch_floats(a);
     if (n_scratch < needed) {
         fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", a.n, " x ", a.n_in,
@@ -422,6 +462,8 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         transform_input(a, x_bf16, stream);
     }
     auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
+    // [a.n, a.n_out]: the product itself, or before its SwiGLU
+    float* product = a.output == LinearOutput::Swiglu ? scratch + gemm_operand_floats(a) : a.y;
     const int64_t block_rows =
         a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
     for (int64_t o = 0; o < a.n_out; o += block_rows) {
@@ -432,7 +474,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
             block.w = reinterpret_cast<const uint16_t*>(a.q) + o * a.n_in;
         }
         block.b = a.b != nullptr ? a.b + o : nullptr;
-        block.y = a.y + o;
+        block.y = product + o;
         block.n = a.n;
         block.n_in = a.n_in;
         block.n_out = std::min(block_rows, a.n_out - o);
@@ -443,6 +485,9 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
                                  stream);
         }
         gemm.linear_bf16(block, stream);
+    }
+    if (a.output == LinearOutput::Swiglu) {
+        swiglu_f32(product, a.y, a.n, a.n_out / 2, stream);
     }
 }
 

@@ -20,18 +20,24 @@ enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 // dequantized to bfloat16 in blocks of rows first.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
 
-// What a linear layer multiplies: x itself, or x transformed on its way in (the norm before a layer, the
-// gating of a gated MLP). The transform is one pass that writes the input in the form the product reads:
+// What a linear layer multiplies: x itself, or x transformed on its way in (the norm before a layer). The
+// transform is one pass that writes the input in the form the product reads:
 // float32 for the GEMV, bfloat16 for the tensor cores, where it takes the place of the rounding pass. Done
 // inside the GEMV it costs more than that pass, as every warp transforms every input row it reads.
 enum class LinearInput {
     Plain,    // x [n, n_in]
     RmsNorm,  // norm_w ⊙ x / rms(x) per row, as rms_norm_f32 computes it: x [n, n_in], norm_w [n_in], eps
-    Swiglu,   // silu(gate) ⊙ up, as swiglu_f32 computes it: x [n, 2 n_in], gate in its first n_in columns
 };
 
-// y = epilogue(input(x) · dequantize(w)ᵀ + b).  x as input says, q as QuantizedWeights::q, scales [n_out,
-// n_in / group_size], b [n_out] or null  ->  y [n, n_out] (read too when the epilogue accumulates).
+// What the product's rows become: themselves, or SwiGLU of their halves, the stacked gate and up projections
+// of a gated MLP: silu(first half) ⊙ second half, from the same float32 sums.
+enum class LinearOutput {
+    Plain,   // y [n, n_out]
+    Swiglu,  // y [n, n_out / 2]; n_out even, epilogue Store
+};
+
+// y = output(epilogue(input(x) · dequantize(w)ᵀ + b)).  x as input says, q as QuantizedWeights::q, scales
+// [n_out, n_in / group_size], b [n_out] or null  ->  y [n, n_out] (read too when the epilogue accumulates).
 struct QuantizedLinearArgs {
     QuantizedFormat format = QuantizedFormat::Bf16;
     const float* x = nullptr;
@@ -45,13 +51,20 @@ struct QuantizedLinearArgs {
     int64_t group_size = 0;
     LinearEpilogue epilogue = LinearEpilogue::Store;
     LinearInput input = LinearInput::Plain;
+    LinearOutput output = LinearOutput::Plain;
     const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm
     float eps = 0.0f;
+    // Bytes the GEMV asks the device to bring into its L2 cache while it runs, for a product that follows
+    // (its blocks share the range), or none; ignored by the tensor-core path and before compute
+    // capability 9.0.
+    const void* prefetch = nullptr;
+    int64_t prefetch_bytes = 0;
 };
 
-// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 and, for
-// WINT8/WINT4, a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
-// and the epilogue fused (gemm); up to kQuantizedGemvMaxRows rows, the transformed input if there is one.
+// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16, for
+// WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
+// and the epilogue fused (gemm), and the product before a SwiGLU output; up to kQuantizedGemvMaxRows rows,
+// the transformed input if there is one (the GEMV applies the output itself).
 // quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,

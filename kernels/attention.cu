@@ -273,15 +273,48 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
     }
 }
 
+// kVec consecutive floats from shared memory, aligned to kVec floats.
+template <int kVec>
+__device__ inline void load_run(const float* p, float v[kVec]) {
+    if constexpr (kVec == 4) {
+        const float4 x = *reinterpret_cast<const float4*>(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else if constexpr (kVec == 2) {
+        const float2 x = *reinterpret_cast<const float2*>(p);
+        v[0] = x.x, v[1] = x.y;
+    } else {
+        v[0] = *p;
+    }
+}
+
+// Calls f(r, c) for the elements (r, c) of rows [first_row, n_rows) of a grid n_cols wide that fall to this
+// thread of a split-row block: the thread's index, then every kSplitBlock-th element after it, stepped to
+// without a division per element.
+template <typename F>
+__device__ inline void for_block_elements(int first_row, int n_rows, int n_cols, F&& f) {
+    const int tid = static_cast<int>(threadIdx.x);
+    const int step_rows = kSplitBlock / n_cols, step_cols = kSplitBlock % n_cols;
+    int r = first_row + tid / n_cols, c = tid % n_cols;
+    while (r < n_rows) {
+        f(r, c);
+        r += step_rows;
+        c += step_cols;
+        if (c >= n_cols) {
+            c -= n_cols;
+            ++r;
+        }
+    }
+}
+
 // Starts copying the K and V rows of a tile's keys [first_key, n_keys) to k_dst (row j at j * k_stride) and
 // v_dst (at j * v_stride) as one group of copies; a key without a row (-1) gets zeros.
 // k, v [n_kv_total, n_kv_head, head_dim], rows [kSplitTileKeys]
 __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst, int v_stride, const float* k,
                                        const float* v, const int64_t* rows, int first_key, int n_keys,
                                        int64_t n_kv_head, int64_t kv_head, int head_dim, bool vec4) {
-    const int width = vec4 ? 4 : 1, n_chunks = head_dim / width;
-    for (int i = static_cast<int>(threadIdx.x); i < (n_keys - first_key) * n_chunks; i += kSplitBlock) {
-        const int j = first_key + i / n_chunks, d = i % n_chunks * width;
+    const int width = vec4 ? 4 : 1;
+    for_block_elements(first_key, n_keys, head_dim / width, [&](int j, int chunk) {
+        const int d = chunk * width;
         float* k_to = k_dst + j * k_stride + d;
         float* v_to = v_dst + j * v_stride + d;
         const int64_t row = rows[j];
@@ -298,7 +331,7 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
             copy_async_4(k_to, k + at);
             copy_async_4(v_to, v + at);
         }
-    }
+    });
     commit_copies();
 }
 
@@ -307,15 +340,18 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
 // by many blocks at once. The block walks its keys in tiles of kSplitTileKeys, two in shared memory: all
 // threads start copying the next tile's K and V rows before working on the current one, and the block table
 // entries of the tile after that are read meanwhile. Warp w scores heads w, w + kSplitWarps, ... with a key
-// per lane and keeps their online softmax; thread t then accumulates the (head, dimension) pairs
-// t + i * kSplitBlock (i < kPairs) of the group's output. Each block writes its heads' maximum, sum of
+// per lane and keeps their online softmax; thread t then accumulates kPairs of the group's [kGroup, dims4]
+// outputs, in runs of kVec consecutive dimensions of one head (the runs t + i * kSplitBlock), each key's
+// values of a run read at once. Each block writes its heads' maximum, sum of
 // exponentials and unnormalized output to the partials, and the last block of the (row, group) to finish,
 // counted in splits.counters, combines them into the output and sets its counter back to zero. Chained: the
 // first tile's keys that Rows says are settled are copied before the wait for the previous kernel.
-// dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * head_dim <= kPairs * kSplitBlock
+// dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * dims4 <= kPairs * kSplitBlock
 template <int kGroup, int kPairs, typename Rows, typename Keys>
 __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
     constexpr int kHeadsPerWarp = (kGroup + kSplitWarps - 1) / kSplitWarps;
+    constexpr int kVec = kPairs < 4 ? kPairs : 4;  // divides dims4, so a run stays within one head
+    constexpr int kRuns = kPairs / kVec;
     extern __shared__ __align__(16) float split_shared[];
     __shared__ int64_t tile_rows[2][kSplitTileKeys];  // kv rows of the keys of the two tiles in shared memory
     __shared__ float correction[kGroup];  // factor of each head's accumulated output for this tile
@@ -358,22 +394,20 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         k_tile(key / kSplitTileKeys)[key % kSplitTileKeys * k_stride + head_dim + i % (dims4 - head_dim)] =
             0.0f;
     }
-    // This thread's (head, dimension) pairs; a head of kGroup or more marks a pair past the outputs.
-    int pair_head[kPairs], pair_dim[kPairs];
+    // This thread's runs of outputs, each kVec dimensions [run_dim, run_dim + kVec) of head run_head; a head
+    // of kGroup or more marks a run past the outputs, a dimension of head_dim or more an output never
+    // written.
+    int run_head[kRuns], run_dim[kRuns];
 #pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-        pair_head[p] = (tid + p * kSplitBlock) / head_dim;
-        pair_dim[p] = (tid + p * kSplitBlock) % head_dim;
+    for (int r = 0; r < kRuns; ++r) {
+        run_head[r] = (tid + r * kSplitBlock) * kVec / dims4;
+        run_dim[r] = (tid + r * kSplitBlock) * kVec % dims4;
     }
-    float run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp], acc[kPairs];
+    float run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp], acc[kRuns][kVec] = {};
 #pragma unroll
     for (int i = 0; i < kHeadsPerWarp; ++i) {
         run_max[i] = -INFINITY;
         run_sum[i] = 0.0f;
-    }
-#pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-        acc[p] = 0.0f;
     }
     // The first tile's keys before the settled end are copied while the previous kernel runs, the rest once
     // it has finished.
@@ -386,10 +420,9 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     start_dependent_grids();
     start_tile(0, n_settled, n_first);
     const float* q_rows = a.q + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
-    for (int i = tid; i < kGroup * dims4; i += kSplitBlock) {
-        const int g = i / dims4, d = i % dims4;
-        q_scaled[i] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
-    }
+    for_block_elements(0, kGroup, dims4, [&](int g, int d) {
+        q_scaled[g * dims4 + d] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
+    });
     __syncthreads();
 
     int b = 0;
@@ -434,14 +467,25 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
 
         const float* values = v_tile(b);  // [kSplitTileKeys, dims4]
 #pragma unroll
-        for (int p = 0; p < kPairs; ++p) {
-            const int g = pair_head[p], d = pair_dim[p];
+        for (int r = 0; r < kRuns; ++r) {
+            const int g = run_head[r];
             if (g < kGroup) {
-                float o = acc[p] * correction[g];
-                for (int j = 0; j < n_tile; ++j) {
-                    o += weights[g * kSplitTileKeys + j] * values[j * dims4 + d];
+                const float c = correction[g];
+                const float* w = weights + g * kSplitTileKeys;  // [kSplitTileKeys]
+                const float* column = values + run_dim[r];      // key j's run at j * dims4
+#pragma unroll
+                for (int e = 0; e < kVec; ++e) {
+                    acc[r][e] *= c;
                 }
-                acc[p] = o;
+#pragma unroll 4
+                for (int j = 0; j < n_tile; ++j) {
+                    float vj[kVec];
+                    load_run<kVec>(column + j * dims4, vj);
+#pragma unroll
+                    for (int e = 0; e < kVec; ++e) {
+                        acc[r][e] += w[j] * vj[e];
+                    }
+                }
             }
         }
     }
@@ -467,10 +511,12 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         own[tid * n_splits * stride + 1] = head_sum[tid];
     }
 #pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-        const int g = pair_head[p];
-        if (g < kGroup) {
-            own[g * n_splits * stride + 2 + pair_dim[p]] = acc[p];
+    for (int r = 0; r < kRuns; ++r) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+            if (run_head[r] < kGroup && run_dim[r] + e < head_dim) {
+                own[run_head[r] * n_splits * stride + 2 + run_dim[r] + e] = acc[r][e];
+            }
         }
     }
     __threadfence();  // the partials reach L2 before the counter counts them
@@ -512,19 +558,27 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     }
     __syncthreads();
 #pragma unroll
-    for (int p = 0; p < kPairs; ++p) {
-        const int g = pair_head[p];
-        if (g >= kGroup) {
+    for (int r = 0; r < kRuns; ++r) {
+        const int g = run_head[r], d = run_dim[r];
+        if (g >= kGroup || d >= head_dim) {
             continue;
         }
-        const float* column =
-            group_partials + g * n_splits * stride + 2 + pair_dim[p];  // split s at s * stride
-        float o = 0.0f;
-#pragma unroll 8
+        const int n_dims = min(kVec, head_dim - d);
+        const float* columns = group_partials + g * n_splits * stride + 2 + d;  // split s at s * stride
+        float o[kVec] = {};
+#pragma unroll 4
         for (int64_t s = 0; s < n_splits; ++s) {
-            o += split_sum[g][s] * __ldcg(column + s * stride);
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+                o[e] += e < n_dims ? split_sum[g][s] * __ldcg(columns + s * stride + e) : 0.0f;
+            }
         }
-        out_rows[tid + p * kSplitBlock] = total_sum[g] > 0.0f ? o / total_sum[g] : 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+            if (e < n_dims) {
+                out_rows[g * head_dim + d + e] = total_sum[g] > 0.0f ? o[e] / total_sum[g] : 0.0f;
+            }
+        }
     }
 }
 
@@ -754,7 +808,7 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
     const auto launch = [&](auto group_c, auto pairs_c) {
         constexpr int kGroup = decltype(group_c)::value;
         constexpr int kPairs = decltype(pairs_c)::value;
-        // A group's outputs never need more than kGroup pairs a thread: head_dim <= kSplitBlock.
+        // A group's outputs never need more than kGroup a thread: head_dim rounded up to 4 <= kSplitBlock.
         if constexpr (kPairs <= kGroup) {
             const auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, Rows, Keys>;
             const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim);
@@ -766,8 +820,8 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
         }
     };
     with_1_2_4_8(group, [&](auto group_c) {
-        // (head, dimension) pairs of a thread: the least power of 2 that covers the group's outputs.
-        const int64_t outputs = decltype(group_c)::value * args.head_dim;
+        // Outputs of a thread: the least power of 2 that covers the group's, head_dim rounded up to 4 each.
+        const int64_t outputs = decltype(group_c)::value * ((args.head_dim + 3) / 4 * 4);
         int pairs = 1;
         while (pairs * static_cast<int64_t>(kSplitBlock) < outputs) {
             pairs *= 2;

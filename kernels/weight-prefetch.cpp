@@ -26,10 +26,10 @@ WeightPrefetch::Range WeightPrefetch::use(const void* data, int64_t n_bytes) {
     if (limit_bytes_ == 0) {
         return {};
     }
-    if (last_.data != nullptr && last_.data != data) {
-        next_[last_.data] = {data, n_bytes};
+    if (last_ != nullptr && last_ != data) {
+        next_[last_] = {data, n_bytes};
     }
-    last_ = {data, n_bytes};
+    last_ = data;
     const auto it = next_.find(data);
     if (it == next_.end()) {
         return {};

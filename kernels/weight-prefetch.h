@@ -28,7 +28,7 @@ public:
 
 private:
     int64_t limit_bytes_;
-    Range last_;
+    const void* last_ = nullptr;  // the weights of the latest product
     std::unordered_map<const void*, Range> next_;
 };
 

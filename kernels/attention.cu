@@ -31,8 +31,13 @@ static_assert(kMaxAttentionHeadDim <= kSplitBlock);
 constexpr int kSplitTileKeys = kWarpSize;
 // The most query heads a split-row block takes.
 constexpr int kMaxSplitGroup = 8;
-// Keys a split of a row should have at least, so that splitting pays for the merge: one tile.
-constexpr int64_t kMinKeysPerSplit = kSplitTileKeys;
+// Keys a split of a row should have at least, so that splitting pays for the merge: one tile. A row that
+// sees fewer keys than its splits would give so uses fewer of them.
+constexpr int kMinKeysPerSplit = kSplitTileKeys;
+static_assert(kMaxAttentionSplits % kWarpSize == 0);
+// Floats ahead of a split's outputs in its partials: its maximum and sum of exponentials, padded so that the
+// outputs start 16-byte aligned.
+constexpr int kPartialHeader = 4;
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
@@ -287,6 +292,32 @@ __device__ inline void load_run(const float* p, float v[kVec]) {
     }
 }
 
+// The same from global memory through L2 (__ldcg), for values other blocks wrote during the kernel.
+template <int kVec>
+__device__ inline void load_run_l2(const float* p, float v[kVec]) {
+    if constexpr (kVec == 4) {
+        const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else if constexpr (kVec == 2) {
+        const float2 x = __ldcg(reinterpret_cast<const float2*>(p));
+        v[0] = x.x, v[1] = x.y;
+    } else {
+        v[0] = __ldcg(p);
+    }
+}
+
+// kVec consecutive floats to global memory, aligned to kVec floats.
+template <int kVec>
+__device__ inline void store_run(float* p, const float v[kVec]) {
+    if constexpr (kVec == 4) {
+        *reinterpret_cast<float4*>(p) = float4{v[0], v[1], v[2], v[3]};
+    } else if constexpr (kVec == 2) {
+        *reinterpret_cast<float2*>(p) = float2{v[0], v[1]};
+    } else {
+        *p = v[0];
+    }
+}
+
 // Calls f(r, c) for the elements (r, c) of rows [first_row, n_rows) of a grid n_cols wide that fall to this
 // thread of a split-row block: the thread's index, then every kSplitBlock-th element after it, stepped to
 // without a division per element.
@@ -342,10 +373,12 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
 // entries of the tile after that are read meanwhile. Warp w scores heads w, w + kSplitWarps, ... with a key
 // per lane and keeps their online softmax; thread t then accumulates kPairs of the group's [kGroup, dims4]
 // outputs, in runs of kVec consecutive dimensions of one head (the runs t + i * kSplitBlock), each key's
-// values of a run read at once. Each block writes its heads' maximum, sum of
+// values of a run read at once. A row uses as many of the grid's splits as give each kMinKeysPerSplit keys or
+// more; the blocks of the others only wait and leave. Each block writes its heads' maximum, sum of
 // exponentials and unnormalized output to the partials, and the last block of the (row, group) to finish,
-// counted in splits.counters, combines them into the output and sets its counter back to zero. Chained: the
-// first tile's keys that Rows says are settled are copied before the wait for the previous kernel.
+// counted in splits.counters, combines them into the output and sets its counter back to zero: a warp a head
+// finds the splits' factors, and each thread sums its runs over the splits. Chained: the first tile's keys
+// that Rows says are settled are copied before the wait for the previous kernel, the queries with the rest.
 // dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * dims4 <= kPairs * kSplitBlock
 template <int kGroup, int kPairs, typename Rows, typename Keys>
 __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
@@ -355,15 +388,13 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     extern __shared__ __align__(16) float split_shared[];
     __shared__ int64_t tile_rows[2][kSplitTileKeys];  // kv rows of the keys of the two tiles in shared memory
     __shared__ float correction[kGroup];  // factor of each head's accumulated output for this tile
-    __shared__ float head_max[kGroup];
-    __shared__ float head_sum[kGroup];
     __shared__ bool merges;
 
     const auto head_dim = static_cast<int>(a.head_dim);
     const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + 4,
               tile_floats = kSplitTileKeys * (k_stride + dims4);
-    float* q_scaled = split_shared;                                      // [kGroup, dims4]
-    float* weights = q_scaled + kGroup * dims4;                          // [kGroup, kSplitTileKeys]
+    float* queries = split_shared;                                       // [kGroup, dims4]
+    float* weights = queries + kGroup * dims4;                           // [kGroup, kSplitTileKeys]
     float* tiles = weights + kGroup * kSplitTileKeys;                    // [2, tile_floats]
     const auto k_tile = [&](int b) { return tiles + b * tile_floats; };  // [kSplitTileKeys, k_stride]
     const auto v_tile = [&](int b) {
@@ -372,8 +403,14 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
 
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const AttentionSpan span = a.rows.span(blockIdx.x);
-    const int64_t n_visible = visible_keys(span, 0), n_splits = gridDim.z;
-    const int64_t split_keys = (n_visible + n_splits - 1) / n_splits;
+    const int64_t n_visible = visible_keys(span, 0);
+    const int64_t split_keys = max((n_visible + gridDim.z - 1) / gridDim.z, int64_t{kMinKeysPerSplit});
+    const auto n_splits = static_cast<int>(max((n_visible + split_keys - 1) / split_keys, int64_t{1}));
+    if (static_cast<int>(blockIdx.z) >= n_splits) {
+        wait_for_prior_grids();
+        start_dependent_grids();
+        return;
+    }
     const int64_t key_begin = min(n_visible, blockIdx.z * split_keys);
     const int64_t key_end = min(n_visible, key_begin + split_keys);
     const int64_t h0 = static_cast<int64_t>(blockIdx.y) * kGroup;
@@ -418,12 +455,21 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     start_tile(0, 0, n_settled);
     wait_for_prior_grids();
     start_dependent_grids();
-    start_tile(0, n_settled, n_first);
     const float* q_rows = a.q + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
-    for_block_elements(0, kGroup, dims4, [&](int g, int d) {
-        q_scaled[g * dims4 + d] = d < head_dim ? q_rows[g * head_dim + d] * a.scale : 0.0f;
-    });
-    __syncthreads();
+    if (a.vec4 && reinterpret_cast<uintptr_t>(a.q) % 16 == 0) {
+        for_block_elements(0, kGroup, dims4 / 4, [&](int g, int chunk) {
+            copy_async_16(queries + g * dims4 + chunk * 4, q_rows + g * head_dim + chunk * 4);
+        });
+    } else {
+        for_block_elements(0, kGroup, dims4, [&](int g, int d) {
+            if (d < head_dim) {
+                copy_async_4(queries + g * dims4 + d, q_rows + g * head_dim + d);
+            } else {
+                queries[g * dims4 + d] = 0.0f;
+            }
+        });
+    }
+    start_tile(0, n_settled, n_first);  // commits the queries' copies with the tile's
 
     int b = 0;
     for (int64_t j0 = key_begin; j0 < key_end; j0 += kSplitTileKeys, b ^= 1) {
@@ -434,7 +480,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         }
         __syncthreads();  // the next tile's rows are in, and its buffer is no longer read
         start_tile(b ^ 1, 0, tile_keys(j0 + kSplitTileKeys));
-        wait_copies<1>();  // this thread's copies of the current tile
+        wait_copies<1>();  // this thread's copies of the current tile (and of the queries)
         __syncthreads();
 
         const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
@@ -445,14 +491,15 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
             if (g >= kGroup) {
                 break;
             }
-            const float* qg = q_scaled + g * dims4;  // [dims4]
-            float score = 0.0f;
+            const float* qg = queries + g * dims4;  // [dims4]
+            float dot = 0.0f;
 #pragma unroll 8
             for (int d = 0; d < dims4; d += 4) {
                 const float4 kd = *reinterpret_cast<const float4*>(key + d);
                 const float4 qd = *reinterpret_cast<const float4*>(qg + d);
-                score += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
+                dot += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
             }
+            const float score = dot * a.scale;
             const float new_max = fmaxf(run_max[i], warp_max(valid ? score : -INFINITY));
             const float w = valid ? expf(score - new_max) : 0.0f;
             weights[g * kSplitTileKeys + lane] = w;
@@ -490,33 +537,31 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         }
     }
 
+    wait_copies<0>();  // a split without keys leaves no copy of the queries in flight
+
+    // Partials of head g of the (row, group), split z: [kPartialHeader + dims4] at (g * gridDim.z + z) *
+    // stride, the maximum and sum of exponentials first.
+    const int stride = kPartialHeader + dims4;
+    float* group_partials =
+        a.splits.partials + (int64_t{blockIdx.x} * a.n_head + h0) * int64_t{gridDim.z} * stride;
+    const auto partial = [&](int g, int z) {
+        return group_partials + (g * static_cast<int>(gridDim.z) + z) * stride;
+    };
     if (lane == 0) {
 #pragma unroll
         for (int i = 0; i < kHeadsPerWarp; ++i) {
-            if (warp + i * kSplitWarps < kGroup) {
-                head_max[warp + i * kSplitWarps] = run_max[i];
-                head_sum[warp + i * kSplitWarps] = run_sum[i];
+            const int g = warp + i * kSplitWarps;
+            if (g < kGroup) {
+                *reinterpret_cast<float2*>(partial(g, static_cast<int>(blockIdx.z))) =
+                    float2{run_max[i], run_sum[i]};
             }
         }
     }
-    __syncthreads();
-
-    float* out_rows = a.out + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
-    const int64_t stride = head_dim + 2;
-    float* group_partials = a.splits.partials + (blockIdx.x * a.n_head + h0) * n_splits * stride;
-    float* own =
-        group_partials + blockIdx.z * stride;  // head g at g * n_splits * stride: [max, sum, head_dim]
-    if (tid < kGroup) {
-        own[tid * n_splits * stride] = head_max[tid];
-        own[tid * n_splits * stride + 1] = head_sum[tid];
-    }
 #pragma unroll
     for (int r = 0; r < kRuns; ++r) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            if (run_head[r] < kGroup && run_dim[r] + e < head_dim) {
-                own[run_head[r] * n_splits * stride + 2 + run_dim[r] + e] = acc[r][e];
-            }
+        if (run_head[r] < kGroup) {
+            store_run<kVec>(partial(run_head[r], static_cast<int>(blockIdx.z)) + kPartialHeader + run_dim[r],
+                            acc[r]);
         }
     }
     __threadfence();  // the partials reach L2 before the counter counts them
@@ -534,49 +579,66 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     }
     __threadfence();
 
-    // The last block: every split's partials, read through L2 (__ldcg), since L1 may hold stale lines.
-    __shared__ float split_max[kGroup][kMaxAttentionSplits];
-    __shared__ float split_sum[kGroup][kMaxAttentionSplits];  // becomes each split's factor
+    // The last block, reading every split's partials through L2, since L1 may hold stale lines: warp w finds
+    // the factor of each split of heads w, w + kSplitWarps, ... (a lane a split) and their total sum.
+    __shared__ float split_factor[kGroup][kMaxAttentionSplits];
     __shared__ float total_sum[kGroup];
-    for (int64_t i = tid; i < kGroup * n_splits; i += kSplitBlock) {
-        split_max[i / n_splits][i % n_splits] = __ldcg(group_partials + i * stride);
-        split_sum[i / n_splits][i % n_splits] = __ldcg(group_partials + i * stride + 1);
-    }
-    __syncthreads();
-    if (tid < kGroup) {
+    constexpr int kSplitsPerLane = kMaxAttentionSplits / kWarpSize;
+#pragma unroll
+    for (int i = 0; i < kHeadsPerWarp; ++i) {
+        const int g = warp + i * kSplitWarps;
+        if (g >= kGroup) {
+            break;
+        }
+        float2 max_sum[kSplitsPerLane];
         float m = -INFINITY;
-        for (int64_t s = 0; s < n_splits; ++s) {
-            m = fmaxf(m, split_max[tid][s]);
+#pragma unroll
+        for (int k = 0; k < kSplitsPerLane; ++k) {
+            const int z = lane + k * kWarpSize;
+            max_sum[k] = z < n_splits ? __ldcg(reinterpret_cast<const float2*>(partial(g, z)))
+                                      : float2{-INFINITY, 0.0f};
+            m = fmaxf(m, max_sum[k].x);
         }
+        m = warp_max(m);
         float sum = 0.0f;
-        for (int64_t s = 0; s < n_splits; ++s) {
-            const float factor = split_max[tid][s] == -INFINITY ? 0.0f : expf(split_max[tid][s] - m);
-            sum += split_sum[tid][s] * factor;
-            split_sum[tid][s] = factor;
+#pragma unroll
+        for (int k = 0; k < kSplitsPerLane; ++k) {
+            const int z = lane + k * kWarpSize;
+            const float factor = max_sum[k].x == -INFINITY ? 0.0f : expf(max_sum[k].x - m);
+            sum += max_sum[k].y * factor;
+            if (z < n_splits) {
+                split_factor[g][z] = factor;
+            }
         }
-        total_sum[tid] = sum;
+        sum = warp_sum(sum);
+        if (lane == 0) {
+            total_sum[g] = sum;
+        }
     }
     __syncthreads();
+    float* out_rows = a.out + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
 #pragma unroll
     for (int r = 0; r < kRuns; ++r) {
         const int g = run_head[r], d = run_dim[r];
         if (g >= kGroup || d >= head_dim) {
             continue;
         }
-        const int n_dims = min(kVec, head_dim - d);
-        const float* columns = group_partials + g * n_splits * stride + 2 + d;  // split s at s * stride
+        const float* column = partial(g, 0) + kPartialHeader + d;  // split z's run at z * stride
         float o[kVec] = {};
-#pragma unroll 4
-        for (int64_t s = 0; s < n_splits; ++s) {
+#pragma unroll 8
+        for (int z = 0; z < n_splits; ++z) {
+            float v[kVec];
+            load_run_l2<kVec>(column + z * stride, v);
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
-                o[e] += e < n_dims ? split_sum[g][s] * __ldcg(columns + s * stride + e) : 0.0f;
+                o[e] += split_factor[g][z] * v[e];
             }
         }
+        const float inverse = total_sum[g] > 0.0f ? 1.0f / total_sum[g] : 0.0f;
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-            if (e < n_dims) {
-                out_rows[g * head_dim + d + e] = total_sum[g] > 0.0f ? o[e] / total_sum[g] : 0.0f;
+            if (d + e < head_dim) {
+                out_rows[g * head_dim + d + e] = o[e] * inverse;
             }
         }
     }
@@ -892,7 +954,7 @@ int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head,
 }
 
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim) {
-    return n_splits > 1 ? n_row_spans * n_head * n_splits * (head_dim + 2) : 0;
+    return n_splits > 1 ? n_row_spans * n_head * n_splits * (kPartialHeader + (head_dim + 3) / 4 * 4) : 0;
 }
 
 int64_t attention_split_counters(int n_multiprocessors) {

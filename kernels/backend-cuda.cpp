@@ -835,7 +835,7 @@ private:
     // How the keys of an attention call's row spans are split, with the partials buffer several splits need.
     struct Splits {
         kernels::AttentionSplits kernel_splits;
-        Tensor partials;  // [n_row_spans * n_head * n_splits * (head_dim + 2)] or empty
+        Tensor partials;  // [kernels::attention_partials_floats(...)] or empty
     };
 
     // n_rows rows of q [.., n_head, head_dim] seeing at most max_visible keys of n_kv_head heads.

@@ -278,31 +278,29 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
     }
 }
 
-// kVec consecutive floats from shared memory, aligned to kVec floats.
-template <int kVec>
-__device__ inline void load_run(const float* p, float v[kVec]) {
-    if constexpr (kVec == 4) {
-        const float4 x = *reinterpret_cast<const float4*>(p);
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-    } else if constexpr (kVec == 2) {
-        const float2 x = *reinterpret_cast<const float2*>(p);
-        v[0] = x.x, v[1] = x.y;
+// One value of type T at p: a plain load, or with kThroughL2 one through L2 (__ldcg), for values other blocks
+// wrote during the kernel.
+template <bool kThroughL2, typename T>
+__device__ inline T load_value(const T* p) {
+    if constexpr (kThroughL2) {
+        return __ldcg(p);
     } else {
-        v[0] = *p;
+        return *p;
     }
 }
 
-// The same from global memory through L2 (__ldcg), for values other blocks wrote during the kernel.
-template <int kVec>
-__device__ inline void load_run_l2(const float* p, float v[kVec]) {
+// kVec consecutive floats from p, aligned to kVec floats: from shared memory, or from global memory through
+// L2 with kThroughL2.
+template <int kVec, bool kThroughL2 = false>
+__device__ inline void load_run(const float* p, float v[kVec]) {
     if constexpr (kVec == 4) {
-        const float4 x = __ldcg(reinterpret_cast<const float4*>(p));
+        const float4 x = load_value<kThroughL2>(reinterpret_cast<const float4*>(p));
         v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
     } else if constexpr (kVec == 2) {
-        const float2 x = __ldcg(reinterpret_cast<const float2*>(p));
+        const float2 x = load_value<kThroughL2>(reinterpret_cast<const float2*>(p));
         v[0] = x.x, v[1] = x.y;
     } else {
-        v[0] = __ldcg(p);
+        v[0] = load_value<kThroughL2>(p);
     }
 }
 
@@ -628,7 +626,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
 #pragma unroll 8
         for (int z = 0; z < n_splits; ++z) {
             float v[kVec];
-            load_run_l2<kVec>(column + z * stride, v);
+            load_run<kVec, true>(column + z * stride, v);
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
                 o[e] += split_factor[g][z] * v[e];

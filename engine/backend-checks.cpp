@@ -211,21 +211,22 @@ void check_swiglu(const Tensor& gate_up) {
     }
 }
 
-void check_rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                             const MropeParams& rope, const Tensor& k_cache, const Tensor& v_cache) {
+void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor& positions,
+                             const Tensor& slots, const MropeParams& rope, const Tensor& k_cache,
+                             const Tensor& v_cache) {
     if (k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape || k_cache.shape[1] <= 0 ||
         k_cache.shape[2] <= 0 || k_cache.shape[2] % 2 != 0) {
         fail("rope_qkv_to_cache: k cache ", shape_string(k_cache.shape), ", v cache ",
              shape_string(v_cache.shape));
     }
     const int64_t n_kv_head = k_cache.shape[1], head_dim = k_cache.shape[2];
-    const int64_t n_heads = qkv.shape.size() == 2 ? qkv.shape[1] / head_dim : 0;
-    if (qkv.shape.size() != 2 || qkv.shape[1] % head_dim != 0 || n_heads <= 2 * n_kv_head ||
+    const int64_t n_heads = qkv_shape.size() == 2 ? qkv_shape[1] / head_dim : 0;
+    if (qkv_shape.size() != 2 || qkv_shape[1] % head_dim != 0 || n_heads <= 2 * n_kv_head ||
         (n_heads - 2 * n_kv_head) % n_kv_head != 0) {
-        fail("rope_qkv_to_cache: qkv ", shape_string(qkv.shape),
+        fail("rope_qkv_to_cache: qkv ", shape_string(qkv_shape),
              " does not hold q, k and v heads for a cache of ", shape_string(k_cache.shape));
     }
-    const int64_t n = qkv.shape[0];
+    const int64_t n = qkv_shape[0];
     check_i32(positions, {n, 3}, "rope_qkv_to_cache", "positions");
     check_i32(slots, {n}, "rope_qkv_to_cache", "slots");
     const int half = static_cast<int>(head_dim / 2);

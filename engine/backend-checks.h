@@ -59,8 +59,9 @@ void check_swiglu(const Tensor& gate_up);
 // qkv [n, (n_head + 2 n_kv_head) * head_dim] with n_head a multiple of n_kv_head, caches [n_slots, n_kv_head,
 // head_dim], positions [n, 3] and slots [n] int32, inverse frequencies [head_dim / 2] in sections summing to
 // them. The values of slots are not checked here: they are on the device.
-void check_rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                             const MropeParams& rope, const Tensor& k_cache, const Tensor& v_cache);
+void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor& positions,
+                             const Tensor& slots, const MropeParams& rope, const Tensor& k_cache,
+                             const Tensor& v_cache);
 // q [n, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], seq_lens [n] and
 // block_tables [n, max_blocks] int32.
 void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

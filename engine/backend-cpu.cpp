@@ -394,7 +394,7 @@ public:
 
     Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
                              const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
-        check_rope_qkv_to_cache(qkv, positions, slots, rope, k_cache, v_cache);
+        check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
         const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], hd = k_cache.shape[2], half = hd / 2;
         const int64_t n_head = qkv.shape[1] / hd - 2 * n_kv_head, n_slots = k_cache.shape[0];
         for (int64_t r = 0; r < n; ++r) {

@@ -27,6 +27,13 @@ Tensor Backend::linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, fl
     return swiglu(linear_rms_norm(x, norm_w, eps, w, b));
 }
 
+Tensor Backend::linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
+                                                  const QuantizedTensor& w, const Tensor* b,
+                                                  const Tensor& positions, const Tensor& slots,
+                                                  const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+    return rope_qkv_to_cache(linear_rms_norm(x, norm_w, eps, w, b), positions, slots, rope, k_cache, v_cache);
+}
+
 void Backend::begin_recording() {
     fail(name(), ": this backend cannot record work");
 }

@@ -113,6 +113,15 @@ public:
     // (the default is linear_rms_norm, then swiglu).  x [n, in], norm_w [in]  ->  [n, out / 2]
     virtual Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
                                           const QuantizedTensor& w, const Tensor* b);
+    // rope_qkv_to_cache(rms_norm(x, norm_w, eps) · wᵀ + b, ...): the norm before the language model's
+    // attention, its stacked q, k and v projections and its attention input, the heads turned and stored
+    // where the backend can as the product's sums come out (the default is linear_rms_norm, then
+    // rope_qkv_to_cache). x [n, in], norm_w [in]  ->  q [n, n_head, head_dim]
+    virtual Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
+                                                     const QuantizedTensor& w, const Tensor* b,
+                                                     const Tensor& positions, const Tensor& slots,
+                                                     const MropeParams& rope, Tensor& k_cache,
+                                                     Tensor& v_cache);
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]

@@ -169,6 +169,18 @@ Tensor PaddleOcrVl::apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, 
     return backend_.swiglu(apply_rms_norm(layer, x, norm, eps));
 }
 
+Tensor PaddleOcrVl::apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
+                                                     float eps, const DecoderStep& step, Tensor& k_cache,
+                                                     Tensor& v_cache) {
+    if (layer.q.data) {
+        return backend_.linear_rms_norm_rope_qkv_to_cache(
+            x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b, step.positions, step.slots,
+            text_rope, k_cache, v_cache);
+    }
+    return backend_.rope_qkv_to_cache(apply_rms_norm(layer, x, norm, eps), step.positions, step.slots,
+                                      text_rope, k_cache, v_cache);
+}
+
 Tensor PaddleOcrVl::load_optional_bias(WeightSource& weights, const std::string& name, int64_t n,
                                        bool present) {
     return present ? load(weights, name, {n}) : Tensor{};
@@ -392,11 +404,9 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
         const auto layer = static_cast<int>(l);
-        const Tensor qkv =
-            apply_rms_norm(L.qkv_proj, x, L.input_norm, tc.rms_norm_eps);  // [n, (n_head + 2 n_kv_head) * hd]
         const Tensor q =
-            backend_.rope_qkv_to_cache(qkv, step.positions, step.slots, text_rope, cache.keys(layer),
-                                       cache.values(layer));  // [n, n_head, hd]
+            apply_rms_norm_rope_qkv_to_cache(L.qkv_proj, x, L.input_norm, tc.rms_norm_eps, step,
+                                             cache.keys(layer), cache.values(layer));  // [n, n_head, hd]
         const Tensor a =
             step.batch != nullptr
                 ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,

@@ -119,13 +119,17 @@ private:
                                const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
-    // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, rms_norm(x, norm)) and
-    // swiglu(apply(layer, rms_norm(x, norm))): one backend call where the weights are stored packed, which
-    // fuses the steps with the matrix product as far as it can.
+    // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, rms_norm(x, norm)),
+    // swiglu(apply(layer, rms_norm(x, norm))) and rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...):
+    // one backend call where the weights are stored packed, which fuses the steps with the matrix product as
+    // far as it can.
     Tensor apply_gelu_tanh(const Linear& layer, const Tensor& x);
     void apply_add(Tensor& y, const Linear& layer, const Tensor& x);
     Tensor apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
     Tensor apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
+    Tensor apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
+                                            float eps, const DecoderStep& step, Tensor& k_cache,
+                                            Tensor& v_cache);
     AttentionPrecision attention_precision() const {
         return load_params_.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
     }

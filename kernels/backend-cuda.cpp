@@ -242,6 +242,12 @@ struct LinearInputSpec {
     float eps = 0.0f;
 };
 
+// What a product's rows become (kernels::LinearOutput), with where the heads go for RopeToCache.
+struct LinearOutputSpec {
+    kernels::LinearOutput output = kernels::LinearOutput::Plain;
+    kernels::RopeCacheArgs rope;
+};
+
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(const CudaBackendOptions& options)
@@ -417,8 +423,27 @@ public:
         Tensor y = alloc_uninitialized({x.rows(), w.n_out / 2}, "linear_rms_norm_swiglu");  // [n, out / 2]
         quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store,
                          {kernels::LinearInput::RmsNorm, device_f32(norm_w, "linear_rms_norm_swiglu"), eps},
-                         kernels::LinearOutput::Swiglu);
+                         {kernels::LinearOutput::Swiglu, {}});
         return y;
+    }
+
+    Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
+                                             const QuantizedTensor& w, const Tensor* b,
+                                             const Tensor& positions, const Tensor& slots,
+                                             const MropeParams& rope, Tensor& k_cache,
+                                             Tensor& v_cache) override {
+        check_rms_norm(x, norm_w);
+        check_linear(x, w, b);
+        check_rope_qkv_to_cache({x.rows(), w.n_out}, positions, slots, rope, k_cache, v_cache);
+        const char* op = "linear_rms_norm_rope_qkv_to_cache";
+        LinearOutputSpec output{kernels::LinearOutput::RopeToCache,
+                                rope_cache_args(w.n_out, positions, slots, rope, k_cache, v_cache, op)};
+        // [n, n_head, head_dim]
+        Tensor q = alloc_uninitialized({x.rows(), output.rope.n_head, output.rope.head_dim}, op);
+        output.rope.q_out = q.f32();
+        quantized_linear(x, w, b, q, kernels::LinearEpilogue::Store,
+                         {kernels::LinearInput::RmsNorm, device_f32(norm_w, op), eps}, output);
+        return q;
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
@@ -601,16 +626,14 @@ public:
 
     Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
                              const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
-        check_rope_qkv_to_cache(qkv, positions, slots, rope, k_cache, v_cache);
+        check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
         const char* op = "rope_qkv_to_cache";
-        const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], head_dim = k_cache.shape[2];
-        const int64_t n_head = qkv.shape[1] / head_dim - 2 * n_kv_head;
-        Tensor q = alloc_uninitialized({n, n_head, head_dim}, op);  // [n, n_head, head_dim]
-        kernels::rope_qkv_to_cache_f32(device_f32(qkv, op), device_i32(positions, op), device_i32(slots, op),
-                                       device_f32(rope.inv_freq, op), rope.section[0],
-                                       rope.section[0] + rope.section[1], q.f32(), device_f32(k_cache, op),
-                                       device_f32(v_cache, op), n, n_head, n_kv_head, head_dim,
-                                       k_cache.shape[0], stream());
+        kernels::RopeCacheArgs args =
+            rope_cache_args(qkv.shape[1], positions, slots, rope, k_cache, v_cache, op);
+        Tensor q =
+            alloc_uninitialized({qkv.shape[0], args.n_head, args.head_dim}, op);  // [n, n_head, head_dim]
+        args.q_out = q.f32();
+        kernels::rope_qkv_to_cache_f32(device_f32(qkv, op), args, qkv.shape[0], stream());
         return q;
     }
 
@@ -854,6 +877,25 @@ private:
         return splits;
     }
 
+    // Where the heads of a qkv of n_qkv columns go, but for q_out.
+    kernels::RopeCacheArgs rope_cache_args(int64_t n_qkv, const Tensor& positions, const Tensor& slots,
+                                           const MropeParams& rope, Tensor& k_cache, Tensor& v_cache,
+                                           const char* op) {
+        kernels::RopeCacheArgs a;
+        a.positions = device_i32(positions, op);
+        a.slots = device_i32(slots, op);
+        a.inv_freq = device_f32(rope.inv_freq, op);
+        a.section0 = rope.section[0];
+        a.section01 = rope.section[0] + rope.section[1];
+        a.k_cache = device_f32(k_cache, op);
+        a.v_cache = device_f32(v_cache, op);
+        a.n_kv_head = k_cache.shape[1];
+        a.head_dim = k_cache.shape[2];
+        a.n_head = n_qkv / a.head_dim - 2 * a.n_kv_head;
+        a.n_slots = k_cache.shape[0];
+        return a;
+    }
+
     void check_not_recording(const char* what) const {
         if (recording_) {
             fail("cuda: ", what, " while recording work; inputs of recorded work are written before replay");
@@ -866,11 +908,11 @@ private:
                compute_capability_major_ >= 8;
     }
 
-    // y = output(epilogue(input(x) · wᵀ + b)), the arguments checked.  ->  y [n, w.n_out], or [n, w.n_out /
-    // 2] for a SwiGLU output
+    // y = output(epilogue(input(x) · wᵀ + b)), the arguments checked.  ->  y [n, w.n_out], [n, w.n_out / 2]
+    // for a SwiGLU output, or q [n, n_head, head_dim] and the cache rows for RopeToCache
     void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
                           kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
-                          kernels::LinearOutput output = kernels::LinearOutput::Plain) {
+                          const LinearOutputSpec& output = {}) {
         if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
             fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
                  "] is not in this backend's device memory");
@@ -890,7 +932,8 @@ private:
         args.group_size = w.group_size;
         args.epilogue = epilogue;
         args.input = input.input;
-        args.output = output;
+        args.output = output.output;
+        args.rope = output.rope;
         args.norm_w = input.norm_w;
         args.eps = input.eps;
         const kernels::WeightPrefetch::Range next =

@@ -11,6 +11,7 @@
 #include "norm.h"
 #include "quantized-linear.h"
 #include "reduce.cuh"
+#include "rope-pair.cuh"
 
 namespace folio::kernels {
 
@@ -136,17 +137,36 @@ __device__ inline void load8(const float* p, float v[8]) {
     v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
 }
 
-// The weight row that output slot s of a GEMV works on: s itself, or for a SwiGLU output gate row s / 2 in
-// even slots and the matching up row in odd ones, so that a block holds both rows of each pair.
-__device__ inline int64_t gemv_weight_row(const QuantizedLinearArgs& a, int64_t s) {
-    return a.output == LinearOutput::Swiglu ? s / 2 + (s % 2) * (a.n_out / 2) : s;
+// What a GEMV kernel does with its sums, fixed when it is compiled, so that each product's kernel holds only
+// its own epilogue: store them (with a.epilogue), or combine the pairs of a SwiGLU or RopeToCache output.
+enum class GemvFinish { Store, Swiglu, Rope };
+
+__host__ __device__ constexpr bool paired_finish(GemvFinish f) {
+    return f != GemvFinish::Store;
 }
 
-// Adds the n_parts warps' sums of each output row o in order through shared memory; lane r of the row's
-// first part finishes row r of x, for a SwiGLU output the gate row's first part both rows of the pair, the up
-// row's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2]
-template <int kRows>
-__device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int64_t o, bool valid,
+// The weight row that output slot s of a GEMV works on: s itself; for a SwiGLU output gate row s / 2 in even
+// slots and the matching up row in odd ones; for a RopeToCache output, within each head, row i in slot 2i
+// and its rotate-half partner i + head_dim / 2 in slot 2i + 1. A block holds both slots of each pair. Slots
+// and rows fit an int (n_out does).
+template <GemvFinish kFinish>
+__device__ inline int gemv_weight_row(const QuantizedLinearArgs& a, int s) {
+    if constexpr (kFinish == GemvFinish::Swiglu) {
+        return s / 2 + (s % 2) * static_cast<int>(a.n_out / 2);
+    } else if constexpr (kFinish == GemvFinish::Rope) {
+        const int d = static_cast<int>(a.rope.head_dim), in_head = s % d;
+        return s - in_head + in_head / 2 + (in_head % 2) * (d / 2);
+    } else {
+        return s;
+    }
+}
+
+// Adds the n_parts warps' sums of each output slot in order through shared memory; lane r of the slot's
+// first part finishes row r of x, for a paired output the even slot's first part both slots of the pair, the
+// odd slot's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or the rope
+// targets
+template <GemvFinish kFinish, int kRows>
+__device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int slot, bool valid,
                                         int part, int n_parts) {
     __shared__ float part_sums[kWarpsPerBlock][kRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -161,29 +181,35 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         }
     }
     __syncthreads();
-    const bool swiglu = a.output == LinearOutput::Swiglu;
-    if (!valid || part != 0 || lane >= a.n || (swiglu && o >= a.n_out / 2)) {
+    constexpr bool kPaired = paired_finish(kFinish);
+    if (!valid || part != 0 || lane >= a.n || (kPaired && slot % 2 != 0)) {
         return;
     }
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
     float sum = 0.0f;
     for (int p = 0; p < n_parts; ++p) {
         sum += part_sums[warp + p][lane];
     }
     sum += a.b ? a.b[o] : 0.0f;
-    if (swiglu) {
-        const int64_t half = a.n_out / 2;
-        float up = 0.0f;
+    if constexpr (kPaired) {
+        const int64_t o_second = gemv_weight_row<kFinish>(a, slot + 1);
+        float second = 0.0f;
         for (int p = 0; p < n_parts; ++p) {
-            up += part_sums[warp + n_parts + p][lane];
+            second += part_sums[warp + n_parts + p][lane];
         }
-        up += a.b ? a.b[o + half] : 0.0f;
-        a.y[lane * half + o] = silu(sum) * up;
-        return;
+        second += a.b ? a.b[o_second] : 0.0f;
+        if constexpr (kFinish == GemvFinish::Swiglu) {
+            a.y[lane * (a.n_out / 2) + o] = silu(sum) * second;
+        } else {
+            const int d = static_cast<int>(a.rope.head_dim);
+            store_rope_pair(a.rope, lane, slot / d, slot % d / 2, sum, second);
+        }
+    } else {
+        float& out = a.y[lane * a.n_out + o];
+        out = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+              : a.epilogue == LinearEpilogue::Accumulate ? out + sum
+                                                         : sum;
     }
-    float& out = a.y[lane * a.n_out + o];
-    out = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
-          : a.epilogue == LinearEpilogue::Accumulate ? out + sum
-                                                     : sum;
 }
 
 // n_parts warps per output slot (1, 2, 4 or 8; kWarpsPerBlock / n_parts slots a block): part p of row o reads
@@ -191,15 +217,15 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
 // lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
 // the previous kernel (the weights are uploaded, never written by a kernel). kRows >= n rows of x; n_in is a
 // multiple of 8.  x [n, n_in], b [n_out] or null, y as a.output says
-template <QuantizedFormat kType, int kRows>
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     const int part = warp % n_parts;
-    const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const int slot = static_cast<int>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
     const bool valid = slot < a.n_out;
-    const int64_t o = gemv_weight_row(a, slot);
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
     const int64_t n_in = a.n_in;
     const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
     const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
@@ -242,20 +268,20 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
             }
         }
     }
-    finish_gemv_rows<kRows>(acc, a, o, valid, part, n_parts);
+    finish_gemv_rows<kFinish, kRows>(acc, a, slot, valid, part, n_parts);
 }
 
 // The same for n_in not a multiple of 8: lanes take single columns, part p owning every n_parts-th 32.
 // x [n, n_in], b [n_out] or null, y [n, n_out]
-template <QuantizedFormat kType>
+template <QuantizedFormat kType, GemvFinish kFinish>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRows))
     quantized_gemv_columns_f32_kernel(QuantizedLinearArgs a, int n_parts) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     const int part = warp % n_parts;
-    const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const int slot = static_cast<int>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
     const bool valid = slot < a.n_out;
-    const int64_t o = gemv_weight_row(a, slot);
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kQuantizedGemvMaxRows] = {};
@@ -269,7 +295,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
             }
         }
     }
-    finish_gemv_rows<kQuantizedGemvMaxRows>(acc, a, o, valid, part, n_parts);
+    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows>(acc, a, slot, valid, part, n_parts);
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
@@ -336,9 +362,9 @@ void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_
 }
 
 // Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all, and
-// leave a block two rows for the pairs of a SwiGLU output.
+// leave a block two slots for the pairs of a paired output.
 int gemv_parts(const QuantizedLinearArgs& a) {
-    const int max_parts = a.output == LinearOutput::Swiglu ? kWarpsPerBlock / 2 : kWarpsPerBlock;
+    const int max_parts = a.output != LinearOutput::Plain ? kWarpsPerBlock / 2 : kWarpsPerBlock;
     int parts = 1;
     while (parts < max_parts && a.n_out * parts < kGemvWarpsWanted && a.n_in >= 2 * parts * kMinPartColumns) {
         parts *= 2;
@@ -346,21 +372,34 @@ int gemv_parts(const QuantizedLinearArgs& a) {
     return parts;
 }
 
-// The GEMV of a, whose input is Plain.
-template <QuantizedFormat kType>
+// The GEMV of a, whose input is Plain, finished as kFinish says.
+template <QuantizedFormat kType, GemvFinish kFinish>
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     const int parts = gemv_parts(a);
     const int64_t rows_per_block = kWarpsPerBlock / parts;
     const dim3 grid(static_cast<unsigned int>((a.n_out + rows_per_block - 1) / rows_per_block));
     if (a.n_in % 8 != 0) {
-        launch_chained(quantized_gemv_columns_f32_kernel<kType>, grid, dim3(kBlock), 0, stream, a, parts);
+        launch_chained(quantized_gemv_columns_f32_kernel<kType, kFinish>, grid, dim3(kBlock), 0, stream, a,
+                       parts);
         return;
     }
     // Accumulators for 1, 2, 4 or 8 rows, the fewest that hold a.n.
     const int n_rows = a.n <= 1 ? 1 : a.n <= 2 ? 2 : a.n <= 4 ? 4 : 8;
     with_1_2_4_8(n_rows, [&](auto rows) {
-        launch_chained(quantized_gemv_f32_kernel<kType, rows.value>, grid, dim3(kBlock), 0, stream, a, parts);
+        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value>, grid, dim3(kBlock), 0, stream,
+                       a, parts);
     });
+}
+
+template <QuantizedFormat kType>
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    if (a.output == LinearOutput::Swiglu) {
+        launch_gemv<kType, GemvFinish::Swiglu>(a, stream);
+    } else if (a.output == LinearOutput::RopeToCache) {
+        launch_gemv<kType, GemvFinish::Rope>(a, stream);
+    } else {
+        launch_gemv<kType, GemvFinish::Store>(a, stream);
+    }
 }
 
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
@@ -385,7 +424,7 @@ int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
     return std::min(n_out, std::max<int64_t>(kDequantizeValues / std::max<int64_t>(n_in, 1), 1));
 }
 
-// Floats of scratch before the product of a SwiGLU output on the tensor cores: the bfloat16 input, and the
+// Floats of scratch before the product of a paired output on the tensor cores: the bfloat16 input, and the
 // dequantized weight rows of WINT8/WINT4.
 int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
     const int64_t activations = bf16_activation_floats(a.n, a.n_in);
@@ -401,7 +440,7 @@ int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
     if (a.n <= kQuantizedGemvMaxRows) {
         return a.input == LinearInput::Plain ? 0 : a.n * a.n_in;
     }
-    return gemm_operand_floats(a) + (a.output == LinearOutput::Swiglu ? a.n * a.n_out : 0);
+    return gemm_operand_floats(a) + (a.output != LinearOutput::Plain ? a.n * a.n_out : 0);
 }
 
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
@@ -431,9 +470,14 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     if (a.n == 0 || a.n_out == 0) {
         return;
     }
-    if (a.output == LinearOutput::Swiglu && (a.n_out % 2 != 0 || a.epilogue != LinearEpilogue::Store)) {
-        fail("quantized_linear_f32: a SwiGLU output needs an even n_out and a stored epilogue, got n_out ",
+    if (a.output != LinearOutput::Plain && (a.n_out % 2 != 0 || a.epilogue != LinearEpilogue::Store)) {
+        fail("quantized_linear_f32: a paired output needs an even n_out and a stored epilogue, got n_out ",
              a.n_out, " and epilogue ", static_cast<int>(a.epilogue));
+    }
+    if (a.output == LinearOutput::RopeToCache &&
+        a.n_out != (a.rope.n_head + 2 * a.rope.n_kv_head) * a.rope.head_dim) {
+        fail("quantized_linear_f32: ", a.n_out, " output rows for ", a.rope.n_head, " q and ",
+             a.rope.n_kv_head, " k/v heads of ", a.rope.head_dim);
     }
     const int64_t needed = quantized_linear_scratch_floats(a);
     if (n_scratch < needed) {
@@ -462,8 +506,8 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         transform_input(a, x_bf16, stream);
     }
     auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
-    // [a.n, a.n_out]: the product itself, or before its SwiGLU
-    float* product = a.output == LinearOutput::Swiglu ? scratch + gemm_operand_floats(a) : a.y;
+    // [a.n, a.n_out]: the product itself, or before its paired output
+    float* product = a.output != LinearOutput::Plain ? scratch + gemm_operand_floats(a) : a.y;
     const int64_t block_rows =
         a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
     for (int64_t o = 0; o < a.n_out; o += block_rows) {
@@ -488,6 +532,8 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     }
     if (a.output == LinearOutput::Swiglu) {
         swiglu_f32(product, a.y, a.n, a.n_out / 2, stream);
+    } else if (a.output == LinearOutput::RopeToCache) {
+        rope_qkv_to_cache_f32(product, a.rope, a.n, stream);
     }
 }
 

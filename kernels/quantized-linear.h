@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "gemm-lt.h"
+#include "rotary.h"
 
 namespace folio::kernels {
 
@@ -29,11 +30,13 @@ enum class LinearInput {
     RmsNorm,  // norm_w ⊙ x / rms(x) per row, as rms_norm_f32 computes it: x [n, n_in], norm_w [n_in], eps
 };
 
-// What the product's rows become: themselves, or SwiGLU of their halves, the stacked gate and up projections
-// of a gated MLP: silu(first half) ⊙ second half, from the same float32 sums.
+// What the product's rows become: themselves, or pairs of rows combined.
 enum class LinearOutput {
     Plain,   // y [n, n_out]
-    Swiglu,  // y [n, n_out / 2]; n_out even, epilogue Store
+    Swiglu,  // y [n, n_out / 2]: silu(first half) ⊙ second half of the stacked gate and up projections of a
+             // gated MLP, from the same float32 sums; n_out even, epilogue Store
+    RopeToCache,  // the language model's q, k and v heads to where QuantizedLinearArgs::rope says, as
+                  // rope_qkv_to_cache_f32 puts them; y unused, epilogue Store
 };
 
 // y = output(epilogue(input(x) · dequantize(w)ᵀ + b)).  x as input says, q as QuantizedWeights::q, scales
@@ -54,6 +57,9 @@ struct QuantizedLinearArgs {
     LinearOutput output = LinearOutput::Plain;
     const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm
     float eps = 0.0f;
+    // For LinearOutput::RopeToCache: where the heads go, q_out [n, n_head, head_dim] with n_out q, k and v
+    // rows
+    RopeCacheArgs rope;
     // Bytes the GEMV asks the device to bring into its L2 cache while it runs, for a product that follows
     // (its blocks share the range), or none; ignored by the tensor-core path and before compute
     // capability 9.0.
@@ -63,8 +69,8 @@ struct QuantizedLinearArgs {
 
 // scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16, for
 // WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
-// and the epilogue fused (gemm), and the product before a SwiGLU output; up to kQuantizedGemvMaxRows rows,
-// the transformed input if there is one (the GEMV applies the output itself).
+// and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output; up to
+// kQuantizedGemvMaxRows rows, the transformed input if there is one (the GEMV applies the output itself).
 // quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,

@@ -1,4 +1,4 @@
-// Host entry point of the rotary position embedding. Row-major float32 in device memory, enqueued on stream.
+// Host entry points of the rotary position embedding. Row-major float32 in device memory, enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +13,28 @@ namespace folio::kernels {
 void rope_f32(float* x, const float* cos, const float* sin, int64_t n, int64_t n_head, int64_t head_dim,
               cudaStream_t stream);
 
-// The language model's attention input in one pass: for each token r, the q and k heads of qkv[r] turned by
-// the 3D position positions[r] (frequency i turns with component 0 for i < section0, 1 for i < section01,
-// else 2, at angle position * inv_freq[i]), q written to q_out and k, with the v heads, to cache row slots[r]
-// unless it lies outside [0, n_slots).
-// qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3], slots [n], inv_freq [head_dim / 2],
-// q_out [n, n_head, head_dim], k_cache, v_cache [n_slots, n_kv_head, head_dim]
-void rope_qkv_to_cache_f32(const float* qkv, const int32_t* positions, const int32_t* slots,
-                           const float* inv_freq, int section0, int section01, float* q_out, float* k_cache,
-                           float* v_cache, int64_t n, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                           int64_t n_slots, cudaStream_t stream);
+// Where the language model's attention input goes, token r of a step: its q and k heads turned by the 3D
+// position positions[r] (frequency i turns with component 0 for i < section0, 1 for i < section01, else 2,
+// at angle position * inv_freq[i]), q written to q_out and k, with the v heads, to cache row slots[r] unless
+// it lies outside [0, n_slots).
+// positions [n, 3], slots [n], inv_freq [head_dim / 2], q_out [n, n_head, head_dim],
+// k_cache, v_cache [n_slots, n_kv_head, head_dim]; head_dim is even.
+struct RopeCacheArgs {
+    const int32_t* positions = nullptr;
+    const int32_t* slots = nullptr;
+    const float* inv_freq = nullptr;
+    int section0 = 0;
+    int section01 = 0;
+    float* q_out = nullptr;
+    float* k_cache = nullptr;
+    float* v_cache = nullptr;
+    int64_t n_head = 0;
+    int64_t n_kv_head = 0;
+    int64_t head_dim = 0;
+    int64_t n_slots = 0;
+};
+
+// The heads of qkv's n tokens to where a says.  qkv [n, (n_head + 2 n_kv_head) * head_dim]
+void rope_qkv_to_cache_f32(const float* qkv, const RopeCacheArgs& a, int64_t n, cudaStream_t stream);
 
 }  // namespace folio::kernels

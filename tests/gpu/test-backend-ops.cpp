@@ -811,16 +811,26 @@ TEST_F(BackendOpsTest, Swiglu) {
 }
 
 // Both backends turn q and k by the same float angles (position times the same inverse frequency) with libm's
-// and CUDA's sine and cosine, and store k and v at the same rows; rows not named keep their values.
+// and CUDA's sine and cosine, and store k and v at the same rows; rows not named keep their values. The same
+// from the normed input of the stacked q, k and v projections: up to 8 rows the GEMV pairs each row of a head
+// with its rotate-half partner and stores the turned pair as it comes out (columns a multiple of 8 or not),
+// more rows run the product on the tensor cores first.
 TEST_F(BackendOpsTest, RopeQkvToCache) {
     struct Case {
         int64_t n, n_head, n_kv_head, hd;
         std::array<int, 3> section;
+        int64_t in;
+        Quantization type;
     };
-    for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}}, Case{5, 16, 2, 128, {16, 24, 24}},
-                          Case{37, 4, 2, 64, {8, 12, 12}}, Case{3, 3, 3, 2, {0, 1, 0}}}) {
-        const int64_t n_slots = 2 * c.n + 5;
-        const Pair qkv = random({c.n, (c.n_head + 2 * c.n_kv_head) * c.hd});
+    for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}, 64, Quantization::Bf16},
+                          Case{5, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
+                          Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint8},
+                          Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
+                          Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
+                          Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},
+                          Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
+        const int64_t n_slots = 2 * c.n + 5, n_qkv = (c.n_head + 2 * c.n_kv_head) * c.hd;
+        const Pair qkv = random({c.n, n_qkv});
         std::mt19937 rng(seed_++);
         std::vector<int32_t> positions(static_cast<size_t>(3 * c.n)), slots(static_cast<size_t>(n_slots));
         for (int32_t& p : positions) {
@@ -846,6 +856,27 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         expect_close("rope_qkv_to_cache (q)", q_gpu, q_cpu, kF32Bound, where);
         expect_close("rope_qkv_to_cache (k cache)", k_cache.gpu, k_cache.cpu, kF32Bound, where);
         expect_close("rope_qkv_to_cache (v cache)", v_cache.gpu, v_cache.cpu, kF32Bound, where);
+
+        const auto w = quantize(random_values(n_qkv * c.in, seed_++), n_qkv, c.in, c.type,
+                                c.type == Quantization::Wint4 ? 64 : 0);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Pair x = random({c.n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f),
+                   b = random({n_qkv});
+        const Tensor linear_q_gpu =
+            gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, norm.gpu, 1e-5f, w_gpu, &b.gpu, pos.gpu, slot.gpu,
+                                                    {freq.gpu, c.section}, k_cache.gpu, v_cache.gpu);
+        const Tensor linear_q_cpu =
+            cpu_->linear_rms_norm_rope_qkv_to_cache(x.cpu, norm.cpu, 1e-5f, w_cpu, &b.cpu, pos.cpu, slot.cpu,
+                                                    {freq.cpu, c.section}, k_cache.cpu, v_cache.cpu);
+        const double bound = c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+        const std::string format = quantization_name(c.type);
+        expect_close(label("linear_rms_norm_rope_qkv_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
+                     bound, where);
+        expect_close(label("linear_rms_norm_rope_qkv_to_cache (k cache) ", format), k_cache.gpu, k_cache.cpu,
+                     bound, where);
+        expect_close(label("linear_rms_norm_rope_qkv_to_cache (v cache) ", format), v_cache.gpu, v_cache.cpu,
+                     bound, where);
     }
     const Pair qkv = random({2, 4 * 8}), pos = upload_i32({0, 0, 0, 1, 1, 1}, {2, 3});
     const Pair slot = upload_i32({0, 1}, {2}), freq = random({4});
@@ -862,6 +893,20 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, qkv.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
         Error)
         << "float32 slots";
+    const QuantizedTensor w =
+        gpu_->upload(quantize(random_values(4 * 8 * 16, 3), 4 * 8, 16, Quantization::Bf16, 0));
+    const Pair x = random({2, 16});
+    EXPECT_THROW(
+        gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, random({15}).gpu, 1e-5f, w, nullptr, pos.gpu, slot.gpu,
+                                                {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
+        Error)
+        << "norm width";
+    Pair two_head_cache = random({4, 2, 8});
+    EXPECT_THROW(gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, random({16}).gpu, 1e-5f, w, nullptr, pos.gpu,
+                                                         slot.gpu, {freq.gpu, {2, 1, 1}}, two_head_cache.gpu,
+                                                         two_head_cache.gpu),
+                 Error)
+        << "32 rows are not q, k and v heads for 2 k/v heads of 8";
 }
 
 // Sequences of random lengths (0 for padding rows) over shuffled blocks of a larger cache; table entries past

@@ -161,13 +161,33 @@ __device__ inline int gemv_weight_row(const QuantizedLinearArgs& a, int s) {
     }
 }
 
+// Whether this lane finishes row `lane` of x for its slot (see finish_gemv_rows).
+template <GemvFinish kFinish>
+__device__ inline bool finishes_slot(const QuantizedLinearArgs& a, int slot, bool valid, int part, int lane) {
+    return valid && part == 0 && lane < a.n && (!paired_finish(kFinish) || slot % 2 == 0);
+}
+
+// For a RopeToCache output, where the pair this lane finishes goes and how it turns, found before the wait
+// for the kernel ahead, while the first weight loads are in flight; empty otherwise.
+template <GemvFinish kFinish>
+__device__ inline RopePairTarget gemv_rope_target(const QuantizedLinearArgs& a, int slot, bool valid,
+                                                  int part, int lane) {
+    if constexpr (kFinish == GemvFinish::Rope) {
+        if (finishes_slot<kFinish>(a, slot, valid, part, lane)) {
+            const int d = static_cast<int>(a.rope.head_dim);
+            return rope_pair_target(a.rope, lane, slot / d, slot % d / 2);
+        }
+    }
+    return {};
+}
+
 // Adds the n_parts warps' sums of each output slot in order through shared memory; lane r of the slot's
 // first part finishes row r of x, for a paired output the even slot's first part both slots of the pair, the
-// odd slot's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or the rope
-// targets
+// odd slot's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or where
+// rope (from gemv_rope_target) says
 template <GemvFinish kFinish, int kRows>
 __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int slot, bool valid,
-                                        int part, int n_parts) {
+                                        int part, int n_parts, const RopePairTarget& rope) {
     __shared__ float part_sums[kWarpsPerBlock][kRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -181,8 +201,7 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         }
     }
     __syncthreads();
-    constexpr bool kPaired = paired_finish(kFinish);
-    if (!valid || part != 0 || lane >= a.n || (kPaired && slot % 2 != 0)) {
+    if (!finishes_slot<kFinish>(a, slot, valid, part, lane)) {
         return;
     }
     const int64_t o = gemv_weight_row<kFinish>(a, slot);
@@ -191,7 +210,7 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         sum += part_sums[warp + p][lane];
     }
     sum += a.b ? a.b[o] : 0.0f;
-    if constexpr (kPaired) {
+    if constexpr (paired_finish(kFinish)) {
         const int64_t o_second = gemv_weight_row<kFinish>(a, slot + 1);
         float second = 0.0f;
         for (int p = 0; p < n_parts; ++p) {
@@ -202,7 +221,7 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
             a.y[lane * (a.n_out / 2) + o] = silu(sum) * second;
         } else {
             const int d = static_cast<int>(a.rope.head_dim);
-            store_rope_pair(a.rope, lane, slot / d, slot % d / 2, sum, second);
+            store_rope_pair(rope, slot % d / 2, d / 2, sum, second);
         }
     } else {
         float& out = a.y[lane * a.n_out + o];
@@ -215,8 +234,9 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
 // n_parts warps per output slot (1, 2, 4 or 8; kWarpsPerBlock / n_parts slots a block): part p of row o reads
 // the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
 // lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
-// the previous kernel (the weights are uploaded, never written by a kernel). kRows >= n rows of x; n_in is a
-// multiple of 8.  x [n, n_in], b [n_out] or null, y as a.output says
+// the previous kernel (the weights are uploaded, never written by a kernel), and a RopeToCache output's
+// targets found. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null, y as
+// a.output says
 template <QuantizedFormat kType, GemvFinish kFinish, int kRows>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
@@ -242,6 +262,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     if (a.prefetch_bytes > 0) {
         prefetch_share_to_l2(a.prefetch, a.prefetch_bytes);
     }
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kRows] = {};
@@ -268,7 +289,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
             }
         }
     }
-    finish_gemv_rows<kFinish, kRows>(acc, a, slot, valid, part, n_parts);
+    finish_gemv_rows<kFinish, kRows>(acc, a, slot, valid, part, n_parts, rope);
 }
 
 // The same for n_in not a multiple of 8: lanes take single columns, part p owning every n_parts-th 32.
@@ -282,6 +303,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
     const int slot = static_cast<int>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
     const bool valid = slot < a.n_out;
     const int64_t o = gemv_weight_row<kFinish>(a, slot);
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kQuantizedGemvMaxRows] = {};
@@ -295,7 +317,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
             }
         }
     }
-    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows>(acc, a, slot, valid, part, n_parts);
+    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows>(acc, a, slot, valid, part, n_parts, rope);
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of

@@ -58,7 +58,8 @@ struct QuantizedLinearArgs {
     const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm
     float eps = 0.0f;
     // For LinearOutput::RopeToCache: where the heads go, q_out [n, n_head, head_dim] with n_out q, k and v
-    // rows
+    // rows. The GEMV reads its positions, slots and frequencies before it waits for the kernel ahead, as it
+    // does the weights, so that kernel must not write them (the step's inputs are uploaded).
     RopeCacheArgs rope;
     // Bytes the GEMV asks the device to bring into its L2 cache while it runs, for a product that follows
     // (its blocks share the range), or none; ignored by the tensor-core path and before compute

@@ -6,33 +6,44 @@
 
 namespace folio::kernels {
 
-// Values x0 = head[pair] and x1 = head[pair + head_dim / 2] of head `head` of token r's q, k and v heads (q
-// heads first, then k, then v), written where RopeCacheArgs says: q and k heads turned, v heads as they are.
-__device__ inline void store_rope_pair(const RopeCacheArgs& a, int64_t r, int64_t head, int64_t pair,
-                                       float x0, float x1) {
-    const int64_t half = a.head_dim / 2;
-    float* dst = nullptr;  // [head_dim]
+// Where a pair of values goes and how it turns: dst [head_dim] (null where the token's cache row lies
+// outside the cache), the pair written as (x0 c - x1 s, x1 c + x0 s) at pair and pair + head_dim / 2.
+struct RopePairTarget {
+    float* dst = nullptr;
+    float c = 1.0f;
+    float s = 0.0f;
+};
+
+// The target of the pair at `pair` of head `head` of token r's q, k and v heads (q heads first, then k, then
+// v), as RopeCacheArgs says: q and k heads turned by the token's position, v heads as they are (c = 1, s =
+// 0).
+__device__ inline RopePairTarget rope_pair_target(const RopeCacheArgs& a, int r, int head, int pair) {
+    RopePairTarget t;
     if (head < a.n_head) {
-        dst = a.q_out + (r * a.n_head + head) * a.head_dim;
+        t.dst = a.q_out + (static_cast<int64_t>(r) * a.n_head + head) * a.head_dim;
     } else {
         const int64_t slot = a.slots[r];
         if (slot < 0 || slot >= a.n_slots) {
-            return;
+            return t;
         }
+        const bool key = head - a.n_head < a.n_kv_head;
         const int64_t kv_head = (head - a.n_head) % a.n_kv_head;
-        float* cache = head - a.n_head < a.n_kv_head ? a.k_cache : a.v_cache;
-        dst = cache + (slot * a.n_kv_head + kv_head) * a.head_dim;
-        if (cache == a.v_cache) {
-            dst[pair] = x0;
-            dst[pair + half] = x1;
-            return;
+        t.dst = (key ? a.k_cache : a.v_cache) + (slot * a.n_kv_head + kv_head) * a.head_dim;
+        if (!key) {
+            return t;
         }
     }
     const int axis = pair < a.section0 ? 0 : pair < a.section01 ? 1 : 2;
-    const float angle = static_cast<float>(a.positions[r * 3 + axis]) * a.inv_freq[pair];
-    const float c = cosf(angle), s = sinf(angle);
-    dst[pair] = x0 * c - x1 * s;
-    dst[pair + half] = x1 * c + x0 * s;
+    sincosf(static_cast<float>(a.positions[r * 3 + axis]) * a.inv_freq[pair], &t.s, &t.c);
+    return t;
+}
+
+// x0 = head[pair] and x1 = head[pair + half] to where t says.
+__device__ inline void store_rope_pair(const RopePairTarget& t, int pair, int half, float x0, float x1) {
+    if (t.dst != nullptr) {
+        t.dst[pair] = x0 * t.c - x1 * t.s;
+        t.dst[pair + half] = x1 * t.c + x0 * t.s;
+    }
 }
 
 }  // namespace folio::kernels

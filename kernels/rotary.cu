@@ -37,11 +37,11 @@ constexpr int kHeadBlock = 64;
 __global__ void rope_qkv_to_cache_f32_kernel(const float* qkv, RopeCacheArgs a) {
     wait_for_prior_grids();
     start_dependent_grids();
-    const int64_t r = blockIdx.x, head = blockIdx.y;
-    const int64_t half = a.head_dim / 2;
+    const int r = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
+    const int half = static_cast<int>(a.head_dim / 2);
     const float* x = qkv + (r * (a.n_head + 2 * a.n_kv_head) + head) * a.head_dim;  // [head_dim]
-    for (int64_t pair = threadIdx.x; pair < half; pair += blockDim.x) {
-        store_rope_pair(a, r, head, pair, x[pair], x[pair + half]);
+    for (int pair = static_cast<int>(threadIdx.x); pair < half; pair += static_cast<int>(blockDim.x)) {
+        store_rope_pair(rope_pair_target(a, r, head, pair), pair, half, x[pair], x[pair + half]);
     }
 }
 

@@ -12,6 +12,7 @@ packages=(
     nlohmann-json3-dev
     libgtest-dev libgmock-dev
     xvfb xauth
+    python3
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # The GPU checks and benchmarks, for a machine with an NVIDIA GPU, CUDA's runtime and cuBLAS, and Python with
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
-#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference]...
+#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference|timeline]...
+# timeline needs lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE.
 set -uo pipefail
 bundle=$1 out=$2
 shift 2
@@ -35,6 +36,16 @@ for step in "$@"; do
             "${bench[@]}" --quantization "$q" > "$out/bench-$q.json" 2> "$out/bench-$q.log"
             echo "bench $q: exit $?"
         done
+        ;;
+    timeline)
+        FOLIO_KERNEL_TRACE="$out/kernel-trace.csv" CUDA_INJECTION64_PATH="$(realpath "$bundle/lib/libkernel-trace.so")" \
+            "$bundle/bin/folio-bench" --device cuda --batch 1 --prefill-tokens 512 --decode-tokens 64 \
+            --image-size 112x112 > "$out/timeline-bench.json" 2> "$out/timeline-bench.log"
+        echo "timeline bench: exit $?"
+        python3 tests/gpu/kernel_timeline.py "$out/kernel-trace.csv" > "$out/timeline.txt" 2>&1
+        echo "timeline: exit $?"
+        head -12 "$out/timeline.txt"
+        gzip -f "$out/kernel-trace.csv"
         ;;
     reference)
         timeout 400 python3 tests/gpu/reference_document_bench.py --pages 100 > "$out/reference.json" 2> "$out/reference.log"

@@ -29,7 +29,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     {
         const std::lock_guard lock(trace_mutex);
         CUpti_Activity* record = nullptr;
-        while (cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
+        while (trace_file != nullptr &&
+               cuptiActivityGetNextRecord(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
             if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
                 continue;
             }

@@ -2,8 +2,9 @@
 # The GPU checks and benchmarks, for a machine with an NVIDIA GPU, CUDA's runtime and cuBLAS, and Python with
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
-#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference|timeline]...
-# timeline needs lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE.
+#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference|timeline|handover]...
+# timeline needs lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover
+# needs bin/bench-handover (tests/gpu/bench-handover.cu).
 set -uo pipefail
 bundle=$1 out=$2
 shift 2
@@ -46,6 +47,10 @@ for step in "$@"; do
         echo "timeline: exit $?"
         head -12 "$out/timeline.txt"
         gzip -f "$out/kernel-trace.csv"
+        ;;
+    handover)
+        "$bundle/bin/bench-handover" | tee "$out/handover.txt"
+        echo "handover: exit ${PIPESTATUS[0]}"
         ;;
     reference)
         timeout 400 python3 tests/gpu/reference_document_bench.py --pages 100 > "$out/reference.json" 2> "$out/reference.log"

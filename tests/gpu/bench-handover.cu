@@ -160,10 +160,11 @@ int positive_argument(int argc, char** argv, int i, int fallback) {
         return fallback;
     }
     const std::string text = argv[i];
-    size_t used = 0;
-    const int value = std::stoi(text, &used);
-    if (used != text.size() || value <= 0) {
-        folio::fail("bench-handover: argument ", i, " is '", text, "', not a positive count");
+    const bool digits = !text.empty() && text.size() <= 9 &&
+                        std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int value = digits ? std::stoi(text) : 0;
+    if (value <= 0) {
+        folio::fail("argument ", i, " is '", text, "', not a positive count below 10^9");
     }
     return value;
 }
@@ -249,12 +250,14 @@ void run(int n_kernels, int n_phases) {
 
 int main(int argc, char** argv) {
     try {
+        const int n_kernels = positive_argument(argc, argv, 1, 256);
+        const int n_phases = positive_argument(argc, argv, 2, 4096);
         int n_devices = 0;
         if (cudaGetDeviceCount(&n_devices) != cudaSuccess || n_devices == 0) {
             std::fprintf(stderr, "bench-handover: no CUDA device\n");
             return 1;
         }
-        run(positive_argument(argc, argv, 1, 256), positive_argument(argc, argv, 2, 4096));
+        run(n_kernels, n_phases);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench-handover: %s\n", e.what());

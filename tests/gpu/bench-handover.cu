@@ -5,6 +5,7 @@
 // memory. Prints microseconds per kernel or phase for several grid sizes.
 //   bench-handover [kernels_per_graph=256] [phases=4096]
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -26,6 +27,7 @@ using folio::kernels::launch_chained;
 
 constexpr int kBlock = 256;
 constexpr int kRepeats = 20;  // graph launches, or persistent runs (the best is kept)
+constexpr std::array<int, 4> kClusterSizes = {2, 4, 8, 16};  // each timed on a grid of two clusters
 
 // A chained kernel with nothing to do; with touch, thread 0 of each block also writes a word, so that the
 // hand-over includes flushing a write.  sink [gridDim.x]
@@ -185,10 +187,10 @@ void run(int n_kernels, int n_phases) {
     int resident = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, grid_barrier_kernel, kBlock, 0));
     const int most_blocks = resident * n_sms;
-    const auto sink = device_zeros<float>(static_cast<size_t>(std::max(most_blocks, 8 * n_sms)));
-    const auto counter = device_zeros<unsigned int>(1);
-
     const std::vector<int> grids = {40, n_sms, 2 * n_sms, 4 * n_sms};
+    const auto sink = device_zeros<float>(static_cast<size_t>(
+        std::max(*std::max_element(grids.begin(), grids.end()), 2 * kClusterSizes.back())));
+    const auto counter = device_zeros<unsigned int>(1);
     for (const bool touch : {false, true}) {
         for (const int grid : grids) {
             const GraphExec graph = chained_graph(stream.get(), n_kernels, grid, sink.get(), touch);
@@ -219,7 +221,7 @@ void run(int n_kernels, int n_phases) {
     }
     CUDA_CHECK(
         cudaFuncSetAttribute(cluster_barrier_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-    for (const int size : {2, 4, 8, 16}) {
+    for (const int size : kClusterSizes) {
         cudaLaunchConfig_t config{};
         config.gridDim = dim3(static_cast<unsigned int>(2 * size));
         config.blockDim = dim3(kBlock);

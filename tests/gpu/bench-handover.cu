@@ -172,12 +172,11 @@ int positive_argument(int argc, char** argv, int i, int fallback) {
 }
 
 void run(int n_kernels, int n_phases) {
-    int device = 0, n_sms = 0, clusters = 0;
+    int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp props{};
     CUDA_CHECK(cudaGetDeviceProperties(&props, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    const int n_sms = props.multiProcessorCount;
     std::printf("%s, %d SMs, chained launches %s\n", props.name, n_sms,
                 folio::kernels::chained_launch_enabled() ? "on" : "off");
 
@@ -215,7 +214,7 @@ void run(int n_kernels, int n_phases) {
                         touch ? ", a write each" : "", 1000.0f * ms / static_cast<float>(n_phases));
         }
     }
-    if (clusters == 0) {
+    if (props.clusterLaunch == 0) {
         std::printf("cluster barrier: skipped, the device launches no clusters\n");
         return;
     }

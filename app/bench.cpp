@@ -144,6 +144,7 @@ nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const 
     for (Request& r : requests) {
         engine.submit(std::move(r));
     }
+    const double submit_seconds = seconds_since(start);
     int64_t n_tokens = 0;
     while (engine.has_unfinished()) {
         for (const RequestOutput& out : engine.step()) {
@@ -165,9 +166,13 @@ nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const 
             {"replayed_steps", stats.runner.n_replays},
             {"image_patches", stats.runner.n_image_patches},
             // Host time of each part; the device catches up at each step's sampling, inside decoder_seconds.
+            {"submit_seconds", submit_seconds},
+            {"schedule_seconds", stats.schedule_seconds},
             {"vision_seconds", stats.runner.vision_seconds},
             {"decoder_seconds", stats.runner.text_seconds},
             {"decode_step_seconds", stats.runner.decode_seconds},
+            {"sample_seconds", stats.runner.sample_seconds},
+            {"update_seconds", stats.update_seconds},
             {"preemptions", stats.n_preemptions},
             {"kv_blocks", stats.n_kv_blocks}};
 }

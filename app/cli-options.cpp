@@ -36,10 +36,6 @@ const std::initializer_list<const char*> kEngineFlags = {"--max-model-len",
 
 }  // namespace
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // "WxH" -> {W, H}, each at least 28 (two patches).
 std::pair<int, int> parse_size(const std::string& text, const char* flag) {
     const auto x = text.find('x');

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "clock.h"
 #include "engine-core.h"
 #include "error.h"
 #include "model-config.h"
@@ -96,7 +97,6 @@ private:
 // The engine options' help text, for the commands' usage.
 extern const char* const kEngineUsage;
 
-double seconds_since(std::chrono::steady_clock::time_point start);
 // "WxH" -> {W, H}, each at least 28 (two patches); throws naming the flag.
 std::pair<int, int> parse_size(const std::string& text, const char* flag);
 // on/true/1 or off/false/0.

@@ -19,6 +19,7 @@
 namespace {
 
 using folio::fail;
+using folio::seconds_since;
 using namespace folio::cli;
 
 constexpr const char* kUsage = R"(usage:

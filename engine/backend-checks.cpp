@@ -6,6 +6,12 @@
 
 namespace folio {
 
+void check_upload(const Tensor& t, int64_t n_values) {
+    if (n_values != t.n_elements()) {
+        fail("upload: ", n_values, " values for shape ", shape_string(t.shape));
+    }
+}
+
 void check_shape(const std::vector<int64_t>& shape, const char* op) {
     for (const int64_t d : shape) {
         if (d < 0) {

@@ -11,6 +11,8 @@
 
 namespace folio {
 
+// n_values for every element of t.
+void check_upload(const Tensor& t, int64_t n_values);
 // No negative dimension in a shape op is about to allocate.
 void check_shape(const std::vector<int64_t>& shape, const char* op);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);

@@ -170,10 +170,18 @@ public:
 
     Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
         Tensor t = alloc(std::move(shape));
-        if (static_cast<int64_t>(values.size()) != t.n_elements()) {
-            fail("upload: ", values.size(), " values for shape ", shape_string(t.shape));
-        }
+        check_upload(t, static_cast<int64_t>(values.size()));
         std::copy(values.begin(), values.end(), t.f32());
+        return t;
+    }
+
+    Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        check_upload(t, total_size(parts));
+        float* dst = t.f32();
+        for (const std::span<const float> part : parts) {
+            dst = std::copy(part.begin(), part.end(), dst);
+        }
         return t;
     }
 

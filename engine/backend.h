@@ -81,6 +81,8 @@ public:
     // A tensor of zeros.
     virtual Tensor alloc(std::vector<int64_t> shape) = 0;
     virtual Tensor upload(std::span<const float> values, std::vector<int64_t> shape) = 0;
+    // The parts one after another as one tensor, never joined on the host first.
+    virtual Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) = 0;
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
@@ -190,5 +192,8 @@ public:
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
+
+// The values of all parts together.
+int64_t total_size(std::span<const std::span<const float>> parts);
 
 }  // namespace folio

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 
+#include "clock.h"
 #include "error.h"
 #include "log.h"
 #include "paddleocr-vl.h"
@@ -315,11 +317,14 @@ std::vector<RequestOutput> EngineCore::step() {
     }
     cancelled_.clear();
 
+    const auto schedule_start = std::chrono::steady_clock::now();
     const SchedulerOutput scheduled = scheduler_->schedule();
+    schedule_seconds_ += seconds_since(schedule_start);
     if (scheduled.chunks.empty()) {
         return outputs;
     }
     const std::vector<int32_t> sampled = runner_->execute(scheduled, *kv_);
+    const auto update_start = std::chrono::steady_clock::now();
     for (const SequenceUpdate& update : scheduler_->update_from_output(scheduled, sampled)) {
         RequestOutput& out = outputs.emplace_back();
         out.id = update.id;
@@ -342,6 +347,7 @@ std::vector<RequestOutput> EngineCore::step() {
             texts_.erase(update.id);
         }
     }
+    update_seconds_ += seconds_since(update_start);
     return outputs;
 }
 
@@ -352,6 +358,8 @@ EngineStats EngineCore::stats() const {
     s.n_preemptions = scheduler_->n_preemptions();
     s.n_prefix_lookup_blocks = kv_->n_lookup_blocks();
     s.n_prefix_hit_blocks = kv_->n_hit_blocks();
+    s.schedule_seconds = schedule_seconds_;
+    s.update_seconds = update_seconds_;
     s.runner = runner_->stats();
     return s;
 }

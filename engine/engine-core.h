@@ -63,6 +63,8 @@ struct EngineStats {
     int64_t n_preemptions = 0;
     int64_t n_prefix_lookup_blocks = 0;
     int64_t n_prefix_hit_blocks = 0;
+    double schedule_seconds = 0.0;  // host time choosing each step's work
+    double update_seconds = 0.0;    // host time taking each step's tokens and building its outputs
     RunnerStats runner;
 };
 
@@ -112,6 +114,8 @@ private:
     std::unique_ptr<ModelRunner> runner_;
     std::unordered_map<int64_t, Text> texts_;
     std::vector<int64_t> cancelled_;
+    double schedule_seconds_ = 0.0;
+    double update_seconds_ = 0.0;
     int64_t next_id_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "clock.h"
 #include "engine-core.h"
 #include "error.h"
 #include "paddleocr-vl.h"
@@ -52,8 +53,7 @@ GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, cons
             }
             for (const int32_t token : out.tokens) {
                 if (result.tokens.empty()) {
-                    first_token_seconds =
-                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                    first_token_seconds = seconds_since(start);
                 }
                 result.tokens.push_back(token);
                 if (!on_token(token)) {
@@ -65,7 +65,7 @@ GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, cons
             }
         }
     }
-    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double total = seconds_since(start);
     result.vision_seconds = engine.stats().runner.vision_seconds;
     result.prefill_seconds = first_token_seconds - result.vision_seconds;
     result.decode_seconds = total - first_token_seconds;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <numeric>
 
+#include "clock.h"
 #include "error.h"
 #include "paddleocr-vl.h"
 #include "rope.h"
@@ -11,10 +12,6 @@
 namespace folio {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Images of a request whose tokens overlap [begin, end).
 template <typename F>
@@ -72,7 +69,7 @@ std::array<int64_t, 3> ModelRunner::position(const RequestState& state, int64_t 
 void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
     // All images this step needs and does not have go through the encoder together.
     std::vector<std::pair<RequestState*, size_t>> missing;
-    std::vector<float> pixels;
+    std::vector<std::span<const float>> pixels;  // each image's own values, uploaded without a copy here
     std::vector<ImageGrid> grids;
     for (const ScheduledChunk& chunk : output.chunks) {
         RequestState& state = requests_.at(chunk.id);
@@ -87,8 +84,10 @@ void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
                 for (size_t j = 0; j < i; ++j) {
                     first += state.images.grids[j].n_patches();
                 }
-                const auto begin = state.images.pixel_values.begin() + first * patch_dim;
-                pixels.insert(pixels.end(), begin, begin + state.images.grids[i].n_patches() * patch_dim);
+                pixels.push_back(
+                    std::span(state.images.pixel_values)
+                        .subspan(static_cast<size_t>(first * patch_dim),
+                                 static_cast<size_t>(state.images.grids[i].n_patches() * patch_dim)));
                 grids.push_back(state.images.grids[i]);
                 missing.emplace_back(&state, i);
             });

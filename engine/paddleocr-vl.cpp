@@ -261,7 +261,7 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     }
 }
 
-const RopeTables& PaddleOcrVl::vision_grid_rope(const ImageGrid& grid) {
+std::shared_ptr<const RopeTables> PaddleOcrVl::vision_grid_rope(const ImageGrid& grid) {
     const auto key = std::array<int64_t, 3>{grid.t, grid.h, grid.w};
     if (const auto it = vision_ropes_.find(key); it != vision_ropes_.end()) {
         return it->second;
@@ -270,14 +270,14 @@ const RopeTables& PaddleOcrVl::vision_grid_rope(const ImageGrid& grid) {
         vision_ropes_.clear();
     }
     const VisionConfig& vc = config_.vision;
-    return vision_ropes_
-        .emplace(key,
-                 vision_rope_tables(std::span(&grid, 1),
-                                    static_cast<int>(vc.hidden_size / vc.num_attention_heads), vc.rope_theta))
-        .first->second;
+    auto tables = std::make_shared<const RopeTables>(vision_rope_tables(
+        std::span(&grid, 1), static_cast<int>(vc.hidden_size / vc.num_attention_heads), vc.rope_theta));
+    vision_ropes_.emplace(key, tables);
+    return tables;
 }
 
-Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
+Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels,
+                                  std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_.vision;
     const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
     const int64_t patch_dim = patch_w.shape[1];
@@ -287,13 +287,13 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
         segments.push_back({n, g.n_patches(), n, g.n_patches(), false, 0});
         n += g.n_patches();
     }
-    if (static_cast<int64_t>(pixel_values.size()) != n * patch_dim) {
-        fail("vision encoder: ", pixel_values.size(), " pixel values for ", n, " patches of ", patch_dim);
+    if (const int64_t n_values = total_size(pixels); n_values != n * patch_dim) {
+        fail("vision encoder: ", n_values, " pixel values for ", n, " patches of ", patch_dim);
     }
     // Patch embedding (a stride-14 convolution is a linear map of each flattened patch) plus the learned
     // position grid resampled to each image.
-    Tensor pixels = backend_.upload(pixel_values, {n, patch_dim});  // [n, 3 * 14 * 14]
-    Tensor x = backend_.linear(pixels, patch_w, &patch_b);          // [n, vd]
+    const Tensor patches = backend_.upload(pixels, {n, patch_dim});  // [n, 3 * 14 * 14]
+    Tensor x = backend_.linear(patches, patch_w, &patch_b);          // [n, vd]
     // The learned position grid, resampled onto each image: four bilinear taps a patch.
     const PositionTaps taps = vision_position_taps(grids, static_cast<int>(vc.image_size / vc.patch_size));
     std::vector<int64_t> tap_rows;
@@ -303,14 +303,15 @@ Tensor PaddleOcrVl::encode_vision(std::span<const float> pixel_values, std::span
         tap_weights.insert(tap_weights.end(), taps.weights[i].begin(), taps.weights[i].end());
     }
     backend_.add_weighted_rows(x, position_grid, tap_rows, tap_weights);
-    std::vector<float> cos_values, sin_values;  // [n, hd] each
+    std::vector<std::shared_ptr<const RopeTables>> ropes;
+    std::vector<std::span<const float>> cos_parts, sin_parts;  // [n_patches of the image, hd] each
     for (const ImageGrid& g : grids) {
-        const RopeTables& rope = vision_grid_rope(g);
-        cos_values.insert(cos_values.end(), rope.cos.begin(), rope.cos.end());
-        sin_values.insert(sin_values.end(), rope.sin.begin(), rope.sin.end());
+        const auto& rope = ropes.emplace_back(vision_grid_rope(g));
+        cos_parts.emplace_back(rope->cos);
+        sin_parts.emplace_back(rope->sin);
     }
-    const Tensor cos = backend_.upload(cos_values, {n, hd});  // [n, hd]
-    const Tensor sin = backend_.upload(sin_values, {n, hd});  // [n, hd]
+    const Tensor cos = backend_.upload(cos_parts, {n, hd});  // [n, hd]
+    const Tensor sin = backend_.upload(sin_parts, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
         Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);  // [n, vd]

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -82,10 +83,14 @@ public:
     // Bytes of the weights as the backend holds them.
     int64_t n_weight_bytes() const { return n_weight_bytes_; }
 
-    // Vision encoder over images packed in one sequence, attention within each image.
-    // pixel_values [n_patches, channels * patch * patch]  ->  [n_patches, vision_hidden] (after
+    // Vision encoder over images packed in one sequence, attention within each image. The pixel values come
+    // in parts that follow each other (each image's own array, say), uploaded without joining them first.
+    // pixels [n_patches, channels * patch * patch] in parts  ->  [n_patches, vision_hidden] (after
     // post_layernorm)
-    Tensor encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids);
+    Tensor encode_vision(std::span<const std::span<const float>> pixels, std::span<const ImageGrid> grids);
+    Tensor encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
+        return encode_vision(std::span(&pixel_values, 1), grids);
+    }
     // Projector: LayerNorm, 2x2 merge, Linear-GELU-Linear.  [n_patches, vision_hidden] -> [n_patches / 4,
     // hidden]
     Tensor project(const Tensor& vision_features, std::span<const ImageGrid> grids);
@@ -109,7 +114,7 @@ private:
     // The rotary tables of an image grid's patches ([n_patches, vision_head_dim] each). Blocks of one
     // document share few grid sizes, so they are kept.
     static constexpr size_t kMaxCachedGrids = 64;
-    const RopeTables& vision_grid_rope(const ImageGrid& grid);
+    std::shared_ptr<const RopeTables> vision_grid_rope(const ImageGrid& grid);
     Tensor load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
     Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
@@ -152,7 +157,7 @@ private:
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
     MropeParams text_rope;
-    std::map<std::array<int64_t, 3>, RopeTables> vision_ropes_;  // by grid (t, h, w)
+    std::map<std::array<int64_t, 3>, std::shared_ptr<const RopeTables>> vision_ropes_;  // by grid (t, h, w)
 };
 
 }  // namespace folio

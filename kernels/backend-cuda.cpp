@@ -17,6 +17,7 @@
 #include "error.h"
 #include "flash-attention.h"
 #include "gemm-lt.h"
+#include "host-staging.h"
 #include "norm.h"
 #include "quantized-linear.h"
 #include "rotary.h"
@@ -309,10 +310,38 @@ public:
 
     Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
         Tensor t = alloc_uninitialized(std::move(shape), "upload");
-        if (static_cast<int64_t>(values.size()) != t.n_elements()) {
-            fail("upload: ", values.size(), " values for shape ", shape_string(t.shape));
-        }
+        check_upload(t, static_cast<int64_t>(values.size()));
         copy_to_device(t.f32(), values.data(), values.size_bytes());
+        return t;
+    }
+
+    // Through page-locked memory, so that the host goes on while the copy runs; through the driver's own
+    // staging, as upload() does, when no page-locked memory can be had.
+    Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
+        Tensor t = alloc_uninitialized(std::move(shape), "upload");
+        const int64_t n_values = total_size(parts);
+        check_upload(t, n_values);
+        check_not_recording("upload");
+        const size_t n_bytes = static_cast<size_t>(n_values) * sizeof(float);
+        if (n_bytes == 0) {
+            return t;
+        }
+        auto* staged = static_cast<float*>(host_staging_.acquire(n_bytes));
+        if (staged == nullptr) {
+            std::vector<float> joined;
+            joined.reserve(static_cast<size_t>(n_values));
+            for (const std::span<const float> part : parts) {
+                joined.insert(joined.end(), part.begin(), part.end());
+            }
+            copy_to_device(t.f32(), joined.data(), n_bytes);
+            return t;
+        }
+        float* end = staged;
+        for (const std::span<const float> part : parts) {
+            end = std::copy(part.begin(), part.end(), end);
+        }
+        CUDA_CHECK(cudaMemcpyAsync(t.f32(), staged, n_bytes, cudaMemcpyHostToDevice, stream()));
+        host_staging_.release(stream());
         return t;
     }
 
@@ -972,6 +1001,7 @@ private:
     std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
+    kernels::HostStaging host_staging_;
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
     std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_, true);

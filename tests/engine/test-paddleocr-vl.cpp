@@ -66,6 +66,24 @@ protected:
     testing::Reference* reference_ = &fixture().reference;
 };
 
+TEST_P(PaddleOcrVlTest, VisionEncoderTakesPixelsInParts) {
+    const PromptCase& c = GetParam();
+    const PreprocessedImages images = reference_images(c);
+    if (images.grids.empty()) {
+        GTEST_SKIP() << c.key << " has no image";
+    }
+    const std::vector<float> whole =
+        backend_->download(model_->encode_vision(images.pixel_values, images.grids));
+    // Uneven parts that split rows of pixels, with an empty one between.
+    const std::span<const float> all(images.pixel_values);
+    const size_t cut = all.size() / 3 + 5;
+    const std::vector<std::span<const float>> parts = {all.first(cut), all.subspan(cut, 0), all.subspan(cut)};
+    EXPECT_EQ(backend_->download(model_->encode_vision(parts, images.grids)), whole);
+    const std::vector<std::span<const float>> short_parts = {all.first(cut)};
+    EXPECT_THROW(model_->encode_vision(short_parts, images.grids), Error);
+    EXPECT_THROW(backend_->upload(short_parts, {static_cast<int64_t>(all.size())}), Error);
+}
+
 TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     const PromptCase& c = GetParam();
     const PreprocessedImages images = reference_images(c);

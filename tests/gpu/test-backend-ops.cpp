@@ -171,6 +171,31 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
     EXPECT_THROW(gpu_->download(cpu_->alloc({4})), Error) << "a CPU tensor is refused";
 }
 
+// Parts go through page-locked memory and the copy runs after upload() returns: the sources are overwritten
+// at once, three uploads (more than the staging buffers) are in flight before the first download, and each
+// larger one grows a buffer.
+TEST_F(BackendOpsTest, UploadInParts) {
+    std::vector<std::vector<float>> expected;
+    std::vector<Tensor> uploaded;
+    for (const int64_t n : {int64_t{1000}, int64_t{300'000}, int64_t{5} << 20, int64_t{777}}) {
+        std::vector<float> values = random_values(n, seed_++);
+        const std::span<const float> all(values);
+        const size_t cut = static_cast<size_t>(n / 3);
+        const std::vector<std::span<const float>> parts = {all.first(cut), all.subspan(cut, 0),
+                                                           all.subspan(cut)};
+        uploaded.push_back(gpu_->upload(parts, {n}));
+        expected.push_back(values);
+        std::fill(values.begin(), values.end(), -1.0f);
+    }
+    for (size_t i = 0; i < uploaded.size(); ++i) {
+        EXPECT_EQ(gpu_->download(uploaded[i]), expected[i]) << "upload " << i;
+    }
+    const std::vector<float> values = random_values(10, seed_++);
+    const std::vector<std::span<const float>> parts = {std::span(values)};
+    EXPECT_THROW(gpu_->upload(parts, {11}), Error);
+    EXPECT_TRUE(gpu_->download(gpu_->upload(std::vector<std::span<const float>>{}, {0, 3})).empty());
+}
+
 TEST_F(BackendOpsTest, FactoryAndLifetimes) {
     EXPECT_THROW(make_cuda_backend(kernels::device_count()), Error) << "no device of that number";
     EXPECT_NE(gpu_->name().find("cuda"), std::string::npos) << gpu_->name();

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "async-copy.cuh"
 #include "attention-keys.cuh"
 #include "attention.h"
 #include "chained-launch.cuh"
@@ -40,27 +41,6 @@ static_assert(kMaxAttentionSplits % kWarpSize == 0);
 constexpr int kPartialHeader = 4;
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
-
-// Asynchronous copies from global to shared memory (compute capability 8.0 and up), waited for in groups.
-__device__ inline void copy_async_16(float* shared_dst, const float* global_src) {
-    const auto dst = static_cast<uint32_t>(__cvta_generic_to_shared(shared_dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(global_src) : "memory");
-}
-
-__device__ inline void copy_async_4(float* shared_dst, const float* global_src) {
-    const auto dst = static_cast<uint32_t>(__cvta_generic_to_shared(shared_dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(global_src) : "memory");
-}
-
-__device__ inline void commit_copies() {
-    asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-// Waits until at most kPending of this thread's committed groups of copies are still in flight.
-template <int kPending>
-__device__ inline void wait_copies() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
 
 // The rows of the spans of an attention call, uploaded by the host. settled_keys: none of a span's keys may
 // be read before the previous kernel has finished, as it may have written any of them.

@@ -1,8 +1,8 @@
 #include <cmath>
-#include <type_traits>
 
 #include <cuda_bf16.h>
 
+#include "async-copy.cuh"
 #include "attention-keys.cuh"
 #include "cuda-check.h"
 #include "dispatch.cuh"
@@ -21,6 +21,10 @@ constexpr int kFlashThreads = kFlashWarps * kWarpSize;
 constexpr int kRowsPerWarp = 16;  // the rows of one mma tile
 constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
 constexpr int kKeyTiles = kKeyBlock / 8;
+constexpr int kPaddedStages = 2;       // key blocks in shared memory at once in the padded kernel
+constexpr int kPaddedBlocksPerSm = 3;  // registers capped so that three blocks fit a multiprocessor
+// Dynamic shared memory a block may take without opting in.
+constexpr size_t kDefaultSharedBytes = 48 * 1024;
 static_assert(kFlashWarps * kRowsPerWarp == kFlashTileRows);
 
 // Two floats as a bfloat16 pair, the first in the low half (the lower column of an mma fragment).
@@ -48,56 +52,21 @@ __device__ inline uint32_t shared_pair(const __nv_bfloat16* p) {
     return *reinterpret_cast<const uint32_t*>(p);
 }
 
-// A block of kKeyBlock keys from bfloat16 rows of kDim values (16-byte pieces): K rows as they are, V
-// transposed two keys at a time so that each store writes a pair of neighbouring keys. Every load of a
-// thread is issued before its stores.
-// k, v [n_kv_total, n_kv_head, kDim] as 16-byte pieces, kv_rows [kKeyBlock] (-1: zeros)
-template <int kDim, int kKStride, int kVStride>
-__device__ inline void load_padded_block(const uint4* __restrict__ k, const uint4* __restrict__ v,
-                                         const int64_t* kv_rows, int64_t n_kv_head, int64_t kv_head,
-                                         __nv_bfloat16* k_block, __nv_bfloat16* v_block) {
-    constexpr int kPieces = kDim / 8;                             // 16-byte pieces per row
-    constexpr int kKLoads = kKeyBlock * kPieces / kFlashThreads;  // per thread
-    constexpr int kVLoads = (kKeyBlock / 2 * kPieces + kFlashThreads - 1) / kFlashThreads;
-    static_assert(kKLoads * kFlashThreads == kKeyBlock * kPieces);
-    uint4 kp[kKLoads];
-#pragma unroll
-    for (int u = 0; u < kKLoads; ++u) {
-        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
-        const int64_t row = kv_rows[i / kPieces];
-        kp[u] = row >= 0 ? k[(row * n_kv_head + kv_head) * kPieces + i % kPieces] : uint4{};
-    }
-    uint4 vp[kVLoads][2];
-#pragma unroll
-    for (int u = 0; u < kVLoads; ++u) {
-        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
-        const int key = i / kPieces * 2, c = i % kPieces;
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const int64_t row = i < kKeyBlock / 2 * kPieces ? kv_rows[key + e] : -1;
-            vp[u][e] = row >= 0 ? v[(row * n_kv_head + kv_head) * kPieces + c] : uint4{};
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < kKLoads; ++u) {
-        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
-        *reinterpret_cast<uint4*>(&k_block[i / kPieces * kKStride + i % kPieces * 8]) = kp[u];
-    }
-#pragma unroll
-    for (int u = 0; u < kVLoads; ++u) {
-        const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
-        if (i >= kKeyBlock / 2 * kPieces) {
-            continue;
-        }
-        const int key = i / kPieces * 2, d0 = i % kPieces * 8;
-        const auto* lo = reinterpret_cast<const uint16_t*>(&vp[u][0]);
-        const auto* hi = reinterpret_cast<const uint16_t*>(&vp[u][1]);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            *reinterpret_cast<uint32_t*>(&v_block[(d0 + e) * kVStride + key]) =
-                static_cast<uint32_t>(lo[e]) | static_cast<uint32_t>(hi[e]) << 16;
-        }
-    }
+// Four 8x8 bfloat16 matrices from shared memory, lanes 8m to 8m + 7 giving the addresses of matrix m's rows:
+// a lane gets row lane / 4, columns 2 (lane % 4) + {0, 1} of each (with trans, column lane / 4, rows
+// 2 (lane % 4) + {0, 1}), as the tensor cores' fragments take them.
+__device__ inline void load_matrices(uint32_t (&m)[4], const __nv_bfloat16* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(shared_address(row))
+                 : "memory");
+}
+
+__device__ inline void load_matrices_transposed(uint32_t (&m)[4], const __nv_bfloat16* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(shared_address(row))
+                 : "memory");
 }
 
 // One thread per 16-byte piece: rows of head_dim float32 values as rows of n_padded bfloat16, zero past
@@ -120,18 +89,128 @@ __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restr
     y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
 }
 
+// What a warp of a flash block holds for its 16 query rows of a span and one head: Q as A fragments, the
+// keys each of its lane's two rows sees, the running maxima and sums of the online softmax and O
+// (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of the warp's 16, and columns
+// 2 (lane % 4) + {0, 1} of every 8.
+template <int kChunks>
+struct WarpRows {
+    static constexpr int kDimTiles = kChunks * 2;  // output columns in tiles of 8
+
+    int rows[2];
+    int64_t n_visible[2];
+    int64_t warp_visible;  // the most keys a row of the warp sees
+    uint32_t qa[kChunks][4];
+    float o[kDimTiles][4] = {};
+    float row_max[2] = {-INFINITY, -INFINITY};  // of the scaled scores (base 2)
+    float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the sums of exponentials
+
+    // q [n_q_total, n_head, head_dim]
+    __device__ WarpRows(const float* q, const AttentionSpan& span, int64_t h, int64_t ld_q, int64_t head_dim,
+                        int warp, int g, int tq)
+        : rows{warp * kRowsPerWarp + g, warp * kRowsPerWarp + g + 8} {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const bool valid = rows[r] < span.n_rows;
+            n_visible[r] = valid ? visible_keys(span, rows[r]) : 0;
+            const float* qr = q + (span.q_row + (valid ? rows[r] : 0)) * ld_q + h * head_dim;  // [head_dim]
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c) {
+                const int64_t d = c * 16 + 2 * tq;
+                qa[c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
+                qa[c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
+            }
+        }
+        warp_visible = max(n_visible[0], n_visible[1]);
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+            warp_visible = max(warp_visible, __shfl_xor_sync(0xffffffffu, warp_visible, offset));
+        }
+    }
+
+    // The online softmax over the scores s of a block of keys from j0 (keys the lane's row r does not see,
+    // by seen(r, key), count as none), O rescaled to the new maxima, and the block's weights as A fragments
+    // for P · V: key tiles 2 kc and 2 kc + 1 are the two column halves of chunk kc.
+    // s [16, kKeyBlock] as kKeyTiles tiles of 8 keys
+    template <typename Seen>
+    __device__ void softmax(float (&s)[kKeyTiles][4], float scale_log2, int tq, Seen seen,
+                            uint32_t (&pa)[kKeyTiles / 2][4]) {
+        float block_max[2] = {row_max[0], row_max[1]};
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = e / 2, key = t * 8 + 2 * tq + e % 2;
+                s[t][e] = seen(r, key) ? s[t][e] * scale_log2 : -INFINITY;
+                block_max[r] = fmaxf(block_max[r], s[t][e]);
+            }
+        }
+        float base[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 1));
+            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 2));
+            const float correction = block_max[r] == -INFINITY ? 1.0f : exp2f(row_max[r] - block_max[r]);
+            base[r] = block_max[r] == -INFINITY ? 0.0f : block_max[r];
+            row_max[r] = block_max[r];
+            row_sum[r] *= correction;
+#pragma unroll
+            for (int n = 0; n < kDimTiles; ++n) {
+                o[n][2 * r] *= correction;
+                o[n][2 * r + 1] *= correction;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                s[t][e] = exp2f(s[t][e] - base[e / 2]);
+                row_sum[e / 2] += s[t][e];
+            }
+        }
+#pragma unroll
+        for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
+            pa[kc][0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
+            pa[kc][1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
+            pa[kc][2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
+            pa[kc][3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+        }
+    }
+
+    // O divided by the sums, into the warp's rows of out; a row that saw no key gets zeros.
+    // out [n_q_total, n_head, head_dim]
+    __device__ void store(float* out, const AttentionSpan& span, int64_t h, int64_t ld_q, int64_t head_dim,
+                          int tq) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+            if (rows[r] >= span.n_rows) {
+                continue;
+            }
+            float* orow = out + (span.q_row + rows[r]) * ld_q + h * head_dim;  // [head_dim]
+            const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+#pragma unroll
+            for (int n = 0; n < kDimTiles; ++n) {
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int64_t d = n * 8 + 2 * tq + e;
+                    if (d < head_dim) {
+                        orow[d] = o[n][2 * r + e] * inv;
+                    }
+                }
+            }
+        }
+    }
+};
+
 // One block per (span of up to kFlashTileRows query rows, head); each warp owns 16 rows. Blocks of kKeyBlock
-// keys are loaded to shared memory in bfloat16 (K as rows, V transposed), then each warp takes S = Q Kᵀ and
-// O += P V on the tensor cores with an online softmax on S between. In the fragments a lane holds rows
-// g = lane / 4 and g + 8 of its warp's 16, and columns 2 (lane % 4) + {0, 1} of every 8.
-// kPadded: k and v hold bfloat16 rows of kChunks * 16 values, zero past head_dim (pad_rows_bf16 makes them),
-// read 16 bytes at a time; otherwise float32 rows of head_dim, rounded as they are loaded.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim or kChunks * 16],
-// spans [gridDim.x]
-template <int kChunks, typename Keys, bool kPadded>  // kChunks: head_dim in pieces of 16, rounded up
+// keys of float32 rows are rounded to bfloat16 into shared memory (K as rows, V transposed), then each warp
+// takes S = Q Kᵀ and O += P V on the tensor cores with an online softmax on S between.
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
 __global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_bf16_kernel(const float* __restrict__ q, const void* __restrict__ k_rows,
-                                const void* __restrict__ v_rows, float* __restrict__ out,
+    flash_attention_bf16_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                                const float* __restrict__ v, float* __restrict__ out,
                                 const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale_log2) {
     constexpr int kDim = kChunks * 16;   // head_dim padded with zeros
@@ -152,32 +231,8 @@ __global__ void __launch_bounds__(kFlashThreads)
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     const int g = lane / 4, tq = lane % 4;
     const int64_t ld_q = n_head * head_dim, ld_kv = n_kv_head * head_dim;
-
-    const int rows[2] = {warp * kRowsPerWarp + g,
-                         warp * kRowsPerWarp + g + 8};  // this lane's rows of the span
-    int64_t n_visible[2];
-    uint32_t qa[kChunks][4];  // Q [16, kDim] as A fragments
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const bool valid = rows[r] < span.n_rows;
-        n_visible[r] = valid ? visible_keys(span, rows[r]) : 0;
-        const float* qr = q + (span.q_row + (valid ? rows[r] : 0)) * ld_q + h * head_dim;  // [head_dim]
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-            const int64_t d = c * 16 + 2 * tq;
-            qa[c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
-            qa[c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
-        }
-    }
-    int64_t warp_visible = max(n_visible[0], n_visible[1]);
-    for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-        warp_visible = max(warp_visible, __shfl_xor_sync(0xffffffffu, warp_visible, offset));
-    }
+    WarpRows<kChunks> w(q, span, h, ld_q, head_dim, warp, g, tq);
     const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
-
-    float o[kDimTiles][4] = {};                 // O [16, kDim], unnormalized
-    float row_max[2] = {-INFINITY, -INFINITY};  // running maxima of the scaled scores (base 2)
-    float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the running sums of exponentials
 
     for (int64_t j0 = 0; j0 < span_visible; j0 += kKeyBlock) {
         __syncthreads();  // the previous block is no longer read
@@ -186,147 +241,181 @@ __global__ void __launch_bounds__(kFlashThreads)
             kv_rows[threadIdx.x] = j < span_visible ? keys.row(span.kv_start, j) : -1;
         }
         __syncthreads();
-        if constexpr (kPadded) {
-            load_padded_block<kDim, kKStride, kVStride>(static_cast<const uint4*>(k_rows),
-                                                        static_cast<const uint4*>(v_rows), kv_rows, n_kv_head,
-                                                        kv_head, k_block, v_block);
-        } else {
-            const auto* k = static_cast<const float*>(k_rows);
-            const auto* v = static_cast<const float*>(v_rows);
-            // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of
-            // the stores that wait for them.
+        // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of the
+        // stores that wait for them.
 #pragma unroll 1
-            for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-                float a[kLoadBatch], b[kLoadBatch];
+        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+            float a[kLoadBatch], b[kLoadBatch];
 #pragma unroll
-                for (int u = 0; u < kLoadBatch; ++u) {
-                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                    const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                    const int64_t row = kv_rows[key];
-                    const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
-                    a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
-                    b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
-                }
-#pragma unroll
-                for (int u = 0; u < kLoadBatch; ++u) {
-                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                    const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                    *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
-                }
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                const int64_t row = kv_rows[key];
+                const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
+                a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
+                b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
             }
+#pragma unroll
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
+                *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
+            }
+        }
 #pragma unroll 1
-            for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-                float a[kLoadBatch], b[kLoadBatch];
+        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
+            float a[kLoadBatch], b[kLoadBatch];
 #pragma unroll
-                for (int u = 0; u < kLoadBatch; ++u) {
-                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                    const int d = i % kDim, key = i / kDim * 2;
-                    const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
-                    const int64_t at = kv_head * head_dim + d;
-                    a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
-                    b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
-                }
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int d = i % kDim, key = i / kDim * 2;
+                const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
+                const int64_t at = kv_head * head_dim + d;
+                a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
+                b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
+            }
 #pragma unroll
-                for (int u = 0; u < kLoadBatch; ++u) {
-                    const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                    const int d = i % kDim, key = i / kDim * 2;
-                    *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
-                }
+            for (int u = 0; u < kLoadBatch; ++u) {
+                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
+                const int d = i % kDim, key = i / kDim * 2;
+                *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
             }
         }
         __syncthreads();
-        if (j0 >= warp_visible) {
+        if (j0 >= w.warp_visible) {
             continue;  // every row of this warp is done; the others still need the block
         }
 
-        float s[kKeyTiles][4];  // S [16, kKeyBlock]
+        float s[kKeyTiles][4] = {};  // S [16, kKeyBlock]
 #pragma unroll
         for (int t = 0; t < kKeyTiles; ++t) {
-            s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
             const __nv_bfloat16* kr = k_block + (t * 8 + g) * kKStride + 2 * tq;
 #pragma unroll
             for (int c = 0; c < kChunks; ++c) {
-                mma_bf16(s[t], qa[c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
+                mma_bf16(s[t], w.qa[c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
             }
         }
-        float block_max[2] = {row_max[0], row_max[1]};
-#pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = e / 2, key = t * 8 + 2 * tq + e % 2;
-                // Contiguous keys all exist; a paged one may lie outside the cache.
-                const bool seen =
-                    j0 + key < n_visible[r] && (std::is_same_v<Keys, ContiguousKeys> || kv_rows[key] >= 0);
-                s[t][e] = seen ? s[t][e] * scale_log2 : -INFINITY;
-                block_max[r] = fmaxf(block_max[r], s[t][e]);
-            }
-        }
-        float correction[2], base[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 1));
-            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 2));
-            correction[r] = block_max[r] == -INFINITY ? 1.0f : exp2f(row_max[r] - block_max[r]);
-            base[r] = block_max[r] == -INFINITY ? 0.0f : block_max[r];
-            row_max[r] = block_max[r];
-            row_sum[r] *= correction[r];
-        }
-#pragma unroll
-        for (int n = 0; n < kDimTiles; ++n) {
-            o[n][0] *= correction[0];
-            o[n][1] *= correction[0];
-            o[n][2] *= correction[1];
-            o[n][3] *= correction[1];
-        }
-#pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                s[t][e] = exp2f(s[t][e] - base[e / 2]);
-                row_sum[e / 2] += s[t][e];
-            }
-        }
-        // P [16, kKeyBlock] as A fragments: key tiles 2 kc and 2 kc + 1 are the two column halves of chunk
-        // kc.
-        uint32_t pa[kKeyTiles / 2][4];
-#pragma unroll
-        for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
-            pa[kc][0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
-            pa[kc][1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
-            pa[kc][2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
-            pa[kc][3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
-        }
+        uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
+        // A paged key may lie outside the cache.
+        w.softmax(
+            s, scale_log2, tq, [&](int r, int key) { return j0 + key < w.n_visible[r] && kv_rows[key] >= 0; },
+            pa);
 #pragma unroll
         for (int n = 0; n < kDimTiles; ++n) {
             const __nv_bfloat16* vr = v_block + (n * 8 + g) * kVStride + 2 * tq;
 #pragma unroll
             for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
-                mma_bf16(o[n], pa[kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
+                mma_bf16(w.o[n], pa[kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
             }
         }
     }
+    w.store(out, span, h, ld_q, head_dim, tq);
+}
 
+// The same for keys of one contiguous run each, K and V already bfloat16 rows of kDim values (zero past
+// head_dim; pad_rows_bf16 makes them): blocks of keys come by asynchronous copy, the next one while the
+// warps work on the current one, K and V both as rows, and the fragments are read with ldmatrix (V
+// transposed as it is read).
+// k, v [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory padded_shared_bytes(kChunks)
+template <int kChunks>
+__global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
+    flash_attention_padded_kernel(const float* __restrict__ q, const uint4* __restrict__ k,
+                                  const uint4* __restrict__ v, float* __restrict__ out,
+                                  const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
+                                  int64_t head_dim, float scale_log2) {
+    constexpr int kDim = kChunks * 16;
+    constexpr int kDimTiles = kDim / 8;
+    constexpr int kPieces = kDim / 8;  // 16-byte pieces of a row
+    // bf16 per row of a key block: rows 16 bytes apart modulo 128, so that the 8 rows of an ldmatrix
+    // matrix fall on different banks.
+    constexpr int kStride = kDim + 8;
+    constexpr int kBlockElems = kKeyBlock * kStride;
+    constexpr int kCopies = (kKeyBlock * kPieces + kFlashThreads - 1) / kFlashThreads;  // per thread, K and V
+    extern __shared__ __align__(16) __nv_bfloat16 blocks[];  // K then V of each stage, [kKeyBlock, kStride]
+
+    const AttentionSpan span = spans[blockIdx.x];
+    const int64_t h = blockIdx.y;
+    const int64_t kv_head = h / (n_head / n_kv_head);
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int g = lane / 4, tq = lane % 4;
+    const int64_t ld_q = n_head * head_dim;
+    WarpRows<kChunks> w(q, span, h, ld_q, head_dim, warp, g, tq);
+    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
+    const int64_t n_key_blocks = (span_visible + kKeyBlock - 1) / kKeyBlock;
+
+    // Keys past the span's come as zeros, so that their weights of zero meet finite values.
+    const auto load_block = [&](int64_t b) {
+        __nv_bfloat16* kb = blocks + b % kPaddedStages * 2 * kBlockElems;
+        __nv_bfloat16* vb = kb + kBlockElems;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-        if (rows[r] >= span.n_rows) {
-            continue;
+        for (int u = 0; u < kCopies; ++u) {
+            const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+            if (i < kKeyBlock * kPieces) {
+                const int key = i / kPieces, piece = i % kPieces;
+                const int64_t j = b * kKeyBlock + key;
+                const bool valid = j < span_visible;
+                const int64_t at =
+                    ((span.kv_start + (valid ? j : 0)) * n_kv_head + kv_head) * kPieces + piece;
+                copy_async_16_or_zero(kb + key * kStride + piece * 8, k + at, valid);
+                copy_async_16_or_zero(vb + key * kStride + piece * 8, v + at, valid);
+            }
         }
-        float* orow = out + (span.q_row + rows[r]) * ld_q + h * head_dim;  // [head_dim]
-        const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+        commit_copies();
+    };
+
+    if (n_key_blocks > 0) {
+        load_block(0);
+    }
+    for (int64_t b = 0; b < n_key_blocks; ++b) {
+        if (b + 1 < n_key_blocks) {
+            load_block(b + 1);
+            wait_copies<1>();
+        } else {
+            wait_copies<0>();
+        }
+        __syncthreads();  // every thread's copies of block b have landed
+        const int64_t j0 = b * kKeyBlock;
+        if (j0 < w.warp_visible) {
+            const __nv_bfloat16* kb = blocks + b % kPaddedStages * 2 * kBlockElems;
+            const __nv_bfloat16* vb = kb + kBlockElems;
+            // The lane's row address of each ldmatrix: for S, key tile t + lane / 16 at the lower or upper 8
+            // columns of a chunk; for P V, keys of the lower or upper half of a chunk at column tile
+            // n + lane / 16.
+            const int half = lane / 8 % 2 * 8, pair = lane / 16, r8 = lane % 8;
+            float s[kKeyTiles][4] = {};  // S [16, kKeyBlock]
 #pragma unroll
-        for (int n = 0; n < kDimTiles; ++n) {
+            for (int t = 0; t < kKeyTiles; t += 2) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int64_t d = n * 8 + 2 * tq + e;
-                if (d < head_dim) {
-                    orow[d] = o[n][2 * r + e] * inv;
+                for (int c = 0; c < kChunks; ++c) {
+                    uint32_t m[4];
+                    load_matrices(m, kb + ((t + pair) * 8 + r8) * kStride + c * 16 + half);
+                    mma_bf16(s[t], w.qa[c], m[0], m[1]);
+                    mma_bf16(s[t + 1], w.qa[c], m[2], m[3]);
+                }
+            }
+            uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
+            w.softmax(
+                s, scale_log2, tq, [&](int r, int key) { return j0 + key < w.n_visible[r]; }, pa);
+#pragma unroll
+            for (int n = 0; n < kDimTiles; n += 2) {
+#pragma unroll
+                for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
+                    uint32_t m[4];
+                    load_matrices_transposed(m, vb + (kc * 16 + half + r8) * kStride + (n + pair) * 8);
+                    mma_bf16(w.o[n], pa[kc], m[0], m[1]);
+                    mma_bf16(w.o[n + 1], pa[kc], m[2], m[3]);
                 }
             }
         }
+        __syncthreads();  // block b's stage is no longer read when block b + 2 is copied into it
     }
+    w.store(out, span, h, ld_q, head_dim, tq);
+}
+
+// Dynamic shared memory of flash_attention_padded_kernel<kChunks>.
+constexpr size_t padded_shared_bytes(int chunks) {
+    return size_t{kPaddedStages} * 2 * kKeyBlock * (chunks * 16 + 8) * sizeof(__nv_bfloat16);
 }
 
 // head_dim rounded up to the tensor cores' pieces of 16.
@@ -341,8 +430,8 @@ void check_flash_shape(int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
     }
 }
 
-template <bool kPadded, typename Keys>
-void launch_flash(const float* q, const void* k, const void* v, float* out, const AttentionSpan* spans,
+template <typename Keys>
+void launch_flash(const float* q, const float* k, const float* v, float* out, const AttentionSpan* spans,
                   int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
                   float scale, cudaStream_t stream) {
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
@@ -350,8 +439,28 @@ void launch_flash(const float* q, const void* k, const void* v, float* out, cons
     with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
         constexpr int kChunks = decltype(chunks)::value;
         const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_bf16_kernel<kChunks, Keys, kPadded><<<grid, kFlashThreads, 0, stream>>>(
+        flash_attention_bf16_kernel<kChunks, Keys><<<grid, kFlashThreads, 0, stream>>>(
             q, k, v, out, spans, keys, n_head, n_kv_head, head_dim, scale_log2);
+        CUDA_CHECK(cudaGetLastError());
+    });
+}
+
+void launch_flash_padded(const float* q, const uint16_t* k, const uint16_t* v, float* out,
+                         const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
+                         int64_t head_dim, float scale, cudaStream_t stream) {
+    const float scale_log2 = scale * static_cast<float>(M_LOG2E);
+    with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
+        constexpr int kChunks = decltype(chunks)::value;
+        constexpr size_t kShared = padded_shared_bytes(kChunks);
+        if constexpr (kShared > kDefaultSharedBytes) {
+            CUDA_CHECK(cudaFuncSetAttribute(flash_attention_padded_kernel<kChunks>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(kShared)));
+        }
+        const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
+        flash_attention_padded_kernel<kChunks><<<grid, kFlashThreads, kShared, stream>>>(
+            q, reinterpret_cast<const uint4*>(k), reinterpret_cast<const uint4*>(v), out, spans, n_head,
+            n_kv_head, head_dim, scale_log2);
         CUDA_CHECK(cudaGetLastError());
     });
 }
@@ -389,8 +498,7 @@ void flash_attention_bf16(const float* q, const float* k, const float* v, float*
     uint16_t* v_bf16 = k_bf16 + n_kv_total * n_kv_head * padded_head_dim(head_dim);
     pad_rows_bf16(k, k_bf16, n_kv_total * n_kv_head, head_dim, stream);
     pad_rows_bf16(v, v_bf16, n_kv_total * n_kv_head, head_dim, stream);
-    launch_flash<true>(q, k_bf16, v_bf16, out, spans, n_spans, ContiguousKeys{}, n_head, n_kv_head, head_dim,
-                       scale, stream);
+    launch_flash_padded(q, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale, stream);
 }
 
 void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
@@ -401,9 +509,8 @@ void paged_flash_attention_bf16(const float* q, const float* k_cache, const floa
         return;
     }
     check_flash_shape(n_head, n_kv_head, head_dim);
-    launch_flash<false>(q, k_cache, v_cache, out, spans, n_spans,
-                        PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
-                        stream);
+    launch_flash(q, k_cache, v_cache, out, spans, n_spans, PagedKeys{block_tables, block_size, n_blocks},
+                 n_head, n_kv_head, head_dim, scale, stream);
 }
 
 }  // namespace folio::kernels

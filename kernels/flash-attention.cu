@@ -89,14 +89,18 @@ __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restr
     y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
 }
 
-// What a warp of a flash block holds for its 16 query rows of a span and one head: Q as A fragments, the
-// keys each of its lane's two rows sees, the running maxima and sums of the online softmax and O
-// (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of the warp's 16, and columns
+// What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its 16 query rows: Q as A
+// fragments, the keys each of its lane's two rows sees, the running maxima and sums of the online softmax and
+// O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of the warp's 16, and columns
 // 2 (lane % 4) + {0, 1} of every 8.
 template <int kChunks>
 struct WarpRows {
     static constexpr int kDimTiles = kChunks * 2;  // output columns in tiles of 8
 
+    const AttentionSpan& span;  // read where used, not held in registers
+    int64_t h, kv_head;
+    int64_t ld_q;  // floats per query row
+    int lane, g, tq;
     int rows[2];
     int64_t n_visible[2];
     int64_t warp_visible;  // the most keys a row of the warp sees
@@ -105,10 +109,18 @@ struct WarpRows {
     float row_max[2] = {-INFINITY, -INFINITY};  // of the scaled scores (base 2)
     float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the sums of exponentials
 
-    // q [n_q_total, n_head, head_dim]
-    __device__ WarpRows(const float* q, const AttentionSpan& span, int64_t h, int64_t ld_q, int64_t head_dim,
-                        int warp, int g, int tq)
-        : rows{warp * kRowsPerWarp + g, warp * kRowsPerWarp + g + 8} {
+    // q [n_q_total, n_head, head_dim], spans [gridDim.x]
+    __device__ WarpRows(const float* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
+                        int64_t head_dim)
+        : span(spans[blockIdx.x]),
+          h(blockIdx.y),
+          kv_head(h / (n_head / n_kv_head)),
+          ld_q(n_head * head_dim),
+          lane(static_cast<int>(threadIdx.x) % kWarpSize),
+          g(lane / 4),
+          tq(lane % 4),
+          rows{static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp + g,
+               static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp + g + 8} {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const bool valid = rows[r] < span.n_rows;
@@ -132,7 +144,7 @@ struct WarpRows {
     // for P · V: key tiles 2 kc and 2 kc + 1 are the two column halves of chunk kc.
     // s [16, kKeyBlock] as kKeyTiles tiles of 8 keys
     template <typename Seen>
-    __device__ void softmax(float (&s)[kKeyTiles][4], float scale_log2, int tq, Seen seen,
+    __device__ void softmax(float (&s)[kKeyTiles][4], float scale_log2, Seen seen,
                             uint32_t (&pa)[kKeyTiles / 2][4]) {
         float block_max[2] = {row_max[0], row_max[1]};
 #pragma unroll
@@ -178,8 +190,7 @@ struct WarpRows {
 
     // O divided by the sums, into the warp's rows of out; a row that saw no key gets zeros.
     // out [n_q_total, n_head, head_dim]
-    __device__ void store(float* out, const AttentionSpan& span, int64_t h, int64_t ld_q, int64_t head_dim,
-                          int tq) {
+    __device__ void store(float* out, int64_t head_dim) {
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
@@ -224,14 +235,10 @@ __global__ void __launch_bounds__(kFlashThreads)
     __shared__ __align__(16) __nv_bfloat16 v_block[kDim * kVStride];       // [kDim, kVStride]: V transposed
     __shared__ int64_t kv_rows[kKeyBlock];                                 // -1: no key
 
-    const AttentionSpan span = spans[blockIdx.x];
-    const int64_t h = blockIdx.y;
-    const int64_t kv_head = h / (n_head / n_kv_head);
-    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int g = lane / 4, tq = lane % 4;
-    const int64_t ld_q = n_head * head_dim, ld_kv = n_kv_head * head_dim;
-    WarpRows<kChunks> w(q, span, h, ld_q, head_dim, warp, g, tq);
+    WarpRows<kChunks> w(q, spans, n_head, n_kv_head, head_dim);
+    const AttentionSpan& span = w.span;
+    const int64_t kv_head = w.kv_head, ld_kv = n_kv_head * head_dim;
+    const int g = w.g, tq = w.tq;
     const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
 
     for (int64_t j0 = 0; j0 < span_visible; j0 += kKeyBlock) {
@@ -298,7 +305,7 @@ __global__ void __launch_bounds__(kFlashThreads)
         uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
         // A paged key may lie outside the cache.
         w.softmax(
-            s, scale_log2, tq, [&](int r, int key) { return j0 + key < w.n_visible[r] && kv_rows[key] >= 0; },
+            s, scale_log2, [&](int r, int key) { return j0 + key < w.n_visible[r] && kv_rows[key] >= 0; },
             pa);
 #pragma unroll
         for (int n = 0; n < kDimTiles; ++n) {
@@ -309,7 +316,7 @@ __global__ void __launch_bounds__(kFlashThreads)
             }
         }
     }
-    w.store(out, span, h, ld_q, head_dim, tq);
+    w.store(out, head_dim);
 }
 
 // The same for keys of one contiguous run each, K and V already bfloat16 rows of kDim values (zero past
@@ -333,14 +340,10 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
     constexpr int kCopies = (kKeyBlock * kPieces + kFlashThreads - 1) / kFlashThreads;  // per thread, K and V
     extern __shared__ __align__(16) __nv_bfloat16 blocks[];  // K then V of each stage, [kKeyBlock, kStride]
 
-    const AttentionSpan span = spans[blockIdx.x];
-    const int64_t h = blockIdx.y;
-    const int64_t kv_head = h / (n_head / n_kv_head);
-    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int g = lane / 4, tq = lane % 4;
-    const int64_t ld_q = n_head * head_dim;
-    WarpRows<kChunks> w(q, span, h, ld_q, head_dim, warp, g, tq);
+    WarpRows<kChunks> w(q, spans, n_head, n_kv_head, head_dim);
+    const AttentionSpan& span = w.span;
+    const int64_t kv_head = w.kv_head;
+    const int lane = w.lane;
     const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
     const int64_t n_key_blocks = (span_visible + kKeyBlock - 1) / kKeyBlock;
 
@@ -396,7 +399,7 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
             }
             uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
             w.softmax(
-                s, scale_log2, tq, [&](int r, int key) { return j0 + key < w.n_visible[r]; }, pa);
+                s, scale_log2, [&](int r, int key) { return j0 + key < w.n_visible[r]; }, pa);
 #pragma unroll
             for (int n = 0; n < kDimTiles; n += 2) {
 #pragma unroll
@@ -410,7 +413,7 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
         }
         __syncthreads();  // block b's stage is no longer read when block b + 2 is copied into it
     }
-    w.store(out, span, h, ld_q, head_dim, tq);
+    w.store(out, head_dim);
 }
 
 // Dynamic shared memory of flash_attention_padded_kernel<kChunks>.

@@ -315,8 +315,8 @@ public:
         return t;
     }
 
-    // Through page-locked memory, so that the host goes on while the copy runs; through the driver's own
-    // staging, as upload() does, when no page-locked memory can be had.
+    // Through page-locked memory, so that the host goes on while the copy runs; part by part through the
+    // driver's own staging, as upload() does, when no page-locked memory can be had.
     Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
         Tensor t = alloc_uninitialized(std::move(shape), "upload");
         const int64_t n_values = total_size(parts);
@@ -328,12 +328,11 @@ public:
         }
         auto* staged = static_cast<float*>(host_staging_.acquire(n_bytes));
         if (staged == nullptr) {
-            std::vector<float> joined;
-            joined.reserve(static_cast<size_t>(n_values));
+            float* dst = t.f32();
             for (const std::span<const float> part : parts) {
-                joined.insert(joined.end(), part.begin(), part.end());
+                copy_to_device(dst, part.data(), part.size_bytes());
+                dst += part.size();
             }
-            copy_to_device(t.f32(), joined.data(), n_bytes);
             return t;
         }
         float* end = staged;

@@ -172,8 +172,8 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
 }
 
 // Parts go through page-locked memory and the copy runs after upload() returns: the sources are overwritten
-// at once, three uploads (more than the staging buffers) are in flight before the first download, and each
-// larger one grows a buffer.
+// at once, four uploads (more than the two staging buffers) are in flight before the first download, and
+// larger ones grow the buffers.
 TEST_F(BackendOpsTest, UploadInParts) {
     std::vector<std::vector<float>> expected;
     std::vector<Tensor> uploaded;

@@ -45,16 +45,34 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
 
 }  // namespace
 
-uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid) {
+uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid, ThreadPool* pool) {
+    constexpr size_t kSegmentBytes = size_t{1} << 20;
     const int64_t dims[3] = {grid.t, grid.h, grid.w};
-    return hash_bytes(pixel_values.data(), pixel_values.size_bytes(), hash_bytes(dims, sizeof(dims), 0));
+    const uint64_t seed = hash_bytes(dims, sizeof(dims), 0);
+    const std::span<const std::byte> bytes = std::as_bytes(pixel_values);
+    std::vector<uint64_t> segments((bytes.size() + kSegmentBytes - 1) / kSegmentBytes);
+    const auto hash_segments = [&](int64_t begin, int64_t end) {
+        for (auto s = static_cast<size_t>(begin); s < static_cast<size_t>(end); ++s) {
+            const std::span<const std::byte> segment =
+                bytes.subspan(s * kSegmentBytes, std::min(kSegmentBytes, bytes.size() - s * kSegmentBytes));
+            segments[s] = hash_bytes(segment.data(), segment.size(), seed + s);
+        }
+    };
+    const auto n_segments = static_cast<int64_t>(segments.size());
+    if (pool != nullptr) {
+        pool->parallel_for(n_segments, 1, hash_segments);
+    } else {
+        hash_segments(0, n_segments);
+    }
+    return hash_bytes(segments.data(), segments.size() * sizeof(uint64_t), seed);
 }
 
 namespace {
 
-// The scheduler's view of a request.
+// The scheduler's view of a request; its images hashed on hash_threads, or left unhashed (zero) without them,
+// for a sequence that is only checked.
 std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, const std::vector<int32_t>& eos,
-                                        int merge) {
+                                        int merge, ThreadPool* hash_threads) {
     auto seq = std::make_unique<Sequence>();
     seq->id = id;
     seq->tokens = request.prompt.ids;
@@ -90,7 +108,8 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
         const auto pixels = std::span(request.images.pixel_values)
                                 .subspan(static_cast<size_t>(first_patch * patch_dim),
                                          static_cast<size_t>(grid.n_patches() * patch_dim));
-        seq->images.push_back({i, end - i, image_content_hash(pixels, grid)});
+        seq->images.push_back(
+            {i, end - i, hash_threads ? image_content_hash(pixels, grid, hash_threads) : 0});
         first_patch += grid.n_patches();
     }
     if (image != request.images.grids.size()) {
@@ -103,7 +122,7 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
 }  // namespace
 
 EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer)
-    : model_(model), config_(config), tokenizer_(tokenizer) {
+    : model_(model), config_(config), tokenizer_(tokenizer), hash_threads_(ThreadPool::at_most_hardware(4)) {
     const TextConfig& tc = model.config().text;
     if (config.block_size < 1) {
         fail("block_size must be at least 1, got ", config.block_size);
@@ -204,7 +223,7 @@ int64_t EngineCore::activation_peak_bytes() {
 void EngineCore::validate(const Request& request) const {
     check_request(request);
     scheduler_->check(*make_sequence(-1, request, model_.config().text.eos_token_ids,
-                                     model_.config().vision.spatial_merge_size));
+                                     model_.config().vision.spatial_merge_size, nullptr));
 }
 
 void EngineCore::check_request(const Request& request) const {
@@ -254,7 +273,7 @@ void EngineCore::add(Request request, int64_t id) {
         fail("request id ", id, " is in use");
     }
     std::unique_ptr<Sequence> seq = make_sequence(id, request, model_.config().text.eos_token_ids,
-                                                  model_.config().vision.spatial_merge_size);
+                                                  model_.config().vision.spatial_merge_size, &hash_threads_);
     scheduler_->add(std::move(seq));
     runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
     if (tokenizer_) {

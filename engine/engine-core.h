@@ -18,6 +18,7 @@
 #include "model-runner.h"
 #include "sampling.h"
 #include "scheduler.h"
+#include "thread-pool.h"
 #include "tokenizer.h"
 
 namespace folio {
@@ -112,6 +113,7 @@ private:
     std::unique_ptr<KvCacheManager> kv_;
     std::unique_ptr<Scheduler> scheduler_;
     std::unique_ptr<ModelRunner> runner_;
+    ThreadPool hash_threads_;  // hash each request's images
     std::unordered_map<int64_t, Text> texts_;
     std::vector<int64_t> cancelled_;
     double schedule_seconds_ = 0.0;
@@ -119,7 +121,10 @@ private:
     int64_t next_id_ = 0;
 };
 
-// A 64-bit hash of an image's pixels and grid, the key of its tokens in the prefix cache.
-uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid);
+// A 64-bit hash of an image's pixels and grid, the key of its tokens in the prefix cache: the pixels hash in
+// segments of a mebibyte, on the pool's threads where one is given, and then the segments' hashes; the value
+// is the same with or without a pool.
+uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid,
+                            ThreadPool* pool = nullptr);
 
 }  // namespace folio

@@ -13,6 +13,10 @@ ThreadPool::ThreadPool(int n_threads) {
     }
 }
 
+int ThreadPool::at_most_hardware(int n) {
+    return std::min(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard lock(mutex_);

@@ -18,6 +18,8 @@ public:
     ThreadPool& operator=(const ThreadPool&) = delete;
 
     int n_threads() const { return static_cast<int>(workers_.size()) + 1; }
+    // n, or the hardware's threads where it has fewer.
+    static int at_most_hardware(int n);
 
     // Calls fn(begin, end) on disjoint chunks covering [0, n), chunks no smaller than min_chunk;
     // the calling thread takes part. Returns when every chunk is done.

@@ -319,28 +319,20 @@ public:
     // driver's own staging, as upload() does, when no page-locked memory can be had.
     Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
         Tensor t = alloc_uninitialized(std::move(shape), "upload");
-        const int64_t n_values = total_size(parts);
-        check_upload(t, n_values);
+        check_upload(t, total_size(parts));
         check_not_recording("upload");
-        const size_t n_bytes = static_cast<size_t>(n_values) * sizeof(float);
-        if (n_bytes == 0) {
-            return t;
+        std::vector<std::span<const std::byte>> bytes;
+        bytes.reserve(parts.size());
+        for (const std::span<const float> part : parts) {
+            bytes.push_back(std::as_bytes(part));
         }
-        auto* staged = static_cast<float*>(host_staging_.acquire(n_bytes));
-        if (staged == nullptr) {
+        if (!host_staging_.copy(bytes, reinterpret_cast<std::byte*>(t.f32()), stream())) {
             float* dst = t.f32();
             for (const std::span<const float> part : parts) {
                 copy_to_device(dst, part.data(), part.size_bytes());
                 dst += part.size();
             }
-            return t;
         }
-        float* end = staged;
-        for (const std::span<const float> part : parts) {
-            end = std::copy(part.begin(), part.end(), end);
-        }
-        CUDA_CHECK(cudaMemcpyAsync(t.f32(), staged, n_bytes, cudaMemcpyHostToDevice, stream()));
-        host_staging_.release(stream());
         return t;
     }
 
@@ -1000,7 +992,8 @@ private:
     std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
-    kernels::HostStaging host_staging_;
+    // Four threads copy host memory at about the rate the device link takes it.
+    kernels::HostStaging host_staging_{ThreadPool::at_most_hardware(4)};
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
     std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_, true);

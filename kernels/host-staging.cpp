@@ -1,43 +1,85 @@
 #include "host-staging.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "cuda-check.h"
 
 namespace folio::kernels {
 
-void* HostStaging::acquire(size_t n_bytes) {
-    Buffer& b = buffers_[next_];
-    if (b.read) {
-        CUDA_CHECK(cudaEventSynchronize(b.read.get()));
-    }
-    if (b.n_bytes < n_bytes) {
-        // Half as much again as before at least, so that uploads growing a little at a time (image batches
-        // of more patches) page-lock memory a few times, not at each one.
-        constexpr size_t kUnit = size_t{1} << 20;
-        const size_t size = (std::max(n_bytes, b.n_bytes + b.n_bytes / 2) + kUnit - 1) / kUnit * kUnit;
-        b.memory.reset();
-        b.n_bytes = 0;
-        void* p = nullptr;
-        if (cudaHostAlloc(&p, size, cudaHostAllocDefault) != cudaSuccess) {
-            cudaGetLastError();  // not sticky: later calls must not report it
-            return nullptr;
+namespace {
+
+// A thread fills at least this much of a chunk: smaller pieces cost more in hand-overs than they gain.
+constexpr int64_t kMinFillBytes = int64_t{512} << 10;
+
+}  // namespace
+
+void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
+                      std::byte* dst) {
+    size_t part_begin = 0;  // offset of the current part within all of them
+    for (const std::span<const std::byte> part : parts) {
+        if (begin >= end) {
+            return;
         }
-        b.memory.reset(p);
-        b.n_bytes = size;
+        const size_t part_end = part_begin + part.size();
+        if (begin < part_end) {
+            const size_t n = std::min(end, part_end) - begin;
+            std::memcpy(dst, part.data() + (begin - part_begin), n);
+            dst += n;
+            begin += n;
+        }
+        part_begin = part_end;
     }
-    return b.memory.get();
 }
 
-void HostStaging::release(cudaStream_t stream) {
-    Buffer& b = buffers_[next_];
-    if (!b.read) {
-        cudaEvent_t e = nullptr;
-        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        b.read.reset(e);
+HostStaging::HostStaging(int n_threads) : fill_threads_(n_threads) {}
+
+HostStaging::Chunk* HostStaging::next_chunk() {
+    if (next_ == chunks_.size() && chunks_.size() < kMaxChunks) {
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault) == cudaSuccess) {
+            cudaEvent_t e = nullptr;
+            CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            Chunk& c = chunks_.emplace_back();
+            c.memory.reset(static_cast<std::byte*>(p));
+            c.read.reset(e);
+        } else {
+            cudaGetLastError();  // not sticky: later calls must not report it
+        }
     }
-    CUDA_CHECK(cudaEventRecord(b.read.get(), stream));
-    next_ = (next_ + 1) % buffers_.size();
+    if (chunks_.empty()) {
+        return nullptr;
+    }
+    if (next_ >= chunks_.size()) {
+        next_ = 0;
+    }
+    Chunk& c = chunks_[next_++];
+    CUDA_CHECK(cudaEventSynchronize(c.read.get()));
+    return &c;
+}
+
+bool HostStaging::copy(std::span<const std::span<const std::byte>> parts, std::byte* dst,
+                       cudaStream_t stream) {
+    size_t n_bytes = 0;
+    for (const std::span<const std::byte> part : parts) {
+        n_bytes += part.size();
+    }
+    for (size_t done = 0; done < n_bytes;) {
+        Chunk* c = next_chunk();
+        if (c == nullptr) {
+            return false;  // only ever before the first chunk: the ring never shrinks
+        }
+        const size_t n = std::min(kChunkBytes, n_bytes - done);
+        std::byte* staged = c->memory.get();
+        fill_threads_.parallel_for(static_cast<int64_t>(n), kMinFillBytes, [&](int64_t begin, int64_t end) {
+            copy_parts_range(parts, done + static_cast<size_t>(begin), done + static_cast<size_t>(end),
+                             staged + begin);
+        });
+        CUDA_CHECK(cudaMemcpyAsync(dst + done, staged, n, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaEventRecord(c->read.get(), stream));
+        done += n;
+    }
+    return true;
 }
 
 }  // namespace folio::kernels

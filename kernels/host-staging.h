@@ -1,28 +1,36 @@
 // Page-locked host memory that large uploads pass through: a copy out of page-locked memory runs on the
 // stream while the host goes on, where a copy out of pageable memory holds the host until the driver has
-// staged every byte. Two buffers take turns, so that filling one waits only for the copy out of the other
-// before it, and each grows as larger uploads come.
+// staged every byte. An upload goes through a ring of fixed-size chunks: each chunk's copy to the device
+// starts as soon as a few threads have filled it, while the next chunk fills, and filling a chunk waits only
+// for the copy out of it the last time round.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include <cuda_runtime.h>
+
+#include "thread-pool.h"
 
 namespace folio::kernels {
 
 class HostStaging {
 public:
-    HostStaging() = default;
+    // Bytes of one chunk, and the most chunks the ring holds (page-locked as uploads first need them).
+    static constexpr size_t kChunkBytes = size_t{4} << 20;
+    static constexpr size_t kMaxChunks = 8;
+
+    // n_threads fill each chunk (0: one per hardware thread).
+    explicit HostStaging(int n_threads);
     HostStaging(const HostStaging&) = delete;
     HostStaging& operator=(const HostStaging&) = delete;
 
-    // Host memory for n_bytes that no copy reads any more (waits for the copy out of it before), or null
-    // when no page-locked memory of that size can be had.
-    void* acquire(size_t n_bytes);
-    // Marks the memory acquire() returned last as read by the work enqueued on stream so far.
-    void release(cudaStream_t stream);
+    // Enqueues on stream a copy of the parts, one after another, to dst in device memory; the parts may be
+    // reused as soon as this returns. Returns false, having copied nothing, when no page-locked memory can be
+    // had.
+    bool copy(std::span<const std::span<const std::byte>> parts, std::byte* dst, cudaStream_t stream);
 
 private:
     struct HostFree {
@@ -31,13 +39,22 @@ private:
     struct EventDestroy {
         void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
     };
-    struct Buffer {
-        std::unique_ptr<void, HostFree> memory;
-        size_t n_bytes = 0;
+    struct Chunk {
+        std::unique_ptr<std::byte, HostFree> memory;     // [kChunkBytes]
         std::unique_ptr<CUevent_st, EventDestroy> read;  // recorded after the latest copy out of it
     };
-    std::array<Buffer, 2> buffers_;
+
+    // The next chunk of the ring, page-locked now if the ring may still grow, once the copy out of it has
+    // finished; null when the ring is empty and no page-locked memory can be had.
+    Chunk* next_chunk();
+
+    std::vector<Chunk> chunks_;
     size_t next_ = 0;
+    ThreadPool fill_threads_;
 };
+
+// Copies the bytes [begin, end) of the parts taken one after another to dst.
+void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
+                      std::byte* dst);
 
 }  // namespace folio::kernels

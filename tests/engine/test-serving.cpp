@@ -286,6 +286,31 @@ TEST(ImageContentHash, EveryValueAndTheGridChangeIt) {
         << "one value fewer";
 }
 
+// Images of several mebibytes hash in segments, on threads where a pool is given: the value is the same
+// either way, and a value in any segment, or the order of two segments, changes it.
+TEST(ImageContentHash, SegmentsOnThreadsGiveTheSameValue) {
+    constexpr size_t kSegmentFloats = (size_t{1} << 20) / sizeof(float);
+    std::vector<float> pixels(2 * kSegmentFloats + 1000);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::generate(pixels.begin(), pixels.end(), [&] { return dist(rng); });
+    const ImageGrid grid{1, 2, static_cast<int64_t>(pixels.size() / 2)};
+    ThreadPool pool(3);
+    const uint64_t h = image_content_hash(pixels, grid);
+    EXPECT_EQ(image_content_hash(pixels, grid, &pool), h);
+    std::set<uint64_t> seen = {h};
+    for (const size_t i : {size_t{0}, kSegmentFloats - 1, kSegmentFloats, pixels.size() - 1}) {
+        std::vector<float> changed = pixels;
+        changed[i] = std::nextafter(changed[i], 1e9f);
+        const uint64_t with_pool = image_content_hash(changed, grid, &pool);
+        EXPECT_EQ(image_content_hash(changed, grid), with_pool) << "value " << i;
+        EXPECT_TRUE(seen.insert(with_pool).second) << "value " << i;
+    }
+    std::vector<float> swapped = pixels;
+    std::swap_ranges(swapped.begin(), swapped.begin() + kSegmentFloats, swapped.begin() + kSegmentFloats);
+    EXPECT_TRUE(seen.insert(image_content_hash(swapped, grid, &pool)).second) << "segments swapped";
+}
+
 TEST_F(Serving, StressWithRandomArrivalsCancellationsAndLengths) {
     EngineConfig c = base_config();
     c.max_num_batched_tokens = 48;

@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "elementwise.h"
 #include "error.h"
+#include "host-staging.h"
 #include "quantized-linear.h"
 #include "sampling.h"
 
@@ -177,12 +178,17 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
 TEST_F(BackendOpsTest, UploadInParts) {
     std::vector<std::vector<float>> expected;
     std::vector<Tensor> uploaded;
-    for (const int64_t n : {int64_t{1000}, int64_t{300'000}, int64_t{5} << 20, int64_t{777}}) {
+    // Sizes around the staging chunks and beyond the whole ring (kMaxChunks of kChunkBytes), so that one
+    // upload refills chunks its own copies still read.
+    const auto chunk_floats = static_cast<int64_t>(kernels::HostStaging::kChunkBytes / sizeof(float));
+    const auto ring_floats = chunk_floats * static_cast<int64_t>(kernels::HostStaging::kMaxChunks);
+    for (const int64_t n : {int64_t{1000}, int64_t{300'000}, chunk_floats, chunk_floats + 1, int64_t{5} << 20,
+                            int64_t{777}, 2 * ring_floats + 12'345}) {
         std::vector<float> values = random_values(n, seed_++);
         const std::span<const float> all(values);
-        const size_t cut = static_cast<size_t>(n / 3);
-        const std::vector<std::span<const float>> parts = {all.first(cut), all.subspan(cut, 0),
-                                                           all.subspan(cut)};
+        const size_t cut = static_cast<size_t>(n / 3), second_cut = static_cast<size_t>(n - n / 7);
+        const std::vector<std::span<const float>> parts = {
+            all.first(cut), all.subspan(cut, 0), all.subspan(cut, second_cut - cut), all.subspan(second_cut)};
         uploaded.push_back(gpu_->upload(parts, {n}));
         expected.push_back(values);
         std::fill(values.begin(), values.end(), -1.0f);

@@ -152,6 +152,22 @@ int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<co
     return x.shape[0] == 0 ? 0 : n_taps / x.shape[0];
 }
 
+namespace {
+
+// Every segment's query rows inside the first dimension of q_shape, its keys inside that of kv_shape.
+void check_segments(std::span<const AttentionSegment> segments, const std::vector<int64_t>& q_shape,
+                    const std::vector<int64_t>& kv_shape, const char* op) {
+    for (const auto& seg : segments) {
+        if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q_shape[0] || seg.kv_begin < 0 ||
+            seg.n_kv < 0 || seg.kv_begin + seg.n_kv > kv_shape[0]) {
+            fail(op, ": segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +", seg.n_kv,
+                 ") outside q ", shape_string(q_shape), " / kv ", shape_string(kv_shape));
+        }
+    }
+}
+
+}  // namespace
+
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const AttentionSegment> segments) {
     if (q.shape.size() != 3 || k.shape.size() != 3 || k.shape != v.shape || q.shape[2] != k.shape[2] ||
@@ -159,13 +175,17 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
         fail("attention: q ", shape_string(q.shape), ", k ", shape_string(k.shape), ", v ",
              shape_string(v.shape));
     }
-    for (const auto& seg : segments) {
-        if (seg.q_begin < 0 || seg.n_q < 0 || seg.q_begin + seg.n_q > q.shape[0] || seg.kv_begin < 0 ||
-            seg.n_kv < 0 || seg.kv_begin + seg.n_kv > k.shape[0]) {
-            fail("attention: segment q [", seg.q_begin, ", +", seg.n_q, ") kv [", seg.kv_begin, ", +",
-                 seg.n_kv, ") outside q ", shape_string(q.shape), " / kv ", shape_string(k.shape));
-        }
+    check_segments(segments, q.shape, k.shape, "attention");
+}
+
+void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                          std::span<const AttentionSegment> segments) {
+    if (qkv.shape.size() != 4 || qkv.shape[1] != 3 || qkv.shape[3] % 2 != 0 ||
+        cos.shape != std::vector<int64_t>{qkv.shape[0], qkv.shape[3]} || sin.shape != cos.shape) {
+        fail("rope_attention: qkv ", shape_string(qkv.shape), " with cos ", shape_string(cos.shape),
+             " and sin ", shape_string(sin.shape));
     }
+    check_segments(segments, qkv.shape, qkv.shape, "rope_attention");
 }
 
 void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

@@ -46,6 +46,10 @@ int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<co
 void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      std::span<const AttentionSegment> segments);
 
+// qkv [n, 3, n_head, head_dim] with an even head_dim, cos/sin [n, head_dim], segments inside qkv's rows.
+void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                          std::span<const AttentionSegment> segments);
+
 // q [n_tokens, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], every sequence's rows
 // inside q and its table entries inside block_tables, naming blocks of the cache.
 void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

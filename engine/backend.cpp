@@ -24,6 +24,16 @@ void Backend::linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, c
     add(y, linear(x, w, b));
 }
 
+Tensor Backend::linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                                  const QuantizedTensor& w, const Tensor* b) {
+    return linear(layer_norm(x, norm_w, norm_b, eps), w, b);
+}
+
+Tensor Backend::linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
+                                            float eps, const QuantizedTensor& w, const Tensor* b) {
+    return linear_gelu_tanh(layer_norm(x, norm_w, norm_b, eps), w, b);
+}
+
 Tensor Backend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
                                 const Tensor* b) {
     return linear(rms_norm(x, norm_w, eps), w, b);
@@ -40,6 +50,27 @@ Tensor Backend::linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor&
                                                   const Tensor& positions, const Tensor& slots,
                                                   const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) {
     return rope_qkv_to_cache(linear_rms_norm(x, norm_w, eps, w, b), positions, slots, rope, k_cache, v_cache);
+}
+
+Tensor Backend::rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                               std::span<const AttentionSegment> segments, float scale,
+                               AttentionPrecision precision) {
+    check_rope_attention(qkv, cos, sin, segments);
+    const int64_t n = qkv.shape[0], n_head = qkv.shape[2], head_dim = qkv.shape[3];
+    const Tensor parts =
+        qkv.view(0, {3 * n, n_head * head_dim});  // q, k and v of row i at 3i, 3i + 1, 3i + 2
+    std::vector<int64_t> rows(static_cast<size_t>(n));
+    const auto part = [&](int64_t which) {
+        for (int64_t i = 0; i < n; ++i) {
+            rows[static_cast<size_t>(i)] = 3 * i + which;
+        }
+        return gather_rows(parts, rows).view(0, {n, n_head, head_dim});
+    };
+    Tensor q = part(0), k = part(1);
+    const Tensor v = part(2);
+    rope(q, cos, sin);
+    rope(k, cos, sin);
+    return attention(q, k, v, segments, scale, precision);
 }
 
 void Backend::begin_recording() {

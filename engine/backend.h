@@ -106,6 +106,13 @@ public:
     // y += x · wᵀ + b: a layer's output added to the residual stream, in one pass where the backend can (the
     // default is linear, then add).  y [n, out]
     virtual void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+    // layer_norm(x, norm_w, norm_b, eps) · wᵀ + b, and its gelu_tanh: the norm before a layer written where
+    // the backend can in the form the product reads (the defaults are layer_norm, then linear or
+    // linear_gelu_tanh).  x [n, in], norm_w/norm_b [in]  ->  [n, out]
+    virtual Tensor linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                                     const QuantizedTensor& w, const Tensor* b);
+    virtual Tensor linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
+                                               float eps, const QuantizedTensor& w, const Tensor* b);
     // rms_norm(x, norm_w, eps) · wᵀ + b: the norm before a layer, written where the backend can in the form
     // the product reads (the default is rms_norm, then linear).  x [n, in], norm_w [in]  ->  [n, out]
     virtual Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
@@ -143,6 +150,12 @@ public:
     virtual Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
                              std::span<const AttentionSegment> segments, float scale,
                              AttentionPrecision precision) = 0;
+    // Attention over stacked q, k and v heads whose q and k are first turned by rope() (the vision encoder's
+    // attention): the same as splitting each row of qkv into q, k and v, rope() on q and k, then attention(),
+    // which the default does.  qkv [n, 3, n_head, head_dim], cos/sin [n, head_dim]  ->  [n, n_head, head_dim]
+    virtual Tensor rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                                  std::span<const AttentionSegment> segments, float scale,
+                                  AttentionPrecision precision);
     // Causal attention of a batch of sequences over their paged caches, grouped K/V heads.
     // q [n_tokens, n_head, head_dim], k_cache/v_cache [n_blocks * block_size, n_kv_head, head_dim]
     //   ->  [n_tokens, n_head, head_dim]

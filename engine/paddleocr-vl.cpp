@@ -154,6 +154,24 @@ void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
     }
 }
 
+Tensor PaddleOcrVl::apply_layer_norm(const Linear& layer, const Tensor& x, const Tensor& norm_w,
+                                     const Tensor& norm_b, float eps) {
+    if (layer.q.data) {
+        return backend_.linear_layer_norm(x, norm_w, norm_b, eps, layer.q,
+                                          layer.b.empty() ? nullptr : &layer.b);
+    }
+    return apply(layer, backend_.layer_norm(x, norm_w, norm_b, eps));
+}
+
+Tensor PaddleOcrVl::apply_layer_norm_gelu_tanh(const Linear& layer, const Tensor& x, const Tensor& norm_w,
+                                               const Tensor& norm_b, float eps) {
+    if (layer.q.data) {
+        return backend_.linear_layer_norm_gelu_tanh(x, norm_w, norm_b, eps, layer.q,
+                                                    layer.b.empty() ? nullptr : &layer.b);
+    }
+    return apply_gelu_tanh(layer, backend_.layer_norm(x, norm_w, norm_b, eps));
+}
+
 Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
     if (layer.q.data) {
         return backend_.linear_rms_norm(x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b);
@@ -208,9 +226,9 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
         VisionLayer& L = vision_layers.emplace_back();
         L.ln1_w = load(weights, p + "layer_norm1.weight", {vd});
         L.ln1_b = load(weights, p + "layer_norm1.bias", {vd});
-        L.q_proj = load_linear(weights, p + "self_attn.q_proj", vd, vd, true, vision_q);
-        L.k_proj = load_linear(weights, p + "self_attn.k_proj", vd, vd, true, vision_q);
-        L.v_proj = load_linear(weights, p + "self_attn.v_proj", vd, vd, true, vision_q);
+        L.qkv_proj = load_stacked_linear(
+            weights, {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"}, {vd, vd, vd},
+            vd, true, vision_q);
         L.o_proj = load_linear(weights, p + "self_attn.out_proj", vd, vd, true, vision_q);
         L.ln2_w = load(weights, p + "layer_norm2.weight", {vd});
         L.ln2_b = load(weights, p + "layer_norm2.bias", {vd});
@@ -314,16 +332,14 @@ Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels
     const Tensor sin = backend_.upload(sin_parts, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
-        Tensor h = backend_.layer_norm(x, L.ln1_w, L.ln1_b, vc.layer_norm_eps);  // [n, vd]
-        Tensor q = reshaped(apply(L.q_proj, h), {n, n_head, hd});                // [n, n_head, hd]
-        Tensor k = reshaped(apply(L.k_proj, h), {n, n_head, hd});                // [n, n_head, hd]
-        Tensor v = reshaped(apply(L.v_proj, h), {n, n_head, hd});                // [n, n_head, hd]
-        backend_.rope(q, cos, sin);
-        backend_.rope(k, cos, sin);
-        Tensor a = backend_.attention(q, k, v, segments, scale, attention_precision());  // [n, n_head, hd]
+        // [n, 3, n_head, hd]
+        const Tensor qkv = reshaped(apply_layer_norm(L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps),
+                                    {n, 3, n_head, hd});
+        // [n, n_head, hd]
+        const Tensor a = backend_.rope_attention(qkv, cos, sin, segments, scale, attention_precision());
         apply_add(x, L.o_proj, reshaped(a, {n, vd}));
-        h = backend_.layer_norm(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
-        apply_add(x, L.fc2, apply_gelu_tanh(L.fc1, h));  // through [n, vff]
+        // through [n, vff]
+        apply_add(x, L.fc2, apply_layer_norm_gelu_tanh(L.fc1, x, L.ln2_w, L.ln2_b, vc.layer_norm_eps));
     }
     return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);
 }

@@ -239,8 +239,9 @@ int32_t* device_i32(const Tensor& t, const char* op) {
 // What a product multiplies: x, or x transformed first (kernels::LinearInput).
 struct LinearInputSpec {
     kernels::LinearInput input = kernels::LinearInput::Plain;
-    const float* norm_w = nullptr;  // [n_in], for RmsNorm
+    const float* norm_w = nullptr;  // [n_in], for RmsNorm and LayerNorm
     float eps = 0.0f;
+    const float* norm_b = nullptr;  // [n_in], for LayerNorm
 };
 
 // What a product's rows become (kernels::LinearOutput), with where the heads go for RopeToCache.
@@ -426,6 +427,18 @@ public:
         quantized_linear(x, w, b, y, kernels::LinearEpilogue::Accumulate);
     }
 
+    Tensor linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                             const QuantizedTensor& w, const Tensor* b) override {
+        return layer_normed_linear(x, norm_w, norm_b, eps, w, b, kernels::LinearEpilogue::Store,
+                                   "linear_layer_norm");
+    }
+
+    Tensor linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                                       const QuantizedTensor& w, const Tensor* b) override {
+        return layer_normed_linear(x, norm_w, norm_b, eps, w, b, kernels::LinearEpilogue::GeluTanh,
+                                   "linear_layer_norm_gelu_tanh");
+    }
+
     Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
                            const Tensor* b) override {
         check_rms_norm(x, norm_w);
@@ -546,15 +559,46 @@ public:
                                n_rows, splits.kernel_splits, tile_spans, flash ? 0 : n_tiles, q.shape[1],
                                k.shape[1], q.shape[2], scale, stream());
         if (flash && n_tiles > 0) {
-            const int64_t scratch_bytes = kernels::flash_scratch_bytes(k.shape[0], k.shape[1], k.shape[2]);
-            Tensor scratch;  // K and V in bfloat16
-            if (scratch_bytes > 0) {
-                scratch = alloc_uninitialized({(scratch_bytes + 3) / 4}, op);
-            }
+            const Tensor scratch = alloc_bytes(
+                kernels::flash_scratch_bytes(q.shape[0], q.shape[1], k.shape[0], k.shape[1], k.shape[2]),
+                op);  // Q, K and V in bfloat16
             kernels::flash_attention_bf16(device_f32(q, op), device_f32(k, op), device_f32(v, op), out.f32(),
-                                          tile_spans, n_tiles, k.shape[0], q.shape[1], k.shape[1], q.shape[2],
-                                          scale, scratch.empty() ? nullptr : scratch.f32(), stream());
+                                          tile_spans, n_tiles, q.shape[0], k.shape[0], q.shape[1], k.shape[1],
+                                          q.shape[2], scale, scratch.empty() ? nullptr : scratch.f32(),
+                                          stream());
         }
+        return out;
+    }
+
+    // On the tensor cores in one pass that turns and rounds q, k and v where every segment is bidirectional
+    // and long enough to go in tiles; as the default does otherwise.
+    Tensor rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                          std::span<const AttentionSegment> segments, float scale,
+                          AttentionPrecision precision) override {
+        check_rope_attention(qkv, cos, sin, segments);
+        const int64_t n = qkv.shape[0], n_head = qkv.shape[2], head_dim = qkv.shape[3];
+        const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
+            return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
+        });
+        if (!tiled || precision != AttentionPrecision::Bf16 || head_dim > kernels::kMaxFlashHeadDim ||
+            compute_capability_major_ < 8) {
+            return Backend::rope_attention(qkv, cos, sin, segments, scale, precision);
+        }
+        const char* op = "rope_attention";
+        AttentionSpans spans(kernels::kFlashTileRows);
+        for (const auto& seg : segments) {
+            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
+        }
+        Tensor out = alloc_zeroed({n, n_head, head_dim}, op);  // rows outside every segment stay zero
+        if (spans.tiles.empty()) {
+            return out;
+        }
+        const auto staged = stage({std::as_bytes(std::span(spans.tiles))});
+        const Tensor scratch = alloc_bytes(kernels::rope_flash_scratch_bytes(n, n_head, head_dim), op);
+        kernels::rope_flash_attention_bf16(device_f32(qkv, op), device_f32(cos, op), device_f32(sin, op),
+                                           out.f32(), static_cast<const kernels::AttentionSpan*>(staged[0]),
+                                           static_cast<int64_t>(spans.tiles.size()), n, n_head, head_dim,
+                                           scale, scratch.f32(), stream());
         return out;
     }
 
@@ -922,6 +966,24 @@ private:
         }
     }
 
+    // epilogue(layer_norm(x) · wᵀ + b), the arguments checked.  ->  [n, w.n_out]
+    Tensor layer_normed_linear(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                               const QuantizedTensor& w, const Tensor* b, kernels::LinearEpilogue epilogue,
+                               const char* op) {
+        check_layer_norm(x, norm_w, norm_b);
+        check_linear(x, w, b);
+        Tensor y = alloc_uninitialized({x.rows(), w.n_out}, op);  // [n, out]
+        quantized_linear(
+            x, w, b, y, epilogue,
+            {kernels::LinearInput::LayerNorm, device_f32(norm_w, op), eps, device_f32(norm_b, op)});
+        return y;
+    }
+
+    // Scratch of at least n_bytes (whole floats), or an empty tensor for none.
+    Tensor alloc_bytes(int64_t n_bytes, const char* op) {
+        return n_bytes > 0 ? alloc_uninitialized({(n_bytes + 3) / 4}, op) : Tensor{};
+    }
+
     // Whether an attention call's tiles of query rows go to the tensor cores.  q [n, n_head, head_dim]
     bool use_flash(const Tensor& q, AttentionPrecision precision) const {
         return precision == AttentionPrecision::Bf16 && q.shape[2] <= kernels::kMaxFlashHeadDim &&
@@ -956,6 +1018,7 @@ private:
         args.rope = output.rope;
         args.norm_w = input.norm_w;
         args.eps = input.eps;
+        args.norm_b = input.norm_b;
         const kernels::WeightPrefetch::Range next =
             weight_prefetch_->use(args.q, static_cast<int64_t>(w.data->n_bytes()));
         args.prefetch = next.data;

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -36,6 +37,11 @@ __device__ inline uint32_t pack_bf16(float lo, float hi) {
 // Elements d and d + 1 of a row of head_dim floats as a bfloat16 pair, zero past the row.
 __device__ inline uint32_t load_pair(const float* row, int64_t d, int64_t head_dim) {
     return pack_bf16(d < head_dim ? row[d] : 0.0f, d + 1 < head_dim ? row[d + 1] : 0.0f);
+}
+
+// The same from a row of bfloat16 padded with zeros past head_dim to a multiple of 16 (d is even).
+__device__ inline uint32_t load_pair(const uint16_t* row, int64_t d, int64_t /*head_dim*/) {
+    return *reinterpret_cast<const uint32_t*>(row + d);
 }
 
 // c += a · b on the tensor cores: a [16, 16] bf16 (row-major fragment), b [16, 8] bf16 (column fragment),
@@ -89,6 +95,41 @@ __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restr
     y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
 }
 
+// One thread per pair of values: the q, k and v heads of stacked rows as rows of n_padded bfloat16 (zero past
+// head_dim), q and k turned by the row's cos and sin in rotate-half form as rope_f32 turns them.
+// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another
+__global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const float* __restrict__ cos,
+                                       const float* __restrict__ sin, uint32_t* __restrict__ y, int64_t n,
+                                       int64_t n_head, int64_t head_dim, int64_t n_padded) {
+    const int64_t pairs = n_padded / 2;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= 3 * n * n_head * pairs) {
+        return;
+    }
+    const int64_t d0 = i % pairs * 2;
+    const int64_t head_row = i / pairs;  // (part * n + row) * n_head + head
+    const int64_t head = head_row % n_head, row = head_row / n_head % n, part = head_row / n_head / n;
+    const float* x = qkv + ((row * 3 + part) * n_head + head) * head_dim;  // [head_dim]
+    const float* c = cos + row * head_dim;                                 // [head_dim]
+    const float* s = sin + row * head_dim;                                 // [head_dim]
+    const int64_t half = head_dim / 2;
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const int64_t d = d0 + e;
+        if (d >= head_dim) {
+            v[e] = 0.0f;
+        } else if (part == 2) {
+            v[e] = x[d];
+        } else if (d < half) {
+            v[e] = x[d] * c[d] - x[d + half] * s[d];
+        } else {
+            v[e] = x[d] * c[d] + x[d - half] * s[d];
+        }
+    }
+    y[i] = pack_bf16(v[0], v[1]);
+}
+
 // What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its 16 query rows: Q as A
 // fragments, the keys each of its lane's two rows sees, the running maxima and sums of the online softmax and
 // O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of the warp's 16, and columns
@@ -109,8 +150,10 @@ struct WarpRows {
     float row_max[2] = {-INFINITY, -INFINITY};  // of the scaled scores (base 2)
     float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the sums of exponentials
 
-    // q [n_q_total, n_head, head_dim], spans [gridDim.x]
-    __device__ WarpRows(const float* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
+    // q [n_q_total, n_head, head_dim] float32, or [n_q_total, n_head, kChunks * 16] bfloat16 padded with
+    // zeros; spans [gridDim.x]
+    template <typename Q>
+    __device__ WarpRows(const Q* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
                         int64_t head_dim)
         : span(spans[blockIdx.x]),
           h(blockIdx.y),
@@ -125,7 +168,9 @@ struct WarpRows {
         for (int r = 0; r < 2; ++r) {
             const bool valid = rows[r] < span.n_rows;
             n_visible[r] = valid ? visible_keys(span, rows[r]) : 0;
-            const float* qr = q + (span.q_row + (valid ? rows[r] : 0)) * ld_q + h * head_dim;  // [head_dim]
+            constexpr bool kPadded = std::is_same_v<Q, uint16_t>;
+            const int64_t q_dim = kPadded ? kChunks * 16 : head_dim;
+            const Q* qr = q + ((span.q_row + (valid ? rows[r] : 0)) * n_head + h) * q_dim;  // [q_dim]
 #pragma unroll
             for (int c = 0; c < kChunks; ++c) {
                 const int64_t d = c * 16 + 2 * tq;
@@ -319,14 +364,15 @@ __global__ void __launch_bounds__(kFlashThreads)
     w.store(out, head_dim);
 }
 
-// The same for keys of one contiguous run each, K and V already bfloat16 rows of kDim values (zero past
-// head_dim; pad_rows_bf16 makes them): blocks of keys come by asynchronous copy, the next one while the
-// warps work on the current one, K and V both as rows, and the fragments are read with ldmatrix (V
-// transposed as it is read).
-// k, v [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory padded_shared_bytes(kChunks)
+// The same for keys of one contiguous run each, Q, K and V already bfloat16 rows of kDim values (zero past
+// head_dim; pad_rows_bf16 or rope_split_bf16 makes them): blocks of keys come by asynchronous copy, the next
+// one while the warps work on the current one, K and V both as rows, and the fragments are read with ldmatrix
+// (V transposed as it is read).
+// q [n_q_total, n_head, kDim], k, v [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory
+// padded_shared_bytes(kChunks)
 template <int kChunks>
 __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
-    flash_attention_padded_kernel(const float* __restrict__ q, const uint4* __restrict__ k,
+    flash_attention_padded_kernel(const uint16_t* __restrict__ q, const uint4* __restrict__ k,
                                   const uint4* __restrict__ v, float* __restrict__ out,
                                   const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
                                   int64_t head_dim, float scale_log2) {
@@ -448,7 +494,7 @@ void launch_flash(const float* q, const float* k, const float* v, float* out, co
     });
 }
 
-void launch_flash_padded(const float* q, const uint16_t* k, const uint16_t* v, float* out,
+void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v, float* out,
                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
                          int64_t head_dim, float scale, cudaStream_t stream) {
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
@@ -483,25 +529,55 @@ void pad_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_dim
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-int64_t flash_scratch_bytes(int64_t n_kv_total, int64_t n_kv_head, int64_t head_dim) {
-    return 2 * n_kv_total * n_kv_head * padded_head_dim(head_dim) * static_cast<int64_t>(sizeof(uint16_t));
+int64_t flash_scratch_bytes(int64_t n_q_total, int64_t n_head, int64_t n_kv_total, int64_t n_kv_head,
+                            int64_t head_dim) {
+    return (n_q_total * n_head + 2 * n_kv_total * n_kv_head) * padded_head_dim(head_dim) *
+           static_cast<int64_t>(sizeof(uint16_t));
 }
 
 void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
-                          const AttentionSpan* spans, int64_t n_spans, int64_t n_kv_total, int64_t n_head,
-                          int64_t n_kv_head, int64_t head_dim, float scale, void* scratch,
+                          const AttentionSpan* spans, int64_t n_spans, int64_t n_q_total, int64_t n_kv_total,
+                          int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale, void* scratch,
                           cudaStream_t stream) {
     if (n_spans == 0 || n_head == 0) {
         return;
     }
     check_flash_shape(n_head, n_kv_head, head_dim);
-    // K and V once in bfloat16, rows padded to the tensor cores' width, so that the blocks of every tile of
-    // queries are read in 16-byte pieces and not rounded again.
-    auto* k_bf16 = static_cast<uint16_t*>(scratch);
+    // Q, K and V once in bfloat16, rows padded to the tensor cores' width, so that the blocks of every tile
+    // of queries are read in 16-byte pieces and not rounded again.
+    auto* q_bf16 = static_cast<uint16_t*>(scratch);
+    uint16_t* k_bf16 = q_bf16 + n_q_total * n_head * padded_head_dim(head_dim);
     uint16_t* v_bf16 = k_bf16 + n_kv_total * n_kv_head * padded_head_dim(head_dim);
+    pad_rows_bf16(q, q_bf16, n_q_total * n_head, head_dim, stream);
     pad_rows_bf16(k, k_bf16, n_kv_total * n_kv_head, head_dim, stream);
     pad_rows_bf16(v, v_bf16, n_kv_total * n_kv_head, head_dim, stream);
-    launch_flash_padded(q, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale, stream);
+    launch_flash_padded(q_bf16, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale,
+                        stream);
+}
+
+int64_t rope_flash_scratch_bytes(int64_t n, int64_t n_head, int64_t head_dim) {
+    return 3 * n * n_head * padded_head_dim(head_dim) * static_cast<int64_t>(sizeof(uint16_t));
+}
+
+void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* sin, float* out,
+                               const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
+                               int64_t head_dim, float scale, void* scratch, cudaStream_t stream) {
+    if (n_spans == 0 || n_head == 0) {
+        return;
+    }
+    check_flash_shape(n_head, n_head, head_dim);
+    if (head_dim % 2 != 0) {
+        fail("rope_flash_attention_bf16: rotate-half needs an even head_dim, got ", head_dim);
+    }
+    const int64_t n_padded = padded_head_dim(head_dim);
+    auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
+    const int64_t n_pairs = 3 * n * n_head * n_padded / 2;
+    constexpr int kBlock = 256;
+    rope_split_bf16_kernel<<<static_cast<unsigned int>((n_pairs + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        qkv, cos, sin, reinterpret_cast<uint32_t*>(q_bf16), n, n_head, head_dim, n_padded);
+    CUDA_CHECK(cudaGetLastError());
+    launch_flash_padded(q_bf16, q_bf16 + n * n_head * n_padded, q_bf16 + 2 * n * n_head * n_padded, out,
+                        spans, n_spans, n_head, n_head, head_dim, scale, stream);
 }
 
 void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,

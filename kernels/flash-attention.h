@@ -16,17 +16,31 @@ namespace folio::kernels {
 constexpr int64_t kFlashTileRows = 64;
 constexpr int64_t kMaxFlashHeadDim = 128;
 
-// Bytes of scratch flash_attention_bf16 takes: K and V in bfloat16, rows padded to a multiple of 16.
-int64_t flash_scratch_bytes(int64_t n_kv_total, int64_t n_kv_head, int64_t head_dim);
+// Bytes of scratch flash_attention_bf16 takes: Q, K and V in bfloat16, rows padded to a multiple of 16.
+int64_t flash_scratch_bytes(int64_t n_q_total, int64_t n_head, int64_t n_kv_total, int64_t n_kv_head,
+                            int64_t head_dim);
 
 // Softmax(q kᵀ · scale) v for the rows of each span (at most kFlashTileRows) and every head; rows outside
 // the spans are left as they are, a row that sees no key gets zeros.
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [n_spans] (device),
 // scratch [flash_scratch_bytes()] bytes of device memory, 16-byte aligned
 void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
-                          const AttentionSpan* spans, int64_t n_spans, int64_t n_kv_total, int64_t n_head,
-                          int64_t n_kv_head, int64_t head_dim, float scale, void* scratch,
+                          const AttentionSpan* spans, int64_t n_spans, int64_t n_q_total, int64_t n_kv_total,
+                          int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale, void* scratch,
                           cudaStream_t stream);
+
+// Bytes of scratch rope_flash_attention_bf16 takes: the q, k and v heads in bfloat16, rows padded to a
+// multiple of 16.
+int64_t rope_flash_scratch_bytes(int64_t n, int64_t n_head, int64_t head_dim);
+
+// The same over stacked q, k and v rows whose q and k heads are first turned by each row's cos and sin
+// (rotate-half form, as rope_f32 turns them), in the pass that rounds them to bfloat16; every span's keys
+// are rows of qkv. head_dim is even.
+// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim], out [n, n_head, head_dim], spans [n_spans] (device),
+// scratch [rope_flash_scratch_bytes()] bytes of device memory, 16-byte aligned
+void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* sin, float* out,
+                               const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
+                               int64_t head_dim, float scale, void* scratch, cudaStream_t stream);
 
 // The same with keys in a paged cache, as paged_attention_f32 reads them.
 // k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], block_tables (device)

@@ -12,24 +12,58 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// One block per row.  x, y [n_rows, d], w, b [d]
-__global__ void layer_norm_f32_kernel(const float* x, const float* w, const float* b, float* y, int64_t d,
-                                      float eps) {
+constexpr int kLayerNormHeld = 8;  // values of a row each thread of layer_norm keeps in registers
+
+// One block per row. A row of at most kBlock * kLayerNormHeld values is read once and kept in registers
+// for the mean, the variance and the output. T: float or __nv_bfloat16.
+// x [n_rows, d], w, b [d]  ->  y [n_rows, d]
+template <typename T>
+__global__ void __launch_bounds__(kBlock)
+    layer_norm_kernel(const float* x, const float* w, const float* b, T* y, int64_t d, float eps) {
     const float* xr = x + static_cast<int64_t>(blockIdx.x) * d;  // [d]
-    float* yr = y + static_cast<int64_t>(blockIdx.x) * d;        // [d]
+    T* yr = y + static_cast<int64_t>(blockIdx.x) * d;            // [d]
+    const bool held = d <= int64_t{kBlock} * kLayerNormHeld;
+    float xv[kLayerNormHeld];
     float sum = 0.0f;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        sum += xr[i];
+    if (held) {
+#pragma unroll
+        for (int k = 0; k < kLayerNormHeld; ++k) {
+            const int64_t i = threadIdx.x + k * kBlock;
+            xv[k] = i < d ? xr[i] : 0.0f;
+            sum += xv[k];
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+            sum += xr[i];
+        }
     }
     const float mean = block_sum(sum) / static_cast<float>(d);
     float sq = 0.0f;
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        const float c = xr[i] - mean;
-        sq += c * c;
+    if (held) {
+#pragma unroll
+        for (int k = 0; k < kLayerNormHeld; ++k) {
+            const float c = threadIdx.x + k * kBlock < d ? xv[k] - mean : 0.0f;
+            sq += c * c;
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+            const float c = xr[i] - mean;
+            sq += c * c;
+        }
     }
     const float inv = rsqrtf(block_sum(sq) / static_cast<float>(d) + eps);
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-        yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
+    if (held) {
+#pragma unroll
+        for (int k = 0; k < kLayerNormHeld; ++k) {
+            const int64_t i = threadIdx.x + k * kBlock;
+            if (i < d) {
+                store_output(yr + i, (xv[k] - mean) * inv * w[i] + b[i]);
+            }
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+            store_output(yr + i, (xr[i] - mean) * inv * w[i] + b[i]);
+        }
     }
 }
 
@@ -88,13 +122,28 @@ __global__ void __launch_bounds__(kBlock)
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-void layer_norm_f32(const float* x, const float* w, const float* b, float* y, int64_t n_rows, int64_t d,
-                    float eps, cudaStream_t stream) {
+namespace {
+
+template <typename T>
+void launch_layer_norm(const float* x, const float* w, const float* b, T* y, int64_t n_rows, int64_t d,
+                       float eps, cudaStream_t stream) {
     if (n_rows == 0 || d == 0) {
         return;
     }
-    layer_norm_f32_kernel<<<static_cast<unsigned int>(n_rows), kBlock, 0, stream>>>(x, w, b, y, d, eps);
+    layer_norm_kernel<T><<<static_cast<unsigned int>(n_rows), kBlock, 0, stream>>>(x, w, b, y, d, eps);
     CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void layer_norm_f32(const float* x, const float* w, const float* b, float* y, int64_t n_rows, int64_t d,
+                    float eps, cudaStream_t stream) {
+    launch_layer_norm(x, w, b, y, n_rows, d, eps, stream);
+}
+
+void layer_norm_bf16(const float* x, const float* w, const float* b, uint16_t* y, int64_t n_rows, int64_t d,
+                     float eps, cudaStream_t stream) {
+    launch_layer_norm(x, w, b, reinterpret_cast<__nv_bfloat16*>(y), n_rows, d, eps, stream);
 }
 
 namespace {

@@ -373,14 +373,24 @@ void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t str
     CUDA_CHECK(cudaGetLastError());
 }
 
-// The input of a transformed as a.input says (RmsNorm), as the GEMV reads it.  ->  y [a.n, a.n_in]
+// The input of a transformed as a.input says (RmsNorm or LayerNorm), as the GEMV reads it.  ->  y [a.n,
+// a.n_in]
 void transform_input(const QuantizedLinearArgs& a, float* y, cudaStream_t stream) {
-    rms_norm_f32(a.x, a.norm_w, y, a.n, a.n_in, a.eps, stream);
+    if (a.input == LinearInput::LayerNorm) {
+        layer_norm_f32(a.x, a.norm_w, a.norm_b, y, a.n, a.n_in, a.eps, stream);
+    } else {
+        rms_norm_f32(a.x, a.norm_w, y, a.n, a.n_in, a.eps, stream);
+    }
 }
 
 // The same rounded to bfloat16, as the tensor cores read it.  ->  y [a.n, a.n_in]
 void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_t stream) {
-    rms_norm_bf16(a.x, a.norm_w, reinterpret_cast<uint16_t*>(y), a.n, a.n_in, a.eps, stream);
+    auto* bits = reinterpret_cast<uint16_t*>(y);
+    if (a.input == LinearInput::LayerNorm) {
+        layer_norm_bf16(a.x, a.norm_w, a.norm_b, bits, a.n, a.n_in, a.eps, stream);
+    } else {
+        rms_norm_bf16(a.x, a.norm_w, bits, a.n, a.n_in, a.eps, stream);
+    }
 }
 
 // Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all, and

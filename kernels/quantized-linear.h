@@ -26,8 +26,9 @@ constexpr int64_t kQuantizedGemvMaxRows = 8;
 // float32 for the GEMV, bfloat16 for the tensor cores, where it takes the place of the rounding pass. Done
 // inside the GEMV it costs more than that pass, as every warp transforms every input row it reads.
 enum class LinearInput {
-    Plain,    // x [n, n_in]
-    RmsNorm,  // norm_w ⊙ x / rms(x) per row, as rms_norm_f32 computes it: x [n, n_in], norm_w [n_in], eps
+    Plain,      // x [n, n_in]
+    RmsNorm,    // norm_w ⊙ x / rms(x) per row, as rms_norm_f32 computes it: x [n, n_in], norm_w [n_in], eps
+    LayerNorm,  // as layer_norm_f32 computes it: x [n, n_in], norm_w and norm_b [n_in], eps
 };
 
 // What the product's rows become: themselves, or pairs of rows combined.
@@ -55,8 +56,9 @@ struct QuantizedLinearArgs {
     LinearEpilogue epilogue = LinearEpilogue::Store;
     LinearInput input = LinearInput::Plain;
     LinearOutput output = LinearOutput::Plain;
-    const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm
+    const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm and LayerNorm
     float eps = 0.0f;
+    const float* norm_b = nullptr;  // [n_in], for LinearInput::LayerNorm
     // For LinearOutput::RopeToCache: where the heads go, q_out [n, n_head, head_dim] with n_out q, k and v
     // rows. The GEMV reads its positions, slots and frequencies before it waits for the kernel ahead, as it
     // does the weights, so that kernel must not write them (the step's inputs are uploaded).

@@ -384,6 +384,16 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
                 expect_close(label("linear_rms_norm ", quantization_name(c.type)),
                              gpu_->linear_rms_norm(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu),
                              cpu_->linear_rms_norm(x.cpu, norm.cpu, 1e-5f, w_cpu, b_cpu), bound, where);
+                const Pair shift = random({c.in});
+                expect_close(label("linear_layer_norm ", quantization_name(c.type)),
+                             gpu_->linear_layer_norm(x.gpu, norm.gpu, shift.gpu, 1e-6f, w_gpu, b_gpu),
+                             cpu_->linear_layer_norm(x.cpu, norm.cpu, shift.cpu, 1e-6f, w_cpu, b_cpu), bound,
+                             where);
+                expect_close(
+                    label("linear_layer_norm_gelu_tanh ", quantization_name(c.type)),
+                    gpu_->linear_layer_norm_gelu_tanh(x.gpu, norm.gpu, shift.gpu, 1e-6f, w_gpu, b_gpu),
+                    cpu_->linear_layer_norm_gelu_tanh(x.cpu, norm.cpu, shift.cpu, 1e-6f, w_cpu, b_cpu), bound,
+                    where);
                 if (c.out % 2 != 0) {
                     EXPECT_THROW(gpu_->linear_rms_norm_swiglu(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu), Error)
                         << where;
@@ -404,6 +414,9 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
     EXPECT_THROW(gpu_->linear_rms_norm(random({2, 32}).gpu, random({32}).gpu, 1e-5f, w_gpu, nullptr), Error);
     EXPECT_THROW(gpu_->linear_rms_norm_swiglu(x.gpu, random({63}).gpu, 1e-5f, w_gpu, nullptr), Error)
         << "norm width";
+    EXPECT_THROW(gpu_->linear_layer_norm(x.gpu, random({64}).gpu, random({63}).gpu, 1e-6f, w_gpu, nullptr),
+                 Error)
+        << "norm bias width";
     EXPECT_THROW(gpu_->linear_rms_norm_swiglu(random({2, 32}).gpu, random({32}).gpu, 1e-5f, w_gpu, nullptr),
                  Error);
     EXPECT_THROW(cpu_->linear_rms_norm_swiglu(
@@ -525,6 +538,59 @@ TEST_F(BackendOpsTest, Attention) {
     const Pair k2 = random({6, 2, 8});
     const std::vector<AttentionSegment> outside = {{0, 4, 3, 4}};
     EXPECT_THROW(gpu_->attention(q.gpu, k2.gpu, k2.gpu, outside, 1.0f, AttentionPrecision::Bf16), Error);
+}
+
+// Stacked q, k and v turned and attended in one call, against the CPU's split, rope() and attention(): images
+// long enough for tiles on the tensor cores, and segments too short for them or causal, which take the
+// default path.
+TEST_F(BackendOpsTest, RopeAttention) {
+    const std::vector<std::pair<std::string, std::vector<AttentionSegment>>> cases = {
+        {"images", {{0, 8, 0, 8}, {8, 96, 8, 96}, {104, 130, 104, 130}}},
+        {"short image", {{0, 7, 0, 7}, {7, 227, 7, 227}}},
+        {"causal", {{0, 234, 0, 234, true, 0}}},
+        {"rows uncovered", {{10, 100, 10, 100}}},
+    };
+    for (const auto& [precision, bound] : kAttentionPrecisions) {
+        for (const auto& [name, segments] : cases) {
+            for (const int64_t n_head : {1, 16}) {
+                for (const int64_t hd : {8, 72, 128}) {
+                    const int64_t n = 234;
+                    // Turns by angles, as rotary tables hold them.
+                    const std::vector<float> angles = random_values(n * hd, seed_++, 0.0f, 3.0f);
+                    std::vector<float> cos_values(angles.size()), sin_values(angles.size());
+                    std::transform(angles.begin(), angles.end(), cos_values.begin(),
+                                   [](float a) { return std::cos(a); });
+                    std::transform(angles.begin(), angles.end(), sin_values.begin(),
+                                   [](float a) { return std::sin(a); });
+                    const Pair qkv = random({n, 3, n_head, hd}), cos = upload(cos_values, {n, hd}),
+                               sin = upload(sin_values, {n, hd});
+                    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                    expect_close("rope_attention " + precision_name(precision),
+                                 gpu_->rope_attention(qkv.gpu, cos.gpu, sin.gpu, segments, scale, precision),
+                                 cpu_->rope_attention(qkv.cpu, cos.cpu, sin.cpu, segments, scale,
+                                                      AttentionPrecision::F32),
+                                 bound, label(name, " heads ", n_head, " hd ", hd));
+                }
+            }
+        }
+    }
+    const Pair qkv = random({4, 3, 2, 8}), cs = random({4, 8});
+    const std::vector<AttentionSegment> segment = {{0, 4, 0, 4}};
+    EXPECT_THROW(gpu_->rope_attention(random({4, 2, 2, 8}).gpu, cs.gpu, cs.gpu, segment, 1.0f,
+                                      AttentionPrecision::Bf16),
+                 Error)
+        << "two parts";
+    EXPECT_THROW(gpu_->rope_attention(random({4, 3, 2, 7}).gpu, random({4, 7}).gpu, random({4, 7}).gpu,
+                                      segment, 1.0f, AttentionPrecision::Bf16),
+                 Error)
+        << "odd head_dim";
+    EXPECT_THROW(gpu_->rope_attention(qkv.gpu, random({5, 8}).gpu, random({5, 8}).gpu, segment, 1.0f,
+                                      AttentionPrecision::Bf16),
+                 Error)
+        << "cos rows";
+    const std::vector<AttentionSegment> outside = {{0, 4, 1, 4}};
+    EXPECT_THROW(gpu_->rope_attention(qkv.gpu, cs.gpu, cs.gpu, outside, 1.0f, AttentionPrecision::Bf16),
+                 Error);
 }
 
 TEST_F(BackendOpsTest, PagedAttention) {

@@ -43,6 +43,19 @@ void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     }
 }
 
+void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
+                          const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
+                          const Tensor* b2) {
+    check_layer_norm(x, norm_w, norm_b);
+    check_linear(x, w1, b1);
+    if (w2.n_in != w1.n_out || w2.n_out != x.row_size() || !w2.data || (b2 && b2->n_elements() != w2.n_out) ||
+        w2.type == Quantization::None) {
+        fail("layer_norm_mlp_add: w2 ", quantization_name(w2.type), " [", w2.n_out, ", ", w2.n_in, "]",
+             b2 ? " with b2 " + shape_string(b2->shape) : std::string(), " does not take w1's ", w1.n_out,
+             " outputs back to x ", shape_string(x.shape));
+    }
+}
+
 void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     check_linear(x, w, b);
     if (y.shape != std::vector<int64_t>{x.rows(), w.n_out}) {

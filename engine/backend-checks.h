@@ -23,6 +23,11 @@ void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
 // linear's checks, and an even w.n_out: stacked gate and up halves.
 void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
+// x [n, d] through w1 [d_ff, d] and back through w2 [d, d_ff], the biases [d_ff] and [d] where given, the
+// norm's weight and bias [d].
+void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
+                          const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
+                          const Tensor* b2);
 // Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);

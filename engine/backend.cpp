@@ -34,6 +34,13 @@ Tensor Backend::linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_
     return linear_gelu_tanh(layer_norm(x, norm_w, norm_b, eps), w, b);
 }
 
+void Backend::layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                                 const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
+                                 const Tensor* b2) {
+    check_layer_norm_mlp(x, norm_w, norm_b, w1, b1, w2, b2);
+    linear_add(x, linear_layer_norm_gelu_tanh(x, norm_w, norm_b, eps, w1, b1), w2, b2);
+}
+
 Tensor Backend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
                                 const Tensor* b) {
     return linear(rms_norm(x, norm_w, eps), w, b);

@@ -113,6 +113,13 @@ public:
                                      const QuantizedTensor& w, const Tensor* b);
     virtual Tensor linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
                                                float eps, const QuantizedTensor& w, const Tensor* b);
+    // x += gelu_tanh(layer_norm(x, norm_w, norm_b, eps) · w1ᵀ + b1) · w2ᵀ + b2: a layer's norm and MLP added
+    // to the residual stream, the hidden values kept where the backend can in the form the second product
+    // reads (the default is linear_layer_norm_gelu_tanh, then linear_add).  x [n, d], w1 [d_ff, d], w2 [d,
+    // d_ff]
+    virtual void layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                                    const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
+                                    const Tensor* b2);
     // rms_norm(x, norm_w, eps) · wᵀ + b: the norm before a layer, written where the backend can in the form
     // the product reads (the default is rms_norm, then linear).  x [n, in], norm_w [in]  ->  [n, out]
     virtual Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,

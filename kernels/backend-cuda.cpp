@@ -439,6 +439,58 @@ public:
                                    "linear_layer_norm_gelu_tanh");
     }
 
+    // Above the GEMV's rows and with bfloat16 weights: the norm and the hidden values in bfloat16, both
+    // products on the tensor cores with GELU and the residual add in their epilogues (the first bias rounded
+    // to bfloat16, as cuBLASLt takes it beside a bfloat16 output). As the default does otherwise.
+    void layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
+                            const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
+                            const Tensor* b2) override {
+        check_layer_norm_mlp(x, norm_w, norm_b, w1, b1, w2, b2);
+        const int64_t n = x.rows(), d = x.row_size(), d_ff = w1.n_out;
+        if (n <= kernels::kQuantizedGemvMaxRows || w1.type != Quantization::Bf16 ||
+            w2.type != Quantization::Bf16) {
+            Backend::layer_norm_mlp_add(x, norm_w, norm_b, eps, w1, b1, w2, b2);
+            return;
+        }
+        const char* op = "layer_norm_mlp_add";
+        activate();
+        // bfloat16 pieces of scratch, each 256-byte aligned: the hidden values [n, d_ff], the normed input
+        // [n, d] and the first bias [d_ff]
+        constexpr int64_t kAlign = 256;
+        const auto aligned = [](int64_t n_values) { return (n_values * 2 + kAlign - 1) / kAlign * kAlign; };
+        const Tensor scratch = alloc_bytes(aligned(n * d_ff) + aligned(n * d) + aligned(d_ff), op);
+        auto* hidden = reinterpret_cast<uint16_t*>(scratch.f32());
+        uint16_t* normed = hidden + aligned(n * d_ff) / 2;
+        uint16_t* bias = normed + aligned(n * d) / 2;
+        if (b1) {
+            kernels::round_to_bf16(device_f32(*b1, op), bias, d_ff, stream());
+        }
+        kernels::layer_norm_bf16(device_f32(x, op), device_f32(norm_w, op), device_f32(norm_b, op), normed, n,
+                                 d, eps, stream());
+        kernels::LtLinearArgs up = lt_linear_args(normed, w1, n, kernels::LinearEpilogue::GeluTanh, op);
+        up.b_bf16 = b1 ? bias : nullptr;
+        up.y_bf16 = hidden;
+        gemm_->linear_bf16(up, stream());
+        kernels::LtLinearArgs down = lt_linear_args(hidden, w2, n, kernels::LinearEpilogue::Accumulate, op);
+        down.b = b2 ? device_f32(*b2, op) : nullptr;
+        down.y = x.f32();
+        gemm_->linear_bf16(down, stream());
+    }
+
+    // The product of n rows of bfloat16 x with bfloat16 w, into rows of w.n_out; bias and output to be set.
+    static kernels::LtLinearArgs lt_linear_args(const uint16_t* x, const QuantizedTensor& w, int64_t n,
+                                                kernels::LinearEpilogue epilogue, const char* op) {
+        kernels::LtLinearArgs a;
+        a.x = x;
+        a.w = static_cast<const uint16_t*>(device_weights(w, op));
+        a.n = n;
+        a.n_in = w.n_in;
+        a.n_out = w.n_out;
+        a.ld_y = w.n_out;
+        a.epilogue = epilogue;
+        return a;
+    }
+
     Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
                            const Tensor* b) override {
         check_rms_norm(x, norm_w);
@@ -979,6 +1031,15 @@ private:
         return y;
     }
 
+    // The device address of a quantized weight's values, after checking that this backend holds them.
+    static const void* device_weights(const QuantizedTensor& w, const char* op) {
+        if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
+            fail(op, ": ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
+                 "] is not in this backend's device memory");
+        }
+        return w.data->data();
+    }
+
     // Scratch of at least n_bytes (whole floats), or an empty tensor for none.
     Tensor alloc_bytes(int64_t n_bytes, const char* op) {
         return n_bytes > 0 ? alloc_uninitialized({(n_bytes + 3) / 4}, op) : Tensor{};
@@ -995,16 +1056,12 @@ private:
     void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
                           kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
                           const LinearOutputSpec& output = {}) {
-        if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
-            fail("linear: ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
-                 "] is not in this backend's device memory");
-        }
         kernels::QuantizedLinearArgs args;
         args.format = w.type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
                       : w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
                                                       : kernels::QuantizedFormat::Wint4;
         args.x = device_f32(x, "linear");
-        args.q = static_cast<const int8_t*>(w.data->data());
+        args.q = static_cast<const int8_t*>(device_weights(w, "linear"));
         args.scales = device_f32(w.scales, "linear");
         args.b = b ? device_f32(*b, "linear") : nullptr;
         args.y = y.f32();

@@ -74,7 +74,7 @@ LtGemm::LtGemm(void* workspace, size_t workspace_bytes)
 
 LtGemm::~LtGemm() = default;
 
-const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
+const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
     if (const auto it = plans_.find(key); it != plans_.end()) {
         return *it->second;
     }
@@ -83,7 +83,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
     if (plans_.size() >= kMaxPlans) {
         plans_.clear();
     }
-    const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment] = key;
+    const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment, bf16_output] = key;
     auto p = std::make_unique<Plan>();
     cublasLtMatmulDesc_t desc = nullptr;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -93,7 +93,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     const cublasLtEpilogue_t lt = lt_epilogue(static_cast<LinearEpilogue>(epilogue), has_bias != 0);
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt, sizeof(lt)));
-    const cudaDataType_t bias_type = CUDA_R_32F;
+    const cudaDataType_t bias_type = bf16_output != 0 ? CUDA_R_16BF : CUDA_R_32F;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
     // The heuristic reads the bias pointer's alignment.
@@ -101,7 +101,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
     p->a = make_layout(CUDA_R_16BF, n_in, n_out, n_in);
     p->b = make_layout(CUDA_R_16BF, n_in, n, n_in);
-    p->d = make_layout(CUDA_R_32F, n_out, n, ld_y);
+    p->d = make_layout(bf16_output != 0 ? CUDA_R_16BF : CUDA_R_32F, n_out, n, ld_y);
 
     cublasLtMatmulPreference_t pref_raw = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
@@ -122,7 +122,8 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const float* bias) {
     if (n_results == 0) {
         fail("cuBLASLt: no algorithm for a bfloat16 linear layer of ", n, " x ", n_in, " by ", n_out, " x ",
              n_in, " with epilogue ", epilogue_name(static_cast<LinearEpilogue>(epilogue)),
-             has_bias ? " and bias" : "", " (pointers aligned to ", alignment, " bytes)");
+             has_bias ? " and bias" : "", bf16_output != 0 ? ", bfloat16 output" : "",
+             " (pointers aligned to ", alignment, " bytes)");
     }
     p->algo = result.algo;
     return *plans_.emplace(key, std::move(p)).first->second;
@@ -135,20 +136,31 @@ void LtGemm::linear_bf16(const LtLinearArgs& args, cudaStream_t stream) {
     if (args.ld_y < args.n_out) {
         fail("cuBLASLt linear: row stride ", args.ld_y, " of y under its ", args.n_out, " columns");
     }
+    const bool bf16_output = args.y_bf16 != nullptr;
+    if ((args.y != nullptr) == bf16_output || (bf16_output && args.epilogue == LinearEpilogue::Accumulate) ||
+        (bf16_output ? args.b != nullptr : args.b_bf16 != nullptr)) {
+        fail("cuBLASLt linear: float32 output ", args.y != nullptr ? "given" : "missing",
+             ", bfloat16 output ", bf16_output ? "given" : "missing", ", float32 bias ",
+             args.b != nullptr ? "given" : "missing", ", bfloat16 bias ",
+             args.b_bf16 != nullptr ? "given" : "missing", ", epilogue ", epilogue_name(args.epilogue),
+             " (one output; bfloat16 only stored, with a bias of the output's type)");
+    }
+    void* y = bf16_output ? static_cast<void*>(args.y_bf16) : static_cast<void*>(args.y);
+    const void* bias = bf16_output ? static_cast<const void*>(args.b_bf16) : static_cast<const void*>(args.b);
     const int64_t alignment =
-        std::min({alignment_of(args.x), alignment_of(args.w), alignment_of(args.y), alignment_of(args.b)});
+        std::min({alignment_of(args.x), alignment_of(args.w), alignment_of(y), alignment_of(bias)});
     const Plan& p = plan({args.n, args.n_in, args.n_out, args.ld_y, static_cast<int64_t>(args.epilogue),
-                          args.b != nullptr ? 1 : 0, alignment},
-                         args.b);
-    if (args.b != nullptr) {
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &args.b,
-                                                    sizeof(args.b)));
+                          bias != nullptr ? 1 : 0, alignment, bf16_output ? 1 : 0},
+                         bias);
+    if (bias != nullptr) {
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof(bias)));
     }
     const float alpha = 1.0f;
     const float beta = args.epilogue == LinearEpilogue::Accumulate ? 1.0f : 0.0f;
     CUBLAS_CHECK(cublasLtMatmul(handle_.get(), p.desc.get(), &alpha, args.w, p.a.get(), args.x, p.b.get(),
-                                &beta, args.y, p.d.get(), args.y, p.d.get(), &p.algo, workspace_,
-                                workspace_bytes_, stream));
+                                &beta, y, p.d.get(), y, p.d.get(), &p.algo, workspace_, workspace_bytes_,
+                                stream));
 }
 
 }  // namespace folio::kernels

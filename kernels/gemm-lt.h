@@ -22,12 +22,16 @@ enum class LinearEpilogue {
 
 // y [n, n_out] float32 = epilogue(x [n, n_in] · w [n_out, n_in]ᵀ + b [n_out]); x and w are bfloat16 bits,
 // row-major with row strides n_in, y with row stride ld_y (>= n_out, so that a block of a layer's output
-// columns can be written in place). b float32 or null.
+// columns can be written in place). b float32 or null. With y_bf16 in place of y the output is written as
+// bfloat16 bits, rounded to nearest even (not for Accumulate), and the bias, if any, is b_bf16 in bfloat16
+// bits: cuBLASLt takes a bias of the output's type there.
 struct LtLinearArgs {
     const uint16_t* x = nullptr;
     const uint16_t* w = nullptr;
     const float* b = nullptr;
     float* y = nullptr;
+    uint16_t* y_bf16 = nullptr;
+    const uint16_t* b_bf16 = nullptr;
     int64_t n = 0;
     int64_t n_in = 0;
     int64_t n_out = 0;
@@ -49,9 +53,9 @@ public:
 
 private:
     struct Plan;
-    // n, n_in, n_out, ld_y, epilogue, bias present, alignment of the pointers in bytes
-    using PlanKey = std::array<int64_t, 7>;
-    const Plan& plan(const PlanKey& key, const float* bias);
+    // n, n_in, n_out, ld_y, epilogue, bias present, alignment of the pointers in bytes, bfloat16 output
+    using PlanKey = std::array<int64_t, 8>;
+    const Plan& plan(const PlanKey& key, const void* bias);
 
     struct HandleDestroy {
         void operator()(cublasLtHandle_t h) const { cublasLtDestroy(h); }

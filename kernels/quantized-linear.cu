@@ -358,21 +358,6 @@ __global__ void round_to_bf16_x4_kernel(const float4* __restrict__ x, uint2* __r
 
 namespace {
 
-// x [n] float32  ->  y [n] bfloat16, four values a thread where alignment allows.
-void round_to_bf16(const float* x, __nv_bfloat16* y, int64_t n, cudaStream_t stream) {
-    const bool quads =
-        n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
-    const int64_t n_threads = quads ? n / 4 : n;
-    const auto n_blocks = static_cast<unsigned int>((n_threads + kBlock - 1) / kBlock);
-    if (quads) {
-        round_to_bf16_x4_kernel<<<n_blocks, kBlock, 0, stream>>>(reinterpret_cast<const float4*>(x),
-                                                                 reinterpret_cast<uint2*>(y), n_threads);
-    } else {
-        round_to_bf16_kernel<<<n_blocks, kBlock, 0, stream>>>(x, y, n);
-    }
-    CUDA_CHECK(cudaGetLastError());
-}
-
 // The input of a transformed as a.input says (RmsNorm or LayerNorm), as the GEMV reads it.  ->  y [a.n,
 // a.n_in]
 void transform_input(const QuantizedLinearArgs& a, float* y, cudaStream_t stream) {
@@ -475,6 +460,21 @@ int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
     return gemm_operand_floats(a) + (a.output != LinearOutput::Plain ? a.n * a.n_out : 0);
 }
 
+void round_to_bf16(const float* x, uint16_t* y_bits, int64_t n, cudaStream_t stream) {
+    auto* y = reinterpret_cast<__nv_bfloat16*>(y_bits);
+    const bool quads =
+        n % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(y) % 8 == 0;
+    const int64_t n_threads = quads ? n / 4 : n;
+    const auto n_blocks = static_cast<unsigned int>((n_threads + kBlock - 1) / kBlock);
+    if (quads) {
+        round_to_bf16_x4_kernel<<<n_blocks, kBlock, 0, stream>>>(reinterpret_cast<const float4*>(x),
+                                                                 reinterpret_cast<uint2*>(y), n_threads);
+    } else {
+        round_to_bf16_kernel<<<n_blocks, kBlock, 0, stream>>>(x, y, n);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
                           int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,
                           cudaStream_t stream) {
@@ -533,7 +533,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     // after it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
     auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
     if (a.input == LinearInput::Plain) {
-        round_to_bf16(a.x, x_bf16, a.n * a.n_in, stream);
+        round_to_bf16(a.x, reinterpret_cast<uint16_t*>(x_bf16), a.n * a.n_in, stream);
     } else {
         transform_input(a, x_bf16, stream);
     }

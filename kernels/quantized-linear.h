@@ -79,6 +79,10 @@ int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,
                           cudaStream_t stream);
 
+// x [n] float32  ->  y [n] bfloat16 bits, rounded to nearest even, four values a thread where alignment
+// allows.
+void round_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+
 // Weight rows [row_begin, row_begin + n_rows) as bfloat16 bits, rounded to nearest even.  q, scales as above
 // ->  w [n_rows, n_in]
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,

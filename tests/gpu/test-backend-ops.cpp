@@ -426,6 +426,48 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
         << "odd rows";
 }
 
+// The vision encoder's norm and MLP added to the residual stream: bfloat16 weights above the GEMV's rows keep
+// the norm and hidden values in bfloat16 between two tensor-core products; other rows and formats take the
+// default's steps.
+TEST_F(BackendOpsTest, LayerNormMlpAdd) {
+    struct Case {
+        Quantization type;
+        int64_t d, d_ff;
+    };
+    for (const Case& c : std::vector<Case>{{Quantization::Bf16, 96, 130},
+                                           {Quantization::Bf16, 1152, 4304},
+                                           {Quantization::Wint8, 64, 128}}) {
+        const auto w1 = quantize(random_values(c.d_ff * c.d, seed_++), c.d_ff, c.d, c.type, 0);
+        const auto w2 = quantize(random_values(c.d * c.d_ff, seed_++), c.d, c.d_ff, c.type, 0);
+        const QuantizedTensor w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
+        const QuantizedTensor w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
+        for (const int64_t n : {1, 9, 130}) {
+            for (const bool with_bias : {false, true}) {
+                const std::string where = label(dims({n, c.d, c.d_ff}), with_bias ? " bias" : "");
+                const Pair b1 = random({c.d_ff}), b2 = random({c.d});
+                const Pair norm_w = random({c.d}, 1.0f, 0.1f), norm_b = random({c.d});
+                Pair x = random({n, c.d});
+                cpu_->layer_norm_mlp_add(x.cpu, norm_w.cpu, norm_b.cpu, 1e-6f, w1_cpu,
+                                         with_bias ? &b1.cpu : nullptr, w2_cpu,
+                                         with_bias ? &b2.cpu : nullptr);
+                gpu_->layer_norm_mlp_add(x.gpu, norm_w.gpu, norm_b.gpu, 1e-6f, w1_gpu,
+                                         with_bias ? &b1.gpu : nullptr, w2_gpu,
+                                         with_bias ? &b2.gpu : nullptr);
+                const double bound =
+                    n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                expect_close(label("layer_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
+                             where);
+            }
+        }
+    }
+    const QuantizedTensor w =
+        gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
+    Pair x = random({9, 16});
+    const Pair norm = random({16});
+    EXPECT_THROW(gpu_->layer_norm_mlp_add(x.gpu, norm.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr), Error)
+        << "w2 takes 16 values, not w1's 32";
+}
+
 TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
     for (const int64_t n : {1, 3, 17, 130}) {
         for (const int64_t d : {1, 7, 96, 1000, 1500}) {

@@ -1112,7 +1112,8 @@ private:
     std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
-    // Four threads copy host memory at about the rate the device link takes it.
+    // Up to four threads fill page-locked memory: one alone copied a vision batch's pixels at about 6 GB/s, a
+    // ninth of the device link's rate.
     kernels::HostStaging host_staging_{ThreadPool::at_most_hardware(4)};
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();

@@ -38,11 +38,10 @@ HostStaging::Chunk* HostStaging::next_chunk() {
     if (next_ == chunks_.size() && chunks_.size() < kMaxChunks) {
         void* p = nullptr;
         if (cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault) == cudaSuccess) {
+            std::unique_ptr<std::byte, HostFree> memory(static_cast<std::byte*>(p));
             cudaEvent_t e = nullptr;
             CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            Chunk& c = chunks_.emplace_back();
-            c.memory.reset(static_cast<std::byte*>(p));
-            c.read.reset(e);
+            chunks_.push_back({std::move(memory), std::unique_ptr<CUevent_st, EventDestroy>(e)});
         } else {
             cudaGetLastError();  // not sticky: later calls must not report it
         }

@@ -155,14 +155,23 @@ void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
 }
 
 Tensor PaddleOcrVl::apply_layer_norm(const Linear& layer, const Tensor& x, const Tensor& norm_w,
-                                     const Tensor& norm_b, float eps, bool gelu_tanh) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+                                     const Tensor& norm_b, float eps) {
     if (layer.q.data) {
-        return gelu_tanh ? backend_.linear_layer_norm_gelu_tanh(x, norm_w, norm_b, eps, layer.q, bias)
-                         : backend_.linear_layer_norm(x, norm_w, norm_b, eps, layer.q, bias);
+        return backend_.linear_layer_norm(x, norm_w, norm_b, eps, layer.q,
+                                          layer.b.empty() ? nullptr : &layer.b);
     }
-    const Tensor h = backend_.layer_norm(x, norm_w, norm_b, eps);
-    return gelu_tanh ? apply_gelu_tanh(layer, h) : apply(layer, h);
+    return apply(layer, backend_.layer_norm(x, norm_w, norm_b, eps));
+}
+
+void PaddleOcrVl::apply_layer_norm_mlp_add(Tensor& x, const Linear& fc1, const Linear& fc2,
+                                           const Tensor& norm_w, const Tensor& norm_b, float eps) {
+    if (fc1.q.data && fc2.q.data) {
+        backend_.layer_norm_mlp_add(x, norm_w, norm_b, eps, fc1.q, fc1.b.empty() ? nullptr : &fc1.b, fc2.q,
+                                    fc2.b.empty() ? nullptr : &fc2.b);
+        return;
+    }
+    apply_add(x, fc2,
+              apply_gelu_tanh(fc1, backend_.layer_norm(x, norm_w, norm_b, eps)));  // through [n, d_ff]
 }
 
 Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
@@ -326,21 +335,12 @@ Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
         // [n, 3, n_head, hd]
-        const Tensor qkv = reshaped(
-            apply_layer_norm(L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps, /*gelu_tanh=*/false),
-            {n, 3, n_head, hd});
+        const Tensor qkv = reshaped(apply_layer_norm(L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps),
+                                    {n, 3, n_head, hd});
         // [n, n_head, hd]
         const Tensor a = backend_.rope_attention(qkv, cos, sin, segments, scale, attention_precision());
         apply_add(x, L.o_proj, reshaped(a, {n, vd}));
-        if (L.fc1.q.data && L.fc2.q.data) {
-            backend_.layer_norm_mlp_add(x, L.ln2_w, L.ln2_b, vc.layer_norm_eps, L.fc1.q,
-                                        L.fc1.b.empty() ? nullptr : &L.fc1.b, L.fc2.q,
-                                        L.fc2.b.empty() ? nullptr : &L.fc2.b);
-        } else {
-            // through [n, vff]
-            apply_add(x, L.fc2,
-                      apply_layer_norm(L.fc1, x, L.ln2_w, L.ln2_b, vc.layer_norm_eps, /*gelu_tanh=*/true));
-        }
+        apply_layer_norm_mlp_add(x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
     }
     return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);
 }

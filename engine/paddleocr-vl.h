@@ -126,14 +126,17 @@ private:
                                const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                Quantization quantization);
     Tensor apply(const Linear& layer, const Tensor& x);
-    // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, layer_norm(x, norm_w, norm_b)) (its
-    // gelu_tanh with gelu_tanh set), apply(layer, rms_norm(x, norm)), swiglu(apply(layer, rms_norm(x, norm)))
-    // and rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...): one backend call where the weights are
-    // stored packed, which fuses the steps with the matrix product as far as it can.
+    // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, layer_norm(x, norm_w, norm_b)),
+    // x += apply(fc2, gelu_tanh(apply(fc1, layer_norm(x, norm_w, norm_b)))), apply(layer, rms_norm(x, norm)),
+    // swiglu(apply(layer, rms_norm(x, norm))) and rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...):
+    // one backend call where the weights are stored packed, which fuses the steps with the matrix products as
+    // far as it can.
     Tensor apply_gelu_tanh(const Linear& layer, const Tensor& x);
     void apply_add(Tensor& y, const Linear& layer, const Tensor& x);
     Tensor apply_layer_norm(const Linear& layer, const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                            float eps, bool gelu_tanh);
+                            float eps);
+    void apply_layer_norm_mlp_add(Tensor& x, const Linear& fc1, const Linear& fc2, const Tensor& norm_w,
+                                  const Tensor& norm_b, float eps);
     Tensor apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
     Tensor apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
     Tensor apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,

@@ -9,11 +9,10 @@ namespace folio::kernels {
 
 namespace {
 
-// A thread fills at least this much of a chunk: smaller pieces cost more in hand-overs than they gain.
+// A thread fills at least this much of a chunk, so that a small upload stays on the calling thread.
 constexpr int64_t kMinFillBytes = int64_t{512} << 10;
 
-}  // namespace
-
+// Copies the bytes [begin, end) of the parts taken one after another to dst.
 void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
                       std::byte* dst) {
     size_t part_begin = 0;  // offset of the current part within all of them
@@ -31,6 +30,8 @@ void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t 
         part_begin = part_end;
     }
 }
+
+}  // namespace
 
 HostStaging::HostStaging(int n_threads) : fill_threads_(n_threads) {}
 

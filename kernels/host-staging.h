@@ -53,8 +53,4 @@ private:
     ThreadPool fill_threads_;
 };
 
-// Copies the bytes [begin, end) of the parts taken one after another to dst.
-void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
-                      std::byte* dst);
-
 }  // namespace folio::kernels

@@ -1112,8 +1112,8 @@ private:
     std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
-    // Up to four threads fill page-locked memory: one alone copied a vision batch's pixels at about 6 GB/s, a
-    // ninth of the device link's rate.
+    // Up to four threads fill page-locked memory: with one, the host's part of a vision batch's upload took
+    // several times the copy to the device.
     kernels::HostStaging host_staging_{ThreadPool::at_most_hardware(4)};
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -585,13 +586,13 @@ public:
                      AttentionPrecision precision) override {
         check_attention(q, k, v, segments);
         check_head_dim(q, "attention");
-        const bool flash = use_flash(q, precision);
+        const bool flash = use_flash(q.shape[2], scale, precision);
         const bool bidirectional = std::none_of(segments.begin(), segments.end(),
                                                 [](const AttentionSegment& s) { return s.causal; });
         if (!flash && bidirectional && k.shape[1] == q.shape[1]) {
             return segment_attention(q, k, v, segments, scale);
         }
-        AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
+        AttentionSpans spans(flash ? kernels::kPaddedFlashTileRows : kernels::kAttentionTileRows);
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
                       seg.causal ? 1 : 0, seg.n_kv);
@@ -632,12 +633,11 @@ public:
         const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
             return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
         });
-        if (!tiled || precision != AttentionPrecision::Bf16 || head_dim > kernels::kMaxFlashHeadDim ||
-            compute_capability_major_ < 8) {
+        if (!tiled || !use_flash(head_dim, scale, precision)) {
             return Backend::rope_attention(qkv, cos, sin, segments, scale, precision);
         }
         const char* op = "rope_attention";
-        AttentionSpans spans(kernels::kFlashTileRows);
+        AttentionSpans spans(kernels::kPaddedFlashTileRows);
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
         }
@@ -710,7 +710,7 @@ public:
         check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
         const char* op = "paged_attention";
         check_head_dim(q, op);
-        const bool flash = use_flash(q, precision);
+        const bool flash = use_flash(q.shape[2], scale, precision);
         AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
         for (const PagedSequence& s : seqs) {
             spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
@@ -1046,9 +1046,10 @@ private:
     }
 
     // Whether an attention call's tiles of query rows go to the tensor cores.  q [n, n_head, head_dim]
-    bool use_flash(const Tensor& q, AttentionPrecision precision) const {
-        return precision == AttentionPrecision::Bf16 && q.shape[2] <= kernels::kMaxFlashHeadDim &&
-               compute_capability_major_ >= 8;
+    // The flash kernels' softmax needs a positive scale; other scales go through the float32 kernels.
+    bool use_flash(int64_t head_dim, float scale, AttentionPrecision precision) const {
+        return precision == AttentionPrecision::Bf16 && head_dim <= kernels::kMaxFlashHeadDim &&
+               compute_capability_major_ >= 8 && scale > 0.0f && std::isfinite(scale);
     }
 
     // y = output(epilogue(input(x) · wᵀ + b)), the arguments checked.  ->  y [n, w.n_out], [n, w.n_out / 2]

@@ -17,16 +17,33 @@ namespace folio::kernels {
 
 namespace {
 
-constexpr int kFlashWarps = 4;
+constexpr int kRowsPerTile = 16;  // the rows of one mma tile
+constexpr int kFlashWarps = 4;    // flash_attention_bf16_kernel: one tile of rows a warp
 constexpr int kFlashThreads = kFlashWarps * kWarpSize;
-constexpr int kRowsPerWarp = 16;  // the rows of one mma tile
-constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
+constexpr int kKeyBlock = 64;  // keys loaded to shared memory at a time
 constexpr int kKeyTiles = kKeyBlock / 8;
-constexpr int kPaddedStages = 2;       // key blocks in shared memory at once in the padded kernel
-constexpr int kPaddedBlocksPerSm = 3;  // registers capped so that three blocks fit a multiprocessor
+constexpr int kPaddedStages = 2;  // key blocks in shared memory at once in the padded kernel
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
-static_assert(kFlashWarps * kRowsPerWarp == kFlashTileRows);
+static_assert(kFlashWarps * kRowsPerTile == kFlashTileRows);
+
+// The padded kernel's tiles of rows a warp: two up to head_dim 80, so that each fragment of K and V read from
+// shared memory serves two tiles; one beyond, where two tiles' Q and O would not fit the registers.
+constexpr int padded_tiles_per_warp(int chunks) {
+    return chunks <= 5 ? 2 : 1;
+}
+
+constexpr int padded_threads(int chunks) {
+    return static_cast<int>(kPaddedFlashTileRows) / (kRowsPerTile * padded_tiles_per_warp(chunks)) *
+           kWarpSize;
+}
+
+// 2^x on the special function unit; 0 for -inf.
+__device__ inline float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 // Two floats as a bfloat16 pair, the first in the low half (the lower column of an mma fragment).
 __device__ inline uint32_t pack_bf16(float lo, float hi) {
@@ -95,46 +112,46 @@ __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restr
     y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
 }
 
-// One thread per pair of values: the q, k and v heads of stacked rows as rows of n_padded bfloat16 (zero past
-// head_dim), q and k turned by the row's cos and sin in rotate-half form as rope_f32 turns them.
+// One block per row, a thread per piece of 8 values of a head: the q, k and v heads of stacked rows as rows
+// of n_padded bfloat16 (zero past head_dim), q and k turned by the row's cos and sin in rotate-half form as
+// rope_f32 turns them.
 // qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another
 __global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const float* __restrict__ cos,
-                                       const float* __restrict__ sin, uint32_t* __restrict__ y, int64_t n,
-                                       int64_t n_head, int64_t head_dim, int64_t n_padded) {
-    const int64_t pairs = n_padded / 2;
-    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= 3 * n * n_head * pairs) {
-        return;
-    }
-    const int64_t d0 = i % pairs * 2;
-    const int64_t head_row = i / pairs;  // (part * n + row) * n_head + head
-    const int64_t head = head_row % n_head, row = head_row / n_head % n, part = head_row / n_head / n;
-    const float* x = qkv + ((row * 3 + part) * n_head + head) * head_dim;  // [head_dim]
-    const float* c = cos + row * head_dim;                                 // [head_dim]
-    const float* s = sin + row * head_dim;                                 // [head_dim]
-    const int64_t half = head_dim / 2;
-    float v[2];
+                                       const float* __restrict__ sin, uint4* __restrict__ y, int64_t n,
+                                       int n_head, int head_dim, int n_padded) {
+    const int64_t row = blockIdx.x;
+    const int n_pieces = n_padded / 8, half = head_dim / 2;
+    const float* c = cos + row * head_dim;  // [head_dim]
+    const float* s = sin + row * head_dim;  // [head_dim]
+    for (int item = static_cast<int>(threadIdx.x); item < 3 * n_head * n_pieces;
+         item += static_cast<int>(blockDim.x)) {
+        const int piece = item % n_pieces, head_part = item / n_pieces;  // head_part: part * n_head + head
+        const int part = head_part / n_head, head = head_part % n_head;
+        const float* x = qkv + (row * 3 * n_head + head_part) * head_dim;  // [head_dim]
+        float v[8];
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-        const int64_t d = d0 + e;
-        if (d >= head_dim) {
-            v[e] = 0.0f;
-        } else if (part == 2) {
-            v[e] = x[d];
-        } else if (d < half) {
-            v[e] = x[d] * c[d] - x[d + half] * s[d];
-        } else {
-            v[e] = x[d] * c[d] + x[d - half] * s[d];
+        for (int e = 0; e < 8; ++e) {
+            const int d = piece * 8 + e;
+            if (d >= head_dim) {
+                v[e] = 0.0f;
+            } else if (part == 2) {
+                v[e] = x[d];
+            } else if (d < half) {
+                v[e] = x[d] * c[d] - x[d + half] * s[d];
+            } else {
+                v[e] = x[d] * c[d] + x[d - half] * s[d];
+            }
         }
+        y[((part * n + row) * n_head + head) * n_pieces + piece] =
+            uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
     }
-    y[i] = pack_bf16(v[0], v[1]);
 }
 
-// What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its 16 query rows: Q as A
-// fragments, the keys each of its lane's two rows sees, the running maxima and sums of the online softmax and
-// O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of the warp's 16, and columns
-// 2 (lane % 4) + {0, 1} of every 8.
-template <int kChunks>
+// What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its kTiles * 16 query rows, as
+// kTiles tiles of 16: Q as A fragments, the keys each of its lane's rows sees, the running maxima and sums of
+// the online softmax and O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of each
+// tile, and columns 2 (lane % 4) + {0, 1} of every 8.
+template <int kChunks, int kTiles>
 struct WarpRows {
     static constexpr int kDimTiles = kChunks * 2;  // output columns in tiles of 8
 
@@ -142,13 +159,13 @@ struct WarpRows {
     int64_t h, kv_head;
     int64_t ld_q;  // floats per query row
     int lane, g, tq;
-    int rows[2];
-    int64_t n_visible[2];
-    int64_t warp_visible;  // the most keys a row of the warp sees
-    uint32_t qa[kChunks][4];
-    float o[kDimTiles][4] = {};
-    float row_max[2] = {-INFINITY, -INFINITY};  // of the scaled scores (base 2)
-    float row_sum[2] = {0.0f, 0.0f};            // this lane's part of the sums of exponentials
+    int warp_row;              // the first of the warp's rows in the span
+    int64_t warp_visible;      // the most keys a row of the warp sees
+    int64_t warp_all_visible;  // keys every row of the warp in the span sees
+    uint32_t qa[kTiles][kChunks][4];
+    float o[kTiles][kDimTiles][4] = {};
+    float row_max[kTiles][2];  // of the scaled scores (base 2)
+    float row_sum[kTiles][2];  // this lane's part of the sums of exponentials
 
     // q [n_q_total, n_head, head_dim] float32, or [n_q_total, n_head, kChunks * 16] bfloat16 padded with
     // zeros; spans [gridDim.x]
@@ -162,74 +179,100 @@ struct WarpRows {
           lane(static_cast<int>(threadIdx.x) % kWarpSize),
           g(lane / 4),
           tq(lane % 4),
-          rows{static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp + g,
-               static_cast<int>(threadIdx.x) / kWarpSize * kRowsPerWarp + g + 8} {
+          warp_row(static_cast<int>(threadIdx.x) / kWarpSize * kTiles * kRowsPerTile) {
+        warp_visible = 0;
+        warp_all_visible = INT64_MAX;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const bool valid = rows[r] < span.n_rows;
-            n_visible[r] = valid ? visible_keys(span, rows[r]) : 0;
-            constexpr bool kPadded = std::is_same_v<Q, uint16_t>;
-            const int64_t q_dim = kPadded ? kChunks * 16 : head_dim;
-            const Q* qr = q + ((span.q_row + (valid ? rows[r] : 0)) * n_head + h) * q_dim;  // [q_dim]
+        for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-            for (int c = 0; c < kChunks; ++c) {
-                const int64_t d = c * 16 + 2 * tq;
-                qa[c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
-                qa[c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
+            for (int r = 0; r < 2; ++r) {
+                row_max[i][r] = -INFINITY;
+                row_sum[i][r] = 0.0f;
+                const bool valid = row(i, r) < span.n_rows;
+                const int64_t n_visible = valid ? visible_keys(span, row(i, r)) : 0;
+                warp_visible = max(warp_visible, n_visible);
+                warp_all_visible = valid ? min(warp_all_visible, n_visible) : warp_all_visible;
+                constexpr bool kPadded = std::is_same_v<Q, uint16_t>;
+                const int64_t q_dim = kPadded ? kChunks * 16 : head_dim;
+                const Q* qr = q + ((span.q_row + (valid ? row(i, r) : 0)) * n_head + h) * q_dim;  // [q_dim]
+#pragma unroll
+                for (int c = 0; c < kChunks; ++c) {
+                    const int64_t d = c * 16 + 2 * tq;
+                    qa[i][c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
+                    qa[i][c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
+                }
             }
         }
-        warp_visible = max(n_visible[0], n_visible[1]);
         for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
             warp_visible = max(warp_visible, __shfl_xor_sync(0xffffffffu, warp_visible, offset));
+            warp_all_visible = min(warp_all_visible, __shfl_xor_sync(0xffffffffu, warp_all_visible, offset));
         }
     }
 
-    // The online softmax over the scores s of a block of keys from j0 (keys the lane's row r does not see,
-    // by seen(r, key), count as none), O rescaled to the new maxima, and the block's weights as A fragments
-    // for P · V: key tiles 2 kc and 2 kc + 1 are the two column halves of chunk kc.
-    // s [16, kKeyBlock] as kKeyTiles tiles of 8 keys
-    template <typename Seen>
-    __device__ void softmax(float (&s)[kKeyTiles][4], float scale_log2, Seen seen,
-                            uint32_t (&pa)[kKeyTiles / 2][4]) {
-        float block_max[2] = {row_max[0], row_max[1]};
+    // Row r (0: g, 1: g + 8) of the warp's tile i, in the span.
+    __device__ int row(int i, int r) const {
+        return warp_row + i * kRowsPerTile + g + 8 * r;
+    }
+
+    // The keys row r of tile i sees, whether or not it lies in the span.
+    __device__ int64_t visible(int i, int r) const {
+        return visible_keys(span, row(i, r));
+    }
+
+    // The online softmax over the scores s of a block of keys from j0, O rescaled to the new maxima, and the
+    // block's weights as A fragments for P · V: key tiles 2 kc and 2 kc + 1 are the two column halves of
+    // chunk kc. Where kMasked, keys the lane's row r of tile i does not see, by seen(i, r, key), count as
+    // none; otherwise every row of the warp sees every key of the block. The maxima are taken of the raw
+    // scores and scaled once (scale_log2 > 0), so that each weight is one fused multiply-add and one exp2. s
+    // [kTiles][16, kKeyBlock] as kKeyTiles tiles of 8 keys each
+    template <bool kMasked, typename Seen>
+    __device__ void softmax(float (&s)[kTiles][kKeyTiles][4], float scale_log2, Seen seen,
+                            uint32_t (&pa)[kTiles][kKeyTiles / 2][4]) {
 #pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
+        for (int i = 0; i < kTiles; ++i) {
+            float block_max[2] = {-INFINITY, -INFINITY};  // of the raw scores
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = e / 2, key = t * 8 + 2 * tq + e % 2;
-                s[t][e] = seen(r, key) ? s[t][e] * scale_log2 : -INFINITY;
-                block_max[r] = fmaxf(block_max[r], s[t][e]);
+            for (int t = 0; t < kKeyTiles; ++t) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int r = e / 2;
+                    if constexpr (kMasked) {
+                        s[i][t][e] = seen(i, r, t * 8 + 2 * tq + e % 2) ? s[i][t][e] : -INFINITY;
+                    }
+                    block_max[r] = fmaxf(block_max[r], s[i][t][e]);
+                }
             }
-        }
-        float base[2];
+            float base[2];  // the new maximum, scaled, or zero for a row that has seen no key
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 1));
-            block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 2));
-            const float correction = block_max[r] == -INFINITY ? 1.0f : exp2f(row_max[r] - block_max[r]);
-            base[r] = block_max[r] == -INFINITY ? 0.0f : block_max[r];
-            row_max[r] = block_max[r];
-            row_sum[r] *= correction;
+            for (int r = 0; r < 2; ++r) {
+                block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 1));
+                block_max[r] = fmaxf(block_max[r], __shfl_xor_sync(0xffffffffu, block_max[r], 2));
+                const float new_max = fmaxf(row_max[i][r], block_max[r] * scale_log2);
+                const float correction = new_max == -INFINITY ? 1.0f : fast_exp2(row_max[i][r] - new_max);
+                base[r] = new_max == -INFINITY ? 0.0f : new_max;
+                row_max[i][r] = new_max;
+                row_sum[i][r] *= correction;
 #pragma unroll
-            for (int n = 0; n < kDimTiles; ++n) {
-                o[n][2 * r] *= correction;
-                o[n][2 * r + 1] *= correction;
+                for (int n = 0; n < kDimTiles; ++n) {
+                    o[i][n][2 * r] *= correction;
+                    o[i][n][2 * r + 1] *= correction;
+                }
             }
-        }
 #pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
+            for (int t = 0; t < kKeyTiles; ++t) {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                s[t][e] = exp2f(s[t][e] - base[e / 2]);
-                row_sum[e / 2] += s[t][e];
+                for (int e = 0; e < 4; ++e) {
+                    s[i][t][e] = fast_exp2(fmaf(s[i][t][e], scale_log2, -base[e / 2]));
+                    row_sum[i][e / 2] += s[i][t][e];
+                }
             }
-        }
 #pragma unroll
-        for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
-            pa[kc][0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
-            pa[kc][1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
-            pa[kc][2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
-            pa[kc][3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+            for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
+                pa[i][kc][0] = pack_bf16(s[i][2 * kc][0], s[i][2 * kc][1]);
+                pa[i][kc][1] = pack_bf16(s[i][2 * kc][2], s[i][2 * kc][3]);
+                pa[i][kc][2] = pack_bf16(s[i][2 * kc + 1][0], s[i][2 * kc + 1][1]);
+                pa[i][kc][3] = pack_bf16(s[i][2 * kc + 1][2], s[i][2 * kc + 1][3]);
+            }
         }
     }
 
@@ -237,21 +280,25 @@ struct WarpRows {
     // out [n_q_total, n_head, head_dim]
     __device__ void store(float* out, int64_t head_dim) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-            row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-            if (rows[r] >= span.n_rows) {
-                continue;
-            }
-            float* orow = out + (span.q_row + rows[r]) * ld_q + h * head_dim;  // [head_dim]
-            const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r] : 0.0f;
+        for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-            for (int n = 0; n < kDimTiles; ++n) {
+            for (int r = 0; r < 2; ++r) {
+                float sum = row_sum[i][r];
+                sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+                sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+                if (row(i, r) >= span.n_rows) {
+                    continue;
+                }
+                float* orow = out + (span.q_row + row(i, r)) * ld_q + h * head_dim;  // [head_dim]
+                const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int64_t d = n * 8 + 2 * tq + e;
-                    if (d < head_dim) {
-                        orow[d] = o[n][2 * r + e] * inv;
+                for (int n = 0; n < kDimTiles; ++n) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int64_t d = n * 8 + 2 * tq + e;
+                        if (d < head_dim) {
+                            orow[d] = o[i][n][2 * r + e] * inv;
+                        }
                     }
                 }
             }
@@ -259,10 +306,10 @@ struct WarpRows {
     }
 };
 
-// One block per (span of up to kFlashTileRows query rows, head); each warp owns 16 rows. Blocks of kKeyBlock
-// keys of float32 rows are rounded to bfloat16 into shared memory (K as rows, V transposed), then each warp
-// takes S = Q Kᵀ and O += P V on the tensor cores with an online softmax on S between.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
+// One block per (span of up to kFlashTileRows query rows, head); each warp owns one tile of 16 rows. Blocks
+// of kKeyBlock keys of float32 rows are rounded to bfloat16 into shared memory (K as rows, V transposed),
+// then each warp takes S = Q Kᵀ and O += P V on the tensor cores with an online softmax on S between. q, out
+// [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
 template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
 __global__ void __launch_bounds__(kFlashThreads)
     flash_attention_bf16_kernel(const float* __restrict__ q, const float* __restrict__ k,
@@ -280,7 +327,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     __shared__ __align__(16) __nv_bfloat16 v_block[kDim * kVStride];       // [kDim, kVStride]: V transposed
     __shared__ int64_t kv_rows[kKeyBlock];                                 // -1: no key
 
-    WarpRows<kChunks> w(q, spans, n_head, n_kv_head, head_dim);
+    WarpRows<kChunks, 1> w(q, spans, n_head, n_kv_head, head_dim);
     const AttentionSpan& span = w.span;
     const int64_t kv_head = w.kv_head, ld_kv = n_kv_head * head_dim;
     const int g = w.g, tq = w.tq;
@@ -338,40 +385,41 @@ __global__ void __launch_bounds__(kFlashThreads)
             continue;  // every row of this warp is done; the others still need the block
         }
 
-        float s[kKeyTiles][4] = {};  // S [16, kKeyBlock]
+        float s[1][kKeyTiles][4] = {};  // S [16, kKeyBlock]
 #pragma unroll
         for (int t = 0; t < kKeyTiles; ++t) {
             const __nv_bfloat16* kr = k_block + (t * 8 + g) * kKStride + 2 * tq;
 #pragma unroll
             for (int c = 0; c < kChunks; ++c) {
-                mma_bf16(s[t], w.qa[c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
+                mma_bf16(s[0][t], w.qa[0][c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
             }
         }
-        uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
+        uint32_t pa[1][kKeyTiles / 2][4];  // P [16, kKeyBlock]
         // A paged key may lie outside the cache.
-        w.softmax(
-            s, scale_log2, [&](int r, int key) { return j0 + key < w.n_visible[r] && kv_rows[key] >= 0; },
-            pa);
+        w.template softmax<true>(
+            s, scale_log2,
+            [&](int i, int r, int key) { return j0 + key < w.visible(i, r) && kv_rows[key] >= 0; }, pa);
 #pragma unroll
         for (int n = 0; n < kDimTiles; ++n) {
             const __nv_bfloat16* vr = v_block + (n * 8 + g) * kVStride + 2 * tq;
 #pragma unroll
             for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
-                mma_bf16(w.o[n], pa[kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
+                mma_bf16(w.o[0][n], pa[0][kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
             }
         }
     }
     w.store(out, head_dim);
 }
 
-// The same for keys of one contiguous run each, Q, K and V already bfloat16 rows of kDim values (zero past
-// head_dim; pad_rows_bf16 or rope_split_bf16 makes them): blocks of keys come by asynchronous copy, the next
-// one while the warps work on the current one, K and V both as rows, and the fragments are read with ldmatrix
-// (V transposed as it is read).
+// The same for keys of one contiguous run each, spans of up to kPaddedFlashTileRows rows, Q, K and V already
+// bfloat16 rows of kDim values (zero past head_dim; pad_rows_bf16 or rope_split_bf16 makes them): blocks of
+// keys come by asynchronous copy, the next one while the warps work on the current one, K and V both as rows,
+// and the fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles
+// of rows. Blocks of keys that every row of a warp sees whole skip the mask.
 // q [n_q_total, n_head, kDim], k, v [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory
 // padded_shared_bytes(kChunks)
-template <int kChunks>
-__global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
+template <int kChunks, int kTiles = padded_tiles_per_warp(kChunks), int kThreads = padded_threads(kChunks)>
+__global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
     flash_attention_padded_kernel(const uint16_t* __restrict__ q, const uint4* __restrict__ k,
                                   const uint4* __restrict__ v, float* __restrict__ out,
                                   const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
@@ -383,10 +431,10 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
     // matrix fall on different banks.
     constexpr int kStride = kDim + 8;
     constexpr int kBlockElems = kKeyBlock * kStride;
-    constexpr int kCopies = (kKeyBlock * kPieces + kFlashThreads - 1) / kFlashThreads;  // per thread, K and V
+    constexpr int kCopies = (kKeyBlock * kPieces + kThreads - 1) / kThreads;  // per thread, K and V
     extern __shared__ __align__(16) __nv_bfloat16 blocks[];  // K then V of each stage, [kKeyBlock, kStride]
 
-    WarpRows<kChunks> w(q, spans, n_head, n_kv_head, head_dim);
+    WarpRows<kChunks, kTiles> w(q, spans, n_head, n_kv_head, head_dim);
     const AttentionSpan& span = w.span;
     const int64_t kv_head = w.kv_head;
     const int lane = w.lane;
@@ -399,7 +447,7 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
         __nv_bfloat16* vb = kb + kBlockElems;
 #pragma unroll
         for (int u = 0; u < kCopies; ++u) {
-            const int i = static_cast<int>(threadIdx.x) + u * kFlashThreads;
+            const int i = static_cast<int>(threadIdx.x) + u * kThreads;
             if (i < kKeyBlock * kPieces) {
                 const int key = i / kPieces, piece = i % kPieces;
                 const int64_t j = b * kKeyBlock + key;
@@ -432,28 +480,39 @@ __global__ void __launch_bounds__(kFlashThreads, kPaddedBlocksPerSm)
             // columns of a chunk; for P V, keys of the lower or upper half of a chunk at column tile
             // n + lane / 16.
             const int half = lane / 8 % 2 * 8, pair = lane / 16, r8 = lane % 8;
-            float s[kKeyTiles][4] = {};  // S [16, kKeyBlock]
+            float s[kTiles][kKeyTiles][4] = {};  // S [kTiles][16, kKeyBlock]
 #pragma unroll
             for (int t = 0; t < kKeyTiles; t += 2) {
 #pragma unroll
                 for (int c = 0; c < kChunks; ++c) {
                     uint32_t m[4];
                     load_matrices(m, kb + ((t + pair) * 8 + r8) * kStride + c * 16 + half);
-                    mma_bf16(s[t], w.qa[c], m[0], m[1]);
-                    mma_bf16(s[t + 1], w.qa[c], m[2], m[3]);
+#pragma unroll
+                    for (int i = 0; i < kTiles; ++i) {
+                        mma_bf16(s[i][t], w.qa[i][c], m[0], m[1]);
+                        mma_bf16(s[i][t + 1], w.qa[i][c], m[2], m[3]);
+                    }
                 }
             }
-            uint32_t pa[kKeyTiles / 2][4];  // P [16, kKeyBlock]
-            w.softmax(
-                s, scale_log2, [&](int r, int key) { return j0 + key < w.n_visible[r]; }, pa);
+            uint32_t pa[kTiles][kKeyTiles / 2][4];  // P [kTiles][16, kKeyBlock]
+            if (j0 + kKeyBlock <= w.warp_all_visible) {
+                w.template softmax<false>(
+                    s, scale_log2, [](int, int, int) { return true; }, pa);
+            } else {
+                w.template softmax<true>(
+                    s, scale_log2, [&](int i, int r, int key) { return j0 + key < w.visible(i, r); }, pa);
+            }
 #pragma unroll
             for (int n = 0; n < kDimTiles; n += 2) {
 #pragma unroll
                 for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
                     uint32_t m[4];
                     load_matrices_transposed(m, vb + (kc * 16 + half + r8) * kStride + (n + pair) * 8);
-                    mma_bf16(w.o[n], pa[kc], m[0], m[1]);
-                    mma_bf16(w.o[n + 1], pa[kc], m[2], m[3]);
+#pragma unroll
+                    for (int i = 0; i < kTiles; ++i) {
+                        mma_bf16(w.o[i][n], pa[i][kc], m[0], m[1]);
+                        mma_bf16(w.o[i][n + 1], pa[i][kc], m[2], m[3]);
+                    }
                 }
             }
         }
@@ -472,10 +531,15 @@ int64_t padded_head_dim(int64_t head_dim) {
     return (head_dim + 15) / 16 * 16;
 }
 
-void check_flash_shape(int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
+// The softmax takes each row's maximum of the raw scores, which is the maximum of the scaled ones only for a
+// positive scale.
+void check_flash_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale) {
     if (head_dim <= 0 || head_dim > kMaxFlashHeadDim || n_kv_head <= 0 || n_head % n_kv_head != 0) {
         fail("flash attention kernel: head_dim ", head_dim, " (at most ", kMaxFlashHeadDim, "), ", n_head,
              " heads over ", n_kv_head, " K/V heads");
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale)) {
+        fail("flash attention kernel: the scale must be positive and finite, got ", scale);
     }
 }
 
@@ -507,7 +571,7 @@ void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v
                                             static_cast<int>(kShared)));
         }
         const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_padded_kernel<kChunks><<<grid, kFlashThreads, kShared, stream>>>(
+        flash_attention_padded_kernel<kChunks><<<grid, padded_threads(kChunks), kShared, stream>>>(
             q, reinterpret_cast<const uint4*>(k), reinterpret_cast<const uint4*>(v), out, spans, n_head,
             n_kv_head, head_dim, scale_log2);
         CUDA_CHECK(cudaGetLastError());
@@ -542,7 +606,7 @@ void flash_attention_bf16(const float* q, const float* k, const float* v, float*
     if (n_spans == 0 || n_head == 0) {
         return;
     }
-    check_flash_shape(n_head, n_kv_head, head_dim);
+    check_flash_args(n_head, n_kv_head, head_dim, scale);
     // Q, K and V once in bfloat16, rows padded to the tensor cores' width, so that the blocks of every tile
     // of queries are read in 16-byte pieces and not rounded again.
     auto* q_bf16 = static_cast<uint16_t*>(scratch);
@@ -565,16 +629,16 @@ void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* 
     if (n_spans == 0 || n_head == 0) {
         return;
     }
-    check_flash_shape(n_head, n_head, head_dim);
+    check_flash_args(n_head, n_head, head_dim, scale);
     if (head_dim % 2 != 0) {
         fail("rope_flash_attention_bf16: rotate-half needs an even head_dim, got ", head_dim);
     }
     const int64_t n_padded = padded_head_dim(head_dim);
     auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
-    const int64_t n_pairs = 3 * n * n_head * n_padded / 2;
-    constexpr int kBlock = 256;
-    rope_split_bf16_kernel<<<static_cast<unsigned int>((n_pairs + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-        qkv, cos, sin, reinterpret_cast<uint32_t*>(q_bf16), n, n_head, head_dim, n_padded);
+    constexpr int kBlock = 128;
+    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, 0, stream>>>(
+        qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
+        static_cast<int>(head_dim), static_cast<int>(n_padded));
     CUDA_CHECK(cudaGetLastError());
     launch_flash_padded(q_bf16, q_bf16 + n * n_head * n_padded, q_bf16 + 2 * n * n_head * n_padded, out,
                         spans, n_spans, n_head, n_head, head_dim, scale, stream);
@@ -587,7 +651,7 @@ void paged_flash_attention_bf16(const float* q, const float* k_cache, const floa
     if (n_spans == 0 || n_head == 0) {
         return;
     }
-    check_flash_shape(n_head, n_kv_head, head_dim);
+    check_flash_args(n_head, n_kv_head, head_dim, scale);
     launch_flash(q, k_cache, v_cache, out, spans, n_spans, PagedKeys{block_tables, block_size, n_blocks},
                  n_head, n_kv_head, head_dim, scale, stream);
 }

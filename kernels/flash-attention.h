@@ -12,16 +12,18 @@
 
 namespace folio::kernels {
 
-// The most query rows of one span these kernels take, and the largest head_dim.
+// The most query rows of one span paged_flash_attention_bf16 takes, of one span flash_attention_bf16 and
+// rope_flash_attention_bf16 take, and the largest head_dim.
 constexpr int64_t kFlashTileRows = 64;
+constexpr int64_t kPaddedFlashTileRows = 128;
 constexpr int64_t kMaxFlashHeadDim = 128;
 
 // Bytes of scratch flash_attention_bf16 takes: Q, K and V in bfloat16, rows padded to a multiple of 16.
 int64_t flash_scratch_bytes(int64_t n_q_total, int64_t n_head, int64_t n_kv_total, int64_t n_kv_head,
                             int64_t head_dim);
 
-// Softmax(q kᵀ · scale) v for the rows of each span (at most kFlashTileRows) and every head; rows outside
-// the spans are left as they are, a row that sees no key gets zeros.
+// Softmax(q kᵀ · scale) v (scale > 0) for the rows of each span (at most kPaddedFlashTileRows) and every
+// head; rows outside the spans are left as they are, a row that sees no key gets zeros.
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [n_spans] (device),
 // scratch [flash_scratch_bytes()] bytes of device memory, 16-byte aligned
 void flash_attention_bf16(const float* q, const float* k, const float* v, float* out,
@@ -42,7 +44,7 @@ void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* 
                                const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
                                int64_t head_dim, float scale, void* scratch, cudaStream_t stream);
 
-// The same with keys in a paged cache, as paged_attention_f32 reads them.
+// The same with keys in a paged cache, as paged_attention_f32 reads them, spans of at most kFlashTileRows.
 // k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], block_tables (device)
 void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const AttentionSpan* spans, int64_t n_spans, const int32_t* block_tables,

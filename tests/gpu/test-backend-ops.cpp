@@ -573,6 +573,20 @@ TEST_F(BackendOpsTest, Attention) {
             }
         }
     }
+    // The tensor-core kernels take a positive scale only; others go through the float32 kernels.
+    const std::vector<AttentionSegment> image = {{0, 40, 0, 40}};
+    for (const float scale : {-0.3f, 0.0f}) {
+        const Pair qi = random({40, 2, 72}), ki = random({40, 2, 72}), vi = random({40, 2, 72});
+        expect_close("attention bf16, scale not positive",
+                     gpu_->attention(qi.gpu, ki.gpu, vi.gpu, image, scale, AttentionPrecision::Bf16),
+                     cpu_->attention(qi.cpu, ki.cpu, vi.cpu, image, scale, AttentionPrecision::F32),
+                     kF32Bound, label("scale ", scale));
+        const Pair qkv = random({40, 3, 2, 72}), cs = random({40, 72});
+        expect_close("rope_attention bf16, scale not positive",
+                     gpu_->rope_attention(qkv.gpu, cs.gpu, cs.gpu, image, scale, AttentionPrecision::Bf16),
+                     cpu_->rope_attention(qkv.cpu, cs.cpu, cs.cpu, image, scale, AttentionPrecision::F32),
+                     kF32Bound, label("scale ", scale));
+    }
     const Pair q = random({4, 4, 8}), k = random({6, 3, 8});
     const std::vector<AttentionSegment> segment = {{0, 4, 0, 6}};
     EXPECT_THROW(gpu_->attention(q.gpu, k.gpu, k.gpu, segment, 1.0f, AttentionPrecision::Bf16), Error)

@@ -220,6 +220,40 @@ struct AttentionSpans {
     }
 };
 
+// The tiled sequences of a paged call on the tensor cores, whose keys are gathered into bfloat16 rows first:
+// in groups whose keys together fit max_rows rows (a sequence with more goes alone), every group's runs of
+// keys and tiles of query rows one after another, a tile's kv_start being its run's first row in the group.
+struct PagedFlashGroups {
+    struct Group {
+        size_t first_run = 0, n_runs = 0, first_tile = 0, n_tiles = 0;
+        int64_t n_rows = 0;   // keys gathered
+        int64_t max_run = 0;  // keys of the longest run
+    };
+    std::vector<kernels::PagedKeyRun> runs;
+    std::vector<kernels::AttentionSpan> tiles;
+    std::vector<Group> groups;
+
+    PagedFlashGroups(std::span<const PagedSequence> seqs, int64_t max_rows) {
+        AttentionSpans spans(kernels::kFlashTileRows);
+        for (const PagedSequence& s : seqs) {
+            if (s.n_q < AttentionSpans::kMinTiledRows) {
+                continue;  // row by row in paged_attention_f32
+            }
+            if (groups.empty() || (groups.back().n_rows > 0 && groups.back().n_rows + s.n_kv > max_rows)) {
+                groups.push_back({runs.size(), 0, spans.tiles.size(), 0, 0, 0});
+            }
+            Group& g = groups.back();
+            runs.push_back({s.table_begin, s.n_kv, g.n_rows});
+            spans.add(s.q_begin, s.n_q, g.n_rows, s.n_kv - s.n_q + 1, 1, s.n_kv);
+            g.n_runs += 1;
+            g.n_tiles = spans.tiles.size() - g.first_tile;
+            g.n_rows += s.n_kv;
+            g.max_run = std::max(g.max_run, s.n_kv);
+        }
+        tiles = std::move(spans.tiles);
+    }
+};
+
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.
 float* device_f32(const Tensor& t, const char* op) {
     if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
@@ -592,7 +626,7 @@ public:
         if (!flash && bidirectional && k.shape[1] == q.shape[1]) {
             return segment_attention(q, k, v, segments, scale);
         }
-        AttentionSpans spans(flash ? kernels::kPaddedFlashTileRows : kernels::kAttentionTileRows);
+        AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.causal ? seg.q_pos_offset + 1 : seg.n_kv,
                       seg.causal ? 1 : 0, seg.n_kv);
@@ -637,7 +671,7 @@ public:
             return Backend::rope_attention(qkv, cos, sin, segments, scale, precision);
         }
         const char* op = "rope_attention";
-        AttentionSpans spans(kernels::kPaddedFlashTileRows);
+        AttentionSpans spans(kernels::kFlashTileRows);
         for (const auto& seg : segments) {
             spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
         }
@@ -711,16 +745,22 @@ public:
         const char* op = "paged_attention";
         check_head_dim(q, op);
         const bool flash = use_flash(q.shape[2], scale, precision);
-        AttentionSpans spans(flash ? kernels::kFlashTileRows : kernels::kAttentionTileRows);
+        AttentionSpans spans(kernels::kAttentionTileRows);
         for (const PagedSequence& s : seqs) {
             spans.add(s.q_begin, s.n_q, s.table_begin, s.n_kv - s.n_q + 1, 1, s.n_kv);
         }
+        // The scratch of the gathered keys stays within what a prefill of the call's rows takes.
+        constexpr int64_t kMinGatherRows = 8192;
+        const PagedFlashGroups groups(flash ? seqs : std::span<const PagedSequence>{},
+                                      std::max(q.shape[0], kMinGatherRows));
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         Tensor out = alloc_zeroed(q.shape, op);
         const Splits splits = attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1],
                                                k_cache.shape[1], q.shape[2], spans.max_row_visible, op);
-        const auto staged = stage({std::as_bytes(std::span(spans.rows)),
-                                   std::as_bytes(std::span(spans.tiles)), std::as_bytes(block_tables)});
+        const auto staged =
+            stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles)),
+                   std::as_bytes(block_tables), std::as_bytes(std::span(groups.runs)),
+                   std::as_bytes(std::span(groups.tiles))});
         const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
         const auto* tile_spans = static_cast<const kernels::AttentionSpan*>(staged[1]);
         const auto* tables = static_cast<const int32_t*>(staged[2]);
@@ -731,11 +771,24 @@ public:
                                      out.f32(), row_spans, n_rows, splits.kernel_splits, tile_spans,
                                      flash ? 0 : n_tiles, tables, block_size, n_blocks, q.shape[1],
                                      k_cache.shape[1], q.shape[2], scale, stream());
-        if (flash) {
-            kernels::paged_flash_attention_bf16(device_f32(q, op), device_f32(k_cache, op),
-                                                device_f32(v_cache, op), out.f32(), tile_spans, n_tiles,
-                                                tables, block_size, n_blocks, q.shape[1], k_cache.shape[1],
-                                                q.shape[2], scale, stream());
+        if (groups.groups.empty()) {
+            return out;
+        }
+        const int64_t n_head = q.shape[1], n_kv_head = k_cache.shape[1], head_dim = q.shape[2];
+        const Tensor q_bf16 = alloc_bytes(kernels::padded_rows_bytes(q.shape[0] * n_head, head_dim), op);
+        kernels::round_rows_bf16(device_f32(q, op), reinterpret_cast<uint16_t*>(q_bf16.f32()),
+                                 q.shape[0] * n_head, head_dim, stream());
+        const auto* runs = static_cast<const kernels::PagedKeyRun*>(staged[3]);
+        const auto* flash_tiles = static_cast<const kernels::AttentionSpan*>(staged[4]);
+        for (const PagedFlashGroups::Group& g : groups.groups) {
+            const Tensor scratch =
+                alloc_bytes(2 * kernels::padded_rows_bytes(g.n_rows * n_kv_head, head_dim), op);
+            kernels::paged_flash_attention_bf16(reinterpret_cast<const uint16_t*>(q_bf16.f32()),
+                                                device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
+                                                flash_tiles + g.first_tile, static_cast<int64_t>(g.n_tiles),
+                                                runs + g.first_run, static_cast<int64_t>(g.n_runs), g.max_run,
+                                                tables, block_size, n_blocks, n_head, n_kv_head, head_dim,
+                                                scale, scratch.f32(), g.n_rows, stream());
         }
         return out;
     }
@@ -1045,8 +1098,8 @@ private:
         return n_bytes > 0 ? alloc_uninitialized({(n_bytes + 3) / 4}, op) : Tensor{};
     }
 
-    // Whether an attention call's tiles of query rows go to the tensor cores.  q [n, n_head, head_dim]
-    // The flash kernels' softmax needs a positive scale; other scales go through the float32 kernels.
+    // Whether an attention call's tiles of query rows go to the tensor cores, whose softmax needs a positive
+    // scale; other scales go through the float32 kernels.
     bool use_flash(int64_t head_dim, float scale, AttentionPrecision precision) const {
         return precision == AttentionPrecision::Bf16 && head_dim <= kernels::kMaxFlashHeadDim &&
                compute_capability_major_ >= 8 && scale > 0.0f && std::isfinite(scale);

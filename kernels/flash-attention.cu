@@ -1,5 +1,4 @@
 #include <cmath>
-#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -18,24 +17,20 @@ namespace folio::kernels {
 namespace {
 
 constexpr int kRowsPerTile = 16;  // the rows of one mma tile
-constexpr int kFlashWarps = 4;    // flash_attention_bf16_kernel: one tile of rows a warp
-constexpr int kFlashThreads = kFlashWarps * kWarpSize;
-constexpr int kKeyBlock = 64;  // keys loaded to shared memory at a time
+constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
 constexpr int kKeyTiles = kKeyBlock / 8;
-constexpr int kPaddedStages = 2;  // key blocks in shared memory at once in the padded kernel
+constexpr int kStages = 2;  // key blocks in shared memory at once
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
-static_assert(kFlashWarps * kRowsPerTile == kFlashTileRows);
 
-// The padded kernel's tiles of rows a warp: two up to head_dim 80, so that each fragment of K and V read from
+// The tiles of rows a warp: two up to head_dim 80, so that each fragment of K and V read from
 // shared memory serves two tiles; one beyond, where two tiles' Q and O would not fit the registers.
 constexpr int padded_tiles_per_warp(int chunks) {
     return chunks <= 5 ? 2 : 1;
 }
 
 constexpr int padded_threads(int chunks) {
-    return static_cast<int>(kPaddedFlashTileRows) / (kRowsPerTile * padded_tiles_per_warp(chunks)) *
-           kWarpSize;
+    return static_cast<int>(kFlashTileRows) / (kRowsPerTile * padded_tiles_per_warp(chunks)) * kWarpSize;
 }
 
 // 2^x on the special function unit; 0 for -inf.
@@ -51,13 +46,8 @@ __device__ inline uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<const uint32_t*>(&v);
 }
 
-// Elements d and d + 1 of a row of head_dim floats as a bfloat16 pair, zero past the row.
-__device__ inline uint32_t load_pair(const float* row, int64_t d, int64_t head_dim) {
-    return pack_bf16(d < head_dim ? row[d] : 0.0f, d + 1 < head_dim ? row[d + 1] : 0.0f);
-}
-
-// The same from a row of bfloat16 padded with zeros past head_dim to a multiple of 16 (d is even).
-__device__ inline uint32_t load_pair(const uint16_t* row, int64_t d, int64_t /*head_dim*/) {
+// Elements d and d + 1 (d even) of a row of bfloat16 as a pair.
+__device__ inline uint32_t load_pair(const uint16_t* row, int64_t d) {
     return *reinterpret_cast<const uint32_t*>(row + d);
 }
 
@@ -69,10 +59,6 @@ __device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t 
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ inline uint32_t shared_pair(const __nv_bfloat16* p) {
-    return *reinterpret_cast<const uint32_t*>(p);
 }
 
 // Four 8x8 bfloat16 matrices from shared memory, lanes 8m to 8m + 7 giving the addresses of matrix m's rows:
@@ -147,6 +133,42 @@ __global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const floa
     }
 }
 
+// One thread per 16-byte piece of a key row and of its value row: the keys of each run (blockIdx.y), from the
+// paged cache's float32 rows to bfloat16 rows of n_padded values (zero past head_dim) at the run's rows of k
+// and v; a block-table entry outside the cache's n_blocks gives zeros (the host checks the tables first).
+// k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], runs [gridDim.y]
+//   ->  k, v [rows of the runs, n_kv_head, n_padded]
+__global__ void gather_paged_bf16_kernel(const float* __restrict__ k_cache, const float* __restrict__ v_cache,
+                                         const int32_t* __restrict__ block_tables,
+                                         const PagedKeyRun* __restrict__ runs, int64_t block_size,
+                                         int64_t n_blocks, int n_kv_head, int head_dim, int n_padded,
+                                         uint4* __restrict__ k, uint4* __restrict__ v) {
+    const PagedKeyRun run = runs[blockIdx.y];
+    const int n_pieces = n_padded / 8;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // (key, head, piece)
+    if (i >= run.n_kv * n_kv_head * n_pieces) {
+        return;
+    }
+    const int piece = static_cast<int>(i % n_pieces);
+    const int64_t key_head = i / n_pieces;
+    const int head = static_cast<int>(key_head % n_kv_head);
+    const int64_t j = key_head / n_kv_head;
+    const int64_t block = block_tables[run.table_begin + j / block_size];
+    const bool valid = block >= 0 && block < n_blocks;
+    const int64_t src = ((valid ? block * block_size + j % block_size : 0) * n_kv_head + head) * head_dim;
+    uint32_t kp[4], vp[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const int d = piece * 8 + 2 * e;
+        const bool lo = valid && d < head_dim, hi = valid && d + 1 < head_dim;
+        kp[e] = pack_bf16(lo ? k_cache[src + d] : 0.0f, hi ? k_cache[src + d + 1] : 0.0f);
+        vp[e] = pack_bf16(lo ? v_cache[src + d] : 0.0f, hi ? v_cache[src + d + 1] : 0.0f);
+    }
+    const int64_t dst = ((run.dst_row + j) * n_kv_head + head) * n_pieces + piece;
+    k[dst] = uint4{kp[0], kp[1], kp[2], kp[3]};
+    v[dst] = uint4{vp[0], vp[1], vp[2], vp[3]};
+}
+
 // What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its kTiles * 16 query rows, as
 // kTiles tiles of 16: Q as A fragments, the keys each of its lane's rows sees, the running maxima and sums of
 // the online softmax and O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of each
@@ -167,10 +189,8 @@ struct WarpRows {
     float row_max[kTiles][2];  // of the scaled scores (base 2)
     float row_sum[kTiles][2];  // this lane's part of the sums of exponentials
 
-    // q [n_q_total, n_head, head_dim] float32, or [n_q_total, n_head, kChunks * 16] bfloat16 padded with
-    // zeros; spans [gridDim.x]
-    template <typename Q>
-    __device__ WarpRows(const Q* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
+    // q [n_q_total, n_head, kChunks * 16] bfloat16 padded with zeros, spans [gridDim.x]
+    __device__ WarpRows(const uint16_t* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
                         int64_t head_dim)
         : span(spans[blockIdx.x]),
           h(blockIdx.y),
@@ -192,14 +212,13 @@ struct WarpRows {
                 const int64_t n_visible = valid ? visible_keys(span, row(i, r)) : 0;
                 warp_visible = max(warp_visible, n_visible);
                 warp_all_visible = valid ? min(warp_all_visible, n_visible) : warp_all_visible;
-                constexpr bool kPadded = std::is_same_v<Q, uint16_t>;
-                const int64_t q_dim = kPadded ? kChunks * 16 : head_dim;
-                const Q* qr = q + ((span.q_row + (valid ? row(i, r) : 0)) * n_head + h) * q_dim;  // [q_dim]
+                // [kChunks * 16]
+                const uint16_t* qr = q + ((span.q_row + (valid ? row(i, r) : 0)) * n_head + h) * kChunks * 16;
 #pragma unroll
                 for (int c = 0; c < kChunks; ++c) {
                     const int64_t d = c * 16 + 2 * tq;
-                    qa[i][c][r] = valid ? load_pair(qr, d, head_dim) : 0u;
-                    qa[i][c][r + 2] = valid ? load_pair(qr, d + 8, head_dim) : 0u;
+                    qa[i][c][r] = valid ? load_pair(qr, d) : 0u;
+                    qa[i][c][r + 2] = valid ? load_pair(qr, d + 8) : 0u;
                 }
             }
         }
@@ -306,118 +325,13 @@ struct WarpRows {
     }
 };
 
-// One block per (span of up to kFlashTileRows query rows, head); each warp owns one tile of 16 rows. Blocks
-// of kKeyBlock keys of float32 rows are rounded to bfloat16 into shared memory (K as rows, V transposed),
-// then each warp takes S = Q Kᵀ and O += P V on the tensor cores with an online softmax on S between. q, out
-// [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
-template <int kChunks, typename Keys>  // kChunks: head_dim in pieces of 16, rounded up
-__global__ void __launch_bounds__(kFlashThreads)
-    flash_attention_bf16_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                const float* __restrict__ v, float* __restrict__ out,
-                                const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
-                                int64_t head_dim, float scale_log2) {
-    constexpr int kDim = kChunks * 16;   // head_dim padded with zeros
-    constexpr int kDimTiles = kDim / 8;  // output columns in tiles of 8
-    constexpr int kKStride = kDim + 8;   // bf16 per key row: the padding spreads fragment reads over banks
-    constexpr int kVStride = kKeyBlock + 8;                           // bf16 per row of transposed V
-    constexpr int kLoadSteps = kKeyBlock * kDim / 2 / kFlashThreads;  // pairs per thread, K and V alike
-    constexpr int kLoadBatch = kLoadSteps % 8 == 0 ? 8 : 4;
-    static_assert(kLoadSteps * kFlashThreads == kKeyBlock * kDim / 2 && kLoadSteps % kLoadBatch == 0);
-    __shared__ __align__(16) __nv_bfloat16 k_block[kKeyBlock * kKStride];  // [kKeyBlock, kKStride]
-    __shared__ __align__(16) __nv_bfloat16 v_block[kDim * kVStride];       // [kDim, kVStride]: V transposed
-    __shared__ int64_t kv_rows[kKeyBlock];                                 // -1: no key
-
-    WarpRows<kChunks, 1> w(q, spans, n_head, n_kv_head, head_dim);
-    const AttentionSpan& span = w.span;
-    const int64_t kv_head = w.kv_head, ld_kv = n_kv_head * head_dim;
-    const int g = w.g, tq = w.tq;
-    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
-
-    for (int64_t j0 = 0; j0 < span_visible; j0 += kKeyBlock) {
-        __syncthreads();  // the previous block is no longer read
-        if (threadIdx.x < kKeyBlock) {
-            const int64_t j = j0 + threadIdx.x;
-            kv_rows[threadIdx.x] = j < span_visible ? keys.row(span.kv_start, j) : -1;
-        }
-        __syncthreads();
-        // Each thread moves kDim / 4 pairs of K and of V, its loads issued kLoadBatch at a time ahead of the
-        // stores that wait for them.
-#pragma unroll 1
-        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-            float a[kLoadBatch], b[kLoadBatch];
-#pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                const int64_t row = kv_rows[key];
-                const float* kr = k + max(row, int64_t{0}) * ld_kv + kv_head * head_dim;  // [head_dim]
-                a[u] = row >= 0 && d < head_dim ? kr[d] : 0.0f;
-                b[u] = row >= 0 && d + 1 < head_dim ? kr[d + 1] : 0.0f;
-            }
-#pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int key = i / (kDim / 2), d = i % (kDim / 2) * 2;
-                *reinterpret_cast<uint32_t*>(&k_block[key * kKStride + d]) = pack_bf16(a[u], b[u]);
-            }
-        }
-#pragma unroll 1
-        for (int i0 = 0; i0 < kLoadSteps; i0 += kLoadBatch) {
-            float a[kLoadBatch], b[kLoadBatch];
-#pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int d = i % kDim, key = i / kDim * 2;
-                const int64_t row0 = kv_rows[key], row1 = kv_rows[key + 1];
-                const int64_t at = kv_head * head_dim + d;
-                a[u] = row0 >= 0 && d < head_dim ? v[row0 * ld_kv + at] : 0.0f;
-                b[u] = row1 >= 0 && d < head_dim ? v[row1 * ld_kv + at] : 0.0f;
-            }
-#pragma unroll
-            for (int u = 0; u < kLoadBatch; ++u) {
-                const int i = static_cast<int>(threadIdx.x) + (i0 + u) * kFlashThreads;
-                const int d = i % kDim, key = i / kDim * 2;
-                *reinterpret_cast<uint32_t*>(&v_block[d * kVStride + key]) = pack_bf16(a[u], b[u]);
-            }
-        }
-        __syncthreads();
-        if (j0 >= w.warp_visible) {
-            continue;  // every row of this warp is done; the others still need the block
-        }
-
-        float s[1][kKeyTiles][4] = {};  // S [16, kKeyBlock]
-#pragma unroll
-        for (int t = 0; t < kKeyTiles; ++t) {
-            const __nv_bfloat16* kr = k_block + (t * 8 + g) * kKStride + 2 * tq;
-#pragma unroll
-            for (int c = 0; c < kChunks; ++c) {
-                mma_bf16(s[0][t], w.qa[0][c], shared_pair(kr + c * 16), shared_pair(kr + c * 16 + 8));
-            }
-        }
-        uint32_t pa[1][kKeyTiles / 2][4];  // P [16, kKeyBlock]
-        // A paged key may lie outside the cache.
-        w.template softmax<true>(
-            s, scale_log2,
-            [&](int i, int r, int key) { return j0 + key < w.visible(i, r) && kv_rows[key] >= 0; }, pa);
-#pragma unroll
-        for (int n = 0; n < kDimTiles; ++n) {
-            const __nv_bfloat16* vr = v_block + (n * 8 + g) * kVStride + 2 * tq;
-#pragma unroll
-            for (int kc = 0; kc < kKeyTiles / 2; ++kc) {
-                mma_bf16(w.o[0][n], pa[0][kc], shared_pair(vr + kc * 16), shared_pair(vr + kc * 16 + 8));
-            }
-        }
-    }
-    w.store(out, head_dim);
-}
-
-// The same for keys of one contiguous run each, spans of up to kPaddedFlashTileRows rows, Q, K and V already
-// bfloat16 rows of kDim values (zero past head_dim; pad_rows_bf16 or rope_split_bf16 makes them): blocks of
-// keys come by asynchronous copy, the next one while the warps work on the current one, K and V both as rows,
-// and the fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles
-// of rows. Blocks of keys that every row of a warp sees whole skip the mask.
-// q [n_q_total, n_head, kDim], k, v [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory
-// padded_shared_bytes(kChunks)
+// One block per (span of up to kFlashTileRows query rows, head), the keys of each span one contiguous
+// run, Q, K and V bfloat16 rows of kDim values (zero past head_dim; pad_rows_bf16, rope_split_bf16 or
+// gather_paged_bf16_kernel makes them); each warp owns kTiles tiles of 16 rows. Blocks of keys come by
+// asynchronous copy, the next one while the warps work on the current one, K and V both as rows, and the
+// fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles of
+// rows. Blocks of keys that every row of a warp sees whole skip the mask. q [n_q_total, n_head, kDim], k, v
+// [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory padded_shared_bytes(kChunks)
 template <int kChunks, int kTiles = padded_tiles_per_warp(kChunks), int kThreads = padded_threads(kChunks)>
 __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
     flash_attention_padded_kernel(const uint16_t* __restrict__ q, const uint4* __restrict__ k,
@@ -443,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
 
     // Keys past the span's come as zeros, so that their weights of zero meet finite values.
     const auto load_block = [&](int64_t b) {
-        __nv_bfloat16* kb = blocks + b % kPaddedStages * 2 * kBlockElems;
+        __nv_bfloat16* kb = blocks + b % kStages * 2 * kBlockElems;
         __nv_bfloat16* vb = kb + kBlockElems;
 #pragma unroll
         for (int u = 0; u < kCopies; ++u) {
@@ -474,7 +388,7 @@ __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
         __syncthreads();  // every thread's copies of block b have landed
         const int64_t j0 = b * kKeyBlock;
         if (j0 < w.warp_visible) {
-            const __nv_bfloat16* kb = blocks + b % kPaddedStages * 2 * kBlockElems;
+            const __nv_bfloat16* kb = blocks + b % kStages * 2 * kBlockElems;
             const __nv_bfloat16* vb = kb + kBlockElems;
             // The lane's row address of each ldmatrix: for S, key tile t + lane / 16 at the lower or upper 8
             // columns of a chunk; for P V, keys of the lower or upper half of a chunk at column tile
@@ -523,7 +437,7 @@ __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
 
 // Dynamic shared memory of flash_attention_padded_kernel<kChunks>.
 constexpr size_t padded_shared_bytes(int chunks) {
-    return size_t{kPaddedStages} * 2 * kKeyBlock * (chunks * 16 + 8) * sizeof(__nv_bfloat16);
+    return size_t{kStages} * 2 * kKeyBlock * (chunks * 16 + 8) * sizeof(__nv_bfloat16);
 }
 
 // head_dim rounded up to the tensor cores' pieces of 16.
@@ -541,21 +455,6 @@ void check_flash_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim, float
     if (!(scale > 0.0f) || !std::isfinite(scale)) {
         fail("flash attention kernel: the scale must be positive and finite, got ", scale);
     }
-}
-
-template <typename Keys>
-void launch_flash(const float* q, const float* k, const float* v, float* out, const AttentionSpan* spans,
-                  int64_t n_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                  float scale, cudaStream_t stream) {
-    const float scale_log2 = scale * static_cast<float>(M_LOG2E);
-    // head_dim is at most kMaxFlashHeadDim: 8 pieces of 16.
-    with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
-        constexpr int kChunks = decltype(chunks)::value;
-        const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_bf16_kernel<kChunks, Keys><<<grid, kFlashThreads, 0, stream>>>(
-            q, k, v, out, spans, keys, n_head, n_kv_head, head_dim, scale_log2);
-        CUDA_CHECK(cudaGetLastError());
-    });
 }
 
 void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v, float* out,
@@ -644,16 +543,39 @@ void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* 
                         spans, n_spans, n_head, n_head, head_dim, scale, stream);
 }
 
-void paged_flash_attention_bf16(const float* q, const float* k_cache, const float* v_cache, float* out,
-                                const AttentionSpan* spans, int64_t n_spans, const int32_t* block_tables,
+int64_t padded_rows_bytes(int64_t n_rows, int64_t head_dim) {
+    return n_rows * padded_head_dim(head_dim) * static_cast<int64_t>(sizeof(uint16_t));
+}
+
+void round_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_dim, cudaStream_t stream) {
+    pad_rows_bf16(x, y, n_rows, head_dim, stream);
+}
+
+void paged_flash_attention_bf16(const uint16_t* q, const float* k_cache, const float* v_cache, float* out,
+                                const AttentionSpan* spans, int64_t n_spans, const PagedKeyRun* runs,
+                                int64_t n_runs, int64_t max_run_kv, const int32_t* block_tables,
                                 int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
-                                int64_t head_dim, float scale, cudaStream_t stream) {
+                                int64_t head_dim, float scale, void* scratch, int64_t n_scratch_rows,
+                                cudaStream_t stream) {
     if (n_spans == 0 || n_head == 0) {
         return;
     }
     check_flash_args(n_head, n_kv_head, head_dim, scale);
-    launch_flash(q, k_cache, v_cache, out, spans, n_spans, PagedKeys{block_tables, block_size, n_blocks},
-                 n_head, n_kv_head, head_dim, scale, stream);
+    const int64_t n_padded = padded_head_dim(head_dim);
+    auto* k_bf16 = static_cast<uint16_t*>(scratch);  // [n_scratch_rows, n_kv_head, n_padded]
+    uint16_t* v_bf16 = k_bf16 + n_scratch_rows * n_kv_head * n_padded;
+    const int64_t n_pieces = max_run_kv * n_kv_head * n_padded / 8;
+    if (n_runs > 0 && n_pieces > 0) {
+        constexpr int kBlock = 256;
+        const dim3 grid(static_cast<unsigned int>((n_pieces + kBlock - 1) / kBlock),
+                        static_cast<unsigned int>(n_runs));
+        gather_paged_bf16_kernel<<<grid, kBlock, 0, stream>>>(
+            k_cache, v_cache, block_tables, runs, block_size, n_blocks, static_cast<int>(n_kv_head),
+            static_cast<int>(head_dim), static_cast<int>(n_padded), reinterpret_cast<uint4*>(k_bf16),
+            reinterpret_cast<uint4*>(v_bf16));
+        CUDA_CHECK(cudaGetLastError());
+    }
+    launch_flash_padded(q, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale, stream);
 }
 
 }  // namespace folio::kernels

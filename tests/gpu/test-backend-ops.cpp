@@ -655,9 +655,10 @@ TEST_F(BackendOpsTest, PagedAttention) {
             for (const int64_t hd : {7, 32, 128}) {
                 const int64_t n_head = 8, n_kv_head = 2;
                 // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose
-                // keys are split over several blocks.
-                const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},   {1, 3},    {17, 17},
-                                                                         {5, 130}, {1, 2000}, {70, 300}};
+                // keys are split over several blocks, and two long chunks whose keys with the others' exceed
+                // what the tensor-core path gathers at once (8,192 keys here), so that it gathers twice.
+                const std::vector<std::pair<int64_t, int64_t>> shapes = {
+                    {1, 1}, {1, 3}, {17, 17}, {5, 130}, {1, 2000}, {70, 300}, {150, 4500}, {9, 4200}};
                 std::vector<PagedSequence> seqs;
                 std::vector<int32_t> tables;
                 int64_t n_tokens = 0, n_blocks_used = 0;

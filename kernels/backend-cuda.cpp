@@ -239,7 +239,7 @@ struct PagedFlashGroups {
             if (s.n_q < AttentionSpans::kMinTiledRows) {
                 continue;  // row by row in paged_attention_f32
             }
-            if (groups.empty() || (groups.back().n_rows > 0 && groups.back().n_rows + s.n_kv > max_rows)) {
+            if (groups.empty() || groups.back().n_rows + s.n_kv > max_rows) {
                 groups.push_back({runs.size(), 0, spans.tiles.size(), 0, 0, 0});
             }
             Group& g = groups.back();

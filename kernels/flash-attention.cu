@@ -326,7 +326,7 @@ struct WarpRows {
 };
 
 // One block per (span of up to kFlashTileRows query rows, head), the keys of each span one contiguous
-// run, Q, K and V bfloat16 rows of kDim values (zero past head_dim; pad_rows_bf16, rope_split_bf16 or
+// run, Q, K and V bfloat16 rows of kDim values (zero past head_dim; round_rows_bf16, rope_split_bf16 or
 // gather_paged_bf16_kernel makes them); each warp owns kTiles tiles of 16 rows. Blocks of keys come by
 // asynchronous copy, the next one while the warps work on the current one, K and V both as rows, and the
 // fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles of
@@ -477,17 +477,6 @@ void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v
     });
 }
 
-void pad_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_dim, cudaStream_t stream) {
-    const int64_t n_pieces = n_rows * padded_head_dim(head_dim) / 8;
-    if (n_pieces == 0) {
-        return;
-    }
-    constexpr int kBlock = 256;
-    pad_rows_bf16_kernel<<<static_cast<unsigned int>((n_pieces + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
-        x, reinterpret_cast<uint4*>(y), n_rows, head_dim, padded_head_dim(head_dim));
-    CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -511,9 +500,9 @@ void flash_attention_bf16(const float* q, const float* k, const float* v, float*
     auto* q_bf16 = static_cast<uint16_t*>(scratch);
     uint16_t* k_bf16 = q_bf16 + n_q_total * n_head * padded_head_dim(head_dim);
     uint16_t* v_bf16 = k_bf16 + n_kv_total * n_kv_head * padded_head_dim(head_dim);
-    pad_rows_bf16(q, q_bf16, n_q_total * n_head, head_dim, stream);
-    pad_rows_bf16(k, k_bf16, n_kv_total * n_kv_head, head_dim, stream);
-    pad_rows_bf16(v, v_bf16, n_kv_total * n_kv_head, head_dim, stream);
+    round_rows_bf16(q, q_bf16, n_q_total * n_head, head_dim, stream);
+    round_rows_bf16(k, k_bf16, n_kv_total * n_kv_head, head_dim, stream);
+    round_rows_bf16(v, v_bf16, n_kv_total * n_kv_head, head_dim, stream);
     launch_flash_padded(q_bf16, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale,
                         stream);
 }
@@ -548,7 +537,14 @@ int64_t padded_rows_bytes(int64_t n_rows, int64_t head_dim) {
 }
 
 void round_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_dim, cudaStream_t stream) {
-    pad_rows_bf16(x, y, n_rows, head_dim, stream);
+    const int64_t n_pieces = n_rows * padded_head_dim(head_dim) / 8;
+    if (n_pieces == 0) {
+        return;
+    }
+    constexpr int kBlock = 256;
+    pad_rows_bf16_kernel<<<static_cast<unsigned int>((n_pieces + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        x, reinterpret_cast<uint4*>(y), n_rows, head_dim, padded_head_dim(head_dim));
+    CUDA_CHECK(cudaGetLastError());
 }
 
 void paged_flash_attention_bf16(const uint16_t* q, const float* k_cache, const float* v_cache, float* out,

@@ -201,6 +201,31 @@ void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& si
     check_segments(segments, qkv.shape, qkv.shape, "rope_attention");
 }
 
+void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
+                                const Tensor& sin, std::span<const AttentionSegment> segments) {
+    check_layer_norm(x, w.norm_w, w.norm_b);
+    const int64_t d = x.row_size();
+    if (x.shape.size() != 2 || w.n_head <= 0 || d % w.n_head != 0 || d / w.n_head % 2 != 0) {
+        fail("layer_norm_attention_add: x ", shape_string(x.shape), " is not rows of ", w.n_head,
+             " heads of an even size");
+    }
+    if (w.qkv.n_out != 3 * d || w.qkv.n_in != d || !w.qkv.data ||
+        (w.qkv_b && w.qkv_b->n_elements() != 3 * d) || w.out.n_out != d || w.out.n_in != d || !w.out.data ||
+        (w.out_b && w.out_b->n_elements() != d) || w.qkv.type == Quantization::None ||
+        w.out.type == Quantization::None) {
+        fail("layer_norm_attention_add: qkv ", quantization_name(w.qkv.type), " [", w.qkv.n_out, ", ",
+             w.qkv.n_in, "] and out ", quantization_name(w.out.type), " [", w.out.n_out, ", ", w.out.n_in,
+             "] (with their biases) are not [", 3 * d, ", ", d, "] and [", d, ", ", d, "] for x ",
+             shape_string(x.shape));
+    }
+    const int64_t n = x.rows(), head_dim = d / w.n_head;
+    if (cos.shape != std::vector<int64_t>{n, head_dim} || sin.shape != cos.shape) {
+        fail("layer_norm_attention_add: x ", shape_string(x.shape), " of ", w.n_head, " heads with cos ",
+             shape_string(cos.shape), " and sin ", shape_string(sin.shape));
+    }
+    check_segments(segments, x.shape, x.shape, "layer_norm_attention_add");
+}
+
 void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size) {

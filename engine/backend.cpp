@@ -80,6 +80,17 @@ Tensor Backend::rope_attention(const Tensor& qkv, const Tensor& cos, const Tenso
     return attention(q, k, v, segments, scale, precision);
 }
 
+void Backend::layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
+                                       const Tensor& sin, std::span<const AttentionSegment> segments,
+                                       float scale, AttentionPrecision precision) {
+    check_layer_norm_attention(x, w, cos, sin, segments);
+    const int64_t n = x.rows(), d = x.row_size();
+    const Tensor qkv = linear_layer_norm(x, w.norm_w, w.norm_b, w.eps, w.qkv, w.qkv_b);  // [n, 3 d]
+    const Tensor a = rope_attention(qkv.view(0, {n, 3, w.n_head, d / w.n_head}), cos, sin, segments, scale,
+                                    precision);  // [n, n_head, d / n_head]
+    linear_add(x, a.view(0, {n, d}), w.out, w.out_b);
+}
+
 void Backend::begin_recording() {
     fail(name(), ": this backend cannot record work");
 }

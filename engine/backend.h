@@ -54,6 +54,19 @@ struct MropeParams {
     std::array<int, 3> section{};
 };
 
+// The attention half of a vision layer: its LayerNorm, the stacked q, k and v projection (rows q, then k,
+// then v, each n_head heads) and the output projection. Biases may be null.
+struct NormAttentionWeights {
+    const Tensor& norm_w;
+    const Tensor& norm_b;
+    float eps = 0.0f;
+    const QuantizedTensor& qkv;
+    const Tensor* qkv_b = nullptr;
+    const QuantizedTensor& out;
+    const Tensor* out_b = nullptr;
+    int64_t n_head = 0;
+};
+
 // The arithmetic of attention's two products. Bf16: q, k, v and the softmax weights may be rounded to
 // bfloat16 for the tensor cores, with float32 sums (the bfloat16 bound holds); a backend without such units
 // computes float32 as for F32.
@@ -163,6 +176,13 @@ public:
     virtual Tensor rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
                                   std::span<const AttentionSegment> segments, float scale,
                                   AttentionPrecision precision);
+    // x += rope_attention(layer_norm(x) · qkvᵀ + qkv_b, cos, sin, ...) · outᵀ + out_b: a vision layer's
+    // norm, attention and output projection added to the residual stream, q, k, v and the attention output
+    // kept where the backend can in the form the next step reads (the default is linear_layer_norm, then
+    // rope_attention, then linear_add).  x [n, d], qkv [3 d, d], out [d, d], cos/sin [n, d / n_head]
+    virtual void layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
+                                          const Tensor& sin, std::span<const AttentionSegment> segments,
+                                          float scale, AttentionPrecision precision);
     // Causal attention of a batch of sequences over their paged caches, grouped K/V heads.
     // q [n_tokens, n_head, head_dim], k_cache/v_cache [n_blocks * block_size, n_kv_head, head_dim]
     //   ->  [n_tokens, n_head, head_dim]

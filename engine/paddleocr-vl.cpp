@@ -21,6 +21,11 @@ Tensor reshaped(const Tensor& t, std::vector<int64_t> shape) {
     return r;
 }
 
+// A layer's bias, or null where it has none.
+const Tensor* bias_of(const Linear& layer) {
+    return layer.b.empty() ? nullptr : &layer.b;
+}
+
 constexpr float kProjectorNormEps = 1e-5f;  // fixed in the reference projector, not read from the config
 
 // How one linear layer is stored. WINT4 groups must tile a row; a layer whose input size they do not divide
@@ -131,12 +136,12 @@ Linear PaddleOcrVl::load_stacked_linear(WeightSource& weights, const std::vector
 }
 
 Tensor PaddleOcrVl::apply(const Linear& layer, const Tensor& x) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    const Tensor* bias = bias_of(layer);
     return layer.q.data ? backend_.linear(x, layer.q, bias) : backend_.linear(x, layer.w, bias);
 }
 
 Tensor PaddleOcrVl::apply_gelu_tanh(const Linear& layer, const Tensor& x) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    const Tensor* bias = bias_of(layer);
     if (layer.q.data) {
         return backend_.linear_gelu_tanh(x, layer.q, bias);
     }
@@ -146,7 +151,7 @@ Tensor PaddleOcrVl::apply_gelu_tanh(const Linear& layer, const Tensor& x) {
 }
 
 void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
-    const Tensor* bias = layer.b.empty() ? nullptr : &layer.b;
+    const Tensor* bias = bias_of(layer);
     if (layer.q.data) {
         backend_.linear_add(y, x, layer.q, bias);
     } else {
@@ -157,8 +162,7 @@ void PaddleOcrVl::apply_add(Tensor& y, const Linear& layer, const Tensor& x) {
 Tensor PaddleOcrVl::apply_layer_norm(const Linear& layer, const Tensor& x, const Tensor& norm_w,
                                      const Tensor& norm_b, float eps) {
     if (layer.q.data) {
-        return backend_.linear_layer_norm(x, norm_w, norm_b, eps, layer.q,
-                                          layer.b.empty() ? nullptr : &layer.b);
+        return backend_.linear_layer_norm(x, norm_w, norm_b, eps, layer.q, bias_of(layer));
     }
     return apply(layer, backend_.layer_norm(x, norm_w, norm_b, eps));
 }
@@ -166,8 +170,7 @@ Tensor PaddleOcrVl::apply_layer_norm(const Linear& layer, const Tensor& x, const
 void PaddleOcrVl::apply_layer_norm_mlp_add(Tensor& x, const Linear& fc1, const Linear& fc2,
                                            const Tensor& norm_w, const Tensor& norm_b, float eps) {
     if (fc1.q.data && fc2.q.data) {
-        backend_.layer_norm_mlp_add(x, norm_w, norm_b, eps, fc1.q, fc1.b.empty() ? nullptr : &fc1.b, fc2.q,
-                                    fc2.b.empty() ? nullptr : &fc2.b);
+        backend_.layer_norm_mlp_add(x, norm_w, norm_b, eps, fc1.q, bias_of(fc1), fc2.q, bias_of(fc2));
         return;
     }
     apply_add(x, fc2,
@@ -176,7 +179,7 @@ void PaddleOcrVl::apply_layer_norm_mlp_add(Tensor& x, const Linear& fc1, const L
 
 Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
     if (layer.q.data) {
-        return backend_.linear_rms_norm(x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b);
+        return backend_.linear_rms_norm(x, norm, eps, layer.q, bias_of(layer));
     }
     return apply(layer, backend_.rms_norm(x, norm, eps));
 }
@@ -184,7 +187,7 @@ Tensor PaddleOcrVl::apply_rms_norm(const Linear& layer, const Tensor& x, const T
 Tensor PaddleOcrVl::apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm,
                                           float eps) {
     if (layer.q.data) {
-        return backend_.linear_rms_norm_swiglu(x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b);
+        return backend_.linear_rms_norm_swiglu(x, norm, eps, layer.q, bias_of(layer));
     }
     return backend_.swiglu(apply_rms_norm(layer, x, norm, eps));
 }
@@ -194,8 +197,7 @@ Tensor PaddleOcrVl::apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const 
                                                      Tensor& v_cache) {
     if (layer.q.data) {
         return backend_.linear_rms_norm_rope_qkv_to_cache(
-            x, norm, eps, layer.q, layer.b.empty() ? nullptr : &layer.b, step.positions, step.slots,
-            text_rope, k_cache, v_cache);
+            x, norm, eps, layer.q, bias_of(layer), step.positions, step.slots, text_rope, k_cache, v_cache);
     }
     return backend_.rope_qkv_to_cache(apply_rms_norm(layer, x, norm, eps), step.positions, step.slots,
                                       text_rope, k_cache, v_cache);
@@ -334,12 +336,19 @@ Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels
     const Tensor sin = backend_.upload(sin_parts, {n, hd});  // [n, hd]
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
-        // [n, 3, n_head, hd]
-        const Tensor qkv = reshaped(apply_layer_norm(L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps),
-                                    {n, 3, n_head, hd});
-        // [n, n_head, hd]
-        const Tensor a = backend_.rope_attention(qkv, cos, sin, segments, scale, attention_precision());
-        apply_add(x, L.o_proj, reshaped(a, {n, vd}));
+        if (L.qkv_proj.q.data && L.o_proj.q.data) {
+            backend_.layer_norm_attention_add(x,
+                                              {L.ln1_w, L.ln1_b, vc.layer_norm_eps, L.qkv_proj.q,
+                                               bias_of(L.qkv_proj), L.o_proj.q, bias_of(L.o_proj), n_head},
+                                              cos, sin, segments, scale, attention_precision());
+        } else {
+            // [n, 3, n_head, hd]
+            const Tensor qkv = reshaped(apply_layer_norm(L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps),
+                                        {n, 3, n_head, hd});
+            // [n, n_head, hd]
+            const Tensor a = backend_.rope_attention(qkv, cos, sin, segments, scale, attention_precision());
+            apply_add(x, L.o_proj, reshaped(a, {n, vd}));
+        }
         apply_layer_norm_mlp_add(x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
     }
     return backend_.layer_norm(x, post_ln_w, post_ln_b, vc.layer_norm_eps);

@@ -512,6 +512,84 @@ public:
         gemm_->linear_bf16(down, stream());
     }
 
+    // Above the GEMV's rows, with bfloat16 weights and every segment in tiles on the tensor cores: q, k and v
+    // come out of their product in bfloat16 (its bias rounded to bfloat16 beside that output), are turned and
+    // padded from there, and the attention output is written in bfloat16 for the output product, which adds
+    // it and its bias to x in its epilogue. As the default does otherwise.
+    void layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
+                                  const Tensor& sin, std::span<const AttentionSegment> segments, float scale,
+                                  AttentionPrecision precision) override {
+        check_layer_norm_attention(x, w, cos, sin, segments);
+        const int64_t n = x.rows(), d = x.row_size(), n_head = w.n_head, head_dim = d / n_head;
+        const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
+            return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
+        });
+        if (n <= kernels::kQuantizedGemvMaxRows || w.qkv.type != Quantization::Bf16 ||
+            w.out.type != Quantization::Bf16 || !tiled || !use_flash(head_dim, scale, precision)) {
+            Backend::layer_norm_attention_add(x, w, cos, sin, segments, scale, precision);
+            return;
+        }
+        const char* op = "layer_norm_attention_add";
+        activate();
+        AttentionSpans spans(kernels::kFlashTileRows);
+        for (const auto& seg : segments) {
+            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
+        }
+        // Pieces of scratch, each 256-byte aligned: in bfloat16 the normed input [n, d], q, k and v [n, 3 d]
+        // with their bias [3 d], and the attention output [n, d]; the padded heads the flash kernel reads.
+        constexpr int64_t kAlign = 256;
+        const auto aligned = [](int64_t n_bytes) { return (n_bytes + kAlign - 1) / kAlign * kAlign; };
+        const int64_t padded_bytes = kernels::rope_flash_scratch_bytes(n, n_head, head_dim);
+        const Tensor scratch = alloc_bytes(
+            aligned(2 * n * d) + aligned(6 * n * d) + aligned(6 * d) + aligned(2 * n * d) + padded_bytes, op);
+        auto* normed = reinterpret_cast<uint16_t*>(scratch.f32());
+        uint16_t* qkv = normed + aligned(2 * n * d) / 2;
+        uint16_t* qkv_bias = qkv + aligned(6 * n * d) / 2;
+        uint16_t* attended = qkv_bias + aligned(6 * d) / 2;
+        uint16_t* padded = attended + aligned(2 * n * d) / 2;
+        if (!covers_rows(segments, n)) {  // rows outside every segment attend to nothing
+            CUDA_CHECK(cudaMemsetAsync(attended, 0, 2 * n * d, stream()));
+        }
+        if (w.qkv_b) {
+            kernels::round_to_bf16(device_f32(*w.qkv_b, op), qkv_bias, 3 * d, stream());
+        }
+        kernels::layer_norm_bf16(device_f32(x, op), device_f32(w.norm_w, op), device_f32(w.norm_b, op),
+                                 normed, n, d, w.eps, stream());
+        kernels::LtLinearArgs qkv_args = lt_linear_args(normed, w.qkv, n, kernels::LinearEpilogue::Store, op);
+        qkv_args.b_bf16 = w.qkv_b ? qkv_bias : nullptr;
+        qkv_args.y_bf16 = qkv;
+        gemm_->linear_bf16(qkv_args, stream());
+        if (!spans.tiles.empty()) {
+            const auto staged = stage({std::as_bytes(std::span(spans.tiles))});
+            kernels::rope_flash_attention_bf16(qkv, device_f32(cos, op), device_f32(sin, op), attended,
+                                               static_cast<const kernels::AttentionSpan*>(staged[0]),
+                                               static_cast<int64_t>(spans.tiles.size()), n, n_head, head_dim,
+                                               scale, padded, stream());
+        }
+        kernels::LtLinearArgs out_args =
+            lt_linear_args(attended, w.out, n, kernels::LinearEpilogue::Accumulate, op);
+        out_args.b = w.out_b ? device_f32(*w.out_b, op) : nullptr;
+        out_args.y = x.f32();
+        gemm_->linear_bf16(out_args, stream());
+    }
+
+    // Whether every row of [0, n_rows) lies in the queries of some segment.
+    static bool covers_rows(std::span<const AttentionSegment> segments, int64_t n_rows) {
+        std::vector<std::pair<int64_t, int64_t>> ranges;
+        for (const AttentionSegment& s : segments) {
+            ranges.emplace_back(s.q_begin, s.q_begin + s.n_q);
+        }
+        std::sort(ranges.begin(), ranges.end());
+        int64_t covered = 0;
+        for (const auto& [begin, end] : ranges) {
+            if (begin > covered) {
+                return false;
+            }
+            covered = std::max(covered, end);
+        }
+        return covered >= n_rows;
+    }
+
     // The product of n rows of bfloat16 x with bfloat16 w, into rows of w.n_out; bias and output to be set.
     static kernels::LtLinearArgs lt_linear_args(const uint16_t* x, const QuantizedTensor& w, int64_t n,
                                                 kernels::LinearEpilogue epilogue, const char* op) {

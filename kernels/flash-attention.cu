@@ -20,8 +20,10 @@ constexpr int kRowsPerTile = 16;  // the rows of one mma tile
 constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
 constexpr int kKeyTiles = kKeyBlock / 8;
 constexpr int kStages = 2;  // key blocks in shared memory at once
-// Dynamic shared memory a block may take without opting in.
+// Dynamic shared memory a block may take without opting in, and the most the RoPE pass asks for to hold a
+// row (what sm_86 and sm_89 allow a block when it opts in).
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
+constexpr int64_t kMaxSharedRowBytes = 99 * 1024;
 
 // The tiles of rows a warp: two up to head_dim 80, so that each fragment of K and V read from
 // shared memory serves two tiles; one beyond, where two tiles' Q and O would not fit the registers.
@@ -98,14 +100,59 @@ __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restr
     y[i] = uint4{packed[0], packed[1], packed[2], packed[3]};
 }
 
-// One block per row, a thread per piece of 8 values of a head: the q, k and v heads of stacked rows as rows
-// of n_padded bfloat16 (zero past head_dim), q and k turned by the row's cos and sin in rotate-half form as
-// rope_f32 turns them.
-// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another
-__global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const float* __restrict__ cos,
+// A value of float32 or bfloat16 bits as float32.
+__device__ inline float load_float(const float* p) {
+    return *p;
+}
+
+__device__ inline float load_float(const uint16_t* p) {
+    return __uint_as_float(static_cast<uint32_t>(*p) << 16);
+}
+
+// Values d and d + 1 of an output row, those below head_dim: as float32, or as one bfloat16 pair (rounded to
+// nearest even; head_dim even, so that a pair never straddles it).
+__device__ inline void store_pair(float* row, int64_t d, int64_t head_dim, float lo, float hi) {
+    if (d < head_dim) {
+        row[d] = lo;
+    }
+    if (d + 1 < head_dim) {
+        row[d + 1] = hi;
+    }
+}
+
+__device__ inline void store_pair(uint16_t* row, int64_t d, int64_t head_dim, float lo, float hi) {
+    if (d < head_dim) {
+        *reinterpret_cast<uint32_t*>(row + d) = pack_bf16(lo, hi);
+    }
+}
+
+// One block per row: the row's q, k and v heads (float32 or bfloat16 bits, In) are first copied to shared
+// memory in 16-byte pieces where the row allows, then a thread a piece of 8 values of a head writes them as
+// rows of n_padded bfloat16 (zero past head_dim), q and k turned by the row's cos and sin in rotate-half form
+// as rope_f32 turns them.
+// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another;
+// dynamic shared memory 3 * n_head * head_dim values of In
+template <typename In>
+__global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* __restrict__ cos,
                                        const float* __restrict__ sin, uint4* __restrict__ y, int64_t n,
                                        int n_head, int head_dim, int n_padded) {
+    extern __shared__ __align__(16) unsigned char rope_row[];
+    auto* x_row = reinterpret_cast<In*>(rope_row);  // [3, n_head, head_dim]
     const int64_t row = blockIdx.x;
+    const int n_values = 3 * n_head * head_dim;
+    const In* src = qkv + row * n_values;
+    constexpr int kPerPiece = 16 / static_cast<int>(sizeof(In));
+    if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && n_values % kPerPiece == 0) {
+        for (int i = static_cast<int>(threadIdx.x); i < n_values / kPerPiece;
+             i += static_cast<int>(blockDim.x)) {
+            reinterpret_cast<uint4*>(x_row)[i] = reinterpret_cast<const uint4*>(src)[i];
+        }
+    } else {
+        for (int i = static_cast<int>(threadIdx.x); i < n_values; i += static_cast<int>(blockDim.x)) {
+            x_row[i] = src[i];
+        }
+    }
+    __syncthreads();
     const int n_pieces = n_padded / 8, half = head_dim / 2;
     const float* c = cos + row * head_dim;  // [head_dim]
     const float* s = sin + row * head_dim;  // [head_dim]
@@ -113,7 +160,7 @@ __global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const floa
          item += static_cast<int>(blockDim.x)) {
         const int piece = item % n_pieces, head_part = item / n_pieces;  // head_part: part * n_head + head
         const int part = head_part / n_head, head = head_part % n_head;
-        const float* x = qkv + (row * 3 * n_head + head_part) * head_dim;  // [head_dim]
+        const In* x = x_row + head_part * head_dim;  // [head_dim]
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -121,11 +168,11 @@ __global__ void rope_split_bf16_kernel(const float* __restrict__ qkv, const floa
             if (d >= head_dim) {
                 v[e] = 0.0f;
             } else if (part == 2) {
-                v[e] = x[d];
+                v[e] = load_float(x + d);
             } else if (d < half) {
-                v[e] = x[d] * c[d] - x[d + half] * s[d];
+                v[e] = load_float(x + d) * c[d] - load_float(x + d + half) * s[d];
             } else {
-                v[e] = x[d] * c[d] + x[d - half] * s[d];
+                v[e] = load_float(x + d) * c[d] + load_float(x + d - half) * s[d];
             }
         }
         y[((part * n + row) * n_head + head) * n_pieces + piece] =
@@ -295,9 +342,10 @@ struct WarpRows {
         }
     }
 
-    // O divided by the sums, into the warp's rows of out; a row that saw no key gets zeros.
-    // out [n_q_total, n_head, head_dim]
-    __device__ void store(float* out, int64_t head_dim) {
+    // O divided by the sums, into the warp's rows of out (float32, or bfloat16 bits with an even head_dim); a
+    // row that saw no key gets zeros.  out [n_q_total, n_head, head_dim]
+    template <typename Out>
+    __device__ void store(Out* out, int64_t head_dim) {
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
@@ -308,17 +356,12 @@ struct WarpRows {
                 if (row(i, r) >= span.n_rows) {
                     continue;
                 }
-                float* orow = out + (span.q_row + row(i, r)) * ld_q + h * head_dim;  // [head_dim]
+                Out* orow = out + (span.q_row + row(i, r)) * ld_q + h * head_dim;  // [head_dim]
                 const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
                 for (int n = 0; n < kDimTiles; ++n) {
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int64_t d = n * 8 + 2 * tq + e;
-                        if (d < head_dim) {
-                            orow[d] = o[i][n][2 * r + e] * inv;
-                        }
-                    }
+                    store_pair(orow, n * 8 + 2 * tq, head_dim, o[i][n][2 * r] * inv,
+                               o[i][n][2 * r + 1] * inv);
                 }
             }
         }
@@ -331,11 +374,13 @@ struct WarpRows {
 // asynchronous copy, the next one while the warps work on the current one, K and V both as rows, and the
 // fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles of
 // rows. Blocks of keys that every row of a warp sees whole skip the mask. q [n_q_total, n_head, kDim], k, v
-// [n_kv_total, n_kv_head, kDim] bfloat16; dynamic shared memory padded_shared_bytes(kChunks)
-template <int kChunks, int kTiles = padded_tiles_per_warp(kChunks), int kThreads = padded_threads(kChunks)>
+// [n_kv_total, n_kv_head, kDim] bfloat16, out float32 or bfloat16 bits (Out); dynamic shared memory
+// padded_shared_bytes(kChunks)
+template <int kChunks, typename Out, int kTiles = padded_tiles_per_warp(kChunks),
+          int kThreads = padded_threads(kChunks)>
 __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
     flash_attention_padded_kernel(const uint16_t* __restrict__ q, const uint4* __restrict__ k,
-                                  const uint4* __restrict__ v, float* __restrict__ out,
+                                  const uint4* __restrict__ v, Out* __restrict__ out,
                                   const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
                                   int64_t head_dim, float scale_log2) {
     constexpr int kDim = kChunks * 16;
@@ -457,7 +502,8 @@ void check_flash_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim, float
     }
 }
 
-void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v, float* out,
+template <typename Out>
+void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v, Out* out,
                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
                          int64_t head_dim, float scale, cudaStream_t stream) {
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
@@ -465,16 +511,49 @@ void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v
         constexpr int kChunks = decltype(chunks)::value;
         constexpr size_t kShared = padded_shared_bytes(kChunks);
         if constexpr (kShared > kDefaultSharedBytes) {
-            CUDA_CHECK(cudaFuncSetAttribute(flash_attention_padded_kernel<kChunks>,
+            CUDA_CHECK(cudaFuncSetAttribute(flash_attention_padded_kernel<kChunks, Out>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(kShared)));
         }
         const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_padded_kernel<kChunks><<<grid, padded_threads(kChunks), kShared, stream>>>(
+        flash_attention_padded_kernel<kChunks, Out><<<grid, padded_threads(kChunks), kShared, stream>>>(
             q, reinterpret_cast<const uint4*>(k), reinterpret_cast<const uint4*>(v), out, spans, n_head,
             n_kv_head, head_dim, scale_log2);
         CUDA_CHECK(cudaGetLastError());
     });
+}
+
+// rope_flash_attention_bf16 with qkv and out of types In and Out (float32 or bfloat16 bits).
+template <typename In, typename Out>
+void launch_rope_flash(const In* qkv, const float* cos, const float* sin, Out* out,
+                       const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
+                       int64_t head_dim, float scale, void* scratch, cudaStream_t stream) {
+    if (n_spans == 0 || n_head == 0) {
+        return;
+    }
+    check_flash_args(n_head, n_head, head_dim, scale);
+    if (head_dim % 2 != 0) {
+        fail("rope_flash_attention_bf16: rotate-half needs an even head_dim, got ", head_dim);
+    }
+    const int64_t n_padded = padded_head_dim(head_dim);
+    auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
+    constexpr int kBlock = 128;
+    const int64_t row_bytes = 3 * n_head * head_dim * static_cast<int64_t>(sizeof(In));
+    if (row_bytes > kMaxSharedRowBytes) {
+        fail("rope_flash_attention_bf16: a row of ", n_head, " heads of ", head_dim, " takes ", row_bytes,
+             " bytes of shared memory, more than ", kMaxSharedRowBytes);
+    }
+    if (row_bytes > static_cast<int64_t>(kDefaultSharedBytes)) {
+        CUDA_CHECK(cudaFuncSetAttribute(rope_split_bf16_kernel<In>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(row_bytes)));
+    }
+    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, row_bytes, stream>>>(
+        qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
+        static_cast<int>(head_dim), static_cast<int>(n_padded));
+    CUDA_CHECK(cudaGetLastError());
+    launch_flash_padded(q_bf16, q_bf16 + n * n_head * n_padded, q_bf16 + 2 * n * n_head * n_padded, out,
+                        spans, n_spans, n_head, n_head, head_dim, scale, stream);
 }
 
 }  // namespace
@@ -514,22 +593,13 @@ int64_t rope_flash_scratch_bytes(int64_t n, int64_t n_head, int64_t head_dim) {
 void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* sin, float* out,
                                const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
                                int64_t head_dim, float scale, void* scratch, cudaStream_t stream) {
-    if (n_spans == 0 || n_head == 0) {
-        return;
-    }
-    check_flash_args(n_head, n_head, head_dim, scale);
-    if (head_dim % 2 != 0) {
-        fail("rope_flash_attention_bf16: rotate-half needs an even head_dim, got ", head_dim);
-    }
-    const int64_t n_padded = padded_head_dim(head_dim);
-    auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
-    constexpr int kBlock = 128;
-    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, 0, stream>>>(
-        qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
-        static_cast<int>(head_dim), static_cast<int>(n_padded));
-    CUDA_CHECK(cudaGetLastError());
-    launch_flash_padded(q_bf16, q_bf16 + n * n_head * n_padded, q_bf16 + 2 * n * n_head * n_padded, out,
-                        spans, n_spans, n_head, n_head, head_dim, scale, stream);
+    launch_rope_flash(qkv, cos, sin, out, spans, n_spans, n, n_head, head_dim, scale, scratch, stream);
+}
+
+void rope_flash_attention_bf16(const uint16_t* qkv, const float* cos, const float* sin, uint16_t* out,
+                               const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
+                               int64_t head_dim, float scale, void* scratch, cudaStream_t stream) {
+    launch_rope_flash(qkv, cos, sin, out, spans, n_spans, n, n_head, head_dim, scale, scratch, stream);
 }
 
 int64_t padded_rows_bytes(int64_t n_rows, int64_t head_dim) {

@@ -42,6 +42,13 @@ void rope_flash_attention_bf16(const float* qkv, const float* cos, const float* 
                                const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
                                int64_t head_dim, float scale, void* scratch, cudaStream_t stream);
 
+// The same with qkv in bfloat16 bits and out written as bfloat16 bits (rounded to nearest even), as the
+// tensor-core products before and after attention write and read them.
+// qkv [n, 3, n_head, head_dim], out [n, n_head, head_dim] bfloat16
+void rope_flash_attention_bf16(const uint16_t* qkv, const float* cos, const float* sin, uint16_t* out,
+                               const AttentionSpan* spans, int64_t n_spans, int64_t n, int64_t n_head,
+                               int64_t head_dim, float scale, void* scratch, cudaStream_t stream);
+
 // Bytes of n_rows rows of head_dim values in bfloat16, padded to a multiple of 16 values.
 int64_t padded_rows_bytes(int64_t n_rows, int64_t head_dim);
 

@@ -649,6 +649,93 @@ TEST_F(BackendOpsTest, RopeAttention) {
                  Error);
 }
 
+// A vision layer's attention half against the CPU's norm, product, RoPE, attention and product: on the tensor
+// cores with bfloat16 between the steps where every segment goes in tiles, the default path for few rows,
+// short segments and WINT8 weights; rows outside every segment add only the output bias.
+TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
+    struct Case {
+        std::string name;
+        Quantization type;
+        int64_t n, n_head, head_dim;
+        std::vector<AttentionSegment> segments;
+    };
+    const std::vector<Case> cases = {
+        {"images", Quantization::Bf16, 234, 4, 16, {{0, 8, 0, 8}, {8, 96, 8, 96}, {104, 130, 104, 130}}},
+        {"vision size", Quantization::Bf16, 300, 16, 72, {{0, 100, 0, 100}, {100, 200, 100, 200}}},
+        {"rows uncovered", Quantization::Bf16, 130, 2, 36, {{10, 100, 10, 100}}},
+        {"short image", Quantization::Bf16, 40, 4, 16, {{0, 7, 0, 7}, {7, 33, 7, 33}}},
+        {"few rows", Quantization::Bf16, 5, 4, 16, {{0, 5, 0, 5}}},
+        {"wint8", Quantization::Wint8, 130, 2, 32, {{0, 130, 0, 130}}},
+    };
+    for (const auto& [precision, unused_bound] : kAttentionPrecisions) {
+        for (const Case& c : cases) {
+            for (const bool with_bias : {false, true}) {
+                const int64_t d = c.n_head * c.head_dim;
+                const float w_scale = 1.0f / std::sqrt(static_cast<float>(d));  // q and k rows of unit scale
+                const auto w_qkv =
+                    quantize(random_values(3 * d * d, seed_++, 0.0f, w_scale), 3 * d, d, c.type, 0);
+                const auto w_out = quantize(random_values(d * d, seed_++, 0.0f, w_scale), d, d, c.type, 0);
+                const QuantizedTensor qkv_cpu = cpu_->upload(w_qkv), qkv_gpu = gpu_->upload(w_qkv);
+                const QuantizedTensor out_cpu = cpu_->upload(w_out), out_gpu = gpu_->upload(w_out);
+                const Pair qkv_b = random({3 * d}), out_b = random({d});
+                const Pair norm_w = random({d}, 1.0f, 0.1f), norm_b = random({d});
+                const std::vector<float> angles = random_values(c.n * c.head_dim, seed_++, 0.0f, 3.0f);
+                std::vector<float> cos_values(angles.size()), sin_values(angles.size());
+                std::transform(angles.begin(), angles.end(), cos_values.begin(),
+                               [](float a) { return std::cos(a); });
+                std::transform(angles.begin(), angles.end(), sin_values.begin(),
+                               [](float a) { return std::sin(a); });
+                const Pair cos = upload(cos_values, {c.n, c.head_dim}),
+                           sin = upload(sin_values, {c.n, c.head_dim});
+                const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+                Pair x = random({c.n, d});
+                cpu_->layer_norm_attention_add(
+                    x.cpu,
+                    {norm_w.cpu, norm_b.cpu, 1e-6f, qkv_cpu, with_bias ? &qkv_b.cpu : nullptr, out_cpu,
+                     with_bias ? &out_b.cpu : nullptr, c.n_head},
+                    cos.cpu, sin.cpu, c.segments, scale, AttentionPrecision::F32);
+                gpu_->layer_norm_attention_add(
+                    x.gpu,
+                    {norm_w.gpu, norm_b.gpu, 1e-6f, qkv_gpu, with_bias ? &qkv_b.gpu : nullptr, out_gpu,
+                     with_bias ? &out_b.gpu : nullptr, c.n_head},
+                    cos.gpu, sin.gpu, c.segments, scale, precision);
+                const double bound =
+                    c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                expect_close(label("layer_norm_attention_add ", quantization_name(c.type), " ",
+                                   precision_name(precision)),
+                             x.gpu, x.cpu, bound, label(c.name, with_bias ? " bias" : ""));
+            }
+        }
+    }
+    const QuantizedTensor w =
+        gpu_->upload(quantize(random_values(48 * 16, 3), 48, 16, Quantization::Bf16, 0));
+    const Pair norm = random({16}), cs = random({9, 4});
+    const std::vector<AttentionSegment> segment = {{0, 9, 0, 9}};
+    Pair x = random({9, 16});
+    EXPECT_THROW(gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr, 4},
+                                                cs.gpu, cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
+                 Error)
+        << "out takes 16 values to 16, not 16 to 48";
+    const QuantizedTensor out =
+        gpu_->upload(quantize(random_values(16 * 16, 4), 16, 16, Quantization::Bf16, 0));
+    EXPECT_THROW(
+        gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 3},
+                                       cs.gpu, cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
+        Error)
+        << "16 values are not 3 heads";
+    EXPECT_THROW(gpu_->layer_norm_attention_add(
+                     x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 4}, random({9, 6}).gpu,
+                     random({9, 6}).gpu, segment, 0.5f, AttentionPrecision::Bf16),
+                 Error)
+        << "cos of head_dim 6, not 4";
+    const std::vector<AttentionSegment> outside = {{0, 10, 0, 10}};
+    EXPECT_THROW(
+        gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 4},
+                                       cs.gpu, cs.gpu, outside, 0.5f, AttentionPrecision::Bf16),
+        Error)
+        << "a segment past the rows";
+}
+
 TEST_F(BackendOpsTest, PagedAttention) {
     for (const auto& [precision, bound] : kAttentionPrecisions) {
         for (const int64_t block_size : {1, 5, 16}) {

@@ -20,10 +20,8 @@ constexpr int kRowsPerTile = 16;  // the rows of one mma tile
 constexpr int kKeyBlock = 64;     // keys loaded to shared memory at a time
 constexpr int kKeyTiles = kKeyBlock / 8;
 constexpr int kStages = 2;  // key blocks in shared memory at once
-// Dynamic shared memory a block may take without opting in, and the most the RoPE pass asks for to hold a
-// row (what sm_86 and sm_89 allow a block when it opts in).
+// Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
-constexpr int64_t kMaxSharedRowBytes = 99 * 1024;
 
 // The tiles of rows a warp: two up to head_dim 80, so that each fragment of K and V read from
 // shared memory serves two tiles; one beyond, where two tiles' Q and O would not fit the registers.
@@ -126,33 +124,15 @@ __device__ inline void store_pair(uint16_t* row, int64_t d, int64_t head_dim, fl
     }
 }
 
-// One block per row: the row's q, k and v heads (float32 or bfloat16 bits, In) are first copied to shared
-// memory in 16-byte pieces where the row allows, then a thread a piece of 8 values of a head writes them as
-// rows of n_padded bfloat16 (zero past head_dim), q and k turned by the row's cos and sin in rotate-half form
-// as rope_f32 turns them.
-// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another;
-// dynamic shared memory 3 * n_head * head_dim values of In
+// One block per row, a thread per piece of 8 values of a head: the q, k and v heads of stacked rows
+// (float32 or bfloat16 bits, In) as rows of n_padded bfloat16 (zero past head_dim), q and k turned by the
+// row's cos and sin in rotate-half form as rope_f32 turns them.
+// qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another
 template <typename In>
 __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* __restrict__ cos,
                                        const float* __restrict__ sin, uint4* __restrict__ y, int64_t n,
                                        int n_head, int head_dim, int n_padded) {
-    extern __shared__ __align__(16) unsigned char rope_row[];
-    auto* x_row = reinterpret_cast<In*>(rope_row);  // [3, n_head, head_dim]
     const int64_t row = blockIdx.x;
-    const int n_values = 3 * n_head * head_dim;
-    const In* src = qkv + row * n_values;
-    constexpr int kPerPiece = 16 / static_cast<int>(sizeof(In));
-    if (reinterpret_cast<uintptr_t>(src) % 16 == 0 && n_values % kPerPiece == 0) {
-        for (int i = static_cast<int>(threadIdx.x); i < n_values / kPerPiece;
-             i += static_cast<int>(blockDim.x)) {
-            reinterpret_cast<uint4*>(x_row)[i] = reinterpret_cast<const uint4*>(src)[i];
-        }
-    } else {
-        for (int i = static_cast<int>(threadIdx.x); i < n_values; i += static_cast<int>(blockDim.x)) {
-            x_row[i] = src[i];
-        }
-    }
-    __syncthreads();
     const int n_pieces = n_padded / 8, half = head_dim / 2;
     const float* c = cos + row * head_dim;  // [head_dim]
     const float* s = sin + row * head_dim;  // [head_dim]
@@ -160,7 +140,7 @@ __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* 
          item += static_cast<int>(blockDim.x)) {
         const int piece = item % n_pieces, head_part = item / n_pieces;  // head_part: part * n_head + head
         const int part = head_part / n_head, head = head_part % n_head;
-        const In* x = x_row + head_part * head_dim;  // [head_dim]
+        const In* x = qkv + (row * 3 * n_head + head_part) * head_dim;  // [head_dim]
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
@@ -538,17 +518,7 @@ void launch_rope_flash(const In* qkv, const float* cos, const float* sin, Out* o
     const int64_t n_padded = padded_head_dim(head_dim);
     auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
     constexpr int kBlock = 128;
-    const int64_t row_bytes = 3 * n_head * head_dim * static_cast<int64_t>(sizeof(In));
-    if (row_bytes > kMaxSharedRowBytes) {
-        fail("rope_flash_attention_bf16: a row of ", n_head, " heads of ", head_dim, " takes ", row_bytes,
-             " bytes of shared memory, more than ", kMaxSharedRowBytes);
-    }
-    if (row_bytes > static_cast<int64_t>(kDefaultSharedBytes)) {
-        CUDA_CHECK(cudaFuncSetAttribute(rope_split_bf16_kernel<In>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(row_bytes)));
-    }
-    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, row_bytes, stream>>>(
+    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, 0, stream>>>(
         qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
         static_cast<int>(head_dim), static_cast<int>(n_padded));
     CUDA_CHECK(cudaGetLastError());

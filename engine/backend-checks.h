@@ -28,11 +28,11 @@ void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor
 void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
                           const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
                           const Tensor* b2);
-// Weight (and bias) [d] for rows of d.
 // x [n, d] with d = n_head heads of an even size, qkv [3 d, d] and out [d, d] with biases of their rows,
 // cos/sin [n, d / n_head], segments within the rows.
 void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
                                 const Tensor& sin, std::span<const AttentionSegment> segments);
+// Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);
 // x [n, n_head, head_dim] with an even head_dim, cos/sin [n, head_dim].

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -219,6 +220,23 @@ struct AttentionSpans {
         }
     }
 };
+
+// The flash kernel's tiles where every segment is bidirectional and long enough to go in tiles (each row
+// sees its whole segment); nothing otherwise.
+std::optional<std::vector<kernels::AttentionSpan>> bidirectional_tiles(
+    std::span<const AttentionSegment> segments) {
+    const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
+        return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
+    });
+    if (!tiled) {
+        return std::nullopt;
+    }
+    AttentionSpans spans(kernels::kFlashTileRows);
+    for (const AttentionSegment& seg : segments) {
+        spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
+    }
+    return std::move(spans.tiles);
+}
 
 // The tiled sequences of a paged call on the tensor cores, whose keys are gathered into bfloat16 rows first:
 // in groups whose keys together fit max_rows rows (a sequence with more goes alone), every group's runs of
@@ -489,14 +507,14 @@ public:
         }
         const char* op = "layer_norm_mlp_add";
         activate();
-        // bfloat16 pieces of scratch, each 256-byte aligned: the hidden values [n, d_ff], the normed input
-        // [n, d] and the first bias [d_ff]
-        constexpr int64_t kAlign = 256;
-        const auto aligned = [](int64_t n_values) { return (n_values * 2 + kAlign - 1) / kAlign * kAlign; };
-        const Tensor scratch = alloc_bytes(aligned(n * d_ff) + aligned(n * d) + aligned(d_ff), op);
+        // bfloat16 pieces of scratch: the hidden values [n, d_ff], the normed input [n, d] and the first bias
+        // [d_ff]
+        const auto aligned = scratch_piece_bytes;
+        const Tensor scratch =
+            alloc_bytes(aligned(2 * n * d_ff) + aligned(2 * n * d) + aligned(2 * d_ff), op);
         auto* hidden = reinterpret_cast<uint16_t*>(scratch.f32());
-        uint16_t* normed = hidden + aligned(n * d_ff) / 2;
-        uint16_t* bias = normed + aligned(n * d) / 2;
+        uint16_t* normed = hidden + aligned(2 * n * d_ff) / 2;
+        uint16_t* bias = normed + aligned(2 * n * d) / 2;
         if (b1) {
             kernels::round_to_bf16(device_f32(*b1, op), bias, d_ff, stream());
         }
@@ -521,24 +539,17 @@ public:
                                   AttentionPrecision precision) override {
         check_layer_norm_attention(x, w, cos, sin, segments);
         const int64_t n = x.rows(), d = x.row_size(), n_head = w.n_head, head_dim = d / n_head;
-        const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
-            return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
-        });
+        const auto tiles = bidirectional_tiles(segments);
         if (n <= kernels::kQuantizedGemvMaxRows || w.qkv.type != Quantization::Bf16 ||
-            w.out.type != Quantization::Bf16 || !tiled || !use_flash(head_dim, scale, precision)) {
+            w.out.type != Quantization::Bf16 || !tiles || !use_flash(head_dim, scale, precision)) {
             Backend::layer_norm_attention_add(x, w, cos, sin, segments, scale, precision);
             return;
         }
         const char* op = "layer_norm_attention_add";
         activate();
-        AttentionSpans spans(kernels::kFlashTileRows);
-        for (const auto& seg : segments) {
-            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
-        }
-        // Pieces of scratch, each 256-byte aligned: in bfloat16 the normed input [n, d], q, k and v [n, 3 d]
-        // with their bias [3 d], and the attention output [n, d]; the padded heads the flash kernel reads.
-        constexpr int64_t kAlign = 256;
-        const auto aligned = [](int64_t n_bytes) { return (n_bytes + kAlign - 1) / kAlign * kAlign; };
+        // Pieces of scratch: in bfloat16 the normed input [n, d], q, k and v [n, 3 d] with their bias [3 d],
+        // and the attention output [n, d]; the padded heads the flash kernel reads.
+        const auto aligned = scratch_piece_bytes;
         const int64_t padded_bytes = kernels::rope_flash_scratch_bytes(n, n_head, head_dim);
         const Tensor scratch = alloc_bytes(
             aligned(2 * n * d) + aligned(6 * n * d) + aligned(6 * d) + aligned(2 * n * d) + padded_bytes, op);
@@ -559,11 +570,11 @@ public:
         qkv_args.b_bf16 = w.qkv_b ? qkv_bias : nullptr;
         qkv_args.y_bf16 = qkv;
         gemm_->linear_bf16(qkv_args, stream());
-        if (!spans.tiles.empty()) {
-            const auto staged = stage({std::as_bytes(std::span(spans.tiles))});
+        if (!tiles->empty()) {
+            const auto staged = stage({std::as_bytes(std::span(*tiles))});
             kernels::rope_flash_attention_bf16(qkv, device_f32(cos, op), device_f32(sin, op), attended,
                                                static_cast<const kernels::AttentionSpan*>(staged[0]),
-                                               static_cast<int64_t>(spans.tiles.size()), n, n_head, head_dim,
+                                               static_cast<int64_t>(tiles->size()), n, n_head, head_dim,
                                                scale, padded, stream());
         }
         kernels::LtLinearArgs out_args =
@@ -588,6 +599,12 @@ public:
             covered = std::max(covered, end);
         }
         return covered >= n_rows;
+    }
+
+    // Bytes of a piece of one scratch allocation, rounded up so that the next piece starts 256-byte aligned.
+    static int64_t scratch_piece_bytes(int64_t n_bytes) {
+        constexpr int64_t kAlign = 256;
+        return (n_bytes + kAlign - 1) / kAlign * kAlign;
     }
 
     // The product of n rows of bfloat16 x with bfloat16 w, into rows of w.n_out; bias and output to be set.
@@ -742,27 +759,21 @@ public:
                           AttentionPrecision precision) override {
         check_rope_attention(qkv, cos, sin, segments);
         const int64_t n = qkv.shape[0], n_head = qkv.shape[2], head_dim = qkv.shape[3];
-        const bool tiled = std::all_of(segments.begin(), segments.end(), [](const AttentionSegment& s) {
-            return !s.causal && s.n_q >= AttentionSpans::kMinTiledRows;
-        });
-        if (!tiled || !use_flash(head_dim, scale, precision)) {
+        const auto tiles = bidirectional_tiles(segments);
+        if (!tiles || !use_flash(head_dim, scale, precision)) {
             return Backend::rope_attention(qkv, cos, sin, segments, scale, precision);
         }
         const char* op = "rope_attention";
-        AttentionSpans spans(kernels::kFlashTileRows);
-        for (const auto& seg : segments) {
-            spans.add(seg.q_begin, seg.n_q, seg.kv_begin, seg.n_kv, 0, seg.n_kv);
-        }
         Tensor out = alloc_zeroed({n, n_head, head_dim}, op);  // rows outside every segment stay zero
-        if (spans.tiles.empty()) {
+        if (tiles->empty()) {
             return out;
         }
-        const auto staged = stage({std::as_bytes(std::span(spans.tiles))});
+        const auto staged = stage({std::as_bytes(std::span(*tiles))});
         const Tensor scratch = alloc_bytes(kernels::rope_flash_scratch_bytes(n, n_head, head_dim), op);
         kernels::rope_flash_attention_bf16(device_f32(qkv, op), device_f32(cos, op), device_f32(sin, op),
                                            out.f32(), static_cast<const kernels::AttentionSpan*>(staged[0]),
-                                           static_cast<int64_t>(spans.tiles.size()), n, n_head, head_dim,
-                                           scale, scratch.f32(), stream());
+                                           static_cast<int64_t>(tiles->size()), n, n_head, head_dim, scale,
+                                           scratch.f32(), stream());
         return out;
     }
 

@@ -12,6 +12,21 @@ void check_upload(const Tensor& t, int64_t n_values) {
     }
 }
 
+void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size) {
+    if (n_levels != t.n_elements()) {
+        fail("upload_levels: ", n_levels, " levels for shape ", shape_string(t.shape));
+    }
+    const int64_t row = t.row_size();
+    if (channel_size < 1 || row % channel_size != 0 || row > INT32_MAX) {
+        fail("upload_levels: rows of ", row, " elements for shape ", shape_string(t.shape),
+             " are not whole channels of ", channel_size, " (or pass the int range)");
+    }
+    if (n_table != row / channel_size * 256) {
+        fail("upload_levels: a table of ", n_table, " values for ", row / channel_size,
+             " channels of 256 levels");
+    }
+}
+
 void check_shape(const std::vector<int64_t>& shape, const char* op) {
     for (const int64_t d : shape) {
         if (d < 0) {

@@ -13,6 +13,9 @@ namespace folio {
 
 // n_values for every element of t.
 void check_upload(const Tensor& t, int64_t n_values);
+// upload_levels: n_levels for every element of t, rows of whole channels of channel_size elements each, a
+// table of 256 values for each channel, and rows whose elements an int indexes.
+void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size);
 // No negative dimension in a shape op is about to allocate.
 void check_shape(const std::vector<int64_t>& shape, const char* op);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);

@@ -185,6 +185,22 @@ public:
         return t;
     }
 
+    Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
+                         int64_t channel_size, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        check_upload_levels(t, total_size(parts), static_cast<int64_t>(table.size()), channel_size);
+        const int64_t row = t.row_size();
+        float* dst = t.f32();
+        int64_t e = 0;  // element of the row
+        for (const std::span<const uint8_t> part : parts) {
+            for (const uint8_t level : part) {
+                *dst++ = table[static_cast<size_t>(e / channel_size * 256 + level)];
+                e = e + 1 == row ? 0 : e + 1;
+            }
+        }
+        return t;
+    }
+
     Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override {
         Tensor t = alloc(std::move(shape));
         t.dtype = ScalarType::I32;

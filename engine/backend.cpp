@@ -5,14 +5,6 @@
 
 namespace folio {
 
-int64_t total_size(std::span<const std::span<const float>> parts) {
-    int64_t n = 0;
-    for (const std::span<const float> part : parts) {
-        n += static_cast<int64_t>(part.size());
-    }
-    return n;
-}
-
 Tensor Backend::linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     Tensor y = linear(x, w, b);
     gelu_tanh(y);

@@ -96,6 +96,11 @@ public:
     virtual Tensor upload(std::span<const float> values, std::vector<int64_t> shape) = 0;
     // The parts one after another as one tensor, never joined on the host first.
     virtual Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) = 0;
+    // 8-bit levels, in parts one after another, as float32 values: element e of a row is level v of channel
+    // e / channel_size and becomes table[channel * 256 + v]. Only the levels go to the device.
+    // parts [shape] levels, table [row_size / channel_size, 256]  ->  [shape]
+    virtual Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
+                                 int64_t channel_size, std::vector<int64_t> shape) = 0;
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
@@ -234,6 +239,13 @@ public:
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
 
 // The values of all parts together.
-int64_t total_size(std::span<const std::span<const float>> parts);
+template <typename T>
+int64_t total_size(std::span<const std::span<const T>> parts) {
+    int64_t n = 0;
+    for (const std::span<const T> part : parts) {
+        n += static_cast<int64_t>(part.size());
+    }
+    return n;
+}
 
 }  // namespace folio

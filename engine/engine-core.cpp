@@ -45,16 +45,16 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
 
 }  // namespace
 
-uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid, ThreadPool* pool) {
+uint64_t image_content_hash(std::span<const std::byte> pixels, std::span<const std::byte> level_values,
+                            const ImageGrid& grid, ThreadPool* pool) {
     constexpr size_t kSegmentBytes = size_t{1} << 20;
     const int64_t dims[3] = {grid.t, grid.h, grid.w};
-    const uint64_t seed = hash_bytes(dims, sizeof(dims), 0);
-    const std::span<const std::byte> bytes = std::as_bytes(pixel_values);
-    std::vector<uint64_t> segments((bytes.size() + kSegmentBytes - 1) / kSegmentBytes);
+    const uint64_t seed = hash_bytes(level_values.data(), level_values.size(), hash_bytes(dims, sizeof(dims), 0));
+    std::vector<uint64_t> segments((pixels.size() + kSegmentBytes - 1) / kSegmentBytes);
     const auto hash_segments = [&](int64_t begin, int64_t end) {
         for (auto s = static_cast<size_t>(begin); s < static_cast<size_t>(end); ++s) {
             const std::span<const std::byte> segment =
-                bytes.subspan(s * kSegmentBytes, std::min(kSegmentBytes, bytes.size() - s * kSegmentBytes));
+                pixels.subspan(s * kSegmentBytes, std::min(kSegmentBytes, pixels.size() - s * kSegmentBytes));
             segments[s] = hash_bytes(segment.data(), segment.size(), seed + s);
         }
     };
@@ -82,11 +82,8 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
         seq->stop_ids = request.stop_ids.empty() ? eos : request.stop_ids;
     }
     const std::vector<uint8_t>& is_image = request.prompt.is_image;
-    const int64_t patch_dim =
-        request.images.n_patches() == 0
-            ? 0
-            : static_cast<int64_t>(request.images.pixel_values.size()) / request.images.n_patches();
-    int64_t first_patch = 0;
+    const std::span<const std::byte> level_values =
+        request.images.levels.empty() ? std::span<const std::byte>{} : std::as_bytes(std::span(request.images.level_values));
     size_t image = 0;
     for (int64_t i = 0; i < seq->n_prompt; ++i) {
         if (!is_image[i] || (i > 0 && is_image[i - 1])) {
@@ -105,12 +102,10 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
             fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
                  grid.n_patches() / (int64_t{merge} * merge), " merged patches");
         }
-        const auto pixels = std::span(request.images.pixel_values)
-                                .subspan(static_cast<size_t>(first_patch * patch_dim),
-                                         static_cast<size_t>(grid.n_patches() * patch_dim));
         seq->images.push_back(
-            {i, end - i, hash_threads ? image_content_hash(pixels, grid, hash_threads) : 0});
-        first_patch += grid.n_patches();
+            {i, end - i,
+             hash_threads ? image_content_hash(request.images.image_bytes(image - 1), level_values, grid, hash_threads)
+                          : 0});
     }
     if (image != request.images.grids.size()) {
         fail("request ", id, ": ", request.images.grids.size(), " images but ", image,

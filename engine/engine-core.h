@@ -121,10 +121,11 @@ private:
     int64_t next_id_ = 0;
 };
 
-// A 64-bit hash of an image's pixels and grid, the key of its tokens in the prefix cache: the pixels hash in
-// segments of a mebibyte, on the pool's threads where one is given, and then the segments' hashes; the value
-// is the same with or without a pool.
-uint64_t image_content_hash(std::span<const float> pixel_values, const ImageGrid& grid,
-                            ThreadPool* pool = nullptr);
+// A 64-bit hash of an image's pixels (its levels or float values, as bytes), what its levels stand for (the
+// bytes of its level table, none for float values) and its grid, the key of its tokens in the prefix cache:
+// the pixels hash in segments of a mebibyte, on the pool's threads where one is given, and then the segments'
+// hashes; the value is the same with or without a pool.
+uint64_t image_content_hash(std::span<const std::byte> pixels, std::span<const std::byte> level_values,
+                            const ImageGrid& grid, ThreadPool* pool = nullptr);
 
 }  // namespace folio

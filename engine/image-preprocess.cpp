@@ -193,8 +193,8 @@ void check_config(const PreprocessorConfig& cfg) {
 
 // Value of every 8-bit level of each channel after rescale and normalize, with the reference's
 // arithmetic: the rescale in double rounded to float, the normalization in float.
-std::array<std::array<float, 256>, 3> channel_levels(const PreprocessorConfig& cfg) {
-    std::array<std::array<float, 256>, 3> levels{};
+ChannelLevels channel_levels(const PreprocessorConfig& cfg) {
+    ChannelLevels levels{};
     for (size_t c = 0; c < 3; ++c) {
         for (size_t v = 0; v < 256; ++v) {
             float x = cfg.do_rescale ? static_cast<float>(static_cast<double>(v) * cfg.rescale_factor)
@@ -202,7 +202,7 @@ std::array<std::array<float, 256>, 3> channel_levels(const PreprocessorConfig& c
             if (cfg.do_normalize) {
                 x = (x - cfg.image_mean[c]) / cfg.image_std[c];
             }
-            levels[c][v] = x;
+            levels[c * 256 + v] = x;
         }
     }
     return levels;
@@ -293,14 +293,61 @@ int64_t PreprocessedImages::n_patches() const {
     return n;
 }
 
+int64_t PreprocessedImages::patch_dim() const {
+    const int64_t n = n_patches();
+    return n == 0 ? 0 : static_cast<int64_t>(levels.empty() ? pixel_values.size() : levels.size()) / n;
+}
+
+std::pair<size_t, size_t> PreprocessedImages::image_range(size_t i) const {
+    int64_t first = 0;
+    for (size_t j = 0; j < i; ++j) {
+        first += grids.at(j).n_patches();
+    }
+    return {static_cast<size_t>(first * patch_dim()), static_cast<size_t>(grids.at(i).n_patches() * patch_dim())};
+}
+
+std::span<const uint8_t> PreprocessedImages::image_levels(size_t i) const {
+    const auto [first, count] = image_range(i);
+    return levels.empty() ? std::span<const uint8_t>{} : std::span(levels).subspan(first, count);
+}
+
+std::span<const float> PreprocessedImages::image_pixel_values(size_t i) const {
+    const auto [first, count] = image_range(i);
+    return levels.empty() ? std::span(pixel_values).subspan(first, count) : std::span<const float>{};
+}
+
+std::span<const std::byte> PreprocessedImages::image_bytes(size_t i) const {
+    return levels.empty() ? std::as_bytes(image_pixel_values(i)) : std::as_bytes(image_levels(i));
+}
+
+std::vector<float> PreprocessedImages::looked_up(std::span<const uint8_t> image_levels) const {
+    // Images are whole patches, so an image's values start a patch.
+    const int64_t channel = patch_dim() / 3;
+    std::vector<float> out(image_levels.size());
+    for (size_t e = 0; e < image_levels.size(); ++e) {
+        const auto c = static_cast<size_t>(static_cast<int64_t>(e) % (3 * channel) / channel);
+        out[e] = level_values[c * 256 + image_levels[e]];
+    }
+    return out;
+}
+
+std::vector<float> PreprocessedImages::image_values(size_t i) const {
+    const std::span<const float> given = image_pixel_values(i);
+    return levels.empty() ? std::vector<float>(given.begin(), given.end()) : looked_up(image_levels(i));
+}
+
+std::vector<float> PreprocessedImages::values() const {
+    return levels.empty() ? pixel_values : looked_up(levels);
+}
+
 PreprocessedImages preprocess_images(std::span<const Image> images, const PreprocessorConfig& cfg) {
     check_config(cfg);
-    const auto levels = channel_levels(cfg);
     const int patch = cfg.patch_size;
     const auto n_temporal = static_cast<size_t>(cfg.temporal_patch_size);
     const size_t patch_area = static_cast<size_t>(patch) * static_cast<size_t>(patch);
 
     PreprocessedImages out;
+    out.level_values = channel_levels(cfg);
     out.grids.reserve(images.size());
     for (size_t index = 0; index < images.size(); ++index) {
         const Image& original = images[index];
@@ -322,9 +369,9 @@ PreprocessedImages preprocess_images(std::span<const Image> images, const Prepro
         }
         const ImageGrid grid{1, image->height / patch, image->width / patch};
         const auto row_stride = static_cast<size_t>(image->width) * 3;
-        const size_t first = out.pixel_values.size();
-        out.pixel_values.resize(first + static_cast<size_t>(grid.n_patches()) * 3 * n_temporal * patch_area);
-        float* dst = &out.pixel_values[first];
+        const size_t first = out.levels.size();
+        out.levels.resize(first + static_cast<size_t>(grid.n_patches()) * 3 * n_temporal * patch_area);
+        uint8_t* dst = &out.levels[first];
         for (int64_t gy = 0; gy < grid.h; ++gy) {
             for (int64_t gx = 0; gx < grid.w; ++gx) {
                 const uint8_t* corner = &image->rgb[static_cast<size_t>(gy * patch) * row_stride +
@@ -334,7 +381,7 @@ PreprocessedImages preprocess_images(std::span<const Image> images, const Prepro
                         for (int py = 0; py < patch; ++py) {
                             const uint8_t* src = corner + static_cast<size_t>(py) * row_stride + c;
                             for (int px = 0; px < patch; ++px) {
-                                *dst++ = levels[c][src[static_cast<size_t>(px) * 3]];
+                                *dst++ = src[static_cast<size_t>(px) * 3];
                             }
                         }
                     }

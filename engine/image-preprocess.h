@@ -2,6 +2,8 @@
 // (PaddleOCRVLImageProcessorPil): smart_resize, Pillow's bicubic resampling, rescale, normalize, patches.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -31,13 +33,38 @@ std::pair<int, int> smart_resize(int height, int width, int factor, int64_t min_
 // Pillow's Image.resize(..., BICUBIC) on an RGB image, bit for bit (Pillow 12.3).
 Image resize_bicubic(const Image& src, int width, int height);
 
+// The value each 8-bit level of each channel stands for after rescale and normalize: level v of channel c is
+// levels[c * 256 + v].
+using ChannelLevels = std::array<float, 3 * 256>;
+
 struct PreprocessedImages {
-    // [n_patches, 3 * temporal_patch_size, patch_size, patch_size], images one after another, each image's
-    // patches in row-major grid order.
+    // The resized images' 8-bit levels [n_patches, 3 * temporal_patch_size, patch_size, patch_size], images
+    // one after another, each image's patches in row-major grid order; a patch's first third is red, then
+    // green, then blue. A quarter of the bytes of the float values they stand for.
+    std::vector<uint8_t> levels;
+    ChannelLevels level_values{};
+    // The patches as float values instead, in the same layout, for pixels that come from elsewhere (another
+    // processor's output); used when levels is empty.
     std::vector<float> pixel_values;
     std::vector<ImageGrid> grids;
 
     int64_t n_patches() const;
+    // Values of one patch (0 without patches).
+    int64_t patch_dim() const;
+    // Image i's levels, empty where the images are given as float values.
+    std::span<const uint8_t> image_levels(size_t i) const;
+    // Image i's given float values, empty where the images are given as levels.
+    std::span<const float> image_pixel_values(size_t i) const;
+    // Bytes of image i's pixels as stored: its levels, or its float values.
+    std::span<const std::byte> image_bytes(size_t i) const;
+    // The float values of image i, and of every patch: pixel_values, or each level looked up in level_values.
+    std::vector<float> image_values(size_t i) const;
+    std::vector<float> values() const;
+
+private:
+    // Image i's first value and its number of values.
+    std::pair<size_t, size_t> image_range(size_t i) const;
+    std::vector<float> looked_up(std::span<const uint8_t> image_levels) const;
 };
 
 // Resizes, rescales, normalizes and cuts the images into patches as the reference processor does.

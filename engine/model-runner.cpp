@@ -69,34 +69,22 @@ std::array<int64_t, 3> ModelRunner::position(const RequestState& state, int64_t 
 void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
     // All images this step needs and does not have go through the encoder together.
     std::vector<std::pair<RequestState*, size_t>> missing;
-    std::vector<std::span<const float>> pixels;  // each image's own values, uploaded without a copy here
     std::vector<ImageGrid> grids;
     for (const ScheduledChunk& chunk : output.chunks) {
         RequestState& state = requests_.at(chunk.id);
         for_images_in(
             state.image_begin, state.image_n_tokens, chunk.n_past, chunk.n_past + chunk.n_new, [&](size_t i) {
-                if (!state.features[i].empty()) {
-                    return;
+                if (state.features[i].empty()) {
+                    grids.push_back(state.images.grids[i]);
+                    missing.emplace_back(&state, i);
                 }
-                const int64_t patch_dim =
-                    static_cast<int64_t>(state.images.pixel_values.size()) / state.images.n_patches();
-                int64_t first = 0;
-                for (size_t j = 0; j < i; ++j) {
-                    first += state.images.grids[j].n_patches();
-                }
-                pixels.push_back(
-                    std::span(state.images.pixel_values)
-                        .subspan(static_cast<size_t>(first * patch_dim),
-                                 static_cast<size_t>(state.images.grids[i].n_patches() * patch_dim)));
-                grids.push_back(state.images.grids[i]);
-                missing.emplace_back(&state, i);
             });
     }
     if (missing.empty()) {
         return;
     }
     const auto start = std::chrono::steady_clock::now();
-    const Tensor features = model_.project(model_.encode_vision(pixels, grids), grids);  // [n_tokens, hidden]
+    const Tensor features = model_.project(encode(missing, grids), grids);  // [n_tokens, hidden]
     int64_t row = 0;
     for (const auto& [state, i] : missing) {
         std::vector<int64_t> rows(static_cast<size_t>(state->image_n_tokens[i]));
@@ -108,6 +96,34 @@ void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
         stats_.n_image_patches += g.n_patches();
     }
     stats_.vision_seconds += seconds_since(start);
+}
+
+Tensor ModelRunner::encode(std::span<const std::pair<RequestState*, size_t>> images,
+                           std::span<const ImageGrid> grids) {
+    // Each image's own levels, uploaded without a copy here, where every image has levels of one table.
+    const PreprocessedImages& first = images.front().first->images;
+    const bool as_levels = std::all_of(images.begin(), images.end(), [&](const auto& image) {
+        const PreprocessedImages& p = image.first->images;
+        return !p.levels.empty() && p.level_values == first.level_values;
+    });
+    if (as_levels) {
+        std::vector<std::span<const uint8_t>> levels;
+        for (const auto& [state, i] : images) {
+            levels.push_back(state->images.image_levels(i));
+        }
+        return model_.encode_vision(levels, first.level_values, grids);
+    }
+    // Otherwise as float values: each image's own, or its levels looked up.
+    std::vector<std::vector<float>> looked_up;
+    std::vector<std::span<const float>> values;
+    for (const auto& [state, i] : images) {
+        if (state->images.levels.empty()) {
+            values.push_back(state->images.image_pixel_values(i));
+        } else {
+            values.emplace_back(looked_up.emplace_back(state->images.image_values(i)));
+        }
+    }
+    return model_.encode_vision(values, grids);
 }
 
 bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {

@@ -64,6 +64,9 @@ private:
     };
 
     void encode_missing_images(const SchedulerOutput& output);
+    // The vision encoder over the images (request, image index) of the grids: as levels where all have levels
+    // of one table, else as float values.
+    Tensor encode(std::span<const std::pair<RequestState*, size_t>> images, std::span<const ImageGrid> grids);
     // The tokens of the sampling chunks, chosen by the backend with each request's next draw.
     // logits [n_sampling_chunks, vocab]
     std::vector<int32_t> sample_on_backend(const SchedulerOutput& output, const Tensor& logits);

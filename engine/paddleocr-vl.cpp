@@ -300,22 +300,44 @@ std::shared_ptr<const RopeTables> PaddleOcrVl::vision_grid_rope(const ImageGrid&
 
 Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels,
                                   std::span<const ImageGrid> grids) {
-    const VisionConfig& vc = config_.vision;
-    const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
+    const int64_t n = patches_of(grids, total_size(pixels), "pixel values");
+    return encode_patches(backend_.upload(pixels, {n, patch_w.shape[1]}), grids);
+}
+
+Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const uint8_t>> levels,
+                                  const ChannelLevels& level_values, std::span<const ImageGrid> grids) {
+    const int64_t n = patches_of(grids, total_size(levels), "levels");
+    const int64_t patch_dim = patch_w.shape[1];
+    if (patch_dim % 3 != 0) {
+        fail("vision encoder: patches of ", patch_dim, " values are not three channels");
+    }
+    return encode_patches(backend_.upload_levels(levels, level_values, patch_dim / 3, {n, patch_dim}), grids);
+}
+
+int64_t PaddleOcrVl::patches_of(std::span<const ImageGrid> grids, int64_t n_values, const char* what) const {
     const int64_t patch_dim = patch_w.shape[1];
     int64_t n = 0;
-    std::vector<AttentionSegment> segments;
     for (const ImageGrid& g : grids) {
-        segments.push_back({n, g.n_patches(), n, g.n_patches(), false, 0});
         n += g.n_patches();
     }
-    if (const int64_t n_values = total_size(pixels); n_values != n * patch_dim) {
-        fail("vision encoder: ", n_values, " pixel values for ", n, " patches of ", patch_dim);
+    if (n_values != n * patch_dim) {
+        fail("vision encoder: ", n_values, " ", what, " for ", n, " patches of ", patch_dim);
+    }
+    return n;
+}
+
+Tensor PaddleOcrVl::encode_patches(const Tensor& patches, std::span<const ImageGrid> grids) {
+    const VisionConfig& vc = config_.vision;
+    const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
+    const int64_t n = patches.rows();
+    std::vector<AttentionSegment> segments;
+    for (int64_t first = 0; const ImageGrid& g : grids) {
+        segments.push_back({first, g.n_patches(), first, g.n_patches(), false, 0});
+        first += g.n_patches();
     }
     // Patch embedding (a stride-14 convolution is a linear map of each flattened patch) plus the learned
     // position grid resampled to each image.
-    const Tensor patches = backend_.upload(pixels, {n, patch_dim});  // [n, 3 * 14 * 14]
-    Tensor x = backend_.linear(patches, patch_w, &patch_b);          // [n, vd]
+    Tensor x = backend_.linear(patches, patch_w, &patch_b);  // [n, vd]
     // The learned position grid, resampled onto each image: four bilinear taps a patch.
     const PositionTaps taps = vision_position_taps(grids, static_cast<int>(vc.image_size / vc.patch_size));
     std::vector<int64_t> tap_rows;

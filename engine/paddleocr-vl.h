@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "backend.h"
+#include "image-preprocess.h"
 #include "model-config.h"
 #include "quantization.h"
 #include "rope.h"
 
 namespace folio {
 
-struct ImageGrid;
 struct KvBatch;
 class PagedKvCache;
 class WeightSource;
@@ -93,6 +93,10 @@ public:
     Tensor encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
         return encode_vision(std::span(&pixel_values, 1), grids);
     }
+    // The same with the pixels as 8-bit levels (PreprocessedImages::levels) in parts, each level standing
+    // for its channel's value in level_values; only the levels go to the backend's device.
+    Tensor encode_vision(std::span<const std::span<const uint8_t>> levels, const ChannelLevels& level_values,
+                         std::span<const ImageGrid> grids);
     // Projector: LayerNorm, 2x2 merge, Linear-GELU-Linear.  [n_patches, vision_hidden] -> [n_patches / 4,
     // hidden]
     Tensor project(const Tensor& vision_features, std::span<const ImageGrid> grids);
@@ -113,6 +117,10 @@ public:
     Tensor logits(const Tensor& hidden);
 
 private:
+    // Patches of the grids, after checking that n_values (of what) fill them.
+    int64_t patches_of(std::span<const ImageGrid> grids, int64_t n_values, const char* what) const;
+    // The vision encoder over uploaded patches.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
+    Tensor encode_patches(const Tensor& patches, std::span<const ImageGrid> grids);
     // The rotary tables of an image grid's patches ([n_patches, vision_head_dim] each). Blocks of one
     // document share few grid sizes, so they are kept.
     static constexpr size_t kMaxCachedGrids = 64;

@@ -369,24 +369,29 @@ public:
         return t;
     }
 
-    // Through page-locked memory, so that the host goes on while the copy runs; part by part through the
-    // driver's own staging, as upload() does, when no page-locked memory can be had.
+    // Through page-locked memory (copy_parts_to_device).
     Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
         Tensor t = alloc_uninitialized(std::move(shape), "upload");
         check_upload(t, total_size(parts));
-        check_not_recording("upload");
-        std::vector<std::span<const std::byte>> bytes;
-        bytes.reserve(parts.size());
-        for (const std::span<const float> part : parts) {
-            bytes.push_back(std::as_bytes(part));
+        copy_parts_to_device(parts, reinterpret_cast<std::byte*>(t.f32()));
+        return t;
+    }
+
+    // The levels go through page-locked memory as upload() does, into scratch that a kernel expands.
+    Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
+                         int64_t channel_size, std::vector<int64_t> shape) override {
+        const char* op = "upload_levels";
+        Tensor t = alloc_uninitialized(std::move(shape), op);
+        check_upload_levels(t, total_size(parts), static_cast<int64_t>(table.size()), channel_size);
+        if (t.n_elements() == 0) {
+            return t;
         }
-        if (!host_staging_.copy(bytes, reinterpret_cast<std::byte*>(t.f32()), stream())) {
-            float* dst = t.f32();
-            for (const std::span<const float> part : parts) {
-                copy_to_device(dst, part.data(), part.size_bytes());
-                dst += part.size();
-            }
-        }
+        const Tensor table_d = upload(table, {static_cast<int64_t>(table.size())});  // [n_channels * 256]
+        const Tensor levels = alloc_bytes(t.n_elements(), op);                        // [n] bytes
+        copy_parts_to_device(parts, reinterpret_cast<std::byte*>(levels.f32()));
+        kernels::expand_levels(reinterpret_cast<const uint8_t*>(levels.f32()), table_d.f32(), t.f32(),
+                               t.n_elements(), static_cast<int>(t.row_size()), static_cast<int>(channel_size),
+                               stream());
         return t;
     }
 
@@ -1066,6 +1071,25 @@ private:
             CUDA_CHECK(cudaMemsetAsync(t.f32(), 0, t.buffer->n_bytes(), stream()));
         }
         return t;
+    }
+
+    // Enqueues a copy of the parts, one after another, to dst: through page-locked memory, so that the host
+    // goes on while the copy runs, or part by part through the driver's own staging when no page-locked
+    // memory can be had. The parts may be reused as soon as this returns.
+    template <typename T>
+    void copy_parts_to_device(std::span<const std::span<const T>> parts, std::byte* dst) {
+        check_not_recording("upload");
+        std::vector<std::span<const std::byte>> bytes;
+        bytes.reserve(parts.size());
+        for (const std::span<const T> part : parts) {
+            bytes.push_back(std::as_bytes(part));
+        }
+        if (!host_staging_.copy(bytes, dst, stream())) {
+            for (const std::span<const std::byte> part : bytes) {
+                copy_to_device(dst, part.data(), part.size());
+                dst += part.size();
+            }
+        }
     }
 
     // Enqueues a copy of host memory that the caller may reuse as soon as this returns (pageable memory is

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "activation.cuh"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
@@ -63,6 +65,20 @@ __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int
     }
 }
 
+// y [n_rows, row_size] = table[(e / channel_size) * 256 + level] for each level of levels [n_rows,
+// row_size] (e its element of the row); a block a row at a time, the table [row_size / channel_size, 256]
+// read through L1.
+__global__ void expand_levels_kernel(const uint8_t* levels, const float* table, float* y, int64_t n_rows,
+                                     int row_size, int channel_size) {
+    for (int64_t r = blockIdx.x; r < n_rows; r += gridDim.x) {
+        const uint8_t* row = levels + r * row_size;  // [row_size]
+        float* out = y + r * row_size;               // [row_size]
+        for (int e = static_cast<int>(threadIdx.x); e < row_size; e += kBlock) {
+            out[e] = __ldg(table + e / channel_size * 256 + row[e]);
+        }
+    }
+}
+
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -120,6 +136,18 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
         return;
     }
     launch_chained(swiglu_f32_kernel, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
+}
+
+void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size, int channel_size,
+                   cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    constexpr int64_t kMaxBlocks = 4096;
+    const int64_t n_rows = n / row_size;
+    expand_levels_kernel<<<static_cast<unsigned int>(std::min(n_rows, kMaxBlocks)), kBlock, 0, stream>>>(
+        levels, table, y, n_rows, row_size, channel_size);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 int device_count() {

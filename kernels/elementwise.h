@@ -1,5 +1,6 @@
 // Host entry points of the element-wise kernels and the cuBLAS linear layer. All tensors are row-major
-// float32 in device memory; every launcher enqueues on `stream` and returns without waiting.
+// float32 in device memory unless named otherwise; every launcher enqueues on `stream` and returns without
+// waiting.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,12 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
 
 // y = silu(gate) * up where gate_up = [gate | up].  gate_up [n, 2 d], y [n, d]
 void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream);
+// y = the float each 8-bit level stands for: element e of a row is level v of channel e / channel_size and
+// becomes table[channel * 256 + v].  levels [n / row_size, row_size] bytes, table [row_size / channel_size,
+// 256]  ->  y [n / row_size, row_size]
+void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size, int channel_size,
+                   cudaStream_t stream);
+
 // Number of CUDA devices; 0 where there is no driver or no device.
 int device_count();
 

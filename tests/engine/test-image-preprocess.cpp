@@ -118,7 +118,7 @@ TEST(ImagePreprocess, MatchesReferenceProcessor) {
         const RefTensor& pixels = reference.at("pixel_values." + name);
         ASSERT_EQ(pixels.dtype, "F32");
         ASSERT_EQ(pixels.shape, (std::vector<int64_t>{out.n_patches(), 3, 14, 14}));
-        const float diff = max_abs_diff(out.pixel_values, values<float>(pixels));
+        const float diff = max_abs_diff(out.values(), values<float>(pixels));
         std::cout << "pixel_values." << name << ": " << image.width << "x" << image.height << " -> grid "
                   << out.grids[0].h << "x" << out.grids[0].w << ", max abs diff " << diff << "\n";
         RecordProperty("max_abs_diff_" + name, std::to_string(diff));
@@ -139,19 +139,27 @@ TEST(ImagePreprocess, SeveralImagesAreTheConcatenationOfEach) {
     EXPECT_EQ(both.grids[0], wide.grids[0]);
     EXPECT_EQ(both.grids[1], small.grids[0]);
     EXPECT_EQ(both.n_patches(), wide.n_patches() + small.n_patches());
-    std::vector<float> joined = wide.pixel_values;
-    joined.insert(joined.end(), small.pixel_values.begin(), small.pixel_values.end());
-    EXPECT_EQ(both.pixel_values, joined);
+    std::vector<uint8_t> joined = wide.levels;
+    joined.insert(joined.end(), small.levels.begin(), small.levels.end());
+    EXPECT_EQ(both.levels, joined);
+    EXPECT_EQ(both.level_values, wide.level_values);
+    EXPECT_TRUE(both.pixel_values.empty());
+    // Each image's own levels and values are its part of the whole.
+    EXPECT_TRUE(std::ranges::equal(both.image_levels(1), small.levels));
+    EXPECT_EQ(both.image_values(0), wide.values());
+    EXPECT_EQ(both.image_values(1), small.values());
+    EXPECT_EQ(both.image_bytes(1).size(), small.levels.size());
 
     std::vector<float> expected = values<float>(reference.at("pixel_values.wide"));
     const auto small_ref = values<float>(reference.at("pixel_values.small"));
     expected.insert(expected.end(), small_ref.begin(), small_ref.end());
-    EXPECT_LE(max_abs_diff(both.pixel_values, expected), 1e-5f);
+    EXPECT_LE(max_abs_diff(both.values(), expected), 1e-5f);
 }
 
 TEST(ImagePreprocess, NoImagesGiveNothing) {
     const PreprocessedImages out = preprocess_images({}, fixture_config());
-    EXPECT_TRUE(out.pixel_values.empty());
+    EXPECT_TRUE(out.levels.empty());
+    EXPECT_TRUE(out.values().empty());
     EXPECT_TRUE(out.grids.empty());
     EXPECT_EQ(out.n_patches(), 0);
 }
@@ -168,17 +176,20 @@ TEST(ImagePreprocess, RescaleAndNormalizeFollowTheFlags) {
     const PreprocessedImages raw = preprocess_images(std::span(&image, 1), cfg);
     ASSERT_EQ(raw.grids[0], (ImageGrid{1, 2, 2}));
     // Patch (0, 0), channel 1, row 0, column 5: pixel (5, 0) green.
-    EXPECT_EQ(raw.pixel_values[1 * 196 + 5], static_cast<float>(image.rgb[5 * 3 + 1]));
+    EXPECT_EQ(raw.values()[1 * 196 + 5], static_cast<float>(image.rgb[5 * 3 + 1]));
     // Patch (1, 1) starts at pixel (14, 14); channel 2, row 1, column 2: pixel (16, 15) blue.
     const size_t pixel = (15 * 28 + 16) * 3 + 2;
-    EXPECT_EQ(raw.pixel_values[3 * 588 + 2 * 196 + 14 + 2], static_cast<float>(image.rgb[pixel]));
+    EXPECT_EQ(raw.values()[3 * 588 + 2 * 196 + 14 + 2], static_cast<float>(image.rgb[pixel]));
 
     cfg.do_rescale = true;
     cfg.do_normalize = true;
     const PreprocessedImages normalized = preprocess_images(std::span(&image, 1), cfg);
     const float expected =
         (static_cast<float>(image.rgb[pixel] * cfg.rescale_factor) - cfg.image_mean[2]) / cfg.image_std[2];
-    EXPECT_EQ(normalized.pixel_values[3 * 588 + 2 * 196 + 14 + 2], expected);
+    EXPECT_EQ(normalized.values()[3 * 588 + 2 * 196 + 14 + 2], expected);
+    // The same levels either way: only what they stand for differs.
+    EXPECT_EQ(normalized.levels, raw.levels);
+    EXPECT_EQ(normalized.levels[3 * 588 + 2 * 196 + 14 + 2], image.rgb[pixel]);
 }
 
 TEST(ImagePreprocess, RejectsBadConfigAndImages) {
@@ -488,7 +499,7 @@ TEST_F(ImageLoader, OnePixelImagePreprocessesToAValidGrid) {
         EXPECT_EQ(grid.h % 2, 0);
         EXPECT_EQ(grid.w % 2, 0);
         EXPECT_GE(grid.h * grid.w * 14 * 14, cfg.min_pixels);
-        EXPECT_EQ(out.pixel_values.size(), static_cast<size_t>(grid.n_patches()) * 3 * 14 * 14);
+        EXPECT_EQ(out.levels.size(), static_cast<size_t>(grid.n_patches()) * 3 * 14 * 14);
     }
 }
 
@@ -503,7 +514,7 @@ TEST_F(ImageLoader, LongStripPreprocessesWithinMaxPixels) {
     EXPECT_EQ(out.grids[0], (ImageGrid{1, 15344 / 14, 140 / 14}));
     EXPECT_LE(out.n_patches() * 14 * 14, cfg.max_pixels);
     const float red = (static_cast<float>(199 * cfg.rescale_factor) - cfg.image_mean[0]) / cfg.image_std[0];
-    EXPECT_EQ(out.pixel_values.front(), red);
+    EXPECT_EQ(out.values().front(), red);
 }
 
 TEST_F(ImageLoader, RejectsMissingEmptyAndUndecodableFiles) {

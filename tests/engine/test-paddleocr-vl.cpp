@@ -84,6 +84,34 @@ TEST_P(PaddleOcrVlTest, VisionEncoderTakesPixelsInParts) {
     EXPECT_THROW(backend_->upload(short_parts, {static_cast<int64_t>(all.size())}), Error);
 }
 
+// Levels with their table give what their values give, bit for bit, in parts that split patches too.
+TEST_P(PaddleOcrVlTest, VisionEncoderTakesLevels) {
+    const PromptCase& c = GetParam();
+    if (c.images.empty()) {
+        GTEST_SKIP() << c.key << " has no image";
+    }
+    std::vector<Image> files;
+    for (const auto& name : c.images) {
+        files.push_back(load_image(testing::fixtures_dir() / "images" / (name + ".png")));
+    }
+    const PreprocessedImages images = preprocess_images(files, files_->preprocessor());
+    ASSERT_FALSE(images.levels.empty());
+    const std::vector<float> values = images.values();
+    const std::vector<float> expected = backend_->download(model_->encode_vision(values, images.grids));
+    const std::span<const uint8_t> all(images.levels);
+    const size_t cut = all.size() / 3 + 7;
+    const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0), all.subspan(cut)};
+    EXPECT_EQ(backend_->download(model_->encode_vision(parts, images.level_values, images.grids)), expected);
+
+    const std::vector<std::span<const uint8_t>> short_parts = {all.first(cut)};
+    EXPECT_THROW(model_->encode_vision(short_parts, images.level_values, images.grids), Error);
+    const auto n = static_cast<int64_t>(images.n_patches()), patch_dim = images.patch_dim();
+    const std::span<const float> table(images.level_values);
+    EXPECT_THROW(backend_->upload_levels(parts, table.first(512), patch_dim / 3, {n, patch_dim}), Error);
+    EXPECT_THROW(backend_->upload_levels(parts, table, patch_dim / 3 + 1, {n, patch_dim}), Error);
+    EXPECT_THROW(backend_->upload_levels(parts, table, patch_dim / 3, {n + 1, patch_dim}), Error);
+}
+
 TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     const PromptCase& c = GetParam();
     const PreprocessedImages images = reference_images(c);

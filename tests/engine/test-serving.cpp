@@ -267,22 +267,30 @@ TEST_F(Serving, TheSamePageAskedTwiceReusesTheImagePrefix) {
     EXPECT_EQ(s.n_prefix_hit_blocks, static_cast<int64_t>(common / 4));
 }
 
+namespace {
+
+uint64_t hash_of(std::span<const float> pixels, const ImageGrid& grid, ThreadPool* pool = nullptr) {
+    return image_content_hash(std::as_bytes(pixels), {}, grid, pool);
+}
+
+}  // namespace
+
 // The prefix cache keys an image's tokens by this hash: every pixel value and the grid must reach it. 37
 // floats are 148 bytes: whole 32-byte strides and a tail.
 TEST(ImageContentHash, EveryValueAndTheGridChangeIt) {
     std::vector<float> pixels(37);
     std::iota(pixels.begin(), pixels.end(), 0.5f);
     const ImageGrid grid{1, 37, 1};
-    const uint64_t h = image_content_hash(pixels, grid);
-    EXPECT_EQ(image_content_hash(pixels, grid), h);
+    const uint64_t h = hash_of(pixels, grid);
+    EXPECT_EQ(hash_of(pixels, grid), h);
     std::set<uint64_t> seen = {h};
     for (size_t i = 0; i < pixels.size(); ++i) {
         std::vector<float> changed = pixels;
         changed[i] = std::nextafter(changed[i], 1e9f);  // the lowest bit of one value
-        EXPECT_TRUE(seen.insert(image_content_hash(changed, grid)).second) << "value " << i;
+        EXPECT_TRUE(seen.insert(hash_of(changed, grid)).second) << "value " << i;
     }
-    EXPECT_TRUE(seen.insert(image_content_hash(pixels, ImageGrid{1, 1, 37})).second) << "grid";
-    EXPECT_TRUE(seen.insert(image_content_hash(std::span(pixels).first(36), grid)).second)
+    EXPECT_TRUE(seen.insert(hash_of(pixels, ImageGrid{1, 1, 37})).second) << "grid";
+    EXPECT_TRUE(seen.insert(hash_of(std::span(pixels).first(36), grid)).second)
         << "one value fewer";
 }
 
@@ -296,19 +304,41 @@ TEST(ImageContentHash, SegmentsOnThreadsGiveTheSameValue) {
     std::generate(pixels.begin(), pixels.end(), [&] { return dist(rng); });
     const ImageGrid grid{1, 2, static_cast<int64_t>(pixels.size() / 2)};
     ThreadPool pool(3);
-    const uint64_t h = image_content_hash(pixels, grid);
-    EXPECT_EQ(image_content_hash(pixels, grid, &pool), h);
+    const uint64_t h = hash_of(pixels, grid);
+    EXPECT_EQ(hash_of(pixels, grid, &pool), h);
     std::set<uint64_t> seen = {h};
     for (const size_t i : {size_t{0}, kSegmentFloats - 1, kSegmentFloats, pixels.size() - 1}) {
         std::vector<float> changed = pixels;
         changed[i] = std::nextafter(changed[i], 1e9f);
-        const uint64_t with_pool = image_content_hash(changed, grid, &pool);
-        EXPECT_EQ(image_content_hash(changed, grid), with_pool) << "value " << i;
+        const uint64_t with_pool = hash_of(changed, grid, &pool);
+        EXPECT_EQ(hash_of(changed, grid), with_pool) << "value " << i;
         EXPECT_TRUE(seen.insert(with_pool).second) << "value " << i;
     }
     std::vector<float> swapped = pixels;
     std::swap_ranges(swapped.begin(), swapped.begin() + kSegmentFloats, swapped.begin() + kSegmentFloats);
-    EXPECT_TRUE(seen.insert(image_content_hash(swapped, grid, &pool)).second) << "segments swapped";
+    EXPECT_TRUE(seen.insert(hash_of(swapped, grid, &pool)).second) << "segments swapped";
+}
+
+// Levels hash with what they stand for: the same levels under another table are another image.
+TEST(ImageContentHash, TheLevelTableChangesIt) {
+    std::vector<uint8_t> levels(300);
+    std::iota(levels.begin(), levels.end(), uint8_t{0});
+    ChannelLevels table{};
+    std::iota(table.begin(), table.end(), -1.0f);
+    const ImageGrid grid{1, 1, 100};
+    const auto hash = [&](const ChannelLevels& t) {
+        return image_content_hash(std::as_bytes(std::span(levels)), std::as_bytes(std::span(t)), grid);
+    };
+    const uint64_t h = hash(table);
+    EXPECT_EQ(hash(table), h);
+    std::set<uint64_t> seen = {h};
+    for (const size_t i : {size_t{0}, size_t{255}, size_t{256}, table.size() - 1}) {
+        ChannelLevels changed = table;
+        changed[i] = std::nextafter(changed[i], 1e9f);
+        EXPECT_TRUE(seen.insert(hash(changed)).second) << "table value " << i;
+    }
+    EXPECT_TRUE(seen.insert(image_content_hash(std::as_bytes(std::span(levels)), {}, grid)).second)
+        << "the same bytes as float values";
 }
 
 TEST_F(Serving, StressWithRandomArrivalsCancellationsAndLengths) {

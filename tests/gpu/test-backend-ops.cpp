@@ -202,6 +202,42 @@ TEST_F(BackendOpsTest, UploadInParts) {
     EXPECT_TRUE(gpu_->download(gpu_->upload(std::vector<std::span<const float>>{}, {0, 3})).empty());
 }
 
+// 8-bit levels expand to their channel's values exactly as the CPU backend expands them: rows of one, three
+// and more channels of odd sizes, parts that split rows, uploads beyond a staging chunk, and every level.
+TEST_F(BackendOpsTest, UploadLevels) {
+    std::mt19937 rng(seed_++);
+    std::uniform_int_distribution<int> level(0, 255);
+    struct Case {
+        int64_t n_rows, n_channels, channel_size;
+    };
+    for (const Case c : {Case{1, 1, 1}, Case{7, 3, 196}, Case{300, 3, 5}, Case{3, 2, 1001},
+                         Case{static_cast<int64_t>(kernels::HostStaging::kChunkBytes / 588 + 3), 3, 196}}) {
+        const int64_t row = c.n_channels * c.channel_size;
+        std::vector<uint8_t> levels(static_cast<size_t>(c.n_rows * row));
+        std::generate(levels.begin(), levels.end(), [&] { return static_cast<uint8_t>(level(rng)); });
+        const std::vector<float> table = random_values(c.n_channels * 256, seed_++);
+        const std::span<const uint8_t> all(levels);
+        const size_t cut = levels.size() / 3 + 1;
+        const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0), all.subspan(cut)};
+        const std::string where = dims({c.n_rows, c.n_channels, c.channel_size});
+        const std::vector<float> expected =
+            cpu_->download(cpu_->upload_levels(parts, table, c.channel_size, {c.n_rows, row}));
+        EXPECT_EQ(gpu_->download(gpu_->upload_levels(parts, table, c.channel_size, {c.n_rows, row})), expected)
+            << where;
+        // The CPU's expansion is the table itself: the level's entry of the element's channel.
+        const size_t last = levels.size() - 1;
+        const auto channel = static_cast<size_t>(static_cast<int64_t>(last) % row / c.channel_size);
+        EXPECT_EQ(expected[last], table[channel * 256 + levels[last]]) << where;
+    }
+    const std::vector<uint8_t> levels(12, 3);
+    const std::vector<std::span<const uint8_t>> parts = {std::span(levels)};
+    const std::vector<float> table(3 * 256, 1.0f);
+    EXPECT_THROW(gpu_->upload_levels(parts, table, 3, {2, 6}), Error) << "a table for three channels, rows of two";
+    EXPECT_THROW(gpu_->upload_levels(parts, table, 5, {2, 6}), Error) << "rows not whole channels";
+    EXPECT_THROW(gpu_->upload_levels(parts, table, 2, {3, 6}), Error) << "levels for another shape";
+    EXPECT_TRUE(gpu_->download(gpu_->upload_levels({}, table, 2, {0, 6})).empty());
+}
+
 TEST_F(BackendOpsTest, FactoryAndLifetimes) {
     EXPECT_THROW(make_cuda_backend(kernels::device_count()), Error) << "no device of that number";
     EXPECT_NE(gpu_->name().find("cuda"), std::string::npos) << gpu_->name();

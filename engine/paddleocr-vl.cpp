@@ -1,5 +1,6 @@
 #include "paddleocr-vl.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "error.h"
@@ -283,19 +284,30 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     }
 }
 
-std::shared_ptr<const RopeTables> PaddleOcrVl::vision_grid_rope(const ImageGrid& grid) {
-    const auto key = std::array<int64_t, 3>{grid.t, grid.h, grid.w};
-    if (const auto it = vision_ropes_.find(key); it != vision_ropes_.end()) {
-        return it->second;
-    }
-    if (vision_ropes_.size() >= kMaxCachedGrids) {
-        vision_ropes_.clear();
-    }
+std::pair<Tensor, Tensor> PaddleOcrVl::vision_rope(std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_.vision;
-    auto tables = std::make_shared<const RopeTables>(vision_rope_tables(
-        std::span(&grid, 1), static_cast<int>(vc.hidden_size / vc.num_attention_heads), vc.rope_theta));
-    vision_ropes_.emplace(key, tables);
-    return tables;
+    const int64_t hd = vc.hidden_size / vc.num_attention_heads;
+    int64_t side = 0;
+    for (const ImageGrid& g : grids) {
+        side = std::max({side, g.h, g.w});
+    }
+    if (side > vision_rope_side_) {
+        const RopeTables axis = vision_axis_rope_tables(side, static_cast<int>(hd), vc.rope_theta);
+        std::vector<float> both = axis.cos;
+        both.insert(both.end(), axis.sin.begin(), axis.sin.end());
+        vision_axis_rope_ = backend_.upload(both, {2 * side, hd / 4});
+        vision_rope_side_ = side;
+    }
+    // A patch's cos row from rows (y, x, y, x), its sin row from the same rows of the sin half.
+    std::vector<int64_t> rows = vision_rope_rows(grids);
+    const size_t n_rows = rows.size();
+    rows.reserve(2 * n_rows);
+    for (size_t i = 0; i < n_rows; ++i) {
+        rows.push_back(rows[i] + vision_rope_side_);
+    }
+    const Tensor tables = backend_.gather_rows(vision_axis_rope_, rows);  // [2 * n * 4, hd / 4]
+    const int64_t n = static_cast<int64_t>(n_rows) / 4;
+    return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
 }
 
 Tensor PaddleOcrVl::encode_vision(std::span<const std::span<const float>> pixels,
@@ -347,15 +359,7 @@ Tensor PaddleOcrVl::encode_patches(const Tensor& patches, std::span<const ImageG
         tap_weights.insert(tap_weights.end(), taps.weights[i].begin(), taps.weights[i].end());
     }
     backend_.add_weighted_rows(x, position_grid, tap_rows, tap_weights);
-    std::vector<std::shared_ptr<const RopeTables>> ropes;
-    std::vector<std::span<const float>> cos_parts, sin_parts;  // [n_patches of the image, hd] each
-    for (const ImageGrid& g : grids) {
-        const auto& rope = ropes.emplace_back(vision_grid_rope(g));
-        cos_parts.emplace_back(rope->cos);
-        sin_parts.emplace_back(rope->sin);
-    }
-    const Tensor cos = backend_.upload(cos_parts, {n, hd});  // [n, hd]
-    const Tensor sin = backend_.upload(sin_parts, {n, hd});  // [n, hd]
+    const auto [cos, sin] = vision_rope(grids);  // [n, hd] each
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {
         if (L.qkv_proj.q.data && L.o_proj.q.data) {

@@ -4,8 +4,7 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
-#include <memory>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -121,10 +120,9 @@ private:
     int64_t patches_of(std::span<const ImageGrid> grids, int64_t n_values, const char* what) const;
     // The vision encoder over uploaded patches.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
     Tensor encode_patches(const Tensor& patches, std::span<const ImageGrid> grids);
-    // The rotary tables of an image grid's patches ([n_patches, vision_head_dim] each). Blocks of one
-    // document share few grid sizes, so they are kept.
-    static constexpr size_t kMaxCachedGrids = 64;
-    std::shared_ptr<const RopeTables> vision_grid_rope(const ImageGrid& grid);
+    // The vision encoder's rotary tables for the grids' patches, gathered on the backend from its axis
+    // tables (vision_rope_rows).  ->  cos, sin [n_patches, vision_head_dim]
+    std::pair<Tensor, Tensor> vision_rope(std::span<const ImageGrid> grids);
     Tensor load(WeightSource& weights, const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(WeightSource& weights, const std::string& name, int64_t n, bool present);
     Linear load_linear(WeightSource& weights, const std::string& prefix, int64_t n_out, int64_t n_in,
@@ -172,7 +170,10 @@ private:
     std::vector<TextLayer> text_layers;
     Tensor final_norm;  // [hidden]
     MropeParams text_rope;
-    std::map<std::array<int64_t, 3>, std::shared_ptr<const RopeTables>> vision_ropes_;  // by grid (t, h, w)
+    // The vision axis tables on the backend, cos rows then sin rows, for the longest side seen so far: their
+    // rows do not depend on how many there are.  [2 * vision_rope_side_, vision_head_dim / 4]
+    Tensor vision_axis_rope_;
+    int64_t vision_rope_side_ = 0;
 };
 
 }  // namespace folio

@@ -63,32 +63,34 @@ std::vector<float> rope_inverse_frequencies(int dim, float theta) {
     return inv;
 }
 
-RopeTables vision_rope_tables(std::span<const ImageGrid> grids, int head_dim, float theta) {
+RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float theta) {
     if (head_dim % 4 != 0) {
         fail("vision head_dim ", head_dim, " is not a multiple of 4");
     }
     const std::vector<float> inv = rope_inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
-    const int quarter = head_dim / 4;
     RopeTables tables;
+    for (int64_t k = 0; k < n_positions; ++k) {
+        for (const float f : inv) {
+            const float angle = static_cast<float>(k) * f;
+            tables.cos.push_back(std::cos(angle));
+            tables.sin.push_back(std::sin(angle));
+        }
+    }
+    return tables;
+}
+
+std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids) {
+    std::vector<int64_t> rows;
     for (const ImageGrid& g : grids) {
         for (int64_t t = 0; t < g.t; ++t) {
             for (int64_t y = 0; y < g.h; ++y) {
                 for (int64_t x = 0; x < g.w; ++x) {
-                    std::vector<float> freq(static_cast<size_t>(head_dim));
-                    for (int i = 0; i < quarter; ++i) {
-                        freq[i] = static_cast<float>(y) * inv[i];
-                        freq[quarter + i] = static_cast<float>(x) * inv[i];
-                    }
-                    std::copy_n(freq.begin(), 2 * quarter, freq.begin() + 2 * quarter);
-                    for (const float f : freq) {
-                        tables.cos.push_back(std::cos(f));
-                        tables.sin.push_back(std::sin(f));
-                    }
+                    rows.insert(rows.end(), {y, x, y, x});
                 }
             }
         }
     }
-    return tables;
+    return rows;
 }
 
 PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side) {

@@ -27,13 +27,18 @@ MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::s
 std::vector<float> rope_inverse_frequencies(int dim, float theta);
 
 struct RopeTables {
-    std::vector<float> cos;  // [n_tokens, head_dim]
-    std::vector<float> sin;  // [n_tokens, head_dim]
+    std::vector<float> cos;  // [n_tokens, head_dim] or by axis index (vision_axis_rope_tables)
+    std::vector<float> sin;  // the same
 };
 
-// Vision tables for images packed in raster order: head_dim/4 frequencies over the row index, the same over
-// the column index, the pair repeated to fill the head.
-RopeTables vision_rope_tables(std::span<const ImageGrid> grids, int head_dim, float theta);
+// The vision encoder's rotary values by axis index: row k holds cos (and sin) of k times each of head_dim / 4
+// frequencies.  ->  cos, sin [n_positions, head_dim / 4]
+RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float theta);
+
+// Which rows of the axis tables make each patch's rotary row, for images packed in raster order: a patch at
+// row y and column x of its image takes rows y, x, y, x one after another (head_dim / 4 frequencies over the
+// row index, the same over the column index, the pair repeated to fill the head).  ->  [n_patches * 4]
+std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids);
 
 // Bilinear (align_corners) resampling of the side x side learned position grid to each image's grid:
 // for every patch, four table rows and their weights.

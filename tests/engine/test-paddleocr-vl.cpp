@@ -1,6 +1,7 @@
 // The PaddleOCR-VL model on the CPU backend against the reference implementation's outputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "backend.h"
@@ -126,6 +127,38 @@ TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     EXPECT_EQ(projected.shape, reference_->shape(c.key + ".projector_features"));
     EXPECT_LT(relative_error(backend_->download(projected), reference_->f32(c.key + ".projector_features")),
               kTolerance);
+}
+
+// A patch's rotary row is its row index's values, its column index's, then both again; the axis tables'
+// rows gathered by vision_rope_rows give exactly that.
+TEST(VisionRope, AxisRowsAssembleEachPatchsRow) {
+    const std::vector<ImageGrid> grids = {{1, 2, 3}, {1, 4, 1}};
+    const std::vector<int64_t> rows = vision_rope_rows(grids);
+    ASSERT_EQ(rows.size(), 4u * 10);
+    EXPECT_EQ(std::vector<int64_t>(rows.begin() + 4 * 5, rows.begin() + 4 * 6), (std::vector<int64_t>{1, 2, 1, 2}))
+        << "the first image's last patch, row 1 column 2";
+    EXPECT_EQ(std::vector<int64_t>(rows.end() - 4, rows.end()), (std::vector<int64_t>{3, 0, 3, 0}))
+        << "the second image's last patch, row 3 column 0";
+
+    constexpr int kHeadDim = 12;
+    constexpr float kTheta = 10000.0f;
+    const RopeTables axis = vision_axis_rope_tables(4, kHeadDim, kTheta);
+    ASSERT_EQ(axis.cos.size(), 4u * kHeadDim / 4);
+    const auto backend = make_cpu_backend(1);
+    const std::vector<float> cos = backend->download(
+        backend->gather_rows(backend->upload(axis.cos, {4, kHeadDim / 4}), rows));  // [10, kHeadDim]
+    const std::vector<float> inv = rope_inverse_frequencies(kHeadDim / 2, kTheta);
+    const auto at = [&](int64_t patch, int64_t d) { return cos[static_cast<size_t>(patch * kHeadDim + d)]; };
+    for (int i = 0; i < kHeadDim / 4; ++i) {
+        const int q = kHeadDim / 4;
+        EXPECT_EQ(at(5, i), std::cos(1.0f * inv[i])) << i;
+        EXPECT_EQ(at(5, q + i), std::cos(2.0f * inv[i])) << i;
+        EXPECT_EQ(at(5, 2 * q + i), at(5, i)) << i;
+        EXPECT_EQ(at(5, 3 * q + i), at(5, q + i)) << i;
+        EXPECT_EQ(at(9, i), std::cos(3.0f * inv[i])) << i;
+        EXPECT_EQ(at(9, q + i), 1.0f) << i;
+    }
+    EXPECT_THROW(vision_axis_rope_tables(4, 10, kTheta), Error);
 }
 
 TEST_P(PaddleOcrVlTest, PositionIdsMatchReference) {

@@ -287,9 +287,13 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
 std::pair<Tensor, Tensor> PaddleOcrVl::vision_rope(std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_.vision;
     const int64_t hd = vc.hidden_size / vc.num_attention_heads;
-    int64_t side = 0;
+    int64_t side = 0, n = 0;
     for (const ImageGrid& g : grids) {
         side = std::max({side, g.h, g.w});
+        n += g.n_patches();
+    }
+    if (n == 0) {
+        return {backend_.alloc({0, hd}), backend_.alloc({0, hd})};
     }
     if (side > vision_rope_side_) {
         const RopeTables axis = vision_axis_rope_tables(side, static_cast<int>(hd), vc.rope_theta);
@@ -306,7 +310,6 @@ std::pair<Tensor, Tensor> PaddleOcrVl::vision_rope(std::span<const ImageGrid> gr
         rows.push_back(rows[i] + vision_rope_side_);
     }
     const Tensor tables = backend_.gather_rows(vision_axis_rope_, rows);  // [2 * n * 4, hd / 4]
-    const int64_t n = static_cast<int64_t>(n_rows) / 4;
     return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
 }
 

@@ -113,6 +113,17 @@ TEST_P(PaddleOcrVlTest, VisionEncoderTakesLevels) {
     EXPECT_THROW(backend_->upload_levels(parts, table, patch_dim / 3, {n + 1, patch_dim}), Error);
 }
 
+// A step without images runs the vision encoder over nothing.
+TEST(PaddleOcrVlVision, NoImagesGiveNoFeatures) {
+    PaddleOcrVl& model = *fixture().model;
+    const int64_t vd = model.config().vision.hidden_size;
+    for (const std::vector<ImageGrid>& grids : {std::vector<ImageGrid>{}, std::vector<ImageGrid>{{1, 0, 4}}}) {
+        EXPECT_EQ(model.encode_vision(std::span<const float>{}, grids).shape, (std::vector<int64_t>{0, vd}));
+        EXPECT_EQ(model.encode_vision(std::vector<std::span<const uint8_t>>{}, ChannelLevels{}, grids).shape,
+                  (std::vector<int64_t>{0, vd}));
+    }
+}
+
 TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
     const PromptCase& c = GetParam();
     const PreprocessedImages images = reference_images(c);

@@ -99,8 +99,9 @@ public:
     // 8-bit levels, in parts one after another, as float32 values: element e of a row is level v of channel
     // e / channel_size and becomes table[channel * 256 + v]. Only the levels go to the device.
     // parts [shape] levels, table [row_size / channel_size, 256]  ->  [shape]
-    virtual Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
-                                 int64_t channel_size, std::vector<int64_t> shape) = 0;
+    virtual Tensor upload_levels(std::span<const std::span<const uint8_t>> parts,
+                                 std::span<const float> table, int64_t channel_size,
+                                 std::vector<int64_t> shape) = 0;
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 

@@ -16,8 +16,9 @@ namespace folio {
 
 namespace {
 
-// A 64-bit hash of bytes: four independent lanes of 8-byte words with the xxHash64 round, then the tail
-// bytes and a final avalanche, so that the megabytes of pixels of each request hash at memory speed.
+// A 64-bit hash of bytes: four independent lanes of 8-byte words with the xxHash64 round, then the tail's
+// words and bytes and a final avalanche, so that the megabytes of pixels of each request hash at memory
+// speed.
 uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
     constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL, kP2 = 0xC2B2AE3D27D4EB4FULL, kP3 = 0x165667B19E3779F9ULL;
     const auto round = [](uint64_t acc, uint64_t word) { return std::rotl(acc + word * kP2, 31) * kP1; };
@@ -33,6 +34,11 @@ uint64_t hash_bytes(const void* data, size_t n, uint64_t seed) {
     }
     uint64_t h = std::rotl(lanes[0], 1) + std::rotl(lanes[1], 7) + std::rotl(lanes[2], 12) +
                  std::rotl(lanes[3], 18) + n;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, bytes + i, sizeof(word));
+        h = std::rotl(h ^ round(0, word), 27) * kP1 + kP2;
+    }
     for (; i < n; ++i) {
         h = std::rotl(h ^ (bytes[i] * kP3), 11) * kP1;
     }
@@ -49,7 +55,8 @@ uint64_t image_content_hash(std::span<const std::byte> pixels, std::span<const s
                             const ImageGrid& grid, ThreadPool* pool) {
     constexpr size_t kSegmentBytes = size_t{1} << 20;
     const int64_t dims[3] = {grid.t, grid.h, grid.w};
-    const uint64_t seed = hash_bytes(level_values.data(), level_values.size(), hash_bytes(dims, sizeof(dims), 0));
+    const uint64_t seed =
+        hash_bytes(level_values.data(), level_values.size(), hash_bytes(dims, sizeof(dims), 0));
     std::vector<uint64_t> segments((pixels.size() + kSegmentBytes - 1) / kSegmentBytes);
     const auto hash_segments = [&](int64_t begin, int64_t end) {
         for (auto s = static_cast<size_t>(begin); s < static_cast<size_t>(end); ++s) {
@@ -83,7 +90,8 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
     }
     const std::vector<uint8_t>& is_image = request.prompt.is_image;
     const std::span<const std::byte> level_values =
-        request.images.levels.empty() ? std::span<const std::byte>{} : std::as_bytes(std::span(request.images.level_values));
+        request.images.levels.empty() ? std::span<const std::byte>{}
+                                      : std::as_bytes(std::span(request.images.level_values));
     size_t image = 0;
     for (int64_t i = 0; i < seq->n_prompt; ++i) {
         if (!is_image[i] || (i > 0 && is_image[i - 1])) {
@@ -102,10 +110,10 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
             fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
                  grid.n_patches() / (int64_t{merge} * merge), " merged patches");
         }
-        seq->images.push_back(
-            {i, end - i,
-             hash_threads ? image_content_hash(request.images.image_bytes(image - 1), level_values, grid, hash_threads)
-                          : 0});
+        seq->images.push_back({i, end - i,
+                               hash_threads ? image_content_hash(request.images.image_bytes(image - 1),
+                                                                 level_values, grid, hash_threads)
+                                            : 0});
     }
     if (image != request.images.grids.size()) {
         fail("request ", id, ": ", request.images.grids.size(), " images but ", image,
@@ -238,6 +246,19 @@ void EngineCore::check_request(const Request& request) const {
     if (static_cast<int64_t>(request.images.grids.size()) > config_.limit_mm_per_prompt) {
         fail(request.images.grids.size(), " images in one request, more than limit_mm_per_prompt ",
              config_.limit_mm_per_prompt);
+    }
+    const PreprocessedImages& images = request.images;
+    if (!images.levels.empty() && !images.pixel_values.empty()) {
+        fail("images given both as ", images.levels.size(), " levels and as ", images.pixel_values.size(),
+             " float values");
+    }
+    const VisionConfig& vc = model_.config().vision;
+    const int64_t patch_dim = int64_t{vc.num_channels} * vc.patch_size * vc.patch_size;
+    const auto n_given =
+        static_cast<int64_t>(images.levels.empty() ? images.pixel_values.size() : images.levels.size());
+    if (n_given != images.n_patches() * patch_dim) {
+        fail(images.grids.size(), " images of ", images.n_patches(), " patches need ",
+             images.n_patches() * patch_dim, " values (", patch_dim, " a patch), got ", n_given);
     }
     if (request.max_tokens < 1) {
         fail("max_tokens must be at least 1, got ", request.max_tokens);

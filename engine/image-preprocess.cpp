@@ -303,7 +303,8 @@ std::pair<size_t, size_t> PreprocessedImages::image_range(size_t i) const {
     for (size_t j = 0; j < i; ++j) {
         first += grids.at(j).n_patches();
     }
-    return {static_cast<size_t>(first * patch_dim()), static_cast<size_t>(grids.at(i).n_patches() * patch_dim())};
+    return {static_cast<size_t>(first * patch_dim()),
+            static_cast<size_t>(grids.at(i).n_patches() * patch_dim())};
 }
 
 std::span<const uint8_t> PreprocessedImages::image_levels(size_t i) const {
@@ -323,6 +324,11 @@ std::span<const std::byte> PreprocessedImages::image_bytes(size_t i) const {
 std::vector<float> PreprocessedImages::looked_up(std::span<const uint8_t> image_levels) const {
     // Images are whole patches, so an image's values start a patch.
     const int64_t channel = patch_dim() / 3;
+    if (channel == 0 || patch_dim() % 3 != 0 ||
+        patch_dim() * n_patches() != static_cast<int64_t>(levels.size())) {
+        fail("preprocessed images: ", levels.size(), " levels are not ", n_patches(),
+             " patches of three channels");
+    }
     std::vector<float> out(image_levels.size());
     for (size_t e = 0; e < image_levels.size(); ++e) {
         const auto c = static_cast<size_t>(static_cast<int64_t>(e) % (3 * channel) / channel);

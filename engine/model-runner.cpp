@@ -72,13 +72,13 @@ void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
     std::vector<ImageGrid> grids;
     for (const ScheduledChunk& chunk : output.chunks) {
         RequestState& state = requests_.at(chunk.id);
-        for_images_in(
-            state.image_begin, state.image_n_tokens, chunk.n_past, chunk.n_past + chunk.n_new, [&](size_t i) {
-                if (state.features[i].empty()) {
-                    grids.push_back(state.images.grids[i]);
-                    missing.emplace_back(&state, i);
-                }
-            });
+        for_images_in(state.image_begin, state.image_n_tokens, chunk.n_past, chunk.n_past + chunk.n_new,
+                      [&](size_t i) {
+                          if (state.features[i].empty()) {
+                              grids.push_back(state.images.grids[i]);
+                              missing.emplace_back(&state, i);
+                          }
+                      });
     }
     if (missing.empty()) {
         return;

@@ -4,8 +4,8 @@
 
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "backend.h"
@@ -118,7 +118,8 @@ public:
 private:
     // Patches of the grids, after checking that n_values (of what) fill them.
     int64_t patches_of(std::span<const ImageGrid> grids, int64_t n_values, const char* what) const;
-    // The vision encoder over uploaded patches.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
+    // The vision encoder over uploaded patches.
+    // patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
     Tensor encode_patches(const Tensor& patches, std::span<const ImageGrid> grids);
     // The vision encoder's rotary tables for the grids' patches, gathered on the backend from its axis
     // tables (vision_rope_rows).  ->  cos, sin [n_patches, vision_head_dim]

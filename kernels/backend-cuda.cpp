@@ -387,7 +387,7 @@ public:
             return t;
         }
         const Tensor table_d = upload(table, {static_cast<int64_t>(table.size())});  // [n_channels * 256]
-        const Tensor levels = alloc_bytes(t.n_elements(), op);                        // [n] bytes
+        const Tensor levels = alloc_bytes(t.n_elements(), op);                       // [n] bytes
         copy_parts_to_device(parts, reinterpret_cast<std::byte*>(levels.f32()));
         kernels::expand_levels(reinterpret_cast<const uint8_t*>(levels.f32()), table_d.f32(), t.f32(),
                                t.n_elements(), static_cast<int>(t.row_size()), static_cast<int>(channel_size),

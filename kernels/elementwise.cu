@@ -138,8 +138,8 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
     launch_chained(swiglu_f32_kernel, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
 }
 
-void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size, int channel_size,
-                   cudaStream_t stream) {
+void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size,
+                   int channel_size, cudaStream_t stream) {
     if (n == 0) {
         return;
     }

@@ -31,8 +31,8 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
 // y = the float each 8-bit level stands for: element e of a row is level v of channel e / channel_size and
 // becomes table[channel * 256 + v].  levels [n / row_size, row_size] bytes, table [row_size / channel_size,
 // 256]  ->  y [n / row_size, row_size]
-void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size, int channel_size,
-                   cudaStream_t stream);
+void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size,
+                   int channel_size, cudaStream_t stream);
 
 // Number of CUDA devices; 0 where there is no driver or no device.
 int device_count();

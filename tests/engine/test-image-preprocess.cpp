@@ -156,6 +156,19 @@ TEST(ImagePreprocess, SeveralImagesAreTheConcatenationOfEach) {
     EXPECT_LE(max_abs_diff(both.values(), expected), 1e-5f);
 }
 
+// Levels that do not fill whole patches of three channels cannot be looked up: an error, not a guess.
+TEST(ImagePreprocess, LevelsOutOfShapeAreRefused) {
+    PreprocessedImages images = preprocess_images(
+        std::vector<Image>{load_image(kFixtures / "images" / "small.png")}, fixture_config());
+    PreprocessedImages no_grids = images;
+    no_grids.grids.clear();
+    EXPECT_THROW(no_grids.values(), Error);
+    PreprocessedImages one_short = images;
+    one_short.levels.pop_back();
+    EXPECT_THROW(one_short.values(), Error);
+    EXPECT_EQ(images.values().size(), images.levels.size());
+}
+
 TEST(ImagePreprocess, NoImagesGiveNothing) {
     const PreprocessedImages out = preprocess_images({}, fixture_config());
     EXPECT_TRUE(out.levels.empty());

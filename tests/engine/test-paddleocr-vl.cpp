@@ -101,7 +101,8 @@ TEST_P(PaddleOcrVlTest, VisionEncoderTakesLevels) {
     const std::vector<float> expected = backend_->download(model_->encode_vision(values, images.grids));
     const std::span<const uint8_t> all(images.levels);
     const size_t cut = all.size() / 3 + 7;
-    const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0), all.subspan(cut)};
+    const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0),
+                                                         all.subspan(cut)};
     EXPECT_EQ(backend_->download(model_->encode_vision(parts, images.level_values, images.grids)), expected);
 
     const std::vector<std::span<const uint8_t>> short_parts = {all.first(cut)};
@@ -117,7 +118,8 @@ TEST_P(PaddleOcrVlTest, VisionEncoderTakesLevels) {
 TEST(PaddleOcrVlVision, NoImagesGiveNoFeatures) {
     PaddleOcrVl& model = *fixture().model;
     const int64_t vd = model.config().vision.hidden_size;
-    for (const std::vector<ImageGrid>& grids : {std::vector<ImageGrid>{}, std::vector<ImageGrid>{{1, 0, 4}}}) {
+    for (const std::vector<ImageGrid>& grids :
+         {std::vector<ImageGrid>{}, std::vector<ImageGrid>{{1, 0, 4}}}) {
         EXPECT_EQ(model.encode_vision(std::span<const float>{}, grids).shape, (std::vector<int64_t>{0, vd}));
         EXPECT_EQ(model.encode_vision(std::vector<std::span<const uint8_t>>{}, ChannelLevels{}, grids).shape,
                   (std::vector<int64_t>{0, vd}));
@@ -146,7 +148,8 @@ TEST(VisionRope, AxisRowsAssembleEachPatchsRow) {
     const std::vector<ImageGrid> grids = {{1, 2, 3}, {1, 4, 1}};
     const std::vector<int64_t> rows = vision_rope_rows(grids);
     ASSERT_EQ(rows.size(), 4u * 10);
-    EXPECT_EQ(std::vector<int64_t>(rows.begin() + 4 * 5, rows.begin() + 4 * 6), (std::vector<int64_t>{1, 2, 1, 2}))
+    EXPECT_EQ(std::vector<int64_t>(rows.begin() + 4 * 5, rows.begin() + 4 * 6),
+              (std::vector<int64_t>{1, 2, 1, 2}))
         << "the first image's last patch, row 1 column 2";
     EXPECT_EQ(std::vector<int64_t>(rows.end() - 4, rows.end()), (std::vector<int64_t>{3, 0, 3, 0}))
         << "the second image's last patch, row 3 column 0";

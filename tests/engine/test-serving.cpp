@@ -290,8 +290,7 @@ TEST(ImageContentHash, EveryValueAndTheGridChangeIt) {
         EXPECT_TRUE(seen.insert(hash_of(changed, grid)).second) << "value " << i;
     }
     EXPECT_TRUE(seen.insert(hash_of(pixels, ImageGrid{1, 1, 37})).second) << "grid";
-    EXPECT_TRUE(seen.insert(hash_of(std::span(pixels).first(36), grid)).second)
-        << "one value fewer";
+    EXPECT_TRUE(seen.insert(hash_of(std::span(pixels).first(36), grid)).second) << "one value fewer";
 }
 
 // Images of several mebibytes hash in segments, on threads where a pool is given: the value is the same
@@ -560,6 +559,17 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     too_long.prompt.ids.assign(600, 5);
     too_long.prompt.is_image.assign(600, 0);
     EXPECT_NE(message(too_long).find("max_model_len"), std::string::npos);
+    Request short_pixels = make_request({pages_[0]}, "OCR:");
+    short_pixels.images.levels.pop_back();
+    EXPECT_NE(message(short_pixels).find("values (588 a patch), got"), std::string::npos)
+        << message(short_pixels);
+    Request both_forms = make_request({pages_[0]}, "OCR:");
+    both_forms.images.pixel_values = both_forms.images.values();
+    EXPECT_NE(message(both_forms).find("images given both as"), std::string::npos) << message(both_forms);
+    Request floats = make_request({pages_[0]}, "OCR:");
+    floats.images.pixel_values = floats.images.values();
+    floats.images.levels.clear();
+    EXPECT_EQ(message(floats), "accepted");
     EXPECT_EQ(message(make_request({pages_[0]}, "OCR:")), "accepted");
     try {
         parse_quantization("int3");

@@ -218,11 +218,13 @@ TEST_F(BackendOpsTest, UploadLevels) {
         const std::vector<float> table = random_values(c.n_channels * 256, seed_++);
         const std::span<const uint8_t> all(levels);
         const size_t cut = levels.size() / 3 + 1;
-        const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0), all.subspan(cut)};
+        const std::vector<std::span<const uint8_t>> parts = {all.first(cut), all.subspan(cut, 0),
+                                                             all.subspan(cut)};
         const std::string where = dims({c.n_rows, c.n_channels, c.channel_size});
         const std::vector<float> expected =
             cpu_->download(cpu_->upload_levels(parts, table, c.channel_size, {c.n_rows, row}));
-        EXPECT_EQ(gpu_->download(gpu_->upload_levels(parts, table, c.channel_size, {c.n_rows, row})), expected)
+        EXPECT_EQ(gpu_->download(gpu_->upload_levels(parts, table, c.channel_size, {c.n_rows, row})),
+                  expected)
             << where;
         // The CPU's expansion is the table itself: the level's entry of the element's channel.
         const size_t last = levels.size() - 1;
@@ -232,7 +234,8 @@ TEST_F(BackendOpsTest, UploadLevels) {
     const std::vector<uint8_t> levels(12, 3);
     const std::vector<std::span<const uint8_t>> parts = {std::span(levels)};
     const std::vector<float> table(3 * 256, 1.0f);
-    EXPECT_THROW(gpu_->upload_levels(parts, table, 3, {2, 6}), Error) << "a table for three channels, rows of two";
+    EXPECT_THROW(gpu_->upload_levels(parts, table, 3, {2, 6}), Error)
+        << "a table for three channels, rows of two";
     EXPECT_THROW(gpu_->upload_levels(parts, table, 5, {2, 6}), Error) << "rows not whole channels";
     EXPECT_THROW(gpu_->upload_levels(parts, table, 2, {3, 6}), Error) << "levels for another shape";
     EXPECT_TRUE(gpu_->download(gpu_->upload_levels({}, table, 2, {0, 6})).empty());

@@ -263,8 +263,7 @@ int run_bench(const Options& opt) {
     const std::vector<ImageGrid> grids(kVisionImages,
                                        ImageGrid{1, height / factor * cfg.vision.spatial_merge_size,
                                                  width / factor * cfg.vision.spatial_merge_size});
-    const int64_t patch_dim =
-        static_cast<int64_t>(cfg.vision.num_channels) * cfg.vision.patch_size * cfg.vision.patch_size;
+    const int64_t patch_dim = cfg.vision.patch_dim();
     const std::vector<float> pixels(static_cast<size_t>(kVisionImages * grids[0].n_patches() * patch_dim),
                                     0.1f);
     const Tensor probe = backend->alloc({1});

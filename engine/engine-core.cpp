@@ -212,7 +212,7 @@ int64_t EngineCore::activation_peak_bytes() {
     // an 8x8-patch image is measured and scaled to that many patches.
     const VisionConfig& vc = model_.config().vision;
     const ImageGrid grid{1, kProfilePatchSide, kProfilePatchSide};
-    const int64_t patch_dim = int64_t{vc.num_channels} * vc.patch_size * vc.patch_size;
+    const int64_t patch_dim = vc.patch_dim();
     const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * patch_dim), 0.0f);
     backend.reset_peak();
     before = backend.memory_stats().in_use;
@@ -253,7 +253,7 @@ void EngineCore::check_request(const Request& request) const {
              " float values");
     }
     const VisionConfig& vc = model_.config().vision;
-    const int64_t patch_dim = int64_t{vc.num_channels} * vc.patch_size * vc.patch_size;
+    const int64_t patch_dim = vc.patch_dim();
     const auto n_given =
         static_cast<int64_t>(images.levels.empty() ? images.pixel_values.size() : images.levels.size());
     if (n_given != images.n_patches() * patch_dim) {

@@ -28,6 +28,8 @@ struct VisionConfig {
     float rope_theta = 10000.0f;
 
     int head_dim() const { return hidden_size / num_attention_heads; }
+    // Values of one flattened patch, the patch embedding's input.
+    int64_t patch_dim() const { return int64_t{num_channels} * patch_size * patch_size; }
 };
 
 struct TextConfig {

@@ -73,7 +73,7 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     };
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
     const int64_t side = vc.image_size / vc.patch_size;
-    const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
+    const int64_t patch_dim = vc.patch_dim();
     const int64_t merged = vd * vc.spatial_merge_size * vc.spatial_merge_size;
     int64_t bytes =
         (vd * patch_dim + vd + side * side * vd + 2 * vd) * f32;  // patches, positions, final norm
@@ -217,7 +217,7 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
     const VisionConfig& vc = config.vision;
     const TextConfig& tc = config.text;
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
-    const int64_t patch_dim = static_cast<int64_t>(vc.num_channels) * vc.patch_size * vc.patch_size;
+    const int64_t patch_dim = vc.patch_dim();
     const int64_t side = vc.image_size / vc.patch_size;
     const std::string vp = "model.visual.vision_model.";
 
@@ -286,7 +286,7 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
 
 std::pair<Tensor, Tensor> PaddleOcrVl::vision_rope(std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_.vision;
-    const int64_t hd = vc.hidden_size / vc.num_attention_heads;
+    const int64_t hd = vc.head_dim();
     int64_t side = 0, n = 0;
     for (const ImageGrid& g : grids) {
         side = std::max({side, g.h, g.w});

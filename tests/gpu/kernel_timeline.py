@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a recorded decode step's time goes, from kernel-trace.cpp's CSV.
+"""Where a recorded decode step's time goes, or a whole run's, from kernel-trace.cpp's CSV.
 
 Each replay of a CUDA graph, with the kernels launched after it until the next replay, is one step: a replay
 begins at a graph's kernel after plain launches, or at a graph node the step has run already. For every
@@ -7,7 +7,12 @@ kernel of a step, in the order they start, "adds" is how far its end moves the l
 kernel that runs under its neighbours adds nothing and the adds of a step sum to its span. Steps of the most
 common kernel count are summed by kernel (demangled name and grid) over --skip-first onwards.
 
+With --whole-run, the kernels that start in the trace's last --last-seconds (all of them without it) are taken
+as one span instead: the time some kernel ran (busy) and the time none did (idle), the idle gaps by length with
+the kernels on either side of the longest, and each kernel's count and run time summed by name.
+
     kernel_timeline.py TRACE.csv [--skip-first N] [--top K]
+    kernel_timeline.py TRACE.csv --whole-run [--last-seconds S] [--top K]
 """
 import argparse
 import collections
@@ -67,6 +72,60 @@ def step_totals(steps, skip_first, label=lambda k: (k.name, k.grid)):
     return totals, sorted(spans), size
 
 
+# Upper bounds (ns) of the idle gaps' classes in a whole-run summary; the last class is open.
+GAP_CLASSES = (10_000, 100_000, 1_000_000)
+
+
+def run_summary(kernels, n_longest=5):
+    """A span of kernels (in the order they started) as a dict: span, busy and idle ns, gaps (per class of
+    GAP_CLASSES and one above: [count, ns]), longest (up to n_longest (ns, kernel before, kernel after),
+    longest first) and by_name ({name: [count, run ns]}). ValueError where there are no kernels."""
+    if not kernels:
+        raise ValueError("no kernels")
+    busy, gaps, longest = 0, [[0, 0] for _ in range(len(GAP_CLASSES) + 1)], []
+    by_name = collections.defaultdict(lambda: [0, 0])
+    first, latest, last_kernel = kernels[0].start, kernels[0].start, None
+    for k in kernels:
+        if k.start > latest and last_kernel is not None:
+            gap = k.start - latest
+            c = next((i for i, bound in enumerate(GAP_CLASSES) if gap <= bound), len(GAP_CLASSES))
+            gaps[c][0] += 1
+            gaps[c][1] += gap
+            longest.append((gap, last_kernel.name, k.name))
+        busy += max(k.end - max(k.start, latest), 0)
+        if k.end >= latest:
+            latest, last_kernel = k.end, k
+        t = by_name[k.name]
+        t[0] += 1
+        t[1] += k.end - k.start
+    longest.sort(key=lambda g: -g[0])
+    span = latest - first
+    return {"span": span, "busy": busy, "idle": span - busy, "gaps": gaps, "longest": longest[:n_longest],
+            "by_name": dict(by_name)}
+
+
+def last_seconds(kernels, seconds):
+    """The kernels that start within the last `seconds` before the trace's latest end."""
+    if not kernels:
+        return []
+    cut = max(k.end for k in kernels) - int(seconds * 1e9)
+    return [k for k in kernels if k.start >= cut]
+
+
+def print_run_summary(summary, names, top):
+    ms = 1e6
+    print(f'span {summary["span"] / ms:.1f} ms: kernels running {summary["busy"] / ms:.1f} ms, none '
+          f'{summary["idle"] / ms:.1f} ms')
+    bounds = ["<= 10 us", "10-100 us", "0.1-1 ms", "> 1 ms"]
+    print("idle gaps: " + ", ".join(f"{label} {n} ({t / ms:.1f} ms)" for label, (n, t) in zip(bounds, summary["gaps"])))
+    for gap, before, after in summary["longest"]:
+        print(f"  {gap / ms:8.2f} ms after {short(names[before])} before {short(names[after])}")
+    print(f'{"kernel":100s} {"count":>7s} {"ms run":>9s} {"of busy":>7s}')
+    busy = max(summary["busy"], 1)
+    for name, (count, duration) in sorted(summary["by_name"].items(), key=lambda x: -x[1][1])[:top]:
+        print(f"{short(names[name]):100s} {count:7d} {duration / ms:9.1f} {100 * duration / busy:6.1f}%")
+
+
 def demangle(names):
     if not shutil.which("c++filt"):
         return {n: n for n in names}
@@ -84,13 +143,23 @@ def main():
     parser.add_argument("trace")
     parser.add_argument("--skip-first", type=int, default=5, help="steps left out at the start (warm-up)")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--whole-run", action="store_true", help="one span instead of decode steps")
+    parser.add_argument("--last-seconds", type=float, help="with --whole-run, only the trace's last seconds")
     args = parser.parse_args()
 
     kernels = read_kernels(args.trace)
     if not kernels:
         sys.exit(f"{args.trace}: no kernels")
-    steps = split_steps(kernels)
     names = demangle(sorted({k.name for k in kernels}))
+    if args.whole_run:
+        if args.last_seconds is not None:
+            kernels = last_seconds(kernels, args.last_seconds)
+        try:
+            print_run_summary(run_summary(kernels), names, args.top)
+        except ValueError as e:
+            sys.exit(f"{args.trace}: {e}")
+        return
+    steps = split_steps(kernels)
     try:
         totals, spans, size = step_totals(steps, args.skip_first, lambda k: (short(names[k.name]), k.grid))
     except ValueError as e:

@@ -2,9 +2,11 @@
 # The GPU checks and benchmarks, for a machine with an NVIDIA GPU, CUDA's runtime and cuBLAS, and Python with
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
-#   tests/gpu/run-on-gpu.sh BUNDLE OUT [tests|full|bench|quantized|reference|timeline|handover]...
-# timeline needs lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover
-# needs bin/bench-handover (tests/gpu/bench-handover.cu).
+#   tests/gpu/run-on-gpu.sh BUNDLE OUT
+#       [tests|full|bench|quantized|reference|timeline|document-trace|handover]...
+# timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
+# lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover needs
+# bin/bench-handover (tests/gpu/bench-handover.cu).
 set -uo pipefail
 bundle=$1 out=$2
 shift 2
@@ -47,6 +49,19 @@ for step in "$@"; do
         echo "timeline: exit $?"
         head -12 "$out/timeline.txt"
         gzip -f "$out/kernel-trace.csv"
+        ;;
+    document-trace)
+        FOLIO_KERNEL_TRACE="$out/document-trace.csv" FOLIO_API_TRACE="$out/document-api.csv" \
+            CUDA_INJECTION64_PATH="$(realpath "$bundle/lib/libkernel-trace.so")" "$bundle/bin/folio-bench" --device cuda --batch 1 --prefill-tokens 16 --decode-tokens 4 --pages 30 \
+            > "$out/document-trace.json" 2> "$out/document-trace.log"
+        echo "document trace bench: exit $?"
+        seconds=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["document"]["seconds"])' \
+            "$out/document-trace.json")
+        python3 tests/gpu/kernel_timeline.py "$out/document-trace.csv" --whole-run --last-seconds "$seconds" \
+            > "$out/document-timeline.txt" 2>&1
+        echo "document timeline: exit $?"
+        head -12 "$out/document-timeline.txt"
+        gzip -f "$out/document-trace.csv" "$out/document-api.csv"
         ;;
     handover)
         "$bundle/bin/bench-handover" | tee "$out/handover.txt"

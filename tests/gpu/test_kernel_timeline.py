@@ -65,6 +65,35 @@ class StepTotals(unittest.TestCase):
             kt.step_totals([], 0)
 
 
+class RunSummary(unittest.TestCase):
+    def test_busy_idle_and_gaps(self):
+        # x and y overlap (busy 0-150), z after an idle 5 us, w after 2 ms, v after 0.5 ms.
+        kernels = [kernel(0, 100, 0, "x"), kernel(50, 150, 0, "y"), kernel(5_150, 5_200, 0, "z"),
+                   kernel(2_005_200, 2_005_300, 0, "w"), kernel(2_505_300, 2_505_400, 0, "z")]
+        s = kt.run_summary(kernels, n_longest=2)
+        self.assertEqual(s["span"], 2_505_400)
+        self.assertEqual(s["busy"], 150 + 50 + 100 + 100)
+        self.assertEqual(s["idle"], s["span"] - s["busy"])
+        self.assertEqual(s["gaps"], [[1, 5_000], [0, 0], [1, 500_000], [1, 2_000_000]])
+        self.assertEqual(s["longest"], [(2_000_000, "z", "w"), (500_000, "w", "z")])
+        self.assertEqual(s["by_name"]["z"], [2, 150])
+        self.assertEqual(s["by_name"]["y"], [1, 100])
+
+    def test_a_kernel_inside_another_ends_no_gap(self):
+        # b runs inside a; the gap before c is counted from a's end, after a.
+        s = kt.run_summary([kernel(0, 1_000, 0, "a"), kernel(100, 200, 0, "b"), kernel(31_000, 31_100, 0, "c")])
+        self.assertEqual(s["busy"], 1_100)
+        self.assertEqual(s["gaps"][1], [1, 30_000])
+        self.assertEqual(s["longest"], [(30_000, "a", "c")])
+
+    def test_last_seconds_and_no_kernels(self):
+        kernels = [kernel(0, 10, 0, "early"), kernel(2_000_000_000, 2_500_000_000, 0, "late")]
+        self.assertEqual([k.name for k in kt.last_seconds(kernels, 1.0)], ["late"])
+        self.assertEqual(len(kt.last_seconds(kernels, 3.0)), 2)
+        with self.assertRaisesRegex(ValueError, "no kernels"):
+            kt.run_summary([])
+
+
 class Main(unittest.TestCase):
     def test_report_of_a_trace_file(self):
         with tempfile.TemporaryDirectory() as d:
@@ -81,6 +110,24 @@ class Main(unittest.TestCase):
         first = out[2].split()
         self.assertEqual(first[0], "a")
         self.assertEqual(first[1:], ["2x1x1", "1", "0.10", "0.10"])
+
+    def test_whole_run_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "trace.csv")
+            with open(path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["start_ns", "end_ns", "grid_x", "grid_y", "grid_z", "graph", "graph_node", "name"])
+                for k in step(0) + step(3_000_000):
+                    w.writerow([k.start, k.end, 2, 1, 1, k.graph, k.node, k.name])
+            out = subprocess.run([sys.executable, kt.__file__, path, "--whole-run", "--top", "1"],
+                                 capture_output=True, text=True, check=True).stdout.splitlines()
+        self.assertEqual(out[0], "span 3.0 ms: kernels running 0.0 ms, none 3.0 ms")
+        self.assertEqual(out[1], "idle gaps: <= 10 us 2 (0.0 ms), 10-100 us 0 (0.0 ms), 0.1-1 ms 0 (0.0 ms), "
+                                 "> 1 ms 1 (3.0 ms)")
+        self.assertEqual(out[2].split(), ["3.00", "ms", "after", "d", "before", "a"])
+        header = next(i for i, line in enumerate(out) if line.startswith("kernel "))
+        self.assertEqual(len(out), header + 2)
+        self.assertEqual(out[header + 1].split()[:2], ["a", "2"])
 
 
 if __name__ == "__main__":

@@ -303,12 +303,7 @@ std::pair<Tensor, Tensor> PaddleOcrVl::vision_rope(std::span<const ImageGrid> gr
         vision_rope_side_ = side;
     }
     // A patch's cos row from rows (y, x, y, x), its sin row from the same rows of the sin half.
-    std::vector<int64_t> rows = vision_rope_rows(grids);
-    const size_t n_rows = rows.size();
-    rows.reserve(2 * n_rows);
-    for (size_t i = 0; i < n_rows; ++i) {
-        rows.push_back(rows[i] + vision_rope_side_);
-    }
+    const std::vector<int64_t> rows = vision_rope_rows(grids, 2, vision_rope_side_);
     const Tensor tables = backend_.gather_rows(vision_axis_rope_, rows);  // [2 * n * 4, hd / 4]
     return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
 }
@@ -355,13 +350,7 @@ Tensor PaddleOcrVl::encode_patches(const Tensor& patches, std::span<const ImageG
     Tensor x = backend_.linear(patches, patch_w, &patch_b);  // [n, vd]
     // The learned position grid, resampled onto each image: four bilinear taps a patch.
     const PositionTaps taps = vision_position_taps(grids, static_cast<int>(vc.image_size / vc.patch_size));
-    std::vector<int64_t> tap_rows;
-    std::vector<float> tap_weights;
-    for (size_t i = 0; i < taps.rows.size(); ++i) {
-        tap_rows.insert(tap_rows.end(), taps.rows[i].begin(), taps.rows[i].end());
-        tap_weights.insert(tap_weights.end(), taps.weights[i].begin(), taps.weights[i].end());
-    }
-    backend_.add_weighted_rows(x, position_grid, tap_rows, tap_weights);
+    backend_.add_weighted_rows(x, position_grid, taps.rows, taps.weights);
     const auto [cos, sin] = vision_rope(grids);  // [n, hd] each
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : vision_layers) {

@@ -1,6 +1,7 @@
 #include "rope.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "error.h"
@@ -79,42 +80,76 @@ RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float thet
     return tables;
 }
 
-std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids) {
-    std::vector<int64_t> rows;
+namespace {
+
+int64_t total_patches(std::span<const ImageGrid> grids) {
+    int64_t n = 0;
+    for (const ImageGrid& g : grids) {
+        n += g.n_patches();
+    }
+    return n;
+}
+
+// The two taps of index along an axis of size values resampled from side ones, and their weights.
+struct AxisTaps {
+    std::array<int64_t, 2> index;
+    std::array<float, 2> weight;
+};
+
+std::vector<AxisTaps> axis_taps(int64_t size, int side) {
+    std::vector<AxisTaps> taps(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i) {
+        const float src = static_cast<float>(i) * static_cast<float>(side - 1) /
+                          static_cast<float>(std::max<int64_t>(size - 1, 1));
+        const float fl = std::floor(src);
+        for (int k = 0; k < 2; ++k) {
+            taps[i].index[k] = std::clamp<int64_t>(static_cast<int64_t>(fl) + k, 0, side - 1);
+            taps[i].weight[k] = std::max(0.0f, 1.0f - std::fabs(src - fl - static_cast<float>(k)));
+        }
+    }
+    return taps;
+}
+
+}  // namespace
+
+std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_copies, int64_t copy_offset) {
+    const auto n_rows = static_cast<size_t>(4 * total_patches(grids));
+    std::vector<int64_t> rows(n_rows * static_cast<size_t>(std::max(n_copies, 1)));
+    int64_t* out = rows.data();
     for (const ImageGrid& g : grids) {
         for (int64_t t = 0; t < g.t; ++t) {
             for (int64_t y = 0; y < g.h; ++y) {
                 for (int64_t x = 0; x < g.w; ++x) {
-                    rows.insert(rows.end(), {y, x, y, x});
+                    out[0] = y, out[1] = x, out[2] = y, out[3] = x;
+                    out += 4;
                 }
             }
+        }
+    }
+    for (int c = 1; c < n_copies; ++c) {
+        for (size_t i = 0; i < n_rows; ++i) {
+            rows[c * n_rows + i] = rows[i] + c * copy_offset;
         }
     }
     return rows;
 }
 
 PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side) {
-    PositionTaps taps;
-    auto axis = [side](int64_t index, int64_t size, int64_t out_taps[2], float out_w[2]) {
-        const float src = static_cast<float>(index) * static_cast<float>(side - 1) /
-                          static_cast<float>(std::max<int64_t>(size - 1, 1));
-        const float fl = std::floor(src);
-        for (int k = 0; k < 2; ++k) {
-            out_taps[k] = std::clamp<int64_t>(static_cast<int64_t>(fl) + k, 0, side - 1);
-            out_w[k] = std::max(0.0f, 1.0f - std::fabs(src - fl - static_cast<float>(k)));
-        }
-    };
+    const auto n = static_cast<size_t>(4 * total_patches(grids));
+    PositionTaps taps{std::vector<int64_t>(n), std::vector<float>(n)};
+    int64_t* rows = taps.rows.data();
+    float* weights = taps.weights.data();
     for (const ImageGrid& g : grids) {
+        const std::vector<AxisTaps> along_h = axis_taps(g.h, side), along_w = axis_taps(g.w, side);
         for (int64_t t = 0; t < g.t; ++t) {
-            for (int64_t y = 0; y < g.h; ++y) {
-                for (int64_t x = 0; x < g.w; ++x) {
-                    int64_t ht[2], wt[2];
-                    float hw[2], ww[2];
-                    axis(y, g.h, ht, hw);
-                    axis(x, g.w, wt, ww);
-                    taps.rows.push_back({ht[0] * side + wt[0], ht[0] * side + wt[1], ht[1] * side + wt[0],
-                                         ht[1] * side + wt[1]});
-                    taps.weights.push_back({hw[0] * ww[0], hw[0] * ww[1], hw[1] * ww[0], hw[1] * ww[1]});
+            for (const AxisTaps& h : along_h) {
+                for (const AxisTaps& w : along_w) {
+                    for (int i = 0; i < 4; ++i) {
+                        rows[i] = h.index[i / 2] * side + w.index[i % 2];
+                        weights[i] = h.weight[i / 2] * w.weight[i % 2];
+                    }
+                    rows += 4;
+                    weights += 4;
                 }
             }
         }

@@ -37,14 +37,17 @@ RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float thet
 
 // Which rows of the axis tables make each patch's rotary row, for images packed in raster order: a patch at
 // row y and column x of its image takes rows y, x, y, x one after another (head_dim / 4 frequencies over the
-// row index, the same over the column index, the pair repeated to fill the head).  ->  [n_patches * 4]
-std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids);
+// row index, the same over the column index, the pair repeated to fill the head). With n_copies above 1 the
+// rows follow again n_copies - 1 times, copy c offset by c * copy_offset (the sin half of a table that holds
+// cos then sin).  ->  [n_copies, n_patches * 4]
+std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_copies = 1,
+                                      int64_t copy_offset = 0);
 
 // Bilinear (align_corners) resampling of the side x side learned position grid to each image's grid:
 // for every patch, four table rows and their weights.
 struct PositionTaps {
-    std::vector<std::array<int64_t, 4>> rows;   // [n_patches][4]
-    std::vector<std::array<float, 4>> weights;  // [n_patches][4]
+    std::vector<int64_t> rows;   // [n_patches * 4]
+    std::vector<float> weights;  // [n_patches * 4]
 };
 PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side);
 

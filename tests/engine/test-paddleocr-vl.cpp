@@ -1,8 +1,10 @@
 // The PaddleOCR-VL model on the CPU backend against the reference implementation's outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "backend.h"
 #include "chat-prompt.h"
@@ -142,6 +144,37 @@ TEST_P(PaddleOcrVlTest, VisionEncoderMatchesReference) {
               kTolerance);
 }
 
+// The learned 3x3 position grid resampled onto a 2x5 image, align_corners: rows land on grid rows 0 and 2,
+// columns on 0, 0.5, 1, 1.5 and 2; each patch takes its four neighbours, weighted by distance. A 1x1 image
+// takes grid position 0; the taps of consecutive images follow one another.
+TEST(VisionPositionTaps, BilinearTapsOfEachPatch) {
+    constexpr int kSide = 3;
+    const std::vector<ImageGrid> grids = {{1, 2, 5}, {1, 1, 1}};
+    const PositionTaps taps = vision_position_taps(grids, kSide);
+    ASSERT_EQ(taps.rows.size(), 4u * 11);
+    ASSERT_EQ(taps.weights.size(), 4u * 11);
+    const auto patch = [&](int p) {
+        return std::pair{std::vector<int64_t>(taps.rows.begin() + 4 * p, taps.rows.begin() + 4 * p + 4),
+                         std::vector<float>(taps.weights.begin() + 4 * p, taps.weights.begin() + 4 * p + 4)};
+    };
+    // Row 0, column 1: grid (0, 0.5), between grid columns 0 and 1 of grid row 0 (row taps 0 and 1, weight 1
+    // and 0).
+    EXPECT_EQ(patch(1).first, (std::vector<int64_t>{0, 1, 3, 4}));
+    EXPECT_EQ(patch(1).second, (std::vector<float>{0.5f, 0.5f, 0.0f, 0.0f}));
+    // Row 1, column 3: grid (2, 1.5); the row's second tap is clamped to the last grid row.
+    EXPECT_EQ(patch(8).first, (std::vector<int64_t>{7, 8, 7, 8}));
+    EXPECT_EQ(patch(8).second, (std::vector<float>{0.5f, 0.5f, 0.0f, 0.0f}));
+    // Row 1, column 4: the grid's last position.
+    EXPECT_EQ(patch(9).first, (std::vector<int64_t>{8, 8, 8, 8}));
+    EXPECT_EQ(patch(9).second, (std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f}));
+    EXPECT_EQ(patch(10).first, (std::vector<int64_t>{0, 1, 3, 4}));
+    EXPECT_EQ(patch(10).second, (std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f}));
+    for (int p = 0; p < 11; ++p) {
+        const auto w = patch(p).second;
+        EXPECT_FLOAT_EQ(w[0] + w[1] + w[2] + w[3], 1.0f) << p;
+    }
+}
+
 // A patch's rotary row is its row index's values, its column index's, then both again; the axis tables'
 // rows gathered by vision_rope_rows give exactly that.
 TEST(VisionRope, AxisRowsAssembleEachPatchsRow) {
@@ -153,6 +186,12 @@ TEST(VisionRope, AxisRowsAssembleEachPatchsRow) {
         << "the first image's last patch, row 1 column 2";
     EXPECT_EQ(std::vector<int64_t>(rows.end() - 4, rows.end()), (std::vector<int64_t>{3, 0, 3, 0}))
         << "the second image's last patch, row 3 column 0";
+    const std::vector<int64_t> both = vision_rope_rows(grids, 2, 100);
+    ASSERT_EQ(both.size(), 2 * rows.size());
+    EXPECT_TRUE(std::equal(rows.begin(), rows.end(), both.begin()));
+    for (size_t i = 0; i < rows.size(); ++i) {
+        ASSERT_EQ(both[rows.size() + i], rows[i] + 100) << i;
+    }
 
     constexpr int kHeadDim = 12;
     constexpr float kTheta = 10000.0f;

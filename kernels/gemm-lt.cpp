@@ -56,6 +56,16 @@ const char* epilogue_name(LinearEpilogue epilogue) {
 
 }  // namespace
 
+int64_t row_bucket(int64_t n) {
+    constexpr int kKeptBits = 3;
+    int shift = 0;
+    while ((n >> shift) >= (int64_t{1} << kKeptBits)) {
+        ++shift;
+    }
+    const int64_t step = int64_t{1} << shift;
+    return (n + step - 1) / step * step;
+}
+
 // Row-major y[n, n_out] = x[n, n_in] · w[n_out, n_in]ᵀ is column-major yᵀ[n_out, n] = w · xᵀ: A is w read
 // transposed (column-major [n_in, n_out]), B is x (column-major [n_in, n]), C and D are yᵀ with leading
 // dimension ld_y. cuBLASLt's bias is per row of D, so per output column of y.
@@ -82,6 +92,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
     constexpr size_t kMaxPlans = 512;
     if (plans_.size() >= kMaxPlans) {
         plans_.clear();
+        bucket_algos_.clear();
     }
     const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment, bf16_output] = key;
     auto p = std::make_unique<Plan>();
@@ -115,6 +126,17 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
         CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_raw, attribute, &align, sizeof(align)));
     }
+    PlanKey bucket_key = key;
+    bucket_key[0] = row_bucket(n);
+    if (const auto it = bucket_algos_.find(bucket_key); it != bucket_algos_.end()) {
+        cublasLtMatmulHeuristicResult_t checked{};
+        if (cublasLtMatmulAlgoCheck(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(), p->d.get(),
+                                    &it->second, &checked) == CUBLAS_STATUS_SUCCESS &&
+            checked.workspaceSize <= workspace_bytes_) {
+            p->algo = it->second;
+            return *plans_.emplace(key, std::move(p)).first->second;
+        }
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int n_results = 0;
     CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(),
@@ -126,6 +148,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
              " (pointers aligned to ", alignment, " bytes)");
     }
     p->algo = result.algo;
+    bucket_algos_[bucket_key] = result.algo;
     return *plans_.emplace(key, std::move(p)).first->second;
 }
 

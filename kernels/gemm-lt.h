@@ -1,6 +1,9 @@
 // Linear layers on cuBLASLt: bfloat16 activations and weights, float32 accumulation and output, with the
 // bias, the GELU and the residual add done in the GEMM's epilogue instead of in passes of their own. A plan
-// (the operation and layout descriptors and the algorithm cuBLASLt's heuristic chose) is kept per shape.
+// (the operation and layout descriptors and the algorithm cuBLASLt's heuristic chose) is kept per shape. The
+// heuristic takes milliseconds of host time while the device waits, and the vision encoder's row counts
+// differ from batch to batch, so shapes whose row counts share a row_bucket() share its algorithm, checked
+// against each new shape before it is used.
 #pragma once
 
 #include <array>
@@ -39,6 +42,10 @@ struct LtLinearArgs {
     LinearEpilogue epilogue = LinearEpilogue::Store;
 };
 
+// The bucket of row counts n falls in: n rounded up to its three most significant bits (exact up to 8;
+// 9 to 16 by twos, ..., 4,097 to 8,192 by 1,024s), so that a bucket's row counts lie within a quarter of it.
+int64_t row_bucket(int64_t n);
+
 class LtGemm {
 public:
     // workspace [workspace_bytes] in device memory, owned by the caller; the GEMMs allocate nothing, so
@@ -64,6 +71,8 @@ private:
     void* workspace_;
     size_t workspace_bytes_;
     std::map<PlanKey, std::unique_ptr<Plan>> plans_;
+    // The heuristic's algorithm by plan key with n replaced by row_bucket(n).
+    std::map<PlanKey, cublasLtMatmulAlgo_t> bucket_algos_;
 };
 
 }  // namespace folio::kernels

@@ -94,33 +94,29 @@ class RunSummary(unittest.TestCase):
             kt.run_summary([])
 
 
+def report(kernels, *options):
+    """kernel_timeline.py's output lines for a trace file of kernels, run with options."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["start_ns", "end_ns", "grid_x", "grid_y", "grid_z", "graph", "graph_node", "name"])
+            for k in kernels:
+                w.writerow([k.start, k.end, 2, 1, 1, k.graph, k.node, k.name])
+        return subprocess.run([sys.executable, kt.__file__, path, *options], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+
+
 class Main(unittest.TestCase):
     def test_report_of_a_trace_file(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "trace.csv")
-            with open(path, "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["start_ns", "end_ns", "grid_x", "grid_y", "grid_z", "graph", "graph_node", "name"])
-                for t0 in (0, 10000, 20000, 30000):
-                    for k in step(t0):
-                        w.writerow([k.start, k.end, 2, 1, 1, k.graph, k.node, k.name])
-            out = subprocess.run([sys.executable, kt.__file__, path, "--skip-first", "2"], capture_output=True,
-                                 text=True, check=True).stdout.splitlines()
+        out = report([k for t0 in (0, 10000, 20000, 30000) for k in step(t0)], "--skip-first", "2")
         self.assertEqual(out[0], "4 replays, 2 steps of 4 kernels used; step span min 0.2 us, median 0.2 us")
         first = out[2].split()
         self.assertEqual(first[0], "a")
         self.assertEqual(first[1:], ["2x1x1", "1", "0.10", "0.10"])
 
     def test_whole_run_report(self):
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "trace.csv")
-            with open(path, "w", newline="") as f:
-                w = csv.writer(f)
-                w.writerow(["start_ns", "end_ns", "grid_x", "grid_y", "grid_z", "graph", "graph_node", "name"])
-                for k in step(0) + step(3_000_000):
-                    w.writerow([k.start, k.end, 2, 1, 1, k.graph, k.node, k.name])
-            out = subprocess.run([sys.executable, kt.__file__, path, "--whole-run", "--top", "1"],
-                                 capture_output=True, text=True, check=True).stdout.splitlines()
+        out = report(step(0) + step(3_000_000), "--whole-run", "--top", "1")
         self.assertEqual(out[0], "span 3.0 ms: kernels running 0.0 ms, none 3.0 ms")
         self.assertEqual(out[1], "idle gaps: <= 10 us 2 (0.0 ms), 10-100 us 0 (0.0 ms), 0.1-1 ms 0 (0.0 ms), "
                                  "> 1 ms 1 (3.0 ms)")
@@ -128,7 +124,6 @@ class Main(unittest.TestCase):
         header = next(i for i, line in enumerate(out) if line.startswith("kernel "))
         self.assertEqual(len(out), header + 2)
         self.assertEqual(out[header + 1].split()[:2], ["a", "2"])
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -9,7 +9,9 @@ common kernel count are summed by kernel (demangled name and grid) over --skip-f
 
 With --whole-run, the kernels that start in the trace's last --last-seconds (all of them without it) are taken
 as one span instead: the time some kernel ran (busy) and the time none did (idle), the idle gaps by length with
-the kernels on either side of the longest, and each kernel's count and run time summed by name.
+the kernels on either side of the longest, the idle time over 10 us summed by the pair of kernels around it
+(where the host does the same work every step, the same pair recurs), and each kernel's count and run time
+summed by name.
 
     kernel_timeline.py TRACE.csv [--skip-first N] [--top K]
     kernel_timeline.py TRACE.csv --whole-run [--last-seconds S] [--top K]
@@ -79,11 +81,13 @@ GAP_CLASSES = (10_000, 100_000, 1_000_000)
 def run_summary(kernels, n_longest=5):
     """A span of kernels (in the order they started) as a dict: span, busy and idle ns, gaps (per class of
     GAP_CLASSES and one above: [count, ns]), longest (up to n_longest (ns, kernel before, kernel after),
-    longest first) and by_name ({name: [count, run ns]}). ValueError where there are no kernels."""
+    longest first), pairs ({(kernel before, kernel after): [count, ns]} of the gaps over GAP_CLASSES[0]) and
+    by_name ({name: [count, run ns]}). ValueError where there are no kernels."""
     if not kernels:
         raise ValueError("no kernels")
     busy, gaps, longest = 0, [[0, 0] for _ in range(len(GAP_CLASSES) + 1)], []
     by_name = collections.defaultdict(lambda: [0, 0])
+    pairs = collections.defaultdict(lambda: [0, 0])
     first, latest, last_kernel = kernels[0].start, kernels[0].start, None
     for k in kernels:
         if k.start > latest and last_kernel is not None:
@@ -92,6 +96,10 @@ def run_summary(kernels, n_longest=5):
             gaps[c][0] += 1
             gaps[c][1] += gap
             longest.append((gap, last_kernel.name, k.name))
+            if gap > GAP_CLASSES[0]:
+                pair = pairs[(last_kernel.name, k.name)]
+                pair[0] += 1
+                pair[1] += gap
         busy += max(k.end - max(k.start, latest), 0)
         if k.end >= latest:
             latest, last_kernel = k.end, k
@@ -101,7 +109,7 @@ def run_summary(kernels, n_longest=5):
     longest.sort(key=lambda g: -g[0])
     span = latest - first
     return {"span": span, "busy": busy, "idle": span - busy, "gaps": gaps, "longest": longest[:n_longest],
-            "by_name": dict(by_name)}
+            "pairs": dict(pairs), "by_name": dict(by_name)}
 
 
 def last_seconds(kernels, seconds):
@@ -120,6 +128,10 @@ def print_run_summary(summary, names, top):
     print("idle gaps: " + ", ".join(f"{label} {n} ({t / ms:.1f} ms)" for label, (n, t) in zip(bounds, summary["gaps"])))
     for gap, before, after in summary["longest"]:
         print(f"  {gap / ms:8.2f} ms after {short(names[before])} before {short(names[after])}")
+    print("idle over 10 us by the kernels around it:")
+    for (before, after), (count, idle) in sorted(summary["pairs"].items(), key=lambda x: -x[1][1])[:top]:
+        print(f"  {idle / ms:8.1f} ms {count:6d} gaps after {short(names[before])[:60]} before "
+              f"{short(names[after])[:60]}")
     print(f'{"kernel":100s} {"count":>7s} {"ms run":>9s} {"of busy":>7s}')
     busy = max(summary["busy"], 1)
     for name, (count, duration) in sorted(summary["by_name"].items(), key=lambda x: -x[1][1])[:top]:

@@ -76,6 +76,7 @@ class RunSummary(unittest.TestCase):
         self.assertEqual(s["idle"], s["span"] - s["busy"])
         self.assertEqual(s["gaps"], [[1, 5_000], [0, 0], [1, 500_000], [1, 2_000_000]])
         self.assertEqual(s["longest"], [(2_000_000, "z", "w"), (500_000, "w", "z")])
+        self.assertEqual(s["pairs"], {("w", "z"): [1, 500_000], ("z", "w"): [1, 2_000_000]})
         self.assertEqual(s["by_name"]["z"], [2, 150])
         self.assertEqual(s["by_name"]["y"], [1, 100])
 
@@ -121,6 +122,8 @@ class Main(unittest.TestCase):
         self.assertEqual(out[1], "idle gaps: <= 10 us 2 (0.0 ms), 10-100 us 0 (0.0 ms), 0.1-1 ms 0 (0.0 ms), "
                                  "> 1 ms 1 (3.0 ms)")
         self.assertEqual(out[2].split(), ["3.00", "ms", "after", "d", "before", "a"])
+        pairs = out.index("idle over 10 us by the kernels around it:")
+        self.assertEqual(out[pairs + 1].split(), ["3.0", "ms", "1", "gaps", "after", "d", "before", "a"])
         header = next(i for i, line in enumerate(out) if line.startswith("kernel "))
         self.assertEqual(len(out), header + 2)
         self.assertEqual(out[header + 1].split()[:2], ["a", "2"])

@@ -114,6 +114,17 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
     p->b = make_layout(CUDA_R_16BF, n_in, n, n_in);
     p->d = make_layout(bf16_output != 0 ? CUDA_R_16BF : CUDA_R_32F, n_out, n, ld_y);
 
+    PlanKey bucket_key = key;
+    bucket_key[0] = row_bucket(n);
+    if (const auto it = bucket_algos_.find(bucket_key); it != bucket_algos_.end()) {
+        cublasLtMatmulHeuristicResult_t checked{};
+        if (cublasLtMatmulAlgoCheck(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(), p->d.get(),
+                                    &it->second, &checked) == CUBLAS_STATUS_SUCCESS &&
+            checked.workspaceSize <= workspace_bytes_) {
+            p->algo = it->second;
+            return *plans_.emplace(key, std::move(p)).first->second;
+        }
+    }
     cublasLtMatmulPreference_t pref_raw = nullptr;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
     const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDestroy> pref(pref_raw);
@@ -125,17 +136,6 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
          {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
           CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
         CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_raw, attribute, &align, sizeof(align)));
-    }
-    PlanKey bucket_key = key;
-    bucket_key[0] = row_bucket(n);
-    if (const auto it = bucket_algos_.find(bucket_key); it != bucket_algos_.end()) {
-        cublasLtMatmulHeuristicResult_t checked{};
-        if (cublasLtMatmulAlgoCheck(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(), p->d.get(),
-                                    &it->second, &checked) == CUBLAS_STATUS_SUCCESS &&
-            checked.workspaceSize <= workspace_bytes_) {
-            p->algo = it->second;
-            return *plans_.emplace(key, std::move(p)).first->second;
-        }
     }
     cublasLtMatmulHeuristicResult_t result{};
     int n_results = 0;

@@ -1,9 +1,9 @@
 // Linear layers on cuBLASLt: bfloat16 activations and weights, float32 accumulation and output, with the
 // bias, the GELU and the residual add done in the GEMM's epilogue instead of in passes of their own. A plan
 // (the operation and layout descriptors and the algorithm cuBLASLt's heuristic chose) is kept per shape. The
-// heuristic takes milliseconds of host time while the device waits, and the vision encoder's row counts
-// differ from batch to batch, so shapes whose row counts share a row_bucket() share its algorithm, checked
-// against each new shape before it is used.
+// heuristic takes milliseconds of host time, and the vision encoder's row counts differ from batch to batch,
+// so shapes whose row counts share a row_bucket() share its algorithm, checked against each new shape before
+// it is used.
 #pragma once
 
 #include <array>

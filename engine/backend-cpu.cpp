@@ -459,7 +459,7 @@ public:
 
     Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
-                                  float scale) override {
+                                  float scale, AttentionPrecision) override {
         check_paged_decode_attention(q, k_cache, v_cache, seq_lens, block_tables, block_size);
         const int64_t max_blocks = block_tables.shape[1];
         std::vector<PagedSequence> seqs;

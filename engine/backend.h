@@ -203,11 +203,12 @@ public:
                                      const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) = 0;
     // paged_attention for a batch of one new token per sequence, its metadata on the device: sequence i has
     // seq_lens[i] tokens in the cache, the new one last, and its blocks in row i of block_tables. A sequence
-    // of length 0 (padding) gets zeros.  q [n, n_head, head_dim], seq_lens [n] and block_tables
-    // [n, max_blocks] int32  ->  [n, n_head, head_dim]
+    // of length 0 (padding) gets zeros; at Bf16 the backend may round q, keys, values and weights to
+    // bfloat16 for the tensor cores, as attention() may.  q [n, n_head, head_dim], seq_lens [n] and
+    // block_tables [n, max_blocks] int32  ->  [n, n_head, head_dim]
     virtual Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                           const Tensor& seq_lens, const Tensor& block_tables,
-                                          int64_t block_size, float scale) = 0;
+                                          int64_t block_size, float scale, AttentionPrecision precision) = 0;
     // The column of the largest value of each row, the first of equal ones (greedy sampling without moving
     // the logits to the host).  x [n, d]  ->  n indices
     virtual std::vector<int32_t> argmax_rows(const Tensor& x) = 0;

@@ -457,8 +457,8 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
                 ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
                                            step.batch->block_tables, block_size, scale, attention_precision())
                 : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
-                                                  step.block_tables, block_size,
-                                                  scale);  // [n, n_head, hd]
+                                                  step.block_tables, block_size, scale,
+                                                  attention_precision());  // [n, n_head, hd]
         apply_add(x, L.o_proj, reshaped(a, {n, n_head * hd}));
         apply_add(x, L.down_proj,
                   apply_rms_norm_swiglu(L.gate_up_proj, x, L.post_norm, tc.rms_norm_eps));  // through [n, ff]

@@ -9,6 +9,7 @@
 #include "cuda-check.h"
 #include "dispatch.cuh"
 #include "error.h"
+#include "mma.cuh"
 #include "reduce.cuh"
 
 namespace folio::kernels {
@@ -344,6 +345,131 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
     commit_copies();
 }
 
+// The group of query heads a split-row block takes on the tensor cores, and their head_dim.
+constexpr int kSplitTensorGroup = 8;
+constexpr int kSplitTensorHeadDim = 128;
+
+// Warps taking a split-row tile's scores on the tensor cores: one for each 16 keys.
+constexpr int kSplitScoreWarps = kSplitTileKeys / 16;
+
+// The group's queries as B fragments of Q^T [128, 8 heads] for the tensor cores, rounded to bfloat16: a lane
+// holds dimensions 16 c + 2 tq + {0, 1} (b[c][0]) and + 8 (b[c][1]) of head g.  queries [8, dims4]
+__device__ inline void load_query_fragments(const float* queries, int dims4,
+                                            uint32_t (&b)[kSplitTensorHeadDim / 16][2]) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize, g = lane / 4, tq = lane % 4;
+#pragma unroll
+    for (int c = 0; c < kSplitTensorHeadDim / 16; ++c) {
+        const float* qg = queries + g * dims4 + c * 16 + 2 * tq;
+        const auto q0 = *reinterpret_cast<const float2*>(qg);
+        const auto q1 = *reinterpret_cast<const float2*>(qg + 8);
+        b[c][0] = pack_bf16(q0.x, q0.y);
+        b[c][1] = pack_bf16(q1.x, q1.y);
+    }
+}
+
+// Warp w < kSplitScoreWarps of a split-row block on the tensor cores: the scores of a tile's keys 16 w to
+// 16 w + 15 (rows of k_tile, k_stride apart) against the group's queries, S^T [16 keys, 8 heads] = K · Q^T,
+// and each head's online softmax over the tile, the warps' maxima met through tile_max [kSplitScoreWarps,
+// 8] at a barrier of their own: a lane keeps heads 2 tq and 2 tq + 1 (replicated over the lanes of one tq),
+// writes the weights of its keys g and g + 8 of its heads, and adds their sum to run_sum (each warp's sums
+// of its own keys, at a maximum they share); warp 0's lanes 0-3 write the corrections. Keys past n_tile or
+// without a cache row (-1) weigh nothing.  k_tile [32, k_stride], weights [8, 32]
+__device__ inline void tile_scores_on_tensor_cores(const float* k_tile, int k_stride,
+                                                   const uint32_t (&qb)[kSplitTensorHeadDim / 16][2],
+                                                   const int64_t* rows, int n_tile, float scale,
+                                                   float (&run_max)[2], float (&run_sum)[2], float* weights,
+                                                   float* correction, float* tile_max) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize, g = lane / 4, tq = lane % 4;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize, first = 16 * warp;
+    float sc[4] = {};  // keys first + g (0, 1) and first + g + 8 (2, 3), heads 2 tq + {0, 1}
+#pragma unroll
+    for (int c = 0; c < kSplitTensorHeadDim / 16; ++c) {
+        const float* k0 = k_tile + (first + g) * k_stride + c * 16 + 2 * tq;  // key first + g
+        const float* k8 = k0 + 8 * k_stride;                                  // key first + g + 8
+        const auto x0 = *reinterpret_cast<const float2*>(k0);
+        const auto x1 = *reinterpret_cast<const float2*>(k8);
+        const auto x2 = *reinterpret_cast<const float2*>(k0 + 8);
+        const auto x3 = *reinterpret_cast<const float2*>(k8 + 8);
+        const uint32_t fa[4] = {pack_bf16(x0.x, x0.y), pack_bf16(x1.x, x1.y), pack_bf16(x2.x, x2.y),
+                                pack_bf16(x3.x, x3.y)};
+        mma_bf16(sc, fa, qb[c][0], qb[c][1]);
+    }
+    float x[2][2];  // [head 2 tq + e][key first + g + 8 i]
+    float m[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        m[e] = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int key = first + g + 8 * i;
+            const bool valid = key < n_tile && rows[key] >= 0;
+            x[e][i] = valid ? sc[e + 2 * i] * scale : -INFINITY;
+            m[e] = fmaxf(m[e], x[e][i]);
+        }
+#pragma unroll
+        for (int offset = 4; offset < kWarpSize; offset *= 2) {
+            m[e] = fmaxf(m[e], __shfl_xor_sync(0xffffffffu, m[e], offset));
+        }
+        if (g == 0) {
+            tile_max[warp * kSplitTensorGroup + 2 * tq + e] = m[e];
+        }
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(kSplitScoreWarps * kWarpSize) : "memory");
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        const int h = 2 * tq + e;
+        float tile = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kSplitScoreWarps; ++w) {
+            tile = fmaxf(tile, tile_max[w * kSplitTensorGroup + h]);
+        }
+        const float new_max = fmaxf(run_max[e], tile);
+        float sum = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const float w = x[e][i] == -INFINITY ? 0.0f : expf(x[e][i] - new_max);
+            weights[h * kSplitTileKeys + first + g + 8 * i] = w;
+            sum += w;
+        }
+#pragma unroll
+        for (int offset = 4; offset < kWarpSize; offset *= 2) {
+            sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+        }
+        const float c = new_max == -INFINITY ? 1.0f : expf(run_max[e] - new_max);
+        run_sum[e] = run_sum[e] * c + sum;
+        run_max[e] = new_max;
+        if (warp == 0 && g == 0) {
+            correction[h] = c;
+        }
+    }
+}
+
+// Warp w of a split-row block on the tensor cores: outputs of dimensions [16 w, 16 w + 16) for the group's 8
+// heads (o as C of [16, 8]) rescaled by the heads' corrections, plus V^T [16, 32 keys] · P^T [32 keys, 8],
+// the values a tile's rows (v_stride apart) and the weights as tile_scores_on_tensor_cores wrote them.
+// v_tile [32, v_stride], weights [8, 32], correction [8]
+__device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_stride, const float* weights,
+                                                   const float* correction, int warp, float (&o)[4]) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize, g = lane / 4, tq = lane % 4;
+    const float c0 = correction[2 * tq], c1 = correction[2 * tq + 1];
+    o[0] *= c0;
+    o[1] *= c1;
+    o[2] *= c0;
+    o[3] *= c1;
+    const int dim = 16 * warp + g;
+#pragma unroll
+    for (int kc = 0; kc < kSplitTileKeys / 16; ++kc) {
+        const float* v0 = v_tile + (16 * kc + 2 * tq) * v_stride + dim;  // keys 16 kc + 2 tq, + 1
+        const float* v8 = v0 + 8 * v_stride;                             // keys + 8, + 9
+        const uint32_t fa[4] = {pack_bf16(v0[0], v0[v_stride]), pack_bf16(v0[8], v0[v_stride + 8]),
+                                pack_bf16(v8[0], v8[v_stride]), pack_bf16(v8[8], v8[v_stride + 8])};
+        const float* w = weights + g * kSplitTileKeys + 16 * kc + 2 * tq;  // head g
+        const auto w0 = *reinterpret_cast<const float2*>(w);
+        const auto w1 = *reinterpret_cast<const float2*>(w + 8);
+        mma_bf16(o, fa, pack_bf16(w0.x, w0.y), pack_bf16(w1.x, w1.y));
+    }
+}
+
 // One block per (row, group of kGroup query heads sharing one K/V head, split of the row's keys) for calls
 // with few rows, so that each key and value is read once for the group and the keys of a row are worked on
 // by many blocks at once. The block walks its keys in tiles of kSplitTileKeys, two in shared memory: all
@@ -357,10 +483,16 @@ __device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst,
 // counted in splits.counters, combines them into the output and sets its counter back to zero: a warp a head
 // finds the splits' factors, and each thread sums its runs over the splits. Chained: the first tile's keys
 // that Rows says are settled are copied before the wait for the previous kernel, the queries with the rest.
+// With kTensorCores (kGroup 8, head_dim 128), a tile's two products run on the tensor cores with their
+// operands rounded to bfloat16: warps 0 and 1 take the scores of 16 keys each as [16 keys, 128] · [128, 8
+// heads] and the softmax of each head (tile_scores_on_tensor_cores), and warp w adds dimensions [16 w,
+// 16 w + 16) of the values times the weights, [16, 32 keys] · [32 keys, 8 heads], to its outputs.
 // dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * dims4 <= kPairs * kSplitBlock
-template <int kGroup, int kPairs, typename Rows, typename Keys>
+template <int kGroup, int kPairs, bool kTensorCores, typename Rows, typename Keys>
 __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
-    constexpr int kHeadsPerWarp = (kGroup + kSplitWarps - 1) / kSplitWarps;
+    static_assert(!kTensorCores || kGroup == kSplitTensorGroup);
+    // Heads whose online softmax a lane keeps.
+    constexpr int kHeadsPerWarp = kTensorCores ? 2 : (kGroup + kSplitWarps - 1) / kSplitWarps;
     constexpr int kVec = kPairs < 4 ? kPairs : 4;  // divides dims4, so a run stays within one head
     constexpr int kRuns = kPairs / kVec;
     extern __shared__ __align__(16) float split_shared[];
@@ -370,14 +502,13 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
 
     const auto head_dim = static_cast<int>(a.head_dim);
     const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + 4,
-              tile_floats = kSplitTileKeys * (k_stride + dims4);
+              tile_floats = kSplitTileKeys * 2 * k_stride;
     float* queries = split_shared;                                       // [kGroup, dims4]
     float* weights = queries + kGroup * dims4;                           // [kGroup, kSplitTileKeys]
     float* tiles = weights + kGroup * kSplitTileKeys;                    // [2, tile_floats]
     const auto k_tile = [&](int b) { return tiles + b * tile_floats; };  // [kSplitTileKeys, k_stride]
-    const auto v_tile = [&](int b) {
-        return tiles + b * tile_floats + kSplitTileKeys * k_stride;
-    };  // [.., dims4]
+    // [kSplitTileKeys, k_stride] too: lanes reading one dimension of different keys hit different banks
+    const auto v_tile = [&](int b) { return tiles + b * tile_floats + kSplitTileKeys * k_stride; };
 
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const AttentionSpan span = a.rows.span(blockIdx.x);
@@ -396,8 +527,13 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     const auto tile_keys = [&](int64_t j0) {
         return static_cast<int>(max(int64_t{0}, min(static_cast<int64_t>(kSplitTileKeys), key_end - j0)));
     };
+    // Keys a tile copies: with kTensorCores all of its rows, those past the split's end as zeros, since the
+    // products read every key of the tile.
+    const auto tile_copies = [&](int64_t j0) {
+        return kTensorCores && j0 < key_end ? static_cast<int>(kSplitTileKeys) : tile_keys(j0);
+    };
     const auto start_tile = [&](int b, int first_key, int n_keys) {
-        start_tile_copy(k_tile(b), k_stride, v_tile(b), dims4, a.k, a.v, tile_rows[b], first_key, n_keys,
+        start_tile_copy(k_tile(b), k_stride, v_tile(b), k_stride, a.k, a.v, tile_rows[b], first_key, n_keys,
                         a.n_kv_head, kv_head, head_dim, a.vec4);
     };
     if (tid < kSplitTileKeys) {
@@ -419,6 +555,14 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         run_dim[r] = (tid + r * kSplitBlock) * kVec % dims4;
     }
     float run_max[kHeadsPerWarp], run_sum[kHeadsPerWarp], acc[kRuns][kVec] = {};
+    // With kTensorCores: the warp's outputs as C of [16 dims, 8 heads], dims 16 warp + g (+ 8), heads
+    // 2 tq + {0, 1}.
+    float o_tc[4] = {};
+    // With kTensorCores: the queries as B fragments for the scoring warps, and the maxima and sums those
+    // warps share.
+    [[maybe_unused]] uint32_t query_fragments[kSplitTensorHeadDim / 16][2];
+    [[maybe_unused]] __shared__ float score_max[kSplitScoreWarps * kSplitTensorGroup];
+    [[maybe_unused]] __shared__ float score_sum[kSplitScoreWarps * kSplitTensorGroup];
 #pragma unroll
     for (int i = 0; i < kHeadsPerWarp; ++i) {
         run_max[i] = -INFINITY;
@@ -426,7 +570,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     }
     // The first tile's keys before the settled end are copied while the previous kernel runs, the rest once
     // it has finished.
-    const int n_first = tile_keys(key_begin);
+    const int n_first = tile_copies(key_begin);
     const auto n_settled = static_cast<int>(
         min(static_cast<int64_t>(n_first), max(Rows::settled_keys(span) - key_begin, int64_t{0})));
     __syncthreads();
@@ -457,58 +601,72 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
             tile_rows[b ^ 1][tid] = j < key_end ? a.keys.row(span.kv_start, j) : -1;
         }
         __syncthreads();  // the next tile's rows are in, and its buffer is no longer read
-        start_tile(b ^ 1, 0, tile_keys(j0 + kSplitTileKeys));
+        start_tile(b ^ 1, 0, tile_copies(j0 + kSplitTileKeys));
         wait_copies<1>();  // this thread's copies of the current tile (and of the queries)
         __syncthreads();
 
-        const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
-        const float* key = k_tile(b) + lane * k_stride;  // [dims4]; key j0 + lane
+        if constexpr (kTensorCores) {
+            if (warp < kSplitScoreWarps) {
+                if (j0 == key_begin) {
+                    load_query_fragments(queries, dims4, query_fragments);
+                }
+                tile_scores_on_tensor_cores(k_tile(b), k_stride, query_fragments, tile_rows[b], n_tile,
+                                            a.scale, run_max, run_sum, weights, correction, score_max);
+            }
+        } else {
+            const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
+            const float* key = k_tile(b) + lane * k_stride;  // [dims4]; key j0 + lane
 #pragma unroll
-        for (int i = 0; i < kHeadsPerWarp; ++i) {
-            const int g = warp + i * kSplitWarps;
-            if (g >= kGroup) {
-                break;
-            }
-            const float* qg = queries + g * dims4;  // [dims4]
-            float dot = 0.0f;
+            for (int i = 0; i < kHeadsPerWarp; ++i) {
+                const int g = warp + i * kSplitWarps;
+                if (g >= kGroup) {
+                    break;
+                }
+                const float* qg = queries + g * dims4;  // [dims4]
+                float dot = 0.0f;
 #pragma unroll 8
-            for (int d = 0; d < dims4; d += 4) {
-                const float4 kd = *reinterpret_cast<const float4*>(key + d);
-                const float4 qd = *reinterpret_cast<const float4*>(qg + d);
-                dot += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
-            }
-            const float score = dot * a.scale;
-            const float new_max = fmaxf(run_max[i], warp_max(valid ? score : -INFINITY));
-            const float w = valid ? expf(score - new_max) : 0.0f;
-            weights[g * kSplitTileKeys + lane] = w;
-            const float c = new_max == -INFINITY ? 1.0f : expf(run_max[i] - new_max);
-            run_sum[i] = run_sum[i] * c + warp_sum(w);
-            run_max[i] = new_max;
-            if (lane == 0) {
-                correction[g] = c;
+                for (int d = 0; d < dims4; d += 4) {
+                    const float4 kd = *reinterpret_cast<const float4*>(key + d);
+                    const float4 qd = *reinterpret_cast<const float4*>(qg + d);
+                    dot += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
+                }
+                const float score = dot * a.scale;
+                const float new_max = fmaxf(run_max[i], warp_max(valid ? score : -INFINITY));
+                const float w = valid ? expf(score - new_max) : 0.0f;
+                weights[g * kSplitTileKeys + lane] = w;
+                const float c = new_max == -INFINITY ? 1.0f : expf(run_max[i] - new_max);
+                run_sum[i] = run_sum[i] * c + warp_sum(w);
+                run_max[i] = new_max;
+                if (lane == 0) {
+                    correction[g] = c;
+                }
             }
         }
         __syncthreads();  // weights and corrections are in
 
-        const float* values = v_tile(b);  // [kSplitTileKeys, dims4]
+        const float* values = v_tile(b);  // [kSplitTileKeys, k_stride]
+        if constexpr (kTensorCores) {
+            tile_values_on_tensor_cores(values, k_stride, weights, correction, warp, o_tc);
+        } else {
 #pragma unroll
-        for (int r = 0; r < kRuns; ++r) {
-            const int g = run_head[r];
-            if (g < kGroup) {
-                const float c = correction[g];
-                const float* w = weights + g * kSplitTileKeys;  // [kSplitTileKeys]
-                const float* column = values + run_dim[r];      // key j's run at j * dims4
-#pragma unroll
-                for (int e = 0; e < kVec; ++e) {
-                    acc[r][e] *= c;
-                }
-#pragma unroll 4
-                for (int j = 0; j < n_tile; ++j) {
-                    float vj[kVec];
-                    load_run<kVec>(column + j * dims4, vj);
+            for (int r = 0; r < kRuns; ++r) {
+                const int g = run_head[r];
+                if (g < kGroup) {
+                    const float c = correction[g];
+                    const float* w = weights + g * kSplitTileKeys;  // [kSplitTileKeys]
+                    const float* column = values + run_dim[r];      // key j's run at j * k_stride
 #pragma unroll
                     for (int e = 0; e < kVec; ++e) {
-                        acc[r][e] += w[j] * vj[e];
+                        acc[r][e] *= c;
+                    }
+#pragma unroll 4
+                    for (int j = 0; j < n_tile; ++j) {
+                        float vj[kVec];
+                        load_run<kVec>(column + j * k_stride, vj);
+#pragma unroll
+                        for (int e = 0; e < kVec; ++e) {
+                            acc[r][e] += w[j] * vj[e];
+                        }
                     }
                 }
             }
@@ -525,21 +683,46 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     const auto partial = [&](int g, int z) {
         return group_partials + (g * static_cast<int>(gridDim.z) + z) * stride;
     };
-    if (lane == 0) {
+    const auto z_self = static_cast<int>(blockIdx.z);
+    if constexpr (kTensorCores) {
+        const int g = lane / 4, tq = lane % 4;
+        if (warp < kSplitScoreWarps && g == 0) {
 #pragma unroll
-        for (int i = 0; i < kHeadsPerWarp; ++i) {
-            const int g = warp + i * kSplitWarps;
-            if (g < kGroup) {
-                *reinterpret_cast<float2*>(partial(g, static_cast<int>(blockIdx.z))) =
-                    float2{run_max[i], run_sum[i]};
+            for (int e = 0; e < 2; ++e) {
+                score_sum[warp * kSplitTensorGroup + 2 * tq + e] = run_sum[e];
             }
         }
-    }
+        __syncthreads();
+        if (warp == 0 && g == 0) {
 #pragma unroll
-    for (int r = 0; r < kRuns; ++r) {
-        if (run_head[r] < kGroup) {
-            store_run<kVec>(partial(run_head[r], static_cast<int>(blockIdx.z)) + kPartialHeader + run_dim[r],
-                            acc[r]);
+            for (int e = 0; e < 2; ++e) {
+                float sum = 0.0f;
+#pragma unroll
+                for (int w = 0; w < kSplitScoreWarps; ++w) {
+                    sum += score_sum[w * kSplitTensorGroup + 2 * tq + e];
+                }
+                *reinterpret_cast<float2*>(partial(2 * tq + e, z_self)) = float2{run_max[e], sum};
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            partial(2 * tq + e % 2, z_self)[kPartialHeader + 16 * warp + g + 8 * (e / 2)] = o_tc[e];
+        }
+    } else {
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < kHeadsPerWarp; ++i) {
+                const int g = warp + i * kSplitWarps;
+                if (g < kGroup) {
+                    *reinterpret_cast<float2*>(partial(g, z_self)) = float2{run_max[i], run_sum[i]};
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < kRuns; ++r) {
+            if (run_head[r] < kGroup) {
+                store_run<kVec>(partial(run_head[r], z_self) + kPartialHeader + run_dim[r], acc[r]);
+            }
         }
     }
     __threadfence();  // the partials reach L2 before the counter counts them
@@ -823,17 +1006,19 @@ void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStre
 }
 
 // Dynamic shared memory of the split-row kernel: the group's queries, the weights of a tile, and two tiles of
-// keys (rows padded by 4 floats, so that lanes reading a float4 of different keys hit different banks) and
-// values.
+// keys and values (rows padded by 4 floats, so that lanes reading a float4 of different keys, or one
+// dimension of different keys, hit different banks).
 size_t split_shared_bytes(int group, int64_t head_dim) {
     const int64_t dims4 = (head_dim + 3) / 4 * 4;
-    return sizeof(float) * static_cast<size_t>(group * dims4 + group * kSplitTileKeys +
-                                               2 * kSplitTileKeys * (dims4 + 4 + dims4));
+    return sizeof(float) *
+           static_cast<size_t>(group * dims4 + group * kSplitTileKeys + 2 * kSplitTileKeys * 2 * (dims4 + 4));
 }
 
-// The whole-row kernel for one split, else the split-row kernel.
+// The whole-row kernel for one split, else the split-row kernel; with tensor_cores, the split-row kernel's
+// products on the tensor cores where it has them (groups of 8 heads of 128, rows of 16-byte aligned keys).
 template <typename Rows, typename Keys>
-void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream) {
+void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream,
+                 bool tensor_cores = false) {
     if (args.splits.n_splits == 1) {
         launch_whole_rows(args, n_rows, stream);
         return;
@@ -845,12 +1030,19 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
         fail("attention kernel: ", n_rows, " rows of ", grid.y, " head groups split ", args.splits.n_splits,
              " ways need as many counters, ", args.splits.n_counters, " given");
     }
+    const bool on_tensor_cores =
+        tensor_cores && group == kSplitTensorGroup && args.head_dim == kSplitTensorHeadDim && args.vec4;
     const auto launch = [&](auto group_c, auto pairs_c) {
         constexpr int kGroup = decltype(group_c)::value;
         constexpr int kPairs = decltype(pairs_c)::value;
         // A group's outputs never need more than kGroup a thread: head_dim rounded up to 4 <= kSplitBlock.
         if constexpr (kPairs <= kGroup) {
-            const auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, Rows, Keys>;
+            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, Rows, Keys>;
+            if constexpr (kGroup == kSplitTensorGroup) {
+                if (on_tensor_cores) {
+                    kernel = attention_split_row_f32_kernel<kGroup, kPairs, true, Rows, Keys>;
+                }
+            }
             const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim);
             if (shared_bytes > kDefaultSharedBytes) {
                 CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -988,7 +1180,7 @@ void paged_decode_attention_f32(const float* q, const float* k_cache, const floa
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
                                 int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
                                 int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                                float scale, cudaStream_t stream) {
+                                float scale, cudaStream_t stream, bool bf16_products) {
     if (n_seqs == 0 || n_head == 0) {
         return;
     }
@@ -1005,7 +1197,7 @@ void paged_decode_attention_f32(const float* q, const float* k_cache, const floa
                                               scale,
                                               vec4_rows(k_cache, v_cache, head_dim),
                                               splits};
-    launch_rows(args, n_seqs, stream);
+    launch_rows(args, n_seqs, stream, bf16_products);
 }
 
 }  // namespace folio::kernels

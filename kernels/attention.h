@@ -86,12 +86,14 @@ void paged_attention_f32(const float* q, const float* k_cache, const float* v_ca
 
 // Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
 // max_blocks * block_size) through row i of block_tables; a row of length 0 comes out zero. Every row of out
-// is written. splits as attention_splits(n_seqs, ...) chose them.
+// is written. splits as attention_splits(n_seqs, ...) chose them. With bf16_products, rows whose keys are
+// split take the scores and the weighted values on the tensor cores where a K/V head serves 8 query heads
+// of head_dim 128: queries, keys, values and weights rounded to bfloat16, sums in float32.
 // q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs], block_tables [n_seqs, max_blocks] (device)
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
                                 int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
                                 int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                                float scale, cudaStream_t stream);
+                                float scale, cudaStream_t stream, bool bf16_products = false);
 
 }  // namespace folio::kernels

@@ -902,7 +902,7 @@ public:
 
     Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
-                                  float scale) override {
+                                  float scale, AttentionPrecision precision) override {
         check_paged_decode_attention(q, k_cache, v_cache, seq_lens, block_tables, block_size);
         const char* op = "paged_decode_attention";
         check_head_dim(q, op);
@@ -915,7 +915,8 @@ public:
         kernels::paged_decode_attention_f32(
             device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
             device_i32(seq_lens, op), device_i32(block_tables, op), n, max_blocks, splits.kernel_splits,
-            block_size, k_cache.shape[0] / block_size, n_head, k_cache.shape[1], q.shape[2], scale, stream());
+            block_size, k_cache.shape[0] / block_size, n_head, k_cache.shape[1], q.shape[2], scale, stream(),
+            precision == AttentionPrecision::Bf16);
         return out;
     }
 

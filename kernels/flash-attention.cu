@@ -8,6 +8,7 @@
 #include "dispatch.cuh"
 #include "error.h"
 #include "flash-attention.h"
+#include "mma.cuh"
 #include "reduce.cuh"
 
 namespace folio::kernels {
@@ -40,25 +41,9 @@ __device__ inline float fast_exp2(float x) {
     return y;
 }
 
-// Two floats as a bfloat16 pair, the first in the low half (the lower column of an mma fragment).
-__device__ inline uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 // Elements d and d + 1 (d even) of a row of bfloat16 as a pair.
 __device__ inline uint32_t load_pair(const uint16_t* row, int64_t d) {
     return *reinterpret_cast<const uint32_t*>(row + d);
-}
-
-// c += a · b on the tensor cores: a [16, 16] bf16 (row-major fragment), b [16, 8] bf16 (column fragment),
-// c [16, 8] float32.
-__device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Four 8x8 bfloat16 matrices from shared memory, lanes 8m to 8m + 7 giving the addresses of matrix m's rows:

@@ -1202,60 +1202,73 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
         std::vector<int32_t> lengths;
         int64_t n_head, n_kv_head;
     };
+    // Groups of 8 heads of 128 with split keys take the tensor cores at bfloat16 precision: tiles of 32 keys
+    // cut at every place, rows of no key and of one.
     const std::vector<Case> cases = {{{1, 0, 17, 64, 65, 2999, 300, 0, 1000}, 8, 2},
                                      {{545}, 16, 2},
                                      {{2999}, 6, 3},
                                      {{33, 1, 700, 0}, 16, 2},
+                                     {{1, 31, 32, 33, 64, 97, 0, 2999}, 16, 2},
                                      {many, 16, 2}};
-    for (const Case& c : cases) {
-        for (const int64_t block_size : {1, 16, 64}) {
-            for (const int64_t hd : {5, 64, 128, 256}) {
-                const int64_t n_head = c.n_head, n_kv_head = c.n_kv_head, max_blocks = 3000 / block_size + 1;
-                const auto n = static_cast<int64_t>(c.lengths.size());
-                int64_t n_blocks = 0;
-                for (const int32_t len : c.lengths) {
-                    n_blocks += (len + block_size - 1) / block_size;
-                }
-                n_blocks += 5;
-                std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
-                std::iota(perm.begin(), perm.end(), 0);
-                std::mt19937 rng(seed_++);
-                std::shuffle(perm.begin(), perm.end(), rng);
-                std::vector<int32_t> tables(static_cast<size_t>(n * max_blocks));
-                size_t next = 0;
-                for (int64_t i = 0; i < n; ++i) {
-                    for (int64_t b = 0; b < max_blocks; ++b) {
-                        tables[i * max_blocks + b] = b < (c.lengths[i] + block_size - 1) / block_size
-                                                         ? perm[next++]
-                                                         : static_cast<int32_t>(rng() % n_blocks);
+    for (const auto& [precision, bound] : kAttentionPrecisions) {
+        for (const Case& c : cases) {
+            for (const int64_t block_size : {1, 16, 64}) {
+                for (const int64_t hd : {5, 64, 128, 256}) {
+                    const int64_t n_head = c.n_head, n_kv_head = c.n_kv_head,
+                                  max_blocks = 3000 / block_size + 1;
+                    const auto n = static_cast<int64_t>(c.lengths.size());
+                    int64_t n_blocks = 0;
+                    for (const int32_t len : c.lengths) {
+                        n_blocks += (len + block_size - 1) / block_size;
                     }
+                    n_blocks += 5;
+                    std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+                    std::iota(perm.begin(), perm.end(), 0);
+                    std::mt19937 rng(seed_++);
+                    std::shuffle(perm.begin(), perm.end(), rng);
+                    std::vector<int32_t> tables(static_cast<size_t>(n * max_blocks));
+                    size_t next = 0;
+                    for (int64_t i = 0; i < n; ++i) {
+                        for (int64_t b = 0; b < max_blocks; ++b) {
+                            tables[i * max_blocks + b] = b < (c.lengths[i] + block_size - 1) / block_size
+                                                             ? perm[next++]
+                                                             : static_cast<int32_t>(rng() % n_blocks);
+                        }
+                    }
+                    const Pair q = random({n, n_head, hd}),
+                               k = random({n_blocks * block_size, n_kv_head, hd}),
+                               v = random({n_blocks * block_size, n_kv_head, hd});
+                    const Pair lens = upload_i32(c.lengths, {n});
+                    const Pair table = upload_i32(tables, {n, max_blocks});
+                    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+                    const std::string what = label(n, " sequences, ", n_head, "/", n_kv_head,
+                                                   " heads, block ", block_size, ", hd ", hd);
+                    const Tensor first = gpu_->paged_decode_attention(
+                        q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale, precision);
+                    expect_close("paged_decode_attention " + precision_name(precision), first,
+                                 cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu,
+                                                              block_size, scale, AttentionPrecision::F32),
+                                 bound, what);
+                    const Tensor second = gpu_->paged_decode_attention(
+                        q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale, precision);
+                    EXPECT_EQ(gpu_->download(first), gpu_->download(second)) << what << ": a repeated call";
                 }
-                const Pair q = random({n, n_head, hd}), k = random({n_blocks * block_size, n_kv_head, hd}),
-                           v = random({n_blocks * block_size, n_kv_head, hd});
-                const Pair lens = upload_i32(c.lengths, {n});
-                const Pair table = upload_i32(tables, {n, max_blocks});
-                const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-                const std::string what = label(n, " sequences, ", n_head, "/", n_kv_head, " heads, block ",
-                                               block_size, ", hd ", hd);
-                const Tensor first =
-                    gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale);
-                expect_close(
-                    "paged_decode_attention", first,
-                    cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu, block_size, scale),
-                    kF32Bound, what);
-                const Tensor second =
-                    gpu_->paged_decode_attention(q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale);
-                EXPECT_EQ(gpu_->download(first), gpu_->download(second)) << what << ": a repeated call";
             }
         }
     }
     const Pair q = random({2, 4, 8}), k = random({32, 2, 8});
     const Pair lens = upload_i32({3, 4}, {2}), table = upload_i32({0, 1}, {2, 1});
-    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, lens.gpu, table.gpu, 7, 1.0f), Error)
+    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, lens.gpu, table.gpu, 7, 1.0f,
+                                              AttentionPrecision::F32),
+                 Error)
         << "32 % 7";
-    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, table.gpu, lens.gpu, 16, 1.0f), Error)
+    EXPECT_THROW(gpu_->paged_decode_attention(q.gpu, k.gpu, k.gpu, table.gpu, lens.gpu, 16, 1.0f,
+                                              AttentionPrecision::F32),
+                 Error)
         << "tables [2]";
-    EXPECT_THROW(cpu_->paged_decode_attention(q.cpu, k.cpu, k.cpu, lens.cpu, table.cpu, 2, 1.0f), Error)
+    EXPECT_THROW(cpu_->paged_decode_attention(q.cpu, k.cpu, k.cpu, lens.cpu, table.cpu, 2, 1.0f,
+                                              AttentionPrecision::F32),
+                 Error)
         << "length 3 beyond one block of 2";
 }
 

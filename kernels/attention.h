@@ -94,6 +94,6 @@ void paged_decode_attention_f32(const float* q, const float* k_cache, const floa
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
                                 int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
                                 int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                                float scale, cudaStream_t stream, bool bf16_products = false);
+                                float scale, cudaStream_t stream, bool bf16_products);
 
 }  // namespace folio::kernels

@@ -74,8 +74,10 @@ def step_totals(steps, skip_first, label=lambda k: (k.name, k.grid)):
     return totals, sorted(spans), size
 
 
-# Upper bounds (ns) of the idle gaps' classes in a whole-run summary; the last class is open.
+# Upper bounds (ns) of the idle gaps' classes in a whole-run summary; the last class is open. GAP_LABELS
+# names each class, the open one last.
 GAP_CLASSES = (10_000, 100_000, 1_000_000)
+GAP_LABELS = ("<= 10 us", "10-100 us", "0.1-1 ms", "> 1 ms")
 
 
 def run_summary(kernels, n_longest=5):
@@ -124,8 +126,8 @@ def print_run_summary(summary, names, top):
     ms = 1e6
     print(f'span {summary["span"] / ms:.1f} ms: kernels running {summary["busy"] / ms:.1f} ms, none '
           f'{summary["idle"] / ms:.1f} ms')
-    bounds = ["<= 10 us", "10-100 us", "0.1-1 ms", "> 1 ms"]
-    print("idle gaps: " + ", ".join(f"{label} {n} ({t / ms:.1f} ms)" for label, (n, t) in zip(bounds, summary["gaps"])))
+    print("idle gaps: " + ", ".join(f"{label} {n} ({t / ms:.1f} ms)"
+                                    for label, (n, t) in zip(GAP_LABELS, summary["gaps"])))
     for gap, before, after in summary["longest"]:
         print(f"  {gap / ms:8.2f} ms after {short(names[before])} before {short(names[after])}")
     print("idle over 10 us by the kernels around it:")

@@ -128,5 +128,6 @@ class Main(unittest.TestCase):
         self.assertEqual(len(out), header + 2)
         self.assertEqual(out[header + 1].split()[:2], ["a", "2"])
 
+
 if __name__ == "__main__":
     unittest.main()

@@ -36,6 +36,9 @@ constexpr int kMaxSplitGroup = 8;
 // Keys a split of a row should have at least, so that splitting pays for the merge: one tile. A row that
 // sees fewer keys than its splits would give so uses fewer of them.
 constexpr int kMinKeysPerSplit = kSplitTileKeys;
+// Splits a row on the tensor cores takes at least, however many rows fill the device: its tiles' products
+// are quick, so a block does better with fewer of them (docs/performance.md, batches 128 and 256).
+constexpr int64_t kMinTensorSplits = 3;
 static_assert(kMaxAttentionSplits % kWarpSize == 0);
 // Floats ahead of a split's outputs in its partials: its maximum and sum of exponentials, padded so that the
 // outputs start 16-byte aligned.
@@ -478,10 +481,11 @@ __device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_st
 // per lane and keeps their online softmax; thread t then accumulates kPairs of the group's [kGroup, dims4]
 // outputs, in runs of kVec consecutive dimensions of one head (the runs t + i * kSplitBlock), each key's
 // values of a run read at once. A row uses as many of the grid's splits as give each kMinKeysPerSplit keys or
-// more; the blocks of the others only wait and leave. Each block writes its heads' maximum, sum of
-// exponentials and unnormalized output to the partials, and the last block of the (row, group) to finish,
-// counted in splits.counters, combines them into the output and sets its counter back to zero: a warp a head
-// finds the splits' factors, and each thread sums its runs over the splits. Chained: the first tile's keys
+// more; the blocks of the others only wait and leave. A row of one split has its block write the output at
+// once. Otherwise each block writes its heads' maximum, sum of exponentials and unnormalized output to the
+// partials, and the last block of the (row, group) to finish, counted in splits.counters, combines them into
+// the output and sets its counter back to zero: a warp a head finds the splits' factors, and each thread sums
+// its runs over the splits. Chained: the first tile's keys
 // that Rows says are settled are copied before the wait for the previous kernel, the queries with the rest.
 // With kTensorCores (kGroup 8, head_dim 128), a tile's two products run on the tensor cores with their
 // operands rounded to bfloat16: warps 0 and 1 take the scores of 16 keys each as [16 keys, 128] · [128, 8
@@ -675,13 +679,28 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
 
     wait_copies<0>();  // a split without keys leaves no copy of the queries in flight
 
+    __shared__ float total_sum[kGroup];
+    float* out_rows = a.out + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
+    // Dimensions d, d + 1, ... of head g of the output from o, unnormalized, over the head's total sum.
+    const auto store_output = [&](int g, int d, const auto& o) {
+        constexpr int kN = std::extent_v<std::remove_reference_t<decltype(o)>>;
+        const float inverse = total_sum[g] > 0.0f ? 1.0f / total_sum[g] : 0.0f;
+#pragma unroll
+        for (int e = 0; e < kN; ++e) {
+            if (d + e < head_dim) {
+                out_rows[g * head_dim + d + e] = o[e] * inverse;
+            }
+        }
+    };
+    // A row of one split has its outputs here, without partials.
+    const bool alone = n_splits == 1;
+
     // Partials of head g of the (row, group), split z: [kPartialHeader + dims4] at (g * gridDim.z + z) *
     // stride, the maximum and sum of exponentials first.
     const int stride = kPartialHeader + dims4;
-    float* group_partials =
-        a.splits.partials + (int64_t{blockIdx.x} * a.n_head + h0) * int64_t{gridDim.z} * stride;
+    const int64_t partials_at = (int64_t{blockIdx.x} * a.n_head + h0) * int64_t{gridDim.z} * stride;
     const auto partial = [&](int g, int z) {
-        return group_partials + (g * static_cast<int>(gridDim.z) + z) * stride;
+        return a.splits.partials + partials_at + (g * static_cast<int>(gridDim.z) + z) * stride;
     };
     const auto z_self = static_cast<int>(blockIdx.z);
     if constexpr (kTensorCores) {
@@ -701,8 +720,20 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
                 for (int w = 0; w < kSplitScoreWarps; ++w) {
                     sum += score_sum[w * kSplitTensorGroup + 2 * tq + e];
                 }
-                *reinterpret_cast<float2*>(partial(2 * tq + e, z_self)) = float2{run_max[e], sum};
+                total_sum[2 * tq + e] = sum;
+                if (!alone) {
+                    *reinterpret_cast<float2*>(partial(2 * tq + e, z_self)) = float2{run_max[e], sum};
+                }
             }
+        }
+        if (alone) {
+            __syncthreads();
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const float o[1] = {o_tc[e]};
+                store_output(2 * tq + e % 2, 16 * warp + g + 8 * (e / 2), o);
+            }
+            return;
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -714,9 +745,22 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
             for (int i = 0; i < kHeadsPerWarp; ++i) {
                 const int g = warp + i * kSplitWarps;
                 if (g < kGroup) {
-                    *reinterpret_cast<float2*>(partial(g, z_self)) = float2{run_max[i], run_sum[i]};
+                    total_sum[g] = run_sum[i];
+                    if (!alone) {
+                        *reinterpret_cast<float2*>(partial(g, z_self)) = float2{run_max[i], run_sum[i]};
+                    }
                 }
             }
+        }
+        if (alone) {
+            __syncthreads();
+#pragma unroll
+            for (int r = 0; r < kRuns; ++r) {
+                if (run_head[r] < kGroup) {
+                    store_output(run_head[r], run_dim[r], acc[r]);
+                }
+            }
+            return;
         }
 #pragma unroll
         for (int r = 0; r < kRuns; ++r) {
@@ -743,7 +787,6 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     // The last block, reading every split's partials through L2, since L1 may hold stale lines: warp w finds
     // the factor of each split of heads w, w + kSplitWarps, ... (a lane a split) and their total sum.
     __shared__ float split_factor[kGroup][kMaxAttentionSplits];
-    __shared__ float total_sum[kGroup];
     constexpr int kSplitsPerLane = kMaxAttentionSplits / kWarpSize;
 #pragma unroll
     for (int i = 0; i < kHeadsPerWarp; ++i) {
@@ -777,7 +820,6 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         }
     }
     __syncthreads();
-    float* out_rows = a.out + (span.q_row * a.n_head + h0) * head_dim;  // [kGroup, head_dim]
 #pragma unroll
     for (int r = 0; r < kRuns; ++r) {
         const int g = run_head[r], d = run_dim[r];
@@ -795,13 +837,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
                 o[e] += split_factor[g][z] * v[e];
             }
         }
-        const float inverse = total_sum[g] > 0.0f ? 1.0f / total_sum[g] : 0.0f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-            if (d + e < head_dim) {
-                out_rows[g * head_dim + d + e] = o[e] * inverse;
-            }
-        }
+        store_output(g, d, o);
     }
 }
 
@@ -967,6 +1003,11 @@ int split_group(int64_t n_head, int64_t n_kv_head) {
     return 1;
 }
 
+// Whether the split-row kernel has its products on the tensor cores for a group of query heads and head_dim.
+bool tensor_core_shape(int group, int64_t head_dim) {
+    return group == kSplitTensorGroup && head_dim == kSplitTensorHeadDim;
+}
+
 // Query heads the whole-row kernel takes per block for head_dim's kPerLane: the most of 8, 4, 2 and 1 that
 // divides the heads sharing a K/V head and keeps kGroup * kPerLane registers of queries and outputs at
 // most 32.
@@ -1014,24 +1055,24 @@ size_t split_shared_bytes(int group, int64_t head_dim) {
            static_cast<size_t>(group * dims4 + group * kSplitTileKeys + 2 * kSplitTileKeys * 2 * (dims4 + 4));
 }
 
-// The whole-row kernel for one split, else the split-row kernel; with tensor_cores, the split-row kernel's
-// products on the tensor cores where it has them (groups of 8 heads of 128, rows of 16-byte aligned keys).
+// With tensor_cores, the split-row kernel's products on the tensor cores where it has them (groups of 8 heads
+// of 128, rows of 16-byte aligned keys), for one split of the keys as well; else the whole-row kernel for one
+// split and the split-row kernel for several.
 template <typename Rows, typename Keys>
 void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream,
                  bool tensor_cores = false) {
-    if (args.splits.n_splits == 1) {
+    const int group = split_group(args.n_head, args.n_kv_head);
+    const bool on_tensor_cores = tensor_cores && tensor_core_shape(group, args.head_dim) && args.vec4;
+    if (args.splits.n_splits == 1 && !on_tensor_cores) {
         launch_whole_rows(args, n_rows, stream);
         return;
     }
-    const int group = split_group(args.n_head, args.n_kv_head);
     const dim3 grid(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(args.n_head / group),
                     static_cast<unsigned int>(args.splits.n_splits));
-    if (n_rows * grid.y > args.splits.n_counters) {
+    if (args.splits.n_splits > 1 && n_rows * grid.y > args.splits.n_counters) {
         fail("attention kernel: ", n_rows, " rows of ", grid.y, " head groups split ", args.splits.n_splits,
              " ways need as many counters, ", args.splits.n_counters, " given");
     }
-    const bool on_tensor_cores =
-        tensor_cores && group == kSplitTensorGroup && args.head_dim == kSplitTensorHeadDim && args.vec4;
     const auto launch = [&](auto group_c, auto pairs_c) {
         constexpr int kGroup = decltype(group_c)::value;
         constexpr int kPairs = decltype(pairs_c)::value;
@@ -1115,20 +1156,19 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t max_visible,
-                         int n_multiprocessors) {
-    const int64_t n_groups = n_kv_head > 0 ? n_head / split_group(n_head, n_kv_head) : n_head;
-    const int64_t n_blocks = std::max<int64_t>(n_row_spans * n_groups, 1);
-    const int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         int64_t max_visible, int n_multiprocessors, bool bf16_products) {
+    const int group = n_kv_head > 0 ? split_group(n_head, n_kv_head) : 1;
+    const int64_t n_blocks = std::max<int64_t>(n_row_spans * (n_head / group), 1);
+    int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
+    if (bf16_products && tensor_core_shape(group, head_dim) && n_blocks <= kAttentionSplitCounters) {
+        wanted = std::max(wanted, kMinTensorSplits);
+    }
     return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
 }
 
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim) {
     return n_splits > 1 ? n_row_spans * n_head * n_splits * (kPartialHeader + (head_dim + 3) / 4 * 4) : 0;
-}
-
-int64_t attention_split_counters(int n_multiprocessors) {
-    return 2 * static_cast<int64_t>(n_multiprocessors);
 }
 
 void attention_f32(const float* q, const float* k, const float* v, float* out, const AttentionSpan* row_spans,

@@ -41,14 +41,14 @@ struct AttentionSplits {
 
 // Splits of the keys of each row span: enough blocks to fill the device when the rows are few and see many
 // keys (decoding a long context), else 1. A block takes the query heads of a row that share a K/V head
-// together, up to 8 of them.
-int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t max_visible,
-                         int n_multiprocessors);
+// together, up to 8 of them. With bf16_products, decoding rows that take the tensor cores (8 query heads of
+// head_dim 128 a K/V head) split in three at least, while kAttentionSplitCounters cover their blocks.
+int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         int64_t max_visible, int n_multiprocessors, bool bf16_products);
 // Floats of the partials buffer n_splits need (0 for one split).
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
-// Counters any call split as attention_splits chose for a device with n_multiprocessors needs: it splits keys
-// only while the blocks of the rows and head groups are fewer than twice the multiprocessors.
-int64_t attention_split_counters(int n_multiprocessors);
+// Counters any call split as attention_splits chose needs at most: one a (row, head group) of a split call.
+constexpr int64_t kAttentionSplitCounters = int64_t{1} << 16;
 
 // The most floats of scores batched_attention_f32 is given at once.
 constexpr int64_t kMaxBatchedScoreFloats = int64_t{64} << 20;
@@ -86,9 +86,9 @@ void paged_attention_f32(const float* q, const float* k_cache, const float* v_ca
 
 // Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
 // max_blocks * block_size) through row i of block_tables; a row of length 0 comes out zero. Every row of out
-// is written. splits as attention_splits(n_seqs, ...) chose them. With bf16_products, rows whose keys are
-// split take the scores and the weighted values on the tensor cores where a K/V head serves 8 query heads
-// of head_dim 128: queries, keys, values and weights rounded to bfloat16, sums in float32.
+// is written. splits as attention_splits(n_seqs, ...) chose them. With bf16_products, rows take the scores
+// and the weighted values on the tensor cores where a K/V head serves 8 query heads of head_dim 128: queries,
+// keys, values and weights rounded to bfloat16, sums in float32.
 // q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs], block_tables [n_seqs, max_blocks] (device)
 void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
                                 const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,

@@ -337,8 +337,7 @@ public:
         // One stream, so cuBLAS and cuBLASLt take turns with the workspace.
         gemm_ = std::make_unique<kernels::LtGemm>(cublas_workspace_.get(), kCublasWorkspaceBytes);
         // The attention kernels leave their split counters zero, so that recorded calls find them so.
-        const size_t counter_bytes =
-            static_cast<size_t>(kernels::attention_split_counters(n_multiprocessors_)) * sizeof(int32_t);
+        const size_t counter_bytes = static_cast<size_t>(kernels::kAttentionSplitCounters) * sizeof(int32_t);
         split_counters_.reset(try_cuda_malloc(counter_bytes));
         if (!split_counters_) {
             fail_out_of_memory(counter_bytes, device_);
@@ -735,7 +734,7 @@ public:
         // [n_q_total, n_head, head_dim]; rows outside every segment stay zero
         Tensor out = alloc_zeroed(q.shape, op);
         const Splits splits = attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1],
-                                               k.shape[1], q.shape[2], spans.max_row_visible, op);
+                                               k.shape[1], q.shape[2], spans.max_row_visible, op, false);
         const auto staged =
             stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles))});
         const auto* row_spans = static_cast<const kernels::AttentionSpan*>(staged[0]);
@@ -849,8 +848,9 @@ public:
                                       std::max(q.shape[0], kMinGatherRows));
         // [n_tokens, n_head, head_dim]; rows outside every sequence stay zero
         Tensor out = alloc_zeroed(q.shape, op);
-        const Splits splits = attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1],
-                                               k_cache.shape[1], q.shape[2], spans.max_row_visible, op);
+        const Splits splits =
+            attention_splits(static_cast<int64_t>(spans.rows.size()), q.shape[1], k_cache.shape[1],
+                             q.shape[2], spans.max_row_visible, op, false);
         const auto staged =
             stage({std::as_bytes(std::span(spans.rows)), std::as_bytes(std::span(spans.tiles)),
                    std::as_bytes(block_tables), std::as_bytes(std::span(groups.runs)),
@@ -909,14 +909,15 @@ public:
         const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
         // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
         // sequence lengths; splits past a row's keys end at once.
-        const Splits splits =
-            attention_splits(n, n_head, k_cache.shape[1], q.shape[2], max_blocks * block_size, op);
+        const bool bf16_products = precision == AttentionPrecision::Bf16;
+        const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
+                                               max_blocks * block_size, op, bf16_products);
         Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
-        kernels::paged_decode_attention_f32(
-            device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
-            device_i32(seq_lens, op), device_i32(block_tables, op), n, max_blocks, splits.kernel_splits,
-            block_size, k_cache.shape[0] / block_size, n_head, k_cache.shape[1], q.shape[2], scale, stream(),
-            precision == AttentionPrecision::Bf16);
+        kernels::paged_decode_attention_f32(device_f32(q, op), device_f32(k_cache, op),
+                                            device_f32(v_cache, op), out.f32(), device_i32(seq_lens, op),
+                                            device_i32(block_tables, op), n, max_blocks, splits.kernel_splits,
+                                            block_size, k_cache.shape[0] / block_size, n_head,
+                                            k_cache.shape[1], q.shape[2], scale, stream(), bf16_products);
         return out;
     }
 
@@ -1144,18 +1145,20 @@ private:
         Tensor partials;  // [kernels::attention_partials_floats(...)] or empty
     };
 
-    // n_rows rows of q [.., n_head, head_dim] seeing at most max_visible keys of n_kv_head heads.
+    // n_rows rows of q [.., n_head, head_dim] seeing at most max_visible keys of n_kv_head heads;
+    // bf16_products as the kernel is given it.
     Splits attention_splits(int64_t n_rows, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                            int64_t max_visible, const char* op) {
+                            int64_t max_visible, const char* op, bool bf16_products) {
         Splits splits;
         kernels::AttentionSplits& s = splits.kernel_splits;
-        s.n_splits = kernels::attention_splits(n_rows, n_head, n_kv_head, max_visible, n_multiprocessors_);
+        s.n_splits = kernels::attention_splits(n_rows, n_head, n_kv_head, head_dim, max_visible,
+                                               n_multiprocessors_, bf16_products);
         if (s.n_splits > 1) {
             splits.partials = alloc_uninitialized(
                 {kernels::attention_partials_floats(n_rows, n_head, s.n_splits, head_dim)}, op);
             s.partials = splits.partials.f32();
             s.counters = static_cast<int32_t*>(split_counters_.get());
-            s.n_counters = kernels::attention_split_counters(n_multiprocessors_);
+            s.n_counters = kernels::kAttentionSplitCounters;
         }
         return splits;
     }
@@ -1275,7 +1278,7 @@ private:
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
     DevicePtr cublas_workspace_;
-    DevicePtr split_counters_;  // [kernels::attention_split_counters(n_multiprocessors_)] int32
+    DevicePtr split_counters_;  // [kernels::kAttentionSplitCounters] int32
     std::unique_ptr<kernels::LtGemm> gemm_;
     std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;

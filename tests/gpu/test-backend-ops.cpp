@@ -1191,7 +1191,8 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
 
 // Sequences of random lengths (0 for padding rows) over shuffled blocks of a larger cache; table entries past
 // a sequence's length hold blocks the kernel must not read. One sequence splits its keys most, 300 sequences
-// not at all; a second identical call must give the same output, the split counters having been left at zero.
+// not at all (in three on the tensor cores); rows of fewer keys than a tile have their splits' outputs at
+// once. A second identical call must give the same output, the split counters having been left at zero.
 TEST_F(BackendOpsTest, PagedDecodeAttention) {
     std::vector<int32_t> many(300);
     std::mt19937 length_rng(seed_++);

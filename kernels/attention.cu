@@ -485,8 +485,8 @@ __device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_st
 // once. Otherwise each block writes its heads' maximum, sum of exponentials and unnormalized output to the
 // partials, and the last block of the (row, group) to finish, counted in splits.counters, combines them into
 // the output and sets its counter back to zero: a warp a head finds the splits' factors, and each thread sums
-// its runs over the splits. Chained: the first tile's keys
-// that Rows says are settled are copied before the wait for the previous kernel, the queries with the rest.
+// its runs over the splits. Chained: the first tile's keys that Rows says are settled are copied before the
+// wait for the previous kernel, the queries with the rest.
 // With kTensorCores (kGroup 8, head_dim 128), a tile's two products run on the tensor cores with their
 // operands rounded to bfloat16: warps 0 and 1 take the scores of 16 keys each as [16 keys, 128] · [128, 8
 // heads] and the softmax of each head (tile_scores_on_tensor_cores), and warp w adds dimensions [16 w,

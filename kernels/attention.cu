@@ -1059,8 +1059,7 @@ size_t split_shared_bytes(int group, int64_t head_dim) {
 // of 128, rows of 16-byte aligned keys), for one split of the keys as well; else the whole-row kernel for one
 // split and the split-row kernel for several.
 template <typename Rows, typename Keys>
-void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream,
-                 bool tensor_cores = false) {
+void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream, bool tensor_cores) {
     const int group = split_group(args.n_head, args.n_kv_head);
     const bool on_tensor_cores = tensor_cores && tensor_core_shape(group, args.head_dim) && args.vec4;
     if (args.splits.n_splits == 1 && !on_tensor_cores) {
@@ -1135,7 +1134,7 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
         const RowArgs<SpanRows, Keys> args{
             q,      k,         v,        out,   SpanRows{row_spans},       keys,
             n_head, n_kv_head, head_dim, scale, vec4_rows(k, v, head_dim), splits};
-        launch_rows(args, n_row_spans, stream);
+        launch_rows(args, n_row_spans, stream, false);
     }
     if (n_tile_spans > 0) {
         with_1_to_8(clamp_1_to_8((head_dim + kWarpSize - 1) / kWarpSize), [&](auto per_lane) {

@@ -1203,8 +1203,8 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
         std::vector<int32_t> lengths;
         int64_t n_head, n_kv_head;
     };
-    // Groups of 8 heads of 128 with split keys take the tensor cores at bfloat16 precision: tiles of 32 keys
-    // cut at every place, rows of no key and of one.
+    // Groups of 8 heads of 128 take the tensor cores at bfloat16 precision: tiles of 32 keys cut at every
+    // place, rows of no key and of one.
     const std::vector<Case> cases = {{{1, 0, 17, 64, 65, 2999, 300, 0, 1000}, 8, 2},
                                      {{545}, 16, 2},
                                      {{2999}, 6, 3},

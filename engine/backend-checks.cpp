@@ -241,6 +241,21 @@ void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, 
     check_segments(segments, x.shape, x.shape, "layer_norm_attention_add");
 }
 
+void check_kv_dtype(const std::string& backend, ScalarType dtype, ScalarType other) {
+    if (dtype != ScalarType::F32 && dtype != other) {
+        fail(backend, ": no key/value cache of ", dtype_name(dtype), " elements (float32 or ",
+             dtype_name(other), ")");
+    }
+}
+
+void check_kv_caches(const Tensor& k_cache, const Tensor& v_cache, const char* op) {
+    const auto cache_type = [](ScalarType t) { return t == ScalarType::F32 || t == ScalarType::BF16; };
+    if (k_cache.dtype != v_cache.dtype || !cache_type(k_cache.dtype)) {
+        fail(op, ": k cache of ", dtype_name(k_cache.dtype), " and v cache of ", dtype_name(v_cache.dtype),
+             " elements; both float32 or both bfloat16");
+    }
+}
+
 void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size) {
@@ -250,6 +265,7 @@ void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor&
         fail("paged_attention: q ", shape_string(q.shape), ", k cache ", shape_string(k_cache.shape),
              ", v cache ", shape_string(v_cache.shape), ", block size ", block_size);
     }
+    check_kv_caches(k_cache, v_cache, "paged_attention");
     const int64_t n_blocks = k_cache.shape[0] / block_size;
     const auto n_tables = static_cast<int64_t>(block_tables.size());
     for (const PagedSequence& s : seqs) {
@@ -271,16 +287,16 @@ void check_paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor&
 
 void check_i32(const Tensor& t, std::vector<int64_t> shape, const char* op, const char* what) {
     if (t.dtype != ScalarType::I32 || t.shape != shape || !t.fits_buffer()) {
-        fail(op, ": ", what, " ", shape_string(t.shape), t.dtype == ScalarType::I32 ? " int32" : " float32",
-             " is not int32 ", shape_string(shape));
+        fail(op, ": ", what, " ", shape_string(t.shape), " ", dtype_name(t.dtype), " is not int32 ",
+             shape_string(shape));
     }
 }
 
 void check_update(const Tensor& t, std::span<const int32_t> values) {
     if (t.dtype != ScalarType::I32 || static_cast<int64_t>(values.size()) != t.n_elements() ||
         !t.fits_buffer()) {
-        fail("update: ", values.size(), " int32 values for ",
-             t.dtype == ScalarType::I32 ? "int32 " : "float32 ", shape_string(t.shape));
+        fail("update: ", values.size(), " int32 values for ", dtype_name(t.dtype), " ",
+             shape_string(t.shape));
     }
 }
 
@@ -298,6 +314,7 @@ void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor
         fail("rope_qkv_to_cache: k cache ", shape_string(k_cache.shape), ", v cache ",
              shape_string(v_cache.shape));
     }
+    check_kv_caches(k_cache, v_cache, "rope_qkv_to_cache");
     const int64_t n_kv_head = k_cache.shape[1], head_dim = k_cache.shape[2];
     const int64_t n_heads = qkv_shape.size() == 2 ? qkv_shape[1] / head_dim : 0;
     if (qkv_shape.size() != 2 || qkv_shape[1] % head_dim != 0 || n_heads <= 2 * n_kv_head ||
@@ -326,6 +343,7 @@ void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const 
              ", v cache ", shape_string(v_cache.shape), ", block tables ", shape_string(block_tables.shape),
              ", block size ", block_size);
     }
+    check_kv_caches(k_cache, v_cache, "paged_decode_attention");
     check_i32(seq_lens, {q.shape[0]}, "paged_decode_attention", "seq_lens");
     check_i32(block_tables, {q.shape[0], block_tables.shape[1]}, "paged_decode_attention", "block_tables");
 }

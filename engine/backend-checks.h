@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend.h"
@@ -61,6 +62,11 @@ void check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 // qkv [n, 3, n_head, head_dim] with an even head_dim, cos/sin [n, head_dim], segments inside qkv's rows.
 void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
                           std::span<const AttentionSegment> segments);
+
+// A key/value cache's element type as a backend takes it: float32, or the one other type it reads.
+void check_kv_dtype(const std::string& backend, ScalarType dtype, ScalarType other);
+// k and v caches of one element type, float32 or bfloat16.
+void check_kv_caches(const Tensor& k_cache, const Tensor& v_cache, const char* op);
 
 // q [n_tokens, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], every sequence's rows
 // inside q and its table entries inside block_tables, naming blocks of the cache.

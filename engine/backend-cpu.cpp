@@ -397,6 +397,7 @@ public:
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size, float scale, AttentionPrecision) override {
         check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
+        check_kv_dtype(name(), k_cache.dtype, ScalarType::F32);
         const int64_t n_head = q.shape[1], n_kv_head = k_cache.shape[1], hd = q.shape[2];
         const int64_t group = n_head / n_kv_head;
         Tensor out = alloc(q.shape);
@@ -419,6 +420,7 @@ public:
     Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
                              const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
         check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
+        check_kv_dtype(name(), k_cache.dtype, ScalarType::F32);
         const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], hd = k_cache.shape[2], half = hd / 2;
         const int64_t n_head = qkv.shape[1] / hd - 2 * n_kv_head, n_slots = k_cache.shape[0];
         for (int64_t r = 0; r < n; ++r) {

@@ -83,6 +83,20 @@ void Backend::layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w,
     linear_add(x, a.view(0, {n, d}), w.out, w.out_b);
 }
 
+ScalarType Backend::kv_dtype(AttentionPrecision) const {
+    return ScalarType::F32;
+}
+
+Tensor Backend::alloc_kv(std::vector<int64_t> shape, ScalarType dtype) {
+    check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
+    return alloc(std::move(shape));
+}
+
+Tensor Backend::upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
+    check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
+    return upload(values, std::move(shape));
+}
+
 void Backend::begin_recording() {
     fail(name(), ": this backend cannot record work");
 }

@@ -102,8 +102,18 @@ public:
     virtual Tensor upload_levels(std::span<const std::span<const uint8_t>> parts,
                                  std::span<const float> table, int64_t channel_size,
                                  std::vector<int64_t> shape) = 0;
+    // The values of a float32 tensor, or of a bfloat16 one widened to float32.
     virtual std::vector<float> download(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
+
+    // The element type the backend keeps the language model's keys and values in for attention at
+    // precision (PagedKvCache): float32, or bfloat16 where the backend's attention reads it and precision
+    // allows rounding. Every paged-attention operation reads caches of either type it returns.
+    virtual ScalarType kv_dtype(AttentionPrecision precision) const;
+    // A zero-filled cache tensor of dtype elements, dtype being float32 or one kv_dtype() returns.
+    virtual Tensor alloc_kv(std::vector<int64_t> shape, ScalarType dtype);
+    // A cache tensor holding values rounded to dtype's elements (to the nearest, ties to even).
+    virtual Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype);
 
     // An int32 tensor, and new values for all of one.
     virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;

@@ -141,7 +141,7 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
                        config.enable_chunked_prefill, config.enable_prefix_caching};
     folio::validate(sc);
 
-    KvCacheParams cache{tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, 0, config.block_size};
+    KvCacheParams cache = model.kv_cache_params(0, config.block_size);
     const int64_t blocks_per_seq = (config.max_model_len + config.block_size - 1) / config.block_size;
     if (config.num_gpu_blocks_override > 0) {
         plan_.n_blocks = config.num_gpu_blocks_override;
@@ -177,12 +177,10 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
 int64_t EngineCore::activation_peak_bytes() {
     constexpr int64_t kProfilePatchSide = 8;
     constexpr int64_t kProfileTokens = 256;
-    const TextConfig& tc = model_.config().text;
     Backend& backend = model_.backend();
     const int64_t n = std::min(config_.max_num_batched_tokens, kProfileTokens);
     const int64_t n_blocks = (n + config_.block_size - 1) / config_.block_size;
-    PagedKvCache cache(
-        backend, {tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, config_.block_size});
+    PagedKvCache cache(backend, model_.kv_cache_params(n_blocks, config_.block_size));
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     batch.block_tables.resize(static_cast<size_t>(n_blocks));

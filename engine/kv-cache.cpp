@@ -6,7 +6,7 @@ namespace folio {
 
 int64_t kv_block_bytes(const KvCacheParams& params) {
     return 2LL * params.n_layer * params.block_size * params.n_kv_head * params.head_dim *
-           static_cast<int64_t>(sizeof(float));
+           element_size(params.dtype);
 }
 
 PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params) : params_(params) {
@@ -17,8 +17,8 @@ PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params) : para
     }
     const int64_t n_slots = params.n_blocks * params.block_size;
     for (int l = 0; l < params.n_layer; ++l) {
-        k_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
-        v_.push_back(backend.alloc({n_slots, params.n_kv_head, params.head_dim}));
+        k_.push_back(backend.alloc_kv({n_slots, params.n_kv_head, params.head_dim}, params.dtype));
+        v_.push_back(backend.alloc_kv({n_slots, params.n_kv_head, params.head_dim}, params.dtype));
     }
 }
 

@@ -16,9 +16,10 @@ struct KvCacheParams {
     int head_dim = 0;
     int64_t n_blocks = 0;
     int64_t block_size = 0;
+    ScalarType dtype = ScalarType::F32;  // float32, or the backend's kv_dtype()
 };
 
-// Bytes of K and V for one block across all layers, in float32.
+// Bytes of K and V for one block across all layers, in dtype's elements.
 int64_t kv_block_bytes(const KvCacheParams& params);
 
 // Where the new tokens of a batch go and what each sequence attends to.

@@ -439,6 +439,13 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
     return forward_text(embeds, step, cache);
 }
 
+KvCacheParams PaddleOcrVl::kv_cache_params(int64_t n_blocks, int64_t block_size) const {
+    const TextConfig& tc = config_.text;
+    return {tc.num_hidden_layers, tc.num_key_value_heads,
+            tc.head_dim,          n_blocks,
+            block_size,           backend_.kv_dtype(attention_precision())};
+}
+
 Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache) {
     const TextConfig& tc = config_.text;
     const int64_t n = embeds.rows(), hd = tc.head_dim, n_head = tc.num_attention_heads;

@@ -10,14 +10,13 @@
 
 #include "backend.h"
 #include "image-preprocess.h"
+#include "kv-cache.h"
 #include "model-config.h"
 #include "quantization.h"
 #include "rope.h"
 
 namespace folio {
 
-struct KvBatch;
-class PagedKvCache;
 class WeightSource;
 
 // How the weights are stored: dense float32, or the linear layers quantized at load time.
@@ -114,6 +113,9 @@ public:
     Tensor forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache);
     // hidden [n, hidden]  ->  logits [n, vocab]
     Tensor logits(const Tensor& hidden);
+    // The cache forward_text takes for n_blocks blocks of block_size tokens: the decoder's layers and K/V
+    // heads, in the element type the backend keeps keys and values in at the model's attention precision.
+    KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const;
 
 private:
     // Patches of the grids, after checking that n_values (of what) fill them.

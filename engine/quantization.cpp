@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "tensor.h"
 
 namespace folio {
 
@@ -24,23 +25,6 @@ float scale_of(std::span<const float> w, float limit) {
         max_abs = std::max(max_abs, std::fabs(v));
     }
     return max_abs / limit;
-}
-
-uint16_t to_bf16(float v) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof(bits));
-    if ((bits & 0x7fffffffU) > 0x7f800000U) {
-        return static_cast<uint16_t>((bits >> 16) | 0x40);  // a quiet NaN stays a NaN
-    }
-    bits += 0x7fffU + ((bits >> 16) & 1U);  // round to nearest, ties to even
-    return static_cast<uint16_t>(bits >> 16);
-}
-
-float from_bf16(uint16_t h) {
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float v = 0.0f;
-    std::memcpy(&v, &bits, sizeof(v));
-    return v;
 }
 
 int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {

@@ -1,8 +1,27 @@
 #include "tensor.h"
 
+#include <cstring>
+
 #include "error.h"
 
 namespace folio {
+
+uint16_t to_bf16(float v) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    if ((bits & 0x7fffffffU) > 0x7f800000U) {
+        return static_cast<uint16_t>((bits >> 16) | 0x40);  // a quiet NaN stays a NaN
+    }
+    bits += 0x7fffU + ((bits >> 16) & 1U);  // round to nearest, ties to even
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+float from_bf16(uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float v = 0.0f;
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+}
 
 std::string shape_string(const std::vector<int64_t>& shape) {
     std::string s = "[";
@@ -10,6 +29,18 @@ std::string shape_string(const std::vector<int64_t>& shape) {
         s += (i ? ", " : "") + std::to_string(shape[i]);
     }
     return s + "]";
+}
+
+const char* dtype_name(ScalarType dtype) {
+    switch (dtype) {
+        case ScalarType::F32:
+            return "float32";
+        case ScalarType::I32:
+            return "int32";
+        case ScalarType::BF16:
+            return "bfloat16";
+    }
+    fail("dtype_name: invalid scalar type ", static_cast<int>(dtype));
 }
 
 Tensor Tensor::view(int64_t first, std::vector<int64_t> view_shape) const {

@@ -16,9 +16,20 @@ struct Buffer {
     virtual size_t n_bytes() const = 0;
 };
 
-// Element types; both are 4 bytes. Int32 tensors carry indices (token ids, positions, cache rows, block
-// tables) that operations read on the backend's device.
-enum class ScalarType { F32, I32 };
+// Element types. Int32 tensors carry indices (token ids, positions, cache rows, block tables) that
+// operations read on the backend's device; bfloat16 (the upper half of a float32's bits) is a storage type
+// of key/value caches (Backend::kv_dtype).
+enum class ScalarType { F32, I32, BF16 };
+
+constexpr int64_t element_size(ScalarType dtype) {
+    return dtype == ScalarType::BF16 ? 2 : 4;
+}
+
+const char* dtype_name(ScalarType dtype);
+
+// A float32 rounded to bfloat16 bits (to the nearest, ties to even; a NaN stays a NaN), and back.
+uint16_t to_bf16(float v);
+float from_bf16(uint16_t h);
 
 struct Tensor {
     std::vector<int64_t> shape;
@@ -38,10 +49,12 @@ struct Tensor {
     bool empty() const { return buffer == nullptr; }
     float* f32() const { return static_cast<float*>(buffer->data()) + offset; }
     int32_t* i32() const { return static_cast<int32_t*>(buffer->data()) + offset; }
+    uint16_t* bf16() const { return static_cast<uint16_t*>(buffer->data()) + offset; }
+    int64_t n_bytes() const { return n_elements() * element_size(dtype); }
     // Whether the buffer holds every element of the tensor.
     bool fits_buffer() const {
         return buffer != nullptr && offset >= 0 &&
-               (offset + n_elements()) * 4 <= static_cast<int64_t>(buffer->n_bytes());
+               (offset + n_elements()) * element_size(dtype) <= static_cast<int64_t>(buffer->n_bytes());
     }
 
     // The elements [first, first + product(shape)) of this tensor as a tensor of that shape, sharing the

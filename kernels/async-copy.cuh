@@ -23,6 +23,11 @@ __device__ inline void copy_async_16_or_zero(void* shared_dst, const void* globa
                  : "memory");
 }
 
+__device__ inline void copy_async_8(void* shared_dst, const void* global_src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(shared_dst)), "l"(global_src)
+                 : "memory");
+}
+
 __device__ inline void copy_async_4(void* shared_dst, const void* global_src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(shared_address(shared_dst)), "l"(global_src)
                  : "memory");

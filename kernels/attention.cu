@@ -9,6 +9,7 @@
 #include "cuda-check.h"
 #include "dispatch.cuh"
 #include "error.h"
+#include "kv-element.cuh"
 #include "mma.cuh"
 #include "reduce.cuh"
 
@@ -73,13 +74,13 @@ struct DecodeRows {
     }
 };
 
-// Arguments of the row kernels. q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim];
-// vec4: head_dim is a multiple of 4 and k, v are 16-byte aligned.
-template <typename Rows, typename Keys>
+// Arguments of the row kernels. q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim]
+// of KV (float or Bf16); vec4: head_dim is a multiple of 4 and k, v are aligned to 4 elements.
+template <typename Rows, typename Keys, typename KV>
 struct RowArgs {
     const float* q;
-    const float* k;
-    const float* v;
+    const KV* k;
+    const KV* v;
     float* out;
     Rows rows;
     Keys keys;
@@ -98,8 +99,8 @@ struct RowArgs {
 // reduction per head instead of one per key and head; accumulating, lanes split head_dim (kPerLane values
 // each) and read each value row together. The warps' results are merged at the end. kVec4: head_dim is a
 // multiple of 4, and key rows are read 4 values at a time. Chained.
-template <int kPerLane, int kGroup, bool kVec4, typename Rows, typename Keys>
-__global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs<Rows, Keys> a) {
+template <int kPerLane, int kGroup, bool kVec4, typename Rows, typename Keys, typename KV>
+__global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs<Rows, Keys, KV> a) {
     constexpr int kDims = kPerLane * kWarpSize;  // head_dim rounded up to whole lanes
     __shared__ __align__(16) float q_scaled[kGroup][kDims];
     __shared__ __align__(16) float weights[kWarps][kGroup][kStepKeys];
@@ -110,8 +111,8 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
 
     wait_for_prior_grids();
     start_dependent_grids();
-    const float* __restrict__ k = a.k;
-    const float* __restrict__ v = a.v;
+    const KV* __restrict__ k = a.k;
+    const KV* __restrict__ v = a.v;
     const int64_t n_head = a.n_head, n_kv_head = a.n_kv_head, head_dim = a.head_dim;
     const AttentionSpan span = a.rows.span(blockIdx.x);
     const int64_t key_end = visible_keys(span, 0);
@@ -142,7 +143,7 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
     for (int64_t j0 = static_cast<int64_t>(warp) * kStepKeys; j0 < key_end;
          j0 += static_cast<int64_t>(kWarps) * kStepKeys) {
         // Scores of this lane's keys j0 + t * 32 + lane for every head of the group.
-        const float* key_rows[kKeysPerLane];
+        const KV* key_rows[kKeysPerLane];
         bool valid[kKeysPerLane];
 #pragma unroll
         for (int t = 0; t < kKeysPerLane; ++t) {
@@ -159,12 +160,12 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
 #pragma unroll
             for (int t = 0; t < kKeysPerLane; ++t) {
                 if constexpr (kVec4) {
-                    kd[t] = valid[t] ? *reinterpret_cast<const float4*>(key_rows[t] + d) : float4{};
+                    kd[t] = valid[t] ? load_four(key_rows[t] + d) : float4{};
                 } else {
-                    const float* r = key_rows[t];
-                    kd[t] = valid[t] ? float4{r[d], d + 1 < head_dim ? r[d + 1] : 0.0f,
-                                              d + 2 < head_dim ? r[d + 2] : 0.0f,
-                                              d + 3 < head_dim ? r[d + 3] : 0.0f}
+                    const KV* r = key_rows[t];
+                    kd[t] = valid[t] ? float4{to_float(r[d]), d + 1 < head_dim ? to_float(r[d + 1]) : 0.0f,
+                                              d + 2 < head_dim ? to_float(r[d + 2]) : 0.0f,
+                                              d + 3 < head_dim ? to_float(r[d + 3]) : 0.0f}
                                      : float4{};
                 }
             }
@@ -209,11 +210,11 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
 #pragma unroll
             for (int t = 0; t < kValueBatch; ++t) {
                 const int64_t row = t0 + t < n_step ? step_rows[warp][t0 + t] : -1;
-                const float* vr = v + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+                const KV* vr = v + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
 #pragma unroll
                 for (int p = 0; p < kPerLane; ++p) {
                     const int d = lane + p * kWarpSize;
-                    vd[t][p] = row >= 0 && d < head_dim ? vr[d] : 0.0f;
+                    vd[t][p] = row >= 0 && d < head_dim ? to_float(vr[d]) : 0.0f;
                 }
             }
 #pragma unroll
@@ -288,6 +289,20 @@ __device__ inline void load_run(const float* p, float v[kVec]) {
     }
 }
 
+// kVec consecutive bfloat16 values from shared memory as floats, aligned to kVec values.
+template <int kVec>
+__device__ inline void load_run(const Bf16* p, float v[kVec]) {
+    if constexpr (kVec == 4) {
+        const float4 x = load_four(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else if constexpr (kVec == 2) {
+        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+        v[0] = x.x, v[1] = x.y;
+    } else {
+        v[0] = to_float(*p);
+    }
+}
+
 // kVec consecutive floats to global memory, aligned to kVec floats.
 template <int kVec>
 __device__ inline void store_run(float* p, const float v[kVec]) {
@@ -320,29 +335,39 @@ __device__ inline void for_block_elements(int first_row, int n_rows, int n_cols,
 }
 
 // Starts copying the K and V rows of a tile's keys [first_key, n_keys) to k_dst (row j at j * k_stride) and
-// v_dst (at j * v_stride) as one group of copies; a key without a row (-1) gets zeros.
+// v_dst (at j * v_stride) as one group of copies, four elements at a time with vec4; a key without a row (-1)
+// gets zeros. Single bfloat16 values, below the smallest asynchronous copy, are copied at once.
 // k, v [n_kv_total, n_kv_head, head_dim], rows [kSplitTileKeys]
-__device__ inline void start_tile_copy(float* k_dst, int k_stride, float* v_dst, int v_stride, const float* k,
-                                       const float* v, const int64_t* rows, int first_key, int n_keys,
+template <typename KV>
+__device__ inline void start_tile_copy(KV* k_dst, int k_stride, KV* v_dst, int v_stride, const KV* k,
+                                       const KV* v, const int64_t* rows, int first_key, int n_keys,
                                        int64_t n_kv_head, int64_t kv_head, int head_dim, bool vec4) {
     const int width = vec4 ? 4 : 1;
     for_block_elements(first_key, n_keys, head_dim / width, [&](int j, int chunk) {
         const int d = chunk * width;
-        float* k_to = k_dst + j * k_stride + d;
-        float* v_to = v_dst + j * v_stride + d;
+        KV* k_to = k_dst + j * k_stride + d;
+        KV* v_to = v_dst + j * v_stride + d;
         const int64_t row = rows[j];
         const int64_t at = (row * n_kv_head + kv_head) * head_dim + d;
         if (row < 0) {
             for (int e = 0; e < width; ++e) {
-                k_to[e] = 0.0f;
-                v_to[e] = 0.0f;
+                k_to[e] = static_cast<KV>(0.0f);
+                v_to[e] = static_cast<KV>(0.0f);
+            }
+        } else if constexpr (std::is_same_v<KV, float>) {
+            if (vec4) {
+                copy_async_16(k_to, k + at);
+                copy_async_16(v_to, v + at);
+            } else {
+                copy_async_4(k_to, k + at);
+                copy_async_4(v_to, v + at);
             }
         } else if (vec4) {
-            copy_async_16(k_to, k + at);
-            copy_async_16(v_to, v + at);
+            copy_async_8(k_to, k + at);
+            copy_async_8(v_to, v + at);
         } else {
-            copy_async_4(k_to, k + at);
-            copy_async_4(v_to, v + at);
+            *k_to = k[at];
+            *v_to = v[at];
         }
     });
     commit_copies();
@@ -370,6 +395,11 @@ __device__ inline void load_query_fragments(const float* queries, int dims4,
     }
 }
 
+// Elements a split-row tile's rows are padded by: 16 bytes, so that rows stay aligned for the copies and
+// lanes reading different keys of one dimension, or of one fragment column, hit different banks.
+template <typename KV>
+constexpr int kTilePad = static_cast<int>(16 / sizeof(KV));
+
 // Warp w < kSplitScoreWarps of a split-row block on the tensor cores: the scores of a tile's keys 16 w to
 // 16 w + 15 (rows of k_tile, k_stride apart) against the group's queries, S^T [16 keys, 8 heads] = K · Q^T,
 // and each head's online softmax over the tile, the warps' maxima met through tile_max [kSplitScoreWarps,
@@ -377,7 +407,8 @@ __device__ inline void load_query_fragments(const float* queries, int dims4,
 // writes the weights of its keys g and g + 8 of its heads, and adds their sum to run_sum (each warp's sums
 // of its own keys, at a maximum they share); warp 0's lanes 0-3 write the corrections. Keys past n_tile or
 // without a cache row (-1) weigh nothing.  k_tile [32, k_stride], weights [8, 32]
-__device__ inline void tile_scores_on_tensor_cores(const float* k_tile, int k_stride,
+template <typename KV>
+__device__ inline void tile_scores_on_tensor_cores(const KV* k_tile, int k_stride,
                                                    const uint32_t (&qb)[kSplitTensorHeadDim / 16][2],
                                                    const int64_t* rows, int n_tile, float scale,
                                                    float (&run_max)[2], float (&run_sum)[2], float* weights,
@@ -387,14 +418,10 @@ __device__ inline void tile_scores_on_tensor_cores(const float* k_tile, int k_st
     float sc[4] = {};  // keys first + g (0, 1) and first + g + 8 (2, 3), heads 2 tq + {0, 1}
 #pragma unroll
     for (int c = 0; c < kSplitTensorHeadDim / 16; ++c) {
-        const float* k0 = k_tile + (first + g) * k_stride + c * 16 + 2 * tq;  // key first + g
-        const float* k8 = k0 + 8 * k_stride;                                  // key first + g + 8
-        const auto x0 = *reinterpret_cast<const float2*>(k0);
-        const auto x1 = *reinterpret_cast<const float2*>(k8);
-        const auto x2 = *reinterpret_cast<const float2*>(k0 + 8);
-        const auto x3 = *reinterpret_cast<const float2*>(k8 + 8);
-        const uint32_t fa[4] = {pack_bf16(x0.x, x0.y), pack_bf16(x1.x, x1.y), pack_bf16(x2.x, x2.y),
-                                pack_bf16(x3.x, x3.y)};
+        const KV* k0 = k_tile + (first + g) * k_stride + c * 16 + 2 * tq;  // key first + g
+        const KV* k8 = k0 + 8 * k_stride;                                  // key first + g + 8
+        const uint32_t fa[4] = {load_pair_bf16(k0), load_pair_bf16(k8), load_pair_bf16(k0 + 8),
+                                load_pair_bf16(k8 + 8)};
         mma_bf16(sc, fa, qb[c][0], qb[c][1]);
     }
     float x[2][2];  // [head 2 tq + e][key first + g + 8 i]
@@ -451,7 +478,8 @@ __device__ inline void tile_scores_on_tensor_cores(const float* k_tile, int k_st
 // heads (o as C of [16, 8]) rescaled by the heads' corrections, plus V^T [16, 32 keys] · P^T [32 keys, 8],
 // the values a tile's rows (v_stride apart) and the weights as tile_scores_on_tensor_cores wrote them.
 // v_tile [32, v_stride], weights [8, 32], correction [8]
-__device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_stride, const float* weights,
+template <typename KV>
+__device__ inline void tile_values_on_tensor_cores(const KV* v_tile, int v_stride, const float* weights,
                                                    const float* correction, int warp, float (&o)[4]) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize, g = lane / 4, tq = lane % 4;
     const float c0 = correction[2 * tq], c1 = correction[2 * tq + 1];
@@ -462,10 +490,10 @@ __device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_st
     const int dim = 16 * warp + g;
 #pragma unroll
     for (int kc = 0; kc < kSplitTileKeys / 16; ++kc) {
-        const float* v0 = v_tile + (16 * kc + 2 * tq) * v_stride + dim;  // keys 16 kc + 2 tq, + 1
-        const float* v8 = v0 + 8 * v_stride;                             // keys + 8, + 9
-        const uint32_t fa[4] = {pack_bf16(v0[0], v0[v_stride]), pack_bf16(v0[8], v0[v_stride + 8]),
-                                pack_bf16(v8[0], v8[v_stride]), pack_bf16(v8[8], v8[v_stride + 8])};
+        const KV* v0 = v_tile + (16 * kc + 2 * tq) * v_stride + dim;  // keys 16 kc + 2 tq, + 1
+        const KV* v8 = v0 + 8 * v_stride;                             // keys + 8, + 9
+        const uint32_t fa[4] = {pair_bf16(v0[0], v0[v_stride]), pair_bf16(v0[8], v0[v_stride + 8]),
+                                pair_bf16(v8[0], v8[v_stride]), pair_bf16(v8[8], v8[v_stride + 8])};
         const float* w = weights + g * kSplitTileKeys + 16 * kc + 2 * tq;  // head g
         const auto w0 = *reinterpret_cast<const float2*>(w);
         const auto w1 = *reinterpret_cast<const float2*>(w + 8);
@@ -491,9 +519,12 @@ __device__ inline void tile_values_on_tensor_cores(const float* v_tile, int v_st
 // operands rounded to bfloat16: warps 0 and 1 take the scores of 16 keys each as [16 keys, 128] · [128, 8
 // heads] and the softmax of each head (tile_scores_on_tensor_cores), and warp w adds dimensions [16 w,
 // 16 w + 16) of the values times the weights, [16, 32 keys] · [32 keys, 8 heads], to its outputs.
-// dynamic shared memory: split_shared_bytes(kGroup, head_dim); kGroup * dims4 <= kPairs * kSplitBlock
-template <int kGroup, int kPairs, bool kTensorCores, typename Rows, typename Keys>
-__global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(const RowArgs<Rows, Keys> a) {
+// The tiles hold keys and values as KV, so that a bfloat16 cache is copied as it is.
+// dynamic shared memory: split_shared_bytes(kGroup, head_dim, sizeof(KV)); kGroup * dims4 <= kPairs *
+// kSplitBlock
+template <int kGroup, int kPairs, bool kTensorCores, typename Rows, typename Keys, typename KV>
+__global__ void __launch_bounds__(kSplitBlock)
+    attention_split_row_f32_kernel(const RowArgs<Rows, Keys, KV> a) {
     static_assert(!kTensorCores || kGroup == kSplitTensorGroup);
     // Heads whose online softmax a lane keeps.
     constexpr int kHeadsPerWarp = kTensorCores ? 2 : (kGroup + kSplitWarps - 1) / kSplitWarps;
@@ -505,14 +536,15 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     __shared__ bool merges;
 
     const auto head_dim = static_cast<int>(a.head_dim);
-    const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + 4,
-              tile_floats = kSplitTileKeys * 2 * k_stride;
-    float* queries = split_shared;                                       // [kGroup, dims4]
-    float* weights = queries + kGroup * dims4;                           // [kGroup, kSplitTileKeys]
-    float* tiles = weights + kGroup * kSplitTileKeys;                    // [2, tile_floats]
-    const auto k_tile = [&](int b) { return tiles + b * tile_floats; };  // [kSplitTileKeys, k_stride]
+    const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + kTilePad<KV>,
+              tile_elements = kSplitTileKeys * 2 * k_stride;
+    float* queries = split_shared;              // [kGroup, dims4]
+    float* weights = queries + kGroup * dims4;  // [kGroup, kSplitTileKeys]
+    // [2, tile_elements], 16-byte aligned: kGroup * (dims4 + kSplitTileKeys) floats come before
+    KV* tiles = reinterpret_cast<KV*>(weights + kGroup * kSplitTileKeys);
+    const auto k_tile = [&](int b) { return tiles + b * tile_elements; };  // [kSplitTileKeys, k_stride]
     // [kSplitTileKeys, k_stride] too: lanes reading one dimension of different keys hit different banks
-    const auto v_tile = [&](int b) { return tiles + b * tile_floats + kSplitTileKeys * k_stride; };
+    const auto v_tile = [&](int b) { return tiles + b * tile_elements + kSplitTileKeys * k_stride; };
 
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const AttentionSpan span = a.rows.span(blockIdx.x);
@@ -547,7 +579,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
     for (int i = tid; i < 2 * kSplitTileKeys * (dims4 - head_dim); i += kSplitBlock) {
         const int key = i / (dims4 - head_dim);
         k_tile(key / kSplitTileKeys)[key % kSplitTileKeys * k_stride + head_dim + i % (dims4 - head_dim)] =
-            0.0f;
+            static_cast<KV>(0.0f);
     }
     // This thread's runs of outputs, each kVec dimensions [run_dim, run_dim + kVec) of head run_head; a head
     // of kGroup or more marks a run past the outputs, a dimension of head_dim or more an output never
@@ -619,7 +651,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
             }
         } else {
             const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
-            const float* key = k_tile(b) + lane * k_stride;  // [dims4]; key j0 + lane
+            const KV* key = k_tile(b) + lane * k_stride;  // [dims4]; key j0 + lane
 #pragma unroll
             for (int i = 0; i < kHeadsPerWarp; ++i) {
                 const int g = warp + i * kSplitWarps;
@@ -630,7 +662,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
                 float dot = 0.0f;
 #pragma unroll 8
                 for (int d = 0; d < dims4; d += 4) {
-                    const float4 kd = *reinterpret_cast<const float4*>(key + d);
+                    const float4 kd = load_four(key + d);
                     const float4 qd = *reinterpret_cast<const float4*>(qg + d);
                     dot += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
                 }
@@ -648,7 +680,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
         }
         __syncthreads();  // weights and corrections are in
 
-        const float* values = v_tile(b);  // [kSplitTileKeys, k_stride]
+        const KV* values = v_tile(b);  // [kSplitTileKeys, k_stride]
         if constexpr (kTensorCores) {
             tile_values_on_tensor_cores(values, k_stride, weights, correction, warp, o_tc);
         } else {
@@ -658,7 +690,7 @@ __global__ void __launch_bounds__(kSplitBlock) attention_split_row_f32_kernel(co
                 if (g < kGroup) {
                     const float c = correction[g];
                     const float* w = weights + g * kSplitTileKeys;  // [kSplitTileKeys]
-                    const float* column = values + run_dim[r];      // key j's run at j * k_stride
+                    const KV* column = values + run_dim[r];         // key j's run at j * k_stride
 #pragma unroll
                     for (int e = 0; e < kVec; ++e) {
                         acc[r][e] *= c;
@@ -882,10 +914,10 @@ size_t tile_shared_bytes(int64_t head_dim) {
 // One block per (span of up to kAttentionTileRows query rows, head): blocks of kTileKeys keys and values are
 // loaded to shared memory once for all rows of the span. Each warp keeps an online softmax for kRowsPerWarp
 // rows; a lane scores one key of the block for each row, then accumulates head_dim values kPerLane apart.
-// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim], spans [gridDim.x]
-template <int kPerLane, typename Keys>
+// q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim] of KV, spans [gridDim.x]
+template <int kPerLane, typename Keys, typename KV>
 __global__ void __launch_bounds__(kTileBlock)
-    attention_tile_f32_kernel(const float* q, const float* k, const float* v, float* out,
+    attention_tile_f32_kernel(const float* q, const KV* k, const KV* v, float* out,
                               const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
                               int64_t head_dim, float scale) {
     extern __shared__ float shared[];
@@ -925,8 +957,8 @@ __global__ void __launch_bounds__(kTileBlock)
             const int64_t kv_row = j0 + kk < span_visible ? keys.row(span.kv_start, j0 + kk) : -1;
             if (kv_row >= 0) {
                 const int64_t at = (kv_row * n_kv_head + kv_head) * head_dim + d;
-                kv = k[at];
-                vv = v[at];
+                kv = to_float(k[at]);
+                vv = to_float(v[at]);
             }
             k_tile[kk * (head_dim + 1) + d] = kv;
             v_tile[i] = vv;
@@ -1021,8 +1053,8 @@ int whole_row_group(int64_t n_head, int64_t n_kv_head, int per_lane) {
     return 1;
 }
 
-template <typename Rows, typename Keys>
-void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream) {
+template <typename Rows, typename Keys, typename KV>
+void launch_whole_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream_t stream) {
     with_1_to_8((args.head_dim + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
         constexpr int kPerLane = decltype(per_lane)::value;
         const auto launch = [&](auto group, auto vector) {
@@ -1031,7 +1063,7 @@ void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStre
             if constexpr (kGroup * kPerLane <= 32 || kGroup == 1) {
                 const dim3 grid(static_cast<unsigned int>(n_rows),
                                 static_cast<unsigned int>(args.n_head / kGroup));
-                launch_chained(attention_row_f32_kernel<kPerLane, kGroup, kVec4, Rows, Keys>, grid,
+                launch_chained(attention_row_f32_kernel<kPerLane, kGroup, kVec4, Rows, Keys, KV>, grid,
                                dim3(kBlock), 0, stream, args);
             }
         };
@@ -1046,20 +1078,21 @@ void launch_whole_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStre
     });
 }
 
-// Dynamic shared memory of the split-row kernel: the group's queries, the weights of a tile, and two tiles of
-// keys and values (rows padded by 4 floats, so that lanes reading a float4 of different keys, or one
-// dimension of different keys, hit different banks).
-size_t split_shared_bytes(int group, int64_t head_dim) {
+// Dynamic shared memory of the split-row kernel: the group's queries and the weights of a tile in floats, and
+// two tiles of keys and values of kv_bytes each, their rows padded by kTilePad.
+size_t split_shared_bytes(int group, int64_t head_dim, size_t kv_bytes) {
     const int64_t dims4 = (head_dim + 3) / 4 * 4;
-    return sizeof(float) *
-           static_cast<size_t>(group * dims4 + group * kSplitTileKeys + 2 * kSplitTileKeys * 2 * (dims4 + 4));
+    const auto tile_row = static_cast<size_t>(dims4) * kv_bytes + 16;
+    return sizeof(float) * static_cast<size_t>(group * dims4 + group * kSplitTileKeys) +
+           2 * kSplitTileKeys * 2 * tile_row;
 }
 
 // With tensor_cores, the split-row kernel's products on the tensor cores where it has them (groups of 8 heads
 // of 128, rows of 16-byte aligned keys), for one split of the keys as well; else the whole-row kernel for one
 // split and the split-row kernel for several.
-template <typename Rows, typename Keys>
-void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t stream, bool tensor_cores) {
+template <typename Rows, typename Keys, typename KV>
+void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream_t stream,
+                 bool tensor_cores) {
     const int group = split_group(args.n_head, args.n_kv_head);
     const bool on_tensor_cores = tensor_cores && tensor_core_shape(group, args.head_dim) && args.vec4;
     if (args.splits.n_splits == 1 && !on_tensor_cores) {
@@ -1077,13 +1110,13 @@ void launch_rows(const RowArgs<Rows, Keys>& args, int64_t n_rows, cudaStream_t s
         constexpr int kPairs = decltype(pairs_c)::value;
         // A group's outputs never need more than kGroup a thread: head_dim rounded up to 4 <= kSplitBlock.
         if constexpr (kPairs <= kGroup) {
-            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, Rows, Keys>;
+            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, Rows, Keys, KV>;
             if constexpr (kGroup == kSplitTensorGroup) {
                 if (on_tensor_cores) {
-                    kernel = attention_split_row_f32_kernel<kGroup, kPairs, true, Rows, Keys>;
+                    kernel = attention_split_row_f32_kernel<kGroup, kPairs, true, Rows, Keys, KV>;
                 }
             }
-            const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim);
+            const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim, sizeof(KV));
             if (shared_bytes > kDefaultSharedBytes) {
                 CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                 static_cast<int>(shared_bytes)));
@@ -1116,22 +1149,25 @@ void check_attention_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim,
     }
 }
 
-bool vec4_rows(const float* k, const float* v, int64_t head_dim) {
-    return head_dim % 4 == 0 && reinterpret_cast<uintptr_t>(k) % 16 == 0 &&
-           reinterpret_cast<uintptr_t>(v) % 16 == 0;
+// Whether rows of head_dim elements of k and v can be read four elements at a time.
+template <typename KV>
+bool vec4_rows(const KV* k, const KV* v, int64_t head_dim) {
+    constexpr size_t kAlign = 4 * sizeof(KV);
+    return head_dim % 4 == 0 && reinterpret_cast<uintptr_t>(k) % kAlign == 0 &&
+           reinterpret_cast<uintptr_t>(v) % kAlign == 0;
 }
 
-template <typename Keys>
-void launch_attention(const float* q, const float* k, const float* v, float* out,
-                      const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
-                      const AttentionSpan* tile_spans, int64_t n_tile_spans, const Keys& keys, int64_t n_head,
-                      int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream) {
+template <typename Keys, typename KV>
+void launch_attention(const float* q, const KV* k, const KV* v, float* out, const AttentionSpan* row_spans,
+                      int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
+                      int64_t n_tile_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head,
+                      int64_t head_dim, float scale, cudaStream_t stream) {
     if (n_head == 0) {
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
     if (n_row_spans > 0) {
-        const RowArgs<SpanRows, Keys> args{
+        const RowArgs<SpanRows, Keys, KV> args{
             q,      k,         v,        out,   SpanRows{row_spans},       keys,
             n_head, n_kv_head, head_dim, scale, vec4_rows(k, v, head_dim), splits};
         launch_rows(args, n_row_spans, stream, false);
@@ -1140,11 +1176,11 @@ void launch_attention(const float* q, const float* k, const float* v, float* out
         with_1_to_8(clamp_1_to_8((head_dim + kWarpSize - 1) / kWarpSize), [&](auto per_lane) {
             constexpr int kPerLane = decltype(per_lane)::value;
             const size_t shared_bytes = tile_shared_bytes(head_dim);
-            CUDA_CHECK(cudaFuncSetAttribute(attention_tile_f32_kernel<kPerLane, Keys>,
+            CUDA_CHECK(cudaFuncSetAttribute(attention_tile_f32_kernel<kPerLane, Keys, KV>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(shared_bytes)));
             const dim3 grid(static_cast<unsigned int>(n_tile_spans), static_cast<unsigned int>(n_head));
-            attention_tile_f32_kernel<kPerLane, Keys><<<grid, kTileBlock, shared_bytes, stream>>>(
+            attention_tile_f32_kernel<kPerLane, Keys, KV><<<grid, kTileBlock, shared_bytes, stream>>>(
                 q, k, v, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
             CUDA_CHECK(cudaGetLastError());
         });
@@ -1178,14 +1214,17 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
                      n_head, n_kv_head, head_dim, scale, stream);
 }
 
-void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
-                         const AttentionSpan* tile_spans, int64_t n_tile_spans, const int32_t* block_tables,
-                         int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
-                         int64_t head_dim, float scale, cudaStream_t stream) {
-    launch_attention(q, k_cache, v_cache, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans,
-                     PagedKeys{block_tables, block_size, n_blocks}, n_head, n_kv_head, head_dim, scale,
-                     stream);
+void paged_attention_f32(const float* q, const PagedCache& cache, float* out, const AttentionSpan* row_spans,
+                         int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
+                         int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         float scale, cudaStream_t stream) {
+    with_kv_element(cache.element, [&](auto element) {
+        using KV = typename decltype(element)::type;
+        launch_attention(q, static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), out, row_spans,
+                         n_row_spans, splits, tile_spans, n_tile_spans,
+                         PagedKeys{cache.block_tables, cache.block_size, cache.n_blocks}, n_head, n_kv_head,
+                         head_dim, scale, stream);
+    });
 }
 
 void batched_attention_f32(cublasHandle_t handle, const float* const* q, const float* const* k,
@@ -1215,28 +1254,33 @@ void batched_attention_f32(cublasHandle_t handle, const float* const* q, const f
                                     static_cast<int>(ld), static_cast<int>(n_batch)));
 }
 
-void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                                const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
-                                int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
-                                int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                                float scale, cudaStream_t stream, bool bf16_products) {
+void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
+                                int64_t n_seqs, int64_t max_blocks, const AttentionSplits& splits,
+                                int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                                cudaStream_t stream, bool bf16_products) {
     if (n_seqs == 0 || n_head == 0) {
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
-    const RowArgs<DecodeRows, PagedKeys> args{q,
-                                              k_cache,
-                                              v_cache,
-                                              out,
-                                              DecodeRows{seq_lens, max_blocks, max_blocks * block_size},
-                                              PagedKeys{block_tables, block_size, n_blocks},
-                                              n_head,
-                                              n_kv_head,
-                                              head_dim,
-                                              scale,
-                                              vec4_rows(k_cache, v_cache, head_dim),
-                                              splits};
-    launch_rows(args, n_seqs, stream, bf16_products);
+    with_kv_element(cache.element, [&](auto element) {
+        using KV = typename decltype(element)::type;
+        const auto* k = static_cast<const KV*>(cache.k);
+        const auto* v = static_cast<const KV*>(cache.v);
+        const RowArgs<DecodeRows, PagedKeys, KV> args{
+            q,
+            k,
+            v,
+            out,
+            DecodeRows{seq_lens, max_blocks, max_blocks * cache.block_size},
+            PagedKeys{cache.block_tables, cache.block_size, cache.n_blocks},
+            n_head,
+            n_kv_head,
+            head_dim,
+            scale,
+            vec4_rows(k, v, head_dim),
+            splits};
+        launch_rows(args, n_seqs, stream, bf16_products);
+    });
 }
 
 }  // namespace folio::kernels

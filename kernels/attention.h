@@ -1,5 +1,6 @@
 // Host entry points of scaled dot-product attention over contiguous or paged keys and values, with grouped
-// K/V heads. Row-major float32 in device memory, enqueued on stream.
+// K/V heads. Row-major in device memory, float32 but for a paged cache's keys and values, which may be
+// bfloat16; enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,22 @@ struct AttentionSpan {
     int64_t first_visible = 0;
     int64_t step = 0;
     int64_t max_visible = 0;
+};
+
+// The element type of a paged cache's keys and values.
+enum class KvElement { F32, Bf16 };
+
+// A layer's keys and values in a paged cache: key position p of a span is kv row
+// block_tables[kv_start + p / block_size] * block_size + p % block_size, and keys in blocks outside the
+// cache's n_blocks are skipped.  k, v [n_blocks * block_size, n_kv_head, head_dim] of `element` (bfloat16 as
+// its bits) and block_tables (device)
+struct PagedCache {
+    const void* k = nullptr;
+    const void* v = nullptr;
+    KvElement element = KvElement::F32;
+    const int32_t* block_tables = nullptr;
+    int64_t block_size = 0;
+    int64_t n_blocks = 0;
 };
 
 // How the keys of each row span of attention_f32, paged_attention_f32 and paged_decode_attention_f32 are
@@ -74,26 +91,22 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                    cudaStream_t stream);
 
-// The same with keys in a paged cache: key position p of a span is kv row
-// block_tables[kv_start + p / block_size] * block_size + p % block_size.
-// q, out [n_q_total, n_head, head_dim], k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim],
-// spans and block_tables (device); keys in blocks outside the cache's n_blocks are skipped
-void paged_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                         const AttentionSpan* row_spans, int64_t n_row_spans, const AttentionSplits& splits,
-                         const AttentionSpan* tile_spans, int64_t n_tile_spans, const int32_t* block_tables,
-                         int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
-                         int64_t head_dim, float scale, cudaStream_t stream);
+// The same with keys in a paged cache, a span's kv_start being its first block-table entry.
+// q, out [n_q_total, n_head, head_dim], spans (device)
+void paged_attention_f32(const float* q, const PagedCache& cache, float* out, const AttentionSpan* row_spans,
+                         int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
+                         int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
+                         float scale, cudaStream_t stream);
 
 // Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
-// max_blocks * block_size) through row i of block_tables; a row of length 0 comes out zero. Every row of out
-// is written. splits as attention_splits(n_seqs, ...) chose them. With bf16_products, rows take the scores
-// and the weighted values on the tensor cores where a K/V head serves 8 query heads of head_dim 128: queries,
-// keys, values and weights rounded to bfloat16, sums in float32.
-// q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs], block_tables [n_seqs, max_blocks] (device)
-void paged_decode_attention_f32(const float* q, const float* k_cache, const float* v_cache, float* out,
-                                const int32_t* seq_lens, const int32_t* block_tables, int64_t n_seqs,
-                                int64_t max_blocks, const AttentionSplits& splits, int64_t block_size,
-                                int64_t n_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                                float scale, cudaStream_t stream, bool bf16_products);
+// max_blocks * block_size) through row i of the cache's block tables, [n_seqs, max_blocks]; a row of length
+// 0 comes out zero. Every row of out is written. splits as attention_splits(n_seqs, ...) chose them. With
+// bf16_products, rows take the scores and the weighted values on the tensor cores where a K/V head serves 8
+// query heads of head_dim 128: queries, keys, values and weights rounded to bfloat16, sums in float32.
+// q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs] (device)
+void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
+                                int64_t n_seqs, int64_t max_blocks, const AttentionSplits& splits,
+                                int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                                cudaStream_t stream, bool bf16_products);
 
 }  // namespace folio::kernels

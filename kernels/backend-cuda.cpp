@@ -273,6 +273,15 @@ struct PagedFlashGroups {
 };
 
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.
+void* device_data(const Tensor& t, const char* op) {
+    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer()) {
+        fail(op, ": tensor ", shape_string(t.shape), " of ", dtype_name(t.dtype),
+             " is not in this backend's device memory");
+    }
+    return static_cast<std::byte*>(t.buffer->data()) + t.offset * element_size(t.dtype);
+}
+
+// The same for a float32 tensor.
 float* device_f32(const Tensor& t, const char* op) {
     if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
         t.dtype != ScalarType::F32) {
@@ -287,6 +296,19 @@ int32_t* device_i32(const Tensor& t, const char* op) {
         fail(op, ": tensor ", shape_string(t.shape), " is not int32 in this backend's device memory");
     }
     return t.i32();
+}
+
+// A layer's caches of this backend (as check_kv_caches holds them) and their block tables.
+kernels::PagedCache paged_cache(const Tensor& k_cache, const Tensor& v_cache, const int32_t* block_tables,
+                                int64_t block_size, const char* op) {
+    kernels::PagedCache c;
+    c.k = device_data(k_cache, op);
+    c.v = device_data(v_cache, op);
+    c.element = k_cache.dtype == ScalarType::BF16 ? kernels::KvElement::Bf16 : kernels::KvElement::F32;
+    c.block_tables = block_tables;
+    c.block_size = block_size;
+    c.n_blocks = k_cache.shape[0] / block_size;
+    return c;
 }
 
 // What a product multiplies: x, or x transformed first (kernels::LinearInput).
@@ -411,22 +433,49 @@ public:
     std::vector<float> download(const Tensor& t) override {
         check_not_recording("download");
         std::vector<float> values(static_cast<size_t>(t.n_elements()));
+        std::vector<uint16_t> bf16(t.dtype == ScalarType::BF16 ? values.size() : 0);
         if (!values.empty()) {
             activate();
-            CUDA_CHECK(cudaMemcpyAsync(values.data(), device_f32(t, "download"),
-                                       values.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()));
+            void* dst = bf16.empty() ? static_cast<void*>(values.data()) : bf16.data();
+            CUDA_CHECK(cudaMemcpyAsync(dst, device_data(t, "download"), static_cast<size_t>(t.n_bytes()),
+                                       cudaMemcpyDeviceToHost, stream()));
         }
         CUDA_CHECK(cudaStreamSynchronize(stream()));
+        std::transform(bf16.begin(), bf16.end(), values.begin(), from_bf16);
         return values;
     }
 
     Tensor copy(const Tensor& t) override {
-        Tensor out = alloc_uninitialized(t.shape, "copy");
+        Tensor out = alloc_uninitialized(t.shape, "copy", t.dtype);
         if (t.n_elements() > 0) {
-            CUDA_CHECK(cudaMemcpyAsync(out.f32(), device_f32(t, "copy"), out.buffer->n_bytes(),
+            CUDA_CHECK(cudaMemcpyAsync(out.buffer->data(), device_data(t, "copy"), out.buffer->n_bytes(),
                                        cudaMemcpyDeviceToDevice, stream()));
         }
         return out;
+    }
+
+    // bfloat16 at Bf16: the attention kernels read either, and a decoding step's keys and values take half
+    // the bytes.
+    ScalarType kv_dtype(AttentionPrecision precision) const override {
+        return precision == AttentionPrecision::Bf16 ? ScalarType::BF16 : ScalarType::F32;
+    }
+
+    Tensor alloc_kv(std::vector<int64_t> shape, ScalarType dtype) override {
+        check_kv_dtype(name(), dtype, ScalarType::BF16);
+        return alloc_zeroed(std::move(shape), "alloc_kv", dtype);
+    }
+
+    Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) override {
+        check_kv_dtype(name(), dtype, ScalarType::BF16);
+        if (dtype == ScalarType::F32) {
+            return upload(values, std::move(shape));
+        }
+        Tensor t = alloc_uninitialized(std::move(shape), "upload_kv", dtype);
+        check_upload(t, static_cast<int64_t>(values.size()));
+        std::vector<uint16_t> bits(values.size());
+        std::transform(values.begin(), values.end(), bits.begin(), to_bf16);
+        copy_to_device(t.bf16(), bits.data(), bits.size() * sizeof(uint16_t));
+        return t;
     }
 
     QuantizedTensor upload(const QuantizedWeights& w) override {
@@ -860,10 +909,9 @@ public:
         const auto* tables = static_cast<const int32_t*>(staged[2]);
         const auto n_rows = static_cast<int64_t>(spans.rows.size());
         const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
-        const int64_t n_blocks = k_cache.shape[0] / block_size;
-        kernels::paged_attention_f32(device_f32(q, op), device_f32(k_cache, op), device_f32(v_cache, op),
-                                     out.f32(), row_spans, n_rows, splits.kernel_splits, tile_spans,
-                                     flash ? 0 : n_tiles, tables, block_size, n_blocks, q.shape[1],
+        const kernels::PagedCache cache = paged_cache(k_cache, v_cache, tables, block_size, op);
+        kernels::paged_attention_f32(device_f32(q, op), cache, out.f32(), row_spans, n_rows,
+                                     splits.kernel_splits, tile_spans, flash ? 0 : n_tiles, q.shape[1],
                                      k_cache.shape[1], q.shape[2], scale, stream());
         if (groups.groups.empty()) {
             return out;
@@ -877,12 +925,10 @@ public:
         for (const PagedFlashGroups::Group& g : groups.groups) {
             const Tensor scratch =
                 alloc_bytes(2 * kernels::padded_rows_bytes(g.n_rows * n_kv_head, head_dim), op);
-            kernels::paged_flash_attention_bf16(reinterpret_cast<const uint16_t*>(q_bf16.f32()),
-                                                device_f32(k_cache, op), device_f32(v_cache, op), out.f32(),
-                                                flash_tiles + g.first_tile, static_cast<int64_t>(g.n_tiles),
-                                                runs + g.first_run, static_cast<int64_t>(g.n_runs), g.max_run,
-                                                tables, block_size, n_blocks, n_head, n_kv_head, head_dim,
-                                                scale, scratch.f32(), g.n_rows, stream());
+            kernels::paged_flash_attention_bf16(
+                reinterpret_cast<const uint16_t*>(q_bf16.f32()), cache, out.f32(), flash_tiles + g.first_tile,
+                static_cast<int64_t>(g.n_tiles), runs + g.first_run, static_cast<int64_t>(g.n_runs),
+                g.max_run, n_head, n_kv_head, head_dim, scale, scratch.f32(), g.n_rows, stream());
         }
         return out;
     }
@@ -913,11 +959,11 @@ public:
         const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
                                                max_blocks * block_size, op, bf16_products);
         Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
-        kernels::paged_decode_attention_f32(device_f32(q, op), device_f32(k_cache, op),
-                                            device_f32(v_cache, op), out.f32(), device_i32(seq_lens, op),
-                                            device_i32(block_tables, op), n, max_blocks, splits.kernel_splits,
-                                            block_size, k_cache.shape[0] / block_size, n_head,
-                                            k_cache.shape[1], q.shape[2], scale, stream(), bf16_products);
+        const kernels::PagedCache cache =
+            paged_cache(k_cache, v_cache, device_i32(block_tables, op), block_size, op);
+        kernels::paged_decode_attention_f32(device_f32(q, op), cache, out.f32(), device_i32(seq_lens, op), n,
+                                            max_blocks, splits.kernel_splits, n_head, k_cache.shape[1],
+                                            q.shape[2], scale, stream(), bf16_products);
         return out;
     }
 
@@ -1054,23 +1100,25 @@ private:
     void activate() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
     // A tensor whose contents are unspecified (NaN with poison_allocations); the operation writes all of it.
-    Tensor alloc_uninitialized(std::vector<int64_t> shape, const char* op) {
+    Tensor alloc_uninitialized(std::vector<int64_t> shape, const char* op,
+                               ScalarType dtype = ScalarType::F32) {
         Tensor t;
         t.shape = std::move(shape);
+        t.dtype = dtype;
         check_shape(t.shape, op);
         activate();
-        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_elements()) * sizeof(float),
+        t.buffer = std::make_shared<DeviceBuffer>(static_cast<size_t>(t.n_bytes()),
                                                   recording_ ? recording_pool_ : pool_, memory_);
         if (poison_ && t.n_elements() > 0) {
-            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0xff, t.buffer->n_bytes(), stream()));
+            CUDA_CHECK(cudaMemsetAsync(t.buffer->data(), 0xff, t.buffer->n_bytes(), stream()));
         }
         return t;
     }
 
-    Tensor alloc_zeroed(std::vector<int64_t> shape, const char* op) {
-        Tensor t = alloc_uninitialized(std::move(shape), op);
+    Tensor alloc_zeroed(std::vector<int64_t> shape, const char* op, ScalarType dtype = ScalarType::F32) {
+        Tensor t = alloc_uninitialized(std::move(shape), op, dtype);
         if (t.n_elements() > 0) {
-            CUDA_CHECK(cudaMemsetAsync(t.f32(), 0, t.buffer->n_bytes(), stream()));
+            CUDA_CHECK(cudaMemsetAsync(t.buffer->data(), 0, t.buffer->n_bytes(), stream()));
         }
         return t;
     }
@@ -1173,8 +1221,9 @@ private:
         a.inv_freq = device_f32(rope.inv_freq, op);
         a.section0 = rope.section[0];
         a.section01 = rope.section[0] + rope.section[1];
-        a.k_cache = device_f32(k_cache, op);
-        a.v_cache = device_f32(v_cache, op);
+        a.k_cache = device_data(k_cache, op);
+        a.v_cache = device_data(v_cache, op);
+        a.bf16_cache = k_cache.dtype == ScalarType::BF16;
         a.n_kv_head = k_cache.shape[1];
         a.head_dim = k_cache.shape[2];
         a.n_head = n_qkv / a.head_dim - 2 * a.n_kv_head;

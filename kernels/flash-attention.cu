@@ -8,6 +8,7 @@
 #include "dispatch.cuh"
 #include "error.h"
 #include "flash-attention.h"
+#include "kv-element.cuh"
 #include "mma.cuh"
 #include "reduce.cuh"
 
@@ -146,11 +147,12 @@ __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* 
 }
 
 // One thread per 16-byte piece of a key row and of its value row: the keys of each run (blockIdx.y), from the
-// paged cache's float32 rows to bfloat16 rows of n_padded values (zero past head_dim) at the run's rows of k
-// and v; a block-table entry outside the cache's n_blocks gives zeros (the host checks the tables first).
-// k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], runs [gridDim.y]
+// paged cache's float32 or bfloat16 rows to bfloat16 rows of n_padded values (zero past head_dim) at the
+// run's rows of k and v; a block-table entry outside the cache's n_blocks gives zeros (the host checks the
+// tables first).  k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim] of KV, runs [gridDim.y]
 //   ->  k, v [rows of the runs, n_kv_head, n_padded]
-__global__ void gather_paged_bf16_kernel(const float* __restrict__ k_cache, const float* __restrict__ v_cache,
+template <typename KV>
+__global__ void gather_paged_bf16_kernel(const KV* __restrict__ k_cache, const KV* __restrict__ v_cache,
                                          const int32_t* __restrict__ block_tables,
                                          const PagedKeyRun* __restrict__ runs, int64_t block_size,
                                          int64_t n_blocks, int n_kv_head, int head_dim, int n_padded,
@@ -173,8 +175,8 @@ __global__ void gather_paged_bf16_kernel(const float* __restrict__ k_cache, cons
     for (int e = 0; e < 4; ++e) {
         const int d = piece * 8 + 2 * e;
         const bool lo = valid && d < head_dim, hi = valid && d + 1 < head_dim;
-        kp[e] = pack_bf16(lo ? k_cache[src + d] : 0.0f, hi ? k_cache[src + d + 1] : 0.0f);
-        vp[e] = pack_bf16(lo ? v_cache[src + d] : 0.0f, hi ? v_cache[src + d + 1] : 0.0f);
+        kp[e] = pack_bf16(lo ? to_float(k_cache[src + d]) : 0.0f, hi ? to_float(k_cache[src + d + 1]) : 0.0f);
+        vp[e] = pack_bf16(lo ? to_float(v_cache[src + d]) : 0.0f, hi ? to_float(v_cache[src + d + 1]) : 0.0f);
     }
     const int64_t dst = ((run.dst_row + j) * n_kv_head + head) * n_pieces + piece;
     k[dst] = uint4{kp[0], kp[1], kp[2], kp[3]};
@@ -572,10 +574,9 @@ void round_rows_bf16(const float* x, uint16_t* y, int64_t n_rows, int64_t head_d
     CUDA_CHECK(cudaGetLastError());
 }
 
-void paged_flash_attention_bf16(const uint16_t* q, const float* k_cache, const float* v_cache, float* out,
+void paged_flash_attention_bf16(const uint16_t* q, const PagedCache& cache, float* out,
                                 const AttentionSpan* spans, int64_t n_spans, const PagedKeyRun* runs,
-                                int64_t n_runs, int64_t max_run_kv, const int32_t* block_tables,
-                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t n_runs, int64_t max_run_kv, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale, void* scratch, int64_t n_scratch_rows,
                                 cudaStream_t stream) {
     if (n_spans == 0 || n_head == 0) {
@@ -590,11 +591,15 @@ void paged_flash_attention_bf16(const uint16_t* q, const float* k_cache, const f
         constexpr int kBlock = 256;
         const dim3 grid(static_cast<unsigned int>((n_pieces + kBlock - 1) / kBlock),
                         static_cast<unsigned int>(n_runs));
-        gather_paged_bf16_kernel<<<grid, kBlock, 0, stream>>>(
-            k_cache, v_cache, block_tables, runs, block_size, n_blocks, static_cast<int>(n_kv_head),
-            static_cast<int>(head_dim), static_cast<int>(n_padded), reinterpret_cast<uint4*>(k_bf16),
-            reinterpret_cast<uint4*>(v_bf16));
-        CUDA_CHECK(cudaGetLastError());
+        with_kv_element(cache.element, [&](auto element) {
+            using KV = typename decltype(element)::type;
+            gather_paged_bf16_kernel<<<grid, kBlock, 0, stream>>>(
+                static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), cache.block_tables, runs,
+                cache.block_size, cache.n_blocks, static_cast<int>(n_kv_head), static_cast<int>(head_dim),
+                static_cast<int>(n_padded), reinterpret_cast<uint4*>(k_bf16),
+                reinterpret_cast<uint4*>(v_bf16));
+            CUDA_CHECK(cudaGetLastError());
+        });
     }
     launch_flash_padded(q, k_bf16, v_bf16, out, spans, n_spans, n_head, n_kv_head, head_dim, scale, stream);
 }

@@ -69,12 +69,11 @@ struct PagedKeyRun {
 // are first gathered into the scratch as bfloat16 rows, and each span's kv_start is its run's dst_row. Runs
 // of at most max_run_kv keys, their rows within [0, n_scratch_rows).
 // q [n_q_total, n_head, head_dim] as round_rows_bf16 makes it, out [n_q_total, n_head, head_dim],
-// k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim], spans [n_spans], runs [n_runs] and
-// block_tables (device), scratch [2 * padded_rows_bytes(n_scratch_rows * n_kv_head, head_dim)] bytes
-void paged_flash_attention_bf16(const uint16_t* q, const float* k_cache, const float* v_cache, float* out,
+// spans [n_spans] and runs [n_runs] (device), scratch [2 * padded_rows_bytes(n_scratch_rows * n_kv_head,
+// head_dim)] bytes
+void paged_flash_attention_bf16(const uint16_t* q, const PagedCache& cache, float* out,
                                 const AttentionSpan* spans, int64_t n_spans, const PagedKeyRun* runs,
-                                int64_t n_runs, int64_t max_run_kv, const int32_t* block_tables,
-                                int64_t block_size, int64_t n_blocks, int64_t n_head, int64_t n_kv_head,
+                                int64_t n_runs, int64_t max_run_kv, int64_t n_head, int64_t n_kv_head,
                                 int64_t head_dim, float scale, void* scratch, int64_t n_scratch_rows,
                                 cudaStream_t stream);
 

@@ -2,14 +2,18 @@
 // the epilogue of the product that makes q, k and v.
 #pragma once
 
+#include <cuda_bf16.h>
+
 #include "rotary.h"
 
 namespace folio::kernels {
 
-// Where a pair of values goes and how it turns: dst [head_dim] (null where the token's cache row lies
-// outside the cache), the pair written as (x0 c - x1 s, x1 c + x0 s) at pair and pair + head_dim / 2.
+// Where a pair of values goes and how it turns: dst [head_dim], or dst_bf16 [head_dim] for a row of a
+// bfloat16 cache (both null where the token's cache row lies outside the cache), the pair written as
+// (x0 c - x1 s, x1 c + x0 s) at pair and pair + head_dim / 2.
 struct RopePairTarget {
     float* dst = nullptr;
+    __nv_bfloat16* dst_bf16 = nullptr;
     float c = 1.0f;
     float s = 0.0f;
 };
@@ -28,7 +32,13 @@ __device__ inline RopePairTarget rope_pair_target(const RopeCacheArgs& a, int r,
         }
         const bool key = head - a.n_head < a.n_kv_head;
         const int64_t kv_head = (head - a.n_head) % a.n_kv_head;
-        t.dst = (key ? a.k_cache : a.v_cache) + (slot * a.n_kv_head + kv_head) * a.head_dim;
+        void* cache = key ? a.k_cache : a.v_cache;
+        const int64_t at = (slot * a.n_kv_head + kv_head) * a.head_dim;
+        if (a.bf16_cache) {
+            t.dst_bf16 = static_cast<__nv_bfloat16*>(cache) + at;
+        } else {
+            t.dst = static_cast<float*>(cache) + at;
+        }
         if (!key) {
             return t;
         }
@@ -43,6 +53,9 @@ __device__ inline void store_rope_pair(const RopePairTarget& t, int pair, int ha
     if (t.dst != nullptr) {
         t.dst[pair] = x0 * t.c - x1 * t.s;
         t.dst[pair + half] = x1 * t.c + x0 * t.s;
+    } else if (t.dst_bf16 != nullptr) {
+        t.dst_bf16[pair] = __float2bfloat16_rn(x0 * t.c - x1 * t.s);
+        t.dst_bf16[pair + half] = __float2bfloat16_rn(x1 * t.c + x0 * t.s);
     }
 }
 

@@ -26,8 +26,9 @@ struct RopeCacheArgs {
     int section0 = 0;
     int section01 = 0;
     float* q_out = nullptr;
-    float* k_cache = nullptr;
-    float* v_cache = nullptr;
+    void* k_cache = nullptr;  // float32, or bfloat16 with bf16_cache
+    void* v_cache = nullptr;
+    bool bf16_cache = false;
     int64_t n_head = 0;
     int64_t n_kv_head = 0;
     int64_t head_dim = 0;

@@ -72,8 +72,7 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
         compute_mrope_positions(prompt.is_image, images.grids, cfg.vision.spatial_merge_size);
     const auto n = static_cast<int64_t>(prompt.ids.size());
     const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-    PagedKvCache cache(backend, {cfg.text.num_hidden_layers, cfg.text.num_key_value_heads, cfg.text.head_dim,
-                                 n_blocks, block_size});
+    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     for (int64_t b = 0; b < n_blocks; ++b) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "backend.h"
 #include "error.h"
+#include "kv-cache.h"
 #include "memory-planner.h"
 
 using namespace folio;
@@ -42,4 +45,51 @@ TEST(MemoryPlanner, RefusesWithTheNumbersWhenNothingFits) {
     EXPECT_THROW(plan_kv_cache(p), Error);
     p.utilization = 0.0;
     EXPECT_THROW(plan_kv_cache(p), Error);
+}
+
+// A block holds K and V of every layer: 2 * layers * block_size * heads * head_dim elements, of 4 bytes in
+// float32 and 2 in bfloat16, so a bfloat16 cache has twice the blocks in the same bytes.
+TEST(KvCache, BlockBytesFollowTheElementType) {
+    KvCacheParams params{18, 2, 128, 0, 16};
+    EXPECT_EQ(kv_block_bytes(params), int64_t{2} * 18 * 16 * 2 * 128 * 4);
+    params.dtype = ScalarType::BF16;
+    EXPECT_EQ(kv_block_bytes(params), int64_t{2} * 18 * 16 * 2 * 128 * 2);
+}
+
+// The CPU backend keeps float32 caches only, whatever the precision, and says so for any other type.
+TEST(KvCache, CpuCachesAreFloat32) {
+    const auto cpu = make_cpu_backend(1);
+    EXPECT_EQ(cpu->kv_dtype(AttentionPrecision::Bf16), ScalarType::F32);
+    PagedKvCache cache(*cpu, {2, 1, 4, 3, 2});
+    EXPECT_EQ(cache.keys(1).dtype, ScalarType::F32);
+    EXPECT_EQ(cache.keys(1).shape, (std::vector<int64_t>{6, 1, 4}));
+    EXPECT_EQ(cache.n_bytes(), int64_t{2} * 2 * 6 * 4 * 4);
+    try {
+        PagedKvCache bf16(*cpu, {2, 1, 4, 3, 2, ScalarType::BF16});
+        FAIL() << "a bfloat16 cache on the CPU";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(cpu->upload_kv(std::vector<float>(4), {4}, ScalarType::I32), Error);
+}
+
+// A tensor's bytes follow its element type: a bfloat16 view fits a buffer half the size a float32 one needs.
+TEST(Tensor, BytesFollowTheElementType) {
+    struct Bytes final : Buffer {
+        std::vector<std::byte> bytes = std::vector<std::byte>(64);
+        void* data() override { return bytes.data(); }
+        size_t n_bytes() const override { return bytes.size(); }
+    };
+    Tensor t;
+    t.buffer = std::make_shared<Bytes>();
+    t.shape = {32};
+    EXPECT_FALSE(t.fits_buffer()) << "32 float32 in 64 bytes";
+    t.dtype = ScalarType::BF16;
+    EXPECT_TRUE(t.fits_buffer());
+    EXPECT_EQ(t.n_bytes(), 64);
+    t.offset = 1;
+    EXPECT_FALSE(t.fits_buffer()) << "one element past the end";
+    EXPECT_EQ(element_size(ScalarType::BF16), 2);
+    EXPECT_STREQ(dtype_name(ScalarType::BF16), "bfloat16");
+    EXPECT_EQ(from_bf16(to_bf16(1.0f + 0x1p-8f)), 1.0f) << "ties to even";
 }

@@ -41,6 +41,12 @@ constexpr double kQuantizedBound = 1e-4;
 // the errors partly cancel, and 1e-2 of the largest output bounds them with margin. Up to
 // kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
+// A bfloat16 cache holds what the CPU's float32 cache holds rounded to 8 significant bits: a relative
+// error up to 2^-9 of each element, beside the float32 paths' own.
+constexpr double kBf16CacheBound = 4e-3;
+
+// The element types of key/value caches the CUDA backend reads.
+constexpr std::array<ScalarType, 2> kCacheTypes = {ScalarType::F32, ScalarType::BF16};
 
 // A weight matrix [out, in] of the products' tests, packed as type says.
 struct LinearCase {
@@ -122,6 +128,23 @@ protected:
         return upload(random_values(n, seed_++, mean, stddev), std::move(shape));
     }
 
+    // A key/value cache of random values: the GPU's of dtype elements, the CPU's float32 holding the same
+    // values (rounded to bfloat16 for a bfloat16 cache).
+    Pair random_kv(std::vector<int64_t> shape, ScalarType dtype) {
+        const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+        const std::vector<float> values = random_values(n, seed_++);
+        return {cpu_->upload(rounded(values, dtype), shape), gpu_->upload_kv(values, shape, dtype)};
+    }
+
+    static std::vector<float> rounded(std::vector<float> values, ScalarType dtype) {
+        if (dtype == ScalarType::BF16) {
+            for (float& x : values) {
+                x = from_bf16(to_bf16(x));
+            }
+        }
+        return values;
+    }
+
     // Checks shapes and values of a result and records its error under `op`.
     void expect_close(const std::string& op, const Tensor& gpu, const Tensor& cpu, double bound,
                       const std::string& where) {
@@ -170,6 +193,34 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
     EXPECT_THROW(gpu_->alloc({2, -1}), Error);
     EXPECT_THROW(gpu_->upload(std::vector<float>(5), {2, 3}), Error);
     EXPECT_THROW(gpu_->download(cpu_->alloc({4})), Error) << "a CPU tensor is refused";
+}
+
+// Key/value caches of either element type: zeros from alloc_kv, rounded values from upload_kv (exactly what
+// the host's rounding gives), copies of their own type; other types are refused.
+TEST_F(BackendOpsTest, KeyValueCacheTensors) {
+    EXPECT_EQ(gpu_->kv_dtype(AttentionPrecision::Bf16), ScalarType::BF16);
+    EXPECT_EQ(gpu_->kv_dtype(AttentionPrecision::F32), ScalarType::F32);
+    for (const ScalarType dtype : kCacheTypes) {
+        const Tensor zeros = gpu_->alloc_kv({6, 2, 5}, dtype);
+        EXPECT_EQ(zeros.dtype, dtype);
+        EXPECT_EQ(gpu_->download(zeros), std::vector<float>(60, 0.0f));
+        for (const int64_t n : {1, 7, 1000}) {
+            const auto values = random_values(n, seed_++);
+            const Tensor t = gpu_->upload_kv(values, {n}, dtype);
+            const std::vector<float> expected = rounded(values, dtype);
+            EXPECT_EQ(gpu_->download(t), expected) << dtype_name(dtype) << " " << n;
+            const Tensor c = gpu_->copy(t);
+            EXPECT_EQ(c.dtype, dtype);
+            EXPECT_EQ(gpu_->download(c), expected);
+            EXPECT_EQ(gpu_->download(t.view(n - 1, {1})), std::vector<float>{expected.back()}) << "a view";
+        }
+    }
+    EXPECT_NE(rounded({1.0f + 1.0f / 512.0f}, ScalarType::BF16), std::vector<float>{1.0f + 1.0f / 512.0f})
+        << "bfloat16 rounds";
+    EXPECT_THROW(gpu_->alloc_kv({4}, ScalarType::I32), Error);
+    EXPECT_THROW(gpu_->upload_kv(std::vector<float>(3), {4}, ScalarType::BF16), Error) << "3 values for 4";
+    EXPECT_THROW(cpu_->alloc_kv({4}, ScalarType::BF16), Error) << "the CPU keeps float32 caches";
+    EXPECT_EQ(cpu_->kv_dtype(AttentionPrecision::Bf16), ScalarType::F32);
 }
 
 // Parts go through page-locked memory and the copy runs after upload() returns: the sources are overwritten
@@ -777,7 +828,12 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
 
 TEST_F(BackendOpsTest, PagedAttention) {
     for (const auto& [precision, bound] : kAttentionPrecisions) {
-        for (const int64_t block_size : {1, 5, 16}) {
+        for (const auto& [cache_type, block_size] : {std::pair{ScalarType::F32, int64_t{1}},
+                                                     {ScalarType::F32, 5},
+                                                     {ScalarType::F32, 16},
+                                                     {ScalarType::BF16, 1},
+                                                     {ScalarType::BF16, 5},
+                                                     {ScalarType::BF16, 16}}) {
             for (const int64_t hd : {7, 32, 128}) {
                 const int64_t n_head = 8, n_kv_head = 2;
                 // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose
@@ -805,11 +861,12 @@ TEST_F(BackendOpsTest, PagedAttention) {
                     b = perm[static_cast<size_t>(b)];
                 }
                 const Pair q = random({n_tokens + 2, n_head, hd}),
-                           k = random({n_blocks * block_size, n_kv_head, hd}),
-                           v = random({n_blocks * block_size, n_kv_head, hd});
+                           k = random_kv({n_blocks * block_size, n_kv_head, hd}, cache_type),
+                           v = random_kv({n_blocks * block_size, n_kv_head, hd}, cache_type);
                 const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
                 expect_close(
-                    "paged_attention " + precision_name(precision),
+                    label("paged_attention ", precision_name(precision), ", ", dtype_name(cache_type),
+                          " cache"),
                     gpu_->paged_attention(q.gpu, k.gpu, v.gpu, seqs, tables, block_size, scale, precision),
                     cpu_->paged_attention(q.cpu, k.cpu, v.cpu, seqs, tables, block_size, scale,
                                           AttentionPrecision::F32),
@@ -826,6 +883,10 @@ TEST_F(BackendOpsTest, PagedAttention) {
     EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 16, 1.0f, kF32), Error);
     EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, k.gpu, seq, bad_block, 7, 1.0f, kF32), Error)
         << "32 % 7";
+    const std::vector<int32_t> table = {0, 1};
+    const Tensor v_bf16 = gpu_->upload_kv(std::vector<float>(32 * 2 * 8), {32, 2, 8}, ScalarType::BF16);
+    EXPECT_THROW(gpu_->paged_attention(q.gpu, k.gpu, v_bf16, seq, table, 16, 1.0f, kF32), Error)
+        << "a float32 k cache with a bfloat16 v cache";
 }
 
 // Exact: both backends choose the first of the largest values; ties are planted on purpose.
@@ -1102,61 +1163,71 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         int64_t in;
         Quantization type;
     };
-    for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}, 64, Quantization::Bf16},
-                          Case{5, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
-                          Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint8},
-                          Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
-                          Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
-                          Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},
-                          Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
-        const int64_t n_slots = 2 * c.n + 5, n_qkv = (c.n_head + 2 * c.n_kv_head) * c.hd;
-        const Pair qkv = random({c.n, n_qkv});
-        std::mt19937 rng(seed_++);
-        std::vector<int32_t> positions(static_cast<size_t>(3 * c.n)), slots(static_cast<size_t>(n_slots));
-        for (int32_t& p : positions) {
-            p = static_cast<int32_t>(rng() % 20000);
-        }
-        std::iota(slots.begin(), slots.end(), 0);
-        std::shuffle(slots.begin(), slots.end(), rng);
-        slots.resize(static_cast<size_t>(c.n));
-        slots[0] = -1;  // padding: not stored
-        std::vector<float> inv(static_cast<size_t>(c.hd / 2));
-        for (size_t i = 0; i < inv.size(); ++i) {
-            inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(c.hd));
-        }
-        const Pair pos = upload_i32(positions, {c.n, 3});
-        const Pair slot = upload_i32(slots, {c.n});
-        const Pair freq = upload(inv, {c.hd / 2});
-        Pair k_cache = random({n_slots, c.n_kv_head, c.hd}), v_cache = random({n_slots, c.n_kv_head, c.hd});
-        const Tensor q_gpu = gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section},
-                                                     k_cache.gpu, v_cache.gpu);
-        const Tensor q_cpu = cpu_->rope_qkv_to_cache(qkv.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section},
-                                                     k_cache.cpu, v_cache.cpu);
-        const std::string where = label(c.n, " tokens, ", c.n_head, "/", c.n_kv_head, " heads of ", c.hd);
-        expect_close("rope_qkv_to_cache (q)", q_gpu, q_cpu, kF32Bound, where);
-        expect_close("rope_qkv_to_cache (k cache)", k_cache.gpu, k_cache.cpu, kF32Bound, where);
-        expect_close("rope_qkv_to_cache (v cache)", v_cache.gpu, v_cache.cpu, kF32Bound, where);
+    for (const ScalarType cache_type : kCacheTypes) {
+        for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}, 64, Quantization::Bf16},
+                              Case{5, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
+                              Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint8},
+                              Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
+                              Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
+                              Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},
+                              Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
+            const int64_t n_slots = 2 * c.n + 5, n_qkv = (c.n_head + 2 * c.n_kv_head) * c.hd;
+            const Pair qkv = random({c.n, n_qkv});
+            std::mt19937 rng(seed_++);
+            std::vector<int32_t> positions(static_cast<size_t>(3 * c.n)), slots(static_cast<size_t>(n_slots));
+            for (int32_t& p : positions) {
+                p = static_cast<int32_t>(rng() % 20000);
+            }
+            std::iota(slots.begin(), slots.end(), 0);
+            std::shuffle(slots.begin(), slots.end(), rng);
+            slots.resize(static_cast<size_t>(c.n));
+            slots[0] = -1;  // padding: not stored
+            std::vector<float> inv(static_cast<size_t>(c.hd / 2));
+            for (size_t i = 0; i < inv.size(); ++i) {
+                inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(c.hd));
+            }
+            const Pair pos = upload_i32(positions, {c.n, 3});
+            const Pair slot = upload_i32(slots, {c.n});
+            const Pair freq = upload(inv, {c.hd / 2});
+            Pair k_cache = random_kv({n_slots, c.n_kv_head, c.hd}, cache_type),
+                 v_cache = random_kv({n_slots, c.n_kv_head, c.hd}, cache_type);
+            const double cache_bound = cache_type == ScalarType::BF16 ? kBf16CacheBound : kF32Bound;
+            const Tensor q_gpu = gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section},
+                                                         k_cache.gpu, v_cache.gpu);
+            const Tensor q_cpu = cpu_->rope_qkv_to_cache(qkv.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section},
+                                                         k_cache.cpu, v_cache.cpu);
+            const std::string where = label(c.n, " tokens, ", c.n_head, "/", c.n_kv_head, " heads of ", c.hd,
+                                            ", ", dtype_name(cache_type), " cache");
+            expect_close("rope_qkv_to_cache (q)", q_gpu, q_cpu, kF32Bound, where);
+            expect_close(label("rope_qkv_to_cache (", dtype_name(cache_type), " k cache)"), k_cache.gpu,
+                         k_cache.cpu, cache_bound, where);
+            expect_close(label("rope_qkv_to_cache (", dtype_name(cache_type), " v cache)"), v_cache.gpu,
+                         v_cache.cpu, cache_bound, where);
 
-        const auto w = quantize(random_values(n_qkv * c.in, seed_++), n_qkv, c.in, c.type,
-                                c.type == Quantization::Wint4 ? 64 : 0);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
-        const Pair x = random({c.n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f),
-                   b = random({n_qkv});
-        const Tensor linear_q_gpu =
-            gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, norm.gpu, 1e-5f, w_gpu, &b.gpu, pos.gpu, slot.gpu,
-                                                    {freq.gpu, c.section}, k_cache.gpu, v_cache.gpu);
-        const Tensor linear_q_cpu =
-            cpu_->linear_rms_norm_rope_qkv_to_cache(x.cpu, norm.cpu, 1e-5f, w_cpu, &b.cpu, pos.cpu, slot.cpu,
-                                                    {freq.cpu, c.section}, k_cache.cpu, v_cache.cpu);
-        const double bound = c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
-        const std::string format = quantization_name(c.type);
-        expect_close(label("linear_rms_norm_rope_qkv_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
-                     bound, where);
-        expect_close(label("linear_rms_norm_rope_qkv_to_cache (k cache) ", format), k_cache.gpu, k_cache.cpu,
-                     bound, where);
-        expect_close(label("linear_rms_norm_rope_qkv_to_cache (v cache) ", format), v_cache.gpu, v_cache.cpu,
-                     bound, where);
+            const auto w = quantize(random_values(n_qkv * c.in, seed_++), n_qkv, c.in, c.type,
+                                    c.type == Quantization::Wint4 ? 64 : 0);
+            const QuantizedTensor w_cpu = cpu_->upload(w);
+            const QuantizedTensor w_gpu = gpu_->upload(w);
+            const Pair x = random({c.n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f),
+                       b = random({n_qkv});
+            const Tensor linear_q_gpu = gpu_->linear_rms_norm_rope_qkv_to_cache(
+                x.gpu, norm.gpu, 1e-5f, w_gpu, &b.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section}, k_cache.gpu,
+                v_cache.gpu);
+            const Tensor linear_q_cpu = cpu_->linear_rms_norm_rope_qkv_to_cache(
+                x.cpu, norm.cpu, 1e-5f, w_cpu, &b.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section}, k_cache.cpu,
+                v_cache.cpu);
+            const double bound =
+                c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            const std::string format = quantization_name(c.type);
+            expect_close(label("linear_rms_norm_rope_qkv_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
+                         bound, where);
+            expect_close(
+                label("linear_rms_norm_rope_qkv_to_cache (", dtype_name(cache_type), " k cache) ", format),
+                k_cache.gpu, k_cache.cpu, std::max(bound, cache_bound), where);
+            expect_close(
+                label("linear_rms_norm_rope_qkv_to_cache (", dtype_name(cache_type), " v cache) ", format),
+                v_cache.gpu, v_cache.cpu, std::max(bound, cache_bound), where);
+        }
     }
     const Pair qkv = random({2, 4 * 8}), pos = upload_i32({0, 0, 0, 1, 1, 1}, {2, 3});
     const Pair slot = upload_i32({0, 1}, {2}), freq = random({4});
@@ -1213,7 +1284,11 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
                                      {many, 16, 2}};
     for (const auto& [precision, bound] : kAttentionPrecisions) {
         for (const Case& c : cases) {
-            for (const int64_t block_size : {1, 16, 64}) {
+            for (const auto& [cache_type, block_size] : {std::pair{ScalarType::F32, int64_t{1}},
+                                                         {ScalarType::BF16, 1},
+                                                         {ScalarType::F32, 16},
+                                                         {ScalarType::BF16, 16},
+                                                         {ScalarType::BF16, 64}}) {
                 for (const int64_t hd : {5, 64, 128, 256}) {
                     const int64_t n_head = c.n_head, n_kv_head = c.n_kv_head,
                                   max_blocks = 3000 / block_size + 1;
@@ -1237,8 +1312,8 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
                         }
                     }
                     const Pair q = random({n, n_head, hd}),
-                               k = random({n_blocks * block_size, n_kv_head, hd}),
-                               v = random({n_blocks * block_size, n_kv_head, hd});
+                               k = random_kv({n_blocks * block_size, n_kv_head, hd}, cache_type),
+                               v = random_kv({n_blocks * block_size, n_kv_head, hd}, cache_type);
                     const Pair lens = upload_i32(c.lengths, {n});
                     const Pair table = upload_i32(tables, {n, max_blocks});
                     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -1246,7 +1321,9 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
                                                    " heads, block ", block_size, ", hd ", hd);
                     const Tensor first = gpu_->paged_decode_attention(
                         q.gpu, k.gpu, v.gpu, lens.gpu, table.gpu, block_size, scale, precision);
-                    expect_close("paged_decode_attention " + precision_name(precision), first,
+                    expect_close(label("paged_decode_attention ", precision_name(precision), ", ",
+                                       dtype_name(cache_type), " cache"),
+                                 first,
                                  cpu_->paged_decode_attention(q.cpu, k.cpu, v.cpu, lens.cpu, table.cpu,
                                                               block_size, scale, AttentionPrecision::F32),
                                  bound, what);

@@ -441,9 +441,9 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
 
 KvCacheParams PaddleOcrVl::kv_cache_params(int64_t n_blocks, int64_t block_size) const {
     const TextConfig& tc = config_.text;
-    return {tc.num_hidden_layers, tc.num_key_value_heads,
-            tc.head_dim,          n_blocks,
-            block_size,           backend_.kv_dtype(attention_precision())};
+    KvCacheParams params{tc.num_hidden_layers, tc.num_key_value_heads, tc.head_dim, n_blocks, block_size};
+    params.dtype = backend_.kv_dtype(attention_precision());
+    return params;
 }
 
 Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache) {

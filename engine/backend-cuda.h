@@ -1,5 +1,6 @@
-// The CUDA backend: float32 activations and weights in device memory, cuBLAS for the matrix products and
-// Folio's kernels for the rest. Tensors take cudaMalloc'd blocks that are kept for reuse by later tensors of
+// The CUDA backend: float32 activations and weights in device memory (bfloat16 or quantized weights, and
+// at bfloat16 attention precision a bfloat16 key/value cache), cuBLAS for the matrix products and Folio's
+// kernels for the rest. Tensors take cudaMalloc'd blocks that are kept for reuse by later tensors of
 // about the same size, and freed when the device runs out; memory_stats() counts the bytes of live tensors,
 // not the blocks kept for reuse. Built only where CUDA is enabled (FOLIO_WITH_CUDA); its implementation is
 // the library folio-backend-cuda.

@@ -432,6 +432,9 @@ public:
 
     std::vector<float> download(const Tensor& t) override {
         check_not_recording("download");
+        if (t.dtype == ScalarType::I32) {
+            fail("download: tensor ", shape_string(t.shape), " of int32 elements; float32 or bfloat16 only");
+        }
         std::vector<float> values(static_cast<size_t>(t.n_elements()));
         std::vector<uint16_t> bf16(t.dtype == ScalarType::BF16 ? values.size() : 0);
         if (!values.empty()) {

@@ -193,6 +193,8 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
     EXPECT_THROW(gpu_->alloc({2, -1}), Error);
     EXPECT_THROW(gpu_->upload(std::vector<float>(5), {2, 3}), Error);
     EXPECT_THROW(gpu_->download(cpu_->alloc({4})), Error) << "a CPU tensor is refused";
+    EXPECT_THROW(gpu_->download(gpu_->upload_i32(std::vector<int32_t>{1, 2}, {2})), Error)
+        << "int32 elements";
 }
 
 // Key/value caches of either element type: zeros from alloc_kv, rounded values from upload_kv (exactly what

@@ -243,8 +243,9 @@ void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, 
 
 void check_kv_dtype(const std::string& backend, ScalarType dtype, ScalarType other) {
     if (dtype != ScalarType::F32 && dtype != other) {
-        fail(backend, ": no key/value cache of ", dtype_name(dtype), " elements (float32 or ",
-             dtype_name(other), ")");
+        const std::string takes =
+            other == ScalarType::F32 ? "float32 only" : "float32 or " + std::string(dtype_name(other));
+        fail(backend, ": no key/value cache of ", dtype_name(dtype), " elements (", takes, ")");
     }
 }
 

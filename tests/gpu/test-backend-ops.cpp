@@ -1277,7 +1277,8 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
         int64_t n_head, n_kv_head;
     };
     // Groups of 8 heads of 128 take the tensor cores at bfloat16 precision: tiles of 32 keys cut at every
-    // place, rows of no key and of one.
+    // place, rows of no key and of one. The 300 rows of `many` more than fill the device, so with a bfloat16
+    // cache they take the packed kernel (four blocks an SM).
     const std::vector<Case> cases = {{{1, 0, 17, 64, 65, 2999, 300, 0, 1000}, 8, 2},
                                      {{545}, 16, 2},
                                      {{2999}, 6, 3},

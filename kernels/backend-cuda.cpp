@@ -272,9 +272,14 @@ struct PagedFlashGroups {
     }
 };
 
+// Whether t is a tensor of this backend whose buffer holds its shape.
+bool on_device(const Tensor& t) {
+    return dynamic_cast<const DeviceBuffer*>(t.buffer.get()) != nullptr && t.fits_buffer();
+}
+
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.
 void* device_data(const Tensor& t, const char* op) {
-    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer()) {
+    if (!on_device(t)) {
         fail(op, ": tensor ", shape_string(t.shape), " of ", dtype_name(t.dtype),
              " is not in this backend's device memory");
     }
@@ -283,16 +288,14 @@ void* device_data(const Tensor& t, const char* op) {
 
 // The same for a float32 tensor.
 float* device_f32(const Tensor& t, const char* op) {
-    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
-        t.dtype != ScalarType::F32) {
+    if (!on_device(t) || t.dtype != ScalarType::F32) {
         fail(op, ": tensor ", shape_string(t.shape), " is not float32 in this backend's device memory");
     }
     return t.f32();
 }
 
 int32_t* device_i32(const Tensor& t, const char* op) {
-    if (dynamic_cast<const DeviceBuffer*>(t.buffer.get()) == nullptr || !t.fits_buffer() ||
-        t.dtype != ScalarType::I32) {
+    if (!on_device(t) || t.dtype != ScalarType::I32) {
         fail(op, ": tensor ", shape_string(t.shape), " is not int32 in this backend's device memory");
     }
     return t.i32();

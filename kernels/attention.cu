@@ -1,5 +1,8 @@
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "async-copy.cuh"
@@ -1096,15 +1099,35 @@ size_t split_shared_bytes(int group, int64_t head_dim, size_t kv_bytes) {
            2 * kSplitTileKeys * 2 * tile_row;
 }
 
-// Blocks of kSplitBlock threads and shared_bytes of dynamic shared memory the current device holds at once.
-template <typename Kernel>
-int64_t resident_blocks(Kernel kernel, size_t shared_bytes) {
-    int device = 0, n_multiprocessors = 0, per_multiprocessor = 0;
+// Blocks of kSplitBlock threads with shared_bytes of dynamic shared memory the current device holds at once:
+// of a kernel, and of its packed variant, counted as none where that spills.
+struct Residency {
+    int64_t kernel = 0;
+    int64_t packed = 0;
+};
+
+// The Residency of kernel and packed, asked of the runtime once for each kernel, device and size, since calls
+// outside recorded steps choose between them at every launch.
+Residency residency(const void* kernel, const void* packed, size_t shared_bytes) {
+    static std::mutex mutex;
+    static std::map<std::tuple<const void*, int, size_t>, Residency> known;
+    int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
+    const std::tuple key{kernel, device, shared_bytes};
+    const std::lock_guard lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) {
+        return it->second;
+    }
+    int n_multiprocessors = 0, per_kernel = 0, per_packed = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, kSplitBlock,
-                                                             shared_bytes));
-    return int64_t{per_multiprocessor} * n_multiprocessors;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_kernel, kernel, kSplitBlock, shared_bytes));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_packed, packed, kSplitBlock, shared_bytes));
+    cudaFuncAttributes packed_attributes{};
+    CUDA_CHECK(cudaFuncGetAttributes(&packed_attributes, packed));
+    const Residency r{int64_t{per_kernel} * n_multiprocessors,
+                      packed_attributes.localSizeBytes == 0 ? int64_t{per_packed} * n_multiprocessors : 0};
+    known.emplace(key, r);
+    return r;
 }
 
 // With tensor_cores, the split-row kernel's products on the tensor cores where it has them (groups of 8 heads
@@ -1139,8 +1162,7 @@ void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream
                 }
                 return kernel;
             };
-            auto kernel =
-                prepared(attention_split_row_f32_kernel<kGroup, kPairs, false, false, Rows, Keys, KV>);
+            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, false, Rows, Keys, KV>;
             if constexpr (kGroup == kSplitTensorGroup) {
                 if (on_tensor_cores) {
                     kernel =
@@ -1148,16 +1170,14 @@ void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream
                     const auto packed =
                         prepared(attention_split_row_f32_kernel<kGroup, kPairs, true, true, Rows, Keys, KV>);
                     const int64_t n_blocks = int64_t{grid.x} * grid.y * grid.z;
-                    const int64_t resident = resident_blocks(kernel, shared_bytes);
-                    cudaFuncAttributes packed_attributes{};
-                    CUDA_CHECK(cudaFuncGetAttributes(&packed_attributes, packed));
-                    if (n_blocks > resident && resident_blocks(packed, shared_bytes) > resident &&
-                        packed_attributes.localSizeBytes == 0) {
+                    const Residency resident = residency(reinterpret_cast<const void*>(kernel),
+                                                         reinterpret_cast<const void*>(packed), shared_bytes);
+                    if (n_blocks > resident.kernel && resident.packed > resident.kernel) {
                         kernel = packed;
                     }
                 }
             }
-            launch_chained(kernel, grid, dim3(kSplitBlock), shared_bytes, stream, args);
+            launch_chained(prepared(kernel), grid, dim3(kSplitBlock), shared_bytes, stream, args);
         }
     };
     with_1_2_4_8(group, [&](auto group_c) {

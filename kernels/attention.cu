@@ -1,8 +1,5 @@
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <type_traits>
 
 #include "async-copy.cuh"
@@ -10,6 +7,7 @@
 #include "attention.h"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
+#include "decode-attention.h"
 #include "dispatch.cuh"
 #include "error.h"
 #include "kv-element.cuh"
@@ -44,9 +42,7 @@ constexpr int kMinKeysPerSplit = kSplitTileKeys;
 // are quick, so a block does better with fewer of them (docs/performance.md, batches 128 and 256).
 constexpr int64_t kMinTensorSplits = 3;
 static_assert(kMaxAttentionSplits % kWarpSize == 0);
-// Floats ahead of a split's outputs in its partials: its maximum and sum of exponentials, padded so that the
-// outputs start 16-byte aligned.
-constexpr int kPartialHeader = 4;
+constexpr int kPartialHeader = static_cast<int>(kAttentionPartialHeader);
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
@@ -380,11 +376,6 @@ __device__ inline void start_tile_copy(KV* k_dst, int k_stride, KV* v_dst, int v
 constexpr int kSplitTensorGroup = 8;
 constexpr int kSplitTensorHeadDim = 128;
 
-// Blocks an SM the split-row kernel on the tensor cores is built to fit when its grid more than fills the
-// device: one more than the three its registers allow unconstrained (docs/performance.md, decode at many
-// rows).
-constexpr int kPackedBlocksPerSm = 4;
-
 // Warps taking a split-row tile's scores on the tensor cores: one for each 16 keys.
 constexpr int kSplitScoreWarps = kSplitTileKeys / 16;
 
@@ -527,17 +518,13 @@ __device__ inline void tile_values_on_tensor_cores(const KV* v_tile, int v_strid
 // operands rounded to bfloat16: warps 0 and 1 take the scores of 16 keys each as [16 keys, 128] · [128, 8
 // heads] and the softmax of each head (tile_scores_on_tensor_cores), and warp w adds dimensions [16 w,
 // 16 w + 16) of the values times the weights, [16, 32 keys] · [32 keys, 8 heads], to its outputs.
-// With kPacked as well, for grids of more blocks than the device holds at once, the kernel fits
-// kPackedBlocksPerSm blocks an SM: the scoring warps read the queries' fragments again for each tile instead
-// of holding them.
 // The tiles hold keys and values as KV, so that a bfloat16 cache is copied as it is.
 // dynamic shared memory: split_shared_bytes(kGroup, head_dim, sizeof(KV)); kGroup * dims4 <= kPairs *
 // kSplitBlock
-template <int kGroup, int kPairs, bool kTensorCores, bool kPacked, typename Rows, typename Keys, typename KV>
-__global__ void __launch_bounds__(kSplitBlock, kPacked ? kPackedBlocksPerSm : 0)
+template <int kGroup, int kPairs, bool kTensorCores, typename Rows, typename Keys, typename KV>
+__global__ void __launch_bounds__(kSplitBlock)
     attention_split_row_f32_kernel(const RowArgs<Rows, Keys, KV> a) {
     static_assert(!kTensorCores || kGroup == kSplitTensorGroup);
-    static_assert(kTensorCores || !kPacked);
     // Heads whose online softmax a lane keeps.
     constexpr int kHeadsPerWarp = kTensorCores ? 2 : (kGroup + kSplitWarps - 1) / kSplitWarps;
     constexpr int kVec = kPairs < 4 ? kPairs : 4;  // divides dims4, so a run stays within one head
@@ -606,8 +593,8 @@ __global__ void __launch_bounds__(kSplitBlock, kPacked ? kPackedBlocksPerSm : 0)
     // With kTensorCores: the warp's outputs as C of [16 dims, 8 heads], dims 16 warp + g (+ 8), heads
     // 2 tq + {0, 1}.
     float o_tc[4] = {};
-    // With kTensorCores: the queries as B fragments for the scoring warps (held from the first tile on, or
-    // with kPacked read for each tile), and the maxima and sums those warps share.
+    // With kTensorCores: the queries as B fragments for the scoring warps, and the maxima and sums those
+    // warps share.
     [[maybe_unused]] uint32_t query_fragments[kSplitTensorHeadDim / 16][2];
     [[maybe_unused]] __shared__ float score_max[kSplitScoreWarps * kSplitTensorGroup];
     [[maybe_unused]] __shared__ float score_sum[kSplitScoreWarps * kSplitTensorGroup];
@@ -655,7 +642,7 @@ __global__ void __launch_bounds__(kSplitBlock, kPacked ? kPackedBlocksPerSm : 0)
 
         if constexpr (kTensorCores) {
             if (warp < kSplitScoreWarps) {
-                if (kPacked || j0 == key_begin) {
+                if (j0 == key_begin) {
                     load_query_fragments(queries, dims4, query_fragments);
                 }
                 tile_scores_on_tensor_cores(k_tile(b), k_stride, query_fragments, tile_rows[b], n_tile,
@@ -1099,41 +1086,9 @@ size_t split_shared_bytes(int group, int64_t head_dim, size_t kv_bytes) {
            2 * kSplitTileKeys * 2 * tile_row;
 }
 
-// Blocks of kSplitBlock threads with shared_bytes of dynamic shared memory the current device holds at once:
-// of a kernel, and of its packed variant, counted as none where that spills.
-struct Residency {
-    int64_t kernel = 0;
-    int64_t packed = 0;
-};
-
-// The Residency of kernel and packed, asked of the runtime once for each kernel, device and size, since calls
-// outside recorded steps choose between them at every launch.
-Residency residency(const void* kernel, const void* packed, size_t shared_bytes) {
-    static std::mutex mutex;
-    static std::map<std::tuple<const void*, int, size_t>, Residency> known;
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    const std::tuple key{kernel, device, shared_bytes};
-    const std::lock_guard lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) {
-        return it->second;
-    }
-    int n_multiprocessors = 0, per_kernel = 0, per_packed = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_kernel, kernel, kSplitBlock, shared_bytes));
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_packed, packed, kSplitBlock, shared_bytes));
-    cudaFuncAttributes packed_attributes{};
-    CUDA_CHECK(cudaFuncGetAttributes(&packed_attributes, packed));
-    const Residency r{int64_t{per_kernel} * n_multiprocessors,
-                      packed_attributes.localSizeBytes == 0 ? int64_t{per_packed} * n_multiprocessors : 0};
-    known.emplace(key, r);
-    return r;
-}
-
 // With tensor_cores, the split-row kernel's products on the tensor cores where it has them (groups of 8 heads
-// of 128, rows of 16-byte aligned keys), for one split of the keys as well, packed where the grid more than
-// fills the device and the packed kernel fits more blocks an SM without spilling; else the whole-row kernel
-// for one split and the split-row kernel for several.
+// of 128, rows of 16-byte aligned keys), for one split of the keys as well; else the whole-row kernel for one
+// split and the split-row kernel for several.
 template <typename Rows, typename Keys, typename KV>
 void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream_t stream,
                  bool tensor_cores) {
@@ -1154,30 +1109,18 @@ void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream
         constexpr int kPairs = decltype(pairs_c)::value;
         // A group's outputs never need more than kGroup a thread: head_dim rounded up to 4 <= kSplitBlock.
         if constexpr (kPairs <= kGroup) {
-            const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim, sizeof(KV));
-            const auto prepared = [&](auto kernel) {
-                if (shared_bytes > kDefaultSharedBytes) {
-                    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(shared_bytes)));
-                }
-                return kernel;
-            };
-            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, false, Rows, Keys, KV>;
+            auto kernel = attention_split_row_f32_kernel<kGroup, kPairs, false, Rows, Keys, KV>;
             if constexpr (kGroup == kSplitTensorGroup) {
                 if (on_tensor_cores) {
-                    kernel =
-                        prepared(attention_split_row_f32_kernel<kGroup, kPairs, true, false, Rows, Keys, KV>);
-                    const auto packed =
-                        prepared(attention_split_row_f32_kernel<kGroup, kPairs, true, true, Rows, Keys, KV>);
-                    const int64_t n_blocks = int64_t{grid.x} * grid.y * grid.z;
-                    const Residency resident = residency(reinterpret_cast<const void*>(kernel),
-                                                         reinterpret_cast<const void*>(packed), shared_bytes);
-                    if (n_blocks > resident.kernel && resident.packed > resident.kernel) {
-                        kernel = packed;
-                    }
+                    kernel = attention_split_row_f32_kernel<kGroup, kPairs, true, Rows, Keys, KV>;
                 }
             }
-            launch_chained(prepared(kernel), grid, dim3(kSplitBlock), shared_bytes, stream, args);
+            const size_t shared_bytes = split_shared_bytes(kGroup, args.head_dim, sizeof(KV));
+            if (shared_bytes > kDefaultSharedBytes) {
+                CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(shared_bytes)));
+            }
+            launch_chained(kernel, grid, dim3(kSplitBlock), shared_bytes, stream, args);
         }
     };
     with_1_2_4_8(group, [&](auto group_c) {
@@ -1318,6 +1261,16 @@ void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* 
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
+    static const bool warps_switched_off = [] {
+        const char* e = std::getenv("FOLIO_DECODE_WARPS");
+        return e != nullptr && e[0] == '0';
+    }();
+    if (bf16_products && !warps_switched_off &&
+        decode_attention_bf16_takes(q, cache, n_head, n_kv_head, head_dim)) {
+        decode_attention_bf16(q, cache, out, seq_lens, n_seqs, max_blocks, splits, n_head, n_kv_head, scale,
+                              stream);
+        return;
+    }
     with_kv_element(cache.element, [&](auto element) {
         using KV = typename decltype(element)::type;
         const auto* k = static_cast<const KV*>(cache.k);

@@ -64,6 +64,9 @@ int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head,
                          int64_t max_visible, int n_multiprocessors, bool bf16_products);
 // Floats of the partials buffer n_splits need (0 for one split).
 int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n_splits, int64_t head_dim);
+// Floats ahead of a split's outputs in its partials (its maximum and sum of exponentials, padded so that the
+// outputs start 16-byte aligned): each split of a (row, head) takes this and head_dim rounded up to 4.
+constexpr int64_t kAttentionPartialHeader = 4;
 // Counters any call split as attention_splits chose needs at most: one a (row, head group) of a split call.
 constexpr int64_t kAttentionSplitCounters = int64_t{1} << 16;
 
@@ -102,7 +105,8 @@ void paged_attention_f32(const float* q, const PagedCache& cache, float* out, co
 // max_blocks * block_size) through row i of the cache's block tables, [n_seqs, max_blocks]; a row of length
 // 0 comes out zero. Every row of out is written. splits as attention_splits(n_seqs, ...) chose them. With
 // bf16_products, rows take the scores and the weighted values on the tensor cores where a K/V head serves 8
-// query heads of head_dim 128: queries, keys, values and weights rounded to bfloat16, sums in float32.
+// query heads of head_dim 128: queries, keys, values and weights rounded to bfloat16, sums in float32; with a
+// bfloat16 cache through decode_attention_bf16 (decode-attention.h).
 // q, out [n_seqs, n_head, head_dim], seq_lens [n_seqs] (device)
 void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
                                 int64_t n_seqs, int64_t max_blocks, const AttentionSplits& splits,

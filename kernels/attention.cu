@@ -1191,11 +1191,11 @@ void launch_attention(const float* q, const KV* k, const KV* v, float* out, cons
 // ---- launchers --------------------------------------------------------------------------------------
 
 int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                         int64_t max_visible, int n_multiprocessors, bool bf16_products) {
+                         int64_t max_visible, int n_multiprocessors, bool split_row_tensor_cores) {
     const int group = n_kv_head > 0 ? split_group(n_head, n_kv_head) : 1;
     const int64_t n_blocks = std::max<int64_t>(n_row_spans * (n_head / group), 1);
     int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
-    if (bf16_products && tensor_core_shape(group, head_dim) && n_blocks <= kAttentionSplitCounters) {
+    if (split_row_tensor_cores && tensor_core_shape(group, head_dim) && n_blocks <= kAttentionSplitCounters) {
         wanted = std::max(wanted, kMinTensorSplits);
     }
     return std::clamp<int64_t>(std::min(wanted, max_visible / kMinKeysPerSplit), 1, kMaxAttentionSplits);
@@ -1261,12 +1261,7 @@ void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* 
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
-    static const bool warps_switched_off = [] {
-        const char* e = std::getenv("FOLIO_DECODE_WARPS");
-        return e != nullptr && e[0] == '0';
-    }();
-    if (bf16_products && !warps_switched_off &&
-        decode_attention_bf16_takes(q, cache, n_head, n_kv_head, head_dim)) {
+    if (bf16_products && decode_attention_bf16_takes(q, cache, n_head, n_kv_head, head_dim)) {
         decode_attention_bf16(q, cache, out, seq_lens, n_seqs, max_blocks, splits, n_head, n_kv_head, scale,
                               stream);
         return;

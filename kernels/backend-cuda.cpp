@@ -962,8 +962,9 @@ public:
         // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
         // sequence lengths; splits past a row's keys end at once.
         const bool bf16_products = precision == AttentionPrecision::Bf16;
-        const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
-                                               max_blocks * block_size, op, bf16_products);
+        const Splits splits =
+            attention_splits(n, n_head, k_cache.shape[1], q.shape[2], max_blocks * block_size, op,
+                             bf16_products && k_cache.dtype == ScalarType::F32);
         Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
         const kernels::PagedCache cache =
             paged_cache(k_cache, v_cache, device_i32(block_tables, op), block_size, op);
@@ -1200,13 +1201,13 @@ private:
     };
 
     // n_rows rows of q [.., n_head, head_dim] seeing at most max_visible keys of n_kv_head heads;
-    // bf16_products as the kernel is given it.
+    // split_row_tensor_cores as kernels::attention_splits takes it.
     Splits attention_splits(int64_t n_rows, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                            int64_t max_visible, const char* op, bool bf16_products) {
+                            int64_t max_visible, const char* op, bool split_row_tensor_cores) {
         Splits splits;
         kernels::AttentionSplits& s = splits.kernel_splits;
         s.n_splits = kernels::attention_splits(n_rows, n_head, n_kv_head, head_dim, max_visible,
-                                               n_multiprocessors_, bf16_products);
+                                               n_multiprocessors_, split_row_tensor_cores);
         if (s.n_splits > 1) {
             splits.partials = alloc_uninitialized(
                 {kernels::attention_partials_floats(n_rows, n_head, s.n_splits, head_dim)}, op);

@@ -17,7 +17,8 @@ constexpr int64_t kTileKeys = 32;
 struct Heads {
     int64_t n_head, n_kv_head, head_dim;
     int64_t group;      // query heads a block takes
-    bool tensor_cores;  // groups of 8 heads of 128, which take the tensor cores at bfloat16 precision
+    bool tensor_cores;  // groups of 8 heads of 128, which take the split-row kernel's tensor cores at
+                        // bfloat16 precision over a float32 cache
 };
 
 // PaddleOCR-VL's language model (16 heads over 2 K/V heads of 128), and shapes that miss the tensor cores.
@@ -34,15 +35,15 @@ TEST(AttentionSplits, EveryChoiceHasCountersTilesAndFillsTheDevice) {
                  {int64_t{1}, int64_t{2}, int64_t{8}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{128},
                   int64_t{132}, int64_t{256}, int64_t{4096}, int64_t{40000}}) {
                 for (const int64_t max_visible : {0, 31, 32, 95, 96, 544, 3000, 100000}) {
-                    for (const bool bf16 : {false, true}) {
+                    for (const bool split_row_tensor_cores : {false, true}) {
                         const int64_t splits = attention_splits(n_rows, h.n_head, h.n_kv_head, h.head_dim,
-                                                                max_visible, n_sm, bf16);
+                                                                max_visible, n_sm, split_row_tensor_cores);
                         const int64_t n_blocks = n_rows * (h.n_head / h.group);
                         const std::string what =
                             std::to_string(n_rows) + " rows of " + std::to_string(h.n_head) + "/" +
                             std::to_string(h.n_kv_head) + " heads of " + std::to_string(h.head_dim) + ", " +
-                            std::to_string(max_visible) + " keys, " + std::to_string(n_sm) + " SMs, bf16 " +
-                            std::to_string(bf16);
+                            std::to_string(max_visible) + " keys, " + std::to_string(n_sm) +
+                            " SMs, split-row tensor cores " + std::to_string(split_row_tensor_cores);
                         ASSERT_GE(splits, 1) << what;
                         ASSERT_LE(splits, kMaxAttentionSplits) << what;
                         if (splits > 1) {
@@ -54,7 +55,7 @@ TEST(AttentionSplits, EveryChoiceHasCountersTilesAndFillsTheDevice) {
                         if (n_blocks < 2 * n_sm) {
                             EXPECT_GE(splits, std::min(most, (2 * n_sm + n_blocks - 1) / n_blocks)) << what;
                         }
-                        if (bf16 && h.tensor_cores && n_blocks <= kAttentionSplitCounters) {
+                        if (split_row_tensor_cores && h.tensor_cores && n_blocks <= kAttentionSplitCounters) {
                             EXPECT_GE(splits, std::min<int64_t>(most, 3)) << what << ": on the tensor cores";
                         } else if (n_blocks >= 2 * n_sm) {
                             EXPECT_EQ(splits, 1) << what << ": the rows fill the device";

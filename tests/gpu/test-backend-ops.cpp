@@ -1279,7 +1279,8 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
     // Groups of 8 heads of 128 take the tensor cores at bfloat16 precision, with a bfloat16 cache in each
     // warp's own tiles of 16 keys (decode-attention.cu), with a float32 cache in the split-row kernel's tiles
     // of 32: lengths that end at every place in a tile, rows of no key and of one. The row of 545 keys merges
-    // 9 splits, the 300 rows of `many` 3 each.
+    // 9 splits; the 300 rows of `many` fill the device with one split each over a bfloat16 cache, with three
+    // each over a float32 one.
     const std::vector<Case> cases = {{{1, 0, 17, 64, 65, 2999, 300, 0, 1000}, 8, 2},
                                      {{545}, 16, 2},
                                      {{2999}, 6, 3},

@@ -13,6 +13,7 @@
 #include "kv-element.cuh"
 #include "mma.cuh"
 #include "reduce.cuh"
+#include "split-merge.cuh"
 
 namespace folio::kernels {
 
@@ -532,7 +533,6 @@ __global__ void __launch_bounds__(kSplitBlock)
     extern __shared__ __align__(16) float split_shared[];
     __shared__ int64_t tile_rows[2][kSplitTileKeys];  // kv rows of the keys of the two tiles in shared memory
     __shared__ float correction[kGroup];  // factor of each head's accumulated output for this tile
-    __shared__ bool merges;
 
     const auto head_dim = static_cast<int>(a.head_dim);
     const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + kTilePad<KV>,
@@ -800,20 +800,9 @@ __global__ void __launch_bounds__(kSplitBlock)
             }
         }
     }
-    __threadfence();  // the partials reach L2 before the counter counts them
-    __syncthreads();
-    if (tid == 0) {
-        int32_t* counter = a.splits.counters + blockIdx.x * gridDim.y + blockIdx.y;
-        merges = atomicAdd(counter, 1) == n_splits - 1;
-        if (merges) {
-            *counter = 0;
-        }
-    }
-    __syncthreads();
-    if (!merges) {
+    if (!last_split_done(a.splits.counters + blockIdx.x * gridDim.y + blockIdx.y, n_splits)) {
         return;
     }
-    __threadfence();
 
     // The last block, reading every split's partials through L2, since L1 may hold stale lines: warp w finds
     // the factor of each split of heads w, w + kSplitWarps, ... (a lane a split) and their total sum.

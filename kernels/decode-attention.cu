@@ -9,6 +9,7 @@
 #include "error.h"
 #include "mma.cuh"
 #include "reduce.cuh"
+#include "split-merge.cuh"
 
 namespace folio::kernels {
 
@@ -129,7 +130,6 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     __shared__ float warps_max[kWarps][kGroup];
     __shared__ float warps_sum[kWarps][kGroup];
     __shared__ __align__(16) float warps_out[kWarps][kGroup][kHeadDim];
-    __shared__ bool merges;
 
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const int g = lane / 4, tq = lane % 4;
@@ -322,20 +322,9 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     float* mine = partial(h, z) + kHeader + d0;
     *reinterpret_cast<float4*>(mine) = float4{merged[0], merged[1], merged[2], merged[3]};
     *reinterpret_cast<float4*>(mine + 4) = float4{merged[4], merged[5], merged[6], merged[7]};
-    __threadfence();  // the partials reach L2 before the counter counts them
-    __syncthreads();
-    if (tid == 0) {
-        int32_t* counter = a.splits.counters + blockIdx.x * gridDim.y + blockIdx.y;
-        merges = atomicAdd(counter, 1) == n_splits - 1;
-        if (merges) {
-            *counter = 0;
-        }
-    }
-    __syncthreads();
-    if (!merges) {
+    if (!last_split_done(a.splits.counters + blockIdx.x * gridDim.y + blockIdx.y, n_splits)) {
         return;
     }
-    __threadfence();
 
     // The last block merges every split of the (row, K/V head), reading the partials through L2, since L1 may
     // hold stale lines: warp w finds the factors of the splits of heads w, w + kWarps, ... (a lane a split)

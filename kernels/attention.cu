@@ -807,34 +807,13 @@ __global__ void __launch_bounds__(kSplitBlock)
     // The last block, reading every split's partials through L2, since L1 may hold stale lines: warp w finds
     // the factor of each split of heads w, w + kSplitWarps, ... (a lane a split) and their total sum.
     __shared__ float split_factor[kGroup][kMaxAttentionSplits];
-    constexpr int kSplitsPerLane = kMaxAttentionSplits / kWarpSize;
 #pragma unroll
     for (int i = 0; i < kHeadsPerWarp; ++i) {
         const int g = warp + i * kSplitWarps;
         if (g >= kGroup) {
             break;
         }
-        float2 max_sum[kSplitsPerLane];
-        float m = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < kSplitsPerLane; ++k) {
-            const int z = lane + k * kWarpSize;
-            max_sum[k] = z < n_splits ? __ldcg(reinterpret_cast<const float2*>(partial(g, z)))
-                                      : float2{-INFINITY, 0.0f};
-            m = fmaxf(m, max_sum[k].x);
-        }
-        m = warp_max(m);
-        float sum = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kSplitsPerLane; ++k) {
-            const int z = lane + k * kWarpSize;
-            const float factor = max_sum[k].x == -INFINITY ? 0.0f : expf(max_sum[k].x - m);
-            sum += max_sum[k].y * factor;
-            if (z < n_splits) {
-                split_factor[g][z] = factor;
-            }
-        }
-        sum = warp_sum(sum);
+        const float sum = split_factors<false>(partial(g, 0), stride, n_splits, split_factor[g]);
         if (lane == 0) {
             total_sum[g] = sum;
         }

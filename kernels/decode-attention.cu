@@ -332,29 +332,8 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     // once.
     __shared__ float split_factor[kGroup][kMaxAttentionSplits];
     __shared__ float head_sum[kGroup];
-    constexpr int kSplitsPerLane = static_cast<int>(kMaxAttentionSplits) / kWarpSize;
     for (int head = warp; head < kGroup; head += kWarps) {
-        float2 max_sum[kSplitsPerLane];
-        float m = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < kSplitsPerLane; ++k) {
-            const int s = lane + k * kWarpSize;
-            max_sum[k] = s < n_splits ? __ldcg(reinterpret_cast<const float2*>(partial(head, s)))
-                                      : float2{-INFINITY, 0.0f};
-            m = fmaxf(m, max_sum[k].x);
-        }
-        m = warp_max(m);
-        float sum = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kSplitsPerLane; ++k) {
-            const int s = lane + k * kWarpSize;
-            const float f = max_sum[k].x == -INFINITY ? 0.0f : exp2f(max_sum[k].x - m);
-            sum += f * max_sum[k].y;
-            if (s < n_splits) {
-                split_factor[head][s] = f;
-            }
-        }
-        sum = warp_sum(sum);
+        const float sum = split_factors<true>(partial(head, 0), kPartialStride, n_splits, split_factor[head]);
         if (lane == 0) {
             head_sum[head] = sum;
         }

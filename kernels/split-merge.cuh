@@ -2,7 +2,11 @@
 // result, and the last of them to finish merges them all.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+
+#include "attention.h"
+#include "reduce.cuh"
 
 namespace folio::kernels {
 
@@ -26,6 +30,38 @@ __device__ inline bool last_split_done(int32_t* counter, int n_splits) {
     }
     __threadfence();
     return true;
+}
+
+// Called by a whole warp: the factor of each split of one head, by which its partial output counts in the
+// merge, to factor[s] for s < n_splits, from the splits' maxima and sums of exponentials at head_partials +
+// s * stride (a lane a split); returns the head's total sum to every lane. kBase2: the maxima are of scores
+// in base 2, whose weights come from exp2; else from exp.  factor [n_splits]
+template <bool kBase2>
+__device__ inline float split_factors(const float* head_partials, int stride, int n_splits, float* factor) {
+    constexpr int kSplitsPerLane = static_cast<int>(kMaxAttentionSplits) / kWarpSize;
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    float2 max_sum[kSplitsPerLane];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kSplitsPerLane; ++k) {
+        const int s = lane + k * kWarpSize;
+        max_sum[k] = s < n_splits ? __ldcg(reinterpret_cast<const float2*>(head_partials + s * stride))
+                                  : float2{-INFINITY, 0.0f};
+        m = fmaxf(m, max_sum[k].x);
+    }
+    m = warp_max(m);
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kSplitsPerLane; ++k) {
+        const int s = lane + k * kWarpSize;
+        const float x = max_sum[k].x - m;
+        const float f = max_sum[k].x == -INFINITY ? 0.0f : (kBase2 ? exp2f(x) : expf(x));
+        sum += max_sum[k].y * f;
+        if (s < n_splits) {
+            factor[s] = f;
+        }
+    }
+    return warp_sum(sum);
 }
 
 }  // namespace folio::kernels

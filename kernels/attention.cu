@@ -1229,7 +1229,8 @@ void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* 
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
-    if (bf16_products && decode_attention_bf16_takes(q, cache, n_head, n_kv_head, head_dim)) {
+    if (bf16_products &&
+        decode_attention_bf16_takes(q, out, cache, max_blocks, n_head, n_kv_head, head_dim)) {
         decode_attention_bf16(q, cache, out, seq_lens, n_seqs, max_blocks, splits, n_head, n_kv_head, scale,
                               stream);
         return;

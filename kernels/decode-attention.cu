@@ -1,6 +1,5 @@
 #include "decode-attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -369,13 +368,14 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-bool decode_attention_bf16_takes(const float* q, const PagedCache& cache, int64_t n_head, int64_t n_kv_head,
-                                 int64_t head_dim) {
+bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCache& cache,
+                                 int64_t max_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
     const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
     return cache.element == KvElement::Bf16 && head_dim == kHeadDim && n_kv_head > 0 &&
-           n_head == kGroup * n_kv_head && aligned(q) && aligned(cache.k) && aligned(cache.v) &&
-           cache.block_size > 0 && cache.n_blocks >= 0 &&
-           cache.n_blocks * cache.block_size <= std::numeric_limits<int32_t>::max();
+           n_head == kGroup * n_kv_head && aligned(q) && aligned(out) && aligned(cache.k) &&
+           aligned(cache.v) && cache.block_size > 0 && cache.n_blocks >= 0 && max_blocks >= 0 &&
+           cache.n_blocks * cache.block_size <= kMaxRows && max_blocks * cache.block_size <= kMaxRows;
 }
 
 void decode_attention_bf16(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
@@ -384,10 +384,10 @@ void decode_attention_bf16(const float* q, const PagedCache& cache, float* out, 
     if (n_seqs == 0) {
         return;
     }
-    if (!decode_attention_bf16_takes(q, cache, n_head, n_kv_head, kHeadDim)) {
-        fail("decode_attention_bf16: ", n_head, " heads over ", n_kv_head,
-             " K/V heads of 128 in a 16-byte aligned bfloat16 cache of ", cache.n_blocks, " blocks of ",
-             cache.block_size, " needed");
+    if (!decode_attention_bf16_takes(q, out, cache, max_blocks, n_head, n_kv_head, kHeadDim)) {
+        fail("decode_attention_bf16: ", n_head, " heads over ", n_kv_head, " K/V heads of 128, ", max_blocks,
+             " table entries a row and a bfloat16 cache of ", cache.n_blocks, " blocks of ", cache.block_size,
+             ", 16-byte aligned and below 2^31 rows, needed");
     }
     const dim3 grid(static_cast<unsigned int>(n_seqs), static_cast<unsigned int>(n_kv_head),
                     static_cast<unsigned int>(splits.n_splits));

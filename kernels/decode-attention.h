@@ -12,10 +12,11 @@
 
 namespace folio::kernels {
 
-// Whether decode_attention_bf16 takes a call: 8 query heads of head_dim 128 a K/V head, a bfloat16 cache
-// whose rows are 16-byte aligned and whose rows number below 2^31, and 16-byte aligned queries.
-bool decode_attention_bf16_takes(const float* q, const PagedCache& cache, int64_t n_head, int64_t n_kv_head,
-                                 int64_t head_dim);
+// Whether decode_attention_bf16 takes a call: 8 query heads of head_dim 128 a K/V head, a bfloat16 cache,
+// queries, outputs, keys and values 16-byte aligned, and the cache's rows and a row's keys (max_blocks of
+// block_size) below 2^31.
+bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCache& cache,
+                                 int64_t max_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim);
 
 // paged_decode_attention_f32's call with bf16_products, for the calls decode_attention_bf16_takes: query
 // row i sees the first seq_lens[i] keys (capped at max_blocks * block_size) through row i of the block

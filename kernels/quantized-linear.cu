@@ -8,6 +8,7 @@
 #include "dispatch.cuh"
 #include "elementwise.h"
 #include "error.h"
+#include "mma.cuh"
 #include "norm.h"
 #include "quantized-linear.h"
 #include "reduce.cuh"
@@ -333,6 +334,22 @@ __global__ void dequantize_rows_bf16_kernel(const int8_t* q, const float* scales
     }
 }
 
+// The same, one thread per eight consecutive weights, loaded packed and stored as one 16-byte word: n_in a
+// multiple of 8 and n_rows * n_in below 2^31.  w [n_rows, n_in] as 16-byte words
+template <QuantizedFormat kType>
+__global__ void dequantize_rows8_bf16_kernel(const int8_t* q, const float* scales, uint4* w,
+                                             int64_t row_begin, int n_rows, int n_in, int64_t group_size) {
+    const int per_row = n_in / 8;
+    const int i = static_cast<int>(blockIdx.x) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
+    if (i >= n_rows * per_row) {
+        return;
+    }
+    const int r = i / per_row, c = (i - r * per_row) * 8;
+    float v[8];
+    unpack8<kType>(load_packed8<kType>(q, scales, row_begin + r, c, n_in, group_size), v);
+    w[i] = uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
+}
+
 // One thread per value.  x [n] float32  ->  y [n] bfloat16, rounded to nearest even
 __global__ void round_to_bf16_kernel(const float* x, __nv_bfloat16* y, int64_t n) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -483,6 +500,23 @@ void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* 
         return;
     }
     auto* out = reinterpret_cast<__nv_bfloat16*>(w);
+    const bool packed8 = format != QuantizedFormat::Bf16 && n_in % 8 == 0 && n < (int64_t{1} << 31) &&
+                         reinterpret_cast<uintptr_t>(q) % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    if (packed8) {
+        const auto n_pieces = static_cast<unsigned int>(n / 8);
+        const auto launch = [&](auto kernel) {
+            kernel<<<(n_pieces + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
+                q, scales, reinterpret_cast<uint4*>(w), row_begin, static_cast<int>(n_rows),
+                static_cast<int>(n_in), group_size);
+        };
+        if (format == QuantizedFormat::Wint8) {
+            launch(dequantize_rows8_bf16_kernel<QuantizedFormat::Wint8>);
+        } else {
+            launch(dequantize_rows8_bf16_kernel<QuantizedFormat::Wint4>);
+        }
+        CUDA_CHECK(cudaGetLastError());
+        return;
+    }
     const auto n_blocks = static_cast<unsigned int>((n + kBlock - 1) / kBlock);
     if (format == QuantizedFormat::Bf16) {
         dequantize_rows_bf16_kernel<QuantizedFormat::Bf16>

@@ -83,7 +83,8 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* 
 // allows.
 void round_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 
-// Weight rows [row_begin, row_begin + n_rows) as bfloat16 bits, rounded to nearest even.  q, scales as above
+// Weight rows [row_begin, row_begin + n_rows) as bfloat16 bits, rounded to nearest even; WINT8/WINT4 eight
+// weights a thread where n_in is a multiple of 8 and q (8 bytes) and w (16) are aligned.  q, scales as above
 // ->  w [n_rows, n_in]
 void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* scales, uint16_t* w,
                           int64_t row_begin, int64_t n_rows, int64_t n_in, int64_t group_size,

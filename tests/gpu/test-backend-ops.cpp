@@ -19,6 +19,7 @@
 
 #include "backend-cuda.h"
 #include "backend.h"
+#include "cuda-check.h"
 #include "elementwise.h"
 #include "error.h"
 #include "host-staging.h"
@@ -404,6 +405,50 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
         gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));
     const Pair x = random({2, 63});
     EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
+}
+
+// The weight rows the tensor-core path multiplies: each weight of a block of rows (starting past row 0)
+// exactly dequantize_row's value rounded to bfloat16, eight a thread where the columns allow (n_in a
+// multiple of 8) and one a thread where they do not.
+TEST_F(BackendOpsTest, DequantizeRowsBf16) {
+    const std::vector<LinearCase> cases = {
+        {Quantization::Wint8, 1000, 37, 0},  {Quantization::Wint8, 7, 37, 0},
+        {Quantization::Wint8, 3072, 9, 0},   {Quantization::Wint4, 192, 37, 64},
+        {Quantization::Wint4, 1024, 9, 128},
+    };
+    constexpr int64_t kFirstRow = 5;
+    for (const LinearCase& c : cases) {
+        const QuantizedWeights w =
+            quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
+        const int64_t n_rows = c.out - kFirstRow;
+        const auto format =
+            c.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8 : kernels::QuantizedFormat::Wint4;
+        int8_t* q = nullptr;
+        float* scales = nullptr;
+        uint16_t* out = nullptr;
+        CUDA_CHECK(cudaMalloc(&q, w.q.size()));
+        CUDA_CHECK(cudaMalloc(&scales, w.scales.size() * sizeof(float)));
+        CUDA_CHECK(cudaMalloc(&out, static_cast<size_t>(n_rows * c.in) * sizeof(uint16_t)));
+        CUDA_CHECK(cudaMemcpy(q, w.q.data(), w.q.size(), cudaMemcpyHostToDevice));
+        CUDA_CHECK(
+            cudaMemcpy(scales, w.scales.data(), w.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
+        kernels::dequantize_rows_bf16(format, q, scales, out, kFirstRow, n_rows, c.in, w.group_size, nullptr);
+        std::vector<uint16_t> actual(static_cast<size_t>(n_rows * c.in));
+        CUDA_CHECK(cudaMemcpy(actual.data(), out, actual.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaFree(q));
+        CUDA_CHECK(cudaFree(scales));
+        CUDA_CHECK(cudaFree(out));
+        std::vector<float> row(static_cast<size_t>(c.in));
+        for (int64_t r = 0; r < n_rows; ++r) {
+            dequantize_row(c.type, w.q.data(), w.scales.data(), c.in, w.group_size, kFirstRow + r,
+                           row.data());
+            for (int64_t i = 0; i < c.in; ++i) {
+                ASSERT_EQ(actual[static_cast<size_t>(r * c.in + i)], to_bf16(row[static_cast<size_t>(i)]))
+                    << quantization_name(c.type) << " " << dims({c.out, c.in}) << " row " << kFirstRow + r
+                    << " column " << i;
+            }
+        }
+    }
 }
 
 // The epilogues fused into the product: GELU after the bias, and the sum added to an existing tensor (the

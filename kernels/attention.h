@@ -58,10 +58,11 @@ struct AttentionSplits {
 
 // Splits of the keys of each row span: enough blocks to fill the device when the rows are few and see many
 // keys (decoding a long context), else 1. A block takes the query heads of a row that share a K/V head
-// together, up to 8 of them. With split_row_tensor_cores (bfloat16 products over a float32 cache), decoding
-// rows that take the split-row kernel's tensor cores (8 query heads of head_dim 128 a K/V head) split in
-// three at least, while kAttentionSplitCounters cover their blocks; over a bfloat16 cache
-// (decode_attention_bf16) one split a row that fills the device does better.
+// together, up to 8 of them. With split_row_tensor_cores (bfloat16 products in a call that
+// decode_attention_bf16 does not take, such as one over a float32 cache), decoding rows that take the
+// split-row kernel's tensor cores (8 query heads of head_dim 128 a K/V head) split in three at least, while
+// kAttentionSplitCounters cover their blocks; in decode_attention_bf16 one split a row that fills the
+// device does better.
 int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
                          int64_t max_visible, int n_multiprocessors, bool split_row_tensor_cores);
 // Floats of the partials buffer n_splits need (0 for one split).

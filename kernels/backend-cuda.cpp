@@ -15,6 +15,7 @@
 #include "attention.h"
 #include "backend-checks.h"
 #include "cuda-check.h"
+#include "decode-attention.h"
 #include "elementwise.h"
 #include "error.h"
 #include "flash-attention.h"
@@ -959,18 +960,22 @@ public:
         const char* op = "paged_decode_attention";
         check_head_dim(q, op);
         const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
-        // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
-        // sequence lengths; splits past a row's keys end at once.
-        const bool bf16_products = precision == AttentionPrecision::Bf16;
-        const Splits splits =
-            attention_splits(n, n_head, k_cache.shape[1], q.shape[2], max_blocks * block_size, op,
-                             bf16_products && k_cache.dtype == ScalarType::F32);
         Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
         const kernels::PagedCache cache =
             paged_cache(k_cache, v_cache, device_i32(block_tables, op), block_size, op);
-        kernels::paged_decode_attention_f32(device_f32(q, op), cache, out.f32(), device_i32(seq_lens, op), n,
-                                            max_blocks, splits.kernel_splits, n_head, k_cache.shape[1],
-                                            q.shape[2], scale, stream(), bf16_products);
+        // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
+        // sequence lengths; splits past a row's keys end at once. At bfloat16 precision the calls that
+        // decode_attention_bf16 does not take go to the split-row kernel's tensor cores.
+        const bool bf16_products = precision == AttentionPrecision::Bf16;
+        const float* q_data = device_f32(q, op);
+        const bool split_row_tensor_cores =
+            bf16_products && !kernels::decode_attention_bf16_takes(q_data, out.f32(), cache, max_blocks,
+                                                                   n_head, k_cache.shape[1], q.shape[2]);
+        const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
+                                               max_blocks * block_size, op, split_row_tensor_cores);
+        kernels::paged_decode_attention_f32(q_data, cache, out.f32(), device_i32(seq_lens, op), n, max_blocks,
+                                            splits.kernel_splits, n_head, k_cache.shape[1], q.shape[2], scale,
+                                            stream(), bf16_products);
         return out;
     }
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <set>
@@ -98,6 +99,18 @@ std::vector<float> random_values(int64_t n, uint32_t seed, float mean = 0.0f, fl
         x = normal(rng);
     }
     return v;
+}
+
+// Device memory of n_bytes, a copy of host's where given, freed with its owner.
+using DeviceBytes = std::unique_ptr<void, cudaError_t (*)(void*)>;
+DeviceBytes device_bytes(size_t n_bytes, const void* host = nullptr) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n_bytes, 1)));
+    DeviceBytes owned(p, cudaFree);
+    if (host != nullptr) {
+        CUDA_CHECK(cudaMemcpy(p, host, n_bytes, cudaMemcpyHostToDevice));
+    }
+    return owned;
 }
 
 class BackendOpsTest : public ::testing::Test {
@@ -423,21 +436,15 @@ TEST_F(BackendOpsTest, DequantizeRowsBf16) {
         const int64_t n_rows = c.out - kFirstRow;
         const auto format =
             c.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8 : kernels::QuantizedFormat::Wint4;
-        int8_t* q = nullptr;
-        float* scales = nullptr;
-        uint16_t* out = nullptr;
-        CUDA_CHECK(cudaMalloc(&q, w.q.size()));
-        CUDA_CHECK(cudaMalloc(&scales, w.scales.size() * sizeof(float)));
-        CUDA_CHECK(cudaMalloc(&out, static_cast<size_t>(n_rows * c.in) * sizeof(uint16_t)));
-        CUDA_CHECK(cudaMemcpy(q, w.q.data(), w.q.size(), cudaMemcpyHostToDevice));
-        CUDA_CHECK(
-            cudaMemcpy(scales, w.scales.data(), w.scales.size() * sizeof(float), cudaMemcpyHostToDevice));
-        kernels::dequantize_rows_bf16(format, q, scales, out, kFirstRow, n_rows, c.in, w.group_size, nullptr);
+        const DeviceBytes q = device_bytes(w.q.size(), w.q.data());
+        const DeviceBytes scales = device_bytes(w.scales.size() * sizeof(float), w.scales.data());
         std::vector<uint16_t> actual(static_cast<size_t>(n_rows * c.in));
-        CUDA_CHECK(cudaMemcpy(actual.data(), out, actual.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaFree(q));
-        CUDA_CHECK(cudaFree(scales));
-        CUDA_CHECK(cudaFree(out));
+        const DeviceBytes out = device_bytes(actual.size() * sizeof(uint16_t));
+        kernels::dequantize_rows_bf16(
+            format, static_cast<const int8_t*>(q.get()), static_cast<const float*>(scales.get()),
+            static_cast<uint16_t*>(out.get()), kFirstRow, n_rows, c.in, w.group_size, nullptr);
+        CUDA_CHECK(
+            cudaMemcpy(actual.data(), out.get(), actual.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost));
         std::vector<float> row(static_cast<size_t>(c.in));
         for (int64_t r = 0; r < n_rows; ++r) {
             dequantize_row(c.type, w.q.data(), w.scales.data(), c.in, w.group_size, kFirstRow + r,

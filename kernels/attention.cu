@@ -47,33 +47,6 @@ constexpr int kPartialHeader = static_cast<int>(kAttentionPartialHeader);
 // Dynamic shared memory a block may take without opting in.
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
-// The rows of the spans of an attention call, uploaded by the host. settled_keys: none of a span's keys may
-// be read before the previous kernel has finished, as it may have written any of them.
-struct SpanRows {
-    const AttentionSpan* spans;
-
-    __device__ AttentionSpan span(int64_t i) const { return spans[i]; }
-    __device__ static int64_t settled_keys(const AttentionSpan&) { return 0; }
-};
-
-// Decoding: row i sees the first seq_lens[i] keys, clamped to [0, max_keys], through row i of the block
-// tables.
-struct DecodeRows {
-    const int32_t* seq_lens;
-    int64_t max_blocks;
-    int64_t max_keys;
-
-    __device__ AttentionSpan span(int64_t i) const {
-        const int64_t n = min(max(int64_t{seq_lens[i]}, int64_t{0}), max_keys);
-        return AttentionSpan{i, 1, i * max_blocks, n, 1, n};
-    }
-    // Keys a decoding step does not write, which may be read before the previous kernel (the step's cache
-    // write of each row's newest key) has finished: all but the last.
-    __device__ static int64_t settled_keys(const AttentionSpan& span) {
-        return max(span.max_visible - 1, int64_t{0});
-    }
-};
-
 // Arguments of the row kernels. q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim]
 // of KV (float or Bf16); vec4: head_dim is a multiple of 4 and k, v are aligned to 4 elements.
 template <typename Rows, typename Keys, typename KV>
@@ -1182,9 +1155,17 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
 }
 
 void paged_attention_f32(const float* q, const PagedCache& cache, float* out, const AttentionSpan* row_spans,
-                         int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
-                         int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                         float scale, cudaStream_t stream) {
+                         int64_t n_row_spans, int64_t max_row_keys, const AttentionSplits& splits,
+                         const AttentionSpan* tile_spans, int64_t n_tile_spans, int64_t n_head,
+                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream,
+                         bool bf16_products) {
+    if (n_row_spans > 0 && n_head > 0 && bf16_products &&
+        decode_attention_bf16_takes(q, out, cache, max_row_keys, n_head, n_kv_head, head_dim)) {
+        check_attention_args(n_head, n_kv_head, head_dim, splits);
+        decode_attention_bf16(q, cache, out, row_spans, n_row_spans, max_row_keys, splits, n_head, n_kv_head,
+                              scale, stream);
+        n_row_spans = 0;
+    }
     with_kv_element(cache.element, [&](auto element) {
         using KV = typename decltype(element)::type;
         launch_attention(q, static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), out, row_spans,
@@ -1229,8 +1210,8 @@ void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* 
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
-    if (bf16_products &&
-        decode_attention_bf16_takes(q, out, cache, max_blocks, n_head, n_kv_head, head_dim)) {
+    if (bf16_products && decode_attention_bf16_takes(q, out, cache, max_blocks * cache.block_size, n_head,
+                                                     n_kv_head, head_dim)) {
         decode_attention_bf16(q, cache, out, seq_lens, n_seqs, max_blocks, splits, n_head, n_kv_head, scale,
                               stream);
         return;

@@ -97,12 +97,15 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                    cudaStream_t stream);
 
-// The same with keys in a paged cache, a span's kv_start being its first block-table entry.
+// The same with keys in a paged cache, a span's kv_start being its first block-table entry; a row span sees
+// at most max_row_keys keys. With bf16_products, the row spans that decode_attention_bf16 takes go to it
+// (queries, keys, values and weights rounded to bfloat16, sums in float32); tile spans are float32 here.
 // q, out [n_q_total, n_head, head_dim], spans (device)
 void paged_attention_f32(const float* q, const PagedCache& cache, float* out, const AttentionSpan* row_spans,
-                         int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
-                         int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim,
-                         float scale, cudaStream_t stream);
+                         int64_t n_row_spans, int64_t max_row_keys, const AttentionSplits& splits,
+                         const AttentionSpan* tile_spans, int64_t n_tile_spans, int64_t n_head,
+                         int64_t n_kv_head, int64_t head_dim, float scale, cudaStream_t stream,
+                         bool bf16_products);
 
 // Decoding, with the metadata on the device: query row i sees the first seq_lens[i] keys (capped at
 // max_blocks * block_size) through row i of the cache's block tables, [n_seqs, max_blocks]; a row of length

@@ -918,8 +918,9 @@ public:
         const auto n_tiles = static_cast<int64_t>(spans.tiles.size());
         const kernels::PagedCache cache = paged_cache(k_cache, v_cache, tables, block_size, op);
         kernels::paged_attention_f32(device_f32(q, op), cache, out.f32(), row_spans, n_rows,
-                                     splits.kernel_splits, tile_spans, flash ? 0 : n_tiles, q.shape[1],
-                                     k_cache.shape[1], q.shape[2], scale, stream());
+                                     spans.max_row_visible, splits.kernel_splits, tile_spans,
+                                     flash ? 0 : n_tiles, q.shape[1], k_cache.shape[1], q.shape[2], scale,
+                                     stream(), precision == AttentionPrecision::Bf16);
         if (groups.groups.empty()) {
             return out;
         }
@@ -969,8 +970,9 @@ public:
         const bool bf16_products = precision == AttentionPrecision::Bf16;
         const float* q_data = device_f32(q, op);
         const bool split_row_tensor_cores =
-            bf16_products && !kernels::decode_attention_bf16_takes(q_data, out.f32(), cache, max_blocks,
-                                                                   n_head, k_cache.shape[1], q.shape[2]);
+            bf16_products &&
+            !kernels::decode_attention_bf16_takes(q_data, out.f32(), cache, max_blocks * block_size, n_head,
+                                                  k_cache.shape[1], q.shape[2]);
         const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
                                                max_blocks * block_size, op, split_row_tensor_cores);
         kernels::paged_decode_attention_f32(q_data, cache, out.f32(), device_i32(seq_lens, op), n, max_blocks,

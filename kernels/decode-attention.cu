@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attention-keys.cuh"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
 #include "error.h"
@@ -31,14 +32,16 @@ constexpr int kPartialStride = kHeader + kHeadDim;
 constexpr int kMergeDims = kGroup * kHeadDim / kBlock;
 static_assert(kMergeDims == 8 && kHeadDim % kMergeDims == 0);
 
+// Rows: DecodeRows or SpanRows (attention-keys.cuh), a row's span giving its query row, its first block-table
+// entry and the keys it sees.
+template <typename Rows>
 struct DecodeArgs {
-    const float* q;               // [n_seqs, n_head, kHeadDim]
+    const float* q;               // [n_q_rows, n_head, kHeadDim]
     const uint16_t* k;            // [n_cache_rows, n_kv_head, kHeadDim] bfloat16 bits
     const uint16_t* v;            // as k
-    float* out;                   // [n_seqs, n_head, kHeadDim]
-    const int32_t* seq_lens;      // [n_seqs]
-    const int32_t* block_tables;  // [n_seqs, max_blocks]
-    int64_t max_blocks;
+    float* out;                   // [n_q_rows, n_head, kHeadDim]
+    Rows rows;                    // gridDim.x of them
+    const int32_t* block_tables;  // the rows' entries, from each span's kv_start
     int32_t block_size;
     int32_t n_cache_blocks;
     int64_t n_head;
@@ -124,8 +127,11 @@ __device__ inline void load_tile_values(KeyTile& t, int32_t lane_row, const uint
 // zero. A row uses as many of the grid's splits as give each kMinSplitKeys keys or more, in whole tiles; the
 // blocks of the others only wait and leave. Chained: before the wait for the previous kernel, a warp reads
 // its first tile's block-table entries, and its keys where none of them is the row's newest (which the kernel
-// ahead writes); the values and queries come after the wait.
-__global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_kernel(const DecodeArgs a) {
+// ahead writes); the values and queries come after the wait. Of a SpanRows call (a step that also writes
+// other keys of the rows) nothing is read before the wait.
+template <typename Rows>
+__global__ void __launch_bounds__(kBlock, kBlocksPerSm)
+    decode_attention_bf16_kernel(const DecodeArgs<Rows> a) {
     __shared__ float warps_max[kWarps][kGroup];
     __shared__ float warps_sum[kWarps][kGroup];
     __shared__ __align__(16) float warps_out[kWarps][kGroup][kHeadDim];
@@ -133,8 +139,8 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     const int tid = static_cast<int>(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
     const int g = lane / 4, tq = lane % 4;
     const auto row = static_cast<int64_t>(blockIdx.x);
-    const int64_t max_keys = a.max_blocks * a.block_size;
-    const int64_t n_keys = min(max(int64_t{a.seq_lens[row]}, int64_t{0}), max_keys);
+    const AttentionSpan span = a.rows.span(row);
+    const int64_t n_keys = visible_keys(span, 0), n_settled = Rows::settled_keys(span);
     int64_t split_keys = max((n_keys + gridDim.z - 1) / gridDim.z, kMinSplitKeys);
     split_keys = (split_keys + kTileKeys - 1) / kTileKeys * kTileKeys;
     const auto n_splits = static_cast<int>(max((n_keys + split_keys - 1) / split_keys, int64_t{1}));
@@ -147,13 +153,13 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     const int64_t key_begin = z * split_keys, key_end = min(n_keys, key_begin + split_keys);
     const auto kv_head = static_cast<int64_t>(blockIdx.y);
     const int64_t h0 = kv_head * kGroup;
-    const int32_t* table = a.block_tables + row * a.max_blocks;  // [max_blocks]
+    const int32_t* table = a.block_tables + span.kv_start;  // [ceil(n_keys / block_size)]
     // The cache row of key j of the split, -1 past its end or outside the cache.
     const auto cache_row = [&](int64_t j) {
         if (j >= key_end) {
             return -1;
         }
-        const auto key = static_cast<int32_t>(j);  // below max_keys, a sequence's length
+        const auto key = static_cast<int32_t>(j);  // below n_keys, under 2^31
         const int32_t block = table[key / a.block_size];
         return block >= 0 && block < a.n_cache_blocks ? block * a.block_size + key % a.block_size : -1;
     };
@@ -162,11 +168,11 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     const uint16_t* v_head = a.v + kv_head * kHeadDim;
 
     // Lane l holds the cache row of key l % 16 of its warp's next tile. A first tile of settled keys only
-    // (before the row's newest, which the kernel ahead writes) is loaded before the wait.
+    // (which the kernel ahead does not write) is loaded before the wait.
     int64_t j0 = key_begin + int64_t{warp} * kTileKeys;
     int32_t lane_row = cache_row(j0 + lane % kTileKeys);
     KeyTile tile;
-    const bool early = j0 < key_end && j0 + kTileKeys < n_keys;
+    const bool early = j0 < key_end && j0 + kTileKeys <= n_settled;
     if (early) {
         load_tile_keys(tile, lane_row, k_head, row_elements);
     }
@@ -178,7 +184,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
     // head g.
     uint32_t qb[kHeadDim / 16][2];
     {
-        const float* qg = a.q + (row * a.n_head + h0 + g) * kHeadDim + 8 * tq;  // [4, 32] of head g
+        const float* qg = a.q + (span.q_row * a.n_head + h0 + g) * kHeadDim + 8 * tq;  // [4, 32] of head g
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
 #pragma unroll
@@ -295,7 +301,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
             merged[e] += f * warps_out[w][h][d0 + e];
         }
     }
-    float* out = a.out + (row * a.n_head + h0 + h) * kHeadDim + d0;  // [kMergeDims]
+    float* out = a.out + (span.q_row * a.n_head + h0 + h) * kHeadDim + d0;  // [kMergeDims]
     const auto store = [&](const float(&values)[kMergeDims], float sum) {
         const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
         *reinterpret_cast<float4*>(out) =
@@ -369,46 +375,67 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm) decode_attention_bf16_ke
 // ---- launchers --------------------------------------------------------------------------------------
 
 bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCache& cache,
-                                 int64_t max_blocks, int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
+                                 int64_t max_row_keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
     const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
     return cache.element == KvElement::Bf16 && head_dim == kHeadDim && n_kv_head > 0 &&
            n_head == kGroup * n_kv_head && aligned(q) && aligned(out) && aligned(cache.k) &&
-           aligned(cache.v) && cache.block_size > 0 && cache.n_blocks >= 0 && max_blocks >= 0 &&
-           cache.n_blocks * cache.block_size <= kMaxRows && max_blocks * cache.block_size <= kMaxRows;
+           aligned(cache.v) && cache.block_size > 0 && cache.n_blocks >= 0 && max_row_keys >= 0 &&
+           cache.n_blocks * cache.block_size <= kMaxRows && max_row_keys <= kMaxRows;
 }
+
+namespace {
+
+template <typename Rows>
+void launch_decode_attention(const float* q, const PagedCache& cache, float* out, const Rows& rows,
+                             int64_t n_rows, int64_t max_row_keys, const AttentionSplits& splits,
+                             int64_t n_head, int64_t n_kv_head, float scale, cudaStream_t stream) {
+    if (n_rows == 0) {
+        return;
+    }
+    if (!decode_attention_bf16_takes(q, out, cache, max_row_keys, n_head, n_kv_head, kHeadDim)) {
+        fail("decode_attention_bf16: ", n_head, " heads over ", n_kv_head,
+             " K/V heads of 128, rows of up to ", max_row_keys, " keys and a bfloat16 cache of ",
+             cache.n_blocks, " blocks of ", cache.block_size,
+             ", 16-byte aligned and below 2^31 rows, needed");
+    }
+    const dim3 grid(static_cast<unsigned int>(n_rows), static_cast<unsigned int>(n_kv_head),
+                    static_cast<unsigned int>(splits.n_splits));
+    if (splits.n_splits > 1 && n_rows * n_kv_head > splits.n_counters) {
+        fail("decode_attention_bf16: ", n_rows, " rows of ", n_kv_head, " K/V heads split ", splits.n_splits,
+             " ways need as many counters, ", splits.n_counters, " given");
+    }
+    const DecodeArgs<Rows> args{q,
+                                static_cast<const uint16_t*>(cache.k),
+                                static_cast<const uint16_t*>(cache.v),
+                                out,
+                                rows,
+                                cache.block_tables,
+                                static_cast<int32_t>(cache.block_size),
+                                static_cast<int32_t>(cache.n_blocks),
+                                n_head,
+                                n_kv_head,
+                                scale * kLog2e,
+                                splits};
+    launch_chained(decode_attention_bf16_kernel<Rows>, grid, dim3(kBlock), 0, stream, args);
+}
+
+}  // namespace
 
 void decode_attention_bf16(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
                            int64_t n_seqs, int64_t max_blocks, const AttentionSplits& splits, int64_t n_head,
                            int64_t n_kv_head, float scale, cudaStream_t stream) {
-    if (n_seqs == 0) {
-        return;
-    }
-    if (!decode_attention_bf16_takes(q, out, cache, max_blocks, n_head, n_kv_head, kHeadDim)) {
-        fail("decode_attention_bf16: ", n_head, " heads over ", n_kv_head, " K/V heads of 128, ", max_blocks,
-             " table entries a row and a bfloat16 cache of ", cache.n_blocks, " blocks of ", cache.block_size,
-             ", 16-byte aligned and below 2^31 rows, needed");
-    }
-    const dim3 grid(static_cast<unsigned int>(n_seqs), static_cast<unsigned int>(n_kv_head),
-                    static_cast<unsigned int>(splits.n_splits));
-    if (splits.n_splits > 1 && n_seqs * n_kv_head > splits.n_counters) {
-        fail("decode_attention_bf16: ", n_seqs, " rows of ", n_kv_head, " K/V heads split ", splits.n_splits,
-             " ways need as many counters, ", splits.n_counters, " given");
-    }
-    const DecodeArgs args{q,
-                          static_cast<const uint16_t*>(cache.k),
-                          static_cast<const uint16_t*>(cache.v),
-                          out,
-                          seq_lens,
-                          cache.block_tables,
-                          max_blocks,
-                          static_cast<int32_t>(cache.block_size),
-                          static_cast<int32_t>(cache.n_blocks),
-                          n_head,
-                          n_kv_head,
-                          scale * kLog2e,
-                          splits};
-    launch_chained(decode_attention_bf16_kernel, grid, dim3(kBlock), 0, stream, args);
+    const int64_t max_keys = max_blocks * cache.block_size;
+    launch_decode_attention(q, cache, out, DecodeRows{seq_lens, max_blocks, max_keys}, n_seqs, max_keys,
+                            splits, n_head, n_kv_head, scale, stream);
+}
+
+void decode_attention_bf16(const float* q, const PagedCache& cache, float* out,
+                           const AttentionSpan* row_spans, int64_t n_row_spans, int64_t max_row_keys,
+                           const AttentionSplits& splits, int64_t n_head, int64_t n_kv_head, float scale,
+                           cudaStream_t stream) {
+    launch_decode_attention(q, cache, out, SpanRows{row_spans}, n_row_spans, max_row_keys, splits, n_head,
+                            n_kv_head, scale, stream);
 }
 
 }  // namespace folio::kernels

@@ -81,26 +81,28 @@ TEST(DecodeAttentionBf16, TakesOnlyCallsItsLoadsFit) {
     alignas(16) static float q[8], out[8];
     alignas(16) static uint16_t kv[16];
     const PagedCache cache{kv, kv, KvElement::Bf16, nullptr, 64, 1000};
-    EXPECT_TRUE(decode_attention_bf16_takes(q, out, cache, 50, 16, 2, 128));
-    EXPECT_TRUE(decode_attention_bf16_takes(q, out, cache, 50, 8, 1, 128));
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 50, 16, 2, 64)) << "head_dim 64";
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 50, 16, 4, 128)) << "groups of 4 heads";
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 50, 16, 0, 128)) << "no K/V head";
+    EXPECT_TRUE(decode_attention_bf16_takes(q, out, cache, 3200, 16, 2, 128));
+    EXPECT_TRUE(decode_attention_bf16_takes(q, out, cache, 3200, 8, 1, 128));
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 3200, 16, 2, 64)) << "head_dim 64";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 3200, 16, 4, 128)) << "groups of 4 heads";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, 3200, 16, 0, 128)) << "no K/V head";
     PagedCache f32 = cache;
     f32.element = KvElement::F32;
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, f32, 50, 16, 2, 128)) << "a float32 cache";
-    EXPECT_FALSE(decode_attention_bf16_takes(q + 1, out, cache, 50, 16, 2, 128)) << "queries off 16 bytes";
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out + 2, cache, 50, 16, 2, 128)) << "outputs off 16 bytes";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, f32, 3200, 16, 2, 128)) << "a float32 cache";
+    EXPECT_FALSE(decode_attention_bf16_takes(q + 1, out, cache, 3200, 16, 2, 128)) << "queries off 16 bytes";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out + 2, cache, 3200, 16, 2, 128)) << "outputs off 16 bytes";
     PagedCache shifted = cache;
     shifted.v = kv + 4;
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, shifted, 50, 16, 2, 128)) << "values off 16 bytes";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, shifted, 3200, 16, 2, 128)) << "values off 16 bytes";
     PagedCache huge = cache;
     huge.n_blocks = int64_t{1} << 25;  // 2^31 rows of 64
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, huge, 50, 16, 2, 128)) << "2^31 cache rows";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, huge, 3200, 16, 2, 128)) << "2^31 cache rows";
     huge.n_blocks = (int64_t{1} << 25) - 1;
-    EXPECT_TRUE(decode_attention_bf16_takes(q, out, huge, 50, 16, 2, 128)) << "2^31 - 64 cache rows";
-    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, int64_t{1} << 25, 16, 2, 128))
+    EXPECT_TRUE(decode_attention_bf16_takes(q, out, huge, 3200, 16, 2, 128)) << "2^31 - 64 cache rows";
+    EXPECT_FALSE(decode_attention_bf16_takes(q, out, cache, int64_t{1} << 31, 16, 2, 128))
         << "2^31 keys a row";
+    EXPECT_TRUE(decode_attention_bf16_takes(q, out, cache, (int64_t{1} << 31) - 1, 16, 2, 128))
+        << "2^31 - 1 keys a row";
 }
 
 }  // namespace

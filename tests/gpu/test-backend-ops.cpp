@@ -888,8 +888,11 @@ TEST_F(BackendOpsTest, PagedAttention) {
                                                      {ScalarType::BF16, 1},
                                                      {ScalarType::BF16, 5},
                                                      {ScalarType::BF16, 16}}) {
-            for (const int64_t hd : {7, 32, 128}) {
-                const int64_t n_head = 8, n_kv_head = 2;
+            // 16 heads of 128 over 2 K/V heads: at bfloat16 precision over a bfloat16 cache, the rows of the
+            // short sequences go to decode_attention_bf16.
+            for (const auto& [hd, n_head] :
+                 {std::pair<int64_t, int64_t>{7, 8}, {32, 8}, {128, 8}, {128, 16}}) {
+                const int64_t n_kv_head = 2;
                 // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose
                 // keys are split over several blocks, and two long chunks whose keys with the others' exceed
                 // what the tensor-core path gathers at once (8,192 keys here), so that it gathers twice.
@@ -1405,6 +1408,61 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
                                               AttentionPrecision::F32),
                  Error)
         << "length 3 beyond one block of 2";
+}
+
+// A decoding row of a step that also runs prompt chunks comes out bit for bit as in a decoding step: at
+// bfloat16 precision both take decode_attention_bf16, with one split a row when the rows fill the device.
+TEST_F(BackendOpsTest, PagedAttentionRowsMatchDecode) {
+    constexpr int64_t kRows = 150, kHeadDim = 128, kHeads = 16, kKvHeads = 2, kBlockSize = 16;
+    constexpr int64_t kMaxBlocks = 3000 / kBlockSize + 1;
+    std::mt19937 rng(seed_++);
+    std::vector<int32_t> lengths(kRows);
+    for (int32_t& n : lengths) {
+        n = static_cast<int32_t>(1 + rng() % 2999);
+    }
+    lengths[0] = 1;
+    lengths[1] = 2999;
+    lengths[2] = 64;
+    const int64_t n_blocks = kRows * kMaxBlocks + 9;
+    std::vector<int32_t> perm(static_cast<size_t>(n_blocks));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    // The decoding rows' tables, [kRows, kMaxBlocks], and a prompt chunk of 40 rows after 100 cached tokens,
+    // whose q rows come after the decoding rows'.
+    std::vector<int32_t> tables(perm.begin(), perm.begin() + kRows * kMaxBlocks);
+    std::vector<PagedSequence> seqs;
+    for (int64_t i = 0; i < kRows; ++i) {
+        seqs.push_back({i, 1, lengths[static_cast<size_t>(i)], i * kMaxBlocks});
+    }
+    constexpr int64_t kChunkRows = 40, kChunkKeys = 140;
+    seqs.push_back({kRows, kChunkRows, kChunkKeys, static_cast<int64_t>(tables.size())});
+    for (int64_t b = 0; b < (kChunkKeys + kBlockSize - 1) / kBlockSize; ++b) {
+        tables.push_back(perm[static_cast<size_t>(kRows * kMaxBlocks + b)]);
+    }
+    const Pair k = random_kv({n_blocks * kBlockSize, kKvHeads, kHeadDim}, ScalarType::BF16),
+               v = random_kv({n_blocks * kBlockSize, kKvHeads, kHeadDim}, ScalarType::BF16);
+    const std::vector<float> q_values = random_values((kRows + kChunkRows) * kHeads * kHeadDim, seed_++);
+    const Tensor q_step = gpu_->upload(q_values, {kRows + kChunkRows, kHeads, kHeadDim});
+    const Tensor q_decode =
+        gpu_->upload(std::vector<float>(q_values.begin(), q_values.begin() + kRows * kHeads * kHeadDim),
+                     {kRows, kHeads, kHeadDim});
+    const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    const std::vector<float> mixed = gpu_->download(gpu_->paged_attention(
+        q_step, k.gpu, v.gpu, seqs, tables, kBlockSize, scale, AttentionPrecision::Bf16));
+    const Pair lens = upload_i32(lengths, {kRows});
+    const Pair table = upload_i32(std::vector<int32_t>(tables.begin(), tables.begin() + kRows * kMaxBlocks),
+                                  {kRows, kMaxBlocks});
+    const std::vector<float> decoded = gpu_->download(gpu_->paged_decode_attention(
+        q_decode, k.gpu, v.gpu, lens.gpu, table.gpu, kBlockSize, scale, AttentionPrecision::Bf16));
+    ASSERT_EQ(decoded.size(), static_cast<size_t>(kRows * kHeads * kHeadDim));
+    for (int64_t i = 0; i < kRows; ++i) {
+        const auto row = [&](const std::vector<float>& x) {
+            const auto first = x.begin() + i * kHeads * kHeadDim;
+            return std::vector<float>(first, first + kHeads * kHeadDim);
+        };
+        ASSERT_EQ(row(mixed), row(decoded))
+            << "row " << i << " of " << lengths[static_cast<size_t>(i)] << " keys";
+    }
 }
 
 TEST_F(BackendOpsTest, GatherRowsByInt32Tensor) {

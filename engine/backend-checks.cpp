@@ -58,17 +58,34 @@ void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     }
 }
 
+namespace {
+
+// That w2 with b2 takes an MLP's n_hidden values back to the columns of x.
+void check_mlp_output(const Tensor& x, int64_t n_hidden, const QuantizedTensor& w2, const Tensor* b2,
+                      const char* op) {
+    if (w2.n_in != n_hidden || w2.n_out != x.row_size() || !w2.data || (b2 && b2->n_elements() != w2.n_out) ||
+        w2.type == Quantization::None) {
+        fail(op, ": w2 ", quantization_name(w2.type), " [", w2.n_out, ", ", w2.n_in, "]",
+             b2 ? " with b2 " + shape_string(b2->shape) : std::string(), " does not take w1's ", n_hidden,
+             " hidden values back to x ", shape_string(x.shape));
+    }
+}
+
+}  // namespace
+
 void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
                           const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
                           const Tensor* b2) {
     check_layer_norm(x, norm_w, norm_b);
     check_linear(x, w1, b1);
-    if (w2.n_in != w1.n_out || w2.n_out != x.row_size() || !w2.data || (b2 && b2->n_elements() != w2.n_out) ||
-        w2.type == Quantization::None) {
-        fail("layer_norm_mlp_add: w2 ", quantization_name(w2.type), " [", w2.n_out, ", ", w2.n_in, "]",
-             b2 ? " with b2 " + shape_string(b2->shape) : std::string(), " does not take w1's ", w1.n_out,
-             " outputs back to x ", shape_string(x.shape));
-    }
+    check_mlp_output(x, w1.n_out, w2, b2, "layer_norm_mlp_add");
+}
+
+void check_rms_norm_mlp(const Tensor& x, const Tensor& norm_w, const QuantizedTensor& w1, const Tensor* b1,
+                        const QuantizedTensor& w2, const Tensor* b2) {
+    check_rms_norm(x, norm_w);
+    check_linear_swiglu(x, w1, b1);
+    check_mlp_output(x, w1.n_out / 2, w2, b2, "rms_norm_mlp_add");
 }
 
 void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {

@@ -32,6 +32,10 @@ void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor
 void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
                           const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
                           const Tensor* b2);
+// x [n, d] through the stacked gate and up rows w1 [2 d_ff, d] and back through w2 [d, d_ff], the biases
+// [2 d_ff] and [d] where given, the norm's weight [d].
+void check_rms_norm_mlp(const Tensor& x, const Tensor& norm_w, const QuantizedTensor& w1, const Tensor* b1,
+                        const QuantizedTensor& w2, const Tensor* b2);
 // x [n, d] with d = n_head heads of an even size, qkv [3 d, d] and out [d, d] with biases of their rows,
 // cos/sin [n, d / n_head], segments within the rows.
 void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, const Tensor& cos,

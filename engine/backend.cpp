@@ -44,6 +44,12 @@ Tensor Backend::linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, fl
     return swiglu(linear_rms_norm(x, norm_w, eps, w, b));
 }
 
+void Backend::rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
+                               const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2) {
+    check_rms_norm_mlp(x, norm_w, w1, b1, w2, b2);
+    linear_add(x, linear_rms_norm_swiglu(x, norm_w, eps, w1, b1), w2, b2);
+}
+
 Tensor Backend::linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
                                                   const QuantizedTensor& w, const Tensor* b,
                                                   const Tensor& positions, const Tensor& slots,

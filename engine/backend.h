@@ -158,6 +158,12 @@ public:
     // (the default is linear_rms_norm, then swiglu).  x [n, in], norm_w [in]  ->  [n, out / 2]
     virtual Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
                                           const QuantizedTensor& w, const Tensor* b);
+    // x += swiglu(rms_norm(x, norm_w, eps) · w1ᵀ + b1) · w2ᵀ + b2: the language model's gated MLP and its
+    // residual add, the gated values written where the backend can in the form the second product reads (the
+    // default is linear_rms_norm_swiglu, then linear_add).  x [n, d], w1 [2 d_ff, d] (the gate's rows
+    // first), w2 [d, d_ff]
+    virtual void rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
+                                  const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2);
     // rope_qkv_to_cache(rms_norm(x, norm_w, eps) · wᵀ + b, ...): the norm before the language model's
     // attention, its stacked q, k and v projections and its attention input, the heads turned and stored
     // where the backend can as the product's sums come out (the default is linear_rms_norm, then

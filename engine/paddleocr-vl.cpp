@@ -193,6 +193,15 @@ Tensor PaddleOcrVl::apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, 
     return backend_.swiglu(apply_rms_norm(layer, x, norm, eps));
 }
 
+void PaddleOcrVl::apply_rms_norm_mlp_add(Tensor& x, const Linear& gate_up, const Linear& down,
+                                         const Tensor& norm, float eps) {
+    if (gate_up.q.data && down.q.data) {
+        backend_.rms_norm_mlp_add(x, norm, eps, gate_up.q, bias_of(gate_up), down.q, bias_of(down));
+        return;
+    }
+    apply_add(x, down, apply_rms_norm_swiglu(gate_up, x, norm, eps));  // through [n, ff]
+}
+
 Tensor PaddleOcrVl::apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
                                                      float eps, const DecoderStep& step, Tensor& k_cache,
                                                      Tensor& v_cache) {
@@ -467,8 +476,8 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
                                                   step.block_tables, block_size, scale,
                                                   attention_precision());  // [n, n_head, hd]
         apply_add(x, L.o_proj, reshaped(a, {n, n_head * hd}));
-        apply_add(x, L.down_proj,
-                  apply_rms_norm_swiglu(L.gate_up_proj, x, L.post_norm, tc.rms_norm_eps));  // through [n, ff]
+        apply_rms_norm_mlp_add(x, L.gate_up_proj, L.down_proj, L.post_norm,
+                               tc.rms_norm_eps);  // through [n, ff]
     }
     return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);  // [n, d]
 }

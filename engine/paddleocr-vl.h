@@ -137,9 +137,9 @@ private:
     Tensor apply(const Linear& layer, const Tensor& x);
     // gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, layer_norm(x, norm_w, norm_b)),
     // x += apply(fc2, gelu_tanh(apply(fc1, layer_norm(x, norm_w, norm_b)))), apply(layer, rms_norm(x, norm)),
-    // swiglu(apply(layer, rms_norm(x, norm))) and rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...):
-    // one backend call where the weights are stored packed, which fuses the steps with the matrix products as
-    // far as it can.
+    // swiglu(apply(layer, rms_norm(x, norm))), x += apply(down, swiglu(apply(gate_up, rms_norm(x, norm))))
+    // and rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...): one backend call where the weights are
+    // stored packed, which fuses the steps with the matrix products as far as it can.
     Tensor apply_gelu_tanh(const Linear& layer, const Tensor& x);
     void apply_add(Tensor& y, const Linear& layer, const Tensor& x);
     Tensor apply_layer_norm(const Linear& layer, const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
@@ -148,6 +148,8 @@ private:
                                   const Tensor& norm_b, float eps);
     Tensor apply_rms_norm(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
     Tensor apply_rms_norm_swiglu(const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
+    void apply_rms_norm_mlp_add(Tensor& x, const Linear& gate_up, const Linear& down, const Tensor& norm,
+                                float eps);
     Tensor apply_rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
                                             float eps, const DecoderStep& step, Tensor& k_cache,
                                             Tensor& v_cache);

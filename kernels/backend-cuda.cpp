@@ -702,6 +702,34 @@ public:
         return y;
     }
 
+    // Above the GEMV's rows and without a bias on the gate and up rows: the first product's output in
+    // bfloat16 (as cuBLASLt writes it), gated into bfloat16 values that the second product reads as they
+    // are, adding to x in its epilogue. As the default does otherwise.
+    void rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
+                          const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2) override {
+        check_rms_norm_mlp(x, norm_w, w1, b1, w2, b2);
+        const int64_t n = x.rows();
+        if (n <= kernels::kQuantizedGemvMaxRows || b1 != nullptr) {
+            Backend::rms_norm_mlp_add(x, norm_w, eps, w1, b1, w2, b2);
+            return;
+        }
+        const char* op = "rms_norm_mlp_add";
+        activate();
+        const Tensor hidden = alloc_bytes(2 * n * (w1.n_out / 2), op);  // [n, d_ff] bfloat16
+        auto* hidden_bf16 = reinterpret_cast<uint16_t*>(hidden.f32());
+        kernels::QuantizedLinearArgs up =
+            linear_args(w1, nullptr, n, kernels::LinearEpilogue::Store,
+                        {kernels::LinearInput::RmsNorm, device_f32(norm_w, op), eps},
+                        {kernels::LinearOutput::Swiglu, {}});
+        up.x = device_f32(x, op);
+        up.y_bf16 = hidden_bf16;
+        run_linear(up, w1);
+        kernels::QuantizedLinearArgs down = linear_args(w2, b2, n, kernels::LinearEpilogue::Accumulate);
+        down.x_bf16 = hidden_bf16;
+        down.y = x.f32();
+        run_linear(down, w2);
+    }
+
     Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
                                              const QuantizedTensor& w, const Tensor* b,
                                              const Tensor& positions, const Tensor& slots,
@@ -1290,16 +1318,25 @@ private:
     void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
                           kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
                           const LinearOutputSpec& output = {}) {
+        kernels::QuantizedLinearArgs args = linear_args(w, b, x.rows(), epilogue, input, output);
+        args.x = device_f32(x, "linear");
+        args.y = y.f32();
+        run_linear(args, w);
+    }
+
+    // A product of n rows with w, but for where its input and output are.
+    static kernels::QuantizedLinearArgs linear_args(const QuantizedTensor& w, const Tensor* b, int64_t n,
+                                                    kernels::LinearEpilogue epilogue,
+                                                    const LinearInputSpec& input = {},
+                                                    const LinearOutputSpec& output = {}) {
         kernels::QuantizedLinearArgs args;
         args.format = w.type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
                       : w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
                                                       : kernels::QuantizedFormat::Wint4;
-        args.x = device_f32(x, "linear");
         args.q = static_cast<const int8_t*>(device_weights(w, "linear"));
         args.scales = device_f32(w.scales, "linear");
         args.b = b ? device_f32(*b, "linear") : nullptr;
-        args.y = y.f32();
-        args.n = x.rows();
+        args.n = n;
         args.n_in = w.n_in;
         args.n_out = w.n_out;
         args.group_size = w.group_size;
@@ -1310,6 +1347,12 @@ private:
         args.norm_w = input.norm_w;
         args.eps = input.eps;
         args.norm_b = input.norm_b;
+        return args;
+    }
+
+    // Enqueues a product with w's weights, asking for the weights of the product that follows it into the L2
+    // cache and giving it the scratch it needs.
+    void run_linear(kernels::QuantizedLinearArgs& args, const QuantizedTensor& w) {
         const kernels::WeightPrefetch::Range next =
             weight_prefetch_->use(args.q, static_cast<int64_t>(w.data->n_bytes()));
         args.prefetch = next.data;

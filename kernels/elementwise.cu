@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <cstdint>
+
+#include <cuda_bf16.h>
 
 #include "activation.cuh"
 #include "chained-launch.cuh"
@@ -62,6 +65,40 @@ __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int
     if (i < n * d) {
         const int64_t r = i / d, c = i % d;
         y[i] = silu(gate_up[r * 2 * d + c]) * gate_up[r * 2 * d + d + c];
+    }
+}
+
+// y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up] in bfloat16, the product in float32 rounded
+// once; kVec consecutive columns a thread (8: d a multiple of 8, both 16-byte aligned), rows blockIdx.y,
+// blockIdx.y + gridDim.y, ...; chained.
+template <int kVec>
+__global__ void swiglu_bf16_kernel(const __nv_bfloat16* gate_up, __nv_bfloat16* y, int64_t n, int64_t d) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t c = global_index() * kVec;
+    if (c >= d) {
+        return;
+    }
+    for (auto r = static_cast<int64_t>(blockIdx.y); r < n; r += gridDim.y) {
+        const __nv_bfloat16* gate = gate_up + r * 2 * d + c;  // [kVec]
+        const __nv_bfloat16* up = gate + d;                   // [kVec]
+        __nv_bfloat16* out = y + r * d + c;                   // [kVec]
+        if constexpr (kVec == 8) {
+            const uint4 g = *reinterpret_cast<const uint4*>(gate);
+            const uint4 u = *reinterpret_cast<const uint4*>(up);
+            const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&g);
+            const auto* u2 = reinterpret_cast<const __nv_bfloat162*>(&u);
+            uint4 o;
+            auto* o2 = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const float2 gf = __bfloat1622float2(g2[k]), uf = __bfloat1622float2(u2[k]);
+                o2[k] = __floats2bfloat162_rn(silu(gf.x) * uf.x, silu(gf.y) * uf.y);
+            }
+            *reinterpret_cast<uint4*>(out) = o;
+        } else {
+            *out = __float2bfloat16_rn(silu(__bfloat162float(*gate)) * __bfloat162float(*up));
+        }
     }
 }
 
@@ -136,6 +173,25 @@ void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream
         return;
     }
     launch_chained(swiglu_f32_kernel, dim3(n_blocks(n * d)), dim3(kBlock), 0, stream, gate_up, y, n, d);
+}
+
+void swiglu_bf16(const uint16_t* gate_up, uint16_t* y, int64_t n, int64_t d, cudaStream_t stream) {
+    if (n * d == 0) {
+        return;
+    }
+    constexpr int64_t kMaxGridRows = 65535;
+    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const auto* in = reinterpret_cast<const __nv_bfloat16*>(gate_up);
+    auto* out = reinterpret_cast<__nv_bfloat16*>(y);
+    const auto grid_of = [&](int64_t per_thread) {
+        return dim3(n_blocks((d + per_thread - 1) / per_thread),
+                    static_cast<unsigned int>(std::min(n, kMaxGridRows)));
+    };
+    if (d % 8 == 0 && aligned(gate_up) && aligned(y)) {
+        launch_chained(swiglu_bf16_kernel<8>, grid_of(8), dim3(kBlock), 0, stream, in, out, n, d);
+    } else {
+        launch_chained(swiglu_bf16_kernel<1>, grid_of(1), dim3(kBlock), 0, stream, in, out, n, d);
+    }
 }
 
 void expand_levels(const uint8_t* levels, const float* table, float* y, int64_t n, int row_size,

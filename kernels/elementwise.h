@@ -28,6 +28,8 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
 
 // y = silu(gate) * up where gate_up = [gate | up].  gate_up [n, 2 d], y [n, d]
 void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream);
+// The same in bfloat16 bits, computed in float32 and rounded to nearest even.  gate_up [n, 2 d], y [n, d]
+void swiglu_bf16(const uint16_t* gate_up, uint16_t* y, int64_t n, int64_t d, cudaStream_t stream);
 // y = the float each 8-bit level stands for: element e of a row is level v of channel e / channel_size and
 // becomes table[channel * 256 + v].  levels [n / row_size, row_size] bytes, table [row_size / channel_size,
 // 256]  ->  y [n / row_size, row_size]

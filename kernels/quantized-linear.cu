@@ -458,10 +458,10 @@ int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
     return std::min(n_out, std::max<int64_t>(kDequantizeValues / std::max<int64_t>(n_in, 1), 1));
 }
 
-// Floats of scratch before the product of a paired output on the tensor cores: the bfloat16 input, and the
-// dequantized weight rows of WINT8/WINT4.
+// Floats of scratch before the product of a paired output on the tensor cores: the bfloat16 input unless
+// x_bf16 holds it, and the dequantized weight rows of WINT8/WINT4.
 int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
-    const int64_t activations = bf16_activation_floats(a.n, a.n_in);
+    const int64_t activations = a.x_bf16 != nullptr ? 0 : bf16_activation_floats(a.n, a.n_in);
     if (a.format == QuantizedFormat::Bf16) {
         return activations;
     }
@@ -474,7 +474,10 @@ int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
     if (a.n <= kQuantizedGemvMaxRows) {
         return a.input == LinearInput::Plain ? 0 : a.n * a.n_in;
     }
-    return gemm_operand_floats(a) + (a.output != LinearOutput::Plain ? a.n * a.n_out : 0);
+    const int64_t product = a.output == LinearOutput::Plain ? 0
+                            : a.y_bf16 != nullptr           ? bf16_activation_floats(a.n, a.n_out)
+                                                            : a.n * a.n_out;
+    return gemm_operand_floats(a) + product;
 }
 
 void round_to_bf16(const float* x, uint16_t* y_bits, int64_t n, cudaStream_t stream) {
@@ -545,12 +548,22 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         fail("quantized_linear_f32: ", a.n_out, " output rows for ", a.rope.n_head, " q and ",
              a.rope.n_kv_head, " k/v heads of ", a.rope.head_dim);
     }
+    const bool tensor_cores = a.n > kQuantizedGemvMaxRows;
+    if (a.x_bf16 != nullptr && (!tensor_cores || a.input != LinearInput::Plain)) {
+        fail("quantized_linear_f32: a bfloat16 input takes a plain input above ", kQuantizedGemvMaxRows,
+             " rows, got ", a.n, " rows and input ", static_cast<int>(a.input));
+    }
+    if (a.y_bf16 != nullptr && (!tensor_cores || a.output != LinearOutput::Swiglu || a.b != nullptr)) {
+        fail("quantized_linear_f32: a bfloat16 output takes a SwiGLU output without a bias above ",
+             kQuantizedGemvMaxRows, " rows, got ", a.n, " rows, output ", static_cast<int>(a.output),
+             a.b != nullptr ? " and a bias" : "");
+    }
     const int64_t needed = quantized_linear_scratch_floats(a);
     if (n_scratch < needed) {
         fail("quantized_linear_f32: scratch of ", n_scratch, " floats for ", a.n, " x ", a.n_in,
              " activations and ", a.n_out, " weight rows needs ", needed);
     }
-    if (a.n <= kQuantizedGemvMaxRows) {
+    if (!tensor_cores) {
         if (a.input == LinearInput::Plain) {
             launch_gemv(a, stream);
             return;
@@ -563,28 +576,39 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         launch_gemv(plain, stream);
         return;
     }
-    // The input rounded to bfloat16 at the start of scratch; WINT8/WINT4 weight rows dequantized to bfloat16
-    // after it, a block at a time, each block's output columns written by a GEMM with the epilogue fused.
-    auto* x_bf16 = reinterpret_cast<__nv_bfloat16*>(scratch);
-    if (a.input == LinearInput::Plain) {
-        round_to_bf16(a.x, reinterpret_cast<uint16_t*>(x_bf16), a.n * a.n_in, stream);
-    } else {
-        transform_input(a, x_bf16, stream);
+    // The input rounded to bfloat16 at the start of scratch (unless x_bf16 holds it); WINT8/WINT4 weight rows
+    // dequantized to bfloat16 after it, a block at a time, each block's output columns written by a GEMM
+    // with the epilogue fused.
+    const uint16_t* x_bf16 = a.x_bf16;
+    if (x_bf16 == nullptr) {
+        auto* rounded = reinterpret_cast<__nv_bfloat16*>(scratch);
+        if (a.input == LinearInput::Plain) {
+            round_to_bf16(a.x, reinterpret_cast<uint16_t*>(rounded), a.n * a.n_in, stream);
+        } else {
+            transform_input(a, rounded, stream);
+        }
+        x_bf16 = reinterpret_cast<const uint16_t*>(rounded);
     }
-    auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + bf16_activation_floats(a.n, a.n_in));
-    // [a.n, a.n_out]: the product itself, or before its paired output
+    auto* w_bf16 = reinterpret_cast<uint16_t*>(
+        scratch + (a.x_bf16 != nullptr ? 0 : bf16_activation_floats(a.n, a.n_in)));
+    // [a.n, a.n_out]: the product itself, or before its paired output (in bfloat16 for a bfloat16 output)
     float* product = a.output != LinearOutput::Plain ? scratch + gemm_operand_floats(a) : a.y;
+    auto* product_bf16 = a.y_bf16 != nullptr ? reinterpret_cast<uint16_t*>(product) : nullptr;
     const int64_t block_rows =
         a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
     for (int64_t o = 0; o < a.n_out; o += block_rows) {
         LtLinearArgs block;
-        block.x = reinterpret_cast<const uint16_t*>(x_bf16);
+        block.x = x_bf16;
         block.w = w_bf16;  // rows [o, o + block.n_out) in bfloat16
         if (a.format == QuantizedFormat::Bf16) {
             block.w = reinterpret_cast<const uint16_t*>(a.q) + o * a.n_in;
         }
         block.b = a.b != nullptr ? a.b + o : nullptr;
-        block.y = product + o;
+        if (product_bf16 != nullptr) {
+            block.y_bf16 = product_bf16 + o;
+        } else {
+            block.y = product + o;
+        }
         block.n = a.n;
         block.n_in = a.n_in;
         block.n_out = std::min(block_rows, a.n_out - o);
@@ -596,7 +620,9 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         }
         gemm.linear_bf16(block, stream);
     }
-    if (a.output == LinearOutput::Swiglu) {
+    if (a.output == LinearOutput::Swiglu && product_bf16 != nullptr) {
+        swiglu_bf16(product_bf16, a.y_bf16, a.n, a.n_out / 2, stream);
+    } else if (a.output == LinearOutput::Swiglu) {
         swiglu_f32(product, a.y, a.n, a.n_out / 2, stream);
     } else if (a.output == LinearOutput::RopeToCache) {
         rope_qkv_to_cache_f32(product, a.rope, a.n, stream);

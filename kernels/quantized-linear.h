@@ -56,6 +56,12 @@ struct QuantizedLinearArgs {
     LinearEpilogue epilogue = LinearEpilogue::Store;
     LinearInput input = LinearInput::Plain;
     LinearOutput output = LinearOutput::Plain;
+    // Above kQuantizedGemvMaxRows rows only: in place of x with a Plain input, the input already in bfloat16
+    // bits [n, n_in], so that no rounding pass runs; in place of y for a Swiglu output without a bias, the
+    // gated rows in bfloat16 bits [n, n_out / 2], gated from the product rounded to bfloat16 as cuBLASLt
+    // writes it.
+    const uint16_t* x_bf16 = nullptr;
+    uint16_t* y_bf16 = nullptr;
     const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm and LayerNorm
     float eps = 0.0f;
     const float* norm_b = nullptr;  // [n_in], for LinearInput::LayerNorm
@@ -70,7 +76,8 @@ struct QuantizedLinearArgs {
     int64_t prefetch_bytes = 0;
 };
 
-// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16, for
+// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 (unless
+// x_bf16 holds it), for
 // WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
 // and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output; up to
 // kQuantizedGemvMaxRows rows, the transformed input if there is one (the GEMV applies the output itself).

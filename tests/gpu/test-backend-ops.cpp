@@ -612,6 +612,56 @@ TEST_F(BackendOpsTest, LayerNormMlpAdd) {
         << "w2 takes 16 values, not w1's 32";
 }
 
+// The language model's norm and gated MLP added to the residual stream: above the GEMV's rows without a bias
+// on the gate and up rows, the gated values go from the first tensor-core product to the second in bfloat16
+// (SwiGLU over 8 columns a thread where d_ff is a multiple of 8, else one); other calls take the default's
+// steps.
+TEST_F(BackendOpsTest, RmsNormMlpAdd) {
+    struct Case {
+        Quantization type;
+        int64_t d, d_ff, group_size;
+    };
+    for (const Case& c : std::vector<Case>{{Quantization::Bf16, 96, 130, 0},
+                                           {Quantization::Bf16, 1024, 3072, 0},
+                                           {Quantization::Wint8, 64, 136, 0},
+                                           {Quantization::Wint4, 128, 256, 64}}) {
+        const auto w1 =
+            quantize(random_values(2 * c.d_ff * c.d, seed_++), 2 * c.d_ff, c.d, c.type, c.group_size);
+        const auto w2 = quantize(random_values(c.d * c.d_ff, seed_++), c.d, c.d_ff, c.type, c.group_size);
+        const QuantizedTensor w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
+        const QuantizedTensor w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
+        for (const int64_t n : {1, 8, 9, 130}) {
+            for (const bool with_bias : {false, true}) {
+                const std::string where = label(dims({n, c.d, c.d_ff}), with_bias ? " biases" : "");
+                const Pair b1 = random({2 * c.d_ff}), b2 = random({c.d});
+                const Pair norm_w = random({c.d}, 1.0f, 0.1f);
+                Pair x = random({n, c.d});
+                cpu_->rms_norm_mlp_add(x.cpu, norm_w.cpu, 1e-6f, w1_cpu, with_bias ? &b1.cpu : nullptr,
+                                       w2_cpu, with_bias ? &b2.cpu : nullptr);
+                gpu_->rms_norm_mlp_add(x.gpu, norm_w.gpu, 1e-6f, w1_gpu, with_bias ? &b1.gpu : nullptr,
+                                       w2_gpu, with_bias ? &b2.gpu : nullptr);
+                const double bound =
+                    n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                expect_close(label("rms_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
+                             where);
+            }
+        }
+    }
+    const QuantizedTensor w =
+        gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
+    Pair x = random({9, 16});
+    const Pair norm = random({16});
+    EXPECT_THROW(gpu_->rms_norm_mlp_add(x.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr), Error)
+        << "w2 gives 32 values, not x's 16";
+    EXPECT_THROW(
+        cpu_->rms_norm_mlp_add(
+            x.cpu, norm.cpu, 1e-6f,
+            cpu_->upload(quantize(random_values(33 * 16, 3), 33, 16, Quantization::Bf16, 0)), nullptr,
+            cpu_->upload(quantize(random_values(16 * 16, 3), 16, 16, Quantization::Bf16, 0)), nullptr),
+        Error)
+        << "33 gate and up rows";
+}
+
 TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
     for (const int64_t n : {1, 3, 17, 130}) {
         for (const int64_t d : {1, 7, 96, 1000, 1500}) {

@@ -43,6 +43,10 @@ constexpr double kQuantizedBound = 1e-4;
 // the errors partly cancel, and 1e-2 of the largest output bounds them with margin. Up to
 // kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
+// The bound of a linear layer's output for n rows of activations.
+constexpr double linear_bound(int64_t n) {
+    return n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+}
 // A bfloat16 cache holds what the CPU's float32 cache holds rounded to 8 significant bits: a relative
 // error up to 2^-9 of each element, beside the float32 paths' own.
 constexpr double kBf16CacheBound = 4e-3;
@@ -475,7 +479,7 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
         const QuantizedTensor w_cpu = cpu_->upload(w);
         const QuantizedTensor w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 8, 9, 130}) {
-            const double bound = n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            const double bound = linear_bound(n);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair x = random({n, c.in}), b = random({c.out});
@@ -518,7 +522,7 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
         const QuantizedTensor w_cpu = cpu_->upload(w);
         const QuantizedTensor w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 130}) {
-            const double bound = n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            const double bound = linear_bound(n);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair b = random({c.out});
@@ -597,8 +601,7 @@ TEST_F(BackendOpsTest, LayerNormMlpAdd) {
                 gpu_->layer_norm_mlp_add(x.gpu, norm_w.gpu, norm_b.gpu, 1e-6f, w1_gpu,
                                          with_bias ? &b1.gpu : nullptr, w2_gpu,
                                          with_bias ? &b2.gpu : nullptr);
-                const double bound =
-                    n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                const double bound = linear_bound(n);
                 expect_close(label("layer_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
             }
@@ -640,8 +643,7 @@ TEST_F(BackendOpsTest, RmsNormMlpAdd) {
                                        w2_cpu, with_bias ? &b2.cpu : nullptr);
                 gpu_->rms_norm_mlp_add(x.gpu, norm_w.gpu, 1e-6f, w1_gpu, with_bias ? &b1.gpu : nullptr,
                                        w2_gpu, with_bias ? &b2.gpu : nullptr);
-                const double bound =
-                    n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                const double bound = linear_bound(n);
                 expect_close(label("rms_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
             }
@@ -894,8 +896,7 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
                     {norm_w.gpu, norm_b.gpu, 1e-6f, qkv_gpu, with_bias ? &qkv_b.gpu : nullptr, out_gpu,
                      with_bias ? &out_b.gpu : nullptr, c.n_head},
                     cos.gpu, sin.gpu, c.segments, scale, precision);
-                const double bound =
-                    c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+                const double bound = linear_bound(c.n);
                 expect_close(label("layer_norm_attention_add ", quantization_name(c.type), " ",
                                    precision_name(precision)),
                              x.gpu, x.cpu, bound, label(c.name, with_bias ? " bias" : ""));
@@ -1324,8 +1325,7 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
             const Tensor linear_q_cpu = cpu_->linear_rms_norm_rope_qkv_to_cache(
                 x.cpu, norm.cpu, 1e-5f, w_cpu, &b.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section}, k_cache.cpu,
                 v_cache.cpu);
-            const double bound =
-                c.n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+            const double bound = linear_bound(c.n);
             const std::string format = quantization_name(c.type);
             expect_close(label("linear_rms_norm_rope_qkv_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
                          bound, where);

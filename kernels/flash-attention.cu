@@ -1,4 +1,5 @@
 #include <cmath>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
@@ -110,16 +111,77 @@ __device__ inline void store_pair(uint16_t* row, int64_t d, int64_t head_dim, fl
     }
 }
 
+// Values [d0, d0 + 8) of a q, k (part 0 or 1, turned by cos c and sin s in rotate-half form as rope_f32
+// turns them) or v (part 2) head x as bfloat16 pairs, zero past head_dim.  x, c, s [head_dim]
+template <typename In>
+__device__ inline uint4 rope_piece(const In* x, const float* c, const float* s, int d0, int part,
+                                   int head_dim) {
+    const int half = head_dim / 2;
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+        const int d = d0 + e;
+        if (d >= head_dim) {
+            v[e] = 0.0f;
+        } else if (part == 2) {
+            v[e] = load_float(x + d);
+        } else if (d < half) {
+            v[e] = load_float(x + d) * c[d] - load_float(x + d + half) * s[d];
+        } else {
+            v[e] = load_float(x + d) * c[d] + load_float(x + d - half) * s[d];
+        }
+    }
+    return uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
+}
+
+// The same for bfloat16 x whose head_dim is a multiple of 8 and half of it a multiple of 4 (so that 4 values
+// never straddle half), x, c and s 16-byte aligned: the 8 values in one 16-byte load, their partners in two
+// 8-byte ones, cos and sin in 16-byte loads, and v copied as it is.
+__device__ inline uint4 rope_piece_x8(const uint16_t* x, const float* c, const float* s, int d0, int part,
+                                      int head_dim) {
+    if (d0 >= head_dim) {
+        return uint4{0, 0, 0, 0};
+    }
+    const uint4 xv = *reinterpret_cast<const uint4*>(x + d0);
+    if (part == 2) {
+        return xv;
+    }
+    const int half = head_dim / 2;
+    const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+    uint32_t packed[4];
+#pragma unroll
+    for (int g = 0; g < 2; ++g) {
+        const int d = d0 + 4 * g;
+        const bool first = d < half;
+        const uint2 pv = *reinterpret_cast<const uint2*>(x + (first ? d + half : d - half));
+        const float4 cv = *reinterpret_cast<const float4*>(c + d);
+        const float4 sv = *reinterpret_cast<const float4*>(s + d);
+        const float cs[4] = {cv.x, cv.y, cv.z, cv.w}, ss[4] = {sv.x, sv.y, sv.z, sv.w};
+        const uint32_t ps[2] = {pv.x, pv.y};
+        float v[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const uint32_t xw = xs[2 * g + e / 2], pw = ps[e / 2];
+            const float xe = __uint_as_float(e % 2 == 0 ? xw << 16 : xw & 0xffff0000u);
+            const float pe = __uint_as_float(e % 2 == 0 ? pw << 16 : pw & 0xffff0000u);
+            v[e] = first ? xe * cs[e] - pe * ss[e] : xe * cs[e] + pe * ss[e];
+        }
+        packed[2 * g] = pack_bf16(v[0], v[1]);
+        packed[2 * g + 1] = pack_bf16(v[2], v[3]);
+    }
+    return uint4{packed[0], packed[1], packed[2], packed[3]};
+}
+
 // One block per row, a thread per piece of 8 values of a head: the q, k and v heads of stacked rows
 // (float32 or bfloat16 bits, In) as rows of n_padded bfloat16 (zero past head_dim), q and k turned by the
-// row's cos and sin in rotate-half form as rope_f32 turns them.
+// row's cos and sin (rope_piece, or rope_piece_x8 where kPieces).
 // qkv [n, 3, n_head, head_dim], cos, sin [n, head_dim]  ->  q, k, v [n, n_head, n_padded] one after another
-template <typename In>
+template <typename In, bool kPieces>
 __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* __restrict__ cos,
                                        const float* __restrict__ sin, uint4* __restrict__ y, int64_t n,
                                        int n_head, int head_dim, int n_padded) {
     const int64_t row = blockIdx.x;
-    const int n_pieces = n_padded / 8, half = head_dim / 2;
+    const int n_pieces = n_padded / 8;
     const float* c = cos + row * head_dim;  // [head_dim]
     const float* s = sin + row * head_dim;  // [head_dim]
     for (int item = static_cast<int>(threadIdx.x); item < 3 * n_head * n_pieces;
@@ -127,22 +189,13 @@ __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* 
         const int piece = item % n_pieces, head_part = item / n_pieces;  // head_part: part * n_head + head
         const int part = head_part / n_head, head = head_part % n_head;
         const In* x = qkv + (row * 3 * n_head + head_part) * head_dim;  // [head_dim]
-        float v[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            const int d = piece * 8 + e;
-            if (d >= head_dim) {
-                v[e] = 0.0f;
-            } else if (part == 2) {
-                v[e] = load_float(x + d);
-            } else if (d < half) {
-                v[e] = load_float(x + d) * c[d] - load_float(x + d + half) * s[d];
-            } else {
-                v[e] = load_float(x + d) * c[d] + load_float(x + d - half) * s[d];
-            }
+        uint4 out;
+        if constexpr (kPieces) {
+            out = rope_piece_x8(x, c, s, piece * 8, part, head_dim);
+        } else {
+            out = rope_piece(x, c, s, piece * 8, part, head_dim);
         }
-        y[((part * n + row) * n_head + head) * n_pieces + piece] =
-            uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
+        y[((part * n + row) * n_head + head) * n_pieces + piece] = out;
     }
 }
 
@@ -505,10 +558,22 @@ void launch_rope_flash(const In* qkv, const float* cos, const float* sin, Out* o
     const int64_t n_padded = padded_head_dim(head_dim);
     auto* q_bf16 = static_cast<uint16_t*>(scratch);  // then K and V, [n, n_head, n_padded] each
     constexpr int kBlock = 128;
-    rope_split_bf16_kernel<<<static_cast<unsigned int>(n), kBlock, 0, stream>>>(
-        qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
-        static_cast<int>(head_dim), static_cast<int>(n_padded));
-    CUDA_CHECK(cudaGetLastError());
+    const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    const auto launch = [&](auto kernel) {
+        kernel<<<static_cast<unsigned int>(n), kBlock, 0, stream>>>(
+            qkv, cos, sin, reinterpret_cast<uint4*>(q_bf16), n, static_cast<int>(n_head),
+            static_cast<int>(head_dim), static_cast<int>(n_padded));
+        CUDA_CHECK(cudaGetLastError());
+    };
+    if constexpr (std::is_same_v<In, uint16_t>) {
+        if (head_dim % 8 == 0 && head_dim / 2 % 4 == 0 && aligned(qkv) && aligned(cos) && aligned(sin)) {
+            launch(rope_split_bf16_kernel<In, true>);
+        } else {
+            launch(rope_split_bf16_kernel<In, false>);
+        }
+    } else {
+        launch(rope_split_bf16_kernel<In, false>);
+    }
     launch_flash_padded(q_bf16, q_bf16 + n * n_head * n_padded, q_bf16 + 2 * n * n_head * n_padded, out,
                         spans, n_spans, n_head, n_head, head_dim, scale, stream);
 }

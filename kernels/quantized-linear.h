@@ -77,11 +77,10 @@ struct QuantizedLinearArgs {
 };
 
 // scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 (unless
-// x_bf16 holds it), for
-// WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with float32 accumulation
-// and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output; up to
-// kQuantizedGemvMaxRows rows, the transformed input if there is one (the GEMV applies the output itself).
-// quantized_linear_scratch_floats() says how much.
+// x_bf16 holds it), for WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with
+// float32 accumulation and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output;
+// up to kQuantizedGemvMaxRows rows, the transformed input if there is one (the GEMV applies the output
+// itself). quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,
                           cudaStream_t stream);

@@ -18,33 +18,46 @@ struct RopePairTarget {
     float s = 0.0f;
 };
 
-// The target of the pair at `pair` of head `head` of token r's q, k and v heads (q heads first, then k, then
-// v), as RopeCacheArgs says: q and k heads turned by the token's position, v heads as they are (c = 1, s =
-// 0).
-__device__ inline RopePairTarget rope_pair_target(const RopeCacheArgs& a, int r, int head, int pair) {
+// Where head `head` of token r's q, k and v heads (q heads first, then k, then v) goes, as RopeCacheArgs
+// says, with no turn (c = 1, s = 0); *turns says whether it is a head the token's position turns (q or k).
+__device__ inline RopePairTarget rope_head_target(const RopeCacheArgs& a, int r, int head, bool* turns) {
     RopePairTarget t;
+    *turns = false;
     if (head < a.n_head) {
         t.dst = a.q_out + (static_cast<int64_t>(r) * a.n_head + head) * a.head_dim;
-    } else {
-        const int64_t slot = a.slots[r];
-        if (slot < 0 || slot >= a.n_slots) {
-            return t;
-        }
-        const bool key = head - a.n_head < a.n_kv_head;
-        const int64_t kv_head = (head - a.n_head) % a.n_kv_head;
-        void* cache = key ? a.k_cache : a.v_cache;
-        const int64_t at = (slot * a.n_kv_head + kv_head) * a.head_dim;
-        if (a.bf16_cache) {
-            t.dst_bf16 = static_cast<__nv_bfloat16*>(cache) + at;
-        } else {
-            t.dst = static_cast<float*>(cache) + at;
-        }
-        if (!key) {
-            return t;
-        }
+        *turns = true;
+        return t;
     }
+    const int64_t slot = a.slots[r];
+    if (slot < 0 || slot >= a.n_slots) {
+        return t;
+    }
+    const bool key = head - a.n_head < a.n_kv_head;
+    const int64_t kv_head = (head - a.n_head) % a.n_kv_head;
+    void* cache = key ? a.k_cache : a.v_cache;
+    const int64_t at = (slot * a.n_kv_head + kv_head) * a.head_dim;
+    if (a.bf16_cache) {
+        t.dst_bf16 = static_cast<__nv_bfloat16*>(cache) + at;
+    } else {
+        t.dst = static_cast<float*>(cache) + at;
+    }
+    *turns = key;
+    return t;
+}
+
+// The cos and sin by which token r's position turns the pair at `pair` of its q and k heads.
+__device__ inline void rope_pair_turn(const RopeCacheArgs& a, int r, int pair, float* c, float* s) {
     const int axis = pair < a.section0 ? 0 : pair < a.section01 ? 1 : 2;
-    sincosf(static_cast<float>(a.positions[r * 3 + axis]) * a.inv_freq[pair], &t.s, &t.c);
+    sincosf(static_cast<float>(a.positions[r * 3 + axis]) * a.inv_freq[pair], s, c);
+}
+
+// The target of the pair at `pair` of head `head` of token r: rope_head_target with its turn.
+__device__ inline RopePairTarget rope_pair_target(const RopeCacheArgs& a, int r, int head, int pair) {
+    bool turns = false;
+    RopePairTarget t = rope_head_target(a, r, head, &turns);
+    if (turns) {
+        rope_pair_turn(a, r, pair, &t.c, &t.s);
+    }
     return t;
 }
 

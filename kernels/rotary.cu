@@ -31,6 +31,39 @@ __global__ void rope_f32_kernel(float* x, const float* cos, const float* sin, in
 }
 
 constexpr int kHeadBlock = 64;
+constexpr int kMaxTokenPairs = 128;  // pairs of a head rope_qkv_to_cache_token_kernel takes at most
+// Tokens from which a call takes the token kernel: with fewer, its blocks (one a token) leave most of the
+// device idle, and a block a head does better (docs/performance.md: batch 64 lost 1-3%, batch 256 and
+// prompts of 64 x 512 tokens and more gained 1% and 10-16%).
+constexpr int64_t kTokenKernelMinTokens = 256;
+
+// One block per token, chained: the cos and sin of each pair found once for the token's q and k heads, then
+// a thread per pair of any of its heads.  qkv [n, (n_head + 2 n_kv_head) * head_dim], head_dim / 2 at most
+// kMaxTokenPairs
+__global__ void __launch_bounds__(kBlock) rope_qkv_to_cache_token_kernel(const float* qkv, RopeCacheArgs a) {
+    __shared__ float turn_c[kMaxTokenPairs], turn_s[kMaxTokenPairs];
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int r = static_cast<int>(blockIdx.x), half = static_cast<int>(a.head_dim / 2);
+    const int n_heads = static_cast<int>(a.n_head + 2 * a.n_kv_head);
+    for (int pair = static_cast<int>(threadIdx.x); pair < half; pair += static_cast<int>(blockDim.x)) {
+        rope_pair_turn(a, r, pair, &turn_c[pair], &turn_s[pair]);
+    }
+    __syncthreads();
+    const float* x = qkv + static_cast<int64_t>(r) * n_heads * a.head_dim;  // [n_heads, head_dim]
+    for (int item = static_cast<int>(threadIdx.x); item < n_heads * half;
+         item += static_cast<int>(blockDim.x)) {
+        const int head = item / half, pair = item % half;
+        bool turns = false;
+        RopePairTarget t = rope_head_target(a, r, head, &turns);
+        if (turns) {
+            t.c = turn_c[pair];
+            t.s = turn_s[pair];
+        }
+        const float* xh = x + head * a.head_dim;  // [head_dim]
+        store_rope_pair(t, pair, half, xh[pair], xh[pair + half]);
+    }
+}
 
 // One block per (token, head of q, k or v), chained: a thread per pair of the head.
 // qkv [n, (n_head + 2 n_kv_head) * head_dim]
@@ -62,6 +95,11 @@ void rope_f32(float* x, const float* cos, const float* sin, int64_t n, int64_t n
 
 void rope_qkv_to_cache_f32(const float* qkv, const RopeCacheArgs& a, int64_t n, cudaStream_t stream) {
     if (n == 0) {
+        return;
+    }
+    if (n >= kTokenKernelMinTokens && a.head_dim / 2 <= kMaxTokenPairs) {
+        launch_chained(rope_qkv_to_cache_token_kernel, dim3(static_cast<unsigned int>(n)), dim3(kBlock), 0,
+                       stream, qkv, a);
         return;
     }
     const dim3 grid(static_cast<unsigned int>(n), static_cast<unsigned int>(a.n_head + 2 * a.n_kv_head));

@@ -1279,7 +1279,10 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
                               Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
                               Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
                               Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},
-                              Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
+                              Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8},
+                              // From 256 tokens a block a token, its angles found once for all its heads.
+                              Case{300, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
+                              Case{257, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
             const int64_t n_slots = 2 * c.n + 5, n_qkv = (c.n_head + 2 * c.n_kv_head) * c.hd;
             const Pair qkv = random({c.n, n_qkv});
             std::mt19937 rng(seed_++);

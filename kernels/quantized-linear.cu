@@ -458,10 +458,15 @@ int64_t dequantize_block_rows(int64_t n_in, int64_t n_out) {
     return std::min(n_out, std::max<int64_t>(kDequantizeValues / std::max<int64_t>(n_in, 1), 1));
 }
 
-// Floats of scratch before the product of a paired output on the tensor cores: the bfloat16 input unless
-// x_bf16 holds it, and the dequantized weight rows of WINT8/WINT4.
+// Floats of scratch at its start that hold the input rounded to bfloat16: none where x_bf16 holds it.
+int64_t input_scratch_floats(const QuantizedLinearArgs& a) {
+    return a.x_bf16 != nullptr ? 0 : bf16_activation_floats(a.n, a.n_in);
+}
+
+// Floats of scratch before the product of a paired output on the tensor cores: the bfloat16 input, and the
+// dequantized weight rows of WINT8/WINT4.
 int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
-    const int64_t activations = a.x_bf16 != nullptr ? 0 : bf16_activation_floats(a.n, a.n_in);
+    const int64_t activations = input_scratch_floats(a);
     if (a.format == QuantizedFormat::Bf16) {
         return activations;
     }
@@ -589,8 +594,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         }
         x_bf16 = reinterpret_cast<const uint16_t*>(rounded);
     }
-    auto* w_bf16 = reinterpret_cast<uint16_t*>(
-        scratch + (a.x_bf16 != nullptr ? 0 : bf16_activation_floats(a.n, a.n_in)));
+    auto* w_bf16 = reinterpret_cast<uint16_t*>(scratch + input_scratch_floats(a));
     // [a.n, a.n_out]: the product itself, or before its paired output (in bfloat16 for a bfloat16 output)
     float* product = a.output != LinearOutput::Plain ? scratch + gemm_operand_floats(a) : a.y;
     auto* product_bf16 = a.y_bf16 != nullptr ? reinterpret_cast<uint16_t*>(product) : nullptr;

@@ -373,4 +373,12 @@ void check_gather_rows(const Tensor& src, const Tensor& rows) {
     check_i32(rows, {rows.n_elements()}, "gather_rows", "rows");
 }
 
+void check_gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) {
+    if (table.shape.size() != 2) {
+        fail("gather_token_rows: table ", shape_string(table.shape), " is not [vocab, d]");
+    }
+    check_i32(ids, {ids.n_elements()}, "gather_token_rows", "ids");
+    check_i32(pending, {pending.n_elements()}, "gather_token_rows", "pending");
+}
+
 }  // namespace folio

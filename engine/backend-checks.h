@@ -96,6 +96,8 @@ void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const 
                                   const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size);
 // rows [n] int32; src has a row dimension.
 void check_gather_rows(const Tensor& src, const Tensor& rows);
+// table [vocab, d]; ids [n] and pending [n_pending] int32.
+void check_gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending);
 
 // Bytes held by the buffers of one backend; shared with the buffers, which may outlive the backend.
 struct MemoryCounter {

@@ -480,28 +480,31 @@ public:
                                block_size, scale, AttentionPrecision::F32);
     }
 
-    std::vector<int32_t> argmax_rows(const Tensor& x) override {
+    void argmax_rows_to(const Tensor& x, Tensor& out) override {
         check_argmax_rows(x);
+        check_i32(out, {x.rows()}, "argmax_rows", "out");
         const int64_t d = x.row_size();
-        std::vector<int32_t> out(static_cast<size_t>(x.rows()));
         rows_parallel(x.rows(), [&](int64_t r) {
             const float* row = x.f32() + r * d;
-            out[r] = static_cast<int32_t>(std::max_element(row, row + d) - row);
+            out.i32()[r] = static_cast<int32_t>(std::max_element(row, row + d) - row);
         });
-        return out;
     }
 
-    std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
-                                     std::span<const int32_t> history) override {
+    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows, std::span<const int32_t> history,
+                        Tensor& out) override {
         check_sample_rows(logits, rows, history);
+        check_i32(out, {logits.rows()}, "sample_rows", "out");
         const int64_t vocab = logits.row_size();
-        std::vector<int32_t> out(rows.size());
         rows_parallel(logits.rows(), [&](int64_t r) {
             const float* row = logits.f32() + r * vocab;
             std::vector<float> values(row, row + vocab);  // [vocab], penalised and scaled by choose_token
-            out[r] = choose_token(values, rows[r], history);
+            out.i32()[r] = choose_token(values, rows[r], history);
         });
-        return out;
+    }
+
+    std::unique_ptr<TokenReadback> read_back(const Tensor& values) override {
+        check_i32(values, {values.n_elements()}, "read_back", "values");
+        return ready_readback(std::vector<int32_t>(values.i32(), values.i32() + values.n_elements()));
     }
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
@@ -520,6 +523,27 @@ public:
         check_gather_rows(src, rows);
         const std::vector<int64_t> indices(rows.i32(), rows.i32() + rows.n_elements());
         return gather_rows(src, indices);
+    }
+
+    Tensor gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) override {
+        check_gather_token_rows(table, ids, pending);
+        std::vector<int64_t> rows(static_cast<size_t>(ids.n_elements()));
+        for (size_t i = 0; i < rows.size(); ++i) {
+            int64_t id = ids.i32()[i];
+            if (id < 0) {
+                if (-id > pending.n_elements()) {
+                    fail("gather_token_rows: id ", i, " is ", id, ", a pending token beyond the ",
+                         pending.n_elements(), " pending");
+                }
+                id = pending.i32()[-id - 1];
+            }
+            if (id < 0 || id >= table.rows()) {
+                fail("gather_token_rows: token ", id, " of id ", i, " outside the table's ", table.rows(),
+                     " rows");
+            }
+            rows[i] = id;
+        }
+        return gather_rows(table, rows);
     }
 
     void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,

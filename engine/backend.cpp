@@ -5,6 +5,45 @@
 
 namespace folio {
 
+namespace {
+
+class ReadyReadback final : public TokenReadback {
+public:
+    explicit ReadyReadback(std::vector<int32_t> values) : values_(std::move(values)) {}
+    std::vector<int32_t> wait() override { return values_; }
+
+private:
+    std::vector<int32_t> values_;
+};
+
+}  // namespace
+
+std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values) {
+    return std::make_unique<ReadyReadback>(std::move(values));
+}
+
+std::vector<int32_t> Backend::argmax_rows(const Tensor& x) {
+    check_argmax_rows(x);
+    if (x.rows() == 0) {
+        return {};
+    }
+    Tensor out = upload_i32(std::vector<int32_t>(static_cast<size_t>(x.rows()), 0), {x.rows()});
+    argmax_rows_to(x, out);
+    return read_back(out)->wait();
+}
+
+std::vector<int32_t> Backend::sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                          std::span<const int32_t> history) {
+    check_sample_rows(logits, rows, history);
+    const auto n = static_cast<int64_t>(rows.size());
+    if (n == 0) {
+        return {};
+    }
+    Tensor out = upload_i32(std::vector<int32_t>(rows.size(), 0), {n});
+    sample_rows_to(logits, rows, history, out);
+    return read_back(out)->wait();
+}
+
 Tensor Backend::linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
     Tensor y = linear(x, w, b);
     gelu_tanh(y);

@@ -80,6 +80,17 @@ public:
     virtual void replay() = 0;
 };
 
+// int32 values on their way to the host: the copy is queued behind the work that makes them, and wait()
+// returns them once that work is done, so that the host can queue more work meanwhile.
+class TokenReadback {
+public:
+    virtual ~TokenReadback() = default;
+    virtual std::vector<int32_t> wait() = 0;
+};
+
+// A readback of values the host already has (backends that run each operation as it is called).
+std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values);
+
 // Bytes a backend holds in tensors now, and the most it has held since the last reset_peak().
 struct MemoryStats {
     int64_t in_use = 0;
@@ -226,18 +237,28 @@ public:
                                           const Tensor& seq_lens, const Tensor& block_tables,
                                           int64_t block_size, float scale, AttentionPrecision precision) = 0;
     // The column of the largest value of each row, the first of equal ones (greedy sampling without moving
-    // the logits to the host).  x [n, d]  ->  n indices
-    virtual std::vector<int32_t> argmax_rows(const Tensor& x) = 0;
+    // the logits to the host), written to out on the backend without waiting.  x [n, d], out [n] int32
+    virtual void argmax_rows_to(const Tensor& x, Tensor& out) = 0;
     // The token choose_token makes for each row of logits with rows[r] (history tokens may repeat; logits
-    // are left as they are). Every backend makes the same choice up to its float summation order, which can
-    // only matter where a running sum lies within rounding of a boundary.  logits [n, vocab], rows [n]
-    //   ->  n tokens
-    virtual std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
-                                             std::span<const int32_t> history) = 0;
+    // are left as they are), written to out without waiting. Every backend makes the same choice up to its
+    // float summation order, which can only matter where a running sum lies within rounding of a boundary.
+    // logits [n, vocab], rows [n], out [n] int32
+    virtual void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows,
+                                std::span<const int32_t> history, Tensor& out) = 0;
+    // Starts bringing the values of an int32 tensor to the host behind the work queued so far.  values [n]
+    virtual std::unique_ptr<TokenReadback> read_back(const Tensor& values) = 0;
+    // argmax_rows_to and sample_rows_to, waited for.  ->  n indices or tokens
+    std::vector<int32_t> argmax_rows(const Tensor& x);
+    std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                     std::span<const int32_t> history);
     // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
     // The same with the row indices in an int32 tensor on the backend.  rows [n]
     virtual Tensor gather_rows(const Tensor& src, const Tensor& rows) = 0;
+    // Token embeddings of ids some of which a step still running on the backend samples: out[i] =
+    // table[ids[i]], or table[pending[-ids[i] - 1]] where ids[i] is negative.  table [vocab, d], ids [n] and
+    // pending [n_pending] int32  ->  [n, d]
+    virtual Tensor gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]
     virtual void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) = 0;
     // x[i] += Σ_t weights[i · taps + t] · src[rows[i · taps + t]], the sum taken over t in order first, with

@@ -67,7 +67,7 @@ Tensor DecodeGraphs::forward(const Tensor& inputs, int64_t size) {
     step.slots = inputs.view(4 * size, {size});
     step.seq_lens = inputs.view(5 * size, {size});
     step.block_tables = inputs.view(6 * size, {size, params_.max_blocks});
-    return model_.forward_text(model_.embed(inputs.view(0, {size})), step, cache_);
+    return model_.forward_text(model_.embed(inputs.view(0, {size}), params_.pending), step, cache_);
 }
 
 Tensor DecodeGraphs::run(const DecodeBatch& batch) {

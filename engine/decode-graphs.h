@@ -21,7 +21,7 @@ std::vector<int64_t> default_capture_sizes(int64_t max_num_seqs);
 
 // The host-side inputs of a decode step of n sequences.
 struct DecodeBatch {
-    std::vector<int32_t> ids;           // [n]: each sequence's new token
+    std::vector<int32_t> ids;           // [n]: each sequence's new token, or -p - 1 for the pending token p
     std::vector<int32_t> positions;     // [n, 3]: its (t, h, w) rotary position
     std::vector<int32_t> slots;         // [n]: its cache row
     std::vector<int32_t> seq_lens;      // [n]: tokens in the cache, the new one included
@@ -31,6 +31,7 @@ struct DecodeBatch {
 struct DecodeGraphsParams {
     int64_t max_blocks = 0;              // block-table entries per sequence
     std::vector<int64_t> capture_sizes;  // batch sizes to record; empty: never record
+    Tensor pending;  // [n_pending] int32: tokens of the step before, which a step may take as its ids
 };
 
 class DecodeGraphs {

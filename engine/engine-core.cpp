@@ -165,6 +165,7 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
     scheduler_ = std::make_unique<Scheduler>(sc, *kv_);
     RunnerParams runner_params;
     runner_params.max_model_len = config.max_model_len;
+    runner_params.max_num_seqs = config.max_num_seqs;
     if (config.use_cudagraph) {
         runner_params.capture_sizes = default_capture_sizes(config.max_num_seqs);
     }
@@ -290,6 +291,9 @@ void EngineCore::add(Request request, int64_t id) {
                                                   model_.config().vision.spatial_merge_size, &hash_threads_);
     scheduler_->add(std::move(seq));
     runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
+    if (runner_->needs_history(id)) {
+        history_requests_.insert(id);
+    }
     if (tokenizer_) {
         Text& text = texts_[id];
         text.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
@@ -339,26 +343,48 @@ bool EngineCore::push_text(Text& text, int32_t token, std::string& delta) {
     return stopped;
 }
 
+void EngineCore::forget(int64_t id) {
+    runner_->remove_request(id);
+    texts_.erase(id);
+    history_requests_.erase(id);
+}
+
+std::optional<LaunchedStep> EngineCore::launch_next(const LaunchedStep* previous) {
+    const auto schedule_start = std::chrono::steady_clock::now();
+    SchedulerOutput scheduled = scheduler_->schedule();
+    schedule_seconds_ += seconds_since(schedule_start);
+    if (scheduled.chunks.empty()) {
+        return std::nullopt;
+    }
+    return runner_->launch(std::move(scheduled), *kv_, previous);
+}
+
 std::vector<RequestOutput> EngineCore::step() {
     std::vector<RequestOutput> outputs;
     for (const int64_t id : cancelled_) {
         if (scheduler_->finish(id, FinishReason::Cancelled)) {
             outputs.push_back({id, {}, {}, FinishReason::Cancelled, {}});
-            runner_->remove_request(id);
-            texts_.erase(id);
+            forget(id);
         }
     }
     cancelled_.clear();
 
-    const auto schedule_start = std::chrono::steady_clock::now();
-    const SchedulerOutput scheduled = scheduler_->schedule();
-    schedule_seconds_ += seconds_since(schedule_start);
-    if (scheduled.chunks.empty()) {
-        return outputs;
+    if (!in_flight_) {
+        in_flight_ = launch_next(nullptr);
+        if (!in_flight_) {
+            return outputs;
+        }
     }
-    const std::vector<int32_t> sampled = runner_->execute(scheduled, *kv_);
+    std::optional<LaunchedStep> ahead;
+    if (config_.async_scheduling && history_requests_.empty() && scheduler_->can_schedule_ahead()) {
+        ahead = launch_next(&*in_flight_);
+    }
+    LaunchedStep done = std::move(*in_flight_);
+    in_flight_ = std::move(ahead);
+    const std::vector<int32_t> sampled = runner_->finish(done);
+
     const auto update_start = std::chrono::steady_clock::now();
-    for (const SequenceUpdate& update : scheduler_->update_from_output(scheduled, sampled)) {
+    for (const SequenceUpdate& update : scheduler_->update_from_output(done.output, sampled)) {
         RequestOutput& out = outputs.emplace_back();
         out.id = update.id;
         out.tokens.push_back(*update.token);
@@ -376,8 +402,7 @@ std::vector<RequestOutput> EngineCore::step() {
             }
         }
         if (out.finish) {
-            runner_->remove_request(update.id);
-            texts_.erase(update.id);
+            forget(update.id);
         }
     }
     update_seconds_ += seconds_since(update_start);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "block-pool.h"
@@ -37,6 +38,10 @@ struct EngineConfig {
     int64_t limit_mm_per_prompt = 4;      // images per request
     int64_t num_gpu_blocks_override = 0;  // 0: planned from memory
     bool use_cudagraph = true;            // decode steps recorded and replayed where the backend can
+    // Each step is scheduled and queued while the one before still runs, its pending tokens read where the
+    // backend made them, so the device does not wait for the host between steps; not while a request samples
+    // with a repetition penalty, which needs its tokens on the host.
+    bool async_scheduling = true;
 };
 
 struct Request {
@@ -82,6 +87,8 @@ public:
     // Ends a request at the next step with FinishReason::Cancelled; false when unknown or finished.
     bool cancel(int64_t id);
 
+    // Brings the outputs of one step. With async_scheduling the step after it is queued first, so the
+    // outputs of a request finished in this step may be followed by one step's work thrown away.
     std::vector<RequestOutput> step();
     bool has_unfinished() const { return scheduler_->has_unfinished() || !cancelled_.empty(); }
 
@@ -100,6 +107,10 @@ private:
     };
 
     int64_t activation_peak_bytes();
+    // Schedules a step and queues it, reading the tokens `previous` samples; nothing when no work is left.
+    std::optional<LaunchedStep> launch_next(const LaunchedStep* previous);
+    // A request is gone: its model state and text.
+    void forget(int64_t id);
     // The checks of validate() that need no sequence: prompt, images, max_tokens, stop strings, sampling.
     void check_request(const Request& request) const;
     // Appends the token's text; true when a stop string now appears, the text then cut before it.
@@ -113,8 +124,10 @@ private:
     std::unique_ptr<KvCacheManager> kv_;
     std::unique_ptr<Scheduler> scheduler_;
     std::unique_ptr<ModelRunner> runner_;
+    std::optional<LaunchedStep> in_flight_;  // queued, its tokens not taken yet; goes before the runner
     ThreadPool hash_threads_;  // hash each request's images
     std::unordered_map<int64_t, Text> texts_;
+    std::unordered_set<int64_t> history_requests_;  // live requests whose sampling reads their tokens
     std::vector<int64_t> cancelled_;
     double schedule_seconds_ = 0.0;
     double update_seconds_ = 0.0;

@@ -29,10 +29,12 @@ void for_images_in(const std::vector<int64_t>& image_begin, const std::vector<in
 ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params)
     : model_(model),
       cache_(model.backend(), cache_params),
+      sampled_(model.backend().upload_i32(std::vector<int32_t>(static_cast<size_t>(params.max_num_seqs), 0),
+                                          {params.max_num_seqs})),
       decode_(model, cache_,
               {std::min((params.max_model_len + cache_params.block_size - 1) / cache_params.block_size,
                         cache_params.n_blocks),
-               params.capture_sizes}) {}
+               params.capture_sizes, sampled_}) {}
 
 void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
                               const SamplingParams& sampling) {
@@ -126,6 +128,25 @@ Tensor ModelRunner::encode(std::span<const std::pair<RequestState*, size_t>> ima
     return model_.encode_vision(values, grids);
 }
 
+bool ModelRunner::needs_history(int64_t id) const {
+    return requests_.at(id).sampler->needs_history();
+}
+
+int32_t ModelRunner::input_id(const ScheduledChunk& chunk, int64_t t, const LaunchedStep* previous) const {
+    const int32_t token = chunk.seq->tokens[t];
+    if (token != kPendingToken) {
+        return token;
+    }
+    if (previous != nullptr) {
+        const std::vector<int64_t>& ids = previous->sampled_ids;
+        const auto it = std::find(ids.begin(), ids.end(), chunk.id);
+        if (it != ids.end()) {
+            return -static_cast<int32_t>(it - ids.begin()) - 1;
+        }
+    }
+    fail("model runner: token ", t, " of request ", chunk.id, " is pending but not sampled by the step before");
+}
+
 bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {
     return std::all_of(output.chunks.begin(), output.chunks.end(), [&](const ScheduledChunk& chunk) {
         const RequestState& state = requests_.at(chunk.id);
@@ -136,7 +157,7 @@ bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {
     });
 }
 
-Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv) {
+Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous) {
     const int64_t block_size = cache_.params().block_size;
     const int64_t max_blocks = decode_.max_blocks();
     DecodeBatch batch;
@@ -150,7 +171,7 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv)
             fail("model runner: request ", chunk.id, " has ", table.size(), " blocks for ", t + 1,
                  " tokens (at most ", max_blocks, ")");
         }
-        batch.ids.push_back(chunk.seq->tokens[t]);
+        batch.ids.push_back(input_id(chunk, t, previous));
         for (const int64_t p : position(requests_.at(chunk.id), t)) {
             batch.positions.push_back(static_cast<int32_t>(p));
         }
@@ -164,7 +185,7 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv)
     return hidden;
 }
 
-Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv) {
+Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous) {
     Backend& backend = model_.backend();
     const int64_t block_size = cache_.params().block_size;
     std::vector<int32_t> ids;
@@ -182,13 +203,16 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv) 
                               static_cast<int64_t>(batch.block_tables.size())});
         batch.block_tables.insert(batch.block_tables.end(), table.begin(), table.begin() + n_table);
         for (int64_t t = chunk.n_past; t < n_kv; ++t) {
-            ids.push_back(chunk.seq->tokens[t]);
+            ids.push_back(input_id(chunk, t, previous));
             positions.push_back(position(state, t));
             batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
         }
     }
 
-    Tensor embeds = model_.embed(ids);  // [n_tokens, hidden]
+    const bool pending = std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id < 0; });
+    const auto n_ids = static_cast<int64_t>(ids.size());
+    Tensor embeds = pending ? model_.embed(backend.upload_i32(ids, {n_ids}), sampled_)
+                            : model_.embed(ids);  // [n_tokens, hidden]
     int64_t q_begin = 0;
     for (const ScheduledChunk& chunk : output.chunks) {
         RequestState& state = requests_.at(chunk.id);
@@ -212,14 +236,17 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv) 
     return model_.forward_text(embeds, positions, cache_, batch);
 }
 
-void ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden, std::span<const int64_t> rows,
-                         std::vector<int32_t>& sampled) {
+std::unique_ptr<TokenReadback> ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden,
+                                                   std::span<const int64_t> rows) {
     Backend& backend = model_.backend();
     bool leading = true;  // rows 0, 1, 2, ...: a view of hidden, no gather
     for (size_t i = 0; i < rows.size(); ++i) {
         leading = leading && rows[i] == static_cast<int64_t>(i);
     }
-    const int64_t n_rows = static_cast<int64_t>(rows.size());
+    const auto n_rows = static_cast<int64_t>(rows.size());
+    if (n_rows > sampled_.n_elements()) {
+        fail("model runner: ", n_rows, " chunks sample in one step, more than max_num_seqs ", sampled_.n_elements());
+    }
     const Tensor picked = leading ? hidden.view(0, {n_rows, hidden.row_size()})
                                   : backend.gather_rows(hidden, rows);  // [n_sample, hidden]
     const Tensor logits = model_.logits(picked);                        // [n_sample, vocab]
@@ -228,18 +255,18 @@ void ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden, st
         output.chunks.begin(), output.chunks.end(),
         [&](const ScheduledChunk& c) { return !c.samples || requests_.at(c.id).sampler->is_greedy(); });
     // Greedy steps take only the chosen ids from the backend; others sample there too.
-    const std::vector<int32_t> chosen =
-        all_greedy ? backend.argmax_rows(logits) : sample_on_backend(output, logits);
-    size_t row = 0;
-    for (size_t c = 0; c < output.chunks.size(); ++c) {
-        if (output.chunks[c].samples) {
-            sampled[c] = chosen[row++];
-        }
+    Tensor tokens = sampled_.view(0, {n_rows});
+    if (all_greedy) {
+        backend.argmax_rows_to(logits, tokens);
+    } else {
+        sample_on_backend(output, logits, tokens);
     }
+    std::unique_ptr<TokenReadback> readback = backend.read_back(tokens);
     stats_.sample_seconds += seconds_since(sample_start);
+    return readback;
 }
 
-std::vector<int32_t> ModelRunner::sample_on_backend(const SchedulerOutput& output, const Tensor& logits) {
+void ModelRunner::sample_on_backend(const SchedulerOutput& output, const Tensor& logits, Tensor& tokens) {
     std::vector<RowSampling> rows;
     std::vector<int32_t> history;  // the penalised rows' tokens, one after another
     for (const ScheduledChunk& chunk : output.chunks) {
@@ -248,45 +275,81 @@ std::vector<int32_t> ModelRunner::sample_on_backend(const SchedulerOutput& outpu
         }
         RowSampling row = requests_.at(chunk.id).sampler->next_row();
         if (row.repetition_penalty != 1.0f) {
+            const auto seen = chunk.seq->tokens.begin() + chunk.n_past + chunk.n_new;
+            if (std::find(chunk.seq->tokens.begin(), seen, kPendingToken) != seen) {
+                fail("model runner: request ", chunk.id, " samples with a repetition penalty before its tokens are in");
+            }
             row.history_begin = static_cast<int64_t>(history.size());
-            row.history_count = static_cast<int64_t>(chunk.seq->tokens.size());
-            history.insert(history.end(), chunk.seq->tokens.begin(), chunk.seq->tokens.end());
+            row.history_count = chunk.n_past + chunk.n_new;
+            history.insert(history.end(), chunk.seq->tokens.begin(), seen);
         }
         rows.push_back(row);
     }
-    return model_.backend().sample_rows(logits, rows, history);
+    model_.backend().sample_rows_to(logits, rows, history, tokens);
 }
 
-std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
-    std::vector<int32_t> sampled(output.chunks.size(), -1);
+LaunchedStep ModelRunner::launch(SchedulerOutput output, const KvSlots& kv, const LaunchedStep* previous) {
+    LaunchedStep step;
     if (output.chunks.empty()) {
-        return sampled;
+        step.output = std::move(output);
+        return step;
     }
     encode_missing_images(output);
     const auto start = std::chrono::steady_clock::now();
-    const bool decode = is_decode_step(output);
-    const Tensor hidden = decode ? run_decode(output, kv) : run_mixed(output, kv);  // [n_rows, hidden]
+    step.decode = is_decode_step(output);
+    const Tensor hidden =
+        step.decode ? run_decode(output, kv, previous) : run_mixed(output, kv, previous);  // [n_rows, hidden]
     std::vector<int64_t> sample_rows;
     int64_t row = 0;
     for (const ScheduledChunk& chunk : output.chunks) {
         row += chunk.n_new;
         if (chunk.samples) {
             sample_rows.push_back(row - 1);
+            step.sampled_ids.push_back(chunk.id);
         }
     }
-    if (decode) {
+    if (step.decode) {
         stats_.n_tokens += row;
     }
     if (!sample_rows.empty()) {
-        sample(output, hidden, sample_rows, sampled);
+        step.tokens = sample(output, hidden, sample_rows);
     }
     ++stats_.n_steps;
     const double seconds = seconds_since(start);
     stats_.text_seconds += seconds;
-    if (decode) {
+    if (step.decode) {
+        stats_.decode_seconds += seconds;
+    }
+    step.output = std::move(output);
+    return step;
+}
+
+std::vector<int32_t> ModelRunner::finish(LaunchedStep& step) {
+    std::vector<int32_t> sampled(step.output.chunks.size(), -1);
+    if (!step.tokens) {
+        return sampled;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<int32_t> tokens = step.tokens->wait();
+    step.tokens.reset();
+    size_t row = 0;
+    for (size_t c = 0; c < step.output.chunks.size(); ++c) {
+        if (step.output.chunks[c].samples) {
+            sampled[c] = tokens.at(row++);
+        }
+    }
+    const double seconds = seconds_since(start);
+    stats_.text_seconds += seconds;
+    stats_.sample_seconds += seconds;
+    if (step.decode) {
         stats_.decode_seconds += seconds;
     }
     return sampled;
+}
+
+std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
+    LaunchedStep step = launch(output, kv, nullptr);
+    return finish(step);
 }
 
 }  // namespace folio

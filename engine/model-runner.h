@@ -22,6 +22,7 @@ class PaddleOcrVl;
 
 struct RunnerParams {
     int64_t max_model_len = 0;
+    int64_t max_num_seqs = 1;            // the most chunks a step has
     std::vector<int64_t> capture_sizes;  // decode batch sizes to record where the backend can; empty: none
 };
 
@@ -37,6 +38,14 @@ struct RunnerStats {
     int64_t n_replays = 0;        // of those, replays of recorded work
 };
 
+// A step whose work is queued on the backend; finish() brings its tokens.
+struct LaunchedStep {
+    SchedulerOutput output;
+    std::vector<int64_t> sampled_ids;       // the request of each sampled row, in row order
+    std::unique_ptr<TokenReadback> tokens;  // the sampled rows' tokens; null where no chunk samples
+    bool decode = false;                    // a step of the decode path
+};
+
 class ModelRunner {
 public:
     ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params);
@@ -46,8 +55,17 @@ public:
                      const SamplingParams& sampling);
     void remove_request(int64_t id);
 
-    // Runs one step; returns a token for each chunk that samples, -1 for the others.
+    // Queues one step's work on the backend without waiting for it. A token the scheduler left pending
+    // (kPendingToken) is the one `previous` samples, where previous is the step launched last: the step reads
+    // it on the backend.
+    LaunchedStep launch(SchedulerOutput output, const KvSlots& kv, const LaunchedStep* previous);
+    // Waits for a launched step: a token for each chunk that samples, -1 for the others.
+    std::vector<int32_t> finish(LaunchedStep& step);
+    // launch, then finish.
     std::vector<int32_t> execute(const SchedulerOutput& output, const KvSlots& kv);
+    // Whether the request's sampling reads the tokens before it (a repetition penalty), which a step
+    // launched before the one ahead of it has finished does not have on the host.
+    bool needs_history(int64_t id) const;
 
     const PagedKvCache& cache() const { return cache_; }
     const RunnerStats& stats() const { return stats_; }
@@ -67,22 +85,27 @@ private:
     // The vision encoder over the images (request, image index) of the grids: as levels where all have levels
     // of one table, else as float values.
     Tensor encode(std::span<const std::pair<RequestState*, size_t>> images, std::span<const ImageGrid> grids);
-    // The tokens of the sampling chunks, chosen by the backend with each request's next draw.
-    // logits [n_sampling_chunks, vocab]
-    std::vector<int32_t> sample_on_backend(const SchedulerOutput& output, const Tensor& logits);
+    // The tokens of the sampling chunks, chosen by the backend with each request's next draw, into tokens.
+    // logits [n_sampling_chunks, vocab], tokens [n_sampling_chunks] int32
+    void sample_on_backend(const SchedulerOutput& output, const Tensor& logits, Tensor& tokens);
+    // The id the step feeds the model for token t of a chunk: the token, or -p - 1 for the one row p of
+    // `previous` samples.
+    int32_t input_id(const ScheduledChunk& chunk, int64_t t, const LaunchedStep* previous) const;
     std::array<int64_t, 3> position(const RequestState& state, int64_t token) const;
     // Whether every chunk is one text token: a step the decode path runs.
     bool is_decode_step(const SchedulerOutput& output) const;
     // The decoder over a decode step  ->  hidden [n_padded, hidden], the chunks' rows first.
-    Tensor run_decode(const SchedulerOutput& output, const KvSlots& kv);
+    Tensor run_decode(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous);
     // The decoder over any other step  ->  hidden [n_tokens, hidden]; rows of the chunks one after another.
-    Tensor run_mixed(const SchedulerOutput& output, const KvSlots& kv);
-    // Tokens for the sampling chunks from their rows of hidden.
-    void sample(const SchedulerOutput& output, const Tensor& hidden, std::span<const int64_t> rows,
-                std::vector<int32_t>& sampled);
+    Tensor run_mixed(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous);
+    // Queues the choice of the sampling chunks' tokens from their rows of hidden into sampled_ and their
+    // copy to the host.
+    std::unique_ptr<TokenReadback> sample(const SchedulerOutput& output, const Tensor& hidden,
+                                          std::span<const int64_t> rows);
 
     PaddleOcrVl& model_;
     PagedKvCache cache_;
+    Tensor sampled_;  // [max_num_seqs] int32: the last step's tokens, which the next step may read
     DecodeGraphs decode_;
     std::unordered_map<int64_t, RequestState> requests_;
     RunnerStats stats_;

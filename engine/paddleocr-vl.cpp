@@ -423,8 +423,8 @@ Tensor PaddleOcrVl::embed(std::span<const int32_t> ids) {
     return backend_.gather_rows(embed_tokens, rows);  // [n, hidden]
 }
 
-Tensor PaddleOcrVl::embed(const Tensor& ids) {
-    return backend_.gather_rows(embed_tokens, ids);  // [n, hidden]
+Tensor PaddleOcrVl::embed(const Tensor& ids, const Tensor& pending) {
+    return backend_.gather_token_rows(embed_tokens, ids, pending);  // [n, hidden]
 }
 
 Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,

@@ -101,9 +101,10 @@ public:
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
     Tensor embed(std::span<const int32_t> ids);
-    // The same with the ids on the backend (not checked there: an id outside the vocabulary gives zeros on
-    // the GPU).  ids [n] int32  ->  [n, hidden]
-    Tensor embed(const Tensor& ids);
+    // The same with the ids on the backend, a negative id -p - 1 standing for the token pending[p] that a
+    // step still running samples (not checked there: an id outside the vocabulary gives zeros on the GPU).
+    // ids [n], pending [n_pending] int32  ->  [n, hidden]
+    Tensor embed(const Tensor& ids, const Tensor& pending);
     // Runs the decoder over the new tokens of a batch of sequences, writing their keys and values into the
     // cache slots the batch names and attending through the sequences' block tables.
     // embeds [n, hidden], positions [n][t, h, w]  ->  final-normed hidden states [n, hidden]

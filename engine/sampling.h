@@ -71,6 +71,8 @@ public:
     int32_t sample(std::span<float> logits, std::span<const int32_t> history);
     // The choice is the largest logit, whatever the history: backends can make it where the logits are.
     bool is_greedy() const { return params_.temperature == 0.0f && params_.repetition_penalty == 1.0f; }
+    // The choice reads the tokens before it (a repetition penalty).
+    bool needs_history() const { return params_.repetition_penalty != 1.0f; }
 
 private:
     SamplingParams params_;

@@ -109,19 +109,31 @@ SchedulerOutput Scheduler::schedule() {
     SchedulerOutput output;
     int64_t budget = config_.max_num_batched_tokens;
     auto take = [&](Sequence* seq, int64_t n_new) {
-        output.chunks.push_back(
-            {seq->id, seq, seq->n_computed, n_new, seq->n_computed + n_new == seq->n_tokens()});
+        const bool samples = seq->n_computed + n_new == seq->n_tokens();
+        output.chunks.push_back({seq->id, seq, seq->n_computed, n_new, samples, seq->n_preemptions});
         output.n_tokens += n_new;
         budget -= n_new;
         if (seq->first_scheduled_step < 0) {
             seq->first_scheduled_step = step_;
         }
+        seq->n_computed += n_new;
+        if (samples) {
+            seq->tokens.push_back(kPendingToken);
+            ++seq->n_pending;
+            seq->last_pending =
+                seq->n_output() >= seq->max_tokens || seq->n_tokens() >= config_.max_model_len;
+        }
     };
 
-    // Running sequences, oldest first: a decode token each, or the next chunk of an unfinished prefill.
-    // A victim is always the most recently started, so it has not been scheduled in this step yet.
+    // Running sequences, oldest first: a decode token each, or the next chunk of an unfinished prefill; not
+    // those whose pending token ends them. A victim is always the most recently started, so it has not been
+    // scheduled in this step yet.
     for (size_t i = 0; i < running_.size() && budget > 0;) {
         Sequence* seq = running_[i];
+        if (seq->last_pending) {
+            ++i;
+            continue;
+        }
         const int64_t n_new = prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget,
                                             config_.enable_chunked_prefill);
         if (n_new == 0) {
@@ -143,9 +155,10 @@ SchedulerOutput Scheduler::schedule() {
         }
     }
 
-    // Waiting sequences, first come first served, unless this step had to preempt.
+    // Waiting sequences, first come first served, unless this step had to preempt. A preempted sequence
+    // whose last token is still pending waits for it.
     while (output.preempted.empty() && !waiting_.empty() && budget > 0 &&
-           static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+           static_cast<int64_t>(running_.size()) < config_.max_num_seqs && waiting_.front()->n_pending == 0) {
         Sequence* seq = waiting_.front();
         if (config_.enable_prefix_caching) {
             const int64_t n_full = (seq->n_tokens() - 1) / kv_.block_size();
@@ -171,6 +184,10 @@ SchedulerOutput Scheduler::schedule() {
     return output;
 }
 
+bool Scheduler::can_schedule_ahead() const {
+    return waiting_.empty() && kv_.n_free_blocks() >= n_running();
+}
+
 std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
                                                           std::span<const int32_t> sampled) {
     if (sampled.size() != output.chunks.size()) {
@@ -181,27 +198,30 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
     for (size_t i = 0; i < output.chunks.size(); ++i) {
         const ScheduledChunk& chunk = output.chunks[i];
         const auto it = sequences_.find(chunk.id);
-        if (it == sequences_.end() || it->second->status != SequenceStatus::Running ||
-            it->second->n_computed != chunk.n_past) {
-            continue;  // finished or preempted since it was scheduled
+        if (it == sequences_.end()) {
+            continue;  // finished since it was scheduled
         }
         Sequence* seq = it->second.get();
-        const bool samples = chunk.samples;
-        seq->n_computed += chunk.n_new;
-        if (config_.enable_prefix_caching) {
-            kv_.cache_blocks(seq->id,
-                             seq->block_hashes(seq->n_computed / kv_.block_size(), kv_.block_size()));
+        const int64_t n_done = chunk.n_past + chunk.n_new;  // tokens in the cache after the chunk
+        // A preempted sequence gave its blocks back: nothing of them to share.
+        if (config_.enable_prefix_caching && seq->n_preemptions == chunk.n_preemptions) {
+            kv_.cache_blocks(seq->id, seq->block_hashes(n_done / kv_.block_size(), kv_.block_size()));
         }
-        if (!samples) {
+        if (!chunk.samples) {
             continue;
         }
+        if (n_done >= seq->n_tokens() || seq->tokens[n_done] != kPendingToken) {
+            fail("scheduler: request ", seq->id, " has no pending token at ", n_done, " of ", seq->n_tokens());
+        }
+        // The token stays where the sequence was preempted since: it is recomputed with the rest.
+        seq->tokens[n_done] = sampled[i];
+        --seq->n_pending;
         SequenceUpdate& update = updates.emplace_back();
         update.id = seq->id;
         update.token = sampled[i];
-        seq->tokens.push_back(sampled[i]);
         if (std::find(seq->stop_ids.begin(), seq->stop_ids.end(), sampled[i]) != seq->stop_ids.end()) {
             update.finish = FinishReason::Stop;
-        } else if (seq->n_output() >= seq->max_tokens || seq->n_tokens() >= config_.max_model_len) {
+        } else if (n_done + 1 - seq->n_prompt >= seq->max_tokens || n_done + 1 >= config_.max_model_len) {
             update.finish = FinishReason::Length;
         }
         if (update.finish) {

@@ -1,6 +1,8 @@
 // Continuous batching: each step mixes the decode tokens of running sequences with prefill chunks of waiting
 // ones under a token budget and a sequence limit, preempting the most recently started sequence when the
-// KV cache runs out of blocks. schedule() decides a step, update_from_output() applies its sampled tokens.
+// KV cache runs out of blocks. schedule() decides a step and counts its tokens as computed, a sampling chunk
+// leaving its sequence a pending token; update_from_output() puts the sampled tokens in their place. The
+// next step may be scheduled before the last one's tokens are in: a pending token is then its input.
 // No tensors: the scheduler sees token ids, image spans and block counts.
 #pragma once
 
@@ -33,6 +35,7 @@ struct ScheduledChunk {
     int64_t n_past = 0;
     int64_t n_new = 0;
     bool samples = false;  // the chunk reaches the sequence's last token, so the step yields its next token
+    int64_t n_preemptions = 0;  // the sequence's when scheduled: its blocks are the chunk's while it is unchanged
 };
 
 struct SchedulerOutput {
@@ -62,7 +65,13 @@ public:
     bool finish(int64_t id, FinishReason reason);
 
     SchedulerOutput schedule();
-    // sampled[i] is the token of output.chunks[i] where that chunk samples, ignored elsewhere.
+    // Whether the next step may be scheduled before the last one's tokens are in and come out as it would
+    // after them, but for the rows of sequences those tokens end: nothing waits to be admitted, which a
+    // finishing sequence could make room for, and every running sequence can have a new block without
+    // preempting another.
+    bool can_schedule_ahead() const;
+    // sampled[i] is the token of output.chunks[i] where that chunk samples, ignored elsewhere. Steps are
+    // updated in the order they were scheduled.
     std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output,
                                                    std::span<const int32_t> sampled);
 

@@ -25,16 +25,21 @@ struct ImageSpan {
 
 enum class SequenceStatus { Waiting, Running, Finished };
 
+// A sequence's next token while the step that samples it is scheduled but its output has not come back.
+constexpr int32_t kPendingToken = -1;
+
 struct Sequence {
     int64_t id = 0;
-    std::vector<int32_t> tokens;  // the prompt, then the tokens generated so far
+    std::vector<int32_t> tokens;  // the prompt, then the tokens generated so far (kPendingToken: not in yet)
     int64_t n_prompt = 0;
     std::vector<ImageSpan> images;
     int64_t max_tokens = 0;
     std::vector<int32_t> stop_ids;
 
     SequenceStatus status = SequenceStatus::Waiting;
-    int64_t n_computed = 0;    // tokens whose keys and values are in the cache
+    int64_t n_computed = 0;    // tokens whose keys and values are in the cache or scheduled to go there
+    int64_t n_pending = 0;     // tokens of kPendingToken
+    bool last_pending = false;  // the pending token is its last (max_tokens, max_model_len): nothing follows
     int64_t n_cached = 0;      // of those, tokens found in the prefix cache when it was last admitted
     int64_t start_order = -1;  // when it last started running
     int64_t n_preemptions = 0;

@@ -20,6 +20,7 @@
 #include "error.h"
 #include "flash-attention.h"
 #include "gemm-lt.h"
+#include "host-readback.h"
 #include "host-staging.h"
 #include "norm.h"
 #include "quantized-linear.h"
@@ -1009,45 +1010,43 @@ public:
         return out;
     }
 
-    std::vector<int32_t> argmax_rows(const Tensor& x) override {
+    void argmax_rows_to(const Tensor& x, Tensor& out) override {
         check_argmax_rows(x);
-        const int64_t d = x.row_size();
-        std::vector<int32_t> out(static_cast<size_t>(x.rows()));
-        if (out.empty()) {
-            return out;
+        check_i32(out, {x.rows()}, "argmax_rows", "out");
+        if (x.rows() == 0) {
+            return;
         }
-        const Tensor indices = alloc_uninitialized({x.rows()}, "argmax_rows");  // [n] int32 bit patterns
-        const Tensor scratch =
-            alloc_uninitialized({kernels::argmax_scratch_floats(x.rows(), d)}, "argmax_rows");  // chunk bests
-        kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), reinterpret_cast<int32_t*>(indices.f32()),
-                                 scratch.f32(), x.rows(), d, stream());
-        const std::vector<float> bits = download(indices);
-        std::memcpy(out.data(), bits.data(), out.size() * sizeof(int32_t));
-        return out;
+        const Tensor scratch = alloc_uninitialized({kernels::argmax_scratch_floats(x.rows(), x.row_size())},
+                                                   "argmax_rows");  // chunk bests
+        kernels::argmax_rows_f32(device_f32(x, "argmax_rows"), device_i32(out, "argmax_rows"), scratch.f32(),
+                                 x.rows(), x.row_size(), stream());
     }
 
-    std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
-                                     std::span<const int32_t> history) override {
+    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows, std::span<const int32_t> history,
+                        Tensor& out) override {
         check_sample_rows(logits, rows, history);
-        std::vector<int32_t> out(rows.size());
-        if (out.empty()) {
-            return out;
+        check_i32(out, {logits.rows()}, "sample_rows", "out");
+        if (rows.empty()) {
+            return;
         }
         std::vector<kernels::SampleRow> params;
         for (const RowSampling& r : rows) {
             params.push_back({r.temperature, r.top_k, r.top_p, r.repetition_penalty, r.uniform,
                               r.history_begin, r.history_count});
         }
-        const Tensor scratch = alloc_uninitialized(logits.shape, "sample_rows");    // [n, vocab]
-        const Tensor tokens = alloc_uninitialized({logits.rows()}, "sample_rows");  // [n] int32 bit patterns
+        const Tensor scratch = alloc_uninitialized(logits.shape, "sample_rows");  // [n, vocab]
         const auto staged = stage({std::as_bytes(std::span(params)), std::as_bytes(history)});
         kernels::sample_rows_f32(
             device_f32(logits, "sample_rows"), static_cast<const kernels::SampleRow*>(staged[0]),
-            static_cast<const int32_t*>(staged[1]), scratch.f32(), reinterpret_cast<int32_t*>(tokens.f32()),
+            static_cast<const int32_t*>(staged[1]), scratch.f32(), device_i32(out, "sample_rows"),
             logits.rows(), logits.row_size(), stream());
-        const std::vector<float> bits = download(tokens);
-        std::memcpy(out.data(), bits.data(), out.size() * sizeof(int32_t));
-        return out;
+    }
+
+    std::unique_ptr<TokenReadback> read_back(const Tensor& values) override {
+        check_not_recording("read_back");
+        check_i32(values, {values.n_elements()}, "read_back", "values");
+        activate();
+        return readbacks_.read_back(device_i32(values, "read_back"), values.n_elements(), stream());
     }
 
     Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
@@ -1067,7 +1066,18 @@ public:
         shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
         Tensor out = alloc_uninitialized(shape, "gather_rows");  // [n_rows, ...]
         kernels::gather_rows_i32_f32(device_f32(src, "gather_rows"), device_i32(rows, "gather_rows"),
-                                     out.f32(), rows.n_elements(), src.row_size(), src.rows(), stream());
+                                     out.f32(), rows.n_elements(), src.row_size(), src.rows(), nullptr, 0,
+                                     stream());
+        return out;
+    }
+
+    Tensor gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) override {
+        const char* op = "gather_token_rows";
+        check_gather_token_rows(table, ids, pending);
+        Tensor out = alloc_uninitialized({ids.n_elements(), table.row_size()}, op);  // [n, d]
+        kernels::gather_rows_i32_f32(device_f32(table, op), device_i32(ids, op), out.f32(), ids.n_elements(),
+                                     table.row_size(), table.rows(), device_i32(pending, op),
+                                     pending.n_elements(), stream());
         return out;
     }
 
@@ -1392,6 +1402,7 @@ private:
     // Up to four threads fill page-locked memory: with one, the host's part of a vision batch's upload took
     // several times the copy to the device.
     kernels::HostStaging host_staging_{ThreadPool::at_most_hardware(4)};
+    kernels::ReadbackPool readbacks_;
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
     std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_, true);

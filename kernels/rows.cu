@@ -21,15 +21,19 @@ __global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, fl
     }
 }
 
-// out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows]; a row outside src comes out zero. Chained.
+// out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows], a negative row -p - 1 standing for pending[p]
+// (p < n_pending); a row outside src comes out zero. Chained.
 __global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows, float* out, int64_t n_rows,
-                                           int64_t d, int64_t n_src) {
+                                           int64_t d, int64_t n_src, const int32_t* pending, int64_t n_pending) {
     wait_for_prior_grids();
     start_dependent_grids();
     const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (k < n_rows * d) {
         const int64_t i = k / d, j = k % d;
-        const int64_t row = rows[i];
+        int64_t row = rows[i];
+        if (row < 0 && -row <= n_pending) {
+            row = pending[-row - 1];
+        }
         out[k] = row >= 0 && row < n_src ? src[row * d + j] : 0.0f;
     }
 }
@@ -86,12 +90,12 @@ void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const i
 }
 
 void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
-                         int64_t n_src, cudaStream_t stream) {
+                         int64_t n_src, const int32_t* pending, int64_t n_pending, cudaStream_t stream) {
     if (n_rows * d == 0) {
         return;
     }
     launch_chained(gather_rows_i32_f32_kernel, dim3(n_blocks(n_rows * d)), dim3(kBlock), 0, stream, src, rows,
-                   out, n_rows, d, n_src);
+                   out, n_rows, d, n_src, pending, n_pending);
 }
 
 void add_weighted_rows_f32(float* x, const float* src, const int64_t* rows, const float* weights,

@@ -11,9 +11,11 @@ namespace folio::kernels {
 void gather_rows_f32(const float* src, const int64_t* rows, float* out, int64_t n_rows, int64_t d,
                      cudaStream_t stream);
 
-// The same with int32 row indices; a row outside [0, n_src) gives zeros.  rows [n_rows] (device)
+// The same with int32 row indices, a negative one -p - 1 standing for pending[p] where p < n_pending
+// (pending may be null with n_pending 0); a row outside [0, n_src) gives zeros.  rows [n_rows], pending
+// [n_pending] (device)
 void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
-                         int64_t n_src, cudaStream_t stream);
+                         int64_t n_src, const int32_t* pending, int64_t n_pending, cudaStream_t stream);
 // dst[rows[i]] = src[src_rows[i]] for i < n_rows, src_rows[i] = i where src_rows is null; rows must be
 // distinct.  dst [n_dst, d], rows, src_rows [n_rows] (device), src [n_src, d]
 void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,

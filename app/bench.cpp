@@ -75,6 +75,7 @@ nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_
             {"replayed_steps", after.n_replays - before.n_replays},
             {"prefill_seconds", ttft},
             {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft},
+            {"steps_ahead", engine.stats().n_steps_ahead},
             {"decode_model_seconds", after.text_seconds - before.text_seconds},
             {"decode_sample_seconds", after.sample_seconds - before.sample_seconds}};
 }

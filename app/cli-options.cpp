@@ -12,7 +12,7 @@ const char* const kEngineUsage =
     R"(engine options (FastDeploy's names; --max-num-seqs defaults to 8 on the CPU):
   --max-model-len N  --max-num-seqs N  --max-num-batched-tokens N  --block-size N
   --gpu-memory-utilization F  --enable-prefix-caching on|off  --enable-chunked-prefill on|off
-  --limit-mm-per-prompt N  --num-gpu-blocks-override N  --use-cudagraph on|off
+  --limit-mm-per-prompt N  --num-gpu-blocks-override N  --use-cudagraph on|off  --async-scheduling on|off
   --quantization none|wint8|wint4  --quant-group-size 64|128  --quantize-vision on|off
   --dtype float32|bfloat16 (weights not quantized; bfloat16 by default on the GPU)
 )";
@@ -29,6 +29,7 @@ const std::initializer_list<const char*> kEngineFlags = {"--max-model-len",
                                                          "--limit-mm-per-prompt",
                                                          "--num-gpu-blocks-override",
                                                          "--use-cudagraph",
+                                                         "--async-scheduling",
                                                          "--quantization",
                                                          "--quant-group-size",
                                                          "--quantize-vision",
@@ -82,6 +83,7 @@ EngineConfig engine_config(const Options& opt, const ModelConfig& cfg) {
     c.limit_mm_per_prompt = opt.integer("--limit-mm-per-prompt", c.limit_mm_per_prompt);
     c.num_gpu_blocks_override = opt.integer("--num-gpu-blocks-override", c.num_gpu_blocks_override);
     c.use_cudagraph = parse_switch(opt, "--use-cudagraph", c.use_cudagraph);
+    c.async_scheduling = parse_switch(opt, "--async-scheduling", c.async_scheduling);
     return c;
 }
 

@@ -378,6 +378,7 @@ std::vector<RequestOutput> EngineCore::step() {
     std::optional<LaunchedStep> ahead;
     if (config_.async_scheduling && history_requests_.empty() && scheduler_->can_schedule_ahead()) {
         ahead = launch_next(&*in_flight_);
+        n_steps_ahead_ += ahead ? 1 : 0;
     }
     LaunchedStep done = std::move(*in_flight_);
     in_flight_ = std::move(ahead);
@@ -418,6 +419,7 @@ EngineStats EngineCore::stats() const {
     s.n_prefix_hit_blocks = kv_->n_hit_blocks();
     s.schedule_seconds = schedule_seconds_;
     s.update_seconds = update_seconds_;
+    s.n_steps_ahead = n_steps_ahead_;
     s.runner = runner_->stats();
     return s;
 }

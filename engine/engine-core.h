@@ -71,6 +71,7 @@ struct EngineStats {
     int64_t n_prefix_hit_blocks = 0;
     double schedule_seconds = 0.0;  // host time choosing each step's work
     double update_seconds = 0.0;    // host time taking each step's tokens and building its outputs
+    int64_t n_steps_ahead = 0;      // steps queued before the tokens of the step ahead of them were in
     RunnerStats runner;
 };
 
@@ -131,6 +132,7 @@ private:
     std::vector<int64_t> cancelled_;
     double schedule_seconds_ = 0.0;
     double update_seconds_ = 0.0;
+    int64_t n_steps_ahead_ = 0;
     int64_t next_id_ = 0;
 };
 

@@ -185,7 +185,19 @@ SchedulerOutput Scheduler::schedule() {
 }
 
 bool Scheduler::can_schedule_ahead() const {
-    return waiting_.empty() && kv_.n_free_blocks() >= n_running();
+    if (!waiting_.empty()) {
+        return false;
+    }
+    // The blocks a sequence holds cover its computed tokens; the rest of its tokens, a decode's pending one
+    // or a prompt's remaining chunks, may need more.
+    const auto blocks = [&](int64_t n_tokens) { return (n_tokens + kv_.block_size() - 1) / kv_.block_size(); };
+    int64_t n_needed = 0;
+    for (const Sequence* seq : running_) {
+        if (!seq->last_pending) {
+            n_needed += blocks(seq->n_tokens()) - blocks(seq->n_computed);
+        }
+    }
+    return n_needed <= kv_.n_free_blocks();
 }
 
 std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,

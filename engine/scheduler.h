@@ -67,8 +67,8 @@ public:
     SchedulerOutput schedule();
     // Whether the next step may be scheduled before the last one's tokens are in and come out as it would
     // after them, but for the rows of sequences those tokens end: nothing waits to be admitted, which a
-    // finishing sequence could make room for, and every running sequence can have a new block without
-    // preempting another.
+    // finishing sequence could make room for, and the free blocks cover every running sequence's remaining
+    // tokens, so that none is preempted for another's.
     bool can_schedule_ahead() const;
     // sampled[i] is the token of output.chunks[i] where that chunk samples, ignored elsewhere. Steps are
     // updated in the order they were scheduled.

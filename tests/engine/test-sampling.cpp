@@ -287,6 +287,44 @@ TEST(Sampling, SampleRowsRejectsBadArguments) {
     EXPECT_THROW(backend->sample_rows(no_columns, rows, history), Error);
 }
 
+// A step's tokens chosen into a tensor feed the next step's embeddings without coming to the host: a
+// negative id -p - 1 stands for pending token p. Bad ids and outputs are refused with the value.
+TEST(Sampling, PendingTokensFeedTheNextEmbeddings) {
+    const auto backend = make_cpu_backend(1);
+    const int64_t vocab = 6, d = 3;
+    std::vector<float> table_values(static_cast<size_t>(vocab * d));
+    for (size_t i = 0; i < table_values.size(); ++i) {
+        table_values[i] = static_cast<float>(i);
+    }
+    const Tensor table = backend->upload(table_values, {vocab, d});
+    const std::vector<float> logit_values{0.1f, 0.9f, 0.2f, 0.0f, 0.0f, 0.3f, 0.7f, 0.1f, 0.5f, 0.2f, 0.4f, 0.1f};
+    const Tensor logits = backend->upload(logit_values, {2, vocab});
+    const auto upload_ids = [&](const std::vector<int32_t>& ids) {
+        return backend->upload_i32(ids, {static_cast<int64_t>(ids.size())});
+    };
+    Tensor pending = upload_ids({0, 0});
+    backend->argmax_rows_to(logits, pending);
+    EXPECT_EQ(backend->read_back(pending)->wait(), (std::vector<int32_t>{1, 0}));
+    const Tensor ids = upload_ids({4, -2, -1, 2});
+    const std::vector<float> rows = backend->download(backend->gather_token_rows(table, ids, pending));
+    EXPECT_EQ(rows, (std::vector<float>{12, 13, 14, 0, 1, 2, 3, 4, 5, 6, 7, 8}));
+
+    const auto message = [&](const std::vector<int32_t>& bad) {
+        try {
+            backend->gather_token_rows(table, upload_ids(bad), pending);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(message({-3}).find("id 0 is -3, a pending token beyond the 2 pending"), std::string::npos);
+    EXPECT_NE(message({1, 6}).find("token 6 of id 1 outside the table's 6 rows"), std::string::npos);
+    Tensor short_out = upload_ids({0});
+    EXPECT_THROW(backend->argmax_rows_to(logits, short_out), Error);
+    EXPECT_THROW(backend->sample_rows_to(logits, std::vector<RowSampling>(2), {}, short_out), Error);
+    EXPECT_THROW(backend->read_back(logits), Error) << "float32 values";
+}
+
 TEST(Sampling, RejectsInvalidParameters) {
     const auto make = [](float temperature, int top_k, float top_p, float penalty) {
         SamplingParams p;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "chunking-policy.h"
@@ -257,6 +258,90 @@ TEST(Scheduler, StartsFromTheCachedPrefixAndLeavesOneTokenToCompute) {
     EXPECT_EQ(kv.claimed_hashes[1], 2) << "(12 - 1) / 4 full blocks may be looked up";
     s.update_from_output(out, tokens_for(out));
     EXPECT_EQ(kv.n_cached_blocks[1], 3);
+}
+
+// The next step scheduled before the last one's tokens are in: its decode chunks take the pending tokens,
+// which the updates, in step order, put in place; a sequence whose pending token is its last is left out,
+// and one the earlier step stops loses the later step's token.
+TEST(Scheduler, SchedulesTheNextStepBeforeTheTokensAreIn) {
+    FakeKvSlots kv(100, 4);
+    Scheduler s(config(64), kv);
+    s.add(text_sequence(1, 3, 5));
+    s.add(text_sequence(2, 4, 1));
+    s.add(text_sequence(3, 2, 5));
+    const SchedulerOutput first = s.schedule();
+    ASSERT_EQ(first.chunks.size(), 3u);
+    EXPECT_EQ(s.find(1)->n_computed, 3) << "a scheduled chunk counts as computed";
+    EXPECT_EQ(s.find(1)->tokens.back(), kPendingToken);
+    EXPECT_TRUE(s.find(2)->last_pending) << "max_tokens 1";
+    EXPECT_TRUE(s.can_schedule_ahead());
+
+    const SchedulerOutput second = s.schedule();
+    EXPECT_EQ(chunk_sizes(second), (std::map<int64_t, int64_t>{{1, 1}, {3, 1}})) << "2 ends with its token";
+    EXPECT_EQ(second.chunks[0].n_past, 3) << "the pending token is the input";
+    EXPECT_TRUE(second.chunks[0].samples);
+    EXPECT_EQ(s.find(1)->n_pending, 2);
+
+    std::vector<int32_t> sampled = tokens_for(first, 11);
+    sampled[2] = 2;  // request 3 samples its stop token
+    std::map<int64_t, std::optional<FinishReason>> finish;
+    for (const SequenceUpdate& u : s.update_from_output(first, sampled)) {
+        EXPECT_EQ(*u.token, u.id == 3 ? 2 : 11);
+        finish[u.id] = u.finish;
+    }
+    EXPECT_EQ(finish[2], FinishReason::Length);
+    EXPECT_EQ(finish[3], FinishReason::Stop);
+    EXPECT_EQ(s.find(1)->tokens, (std::vector<int32_t>{7, 7, 7, 11, kPendingToken}));
+
+    const auto updates = s.update_from_output(second, tokens_for(second, 12));
+    ASSERT_EQ(updates.size(), 1u) << "request 3 stopped: its second token is dropped";
+    EXPECT_EQ(updates[0].id, 1);
+    EXPECT_EQ(s.find(1)->tokens, (std::vector<int32_t>{7, 7, 7, 11, 12}));
+    EXPECT_EQ(s.find(1)->n_pending, 0);
+    EXPECT_EQ(kv.tables.count(3), 0u);
+    EXPECT_THROW(s.update_from_output(second, tokens_for(second, 12)), Error) << "no token pending any more";
+}
+
+// Scheduling ahead is only offered where the step comes out as it would after the tokens: nothing waiting,
+// and free blocks for what the running sequences may take next.
+TEST(Scheduler, SchedulesAheadOnlyWithNothingWaitingAndBlocksToGrow) {
+    FakeKvSlots kv(8, 4);
+    Scheduler s(config(64, 2), kv);
+    s.add(text_sequence(1, 4, 9));
+    s.add(text_sequence(2, 6, 9));
+    s.add(text_sequence(3, 4, 9));
+    SchedulerOutput out = s.schedule();
+    EXPECT_FALSE(s.can_schedule_ahead()) << "request 3 waits for a place";
+    s.update_from_output(out, tokens_for(out));
+    ASSERT_TRUE(s.finish(3, FinishReason::Cancelled));
+    // Request 1's pending fifth token needs a second block, request 2's seventh fits its second.
+    kv.tables[99] = 4;  // another holder leaves one block free
+    EXPECT_TRUE(s.can_schedule_ahead());
+    kv.tables[99] = 5;
+    EXPECT_FALSE(s.can_schedule_ahead());
+    out = s.schedule();
+    EXPECT_EQ(out.preempted, (std::vector<int64_t>{2})) << "as scheduling ahead would have risked";
+}
+
+// A sequence preempted while its token is pending keeps the token once it is in, and is not admitted again
+// before then.
+TEST(Scheduler, APreemptedSequenceKeepsItsPendingToken) {
+    FakeKvSlots kv(2, 4);  // 8 token slots
+    Scheduler s(config(64), kv);
+    s.add(text_sequence(1, 4, 4));
+    s.add(text_sequence(2, 3, 5));
+    const SchedulerOutput first = s.schedule();
+    ASSERT_EQ(first.chunks.size(), 2u);
+    // Request 1's fifth token needs a block that request 2 holds: 2 is preempted with its token pending.
+    const SchedulerOutput second = s.schedule();
+    EXPECT_EQ(second.preempted, (std::vector<int64_t>{2}));
+    EXPECT_EQ(s.find(2)->n_computed, 0);
+    EXPECT_EQ(s.find(2)->n_pending, 1);
+    s.update_from_output(first, tokens_for(first, 5));
+    EXPECT_EQ(s.find(2)->tokens, (std::vector<int32_t>{7, 7, 7, 5}));
+    EXPECT_EQ(s.find(2)->n_output(), 1);
+    s.update_from_output(second, tokens_for(second, 6));
+    EXPECT_EQ(s.find(1)->tokens, (std::vector<int32_t>{7, 7, 7, 7, 5, 6}));
 }
 
 TEST(Scheduler, RejectsRequestsThatCanNeverRun) {

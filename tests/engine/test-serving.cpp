@@ -180,6 +180,11 @@ protected:
     static inline LogSink previous_sink_;
 };
 
+std::string label_of(bool use_cudagraph, bool async_scheduling) {
+    return std::string("use_cudagraph ") + (use_cudagraph ? "on" : "off") + ", async_scheduling " +
+           (async_scheduling ? "on" : "off");
+}
+
 EngineConfig base_config() {
     EngineConfig c;
     c.max_model_len = 512;
@@ -192,30 +197,79 @@ EngineConfig base_config() {
 
 }  // namespace
 
+// Steps scheduled and queued while the one before runs, or each after the last one's tokens are in.
 TEST_F(Serving, ContinuousBatchingWithChunkedPrefillMatchesRequestsRunAlone) {
-    EngineConfig c = base_config();
-    c.max_num_batched_tokens = 16;
-    const RunResult r = run(c, 4);
-    expect_alone_equivalence(r);
-    EXPECT_GT(r.stats.runner.n_steps, 32) << "prompts went through in chunks";
+    for (const bool async_scheduling : {true, false}) {
+        EngineConfig c = base_config();
+        c.max_num_batched_tokens = 16;
+        c.async_scheduling = async_scheduling;
+        const RunResult r = run(c, 4);
+        expect_alone_equivalence(r);
+        EXPECT_GT(r.stats.runner.n_steps, 32) << "prompts went through in chunks";
+        if (async_scheduling) {
+            EXPECT_GT(r.stats.n_steps_ahead, 10);
+        } else {
+            EXPECT_EQ(r.stats.n_steps_ahead, 0);
+        }
+    }
 }
 
 // Decode steps run with their inputs on the backend, padded to a capture size and replayed where the backend
-// records work (the CUDA backend), or directly: the tokens are those of each request run alone either way.
+// records work (the CUDA backend), or directly, their pending tokens read where the step ahead made them or
+// each step waited for: the tokens are those of each request run alone either way.
 TEST_F(Serving, RecordedAndDirectDecodeStepsMatchRequestsRunAlone) {
     for (const bool use_cudagraph : {true, false}) {
-        EngineConfig c = base_config();
-        c.use_cudagraph = use_cudagraph;
-        const RunResult r = run(c, 3);
-        expect_alone_equivalence(r);
-        EXPECT_GT(r.stats.runner.n_decode_steps, 10) << "use_cudagraph " << use_cudagraph;
-        if (use_cudagraph && backend_->can_record()) {
-            EXPECT_GT(r.stats.runner.n_replays, r.stats.runner.n_decode_steps / 2)
-                << "most decode steps replayed";
-        } else {
-            EXPECT_EQ(r.stats.runner.n_replays, 0) << "use_cudagraph " << use_cudagraph;
+        for (const bool async_scheduling : {true, false}) {
+            EngineConfig c = base_config();
+            c.use_cudagraph = use_cudagraph;
+            c.async_scheduling = async_scheduling;
+            const RunResult r = run(c, 3);
+            expect_alone_equivalence(r);
+            const std::string how = label_of(use_cudagraph, async_scheduling);
+            EXPECT_GT(r.stats.runner.n_decode_steps, 10) << how;
+            if (use_cudagraph && backend_->can_record()) {
+                EXPECT_GT(r.stats.runner.n_replays, r.stats.runner.n_decode_steps / 2)
+                    << "most decode steps replayed, " << how;
+            } else {
+                EXPECT_EQ(r.stats.runner.n_replays, 0) << how;
+            }
+            EXPECT_EQ(r.stats.n_steps_ahead > r.stats.runner.n_decode_steps / 2, async_scheduling) << how;
         }
     }
+}
+
+// Sampled requests draw the same numbers in the same order however their steps are queued, so their tokens
+// match; requests with a repetition penalty need their tokens on the host and keep every step waiting.
+TEST_F(Serving, SampledTokensMatchWhetherStepsAreQueuedAhead) {
+    const auto run_sampled = [&](bool async_scheduling, float repetition_penalty) {
+        EngineConfig c = base_config();
+        c.async_scheduling = async_scheduling;
+        EngineCore engine(*model_, c);
+        std::map<int64_t, std::vector<int32_t>> tokens;
+        for (int i = 0; i < 8; ++i) {
+            Request r = cases_[static_cast<size_t>(i)].request;
+            r.sampling.temperature = 0.9f;
+            r.sampling.top_p = 0.95f;
+            r.sampling.seed = 100 + static_cast<uint64_t>(i);
+            r.sampling.repetition_penalty = repetition_penalty;
+            tokens[engine.submit(std::move(r))];
+        }
+        while (engine.has_unfinished()) {
+            for (const RequestOutput& out : engine.step()) {
+                tokens[out.id].insert(tokens[out.id].end(), out.tokens.begin(), out.tokens.end());
+            }
+        }
+        return std::make_pair(tokens, engine.stats().n_steps_ahead);
+    };
+    const auto [waited, n_waited_ahead] = run_sampled(false, 1.0f);
+    const auto [ahead, n_ahead] = run_sampled(true, 1.0f);
+    EXPECT_EQ(ahead, waited);
+    EXPECT_EQ(n_waited_ahead, 0);
+    EXPECT_GT(n_ahead, 5);
+    const auto [penalised, n_penalised_ahead] = run_sampled(true, 1.3f);
+    EXPECT_EQ(n_penalised_ahead, 0);
+    EXPECT_EQ(penalised, run_sampled(false, 1.3f).first);
+    EXPECT_NE(penalised, waited) << "the penalty changes the tokens";
 }
 
 TEST_F(Serving, ForcedPreemptionMatchesRequestsRunAlone) {

@@ -1533,6 +1533,58 @@ TEST_F(BackendOpsTest, GatherRowsByInt32Tensor) {
     EXPECT_THROW(gpu_->gather_rows(random({3, 2}).gpu, random({2}).gpu), Error) << "float32 rows";
 }
 
+// A step's tokens chosen on the device feed the next step's embeddings there (a negative id -p - 1 is pending
+// token p), in recorded work too, and come to the host through readbacks queued behind the work, each with
+// the values of its own step although later steps rewrite the tensor.
+TEST_F(BackendOpsTest, PendingTokensAndReadBacks) {
+    const int64_t vocab = 130, d = 48;
+    const Pair table = random({vocab, d});
+    const auto choose = [&](Pair& pending, int64_t n) {
+        const Pair logits = random({n, vocab});
+        cpu_->argmax_rows_to(logits.cpu, pending.cpu);
+        gpu_->argmax_rows_to(logits.gpu, pending.gpu);
+    };
+    for (const int64_t n_pending : {1, 5, 64}) {
+        Pair pending = upload_i32(std::vector<int32_t>(static_cast<size_t>(n_pending), 0), {n_pending});
+        choose(pending, n_pending);
+        std::vector<int32_t> ids;  // known and pending ids in turn
+        for (int64_t i = 0; i < 2 * n_pending + 3; ++i) {
+            ids.push_back(static_cast<int32_t>(i % 2 == 1 ? -(i / 2 % n_pending) - 1 : i * 37 % vocab));
+        }
+        const auto n = static_cast<int64_t>(ids.size());
+        const Pair id_tensor = upload_i32(ids, {n});
+        expect_close("gather_token_rows", gpu_->gather_token_rows(table.gpu, id_tensor.gpu, pending.gpu),
+                     cpu_->gather_token_rows(table.cpu, id_tensor.cpu, pending.cpu), kF32Bound,
+                     dims({n, n_pending}));
+        EXPECT_EQ(gpu_->read_back(pending.gpu)->wait(), cpu_->read_back(pending.cpu)->wait());
+    }
+
+    const int64_t n = 4;
+    Pair pending = upload_i32(std::vector<int32_t>(n, 0), {n});
+    const Pair ids = upload_i32({-1, 7, -4, -2}, {n});
+    gpu_->begin_recording();
+    EXPECT_THROW(gpu_->read_back(pending.gpu), Error) << "nothing comes to the host while recording";
+    const Tensor out = gpu_->gather_token_rows(table.gpu, ids.gpu, pending.gpu);
+    const std::unique_ptr<RecordedWork> work = gpu_->end_recording();
+    for (int step = 0; step < 3; ++step) {
+        choose(pending, n);
+        work->replay();
+        expect_close("recorded gather_token_rows", out,
+                     cpu_->gather_token_rows(table.cpu, ids.cpu, pending.cpu), kF32Bound, label("replay ", step));
+    }
+
+    std::vector<std::unique_ptr<TokenReadback>> readbacks;
+    std::vector<std::vector<int32_t>> expected;
+    for (int step = 0; step < 6; ++step) {
+        choose(pending, n);
+        readbacks.push_back(gpu_->read_back(pending.gpu));
+        expected.push_back(cpu_->read_back(pending.cpu)->wait());
+    }
+    for (size_t step = readbacks.size(); step-- > 0;) {
+        EXPECT_EQ(readbacks[step]->wait(), expected[step]) << "step " << step;
+    }
+}
+
 // Work recorded once and replayed with new inputs equals the CPU running it on those inputs; the replay
 // writes the tensors made while recording, and nothing may cross between host and device while recording.
 TEST_F(BackendOpsTest, RecordedWorkReplaysWithNewInputs) {

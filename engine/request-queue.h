@@ -19,6 +19,8 @@ public:
     bool remove(int64_t id);
     bool empty() const { return queue_.empty(); }
     int64_t size() const { return static_cast<int64_t>(queue_.size()); }
+    auto begin() const { return queue_.begin(); }
+    auto end() const { return queue_.end(); }
 
 private:
     std::deque<Sequence*> queue_;

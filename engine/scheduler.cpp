@@ -185,17 +185,20 @@ SchedulerOutput Scheduler::schedule() {
 }
 
 bool Scheduler::can_schedule_ahead() const {
-    if (!waiting_.empty()) {
-        return false;
-    }
     // The blocks a sequence holds cover its computed tokens; the rest of its tokens, a decode's pending one
-    // or a prompt's remaining chunks, may need more.
+    // or a prompt's remaining chunks, may need more, and a waiting sequence needs them all.
     const auto blocks = [&](int64_t n_tokens) { return (n_tokens + kv_.block_size() - 1) / kv_.block_size(); };
     int64_t n_needed = 0;
     for (const Sequence* seq : running_) {
         if (!seq->last_pending) {
             n_needed += blocks(seq->n_tokens()) - blocks(seq->n_computed);
         }
+    }
+    for (const Sequence* seq : waiting_) {
+        if (seq->n_pending > 0) {
+            return false;
+        }
+        n_needed += blocks(seq->n_tokens());
     }
     return n_needed <= kv_.n_free_blocks();
 }

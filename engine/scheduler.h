@@ -66,9 +66,9 @@ public:
 
     SchedulerOutput schedule();
     // Whether the next step may be scheduled before the last one's tokens are in and come out as it would
-    // after them, but for the rows of sequences those tokens end: nothing waits to be admitted, which a
-    // finishing sequence could make room for, and the free blocks cover every running sequence's remaining
-    // tokens, so that none is preempted for another's.
+    // after them, but for the rows of sequences those tokens end: the free blocks cover every running
+    // sequence's remaining tokens and every waiting prompt, so that none is preempted or kept waiting for
+    // the blocks of a sequence the tokens end, and no waiting sequence has a token pending.
     bool can_schedule_ahead() const;
     // sampled[i] is the token of output.chunks[i] where that chunk samples, ignored elsewhere. Steps are
     // updated in the order they were scheduled.

@@ -302,20 +302,25 @@ TEST(Scheduler, SchedulesTheNextStepBeforeTheTokensAreIn) {
     EXPECT_THROW(s.update_from_output(second, tokens_for(second, 12)), Error) << "no token pending any more";
 }
 
-// Scheduling ahead is only offered where the step comes out as it would after the tokens: nothing waiting,
-// and free blocks for what the running sequences may take next.
-TEST(Scheduler, SchedulesAheadOnlyWithNothingWaitingAndBlocksToGrow) {
+// Scheduling ahead is only offered where the step comes out as it would after the tokens: the free blocks
+// cover what the running sequences take next and every waiting prompt, so nobody is preempted for a
+// sequence the tokens end.
+TEST(Scheduler, SchedulesAheadOnlyWhereTheFreeBlocksCoverWhatComesNext) {
     FakeKvSlots kv(8, 4);
     Scheduler s(config(64, 2), kv);
     s.add(text_sequence(1, 4, 9));
     s.add(text_sequence(2, 6, 9));
     s.add(text_sequence(3, 4, 9));
     SchedulerOutput out = s.schedule();
-    EXPECT_FALSE(s.can_schedule_ahead()) << "request 3 waits for a place";
+    ASSERT_EQ(s.n_waiting(), 1);
+    // Request 1's pending fifth token needs a second block, request 2's seventh fits its second, and waiting
+    // request 3 needs one.
+    kv.tables[99] = 3;  // another holder leaves two blocks free
+    EXPECT_TRUE(s.can_schedule_ahead());
+    kv.tables[99] = 4;
+    EXPECT_FALSE(s.can_schedule_ahead());
     s.update_from_output(out, tokens_for(out));
     ASSERT_TRUE(s.finish(3, FinishReason::Cancelled));
-    // Request 1's pending fifth token needs a second block, request 2's seventh fits its second.
-    kv.tables[99] = 4;  // another holder leaves one block free
     EXPECT_TRUE(s.can_schedule_ahead());
     kv.tables[99] = 5;
     EXPECT_FALSE(s.can_schedule_ahead());
@@ -337,6 +342,7 @@ TEST(Scheduler, APreemptedSequenceKeepsItsPendingToken) {
     EXPECT_EQ(second.preempted, (std::vector<int64_t>{2}));
     EXPECT_EQ(s.find(2)->n_computed, 0);
     EXPECT_EQ(s.find(2)->n_pending, 1);
+    EXPECT_FALSE(s.can_schedule_ahead()) << "request 2 waits for its token";
     s.update_from_output(first, tokens_for(first, 5));
     EXPECT_EQ(s.find(2)->tokens, (std::vector<int32_t>{7, 7, 7, 5}));
     EXPECT_EQ(s.find(2)->n_output(), 1);

@@ -117,6 +117,12 @@ SchedulerOutput Scheduler::schedule() {
             seq->first_scheduled_step = step_;
         }
         seq->n_computed += n_new;
+        // Full blocks of known tokens are shared as soon as the step that fills them is scheduled: a sequence
+        // that claims them reads them in a later step, or in this one after they are written.
+        if (config_.enable_prefix_caching) {
+            const int64_t n_known = std::min(seq->n_computed, seq->n_tokens() - seq->n_pending);
+            kv_.cache_blocks(seq->id, seq->block_hashes(n_known / kv_.block_size(), kv_.block_size()));
+        }
         if (samples) {
             seq->tokens.push_back(kPendingToken);
             ++seq->n_pending;

@@ -490,8 +490,8 @@ public:
         });
     }
 
-    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows, std::span<const int32_t> history,
-                        Tensor& out) override {
+    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows,
+                        std::span<const int32_t> history, Tensor& out) override {
         check_sample_rows(logits, rows, history);
         check_i32(out, {logits.rows()}, "sample_rows", "out");
         const int64_t vocab = logits.row_size();

@@ -138,7 +138,8 @@ public:
 
     // y = x · wᵀ + b.  x [n, in], w [out, in], b [out] or empty  ->  [n, out]
     virtual Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
-    // The same with a quantized w, dequantized as it is read.
+    // The same with a quantized w, dequantized as it is read; x may be bfloat16 where the backend returned it
+    // so (paged_decode_attention).
     virtual Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) = 0;
     // gelu_tanh(x · wᵀ + b), in one pass where the backend can (the default is linear, then gelu_tanh).
     //   ->  [n, out]
@@ -231,8 +232,9 @@ public:
     // paged_attention for a batch of one new token per sequence, its metadata on the device: sequence i has
     // seq_lens[i] tokens in the cache, the new one last, and its blocks in row i of block_tables. A sequence
     // of length 0 (padding) gets zeros; at Bf16 the backend may round q, keys, values and weights to
-    // bfloat16 for the tensor cores, as attention() may.  q [n, n_head, head_dim], seq_lens [n] and
-    // block_tables [n, max_blocks] int32  ->  [n, n_head, head_dim]
+    // bfloat16 for the tensor cores, as attention() may, and return the outputs as bfloat16 for the products
+    // that read them so.  q [n, n_head, head_dim], seq_lens [n] and block_tables [n, max_blocks] int32  ->
+    // [n, n_head, head_dim]
     virtual Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                           const Tensor& seq_lens, const Tensor& block_tables,
                                           int64_t block_size, float scale, AttentionPrecision precision) = 0;

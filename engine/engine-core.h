@@ -126,7 +126,7 @@ private:
     std::unique_ptr<Scheduler> scheduler_;
     std::unique_ptr<ModelRunner> runner_;
     std::optional<LaunchedStep> in_flight_;  // queued, its tokens not taken yet; goes before the runner
-    ThreadPool hash_threads_;  // hash each request's images
+    ThreadPool hash_threads_;                // hash each request's images
     std::unordered_map<int64_t, Text> texts_;
     std::unordered_set<int64_t> history_requests_;  // live requests whose sampling reads their tokens
     std::vector<int64_t> cancelled_;

@@ -144,7 +144,8 @@ int32_t ModelRunner::input_id(const ScheduledChunk& chunk, int64_t t, const Laun
             return -static_cast<int32_t>(it - ids.begin()) - 1;
         }
     }
-    fail("model runner: token ", t, " of request ", chunk.id, " is pending but not sampled by the step before");
+    fail("model runner: token ", t, " of request ", chunk.id,
+         " is pending but not sampled by the step before");
 }
 
 bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {
@@ -157,7 +158,8 @@ bool ModelRunner::is_decode_step(const SchedulerOutput& output) const {
     });
 }
 
-Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous) {
+Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv,
+                               const LaunchedStep* previous) {
     const int64_t block_size = cache_.params().block_size;
     const int64_t max_blocks = decode_.max_blocks();
     DecodeBatch batch;
@@ -185,7 +187,8 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv,
     return hidden;
 }
 
-Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv, const LaunchedStep* previous) {
+Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
+                              const LaunchedStep* previous) {
     Backend& backend = model_.backend();
     const int64_t block_size = cache_.params().block_size;
     std::vector<int32_t> ids;
@@ -245,7 +248,8 @@ std::unique_ptr<TokenReadback> ModelRunner::sample(const SchedulerOutput& output
     }
     const auto n_rows = static_cast<int64_t>(rows.size());
     if (n_rows > sampled_.n_elements()) {
-        fail("model runner: ", n_rows, " chunks sample in one step, more than max_num_seqs ", sampled_.n_elements());
+        fail("model runner: ", n_rows, " chunks sample in one step, more than max_num_seqs ",
+             sampled_.n_elements());
     }
     const Tensor picked = leading ? hidden.view(0, {n_rows, hidden.row_size()})
                                   : backend.gather_rows(hidden, rows);  // [n_sample, hidden]
@@ -277,7 +281,8 @@ void ModelRunner::sample_on_backend(const SchedulerOutput& output, const Tensor&
         if (row.repetition_penalty != 1.0f) {
             const auto seen = chunk.seq->tokens.begin() + chunk.n_past + chunk.n_new;
             if (std::find(chunk.seq->tokens.begin(), seen, kPendingToken) != seen) {
-                fail("model runner: request ", chunk.id, " samples with a repetition penalty before its tokens are in");
+                fail("model runner: request ", chunk.id,
+                     " samples with a repetition penalty before its tokens are in");
             }
             row.history_begin = static_cast<int64_t>(history.size());
             row.history_count = chunk.n_past + chunk.n_new;

@@ -193,7 +193,9 @@ SchedulerOutput Scheduler::schedule() {
 bool Scheduler::can_schedule_ahead() const {
     // The blocks a sequence holds cover its computed tokens; the rest of its tokens, a decode's pending one
     // or a prompt's remaining chunks, may need more, and a waiting sequence needs them all.
-    const auto blocks = [&](int64_t n_tokens) { return (n_tokens + kv_.block_size() - 1) / kv_.block_size(); };
+    const auto blocks = [&](int64_t n_tokens) {
+        return (n_tokens + kv_.block_size() - 1) / kv_.block_size();
+    };
     int64_t n_needed = 0;
     for (const Sequence* seq : running_) {
         if (!seq->last_pending) {
@@ -232,7 +234,8 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
             continue;
         }
         if (n_done >= seq->n_tokens() || seq->tokens[n_done] != kPendingToken) {
-            fail("scheduler: request ", seq->id, " has no pending token at ", n_done, " of ", seq->n_tokens());
+            fail("scheduler: request ", seq->id, " has no pending token at ", n_done, " of ",
+                 seq->n_tokens());
         }
         // The token stays where the sequence was preempted since: it is recomputed with the rest.
         seq->tokens[n_done] = sampled[i];

@@ -990,14 +990,29 @@ public:
         const char* op = "paged_decode_attention";
         check_head_dim(q, op);
         const int64_t n = q.shape[0], n_head = q.shape[1], max_blocks = block_tables.shape[1];
-        Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
         const kernels::PagedCache cache =
             paged_cache(k_cache, v_cache, device_i32(block_tables, op), block_size, op);
+        const float* q_data = device_f32(q, op);
+        // Above the GEMV's rows the output projection reads bfloat16 rows, so decode_attention_bf16 rounds
+        // them as it stores them, and no pass rounds them after it.
+        if (precision == AttentionPrecision::Bf16 && n > kernels::kQuantizedGemvMaxRows) {
+            Tensor out = alloc_uninitialized(q.shape, op, ScalarType::BF16);  // [n, n_head, head_dim]
+            auto* out_bf16 = static_cast<uint16_t*>(device_data(out, op));
+            if (kernels::decode_attention_bf16_takes(q_data, out_bf16, cache, max_blocks * block_size, n_head,
+                                                     k_cache.shape[1], q.shape[2])) {
+                const Splits splits = attention_splits(n, n_head, k_cache.shape[1], q.shape[2],
+                                                       max_blocks * block_size, op, false);
+                kernels::decode_attention_bf16(q_data, cache, out_bf16, device_i32(seq_lens, op), n,
+                                               max_blocks, splits.kernel_splits, n_head, k_cache.shape[1],
+                                               scale, stream());
+                return out;
+            }
+        }
+        Tensor out = alloc_uninitialized(q.shape, op);  // [n, n_head, head_dim]
         // The split of the keys is fixed by the most keys a row can see, so that recorded work fits any
         // sequence lengths; splits past a row's keys end at once. At bfloat16 precision the calls that
         // decode_attention_bf16 does not take go to the split-row kernel's tensor cores.
         const bool bf16_products = precision == AttentionPrecision::Bf16;
-        const float* q_data = device_f32(q, op);
         const bool split_row_tensor_cores =
             bf16_products &&
             !kernels::decode_attention_bf16_takes(q_data, out.f32(), cache, max_blocks * block_size, n_head,
@@ -1022,8 +1037,8 @@ public:
                                  x.rows(), x.row_size(), stream());
     }
 
-    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows, std::span<const int32_t> history,
-                        Tensor& out) override {
+    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows,
+                        std::span<const int32_t> history, Tensor& out) override {
         check_sample_rows(logits, rows, history);
         check_i32(out, {logits.rows()}, "sample_rows", "out");
         if (rows.empty()) {
@@ -1036,10 +1051,10 @@ public:
         }
         const Tensor scratch = alloc_uninitialized(logits.shape, "sample_rows");  // [n, vocab]
         const auto staged = stage({std::as_bytes(std::span(params)), std::as_bytes(history)});
-        kernels::sample_rows_f32(
-            device_f32(logits, "sample_rows"), static_cast<const kernels::SampleRow*>(staged[0]),
-            static_cast<const int32_t*>(staged[1]), scratch.f32(), device_i32(out, "sample_rows"),
-            logits.rows(), logits.row_size(), stream());
+        kernels::sample_rows_f32(device_f32(logits, "sample_rows"),
+                                 static_cast<const kernels::SampleRow*>(staged[0]),
+                                 static_cast<const int32_t*>(staged[1]), scratch.f32(),
+                                 device_i32(out, "sample_rows"), logits.rows(), logits.row_size(), stream());
     }
 
     std::unique_ptr<TokenReadback> read_back(const Tensor& values) override {
@@ -1329,7 +1344,11 @@ private:
                           kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
                           const LinearOutputSpec& output = {}) {
         kernels::QuantizedLinearArgs args = linear_args(w, b, x.rows(), epilogue, input, output);
-        args.x = device_f32(x, "linear");
+        if (x.dtype == ScalarType::BF16) {
+            args.x_bf16 = static_cast<const uint16_t*>(device_data(x, "linear"));
+        } else {
+            args.x = device_f32(x, "linear");
+        }
         args.y = y.f32();
         run_linear(args, w);
     }

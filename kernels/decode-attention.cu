@@ -8,6 +8,7 @@
 #include "cuda-check.h"
 #include "error.h"
 #include "mma.cuh"
+#include "output-value.cuh"
 #include "reduce.cuh"
 #include "split-merge.cuh"
 
@@ -33,13 +34,13 @@ constexpr int kMergeDims = kGroup * kHeadDim / kBlock;
 static_assert(kMergeDims == 8 && kHeadDim % kMergeDims == 0);
 
 // Rows: DecodeRows or SpanRows (attention-keys.cuh), a row's span giving its query row, its first block-table
-// entry and the keys it sees.
-template <typename Rows>
+// entry and the keys it sees. Out: float, or __nv_bfloat16 for outputs rounded as they are stored.
+template <typename Rows, typename Out>
 struct DecodeArgs {
     const float* q;               // [n_q_rows, n_head, kHeadDim]
     const uint16_t* k;            // [n_cache_rows, n_kv_head, kHeadDim] bfloat16 bits
     const uint16_t* v;            // as k
-    float* out;                   // [n_q_rows, n_head, kHeadDim]
+    Out* out;                     // [n_q_rows, n_head, kHeadDim]
     Rows rows;                    // gridDim.x of them
     const int32_t* block_tables;  // the rows' entries, from each span's kv_start
     int32_t block_size;
@@ -129,9 +130,9 @@ __device__ inline void load_tile_values(KeyTile& t, int32_t lane_row, const uint
 // its first tile's block-table entries, and its keys where none of them is the row's newest (which the kernel
 // ahead writes); the values and queries come after the wait. Of a SpanRows call (a step that also writes
 // other keys of the rows) nothing is read before the wait.
-template <typename Rows>
+template <typename Rows, typename Out>
 __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
-    decode_attention_bf16_kernel(const DecodeArgs<Rows> a) {
+    decode_attention_bf16_kernel(const DecodeArgs<Rows, Out> a) {
     __shared__ float warps_max[kWarps][kGroup];
     __shared__ float warps_sum[kWarps][kGroup];
     __shared__ __align__(16) float warps_out[kWarps][kGroup][kHeadDim];
@@ -301,13 +302,13 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
             merged[e] += f * warps_out[w][h][d0 + e];
         }
     }
-    float* out = a.out + (span.q_row * a.n_head + h0 + h) * kHeadDim + d0;  // [kMergeDims]
+    Out* out = a.out + (span.q_row * a.n_head + h0 + h) * kHeadDim + d0;  // [kMergeDims]
     const auto store = [&](const float(&values)[kMergeDims], float sum) {
         const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
-        *reinterpret_cast<float4*>(out) =
-            float4{values[0] * inverse, values[1] * inverse, values[2] * inverse, values[3] * inverse};
-        *reinterpret_cast<float4*>(out + 4) =
-            float4{values[4] * inverse, values[5] * inverse, values[6] * inverse, values[7] * inverse};
+        store_four(
+            out, float4{values[0] * inverse, values[1] * inverse, values[2] * inverse, values[3] * inverse});
+        store_four(out + 4, float4{values[4] * inverse, values[5] * inverse, values[6] * inverse,
+                                   values[7] * inverse});
     };
     if (n_splits == 1) {
         store(merged, block_sum);
@@ -374,7 +375,7 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
 
 // ---- launchers --------------------------------------------------------------------------------------
 
-bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCache& cache,
+bool decode_attention_bf16_takes(const float* q, const void* out, const PagedCache& cache,
                                  int64_t max_row_keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim) {
     const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
@@ -386,8 +387,8 @@ bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCa
 
 namespace {
 
-template <typename Rows>
-void launch_decode_attention(const float* q, const PagedCache& cache, float* out, const Rows& rows,
+template <typename Rows, typename Out>
+void launch_decode_attention(const float* q, const PagedCache& cache, Out* out, const Rows& rows,
                              int64_t n_rows, int64_t max_row_keys, const AttentionSplits& splits,
                              int64_t n_head, int64_t n_kv_head, float scale, cudaStream_t stream) {
     if (n_rows == 0) {
@@ -405,19 +406,19 @@ void launch_decode_attention(const float* q, const PagedCache& cache, float* out
         fail("decode_attention_bf16: ", n_rows, " rows of ", n_kv_head, " K/V heads split ", splits.n_splits,
              " ways need as many counters, ", splits.n_counters, " given");
     }
-    const DecodeArgs<Rows> args{q,
-                                static_cast<const uint16_t*>(cache.k),
-                                static_cast<const uint16_t*>(cache.v),
-                                out,
-                                rows,
-                                cache.block_tables,
-                                static_cast<int32_t>(cache.block_size),
-                                static_cast<int32_t>(cache.n_blocks),
-                                n_head,
-                                n_kv_head,
-                                scale * kLog2e,
-                                splits};
-    launch_chained(decode_attention_bf16_kernel<Rows>, grid, dim3(kBlock), 0, stream, args);
+    const DecodeArgs<Rows, Out> args{q,
+                                     static_cast<const uint16_t*>(cache.k),
+                                     static_cast<const uint16_t*>(cache.v),
+                                     out,
+                                     rows,
+                                     cache.block_tables,
+                                     static_cast<int32_t>(cache.block_size),
+                                     static_cast<int32_t>(cache.n_blocks),
+                                     n_head,
+                                     n_kv_head,
+                                     scale * kLog2e,
+                                     splits};
+    launch_chained(decode_attention_bf16_kernel<Rows, Out>, grid, dim3(kBlock), 0, stream, args);
 }
 
 }  // namespace
@@ -428,6 +429,16 @@ void decode_attention_bf16(const float* q, const PagedCache& cache, float* out, 
     const int64_t max_keys = max_blocks * cache.block_size;
     launch_decode_attention(q, cache, out, DecodeRows{seq_lens, max_blocks, max_keys}, n_seqs, max_keys,
                             splits, n_head, n_kv_head, scale, stream);
+}
+
+void decode_attention_bf16(const float* q, const PagedCache& cache, uint16_t* out_bf16,
+                           const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
+                           const AttentionSplits& splits, int64_t n_head, int64_t n_kv_head, float scale,
+                           cudaStream_t stream) {
+    const int64_t max_keys = max_blocks * cache.block_size;
+    launch_decode_attention(q, cache, reinterpret_cast<__nv_bfloat16*>(out_bf16),
+                            DecodeRows{seq_lens, max_blocks, max_keys}, n_seqs, max_keys, splits, n_head,
+                            n_kv_head, scale, stream);
 }
 
 void decode_attention_bf16(const float* q, const PagedCache& cache, float* out,

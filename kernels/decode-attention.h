@@ -16,7 +16,7 @@ namespace folio::kernels {
 // Whether decode_attention_bf16 takes a call: 8 query heads of head_dim 128 a K/V head, a bfloat16 cache,
 // queries, outputs, keys and values 16-byte aligned, and the cache's rows and the keys a row may see
 // (max_row_keys) below 2^31.
-bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCache& cache,
+bool decode_attention_bf16_takes(const float* q, const void* out, const PagedCache& cache,
                                  int64_t max_row_keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim);
 
 // paged_decode_attention_f32's call with bf16_products, for the calls decode_attention_bf16_takes (with
@@ -27,6 +27,13 @@ bool decode_attention_bf16_takes(const float* q, const float* out, const PagedCa
 void decode_attention_bf16(const float* q, const PagedCache& cache, float* out, const int32_t* seq_lens,
                            int64_t n_seqs, int64_t max_blocks, const AttentionSplits& splits, int64_t n_head,
                            int64_t n_kv_head, float scale, cudaStream_t stream);
+
+// The same with the outputs rounded to bfloat16 as they are stored, for a product that reads them so.
+// out_bf16 [n_seqs, n_head, 128] bfloat16 bits
+void decode_attention_bf16(const float* q, const PagedCache& cache, uint16_t* out_bf16,
+                           const int32_t* seq_lens, int64_t n_seqs, int64_t max_blocks,
+                           const AttentionSplits& splits, int64_t n_head, int64_t n_kv_head, float scale,
+                           cudaStream_t stream);
 
 // The same for paged_attention_f32's row spans of one row each (a step that also writes other keys of
 // them, so none is read before the kernel ahead has finished): row span i writes query row q_row, which

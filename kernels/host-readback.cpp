@@ -61,13 +61,15 @@ private:
 
 ReadbackPool::ReadbackPool() : free_(std::make_shared<Free>()) {}
 
-std::unique_ptr<TokenReadback> ReadbackPool::read_back(const int32_t* device, int64_t n, cudaStream_t stream) {
+std::unique_ptr<TokenReadback> ReadbackPool::read_back(const int32_t* device, int64_t n,
+                                                       cudaStream_t stream) {
     if (n < 0) {
         fail("read_back: ", n, " values");
     }
     const auto count = static_cast<size_t>(n);
     auto& slots = free_->slots;
-    const auto fits = std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.capacity >= count; });
+    const auto fits =
+        std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.capacity >= count; });
     Slot slot;
     if (fits != slots.end()) {
         slot = std::move(*fits);
@@ -79,8 +81,8 @@ std::unique_ptr<TokenReadback> ReadbackPool::read_back(const int32_t* device, in
             cudaGetLastError();  // not sticky: later calls must not report it
             std::vector<int32_t> values(count);
             if (count > 0) {
-                CUDA_CHECK(cudaMemcpyAsync(values.data(), device, count * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                           stream));
+                CUDA_CHECK(cudaMemcpyAsync(values.data(), device, count * sizeof(int32_t),
+                                           cudaMemcpyDeviceToHost, stream));
             }
             CUDA_CHECK(cudaStreamSynchronize(stream));
             return ready_readback(std::move(values));

@@ -24,7 +24,8 @@ __global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, fl
 // out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows], a negative row -p - 1 standing for pending[p]
 // (p < n_pending); a row outside src comes out zero. Chained.
 __global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows, float* out, int64_t n_rows,
-                                           int64_t d, int64_t n_src, const int32_t* pending, int64_t n_pending) {
+                                           int64_t d, int64_t n_src, const int32_t* pending,
+                                           int64_t n_pending) {
     wait_for_prior_grids();
     start_dependent_grids();
     const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -297,7 +297,8 @@ TEST(Sampling, PendingTokensFeedTheNextEmbeddings) {
         table_values[i] = static_cast<float>(i);
     }
     const Tensor table = backend->upload(table_values, {vocab, d});
-    const std::vector<float> logit_values{0.1f, 0.9f, 0.2f, 0.0f, 0.0f, 0.3f, 0.7f, 0.1f, 0.5f, 0.2f, 0.4f, 0.1f};
+    const std::vector<float> logit_values{0.1f, 0.9f, 0.2f, 0.0f, 0.0f, 0.3f,
+                                          0.7f, 0.1f, 0.5f, 0.2f, 0.4f, 0.1f};
     const Tensor logits = backend->upload(logit_values, {2, vocab});
     const auto upload_ids = [&](const std::vector<int32_t>& ids) {
         return backend->upload_i32(ids, {static_cast<int64_t>(ids.size())});

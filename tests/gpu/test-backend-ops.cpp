@@ -424,6 +424,36 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
     EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
 }
 
+// Rows already in bfloat16 (decoding attention's outputs) go into the tensor-core products as they are, with
+// the result of the float32 rows they were rounded from; the GEMV's rows take float32 only.
+TEST_F(BackendOpsTest, LinearTakesBfloat16Rows) {
+    for (const Quantization type : {Quantization::Bf16, Quantization::Wint8, Quantization::Wint4}) {
+        const int64_t in = 256, out = 96;
+        const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
+        const QuantizedTensor w_cpu = cpu_->upload(w);
+        const QuantizedTensor w_gpu = gpu_->upload(w);
+        for (const int64_t n : {9, 130}) {
+            const std::vector<float> x = random_values(n * in, seed_++);
+            const Tensor x_bf16 = gpu_->upload_kv(x, {n, in}, ScalarType::BF16);
+            const Tensor x_f32 = gpu_->upload(x, {n, in});
+            const Pair b = random({out});
+            const std::string what = label(quantization_name(type), " ", dims({n, in, out}));
+            EXPECT_EQ(gpu_->download(gpu_->linear(x_bf16, w_gpu, &b.gpu)),
+                      gpu_->download(gpu_->linear(x_f32, w_gpu, &b.gpu)))
+                << what;
+            Tensor y_bf16 = gpu_->upload(random_values(n * out, 5), {n, out});
+            Tensor y_f32 = gpu_->copy(y_bf16);
+            gpu_->linear_add(y_bf16, x_bf16, w_gpu, nullptr);
+            gpu_->linear_add(y_f32, x_f32, w_gpu, nullptr);
+            EXPECT_EQ(gpu_->download(y_bf16), gpu_->download(y_f32)) << what;
+            expect_close("linear (bfloat16 rows)", gpu_->linear(x_bf16, w_gpu, nullptr),
+                         cpu_->linear(cpu_->upload(x, {n, in}), w_cpu, nullptr), kBf16TensorCoreBound, what);
+        }
+        const Tensor eight = gpu_->upload_kv(random_values(8 * in, seed_++), {8, in}, ScalarType::BF16);
+        EXPECT_THROW(gpu_->linear(eight, w_gpu, nullptr), Error) << "8 rows go to the GEMV";
+    }
+}
+
 // The weight rows the tensor-core path multiplies: each weight of a block of rows (starting past row 0)
 // exactly dequantize_row's value rounded to bfloat16, eight a thread where the columns allow (n_in a
 // multiple of 8) and one a thread where they do not.
@@ -1464,8 +1494,9 @@ TEST_F(BackendOpsTest, PagedDecodeAttention) {
         << "length 3 beyond one block of 2";
 }
 
-// A decoding row of a step that also runs prompt chunks comes out bit for bit as in a decoding step: at
-// bfloat16 precision both take decode_attention_bf16, with one split a row when the rows fill the device.
+// A decoding row of a step that also runs prompt chunks comes out bit for bit as in a decoding step, but for
+// the decoding step rounding it to bfloat16: at bfloat16 precision both take decode_attention_bf16, with one
+// split a row when the rows fill the device.
 TEST_F(BackendOpsTest, PagedAttentionRowsMatchDecode) {
     constexpr int64_t kRows = 150, kHeadDim = 128, kHeads = 16, kKvHeads = 2, kBlockSize = 16;
     constexpr int64_t kMaxBlocks = 3000 / kBlockSize + 1;
@@ -1501,8 +1532,12 @@ TEST_F(BackendOpsTest, PagedAttentionRowsMatchDecode) {
         gpu_->upload(std::vector<float>(q_values.begin(), q_values.begin() + kRows * kHeads * kHeadDim),
                      {kRows, kHeads, kHeadDim});
     const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-    const std::vector<float> mixed = gpu_->download(gpu_->paged_attention(
+    // The decoding step's outputs come rounded to bfloat16 for the output projection.
+    std::vector<float> mixed = gpu_->download(gpu_->paged_attention(
         q_step, k.gpu, v.gpu, seqs, tables, kBlockSize, scale, AttentionPrecision::Bf16));
+    for (float& x : mixed) {
+        x = from_bf16(to_bf16(x));
+    }
     const Pair lens = upload_i32(lengths, {kRows});
     const Pair table = upload_i32(std::vector<int32_t>(tables.begin(), tables.begin() + kRows * kMaxBlocks),
                                   {kRows, kMaxBlocks});
@@ -1570,7 +1605,8 @@ TEST_F(BackendOpsTest, PendingTokensAndReadBacks) {
         choose(pending, n);
         work->replay();
         expect_close("recorded gather_token_rows", out,
-                     cpu_->gather_token_rows(table.cpu, ids.cpu, pending.cpu), kF32Bound, label("replay ", step));
+                     cpu_->gather_token_rows(table.cpu, ids.cpu, pending.cpu), kF32Bound,
+                     label("replay ", step));
     }
 
     std::vector<std::unique_ptr<TokenReadback>> readbacks;

@@ -86,7 +86,19 @@ Tensor DecodeGraphs::run(const DecodeBatch& batch) {
         ++n_replays_;
         return it->second.hidden;
     }
-    // First run at this size: once directly (which also does this step's work), then recorded.
+    return record(size, packed);
+}
+
+void DecodeGraphs::record_all() {
+    for (const int64_t size : params_.capture_sizes) {
+        if (!recorded_.contains(size)) {
+            record(size, pack(DecodeBatch{}, size));
+        }
+    }
+}
+
+Tensor DecodeGraphs::record(int64_t size, std::span<const int32_t> packed) {
+    Backend& backend = model_.backend();
     Recorded recorded;
     recorded.inputs = backend.upload_i32(packed, {static_cast<int64_t>(packed.size())});
     Tensor hidden = forward(recorded.inputs, size);

@@ -1,11 +1,13 @@
 // Decode steps (one new token per sequence) with their inputs on the backend. Where the backend can record
-// work, each batch size of the capture list is recorded the first time it runs and replayed after that, the
-// batch padded up to the next recorded size: one upload of the step's inputs and one launch per step.
+// work, each batch size of the capture list is recorded (by record_all(), or the first time it runs) and
+// replayed after that, the batch padded up to the next recorded size: one upload of the step's inputs and one
+// launch per step.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend.h"
@@ -42,6 +44,10 @@ public:
     // are the batch's. The tensor is valid until the next call.
     Tensor run(const DecodeBatch& batch);
 
+    // Records every capture size not recorded yet, on rows of padding that write no cache row, so that no
+    // step waits for a recording.
+    void record_all();
+
     int64_t max_blocks() const { return params_.max_blocks; }
     int64_t n_replays() const { return n_replays_; }
 
@@ -57,6 +63,8 @@ private:
     std::vector<int32_t> pack(const DecodeBatch& batch, int64_t size) const;
     // The decoder over packed inputs for size rows.
     Tensor forward(const Tensor& inputs, int64_t size);
+    // Runs the packed inputs of size rows once (their hidden states returned) and records the same work.
+    Tensor record(int64_t size, std::span<const int32_t> packed);
 
     PaddleOcrVl& model_;
     PagedKvCache& cache_;

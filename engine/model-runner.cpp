@@ -34,7 +34,9 @@ ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, 
       decode_(model, cache_,
               {std::min((params.max_model_len + cache_params.block_size - 1) / cache_params.block_size,
                         cache_params.n_blocks),
-               params.capture_sizes, sampled_}) {}
+               params.capture_sizes, sampled_}) {
+    decode_.record_all();
+}
 
 void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
                               const SamplingParams& sampling) {

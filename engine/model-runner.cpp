@@ -354,9 +354,4 @@ std::vector<int32_t> ModelRunner::finish(LaunchedStep& step) {
     return sampled;
 }
 
-std::vector<int32_t> ModelRunner::execute(const SchedulerOutput& output, const KvSlots& kv) {
-    LaunchedStep step = launch(output, kv, nullptr);
-    return finish(step);
-}
-
 }  // namespace folio

@@ -61,8 +61,6 @@ public:
     LaunchedStep launch(SchedulerOutput output, const KvSlots& kv, const LaunchedStep* previous);
     // Waits for a launched step: a token for each chunk that samples, -1 for the others.
     std::vector<int32_t> finish(LaunchedStep& step);
-    // launch, then finish.
-    std::vector<int32_t> execute(const SchedulerOutput& output, const KvSlots& kv);
     // Whether the request's sampling reads the tokens before it (a repetition penalty), which a step
     // launched before the one ahead of it has finished does not have on the host.
     bool needs_history(int64_t id) const;

@@ -1,6 +1,7 @@
 // Runs the steps the scheduler decides through PaddleOCR-VL: encodes the images a step's chunks reach (the
 // features are kept until their tokens are in the cache), embeds the chunks' tokens with the image features
-// in place, runs the decoder over the whole batch with the paged KV cache and samples each finished chunk.
+// in place, runs the decoder over the whole batch with the paged KV cache and samples each finished chunk,
+// all queued on the backend by launch(); finish() waits for the step's tokens.
 #pragma once
 
 #include <array>

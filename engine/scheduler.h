@@ -35,8 +35,8 @@ struct ScheduledChunk {
     int64_t n_past = 0;
     int64_t n_new = 0;
     bool samples = false;  // the chunk reaches the sequence's last token, so the step yields its next token
-    int64_t n_preemptions =
-        0;  // the sequence's when scheduled: its blocks are the chunk's while it is unchanged
+    // The sequence's preemptions when it was scheduled: its blocks are the chunk's while they stay the same.
+    int64_t n_preemptions = 0;
 };
 
 struct SchedulerOutput {

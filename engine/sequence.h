@@ -38,9 +38,9 @@ struct Sequence {
 
     SequenceStatus status = SequenceStatus::Waiting;
     int64_t n_computed = 0;     // tokens whose keys and values are in the cache or scheduled to go there
+    int64_t n_cached = 0;       // of those, tokens found in the prefix cache when it was last admitted
     int64_t n_pending = 0;      // tokens of kPendingToken
     bool last_pending = false;  // the pending token is its last (max_tokens, max_model_len): nothing follows
-    int64_t n_cached = 0;       // of those, tokens found in the prefix cache when it was last admitted
     int64_t start_order = -1;   // when it last started running
     int64_t n_preemptions = 0;
     std::optional<FinishReason> finish;

@@ -441,11 +441,11 @@ TEST_F(BackendOpsTest, LinearTakesBfloat16Rows) {
             EXPECT_EQ(gpu_->download(gpu_->linear(x_bf16, w_gpu, &b.gpu)),
                       gpu_->download(gpu_->linear(x_f32, w_gpu, &b.gpu)))
                 << what;
-            Tensor y_bf16 = gpu_->upload(random_values(n * out, 5), {n, out});
-            Tensor y_f32 = gpu_->copy(y_bf16);
-            gpu_->linear_add(y_bf16, x_bf16, w_gpu, nullptr);
-            gpu_->linear_add(y_f32, x_f32, w_gpu, nullptr);
-            EXPECT_EQ(gpu_->download(y_bf16), gpu_->download(y_f32)) << what;
+            Tensor y_from_bf16 = gpu_->upload(random_values(n * out, 5), {n, out});
+            Tensor y_from_f32 = gpu_->copy(y_from_bf16);
+            gpu_->linear_add(y_from_bf16, x_bf16, w_gpu, nullptr);
+            gpu_->linear_add(y_from_f32, x_f32, w_gpu, nullptr);
+            EXPECT_EQ(gpu_->download(y_from_bf16), gpu_->download(y_from_f32)) << what;
             expect_close("linear (bfloat16 rows)", gpu_->linear(x_bf16, w_gpu, nullptr),
                          cpu_->linear(cpu_->upload(x, {n, in}), w_cpu, nullptr), kBf16TensorCoreBound, what);
         }

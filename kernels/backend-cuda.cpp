@@ -27,7 +27,6 @@
 #include "rotary.h"
 #include "rows.h"
 #include "token-sampling.h"
-#include "weight-prefetch.h"
 
 namespace folio {
 
@@ -347,7 +346,6 @@ public:
         device_name_ = props.name;
         n_multiprocessors_ = props.multiProcessorCount;
         compute_capability_major_ = props.major;
-        weight_prefetch_ = std::make_unique<kernels::WeightPrefetch>(props.l2CacheSize);
         cudaStream_t stream = nullptr;
         CUDA_CHECK(cudaStreamCreate(&stream));
         stream_.reset(stream);
@@ -724,11 +722,11 @@ public:
                         {kernels::LinearOutput::Swiglu, {}});
         up.x = device_f32(x, op);
         up.y_bf16 = hidden_bf16;
-        run_linear(up, w1);
+        run_linear(up);
         kernels::QuantizedLinearArgs down = linear_args(w2, b2, n, kernels::LinearEpilogue::Accumulate);
         down.x_bf16 = hidden_bf16;
         down.y = x.f32();
-        run_linear(down, w2);
+        run_linear(down);
     }
 
     Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
@@ -1350,7 +1348,7 @@ private:
             args.x = device_f32(x, "linear");
         }
         args.y = y.f32();
-        run_linear(args, w);
+        run_linear(args);
     }
 
     // A product of n rows with w, but for where its input and output are.
@@ -1379,13 +1377,8 @@ private:
         return args;
     }
 
-    // Enqueues a product with w's weights, asking for the weights of the product that follows it into the L2
-    // cache and giving it the scratch it needs.
-    void run_linear(kernels::QuantizedLinearArgs& args, const QuantizedTensor& w) {
-        const kernels::WeightPrefetch::Range next =
-            weight_prefetch_->use(args.q, static_cast<int64_t>(w.data->n_bytes()));
-        args.prefetch = next.data;
-        args.prefetch_bytes = next.n_bytes;
+    // Enqueues a product with w's weights, giving it the scratch it needs.
+    void run_linear(kernels::QuantizedLinearArgs& args) {
         // [n_scratch]: the input transformed or in bfloat16, and dequantized weight rows
         const int64_t n_scratch = kernels::quantized_linear_scratch_floats(args);
         Tensor scratch;
@@ -1415,7 +1408,6 @@ private:
     DevicePtr cublas_workspace_;
     DevicePtr split_counters_;  // [kernels::kAttentionSplitCounters] int32
     std::unique_ptr<kernels::LtGemm> gemm_;
-    std::unique_ptr<kernels::WeightPrefetch> weight_prefetch_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;
     // Up to four threads fill page-locked memory: with one, the host's part of a vision batch's upload took

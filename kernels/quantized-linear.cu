@@ -64,9 +64,41 @@ __device__ inline float weight_at(const int8_t* q, const float* scales, int64_t 
     }
 }
 
-// The packed bytes of eight consecutive columns [c, c + 8) of weight row o and their scale, as loaded: c is a
-// multiple of 8 and n_in of 8 (of 64 for WINT4), so the bytes are one 16-, 8- or 4-byte word and the eight
-// columns share a WINT4 group.
+// The L2 policy of weight loads: the lines they bring in are the first to be evicted. A step reads each
+// weight once and more weights than the L2 cache holds, so weights kept there would only push out what the
+// step reads again soon (the K/V cache, activations, norm weights).
+__device__ inline uint64_t evict_first_policy() {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
+// 16, 8 or 4 bytes of weights at p, aligned to their size, loaded under policy.
+__device__ inline uint4 load_weights_16(const void* p, uint64_t policy) {
+    uint4 v;
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+    return v;
+}
+
+__device__ inline uint2 load_weights_8(const void* p, uint64_t policy) {
+    uint2 v;
+    asm volatile("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+                 : "=r"(v.x), "=r"(v.y)
+                 : "l"(p), "l"(policy));
+    return v;
+}
+
+__device__ inline uint32_t load_weights_4(const void* p, uint64_t policy) {
+    uint32_t v;
+    asm volatile("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy));
+    return v;
+}
+
+// The packed bytes of eight consecutive columns [c, c + 8) of weight row o and their scale, as loaded under
+// policy (from evict_first_policy): c is a multiple of 8 and n_in of 8 (of 64 for WINT4), so the bytes are
+// one 16-, 8- or 4-byte word and the eight columns share a WINT4 group.
 struct Packed8 {
     uint4 bits;
     float scale;
@@ -74,17 +106,17 @@ struct Packed8 {
 
 template <QuantizedFormat kType>
 __device__ inline Packed8 load_packed8(const int8_t* q, const float* scales, int64_t o, int64_t c,
-                                       int64_t n_in, int64_t group_size) {
+                                       int64_t n_in, int64_t group_size, uint64_t policy) {
     Packed8 p{};
     if constexpr (kType == QuantizedFormat::Bf16) {
-        p.bits = *reinterpret_cast<const uint4*>(q + (o * n_in + c) * 2);
+        p.bits = load_weights_16(q + (o * n_in + c) * 2, policy);
     } else if constexpr (kType == QuantizedFormat::Wint8) {
-        const int2 word = *reinterpret_cast<const int2*>(q + o * n_in + c);
-        p.bits.x = static_cast<uint32_t>(word.x);
-        p.bits.y = static_cast<uint32_t>(word.y);
+        const uint2 word = load_weights_8(q + o * n_in + c, policy);
+        p.bits.x = word.x;
+        p.bits.y = word.y;
         p.scale = scales[o];
     } else {
-        p.bits.x = *reinterpret_cast<const uint32_t*>(q + o * (n_in / 2) + c / 2);
+        p.bits.x = load_weights_4(q + o * (n_in / 2) + c / 2, policy);
         p.scale = scales[o * (n_in / group_size) + c / group_size];
     }
     return p;
@@ -113,21 +145,6 @@ __device__ inline void unpack8(const Packed8& p, float out[8]) {
             out[2 * i + 1] = high_nibble(bytes[i]) * p.scale;
         }
     }
-}
-
-// Block b's share of the n_bytes at p (16-byte aligned), asked into the L2 cache by one thread: a bulk
-// prefetch the copy engine of the SM carries out while the block goes on.
-__device__ inline void prefetch_share_to_l2(const void* p, int64_t n_bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const int64_t share = (n_bytes / gridDim.x + 15) / 16 * 16;
-    const int64_t begin = share * blockIdx.x;
-    if (threadIdx.x == 0 && begin < n_bytes) {
-        const auto size = static_cast<uint32_t>(min(share, n_bytes - begin));
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char*>(p) + begin),
-                     "r"(size)
-                     : "memory");
-    }
-#endif
 }
 
 // Eight consecutive floats from p, 16-byte aligned.
@@ -251,18 +268,16 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
     const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
     Packed8 w[kChunksInFlight];
+    const uint64_t policy = evict_first_policy();
     const auto load = [&](int64_t c0) {
 #pragma unroll
         for (int k = 0; k < kChunksInFlight; ++k) {
             if (valid && c0 + k * stride < n_in) {
-                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, a.group_size);
+                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, a.group_size, policy);
             }
         }
     };
     load(first);
-    if (a.prefetch_bytes > 0) {
-        prefetch_share_to_l2(a.prefetch, a.prefetch_bytes);
-    }
     const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
     wait_for_prior_grids();
     start_dependent_grids();
@@ -346,7 +361,8 @@ __global__ void dequantize_rows8_bf16_kernel(const int8_t* q, const float* scale
     }
     const int r = i / per_row, c = (i - r * per_row) * 8;
     float v[8];
-    unpack8<kType>(load_packed8<kType>(q, scales, row_begin + r, c, n_in, group_size), v);
+    unpack8<kType>(load_packed8<kType>(q, scales, row_begin + r, c, n_in, group_size, evict_first_policy()),
+                   v);
     w[i] = uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
 }
 

@@ -69,11 +69,6 @@ struct QuantizedLinearArgs {
     // rows. The GEMV reads its positions, slots and frequencies before it waits for the kernel ahead, as it
     // does the weights, so that kernel must not write them (the step's inputs are uploaded).
     RopeCacheArgs rope;
-    // Bytes the GEMV asks the device to bring into its L2 cache while it runs, for a product that follows
-    // (its blocks share the range), or none; ignored by the tensor-core path and before compute
-    // capability 9.0.
-    const void* prefetch = nullptr;
-    int64_t prefetch_bytes = 0;
 };
 
 // scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 (unless

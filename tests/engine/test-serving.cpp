@@ -59,11 +59,24 @@ protected:
         if (kernels::device_count() == 0) {
             GTEST_SKIP() << "skipped: no CUDA device";
         }
+#endif
+        previous_sink_ = set_log_sink([](std::string_view) {});
+        try {
+            set_up_suite();
+        } catch (const std::exception& e) {
+            // Every test then fails with the reason; what was made is released here, in order, rather than
+            // by the static destructors after the device runtime has gone.
+            set_up_error_ = e.what();
+            release_suite();
+        }
+    }
+
+    static void set_up_suite() {
+#ifdef FOLIO_TEST_CUDA
         backend_ = make_cuda_backend();
 #else
         backend_ = make_cpu_backend(2);
 #endif
-        previous_sink_ = set_log_sink([](std::string_view) {});
         files_ = ModelFiles::open(folio::testing::tiny_model_dir());
         tokenizer_ = Tokenizer::load(folio::testing::tiny_model_dir());
         const auto weights = make_file_weight_source(*files_);
@@ -104,19 +117,26 @@ protected:
     }
 
     void SetUp() override {
+        if (!set_up_error_.empty()) {
+            FAIL() << "setting up the suite: " << set_up_error_;
+        }
         if (!model_) {
             GTEST_SKIP() << "skipped: no CUDA device";
         }
     }
 
     static void TearDownTestSuite() {
+        release_suite();
+        set_log_sink(std::move(previous_sink_));
+    }
+
+    static void release_suite() {
         cases_.clear();
         pages_.clear();
         model_.reset();
         backend_.reset();
         tokenizer_.reset();
         files_.reset();
-        set_log_sink(std::move(previous_sink_));
     }
 
     static Request make_request(const std::vector<Image>& images, const std::string& task) {
@@ -178,6 +198,7 @@ protected:
     static inline std::vector<Image> pages_;
     static inline std::vector<Case> cases_;
     static inline LogSink previous_sink_;
+    static inline std::string set_up_error_;
 };
 
 std::string label_of(bool use_cudagraph, bool async_scheduling) {
@@ -215,8 +236,9 @@ TEST_F(Serving, ContinuousBatchingWithChunkedPrefillMatchesRequestsRunAlone) {
 }
 
 // Decode steps run with their inputs on the backend, padded to a capture size and replayed where the backend
-// records work (the CUDA backend; every size recorded as the engine starts), or directly, their pending tokens read where the step ahead made them or
-// each step waited for: the tokens are those of each request run alone either way.
+// records work (the CUDA backend; every size recorded as the engine starts), or directly, their pending
+// tokens read where the step ahead made them or each step waited for: the tokens are those of each request
+// run alone either way.
 TEST_F(Serving, RecordedAndDirectDecodeStepsMatchRequestsRunAlone) {
     for (const bool use_cudagraph : {true, false}) {
         for (const bool async_scheduling : {true, false}) {

@@ -33,6 +33,9 @@ constexpr int64_t kMinPartColumns = 256;
 constexpr int gemv_blocks_per_sm(int n_rows) {
     return n_rows <= 2 ? 4 : n_rows <= 4 ? 3 : 2;
 }
+// Blocks an SM of the GEMV that makes a SwiGLU output a warp a pair (two weight rows a warp) at one or two
+// rows.
+constexpr int kSwigluPairBlocksPerSm = 3;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -153,6 +156,12 @@ __device__ inline void load8(const float* p, float v[8]) {
     const float4 hi = *reinterpret_cast<const float4*>(p + 4);
     v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
     v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
+// The dot product of eight inputs with eight weights.
+__device__ inline float dot8(const float x[8], const float w[8]) {
+    return x[0] * w[0] + x[1] * w[1] + x[2] * w[2] + x[3] * w[3] + x[4] * w[4] + x[5] * w[5] + x[6] * w[6] +
+           x[7] * w[7];
 }
 
 // What a GEMV kernel does with its sums, fixed when it is compiled, so that each product's kernel holds only
@@ -299,13 +308,87 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
                 if (r < a.n) {
                     float xv[8];
                     load8(a.x + r * n_in + c, xv);
-                    acc[r] += xv[0] * wk[0] + xv[1] * wk[1] + xv[2] * wk[2] + xv[3] * wk[3] + xv[4] * wk[4] +
-                              xv[5] * wk[5] + xv[6] * wk[6] + xv[7] * wk[7];
+                    acc[r] += dot8(xv, wk);
                 }
             }
         }
     }
     finish_gemv_rows<kFinish, kRows>(acc, a, slot, valid, part, n_parts, rope);
+}
+
+// A SwiGLU output of one or two rows, a warp a pair: warp w of the grid dots gate row w and up row
+// w + n_out / 2 with every row of x, the first kChunksInFlight chunks of both rows loaded before the wait,
+// and lane r gates row r. No shared memory and no barrier, and registers capped for kSwigluPairBlocksPerSm
+// blocks an SM, so that the language model's 3,072 pairs run in one wave on 132 SMs, where the GEMV's warp
+// a row took one and a half. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null
+// ->  y [n, n_out / 2]
+template <QuantizedFormat kType, int kRows>
+__global__ void __launch_bounds__(kBlock, kSwigluPairBlocksPerSm)
+    quantized_gemv_swiglu_pairs_kernel(QuantizedLinearArgs a) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int pair =
+        static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize;
+    const int64_t n_pairs = a.n_out / 2;
+    const bool valid = pair < n_pairs;
+    const int64_t rows[2] = {pair, pair + n_pairs};
+    const int64_t n_in = a.n_in;
+    constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
+    const int64_t first = int64_t{lane} * 8;
+    const uint64_t policy = evict_first_policy();
+    Packed8 w[2][kChunksInFlight];
+    const auto load = [&](int64_t c0) {
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (valid && c0 + k * kStride < n_in) {
+                    w[h][k] = load_packed8<kType>(a.q, a.scales, rows[h], c0 + k * kStride, n_in,
+                                                  a.group_size, policy);
+                }
+            }
+        }
+    };
+    load(first);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float acc[2][kRows] = {};
+    for (int64_t c0 = first; valid && c0 < n_in; c0 += kStride * kChunksInFlight) {
+        if (c0 != first) {
+            load(c0);
+        }
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            const int64_t c = c0 + k * kStride;
+            if (c >= n_in) {
+                break;
+            }
+            float wk[2][8];
+            unpack8<kType>(w[0][k], wk[0]);
+            unpack8<kType>(w[1][k], wk[1]);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+                if (r < a.n) {
+                    float xv[8];
+                    load8(a.x + r * n_in + c, xv);
+                    acc[0][r] += dot8(xv, wk[0]);
+                    acc[1][r] += dot8(xv, wk[1]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        acc[0][r] = warp_sum(acc[0][r]);
+        acc[1][r] = warp_sum(acc[1][r]);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        if (valid && lane == r && r < a.n) {
+            const float gate = acc[0][r] + (a.b ? a.b[rows[0]] : 0.0f);
+            const float up = acc[1][r] + (a.b ? a.b[rows[1]] : 0.0f);
+            a.y[r * n_pairs + pair] = silu(gate) * up;
+        }
+    }
 }
 
 // The same for n_in not a multiple of 8: lanes take single columns, part p owning every n_parts-th 32.
@@ -435,6 +518,13 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     }
     // Accumulators for 1, 2, 4 or 8 rows, the fewest that hold a.n.
     const int n_rows = a.n <= 1 ? 1 : a.n <= 2 ? 2 : a.n <= 4 ? 4 : 8;
+    if (kFinish == GemvFinish::Swiglu && n_rows <= 2) {
+        const dim3 pair_grid(static_cast<unsigned int>((a.n_out / 2 + kWarpsPerBlock - 1) / kWarpsPerBlock));
+        launch_chained(n_rows == 1 ? quantized_gemv_swiglu_pairs_kernel<kType, 1>
+                                   : quantized_gemv_swiglu_pairs_kernel<kType, 2>,
+                       pair_grid, dim3(kBlock), 0, stream, a);
+        return;
+    }
     with_1_2_4_8(n_rows, [&](auto rows) {
         launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value>, grid, dim3(kBlock), 0, stream,
                        a, parts);

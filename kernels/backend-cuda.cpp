@@ -1377,7 +1377,7 @@ private:
         return args;
     }
 
-    // Enqueues a product with w's weights, giving it the scratch it needs.
+    // Enqueues the product args describes, giving it the scratch it needs.
     void run_linear(kernels::QuantizedLinearArgs& args) {
         // [n_scratch]: the input transformed or in bfloat16, and dequantized weight rows
         const int64_t n_scratch = kernels::quantized_linear_scratch_floats(args);

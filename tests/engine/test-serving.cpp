@@ -64,8 +64,7 @@ protected:
         try {
             set_up_suite();
         } catch (const std::exception& e) {
-            // Every test then fails with the reason; what was made is released here, in order, rather than
-            // by the static destructors after the device runtime has gone.
+            // Every test then fails with the reason, and what was made is released at once, in order.
             set_up_error_ = e.what();
             release_suite();
         }

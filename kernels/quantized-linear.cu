@@ -26,6 +26,8 @@ constexpr int kWarpsPerBlock = kBlock / kWarpSize;
 // each row's columns between up to kWarpsPerBlock warps to get there, while every warp keeps at least
 // kMinPartColumns columns.
 constexpr int64_t kGemvWarpsWanted = 4096;
+// Above four rows half as many, which measured faster at eight rows (and slower at one and two).
+constexpr int64_t kGemvWarpsWantedEightRows = 2048;
 constexpr int64_t kMinPartColumns = 256;
 // Blocks of the GEMV an SM holds at once, by the rows of x it multiplies: registers are capped at what lets
 // that many fit. Eight rows of four chunks would take WINT8 to 179 registers a thread, one block an SM; one
@@ -33,9 +35,12 @@ constexpr int64_t kMinPartColumns = 256;
 constexpr int gemv_blocks_per_sm(int n_rows) {
     return n_rows <= 2 ? 4 : n_rows <= 4 ? 3 : 2;
 }
-// Blocks an SM of the GEMV that makes a SwiGLU output a warp a pair (two weight rows a warp) at one or two
-// rows.
-constexpr int kSwigluPairBlocksPerSm = 3;
+// Rows of x up to which the GEMV applies an RMSNorm input itself: each row adds a sum of squares and a
+// multiply by the norm's weights to every chunk, which at two rows takes the RoPE and SwiGLU kernels past
+// their registers into spills.
+constexpr int64_t kGemvNormMaxRows = 1;
+// Blocks an SM of the GEMV that makes a paired output a warp a pair (two weight rows a warp).
+constexpr int kPairBlocksPerSm = 3;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -164,6 +169,21 @@ __device__ inline float dot8(const float x[8], const float w[8]) {
            x[7] * w[7];
 }
 
+// 1 / rms of a row of x whose squares add up to square_sum, as rms_norm_f32 computes it.
+__device__ inline float inverse_rms(float square_sum, const QuantizedLinearArgs& a) {
+    return rsqrtf(square_sum / static_cast<float>(a.n_in) + a.eps);
+}
+
+// Eight inputs of a row on their way into an RMSNorm input's dot product: their squares added to squares, and
+// the inputs times the norm's weights norm_w, so that the row's sums need only 1 / rms at the end.
+__device__ inline void add_norm_input8(float x[8], const float norm_w[8], float& squares) {
+    squares += dot8(x, x);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        x[i] *= norm_w[i];
+    }
+}
+
 // What a GEMV kernel does with its sums, fixed when it is compiled, so that each product's kernel holds only
 // its own epilogue: store them (with a.epilogue), or combine the pairs of a SwiGLU or RopeToCache output.
 enum class GemvFinish { Store, Swiglu, Rope };
@@ -210,20 +230,29 @@ __device__ inline RopePairTarget gemv_rope_target(const QuantizedLinearArgs& a, 
 
 // Adds the n_parts warps' sums of each output slot in order through shared memory; lane r of the slot's
 // first part finishes row r of x, for a paired output the even slot's first part both slots of the pair, the
-// odd slot's warps n_parts after it.  acc [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or where
-// rope (from gemv_rope_target) says
-template <GemvFinish kFinish, int kRows>
-__device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearArgs& a, int slot, bool valid,
-                                        int part, int n_parts, const RopePairTarget& rope) {
+// odd slot's warps n_parts after it. With kNorm the parts' squares of x are added up alongside and the sums
+// scaled by 1 / rms before the bias.  acc, squares [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or
+// where rope (from gemv_rope_target) says
+template <GemvFinish kFinish, int kRows, bool kNorm>
+__device__ inline void finish_gemv_rows(float acc[kRows], float squares[kRows], const QuantizedLinearArgs& a,
+                                        int slot, bool valid, int part, int n_parts,
+                                        const RopePairTarget& rope) {
     __shared__ float part_sums[kWarpsPerBlock][kRows];
+    __shared__ float part_squares[kNorm ? kWarpsPerBlock : 1][kRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
         if (r < a.n) {
             acc[r] = warp_sum(acc[r]);
+            if constexpr (kNorm) {
+                squares[r] = warp_sum(squares[r]);
+            }
             if (lane == 0) {
                 part_sums[warp][r] = acc[r];
+                if constexpr (kNorm) {
+                    part_squares[warp][r] = squares[r];
+                }
             }
         }
     }
@@ -232,18 +261,22 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
         return;
     }
     const int64_t o = gemv_weight_row<kFinish>(a, slot);
-    float sum = 0.0f;
+    float sum = 0.0f, square_sum = 0.0f;
     for (int p = 0; p < n_parts; ++p) {
         sum += part_sums[warp + p][lane];
+        if constexpr (kNorm) {
+            square_sum += part_squares[warp + p][lane];
+        }
     }
-    sum += a.b ? a.b[o] : 0.0f;
+    const float scale = kNorm ? inverse_rms(square_sum, a) : 1.0f;
+    sum = sum * scale + (a.b ? a.b[o] : 0.0f);
     if constexpr (paired_finish(kFinish)) {
         const int64_t o_second = gemv_weight_row<kFinish>(a, slot + 1);
         float second = 0.0f;
         for (int p = 0; p < n_parts; ++p) {
             second += part_sums[warp + n_parts + p][lane];
         }
-        second += a.b ? a.b[o_second] : 0.0f;
+        second = second * scale + (a.b ? a.b[o_second] : 0.0f);
         if constexpr (kFinish == GemvFinish::Swiglu) {
             a.y[lane * (a.n_out / 2) + o] = silu(sum) * second;
         } else {
@@ -262,9 +295,10 @@ __device__ inline void finish_gemv_rows(float acc[kRows], const QuantizedLinearA
 // the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
 // lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
 // the previous kernel (the weights are uploaded, never written by a kernel), and a RopeToCache output's
-// targets found. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null, y as
-// a.output says
-template <QuantizedFormat kType, GemvFinish kFinish, int kRows>
+// targets found. With kNorm each chunk of x is multiplied by the norm's weights as it is read and its squares
+// summed (an RMSNorm input). kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null,
+// y as a.output says
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -291,6 +325,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[kRows] = {};
+    float squares[kRows] = {};  // of x's columns this warp reads, for an RMSNorm input
     for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
         if (c0 != first) {
             load(c0);
@@ -303,34 +338,45 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
             }
             float wk[8];
             unpack8<kType>(w[k], wk);
+            float norm_w[8];
+            if constexpr (kNorm) {
+                load8(a.norm_w + c, norm_w);
+            }
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
                 if (r < a.n) {
                     float xv[8];
                     load8(a.x + r * n_in + c, xv);
+                    if constexpr (kNorm) {
+                        add_norm_input8(xv, norm_w, squares[r]);
+                    }
                     acc[r] += dot8(xv, wk);
                 }
             }
         }
     }
-    finish_gemv_rows<kFinish, kRows>(acc, a, slot, valid, part, n_parts, rope);
+    finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope);
 }
 
-// A SwiGLU output of one or two rows, a warp a pair: warp w of the grid dots gate row w and up row
-// w + n_out / 2 with every row of x, the first kChunksInFlight chunks of both rows loaded before the wait,
-// and lane r gates row r. No shared memory and no barrier, and registers capped for kSwigluPairBlocksPerSm
-// blocks an SM, so that the language model's 3,072 pairs run in one wave on 132 SMs, where the GEMV's warp
-// a row took one and a half. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null
-// ->  y [n, n_out / 2]
-template <QuantizedFormat kType, int kRows>
-__global__ void __launch_bounds__(kBlock, kSwigluPairBlocksPerSm)
-    quantized_gemv_swiglu_pairs_kernel(QuantizedLinearArgs a) {
+// A paired output (SwiGLU or RopeToCache) of one or two rows, a warp a pair: warp w of the grid dots the two
+// weight rows of output slots 2w and 2w + 1 (gemv_weight_row) with every row of x, the first kChunksInFlight
+// chunks of both loaded before the wait, and lane r finishes row r. No shared memory and no barrier, and
+// registers capped for kPairBlocksPerSm blocks an SM, so that the language model's 3,072 SwiGLU pairs and
+// 1,280 q/k/v pairs each run in one wave on 132 SMs, where the GEMV's warp a row took one and a half and 1.2.
+// With kNorm (one row) the warp applies the RMSNorm input as it reads x: it covers whole rows, so its own
+// squares give 1 / rms. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null  ->
+// y [n, n_out / 2], or where a.rope says
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
+__global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
+    quantized_gemv_pairs_kernel(QuantizedLinearArgs a) {
+    static_assert(paired_finish(kFinish));
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     const int pair =
         static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize;
     const int64_t n_pairs = a.n_out / 2;
     const bool valid = pair < n_pairs;
-    const int64_t rows[2] = {pair, pair + n_pairs};
+    const int64_t rows[2] = {valid ? gemv_weight_row<kFinish>(a, 2 * pair) : 0,
+                             valid ? gemv_weight_row<kFinish>(a, 2 * pair + 1) : 0};
     const int64_t n_in = a.n_in;
     constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
     const int64_t first = int64_t{lane} * 8;
@@ -349,9 +395,12 @@ __global__ void __launch_bounds__(kBlock, kSwigluPairBlocksPerSm)
         }
     };
     load(first);
+    // Where lane r's pair goes and how it turns, for a RopeToCache output.
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, 2 * pair, valid, 0, lane);
     wait_for_prior_grids();
     start_dependent_grids();
     float acc[2][kRows] = {};
+    float squares[kRows] = {};  // of x's columns, for an RMSNorm input
     for (int64_t c0 = first; valid && c0 < n_in; c0 += kStride * kChunksInFlight) {
         if (c0 != first) {
             load(c0);
@@ -365,11 +414,18 @@ __global__ void __launch_bounds__(kBlock, kSwigluPairBlocksPerSm)
             float wk[2][8];
             unpack8<kType>(w[0][k], wk[0]);
             unpack8<kType>(w[1][k], wk[1]);
+            float norm_w[8];
+            if constexpr (kNorm) {
+                load8(a.norm_w + c, norm_w);
+            }
 #pragma unroll
             for (int r = 0; r < kRows; ++r) {
                 if (r < a.n) {
                     float xv[8];
                     load8(a.x + r * n_in + c, xv);
+                    if constexpr (kNorm) {
+                        add_norm_input8(xv, norm_w, squares[r]);
+                    }
                     acc[0][r] += dot8(xv, wk[0]);
                     acc[1][r] += dot8(xv, wk[1]);
                 }
@@ -380,13 +436,22 @@ __global__ void __launch_bounds__(kBlock, kSwigluPairBlocksPerSm)
     for (int r = 0; r < kRows; ++r) {
         acc[0][r] = warp_sum(acc[0][r]);
         acc[1][r] = warp_sum(acc[1][r]);
+        if constexpr (kNorm) {
+            squares[r] = warp_sum(squares[r]);
+        }
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
         if (valid && lane == r && r < a.n) {
-            const float gate = acc[0][r] + (a.b ? a.b[rows[0]] : 0.0f);
-            const float up = acc[1][r] + (a.b ? a.b[rows[1]] : 0.0f);
-            a.y[r * n_pairs + pair] = silu(gate) * up;
+            const float scale = kNorm ? inverse_rms(squares[r], a) : 1.0f;
+            const float first_sum = acc[0][r] * scale + (a.b ? a.b[rows[0]] : 0.0f);
+            const float second_sum = acc[1][r] * scale + (a.b ? a.b[rows[1]] : 0.0f);
+            if constexpr (kFinish == GemvFinish::Swiglu) {
+                a.y[r * n_pairs + pair] = silu(first_sum) * second_sum;
+            } else {
+                const int d = static_cast<int>(a.rope.head_dim);
+                store_rope_pair(rope, 2 * pair % d / 2, d / 2, first_sum, second_sum);
+            }
         }
     }
 }
@@ -416,7 +481,8 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
             }
         }
     }
-    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows>(acc, a, slot, valid, part, n_parts, rope);
+    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows, false>(acc, nullptr, a, slot, valid, part, n_parts,
+                                                            rope);
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of
@@ -494,12 +560,20 @@ void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_
     }
 }
 
-// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all, and
+// Whether the GEMV applies a's RMSNorm input itself, as it reads x: at up to kGemvNormMaxRows rows and
+// columns in whole chunks of eight. Otherwise a pass writes the normed input first.
+bool gemv_takes_norm(const QuantizedLinearArgs& a) {
+    return a.input == LinearInput::RmsNorm && a.n <= kGemvNormMaxRows && a.n_in % 8 == 0;
+}
+
+// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all
+// (kGemvWarpsWantedEightRows above four rows), and
 // leave a block two slots for the pairs of a paired output.
 int gemv_parts(const QuantizedLinearArgs& a) {
     const int max_parts = a.output != LinearOutput::Plain ? kWarpsPerBlock / 2 : kWarpsPerBlock;
     int parts = 1;
-    while (parts < max_parts && a.n_out * parts < kGemvWarpsWanted && a.n_in >= 2 * parts * kMinPartColumns) {
+    const int64_t wanted = a.n > 4 ? kGemvWarpsWantedEightRows : kGemvWarpsWanted;
+    while (parts < max_parts && a.n_out * parts < wanted && a.n_in >= 2 * parts * kMinPartColumns) {
         parts *= 2;
     }
     return parts;
@@ -518,16 +592,30 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     }
     // Accumulators for 1, 2, 4 or 8 rows, the fewest that hold a.n.
     const int n_rows = a.n <= 1 ? 1 : a.n <= 2 ? 2 : a.n <= 4 ? 4 : 8;
-    if (kFinish == GemvFinish::Swiglu && n_rows <= 2) {
-        const dim3 pair_grid(static_cast<unsigned int>((a.n_out / 2 + kWarpsPerBlock - 1) / kWarpsPerBlock));
-        launch_chained(n_rows == 1 ? quantized_gemv_swiglu_pairs_kernel<kType, 1>
-                                   : quantized_gemv_swiglu_pairs_kernel<kType, 2>,
-                       pair_grid, dim3(kBlock), 0, stream, a);
+    const bool norm = a.input == LinearInput::RmsNorm;  // a single row (gemv_takes_norm)
+    if constexpr (paired_finish(kFinish)) {
+        // A warp a pair at one row, and for SwiGLU at two as well (RoPE's pairs measured slower there).
+        if (n_rows == 1 || (kFinish == GemvFinish::Swiglu && n_rows == 2)) {
+            const dim3 pair_grid(
+                static_cast<unsigned int>((a.n_out / 2 + kWarpsPerBlock - 1) / kWarpsPerBlock));
+            auto* kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true>
+                                : quantized_gemv_pairs_kernel<kType, kFinish, 1, false>;
+            if constexpr (kFinish == GemvFinish::Swiglu) {
+                if (n_rows == 2) {
+                    kernel = quantized_gemv_pairs_kernel<kType, kFinish, 2, false>;
+                }
+            }
+            launch_chained(kernel, pair_grid, dim3(kBlock), 0, stream, a);
+            return;
+        }
+    } else if (norm) {
+        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, 1, true>, grid, dim3(kBlock), 0, stream, a,
+                       parts);
         return;
     }
     with_1_2_4_8(n_rows, [&](auto rows) {
-        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value>, grid, dim3(kBlock), 0, stream,
-                       a, parts);
+        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value, false>, grid, dim3(kBlock), 0,
+                       stream, a, parts);
     });
 }
 
@@ -583,7 +671,7 @@ int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
 
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
     if (a.n <= kQuantizedGemvMaxRows) {
-        return a.input == LinearInput::Plain ? 0 : a.n * a.n_in;
+        return a.input == LinearInput::Plain || gemv_takes_norm(a) ? 0 : a.n * a.n_in;
     }
     const int64_t product = a.output == LinearOutput::Plain ? 0
                             : a.y_bf16 != nullptr           ? bf16_activation_floats(a.n, a.n_out)
@@ -675,7 +763,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
              " activations and ", a.n_out, " weight rows needs ", needed);
     }
     if (!tensor_cores) {
-        if (a.input == LinearInput::Plain) {
+        if (a.input == LinearInput::Plain || gemv_takes_norm(a)) {
             launch_gemv(a, stream);
             return;
         }

@@ -22,9 +22,9 @@ enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 constexpr int64_t kQuantizedGemvMaxRows = 8;
 
 // What a linear layer multiplies: x itself, or x transformed on its way in (the norm before a layer). The
-// transform is one pass that writes the input in the form the product reads:
-// float32 for the GEMV, bfloat16 for the tensor cores, where it takes the place of the rounding pass. Done
-// inside the GEMV it costs more than that pass, as every warp transforms every input row it reads.
+// GEMV of a single row applies an RMSNorm itself as it reads x (every warp sums the squares of the columns it
+// reads); otherwise the transform is one pass that writes the input in the form the product reads: float32
+// for the GEMV, bfloat16 for the tensor cores, where it takes the place of the rounding pass.
 enum class LinearInput {
     Plain,      // x [n, n_in]
     RmsNorm,    // norm_w ⊙ x / rms(x) per row, as rms_norm_f32 computes it: x [n, n_in], norm_w [n_in], eps
@@ -74,8 +74,8 @@ struct QuantizedLinearArgs {
 // scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 (unless
 // x_bf16 holds it), for WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with
 // float32 accumulation and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output;
-// up to kQuantizedGemvMaxRows rows, the transformed input if there is one (the GEMV applies the output
-// itself). quantized_linear_scratch_floats() says how much.
+// up to kQuantizedGemvMaxRows rows, the transformed input if there is one that the GEMV does not apply itself
+// (it applies the output itself). quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,
                           cudaStream_t stream);

@@ -1306,6 +1306,7 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}, 64, Quantization::Bf16},
                               Case{5, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
                               Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint8},
+                              Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
                               Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
                               Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
                               Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},

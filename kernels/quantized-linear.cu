@@ -567,8 +567,7 @@ bool gemv_takes_norm(const QuantizedLinearArgs& a) {
 }
 
 // Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all
-// (kGemvWarpsWantedEightRows above four rows), and
-// leave a block two slots for the pairs of a paired output.
+// (kGemvWarpsWantedEightRows above four rows), and leave a block two slots for the pairs of a paired output.
 int gemv_parts(const QuantizedLinearArgs& a) {
     const int max_parts = a.output != LinearOutput::Plain ? kWarpsPerBlock / 2 : kWarpsPerBlock;
     int parts = 1;

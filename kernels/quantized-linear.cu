@@ -174,13 +174,30 @@ __device__ inline float inverse_rms(float square_sum, const QuantizedLinearArgs&
     return rsqrtf(square_sum / static_cast<float>(a.n_in) + a.eps);
 }
 
-// Eight inputs of a row on their way into an RMSNorm input's dot product: their squares added to squares, and
-// the inputs times the norm's weights norm_w, so that the row's sums need only 1 / rms at the end.
-__device__ inline void add_norm_input8(float x[8], const float norm_w[8], float& squares) {
-    squares += dot8(x, x);
+// Columns [c, c + 8) of each of the a.n rows of x (kRows >= a.n), as the GEMV dots them: dot(r, x8) is called
+// for row r. With kNorm (an RMSNorm input) the columns are multiplied by the norm's weights and their squares
+// added to squares[r] first, so that the row's sums need only 1 / rms at the end.
+template <int kRows, bool kNorm, typename Dot>
+__device__ inline void for_each_input_row8(const QuantizedLinearArgs& a, int64_t c, float squares[kRows],
+                                           Dot&& dot) {
+    float norm_w[8];
+    if constexpr (kNorm) {
+        load8(a.norm_w + c, norm_w);
+    }
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        x[i] *= norm_w[i];
+    for (int r = 0; r < kRows; ++r) {
+        if (r < a.n) {
+            float xv[8];
+            load8(a.x + r * a.n_in + c, xv);
+            if constexpr (kNorm) {
+                squares[r] += dot8(xv, xv);
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    xv[i] *= norm_w[i];
+                }
+            }
+            dot(r, xv);
+        }
     }
 }
 
@@ -338,21 +355,8 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
             }
             float wk[8];
             unpack8<kType>(w[k], wk);
-            float norm_w[8];
-            if constexpr (kNorm) {
-                load8(a.norm_w + c, norm_w);
-            }
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) {
-                if (r < a.n) {
-                    float xv[8];
-                    load8(a.x + r * n_in + c, xv);
-                    if constexpr (kNorm) {
-                        add_norm_input8(xv, norm_w, squares[r]);
-                    }
-                    acc[r] += dot8(xv, wk);
-                }
-            }
+            for_each_input_row8<kRows, kNorm>(a, c, squares,
+                                              [&](int r, const float xv[8]) { acc[r] += dot8(xv, wk); });
         }
     }
     finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope);
@@ -414,22 +418,10 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
             float wk[2][8];
             unpack8<kType>(w[0][k], wk[0]);
             unpack8<kType>(w[1][k], wk[1]);
-            float norm_w[8];
-            if constexpr (kNorm) {
-                load8(a.norm_w + c, norm_w);
-            }
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) {
-                if (r < a.n) {
-                    float xv[8];
-                    load8(a.x + r * n_in + c, xv);
-                    if constexpr (kNorm) {
-                        add_norm_input8(xv, norm_w, squares[r]);
-                    }
-                    acc[0][r] += dot8(xv, wk[0]);
-                    acc[1][r] += dot8(xv, wk[1]);
-                }
-            }
+            for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+                acc[0][r] += dot8(xv, wk[0]);
+                acc[1][r] += dot8(xv, wk[1]);
+            });
         }
     }
 #pragma unroll

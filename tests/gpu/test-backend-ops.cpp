@@ -537,10 +537,11 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
 }
 
 // The norm before a layer (RMSNorm of the product's input) and the gating of a gated MLP (SwiGLU of the
-// product's stacked gate and up halves). Up to 8 rows the normed input goes to scratch in float32 for the
-// GEMV, whose blocks (at one or two rows, warps) hold both rows of each gate/up pair and write the gated
-// value; more rows norm the input while rounding it for the tensor cores and gate the product in a pass
-// after it. The CPU backend runs the operations one by one. Odd output counts (no halves) are refused.
+// product's stacked gate and up halves). At one row with columns in chunks of eight the GEMV norms its input
+// as it reads it; otherwise up to 8 rows the normed input goes to scratch in float32 for the GEMV first. The
+// GEMV's blocks (at one or two rows, warps) hold both rows of each gate/up pair and write the gated value;
+// more rows norm the input while rounding it for the tensor cores and gate the product in a pass after it.
+// The CPU backend runs the operations one by one. Odd output counts (no halves) are refused.
 TEST_F(BackendOpsTest, LinearNormAndGating) {
     const std::vector<LinearCase> cases = {
         {Quantization::Bf16, 1024, 96, 0}, {Quantization::Bf16, 3072, 7, 0},

@@ -40,8 +40,8 @@ class DecodeGraphs {
 public:
     DecodeGraphs(PaddleOcrVl& model, PagedKvCache& cache, DecodeGraphsParams params);
 
-    // Runs the decoder over the batch  ->  final-normed hidden states [n_padded, hidden], whose first n rows
-    // are the batch's. The tensor is valid until the next call.
+    // Runs the decoder over the batch  ->  hidden states before the final norm [n_padded, hidden], whose
+    // first n rows are the batch's. The tensor is valid until the next call.
     Tensor run(const DecodeBatch& batch);
 
     // Records every capture size not recorded yet, on rows of padding that write no cache row, so that no

@@ -238,7 +238,7 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
         q_begin += chunk.n_new;
     }
     stats_.n_tokens += static_cast<int64_t>(ids.size());
-    return model_.forward_text(embeds, positions, cache_, batch);
+    return model_.forward_text(std::move(embeds), positions, cache_, batch);
 }
 
 std::unique_ptr<TokenReadback> ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden,

@@ -427,7 +427,7 @@ Tensor PaddleOcrVl::embed(const Tensor& ids, const Tensor& pending) {
     return backend_.gather_token_rows(embed_tokens, ids, pending);  // [n, hidden]
 }
 
-Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
+Tensor PaddleOcrVl::forward_text(Tensor embeds, std::span<const std::array<int64_t, 3>> positions,
                                  PagedKvCache& cache, const KvBatch& batch) {
     const int64_t n = embeds.rows();
     if (static_cast<int64_t>(positions.size()) != n || static_cast<int64_t>(batch.slots.size()) != n) {
@@ -445,7 +445,7 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, std::span<const std::arra
     step.positions = backend_.upload_i32(flat_positions, {n, 3});
     step.slots = backend_.upload_i32(slots, {n});
     step.batch = &batch;
-    return forward_text(embeds, step, cache);
+    return forward_text(std::move(embeds), step, cache);
 }
 
 KvCacheParams PaddleOcrVl::kv_cache_params(int64_t n_blocks, int64_t block_size) const {
@@ -455,13 +455,13 @@ KvCacheParams PaddleOcrVl::kv_cache_params(int64_t n_blocks, int64_t block_size)
     return params;
 }
 
-Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache) {
+Tensor PaddleOcrVl::forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache& cache) {
     const TextConfig& tc = config_.text;
     const int64_t n = embeds.rows(), hd = tc.head_dim, n_head = tc.num_attention_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int64_t block_size = cache.params().block_size;
 
-    Tensor x = backend_.copy(embeds);  // [n, d]; residual stream, the caller's tensor stays as it is
+    Tensor x = std::move(embeds);  // [n, d]; the residual stream
     for (size_t l = 0; l < text_layers.size(); ++l) {
         const TextLayer& L = text_layers[l];
         const auto layer = static_cast<int>(l);
@@ -479,11 +479,13 @@ Tensor PaddleOcrVl::forward_text(const Tensor& embeds, const DecoderStep& step, 
         apply_rms_norm_mlp_add(x, L.gate_up_proj, L.down_proj, L.post_norm,
                                tc.rms_norm_eps);  // through [n, ff]
     }
-    return backend_.rms_norm(x, final_norm, tc.rms_norm_eps);  // [n, d]
+    return x;
 }
 
 Tensor PaddleOcrVl::logits(const Tensor& hidden) {
-    return apply(lm_head, hidden);
+    // The norm as a pass of its own: inside the head's GEMV, each of its many blocks would scale its input by
+    // the norm's weights again, which costs more than the pass.
+    return apply(lm_head, backend_.rms_norm(hidden, final_norm, config_.text.rms_norm_eps));
 }
 
 }  // namespace folio

@@ -106,13 +106,15 @@ public:
     // ids [n], pending [n_pending] int32  ->  [n, hidden]
     Tensor embed(const Tensor& ids, const Tensor& pending);
     // Runs the decoder over the new tokens of a batch of sequences, writing their keys and values into the
-    // cache slots the batch names and attending through the sequences' block tables.
-    // embeds [n, hidden], positions [n][t, h, w]  ->  final-normed hidden states [n, hidden]
-    Tensor forward_text(const Tensor& embeds, std::span<const std::array<int64_t, 3>> positions,
-                        PagedKvCache& cache, const KvBatch& batch);
+    // cache slots the batch names and attending through the sequences' block tables. embeds becomes the
+    // residual stream: its rows are updated in place and returned, before the final norm (logits applies it
+    // to the rows it takes).
+    // embeds [n, hidden], positions [n][t, h, w]  ->  hidden states [n, hidden]
+    Tensor forward_text(Tensor embeds, std::span<const std::array<int64_t, 3>> positions, PagedKvCache& cache,
+                        const KvBatch& batch);
     // The same with the step's inputs already on the backend: the form that can be recorded.
-    Tensor forward_text(const Tensor& embeds, const DecoderStep& step, PagedKvCache& cache);
-    // hidden [n, hidden]  ->  logits [n, vocab]
+    Tensor forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache& cache);
+    // The final norm and the LM head.  hidden [n, hidden]  ->  logits [n, vocab]
     Tensor logits(const Tensor& hidden);
     // The cache forward_text takes for n_blocks blocks of block_size tokens: the decoder's layers and K/V
     // heads, in the element type the backend keeps keys and values in at the model's attention precision.

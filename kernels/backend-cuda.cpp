@@ -27,6 +27,7 @@
 #include "rotary.h"
 #include "rows.h"
 #include "token-sampling.h"
+#include "transfer.h"
 
 namespace folio {
 
@@ -423,14 +424,14 @@ public:
         Tensor t = alloc_uninitialized(std::move(shape), "upload_i32");
         t.dtype = ScalarType::I32;
         check_update(t, values);
-        copy_to_device(t.i32(), values.data(), values.size_bytes());
+        store_words(values, t.i32());
         return t;
     }
 
     void update(Tensor& t, std::span<const int32_t> values) override {
         check_update(t, values);
         activate();
-        copy_to_device(device_i32(t, "update"), values.data(), values.size_bytes());
+        store_words(values, device_i32(t, "update"));
     }
 
     std::vector<float> download(const Tensor& t) override {
@@ -1201,18 +1202,30 @@ private:
         }
         if (!host_staging_.copy(bytes, dst, stream())) {
             for (const std::span<const std::byte> part : bytes) {
-                copy_to_device(dst, part.data(), part.size());
+                if (!part.empty()) {
+                    CUDA_CHECK(
+                        cudaMemcpyAsync(dst, part.data(), part.size(), cudaMemcpyHostToDevice, stream()));
+                }
                 dst += part.size();
             }
         }
     }
 
-    // Enqueues a copy of host memory that the caller may reuse as soon as this returns (pageable memory is
-    // staged by the driver before the call returns).
+    // Enqueues a copy of host memory that the caller may reuse as soon as this returns, as
+    // copy_parts_to_device does.
     void copy_to_device(void* dst, const void* src, size_t n_bytes) {
-        check_not_recording("copy to the device");
-        if (n_bytes > 0) {
-            CUDA_CHECK(cudaMemcpyAsync(dst, src, n_bytes, cudaMemcpyHostToDevice, stream()));
+        const std::span<const std::byte> part(static_cast<const std::byte*>(src), n_bytes);
+        copy_parts_to_device(std::span(&part, 1), static_cast<std::byte*>(dst));
+    }
+
+    // Enqueues dst[i] = values[i]: a few words in a kernel's launch (transfer.h), more through
+    // copy_to_device.
+    void store_words(std::span<const int32_t> values, int32_t* dst) {
+        if (static_cast<int64_t>(values.size()) <= kernels::kStoreWordsMax) {
+            check_not_recording("upload");
+            kernels::store_words(values.data(), static_cast<int64_t>(values.size()), dst, stream());
+        } else {
+            copy_to_device(dst, values.data(), values.size_bytes());
         }
     }
 

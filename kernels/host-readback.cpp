@@ -5,6 +5,7 @@
 
 #include "cuda-check.h"
 #include "error.h"
+#include "transfer.h"
 
 namespace folio::kernels {
 
@@ -24,6 +25,7 @@ struct EventDestroy {
 
 struct ReadbackPool::Slot {
     std::unique_ptr<int32_t, HostFree> values;  // [capacity], page-locked
+    int32_t* mapped = nullptr;                  // values as the device addresses them
     size_t capacity = 0;
     std::unique_ptr<CUevent_st, EventDestroy> copied;  // recorded after the copy into values
 };
@@ -77,7 +79,10 @@ std::unique_ptr<TokenReadback> ReadbackPool::read_back(const int32_t* device, in
     } else {
         slot.capacity = std::max(count, kMinSlotValues);
         void* p = nullptr;
-        if (cudaHostAlloc(&p, slot.capacity * sizeof(int32_t), cudaHostAllocDefault) != cudaSuccess) {
+        void* mapped = nullptr;
+        if (cudaHostAlloc(&p, slot.capacity * sizeof(int32_t), cudaHostAllocMapped) != cudaSuccess ||
+            cudaHostGetDevicePointer(&mapped, p, 0) != cudaSuccess) {
+            cudaFreeHost(p);
             cudaGetLastError();  // not sticky: later calls must not report it
             std::vector<int32_t> values(count);
             if (count > 0) {
@@ -88,14 +93,12 @@ std::unique_ptr<TokenReadback> ReadbackPool::read_back(const int32_t* device, in
             return ready_readback(std::move(values));
         }
         slot.values.reset(static_cast<int32_t*>(p));
+        slot.mapped = static_cast<int32_t*>(mapped);
         cudaEvent_t e = nullptr;
         CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
         slot.copied.reset(e);
     }
-    if (count > 0) {
-        CUDA_CHECK(cudaMemcpyAsync(slot.values.get(), device, count * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                   stream));
-    }
+    copy_words_to_host(device, slot.mapped, n, stream);
     CUDA_CHECK(cudaEventRecord(slot.copied.get(), stream));
     return std::make_unique<PinnedReadback>(free_, std::move(slot), count);
 }

@@ -1,7 +1,8 @@
-// Small int32 results (a step's sampled tokens) brought to the host without holding it: each readback copies
-// into page-locked memory on the stream and records an event, and wait() blocks only on that event, so the
-// host can queue the next step meanwhile. A copy into pageable memory would hold the host until the stream
-// had run everything queued before it. The page-locked slots are kept and handed out again.
+// Small int32 results (a step's sampled tokens) brought to the host without holding it: a kernel on the
+// stream writes them into page-locked memory mapped for the device (transfer.h) and an event is recorded
+// after it, and wait() blocks only on that event, so the host can queue the next step meanwhile. A copy into
+// pageable memory would hold the host until the stream had run everything queued before it. The page-locked
+// slots are kept and handed out again.
 #pragma once
 
 #include <cstdint>

@@ -35,7 +35,7 @@ void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t 
 
 HostStaging::HostStaging(int n_threads) : fill_threads_(n_threads) {}
 
-HostStaging::Chunk* HostStaging::next_chunk() {
+bool HostStaging::next_chunk() {
     if (next_ == chunks_.size() && chunks_.size() < kMaxChunks) {
         void* p = nullptr;
         if (cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault) == cudaSuccess) {
@@ -48,14 +48,15 @@ HostStaging::Chunk* HostStaging::next_chunk() {
         }
     }
     if (chunks_.empty()) {
-        return nullptr;
+        return false;
     }
     if (next_ >= chunks_.size()) {
         next_ = 0;
     }
-    Chunk& c = chunks_[next_++];
-    CUDA_CHECK(cudaEventSynchronize(c.read.get()));
-    return &c;
+    current_ = next_++;
+    used_ = 0;
+    CUDA_CHECK(cudaEventSynchronize(chunks_[current_].read.get()));
+    return true;
 }
 
 bool HostStaging::copy(std::span<const std::span<const std::byte>> parts, std::byte* dst,
@@ -65,18 +66,20 @@ bool HostStaging::copy(std::span<const std::span<const std::byte>> parts, std::b
         n_bytes += part.size();
     }
     for (size_t done = 0; done < n_bytes;) {
-        Chunk* c = next_chunk();
-        if (c == nullptr) {
+        // What fits in the rest of the current chunk goes there; anything larger starts a chunk of its own.
+        if (kChunkBytes - used_ < std::min(n_bytes - done, kChunkBytes) && !next_chunk()) {
             return false;  // only ever before the first chunk: the ring never shrinks
         }
-        const size_t n = std::min(kChunkBytes, n_bytes - done);
-        std::byte* staged = c->memory.get();
+        Chunk& c = chunks_[current_];
+        const size_t n = std::min(kChunkBytes - used_, n_bytes - done);
+        std::byte* staged = c.memory.get() + used_;
         fill_threads_.parallel_for(static_cast<int64_t>(n), kMinFillBytes, [&](int64_t begin, int64_t end) {
             copy_parts_range(parts, done + static_cast<size_t>(begin), done + static_cast<size_t>(end),
                              staged + begin);
         });
         CUDA_CHECK(cudaMemcpyAsync(dst + done, staged, n, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(cudaEventRecord(c->read.get(), stream));
+        CUDA_CHECK(cudaEventRecord(c.read.get(), stream));
+        used_ = std::min(kChunkBytes, (used_ + n + kCopyAlign - 1) / kCopyAlign * kCopyAlign);
         done += n;
     }
     return true;

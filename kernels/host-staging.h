@@ -1,8 +1,9 @@
 // Page-locked host memory that large uploads pass through: a copy out of page-locked memory runs on the
 // stream while the host goes on, where a copy out of pageable memory holds the host until the driver has
-// staged every byte. An upload goes through a ring of fixed-size chunks: each chunk's copy to the device
-// starts as soon as a few threads have filled it, while the next chunk fills, and filling a chunk waits only
-// for the copy out of it the last time round.
+// staged every byte, and may first wait for the stream to run everything queued before it. An upload goes
+// through a ring of fixed-size chunks: each chunk's copy to the device starts as soon as a few threads have
+// filled it, while the next chunk fills, and filling a chunk waits only for the copies out of it the last
+// time round. Small uploads (a decoding step's inputs, row lists) share a chunk, one after another.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,8 @@ public:
     // Bytes of one chunk, and the most chunks the ring holds (page-locked as uploads first need them).
     static constexpr size_t kChunkBytes = size_t{4} << 20;
     static constexpr size_t kMaxChunks = 8;
+    // Where the next upload starts within a chunk.
+    static constexpr size_t kCopyAlign = 64;
 
     // n_threads fill each chunk (0: one per hardware thread).
     explicit HostStaging(int n_threads);
@@ -44,12 +47,14 @@ private:
         std::unique_ptr<CUevent_st, EventDestroy> read;  // recorded after the latest copy out of it
     };
 
-    // The next chunk of the ring, page-locked now if the ring may still grow, once the copy out of it has
-    // finished; null when the ring is empty and no page-locked memory can be had.
-    Chunk* next_chunk();
+    // Makes the next chunk of the ring the current one, page-locked now if the ring may still grow, once the
+    // copies out of it have finished; false when the ring is empty and no page-locked memory can be had.
+    bool next_chunk();
 
     std::vector<Chunk> chunks_;
-    size_t next_ = 0;
+    size_t next_ = 0;            // the chunk after the current one
+    size_t current_ = 0;         // the chunk being filled
+    size_t used_ = kChunkBytes;  // its bytes taken (all before the first chunk)
     ThreadPool fill_threads_;
 };
 

@@ -81,7 +81,7 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
     for (int64_t t = 0; t < n; ++t) {
         batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
     }
-    return model.logits(model.forward_text(embeds, positions.pos, cache, batch));
+    return model.logits(model.forward_text(std::move(embeds), positions.pos, cache, batch));
 }
 
 }  // namespace folio::testing

@@ -26,6 +26,7 @@
 #include "host-staging.h"
 #include "quantized-linear.h"
 #include "sampling.h"
+#include "transfer.h"
 
 namespace folio {
 namespace {
@@ -1280,6 +1281,33 @@ TEST_F(BackendOpsTest, Int32UploadAndUpdate) {
     EXPECT_THROW(gpu_->update(f, wrong_size), Error) << "float32 tensor";
     EXPECT_THROW(gpu_->add(f, t.view(0, {2})), Error) << "int32 input to a float32 operation";
     EXPECT_THROW(static_cast<void>(t.view(4, {3})), Error) << "view past the end";
+}
+
+// Uploads, updates and readbacks of int32 values at sizes that the launch of a kernel carries and beyond,
+// several in flight at once, each source overwritten as soon as its call returns.
+TEST_F(BackendOpsTest, Int32TransfersInFlight) {
+    std::mt19937 rng(static_cast<uint32_t>(seed_++));
+    std::uniform_int_distribution<int32_t> word(std::numeric_limits<int32_t>::min(),
+                                                std::numeric_limits<int32_t>::max());
+    for (const int64_t n :
+         {int64_t{1}, int64_t{7}, kernels::kStoreWordsMax, kernels::kStoreWordsMax + 1, int64_t{5000}}) {
+        std::vector<int32_t> values(static_cast<size_t>(n));
+        std::generate(values.begin(), values.end(), [&] { return word(rng); });
+        Tensor t = gpu_->upload_i32(values, {n});
+        std::vector<std::vector<int32_t>> expected = {values};
+        std::vector<std::unique_ptr<TokenReadback>> readbacks;
+        readbacks.push_back(gpu_->read_back(t));
+        for (int step = 0; step < 4; ++step) {
+            std::generate(values.begin(), values.end(), [&] { return word(rng); });
+            gpu_->update(t, values);
+            expected.push_back(values);
+            readbacks.push_back(gpu_->read_back(t));
+        }
+        std::fill(values.begin(), values.end(), -7);
+        for (size_t i = readbacks.size(); i-- > 0;) {
+            EXPECT_EQ(readbacks[i]->wait(), expected[i]) << n << " values, readback " << i;
+        }
+    }
 }
 
 TEST_F(BackendOpsTest, Swiglu) {

@@ -1,9 +1,9 @@
-// Page-locked host memory that large uploads pass through: a copy out of page-locked memory runs on the
-// stream while the host goes on, where a copy out of pageable memory holds the host until the driver has
-// staged every byte, and may first wait for the stream to run everything queued before it. An upload goes
-// through a ring of fixed-size chunks: each chunk's copy to the device starts as soon as a few threads have
-// filled it, while the next chunk fills, and filling a chunk waits only for the copies out of it the last
-// time round. Small uploads (a decoding step's inputs, row lists) share a chunk, one after another.
+// Page-locked host memory that uploads pass through: a copy out of page-locked memory runs on the stream
+// while the host goes on, where a copy out of pageable memory holds the host until the driver has staged
+// every byte, and may first wait for the stream to run everything queued before it. An upload goes through a
+// ring of fixed-size chunks: each chunk's copy to the device starts as soon as a few threads have filled it,
+// while the next chunk fills, and filling a chunk waits only for the copies out of it the last time round.
+// Small uploads (row lists, block tables) share a chunk, one after another.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,7 @@ public:
     // Bytes of one chunk, and the most chunks the ring holds (page-locked as uploads first need them).
     static constexpr size_t kChunkBytes = size_t{4} << 20;
     static constexpr size_t kMaxChunks = 8;
-    // Where the next upload starts within a chunk.
+    // Uploads within a chunk start at multiples of this many bytes.
     static constexpr size_t kCopyAlign = 64;
 
     // n_threads fill each chunk (0: one per hardware thread).

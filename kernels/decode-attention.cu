@@ -335,7 +335,20 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     // The last block merges every split of the (row, K/V head), reading the partials through L2, since L1 may
     // hold stale lines: warp w finds the factors of the splits of heads w, w + kWarps, ... (a lane a split)
     // and their total sum, then each thread sums its outputs over the splits, kMergeBatch splits' loads at
-    // once.
+    // once. The first batch is loaded along with the maxima and sums, which the outputs do not wait for.
+    constexpr int kMergeBatch = 8;
+    float4 lo[kMergeBatch], hi[kMergeBatch];
+    const float* outputs = partial(h, 0) + kHeader + d0;  // split s's at s * kPartialStride
+    const auto load_batch = [&](int s0) {
+#pragma unroll
+        for (int k = 0; k < kMergeBatch; ++k) {
+            const float* theirs = outputs + (s0 + k) * kPartialStride;
+            const bool in = s0 + k < n_splits;
+            lo[k] = in ? __ldcg(reinterpret_cast<const float4*>(theirs)) : float4{};
+            hi[k] = in ? __ldcg(reinterpret_cast<const float4*>(theirs + 4)) : float4{};
+        }
+    };
+    load_batch(0);
     __shared__ float split_factor[kGroup][kMaxAttentionSplits];
     __shared__ float head_sum[kGroup];
     for (int head = warp; head < kGroup; head += kWarps) {
@@ -345,16 +358,10 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
         }
     }
     __syncthreads();
-    constexpr int kMergeBatch = 4;
     float total[kMergeDims] = {};
     for (int s0 = 0; s0 < n_splits; s0 += kMergeBatch) {
-        float4 lo[kMergeBatch], hi[kMergeBatch];
-#pragma unroll
-        for (int k = 0; k < kMergeBatch; ++k) {
-            const float* theirs = partial(h, s0 + k) + kHeader + d0;
-            const bool in = s0 + k < n_splits;
-            lo[k] = in ? __ldcg(reinterpret_cast<const float4*>(theirs)) : float4{};
-            hi[k] = in ? __ldcg(reinterpret_cast<const float4*>(theirs + 4)) : float4{};
+        if (s0 != 0) {
+            load_batch(s0);
         }
 #pragma unroll
         for (int k = 0; k < kMergeBatch; ++k) {

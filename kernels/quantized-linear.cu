@@ -245,15 +245,30 @@ __device__ inline RopePairTarget gemv_rope_target(const QuantizedLinearArgs& a, 
     return {};
 }
 
+// For an output that accumulates, the value of y this lane's sum is added to (see finish_gemv_rows), loaded
+// just after the wait for the kernel ahead so that its round trip overlaps the first loads of x instead of
+// following the sums; 0 otherwise.
+template <GemvFinish kFinish>
+__device__ inline float gemv_accumulated(const QuantizedLinearArgs& a, int slot, bool valid, int part,
+                                         int lane) {
+    if constexpr (kFinish == GemvFinish::Store) {
+        if (a.epilogue == LinearEpilogue::Accumulate && finishes_slot<kFinish>(a, slot, valid, part, lane)) {
+            return a.y[lane * a.n_out + slot];
+        }
+    }
+    return 0.0f;
+}
+
 // Adds the n_parts warps' sums of each output slot in order through shared memory; lane r of the slot's
 // first part finishes row r of x, for a paired output the even slot's first part both slots of the pair, the
 // odd slot's warps n_parts after it. With kNorm the parts' squares of x are added up alongside and the sums
-// scaled by 1 / rms before the bias.  acc, squares [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or
-// where rope (from gemv_rope_target) says
+// scaled by 1 / rms before the bias. An output that accumulates adds accumulated (from gemv_accumulated).
+// acc, squares [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or where rope (from gemv_rope_target)
+// says
 template <GemvFinish kFinish, int kRows, bool kNorm>
 __device__ inline void finish_gemv_rows(float acc[kRows], float squares[kRows], const QuantizedLinearArgs& a,
                                         int slot, bool valid, int part, int n_parts,
-                                        const RopePairTarget& rope) {
+                                        const RopePairTarget& rope, float accumulated) {
     __shared__ float part_sums[kWarpsPerBlock][kRows];
     __shared__ float part_squares[kNorm ? kWarpsPerBlock : 1][kRows];
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -301,10 +316,9 @@ __device__ inline void finish_gemv_rows(float acc[kRows], float squares[kRows], 
             store_rope_pair(rope, slot % d / 2, d / 2, sum, second);
         }
     } else {
-        float& out = a.y[lane * a.n_out + o];
-        out = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
-              : a.epilogue == LinearEpilogue::Accumulate ? out + sum
-                                                         : sum;
+        a.y[lane * a.n_out + o] = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+                                  : a.epilogue == LinearEpilogue::Accumulate ? accumulated + sum
+                                                                             : sum;
     }
 }
 
@@ -341,6 +355,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
     wait_for_prior_grids();
     start_dependent_grids();
+    const float accumulated = gemv_accumulated<kFinish>(a, slot, valid, part, lane);
     float acc[kRows] = {};
     float squares[kRows] = {};  // of x's columns this warp reads, for an RMSNorm input
     for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
@@ -359,7 +374,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
                                               [&](int r, const float xv[8]) { acc[r] += dot8(xv, wk); });
         }
     }
-    finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope);
+    finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope, accumulated);
 }
 
 // A paired output (SwiGLU or RopeToCache) of one or two rows, a warp a pair: warp w of the grid dots the two
@@ -462,6 +477,7 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
     const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
     wait_for_prior_grids();
     start_dependent_grids();
+    const float accumulated = gemv_accumulated<kFinish>(a, slot, valid, part, lane);
     float acc[kQuantizedGemvMaxRows] = {};
     for (int64_t c = static_cast<int64_t>(part) * kWarpSize + lane; valid && c < a.n_in;
          c += static_cast<int64_t>(n_parts) * kWarpSize) {
@@ -473,8 +489,8 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRo
             }
         }
     }
-    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows, false>(acc, nullptr, a, slot, valid, part, n_parts,
-                                                            rope);
+    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows, false>(acc, nullptr, a, slot, valid, part, n_parts, rope,
+                                                            accumulated);
 }
 
 // One thread per weight, rounded to bfloat16.  w [n_rows, n_in] <- rows [row_begin, row_begin + n_rows) of

@@ -107,13 +107,15 @@ __global__ void argmax_merge_kernel(const float* x, const Best* best, int32_t* o
     wait_for_prior_grids();
     start_dependent_grids();
     const int lane = static_cast<int>(threadIdx.x);
+    // Column 0 is read along with the chunks' bests rather than after them.
+    const float first = lane == 0 ? x[blockIdx.x * d] : 0.0f;
     Best b = no_best();
     for (int64_t c = lane; c < n_chunks; c += kWarpSize) {
         b = better(b, best[blockIdx.x * n_chunks + c]);
     }
     b = warp_best(b);
     if (lane == 0) {
-        out[blockIdx.x] = better(Best{x[blockIdx.x * d], 0}, b).column;
+        out[blockIdx.x] = better(Best{first, 0}, b).column;
     }
 }
 

@@ -179,6 +179,13 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     }
     wait_for_prior_grids();
     start_dependent_grids();
+    // The first tile's loads go out before the queries', so that the tile does not wait on their conversion.
+    if (j0 < key_end) {
+        if (!early) {
+            load_tile_keys(tile, lane_row, k_head, row_elements);
+        }
+        load_tile_values(tile, lane_row, v_head, row_elements);
+    }
 
     // The queries as B fragments of Q^T [128, 8 heads] in this lane's order of dimensions, scaled for base 2:
     // step c takes dimensions 32 (c / 2) + 8 tq + 4 (c % 2) + {0, 1} (qb[c][0]) and + {2, 3} (qb[c][1]) of
@@ -246,10 +253,6 @@ __global__ void __launch_bounds__(kBlock, kBlocksPerSm)
     };
     constexpr int64_t kStride = int64_t{kWarps} * kTileKeys;  // keys from one of a warp's tiles to the next
     if (j0 < key_end) {
-        if (!early) {
-            load_tile_keys(tile, lane_row, k_head, row_elements);
-        }
-        load_tile_values(tile, lane_row, v_head, row_elements);
         lane_row = cache_row(j0 + kStride + lane % kTileKeys);
         add_tile(tile);
         for (j0 += kStride; j0 < key_end; j0 += kStride) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include <cuda/atomic>
+
 #include "attention.h"
 #include "reduce.cuh"
 
@@ -13,23 +15,21 @@ namespace folio::kernels {
 // Counts this block's split of a (row, head group) as done, its partials written, and tells every thread
 // whether the block was the last of n_splits to finish; if so the counter is set back to zero and every
 // split's partials may be read (through L2, since L1 may hold stale lines). Called by every thread of the
-// block.  counter (device)
+// block. The barrier orders the block's writes before thread 0's count, whose release makes them visible
+// with it (release is cumulative) and whose acquire, in the last block, makes the other blocks' visible to
+// every thread after the second barrier, so that no thread fences on its own.  counter (device)
 __device__ inline bool last_split_done(int32_t* counter, int n_splits) {
     __shared__ bool last;
-    __threadfence();  // the partials reach L2 before the counter counts them
     __syncthreads();
     if (threadIdx.x == 0) {
-        last = atomicAdd(counter, 1) == n_splits - 1;
+        cuda::atomic_ref<int32_t, cuda::thread_scope_device> count(*counter);
+        last = count.fetch_add(1, cuda::memory_order_acq_rel) == n_splits - 1;
         if (last) {
-            *counter = 0;
+            count.store(0, cuda::memory_order_relaxed);
         }
     }
     __syncthreads();
-    if (!last) {
-        return false;
-    }
-    __threadfence();
-    return true;
+    return last;
 }
 
 // Called by a whole warp: the factor of each split of one head, by which its partial output counts in the

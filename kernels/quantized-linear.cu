@@ -104,9 +104,15 @@ __device__ inline uint32_t load_weights_4(const void* p, uint64_t policy) {
     return v;
 }
 
+// Columns per scale of a WINT4 row as a shift (meaningless for the other formats): group_size is a power of
+// two (check_group_size), so that a chunk's scale is found without a 64-bit division.
+__device__ inline int group_shift(int64_t group_size) {
+    return __ffsll(group_size) - 1;
+}
+
 // The packed bytes of eight consecutive columns [c, c + 8) of weight row o and their scale, as loaded under
 // policy (from evict_first_policy): c is a multiple of 8 and n_in of 8 (of 64 for WINT4), so the bytes are
-// one 16-, 8- or 4-byte word and the eight columns share a WINT4 group.
+// one 16-, 8- or 4-byte word and the eight columns share a WINT4 group of 1 << shift columns.
 struct Packed8 {
     uint4 bits;
     float scale;
@@ -114,7 +120,7 @@ struct Packed8 {
 
 template <QuantizedFormat kType>
 __device__ inline Packed8 load_packed8(const int8_t* q, const float* scales, int64_t o, int64_t c,
-                                       int64_t n_in, int64_t group_size, uint64_t policy) {
+                                       int64_t n_in, int shift, uint64_t policy) {
     Packed8 p{};
     if constexpr (kType == QuantizedFormat::Bf16) {
         p.bits = load_weights_16(q + (o * n_in + c) * 2, policy);
@@ -125,14 +131,24 @@ __device__ inline Packed8 load_packed8(const int8_t* q, const float* scales, int
         p.scale = scales[o];
     } else {
         p.bits.x = load_weights_4(q + o * (n_in / 2) + c / 2, policy);
-        p.scale = scales[o * (n_in / group_size) + c / group_size];
+        p.scale = scales[o * (n_in >> shift) + (c >> shift)];
     }
     return p;
 }
 
-// The eight weights of a Packed8, dequantized as dequantize_row() does.
+// Byte `byte` of word, an unsigned level u, as the float 2^23 + u minus bias: u goes into the low mantissa
+// bits of 2^23 by a byte permute, and the subtraction is exact. This takes a permute and an add where an
+// integer-to-float conversion runs at a quarter of the float rate.
+__device__ inline float level_of_byte(uint32_t word, int byte, float bias) {
+    constexpr uint32_t kTwoTo23Bits = 0x4B000000u;
+    return __uint_as_float(__byte_perm(word, kTwoTo23Bits, 0x7440u | static_cast<uint32_t>(byte))) - bias;
+}
+
+// The eight weights of a Packed8 before their scale: bfloat16 values, or the signed WINT8/WINT4 levels,
+// exactly. Each level is offset to unsigned first (by 128 or 8, an exclusive or of its top bit), and the
+// offset is part of the bias taken off.
 template <QuantizedFormat kType>
-__device__ inline void unpack8(const Packed8& p, float out[8]) {
+__device__ inline void unpack8_levels(const Packed8& p, float out[8]) {
     if constexpr (kType == QuantizedFormat::Bf16) {
         const auto* halves = reinterpret_cast<const uint16_t*>(&p.bits);
 #pragma unroll
@@ -140,17 +156,32 @@ __device__ inline void unpack8(const Packed8& p, float out[8]) {
             out[i] = bf16_bits_to_float(halves[i]);
         }
     } else if constexpr (kType == QuantizedFormat::Wint8) {
-        const auto* bytes = reinterpret_cast<const int8_t*>(&p.bits);
+        constexpr float kBias = 8388608.0f + 128.0f;
+        const uint32_t words[2] = {p.bits.x ^ 0x80808080u, p.bits.y ^ 0x80808080u};
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            out[i] = static_cast<float>(bytes[i]) * p.scale;
+            out[i] = level_of_byte(words[i / 4], i % 4, kBias);
         }
     } else {
-        const auto* bytes = reinterpret_cast<const int8_t*>(&p.bits);
+        constexpr float kBias = 8388608.0f + 8.0f;
+        const uint32_t offset = p.bits.x ^ 0x88888888u;
+        const uint32_t low = offset & 0x0F0F0F0Fu, high = (offset >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            out[2 * i] = low_nibble(bytes[i]) * p.scale;
-            out[2 * i + 1] = high_nibble(bytes[i]) * p.scale;
+            out[2 * i] = level_of_byte(low, i, kBias);
+            out[2 * i + 1] = level_of_byte(high, i, kBias);
+        }
+    }
+}
+
+// The eight weights of a Packed8, dequantized as dequantize_row() does.
+template <QuantizedFormat kType>
+__device__ inline void unpack8(const Packed8& p, float out[8]) {
+    unpack8_levels<kType>(p, out);
+    if constexpr (kType != QuantizedFormat::Bf16) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            out[i] *= p.scale;
         }
     }
 }
@@ -167,6 +198,17 @@ __device__ inline void load8(const float* p, float v[8]) {
 __device__ inline float dot8(const float x[8], const float w[8]) {
     return x[0] * w[0] + x[1] * w[1] + x[2] * w[2] + x[3] * w[3] + x[4] * w[4] + x[5] * w[5] + x[6] * w[6] +
            x[7] * w[7];
+}
+
+// acc plus the dot product of eight inputs with a Packed8's weights, from its levels (unpack8_levels): the
+// levels' dot product times the scale, one multiply where scaling each weight takes eight.
+template <QuantizedFormat kType>
+__device__ inline float add_dot8(float acc, const float x[8], const float levels[8], const Packed8& p) {
+    if constexpr (kType == QuantizedFormat::Bf16) {
+        return acc + dot8(x, levels);
+    } else {
+        return fmaf(p.scale, dot8(x, levels), acc);
+    }
 }
 
 // 1 / rms of a row of x whose squares add up to square_sum, as rms_norm_f32 computes it.
@@ -341,13 +383,14 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     const int64_t n_in = a.n_in;
     const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
     const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
+    const int shift = group_shift(a.group_size);
     Packed8 w[kChunksInFlight];
     const uint64_t policy = evict_first_policy();
     const auto load = [&](int64_t c0) {
 #pragma unroll
         for (int k = 0; k < kChunksInFlight; ++k) {
             if (valid && c0 + k * stride < n_in) {
-                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, a.group_size, policy);
+                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, shift, policy);
             }
         }
     };
@@ -369,9 +412,10 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
                 break;
             }
             float wk[8];
-            unpack8<kType>(w[k], wk);
-            for_each_input_row8<kRows, kNorm>(a, c, squares,
-                                              [&](int r, const float xv[8]) { acc[r] += dot8(xv, wk); });
+            unpack8_levels<kType>(w[k], wk);
+            for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+                acc[r] = add_dot8<kType>(acc[r], xv, wk, w[k]);
+            });
         }
     }
     finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope, accumulated);
@@ -399,6 +443,7 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
     const int64_t n_in = a.n_in;
     constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
     const int64_t first = int64_t{lane} * 8;
+    const int shift = group_shift(a.group_size);
     const uint64_t policy = evict_first_policy();
     Packed8 w[2][kChunksInFlight];
     const auto load = [&](int64_t c0) {
@@ -407,8 +452,8 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 if (valid && c0 + k * kStride < n_in) {
-                    w[h][k] = load_packed8<kType>(a.q, a.scales, rows[h], c0 + k * kStride, n_in,
-                                                  a.group_size, policy);
+                    w[h][k] =
+                        load_packed8<kType>(a.q, a.scales, rows[h], c0 + k * kStride, n_in, shift, policy);
                 }
             }
         }
@@ -431,11 +476,11 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
                 break;
             }
             float wk[2][8];
-            unpack8<kType>(w[0][k], wk[0]);
-            unpack8<kType>(w[1][k], wk[1]);
+            unpack8_levels<kType>(w[0][k], wk[0]);
+            unpack8_levels<kType>(w[1][k], wk[1]);
             for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
-                acc[0][r] += dot8(xv, wk[0]);
-                acc[1][r] += dot8(xv, wk[1]);
+                acc[0][r] = add_dot8<kType>(acc[0][r], xv, wk[0], w[0][k]);
+                acc[1][r] = add_dot8<kType>(acc[1][r], xv, wk[1], w[1][k]);
             });
         }
     }
@@ -518,8 +563,9 @@ __global__ void dequantize_rows8_bf16_kernel(const int8_t* q, const float* scale
     }
     const int r = i / per_row, c = (i - r * per_row) * 8;
     float v[8];
-    unpack8<kType>(load_packed8<kType>(q, scales, row_begin + r, c, n_in, group_size, evict_first_policy()),
-                   v);
+    unpack8<kType>(
+        load_packed8<kType>(q, scales, row_begin + r, c, n_in, group_shift(group_size), evict_first_policy()),
+        v);
     w[i] = uint4{pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7])};
 }
 
@@ -565,6 +611,14 @@ void transform_input(const QuantizedLinearArgs& a, __nv_bfloat16* y, cudaStream_
         layer_norm_bf16(a.x, a.norm_w, a.norm_b, bits, a.n, a.n_in, a.eps, stream);
     } else {
         rms_norm_bf16(a.x, a.norm_w, bits, a.n, a.n_in, a.eps, stream);
+    }
+}
+
+// WINT4's columns per scale: a power of two of at least 8, so that each eight-column chunk of the GEMV and
+// of the dequantization shares one scale and finds it by a shift (group_shift).
+void check_group_size(const char* what, QuantizedFormat format, int64_t group_size) {
+    if (format == QuantizedFormat::Wint4 && (group_size < 8 || (group_size & (group_size - 1)) != 0)) {
+        fail(what, ": WINT4 groups of ", group_size, " columns, not a power of two of at least 8");
     }
 }
 
@@ -708,6 +762,7 @@ void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* 
     if (n == 0) {
         return;
     }
+    check_group_size("dequantize_rows_bf16", format, group_size);
     auto* out = reinterpret_cast<__nv_bfloat16*>(w);
     const bool packed8 = format != QuantizedFormat::Bf16 && n_in % 8 == 0 && n < (int64_t{1} << 31) &&
                          reinterpret_cast<uintptr_t>(q) % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
@@ -745,6 +800,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     if (a.n == 0 || a.n_out == 0) {
         return;
     }
+    check_group_size("quantized_linear_f32", a.format, a.group_size);
     if (a.output != LinearOutput::Plain && (a.n_out % 2 != 0 || a.epilogue != LinearEpilogue::Store)) {
         fail("quantized_linear_f32: a paired output needs an even n_out and a stored epilogue, got n_out ",
              a.n_out, " and epilogue ", static_cast<int>(a.epilogue));

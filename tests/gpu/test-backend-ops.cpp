@@ -491,6 +491,15 @@ TEST_F(BackendOpsTest, DequantizeRowsBf16) {
             }
         }
     }
+    // WINT4 scales are found by a shift: groups of a size that is not a power of two are refused.
+    constexpr int64_t kRows = 2, kColumns = 96;
+    const DeviceBytes q = device_bytes(kRows * kColumns / 2), scales = device_bytes(kRows * sizeof(float)),
+                      out = device_bytes(kRows * kColumns * sizeof(uint16_t));
+    EXPECT_THROW(kernels::dequantize_rows_bf16(
+                     kernels::QuantizedFormat::Wint4, static_cast<const int8_t*>(q.get()),
+                     static_cast<const float*>(scales.get()), static_cast<uint16_t*>(out.get()), 0, kRows,
+                     kColumns, kColumns, nullptr),
+                 Error);
 }
 
 // The epilogues fused into the product: GELU after the bias, and the sum added to an existing tensor (the

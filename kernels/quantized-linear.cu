@@ -137,8 +137,8 @@ __device__ inline Packed8 load_packed8(const int8_t* q, const float* scales, int
 }
 
 // Byte `byte` of word, an unsigned level u, as the float 2^23 + u minus bias: u goes into the low mantissa
-// bits of 2^23 by a byte permute, and the subtraction is exact. This takes a permute and an add where an
-// integer-to-float conversion runs at a quarter of the float rate.
+// bits of 2^23 by a byte permute, and the subtraction is exact: a permute and an add in place of an integer-
+// to-float conversion.
 __device__ inline float level_of_byte(uint32_t word, int byte, float bias) {
     constexpr uint32_t kTwoTo23Bits = 0x4B000000u;
     return __uint_as_float(__byte_perm(word, kTwoTo23Bits, 0x7440u | static_cast<uint32_t>(byte))) - bias;

@@ -34,9 +34,9 @@ namespace {
 // Float32 paths: both backends compute in float32 and differ only in summation order and in the libm
 // versus CUDA versions of exp, tanh and erf, a few ulp each.
 constexpr double kF32Bound = 1e-4;
-// Quantized GEMV paths (up to kQuantizedGemvMaxRows rows): both backends dequantize to the same floats (an
-// int times its float scale, exact in either), so they too differ only in summation order; the inputs'
-// magnitudes are those of the float32 tests.
+// Quantized GEMV paths (up to kQuantizedGemvMaxRows rows): the CPU dots x with each int times its scale, the
+// GEMV dots x with the ints (exact as floats) and scales each chunk's sum once, so they too differ only in
+// the order of roundings; the inputs' magnitudes are those of the float32 tests.
 constexpr double kQuantizedBound = 1e-4;
 // With more than kQuantizedGemvMaxRows rows the weights (BF16, or WINT8/WINT4 dequantized and rounded to
 // bfloat16) multiply on the tensor cores with the activations rounded to bfloat16 (8 significant bits, a

@@ -1,4 +1,4 @@
-// folio-cli: the engine from the command line. Subcommands: generate, bench.
+// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize.
 #include <iostream>
 #include <map>
 #include <string>
@@ -13,6 +13,7 @@
 #include "image-preprocess.h"
 #include "model-loader.h"
 #include "paddleocr-vl.h"
+#include "tokenize-command.h"
 #include "tokenizer.h"
 #include "weight-source.h"
 
@@ -133,14 +134,17 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kBenchUsage << "\n" << kEngineUsage;
+        std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << kEngineUsage;
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
     try {
+        if (command == "tokenize") {
+            return run_tokenize(argc, argv, 2);
+        }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kBenchUsage << "\n" << kEngineUsage;
+            std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << kEngineUsage;
             return 0;
         }
         if (command == "generate") {
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
             return run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kBenchUsage << "\n"
+                  << kUsage << kBenchUsage << kTokenizeUsage << "\n"
                   << kEngineUsage;
         return 2;
     } catch (const std::exception& e) {

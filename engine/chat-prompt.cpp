@@ -59,7 +59,8 @@ ChatPromptTokens build_chat_prompt(const Tokenizer& tokenizer, const SpecialToke
 
     // The processor repeats each image's placeholder in the template's text before tokenizing it; as the
     // placeholder is an added token, repeating its id in the tokenized template is the same.
-    const std::vector<int32_t> template_ids = tokenizer.encode(chat_prompt_text(n_image_tokens.size(), task));
+    const std::vector<int32_t> template_ids =
+        tokenizer.encode(chat_prompt_text(n_image_tokens.size(), task), /*add_special_tokens=*/true);
     const auto count = [&](int32_t id) { return std::count(template_ids.begin(), template_ids.end(), id); };
     const auto n_images = static_cast<std::ptrdiff_t>(n_image_tokens.size());
     if (count(special.image_token_id) != n_images || count(special.vision_start_token_id) != n_images ||

@@ -1,7 +1,7 @@
-// The text tokenizer of SentencePiece-based models (PaddleOCR-VL's ERNIE-4.5, Llama-2 style vocabularies),
-// behaving like transformers 5's LlamaTokenizer: added tokens are split off first, the remaining text is
-// encoded by the SentencePiece BPE model with a Metaspace prefix scheme and no normalization, and decoding
-// runs the same chain as transformers (▁ to space, byte fallback, optional strip of one leading space).
+// The text tokenizer of a model folder, giving the ids transformers 5.17's AutoTokenizer gives on the same
+// folder: tokenizer.json as it is, tokenizer.model converted with its own normalizer, or LlamaTokenizer's
+// rules (tokenizer/tokenizer-pipeline.h says which applies when). Encoding splits off added tokens,
+// normalizes and pre-tokenizes the rest and encodes it with BPE; decoding runs the pipeline's decoder.
 #pragma once
 
 #include <cstdint>
@@ -11,105 +11,83 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace folio {
 
-// Where the Metaspace pre-tokenizer prepends "▁" to a piece of plain text between added tokens (never when
-// the piece already starts with a space): Never; First, only to a piece at the very start of the text;
-// Always, to every piece. Read from tokenizer_config.json as transformers 5 does: add_prefix_space false
-// gives Never; add_prefix_space true or absent gives First when legacy is false or absent (LlamaTokenizer's
-// defaults are add_prefix_space true, legacy false) and Always when legacy is true.
-enum class PrefixSpace { Never, First, Always };
+struct TokenizerPipeline;
+class AddedVocabulary;
 
 class Tokenizer {
 public:
-    // Reads model_dir/tokenizer.model and at least one of tokenizer_config.json and added_tokens.json
-    // (special_tokens_map.json too when present). The SentencePiece normalizer stored in tokenizer.model is
-    // replaced by the identity, as transformers 5 ignores it.
+    // Reads tokenizer.json or tokenizer.model with tokenizer_config.json, special_tokens_map.json and
+    // added_tokens.json where present. Throws naming the file and what is wrong.
     static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir);
+    // A tokenizer.json given as its text, read as it is (TokenizersBackend); source names it in errors.
+    static std::unique_ptr<Tokenizer> from_tokenizer_json(std::string_view text, std::string_view source);
     ~Tokenizer();
     Tokenizer(const Tokenizer&) = delete;
     Tokenizer& operator=(const Tokenizer&) = delete;
 
-    // Splits text on added tokens (leftmost, then longest match) and encodes each piece of plain text.
-    std::vector<int32_t> encode(std::string_view text) const;
-    // Ids without a token (outside the vocabulary, or gaps between pieces and added tokens) decode to
-    // nothing, as in transformers.
+    // The ids of text (valid UTF-8, else throws). add_special_tokens adds the post-processor's tokens around
+    // them (a BOS where the configuration asks for one), as a processor's call does.
+    std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
+    // Ids without a token decode to nothing, as in transformers.
     std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
-    // The id of an added token or a SentencePiece piece; throws when there is none.
+    // The token an id stands for as the vocabulary spells it ("▁Hello", "<0x0A>", "<|IMAGE_START|>");
+    // nothing for an id without one.
+    std::optional<std::string> token_text(int32_t id) const;
+    // The id of an added token or a piece of the vocabulary; throws when there is none.
     int32_t token_id(std::string_view token) const;
     std::optional<int32_t> find_token(std::string_view token) const;
 
-    int32_t n_vocab() const { return static_cast<int32_t>(entries_.size()); }
+    int32_t n_vocab() const { return n_vocab_; }
     bool is_special(int32_t id) const;
     // -1 when the tokenizer has no such token.
     int32_t bos_id() const { return bos_id_; }
     int32_t eos_id() const { return eos_id_; }
     int32_t pad_id() const { return pad_id_; }
-
-    void set_prefix_space(PrefixSpace prefix_space) { prefix_space_ = prefix_space; }
-    PrefixSpace prefix_space() const { return prefix_space_; }
+    // Which rules built it and from which file, e.g. "TokenizersBackend (tokenizer.json)".
+    const std::string& description() const;
 
 private:
     friend class IncrementalDetokenizer;
 
-    struct Entry {
-        std::string text;       // the piece or added token with "▁" turned into spaces, as decoded
-        int byte = -1;          // 0..255 for a byte fallback piece "<0xXX>"
-        bool assigned = false;  // ids between the pieces and the added tokens may have no token
-        bool special = false;
-    };
-    struct TrieNode {
-        std::vector<std::pair<unsigned char, int32_t>> next;
-        int32_t token_id = -1;
-    };
-    struct DecodeState {
-        std::string pending_bytes;  // a run of byte fallback pieces, decoded together when it ends
-        bool at_start = true;       // nothing visible decoded yet
-    };
-
     Tokenizer();
-    void add_to_trie(std::string_view content, int32_t id);
-    // Length of the longest added token starting at text[pos] (0 when none) and its id.
-    std::pair<size_t, int32_t> match_added(std::string_view text, size_t pos) const;
-    void encode_plain(std::string_view text, bool at_text_start, std::vector<int32_t>& ids) const;
-    void decode_step(DecodeState& state, int32_t id, bool skip_special, std::string& out) const;
-    void decode_finish(DecodeState& state, std::string& out) const;
-    void append_text(DecodeState& state, std::string_view text, std::string& out) const;
+    static std::unique_ptr<Tokenizer> from_pipeline(TokenizerPipeline pipeline,
+                                                    std::filesystem::path model_dir);
+    // Whether the id is a byte fallback piece "<0xXX>" of the vocabulary.
+    bool is_byte_piece(int32_t id) const;
+    void encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
 
-    std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
-    std::filesystem::path model_path_;
-    std::vector<Entry> entries_;
-    std::unordered_map<std::string, int32_t> ids_by_token_;
-    std::vector<TrieNode> trie_;
+    std::unique_ptr<TokenizerPipeline> pipeline_;
+    std::unique_ptr<AddedVocabulary> added_;
+    std::filesystem::path model_dir_;
+    int32_t n_vocab_ = 0;
     int32_t bos_id_ = -1;
     int32_t eos_id_ = -1;
     int32_t pad_id_ = -1;
-    PrefixSpace prefix_space_ = PrefixSpace::First;
 };
 
-// Turns generated ids into text as they come. push() returns the text completed by the id (possibly
-// empty); a run of byte fallback pieces is held back until it ends, because like the reference decoder it
-// becomes one U+FFFD per byte when the run as a whole is not valid UTF-8. Every returned piece is valid
-// UTF-8, and all pieces followed by flush() equal decode() of all ids.
+// Turns generated ids into text as they come, on the same rules as Tokenizer::decode: each push() decodes
+// the ids since the last text it returned together with those before it, and returns what is new. A run of
+// byte fallback pieces is held back until it ends, because like the reference decoder the whole run becomes
+// one U+FFFD per byte when it is not valid UTF-8 as a whole. Every returned piece is valid UTF-8, and all
+// pieces followed by flush() equal decode() of all ids.
 class IncrementalDetokenizer {
 public:
     explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = true);
     std::string push(int32_t id);
-    // The rest: a pending run of bytes (one U+FFFD per byte when it is not valid UTF-8).
+    // The rest (U+FFFD for each byte of a run that never completed).
     std::string flush();
 
 private:
     const Tokenizer& tokenizer_;
     bool skip_special_;
-    Tokenizer::DecodeState state_;
+    std::vector<int32_t> ids_;  // the ids since the start of the text before the last returned piece
+    size_t prefix_size_ = 0;    // of those, the ids that made prefix_
+    std::string prefix_;        // decode of ids_[0..prefix_size_)
 };
 
 }  // namespace folio

@@ -3,12 +3,12 @@
 set -euo pipefail
 
 packages=(
-    build-essential cmake ninja-build pkg-config git
+    build-essential cmake ninja-build pkg-config git ccache
     clang libclang-rt-14-dev clang-tidy clang-format
     qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
     libpoppler-qt6-dev
     libopencv-dev
-    libsentencepiece-dev sentencepiece
+    libicu-dev
     nlohmann-json3-dev
     libgtest-dev libgmock-dev
     xvfb xauth

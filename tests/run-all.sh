@@ -20,5 +20,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== fuzzers"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs" --target fuzz-safetensors fuzz-model-config
+cmake --build --preset fuzz -j "$jobs" --target fuzz-safetensors fuzz-model-config fuzz-tokenizer-json \
+    fuzz-sentencepiece
 bash tests/fuzz/run-fuzzers.sh build/fuzz "${FOLIO_FUZZ_SECONDS:-30}"

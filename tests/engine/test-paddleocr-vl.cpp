@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "backend.h"
@@ -342,6 +345,40 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
     });
     EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected);
     EXPECT_EQ(n_streamed, static_cast<int>(result.tokens.size()));
+}
+
+// The same path with a tokenizer that normalizes (an nmt_nfkc tokenizer.model, which transformers converts
+// with its precompiled charsmap): prompt ids and greedy tokens of the reference on that folder.
+TEST_P(PaddleOcrVlTest, EndToEndWithANormalizingTokenizerMatchesReference) {
+    const PromptCase& c = GetParam();
+    const std::filesystem::path dir = testing::fixtures_dir().parent_path() / "tokenizers" / "paddleocr-vl-tiny-nfkc";
+    const nlohmann::json reference = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
+    const nlohmann::json& expected = reference.at("prompts").at(c.key);
+    const auto files = ModelFiles::open(dir);
+    const auto tokenizer = Tokenizer::load(dir);
+    EXPECT_EQ(tokenizer->description(), "TokenizersBackend (tokenizer.model)");
+    std::vector<Image> images;
+    for (const auto& name : c.images) {
+        images.push_back(load_image(testing::fixtures_dir() / "images" / (name + ".png")));
+    }
+    const PreprocessedImages pre = preprocess_images(images, files->preprocessor());
+    std::vector<int64_t> n_image_tokens;
+    for (const ImageGrid& g : pre.grids) {
+        n_image_tokens.push_back(g.n_patches() / 4);
+    }
+    const ModelConfig& cfg = files->config();
+    const ChatPromptTokens prompt = build_chat_prompt(
+        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
+        c.task);
+    ASSERT_EQ(prompt.ids, expected.at("input_ids").get<std::vector<int32_t>>());
+    // The normalizer makes this prompt differ from the identity tokenizer's.
+    EXPECT_NE(std::vector<int64_t>(prompt.ids.begin(), prompt.ids.end()), reference_->i64(c.key + ".input_ids"));
+
+    const auto greedy = expected.at("greedy_tokens").get<std::vector<int32_t>>();
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(greedy.size());
+    const GenerateResult result = generate(*model_, prompt, pre, params, [](int32_t) { return true; });
+    EXPECT_EQ(result.tokens, greedy);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleOcrVlTest, ::testing::ValuesIn(prompt_cases()), prompt_case_name);

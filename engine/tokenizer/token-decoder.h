@@ -1,0 +1,35 @@
+// The decoder of a tokenizer pipeline (tokenizers' SentencePiece-style family): steps that each turn the list
+// of token strings into a new list, then the list joined. Without steps the tokens are joined with spaces.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace folio {
+
+enum class PrependScheme { Always, First, Never };
+
+struct TokenDecoderStep {
+    enum class Kind { Replace, ByteFallback, Fuse, Strip, Metaspace };
+    Kind kind = Kind::Fuse;
+    std::string pattern;        // Replace
+    std::string content;        // Replace: the replacement; Metaspace: the replacement character
+    uint32_t strip_char = ' ';  // Strip: up to start leading and stop trailing copies of it, per token
+    size_t start = 0;
+    size_t stop = 0;
+    PrependScheme prepend_scheme = PrependScheme::Always;  // Metaspace: the first token loses its leading one
+};
+
+class TokenDecoder {
+public:
+    void add(TokenDecoderStep step) { steps_.push_back(std::move(step)); }
+    bool empty() const { return steps_.empty(); }
+    std::string decode(std::vector<std::string> tokens) const;
+
+private:
+    std::vector<TokenDecoderStep> steps_;
+};
+
+}  // namespace folio

@@ -1,0 +1,62 @@
+// A tokenizer as the tokenizers library runs it, in the SentencePiece-style family: added tokens split off,
+// the pieces between them normalized, pre-tokenized by Metaspace, encoded by BPE; ids decoded through the
+// decoder's steps. The pipeline is read from a model folder's files by read_tokenizer_pipeline.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "added-vocabulary.h"
+#include "bpe-model.h"
+#include "normalizer.h"
+#include "token-decoder.h"
+
+namespace folio {
+
+struct MetaspaceSplit {
+    std::string replacement = "\xE2\x96\x81";  // "▁"
+    PrependScheme prepend_scheme = PrependScheme::Always;
+    bool split = true;
+};
+
+struct TokenizerPipeline {
+    Normalizer normalizer;
+    std::optional<MetaspaceSplit> pre_tokenizer;
+    std::unique_ptr<BpeModel> model;
+    TokenDecoder decoder;
+    std::vector<AddedToken> added_tokens;
+    // The post-processor's template for one sequence: ids before and after it.
+    std::vector<int32_t> prefix_ids;
+    std::vector<int32_t> suffix_ids;
+    // Named tokens of the configuration (bos_token, eos_token, pad_token, unk_token), as their text.
+    std::optional<std::string> bos_token;
+    std::optional<std::string> eos_token;
+    std::optional<std::string> pad_token;
+    // Ids the SentencePiece model names, where no configuration names the token.
+    int32_t spm_bos_id = -1;
+    int32_t spm_eos_id = -1;
+    int32_t spm_pad_id = -1;
+    std::string description;  // the class transformers would use and the files it reads
+};
+
+// Reads the tokenizer of a model folder as transformers 5.17's AutoTokenizer would build it: tokenizer.json
+// as it is (TokenizersBackend), tokenizer.model converted with its own normalizer (TokenizersBackend, which
+// a model folder of PaddleOCR-VL or ERNIE-4.5 always gets), or LlamaTokenizer's rules over the vocabulary of
+// either file. Throws naming the file and what is wrong.
+TokenizerPipeline read_tokenizer_pipeline(const std::filesystem::path& model_dir);
+
+// tokenizer.json (its text given): the pipeline it describes, with the BPE model's configuration apart (the
+// pipeline's model is left for the caller to build), since LlamaTokenizer takes only the vocabulary.
+struct TokenizerJson {
+    TokenizerPipeline pipeline;
+    BpeConfig bpe;
+    bool has_merges = false;
+    bool has_post_processor = false;
+};
+TokenizerJson parse_tokenizer_json(std::string_view text, std::string_view source);
+
+}  // namespace folio

@@ -17,7 +17,7 @@
 #include "engine-core.h"
 #include "error.h"
 #include "model-config.h"
-#include "paddleocr-vl.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
 
 namespace folio::cli {
 

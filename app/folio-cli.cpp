@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "bench.h"
-#include "chat-prompt.h"
 #include "cli-options.h"
 #include "engine-core.h"
 #include "error.h"
 #include "image-loader.h"
 #include "image-preprocess.h"
 #include "model-loader.h"
-#include "paddleocr-vl.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
 #include "tokenize-command.h"
 #include "tokenizer.h"
 #include "weight-source.h"

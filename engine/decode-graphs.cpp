@@ -4,7 +4,6 @@
 
 #include "error.h"
 #include "kv-cache.h"
-#include "paddleocr-vl.h"
 
 namespace folio {
 
@@ -26,7 +25,7 @@ std::vector<int64_t> default_capture_sizes(int64_t max_num_seqs) {
     return sizes;
 }
 
-DecodeGraphs::DecodeGraphs(PaddleOcrVl& model, PagedKvCache& cache, DecodeGraphsParams params)
+DecodeGraphs::DecodeGraphs(GenerativeModel& model, PagedKvCache& cache, DecodeGraphsParams params)
     : model_(model), cache_(cache), params_(std::move(params)) {
     if (params_.max_blocks <= 0) {
         fail("decode graphs: ", params_.max_blocks, " block-table entries per sequence");

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "backend.h"
+#include "model.h"
 
 namespace folio {
 
-class PaddleOcrVl;
 class PagedKvCache;
 
 // FastDeploy's CUDA-graph capture sizes up to max_num_seqs: 1, 2, 4, the multiples of 8 to 128, of 16 to 256
@@ -38,7 +38,7 @@ struct DecodeGraphsParams {
 
 class DecodeGraphs {
 public:
-    DecodeGraphs(PaddleOcrVl& model, PagedKvCache& cache, DecodeGraphsParams params);
+    DecodeGraphs(GenerativeModel& model, PagedKvCache& cache, DecodeGraphsParams params);
 
     // Runs the decoder over the batch  ->  hidden states before the final norm [n_padded, hidden], whose
     // first n rows are the batch's. The tensor is valid until the next call.
@@ -66,7 +66,7 @@ private:
     // Runs the packed inputs of size rows once (their hidden states returned) and records the same work.
     Tensor record(int64_t size, std::span<const int32_t> packed);
 
-    PaddleOcrVl& model_;
+    GenerativeModel& model_;
     PagedKvCache& cache_;
     DecodeGraphsParams params_;
     std::map<int64_t, Recorded> recorded_;

@@ -10,7 +10,6 @@
 #include "clock.h"
 #include "error.h"
 #include "log.h"
-#include "paddleocr-vl.h"
 
 namespace folio {
 
@@ -78,15 +77,15 @@ namespace {
 
 // The scheduler's view of a request; its images hashed on hash_threads, or left unhashed (zero) without them,
 // for a sequence that is only checked.
-std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, const std::vector<int32_t>& eos,
-                                        int merge, ThreadPool* hash_threads) {
+std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, const GenerativeModel& model,
+                                        ThreadPool* hash_threads) {
     auto seq = std::make_unique<Sequence>();
     seq->id = id;
     seq->tokens = request.prompt.ids;
     seq->n_prompt = static_cast<int64_t>(request.prompt.ids.size());
     seq->max_tokens = request.max_tokens;
     if (!request.ignore_eos) {
-        seq->stop_ids = request.stop_ids.empty() ? eos : request.stop_ids;
+        seq->stop_ids = request.stop_ids.empty() ? model.limits().eos_token_ids : request.stop_ids;
     }
     const std::vector<uint8_t>& is_image = request.prompt.is_image;
     const std::span<const std::byte> level_values =
@@ -106,9 +105,9 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
                  " images");
         }
         const ImageGrid& grid = request.images.grids[image++];
-        if (end - i != grid.n_patches() / (int64_t{merge} * merge)) {
+        if (end - i != model.n_image_tokens(grid)) {
             fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
-                 grid.n_patches() / (int64_t{merge} * merge), " merged patches");
+                 model.n_image_tokens(grid), " merged patches");
         }
         seq->images.push_back({i, end - i,
                                hash_threads ? image_content_hash(request.images.image_bytes(image - 1),
@@ -124,18 +123,17 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
 
 }  // namespace
 
-EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer)
+EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer)
     : model_(model), config_(config), tokenizer_(tokenizer), hash_threads_(ThreadPool::at_most_hardware(4)) {
-    const TextConfig& tc = model.config().text;
+    const int64_t max_context = model.limits().max_context;
     if (config.block_size < 1) {
         fail("block_size must be at least 1, got ", config.block_size);
     }
     if (config.limit_mm_per_prompt < 0) {
         fail("limit_mm_per_prompt must not be negative, got ", config.limit_mm_per_prompt);
     }
-    if (config.max_model_len > tc.max_position_embeddings) {
-        fail("max_model_len ", config.max_model_len, " exceeds the model's context of ",
-             tc.max_position_embeddings);
+    if (config.max_model_len > max_context) {
+        fail("max_model_len ", config.max_model_len, " exceeds the model's context of ", max_context);
     }
     SchedulerConfig sc{config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len,
                        config.enable_chunked_prefill, config.enable_prefix_caching};
@@ -174,9 +172,8 @@ EngineCore::EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tok
 
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
 // measured and scaled to max_num_batched_tokens, the logits of max_num_seqs rows are measured on their own,
-// and so is a small image through the vision encoder, scaled to the most patches a step can encode.
+// and so is the image encoder, which the model measures for the most image tokens a step can take.
 int64_t EngineCore::activation_peak_bytes() {
-    constexpr int64_t kProfilePatchSide = 8;
     constexpr int64_t kProfileTokens = 256;
     Backend& backend = model_.backend();
     const int64_t n = std::min(config_.max_num_batched_tokens, kProfileTokens);
@@ -207,29 +204,18 @@ int64_t EngineCore::activation_peak_bytes() {
         logits, std::vector<RowSampling>(rows.size(), RowSampling{.temperature = 1.0f, .top_k = 1}), {});
     const int64_t logits_peak = backend.memory_stats().peak - before;
 
-    // The vision encoder runs before the decoder in a step, on at most max_num_batched_tokens image tokens:
-    // an 8x8-patch image is measured and scaled to that many patches.
-    const VisionConfig& vc = model_.config().vision;
-    const ImageGrid grid{1, kProfilePatchSide, kProfilePatchSide};
-    const int64_t patch_dim = vc.patch_dim();
-    const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * patch_dim), 0.0f);
-    backend.reset_peak();
-    before = backend.memory_stats().in_use;
-    model_.project(model_.encode_vision(pixels, std::span(&grid, 1)), std::span(&grid, 1));
-    const int64_t max_patches =
-        config_.max_num_batched_tokens * vc.spatial_merge_size * vc.spatial_merge_size;
-    const int64_t vision_peak = (backend.memory_stats().peak - before) * max_patches / grid.n_patches();
+    // The image encoder runs before the decoder in a step, on at most max_num_batched_tokens image tokens.
+    const int64_t vision_peak = model_.image_activation_bytes(config_.max_num_batched_tokens);
     return std::max(text_peak * config_.max_num_batched_tokens / n + logits_peak, vision_peak);
 }
 
 void EngineCore::validate(const Request& request) const {
     check_request(request);
-    scheduler_->check(*make_sequence(-1, request, model_.config().text.eos_token_ids,
-                                     model_.config().vision.spatial_merge_size, nullptr));
+    scheduler_->check(*make_sequence(-1, request, model_, nullptr));
 }
 
 void EngineCore::check_request(const Request& request) const {
-    const TextConfig& tc = model_.config().text;
+    const int64_t vocab_size = model_.limits().vocab_size;
     if (request.prompt.ids.empty()) {
         fail("empty prompt");
     }
@@ -238,27 +224,15 @@ void EngineCore::check_request(const Request& request) const {
              " image flags");
     }
     for (const int32_t id : request.prompt.ids) {
-        if (id < 0 || id >= tc.vocab_size) {
-            fail("token id ", id, " outside the vocabulary of ", tc.vocab_size);
+        if (id < 0 || id >= vocab_size) {
+            fail("token id ", id, " outside the vocabulary of ", vocab_size);
         }
     }
     if (static_cast<int64_t>(request.images.grids.size()) > config_.limit_mm_per_prompt) {
         fail(request.images.grids.size(), " images in one request, more than limit_mm_per_prompt ",
              config_.limit_mm_per_prompt);
     }
-    const PreprocessedImages& images = request.images;
-    if (!images.levels.empty() && !images.pixel_values.empty()) {
-        fail("images given both as ", images.levels.size(), " levels and as ", images.pixel_values.size(),
-             " float values");
-    }
-    const VisionConfig& vc = model_.config().vision;
-    const int64_t patch_dim = vc.patch_dim();
-    const auto n_given =
-        static_cast<int64_t>(images.levels.empty() ? images.pixel_values.size() : images.levels.size());
-    if (n_given != images.n_patches() * patch_dim) {
-        fail(images.grids.size(), " images of ", images.n_patches(), " patches need ",
-             images.n_patches() * patch_dim, " values (", patch_dim, " a patch), got ", n_given);
-    }
+    model_.check_images(request.images);
     if (request.max_tokens < 1) {
         fail("max_tokens must be at least 1, got ", request.max_tokens);
     }
@@ -287,8 +261,7 @@ void EngineCore::add(Request request, int64_t id) {
     if (scheduler_->find(id)) {
         fail("request id ", id, " is in use");
     }
-    std::unique_ptr<Sequence> seq = make_sequence(id, request, model_.config().text.eos_token_ids,
-                                                  model_.config().vision.spatial_merge_size, &hash_threads_);
+    std::unique_ptr<Sequence> seq = make_sequence(id, request, model_, &hash_threads_);
     scheduler_->add(std::move(seq));
     runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
     if (runner_->needs_history(id)) {

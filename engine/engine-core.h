@@ -12,19 +12,17 @@
 #include <vector>
 
 #include "block-pool.h"
-#include "chat-prompt.h"
 #include "image-preprocess.h"
 #include "kv-cache-manager.h"
 #include "memory-planner.h"
 #include "model-runner.h"
+#include "model.h"
 #include "sampling.h"
 #include "scheduler.h"
 #include "thread-pool.h"
 #include "tokenizer.h"
 
 namespace folio {
-
-class PaddleOcrVl;
 
 // Names follow FastDeploy's serving options.
 struct EngineConfig {
@@ -45,7 +43,7 @@ struct EngineConfig {
 };
 
 struct Request {
-    ChatPromptTokens prompt;
+    PromptTokens prompt;
     PreprocessedImages images;
     SamplingParams sampling;
     int64_t max_tokens = 256;
@@ -78,7 +76,7 @@ struct EngineStats {
 class EngineCore {
 public:
     // The tokenizer is needed for stop strings and text output; it must outlive the engine.
-    EngineCore(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
+    EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
 
     // Throws folio::Error when the request can never run; see Scheduler::add for the rest.
     void validate(const Request& request) const;
@@ -117,7 +115,7 @@ private:
     // Appends the token's text; true when a stop string now appears, the text then cut before it.
     bool push_text(Text& text, int32_t token, std::string& delta);
 
-    PaddleOcrVl& model_;
+    GenerativeModel& model_;
     EngineConfig config_;
     const Tokenizer* tokenizer_;
     MemoryPlan plan_;

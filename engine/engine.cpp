@@ -25,7 +25,7 @@ void RequestHandle::cancel() {
     engine_->cancel(id_);
 }
 
-Engine::Engine(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer)
+Engine::Engine(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer)
     : core_(model, config, tokenizer), thread_([this] { run(); }) {}
 
 Engine::~Engine() {

@@ -49,7 +49,7 @@ private:
 
 class Engine {
 public:
-    Engine(PaddleOcrVl& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
+    Engine(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
     // Stops the thread; requests still running end with FinishReason::Cancelled.
     ~Engine();
     Engine(const Engine&) = delete;

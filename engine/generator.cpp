@@ -5,11 +5,10 @@
 #include "clock.h"
 #include "engine-core.h"
 #include "error.h"
-#include "paddleocr-vl.h"
 
 namespace folio {
 
-GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, const PreprocessedImages& images,
+GenerateResult generate(GenerativeModel& model, const PromptTokens& prompt, const PreprocessedImages& images,
                         const GenerateParams& params, const std::function<bool(int32_t)>& on_token) {
     const int64_t n_prompt = static_cast<int64_t>(prompt.ids.size());
     if (n_prompt == 0) {
@@ -19,9 +18,10 @@ GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, cons
         fail("max_tokens must be at least 1, got ", params.max_tokens);
     }
     const int64_t n_ctx = n_prompt + params.max_tokens;
-    if (n_ctx > model.config().text.max_position_embeddings) {
+    const int64_t max_context = model.limits().max_context;
+    if (n_ctx > max_context) {
         fail("prompt of ", n_prompt, " tokens plus ", params.max_tokens,
-             " new tokens exceeds the context of ", model.config().text.max_position_embeddings);
+             " new tokens exceeds the context of ", max_context);
     }
     EngineConfig config;
     config.max_model_len = n_ctx;

@@ -7,14 +7,12 @@
 #include <functional>
 #include <vector>
 
-#include "chat-prompt.h"
 #include "image-preprocess.h"
+#include "model.h"
 #include "sampling.h"
 #include "sequence.h"
 
 namespace folio {
-
-class PaddleOcrVl;
 
 struct GenerateParams {
     SamplingParams sampling;
@@ -33,7 +31,7 @@ struct GenerateResult {
 };
 
 // on_token is called with each new token; returning false cancels the request.
-GenerateResult generate(PaddleOcrVl& model, const ChatPromptTokens& prompt, const PreprocessedImages& images,
+GenerateResult generate(GenerativeModel& model, const PromptTokens& prompt, const PreprocessedImages& images,
                         const GenerateParams& params, const std::function<bool(int32_t)>& on_token);
 
 }  // namespace folio

@@ -6,8 +6,6 @@
 
 #include "clock.h"
 #include "error.h"
-#include "paddleocr-vl.h"
-#include "rope.h"
 
 namespace folio {
 
@@ -26,7 +24,8 @@ void for_images_in(const std::vector<int64_t>& image_begin, const std::vector<in
 
 }  // namespace
 
-ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params)
+ModelRunner::ModelRunner(GenerativeModel& model, const KvCacheParams& cache_params,
+                         const RunnerParams& params)
     : model_(model),
       cache_(model.backend(), cache_params),
       sampled_(model.backend().upload_i32(std::vector<int32_t>(static_cast<size_t>(params.max_num_seqs), 0),
@@ -40,16 +39,13 @@ ModelRunner::ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, 
 
 void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
                               const SamplingParams& sampling) {
-    const int merge = model_.config().vision.spatial_merge_size;
     RequestState state;
-    const MropePositions positions = compute_mrope_positions(is_image, images.grids, merge);
-    state.prompt_positions = positions.pos;
-    state.position_delta = positions.delta;
+    state.positions = model_.prompt_positions(is_image, images.grids);
     for (int64_t i = 0, image = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
         if (is_image[i] && (i == 0 || !is_image[i - 1])) {
             state.image_begin.push_back(i);
-            state.image_n_tokens.push_back(images.grids.at(static_cast<size_t>(image++)).n_patches() /
-                                           (int64_t{merge} * merge));
+            state.image_n_tokens.push_back(
+                model_.n_image_tokens(images.grids.at(static_cast<size_t>(image++))));
         }
     }
     state.features.resize(images.grids.size());
@@ -60,14 +56,6 @@ void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, Pre
 
 void ModelRunner::remove_request(int64_t id) {
     requests_.erase(id);
-}
-
-std::array<int64_t, 3> ModelRunner::position(const RequestState& state, int64_t token) const {
-    if (token < static_cast<int64_t>(state.prompt_positions.size())) {
-        return state.prompt_positions[token];
-    }
-    const int64_t p = token + state.position_delta;
-    return {p, p, p};
 }
 
 void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
@@ -88,7 +76,7 @@ void ModelRunner::encode_missing_images(const SchedulerOutput& output) {
         return;
     }
     const auto start = std::chrono::steady_clock::now();
-    const Tensor features = model_.project(encode(missing, grids), grids);  // [n_tokens, hidden]
+    const Tensor features = encode(missing, grids);  // [n_tokens, hidden]
     int64_t row = 0;
     for (const auto& [state, i] : missing) {
         std::vector<int64_t> rows(static_cast<size_t>(state->image_n_tokens[i]));
@@ -115,7 +103,7 @@ Tensor ModelRunner::encode(std::span<const std::pair<RequestState*, size_t>> ima
         for (const auto& [state, i] : images) {
             levels.push_back(state->images.image_levels(i));
         }
-        return model_.encode_vision(levels, first.level_values, grids);
+        return model_.encode_images(levels, first.level_values, grids);
     }
     // Otherwise as float values: each image's own, or its levels looked up.
     std::vector<std::vector<float>> looked_up;
@@ -127,7 +115,7 @@ Tensor ModelRunner::encode(std::span<const std::pair<RequestState*, size_t>> ima
             values.emplace_back(looked_up.emplace_back(state->images.image_values(i)));
         }
     }
-    return model_.encode_vision(values, grids);
+    return model_.encode_images(values, grids);
 }
 
 bool ModelRunner::needs_history(int64_t id) const {
@@ -176,7 +164,7 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv,
                  " tokens (at most ", max_blocks, ")");
         }
         batch.ids.push_back(input_id(chunk, t, previous));
-        for (const int64_t p : position(requests_.at(chunk.id), t)) {
+        for (const int64_t p : requests_.at(chunk.id).positions.at(t)) {
             batch.positions.push_back(static_cast<int32_t>(p));
         }
         batch.slots.push_back(static_cast<int32_t>(table[t / block_size] * block_size + t % block_size));
@@ -209,7 +197,7 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
         batch.block_tables.insert(batch.block_tables.end(), table.begin(), table.begin() + n_table);
         for (int64_t t = chunk.n_past; t < n_kv; ++t) {
             ids.push_back(input_id(chunk, t, previous));
-            positions.push_back(position(state, t));
+            positions.push_back(state.positions.at(t));
             batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
         }
     }

@@ -1,7 +1,7 @@
-// Runs the steps the scheduler decides through PaddleOCR-VL: encodes the images a step's chunks reach (the
-// features are kept until their tokens are in the cache), embeds the chunks' tokens with the image features
-// in place, runs the decoder over the whole batch with the paged KV cache and samples each finished chunk,
-// all queued on the backend by launch(); finish() waits for the step's tokens.
+// Runs the steps the scheduler decides through a GenerativeModel: encodes the images a step's chunks reach
+// (the features are kept until their tokens are in the cache), embeds the chunks' tokens with the image
+// features in place, runs the decoder over the whole batch with the paged KV cache and samples each finished
+// chunk, all queued on the backend by launch(); finish() waits for the step's tokens.
 #pragma once
 
 #include <array>
@@ -14,12 +14,11 @@
 #include "decode-graphs.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
+#include "model.h"
 #include "sampling.h"
 #include "scheduler.h"
 
 namespace folio {
-
-class PaddleOcrVl;
 
 struct RunnerParams {
     int64_t max_model_len = 0;
@@ -49,7 +48,7 @@ struct LaunchedStep {
 
 class ModelRunner {
 public:
-    ModelRunner(PaddleOcrVl& model, const KvCacheParams& cache_params, const RunnerParams& params);
+    ModelRunner(GenerativeModel& model, const KvCacheParams& cache_params, const RunnerParams& params);
 
     // The model-side state of a request: its images, the prompt's image flags and its sampler.
     void add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
@@ -71,8 +70,7 @@ public:
 
 private:
     struct RequestState {
-        std::vector<std::array<int64_t, 3>> prompt_positions;  // [n_prompt][t, h, w]
-        int64_t position_delta = 0;
+        PromptPositions positions;
         PreprocessedImages images;
         std::vector<int64_t> image_begin;     // first prompt token of each image
         std::vector<int64_t> image_n_tokens;  // tokens of each image
@@ -90,7 +88,6 @@ private:
     // The id the step feeds the model for token t of a chunk: the token, or -p - 1 for the one row p of
     // `previous` samples.
     int32_t input_id(const ScheduledChunk& chunk, int64_t t, const LaunchedStep* previous) const;
-    std::array<int64_t, 3> position(const RequestState& state, int64_t token) const;
     // Whether every chunk is one text token: a step the decode path runs.
     bool is_decode_step(const SchedulerOutput& output) const;
     // The decoder over a decode step  ->  hidden [n_padded, hidden], the chunks' rows first.
@@ -102,7 +99,7 @@ private:
     std::unique_ptr<TokenReadback> sample(const SchedulerOutput& output, const Tensor& hidden,
                                           std::span<const int64_t> rows);
 
-    PaddleOcrVl& model_;
+    GenerativeModel& model_;
     PagedKvCache cache_;
     Tensor sampled_;  // [max_num_seqs] int32: the last step's tokens, which the next step may read
     DecodeGraphs decode_;

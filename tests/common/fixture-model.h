@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "chat-prompt.h"
 #include "fixture-reference.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
-#include "paddleocr-vl.h"
-#include "rope.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
+#include "models/paddleocr-vl/positions.h"
 
 namespace folio::testing {
 

@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "backend.h"
-#include "chat-prompt.h"
 #include "error.h"
 #include "fixture-model.h"
 #include "fixture-reference.h"
@@ -19,8 +18,9 @@
 #include "image-preprocess.h"
 #include "kv-cache.h"
 #include "model-loader.h"
-#include "paddleocr-vl.h"
-#include "rope.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
+#include "models/paddleocr-vl/positions.h"
 #include "tokenizer.h"
 #include "weight-source.h"
 

@@ -19,7 +19,6 @@
 #include "backend-cuda.h"
 #include "elementwise.h"
 #endif
-#include "chat-prompt.h"
 #include "engine-core.h"
 #include "engine.h"
 #include "error.h"
@@ -28,7 +27,8 @@
 #include "image-preprocess.h"
 #include "log.h"
 #include "model-loader.h"
-#include "paddleocr-vl.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
 #include "tokenizer.h"
 #include "weight-source.h"
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "chat-prompt.h"
 #include "error.h"
+#include "models/paddleocr-vl/chat-prompt.h"
 #include "tokenizer.h"
 #include "tokenizer/bpe-model.h"
 #include "tokenizer/precompiled-charsmap.h"

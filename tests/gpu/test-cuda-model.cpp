@@ -9,7 +9,6 @@
 
 #include "backend-cuda.h"
 #include "backend.h"
-#include "chat-prompt.h"
 #include "elementwise.h"
 #include "fixture-model.h"
 #include "fixture-reference.h"
@@ -17,8 +16,9 @@
 #include "image-preprocess.h"
 #include "kv-cache.h"
 #include "model-loader.h"
-#include "paddleocr-vl.h"
-#include "rope.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
+#include "models/paddleocr-vl/positions.h"
 #include "safetensors.h"
 #include "weight-source.h"
 

@@ -16,7 +16,7 @@
 #include "fixture-model.h"
 #include "generator.h"
 #include "model-loader.h"
-#include "paddleocr-vl.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
 #include "safetensors.h"
 #include "weight-source.h"
 

@@ -9,14 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "model.h"
 #include "tokenizer.h"
 
 namespace folio {
 
-struct ChatPromptTokens {
-    std::vector<int32_t> ids;
-    std::vector<uint8_t> is_image;  // 1 where ids[i] is an image placeholder
-};
+using ChatPromptTokens = PromptTokens;
 
 // From the model's config.json, checked against the tokenizer's tokens of the chat template.
 struct SpecialTokenIds {

@@ -1,0 +1,100 @@
+// Linear layers as the models store them (dense float32 or bfloat16, or quantized at load time), their
+// loading from a WeightSource with counts of parameters and bytes, and their application fused with the
+// norms and activations around them where the backend has such an operation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "quantization.h"
+
+namespace folio {
+
+class WeightSource;
+
+// How the weights are stored: dense float32, or the linear layers quantized at load time.
+struct ModelLoadParams {
+    Quantization quantization = Quantization::None;  // applies to the language model's linear layers
+    int64_t group_size = 128;                        // WINT4 group size: 64 or 128
+    bool quantize_vision = false;                    // the vision encoder's linear layers too
+    // Linear layers left unquantized, and the LM head, kept in bfloat16; attention then at bfloat16
+    // precision.
+    bool bf16_weights = false;
+};
+
+// The attention precision weights loaded with these parameters ask for.
+inline AttentionPrecision attention_precision(const ModelLoadParams& load) {
+    return load.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
+}
+
+// A linear layer: w [out, in] dense or quantized, bias [out] when present.
+struct Linear {
+    Tensor w;
+    QuantizedTensor q;
+    Tensor b;
+};
+
+// How one linear layer of n_in inputs asked to be stored as q is stored. WINT4 groups must tile a row; a
+// layer whose input size they do not divide (the vision MLP's 4304) is kept in WINT8 instead. Unquantized
+// layers are bfloat16 when asked.
+Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadParams& load);
+
+// Loads tensors onto the backend, counting parameters and the bytes they take there.
+class WeightLoader {
+public:
+    WeightLoader(Backend& backend, WeightSource& weights, const ModelLoadParams& load)
+        : backend_(backend), weights_(weights), load_(load) {}
+
+    Tensor load(const std::string& name, std::vector<int64_t> shape);
+    Tensor load_optional_bias(const std::string& name, int64_t n, bool present);
+    Linear load_linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool bias,
+                       Quantization quantization);
+    // Layers with the same input stacked into one: the weights' rows (and biases) one after another.
+    Linear load_stacked_linear(const std::vector<std::string>& prefixes, const std::vector<int64_t>& n_outs,
+                               int64_t n_in, bool bias, Quantization quantization);
+    bool has(const std::string& name) const;
+    // Bytes held on the backend that were not loaded through this loader (a copy of a table, say).
+    void add_bytes(int64_t n) { n_weight_bytes_ += n; }
+
+    Backend& backend() const { return backend_; }
+    const ModelLoadParams& params() const { return load_; }
+    int64_t n_params() const { return n_params_; }
+    int64_t n_weight_bytes() const { return n_weight_bytes_; }
+
+private:
+    Backend& backend_;
+    WeightSource& weights_;
+    ModelLoadParams load_;
+    int64_t n_params_ = 0;
+    int64_t n_weight_bytes_ = 0;
+};
+
+// apply(layer, x), gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, layer_norm(x, norm_w,
+// norm_b)), x += apply(fc2, gelu_tanh(apply(fc1, layer_norm(x, norm_w, norm_b)))), apply(layer, rms_norm(x,
+// norm)), swiglu(apply(layer, rms_norm(x, norm))) and x += apply(down, swiglu(apply(gate_up, rms_norm(x,
+// norm)))): one backend call where the weights are stored packed, which fuses the steps with the matrix
+// products as far as it can.  x [n, in]  ->  [n, out]
+Tensor apply(Backend& backend, const Linear& layer, const Tensor& x);
+Tensor apply_gelu_tanh(Backend& backend, const Linear& layer, const Tensor& x);
+void apply_add(Backend& backend, Tensor& y, const Linear& layer, const Tensor& x);
+Tensor apply_layer_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm_w,
+                        const Tensor& norm_b, float eps);
+void apply_layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
+                              const Tensor& norm_w, const Tensor& norm_b, float eps);
+Tensor apply_rms_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
+Tensor apply_rms_norm_swiglu(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm,
+                             float eps);
+void apply_rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,
+                            const Tensor& norm, float eps);
+
+// A layer's bias, or null where it has none.
+inline const Tensor* bias_of(const Linear& layer) {
+    return layer.b.empty() ? nullptr : &layer.b;
+}
+
+// The tensor with another shape of as many elements.
+Tensor reshaped(const Tensor& t, std::vector<int64_t> shape);
+
+}  // namespace folio

@@ -1,0 +1,103 @@
+// PaddleOCR-VL: the SigLIP-style vision encoder, the 2x2-merge projector and the ERNIE-4.5 language model,
+// written once against the Backend operations, served through the GenerativeModel interface.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend.h"
+#include "ernie-decoder.h"
+#include "image-preprocess.h"
+#include "kv-cache.h"
+#include "model-config.h"
+#include "model.h"
+#include "models/linear.h"
+#include "projector.h"
+#include "vision-encoder.h"
+
+namespace folio {
+
+class WeightSource;
+
+// Bytes the weights of a model of this configuration take when loaded with these parameters.
+int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load);
+// Bytes of weights one decode step reads: the language model's layers, final norm and LM head.
+int64_t decode_weight_bytes(const ModelConfig& config, const ModelLoadParams& load);
+
+class PaddleOcrVl : public GenerativeModel {
+public:
+    PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights,
+                const ModelLoadParams& load = {});
+
+    const ModelConfig& config() const { return config_; }
+    Backend& backend() const override { return backend_; }
+    int64_t n_params() const { return n_params_; }
+    int64_t n_weight_bytes() const override { return n_weight_bytes_; }
+    ModelLimits limits() const override;
+
+    // Vision encoder over images packed in one sequence, attention within each image. The pixel values come
+    // in parts that follow each other (each image's own array, say), uploaded without joining them first.
+    // pixels [n_patches, channels * patch * patch] in parts  ->  [n_patches, vision_hidden] (after
+    // post_layernorm)
+    Tensor encode_vision(std::span<const std::span<const float>> pixels, std::span<const ImageGrid> grids) {
+        return vision_.encode(pixels, grids);
+    }
+    Tensor encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
+        return encode_vision(std::span(&pixel_values, 1), grids);
+    }
+    // The same with the pixels as 8-bit levels (PreprocessedImages::levels) in parts, each level standing
+    // for its channel's value in level_values; only the levels go to the backend's device.
+    Tensor encode_vision(std::span<const std::span<const uint8_t>> levels, const ChannelLevels& level_values,
+                         std::span<const ImageGrid> grids) {
+        return vision_.encode(levels, level_values, grids);
+    }
+    // Projector: LayerNorm, 2x2 merge, Linear-GELU-Linear.  [n_patches, vision_hidden] -> [n_patches / 4,
+    // hidden]
+    Tensor project(const Tensor& vision_features, std::span<const ImageGrid> grids) {
+        return projector_.project(vision_features, grids);
+    }
+
+    // GenerativeModel: images through the vision encoder and the projector.
+    void check_images(const PreprocessedImages& images) const override;
+    int64_t n_image_tokens(const ImageGrid& grid) const override;
+    Tensor encode_images(std::span<const std::span<const uint8_t>> levels, const ChannelLevels& level_values,
+                         std::span<const ImageGrid> grids) override {
+        return project(encode_vision(levels, level_values, grids), grids);
+    }
+    Tensor encode_images(std::span<const std::span<const float>> values,
+                         std::span<const ImageGrid> grids) override {
+        return project(encode_vision(values, grids), grids);
+    }
+    int64_t image_activation_bytes(int64_t n_image_tokens) override;
+    // 3D mRoPE positions (compute_mrope_positions).
+    PromptPositions prompt_positions(std::span<const uint8_t> is_image,
+                                     std::span<const ImageGrid> grids) const override;
+
+    Tensor embed(std::span<const int32_t> ids) override { return decoder_.embed(ids); }
+    // Not checked on the backend: an id outside the vocabulary gives zeros on the GPU.
+    Tensor embed(const Tensor& ids, const Tensor& pending) override { return decoder_.embed(ids, pending); }
+    using GenerativeModel::forward_text;
+    Tensor forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache& cache) override {
+        return decoder_.forward(std::move(embeds), step, cache);
+    }
+    Tensor logits(const Tensor& hidden) override { return decoder_.logits(hidden); }
+    KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const override {
+        return decoder_.kv_cache_params(n_blocks, block_size);
+    }
+
+private:
+    PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightLoader&& weights);
+
+    Backend& backend_;
+    ModelConfig config_;
+    // Loaded in this order, which seeded random weights depend on.
+    VisionEncoder vision_;
+    Projector projector_;
+    ErnieDecoder decoder_;
+    int64_t n_params_ = 0;
+    int64_t n_weight_bytes_ = 0;
+};
+
+}  // namespace folio

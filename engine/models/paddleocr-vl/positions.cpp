@@ -1,0 +1,151 @@
+#include "positions.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "error.h"
+#include "image-preprocess.h"
+
+namespace folio {
+
+MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::span<const ImageGrid> grids,
+                                       int spatial_merge_size) {
+    MropePositions out;
+    out.pos.reserve(is_image.size());
+    int64_t current = 0;
+    size_t next_grid = 0;
+    size_t i = 0;
+    while (i < is_image.size()) {
+        if (!is_image[i]) {
+            out.pos.push_back({current, current, current});
+            ++current;
+            ++i;
+            continue;
+        }
+        if (next_grid >= grids.size()) {
+            fail("prompt has more image runs than the ", grids.size(), " images given");
+        }
+        const ImageGrid& g = grids[next_grid++];
+        const int64_t gh = g.h / spatial_merge_size, gw = g.w / spatial_merge_size;
+        const int64_t n_run = g.t * gh * gw;
+        for (int64_t k = 0; k < n_run; ++k) {
+            if (i + k >= is_image.size() || !is_image[i + k]) {
+                fail("image ", next_grid - 1, " needs ", n_run, " placeholder tokens, the prompt has ", k);
+            }
+        }
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t y = 0; y < gh; ++y) {
+                for (int64_t x = 0; x < gw; ++x) {
+                    out.pos.push_back({current + t, current + y, current + x});
+                }
+            }
+        }
+        current += std::max(gh, gw);
+        i += static_cast<size_t>(n_run);
+    }
+    if (next_grid != grids.size()) {
+        fail("prompt has ", next_grid, " image runs for ", grids.size(), " images");
+    }
+    int64_t max_pos = -1;
+    for (const auto& p : out.pos) {
+        max_pos = std::max({max_pos, p[0], p[1], p[2]});
+    }
+    out.delta = max_pos + 1 - static_cast<int64_t>(out.pos.size());
+    return out;
+}
+
+RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float theta) {
+    if (head_dim % 4 != 0) {
+        fail("vision head_dim ", head_dim, " is not a multiple of 4");
+    }
+    const std::vector<float> inv = rope_inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
+    RopeTables tables;
+    for (int64_t k = 0; k < n_positions; ++k) {
+        for (const float f : inv) {
+            const float angle = static_cast<float>(k) * f;
+            tables.cos.push_back(std::cos(angle));
+            tables.sin.push_back(std::sin(angle));
+        }
+    }
+    return tables;
+}
+
+namespace {
+
+int64_t total_patches(std::span<const ImageGrid> grids) {
+    int64_t n = 0;
+    for (const ImageGrid& g : grids) {
+        n += g.n_patches();
+    }
+    return n;
+}
+
+// The two taps of index along an axis of size values resampled from side ones, and their weights.
+struct AxisTaps {
+    std::array<int64_t, 2> index;
+    std::array<float, 2> weight;
+};
+
+std::vector<AxisTaps> axis_taps(int64_t size, int side) {
+    std::vector<AxisTaps> taps(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i) {
+        const float src = static_cast<float>(i) * static_cast<float>(side - 1) /
+                          static_cast<float>(std::max<int64_t>(size - 1, 1));
+        const float fl = std::floor(src);
+        for (int k = 0; k < 2; ++k) {
+            taps[i].index[k] = std::clamp<int64_t>(static_cast<int64_t>(fl) + k, 0, side - 1);
+            taps[i].weight[k] = std::max(0.0f, 1.0f - std::fabs(src - fl - static_cast<float>(k)));
+        }
+    }
+    return taps;
+}
+
+}  // namespace
+
+std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_copies, int64_t copy_offset) {
+    const auto n_rows = static_cast<size_t>(4 * total_patches(grids));
+    std::vector<int64_t> rows(n_rows * static_cast<size_t>(std::max(n_copies, 1)));
+    int64_t* out = rows.data();
+    for (const ImageGrid& g : grids) {
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (int64_t y = 0; y < g.h; ++y) {
+                for (int64_t x = 0; x < g.w; ++x) {
+                    out[0] = y, out[1] = x, out[2] = y, out[3] = x;
+                    out += 4;
+                }
+            }
+        }
+    }
+    for (int c = 1; c < n_copies; ++c) {
+        for (size_t i = 0; i < n_rows; ++i) {
+            rows[c * n_rows + i] = rows[i] + c * copy_offset;
+        }
+    }
+    return rows;
+}
+
+PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side) {
+    const auto n = static_cast<size_t>(4 * total_patches(grids));
+    PositionTaps taps{std::vector<int64_t>(n), std::vector<float>(n)};
+    int64_t* rows = taps.rows.data();
+    float* weights = taps.weights.data();
+    for (const ImageGrid& g : grids) {
+        const std::vector<AxisTaps> along_h = axis_taps(g.h, side), along_w = axis_taps(g.w, side);
+        for (int64_t t = 0; t < g.t; ++t) {
+            for (const AxisTaps& h : along_h) {
+                for (const AxisTaps& w : along_w) {
+                    for (int i = 0; i < 4; ++i) {
+                        rows[i] = h.index[i / 2] * side + w.index[i % 2];
+                        weights[i] = h.weight[i / 2] * w.weight[i % 2];
+                    }
+                    rows += 4;
+                    weights += 4;
+                }
+            }
+        }
+    }
+    return taps;
+}
+
+}  // namespace folio

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 namespace folio::kernels {
@@ -72,19 +71,6 @@ int64_t attention_partials_floats(int64_t n_row_spans, int64_t n_head, int64_t n
 constexpr int64_t kAttentionPartialHeader = 4;
 // Counters any call split as attention_splits chose needs at most: one a (row, head group) of a split call.
 constexpr int64_t kAttentionSplitCounters = int64_t{1} << 16;
-
-// The most floats of scores batched_attention_f32 is given at once.
-constexpr int64_t kMaxBatchedScoreFloats = int64_t{64} << 20;
-
-// Bidirectional attention of n_batch independent (query block, head) entries of one shape through float32
-// cuBLAS: scores_e = q_e k_eᵀ [n_q, n_kv], softmax(scores_e · scale) in place, out_e = scores_e v_e. Rows of
-// q, k, v and out lie ld floats apart (n_head * head_dim in a [n, n_head, head_dim] tensor).
-// q, k, v, out: device arrays of n_batch pointers to [n_q or n_kv rows, head_dim]; scores: a device array of
-// n_batch pointers into scores_base, entry e at e * n_q * n_kv; scores_base [n_batch * n_q * n_kv]
-void batched_attention_f32(cublasHandle_t handle, const float* const* q, const float* const* k,
-                           const float* const* v, float* const* scores, float* const* out, float* scores_base,
-                           int64_t n_batch, int64_t n_q, int64_t n_kv, int64_t head_dim, int64_t ld,
-                           float scale, cudaStream_t stream);
 
 // Softmax(q kᵀ · scale) v for the rows of the spans and every head; rows outside them are left as they are.
 // `row_spans` each hold one row and are run one block per row and group of query heads sharing a K/V head,

@@ -14,6 +14,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+// A token that no decoder step of the family changes and that ends no byte run (checked at load).
+constexpr std::string_view kSentinel = "\x01";
 
 }  // namespace
 
@@ -53,6 +55,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, 
     t.bos_id_ = id_of(t.pipeline_->bos_token, t.pipeline_->spm_bos_id);
     t.eos_id_ = id_of(t.pipeline_->eos_token, t.pipeline_->spm_eos_id);
     t.pad_id_ = id_of(t.pipeline_->pad_token, t.pipeline_->spm_pad_id);
+    t.continuation_sentinel_ = t.pipeline_->decoder.decode({std::string(kSentinel)}) == kSentinel;
     return tokenizer;
 }
 
@@ -121,8 +124,16 @@ std::optional<std::string> Tokenizer::token_text(int32_t id) const {
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+    return decode_tokens(ids, skip_special, false);
+}
+
+std::string Tokenizer::decode_tokens(std::span<const int32_t> ids, bool skip_special,
+                                     bool continuation) const {
     std::vector<std::string> tokens;
-    tokens.reserve(ids.size());
+    tokens.reserve(ids.size() + 1);
+    if (continuation) {
+        tokens.emplace_back(kSentinel);
+    }
     for (const int32_t id : ids) {
         if (const AddedToken* token = added_->find(id)) {
             if (!(skip_special && token->special)) {
@@ -132,7 +143,14 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) c
             tokens.push_back(*piece);
         }
     }
-    return pipeline_->decoder.decode(std::move(tokens));
+    std::string text = pipeline_->decoder.decode(std::move(tokens));
+    if (continuation) {
+        if (!text.starts_with(kSentinel)) {
+            fail("tokenizer: the decoder changed the continuation sentinel");
+        }
+        text.erase(0, kSentinel.size());
+    }
+    return text;
 }
 
 int32_t Tokenizer::token_id(std::string_view token) const {
@@ -173,26 +191,31 @@ std::string IncrementalDetokenizer::push(int32_t id) {
     if (tokenizer_.is_byte_piece(id)) {
         return {};
     }
-    std::string text = tokenizer_.decode(ids_);
+    std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
     if (text.size() <= prefix_.size() || text.ends_with(kReplacementCharacter) ||
         !text.starts_with(prefix_)) {
         return {};
     }
     std::string piece = text.substr(prefix_.size());
     // Keep the ids after the old prefix as the context of the next piece.
-    ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_size_));
+    // Without a sentinel the decoder keeps, the text is decoded from its first id each time.
+    if (prefix_size_ > 0 && tokenizer_.continuation_sentinel_) {
+        ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_size_));
+        continuation_ = true;
+    }
     prefix_size_ = ids_.size();
-    prefix_ = tokenizer_.decode(ids_);
+    prefix_ = tokenizer_.decode_tokens(ids_, false, continuation_);
     return piece;
 }
 
 std::string IncrementalDetokenizer::flush() {
-    const std::string text = tokenizer_.decode(ids_);
+    const std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
     std::string rest =
         text.size() > prefix_.size() && text.starts_with(prefix_) ? text.substr(prefix_.size()) : "";
     ids_.clear();
     prefix_size_ = 0;
     prefix_.clear();
+    continuation_ = false;
     return rest;
 }
 

@@ -59,6 +59,10 @@ private:
                                                     std::filesystem::path model_dir);
     // Whether the id is a byte fallback piece "<0xXX>" of the vocabulary.
     bool is_byte_piece(int32_t id) const;
+    // decode(), or with continuation the text the ids add after earlier ones: the decoder then runs behind a
+    // sentinel token, so that rules for the start of a text (a first token's "▁", a leading strip) do not
+    // apply to them.
+    std::string decode_tokens(std::span<const int32_t> ids, bool skip_special, bool continuation) const;
     void encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
 
     std::unique_ptr<TokenizerPipeline> pipeline_;
@@ -68,6 +72,7 @@ private:
     int32_t bos_id_ = -1;
     int32_t eos_id_ = -1;
     int32_t pad_id_ = -1;
+    bool continuation_sentinel_ = true;  // the decoder leaves the sentinel of decode_tokens as it is
 };
 
 // Turns generated ids into text as they come, on the same rules as Tokenizer::decode: each push() decodes
@@ -85,9 +90,10 @@ public:
 private:
     const Tokenizer& tokenizer_;
     bool skip_special_;
-    std::vector<int32_t> ids_;  // the ids since the start of the text before the last returned piece
-    size_t prefix_size_ = 0;    // of those, the ids that made prefix_
-    std::string prefix_;        // decode of ids_[0..prefix_size_)
+    std::vector<int32_t> ids_;   // the ids since the start of the text before the last returned piece
+    size_t prefix_size_ = 0;     // of those, the ids that made prefix_
+    std::string prefix_;         // the text of ids_[0..prefix_size_)
+    bool continuation_ = false;  // ids_ no longer starts at the first id
 };
 
 }  // namespace folio

@@ -184,9 +184,10 @@ TokenConfig read_token_config(const fs::path& dir) {
                 fail("tokenizer: ", added_path, ": the id of \"", content, "\" is ", id.dump());
             }
             const auto declared = out.added_tokens_decoder.begin() + static_cast<std::ptrdiff_t>(n_declared);
-            if (std::any_of(out.added_tokens_decoder.begin(), declared, [&](const AddedToken& t) {
-                    return t.content == content || t.id == id.get<int64_t>();
-                })) {
+            const std::string& text = content;
+            const int64_t value = id.get<int64_t>();
+            if (std::any_of(out.added_tokens_decoder.begin(), declared,
+                            [&](const AddedToken& t) { return t.content == text || t.id == value; })) {
                 continue;
             }
             AddedToken token;

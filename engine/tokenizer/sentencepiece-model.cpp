@@ -2,10 +2,10 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <optional>
 
 #include "error.h"
+#include "safetensors.h"
 #include "unicode-text.h"
 
 namespace folio {
@@ -217,20 +217,9 @@ SentencePieceModel parse_sentencepiece_model(std::string_view bytes, std::string
 }
 
 SentencePieceModel read_sentencepiece_model(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) {
-        fail("tokenizer: cannot open ", path);
-    }
-    const std::streamoff size = in.tellg();
-    if (size < 0) {
-        fail("tokenizer: cannot read ", path);
-    }
-    std::string bytes(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-        fail("tokenizer: cannot read ", path);
-    }
-    return parse_sentencepiece_model(bytes, path.string());
+    const MappedFile file(path);
+    return parse_sentencepiece_model(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
+                                     path.string());
 }
 
 }  // namespace folio

@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 
 #include "error.h"
+#include "safetensors.h"
 #include "sentencepiece-model.h"
 
 namespace folio {
@@ -27,20 +27,8 @@ constexpr const char* kNamedSpecialTokens[] = {"bos_token", "eos_token", "unk_to
 const std::set<std::string> kBackendModelTypes = {"paddleocr_vl", "ernie4_5", "ernie4_5_moe"};
 
 std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) {
-        fail("tokenizer: cannot open ", path);
-    }
-    const std::streamoff size = in.tellg();
-    if (size < 0) {
-        fail("tokenizer: cannot read ", path);
-    }
-    std::string bytes(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
-        fail("tokenizer: cannot read ", path);
-    }
-    return bytes;
+    const MappedFile file(path);
+    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
 bool is_file(const fs::path& path) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backend-vision-checks.h"  // the vision operations' checks
 #include "backend.h"
 
 namespace folio {

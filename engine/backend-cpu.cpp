@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend-checks.h"
+#include "backend-cpu-vision.h"
 #include "backend.h"
 #include "error.h"
 #include "thread-pool.h"
@@ -131,7 +132,8 @@ void attend_row(const float* qv, const float* k, const float* v, const Offset& o
     }
 }
 
-class CpuBackend final : public Backend {
+// The vision operations come from CpuVisionBackend (backend-cpu-vision.cpp).
+class CpuBackend final : public CpuVisionBackend {
 public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
 
@@ -570,6 +572,9 @@ public:
             std::memcpy(dst.f32() + rows[i] * d, src.f32() + static_cast<int64_t>(i) * d, d * sizeof(float));
         }
     }
+
+protected:
+    ThreadPool& thread_pool() override { return pool_; }
 
 private:
     // fn(item, query row, head, scratch) for every query row of every item (a segment or a sequence, each

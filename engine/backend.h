@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend-vision.h"
 #include "quantization.h"
 #include "sampling.h"
 #include "tensor.h"
@@ -275,6 +276,47 @@ public:
     virtual bool can_record() const { return false; }
     virtual void begin_recording();
     virtual std::unique_ptr<RecordedWork> end_recording();
+
+    // ---- Vision operations: the layout models' CNN backbone, hybrid encoder and deformable-attention
+    // decoder. Float32 NCHW feature maps (backend-vision.h has the parameters); each returns a new tensor
+    // unless it says in place.
+
+    // Convolution with its bias and activation fused (batch norm folded into w and b at load time:
+    // fold_batch_norm).  x [n, c_in, h, w], w [c_out, c_in / groups, kh, kw], b [c_out] or null  ->
+    // [n, c_out, h_out, w_out]
+    virtual Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dParams& p) = 0;
+    // Max or average pooling.  x [n, c, h, w]  ->  [n, c, h_out, w_out]
+    virtual Tensor pool2d(const Tensor& x, const Pool2dParams& p) = 0;
+    // Zero padding of the two spatial axes, pads = {top, bottom, left, right}.  x [n, c, h, w]  ->
+    // [n, c, h + top + bottom, w + left + right]
+    virtual Tensor pad2d(const Tensor& x, const std::array<int64_t, 4>& pads) = 0;
+    // Resampling to out_h x out_w (InterpolateMode).  x [n, c, h, w]  ->  [n, c, out_h, out_w]
+    virtual Tensor interpolate2d(const Tensor& x, int64_t out_h, int64_t out_w, InterpolateMode mode) = 0;
+    // In place: x = act(x).  x [any]
+    virtual void apply_activation(Tensor& x, Activation act) = 0;
+    // x * act(y), element by element (a gate: x * sigmoid(y)).  x, y [any, same]  ->  [same]
+    virtual Tensor multiply(const Tensor& x, const Tensor& y, Activation y_act) = 0;
+    // In place: softmax over the last dimension.  x [..., d]
+    virtual void softmax(Tensor& x) = 0;
+    // out's dimension i is x's dimension axes[i] (torch.permute), float32 or int32.  x [d_0, ..., d_r-1]  ->
+    // [d_axes[0], ..., d_axes[r-1]]
+    virtual Tensor permute(const Tensor& x, std::span<const int> axes) = 0;
+    // The parts joined along axis (negative: from the end), float32 or int32.  parts [..., d_i, ...]  ->
+    // [..., sum d_i, ...]
+    virtual Tensor concat(std::span<const Tensor> parts, int axis) = 0;
+    // Bilinear sampling at grid's (x, y) in [-1, 1] (torch.nn.functional.grid_sample, align_corners=False,
+    // zero padding).  x [n, c, h, w], grid [n, h_out, w_out, 2]  ->  [n, c, h_out, w_out]
+    virtual Tensor grid_sample(const Tensor& x, const Tensor& grid) = 0;
+    // Multi-scale deformable attention's core: for each query and head, the sum over levels and points of
+    // attention_weights times value's level map sampled bilinearly at sampling_locations (x, y) in [0, 1]
+    // (grid_sample at 2 loc - 1).  value [n, s, n_head, d_head], sampling_locations [n, q, n_head, n_levels,
+    // n_points, 2], attention_weights [n, q, n_head, n_levels, n_points]  ->  [n, q, n_head * d_head]
+    virtual Tensor multi_scale_deformable_attention(const Tensor& value, std::span<const FeatureLevel> levels,
+                                                    const Tensor& sampling_locations,
+                                                    const Tensor& attention_weights) = 0;
+    // The k largest values of each row, largest first, equal values in column order, NaN above all (as
+    // torch.topk), and their columns.  x [..., d]  ->  values [..., k] float32, indices [..., k] int32
+    virtual TopK top_k(const Tensor& x, int64_t k) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);

@@ -43,6 +43,21 @@ const char* dtype_name(ScalarType dtype) {
     fail("dtype_name: invalid scalar type ", static_cast<int>(dtype));
 }
 
+int64_t Tensor::dim(int64_t axis) const {
+    const auto rank = static_cast<int64_t>(shape.size());
+    if (axis < -rank || axis >= rank) {
+        fail("dimension ", axis, " of a tensor of ", shape_string(shape));
+    }
+    return shape[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
+}
+
+Nchw Tensor::nchw() const {
+    if (shape.size() != 4) {
+        fail("tensor of ", shape_string(shape), " where [n, c, h, w] was expected");
+    }
+    return {shape[0], shape[1], shape[2], shape[3]};
+}
+
 Tensor Tensor::view(int64_t first, std::vector<int64_t> view_shape) const {
     Tensor v;
     v.shape = std::move(view_shape);

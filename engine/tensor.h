@@ -31,6 +31,14 @@ const char* dtype_name(ScalarType dtype);
 uint16_t to_bf16(float v);
 float from_bf16(uint16_t h);
 
+// The sizes of a 4-D tensor [n, c, h, w]: a batch of images or feature maps, channels first.
+struct Nchw {
+    int64_t n = 0;
+    int64_t c = 0;
+    int64_t h = 0;
+    int64_t w = 0;
+};
+
 struct Tensor {
     std::vector<int64_t> shape;
     std::shared_ptr<Buffer> buffer;
@@ -46,6 +54,10 @@ struct Tensor {
                    ? 0
                    : std::accumulate(shape.begin() + 1, shape.end(), int64_t{1}, std::multiplies<>());
     }
+    // The size of dimension axis, counted from the end where it is negative.
+    int64_t dim(int64_t axis) const;
+    // The sizes of a 4-D tensor; throws for any other rank.
+    Nchw nchw() const;
     bool empty() const { return buffer == nullptr; }
     float* f32() const { return static_cast<float*>(buffer->data()) + offset; }
     int32_t* i32() const { return static_cast<int32_t*>(buffer->data()) + offset; }

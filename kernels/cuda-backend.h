@@ -1,6 +1,6 @@
 // The CUDA backend's class, its operations defined by concern: backend-cuda.cpp (memory, transfers,
-// elementwise operations, norms, rows, sampling, recording), cuda-linear.cpp (the products) and
-// cuda-attention.cpp (attention).
+// elementwise operations, norms, rows, sampling, recording), cuda-linear.cpp (the products),
+// cuda-attention.cpp (attention) and cuda-vision.cpp (the layout models' vision operations).
 #pragma once
 
 #include <cstddef>
@@ -154,6 +154,22 @@ public:
     void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                            std::span<const float> weights) override;
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override;
+
+    // The vision operations (cuda-vision.cpp).
+    Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dParams& p) override;
+    Tensor pool2d(const Tensor& x, const Pool2dParams& p) override;
+    Tensor pad2d(const Tensor& x, const std::array<int64_t, 4>& pads) override;
+    Tensor interpolate2d(const Tensor& x, int64_t out_h, int64_t out_w, InterpolateMode mode) override;
+    void apply_activation(Tensor& x, Activation act) override;
+    Tensor multiply(const Tensor& x, const Tensor& y, Activation y_act) override;
+    void softmax(Tensor& x) override;
+    Tensor permute(const Tensor& x, std::span<const int> axes) override;
+    Tensor concat(std::span<const Tensor> parts, int axis) override;
+    Tensor grid_sample(const Tensor& x, const Tensor& grid) override;
+    Tensor multi_scale_deformable_attention(const Tensor& value, std::span<const FeatureLevel> levels,
+                                            const Tensor& sampling_locations,
+                                            const Tensor& attention_weights) override;
+    TopK top_k(const Tensor& x, int64_t k) override;
 
 private:
     // Whether every row of [0, n_rows) lies in the queries of some segment.

@@ -1,0 +1,107 @@
+#include "topk.h"
+
+#include "cuda-check.h"
+#include "error.h"
+
+namespace folio::kernels {
+
+namespace {
+
+constexpr int kSelectBlock = 1024;
+constexpr int kBlock = 256;
+
+// Larger value, larger key; NaN above +inf, -0 equal to +0; ties broken towards the smaller column.
+__device__ uint64_t order_key(const float* row, int64_t column) {
+    const float v = row[column];
+    uint32_t bits = isnan(v) ? 0x7fc00000U : __float_as_uint(v == 0.0f ? 0.0f : v);
+    bits = (bits & 0x80000000U) != 0 ? ~bits : bits | 0x80000000U;
+    return (static_cast<uint64_t>(bits) << 32) | (0xffffffffU - static_cast<uint32_t>(column));
+}
+
+// A block a row of x [n_rows, d]: the row's k largest keys, unordered, into selected [n_rows, k].
+__global__ void top_k_select_kernel(const float* x, uint64_t* selected, int64_t d, int64_t k) {
+    const float* row = x + static_cast<int64_t>(blockIdx.x) * d;
+    __shared__ unsigned int hist[256];
+    __shared__ uint64_t prefix;  // the digits of the k-th largest key found so far
+    __shared__ int64_t remaining;
+    __shared__ unsigned int n_selected;
+    if (threadIdx.x == 0) {
+        prefix = 0;
+        remaining = k;
+        n_selected = 0;
+    }
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (int i = static_cast<int>(threadIdx.x); i < 256; i += blockDim.x) {
+            hist[i] = 0;
+        }
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+            const uint64_t key = order_key(row, i);
+            if (shift == 56 || (key >> (shift + 8)) == (prefix >> (shift + 8))) {
+                atomicAdd(&hist[(key >> shift) & 255], 1U);
+            }
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // The digit whose bucket holds the remaining-th largest of the keys matching the prefix.
+            int64_t need = remaining;
+            int digit = 255;
+            for (; digit > 0 && hist[digit] < need; --digit) {
+                need -= hist[digit];
+            }
+            prefix |= static_cast<uint64_t>(digit) << shift;
+            remaining = need;
+        }
+        __syncthreads();
+    }
+    // prefix is now the k-th largest key itself; keys are distinct, so exactly k reach it.
+    for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
+        const uint64_t key = order_key(row, i);
+        if (key >= prefix) {
+            selected[static_cast<int64_t>(blockIdx.x) * k + atomicAdd(&n_selected, 1U)] = key;
+        }
+    }
+}
+
+// A thread a selected key: its rank is the number of the row's selected keys above it.
+__global__ void top_k_place_kernel(const float* x, const uint64_t* selected, float* values, int32_t* indices,
+                                   int64_t n_rows, int64_t d, int64_t k) {
+    const int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (e >= n_rows * k) {
+        return;
+    }
+    const int64_t r = e / k;
+    const uint64_t* row = selected + r * k;
+    const uint64_t key = selected[e];
+    int64_t rank = 0;
+    for (int64_t j = 0; j < k; ++j) {
+        rank += row[j] > key ? 1 : 0;
+    }
+    const auto column = static_cast<int32_t>(0xffffffffU - static_cast<uint32_t>(key));
+    values[r * k + rank] = x[r * d + column];
+    indices[r * k + rank] = column;
+}
+
+}  // namespace
+
+int64_t top_k_scratch_bytes(int64_t n_rows, int64_t k) {
+    return n_rows * k * static_cast<int64_t>(sizeof(uint64_t));
+}
+
+void top_k_f32(const float* x, float* values, int32_t* indices, void* scratch, int64_t n_rows, int64_t d,
+               int64_t k, cudaStream_t stream) {
+    if (d > INT32_MAX || n_rows > INT32_MAX) {
+        fail("top_k: ", n_rows, " rows of ", d, " columns; int32 columns and rows only");
+    }
+    if (n_rows == 0) {
+        return;
+    }
+    auto* selected = static_cast<uint64_t*>(scratch);
+    top_k_select_kernel<<<static_cast<unsigned int>(n_rows), kSelectBlock, 0, stream>>>(x, selected, d, k);
+    CUDA_CHECK(cudaGetLastError());
+    top_k_place_kernel<<<static_cast<unsigned int>((n_rows * k + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        x, selected, values, indices, n_rows, d, k);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace folio::kernels

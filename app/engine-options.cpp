@@ -24,7 +24,7 @@ constexpr std::string_view kParallel = "Parallel Configuration";
 constexpr std::string_view kCache = "Cache Configuration";
 constexpr std::string_view kPerformance = "Performance Tuning";
 constexpr std::string_view kSplitwise = "Splitwise Deployment";
-constexpr std::string_view kServer = "Server (folio-cli serve only)";
+constexpr std::string_view kServer = "Server";
 constexpr std::string_view kFolio = "Folio's own";
 
 using enum ValueKind;
@@ -636,7 +636,8 @@ std::optional<bool> parse_bool_word(std::string_view text) {
 }
 
 std::string engine_usage(CommandScope scope) {
-    const char* serve_note = scope == CommandScope::Serve ? "" : " (refused by this command)";
+    const char* serve_note =
+        scope == CommandScope::Serve ? "" : " (folio-cli serve only; refused by this command)";
     std::ostringstream out;
     out << "engine options (FastDeploy's names and formats: --name value or --name=value, switches bare or\n"
            "true/false/on/off, --no-NAME; docs/fastdeploy-options.md lists each option's status):\n";

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "engine-options.h"
 #include "image-preprocess.h"
 #include "model-loader.h"
 #include "weight-source.h"
@@ -255,7 +256,9 @@ int run_bench(const Options& opt) {
         pre = parse_preprocessor_config("{}", "reference defaults");
         weights = make_random_weight_source(2026);
     }
-    const ModelLoadParams load = load_params(opt);
+    const EngineOptions engine_options = parse_engine_options(opt, cfg);
+    apply_preprocessing(engine_options, pre);
+    const ModelLoadParams& load = engine_options.load;
     auto start = std::chrono::steady_clock::now();
     PaddleOcrVl model(*backend, cfg, *weights, load);
     const double load_seconds = seconds_since(start);
@@ -282,7 +285,7 @@ int run_bench(const Options& opt) {
     const int64_t vision_patches = kVisionImages * grids[0].n_patches();
 
     nlohmann::json decode = nlohmann::json::array();
-    const EngineConfig engine_cfg = engine_config(opt, cfg);
+    const EngineConfig& engine_cfg = engine_options.engine;
     for (const int64_t b : batches) {
         decode.push_back(bench_decode(model, engine_cfg, b, n_prefill, n_decode));
     }

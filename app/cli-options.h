@@ -21,31 +21,19 @@
 
 namespace folio::cli {
 
-// Command-line options: repeated flags keep every value, in order.
+// Command-line options: repeated flags keep every value, in order. Flags are written --name value or
+// --name=value, with '_' and '-' alike in the name (--max_model_len is --max-model-len); the engine's
+// switches may stand bare (--enable-prefix-caching), take a boolean word (--use-cudagraph false) or be
+// negated
+// (--no-enable-prefix-caching); -tp is --tensor-parallel-size, as in FastDeploy.
 class Options {
 public:
-    Options(int argc, char** argv, int first) {
-        for (int i = first; i < argc; ++i) {
-            const std::string flag = argv[i];
-            if (!flag.starts_with("--")) {
-                fail("unexpected argument '", flag, "'");
-            }
-            if (flag == "--help") {
-                values_[flag].push_back("");
-                continue;
-            }
-            if (i + 1 >= argc) {
-                fail("option ", flag, " needs a value");
-            }
-            values_[flag].push_back(argv[++i]);
-        }
-    }
+    Options(int argc, char** argv, int first);
 
-    void allow(const std::vector<const char*>& known) const {
+    void allow(const std::vector<std::string>& known) const {
         for (const auto& entry : values_) {
             const std::string& flag = entry.first;
-            if (flag != "--help" && std::find_if(known.begin(), known.end(),
-                                                 [&](const char* k) { return flag == k; }) == known.end()) {
+            if (flag != "--help" && std::find(known.begin(), known.end(), flag) == known.end()) {
                 fail("unknown option ", flag);
             }
         }
@@ -94,18 +82,10 @@ private:
     std::map<std::string, std::vector<std::string>> values_;
 };
 
-// The engine options' help text, for the commands' usage.
-extern const char* const kEngineUsage;
-
 // "WxH" -> {W, H}, each at least 28 (two patches); throws naming the flag.
 std::pair<int, int> parse_size(const std::string& text, const char* flag);
-// on/true/1 or off/false/0.
-bool parse_switch(const Options& opt, const std::string& flag, bool fallback);
-// The engine options with FastDeploy's names, defaults suited to the device.
-EngineConfig engine_config(const Options& opt, const ModelConfig& cfg);
-ModelLoadParams load_params(const Options& opt);
-// flags plus the engine options, for Options::allow.
-std::vector<const char*> with_engine_flags(std::initializer_list<const char*> flags);
+// flags plus the engine options (engine-options.h), for Options::allow.
+std::vector<std::string> with_engine_flags(std::initializer_list<const char*> flags);
 // --device cpu (default), cuda or cuda:N.
 std::unique_ptr<Backend> make_backend(const Options& opt);
 

@@ -5,12 +5,13 @@
 
 #include "bench.h"
 #include "cli-options.h"
+#include "engine-options.h"
 
 int main(int argc, char** argv) {
     try {
         const folio::cli::Options options(argc, argv, 1);
         if (options.has("--help")) {
-            std::cout << "usage:\n" << folio::cli::kBenchUsage << "\n" << folio::cli::kEngineUsage;
+            std::cout << "usage:\n" << folio::cli::kBenchUsage << "\n" << folio::cli::engine_usage();
             return 0;
         }
         return folio::cli::run_bench(options);

@@ -7,6 +7,7 @@
 #include "bench.h"
 #include "cli-options.h"
 #include "engine-core.h"
+#include "engine-options.h"
 #include "error.h"
 #include "image-loader.h"
 #include "image-preprocess.h"
@@ -68,13 +69,15 @@ int run_generate(const Options& opt) {
     }
 
     const auto files = folio::ModelFiles::open(model_dir);
-    const auto tokenizer = folio::Tokenizer::load(model_dir);
     const folio::ModelConfig& cfg = files->config();
-    const folio::EngineConfig engine_cfg = engine_config(opt, cfg);
+    const EngineOptions engine_options = parse_engine_options(opt, cfg);
+    folio::PreprocessorConfig preprocessor = files->preprocessor();
+    apply_preprocessing(engine_options, preprocessor);
+    const auto tokenizer = folio::Tokenizer::load(engine_options.tokenizer.value_or(model_dir));
     const auto backend = make_backend(opt);
     const auto weights = folio::make_file_weight_source(*files);
-    folio::PaddleOcrVl model(*backend, cfg, *weights, load_params(opt));
-    folio::EngineCore engine(model, engine_cfg, tokenizer.get());
+    folio::PaddleOcrVl model(*backend, cfg, *weights, engine_options.load);
+    folio::EngineCore engine(model, engine_options.engine, tokenizer.get());
 
     std::vector<int64_t> ids;
     for (size_t r = 0; r < tasks.size(); ++r) {
@@ -83,7 +86,7 @@ int run_generate(const Options& opt) {
             images.push_back(folio::load_image(path));
         }
         folio::Request request = base;
-        request.images = folio::preprocess_images(images, files->preprocessor());
+        request.images = folio::preprocess_images(images, preprocessor);
         std::vector<int64_t> n_image_tokens;
         const int64_t merge =
             static_cast<int64_t>(cfg.vision.spatial_merge_size) * cfg.vision.spatial_merge_size;
@@ -134,7 +137,7 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << kEngineUsage;
+        std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << engine_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -144,7 +147,7 @@ int main(int argc, char** argv) {
         }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << kEngineUsage;
+            std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << engine_usage();
             return 0;
         }
         if (command == "generate") {
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
                   << kUsage << kBenchUsage << kTokenizeUsage << "\n"
-                  << kEngineUsage;
+                  << engine_usage();
         return 2;
     } catch (const std::exception& e) {
         std::cerr << "folio-cli " << command << ": error: " << e.what() << "\n";

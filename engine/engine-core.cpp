@@ -165,7 +165,9 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     runner_params.max_model_len = config.max_model_len;
     runner_params.max_num_seqs = config.max_num_seqs;
     if (config.use_cudagraph) {
-        runner_params.capture_sizes = default_capture_sizes(config.max_num_seqs);
+        runner_params.capture_sizes = config.cudagraph_capture_sizes.empty()
+                                          ? default_capture_sizes(config.max_num_seqs)
+                                          : config.cudagraph_capture_sizes;
     }
     runner_ = std::make_unique<ModelRunner>(model, cache, runner_params);
 }

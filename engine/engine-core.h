@@ -36,6 +36,8 @@ struct EngineConfig {
     int64_t limit_mm_per_prompt = 4;      // images per request
     int64_t num_gpu_blocks_override = 0;  // 0: planned from memory
     bool use_cudagraph = true;            // decode steps recorded and replayed where the backend can
+    // The decode batch sizes recorded; empty: FastDeploy's capture sizes up to max_num_seqs.
+    std::vector<int64_t> cudagraph_capture_sizes;
     // Each step is scheduled and queued while the one before still runs, its pending tokens read where the
     // backend made them, so the device does not wait for the host between steps; not while a request samples
     // with a repetition penalty, which needs its tokens on the host.

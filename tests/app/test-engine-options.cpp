@@ -1,0 +1,463 @@
+// The engine options with FastDeploy's names: every option in each of its formats, the range edges and the
+// combinations FastDeploy checks, the refusals and their messages, and the docs' table of every option.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli-options.h"
+#include "engine-options.h"
+#include "error.h"
+#include "model-config.h"
+
+namespace {
+
+using folio::cli::CommandScope;
+using folio::cli::EngineOptions;
+using folio::cli::Options;
+
+constexpr int64_t kContext = 16384;
+
+folio::ModelConfig model_config() {
+    folio::ModelConfig cfg;
+    cfg.text.max_position_embeddings = kContext;
+    return cfg;
+}
+
+Options make_options(const std::vector<std::string>& args) {
+    std::vector<std::string> storage = {"folio-cli", "generate"};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& s : storage) {
+        argv.push_back(s.data());
+    }
+    return Options(static_cast<int>(argv.size()), argv.data(), 2);
+}
+
+EngineOptions parse(const std::vector<std::string>& args, CommandScope scope = CommandScope::Offline) {
+    const Options opt = make_options(args);
+    opt.allow(folio::cli::with_engine_flags({"--device", "--model", "--image", "--prompt", "--max-tokens"}));
+    return folio::cli::parse_engine_options(opt, model_config(), scope);
+}
+
+std::string error_of(const std::vector<std::string>& args, CommandScope scope = CommandScope::Offline) {
+    try {
+        parse(args, scope);
+    } catch (const folio::Error& e) {
+        return e.what();
+    }
+    return "(accepted)";
+}
+
+std::string joined(const std::vector<std::string>& args) {
+    std::string s;
+    for (const auto& a : args) {
+        s += a + " ";
+    }
+    return s;
+}
+
+// A command line accepted, and what it sets.
+struct Accepted {
+    std::vector<std::string> args;
+    std::function<bool(const EngineOptions&)> check;
+};
+
+// A command line refused, and a part of the message.
+struct Refused {
+    std::vector<std::string> args;
+    std::string message;
+};
+
+const std::vector<Accepted>& accepted_cases() {
+    using E = const EngineOptions&;
+    static const std::vector<Accepted> cases = {
+        // defaults: Folio's on the CPU
+        {{},
+         [](E o) {
+             return o.engine.max_num_seqs == 8 && o.engine.max_model_len == 16384 &&
+                    o.engine.enable_prefix_caching && o.engine.enable_chunked_prefill &&
+                    o.engine.use_cudagraph && o.engine.limit_mm_per_prompt == 4 &&
+                    o.engine.max_num_batched_tokens == 8192 && !o.load.bf16_weights;
+         }},
+        {{"--device", "cuda"}, [](E o) { return o.engine.max_num_seqs == 256 && o.load.bf16_weights; }},
+        // switches: bare, any case, words, =value, --no-
+        {{"--enable-prefix-caching"}, [](E o) { return o.engine.enable_prefix_caching; }},
+        {{"--enable-prefix-caching", "False"}, [](E o) { return !o.engine.enable_prefix_caching; }},
+        {{"--enable-prefix-caching=OFF"}, [](E o) { return !o.engine.enable_prefix_caching; }},
+        {{"--enable_prefix_caching=false"}, [](E o) { return !o.engine.enable_prefix_caching; }},
+        {{"--no-enable-prefix-caching"}, [](E o) { return !o.engine.enable_prefix_caching; }},
+        {{"--no-enable-prefix-caching", "--enable-prefix-caching"},
+         [](E o) { return o.engine.enable_prefix_caching; }},
+        {{"--enable-chunked-prefill", "off", "--max-num-batched-tokens", "16384"},
+         [](E o) { return !o.engine.enable_chunked_prefill && o.engine.max_num_batched_tokens == 16384; }},
+        {{"--enable-chunked-prefill", "0"},
+         [](E o) {  // FastDeploy's default without chunking: max_model_len
+             return !o.engine.enable_chunked_prefill && o.engine.max_num_batched_tokens == 16384;
+         }},
+        {{"--enable-chunked-prefill", "--max-num-batched-tokens", "384"},
+         [](E o) { return o.engine.enable_chunked_prefill && o.engine.max_num_batched_tokens == 384; }},
+        {{"--use-cudagraph", "TRUE"}, [](E o) { return o.engine.use_cudagraph; }},
+        {{"--use-cudagraph", "no"}, [](E o) { return !o.engine.use_cudagraph; }},
+        {{"--use-cudagraph=On"}, [](E o) { return o.engine.use_cudagraph; }},
+        {{"--async-scheduling", "off"}, [](E o) { return !o.engine.async_scheduling; }},
+        {{"--enable-mm"}, [](E) { return true; }},
+        {{"--enable-mm", "true"}, [](E) { return true; }},
+        {{"--enable-expert-parallel", "--disable-custom-all-reduce", "--enable-custom-all-reduce"},
+         [](E) { return true; }},
+        {{"--guided-decoding-disable-any-whitespace"}, [](E) { return true; }},
+        {{"--dynamic-load-weight", "false", "--enable-logprob=false"}, [](E) { return true; }},
+        {{"--lm-head-fp32"}, [](E o) { return !o.load.bf16_weights; }},
+        {{"--lm_head-fp32", "--dtype", "FLOAT32", "--device", "cuda"},
+         [](E o) { return !o.load.bf16_weights; }},
+        // integers: both forms, range edges
+        {{"--max-model-len", "16"}, [](E o) { return o.engine.max_model_len == 16; }},
+        {{"--max-model-len=16384"}, [](E o) { return o.engine.max_model_len == 16384; }},
+        {{"--max-num-seqs=32"}, [](E o) { return o.engine.max_num_seqs == 32; }},
+        {{"--max-num-seqs", "1"}, [](E o) { return o.engine.max_num_seqs == 1; }},
+        {{"--max-num-seqs", "256"}, [](E o) { return o.engine.max_num_seqs == 256; }},
+        {{"--max-model-len", "16", "--max-num-seqs", "1"},  // the default token budget follows the limits
+         [](E o) { return o.engine.max_num_batched_tokens == 16; }},
+        {{"--block-size", "1"}, [](E o) { return o.engine.block_size == 1; }},
+        {{"--block-size=16", "--max-num-batched-tokens", "16"},
+         [](E o) { return o.engine.block_size == 16; }},
+        {{"--max-num-seqs", "8", "--max-num-batched-tokens", "8", "--block-size", "8"},
+         [](E o) { return o.engine.max_num_batched_tokens == 8; }},
+        {{"--max-model-len", "64", "--max-num-seqs", "2", "--max-num-batched-tokens", "128"},
+         [](E o) { return o.engine.max_num_batched_tokens == 128; }},
+        {{"--num-gpu-blocks-override", "256"}, [](E o) { return o.engine.num_gpu_blocks_override == 256; }},
+        {{"--num-gpu-blocks-override=4", "--max-model-len", "256"},
+         [](E o) { return o.engine.num_gpu_blocks_override == 4; }},
+        {{"--tensor-parallel-size", "1", "--data-parallel-size=1"}, [](E) { return true; }},
+        {{"-tp", "1"}, [](E) { return true; }},
+        {{"--use-warmup", "1"}, [](E) { return true; }},
+        {{"--static-decode-blocks", "0"}, [](E) { return true; }},
+        {{"--max-num-partial-prefills", "4", "--max-long-partial-prefills", "4",
+          "--long-prefill-token-threshold", "16383"},
+         [](E) { return true; }},
+        {{"--max-long-partial-prefills=1"}, [](E) { return true; }},
+        {{"--quant-group-size", "64", "--quantization", "wint4"},
+         [](E o) { return o.load.group_size == 64 && o.load.quantization == folio::Quantization::Wint4; }},
+        // reals
+        {{"--gpu-memory-utilization", "1"}, [](E o) { return o.engine.gpu_memory_utilization == 1.0; }},
+        {{"--gpu-memory-utilization=0.001"}, [](E o) { return o.engine.gpu_memory_utilization == 0.001; }},
+        {{"--kv-cache-ratio", "1.0"}, [](E) { return true; }},
+        {{"--kv-cache-ratio", "0.75"}, [](E) { return true; }},
+        {{"--swap-space", "0"}, [](E) { return true; }},
+        // enumerations in any case
+        {{"--quantization", "WINT4"}, [](E o) { return o.load.quantization == folio::Quantization::Wint4; }},
+        {{"--quantization=wint8"}, [](E o) { return o.load.quantization == folio::Quantization::Wint8; }},
+        {{"--quantization", "None"}, [](E o) { return o.load.quantization == folio::Quantization::None; }},
+        {{"--quantization", R"({"quantization": "WINT8"})"},
+         [](E o) { return o.load.quantization == folio::Quantization::Wint8; }},
+        {{"--dtype", "BFloat16"}, [](E o) { return o.load.bf16_weights; }},
+        {{"--guided-decoding-backend", "OFF"}, [](E) { return true; }},
+        {{"--splitwise-role", "Mixed"}, [](E) { return true; }},
+        {{"--reasoning-parser", "ernie-45-vl"}, [](E o) { return o.reasoning_parser == "ernie-45-vl"; }},
+        {{"--reasoning-parser=QWEN3"}, [](E o) { return o.reasoning_parser == "qwen3"; }},
+        {{"--revision", "master"}, [](E) { return true; }},
+        {{"--tokenizer", "/some/folder"}, [](E o) { return o.tokenizer && *o.tokenizer == "/some/folder"; }},
+        // JSON options
+        {{"--limit-mm-per-prompt", R"({"image": 100, "video": 100})"},
+         [](E o) { return o.engine.limit_mm_per_prompt == 100; }},
+        {{"--limit-mm-per-prompt={\"image\": 0}"}, [](E o) { return o.engine.limit_mm_per_prompt == 0; }},
+        {{"--limit-mm-per-prompt", R"({"video": 3})"}, [](E o) { return o.engine.limit_mm_per_prompt == 4; }},
+        {{"--limit-mm-per-prompt", "2"}, [](E o) { return o.engine.limit_mm_per_prompt == 2; }},
+        {{"--mm-processor-kwargs", R"({"image_min_pixels": 3136, "image_max_pixels": 1003520})"},
+         [](E o) { return o.image_min_pixels == 3136 && o.image_max_pixels == 1003520; }},
+        {{"--mm-processor-kwargs", R"({"video_max_frames": 30, "video_fps": 2})"},
+         [](E o) { return !o.image_min_pixels && !o.image_max_pixels; }},
+        {{"--graph-optimization-config", R"({"use_cudagraph": false, "graph_opt_level": 2})"},
+         [](E o) { return !o.engine.use_cudagraph; }},
+        {{"--graph-optimization-config", R"({"use_cudagraph":true, "graph_opt_level":0})", "--use-cudagraph"},
+         [](E o) { return o.engine.use_cudagraph; }},
+        {{"--graph-optimization-config", R"({"cudagraph_capture_sizes": [4, 1, 2, 4]})"},
+         [](E o) {
+             return o.engine.cudagraph_capture_sizes == std::vector<int64_t>{1, 2, 4};
+         }},
+        {{"--max-num-seqs", "64", "--graph-optimization-config", R"({"max_capture_size": 16})"},
+         [](E o) {
+             return o.engine.cudagraph_capture_sizes == std::vector<int64_t>{1, 2, 4, 8, 16};
+         }},
+        {{"--graph-optimization-config", R"({"full_cuda_graph": true, "cudagraph_only_prefill": false})"},
+         [](E) { return true; }},
+        {{"--speculative-config", "{}"}, [](E) { return true; }},
+        {{"--speculative-config", R"({"method": null})"}, [](E) { return true; }},
+        // repeated: the last wins, as with FastDeploy's parser
+        {{"--max-num-seqs", "4", "--max-num-seqs", "6"}, [](E o) { return o.engine.max_num_seqs == 6; }},
+    };
+    return cases;
+}
+
+const std::vector<Refused>& refused_cases() {
+    static const std::vector<Refused> cases = {
+        // range edges
+        {{"--max-model-len", "15"}, "--max-model-len must be at least 16, got 15"},
+        {{"--max-model-len", "16385"}, "--max-model-len 16385 exceeds the model's context of 16384 tokens"},
+        {{"--max-num-seqs", "0"}, "--max-num-seqs must be between 1 and 256, got 0"},
+        {{"--max-num-seqs=257"}, "--max-num-seqs must be between 1 and 256, got 257"},
+        {{"--block-size", "0"}, "--block-size must be at least 1, got 0"},
+        {{"--gpu-memory-utilization", "0"}, "--gpu-memory-utilization must be in (0, 1], got 0"},
+        {{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization must be in (0, 1], got 1.5"},
+        {{"--gpu-memory-utilization", "1.5", "--num-gpu-blocks-override", "1024"},
+         "--gpu-memory-utilization must be in (0, 1], got 1.5"},
+        {{"--gpu-memory-utilization", "nan"}, "--gpu-memory-utilization expects a number, got 'nan'"},
+        {{"--num-gpu-blocks-override", "255"},
+         "--num-gpu-blocks-override 255 must hold at least one max_model_len "
+         "sequence: 256 blocks of 64 tokens"},
+        {{"--max-num-seqs", "16", "--max-num-batched-tokens", "15"},
+         "--max-num-batched-tokens 15 must be at least max_num_seqs (16)"},
+        {{"--max-model-len", "16", "--max-num-seqs", "2", "--max-num-batched-tokens", "33"},
+         "--max-num-batched-tokens 33 must be at most max_model_len x max_num_seqs (16 x 2 = 32)"},
+        {{"--max-num-batched-tokens", "63"}, "--max-num-batched-tokens 63 must be at least block_size (64)"},
+        {{"--enable-chunked-prefill", "false", "--max-num-batched-tokens", "16383"},
+         "must be at least max_model_len (16384) without chunked prefill"},
+        {{"--kv-cache-ratio", "0"}, "--kv-cache-ratio must be in (0, 1], got 0"},
+        {{"--kv-cache-ratio", "1.01"}, "--kv-cache-ratio must be in (0, 1], got 1.01"},
+        {{"--swap-space", "-1"}, "--swap-space must not be negative"},
+        {{"--static-decode-blocks", "-1"}, "--static-decode-blocks must not be negative"},
+        {{"--use-warmup", "-1"}, "--use-warmup must be 0 or more"},
+        {{"--max-num-partial-prefills", "0"}, "--max-num-partial-prefills must be at least 1, got 0"},
+        {{"--max-long-partial-prefills", "2"},
+         "--max-long-partial-prefills must be between 1 and "
+         "max_num_partial_prefills (1), got 2"},
+        {{"--max-num-partial-prefills", "2", "--enable-chunked-prefill", "false", "--max-num-batched-tokens",
+          "16384"},
+         "--max-num-partial-prefills 2 needs chunked prefill"},
+        {{"--max-num-partial-prefills", "2", "--long-prefill-token-threshold", "16384"},
+         "--long-prefill-token-threshold 16384 must be below max_model_len 16384"},
+        {{"--long-prefill-token-threshold", "-1"}, "--long-prefill-token-threshold must not be negative"},
+        {{"--quant-group-size", "32"}, "--quant-group-size must be 64 or 128, got 32"},
+        // formats
+        {{"--max-num-seqs", "8x"}, "--max-num-seqs expects an integer, got '8x'"},
+        {{"--max-num-seqs"}, "option --max-num-seqs needs a value"},
+        {{"--enable-prefix-caching=maybe"},
+         "--enable-prefix-caching expects true or false (or on/off), got 'maybe'"},
+        {{"--no-enable-prefix-caching=true"}, "option --no-enable-prefix-caching takes no value"},
+        {{"--enable-prefix-caching", "maybe"}, "unexpected argument 'maybe'"},
+        {{"--limit-mm-per-prompt", "{image: 1}"}, "--limit-mm-per-prompt expects JSON, got '{image: 1}'"},
+        {{"--limit-mm-per-prompt", R"({"audio": 1})"}, "--limit-mm-per-prompt: unknown modality \"audio\""},
+        {{"--limit-mm-per-prompt", R"({"image": -1})"},
+         "--limit-mm-per-prompt: \"image\" must not be negative"},
+        {{"--limit-mm-per-prompt", R"({"image": 1.5})"},
+         "--limit-mm-per-prompt: \"image\" expects an integer"},
+        {{"--limit-mm-per-prompt", R"(["image"])"}, "--limit-mm-per-prompt expects '{\"image\": N"},
+        {{"--mm-processor-kwargs", R"({"image_min_pixels": 0})"},
+         "--mm-processor-kwargs: \"image_min_pixels\" must be at least 1, got 0"},
+        {{"--mm-processor-kwargs", R"({"image_min_pixels": 9, "image_max_pixels": 8})"},
+         "image_min_pixels 9 exceeds image_max_pixels 8"},
+        {{"--mm-processor-kwargs", R"({"resize": 1})"}, "--mm-processor-kwargs: unknown key \"resize\""},
+        {{"--mm-processor-kwargs", "3"}, "--mm-processor-kwargs expects a JSON object"},
+        {{"--graph-optimization-config", R"({"graph_opt_level": 3})"},
+         "graph_opt_level must be 0, 1 or 2, got 3"},
+        {{"--graph-optimization-config", R"({"use_cudagraph": 1})"},
+         "\"use_cudagraph\" expects true or false"},
+        {{"--graph-optimization-config", R"({"cudagraph_capture_sizes": [0]})"},
+         "capture size 0 must be between 1 and max_num_seqs (8)"},
+        {{"--graph-optimization-config", R"({"cudagraph_capture_sizes": [9]})"},
+         "capture size 9 must be between 1 and max_num_seqs (8)"},
+        {{"--graph-optimization-config", R"({"cudagraph_only_prefill": true})"},
+         "cudagraph_only_prefill is not supported"},
+        {{"--graph-optimization-config", R"({"magic": true})"},
+         "--graph-optimization-config: unknown key \"magic\""},
+        {{"--use-cudagraph", "false", "--graph-optimization-config", R"({"use_cudagraph": true})"},
+         "--use-cudagraph false contradicts --graph-optimization-config's use_cudagraph true"},
+        {{"--quantization", "int3"}, "unknown quantization \"int3\" (expected none, wint8 or wint4)"},
+        {{"--quantization", "W4A8"},
+         "--quantization w4a8 is not supported yet (Folio supports none, wint8 and wint4)"},
+        {{"--quantization", R"({"quantization": "wint4", "kv_cache_quant_type": "int8"})"},
+         "--quantization: \"kv_cache_quant_type\" is not supported"},
+        {{"--dtype", "float16"}, "--dtype expects float32 or bfloat16, got 'float16'"},
+        {{"--reasoning-parser", "deepseek"}, "--reasoning-parser expects ernie-45-vl"},
+        {{"--guided-decoding-backend", "outlines"},
+         "--guided-decoding-backend expects off, auto, xgrammar or guidance"},
+        {{"--splitwise-role", "both"}, "--splitwise-role expects mixed, prefill or decode, got 'both'"},
+        {{"--tensor-parallel-size", "0"}, "--tensor-parallel-size must be at least 1, got 0"},
+        // what Folio cannot honour yet
+        {{"--tensor-parallel-size", "2"},
+         "--tensor-parallel-size 2 is not supported yet: Folio runs on one GPU"},
+        {{"-tp", "4"}, "--tensor-parallel-size 4 is not supported yet"},
+        {{"--data-parallel-size=2"}, "--data-parallel-size 2 is not supported yet: Folio runs on one GPU"},
+        {{"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 1})"},
+         "--speculative-config: speculative decoding (method \"mtp\") is not supported yet"},
+        {{"--guided-decoding-backend", "XGrammar"},
+         "--guided-decoding-backend XGrammar is not supported yet"},
+        {{"--enable-logprob"},
+         "--enable-logprob is not supported yet: Folio does not compute log probabilities"},
+        {{"--swap-space", "4"}, "--swap-space 4 is not supported: Folio keeps the KV cache on the device"},
+        {{"--dynamic-load-weight"}, "--dynamic-load-weight is not supported"},
+        {{"--splitwise-role", "prefill"}, "--splitwise-role prefill is not supported"},
+        {{"--chat-template", "x.jinja"}, "--chat-template is not supported yet"},
+        {{"--tool-call-parser", "ernie-x1"},
+         "--tool-call-parser is not supported yet: Folio has no tool calling"},
+        {{"--tool-parser-plugin", "p.py"}, "--tool-parser-plugin is not supported yet"},
+        {{"--revision", "v1.0"},
+         "--revision is not supported: Folio reads the model from the --model folder"},
+        {{"--lm-head-fp32", "--device", "cuda"}, "--lm-head-fp32 needs float32 weights (--dtype float32)"},
+        // the server's options belong to serve
+        {{"--port", "8180"}, "--port is an option of folio-cli serve"},
+        {{"--metrics-port=8181"}, "--metrics-port is an option of folio-cli serve"},
+        {{"--engine-worker-queue-port", "8182"},
+         "--engine-worker-queue-port is an option of folio-cli serve"},
+        {{"--cache-queue-port", "8183"}, "--cache-queue-port is an option of folio-cli serve"},
+        {{"--max-waiting-time", "10"}, "--max-waiting-time is an option of folio-cli serve"},
+        {{"--max-concurrency", "10"}, "--max-concurrency is an option of folio-cli serve"},
+        {{"--served-model-name", "ocr"}, "--served-model-name is an option of folio-cli serve"},
+        {{"--innode-prefill-ports", "8190"}, "--innode-prefill-ports is an option of folio-cli serve"},
+        // unknown options stay unknown
+        {{"--max-num-sequences", "8"}, "unknown option --max-num-sequences"},
+    };
+    return cases;
+}
+
+TEST(EngineOptions, AcceptsEachFormatAndRangeEdge) {
+    for (const Accepted& c : accepted_cases()) {
+        SCOPED_TRACE(joined(c.args));
+        EngineOptions o;
+        ASSERT_NO_THROW(o = parse(c.args));
+        EXPECT_TRUE(c.check(o));
+    }
+}
+
+TEST(EngineOptions, RefusesWithMessage) {
+    for (const Refused& c : refused_cases()) {
+        SCOPED_TRACE(joined(c.args));
+        EXPECT_NE(error_of(c.args).find(c.message), std::string::npos) << error_of(c.args);
+    }
+}
+
+// Every option of the table takes the formats of its kind.
+TEST(EngineOptions, EveryOptionParsesInItsFormats) {
+    // A value each option accepts on generate (beyond the defaults), by FastDeploy's name.
+    const std::map<std::string, std::string> sample = {
+        {"tokenizer", "/tmp"},
+        {"revision", "master"},
+        {"max_model_len", "2048"},
+        {"block_size", "32"},
+        {"use_warmup", "1"},
+        {"limit_mm_per_prompt", R"({"image": 2})"},
+        {"mm_processor_kwargs", R"({"image_max_pixels": 1000000})"},
+        {"reasoning_parser", "ernie-45-vl"},
+        {"speculative_config", "{}"},
+        {"quantization", "wint8"},
+        {"graph_optimization_config", R"({"use_cudagraph": false})"},
+        {"guided_decoding_backend", "off"},
+        {"tensor_parallel_size", "1"},
+        {"data_parallel_size", "1"},
+        {"max_num_seqs", "4"},
+        {"num_gpu_blocks_override", "512"},
+        {"max_num_batched_tokens", "1024"},
+        {"gpu_memory_utilization", "0.5"},
+        {"kv_cache_ratio", "0.5"},
+        {"swap_space", "0"},
+        {"static_decode_blocks", "1"},
+        {"max_num_partial_prefills", "1"},
+        {"max_long_partial_prefills", "1"},
+        {"long_prefill_token_threshold", "100"},
+        {"splitwise_role", "mixed"},
+        {"quant_group_size", "64"},
+        {"dtype", "float32"},
+    };
+    // Options refused whatever their value, or outside serve.
+    const std::vector<std::string> always_refused = {"chat_template", "tool_call_parser",
+                                                     "tool_parser_plugin"};
+    // Switches refused when on.
+    const std::vector<std::string> refused_on = {"dynamic_load_weight", "enable_logprob"};
+    for (const auto& info : folio::cli::engine_option_table()) {
+        const std::string name(info.name);
+        const std::string flag = folio::cli::flag_of(name);
+        SCOPED_TRACE(flag);
+        if (info.status == folio::cli::OptionStatus::ServeOnly ||
+            std::find(always_refused.begin(), always_refused.end(), name) != always_refused.end()) {
+            EXPECT_NE(error_of({flag, "1"}), "(accepted)");
+            continue;
+        }
+        std::string underscored = "--" + name;
+        if (info.kind == folio::cli::ValueKind::Switch) {
+            const bool on_ok = std::find(refused_on.begin(), refused_on.end(), name) == refused_on.end();
+            for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+                     {flag}, {flag, "TRUE"}, {flag + "=on"}, {underscored}}) {
+                EXPECT_EQ(error_of(args) == "(accepted)", on_ok) << joined(args) << error_of(args);
+            }
+            for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+                     {flag, "false"}, {flag, "Off"}, {flag + "=FALSE"}, {"--no-" + flag.substr(2)}}) {
+                EXPECT_EQ(error_of(args), "(accepted)") << joined(args);
+            }
+            EXPECT_NE(error_of({flag + "=perhaps"}), "(accepted)");
+            continue;
+        }
+        ASSERT_TRUE(sample.contains(name)) << "no sample value for " << name;
+        const std::string& v = sample.at(name);
+        EXPECT_EQ(error_of({flag, v}), "(accepted)");
+        EXPECT_EQ(error_of({flag + "=" + v}), "(accepted)");
+        EXPECT_EQ(error_of({underscored, v}), "(accepted)");
+        EXPECT_NE(error_of({flag}), "(accepted)");  // a value is needed
+        if (info.kind == folio::cli::ValueKind::Integer || info.kind == folio::cli::ValueKind::Real) {
+            EXPECT_NE(error_of({flag, "x"}), "(accepted)");
+        }
+        if (info.kind == folio::cli::ValueKind::Json) {
+            EXPECT_NE(error_of({flag, "{"}), "(accepted)");
+        }
+    }
+}
+
+TEST(EngineOptions, ServerOptionsParseOnServe) {
+    const EngineOptions o = parse(
+        {"--port", "8180", "--metrics-port=8181", "--engine-worker-queue-port", "8182", "--cache-queue-port",
+         "8183,8184", "--max-waiting-time", "-1", "--max-concurrency", "512", "--served-model-name", "ocr"},
+        CommandScope::Serve);
+    EXPECT_EQ(o.port, 8180);
+    EXPECT_EQ(o.metrics_port, 8181);
+    EXPECT_EQ(o.served_model_name, "ocr");
+    EXPECT_NE(error_of({"--port", "0"}, CommandScope::Serve).find("--port must be a port 1..65535, got 0"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--port", "65536"}, CommandScope::Serve).find("got 65536"), std::string::npos);
+    EXPECT_NE(error_of({"--cache-queue-port", "8183,x"}, CommandScope::Serve).find("expects ports 1..65535"),
+              std::string::npos);
+    EXPECT_NE(
+        error_of({"--max-waiting-time", "-2"}, CommandScope::Serve).find("must be -1 (no limit) or more"),
+        std::string::npos);
+    EXPECT_NE(error_of({"--max-concurrency", "0"}, CommandScope::Serve).find("must be at least 1"),
+              std::string::npos);
+}
+
+// The pixel bounds of mm_processor_kwargs reach the preprocessing.
+TEST(EngineOptions, ImagePixelBoundsApply) {
+    folio::PreprocessorConfig pre;
+    folio::cli::apply_preprocessing(parse({"--mm-processor-kwargs", R"({"image_max_pixels": 200704})"}), pre);
+    EXPECT_EQ(pre.max_pixels, 200704);
+    EXPECT_EQ(pre.min_pixels, 384 * 384);
+    folio::PreprocessorConfig small;
+    EXPECT_THROW(folio::cli::apply_preprocessing(
+                     parse({"--mm-processor-kwargs", R"({"image_max_pixels": 100})"}), small),
+                 folio::Error);
+}
+
+// --help lists every option (the server's on serve), under FastDeploy's groups.
+TEST(EngineOptions, HelpListsEveryOption) {
+    const std::string offline = folio::cli::engine_usage();
+    const std::string serve = folio::cli::engine_usage(CommandScope::Serve);
+    for (const auto& info : folio::cli::engine_option_table()) {
+        const std::string flag = folio::cli::flag_of(info.name);
+        EXPECT_NE(serve.find(flag), std::string::npos) << flag;
+        EXPECT_NE(offline.find(flag), std::string::npos) << flag;
+        EXPECT_NE(serve.find(std::string(info.group)), std::string::npos) << info.group;
+    }
+}
+
+// docs/fastdeploy-options.md has a row for every option.
+TEST(EngineOptions, DocsTableListsEveryOption) {
+    std::ifstream in(std::string(FOLIO_FIXTURES_DIR) + "/../../../docs/fastdeploy-options.md");
+    ASSERT_TRUE(in) << "docs/fastdeploy-options.md";
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const auto& info : folio::cli::engine_option_table()) {
+        EXPECT_NE(text.str().find("| `" + std::string(info.name) + "`"), std::string::npos) << info.name;
+    }
+}
+
+}  // namespace

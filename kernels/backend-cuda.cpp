@@ -196,10 +196,10 @@ Tensor CudaBackend::upload_kv(std::span<const float> values, std::vector<int64_t
     return t;
 }
 
-QuantizedTensor CudaBackend::upload(const QuantizedWeights& w) {
+Weight CudaBackend::upload(const QuantizedWeights& w) {
     validate(w);
     activate();
-    QuantizedTensor t;
+    Weight t;
     t.type = w.type;
     t.n_out = w.n_out;
     t.n_in = w.n_in;
@@ -260,6 +260,16 @@ void CudaBackend::gelu_erf(Tensor& x) {
     kernels::gelu_erf_f32(device_f32(x, "gelu_erf"), x.n_elements(), stream());
 }
 
+void CudaBackend::silu(Tensor& x) {
+    activate();
+    kernels::silu_f32(device_f32(x, "silu"), x.n_elements(), stream());
+}
+
+void CudaBackend::relu(Tensor& x) {
+    activate();
+    kernels::relu_f32(device_f32(x, "relu"), x.n_elements(), stream());
+}
+
 Tensor CudaBackend::swiglu(const Tensor& gate_up) {
     check_swiglu(gate_up);
     const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;
@@ -276,7 +286,7 @@ void CudaBackend::rope(Tensor& x, const Tensor& cos, const Tensor& sin) {
 }
 
 Tensor CudaBackend::rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                                      const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+                                      const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) {
     check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
     const char* op = "rope_qkv_to_cache";
     kernels::RopeCacheArgs args = rope_cache_args(qkv.shape[1], positions, slots, rope, k_cache, v_cache, op);

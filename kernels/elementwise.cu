@@ -57,6 +57,30 @@ __global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
     }
 }
 
+// x [n] = silu(x)
+__global__ void silu_f32_kernel(float* x, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        x[i] = silu(x[i]);
+    }
+}
+
+// x [n] = max(x, 0)
+__global__ void relu_f32_kernel(float* x, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        x[i] = fmaxf(x[i], 0.0f);
+    }
+}
+
+// y [n] = x [n] bfloat16 widened to float32
+__global__ void widen_bf16_kernel(const __nv_bfloat16* x, float* y, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        y[i] = __bfloat162float(x[i]);
+    }
+}
+
 // y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]; chained.
 __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int64_t d) {
     wait_for_prior_grids();
@@ -165,6 +189,30 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream) {
         return;
     }
     gelu_erf_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void silu_f32(float* x, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    silu_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void relu_f32(float* x, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    relu_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void widen_bf16(const uint16_t* x, float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    widen_bf16_kernel<<<n_blocks(n), kBlock, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(x), y, n);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -41,66 +41,65 @@ void check_same_shape(const Tensor& a, const Tensor& b, const char* op) {
     }
 }
 
-void check_linear(const Tensor& x, const Tensor& w, const Tensor* b) {
-    if (w.row_size() != x.row_size() || (b && b->n_elements() != w.rows())) {
-        fail("linear: x ", shape_string(x.shape), " does not fit w ", shape_string(w.shape),
-             b ? " and b " + shape_string(b->shape) : std::string());
-    }
-}
-
-void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    if (w.n_in != x.row_size() || !w.data || (b && b->n_elements() != w.n_out)) {
-        fail("linear: x ", shape_string(x.shape), " does not fit ", quantization_name(w.type), " w [",
-             w.n_out, ", ", w.n_in, "]", b ? " and b " + shape_string(b->shape) : std::string());
-    }
-    if (w.type == Quantization::None) {
-        fail("linear: quantized w [", w.n_out, ", ", w.n_in, "] without a quantization type");
-    }
-}
-
 namespace {
 
-// That w2 with b2 takes an MLP's n_hidden values back to the columns of x.
-void check_mlp_output(const Tensor& x, int64_t n_hidden, const QuantizedTensor& w2, const Tensor* b2,
-                      const char* op) {
-    if (w2.n_in != n_hidden || w2.n_out != x.row_size() || !w2.data || (b2 && b2->n_elements() != w2.n_out) ||
-        w2.type == Quantization::None) {
-        fail(op, ": w2 ", quantization_name(w2.type), " [", w2.n_out, ", ", w2.n_in, "]",
-             b2 ? " with b2 " + shape_string(b2->shape) : std::string(), " does not take w1's ", n_hidden,
-             " hidden values back to x ", shape_string(x.shape));
-    }
+std::string weight_string(const Weight& w) {
+    return std::string(w.type == Quantization::None ? "float32" : quantization_name(w.type)) + " w [" +
+           std::to_string(w.n_out) + ", " + std::to_string(w.n_in) + "]";
 }
 
 }  // namespace
 
-void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                          const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                          const Tensor* b2) {
-    check_layer_norm(x, norm_w, norm_b);
-    check_linear(x, w1, b1);
-    check_mlp_output(x, w1.n_out, w2, b2, "layer_norm_mlp_add");
-}
-
-void check_rms_norm_mlp(const Tensor& x, const Tensor& norm_w, const QuantizedTensor& w1, const Tensor* b1,
-                        const QuantizedTensor& w2, const Tensor* b2) {
-    check_rms_norm(x, norm_w);
-    check_linear_swiglu(x, w1, b1);
-    check_mlp_output(x, w1.n_out / 2, w2, b2, "rms_norm_mlp_add");
-}
-
-void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear(x, w, b);
-    if (y.shape != std::vector<int64_t>{x.rows(), w.n_out}) {
-        fail("linear_add: y ", shape_string(y.shape), " is not the [", x.rows(), ", ", w.n_out, "] that x ",
-             shape_string(x.shape), " times w makes");
+void check_weight(const Weight& w, const char* op) {
+    const bool dense = w.type == Quantization::None;
+    if (w.n_out < 0 || w.n_in < 0 || (dense && w.data != nullptr) || (!dense && w.data == nullptr) ||
+        (dense && (w.dense.dtype != ScalarType::F32 ||
+                   w.dense.shape != std::vector<int64_t>{w.n_out, w.n_in} || !w.dense.fits_buffer()))) {
+        fail(op, ": ", weight_string(w), " holds no values of its type");
     }
 }
 
-void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear(x, w, b);
-    if (w.n_out % 2 != 0) {
-        fail("linear_rms_norm_swiglu: w [", w.n_out, ", ", w.n_in,
-             "] has an odd number of rows, not stacked gate and up halves");
+void check_linear(const Tensor& x, const Weight& w, const LinearSpec& spec) {
+    check_weight(w, "linear");
+    const Tensor* b = spec.bias;
+    if (w.n_in != x.row_size() || (b && b->n_elements() != w.n_out)) {
+        fail("linear: x ", shape_string(x.shape), " does not fit ", weight_string(w),
+             b ? " and b " + shape_string(b->shape) : std::string());
+    }
+    if (x.dtype != ScalarType::F32 && (x.dtype != ScalarType::BF16 || spec.norm != LinearNorm::None)) {
+        fail("linear: x of ", dtype_name(x.dtype), " elements",
+             spec.norm != LinearNorm::None ? " with a norm" : "", "; float32, or bfloat16 without a norm");
+    }
+    if (spec.norm == LinearNorm::Rms) {
+        if (spec.norm_w == nullptr) {
+            fail("linear: an RMSNorm input without its weight");
+        }
+        check_rms_norm(x, *spec.norm_w);
+    } else if (spec.norm == LinearNorm::Layer) {
+        if (spec.norm_w == nullptr || spec.norm_b == nullptr) {
+            fail("linear: a LayerNorm input without its weight and bias");
+        }
+        check_layer_norm(x, *spec.norm_w, *spec.norm_b);
+    }
+    if (spec.activation == Activation::Swiglu && w.n_out % 2 != 0) {
+        fail("linear: ", weight_string(w), " has an odd number of rows, not stacked gate and up halves");
+    }
+    const int64_t n_y = spec.activation == Activation::Swiglu ? w.n_out / 2 : w.n_out;
+    if (spec.output == LinearOutputKind::RopeToCache) {
+        const RopeToCache& r = spec.rope_to_cache;
+        if (spec.activation != Activation::None || spec.residual != nullptr || r.positions == nullptr ||
+            r.slots == nullptr || r.rope == nullptr || r.k_cache == nullptr || r.v_cache == nullptr) {
+            fail(
+                "linear: a RopeToCache output takes no activation and no residual, and needs its positions, "
+                "slots, rope and caches");
+        }
+        check_rope_qkv_to_cache({x.rows(), w.n_out}, *r.positions, *r.slots, *r.rope, *r.k_cache, *r.v_cache);
+    }
+    if (spec.residual != nullptr && (spec.residual->shape != std::vector<int64_t>{x.rows(), n_y} ||
+                                     spec.residual->dtype != ScalarType::F32)) {
+        fail("linear: residual ", shape_string(spec.residual->shape), " ", dtype_name(spec.residual->dtype),
+             " is not the float32 [", x.rows(), ", ", n_y, "] that x ", shape_string(x.shape),
+             " times w makes");
     }
 }
 
@@ -233,31 +232,6 @@ void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& si
     check_segments(segments, qkv.shape, qkv.shape, "rope_attention");
 }
 
-void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                const Tensor& sin, std::span<const AttentionSegment> segments) {
-    check_layer_norm(x, w.norm_w, w.norm_b);
-    const int64_t d = x.row_size();
-    if (x.shape.size() != 2 || w.n_head <= 0 || d % w.n_head != 0 || d / w.n_head % 2 != 0) {
-        fail("layer_norm_attention_add: x ", shape_string(x.shape), " is not rows of ", w.n_head,
-             " heads of an even size");
-    }
-    if (w.qkv.n_out != 3 * d || w.qkv.n_in != d || !w.qkv.data ||
-        (w.qkv_b && w.qkv_b->n_elements() != 3 * d) || w.out.n_out != d || w.out.n_in != d || !w.out.data ||
-        (w.out_b && w.out_b->n_elements() != d) || w.qkv.type == Quantization::None ||
-        w.out.type == Quantization::None) {
-        fail("layer_norm_attention_add: qkv ", quantization_name(w.qkv.type), " [", w.qkv.n_out, ", ",
-             w.qkv.n_in, "] and out ", quantization_name(w.out.type), " [", w.out.n_out, ", ", w.out.n_in,
-             "] (with their biases) are not [", 3 * d, ", ", d, "] and [", d, ", ", d, "] for x ",
-             shape_string(x.shape));
-    }
-    const int64_t n = x.rows(), head_dim = d / w.n_head;
-    if (cos.shape != std::vector<int64_t>{n, head_dim} || sin.shape != cos.shape) {
-        fail("layer_norm_attention_add: x ", shape_string(x.shape), " of ", w.n_head, " heads with cos ",
-             shape_string(cos.shape), " and sin ", shape_string(sin.shape));
-    }
-    check_segments(segments, x.shape, x.shape, "layer_norm_attention_add");
-}
-
 void check_kv_dtype(const std::string& backend, ScalarType dtype, ScalarType other) {
     if (dtype != ScalarType::F32 && dtype != other) {
         const std::string takes =
@@ -325,7 +299,7 @@ void check_swiglu(const Tensor& gate_up) {
 }
 
 void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor& positions,
-                             const Tensor& slots, const MropeParams& rope, const Tensor& k_cache,
+                             const Tensor& slots, const RopeParams& rope, const Tensor& k_cache,
                              const Tensor& v_cache) {
     if (k_cache.shape.size() != 3 || k_cache.shape != v_cache.shape || k_cache.shape[1] <= 0 ||
         k_cache.shape[2] <= 0 || k_cache.shape[2] % 2 != 0) {

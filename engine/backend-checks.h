@@ -21,26 +21,12 @@ void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int
 // No negative dimension in a shape op is about to allocate.
 void check_shape(const std::vector<int64_t>& shape, const char* op);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
-// x [n, in], w [out, in] dense or quantized (with a type and data), b [out] or null.
-void check_linear(const Tensor& x, const Tensor& w, const Tensor* b);
-void check_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-// linear's checks, and y [x.rows(), w.n_out] for the sum.
-void check_linear_add(const Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-// linear's checks, and an even w.n_out: stacked gate and up halves.
-void check_linear_swiglu(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-// x [n, d] through w1 [d_ff, d] and back through w2 [d, d_ff], the biases [d_ff] and [d] where given, the
-// norm's weight and bias [d].
-void check_layer_norm_mlp(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                          const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                          const Tensor* b2);
-// x [n, d] through the stacked gate and up rows w1 [2 d_ff, d] and back through w2 [d, d_ff], the biases
-// [2 d_ff] and [d] where given, the norm's weight [d].
-void check_rms_norm_mlp(const Tensor& x, const Tensor& norm_w, const QuantizedTensor& w1, const Tensor* b1,
-                        const QuantizedTensor& w2, const Tensor* b2);
-// x [n, d] with d = n_head heads of an even size, qkv [3 d, d] and out [d, d] with biases of their rows,
-// cos/sin [n, d / n_head], segments within the rows.
-void check_layer_norm_attention(const Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                const Tensor& sin, std::span<const AttentionSegment> segments);
+// A weight that holds values of its type: a float32 [n_out, n_in] tensor, or packed data.
+void check_weight(const Weight& w, const char* op);
+// x [n, w.n_in] float32 (or bfloat16 without a norm), the norm's weights [n_in], bias [w.n_out], an even
+// w.n_out for SwiGLU, a RopeToCache output's arguments (check_rope_qkv_to_cache) without an activation or a
+// residual, and residual [n, columns of the output] float32.
+void check_linear(const Tensor& x, const Weight& w, const LinearSpec& spec);
 // Weight (and bias) [d] for rows of d.
 void check_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b);
 void check_rms_norm(const Tensor& x, const Tensor& w);
@@ -89,7 +75,7 @@ void check_swiglu(const Tensor& gate_up);
 // head_dim], positions [n, 3] and slots [n] int32, inverse frequencies [head_dim / 2] in sections summing to
 // them. The values of slots are not checked here: they are on the device.
 void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor& positions,
-                             const Tensor& slots, const MropeParams& rope, const Tensor& k_cache,
+                             const Tensor& slots, const RopeParams& rope, const Tensor& k_cache,
                              const Tensor& v_cache);
 // q [n, n_head, head_dim], caches [n_blocks * block_size, n_kv_head, head_dim], seq_lens [n] and
 // block_tables [n, max_blocks] int32.

@@ -27,8 +27,12 @@ float activation_value(Activation act, float v) {
             return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f));
         case Activation::Sigmoid:
             return 1.0f / (1.0f + std::exp(-v));
+        case Activation::GeluTanh:
+            return 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        case Activation::Swiglu:
+            break;
     }
-    return v;
+    fail("activation ", activation_name(act), " halves each row; it is Backend::swiglu");
 }
 
 // The bilinear sample of plane [h, w] (element (y, x) at plane[(y * w + x) * stride]) at pixel coordinates
@@ -211,6 +215,13 @@ Tensor CpuVisionBackend::interpolate2d(const Tensor& x, int64_t out_h, int64_t o
 
 void CpuVisionBackend::apply_activation(Tensor& x, Activation act) {
     check_f32(x, "apply_activation", "x");
+    if (act == Activation::GeluTanh) {
+        gelu_tanh(x);  // the same values as the products' GELU
+        return;
+    }
+    if (act == Activation::Swiglu) {
+        activation_value(act, 0.0f);  // throws
+    }
     float* xd = x.f32();
     thread_pool().parallel_for(x.n_elements(), 1 << 14, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {

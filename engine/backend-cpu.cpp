@@ -147,9 +147,9 @@ public:
         return t;
     }
 
-    QuantizedTensor upload(const QuantizedWeights& w) override {
+    Weight upload(const QuantizedWeights& w) override {
         validate(w);
-        QuantizedTensor t;
+        Weight t;
         t.type = w.type;
         t.n_out = w.n_out;
         t.n_in = w.n_in;
@@ -219,62 +219,17 @@ public:
 
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
 
-    Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override {
-        check_linear(x, w, b);
-        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
-        Tensor y = alloc({n, out});
-        const float* xd = x.f32();
-        const float* wd = w.f32();
-        const float* bd = b ? b->f32() : nullptr;
-        float* yd = y.f32();
-        // Split over output columns when there are few rows (decode), over rows otherwise.
-        const int64_t n_row_blocks = (n + 3) / 4, n_col_blocks = (out + 3) / 4;
-        pool_.parallel_for(n_row_blocks * n_col_blocks, 16, [&](int64_t begin, int64_t end) {
-            for (int64_t blk = begin; blk < end; ++blk) {
-                const int64_t rb = blk / n_col_blocks, cb = blk % n_col_blocks;
-                const float* xr[4];
-                const float* wr[4];
-                for (int i = 0; i < 4; ++i) {
-                    xr[i] = xd + std::min(rb * 4 + i, n - 1) * in;
-                    wr[i] = wd + std::min(cb * 4 + i, out - 1) * in;
-                }
-                float acc[4][4];
-                dot_4x4(xr, wr, in, acc);
-                store_4x4(acc, rb, cb, n, out, bd, yd);
-            }
-        });
-        return y;
-    }
+    using Backend::linear;
 
-    // Each task dequantizes four rows of w and multiplies them with every row of x, so that an output's
-    // arithmetic does not depend on the other rows in the batch.
-    Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override {
-        check_linear(x, w, b);
-        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
-        Tensor y = alloc({n, out});
-        const auto* qd = static_cast<const int8_t*>(w.data->data());
-        const float* bd = b ? b->f32() : nullptr;
-        pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
-            std::vector<float> rows(static_cast<size_t>(4 * in));
-            for (int64_t cb = begin; cb < end; ++cb) {
-                const float* wr[4];
-                for (int j = 0; j < 4; ++j) {
-                    const int64_t r = std::min(cb * 4 + j, out - 1);
-                    dequantize_row(w.type, qd, w.scales.f32(), in, w.group_size, r, rows.data() + j * in);
-                    wr[j] = rows.data() + j * in;
-                }
-                for (int64_t rb = 0; rb < (n + 3) / 4; ++rb) {
-                    const float* xr[4];
-                    for (int i = 0; i < 4; ++i) {
-                        xr[i] = x.f32() + std::min(rb * 4 + i, n - 1) * in;
-                    }
-                    float acc[4][4];
-                    dot_4x4(xr, wr, in, acc);
-                    store_4x4(acc, rb, cb, n, out, bd, y.f32());
-                }
-            }
-        });
-        return y;
+    // The product in one pass, everything else as its parts (linear_in_parts).
+    Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) override {
+        check_linear(x, w, spec);
+        if (spec.norm != LinearNorm::None || spec.activation != Activation::None ||
+            spec.output != LinearOutputKind::Plain || spec.residual != nullptr) {
+            return linear_in_parts(x, w, spec);
+        }
+        return w.type == Quantization::None ? dense_product(x, w.dense, spec.bias)
+                                            : packed_product(x, w, spec.bias);
     }
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
@@ -420,7 +375,7 @@ public:
     }
 
     Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                             const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
+                             const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
         check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
         check_kv_dtype(name(), k_cache.dtype, ScalarType::F32);
         const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], hd = k_cache.shape[2], half = hd / 2;
@@ -577,6 +532,63 @@ protected:
     ThreadPool& thread_pool() override { return pool_; }
 
 private:
+    // y = x · wᵀ + b with a float32 w.  x [n, in], w [out, in], b [out] or null  ->  [n, out]
+    Tensor dense_product(const Tensor& x, const Tensor& w, const Tensor* b) {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
+        Tensor y = alloc({n, out});
+        const float* xd = x.f32();
+        const float* wd = w.f32();
+        const float* bd = b ? b->f32() : nullptr;
+        float* yd = y.f32();
+        // Split over output columns when there are few rows (decode), over rows otherwise.
+        const int64_t n_row_blocks = (n + 3) / 4, n_col_blocks = (out + 3) / 4;
+        pool_.parallel_for(n_row_blocks * n_col_blocks, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t blk = begin; blk < end; ++blk) {
+                const int64_t rb = blk / n_col_blocks, cb = blk % n_col_blocks;
+                const float* xr[4];
+                const float* wr[4];
+                for (int i = 0; i < 4; ++i) {
+                    xr[i] = xd + std::min(rb * 4 + i, n - 1) * in;
+                    wr[i] = wd + std::min(cb * 4 + i, out - 1) * in;
+                }
+                float acc[4][4];
+                dot_4x4(xr, wr, in, acc);
+                store_4x4(acc, rb, cb, n, out, bd, yd);
+            }
+        });
+        return y;
+    }
+
+    // The same with packed weights. Each task dequantizes four rows of w and multiplies them with every row
+    // of x, so that an output's arithmetic does not depend on the other rows in the batch.
+    Tensor packed_product(const Tensor& x, const Weight& w, const Tensor* b) {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
+        Tensor y = alloc({n, out});
+        const auto* qd = static_cast<const int8_t*>(w.data->data());
+        const float* bd = b ? b->f32() : nullptr;
+        pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> rows(static_cast<size_t>(4 * in));
+            for (int64_t cb = begin; cb < end; ++cb) {
+                const float* wr[4];
+                for (int j = 0; j < 4; ++j) {
+                    const int64_t r = std::min(cb * 4 + j, out - 1);
+                    dequantize_row(w.type, qd, w.scales.f32(), in, w.group_size, r, rows.data() + j * in);
+                    wr[j] = rows.data() + j * in;
+                }
+                for (int64_t rb = 0; rb < (n + 3) / 4; ++rb) {
+                    const float* xr[4];
+                    for (int i = 0; i < 4; ++i) {
+                        xr[i] = x.f32() + std::min(rb * 4 + i, n - 1) * in;
+                    }
+                    float acc[4][4];
+                    dot_4x4(xr, wr, in, acc);
+                    store_4x4(acc, rb, cb, n, out, bd, y.f32());
+                }
+            }
+        });
+        return y;
+    }
+
     // fn(item, query row, head, scratch) for every query row of every item (a segment or a sequence, each
     // with n_q rows) and every head, one task each, in parallel.
     template <typename Item, typename F>

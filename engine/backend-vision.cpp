@@ -18,6 +18,10 @@ const char* activation_name(Activation act) {
             return "gelu";
         case Activation::Sigmoid:
             return "sigmoid";
+        case Activation::GeluTanh:
+            return "gelu_tanh";
+        case Activation::Swiglu:
+            return "swiglu";
     }
     fail("activation_name: invalid activation ", static_cast<int>(act));
 }

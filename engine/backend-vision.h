@@ -6,14 +6,10 @@
 #include <cstdint>
 #include <span>
 
+#include "activation.h"
 #include "tensor.h"
 
 namespace folio {
-
-// An element-wise function applied by itself (Backend::apply_activation) or fused after another operation.
-enum class Activation { None, Relu, Silu, Gelu, Sigmoid };
-
-const char* activation_name(Activation act);
 
 // A 2-D convolution over NCHW tensors, as torch.nn.Conv2d computes it: symmetric zero padding per axis,
 // channels in `groups` groups (groups == c_in == c_out: depthwise), then the activation.

@@ -44,56 +44,50 @@ std::vector<int32_t> Backend::sample_rows(const Tensor& logits, std::span<const 
     return read_back(out)->wait();
 }
 
-Tensor Backend::linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    Tensor y = linear(x, w, b);
-    gelu_tanh(y);
+Weight dense_weight(const Tensor& w) {
+    if (w.shape.size() != 2 || w.dtype != ScalarType::F32) {
+        fail("dense_weight: w ", shape_string(w.shape), " ", dtype_name(w.dtype),
+             " is not float32 [n_out, n_in]");
+    }
+    Weight weight;
+    weight.n_out = w.shape[0];
+    weight.n_in = w.shape[1];
+    weight.group_size = weight.n_in;
+    weight.dense = w;
+    return weight;
+}
+
+Tensor Backend::linear(const Tensor& x, const Weight& w, const Tensor* b) {
+    return linear(x, w, LinearSpec{.bias = b});
+}
+
+Tensor Backend::linear(const Tensor& x, const Tensor& w, const Tensor* b) {
+    return linear(x, dense_weight(w), LinearSpec{.bias = b});
+}
+
+Tensor Backend::linear_in_parts(const Tensor& x, const Weight& w, const LinearSpec& spec) {
+    check_linear(x, w, spec);
+    Tensor normed;  // [n, n_in] where there is a norm
+    if (spec.norm == LinearNorm::Rms) {
+        normed = rms_norm(x, *spec.norm_w, spec.eps);
+    } else if (spec.norm == LinearNorm::Layer) {
+        normed = layer_norm(x, *spec.norm_w, *spec.norm_b, spec.eps);
+    }
+    Tensor y = linear(normed.empty() ? x : normed, w, spec.bias);  // [n, n_out]
+    if (spec.activation == Activation::Swiglu) {
+        y = swiglu(y);  // [n, n_out / 2]
+    } else {
+        apply_activation(y, spec.activation);
+    }
+    if (spec.output == LinearOutputKind::RopeToCache) {
+        const RopeToCache& r = spec.rope_to_cache;
+        return rope_qkv_to_cache(y, *r.positions, *r.slots, *r.rope, *r.k_cache, *r.v_cache);
+    }
+    if (spec.residual != nullptr) {
+        add(*spec.residual, y);
+        return *spec.residual;
+    }
     return y;
-}
-
-void Backend::linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear_add(y, x, w, b);
-    add(y, linear(x, w, b));
-}
-
-Tensor Backend::linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                  const QuantizedTensor& w, const Tensor* b) {
-    return linear(layer_norm(x, norm_w, norm_b, eps), w, b);
-}
-
-Tensor Backend::linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                                            float eps, const QuantizedTensor& w, const Tensor* b) {
-    return linear_gelu_tanh(layer_norm(x, norm_w, norm_b, eps), w, b);
-}
-
-void Backend::layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                 const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                                 const Tensor* b2) {
-    check_layer_norm_mlp(x, norm_w, norm_b, w1, b1, w2, b2);
-    linear_add(x, linear_layer_norm_gelu_tanh(x, norm_w, norm_b, eps, w1, b1), w2, b2);
-}
-
-Tensor Backend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
-                                const Tensor* b) {
-    return linear(rms_norm(x, norm_w, eps), w, b);
-}
-
-Tensor Backend::linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
-                                       const QuantizedTensor& w, const Tensor* b) {
-    check_linear_swiglu(x, w, b);
-    return swiglu(linear_rms_norm(x, norm_w, eps, w, b));
-}
-
-void Backend::rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
-                               const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2) {
-    check_rms_norm_mlp(x, norm_w, w1, b1, w2, b2);
-    linear_add(x, linear_rms_norm_swiglu(x, norm_w, eps, w1, b1), w2, b2);
-}
-
-Tensor Backend::linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
-                                                  const QuantizedTensor& w, const Tensor* b,
-                                                  const Tensor& positions, const Tensor& slots,
-                                                  const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) {
-    return rope_qkv_to_cache(linear_rms_norm(x, norm_w, eps, w, b), positions, slots, rope, k_cache, v_cache);
 }
 
 Tensor Backend::rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
@@ -115,17 +109,6 @@ Tensor Backend::rope_attention(const Tensor& qkv, const Tensor& cos, const Tenso
     rope(q, cos, sin);
     rope(k, cos, sin);
     return attention(q, k, v, segments, scale, precision);
-}
-
-void Backend::layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                       const Tensor& sin, std::span<const AttentionSegment> segments,
-                                       float scale, AttentionPrecision precision) {
-    check_layer_norm_attention(x, w, cos, sin, segments);
-    const int64_t n = x.rows(), d = x.row_size();
-    const Tensor qkv = linear_layer_norm(x, w.norm_w, w.norm_b, w.eps, w.qkv, w.qkv_b);  // [n, 3 d]
-    const Tensor a = rope_attention(qkv.view(0, {n, 3, w.n_head, d / w.n_head}), cos, sin, segments, scale,
-                                    precision);  // [n, n_head, d / n_head]
-    linear_add(x, a.view(0, {n, d}), w.out, w.out_b);
 }
 
 ScalarType Backend::kv_dtype(AttentionPrecision) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "activation.h"
 #include "backend-vision.h"
 #include "quantization.h"
 #include "sampling.h"
@@ -38,34 +39,75 @@ struct PagedSequence {
     int64_t table_begin = 0;
 };
 
-// A weight matrix quantized on the host and uploaded to a backend's memory.
-struct QuantizedTensor {
+// A weight matrix [n_out, n_in] in a backend's memory, in any format a linear layer is stored in: float32
+// (type None, in dense), bfloat16, or WINT8/WINT4 (packed as QuantizedWeights::q in data, with scales).
+// Backend::linear takes every format, so that callers never branch on it.
+struct Weight {
     Quantization type = Quantization::None;
     int64_t n_out = 0;
     int64_t n_in = 0;
     int64_t group_size = 0;
-    std::shared_ptr<Buffer> data;  // the packed integers, laid out as in QuantizedWeights::q
+    Tensor dense;                  // float32 [n_out, n_in] where type is None
+    std::shared_ptr<Buffer> data;  // the packed values of the other types, laid out as QuantizedWeights::q
     Tensor scales;                 // as QuantizedWeights::scales
+
+    bool empty() const { return dense.empty() && data == nullptr; }
 };
 
-// The rotary embedding of the language model: inverse frequencies [head_dim / 2], and how many of them, in
-// order, turn with the t, h and w component of a token's 3D position.
-struct MropeParams {
+// A float32 weight over w's values, sharing its buffer.  w [n_out, n_in]
+Weight dense_weight(const Tensor& w);
+
+// Rotary embedding in rotate-half form from int32 positions of up to three axes: inverse frequencies
+// [head_dim / 2], of which the first section[0] turn with a token's axis-0 position, the next section[1] with
+// axis 1 and the last section[2] with axis 2 (a 3D multimodal RoPE; a text model's RoPE puts them all in
+// section 0).
+struct RopeParams {
     Tensor inv_freq;
     std::array<int, 3> section{};
 };
 
-// The attention half of a vision layer: its LayerNorm, the stacked q, k and v projection (rows q, then k,
-// then v, each n_head heads) and the output projection. Biases may be null.
-struct NormAttentionWeights {
-    const Tensor& norm_w;
-    const Tensor& norm_b;
+// The norm a linear operation applies to each row of its input first.
+enum class LinearNorm {
+    None,
+    Rms,    // norm_w ⊙ x / rms(x)
+    Layer,  // (x - mean) / std ⊙ norm_w + norm_b
+};
+
+// Where a linear operation's rows go.
+enum class LinearOutputKind {
+    Plain,        // returned (or added to the residual)
+    RopeToCache,  // split into q, k and v heads, q and k turned, k and v stored in a paged cache, q returned
+};
+
+// The q, k and v heads of a RopeToCache output: q, k and v are the product's columns in that order, n_head,
+// n_kv_head and n_kv_head heads of head_dim; q and k turn by each token's positions, k and v go to the
+// token's cache row (not where the row is negative: padding).  positions [n, 3] and slots [n] int32, caches
+// [n_slots, n_kv_head, head_dim] of one element type (float32 or Backend::kv_dtype)
+struct RopeToCache {
+    const Tensor* positions = nullptr;
+    const Tensor* slots = nullptr;
+    const RopeParams* rope = nullptr;
+    Tensor* k_cache = nullptr;
+    Tensor* v_cache = nullptr;
+};
+
+// One linear operation:  y = activation(norm(x) · wᵀ + bias), then y as output says; with residual, the
+// residual stream r += y instead (Plain output only). Shapes: x [n, n_in], norm_w/norm_b [n_in], bias
+// [n_out], residual [n, columns of y].
+struct LinearSpec {
+    LinearNorm norm = LinearNorm::None;
+    const Tensor* norm_w = nullptr;
+    const Tensor* norm_b = nullptr;  // LayerNorm only
     float eps = 0.0f;
-    const QuantizedTensor& qkv;
-    const Tensor* qkv_b = nullptr;
-    const QuantizedTensor& out;
-    const Tensor* out_b = nullptr;
-    int64_t n_head = 0;
+    const Tensor* bias = nullptr;
+    Activation activation = Activation::None;
+    LinearOutputKind output = LinearOutputKind::Plain;
+    RopeToCache rope_to_cache{};  // RopeToCache only
+    Tensor* residual = nullptr;
+    // The output may be returned in bfloat16, where the backend keeps it so for the operation that reads it
+    // next (linear without a norm, rope_attention); float32 otherwise. Ignored with a residual or
+    // RopeToCache.
+    bool bf16_output = false;
 };
 
 // The arithmetic of attention's two products. Bf16: q, k, v and the softmax weights may be rounded to
@@ -98,6 +140,9 @@ struct MemoryStats {
     int64_t peak = 0;
 };
 
+// Threading: a backend runs its work in order on one queue (the CUDA backend on one stream), and is not safe
+// to use from two threads at once: one thread at a time calls its operations, and the tensors it made are
+// used only through it. Another thread may take over between calls.
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -131,61 +176,22 @@ public:
     virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;
     virtual void update(Tensor& t, std::span<const int32_t> values) = 0;
 
-    virtual QuantizedTensor upload(const QuantizedWeights& w) = 0;
+    // Packed weights (bfloat16, WINT8, WINT4) into the backend's memory.
+    virtual Weight upload(const QuantizedWeights& w) = 0;
     virtual MemoryStats memory_stats() const = 0;
     // Bytes of memory the backend's device has in all.
     virtual int64_t total_memory() const = 0;
     virtual void reset_peak() = 0;
 
-    // y = x · wᵀ + b.  x [n, in], w [out, in], b [out] or empty  ->  [n, out]
-    virtual Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
-    // The same with a quantized w, dequantized as it is read; x may be bfloat16 where the backend returned it
-    // so (paged_decode_attention).
-    virtual Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) = 0;
-    // gelu_tanh(x · wᵀ + b), in one pass where the backend can (the default is linear, then gelu_tanh).
-    //   ->  [n, out]
-    virtual Tensor linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-    // y += x · wᵀ + b: a layer's output added to the residual stream, in one pass where the backend can (the
-    // default is linear, then add).  y [n, out]
-    virtual void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b);
-    // layer_norm(x, norm_w, norm_b, eps) · wᵀ + b, and its gelu_tanh: the norm before a layer written where
-    // the backend can in the form the product reads (the defaults are layer_norm, then linear or
-    // linear_gelu_tanh).  x [n, in], norm_w/norm_b [in]  ->  [n, out]
-    virtual Tensor linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                     const QuantizedTensor& w, const Tensor* b);
-    virtual Tensor linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                                               float eps, const QuantizedTensor& w, const Tensor* b);
-    // x += gelu_tanh(layer_norm(x, norm_w, norm_b, eps) · w1ᵀ + b1) · w2ᵀ + b2: a layer's norm and MLP added
-    // to the residual stream, the hidden values kept where the backend can in the form the second product
-    // reads (the default is linear_layer_norm_gelu_tanh, then linear_add).  x [n, d], w1 [d_ff, d], w2 [d,
-    // d_ff]
-    virtual void layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                    const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                                    const Tensor* b2);
-    // rms_norm(x, norm_w, eps) · wᵀ + b: the norm before a layer, written where the backend can in the form
-    // the product reads (the default is rms_norm, then linear).  x [n, in], norm_w [in]  ->  [n, out]
-    virtual Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
-                                   const Tensor* b);
-    // swiglu(rms_norm(x, norm_w, eps) · wᵀ + b): a gated MLP's norm and stacked gate and up projections (w's
-    // first out / 2 rows the gate's), the gating applied where the backend can as the product's sums come out
-    // (the default is linear_rms_norm, then swiglu).  x [n, in], norm_w [in]  ->  [n, out / 2]
-    virtual Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
-                                          const QuantizedTensor& w, const Tensor* b);
-    // x += swiglu(rms_norm(x, norm_w, eps) · w1ᵀ + b1) · w2ᵀ + b2: the language model's gated MLP and its
-    // residual add, the gated values written where the backend can in the form the second product reads (the
-    // default is linear_rms_norm_swiglu, then linear_add).  x [n, d], w1 [2 d_ff, d] (the gate's rows
-    // first), w2 [d, d_ff]
-    virtual void rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
-                                  const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2);
-    // rope_qkv_to_cache(rms_norm(x, norm_w, eps) · wᵀ + b, ...): the norm before the language model's
-    // attention, its stacked q, k and v projections and its attention input, the heads turned and stored
-    // where the backend can as the product's sums come out (the default is linear_rms_norm, then
-    // rope_qkv_to_cache). x [n, in], norm_w [in]  ->  q [n, n_head, head_dim]
-    virtual Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
-                                                     const QuantizedTensor& w, const Tensor* b,
-                                                     const Tensor& positions, const Tensor& slots,
-                                                     const MropeParams& rope, Tensor& k_cache,
-                                                     Tensor& v_cache);
+    // One linear operation as spec describes it (LinearSpec), over w in any format: in one pass where the
+    // backend fuses that combination, else as its parts in turn (norm, product, activation, output, residual
+    // add). x may be bfloat16 where the backend returned it so (paged_decode_attention, rope_attention,
+    // linear with bf16_output), with no norm.  x [n, w.n_in]  ->  y [n, w.n_out] ([n, w.n_out / 2] for
+    // SwiGLU; the residual, sharing its buffer, where spec has one); q [n, n_head, head_dim] for RopeToCache
+    virtual Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) = 0;
+    // y = x · wᵀ + b: linear with only a bias.  x [n, in], w [out, in], b [out] or null  ->  [n, out]
+    Tensor linear(const Tensor& x, const Weight& w, const Tensor* b);
+    Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b);
     // Row-wise LayerNorm with weight and bias [d].  x [n, d]
     virtual Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) = 0;
     // Row-wise RMSNorm with weight [d].  x [n, d]
@@ -207,29 +213,25 @@ public:
                              AttentionPrecision precision) = 0;
     // Attention over stacked q, k and v heads whose q and k are first turned by rope() (the vision encoder's
     // attention): the same as splitting each row of qkv into q, k and v, rope() on q and k, then attention(),
-    // which the default does.  qkv [n, 3, n_head, head_dim], cos/sin [n, head_dim]  ->  [n, n_head, head_dim]
+    // which the default does. qkv may be bfloat16 where linear returned it so; the output is then bfloat16
+    // too where the backend can keep it so for the product that reads it.  qkv [n, 3, n_head, head_dim],
+    // cos/sin [n, head_dim]  ->  [n, n_head, head_dim]
     virtual Tensor rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
                                   std::span<const AttentionSegment> segments, float scale,
                                   AttentionPrecision precision);
-    // x += rope_attention(layer_norm(x) · qkvᵀ + qkv_b, cos, sin, ...) · outᵀ + out_b: a vision layer's
-    // norm, attention and output projection added to the residual stream, q, k, v and the attention output
-    // kept where the backend can in the form the next step reads (the default is linear_layer_norm, then
-    // rope_attention, then linear_add).  x [n, d], qkv [3 d, d], out [d, d], cos/sin [n, d / n_head]
-    virtual void layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                          const Tensor& sin, std::span<const AttentionSegment> segments,
-                                          float scale, AttentionPrecision precision);
     // Causal attention of a batch of sequences over their paged caches, grouped K/V heads.
     // q [n_tokens, n_head, head_dim], k_cache/v_cache [n_blocks * block_size, n_kv_head, head_dim]
     //   ->  [n_tokens, n_head, head_dim]
     virtual Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                    std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                                    int64_t block_size, float scale, AttentionPrecision precision) = 0;
-    // The attention input of the language model: splits qkv into q, k and v heads, turns q and k by each
-    // token's 3D position (rotate-half form), stores k and v at the token's cache row (not where the row is
-    // negative: padding) and returns q.  qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3] and
-    // slots [n] int32, caches [n_slots, n_kv_head, head_dim]  ->  q [n, n_head, head_dim]
+    // The attention input of a decoder over a paged cache: splits qkv into q, k and v heads, turns q and k by
+    // each token's positions (RopeParams), stores k and v at the token's cache row (not where the row is
+    // negative: padding) and returns q (linear's RopeToCache output on its own).
+    // qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3] and slots [n] int32, caches [n_slots,
+    // n_kv_head, head_dim]  ->  q [n, n_head, head_dim]
     virtual Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                                     const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) = 0;
+                                     const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) = 0;
     // paged_attention for a batch of one new token per sequence, its metadata on the device: sequence i has
     // seq_lens[i] tokens in the cache, the new one last, and its blocks in row i of block_tables. A sequence
     // of length 0 (padding) gets zeros; at Bf16 the backend may round q, keys, values and weights to
@@ -292,7 +294,7 @@ public:
     virtual Tensor pad2d(const Tensor& x, const std::array<int64_t, 4>& pads) = 0;
     // Resampling to out_h x out_w (InterpolateMode).  x [n, c, h, w]  ->  [n, c, out_h, out_w]
     virtual Tensor interpolate2d(const Tensor& x, int64_t out_h, int64_t out_w, InterpolateMode mode) = 0;
-    // In place: x = act(x).  x [any]
+    // In place: x = act(x), any activation but Swiglu (which halves each row: swiglu).  x [any]
     virtual void apply_activation(Tensor& x, Activation act) = 0;
     // x * act(y), element by element (a gate: x * sigmoid(y)).  x, y [any, same]  ->  [same]
     virtual Tensor multiply(const Tensor& x, const Tensor& y, Activation y_act) = 0;
@@ -317,6 +319,11 @@ public:
     // The k largest values of each row, largest first, equal values in column order, NaN above all (as
     // torch.topk), and their columns.  x [..., d]  ->  values [..., k] float32, indices [..., k] int32
     virtual TopK top_k(const Tensor& x, int64_t k) = 0;
+
+protected:
+    // linear as its parts in turn, each a backend operation: the norm, the product with only spec's bias
+    // (linear, which must not come back here for it), the activation, the output and the residual add.
+    Tensor linear_in_parts(const Tensor& x, const Weight& w, const LinearSpec& spec);
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);

@@ -196,10 +196,10 @@ Tensor CudaBackend::upload_kv(std::span<const float> values, std::vector<int64_t
     return t;
 }
 
-QuantizedTensor CudaBackend::upload(const QuantizedWeights& w) {
+Weight CudaBackend::upload(const QuantizedWeights& w) {
     validate(w);
     activate();
-    QuantizedTensor t;
+    Weight t;
     t.type = w.type;
     t.n_out = w.n_out;
     t.n_in = w.n_in;
@@ -276,7 +276,7 @@ void CudaBackend::rope(Tensor& x, const Tensor& cos, const Tensor& sin) {
 }
 
 Tensor CudaBackend::rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                                      const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) {
+                                      const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) {
     check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
     const char* op = "rope_qkv_to_cache";
     kernels::RopeCacheArgs args = rope_cache_args(qkv.shape[1], positions, slots, rope, k_cache, v_cache, op);

@@ -15,56 +15,6 @@
 
 namespace folio::cuda {
 
-void CudaBackend::layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                           const Tensor& sin, std::span<const AttentionSegment> segments,
-                                           float scale, AttentionPrecision precision) {
-    check_layer_norm_attention(x, w, cos, sin, segments);
-    const int64_t n = x.rows(), d = x.row_size(), n_head = w.n_head, head_dim = d / n_head;
-    const auto tiles = bidirectional_tiles(segments);
-    if (n <= kernels::kQuantizedGemvMaxRows || w.qkv.type != Quantization::Bf16 ||
-        w.out.type != Quantization::Bf16 || !tiles || !use_flash(head_dim, scale, precision)) {
-        Backend::layer_norm_attention_add(x, w, cos, sin, segments, scale, precision);
-        return;
-    }
-    const char* op = "layer_norm_attention_add";
-    activate();
-    // Pieces of scratch: in bfloat16 the normed input [n, d], q, k and v [n, 3 d] with their bias [3 d],
-    // and the attention output [n, d]; the padded heads the flash kernel reads.
-    const auto aligned = scratch_piece_bytes;
-    const int64_t padded_bytes = kernels::rope_flash_scratch_bytes(n, n_head, head_dim);
-    const Tensor scratch = alloc_bytes(
-        aligned(2 * n * d) + aligned(6 * n * d) + aligned(6 * d) + aligned(2 * n * d) + padded_bytes, op);
-    auto* normed = reinterpret_cast<uint16_t*>(scratch.f32());
-    uint16_t* qkv = normed + aligned(2 * n * d) / 2;
-    uint16_t* qkv_bias = qkv + aligned(6 * n * d) / 2;
-    uint16_t* attended = qkv_bias + aligned(6 * d) / 2;
-    uint16_t* padded = attended + aligned(2 * n * d) / 2;
-    if (!covers_rows(segments, n)) {  // rows outside every segment attend to nothing
-        CUDA_CHECK(cudaMemsetAsync(attended, 0, 2 * n * d, stream()));
-    }
-    if (w.qkv_b) {
-        kernels::round_to_bf16(device_f32(*w.qkv_b, op), qkv_bias, 3 * d, stream());
-    }
-    kernels::layer_norm_bf16(device_f32(x, op), device_f32(w.norm_w, op), device_f32(w.norm_b, op), normed, n,
-                             d, w.eps, stream());
-    kernels::LtLinearArgs qkv_args = lt_linear_args(normed, w.qkv, n, kernels::LinearEpilogue::Store, op);
-    qkv_args.b_bf16 = w.qkv_b ? qkv_bias : nullptr;
-    qkv_args.y_bf16 = qkv;
-    gemm_->linear_bf16(qkv_args, stream());
-    if (!tiles->empty()) {
-        const auto staged = stage({std::as_bytes(std::span(*tiles))});
-        kernels::rope_flash_attention_bf16(qkv, device_f32(cos, op), device_f32(sin, op), attended,
-                                           static_cast<const kernels::AttentionSpan*>(staged[0]),
-                                           static_cast<int64_t>(tiles->size()), n, n_head, head_dim, scale,
-                                           padded, stream());
-    }
-    kernels::LtLinearArgs out_args =
-        lt_linear_args(attended, w.out, n, kernels::LinearEpilogue::Accumulate, op);
-    out_args.b = w.out_b ? device_f32(*w.out_b, op) : nullptr;
-    out_args.y = x.f32();
-    gemm_->linear_bf16(out_args, stream());
-}
-
 bool CudaBackend::covers_rows(std::span<const AttentionSegment> segments, int64_t n_rows) {
     std::vector<std::pair<int64_t, int64_t>> ranges;
     for (const AttentionSegment& s : segments) {
@@ -127,10 +77,26 @@ Tensor CudaBackend::rope_attention(const Tensor& qkv, const Tensor& cos, const T
     check_rope_attention(qkv, cos, sin, segments);
     const int64_t n = qkv.shape[0], n_head = qkv.shape[2], head_dim = qkv.shape[3];
     const auto tiles = bidirectional_tiles(segments);
-    if (!tiles || !use_flash(head_dim, scale, precision)) {
-        return Backend::rope_attention(qkv, cos, sin, segments, scale, precision);
-    }
     const char* op = "rope_attention";
+    if (!tiles || !use_flash(head_dim, scale, precision)) {
+        return Backend::rope_attention(widened(qkv, op), cos, sin, segments, scale, precision);
+    }
+    if (qkv.dtype == ScalarType::BF16) {
+        // bfloat16 in and out, for the output projection to read as it is.
+        Tensor out = alloc_uninitialized({n, n_head, head_dim}, op, ScalarType::BF16);
+        if (!covers_rows(segments, n)) {  // rows outside every segment attend to nothing
+            CUDA_CHECK(cudaMemsetAsync(out.bf16(), 0, static_cast<size_t>(out.n_bytes()), stream()));
+        }
+        if (!tiles->empty()) {
+            const auto staged = stage({std::as_bytes(std::span(*tiles))});
+            const Tensor scratch = alloc_bytes(kernels::rope_flash_scratch_bytes(n, n_head, head_dim), op);
+            kernels::rope_flash_attention_bf16(
+                static_cast<const uint16_t*>(device_data(qkv, op)), device_f32(cos, op), device_f32(sin, op),
+                out.bf16(), static_cast<const kernels::AttentionSpan*>(staged[0]),
+                static_cast<int64_t>(tiles->size()), n, n_head, head_dim, scale, scratch.f32(), stream());
+        }
+        return out;
+    }
     Tensor out = alloc_zeroed({n, n_head, head_dim}, op);  // rows outside every segment stay zero
     if (tiles->empty()) {
         return out;

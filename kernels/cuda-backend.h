@@ -67,49 +67,17 @@ public:
     ScalarType kv_dtype(AttentionPrecision precision) const override;
     Tensor alloc_kv(std::vector<int64_t> shape, ScalarType dtype) override;
     Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) override;
-    QuantizedTensor upload(const QuantizedWeights& w) override;
+    Weight upload(const QuantizedWeights& w) override;
     MemoryStats memory_stats() const override;
     int64_t total_memory() const override;
     void reset_peak() override;
-    Tensor linear(const Tensor& x, const Tensor& w, const Tensor* b) override;
-    Tensor linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override;
-    Tensor linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) override;
-    void linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) override;
-    Tensor linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                             const QuantizedTensor& w, const Tensor* b) override;
-    Tensor linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                       const QuantizedTensor& w, const Tensor* b) override;
 
-    // Above the GEMV's rows and with bfloat16 weights: the norm and the hidden values in bfloat16, both
-    // products on the tensor cores with GELU and the residual add in their epilogues (the first bias rounded
-    // to bfloat16, as cuBLASLt takes it beside a bfloat16 output). As the default does otherwise.
-    void layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                            const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                            const Tensor* b2) override;
-
-    // Above the GEMV's rows, with bfloat16 weights and every segment in tiles on the tensor cores: q, k and v
-    // come out of their product in bfloat16 (its bias rounded to bfloat16 beside that output), are turned and
-    // padded from there, and the attention output is written in bfloat16 for the output product, which adds
-    // it and its bias to x in its epilogue. As the default does otherwise.
-    void layer_norm_attention_add(Tensor& x, const NormAttentionWeights& w, const Tensor& cos,
-                                  const Tensor& sin, std::span<const AttentionSegment> segments, float scale,
-                                  AttentionPrecision precision) override;
-
-    Tensor linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
-                           const Tensor* b) override;
-    Tensor linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w,
-                                  const Tensor* b) override;
-
-    // Above the GEMV's rows and without a bias on the gate and up rows: the first product's output in
-    // bfloat16 (as cuBLASLt writes it), gated into bfloat16 values that the second product reads as they
-    // are, adding to x in its epilogue. As the default does otherwise.
-    void rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
-                          const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2) override;
-    Tensor linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
-                                             const QuantizedTensor& w, const Tensor* b,
-                                             const Tensor& positions, const Tensor& slots,
-                                             const MropeParams& rope, Tensor& k_cache,
-                                             Tensor& v_cache) override;
+    using Backend::linear;
+    // Each spec onto the product's fused kernels (cuda-linear.cpp): packed weights through the GEMV up to
+    // kQuantizedGemvMaxRows rows (a single row's RMSNorm inside it, SwiGLU and RoPE-to-cache in its epilogue)
+    // and through cuBLASLt above (GELU and the residual add in its epilogue); float32 weights through
+    // cublasSgemm. What no kernel fuses runs as its parts (linear_in_parts).
+    Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) override;
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override;
     Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override;
@@ -123,7 +91,8 @@ public:
                      AttentionPrecision precision) override;
 
     // On the tensor cores in one pass that turns and rounds q, k and v where every segment is bidirectional
-    // and long enough to go in tiles; as the default does otherwise.
+    // and long enough to go in tiles, from float32 qkv into float32 or from bfloat16 qkv into bfloat16; as
+    // the default does otherwise (bfloat16 qkv widened first).
     Tensor rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
                           std::span<const AttentionSegment> segments, float scale,
                           AttentionPrecision precision) override;
@@ -137,7 +106,7 @@ public:
                            std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
                            int64_t block_size, float scale, AttentionPrecision precision) override;
     Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
-                             const MropeParams& rope, Tensor& k_cache, Tensor& v_cache) override;
+                             const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) override;
     Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                                   const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
                                   float scale, AttentionPrecision precision) override;
@@ -179,7 +148,7 @@ private:
     static int64_t scratch_piece_bytes(int64_t n_bytes);
 
     // The product of n rows of bfloat16 x with bfloat16 w, into rows of w.n_out; bias and output to be set.
-    static kernels::LtLinearArgs lt_linear_args(const uint16_t* x, const QuantizedTensor& w, int64_t n,
+    static kernels::LtLinearArgs lt_linear_args(const uint16_t* x, const Weight& w, int64_t n,
                                                 kernels::LinearEpilogue epilogue, const char* op);
 
     cudaStream_t stream() const { return stream_.get(); }
@@ -225,18 +194,22 @@ private:
 
     // Where the heads of a qkv of n_qkv columns go, but for q_out.
     kernels::RopeCacheArgs rope_cache_args(int64_t n_qkv, const Tensor& positions, const Tensor& slots,
-                                           const MropeParams& rope, Tensor& k_cache, Tensor& v_cache,
+                                           const RopeParams& rope, Tensor& k_cache, Tensor& v_cache,
                                            const char* op);
 
     void check_not_recording(const char* what) const;
 
-    // epilogue(layer_norm(x) · wᵀ + b), the arguments checked.  ->  [n, w.n_out]
-    Tensor layer_normed_linear(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                               const QuantizedTensor& w, const Tensor* b, kernels::LinearEpilogue epilogue,
-                               const char* op);
+    // A float32 copy of a bfloat16 tensor; t itself where it is float32.
+    Tensor widened(const Tensor& t, const char* op);
+
+    // y = epilogue(norm(x) · wᵀ + b) for bfloat16 w above kQuantizedGemvMaxRows rows, written in bfloat16 by
+    // cuBLASLt: the norm (or the rounding of a float32 x) as one bfloat16 pass, the bias rounded to bfloat16
+    // beside that output.  ->  [n, w.n_out] bfloat16
+    Tensor bf16_linear(const Tensor& x, const Weight& w, const LinearSpec& spec,
+                       kernels::LinearEpilogue epilogue);
 
     // The device address of a quantized weight's values, after checking that this backend holds them.
-    static const void* device_weights(const QuantizedTensor& w, const char* op);
+    static const void* device_weights(const Weight& w, const char* op);
 
     // Scratch of at least n_bytes (whole floats), or an empty tensor for none.
     Tensor alloc_bytes(int64_t n_bytes, const char* op);
@@ -247,12 +220,12 @@ private:
 
     // y = output(epilogue(input(x) · wᵀ + b)), the arguments checked.  ->  y [n, w.n_out], [n, w.n_out / 2]
     // for a SwiGLU output, or q [n, n_head, head_dim] and the cache rows for RopeToCache
-    void quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
+    void quantized_linear(const Tensor& x, const Weight& w, const Tensor* b, Tensor& y,
                           kernels::LinearEpilogue epilogue, const LinearInputSpec& input = {},
                           const LinearOutputSpec& output = {});
 
     // A product of n rows with w, but for where its input and output are.
-    static kernels::QuantizedLinearArgs linear_args(const QuantizedTensor& w, const Tensor* b, int64_t n,
+    static kernels::QuantizedLinearArgs linear_args(const Weight& w, const Tensor* b, int64_t n,
                                                     kernels::LinearEpilogue epilogue,
                                                     const LinearInputSpec& input = {},
                                                     const LinearOutputSpec& output = {});

@@ -7,79 +7,143 @@
 
 namespace folio::cuda {
 
-Tensor CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* b) {
-    check_linear(x, w, b);
-    const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
-    Tensor y = alloc_uninitialized({n, out}, "linear");  // [n, out]
-    kernels::linear_f32(cublas_.get(), device_f32(x, "linear"), device_f32(w, "linear"),
-                        b ? device_f32(*b, "linear") : nullptr, y.f32(), n, in, out, stream());
-    return y;
+namespace {
+
+// The GEMV and GEMM inputs of a linear's norm.
+kernels::LinearInput linear_input(LinearNorm norm) {
+    return norm == LinearNorm::Rms     ? kernels::LinearInput::RmsNorm
+           : norm == LinearNorm::Layer ? kernels::LinearInput::LayerNorm
+                                       : kernels::LinearInput::Plain;
 }
 
-Tensor CudaBackend::linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear(x, w, b);
-    Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear");  // [n, out]
-    quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store);
-    return y;
+// Whether spec asks for the product alone, with at most a bias.
+bool plain_product(const LinearSpec& spec) {
+    return spec.norm == LinearNorm::None && spec.activation == Activation::None &&
+           spec.output == LinearOutputKind::Plain && spec.residual == nullptr;
 }
 
-Tensor CudaBackend::linear_gelu_tanh(const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear(x, w, b);
-    Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear_gelu_tanh");  // [n, out]
-    quantized_linear(x, w, b, y, kernels::LinearEpilogue::GeluTanh);
-    return y;
-}
+}  // namespace
 
-void CudaBackend::linear_add(Tensor& y, const Tensor& x, const QuantizedTensor& w, const Tensor* b) {
-    check_linear_add(y, x, w, b);
-    device_f32(y, "linear_add");
-    quantized_linear(x, w, b, y, kernels::LinearEpilogue::Accumulate);
-}
-
-Tensor CudaBackend::linear_layer_norm(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                      const QuantizedTensor& w, const Tensor* b) {
-    return layer_normed_linear(x, norm_w, norm_b, eps, w, b, kernels::LinearEpilogue::Store,
-                               "linear_layer_norm");
-}
-
-Tensor CudaBackend::linear_layer_norm_gelu_tanh(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                                                float eps, const QuantizedTensor& w, const Tensor* b) {
-    return layer_normed_linear(x, norm_w, norm_b, eps, w, b, kernels::LinearEpilogue::GeluTanh,
-                               "linear_layer_norm_gelu_tanh");
-}
-
-void CudaBackend::layer_norm_mlp_add(Tensor& x, const Tensor& norm_w, const Tensor& norm_b, float eps,
-                                     const QuantizedTensor& w1, const Tensor* b1, const QuantizedTensor& w2,
-                                     const Tensor* b2) {
-    check_layer_norm_mlp(x, norm_w, norm_b, w1, b1, w2, b2);
-    const int64_t n = x.rows(), d = x.row_size(), d_ff = w1.n_out;
-    if (n <= kernels::kQuantizedGemvMaxRows || w1.type != Quantization::Bf16 ||
-        w2.type != Quantization::Bf16) {
-        Backend::layer_norm_mlp_add(x, norm_w, norm_b, eps, w1, b1, w2, b2);
-        return;
+Tensor CudaBackend::linear(const Tensor& x_in, const Weight& w, const LinearSpec& spec) {
+    check_linear(x_in, w, spec);
+    const char* op = "linear";
+    const int64_t n = x_in.rows();
+    const bool tensor_cores = n > kernels::kQuantizedGemvMaxRows;
+    // bfloat16 rows go to the tensor cores as they are; the GEMV and cublasSgemm read float32.
+    const Tensor x = tensor_cores && w.type != Quantization::None ? x_in : widened(x_in, op);
+    if (w.type == Quantization::None) {
+        if (!plain_product(spec)) {
+            return linear_in_parts(x, w, spec);
+        }
+        Tensor y = alloc_uninitialized({n, w.n_out}, op);  // [n, out]
+        kernels::linear_f32(cublas_.get(), device_f32(x, op), device_f32(w.dense, op),
+                            spec.bias ? device_f32(*spec.bias, op) : nullptr, y.f32(), n, w.n_in, w.n_out,
+                            stream());
+        return y;
     }
-    const char* op = "layer_norm_mlp_add";
+    // The activations and outputs the kernels fuse: GELU (tanh) or the residual add in the epilogue, SwiGLU
+    // and RoPE-to-cache as paired outputs of a stored epilogue.
+    const bool swiglu = spec.activation == Activation::Swiglu;
+    const bool fused = spec.activation == Activation::None ||
+                       (spec.residual == nullptr && (spec.activation == Activation::GeluTanh || swiglu));
+    if (!fused) {
+        return linear_in_parts(x, w, spec);
+    }
+    const kernels::LinearEpilogue epilogue = spec.residual != nullptr ? kernels::LinearEpilogue::Accumulate
+                                             : spec.activation == Activation::GeluTanh
+                                                 ? kernels::LinearEpilogue::GeluTanh
+                                                 : kernels::LinearEpilogue::Store;
+    const bool bf16_out = spec.bf16_output && tensor_cores && spec.residual == nullptr &&
+                          spec.output == LinearOutputKind::Plain;
+    if (bf16_out && !swiglu && w.type == Quantization::Bf16) {
+        return bf16_linear(x, w, spec, epilogue);
+    }
+    LinearInputSpec input{linear_input(spec.norm)};
+    if (spec.norm != LinearNorm::None) {
+        input.norm_w = device_f32(*spec.norm_w, op);
+        input.eps = spec.eps;
+    }
+    if (spec.norm == LinearNorm::Layer) {
+        input.norm_b = device_f32(*spec.norm_b, op);
+    }
+    if (bf16_out && swiglu && spec.bias == nullptr) {
+        // The product in bfloat16 as cuBLASLt writes it, gated into bfloat16 rows that the next product reads
+        // as they are.
+        activate();
+        const int64_t n_y = w.n_out / 2;
+        Tensor y = alloc_uninitialized({n, n_y}, op, ScalarType::BF16);  // [n, out / 2]
+        kernels::QuantizedLinearArgs args =
+            linear_args(w, nullptr, n, epilogue, input, {kernels::LinearOutput::Swiglu, {}});
+        if (x.dtype == ScalarType::BF16) {
+            args.x_bf16 = static_cast<const uint16_t*>(device_data(x, op));
+        } else {
+            args.x = device_f32(x, op);
+        }
+        args.y_bf16 = y.bf16();
+        run_linear(args);
+        return y;
+    }
+    if (spec.output == LinearOutputKind::RopeToCache) {
+        const RopeToCache& r = spec.rope_to_cache;
+        LinearOutputSpec output{
+            kernels::LinearOutput::RopeToCache,
+            rope_cache_args(w.n_out, *r.positions, *r.slots, *r.rope, *r.k_cache, *r.v_cache, op)};
+        // [n, n_head, head_dim]
+        Tensor q = alloc_uninitialized({n, output.rope.n_head, output.rope.head_dim}, op);
+        output.rope.q_out = q.f32();
+        quantized_linear(x, w, spec.bias, q, epilogue, input, output);
+        return q;
+    }
+    if (spec.residual != nullptr) {
+        device_f32(*spec.residual, op);
+        quantized_linear(x, w, spec.bias, *spec.residual, epilogue, input);
+        return *spec.residual;
+    }
+    // [n, out], or [n, out / 2] for SwiGLU
+    Tensor y = alloc_uninitialized({n, swiglu ? w.n_out / 2 : w.n_out}, op);
+    quantized_linear(x, w, spec.bias, y, epilogue, input,
+                     {swiglu ? kernels::LinearOutput::Swiglu : kernels::LinearOutput::Plain, {}});
+    return y;
+}
+
+Tensor CudaBackend::bf16_linear(const Tensor& x, const Weight& w, const LinearSpec& spec,
+                                kernels::LinearEpilogue epilogue) {
+    const char* op = "linear";
     activate();
-    // bfloat16 pieces of scratch: the hidden values [n, d_ff], the normed input [n, d] and the first bias
-    // [d_ff]
-    const auto aligned = scratch_piece_bytes;
-    const Tensor scratch = alloc_bytes(aligned(2 * n * d_ff) + aligned(2 * n * d) + aligned(2 * d_ff), op);
-    auto* hidden = reinterpret_cast<uint16_t*>(scratch.f32());
-    uint16_t* normed = hidden + aligned(2 * n * d_ff) / 2;
-    uint16_t* bias = normed + aligned(2 * n * d) / 2;
-    if (b1) {
-        kernels::round_to_bf16(device_f32(*b1, op), bias, d_ff, stream());
+    const int64_t n = x.rows(), n_in = w.n_in, n_out = w.n_out;
+    Tensor bias;  // [n_out] bfloat16
+    if (spec.bias != nullptr) {
+        bias = alloc_uninitialized({n_out}, op, ScalarType::BF16);
+        kernels::round_to_bf16(device_f32(*spec.bias, op), bias.bf16(), n_out, stream());
     }
-    kernels::layer_norm_bf16(device_f32(x, op), device_f32(norm_w, op), device_f32(norm_b, op), normed, n, d,
-                             eps, stream());
-    kernels::LtLinearArgs up = lt_linear_args(normed, w1, n, kernels::LinearEpilogue::GeluTanh, op);
-    up.b_bf16 = b1 ? bias : nullptr;
-    up.y_bf16 = hidden;
-    gemm_->linear_bf16(up, stream());
-    kernels::LtLinearArgs down = lt_linear_args(hidden, w2, n, kernels::LinearEpilogue::Accumulate, op);
-    down.b = b2 ? device_f32(*b2, op) : nullptr;
-    down.y = x.f32();
-    gemm_->linear_bf16(down, stream());
+    Tensor input = x;  // [n, n_in] bfloat16
+    if (x.dtype != ScalarType::BF16) {
+        input = alloc_uninitialized({n, n_in}, op, ScalarType::BF16);
+        if (spec.norm == LinearNorm::Layer) {
+            kernels::layer_norm_bf16(device_f32(x, op), device_f32(*spec.norm_w, op),
+                                     device_f32(*spec.norm_b, op), input.bf16(), n, n_in, spec.eps, stream());
+        } else if (spec.norm == LinearNorm::Rms) {
+            kernels::rms_norm_bf16(device_f32(x, op), device_f32(*spec.norm_w, op), input.bf16(), n, n_in,
+                                   spec.eps, stream());
+        } else {
+            kernels::round_to_bf16(device_f32(x, op), input.bf16(), n * n_in, stream());
+        }
+    }
+    Tensor y = alloc_uninitialized({n, n_out}, op, ScalarType::BF16);  // [n, n_out]
+    kernels::LtLinearArgs args = lt_linear_args(input.bf16(), w, n, epilogue, op);
+    args.b_bf16 = bias.empty() ? nullptr : bias.bf16();
+    args.y_bf16 = y.bf16();
+    gemm_->linear_bf16(args, stream());
+    return y;
+}
+
+Tensor CudaBackend::widened(const Tensor& t, const char* op) {
+    if (t.dtype != ScalarType::BF16) {
+        return t;
+    }
+    Tensor y = alloc_uninitialized(t.shape, op);
+    kernels::widen_bf16(static_cast<const uint16_t*>(device_data(t, op)), y.f32(), t.n_elements(), stream());
+    return y;
 }
 
 int64_t CudaBackend::scratch_piece_bytes(int64_t n_bytes) {
@@ -87,7 +151,7 @@ int64_t CudaBackend::scratch_piece_bytes(int64_t n_bytes) {
     return (n_bytes + kAlign - 1) / kAlign * kAlign;
 }
 
-kernels::LtLinearArgs CudaBackend::lt_linear_args(const uint16_t* x, const QuantizedTensor& w, int64_t n,
+kernels::LtLinearArgs CudaBackend::lt_linear_args(const uint16_t* x, const Weight& w, int64_t n,
                                                   kernels::LinearEpilogue epilogue, const char* op) {
     kernels::LtLinearArgs a;
     a.x = x;
@@ -100,72 +164,8 @@ kernels::LtLinearArgs CudaBackend::lt_linear_args(const uint16_t* x, const Quant
     return a;
 }
 
-Tensor CudaBackend::linear_rms_norm(const Tensor& x, const Tensor& norm_w, float eps,
-                                    const QuantizedTensor& w, const Tensor* b) {
-    check_rms_norm(x, norm_w);
-    check_linear(x, w, b);
-    Tensor y = alloc_uninitialized({x.rows(), w.n_out}, "linear_rms_norm");  // [n, out]
-    quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store,
-                     {kernels::LinearInput::RmsNorm, device_f32(norm_w, "linear_rms_norm"), eps});
-    return y;
-}
-
-Tensor CudaBackend::linear_rms_norm_swiglu(const Tensor& x, const Tensor& norm_w, float eps,
-                                           const QuantizedTensor& w, const Tensor* b) {
-    check_rms_norm(x, norm_w);
-    check_linear_swiglu(x, w, b);
-    Tensor y = alloc_uninitialized({x.rows(), w.n_out / 2}, "linear_rms_norm_swiglu");  // [n, out / 2]
-    quantized_linear(x, w, b, y, kernels::LinearEpilogue::Store,
-                     {kernels::LinearInput::RmsNorm, device_f32(norm_w, "linear_rms_norm_swiglu"), eps},
-                     {kernels::LinearOutput::Swiglu, {}});
-    return y;
-}
-
-void CudaBackend::rms_norm_mlp_add(Tensor& x, const Tensor& norm_w, float eps, const QuantizedTensor& w1,
-                                   const Tensor* b1, const QuantizedTensor& w2, const Tensor* b2) {
-    check_rms_norm_mlp(x, norm_w, w1, b1, w2, b2);
-    const int64_t n = x.rows();
-    if (n <= kernels::kQuantizedGemvMaxRows || b1 != nullptr) {
-        Backend::rms_norm_mlp_add(x, norm_w, eps, w1, b1, w2, b2);
-        return;
-    }
-    const char* op = "rms_norm_mlp_add";
-    activate();
-    const Tensor hidden = alloc_bytes(2 * n * (w1.n_out / 2), op);  // [n, d_ff] bfloat16
-    auto* hidden_bf16 = reinterpret_cast<uint16_t*>(hidden.f32());
-    kernels::QuantizedLinearArgs up = linear_args(
-        w1, nullptr, n, kernels::LinearEpilogue::Store,
-        {kernels::LinearInput::RmsNorm, device_f32(norm_w, op), eps}, {kernels::LinearOutput::Swiglu, {}});
-    up.x = device_f32(x, op);
-    up.y_bf16 = hidden_bf16;
-    run_linear(up);
-    kernels::QuantizedLinearArgs down = linear_args(w2, b2, n, kernels::LinearEpilogue::Accumulate);
-    down.x_bf16 = hidden_bf16;
-    down.y = x.f32();
-    run_linear(down);
-}
-
-Tensor CudaBackend::linear_rms_norm_rope_qkv_to_cache(const Tensor& x, const Tensor& norm_w, float eps,
-                                                      const QuantizedTensor& w, const Tensor* b,
-                                                      const Tensor& positions, const Tensor& slots,
-                                                      const MropeParams& rope, Tensor& k_cache,
-                                                      Tensor& v_cache) {
-    check_rms_norm(x, norm_w);
-    check_linear(x, w, b);
-    check_rope_qkv_to_cache({x.rows(), w.n_out}, positions, slots, rope, k_cache, v_cache);
-    const char* op = "linear_rms_norm_rope_qkv_to_cache";
-    LinearOutputSpec output{kernels::LinearOutput::RopeToCache,
-                            rope_cache_args(w.n_out, positions, slots, rope, k_cache, v_cache, op)};
-    // [n, n_head, head_dim]
-    Tensor q = alloc_uninitialized({x.rows(), output.rope.n_head, output.rope.head_dim}, op);
-    output.rope.q_out = q.f32();
-    quantized_linear(x, w, b, q, kernels::LinearEpilogue::Store,
-                     {kernels::LinearInput::RmsNorm, device_f32(norm_w, op), eps}, output);
-    return q;
-}
-
 kernels::RopeCacheArgs CudaBackend::rope_cache_args(int64_t n_qkv, const Tensor& positions,
-                                                    const Tensor& slots, const MropeParams& rope,
+                                                    const Tensor& slots, const RopeParams& rope,
                                                     Tensor& k_cache, Tensor& v_cache, const char* op) {
     kernels::RopeCacheArgs a;
     a.positions = device_i32(positions, op);
@@ -183,18 +183,7 @@ kernels::RopeCacheArgs CudaBackend::rope_cache_args(int64_t n_qkv, const Tensor&
     return a;
 }
 
-Tensor CudaBackend::layer_normed_linear(const Tensor& x, const Tensor& norm_w, const Tensor& norm_b,
-                                        float eps, const QuantizedTensor& w, const Tensor* b,
-                                        kernels::LinearEpilogue epilogue, const char* op) {
-    check_layer_norm(x, norm_w, norm_b);
-    check_linear(x, w, b);
-    Tensor y = alloc_uninitialized({x.rows(), w.n_out}, op);  // [n, out]
-    quantized_linear(x, w, b, y, epilogue,
-                     {kernels::LinearInput::LayerNorm, device_f32(norm_w, op), eps, device_f32(norm_b, op)});
-    return y;
-}
-
-const void* CudaBackend::device_weights(const QuantizedTensor& w, const char* op) {
+const void* CudaBackend::device_weights(const Weight& w, const char* op) {
     if (dynamic_cast<const DeviceBuffer*>(w.data.get()) == nullptr) {
         fail(op, ": ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
              "] is not in this backend's device memory");
@@ -202,7 +191,7 @@ const void* CudaBackend::device_weights(const QuantizedTensor& w, const char* op
     return w.data->data();
 }
 
-void CudaBackend::quantized_linear(const Tensor& x, const QuantizedTensor& w, const Tensor* b, Tensor& y,
+void CudaBackend::quantized_linear(const Tensor& x, const Weight& w, const Tensor* b, Tensor& y,
                                    kernels::LinearEpilogue epilogue, const LinearInputSpec& input,
                                    const LinearOutputSpec& output) {
     kernels::QuantizedLinearArgs args = linear_args(w, b, x.rows(), epilogue, input, output);
@@ -215,7 +204,7 @@ void CudaBackend::quantized_linear(const Tensor& x, const QuantizedTensor& w, co
     run_linear(args);
 }
 
-kernels::QuantizedLinearArgs CudaBackend::linear_args(const QuantizedTensor& w, const Tensor* b, int64_t n,
+kernels::QuantizedLinearArgs CudaBackend::linear_args(const Weight& w, const Tensor* b, int64_t n,
                                                       kernels::LinearEpilogue epilogue,
                                                       const LinearInputSpec& input,
                                                       const LinearOutputSpec& output) {

@@ -25,9 +25,22 @@ kernels::Dims4 dims(const Tensor& t) {
 }
 
 kernels::KernelActivation kernel_activation(Activation act) {
-    static_assert(static_cast<int>(Activation::Sigmoid) ==
-                  static_cast<int>(kernels::KernelActivation::Sigmoid));
-    return static_cast<kernels::KernelActivation>(act);
+    switch (act) {
+        case Activation::None:
+            return kernels::KernelActivation::None;
+        case Activation::Relu:
+            return kernels::KernelActivation::Relu;
+        case Activation::Silu:
+            return kernels::KernelActivation::Silu;
+        case Activation::Gelu:
+            return kernels::KernelActivation::Gelu;
+        case Activation::Sigmoid:
+            return kernels::KernelActivation::Sigmoid;
+        case Activation::GeluTanh:
+        case Activation::Swiglu:
+            break;
+    }
+    fail("the vision kernels do not apply ", activation_name(act));
 }
 
 }  // namespace
@@ -89,6 +102,10 @@ Tensor CudaBackend::interpolate2d(const Tensor& x, int64_t out_h, int64_t out_w,
 
 void CudaBackend::apply_activation(Tensor& x, Activation act) {
     check_f32(x, "apply_activation", "x");
+    if (act == Activation::GeluTanh) {
+        gelu_tanh(x);
+        return;
+    }
     activate();
     kernels::apply_activation_f32(device_f32(x, "apply_activation"), x.n_elements(), kernel_activation(act),
                                   stream());

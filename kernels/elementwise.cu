@@ -57,6 +57,14 @@ __global__ void gelu_erf_f32_kernel(float* x, int64_t n) {
     }
 }
 
+// y [n] = x [n] bfloat16 widened to float32
+__global__ void widen_bf16_kernel(const __nv_bfloat16* x, float* y, int64_t n) {
+    const int64_t i = global_index();
+    if (i < n) {
+        y[i] = __bfloat162float(x[i]);
+    }
+}
+
 // y [n, d] = silu(gate) * up of gate_up [n, 2 d] = [gate | up]; chained.
 __global__ void swiglu_f32_kernel(const float* gate_up, float* y, int64_t n, int64_t d) {
     wait_for_prior_grids();
@@ -165,6 +173,14 @@ void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream) {
         return;
     }
     gelu_erf_f32_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void widen_bf16(const uint16_t* x, float* y, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    widen_bf16_kernel<<<n_blocks(n), kBlock, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(x), y, n);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -26,6 +26,9 @@ void gelu_tanh_f32(float* x, int64_t n, cudaStream_t stream);
 // In place: x = gelu(x), exact erf form.  x [n]
 void gelu_erf_f32(float* x, int64_t n, cudaStream_t stream);
 
+// y = x widened to float32 (exactly).  x [n] bfloat16 bits  ->  y [n]
+void widen_bf16(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
+
 // y = silu(gate) * up where gate_up = [gate | up].  gate_up [n, 2 d], y [n, d]
 void swiglu_f32(const float* gate_up, float* y, int64_t n, int64_t d, cudaStream_t stream);
 // The same in bfloat16 bits, computed in float32 and rounded to nearest even.  gate_up [n, 2 d], y [n, d]

@@ -60,10 +60,10 @@ Linear WeightLoader::load_stacked_linear(const std::vector<std::string>& prefixe
     quantization = layer_quantization(quantization, n_in, load_);
     if (quantization == Quantization::None) {
         n_weight_bytes_ += static_cast<int64_t>(values.size() * sizeof(float));
-        layer.w = backend_.upload(values, {n_out, n_in});
+        layer.w = dense_weight(backend_.upload(values, {n_out, n_in}));
     } else {
         n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_.group_size);
-        layer.q = backend_.upload(quantize(values, n_out, n_in, quantization, load_.group_size));
+        layer.w = backend_.upload(quantize(values, n_out, n_in, quantization, load_.group_size));
     }
     if (bias) {
         n_weight_bytes_ += static_cast<int64_t>(biases.size() * sizeof(float));
@@ -72,71 +72,17 @@ Linear WeightLoader::load_stacked_linear(const std::vector<std::string>& prefixe
     return layer;
 }
 
-Tensor apply(Backend& backend, const Linear& layer, const Tensor& x) {
-    const Tensor* bias = bias_of(layer);
-    return layer.q.data ? backend.linear(x, layer.q, bias) : backend.linear(x, layer.w, bias);
+Tensor apply(Backend& backend, const Linear& layer, const Tensor& x, LinearSpec spec) {
+    spec.bias = layer.b.empty() ? nullptr : &layer.b;
+    return backend.linear(x, layer.w, spec);
 }
 
-Tensor apply_gelu_tanh(Backend& backend, const Linear& layer, const Tensor& x) {
-    const Tensor* bias = bias_of(layer);
-    if (layer.q.data) {
-        return backend.linear_gelu_tanh(x, layer.q, bias);
-    }
-    Tensor y = backend.linear(x, layer.w, bias);
-    backend.gelu_tanh(y);
-    return y;
+LinearSpec rms_normed(const Tensor& norm_w, float eps) {
+    return {.norm = LinearNorm::Rms, .norm_w = &norm_w, .eps = eps};
 }
 
-void apply_add(Backend& backend, Tensor& y, const Linear& layer, const Tensor& x) {
-    const Tensor* bias = bias_of(layer);
-    if (layer.q.data) {
-        backend.linear_add(y, x, layer.q, bias);
-    } else {
-        backend.add(y, backend.linear(x, layer.w, bias));
-    }
-}
-
-Tensor apply_layer_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm_w,
-                        const Tensor& norm_b, float eps) {
-    if (layer.q.data) {
-        return backend.linear_layer_norm(x, norm_w, norm_b, eps, layer.q, bias_of(layer));
-    }
-    return apply(backend, layer, backend.layer_norm(x, norm_w, norm_b, eps));
-}
-
-void apply_layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
-                              const Tensor& norm_w, const Tensor& norm_b, float eps) {
-    if (fc1.q.data && fc2.q.data) {
-        backend.layer_norm_mlp_add(x, norm_w, norm_b, eps, fc1.q, bias_of(fc1), fc2.q, bias_of(fc2));
-        return;
-    }
-    apply_add(
-        backend, x, fc2,
-        apply_gelu_tanh(backend, fc1, backend.layer_norm(x, norm_w, norm_b, eps)));  // through [n, d_ff]
-}
-
-Tensor apply_rms_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm, float eps) {
-    if (layer.q.data) {
-        return backend.linear_rms_norm(x, norm, eps, layer.q, bias_of(layer));
-    }
-    return apply(backend, layer, backend.rms_norm(x, norm, eps));
-}
-
-Tensor apply_rms_norm_swiglu(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm,
-                             float eps) {
-    if (layer.q.data) {
-        return backend.linear_rms_norm_swiglu(x, norm, eps, layer.q, bias_of(layer));
-    }
-    return backend.swiglu(apply_rms_norm(backend, layer, x, norm, eps));
-}
-
-void apply_rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,
-                            const Tensor& norm, float eps) {
-    if (gate_up.q.data && down.q.data) {
-        backend.rms_norm_mlp_add(x, norm, eps, gate_up.q, bias_of(gate_up), down.q, bias_of(down));
-        return;
-    }
-    apply_add(backend, x, down, apply_rms_norm_swiglu(backend, gate_up, x, norm, eps));  // through [n, ff]
+LinearSpec layer_normed(const Tensor& norm_w, const Tensor& norm_b, float eps) {
+    return {.norm = LinearNorm::Layer, .norm_w = &norm_w, .norm_b = &norm_b, .eps = eps};
 }
 
 }  // namespace folio

@@ -1,6 +1,5 @@
-// Linear layers as the models store them (dense float32 or bfloat16, or quantized at load time), their
-// loading from a WeightSource with counts of parameters and bytes, and their application fused with the
-// norms and activations around them where the backend has such an operation.
+// Linear layers as the models store them (float32, bfloat16, or quantized at load time), their loading from a
+// WeightSource with counts of parameters and bytes, and their application as one backend linear operation.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +28,9 @@ inline AttentionPrecision attention_precision(const ModelLoadParams& load) {
     return load.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
 }
 
-// A linear layer: w [out, in] dense or quantized, bias [out] when present.
+// A linear layer: w [out, in] in any format, bias [out] when present.
 struct Linear {
-    Tensor w;
-    QuantizedTensor q;
+    Weight w;
     Tensor b;
 };
 
@@ -71,28 +69,13 @@ private:
     int64_t n_weight_bytes_ = 0;
 };
 
-// apply(layer, x), gelu_tanh(apply(layer, x)), y += apply(layer, x), apply(layer, layer_norm(x, norm_w,
-// norm_b)), x += apply(fc2, gelu_tanh(apply(fc1, layer_norm(x, norm_w, norm_b)))), apply(layer, rms_norm(x,
-// norm)), swiglu(apply(layer, rms_norm(x, norm))) and x += apply(down, swiglu(apply(gate_up, rms_norm(x,
-// norm)))): one backend call where the weights are stored packed, which fuses the steps with the matrix
-// products as far as it can.  x [n, in]  ->  [n, out]
-Tensor apply(Backend& backend, const Linear& layer, const Tensor& x);
-Tensor apply_gelu_tanh(Backend& backend, const Linear& layer, const Tensor& x);
-void apply_add(Backend& backend, Tensor& y, const Linear& layer, const Tensor& x);
-Tensor apply_layer_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm_w,
-                        const Tensor& norm_b, float eps);
-void apply_layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
-                              const Tensor& norm_w, const Tensor& norm_b, float eps);
-Tensor apply_rms_norm(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm, float eps);
-Tensor apply_rms_norm_swiglu(Backend& backend, const Linear& layer, const Tensor& x, const Tensor& norm,
-                             float eps);
-void apply_rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,
-                            const Tensor& norm, float eps);
+// Backend::linear of the layer as spec describes it, with the layer's bias.  x [n, in]  ->  as
+// Backend::linear
+Tensor apply(Backend& backend, const Linear& layer, const Tensor& x, LinearSpec spec = {});
 
-// A layer's bias, or null where it has none.
-inline const Tensor* bias_of(const Linear& layer) {
-    return layer.b.empty() ? nullptr : &layer.b;
-}
+// Specs of a linear operation whose input is normed first.  norm_w, norm_b [in]
+LinearSpec rms_normed(const Tensor& norm_w, float eps);
+LinearSpec layer_normed(const Tensor& norm_w, const Tensor& norm_b, float eps);
 
 // The tensor with another shape of as many elements.
 Tensor reshaped(const Tensor& t, std::vector<int64_t> shape);

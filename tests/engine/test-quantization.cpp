@@ -148,22 +148,23 @@ TEST_P(QuantizedLinear, EqualsDenseLinearOverDequantizedWeights) {
 TEST_P(QuantizedLinear, EpiloguesEqualTheSeparateOperations) {
     const auto [type, n_rows, n_out, n_in] = GetParam();
     const auto backend = make_cpu_backend(2);
-    const QuantizedTensor w =
-        backend->upload(quantize(random_values(n_out * n_in, 7, 0.05f), n_out, n_in, type, 64));
+    const Weight w = backend->upload(quantize(random_values(n_out * n_in, 7, 0.05f), n_out, n_in, type, 64));
     const Tensor x = backend->upload(random_values(n_rows * n_in, 8), {n_rows, n_in});
     const Tensor b = backend->upload(random_values(n_out, 9), {n_out});
     Tensor gelu = backend->linear(x, w, &b);
     backend->gelu_tanh(gelu);
-    EXPECT_EQ(backend->download(backend->linear_gelu_tanh(x, w, &b)), backend->download(gelu));
+    EXPECT_EQ(
+        backend->download(backend->linear(x, w, LinearSpec{.bias = &b, .activation = Activation::GeluTanh})),
+        backend->download(gelu));
     const std::vector<float> residual = random_values(n_rows * n_out, 10);
     Tensor sum = backend->upload(residual, {n_rows, n_out});
     backend->add(sum, backend->linear(x, w, nullptr));
     Tensor y = backend->upload(residual, {n_rows, n_out});
-    backend->linear_add(y, x, w, nullptr);
+    backend->linear(x, w, LinearSpec{.residual = &y});
     EXPECT_EQ(backend->download(y), backend->download(sum));
     EXPECT_NE(backend->download(y), residual);
     Tensor wrong_rows = backend->upload(residual, {n_rows * n_out, 1});
-    EXPECT_THROW(backend->linear_add(wrong_rows, x, w, &b), Error);
+    EXPECT_THROW(backend->linear(x, w, LinearSpec{.bias = &b, .residual = &wrong_rows}), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantizedLinear,

@@ -24,6 +24,8 @@
 #include "elementwise.h"
 #include "error.h"
 #include "host-staging.h"
+#include "models/linear.h"
+#include "models/paddleocr-vl/layers.h"
 #include "quantized-linear.h"
 #include "sampling.h"
 #include "transfer.h"
@@ -340,8 +342,7 @@ TEST_F(BackendOpsTest, MemoryStatsCountBytesAndPeak) {
     EXPECT_GE(gpu_->memory_stats().peak, before.in_use + 4960);
     gpu_->reset_peak();
     EXPECT_EQ(gpu_->memory_stats().peak, before.in_use);
-    const QuantizedTensor q =
-        gpu_->upload(quantize(random_values(8 * 128, 3), 8, 128, Quantization::Wint4, 64));
+    const Weight q = gpu_->upload(quantize(random_values(8 * 128, 3), 8, 128, Quantization::Wint4, 64));
     EXPECT_EQ(gpu_->memory_stats().in_use, before.in_use + quantized_bytes(Quantization::Wint4, 8, 128, 64));
 }
 
@@ -394,8 +395,8 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
     };
     for (const LinearCase& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 2, 3, 5, 8, 9, 17, 130}) {
             for (const bool with_bias : {false, true}) {
                 const Pair x = random({n, c.in}), b = random({c.out});
@@ -413,26 +414,25 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
     for (const Quantization type : {Quantization::Wint8, Quantization::Wint4}) {
         const int64_t in = 1024, out = 17000;
         const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
         const Pair x = random({17, in}), b = random({out});
         expect_close(label("linear ", quantization_name(type)), gpu_->linear(x.gpu, w_gpu, &b.gpu),
                      cpu_->linear(x.cpu, w_cpu, &b.cpu), kBf16TensorCoreBound, dims({17, in, out}));
     }
-    const QuantizedTensor w_gpu =
-        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));
+    const Weight w_gpu = gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));
     const Pair x = random({2, 63});
     EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
 }
 
 // Rows already in bfloat16 (decoding attention's outputs) go into the tensor-core products as they are, with
-// the result of the float32 rows they were rounded from; the GEMV's rows take float32 only.
+// the result of the float32 rows they were rounded from; the GEMV's rows are widened to float32 first.
 TEST_F(BackendOpsTest, LinearTakesBfloat16Rows) {
     for (const Quantization type : {Quantization::Bf16, Quantization::Wint8, Quantization::Wint4}) {
         const int64_t in = 256, out = 96;
         const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {9, 130}) {
             const std::vector<float> x = random_values(n * in, seed_++);
             const Tensor x_bf16 = gpu_->upload_kv(x, {n, in}, ScalarType::BF16);
@@ -444,14 +444,18 @@ TEST_F(BackendOpsTest, LinearTakesBfloat16Rows) {
                 << what;
             Tensor y_from_bf16 = gpu_->upload(random_values(n * out, 5), {n, out});
             Tensor y_from_f32 = gpu_->copy(y_from_bf16);
-            gpu_->linear_add(y_from_bf16, x_bf16, w_gpu, nullptr);
-            gpu_->linear_add(y_from_f32, x_f32, w_gpu, nullptr);
+            gpu_->linear(x_bf16, w_gpu, LinearSpec{.residual = &y_from_bf16});
+            gpu_->linear(x_f32, w_gpu, LinearSpec{.residual = &y_from_f32});
             EXPECT_EQ(gpu_->download(y_from_bf16), gpu_->download(y_from_f32)) << what;
             expect_close("linear (bfloat16 rows)", gpu_->linear(x_bf16, w_gpu, nullptr),
                          cpu_->linear(cpu_->upload(x, {n, in}), w_cpu, nullptr), kBf16TensorCoreBound, what);
         }
-        const Tensor eight = gpu_->upload_kv(random_values(8 * in, seed_++), {8, in}, ScalarType::BF16);
-        EXPECT_THROW(gpu_->linear(eight, w_gpu, nullptr), Error) << "8 rows go to the GEMV";
+        const std::vector<float> eight = random_values(8 * in, seed_++);
+        EXPECT_EQ(
+            gpu_->download(gpu_->linear(gpu_->upload_kv(eight, {8, in}, ScalarType::BF16), w_gpu, nullptr)),
+            gpu_->download(
+                gpu_->linear(gpu_->upload(rounded(eight, ScalarType::BF16), {8, in}), w_gpu, nullptr)))
+            << "8 rows go to the GEMV widened";
     }
 }
 
@@ -516,8 +520,8 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
     };
     for (const Case& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, 64);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 8, 9, 130}) {
             const double bound = linear_bound(n);
             for (const bool with_bias : {false, true}) {
@@ -525,25 +529,26 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
                 const Pair x = random({n, c.in}), b = random({c.out});
                 const Tensor* b_cpu = with_bias ? &b.cpu : nullptr;
                 const Tensor* b_gpu = with_bias ? &b.gpu : nullptr;
-                expect_close(label("linear_gelu_tanh ", quantization_name(c.type)),
-                             gpu_->linear_gelu_tanh(x.gpu, w_gpu, b_gpu),
-                             cpu_->linear_gelu_tanh(x.cpu, w_cpu, b_cpu), bound, where);
+                expect_close(label("linear gelu_tanh ", quantization_name(c.type)),
+                             gpu_->linear(x.gpu, w_gpu, {.bias = b_gpu, .activation = Activation::GeluTanh}),
+                             cpu_->linear(x.cpu, w_cpu, {.bias = b_cpu, .activation = Activation::GeluTanh}),
+                             bound, where);
                 Pair y = random({n, c.out});
-                gpu_->linear_add(y.gpu, x.gpu, w_gpu, b_gpu);
-                cpu_->linear_add(y.cpu, x.cpu, w_cpu, b_cpu);
-                expect_close(label("linear_add ", quantization_name(c.type)), y.gpu, y.cpu, bound, where);
+                gpu_->linear(x.gpu, w_gpu, {.bias = b_gpu, .residual = &y.gpu});
+                cpu_->linear(x.cpu, w_cpu, {.bias = b_cpu, .residual = &y.cpu});
+                expect_close(label("linear residual ", quantization_name(c.type)), y.gpu, y.cpu, bound,
+                             where);
             }
         }
     }
-    const QuantizedTensor w_gpu =
-        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
+    const Weight w_gpu = gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
     const Pair x = random({2, 64});
     Pair y = random({2, 5});
-    EXPECT_THROW(gpu_->linear_add(y.gpu, x.gpu, w_gpu, nullptr), Error);
+    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, {.residual = &y.gpu}), Error);
     Pair y3 = random({3, 4});
-    EXPECT_THROW(gpu_->linear_add(y3.gpu, x.gpu, w_gpu, nullptr), Error);
+    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, {.residual = &y3.gpu}), Error);
     const Pair x63 = random({2, 63});
-    EXPECT_THROW(gpu_->linear_gelu_tanh(x63.gpu, w_gpu, nullptr), Error);
+    EXPECT_THROW(gpu_->linear(x63.gpu, w_gpu, {.activation = Activation::GeluTanh}), Error);
 }
 
 // The norm before a layer (RMSNorm of the product's input) and the gating of a gated MLP (SwiGLU of the
@@ -560,8 +565,8 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
     };
     for (const LinearCase& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
-        const QuantizedTensor w_cpu = cpu_->upload(w);
-        const QuantizedTensor w_gpu = gpu_->upload(w);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 130}) {
             const double bound = linear_bound(n);
             for (const bool with_bias : {false, true}) {
@@ -570,54 +575,193 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
                 const Tensor* b_cpu = with_bias ? &b.cpu : nullptr;
                 const Tensor* b_gpu = with_bias ? &b.gpu : nullptr;
                 const Pair x = random({n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f);
-                expect_close(label("linear_rms_norm ", quantization_name(c.type)),
-                             gpu_->linear_rms_norm(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu),
-                             cpu_->linear_rms_norm(x.cpu, norm.cpu, 1e-5f, w_cpu, b_cpu), bound, where);
                 const Pair shift = random({c.in});
-                expect_close(label("linear_layer_norm ", quantization_name(c.type)),
-                             gpu_->linear_layer_norm(x.gpu, norm.gpu, shift.gpu, 1e-6f, w_gpu, b_gpu),
-                             cpu_->linear_layer_norm(x.cpu, norm.cpu, shift.cpu, 1e-6f, w_cpu, b_cpu), bound,
-                             where);
-                expect_close(
-                    label("linear_layer_norm_gelu_tanh ", quantization_name(c.type)),
-                    gpu_->linear_layer_norm_gelu_tanh(x.gpu, norm.gpu, shift.gpu, 1e-6f, w_gpu, b_gpu),
-                    cpu_->linear_layer_norm_gelu_tanh(x.cpu, norm.cpu, shift.cpu, 1e-6f, w_cpu, b_cpu), bound,
-                    where);
+                const auto check = [&](const char* what, LinearSpec on_gpu, LinearSpec on_cpu) {
+                    expect_close(label(what, " ", quantization_name(c.type)),
+                                 gpu_->linear(x.gpu, w_gpu, on_gpu), cpu_->linear(x.cpu, w_cpu, on_cpu),
+                                 bound, where);
+                };
+                check("linear rms_norm",
+                      {.norm = LinearNorm::Rms, .norm_w = &norm.gpu, .eps = 1e-5f, .bias = b_gpu},
+                      {.norm = LinearNorm::Rms, .norm_w = &norm.cpu, .eps = 1e-5f, .bias = b_cpu});
+                check("linear layer_norm",
+                      {.norm = LinearNorm::Layer,
+                       .norm_w = &norm.gpu,
+                       .norm_b = &shift.gpu,
+                       .eps = 1e-6f,
+                       .bias = b_gpu},
+                      {.norm = LinearNorm::Layer,
+                       .norm_w = &norm.cpu,
+                       .norm_b = &shift.cpu,
+                       .eps = 1e-6f,
+                       .bias = b_cpu});
+                check("linear layer_norm gelu_tanh",
+                      {.norm = LinearNorm::Layer,
+                       .norm_w = &norm.gpu,
+                       .norm_b = &shift.gpu,
+                       .eps = 1e-6f,
+                       .bias = b_gpu,
+                       .activation = Activation::GeluTanh},
+                      {.norm = LinearNorm::Layer,
+                       .norm_w = &norm.cpu,
+                       .norm_b = &shift.cpu,
+                       .eps = 1e-6f,
+                       .bias = b_cpu,
+                       .activation = Activation::GeluTanh});
+                const LinearSpec swiglu_gpu{.norm = LinearNorm::Rms,
+                                            .norm_w = &norm.gpu,
+                                            .eps = 1e-5f,
+                                            .bias = b_gpu,
+                                            .activation = Activation::Swiglu};
                 if (c.out % 2 != 0) {
-                    EXPECT_THROW(gpu_->linear_rms_norm_swiglu(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu), Error)
-                        << where;
+                    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, swiglu_gpu), Error) << where;
                     continue;
                 }
-                expect_close(label("linear_rms_norm_swiglu ", quantization_name(c.type)),
-                             gpu_->linear_rms_norm_swiglu(x.gpu, norm.gpu, 1e-5f, w_gpu, b_gpu),
-                             cpu_->linear_rms_norm_swiglu(x.cpu, norm.cpu, 1e-5f, w_cpu, b_cpu), bound,
-                             where);
+                check("linear rms_norm swiglu", swiglu_gpu,
+                      {.norm = LinearNorm::Rms,
+                       .norm_w = &norm.cpu,
+                       .eps = 1e-5f,
+                       .bias = b_cpu,
+                       .activation = Activation::Swiglu});
             }
         }
     }
-    const QuantizedTensor w_gpu =
-        gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
+    const Weight w_gpu = gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Bf16, 0));
     const Pair x = random({2, 64});
-    EXPECT_THROW(gpu_->linear_rms_norm(x.gpu, random({63}).gpu, 1e-5f, w_gpu, nullptr), Error)
+    const Pair norm63 = random({63}), norm64 = random({64}), norm32 = random({32}), x32 = random({2, 32});
+    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Rms, .norm_w = &norm63.gpu}), Error)
         << "norm width";
-    EXPECT_THROW(gpu_->linear_rms_norm(random({2, 32}).gpu, random({32}).gpu, 1e-5f, w_gpu, nullptr), Error);
-    EXPECT_THROW(gpu_->linear_rms_norm_swiglu(x.gpu, random({63}).gpu, 1e-5f, w_gpu, nullptr), Error)
+    EXPECT_THROW(gpu_->linear(x32.gpu, w_gpu, {.norm = LinearNorm::Rms, .norm_w = &norm32.gpu}), Error);
+    EXPECT_THROW(
+        gpu_->linear(x.gpu, w_gpu,
+                     {.norm = LinearNorm::Rms, .norm_w = &norm63.gpu, .activation = Activation::Swiglu}),
+        Error)
         << "norm width";
-    EXPECT_THROW(gpu_->linear_layer_norm(x.gpu, random({64}).gpu, random({63}).gpu, 1e-6f, w_gpu, nullptr),
-                 Error)
+    EXPECT_THROW(
+        gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Layer, .norm_w = &norm64.gpu, .norm_b = &norm63.gpu}),
+        Error)
         << "norm bias width";
-    EXPECT_THROW(gpu_->linear_rms_norm_swiglu(random({2, 32}).gpu, random({32}).gpu, 1e-5f, w_gpu, nullptr),
-                 Error);
-    EXPECT_THROW(cpu_->linear_rms_norm_swiglu(
-                     x.cpu, random({64}).cpu, 1e-5f,
-                     cpu_->upload(quantize(random_values(5 * 64, 9), 5, 64, Quantization::Bf16, 0)), nullptr),
-                 Error)
+    EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Rms}), Error) << "no norm weight";
+    EXPECT_THROW(
+        cpu_->linear(x.cpu, cpu_->upload(quantize(random_values(5 * 64, 9), 5, 64, Quantization::Bf16, 0)),
+                     {.activation = Activation::Swiglu}),
+        Error)
         << "odd rows";
 }
 
-// The vision encoder's norm and MLP added to the residual stream: bfloat16 weights above the GEMV's rows keep
-// the norm and hidden values in bfloat16 between two tensor-core products; other rows and formats take the
-// default's steps.
+// Every combination of LinearSpec the models use, over every weight format: input norm (none, RMSNorm,
+// LayerNorm) × activation × residual add × bfloat16 output allowed, with and without a bias, at the GEMV's
+// rows (one row takes its RMSNorm inside) and the tensor cores'. What the CUDA backend does not fuse (an
+// activation with the residual add, GELU's erf form, SiLU, ReLU, float32 weights) runs as its parts.
+TEST_F(BackendOpsTest, LinearSpecCombinations) {
+    const int64_t in = 128, out = 96;
+    for (const Quantization type :
+         {Quantization::None, Quantization::Bf16, Quantization::Wint8, Quantization::Wint4}) {
+        const std::vector<float> values = random_values(out * in, seed_++, 0.0f, 0.1f);
+        Weight w_cpu, w_gpu;
+        if (type == Quantization::None) {
+            w_cpu = dense_weight(cpu_->upload(values, {out, in}));
+            w_gpu = dense_weight(gpu_->upload(values, {out, in}));
+        } else {
+            const QuantizedWeights q = quantize(values, out, in, type, 64);
+            w_cpu = cpu_->upload(q);
+            w_gpu = gpu_->upload(q);
+        }
+        const std::string format = type == Quantization::None ? "float32" : quantization_name(type);
+        for (const int64_t n : {1, 2, 9, 130}) {
+            const Pair x = random({n, in}, 0.5f, 2.0f), norm_w = random({in}, 1.0f, 0.1f),
+                       norm_b = random({in});
+            const Pair b = random({out});
+            for (const LinearNorm norm : {LinearNorm::None, LinearNorm::Rms, LinearNorm::Layer}) {
+                for (const Activation activation : {Activation::None, Activation::GeluTanh, Activation::Gelu,
+                                                    Activation::Silu, Activation::Relu, Activation::Swiglu}) {
+                    for (const int variant : {0, 1, 2, 3}) {  // bit 0: a bias; bit 1: a residual
+                        for (const bool bf16_output : {false, true}) {
+                            const bool with_bias = (variant & 1) != 0, with_residual = (variant & 2) != 0;
+                            const int64_t n_y = activation == Activation::Swiglu ? out / 2 : out;
+                            Pair residual = random({n, n_y});
+                            const auto spec = [&](bool gpu) {
+                                LinearSpec s{.norm = norm,
+                                             .norm_w = gpu ? &norm_w.gpu : &norm_w.cpu,
+                                             .norm_b = gpu ? &norm_b.gpu : &norm_b.cpu,
+                                             .eps = 1e-5f,
+                                             .bias = with_bias ? (gpu ? &b.gpu : &b.cpu) : nullptr,
+                                             .activation = activation};
+                                s.residual = with_residual ? (gpu ? &residual.gpu : &residual.cpu) : nullptr;
+                                s.bf16_output = bf16_output;
+                                return s;
+                            };
+                            const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, spec(true));
+                            const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, spec(false));
+                            const std::string where =
+                                label(dims({n, in, out}), " norm ", static_cast<int>(norm), " activation ",
+                                      static_cast<int>(activation), with_bias ? " bias" : "",
+                                      with_residual ? " residual" : "", bf16_output ? " bf16 output" : "");
+                            // A bfloat16 output adds its rounding (2^-9) to the tensor cores' bound.
+                            expect_close(label("linear spec ", format), y_gpu, y_cpu, linear_bound(n), where);
+                            if (with_residual) {
+                                EXPECT_EQ(y_gpu.buffer, residual.gpu.buffer) << where;
+                            }
+                        }
+                    }
+                }
+            }
+            // The RoPE-to-cache output, after no norm or an RMSNorm: q, k and v heads of 16 (4 q heads, 1
+            // k/v head) from 96 rows.
+            const int64_t hd = 16, n_slots = n + 3;
+            std::vector<int32_t> positions(static_cast<size_t>(3 * n)), slots(static_cast<size_t>(n));
+            for (int64_t i = 0; i < n; ++i) {
+                positions[static_cast<size_t>(3 * i)] = static_cast<int32_t>(7 * i);
+                positions[static_cast<size_t>(3 * i + 1)] = static_cast<int32_t>(3 * i + 1);
+                positions[static_cast<size_t>(3 * i + 2)] = static_cast<int32_t>(i / 2);
+                slots[static_cast<size_t>(i)] = static_cast<int32_t>(n_slots - 1 - i);
+            }
+            std::vector<float> inv(hd / 2);
+            for (size_t i = 0; i < inv.size(); ++i) {
+                inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(hd));
+            }
+            const Pair pos = upload_i32(positions, {n, 3}), slot = upload_i32(slots, {n}),
+                       freq = upload(inv, {hd / 2});
+            const RopeParams rope_gpu{freq.gpu, {4, 2, 2}}, rope_cpu{freq.cpu, {4, 2, 2}};
+            for (const LinearNorm norm : {LinearNorm::None, LinearNorm::Rms}) {
+                Pair k_cache = random({n_slots, 1, hd}), v_cache = random({n_slots, 1, hd});
+                const Tensor q_gpu = gpu_->linear(
+                    x.gpu, w_gpu,
+                    {.norm = norm,
+                     .norm_w = &norm_w.gpu,
+                     .eps = 1e-5f,
+                     .bias = &b.gpu,
+                     .output = LinearOutputKind::RopeToCache,
+                     .rope_to_cache = {&pos.gpu, &slot.gpu, &rope_gpu, &k_cache.gpu, &v_cache.gpu}});
+                const Tensor q_cpu = cpu_->linear(
+                    x.cpu, w_cpu,
+                    {.norm = norm,
+                     .norm_w = &norm_w.cpu,
+                     .eps = 1e-5f,
+                     .bias = &b.cpu,
+                     .output = LinearOutputKind::RopeToCache,
+                     .rope_to_cache = {&pos.cpu, &slot.cpu, &rope_cpu, &k_cache.cpu, &v_cache.cpu}});
+                const std::string where = label(dims({n, in, out}), " norm ", static_cast<int>(norm));
+                expect_close(label("linear spec rope_to_cache (q) ", format), q_gpu, q_cpu, linear_bound(n),
+                             where);
+                expect_close(label("linear spec rope_to_cache (k) ", format), k_cache.gpu, k_cache.cpu,
+                             linear_bound(n), where);
+                expect_close(label("linear spec rope_to_cache (v) ", format), v_cache.gpu, v_cache.cpu,
+                             linear_bound(n), where);
+            }
+        }
+    }
+    const Pair x = random({2, 128}), b = random({96});
+    Pair residual = random({2, 96});
+    const Weight w = dense_weight(gpu_->upload(random_values(96 * 128, 3), {96, 128}));
+    EXPECT_THROW(gpu_->linear(x.gpu, w, {.output = LinearOutputKind::RopeToCache}), Error) << "no cache";
+    EXPECT_THROW(gpu_->linear(x.gpu, w, {.activation = Activation::Swiglu, .residual = &residual.gpu}), Error)
+        << "a residual of 96 columns for 48";
+}
+
+// The vision encoder's norm and MLP added to the residual stream (PaddleOCR-VL's layer_norm_mlp_add, two
+// spec'd linear operations): bfloat16 weights above the GEMV's rows keep the norm and hidden values in
+// bfloat16 between two tensor-core products; other rows and formats take float32 between them.
 TEST_F(BackendOpsTest, LayerNormMlpAdd) {
     struct Case {
         Quantization type;
@@ -628,38 +772,37 @@ TEST_F(BackendOpsTest, LayerNormMlpAdd) {
                                            {Quantization::Wint8, 64, 128}}) {
         const auto w1 = quantize(random_values(c.d_ff * c.d, seed_++), c.d_ff, c.d, c.type, 0);
         const auto w2 = quantize(random_values(c.d * c.d_ff, seed_++), c.d, c.d_ff, c.type, 0);
-        const QuantizedTensor w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
-        const QuantizedTensor w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
+        const Weight w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
+        const Weight w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
         for (const int64_t n : {1, 9, 130}) {
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.d, c.d_ff}), with_bias ? " bias" : "");
                 const Pair b1 = random({c.d_ff}), b2 = random({c.d});
                 const Pair norm_w = random({c.d}, 1.0f, 0.1f), norm_b = random({c.d});
                 Pair x = random({n, c.d});
-                cpu_->layer_norm_mlp_add(x.cpu, norm_w.cpu, norm_b.cpu, 1e-6f, w1_cpu,
-                                         with_bias ? &b1.cpu : nullptr, w2_cpu,
-                                         with_bias ? &b2.cpu : nullptr);
-                gpu_->layer_norm_mlp_add(x.gpu, norm_w.gpu, norm_b.gpu, 1e-6f, w1_gpu,
-                                         with_bias ? &b1.gpu : nullptr, w2_gpu,
-                                         with_bias ? &b2.gpu : nullptr);
+                const Linear fc1_cpu{w1_cpu, with_bias ? b1.cpu : Tensor{}};
+                const Linear fc2_cpu{w2_cpu, with_bias ? b2.cpu : Tensor{}};
+                const Linear fc1_gpu{w1_gpu, with_bias ? b1.gpu : Tensor{}};
+                const Linear fc2_gpu{w2_gpu, with_bias ? b2.gpu : Tensor{}};
+                layer_norm_mlp_add(*cpu_, x.cpu, fc1_cpu, fc2_cpu, norm_w.cpu, norm_b.cpu, 1e-6f);
+                layer_norm_mlp_add(*gpu_, x.gpu, fc1_gpu, fc2_gpu, norm_w.gpu, norm_b.gpu, 1e-6f);
                 const double bound = linear_bound(n);
                 expect_close(label("layer_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
             }
         }
     }
-    const QuantizedTensor w =
-        gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
+    const Weight w = gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
     Pair x = random({9, 16});
     const Pair norm = random({16});
-    EXPECT_THROW(gpu_->layer_norm_mlp_add(x.gpu, norm.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr), Error)
+    EXPECT_THROW(layer_norm_mlp_add(*gpu_, x.gpu, {w, {}}, {w, {}}, norm.gpu, norm.gpu, 1e-6f), Error)
         << "w2 takes 16 values, not w1's 32";
 }
 
-// The language model's norm and gated MLP added to the residual stream: above the GEMV's rows without a bias
-// on the gate and up rows, the gated values go from the first tensor-core product to the second in bfloat16
-// (SwiGLU over 8 columns a thread where d_ff is a multiple of 8, else one); other calls take the default's
-// steps.
+// The language model's norm and gated MLP added to the residual stream (PaddleOCR-VL's rms_norm_mlp_add):
+// above the GEMV's rows without a bias on the gate and up rows, the gated values go from the first
+// tensor-core product to the second in bfloat16 (SwiGLU over 8 columns a thread where d_ff is a multiple of
+// 8, else one); other calls take float32 between them.
 TEST_F(BackendOpsTest, RmsNormMlpAdd) {
     struct Case {
         Quantization type;
@@ -672,36 +815,35 @@ TEST_F(BackendOpsTest, RmsNormMlpAdd) {
         const auto w1 =
             quantize(random_values(2 * c.d_ff * c.d, seed_++), 2 * c.d_ff, c.d, c.type, c.group_size);
         const auto w2 = quantize(random_values(c.d * c.d_ff, seed_++), c.d, c.d_ff, c.type, c.group_size);
-        const QuantizedTensor w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
-        const QuantizedTensor w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
+        const Weight w1_cpu = cpu_->upload(w1), w1_gpu = gpu_->upload(w1);
+        const Weight w2_cpu = cpu_->upload(w2), w2_gpu = gpu_->upload(w2);
         for (const int64_t n : {1, 8, 9, 130}) {
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.d, c.d_ff}), with_bias ? " biases" : "");
                 const Pair b1 = random({2 * c.d_ff}), b2 = random({c.d});
                 const Pair norm_w = random({c.d}, 1.0f, 0.1f);
                 Pair x = random({n, c.d});
-                cpu_->rms_norm_mlp_add(x.cpu, norm_w.cpu, 1e-6f, w1_cpu, with_bias ? &b1.cpu : nullptr,
-                                       w2_cpu, with_bias ? &b2.cpu : nullptr);
-                gpu_->rms_norm_mlp_add(x.gpu, norm_w.gpu, 1e-6f, w1_gpu, with_bias ? &b1.gpu : nullptr,
-                                       w2_gpu, with_bias ? &b2.gpu : nullptr);
+                rms_norm_mlp_add(*cpu_, x.cpu, {w1_cpu, with_bias ? b1.cpu : Tensor{}},
+                                 {w2_cpu, with_bias ? b2.cpu : Tensor{}}, norm_w.cpu, 1e-6f);
+                rms_norm_mlp_add(*gpu_, x.gpu, {w1_gpu, with_bias ? b1.gpu : Tensor{}},
+                                 {w2_gpu, with_bias ? b2.gpu : Tensor{}}, norm_w.gpu, 1e-6f);
                 const double bound = linear_bound(n);
                 expect_close(label("rms_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
             }
         }
     }
-    const QuantizedTensor w =
-        gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
+    const Weight w = gpu_->upload(quantize(random_values(32 * 16, 3), 32, 16, Quantization::Bf16, 0));
     Pair x = random({9, 16});
     const Pair norm = random({16});
-    EXPECT_THROW(gpu_->rms_norm_mlp_add(x.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr), Error)
+    EXPECT_THROW(rms_norm_mlp_add(*gpu_, x.gpu, {w, {}}, {w, {}}, norm.gpu, 1e-6f), Error)
         << "w2 gives 32 values, not x's 16";
-    EXPECT_THROW(
-        cpu_->rms_norm_mlp_add(
-            x.cpu, norm.cpu, 1e-6f,
-            cpu_->upload(quantize(random_values(33 * 16, 3), 33, 16, Quantization::Bf16, 0)), nullptr,
-            cpu_->upload(quantize(random_values(16 * 16, 3), 16, 16, Quantization::Bf16, 0)), nullptr),
-        Error)
+    EXPECT_THROW(rms_norm_mlp_add(
+                     *cpu_, x.cpu,
+                     {cpu_->upload(quantize(random_values(33 * 16, 3), 33, 16, Quantization::Bf16, 0)), {}},
+                     {cpu_->upload(quantize(random_values(16 * 16, 3), 16, 16, Quantization::Bf16, 0)), {}},
+                     norm.cpu, 1e-6f),
+                 Error)
         << "33 gate and up rows";
 }
 
@@ -913,8 +1055,8 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
                 const auto w_qkv =
                     quantize(random_values(3 * d * d, seed_++, 0.0f, w_scale), 3 * d, d, c.type, 0);
                 const auto w_out = quantize(random_values(d * d, seed_++, 0.0f, w_scale), d, d, c.type, 0);
-                const QuantizedTensor qkv_cpu = cpu_->upload(w_qkv), qkv_gpu = gpu_->upload(w_qkv);
-                const QuantizedTensor out_cpu = cpu_->upload(w_out), out_gpu = gpu_->upload(w_out);
+                const Weight qkv_cpu = cpu_->upload(w_qkv), qkv_gpu = gpu_->upload(w_qkv);
+                const Weight out_cpu = cpu_->upload(w_out), out_gpu = gpu_->upload(w_out);
                 const Pair qkv_b = random({3 * d}), out_b = random({d});
                 const Pair norm_w = random({d}, 1.0f, 0.1f), norm_b = random({d});
                 const std::vector<float> angles = random_values(c.n * c.head_dim, seed_++, 0.0f, 3.0f);
@@ -927,16 +1069,16 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
                            sin = upload(sin_values, {c.n, c.head_dim});
                 const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
                 Pair x = random({c.n, d});
-                cpu_->layer_norm_attention_add(
-                    x.cpu,
-                    {norm_w.cpu, norm_b.cpu, 1e-6f, qkv_cpu, with_bias ? &qkv_b.cpu : nullptr, out_cpu,
-                     with_bias ? &out_b.cpu : nullptr, c.n_head},
-                    cos.cpu, sin.cpu, c.segments, scale, AttentionPrecision::F32);
-                gpu_->layer_norm_attention_add(
-                    x.gpu,
-                    {norm_w.gpu, norm_b.gpu, 1e-6f, qkv_gpu, with_bias ? &qkv_b.gpu : nullptr, out_gpu,
-                     with_bias ? &out_b.gpu : nullptr, c.n_head},
-                    cos.gpu, sin.gpu, c.segments, scale, precision);
+                const Linear qkv_l_cpu{qkv_cpu, with_bias ? qkv_b.cpu : Tensor{}};
+                const Linear out_l_cpu{out_cpu, with_bias ? out_b.cpu : Tensor{}};
+                const Linear qkv_l_gpu{qkv_gpu, with_bias ? qkv_b.gpu : Tensor{}};
+                const Linear out_l_gpu{out_gpu, with_bias ? out_b.gpu : Tensor{}};
+                layer_norm_attention_add(*cpu_, x.cpu,
+                                         {norm_w.cpu, norm_b.cpu, 1e-6f, qkv_l_cpu, out_l_cpu, c.n_head},
+                                         cos.cpu, sin.cpu, c.segments, scale, AttentionPrecision::F32);
+                layer_norm_attention_add(*gpu_, x.gpu,
+                                         {norm_w.gpu, norm_b.gpu, 1e-6f, qkv_l_gpu, out_l_gpu, c.n_head},
+                                         cos.gpu, sin.gpu, c.segments, scale, precision);
                 const double bound = linear_bound(c.n);
                 expect_close(label("layer_norm_attention_add ", quantization_name(c.type), " ",
                                    precision_name(precision)),
@@ -944,32 +1086,29 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
             }
         }
     }
-    const QuantizedTensor w =
-        gpu_->upload(quantize(random_values(48 * 16, 3), 48, 16, Quantization::Bf16, 0));
+    const Weight w = gpu_->upload(quantize(random_values(48 * 16, 3), 48, 16, Quantization::Bf16, 0));
     const Pair norm = random({16}), cs = random({9, 4});
     const std::vector<AttentionSegment> segment = {{0, 9, 0, 9}};
     Pair x = random({9, 16});
-    EXPECT_THROW(gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, w, nullptr, 4},
-                                                cs.gpu, cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
+    const Linear w_l{w, {}};
+    EXPECT_THROW(layer_norm_attention_add(*gpu_, x.gpu, {norm.gpu, norm.gpu, 1e-6f, w_l, w_l, 4}, cs.gpu,
+                                          cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
                  Error)
         << "out takes 16 values to 16, not 16 to 48";
-    const QuantizedTensor out =
-        gpu_->upload(quantize(random_values(16 * 16, 4), 16, 16, Quantization::Bf16, 0));
-    EXPECT_THROW(
-        gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 3},
-                                       cs.gpu, cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
-        Error)
-        << "16 values are not 3 heads";
-    EXPECT_THROW(gpu_->layer_norm_attention_add(
-                     x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 4}, random({9, 6}).gpu,
-                     random({9, 6}).gpu, segment, 0.5f, AttentionPrecision::Bf16),
+    const Linear out{gpu_->upload(quantize(random_values(16 * 16, 4), 16, 16, Quantization::Bf16, 0)), {}};
+    EXPECT_THROW(layer_norm_attention_add(*gpu_, x.gpu, {norm.gpu, norm.gpu, 1e-6f, w_l, out, 3}, cs.gpu,
+                                          cs.gpu, segment, 0.5f, AttentionPrecision::Bf16),
                  Error)
+        << "16 values are not 3 heads";
+    EXPECT_THROW(
+        layer_norm_attention_add(*gpu_, x.gpu, {norm.gpu, norm.gpu, 1e-6f, w_l, out, 4}, random({9, 6}).gpu,
+                                 random({9, 6}).gpu, segment, 0.5f, AttentionPrecision::Bf16),
+        Error)
         << "cos of head_dim 6, not 4";
     const std::vector<AttentionSegment> outside = {{0, 10, 0, 10}};
-    EXPECT_THROW(
-        gpu_->layer_norm_attention_add(x.gpu, {norm.gpu, norm.gpu, 1e-6f, w, nullptr, out, nullptr, 4},
-                                       cs.gpu, cs.gpu, outside, 0.5f, AttentionPrecision::Bf16),
-        Error)
+    EXPECT_THROW(layer_norm_attention_add(*gpu_, x.gpu, {norm.gpu, norm.gpu, 1e-6f, w_l, out, 4}, cs.gpu,
+                                          cs.gpu, outside, 0.5f, AttentionPrecision::Bf16),
+                 Error)
         << "a segment past the rows";
 }
 
@@ -1387,25 +1526,36 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
 
             const auto w = quantize(random_values(n_qkv * c.in, seed_++), n_qkv, c.in, c.type,
                                     c.type == Quantization::Wint4 ? 64 : 0);
-            const QuantizedTensor w_cpu = cpu_->upload(w);
-            const QuantizedTensor w_gpu = gpu_->upload(w);
+            const Weight w_cpu = cpu_->upload(w);
+            const Weight w_gpu = gpu_->upload(w);
             const Pair x = random({c.n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f),
                        b = random({n_qkv});
-            const Tensor linear_q_gpu = gpu_->linear_rms_norm_rope_qkv_to_cache(
-                x.gpu, norm.gpu, 1e-5f, w_gpu, &b.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section}, k_cache.gpu,
-                v_cache.gpu);
-            const Tensor linear_q_cpu = cpu_->linear_rms_norm_rope_qkv_to_cache(
-                x.cpu, norm.cpu, 1e-5f, w_cpu, &b.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section}, k_cache.cpu,
-                v_cache.cpu);
+            const RopeParams rope_gpu{freq.gpu, c.section}, rope_cpu{freq.cpu, c.section};
+            const Tensor linear_q_gpu =
+                gpu_->linear(x.gpu, w_gpu,
+                             {.norm = LinearNorm::Rms,
+                              .norm_w = &norm.gpu,
+                              .eps = 1e-5f,
+                              .bias = &b.gpu,
+                              .output = LinearOutputKind::RopeToCache,
+                              .rope_to_cache = {&pos.gpu, &slot.gpu, &rope_gpu, &k_cache.gpu, &v_cache.gpu}});
+            const Tensor linear_q_cpu =
+                cpu_->linear(x.cpu, w_cpu,
+                             {.norm = LinearNorm::Rms,
+                              .norm_w = &norm.cpu,
+                              .eps = 1e-5f,
+                              .bias = &b.cpu,
+                              .output = LinearOutputKind::RopeToCache,
+                              .rope_to_cache = {&pos.cpu, &slot.cpu, &rope_cpu, &k_cache.cpu, &v_cache.cpu}});
             const double bound = linear_bound(c.n);
             const std::string format = quantization_name(c.type);
-            expect_close(label("linear_rms_norm_rope_qkv_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
+            expect_close(label("linear rms_norm rope_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
                          bound, where);
             expect_close(
-                label("linear_rms_norm_rope_qkv_to_cache (", dtype_name(cache_type), " k cache) ", format),
+                label("linear rms_norm rope_to_cache (", dtype_name(cache_type), " k cache) ", format),
                 k_cache.gpu, k_cache.cpu, std::max(bound, cache_bound), where);
             expect_close(
-                label("linear_rms_norm_rope_qkv_to_cache (", dtype_name(cache_type), " v cache) ", format),
+                label("linear rms_norm rope_to_cache (", dtype_name(cache_type), " v cache) ", format),
                 v_cache.gpu, v_cache.cpu, std::max(bound, cache_bound), where);
         }
     }
@@ -1424,18 +1574,26 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, qkv.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
         Error)
         << "float32 slots";
-    const QuantizedTensor w =
-        gpu_->upload(quantize(random_values(4 * 8 * 16, 3), 4 * 8, 16, Quantization::Bf16, 0));
+    const Weight w = gpu_->upload(quantize(random_values(4 * 8 * 16, 3), 4 * 8, 16, Quantization::Bf16, 0));
     const Pair x = random({2, 16});
-    EXPECT_THROW(
-        gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, random({15}).gpu, 1e-5f, w, nullptr, pos.gpu, slot.gpu,
-                                                {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
-        Error)
+    const RopeParams rope{freq.gpu, {2, 1, 1}};
+    const Pair norm15 = random({15}), norm16 = random({16});
+    EXPECT_THROW(gpu_->linear(x.gpu, w,
+                              {.norm = LinearNorm::Rms,
+                               .norm_w = &norm15.gpu,
+                               .eps = 1e-5f,
+                               .output = LinearOutputKind::RopeToCache,
+                               .rope_to_cache = {&pos.gpu, &slot.gpu, &rope, &cache.gpu, &cache.gpu}}),
+                 Error)
         << "norm width";
     Pair two_head_cache = random({4, 2, 8});
-    EXPECT_THROW(gpu_->linear_rms_norm_rope_qkv_to_cache(x.gpu, random({16}).gpu, 1e-5f, w, nullptr, pos.gpu,
-                                                         slot.gpu, {freq.gpu, {2, 1, 1}}, two_head_cache.gpu,
-                                                         two_head_cache.gpu),
+    EXPECT_THROW(gpu_->linear(x.gpu, w,
+                              {.norm = LinearNorm::Rms,
+                               .norm_w = &norm16.gpu,
+                               .eps = 1e-5f,
+                               .output = LinearOutputKind::RopeToCache,
+                               .rope_to_cache = {&pos.gpu, &slot.gpu, &rope, &two_head_cache.gpu,
+                                                 &two_head_cache.gpu}}),
                  Error)
         << "32 rows are not q, k and v heads for 2 k/v heads of 8";
 }

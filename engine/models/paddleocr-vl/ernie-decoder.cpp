@@ -4,6 +4,7 @@
 #include <string>
 
 #include "error.h"
+#include "layers.h"
 #include "rope.h"
 
 namespace folio {
@@ -39,22 +40,11 @@ ErnieDecoder::ErnieDecoder(WeightLoader& weights, const TextConfig& config)
     } else if (weights.params().bf16_weights) {
         // A bfloat16 copy of the tied table: decoding reads the head every step, the embedding only by row.
         const std::vector<float> table = backend_.download(embed_tokens_);
-        lm_head_.q = backend_.upload(quantize(table, tc.vocab_size, d, Quantization::Bf16, d));
+        lm_head_.w = backend_.upload(quantize(table, tc.vocab_size, d, Quantization::Bf16, d));
         weights.add_bytes(quantized_bytes(Quantization::Bf16, tc.vocab_size, d, d));
     } else {
-        lm_head_.w = embed_tokens_;
+        lm_head_.w = dense_weight(embed_tokens_);
     }
-}
-
-Tensor ErnieDecoder::rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
-                                                const DecoderStep& step, Tensor& k_cache, Tensor& v_cache) {
-    const float eps = config_.rms_norm_eps;
-    if (layer.q.data) {
-        return backend_.linear_rms_norm_rope_qkv_to_cache(
-            x, norm, eps, layer.q, bias_of(layer), step.positions, step.slots, rope_, k_cache, v_cache);
-    }
-    return backend_.rope_qkv_to_cache(apply_rms_norm(backend_, layer, x, norm, eps), step.positions,
-                                      step.slots, rope_, k_cache, v_cache);
 }
 
 Tensor ErnieDecoder::embed(std::span<const int32_t> ids) {
@@ -88,8 +78,12 @@ Tensor ErnieDecoder::forward(Tensor embeds, const DecoderStep& step, PagedKvCach
     for (size_t l = 0; l < layers_.size(); ++l) {
         const TextLayer& L = layers_[l];
         const auto layer = static_cast<int>(l);
-        const Tensor q = rms_norm_rope_qkv_to_cache(L.qkv_proj, x, L.input_norm, step, cache.keys(layer),
-                                                    cache.values(layer));  // [n, n_head, hd]
+        // The input norm and the qkv product, q returned, k and v turned and stored at the step's cache rows.
+        LinearSpec qkv_spec = rms_normed(L.input_norm, tc.rms_norm_eps);
+        qkv_spec.output = LinearOutputKind::RopeToCache;
+        qkv_spec.rope_to_cache = {&step.positions, &step.slots, &rope_, &cache.keys(layer),
+                                  &cache.values(layer)};
+        const Tensor q = apply(backend_, L.qkv_proj, x, qkv_spec);  // [n, n_head, hd]
         const Tensor a =
             step.batch != nullptr
                 ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
@@ -97,9 +91,8 @@ Tensor ErnieDecoder::forward(Tensor embeds, const DecoderStep& step, PagedKvCach
                 : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
                                                   step.block_tables, block_size, scale,
                                                   precision_);  // [n, n_head, hd]
-        apply_add(backend_, x, L.o_proj, reshaped(a, {n, n_head * hd}));
-        apply_rms_norm_mlp_add(backend_, x, L.gate_up_proj, L.down_proj, L.post_norm,
-                               tc.rms_norm_eps);  // through [n, ff]
+        apply(backend_, L.o_proj, reshaped(a, {n, n_head * hd}), {.residual = &x});
+        rms_norm_mlp_add(backend_, x, L.gate_up_proj, L.down_proj, L.post_norm, tc.rms_norm_eps);
     }
     return x;
 }

@@ -42,11 +42,6 @@ public:
     KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const;
 
 private:
-    // rope_qkv_to_cache(apply(layer, rms_norm(x, norm)), ...): the qkv product, q returned and k, v stored at
-    // the step's cache rows, fused where the weights are packed.  ->  q [n, n_head, hd]
-    Tensor rms_norm_rope_qkv_to_cache(const Linear& layer, const Tensor& x, const Tensor& norm,
-                                      const DecoderStep& step, Tensor& k_cache, Tensor& v_cache);
-
     Backend& backend_;
     TextConfig config_;
     AttentionPrecision precision_;
@@ -54,7 +49,7 @@ private:
     Linear lm_head_;       // [vocab, hidden]; the embedding table when tied and kept in float32
     std::vector<TextLayer> layers_;
     Tensor final_norm_;  // [hidden]
-    MropeParams rope_;
+    RopeParams rope_;    // 3D mRoPE: inverse frequencies [head_dim / 2] in t, h and w sections
 };
 
 }  // namespace folio

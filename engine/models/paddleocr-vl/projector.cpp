@@ -51,10 +51,9 @@ Tensor Projector::project(const Tensor& vision_features, std::span<const ImageGr
     const Tensor normed = backend_.layer_norm(vision_features, ln_w_, ln_b_, kProjectorNormEps);
     const int64_t n_merged = base / (m * m);
     const Tensor merged =
-        reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});  // [n / 4, 4 vd]
-    Tensor h = apply(backend_, fc1_, merged);                                   // [n / 4, 4 vd]
-    backend_.gelu_erf(h);
-    return apply(backend_, fc2_, h);  // [n / 4, hidden]
+        reshaped(backend_.gather_rows(normed, order), {n_merged, vd * m * m});         // [n / 4, 4 vd]
+    const Tensor h = apply(backend_, fc1_, merged, {.activation = Activation::Gelu});  // [n / 4, 4 vd]
+    return apply(backend_, fc2_, h);                                                   // [n / 4, hidden]
 }
 
 }  // namespace folio

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.h"
+#include "layers.h"
 #include "positions.h"
 
 namespace folio {
@@ -95,7 +96,6 @@ int64_t VisionEncoder::patches_of(std::span<const ImageGrid> grids, int64_t n_va
 Tensor VisionEncoder::encode_patches(const Tensor& patches, std::span<const ImageGrid> grids) {
     const VisionConfig& vc = config_;
     const int64_t vd = vc.hidden_size, n_head = vc.num_attention_heads, hd = vd / n_head;
-    const int64_t n = patches.rows();
     std::vector<AttentionSegment> segments;
     for (int64_t first = 0; const ImageGrid& g : grids) {
         segments.push_back({first, g.n_patches(), first, g.n_patches(), false, 0});
@@ -110,21 +110,10 @@ Tensor VisionEncoder::encode_patches(const Tensor& patches, std::span<const Imag
     const auto [cos, sin] = rope(grids);  // [n, hd] each
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : layers_) {
-        if (L.qkv_proj.q.data && L.o_proj.q.data) {
-            backend_.layer_norm_attention_add(x,
-                                              {L.ln1_w, L.ln1_b, vc.layer_norm_eps, L.qkv_proj.q,
-                                               bias_of(L.qkv_proj), L.o_proj.q, bias_of(L.o_proj), n_head},
-                                              cos, sin, segments, scale, precision_);
-        } else {
-            // [n, 3, n_head, hd]
-            const Tensor qkv =
-                reshaped(apply_layer_norm(backend_, L.qkv_proj, x, L.ln1_w, L.ln1_b, vc.layer_norm_eps),
-                         {n, 3, n_head, hd});
-            // [n, n_head, hd]
-            const Tensor a = backend_.rope_attention(qkv, cos, sin, segments, scale, precision_);
-            apply_add(backend_, x, L.o_proj, reshaped(a, {n, vd}));
-        }
-        apply_layer_norm_mlp_add(backend_, x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
+        layer_norm_attention_add(backend_, x,
+                                 {L.ln1_w, L.ln1_b, vc.layer_norm_eps, L.qkv_proj, L.o_proj, n_head}, cos,
+                                 sin, segments, scale, precision_);
+        layer_norm_mlp_add(backend_, x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
     }
     return backend_.layer_norm(x, post_ln_w_, post_ln_b_, vc.layer_norm_eps);
 }

@@ -1,0 +1,39 @@
+#include "layers.h"
+
+#include "error.h"
+
+namespace folio {
+
+void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLayer& layer, const Tensor& cos,
+                              const Tensor& sin, std::span<const AttentionSegment> segments, float scale,
+                              AttentionPrecision precision) {
+    const int64_t n = x.rows(), d = x.row_size();
+    if (layer.n_head <= 0 || d % layer.n_head != 0) {
+        fail("layer_norm_attention_add: rows of ", d, " are not ", layer.n_head, " heads");
+    }
+    LinearSpec qkv_spec = layer_normed(layer.norm_w, layer.norm_b, layer.eps);
+    // Rounding q, k and v to bfloat16 is what attention at Bf16 allows.
+    qkv_spec.bf16_output = precision == AttentionPrecision::Bf16;
+    const Tensor qkv =
+        reshaped(apply(backend, layer.qkv, x, qkv_spec), {n, 3, layer.n_head, d / layer.n_head});
+    const Tensor a = backend.rope_attention(qkv, cos, sin, segments, scale, precision);  // [n, n_head, hd]
+    apply(backend, layer.out, reshaped(a, {n, d}), {.residual = &x});
+}
+
+void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
+                        const Tensor& norm_w, const Tensor& norm_b, float eps) {
+    LinearSpec up = layer_normed(norm_w, norm_b, eps);
+    up.activation = Activation::GeluTanh;
+    up.bf16_output = true;
+    apply(backend, fc2, apply(backend, fc1, x, up), {.residual = &x});  // through [n, d_ff]
+}
+
+void rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,
+                      const Tensor& norm_w, float eps) {
+    LinearSpec up = rms_normed(norm_w, eps);
+    up.activation = Activation::Swiglu;
+    up.bf16_output = true;
+    apply(backend, down, apply(backend, gate_up, x, up), {.residual = &x});  // through [n, d_ff]
+}
+
+}  // namespace folio

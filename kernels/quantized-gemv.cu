@@ -1,0 +1,487 @@
+#include <algorithm>
+
+#include <cuda_bf16.h>
+
+#include "activation.cuh"
+#include "chained-launch.cuh"
+#include "cuda-check.h"
+#include "dispatch.cuh"
+#include "elementwise.h"
+#include "error.h"
+#include "mma.cuh"
+#include "norm.h"
+#include "quantized-gemv.h"
+#include "quantized-linear.h"
+#include "reduce.cuh"
+#include "rope-pair.cuh"
+#include "weight-unpack.cuh"
+
+namespace folio::kernels {
+
+// ---- kernels ----------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarpsPerBlock = kBlock / kWarpSize;
+// Warps a GEMV wants in all, about 32 an SM on today's largest devices: a product of few output rows splits
+// each row's columns between up to kWarpsPerBlock warps to get there, while every warp keeps at least
+// kMinPartColumns columns.
+constexpr int64_t kGemvWarpsWanted = 4096;
+// Above four rows half as many, which measured faster at eight rows (and slower at one and two).
+constexpr int64_t kGemvWarpsWantedEightRows = 2048;
+constexpr int64_t kMinPartColumns = 256;
+// Blocks of the GEMV an SM holds at once, by the rows of x it multiplies: registers are capped at what lets
+// that many fit. Eight rows of four chunks would take WINT8 to 179 registers a thread, one block an SM; one
+// or two rows need few accumulators, and four blocks an SM keep twice the loads in flight.
+constexpr int gemv_blocks_per_sm(int n_rows) {
+    return n_rows <= 2 ? 4 : n_rows <= 4 ? 3 : 2;
+}
+// Rows of x up to which the GEMV applies an RMSNorm input itself: each row adds a sum of squares and a
+// multiply by the norm's weights to every chunk, which at two rows takes the RoPE and SwiGLU kernels past
+// their registers into spills.
+constexpr int64_t kGemvNormMaxRows = 1;
+// Blocks an SM of the GEMV that makes a paired output a warp a pair (two weight rows a warp).
+constexpr int kPairBlocksPerSm = 3;
+// Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
+// system busy when a step's few rows give the device few warps.
+constexpr int kChunksInFlight = 4;
+
+// Eight consecutive floats from p, 16-byte aligned.
+__device__ inline void load8(const float* p, float v[8]) {
+    const float4 lo = *reinterpret_cast<const float4*>(p);
+    const float4 hi = *reinterpret_cast<const float4*>(p + 4);
+    v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+    v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
+// The dot product of eight inputs with eight weights.
+__device__ inline float dot8(const float x[8], const float w[8]) {
+    return x[0] * w[0] + x[1] * w[1] + x[2] * w[2] + x[3] * w[3] + x[4] * w[4] + x[5] * w[5] + x[6] * w[6] +
+           x[7] * w[7];
+}
+
+// acc plus the dot product of eight inputs with a Packed8's weights, from its levels (unpack8_levels): the
+// levels' dot product times the scale, one multiply where scaling each weight takes eight.
+template <QuantizedFormat kType>
+__device__ inline float add_dot8(float acc, const float x[8], const float levels[8], const Packed8& p) {
+    if constexpr (kType == QuantizedFormat::Bf16) {
+        return acc + dot8(x, levels);
+    } else {
+        return fmaf(p.scale, dot8(x, levels), acc);
+    }
+}
+
+// 1 / rms of a row of x whose squares add up to square_sum, as rms_norm_f32 computes it.
+__device__ inline float inverse_rms(float square_sum, const QuantizedLinearArgs& a) {
+    return rsqrtf(square_sum / static_cast<float>(a.n_in) + a.eps);
+}
+
+// Columns [c, c + 8) of each of the a.n rows of x (kRows >= a.n), as the GEMV dots them: dot(r, x8) is called
+// for row r. With kNorm (an RMSNorm input) the columns are multiplied by the norm's weights and their squares
+// added to squares[r] first, so that the row's sums need only 1 / rms at the end.
+template <int kRows, bool kNorm, typename Dot>
+__device__ inline void for_each_input_row8(const QuantizedLinearArgs& a, int64_t c, float squares[kRows],
+                                           Dot&& dot) {
+    float norm_w[8];
+    if constexpr (kNorm) {
+        load8(a.norm_w + c, norm_w);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        if (r < a.n) {
+            float xv[8];
+            load8(a.x + r * a.n_in + c, xv);
+            if constexpr (kNorm) {
+                squares[r] += dot8(xv, xv);
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    xv[i] *= norm_w[i];
+                }
+            }
+            dot(r, xv);
+        }
+    }
+}
+
+// What a GEMV kernel does with its sums, fixed when it is compiled, so that each product's kernel holds only
+// its own epilogue: store them (with a.epilogue), or combine the pairs of a SwiGLU or RopeToCache output.
+enum class GemvFinish { Store, Swiglu, Rope };
+
+__host__ __device__ constexpr bool paired_finish(GemvFinish f) {
+    return f != GemvFinish::Store;
+}
+
+// The weight row that output slot s of a GEMV works on: s itself; for a SwiGLU output gate row s / 2 in even
+// slots and the matching up row in odd ones; for a RopeToCache output, within each head, row i in slot 2i
+// and its rotate-half partner i + head_dim / 2 in slot 2i + 1. A block holds both slots of each pair. Slots
+// and rows fit an int (n_out does).
+template <GemvFinish kFinish>
+__device__ inline int gemv_weight_row(const QuantizedLinearArgs& a, int s) {
+    if constexpr (kFinish == GemvFinish::Swiglu) {
+        return s / 2 + (s % 2) * static_cast<int>(a.n_out / 2);
+    } else if constexpr (kFinish == GemvFinish::Rope) {
+        const int d = static_cast<int>(a.rope.head_dim), in_head = s % d;
+        return s - in_head + in_head / 2 + (in_head % 2) * (d / 2);
+    } else {
+        return s;
+    }
+}
+
+// Whether this lane finishes row `lane` of x for its slot (see finish_gemv_rows).
+template <GemvFinish kFinish>
+__device__ inline bool finishes_slot(const QuantizedLinearArgs& a, int slot, bool valid, int part, int lane) {
+    return valid && part == 0 && lane < a.n && (!paired_finish(kFinish) || slot % 2 == 0);
+}
+
+// For a RopeToCache output, where the pair this lane finishes goes and how it turns, found before the wait
+// for the kernel ahead, while the first weight loads are in flight; empty otherwise.
+template <GemvFinish kFinish>
+__device__ inline RopePairTarget gemv_rope_target(const QuantizedLinearArgs& a, int slot, bool valid,
+                                                  int part, int lane) {
+    if constexpr (kFinish == GemvFinish::Rope) {
+        if (finishes_slot<kFinish>(a, slot, valid, part, lane)) {
+            const int d = static_cast<int>(a.rope.head_dim);
+            return rope_pair_target(a.rope, lane, slot / d, slot % d / 2);
+        }
+    }
+    return {};
+}
+
+// For an output that accumulates, the value of y this lane's sum is added to (see finish_gemv_rows), loaded
+// just after the wait for the kernel ahead so that its round trip overlaps the first loads of x instead of
+// following the sums; 0 otherwise.
+template <GemvFinish kFinish>
+__device__ inline float gemv_accumulated(const QuantizedLinearArgs& a, int slot, bool valid, int part,
+                                         int lane) {
+    if constexpr (kFinish == GemvFinish::Store) {
+        if (a.epilogue == LinearEpilogue::Accumulate && finishes_slot<kFinish>(a, slot, valid, part, lane)) {
+            return a.y[lane * a.n_out + slot];
+        }
+    }
+    return 0.0f;
+}
+
+// Adds the n_parts warps' sums of each output slot in order through shared memory; lane r of the slot's
+// first part finishes row r of x, for a paired output the even slot's first part both slots of the pair, the
+// odd slot's warps n_parts after it. With kNorm the parts' squares of x are added up alongside and the sums
+// scaled by 1 / rms before the bias. An output that accumulates adds accumulated (from gemv_accumulated).
+// acc, squares [kRows] per lane  ->  y [n, n_out] or [n, n_out / 2], or where rope (from gemv_rope_target)
+// says
+template <GemvFinish kFinish, int kRows, bool kNorm>
+__device__ inline void finish_gemv_rows(float acc[kRows], float squares[kRows], const QuantizedLinearArgs& a,
+                                        int slot, bool valid, int part, int n_parts,
+                                        const RopePairTarget& rope, float accumulated) {
+    __shared__ float part_sums[kWarpsPerBlock][kRows];
+    __shared__ float part_squares[kNorm ? kWarpsPerBlock : 1][kRows];
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        if (r < a.n) {
+            acc[r] = warp_sum(acc[r]);
+            if constexpr (kNorm) {
+                squares[r] = warp_sum(squares[r]);
+            }
+            if (lane == 0) {
+                part_sums[warp][r] = acc[r];
+                if constexpr (kNorm) {
+                    part_squares[warp][r] = squares[r];
+                }
+            }
+        }
+    }
+    __syncthreads();
+    if (!finishes_slot<kFinish>(a, slot, valid, part, lane)) {
+        return;
+    }
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
+    float sum = 0.0f, square_sum = 0.0f;
+    for (int p = 0; p < n_parts; ++p) {
+        sum += part_sums[warp + p][lane];
+        if constexpr (kNorm) {
+            square_sum += part_squares[warp + p][lane];
+        }
+    }
+    const float scale = kNorm ? inverse_rms(square_sum, a) : 1.0f;
+    sum = sum * scale + (a.b ? a.b[o] : 0.0f);
+    if constexpr (paired_finish(kFinish)) {
+        const int64_t o_second = gemv_weight_row<kFinish>(a, slot + 1);
+        float second = 0.0f;
+        for (int p = 0; p < n_parts; ++p) {
+            second += part_sums[warp + n_parts + p][lane];
+        }
+        second = second * scale + (a.b ? a.b[o_second] : 0.0f);
+        if constexpr (kFinish == GemvFinish::Swiglu) {
+            a.y[lane * (a.n_out / 2) + o] = silu(sum) * second;
+        } else {
+            const int d = static_cast<int>(a.rope.head_dim);
+            store_rope_pair(rope, slot % d / 2, d / 2, sum, second);
+        }
+    } else {
+        a.y[lane * a.n_out + o] = a.epilogue == LinearEpilogue::GeluTanh     ? gelu_tanh(sum)
+                                  : a.epilogue == LinearEpilogue::Accumulate ? accumulated + sum
+                                                                             : sum;
+    }
+}
+
+// n_parts warps per output slot (1, 2, 4 or 8; kWarpsPerBlock / n_parts slots a block): part p of row o reads
+// the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
+// lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
+// the previous kernel (the weights are uploaded, never written by a kernel), and a RopeToCache output's
+// targets found. With kNorm each chunk of x is multiplied by the norm's weights as it is read and its squares
+// summed (an RMSNorm input). kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null,
+// y as a.output says
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
+__global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
+    quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int part = warp % n_parts;
+    const int slot = static_cast<int>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = slot < a.n_out;
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
+    const int64_t n_in = a.n_in;
+    const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
+    const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
+    const int shift = group_shift(a.group_size);
+    Packed8 w[kChunksInFlight];
+    const uint64_t policy = evict_first_policy();
+    const auto load = [&](int64_t c0) {
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            if (valid && c0 + k * stride < n_in) {
+                w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, shift, policy);
+            }
+        }
+    };
+    load(first);
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const float accumulated = gemv_accumulated<kFinish>(a, slot, valid, part, lane);
+    float acc[kRows] = {};
+    float squares[kRows] = {};  // of x's columns this warp reads, for an RMSNorm input
+    for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
+        if (c0 != first) {
+            load(c0);
+        }
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            const int64_t c = c0 + k * stride;
+            if (c >= n_in) {
+                break;
+            }
+            float wk[8];
+            unpack8_levels<kType>(w[k], wk);
+            for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+                acc[r] = add_dot8<kType>(acc[r], xv, wk, w[k]);
+            });
+        }
+    }
+    finish_gemv_rows<kFinish, kRows, kNorm>(acc, squares, a, slot, valid, part, n_parts, rope, accumulated);
+}
+
+// A paired output (SwiGLU or RopeToCache) of one or two rows, a warp a pair: warp w of the grid dots the two
+// weight rows of output slots 2w and 2w + 1 (gemv_weight_row) with every row of x, the first kChunksInFlight
+// chunks of both loaded before the wait, and lane r finishes row r. No shared memory and no barrier, and
+// registers capped for kPairBlocksPerSm blocks an SM, so that the language model's 3,072 SwiGLU pairs and
+// 1,280 q/k/v pairs each run in one wave on 132 SMs, where the GEMV's warp a row took one and a half and 1.2.
+// With kNorm (one row) the warp applies the RMSNorm input as it reads x: it covers whole rows, so its own
+// squares give 1 / rms. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null  ->
+// y [n, n_out / 2], or where a.rope says
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
+__global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
+    quantized_gemv_pairs_kernel(QuantizedLinearArgs a) {
+    static_assert(paired_finish(kFinish));
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int pair =
+        static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize;
+    const int64_t n_pairs = a.n_out / 2;
+    const bool valid = pair < n_pairs;
+    const int64_t rows[2] = {valid ? gemv_weight_row<kFinish>(a, 2 * pair) : 0,
+                             valid ? gemv_weight_row<kFinish>(a, 2 * pair + 1) : 0};
+    const int64_t n_in = a.n_in;
+    constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
+    const int64_t first = int64_t{lane} * 8;
+    const int shift = group_shift(a.group_size);
+    const uint64_t policy = evict_first_policy();
+    Packed8 w[2][kChunksInFlight];
+    const auto load = [&](int64_t c0) {
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                if (valid && c0 + k * kStride < n_in) {
+                    w[h][k] =
+                        load_packed8<kType>(a.q, a.scales, rows[h], c0 + k * kStride, n_in, shift, policy);
+                }
+            }
+        }
+    };
+    load(first);
+    // Where lane r's pair goes and how it turns, for a RopeToCache output.
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, 2 * pair, valid, 0, lane);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float acc[2][kRows] = {};
+    float squares[kRows] = {};  // of x's columns, for an RMSNorm input
+    for (int64_t c0 = first; valid && c0 < n_in; c0 += kStride * kChunksInFlight) {
+        if (c0 != first) {
+            load(c0);
+        }
+#pragma unroll
+        for (int k = 0; k < kChunksInFlight; ++k) {
+            const int64_t c = c0 + k * kStride;
+            if (c >= n_in) {
+                break;
+            }
+            float wk[2][8];
+            unpack8_levels<kType>(w[0][k], wk[0]);
+            unpack8_levels<kType>(w[1][k], wk[1]);
+            for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+                acc[0][r] = add_dot8<kType>(acc[0][r], xv, wk[0], w[0][k]);
+                acc[1][r] = add_dot8<kType>(acc[1][r], xv, wk[1], w[1][k]);
+            });
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        acc[0][r] = warp_sum(acc[0][r]);
+        acc[1][r] = warp_sum(acc[1][r]);
+        if constexpr (kNorm) {
+            squares[r] = warp_sum(squares[r]);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        if (valid && lane == r && r < a.n) {
+            const float scale = kNorm ? inverse_rms(squares[r], a) : 1.0f;
+            const float first_sum = acc[0][r] * scale + (a.b ? a.b[rows[0]] : 0.0f);
+            const float second_sum = acc[1][r] * scale + (a.b ? a.b[rows[1]] : 0.0f);
+            if constexpr (kFinish == GemvFinish::Swiglu) {
+                a.y[r * n_pairs + pair] = silu(first_sum) * second_sum;
+            } else {
+                const int d = static_cast<int>(a.rope.head_dim);
+                store_rope_pair(rope, 2 * pair % d / 2, d / 2, first_sum, second_sum);
+            }
+        }
+    }
+}
+
+// The same for n_in not a multiple of 8: lanes take single columns, part p owning every n_parts-th 32.
+// x [n, n_in], b [n_out] or null, y [n, n_out]
+template <QuantizedFormat kType, GemvFinish kFinish>
+__global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kQuantizedGemvMaxRows))
+    quantized_gemv_columns_f32_kernel(QuantizedLinearArgs a, int n_parts) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int part = warp % n_parts;
+    const int slot = static_cast<int>(blockIdx.x) * (kWarpsPerBlock / n_parts) + warp / n_parts;
+    const bool valid = slot < a.n_out;
+    const int64_t o = gemv_weight_row<kFinish>(a, slot);
+    const RopePairTarget rope = gemv_rope_target<kFinish>(a, slot, valid, part, lane);
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const float accumulated = gemv_accumulated<kFinish>(a, slot, valid, part, lane);
+    float acc[kQuantizedGemvMaxRows] = {};
+    for (int64_t c = static_cast<int64_t>(part) * kWarpSize + lane; valid && c < a.n_in;
+         c += static_cast<int64_t>(n_parts) * kWarpSize) {
+        const float w = weight_at<kType>(a.q, a.scales, o, c, a.n_in, a.group_size);
+#pragma unroll
+        for (int r = 0; r < kQuantizedGemvMaxRows; ++r) {
+            if (r < a.n) {
+                acc[r] += a.x[r * a.n_in + c] * w;
+            }
+        }
+    }
+    finish_gemv_rows<kFinish, kQuantizedGemvMaxRows, false>(acc, nullptr, a, slot, valid, part, n_parts, rope,
+                                                            accumulated);
+}
+
+}  // namespace
+
+// ---- launchers --------------------------------------------------------------------------------------
+
+namespace {
+
+// Warps per output row for a GEMV: the fewest (a power of two) that give kGemvWarpsWanted warps in all
+// (kGemvWarpsWantedEightRows above four rows), and leave a block two slots for the pairs of a paired output.
+int gemv_parts(const QuantizedLinearArgs& a) {
+    const int max_parts = a.output != LinearOutput::Plain ? kWarpsPerBlock / 2 : kWarpsPerBlock;
+    int parts = 1;
+    const int64_t wanted = a.n > 4 ? kGemvWarpsWantedEightRows : kGemvWarpsWanted;
+    while (parts < max_parts && a.n_out * parts < wanted && a.n_in >= 2 * parts * kMinPartColumns) {
+        parts *= 2;
+    }
+    return parts;
+}
+
+// The GEMV of a, whose input is Plain, finished as kFinish says.
+template <QuantizedFormat kType, GemvFinish kFinish>
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    const int parts = gemv_parts(a);
+    const int64_t rows_per_block = kWarpsPerBlock / parts;
+    const dim3 grid(static_cast<unsigned int>((a.n_out + rows_per_block - 1) / rows_per_block));
+    if (a.n_in % 8 != 0) {
+        launch_chained(quantized_gemv_columns_f32_kernel<kType, kFinish>, grid, dim3(kBlock), 0, stream, a,
+                       parts);
+        return;
+    }
+    // Accumulators for 1, 2, 4 or 8 rows, the fewest that hold a.n.
+    const int n_rows = a.n <= 1 ? 1 : a.n <= 2 ? 2 : a.n <= 4 ? 4 : 8;
+    const bool norm = a.input == LinearInput::RmsNorm;  // a single row (gemv_takes_norm)
+    if constexpr (paired_finish(kFinish)) {
+        // A warp a pair at one row, and for SwiGLU at two as well (RoPE's pairs measured slower there).
+        if (n_rows == 1 || (kFinish == GemvFinish::Swiglu && n_rows == 2)) {
+            const dim3 pair_grid(
+                static_cast<unsigned int>((a.n_out / 2 + kWarpsPerBlock - 1) / kWarpsPerBlock));
+            auto* kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true>
+                                : quantized_gemv_pairs_kernel<kType, kFinish, 1, false>;
+            if constexpr (kFinish == GemvFinish::Swiglu) {
+                if (n_rows == 2) {
+                    kernel = quantized_gemv_pairs_kernel<kType, kFinish, 2, false>;
+                }
+            }
+            launch_chained(kernel, pair_grid, dim3(kBlock), 0, stream, a);
+            return;
+        }
+    } else if (norm) {
+        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, 1, true>, grid, dim3(kBlock), 0, stream, a,
+                       parts);
+        return;
+    }
+    with_1_2_4_8(n_rows, [&](auto rows) {
+        launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value, false>, grid, dim3(kBlock), 0,
+                       stream, a, parts);
+    });
+}
+
+template <QuantizedFormat kType>
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    if (a.output == LinearOutput::Swiglu) {
+        launch_gemv<kType, GemvFinish::Swiglu>(a, stream);
+    } else if (a.output == LinearOutput::RopeToCache) {
+        launch_gemv<kType, GemvFinish::Rope>(a, stream);
+    } else {
+        launch_gemv<kType, GemvFinish::Store>(a, stream);
+    }
+}
+
+}  // namespace
+
+bool gemv_takes_norm(const QuantizedLinearArgs& a) {
+    return a.input == LinearInput::RmsNorm && a.n <= kGemvNormMaxRows && a.n_in % 8 == 0;
+}
+
+void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
+    if (a.format == QuantizedFormat::Bf16) {
+        launch_gemv<QuantizedFormat::Bf16>(a, stream);
+    } else if (a.format == QuantizedFormat::Wint8) {
+        launch_gemv<QuantizedFormat::Wint8>(a, stream);
+    } else {
+        launch_gemv<QuantizedFormat::Wint4>(a, stream);
+    }
+}
+
+}  // namespace folio::kernels

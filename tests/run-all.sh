@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 bash packaging/install-deps.sh
 jobs=$(nproc)
+# Paths relative to the checkout in ccache's keys, so that a fresh clone reuses what an earlier one compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 
 echo "== release build and tests"
 cmake --preset ci >/dev/null

@@ -120,7 +120,7 @@ public:
     int32_t fail_on_token = -1;        // forward_text throws fail_message when it is fed this token
     int64_t fail_on_image_width = -1;  // encode_images throws for a grid this many patches wide
     std::string fail_message = "the fake model failed";
-    std::chrono::milliseconds step_delay{0};  // each forward_text takes at least this long
+    std::chrono::microseconds step_delay{0};  // each forward_text takes at least this long
     int64_t image_activation = 0;
     std::vector<Fed> fed;
     std::vector<ImageGrid> encoded;  // the grids of every encode_images call, in order

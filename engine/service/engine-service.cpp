@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -60,6 +61,19 @@ RequestOutput stopped_output(int64_t id) {
 
 }  // namespace
 
+// What the engine thread serves with: the device, the models and the engine, which reconfigure() rebuilds.
+struct Served {
+    Backend& backend;
+    std::vector<LoadedModel*> models;
+    LoadedModel& generative;
+    std::unique_ptr<EngineCore>& core;
+    int64_t other_bytes = 0;
+    int64_t reserved_bytes = 0;  // other models' activations
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>> in_core;
+};
+
+using Job = std::function<void(Served&)>;
+
 struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     ServiceImpl() : prepare(std::make_unique<TaskQueue>(2)) {}
 
@@ -67,7 +81,10 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     void deliver(RequestState& state, const RequestOutput& out);
     // The engine thread: loads, then serves until stop.
     void run(const ServiceParams& params);
-    void serve(EngineCore& core, Backend& backend, const DeviceSpec& device);
+    void serve(Served& served, const DeviceSpec& device);
+    // The engine and the request limits for the configuration, other processes' and models' bytes added.
+    void build_engine(Served& served, EngineConfig config,
+                      const std::function<void(CorePhase)>& on_phase = {});
     void publish(EngineCore& core, Backend& backend, int64_t free_bytes, int64_t n_new_tokens);
     // A preparation thread: builds the request and hands it to the engine thread.
     void prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
@@ -89,6 +106,7 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
     std::vector<std::pair<std::shared_ptr<RequestState>, Request>> pending;
     std::vector<int64_t> cancels;
+    std::vector<std::pair<Job, std::promise<void>>> jobs;
     std::unordered_map<int64_t, GroupProgress> groups;
     int64_t next_id = 0;
     int64_t next_group = 1;
@@ -181,6 +199,7 @@ void ServiceImpl::run(const ServiceParams& params) {
     std::unique_ptr<Backend> backend;
     std::vector<std::unique_ptr<LoadedModel>> models;
     std::unique_ptr<EngineCore> core;
+    std::optional<Served> served;
     try {
         context.check_cancelled();
         backend = params.device.make_backend();
@@ -212,26 +231,18 @@ void ServiceImpl::run(const ServiceParams& params) {
         if (!generative) {
             fail("no generative model among the ", n_models, " model slots");
         }
-        EngineConfig config = params.engine;
-        config.other_process_bytes = other_bytes;
-        config.reserved_bytes += reserved;
-        if (config.max_image_tokens == 0) {
-            config.max_image_tokens = generative->max_image_tokens();
+        served.emplace(Served{*backend, {}, *generative, core, other_bytes, reserved, {}});
+        for (const std::unique_ptr<LoadedModel>& m : models) {
+            served->models.push_back(m.get());
         }
-        core = std::make_unique<EngineCore>(
-            *generative->generative(), config, generative->tokenizer(), [&](CorePhase phase) {
-                context.set_phase(phase == CorePhase::MemoryPlan ? LoadPhase::MemoryPlan
-                                                                 : LoadPhase::GraphCapture);
-            });
-        const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
-                                           config.max_image_tokens};
-        auto made = std::make_shared<const RequestBuilder>(generative->prompt_format(), request_limits);
+        build_engine(*served, params.engine, [&](CorePhase phase) {
+            context.set_phase(phase == CorePhase::MemoryPlan ? LoadPhase::MemoryPlan
+                                                             : LoadPhase::GraphCapture);
+        });
         context.set_phase(LoadPhase::Ready);
         publish(*core, *backend, params.device.free_memory ? params.device.free_memory() : -1, 0);
         {
             const std::lock_guard lock(mutex);
-            builder = std::move(made);
-            limits = request_limits;
             status.state = ServiceState::Ready;
             accepting = true;
             stats.vram_other_bytes = other_bytes;
@@ -254,7 +265,7 @@ void ServiceImpl::run(const ServiceParams& params) {
         changed.notify_all();
         return;
     }
-    serve(*core, *backend, params.device);
+    serve(*served, params.device);
     // Stopping: no request is being built once the queue is idle (none is posted after stop), then every
     // request left ends, and the engine, the models and the backend go, in that order.
     prepare->wait_idle();
@@ -264,25 +275,58 @@ void ServiceImpl::run(const ServiceParams& params) {
     backend.reset();
 }
 
-void ServiceImpl::serve(EngineCore& core, Backend& backend, const DeviceSpec& device) {
-    std::unordered_map<int64_t, std::shared_ptr<RequestState>> in_core;
+void ServiceImpl::build_engine(Served& served, EngineConfig config,
+                               const std::function<void(CorePhase)>& on_phase) {
+    config.other_process_bytes = served.other_bytes;
+    config.reserved_bytes += served.reserved_bytes;
+    if (config.max_image_tokens == 0) {
+        config.max_image_tokens = served.generative.max_image_tokens();
+    }
+    served.core = std::make_unique<EngineCore>(*served.generative.generative(), config,
+                                               served.generative.tokenizer(), on_phase);
+    const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
+                                       config.max_image_tokens};
+    auto made = std::make_shared<const RequestBuilder>(served.generative.prompt_format(), request_limits);
+    const std::lock_guard lock(mutex);
+    builder = std::move(made);
+    limits = request_limits;
+}
+
+void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
+    Backend& backend = served.backend;
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>>& in_core = served.in_core;
     auto last_probe = std::chrono::steady_clock::now();
     int64_t free_bytes = device.free_memory ? device.free_memory() : -1;
-    publish(core, backend, free_bytes, 0);
+    publish(*served.core, backend, free_bytes, 0);
     for (;;) {
         std::vector<std::pair<std::shared_ptr<RequestState>, Request>> taken;
         std::vector<int64_t> cancelled;
+        std::vector<std::pair<Job, std::promise<void>>> work;
         {
             std::unique_lock lock(mutex);
             wake.wait(lock, [&] {
-                return stop.load() || !pending.empty() || !cancels.empty() || core.has_unfinished();
+                return stop.load() || !pending.empty() || !cancels.empty() || !jobs.empty() ||
+                       served.core->has_unfinished();
             });
             if (stop.load()) {
                 return;
             }
             taken.swap(pending);
             cancelled.swap(cancels);
+            work.swap(jobs);
         }
+        for (auto& [fn, done] : work) {
+            try {
+                fn(served);
+                done.set_value();
+            } catch (...) {
+                done.set_exception(std::current_exception());
+            }
+        }
+        if (!served.core) {
+            return;  // reconfigure could not build an engine: the service failed
+        }
+        EngineCore& core = *served.core;
         // In the order they were submitted, as far as their preparation allows.
         std::sort(taken.begin(), taken.end(),
                   [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
@@ -389,6 +433,11 @@ void ServiceImpl::end_live() {
         }
         pending.clear();
         cancels.clear();
+        for (auto& job : jobs) {
+            job.second.set_exception(
+                std::make_exception_ptr(Error("engine service: stopped before the work ran")));
+        }
+        jobs.clear();
     }
     for (const std::shared_ptr<RequestState>& state : left) {
         deliver(*state, stopped_output(state->id));
@@ -423,6 +472,7 @@ void ServiceImpl::cancel_locked(RequestState& state) {
 
 }  // namespace detail
 
+using detail::final_output;
 using detail::RequestState;
 using detail::ServiceImpl;
 
@@ -610,6 +660,62 @@ GroupProgress EngineService::group_progress(int64_t group) const {
 void EngineService::forget_group(int64_t group) {
     const std::lock_guard lock(impl_->mutex);
     impl_->groups.erase(group);
+}
+
+namespace {
+
+void run_job(ServiceImpl& impl, detail::Job job) {
+    std::future<void> done;
+    {
+        const std::lock_guard lock(impl.mutex);
+        if (!impl.accepting) {
+            fail("engine service: no model is ready (", service_state_name(impl.status.state), ")");
+        }
+        std::promise<void> promise;
+        done = promise.get_future();
+        impl.jobs.emplace_back(std::move(job), std::move(promise));
+    }
+    impl.wake.notify_all();
+    done.get();
+}
+
+}  // namespace
+
+void EngineService::run_on_engine_thread(const std::function<void(EngineContext&)>& fn) {
+    run_job(*impl_, [&fn](detail::Served& served) {
+        EngineContext context{served.backend, served.models, *served.core};
+        fn(context);
+    });
+}
+
+void EngineService::reconfigure(const EngineConfig& config) {
+    run_job(*impl_, [impl = impl_.get(), &config](detail::Served& served) {
+        // The requests the engine holds end; the old cache goes before the new one is planned.
+        for (auto& [id, state] : served.in_core) {
+            impl->deliver(*state, final_output(id, FinishReason::Cancelled, ErrorKind::Stopped,
+                                               "the engine was reconfigured"));
+        }
+        served.in_core.clear();
+        const EngineConfig previous = served.core->config();
+        served.core.reset();
+        try {
+            impl->build_engine(served, config);
+        } catch (const std::exception& e) {
+            try {
+                impl->build_engine(served, previous);  // the configuration that worked, back
+            } catch (const std::exception& again) {
+                const std::lock_guard lock(impl->mutex);
+                impl->status.state = ServiceState::Failed;
+                impl->status.error_kind = classify_failure(again);
+                impl->status.error = again.what();
+                impl->status.can_continue = false;
+                impl->accepting = false;
+                impl->changed.notify_all();
+            }
+            throw;
+        }
+        impl->publish(*served.core, served.backend, impl->stats.vram_free_bytes, 0);
+    });
 }
 
 ServiceStats EngineService::stats() const {

@@ -74,6 +74,13 @@ struct SubmitOptions {
     OutputCallback on_output;
 };
 
+// What work on the engine thread may use, between steps.
+struct EngineContext {
+    Backend& backend;
+    std::vector<LoadedModel*> models;  // in slot order
+    EngineCore& core;
+};
+
 namespace detail {
 struct RequestState;
 struct ServiceImpl;
@@ -135,6 +142,16 @@ public:
     void cancel_group(int64_t group);
     GroupProgress group_progress(int64_t group) const;
     void forget_group(int64_t group);
+
+    // Runs fn on the engine thread between two steps and waits for it; what fn throws is thrown here. For
+    // work that needs the device and the models themselves (benchmarks; a layout model's batches). Throws
+    // folio::Error unless the service is Ready, or when it stops before fn ran.
+    void run_on_engine_thread(const std::function<void(EngineContext&)>& fn);
+
+    // Rebuilds the engine with other options (a settings change that keeps the models: max_num_seqs,
+    // gpu_memory_utilization, ...): requests it holds end with ErrorKind::Stopped, the cache is planned anew.
+    // Throws what building the engine throws, the previous configuration then back in place.
+    void reconfigure(const EngineConfig& config);
 
     ServiceStats stats() const;
     // The limits requests are checked against; zeros unless Ready.

@@ -591,4 +591,53 @@ TEST_F(EngineServiceTest, ClientsOnSeveralThreads) {
     EXPECT_EQ(n_right.load(), 100);
 }
 
+// Work that needs the device and the models runs on the engine thread between steps.
+TEST_F(EngineServiceTest, RunsWorkOnTheEngineThread) {
+    FakeFactory factory;
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle h = service.submit(spec(text_request({1}, 20)));
+    std::thread::id engine_thread;
+    int64_t max_num_seqs = 0;
+    size_t n_models = 0;
+    service.run_on_engine_thread([&](EngineContext& c) {
+        engine_thread = std::this_thread::get_id();
+        max_num_seqs = c.core.config().max_num_seqs;
+        n_models = c.models.size();
+    });
+    EXPECT_NE(engine_thread, std::this_thread::get_id());
+    EXPECT_EQ(max_num_seqs, 8);
+    EXPECT_EQ(n_models, 1u);
+    EXPECT_THROW(service.run_on_engine_thread([](EngineContext&) { fail("work that fails"); }), Error);
+    EXPECT_EQ(collect(h).tokens, chain(1, 20)) << "the requests go on";
+    service.unload();
+    EXPECT_THROW(service.run_on_engine_thread([](EngineContext&) {}), Error);
+}
+
+// Engine options change without reloading the models; a configuration that cannot be built leaves the
+// previous one in place.
+TEST_F(EngineServiceTest, ReconfiguresTheEngineKeepingTheModels) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 1ms; };
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle running = service.submit(spec(text_request({1}, 200)));
+    ASSERT_TRUE(running.next());
+    EngineConfig smaller = service_config();
+    smaller.num_gpu_blocks_override = 512;
+    smaller.max_num_seqs = 2;
+    service.reconfigure(smaller);
+    const Collected ended = collect(running);
+    EXPECT_EQ(ended.last->error_kind, ErrorKind::Stopped);
+    EXPECT_EQ(service.stats().n_kv_blocks, 512);
+    EXPECT_EQ(g_live_models.load(), 1) << "the models stayed";
+    EngineConfig impossible = smaller;
+    impossible.max_model_len = 100000;  // over the model's context
+    EXPECT_THROW(service.reconfigure(impossible), Error);
+    EXPECT_EQ(service.status().state, ServiceState::Ready);
+    EXPECT_EQ(service.limits().max_model_len, 256);
+    RequestHandle after = service.submit(spec(text_request({5}, 3)));
+    EXPECT_EQ(collect(after).tokens, chain(5, 3));
+}
+
 }  // namespace

@@ -124,13 +124,13 @@ int run_generate(const Options& opt) {
             std::cout << "=== request " << r << ": " << tasks[r] << "\n" << text << "\n";
         }
         const folio::FinishReason finish = last && last->finish ? *last->finish : folio::FinishReason::Error;
-        std::cerr << "folio-cli: request " << r << ": " << n_tokens << " tokens ("
-                  << folio::finish_reason_name(finish) << ")";
         if (last && !last->error.empty()) {
-            std::cerr << ": " << last->error;
+            std::cerr << "folio-cli generate: request " << r << ": error: " << last->error << "\n";
             status = 1;
+            continue;
         }
-        std::cerr << "\n";
+        std::cerr << "folio-cli: request " << r << ": " << n_tokens << " tokens ("
+                  << folio::finish_reason_name(finish) << ")\n";
     }
     const double seconds = seconds_since(start);
     const folio::EngineStats stats = service.stats().engine;

@@ -647,7 +647,12 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
 TEST_F(Serving, ServiceServesTheModelFolderAsRequestsRunAlone) {
     EngineService service;
     ServiceParams params;
+    // The suite's device, made on the service's engine thread.
+#ifdef FOLIO_TEST_CUDA
+    params.device.make_backend = [] { return make_cuda_backend(); };
+#else
     params.device.make_backend = [] { return make_cpu_backend(2); };
+#endif
     params.models.push_back({ModelRole::Recognition, folio::testing::tiny_model_dir(), {}});
     params.engine = base_config();
     service.load(params);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "device-memory.h"
 #include "engine-service.h"
 #include "image-preprocess.h"
 #include "model-loader.h"
@@ -276,6 +277,7 @@ int run_bench(const Options& opt) {
     EngineService service;
     ServiceParams params;
     params.device.make_backend = [opt] { return make_backend(opt); };
+    params.device.free_memory = device_free_memory(opt);
     params.models.push_back(
         {ModelRole::Recognition, opt.has("--model") ? std::filesystem::path(opt.text("--model")) : "", load});
     params.engine = engine_cfg;

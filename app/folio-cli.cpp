@@ -8,6 +8,7 @@
 
 #include "bench.h"
 #include "cli-options.h"
+#include "device-memory.h"
 #include "engine-service.h"
 #include "error.h"
 #include "image-loader.h"
@@ -37,6 +38,7 @@ constexpr const char* kUsage = R"(usage:
 void load_service(folio::EngineService& service, const Options& opt, const std::filesystem::path& model_dir) {
     folio::ServiceParams params;
     params.device.make_backend = [opt] { return make_backend(opt); };
+    params.device.free_memory = device_free_memory(opt);
     params.models.push_back({folio::ModelRole::Recognition, model_dir, load_params(opt)});
     params.engine = engine_config(opt, folio::load_model_config(model_dir / "config.json"));
     service.load(std::move(params));

@@ -44,8 +44,10 @@ struct ScheduledChunk {
 };
 
 struct SchedulerOutput {
-    std::vector<ScheduledChunk> chunks;  // running sequences first, in start order, then newly admitted ones
-    std::vector<int64_t> preempted;      // sequences that gave their blocks back in this step
+    // Class by class, interactive first: the class's running sequences in start order, then its newly
+    // admitted ones (one isolated sequence alone after a failed step).
+    std::vector<ScheduledChunk> chunks;
+    std::vector<int64_t> preempted;  // sequences that gave their blocks back in this step
     int64_t n_tokens = 0;
 };
 

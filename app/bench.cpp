@@ -2,15 +2,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <iostream>
 #include <random>
-#include <set>
 #include <sstream>
+#include <thread>
 
+#include "device-memory.h"
 #include "engine-options.h"
+#include "engine-service.h"
 #include "image-preprocess.h"
 #include "model-loader.h"
-#include "weight-source.h"
 
 namespace folio::cli {
 
@@ -27,10 +31,10 @@ const char* const kBenchUsage =
 
 namespace {
 
-// Decode throughput at one batch size: `batch` requests of n_prompt distinct tokens, timed from the
-// step after every request has its first token to the end.
-nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_t batch, int64_t n_prompt,
-                            int64_t n_decode) {
+// Decode throughput at one batch size through the service, its engine rebuilt for the batch: `batch`
+// requests of n_prompt distinct tokens, timed from when every request has its first token to the end.
+nlohmann::json bench_decode(EngineService& service, const ModelConfig& cfg, const EngineConfig& base,
+                            int64_t batch, int64_t n_prompt, int64_t n_decode) {
     EngineConfig config = base;
     config.max_num_seqs = batch;
     config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
@@ -39,49 +43,57 @@ nlohmann::json bench_decode(PaddleOcrVl& model, const EngineConfig& base, int64_
     config.num_gpu_blocks_override =
         batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
     const auto engine_start = std::chrono::steady_clock::now();
-    EngineCore engine(model, config);
+    service.reconfigure(config);
     const double engine_seconds = seconds_since(engine_start);  // the cache planned, decode steps recorded
-    const auto& tc = model.config().text;
+    std::atomic<int64_t> n_started{0}, n_tokens{0};
+    std::atomic<bool> timing{false};
+    std::vector<RequestHandle> handles;
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < batch; ++b) {
         Request request;
         for (int64_t i = 0; i < n_prompt; ++i) {
-            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % tc.vocab_size));
+            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % cfg.text.vocab_size));
             request.prompt.is_image.push_back(0);
         }
         request.max_tokens = n_decode + 1;
         request.ignore_eos = true;
-        engine.submit(std::move(request));
-    }
-    std::set<int64_t> started;
-    while (static_cast<int64_t>(started.size()) < batch) {
-        for (const auto& out : engine.step()) {
-            if (!out.tokens.empty()) {
-                started.insert(out.id);
+        SubmitOptions options;
+        options.on_output = [&, first = true](const RequestOutput& out) mutable {
+            if (timing) {
+                n_tokens += static_cast<int64_t>(out.tokens.size());
             }
-        }
+            if (first && !out.tokens.empty()) {
+                first = false;
+                ++n_started;
+            }
+        };
+        handles.push_back(service.submit({std::move(request), {}}, std::move(options)));
+    }
+    while (n_started < batch) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const double ttft = seconds_since(start);
-    engine.step();  // the first decode step, outside the timing like the prompt
+    const RunnerStats before = service.stats().engine.runner;
+    timing = true;
     const auto decode_start = std::chrono::steady_clock::now();
-    const RunnerStats before = engine.stats().runner;
-    while (engine.has_unfinished()) {
-        engine.step();
+    while (
+        !std::all_of(handles.begin(), handles.end(), [](const RequestHandle& h) { return h.finished(); })) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const double seconds = seconds_since(decode_start);
-    const RunnerStats after = engine.stats().runner;
-    const int64_t n_tokens = batch * (n_decode - 1);
+    const EngineStats after = service.stats().engine;
+    const auto n_timed = n_tokens.load();
     return {{"batch", batch},
             {"engine_seconds", engine_seconds},
-            {"n_tokens", n_tokens},
+            {"n_tokens", n_timed},
             {"seconds", seconds},
-            {"tokens_per_second", static_cast<double>(n_tokens) / seconds},
-            {"replayed_steps", after.n_replays - before.n_replays},
+            {"tokens_per_second", static_cast<double>(n_timed) / seconds},
+            {"replayed_steps", after.runner.n_replays - before.n_replays},
             {"prefill_seconds", ttft},
             {"prefill_tokens_per_second", static_cast<double>(batch * n_prompt) / ttft},
-            {"steps_ahead", engine.stats().n_steps_ahead},
-            {"decode_model_seconds", after.text_seconds - before.text_seconds},
-            {"decode_sample_seconds", after.sample_seconds - before.sample_seconds}};
+            {"steps_ahead", after.n_steps_ahead},
+            {"decode_model_seconds", after.runner.text_seconds - before.text_seconds},
+            {"decode_sample_seconds", after.runner.sample_seconds - before.sample_seconds}};
 }
 
 // The crops of one page of the standard "page20" workload: five block shapes a layout model finds on a
@@ -109,11 +121,11 @@ constexpr int64_t kBlockMinPixels = 112'896;
 constexpr int64_t kBlockMaxPixels = 1'003'520;
 
 // Pages turned into block requests as the document pipeline makes them: every block a crop of noise resized
-// within the pipeline's pixel bounds, with a task prompt and a fixed output length, all submitted at once.
-// Preprocessing happens before the clock starts.
-nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const EngineConfig& config,
-                              const DocumentWorkload& w) {
-    const ModelConfig& cfg = model.config();
+// within the pipeline's pixel bounds, with a task prompt and a fixed output length, all submitted at once to
+// the service as one group, the engine rebuilt with the command's options. Preprocessing happens before the
+// clock starts.
+nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, PreprocessorConfig pre,
+                              const EngineConfig& config, const DocumentWorkload& w) {
     pre.min_pixels = kBlockMinPixels;
     pre.max_pixels = kBlockMaxPixels;
     std::vector<Request> requests;
@@ -144,20 +156,29 @@ nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const 
             requests.push_back(std::move(r));
         }
     }
-    EngineCore engine(model, config);
+    // The blocks' own pixel bounds decide the largest image a step takes whole.
+    EngineConfig engine = config;
+    const int64_t factor = int64_t{pre.patch_size} * pre.merge_size;
+    engine.max_image_tokens = kBlockMaxPixels / (factor * factor);
+    service.reconfigure(engine);
+    const int64_t document = service.create_group();
+    SubmitOptions options;
+    options.group = document;
     const auto start = std::chrono::steady_clock::now();
     for (Request& r : requests) {
-        engine.submit(std::move(r));
+        service.submit({std::move(r), {}}, options);
     }
     const double submit_seconds = seconds_since(start);
-    int64_t n_tokens = 0;
-    while (engine.has_unfinished()) {
-        for (const RequestOutput& out : engine.step()) {
-            n_tokens += static_cast<int64_t>(out.tokens.size());
-        }
+    GroupProgress progress;
+    for (progress = service.group_progress(document); !progress.done();
+         progress = service.group_progress(document)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     const double seconds = seconds_since(start);
-    const EngineStats stats = engine.stats();
+    if (progress.n_failed > 0) {
+        fail(progress.n_failed, " block requests of the document workload failed");
+    }
+    const EngineStats stats = service.stats().engine;
     return {{"workload", w.name},
             {"pages", w.n_pages},
             {"blocks_per_page", w.page_blocks.size()},
@@ -165,7 +186,7 @@ nlohmann::json bench_document(PaddleOcrVl& model, PreprocessorConfig pre, const 
             {"block_output_tokens", w.block_tokens},
             {"seconds", seconds},
             {"pages_per_second", static_cast<double>(w.n_pages) / seconds},
-            {"output_tokens_per_second", static_cast<double>(n_tokens) / seconds},
+            {"output_tokens_per_second", static_cast<double>(progress.n_tokens) / seconds},
             {"steps", stats.runner.n_steps},
             {"decode_steps", stats.runner.n_decode_steps},
             {"replayed_steps", stats.runner.n_replays},
@@ -241,30 +262,38 @@ int run_bench(const Options& opt) {
         }
     }
 
-    const auto backend = make_backend(opt);
-    std::unique_ptr<ModelFiles> files;
-    std::unique_ptr<WeightSource> weights;
     ModelConfig cfg;
     PreprocessorConfig pre;
     if (opt.has("--model")) {
-        files = ModelFiles::open(opt.text("--model"));
+        const std::unique_ptr<ModelFiles> files = ModelFiles::open(opt.text("--model"));
         cfg = files->config();
         pre = files->preprocessor();
-        weights = make_file_weight_source(*files);
     } else {
         cfg = parse_model_config("{}", "full-size defaults");
         pre = parse_preprocessor_config("{}", "reference defaults");
-        weights = make_random_weight_source(2026);
     }
     const EngineOptions engine_options = parse_engine_options(opt, cfg);
     apply_preprocessing(engine_options, pre);
     const ModelLoadParams& load = engine_options.load;
+    const EngineConfig& engine_cfg = engine_options.engine;
+    // The model through the service, as every front end loads it (random weights without --model).
+    EngineService service;
+    ServiceParams params;
+    params.device.make_backend = [opt] { return make_backend(opt); };
+    params.device.free_memory = device_free_memory(opt);
+    params.models.push_back(
+        {ModelRole::Recognition, opt.has("--model") ? std::filesystem::path(opt.text("--model")) : "", load});
+    params.engine = engine_cfg;
     auto start = std::chrono::steady_clock::now();
-    PaddleOcrVl model(*backend, cfg, *weights, load);
+    service.load(std::move(params));
+    if (service.wait_loaded(std::chrono::hours(24)) != ServiceState::Ready) {
+        fail(service.status().error);
+    }
     const double load_seconds = seconds_since(start);
 
     // Vision: a batch of images of the requested size (patch grid rounded to the 2x2 merge), encoded once to
-    // warm up and then timed over several runs, each waited for.
+    // warm up and then timed over several runs, each waited for; and the model's own figures. On the engine
+    // thread, which owns the device.
     constexpr int kVisionImages = 8, kVisionRuns = 3;
     const int64_t factor = static_cast<int64_t>(cfg.vision.patch_size) * cfg.vision.spatial_merge_size;
     const std::vector<ImageGrid> grids(kVisionImages,
@@ -273,42 +302,61 @@ int run_bench(const Options& opt) {
     const int64_t patch_dim = cfg.vision.patch_dim();
     const std::vector<float> pixels(static_cast<size_t>(kVisionImages * grids[0].n_patches() * patch_dim),
                                     0.1f);
-    const Tensor probe = backend->alloc({1});
-    model.encode_vision(pixels, grids);
-    backend->download(probe);  // waits for the warm-up
-    start = std::chrono::steady_clock::now();
-    for (int run = 0; run < kVisionRuns; ++run) {
-        model.encode_vision(pixels, grids);
-    }
-    backend->download(probe);
-    const double vision_seconds = seconds_since(start) / kVisionRuns;
+    double vision_seconds = 0.0, bandwidth = 0.0;
+    int64_t n_params = 0, n_weight_bytes = 0, peak_bytes = 0;
+    std::string device;
+    service.run_on_engine_thread([&](EngineContext& context) {
+        auto* model = dynamic_cast<PaddleOcrVl*>(context.models.front()->generative());
+        if (!model) {
+            fail("bench: the service's model is not PaddleOCR-VL");
+        }
+        Backend& backend = context.backend;
+        const Tensor probe = backend.alloc({1});
+        model->encode_vision(pixels, grids);
+        backend.download(probe);  // waits for the warm-up
+        const auto vision_start = std::chrono::steady_clock::now();
+        for (int run = 0; run < kVisionRuns; ++run) {
+            model->encode_vision(pixels, grids);
+        }
+        backend.download(probe);
+        vision_seconds = seconds_since(vision_start) / kVisionRuns;
+        n_params = model->n_params();
+        n_weight_bytes = model->n_weight_bytes();
+        device = backend.name();
+    });
     const int64_t vision_patches = kVisionImages * grids[0].n_patches();
 
     nlohmann::json decode = nlohmann::json::array();
-    const EngineConfig& engine_cfg = engine_options.engine;
     for (const int64_t b : batches) {
-        decode.push_back(bench_decode(model, engine_cfg, b, n_prefill, n_decode));
+        decode.push_back(bench_decode(service, cfg, engine_cfg, b, n_prefill, n_decode));
     }
+    nlohmann::json document_report;
+    if (document.n_pages > 0) {
+        document_report = bench_document(service, cfg, pre, engine_cfg, document);
+    }
+    service.run_on_engine_thread([&](EngineContext& context) {
+        bandwidth = copy_bandwidth(context.backend);
+        peak_bytes = context.backend.memory_stats().peak;
+    });
     nlohmann::json bytes;
     for (const auto q : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
         ModelLoadParams p = load;
         p.quantization = q;
         bytes[quantization_name(q)] = weight_bytes(cfg, p);
     }
-    const double bandwidth = copy_bandwidth(*backend);
     const int64_t step_bytes = decode_weight_bytes(cfg, load);
     nlohmann::json report = {
         {"copy_bandwidth_bytes_per_second", bandwidth},
         {"decode_weight_bytes_per_step", step_bytes},
         {"decode_floor_tokens_per_second", bandwidth / static_cast<double>(step_bytes)},
-        {"peak_bytes", backend->memory_stats().peak},
-        {"device", backend->name()},
+        {"peak_bytes", peak_bytes},
+        {"device", device},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
         {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},
         {"quantization", quantization_name(load.quantization)},
-        {"n_params", model.n_params()},
-        {"weight_bytes", model.n_weight_bytes()},
+        {"n_params", n_params},
+        {"weight_bytes", n_weight_bytes},
         {"weight_bytes_by_format", bytes},
         {"load_seconds", load_seconds},
         {"vision",
@@ -320,7 +368,7 @@ int run_bench(const Options& opt) {
         {"decode", decode},
     };
     if (document.n_pages > 0) {
-        report["document"] = bench_document(model, pre, engine_cfg, document);
+        report["document"] = document_report;
     }
     std::cout << report.dump(2) << std::endl;
     return 0;

@@ -1,22 +1,20 @@
 // folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize.
+#include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench.h"
 #include "cli-options.h"
-#include "engine-core.h"
+#include "device-memory.h"
 #include "engine-options.h"
+#include "engine-service.h"
 #include "error.h"
 #include "image-loader.h"
-#include "image-preprocess.h"
-#include "model-loader.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
+#include "model-config.h"
 #include "tokenize-command.h"
-#include "tokenizer.h"
-#include "weight-source.h"
 
 namespace {
 
@@ -33,8 +31,38 @@ constexpr const char* kUsage = R"(usage:
       Runs PaddleOCR-VL on the images with the task prompt ("OCR:", "Table Recognition:",
       "Formula Recognition:", "Chart Recognition:"). One prompt takes every image and streams its text
       to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
-      with the same one (a single --image), and print their texts when done.
+      with the same one (a single --image), and print their texts when done. Without --max-tokens a
+      request may run to max_model_len; a --max-tokens that does not fit it is refused.
 )";
+
+// The service loaded with the folder's model on the chosen device, loading progress on stderr.
+void load_service(folio::EngineService& service, const Options& opt, const std::filesystem::path& model_dir) {
+    const EngineOptions engine_options =
+        parse_engine_options(opt, folio::load_model_config(model_dir / "config.json"));
+    folio::ServiceParams params;
+    params.device.make_backend = [opt] { return make_backend(opt); };
+    params.device.free_memory = device_free_memory(opt);
+    folio::ModelSlot slot{folio::ModelRole::Recognition, model_dir, engine_options.load};
+    slot.tokenizer_dir = engine_options.tokenizer.value_or(std::filesystem::path());
+    slot.adjust_preprocessor = [engine_options](folio::PreprocessorConfig& pre) {
+        apply_preprocessing(engine_options, pre);
+    };
+    params.models.push_back(std::move(slot));
+    params.engine = engine_options.engine;
+    service.load(std::move(params));
+    folio::LoadPhase shown = folio::LoadPhase::Idle;
+    while (service.wait_loaded(std::chrono::milliseconds(200)) == folio::ServiceState::Loading) {
+        const folio::LoadProgress p = service.status().progress;
+        if (p.phase != shown && p.phase != folio::LoadPhase::Idle) {
+            std::cerr << "folio-cli: loading: " << folio::load_phase_name(p.phase) << "\n";
+            shown = p.phase;
+        }
+    }
+    const folio::ServiceStatus status = service.status();
+    if (status.state != folio::ServiceState::Ready) {
+        fail(status.error);
+    }
+}
 
 int run_generate(const Options& opt) {
     opt.allow(
@@ -45,14 +73,16 @@ int run_generate(const Options& opt) {
     if (tasks.empty()) {
         fail("missing required option --prompt");
     }
-    folio::Request base;
-    base.max_tokens = opt.integer("--max-tokens", 1024);
-    base.sampling.temperature = static_cast<float>(opt.real("--temperature", 0.0));
-    base.sampling.top_k = static_cast<int>(opt.integer("--top-k", 0));
-    base.sampling.top_p = static_cast<float>(opt.real("--top-p", 1.0));
-    base.sampling.repetition_penalty = static_cast<float>(opt.real("--repetition-penalty", 1.0));
-    base.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
-    base.stop_strings = opt.all("--stop");
+    folio::GenerationOptions options;
+    if (opt.has("--max-tokens")) {
+        options.max_tokens = opt.integer("--max-tokens", 0);
+    }
+    options.sampling.temperature = static_cast<float>(opt.real("--temperature", 0.0));
+    options.sampling.top_k = static_cast<int>(opt.integer("--top-k", 0));
+    options.sampling.top_p = static_cast<float>(opt.real("--top-p", 1.0));
+    options.sampling.repetition_penalty = static_cast<float>(opt.real("--repetition-penalty", 1.0));
+    options.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
+    options.stop_strings = opt.all("--stop");
 
     // Which images each prompt takes.
     const std::vector<std::string> image_paths = opt.all("--image");
@@ -67,70 +97,58 @@ int run_generate(const Options& opt) {
         fail(tasks.size(), " prompts need one --image each or a single --image for all, got ",
              image_paths.size());
     }
-
-    const auto files = folio::ModelFiles::open(model_dir);
-    const folio::ModelConfig& cfg = files->config();
-    const EngineOptions engine_options = parse_engine_options(opt, cfg);
-    folio::PreprocessorConfig preprocessor = files->preprocessor();
-    apply_preprocessing(engine_options, preprocessor);
-    const auto tokenizer = folio::Tokenizer::load(engine_options.tokenizer.value_or(model_dir));
-    const auto backend = make_backend(opt);
-    const auto weights = folio::make_file_weight_source(*files);
-    folio::PaddleOcrVl model(*backend, cfg, *weights, engine_options.load);
-    folio::EngineCore engine(model, engine_options.engine, tokenizer.get());
-
-    std::vector<int64_t> ids;
+    std::vector<folio::RequestSpec> specs;
     for (size_t r = 0; r < tasks.size(); ++r) {
-        std::vector<folio::Image> images;
+        folio::ImageTask task;
         for (const auto& path : request_images[r]) {
-            images.push_back(folio::load_image(path));
+            task.images.push_back(folio::load_image(path));
         }
-        folio::Request request = base;
-        request.images = folio::preprocess_images(images, preprocessor);
-        std::vector<int64_t> n_image_tokens;
-        const int64_t merge =
-            static_cast<int64_t>(cfg.vision.spatial_merge_size) * cfg.vision.spatial_merge_size;
-        for (const auto& g : request.images.grids) {
-            n_image_tokens.push_back(g.n_patches() / merge);
-        }
-        request.prompt = folio::build_chat_prompt(
-            *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id},
-            n_image_tokens, tasks[r]);
-        ids.push_back(engine.submit(std::move(request)));
+        task.task = tasks[r];
+        specs.push_back({std::move(task), options});
     }
 
-    const bool stream = tasks.size() == 1;
-    std::map<int64_t, std::string> texts;
-    std::map<int64_t, std::pair<size_t, folio::FinishReason>> done;
+    folio::EngineService service;
+    load_service(service, opt, model_dir);
     const auto start = std::chrono::steady_clock::now();
-    while (engine.has_unfinished()) {
-        for (const folio::RequestOutput& out : engine.step()) {
-            if (stream) {
-                std::cout << out.text << std::flush;
-            }
-            texts[out.id] += out.text;
-            done[out.id].first += out.tokens.size();
-            if (out.finish) {
-                done[out.id].second = *out.finish;
-            }
-        }
+    std::vector<folio::RequestHandle> handles;
+    for (folio::RequestSpec& spec : specs) {
+        handles.push_back(service.submit(std::move(spec), {}));
     }
-    const double seconds = seconds_since(start);
-    for (size_t r = 0; r < ids.size(); ++r) {
+    const bool stream = tasks.size() == 1;
+    int status = 0;
+    for (size_t r = 0; r < handles.size(); ++r) {
+        std::string text;
+        size_t n_tokens = 0;
+        std::optional<folio::RequestOutput> last;
+        while (std::optional<folio::RequestOutput> out = handles[r].next()) {
+            if (stream) {
+                std::cout << out->text << std::flush;
+            }
+            text += out->text;
+            n_tokens += out->tokens.size();
+            last = std::move(out);
+        }
         if (stream) {
             std::cout << std::endl;
         } else {
-            std::cout << "=== request " << r << ": " << tasks[r] << "\n" << texts[ids[r]] << "\n";
+            std::cout << "=== request " << r << ": " << tasks[r] << "\n" << text << "\n";
         }
-        std::cerr << "folio-cli: request " << r << ": " << done[ids[r]].first << " tokens ("
-                  << folio::finish_reason_name(done[ids[r]].second) << ")\n";
+        const folio::FinishReason finish = last && last->finish ? *last->finish : folio::FinishReason::Error;
+        if (last && !last->error.empty()) {
+            std::cerr << "folio-cli generate: request " << r << ": error: " << last->error << "\n";
+            status = 1;
+            continue;
+        }
+        std::cerr << "folio-cli: request " << r << ": " << n_tokens << " tokens ("
+                  << folio::finish_reason_name(finish) << ")\n";
     }
-    const folio::EngineStats stats = engine.stats();
+    const double seconds = seconds_since(start);
+    const folio::EngineStats stats = service.stats().engine;
     std::cerr << "folio-cli: " << seconds << " s, " << stats.runner.n_steps << " steps, "
               << stats.runner.n_tokens << " tokens through the decoder, " << stats.runner.n_image_patches
               << " image patches, " << stats.n_preemptions << " preemptions, prefix cache "
               << stats.n_prefix_hit_blocks << "/" << stats.n_prefix_lookup_blocks << " blocks hit\n";
-    return 0;
+    return status;
 }
 
 }  // namespace

@@ -81,4 +81,11 @@ void BlockPool::cache(int32_t block, BlockHash hash) {
     cached_.emplace(hash, block);
 }
 
+void BlockPool::clear_cache() {
+    for (Block& block : blocks_) {
+        block.hash.reset();
+    }
+    cached_.clear();
+}
+
 }  // namespace folio

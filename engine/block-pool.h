@@ -45,6 +45,8 @@ public:
     void release(std::span<const int32_t> blocks) override;
     std::optional<int32_t> acquire_cached(BlockHash hash) override;
     void cache(int32_t block, BlockHash hash) override;
+    // Forgets every block's hash, so that no later request finds any (after a failed step).
+    void clear_cache();
 
     int32_t ref_count(int32_t block) const { return blocks_.at(static_cast<size_t>(block)).ref_count; }
     bool is_cached(int32_t block) const { return blocks_.at(static_cast<size_t>(block)).hash.has_value(); }

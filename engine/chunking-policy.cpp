@@ -1,5 +1,7 @@
 #include "chunking-policy.h"
 
+#include <algorithm>
+
 namespace folio {
 
 int64_t prefill_chunk(int64_t n_computed, int64_t n_tokens, std::span<const ImageSpan> images, int64_t budget,
@@ -14,11 +16,11 @@ int64_t prefill_chunk(int64_t n_computed, int64_t n_tokens, std::span<const Imag
     int64_t end = n_computed + budget;
     for (const ImageSpan& image : images) {
         if (image.begin < end && end < image.end()) {
-            end = image.begin > n_computed ? image.begin : image.end();
+            end = image.end();
             break;
         }
     }
-    return end - n_computed;
+    return std::min(end, n_tokens) - n_computed;
 }
 
 }  // namespace folio

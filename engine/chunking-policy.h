@@ -9,9 +9,9 @@
 namespace folio {
 
 // Tokens of [n_computed, n_tokens) to process in a step with `budget` tokens left. Everything when it fits.
-// Otherwise, without chunked prefill, nothing; with it, a chunk of the budget whose end never falls inside
-// an image: it shrinks back to the image's start when tokens come before the image in the chunk, and grows
-// to the image's end when the image starts the chunk, so that an image is never split and always progresses.
+// Otherwise, without chunked prefill, nothing; with it, a chunk of the budget that, when it reaches into an
+// image, grows to take the whole image (as FastDeploy chunks multimodal prompts): an image is never split,
+// and the step may take more than its budget by up to an image less one token.
 int64_t prefill_chunk(int64_t n_computed, int64_t n_tokens, std::span<const ImageSpan> images, int64_t budget,
                       bool enable_chunked_prefill);
 

@@ -75,12 +75,18 @@ uint64_t image_content_hash(std::span<const std::byte> pixels, std::span<const s
 
 namespace {
 
-// The scheduler's view of a request; its images hashed on hash_threads, or left unhashed (zero) without them,
-// for a sequence that is only checked.
+// The scheduler's view of a request; its images keyed by the hashes the request brings, else hashed on
+// hash_threads (counted in n_hashed), or left unhashed (zero) without them, for a sequence that is only
+// checked.
 std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, const GenerativeModel& model,
-                                        ThreadPool* hash_threads) {
+                                        ThreadPool* hash_threads, int64_t* n_hashed = nullptr) {
+    if (!request.image_hashes.empty() && request.image_hashes.size() != request.images.grids.size()) {
+        fail("request ", id, ": ", request.image_hashes.size(), " image hashes for ",
+             request.images.grids.size(), " images");
+    }
     auto seq = std::make_unique<Sequence>();
     seq->id = id;
+    seq->priority = request.priority;
     seq->tokens = request.prompt.ids;
     seq->n_prompt = static_cast<int64_t>(request.prompt.ids.size());
     seq->max_tokens = request.max_tokens;
@@ -109,10 +115,17 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
             fail("request ", id, ": an image run of ", end - i, " tokens for an image of ",
                  model.n_image_tokens(grid), " merged patches");
         }
-        seq->images.push_back({i, end - i,
-                               hash_threads ? image_content_hash(request.images.image_bytes(image - 1),
-                                                                 level_values, grid, hash_threads)
-                                            : 0});
+        uint64_t hash = 0;
+        if (!request.image_hashes.empty()) {
+            hash = request.image_hashes[image - 1];
+        } else if (hash_threads) {
+            hash =
+                image_content_hash(request.images.image_bytes(image - 1), level_values, grid, hash_threads);
+            if (n_hashed) {
+                ++*n_hashed;
+            }
+        }
+        seq->images.push_back({i, end - i, hash});
     }
     if (image != request.images.grids.size()) {
         fail("request ", id, ": ", request.images.grids.size(), " images but ", image,
@@ -123,8 +136,14 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
 
 }  // namespace
 
-EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer)
+EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer,
+                       const std::function<void(CorePhase)>& on_phase)
     : model_(model), config_(config), tokenizer_(tokenizer), hash_threads_(ThreadPool::at_most_hardware(4)) {
+    const auto phase = [&](CorePhase p) {
+        if (on_phase) {
+            on_phase(p);
+        }
+    };
     const int64_t max_context = model.limits().max_context;
     if (config.block_size < 1) {
         fail("block_size must be at least 1, got ", config.block_size);
@@ -135,12 +154,18 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     if (config.max_model_len > max_context) {
         fail("max_model_len ", config.max_model_len, " exceeds the model's context of ", max_context);
     }
-    SchedulerConfig sc{config.max_num_seqs, config.max_num_batched_tokens, config.max_model_len,
-                       config.enable_chunked_prefill, config.enable_prefix_caching};
+    if (config.max_image_tokens < 0 || config.other_process_bytes < 0 || config.reserved_bytes < 0) {
+        fail("max_image_tokens (", config.max_image_tokens, "), other_process_bytes (",
+             config.other_process_bytes, ") and reserved_bytes (", config.reserved_bytes,
+             ") must not be negative");
+    }
+    SchedulerConfig sc{config.max_num_seqs,           config.max_num_batched_tokens, config.max_model_len,
+                       config.enable_chunked_prefill, config.enable_prefix_caching,  config.max_image_tokens};
     folio::validate(sc);
 
     KvCacheParams cache = model.kv_cache_params(0, config.block_size);
     const int64_t blocks_per_seq = (config.max_model_len + config.block_size - 1) / config.block_size;
+    phase(CorePhase::MemoryPlan);
     if (config.num_gpu_blocks_override > 0) {
         plan_.n_blocks = config.num_gpu_blocks_override;
         plan_.kv_bytes = plan_.n_blocks * kv_block_bytes(cache);
@@ -149,8 +174,10 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
         MemoryPlanParams mp;
         mp.total_bytes = backend.total_memory();
         mp.utilization = config.gpu_memory_utilization;
-        mp.weight_bytes = backend.memory_stats().in_use;
+        mp.other_bytes = config.other_process_bytes;
+        mp.weight_bytes = backend.memory_stats().in_use;  // every model loaded on the backend
         mp.activation_peak_bytes = activation_peak_bytes();
+        mp.reserved_bytes = config.reserved_bytes;
         mp.block_bytes = kv_block_bytes(cache);
         mp.max_useful_blocks = config.max_num_seqs * blocks_per_seq;
         plan_ = plan_kv_cache(mp);
@@ -169,12 +196,23 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
                                           ? default_capture_sizes(config.max_num_seqs)
                                           : config.cudagraph_capture_sizes;
     }
+    phase(CorePhase::GraphCapture);
     runner_ = std::make_unique<ModelRunner>(model, cache, runner_params);
 }
 
+int64_t EngineCore::max_step_tokens() const {
+    if (!config_.enable_chunked_prefill) {
+        return config_.max_num_batched_tokens;
+    }
+    const int64_t largest_image = config_.max_image_tokens > 0
+                                      ? std::min(config_.max_image_tokens, config_.max_model_len)
+                                      : config_.max_model_len;
+    return config_.max_num_batched_tokens + largest_image - 1;
+}
+
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
-// measured and scaled to max_num_batched_tokens, the logits of max_num_seqs rows are measured on their own,
-// and so is the image encoder, which the model measures for the most image tokens a step can take.
+// measured and scaled to the largest step (max_step_tokens), the logits of max_num_seqs rows are measured on
+// their own, and so is the image encoder, which the model measures for the most image tokens a step can take.
 int64_t EngineCore::activation_peak_bytes() {
     constexpr int64_t kProfileTokens = 256;
     Backend& backend = model_.backend();
@@ -206,9 +244,10 @@ int64_t EngineCore::activation_peak_bytes() {
         logits, std::vector<RowSampling>(rows.size(), RowSampling{.temperature = 1.0f, .top_k = 1}), {});
     const int64_t logits_peak = backend.memory_stats().peak - before;
 
-    // The image encoder runs before the decoder in a step, on at most max_num_batched_tokens image tokens.
-    const int64_t vision_peak = model_.image_activation_bytes(config_.max_num_batched_tokens);
-    return std::max(text_peak * config_.max_num_batched_tokens / n + logits_peak, vision_peak);
+    // The image encoder runs before the decoder in a step, on at most max_step_tokens image tokens.
+    const int64_t n_step = max_step_tokens();
+    const int64_t vision_peak = model_.image_activation_bytes(n_step);
+    return std::max(text_peak * n_step / n + logits_peak, vision_peak);
 }
 
 void EngineCore::validate(const Request& request) const {
@@ -259,11 +298,15 @@ int64_t EngineCore::submit(Request request) {
 }
 
 void EngineCore::add(Request request, int64_t id) {
+    if (fatal_ != ErrorKind::None) {
+        fail("the engine cannot take requests after a failure (", error_kind_name(fatal_),
+             "): ", fatal_message_);
+    }
     check_request(request);  // the scheduler checks the sequence as it takes it
     if (scheduler_->find(id)) {
         fail("request id ", id, " is in use");
     }
-    std::unique_ptr<Sequence> seq = make_sequence(id, request, model_, &hash_threads_);
+    std::unique_ptr<Sequence> seq = make_sequence(id, request, model_, &hash_threads_, &n_images_hashed_);
     scheduler_->add(std::move(seq));
     runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
     if (runner_->needs_history(id)) {
@@ -331,6 +374,10 @@ std::optional<LaunchedStep> EngineCore::launch_next(const LaunchedStep* previous
     if (scheduled.chunks.empty()) {
         return std::nullopt;
     }
+    std::vector<int64_t>& ids = launched_.emplace_back();
+    for (const ScheduledChunk& chunk : scheduled.chunks) {
+        ids.push_back(chunk.id);
+    }
     return runner_->launch(std::move(scheduled), *kv_, previous);
 }
 
@@ -338,16 +385,27 @@ std::vector<RequestOutput> EngineCore::step() {
     std::vector<RequestOutput> outputs;
     for (const int64_t id : cancelled_) {
         if (scheduler_->finish(id, FinishReason::Cancelled)) {
-            outputs.push_back({id, {}, {}, FinishReason::Cancelled, {}});
+            outputs.push_back({id, {}, {}, FinishReason::Cancelled, ErrorKind::None, {}});
             forget(id);
         }
     }
     cancelled_.clear();
+    if (fatal_ != ErrorKind::None) {
+        return outputs;
+    }
+    try {
+        run_step(outputs);
+    } catch (const std::exception& e) {
+        recover(e, outputs);
+    }
+    return outputs;
+}
 
+void EngineCore::run_step(std::vector<RequestOutput>& outputs) {
     if (!in_flight_) {
         in_flight_ = launch_next(nullptr);
         if (!in_flight_) {
-            return outputs;
+            return;
         }
     }
     std::optional<LaunchedStep> ahead;
@@ -358,6 +416,7 @@ std::vector<RequestOutput> EngineCore::step() {
     LaunchedStep done = std::move(*in_flight_);
     in_flight_ = std::move(ahead);
     const std::vector<int32_t> sampled = runner_->finish(done);
+    launched_.pop_front();
 
     const auto update_start = std::chrono::steady_clock::now();
     for (const SequenceUpdate& update : scheduler_->update_from_output(done.output, sampled)) {
@@ -382,7 +441,45 @@ std::vector<RequestOutput> EngineCore::step() {
         }
     }
     update_seconds_ += seconds_since(update_start);
-    return outputs;
+}
+
+void EngineCore::recover(const std::exception& e, std::vector<RequestOutput>& outputs) {
+    ++n_failed_steps_;
+    const ErrorKind kind = classify_failure(e);
+    const std::string message = e.what();
+    std::vector<int64_t> suspects;
+    for (const std::vector<int64_t>& ids : launched_) {
+        for (const int64_t id : ids) {
+            if (scheduler_->find(id) && std::find(suspects.begin(), suspects.end(), id) == suspects.end()) {
+                suspects.push_back(id);
+            }
+        }
+    }
+    launched_.clear();
+    in_flight_.reset();
+    const auto end_request = [&](int64_t id, ErrorKind k) {
+        if (scheduler_->finish(id, FinishReason::Error)) {
+            outputs.push_back({id, {}, {}, FinishReason::Error, k, message});
+            forget(id);
+        }
+    };
+    if (kind == ErrorKind::DeviceLost || suspects.empty()) {
+        // Nothing more can run: the device is gone, or the failure was outside any request's step.
+        fatal_ = kind == ErrorKind::DeviceLost ? kind : ErrorKind::Failed;
+        fatal_message_ = message;
+        log_info("engine: " + message + "; every request ends");
+        for (const int64_t id : scheduler_->ids()) {
+            end_request(id, kind);
+        }
+        return;
+    }
+    if (suspects.size() == 1) {
+        end_request(suspects.front(), kind);
+        suspects.clear();
+    }
+    // The steps' blocks may have been shared before they were written: the prefix cache starts over.
+    scheduler_->reset(suspects);
+    pool_->clear_cache();
 }
 
 EngineStats EngineCore::stats() const {
@@ -395,6 +492,8 @@ EngineStats EngineCore::stats() const {
     s.schedule_seconds = schedule_seconds_;
     s.update_seconds = update_seconds_;
     s.n_steps_ahead = n_steps_ahead_;
+    s.n_failed_steps = n_failed_steps_;
+    s.n_images_hashed = n_images_hashed_;
     s.runner = runner_->stats();
     return s;
 }

@@ -1,9 +1,12 @@
 // The serving engine, one step at a time: requests are validated and submitted, each step() schedules a
-// batch, runs it through the model and returns what every request produced. Single-threaded; Engine runs it
-// on a thread of its own.
+// batch, runs it through the model and returns what every request produced. A step that fails ends the
+// request that caused it alone (its steps' requests are run again one at a time to find it), or every request
+// where the device is lost. Single-threaded; EngineService runs it on a thread of its own.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "block-pool.h"
+#include "failure.h"
 #include "image-preprocess.h"
 #include "kv-cache-manager.h"
 #include "memory-planner.h"
@@ -42,7 +46,17 @@ struct EngineConfig {
     // backend made them, so the device does not wait for the host between steps; not while a request samples
     // with a repetition penalty, which needs its tokens on the host.
     bool async_scheduling = true;
+    // The most tokens one image may take; a step that reaches into an image takes it whole, so the memory
+    // plan counts max_num_batched_tokens plus such an image. 0: max_model_len.
+    int64_t max_image_tokens = 0;
+    // Bytes other processes use on the device, and bytes of activations other models loaded with this one
+    // keep (a layout model): the memory plan leaves both.
+    int64_t other_process_bytes = 0;
+    int64_t reserved_bytes = 0;
 };
+
+// What the engine does as it starts, for progress and cancellation.
+enum class CorePhase { MemoryPlan, GraphCapture };
 
 struct Request {
     PromptTokens prompt;
@@ -52,6 +66,10 @@ struct Request {
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
     bool ignore_eos = false;        // no stop ids at all: runs to max_tokens (benchmarks)
     std::vector<std::string> stop_strings;
+    Priority priority = Priority::Batch;
+    // Each image's content hash (image_content_hash), computed where the request is built; empty: the engine
+    // hashes the images as it takes the request.
+    std::vector<uint64_t> image_hashes;
 };
 
 // What one step produced for a request.
@@ -60,7 +78,9 @@ struct RequestOutput {
     std::vector<int32_t> tokens;  // new tokens
     std::string text;             // their text, when the engine has a tokenizer; cut before a stop string
     std::optional<FinishReason> finish;
-    std::string error;  // why the request ended early, when the engine failed
+    ErrorKind error_kind =
+        ErrorKind::None;  // with FinishReason::Error, or Cancelled when the service stopped
+    std::string error;    // why the request ended early
 };
 
 struct EngineStats {
@@ -72,13 +92,17 @@ struct EngineStats {
     double schedule_seconds = 0.0;  // host time choosing each step's work
     double update_seconds = 0.0;    // host time taking each step's tokens and building its outputs
     int64_t n_steps_ahead = 0;      // steps queued before the tokens of the step ahead of them were in
+    int64_t n_failed_steps = 0;     // steps that failed and whose requests were run again or ended
+    int64_t n_images_hashed = 0;    // images the engine hashed itself (their request came without hashes)
     RunnerStats runner;
 };
 
 class EngineCore {
 public:
-    // The tokenizer is needed for stop strings and text output; it must outlive the engine.
-    EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr);
+    // The tokenizer is needed for stop strings and text output; it must outlive the engine. on_phase is
+    // called as each phase of the start begins; what it throws leaves the constructor.
+    EngineCore(GenerativeModel& model, const EngineConfig& config, const Tokenizer* tokenizer = nullptr,
+               const std::function<void(CorePhase)>& on_phase = {});
 
     // Throws folio::Error when the request can never run; see Scheduler::add for the rest.
     void validate(const Request& request) const;
@@ -89,9 +113,15 @@ public:
     bool cancel(int64_t id);
 
     // Brings the outputs of one step. With async_scheduling the step after it is queued first, so the
-    // outputs of a request finished in this step may be followed by one step's work thrown away.
+    // outputs of a request finished in this step may be followed by one step's work thrown away. A failure
+    // inside the step does not leave it: the requests it ends come out with FinishReason::Error.
     std::vector<RequestOutput> step();
     bool has_unfinished() const { return scheduler_->has_unfinished() || !cancelled_.empty(); }
+    // After a failure the engine cannot go on from (DeviceLost): its kind, else None. Every request was ended
+    // and new ones are refused.
+    ErrorKind fatal_error() const { return fatal_; }
+    // The most tokens one step may take: max_num_batched_tokens, plus an image taken whole past it.
+    int64_t max_step_tokens() const;
 
     const EngineConfig& config() const { return config_; }
     const MemoryPlan& memory_plan() const { return plan_; }
@@ -108,6 +138,10 @@ private:
     };
 
     int64_t activation_peak_bytes();
+    void run_step(std::vector<RequestOutput>& outputs);
+    // A step failed: the request that caused it ends alone, or its step's requests run again one at a time;
+    // on a lost device every request ends.
+    void recover(const std::exception& e, std::vector<RequestOutput>& outputs);
     // Schedules a step and queues it, reading the tokens `previous` samples; nothing when no work is left.
     std::optional<LaunchedStep> launch_next(const LaunchedStep* previous);
     // A request is gone: its model state and text.
@@ -130,6 +164,12 @@ private:
     std::unordered_map<int64_t, Text> texts_;
     std::unordered_set<int64_t> history_requests_;  // live requests whose sampling reads their tokens
     std::vector<int64_t> cancelled_;
+    std::deque<std::vector<int64_t>>
+        launched_;  // the requests of each step launched and not finished, in order
+    ErrorKind fatal_ = ErrorKind::None;
+    std::string fatal_message_;
+    int64_t n_failed_steps_ = 0;
+    int64_t n_images_hashed_ = 0;
     double schedule_seconds_ = 0.0;
     double update_seconds_ = 0.0;
     int64_t n_steps_ahead_ = 0;

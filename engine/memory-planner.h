@@ -1,6 +1,7 @@
-// How many KV-cache blocks fit: the memory the engine may use (total x utilization), less the weights, less
-// the activation peak of a profiling prefill of max_num_batched_tokens tokens, divided by the bytes of a
-// block.
+// How many KV-cache blocks fit: the memory the engine may use ((total - what other processes use) x
+// utilization), less the weights of every model loaded, less the activation peak of the largest step (a
+// profiling prefill scaled to max_num_batched_tokens plus the largest image a step may take whole) and the
+// activations other models loaded together keep, divided by the bytes of a block.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +12,16 @@ namespace folio {
 struct MemoryPlanParams {
     int64_t total_bytes = 0;
     double utilization = 0.9;
+    int64_t other_bytes = 0;  // used on the device by other processes (a desktop's display) before loading
     int64_t weight_bytes = 0;
     int64_t activation_peak_bytes = 0;
+    int64_t reserved_bytes = 0;  // activations of other models sharing the device (a layout model)
     int64_t block_bytes = 0;
     int64_t max_useful_blocks = 0;  // more would never be used: max_num_seqs sequences of max_model_len
 };
 
 struct MemoryPlan {
-    int64_t budget_bytes = 0;  // total x utilization
+    int64_t budget_bytes = 0;  // (total - other) x utilization
     int64_t kv_bytes = 0;      // what is left for the cache
     int64_t n_blocks = 0;
 };

@@ -4,14 +4,38 @@
 
 namespace folio {
 
-bool RequestQueue::remove(int64_t id) {
-    const auto it =
-        std::find_if(queue_.begin(), queue_.end(), [id](const Sequence* s) { return s->id == id; });
-    if (it == queue_.end()) {
-        return false;
+Sequence* RequestQueue::front() const {
+    for (const std::deque<Sequence*>& queue : queues_) {
+        if (!queue.empty()) {
+            return queue.front();
+        }
     }
-    queue_.erase(it);
-    return true;
+    return nullptr;
+}
+
+Sequence* RequestQueue::front(Priority priority) const {
+    const std::deque<Sequence*>& queue = of(priority);
+    return queue.empty() ? nullptr : queue.front();
+}
+
+bool RequestQueue::remove(int64_t id) {
+    for (std::deque<Sequence*>& queue : queues_) {
+        const auto it =
+            std::find_if(queue.begin(), queue.end(), [id](const Sequence* s) { return s->id == id; });
+        if (it != queue.end()) {
+            queue.erase(it);
+            return true;
+        }
+    }
+    return false;
+}
+
+int64_t RequestQueue::size() const {
+    int64_t n = 0;
+    for (const std::deque<Sequence*>& queue : queues_) {
+        n += static_cast<int64_t>(queue.size());
+    }
+    return n;
 }
 
 }  // namespace folio

@@ -1,7 +1,8 @@
-// The queue of sequences waiting to run: first come, first served, with preempted sequences back at the
-// front.
+// The queue of sequences waiting to run: one first-come-first-served queue per priority class, interactive
+// ahead of batch, with preempted sequences back at the front of their class.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 
@@ -11,19 +12,32 @@ namespace folio {
 
 class RequestQueue {
 public:
-    void push_back(Sequence* seq) { queue_.push_back(seq); }
-    void push_front(Sequence* seq) { queue_.push_front(seq); }
-    Sequence* front() const { return queue_.front(); }
-    void pop_front() { queue_.pop_front(); }
+    void push_back(Sequence* seq) { of(seq->priority).push_back(seq); }
+    void push_front(Sequence* seq) { of(seq->priority).push_front(seq); }
+    // The first sequence of the highest class that has one; null when the queue is empty.
+    Sequence* front() const;
+    // The first sequence of one class; null when it has none.
+    Sequence* front(Priority priority) const;
     // Removes the sequence with this id; false when it is not queued.
     bool remove(int64_t id);
-    bool empty() const { return queue_.empty(); }
-    int64_t size() const { return static_cast<int64_t>(queue_.size()); }
-    auto begin() const { return queue_.begin(); }
-    auto end() const { return queue_.end(); }
+    bool empty() const { return size() == 0; }
+    int64_t size() const;
+    int64_t size(Priority priority) const { return static_cast<int64_t>(of(priority).size()); }
+    // fn(seq) for every queued sequence, in the order they would be admitted.
+    template <typename F>
+    void for_each(F&& fn) const {
+        for (const std::deque<Sequence*>& queue : queues_) {
+            for (Sequence* seq : queue) {
+                fn(seq);
+            }
+        }
+    }
 
 private:
-    std::deque<Sequence*> queue_;
+    std::deque<Sequence*>& of(Priority p) { return queues_[static_cast<size_t>(p)]; }
+    const std::deque<Sequence*>& of(Priority p) const { return queues_[static_cast<size_t>(p)]; }
+
+    std::array<std::deque<Sequence*>, kNumPriorities> queues_;
 };
 
 }  // namespace folio

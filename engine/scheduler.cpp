@@ -1,6 +1,7 @@
 #include "scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "chunking-policy.h"
 #include "error.h"
@@ -57,10 +58,9 @@ void Scheduler::check(const Sequence& s) const {
             fail("request ", seq->id, ": image tokens [", image.begin, ", ", image.end(),
                  ") outside the prompt of ", seq->n_prompt);
         }
-        if (image.n_tokens > config_.max_num_batched_tokens) {
-            fail("request ", seq->id, ": an image of ", image.n_tokens,
-                 " tokens does not fit max_num_batched_tokens ", config_.max_num_batched_tokens,
-                 " (an image is never split across steps)");
+        if (config_.max_image_tokens > 0 && image.n_tokens > config_.max_image_tokens) {
+            fail("request ", seq->id, ": an image of ", image.n_tokens, " tokens, more than the ",
+                 config_.max_image_tokens, " of the largest image the memory plan counts");
         }
     }
     const int64_t n_max = std::min(seq->n_prompt + seq->max_tokens, config_.max_model_len);
@@ -76,11 +76,36 @@ const Sequence* Scheduler::find(int64_t id) const {
     return it == sequences_.end() ? nullptr : it->second.get();
 }
 
+int64_t Scheduler::n_running(Priority priority) const {
+    return std::count_if(running_.begin(), running_.end(),
+                         [priority](const Sequence* s) { return s->priority == priority; });
+}
+
+std::vector<int64_t> Scheduler::ids() const {
+    std::vector<int64_t> out;
+    out.reserve(sequences_.size());
+    for (const auto& entry : sequences_) {
+        out.push_back(entry.first);
+    }
+    return out;
+}
+
 void Scheduler::drop(int64_t id) {
     kv_.free(id);
     waiting_.remove(id);
     std::erase_if(running_, [id](const Sequence* s) { return s->id == id; });
+    const auto it = sequences_.find(id);
+    if (it != sequences_.end() && it->second->isolate_until > 0) {
+        --n_isolated_;
+    }
     sequences_.erase(id);
+}
+
+void Scheduler::clear_isolation(Sequence* seq) {
+    if (seq->isolate_until > 0) {
+        seq->isolate_until = 0;
+        --n_isolated_;
+    }
 }
 
 bool Scheduler::finish(int64_t id, FinishReason reason) {
@@ -105,45 +130,47 @@ void Scheduler::preempt(Sequence* seq, SchedulerOutput& output) {
     output.preempted.push_back(seq->id);
 }
 
-SchedulerOutput Scheduler::schedule() {
-    SchedulerOutput output;
-    int64_t budget = config_.max_num_batched_tokens;
-    auto take = [&](Sequence* seq, int64_t n_new) {
-        const bool samples = seq->n_computed + n_new == seq->n_tokens();
-        output.chunks.push_back({seq->id, seq, seq->n_computed, n_new, samples, seq->n_preemptions});
-        output.n_tokens += n_new;
-        budget -= n_new;
-        if (seq->first_scheduled_step < 0) {
-            seq->first_scheduled_step = step_;
-        }
-        seq->n_computed += n_new;
-        // Full blocks of known tokens are shared as soon as the step that fills them is scheduled: a sequence
-        // that claims them reads them in a later step, or in this one after they are written.
-        if (config_.enable_prefix_caching) {
-            const int64_t n_known = std::min(seq->n_computed, seq->n_tokens() - seq->n_pending);
-            kv_.cache_blocks(seq->id, seq->block_hashes(n_known / kv_.block_size(), kv_.block_size()));
-        }
-        if (samples) {
-            seq->tokens.push_back(kPendingToken);
-            ++seq->n_pending;
-            seq->last_pending =
-                seq->n_output() >= seq->max_tokens || seq->n_tokens() >= config_.max_model_len;
-        }
-    };
+void Scheduler::take(Sequence* seq, int64_t n_new, int64_t& budget, SchedulerOutput& output) {
+    const bool samples = seq->n_computed + n_new == seq->n_tokens();
+    output.chunks.push_back({seq->id, seq, seq->n_computed, n_new, samples, seq->n_preemptions});
+    output.n_tokens += n_new;
+    budget -= n_new;
+    if (seq->first_scheduled_step < 0) {
+        seq->first_scheduled_step = step_;
+    }
+    seq->n_computed += n_new;
+    // Full blocks of known tokens are shared as soon as the step that fills them is scheduled: a sequence
+    // that claims them reads them in a later step, or in this one after they are written.
+    if (config_.enable_prefix_caching) {
+        const int64_t n_known = std::min(seq->n_computed, seq->n_tokens() - seq->n_pending);
+        kv_.cache_blocks(seq->id, seq->block_hashes(n_known / kv_.block_size(), kv_.block_size()));
+    }
+    if (samples) {
+        seq->tokens.push_back(kPendingToken);
+        ++seq->n_pending;
+        seq->last_pending = seq->n_output() >= seq->max_tokens || seq->n_tokens() >= config_.max_model_len;
+    }
+}
 
-    // Running sequences, oldest first: a decode token each, or the next chunk of an unfinished prefill; not
-    // those whose pending token ends them. A victim is always the most recently started, so it has not been
-    // scheduled in this step yet.
-    for (size_t i = 0; i < running_.size() && budget > 0;) {
-        Sequence* seq = running_[i];
-        if (seq->last_pending) {
-            ++i;
-            continue;
+void Scheduler::schedule_running(Priority priority, int64_t& budget, SchedulerOutput& output) {
+    // In start order. A victim is always of the lowest class running and the most recently started of it, so
+    // it has not been scheduled in this step yet: lower classes come later, and this class's newest is last.
+    std::vector<Sequence*> order;
+    for (Sequence* seq : running_) {
+        if (seq->priority == priority) {
+            order.push_back(seq);
+        }
+    }
+    for (Sequence* seq : order) {
+        if (budget <= 0) {
+            break;
+        }
+        if (seq->status != SequenceStatus::Running || seq->last_pending) {
+            continue;  // preempted in this step, or its pending token ends it
         }
         const int64_t n_new = prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget,
                                             config_.enable_chunked_prefill);
         if (n_new == 0) {
-            ++i;
             continue;
         }
         bool preempted_self = false;
@@ -156,38 +183,167 @@ SchedulerOutput Scheduler::schedule() {
             }
         }
         if (!preempted_self) {
-            take(seq, n_new);
-            ++i;
+            take(seq, n_new, budget, output);
         }
     }
+}
 
-    // Waiting sequences, first come first served, unless this step had to preempt. A preempted sequence
-    // whose last token is still pending waits for it.
-    while (output.preempted.empty() && !waiting_.empty() && budget > 0 &&
-           static_cast<int64_t>(running_.size()) < config_.max_num_seqs && waiting_.front()->n_pending == 0) {
-        Sequence* seq = waiting_.front();
-        if (config_.enable_prefix_caching) {
-            const int64_t n_full = (seq->n_tokens() - 1) / kv_.block_size();
-            seq->n_computed = kv_.claim_cached_prefix(seq->id, seq->block_hashes(n_full, kv_.block_size()));
-            seq->n_cached = seq->n_computed;
+bool Scheduler::admit(Sequence* seq, std::optional<Priority> victims, int64_t& budget,
+                      SchedulerOutput& output) {
+    const auto give_back = [&] {
+        kv_.free(seq->id);
+        seq->n_computed = 0;
+        seq->n_cached = 0;
+    };
+    if (config_.enable_prefix_caching) {
+        const int64_t n_full = (seq->n_tokens() - 1) / kv_.block_size();
+        seq->n_computed = kv_.claim_cached_prefix(seq->id, seq->block_hashes(n_full, kv_.block_size()));
+        seq->n_cached = seq->n_computed;
+    }
+    const int64_t n_new =
+        prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget, config_.enable_chunked_prefill);
+    if (n_new == 0) {
+        give_back();
+        return false;
+    }
+    const auto make_room = [&] {
+        Sequence* victim = victims ? choose_preemption_victim(running_, *victims) : nullptr;
+        if (victim) {
+            preempt(victim, output);
         }
-        const int64_t n_new = prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images, budget,
-                                            config_.enable_chunked_prefill);
-        if (n_new == 0 || !kv_.allocate_slots(seq->id, seq->n_computed + n_new)) {
-            kv_.free(seq->id);
-            seq->n_computed = 0;
-            seq->n_cached = 0;
+        return victim != nullptr;
+    };
+    while (static_cast<int64_t>(running_.size()) >= config_.max_num_seqs) {
+        if (!make_room()) {
+            give_back();
+            return false;
+        }
+    }
+    while (!kv_.allocate_slots(seq->id, seq->n_computed + n_new)) {
+        if (!make_room()) {
+            give_back();
+            return false;
+        }
+    }
+    waiting_.remove(seq->id);
+    max_wait_steps_ = std::max(max_wait_steps_, step_ - seq->enqueued_step);
+    seq->status = SequenceStatus::Running;
+    seq->start_order = next_start_order_++;
+    running_.push_back(seq);
+    take(seq, n_new, budget, output);
+    return true;
+}
+
+void Scheduler::admit_waiting(Priority priority, int64_t& budget, SchedulerOutput& output) {
+    // Not while a sequence of this class or a higher one was preempted in this step (it goes first, later).
+    // A preempted sequence whose last token is still pending waits for it. An interactive sequence may take
+    // the place and blocks of running batch ones.
+    const auto preempted_here = [&] {
+        return std::any_of(output.preempted.begin(), output.preempted.end(), [&](int64_t id) {
+            const Sequence* seq = find(id);
+            return seq && seq->priority <= priority;
+        });
+    };
+    const std::optional<Priority> victims =
+        priority == Priority::Interactive ? std::optional(Priority::Batch) : std::nullopt;
+    while (budget > 0 && !preempted_here()) {
+        Sequence* seq = waiting_.front(priority);
+        if (!seq || seq->n_pending > 0 || !admit(seq, victims, budget, output)) {
             break;
         }
-        waiting_.pop_front();
-        max_wait_steps_ = std::max(max_wait_steps_, step_ - seq->enqueued_step);
-        seq->status = SequenceStatus::Running;
-        seq->start_order = next_start_order_++;
-        running_.push_back(seq);
-        take(seq, n_new);
+    }
+}
+
+bool Scheduler::schedule_isolated(SchedulerOutput& output) {
+    int64_t budget = config_.max_num_batched_tokens;
+    for (Sequence* seq : running_) {
+        if (seq->isolate_until == 0) {
+            continue;
+        }
+        const int64_t n_new = seq->last_pending ? 0
+                                                : prefill_chunk(seq->n_computed, seq->n_tokens(), seq->images,
+                                                                budget, config_.enable_chunked_prefill);
+        if (n_new == 0) {
+            return true;  // its pending token ends it
+        }
+        while (!kv_.allocate_slots(seq->id, seq->n_computed + n_new)) {
+            std::vector<Sequence*> others;
+            std::copy_if(running_.begin(), running_.end(), std::back_inserter(others),
+                         [seq](const Sequence* s) { return s != seq; });
+            Sequence* victim = choose_preemption_victim(others);
+            if (!victim) {
+                return false;
+            }
+            preempt(victim, output);
+        }
+        take(seq, n_new, budget, output);
+        return true;
+    }
+    Sequence* next = nullptr;
+    waiting_.for_each([&](Sequence* seq) {
+        if (!next && seq->isolate_until > 0 && seq->n_pending == 0) {
+            next = seq;
+        }
+    });
+    return next && admit(next, Priority::Interactive, budget, output);
+}
+
+SchedulerOutput Scheduler::schedule() {
+    SchedulerOutput output;
+    // A sequence of a failed step runs alone, one at a time, until it is past where the step failed.
+    if (n_isolated_ > 0 && schedule_isolated(output)) {
+        ++step_;
+        return output;
+    }
+    int64_t budget = config_.max_num_batched_tokens;
+    for (const Priority priority : {Priority::Interactive, Priority::Batch}) {
+        schedule_running(priority, budget, output);
+        admit_waiting(priority, budget, output);
     }
     ++step_;
     return output;
+}
+
+std::vector<int64_t> Scheduler::reset(std::span<const int64_t> suspects) {
+    for (const int64_t id : suspects) {
+        const auto it = sequences_.find(id);
+        if (it == sequences_.end()) {
+            continue;
+        }
+        Sequence* seq = it->second.get();
+        if (seq->isolate_until == 0) {
+            ++n_isolated_;
+        }
+        seq->isolate_until = std::max({seq->isolate_until, seq->n_computed, int64_t{1}});
+    }
+    const auto drop_pending = [](Sequence* seq) {
+        while (!seq->tokens.empty() && seq->tokens.back() == kPendingToken) {
+            seq->tokens.pop_back();
+        }
+        seq->n_pending = 0;
+        seq->last_pending = false;
+    };
+    std::vector<int64_t> ids;
+    // The most recently started first, each to the front of its class, so that they keep their order.
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+        Sequence* seq = *it;
+        kv_.free(seq->id);
+        drop_pending(seq);
+        seq->status = SequenceStatus::Waiting;
+        seq->n_computed = 0;
+        seq->n_cached = 0;
+        ++seq->n_preemptions;
+        seq->enqueued_step = step_;
+        waiting_.push_front(seq);
+        ids.push_back(seq->id);
+    }
+    running_.clear();
+    waiting_.for_each([&](Sequence* seq) {
+        if (seq->n_pending > 0) {
+            drop_pending(seq);
+        }
+    });
+    return ids;
 }
 
 bool Scheduler::can_schedule_ahead() const {
@@ -202,13 +358,12 @@ bool Scheduler::can_schedule_ahead() const {
             n_needed += blocks(seq->n_tokens()) - blocks(seq->n_computed);
         }
     }
-    for (const Sequence* seq : waiting_) {
-        if (seq->n_pending > 0) {
-            return false;
-        }
+    bool pending = false;
+    waiting_.for_each([&](const Sequence* seq) {
+        pending = pending || seq->n_pending > 0;
         n_needed += blocks(seq->n_tokens());
-    }
-    return n_needed <= kv_.n_free_blocks();
+    });
+    return !pending && n_isolated_ == 0 && n_needed <= kv_.n_free_blocks();
 }
 
 std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput& output,
@@ -229,6 +384,9 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
         // A preempted sequence gave its blocks back: nothing of them to share.
         if (config_.enable_prefix_caching && seq->n_preemptions == chunk.n_preemptions) {
             kv_.cache_blocks(seq->id, seq->block_hashes(n_done / kv_.block_size(), kv_.block_size()));
+        }
+        if (seq->isolate_until > 0 && n_done >= seq->isolate_until) {
+            clear_isolation(seq);  // past where its step failed
         }
         if (!chunk.samples) {
             continue;

@@ -1,9 +1,10 @@
 // Continuous batching: each step mixes the decode tokens of running sequences with prefill chunks of waiting
-// ones under a token budget and a sequence limit, preempting the most recently started sequence when the
-// KV cache runs out of blocks. schedule() decides a step and counts its tokens as computed, a sampling chunk
-// leaving its sequence a pending token; update_from_output() puts the sampled tokens in their place. The
-// next step may be scheduled before the last one's tokens are in: a pending token is then its input.
-// No tensors: the scheduler sees token ids, image spans and block counts.
+// ones under a token budget and a sequence limit, class by class (interactive, then batch), preempting the
+// most recently started sequence of the lowest class when the KV cache runs out of blocks. schedule() decides
+// a step and counts its tokens as computed, a sampling chunk leaving its sequence a pending token;
+// update_from_output() puts the sampled tokens in their place. The next step may be scheduled before the last
+// one's tokens are in: a pending token is then its input. No tensors: the scheduler sees token ids, image
+// spans and block counts.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,9 @@ struct SchedulerConfig {
     int64_t max_model_len = 16384;
     bool enable_chunked_prefill = true;
     bool enable_prefix_caching = true;
+    // The most tokens one image may take (the memory plan counts a step of max_num_batched_tokens plus such
+    // an image); 0: any image that fits max_model_len and the cache.
+    int64_t max_image_tokens = 0;
 };
 
 void validate(const SchedulerConfig& config);
@@ -40,8 +44,10 @@ struct ScheduledChunk {
 };
 
 struct SchedulerOutput {
-    std::vector<ScheduledChunk> chunks;  // running sequences first, in start order, then newly admitted ones
-    std::vector<int64_t> preempted;      // sequences that gave their blocks back in this step
+    // Class by class, interactive first: the class's running sequences in start order, then its newly
+    // admitted ones (one isolated sequence alone after a failed step).
+    std::vector<ScheduledChunk> chunks;
+    std::vector<int64_t> preempted;  // sequences that gave their blocks back in this step
     int64_t n_tokens = 0;
 };
 
@@ -57,14 +63,17 @@ public:
     Scheduler(const SchedulerConfig& config, KvSlots& kv);
 
     // Takes a new sequence into the waiting queue, or throws folio::Error when it can never run: an empty
-    // prompt, max_tokens below 1, a prompt that leaves no room in max_model_len, an image longer than the
-    // token budget, or more blocks than the pool has.
+    // prompt, max_tokens below 1, a prompt that leaves no room in max_model_len, an image over
+    // max_image_tokens, or more blocks than the pool has.
     void add(std::unique_ptr<Sequence> seq);
     // The checks of add() alone.
     void check(const Sequence& seq) const;
     // Ends a sequence wherever it is, giving its blocks back; false when the id is unknown or finished.
     bool finish(int64_t id, FinishReason reason);
 
+    // One step: a sequence marked isolated alone, else per class, interactive first, the running sequences'
+    // decode tokens or next chunks and then newly admitted sequences; a waiting interactive sequence may
+    // preempt running batch ones for blocks or a place among max_num_seqs.
     SchedulerOutput schedule();
     // Whether the next step may be scheduled before the last one's tokens are in and come out as it would
     // after them, but for the rows of sequences those tokens end: the free blocks cover every running
@@ -76,10 +85,20 @@ public:
     std::vector<SequenceUpdate> update_from_output(const SchedulerOutput& output,
                                                    std::span<const int32_t> sampled);
 
+    // After a step failed, before its tokens came: every running sequence gives its blocks back and waits to
+    // be computed again, pending tokens dropped; the suspects (the failed step's) are isolated until they are
+    // past the tokens they had reached. Returns the ids of the sequences whose computed tokens were dropped.
+    std::vector<int64_t> reset(std::span<const int64_t> suspects);
+
     const SchedulerConfig& config() const { return config_; }
     const Sequence* find(int64_t id) const;
     int64_t n_waiting() const { return waiting_.size(); }
+    int64_t n_waiting(Priority priority) const { return waiting_.size(priority); }
     int64_t n_running() const { return static_cast<int64_t>(running_.size()); }
+    int64_t n_running(Priority priority) const;
+    int64_t n_isolated() const { return n_isolated_; }
+    // Ids of every unfinished sequence.
+    std::vector<int64_t> ids() const;
     bool has_unfinished() const { return !sequences_.empty(); }
     int64_t n_steps() const { return step_; }
     int64_t n_preemptions() const { return n_preemptions_; }
@@ -89,6 +108,18 @@ public:
 private:
     void preempt(Sequence* seq, SchedulerOutput& output);
     void drop(int64_t id);
+    // Counts a chunk of n_new tokens of seq into the step.
+    void take(Sequence* seq, int64_t n_new, int64_t& budget, SchedulerOutput& output);
+    // Running sequences of one class: a decode token each or their next chunk, preempting for blocks.
+    void schedule_running(Priority priority, int64_t& budget, SchedulerOutput& output);
+    // Waiting sequences of one class, in queue order, while budget, places and blocks last.
+    void admit_waiting(Priority priority, int64_t& budget, SchedulerOutput& output);
+    // Starts seq running: its cached prefix claimed and its first chunk taken; false (nothing held) when it
+    // cannot start in this step. Running sequences of class `victims` or lower may give their blocks back.
+    bool admit(Sequence* seq, std::optional<Priority> victims, int64_t& budget, SchedulerOutput& output);
+    // One isolated sequence alone in the step; false when none can run.
+    bool schedule_isolated(SchedulerOutput& output);
+    void clear_isolation(Sequence* seq);
 
     SchedulerConfig config_;
     KvSlots& kv_;
@@ -99,6 +130,7 @@ private:
     int64_t next_start_order_ = 0;
     int64_t n_preemptions_ = 0;
     int64_t max_wait_steps_ = 0;
+    int64_t n_isolated_ = 0;
 };
 
 }  // namespace folio

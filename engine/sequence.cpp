@@ -33,6 +33,18 @@ const char* finish_reason_name(FinishReason reason) {
             return "length";
         case FinishReason::Cancelled:
             return "cancelled";
+        case FinishReason::Error:
+            return "error";
+    }
+    return "unknown";
+}
+
+const char* priority_name(Priority priority) {
+    switch (priority) {
+        case Priority::Interactive:
+            return "interactive";
+        case Priority::Batch:
+            return "batch";
     }
     return "unknown";
 }

@@ -11,8 +11,16 @@
 
 namespace folio {
 
-enum class FinishReason { Stop, Length, Cancelled };
+// Why a request ended: a stop id or string, max_tokens or max_model_len, a cancel, or an error (the request's
+// output says which and why).
+enum class FinishReason { Stop, Length, Cancelled, Error };
 const char* finish_reason_name(FinishReason reason);
+
+// Priority classes: a waiting interactive request (a chat turn) is admitted before every batch one (a
+// document's blocks) and may take the place of running batch requests.
+enum class Priority { Interactive, Batch };
+inline constexpr int kNumPriorities = 2;
+const char* priority_name(Priority priority);
 
 // The tokens [begin, begin + n_tokens) of a prompt stand for one image whose pixels hash to content_hash.
 struct ImageSpan {
@@ -35,6 +43,7 @@ struct Sequence {
     std::vector<ImageSpan> images;
     int64_t max_tokens = 0;
     std::vector<int32_t> stop_ids;
+    Priority priority = Priority::Batch;
 
     SequenceStatus status = SequenceStatus::Waiting;
     int64_t n_computed = 0;     // tokens whose keys and values are in the cache or scheduled to go there
@@ -47,6 +56,9 @@ struct Sequence {
     int64_t arrival_step = 0;   // the scheduler step at which it was added
     int64_t enqueued_step = 0;  // the step at which it last joined the waiting queue
     int64_t first_scheduled_step = -1;
+    // Above 0: the sequence was in a step that failed, and runs in steps of its own until this many of its
+    // tokens have gone through the model, so that a failure it causes ends it alone.
+    int64_t isolate_until = 0;
 
     int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
     int64_t n_output() const { return n_tokens() - n_prompt; }

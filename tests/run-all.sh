@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Folio and runs every test: the release build (CUDA for one architecture when nvcc is present),
-# the ASan+UBSan build, and the fuzzers for a bounded time. GPU tests skip where no GPU is present.
+# the ASan+UBSan build, the ThreadSanitizer build of the engine service and the threaded runtime, and the
+# fuzzers for a bounded time. GPU tests skip where no GPU is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,11 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --preset asan -j "$jobs" -L "unit|model"
+
+echo "== ThreadSanitizer build and tests (the engine service and the threaded runtime)"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --preset tsan -j "$jobs"
 
 echo "== fuzzers"
 cmake --preset fuzz >/dev/null

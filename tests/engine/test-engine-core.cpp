@@ -1,6 +1,7 @@
-// The serving runtime (EngineCore, ModelRunner, DecodeGraphs, Engine, generate) driven by a small fake model
-// through the GenerativeModel interface alone, on the CPU backend: what each step produces, stop ids,
-// cancellation, preemption, the request limits and the positions and image features the model gives.
+// The serving runtime (EngineCore, ModelRunner, DecodeGraphs, generate) driven by a small fake model through
+// the GenerativeModel interface alone, on the CPU backend: what each step produces, stop ids, cancellation,
+// preemption, priorities, failures ending one request, the request limits and the positions and image
+// features the model gives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,146 +12,15 @@
 
 #include "backend.h"
 #include "engine-core.h"
-#include "engine.h"
 #include "error.h"
+#include "fake-model.h"
 #include "generator.h"
 #include "model.h"
 
 using namespace folio;
+using namespace folio::testing;
 
 namespace {
-
-constexpr int64_t kVocab = 64;
-constexpr int32_t kEos = 9;
-constexpr int32_t kImageToken = 63;    // the image placeholder's id
-constexpr int32_t kImageFeature = 50;  // image i's feature rows stand for token kImageFeature + i
-constexpr int64_t kPatchDim = 3;       // values of one patch
-constexpr int64_t kPositionDelta = 1000;
-
-// A token the fake model's decoder saw: its id (image features as kImageFeature + i), rotary position and
-// cache row.
-struct Fed {
-    int32_t token = 0;
-    std::array<int32_t, 3> pos{};
-    int32_t slot = 0;
-};
-
-// A model whose next token is always the last one plus one (mod kVocab): embeddings are one-hot rows, the
-// decoder passes them through, and the head maps row t to t + 1. Prompt token i sits at (i, 2i, 3i) and the
-// tokens after the prompt at index + kPositionDelta, so that the runtime must take positions from the model.
-// An image of grid (t, h, w) takes t * h * w tokens.
-class FakeModel final : public GenerativeModel {
-public:
-    explicit FakeModel(Backend& backend, bool takes_images = true)
-        : backend_(backend), takes_images_(takes_images) {
-        std::vector<float> embed(kVocab * kVocab, 0.0f), head(kVocab * kVocab, 0.0f);  // [vocab, vocab] each
-        for (int64_t t = 0; t < kVocab; ++t) {
-            embed[t * kVocab + t] = 1.0f;
-            head[((t + 1) % kVocab) * kVocab + t] = 1.0f;  // logit of token t + 1 is the input's weight on t
-        }
-        embed_ = backend.upload(embed, {kVocab, kVocab});
-        head_ = backend.upload(head, {kVocab, kVocab});
-    }
-
-    Backend& backend() const override { return backend_; }
-    ModelLimits limits() const override { return {kVocab, max_context, {kEos}}; }
-    int64_t n_weight_bytes() const override { return 2 * kVocab * kVocab * int64_t{sizeof(float)}; }
-
-    void check_images(const PreprocessedImages& images) const override {
-        if (!takes_images_ && !images.grids.empty()) {
-            fail("the model takes no images");
-        }
-        const auto n =
-            static_cast<int64_t>(images.levels.empty() ? images.pixel_values.size() : images.levels.size());
-        if (n != images.n_patches() * kPatchDim) {
-            fail(n, " image values for ", images.n_patches(), " patches");
-        }
-    }
-    int64_t n_image_tokens(const ImageGrid& grid) const override { return grid.n_patches(); }
-    Tensor encode_images(std::span<const std::span<const uint8_t>>, const ChannelLevels&,
-                         std::span<const ImageGrid> grids) override {
-        return features(grids);
-    }
-    Tensor encode_images(std::span<const std::span<const float>>, std::span<const ImageGrid> grids) override {
-        return features(grids);
-    }
-    int64_t image_activation_bytes(int64_t n_image_tokens) override {
-        profiled_image_tokens = n_image_tokens;
-        return image_activation;
-    }
-
-    PromptPositions prompt_positions(std::span<const uint8_t> is_image,
-                                     std::span<const ImageGrid> grids) const override {
-        ++n_position_calls;
-        PromptPositions p;
-        for (int64_t i = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
-            p.pos.push_back({i, 2 * i, 3 * i});
-        }
-        p.delta = kPositionDelta;
-        n_position_grids += static_cast<int64_t>(grids.size());
-        return p;
-    }
-
-    Tensor embed(std::span<const int32_t> ids) override {
-        return backend_.gather_rows(embed_, std::vector<int64_t>(ids.begin(), ids.end()));  // [n, vocab]
-    }
-    Tensor embed(const Tensor& ids, const Tensor& pending) override {
-        ++n_pending_embeds;
-        return backend_.gather_token_rows(embed_, ids, pending);  // [n, vocab]
-    }
-    Tensor forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache&) override {
-        const int64_t n = embeds.rows();
-        const std::vector<float> rows = backend_.download(embeds);  // [n, vocab]
-        const std::vector<int32_t> pos = read(step.positions), slots = read(step.slots);
-        for (int64_t r = 0; r < n; ++r) {
-            const auto row = rows.begin() + r * kVocab;
-            fed.push_back({static_cast<int32_t>(std::max_element(row, row + kVocab) - row),
-                           {pos[3 * r], pos[3 * r + 1], pos[3 * r + 2]},
-                           slots[r]});
-        }
-        n_decode_steps += step.batch == nullptr ? 1 : 0;
-        return embeds;
-    }
-    Tensor logits(const Tensor& hidden) override { return backend_.linear(hidden, head_, nullptr); }
-    KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const override {
-        return {1, 1, 2, n_blocks, block_size};
-    }
-
-    int64_t max_context = 4096;
-    int64_t image_activation = 0;
-    std::vector<Fed> fed;
-    std::vector<ImageGrid> encoded;  // the grids of every encode_images call, in order
-    int64_t n_encode_calls = 0;
-    int64_t n_pending_embeds = 0;
-    int64_t n_decode_steps = 0;
-    int64_t profiled_image_tokens = -1;
-    mutable int64_t n_position_calls = 0;
-    mutable int64_t n_position_grids = 0;
-
-private:
-    // Image i of the call: rows one-hot at kImageFeature + i.  ->  [sum of n_image_tokens, vocab]
-    Tensor features(std::span<const ImageGrid> grids) {
-        ++n_encode_calls;
-        std::vector<float> values;
-        for (size_t i = 0; i < grids.size(); ++i) {
-            encoded.push_back(grids[i]);
-            for (int64_t r = 0; r < n_image_tokens(grids[i]); ++r) {
-                std::vector<float> row(kVocab, 0.0f);
-                row[kImageFeature + i] = 1.0f;
-                values.insert(values.end(), row.begin(), row.end());
-            }
-        }
-        return backend_.upload(values, {static_cast<int64_t>(values.size()) / kVocab, kVocab});
-    }
-    std::vector<int32_t> read(const Tensor& t) {
-        return backend_.read_back(t.view(0, {t.n_elements()}))->wait();
-    }
-
-    Backend& backend_;
-    bool takes_images_;
-    Tensor embed_;  // [vocab, vocab] one-hot rows
-    Tensor head_;   // [vocab, vocab]: row t + 1 picks input t
-};
 
 EngineConfig small_config() {
     EngineConfig c;
@@ -379,9 +249,10 @@ TEST_F(EngineCoreTest, LimitsAndMemoryPlanComeFromTheModel) {
     EngineConfig planned = small_config();
     planned.num_gpu_blocks_override = 0;
     planned.max_num_batched_tokens = 48;
+    planned.max_image_tokens = 16;
     {
         EngineCore core(model_, planned);
-        EXPECT_EQ(model_.profiled_image_tokens, 48);
+        EXPECT_EQ(model_.profiled_image_tokens, 48 + 16 - 1) << "the budget and an image taken whole past it";
         EXPECT_GT(core.memory_plan().n_blocks, 0);
     }
     // An image encoder that would take all the memory leaves none for the cache.
@@ -409,18 +280,184 @@ TEST_F(EngineCoreTest, GenerateRunsOneRequestThroughTheInterface) {
     EXPECT_THROW(generate(model_, prompt, {}, params, [](int32_t) { return true; }), Error);
 }
 
-TEST_F(EngineCoreTest, EngineThreadDeliversToHandles) {
-    Engine engine(model_, small_config());
-    RequestHandle a = engine.submit(text_request({40}, 5));
-    std::vector<int32_t> tokens;
-    std::optional<FinishReason> finish;
-    while (const std::optional<RequestOutput> out = a.next()) {
-        tokens.insert(tokens.end(), out->tokens.begin(), out->tokens.end());
-        finish = out->finish;
+Request image_request(int32_t first, int64_t width, int64_t max_tokens) {
+    Request r = text_request({first}, max_tokens);
+    for (int64_t i = 0; i < width; ++i) {
+        r.prompt.ids.push_back(kImageToken);
+        r.prompt.is_image.push_back(1);
     }
-    EXPECT_EQ(tokens, chain(40, 5));
-    EXPECT_EQ(finish, FinishReason::Length);
-    EXPECT_THROW(engine.submit(text_request({1}, 0)), Error);
+    r.prompt.ids.push_back(first);
+    r.prompt.is_image.push_back(0);
+    r.images.grids = {{1, 1, width}};
+    r.images.pixel_values.assign(static_cast<size_t>(width * kPatchDim), 0.25f);
+    return r;
+}
+
+// FastDeploy's chunked prefill for multimodal prompts: a chunk that reaches an image takes it whole, so an
+// image of more tokens than max_num_batched_tokens runs, and the memory plan counts such a step.
+TEST_F(EngineCoreTest, AnImageOverTheTokenBudgetIsTakenWhole) {
+    EngineConfig c = small_config();
+    c.max_num_batched_tokens = 4;
+    c.max_image_tokens = 20;
+    EngineCore core(model_, c);
+    EXPECT_EQ(core.max_step_tokens(), 4 + 20 - 1);
+    const int64_t id = core.submit(image_request(3, 12, 3));
+    const auto out = run_to_end(core);
+    EXPECT_EQ(out.at(id).tokens, chain(3, 3));
+    ASSERT_EQ(model_.encoded.size(), 1u) << "the image was encoded once, whole";
+    EXPECT_THROW(core.validate(image_request(3, 21, 3)), Error) << "over max_image_tokens";
+}
+
+// One request whose image the model cannot encode, among many batched with it: it alone ends, with the
+// model's message; the others give the tokens they give alone.
+TEST_F(EngineCoreTest, ARequestThatFailsEndsAloneAmongManyThatFinish) {
+    for (const bool async_scheduling : {true, false}) {
+        model_.fail_on_image_width = 7;
+        EngineConfig c = small_config();
+        c.max_num_seqs = 8;
+        c.num_gpu_blocks_override = 200;
+        c.async_scheduling = async_scheduling;
+        EngineCore core(model_, c);
+        std::vector<int64_t> good;
+        for (int32_t i = 0; i < 6; ++i) {
+            good.push_back(core.submit(image_request(static_cast<int32_t>(1 + 3 * i), 2 + i % 3, 5)));
+        }
+        const int64_t bad = core.submit(image_request(30, 7, 5));
+        for (int32_t i = 0; i < 6; ++i) {
+            good.push_back(core.submit(text_request({static_cast<int32_t>(20 + i)}, 6)));
+        }
+        std::map<int64_t, Finished> out;
+        std::map<int64_t, RequestOutput> last;
+        for (int guard = 0; core.has_unfinished() && guard < 1000; ++guard) {
+            for (const RequestOutput& o : core.step()) {
+                out[o.id].tokens.insert(out[o.id].tokens.end(), o.tokens.begin(), o.tokens.end());
+                out[o.id].finish = o.finish;
+                last[o.id] = o;
+            }
+        }
+        EXPECT_EQ(out.at(bad).finish, FinishReason::Error);
+        EXPECT_EQ(last.at(bad).error_kind, ErrorKind::Failed);
+        EXPECT_NE(last.at(bad).error.find("7 patches wide"), std::string::npos) << last.at(bad).error;
+        for (size_t i = 0; i < good.size(); ++i) {
+            const std::vector<int32_t> expected = i < 6 ? chain(static_cast<int32_t>(1 + 3 * i), 5)
+                                                        : chain(static_cast<int32_t>(20 + i - 6), 6);
+            EXPECT_EQ(out.at(good[i]).tokens, expected) << "request " << i;
+            EXPECT_NE(out.at(good[i]).finish, FinishReason::Error) << "request " << i;
+        }
+        EXPECT_GT(core.stats().n_failed_steps, 0);
+        EXPECT_EQ(core.fatal_error(), ErrorKind::None);
+        EXPECT_EQ(core.block_pool().n_free(), core.block_pool().n_blocks());
+        // The engine goes on.
+        const int64_t after = core.submit(text_request({40}, 3));
+        EXPECT_EQ(run_to_end(core).at(after).tokens, chain(40, 3));
+        model_.fail_on_image_width = -1;
+    }
+}
+
+// A failure in a decode step (the model fails on a token one request reaches) ends that request alone.
+TEST_F(EngineCoreTest, ADecodeStepThatFailsEndsTheRequestThatCausedIt) {
+    model_.fail_on_token = 60;
+    EngineCore core(model_, small_config());
+    const int64_t doomed = core.submit(text_request({55}, 10));  // feeds 56, 57, ... and fails at 60
+    const int64_t a = core.submit(text_request({1}, 8));
+    const int64_t b = core.submit(text_request({10}, 8));
+    const auto out = run_to_end(core);
+    EXPECT_EQ(out.at(doomed).finish, FinishReason::Error);
+    EXPECT_EQ(out.at(a).tokens, chain(1, 8));
+    EXPECT_EQ(out.at(b).tokens, chain(10, 8));
+}
+
+TEST_F(EngineCoreTest, OutOfMemoryIsReportedAsSuchAndTheEngineGoesOn) {
+    model_.fail_on_token = 60;
+    model_.fail_message = "cuda: out of memory allocating 1024 bytes on device 0";
+    EngineCore core(model_, small_config());
+    const int64_t id = core.submit(text_request({58}, 5));
+    std::optional<RequestOutput> last;
+    while (core.has_unfinished()) {
+        for (RequestOutput& o : core.step()) {
+            last = std::move(o);
+        }
+    }
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->id, id);
+    EXPECT_EQ(last->finish, FinishReason::Error);
+    EXPECT_EQ(last->error_kind, ErrorKind::OutOfMemory);
+    EXPECT_TRUE(can_continue_after(last->error_kind));
+    EXPECT_EQ(core.fatal_error(), ErrorKind::None);
+    const int64_t next = core.submit(text_request({1}, 3));
+    EXPECT_EQ(run_to_end(core).at(next).tokens, chain(1, 3));
+}
+
+TEST_F(EngineCoreTest, ALostDeviceEndsEveryRequestAndTheEngineSaysItCannotGoOn) {
+    model_.fail_on_token = 60;
+    model_.fail_message =
+        "cudaStreamSynchronize(stream_) failed at x.cpp:1: an illegal memory access was encountered";
+    EngineCore core(model_, small_config());
+    const int64_t a = core.submit(text_request({58}, 5));
+    const int64_t b = core.submit(text_request({1}, 20));
+    std::map<int64_t, RequestOutput> last;
+    while (core.has_unfinished()) {
+        for (RequestOutput& o : core.step()) {
+            last[o.id] = std::move(o);
+        }
+    }
+    for (const int64_t id : {a, b}) {
+        EXPECT_EQ(last.at(id).finish, FinishReason::Error);
+        EXPECT_EQ(last.at(id).error_kind, ErrorKind::DeviceLost);
+    }
+    EXPECT_EQ(core.fatal_error(), ErrorKind::DeviceLost);
+    EXPECT_FALSE(can_continue_after(core.fatal_error()));
+    EXPECT_THROW(core.submit(text_request({1}, 3)), Error);
+}
+
+// A chat turn submitted behind a thousand queued blocks starts in the next step and finishes first.
+TEST_F(EngineCoreTest, AChatTurnBehindAThousandQueuedBlocksFinishesFirst) {
+    for (const bool async_scheduling : {false, true}) {
+        EngineConfig c = small_config();
+        c.max_num_seqs = 4;
+        c.num_gpu_blocks_override = 4000;
+        c.async_scheduling = async_scheduling;
+        EngineCore core(model_, c);
+        std::vector<int64_t> blocks;
+        for (int i = 0; i < 1000; ++i) {
+            blocks.push_back(core.submit(text_request({static_cast<int32_t>(1 + i % 40)}, 8)));
+        }
+        core.step();
+        Request chat = text_request({41, 42}, 4);
+        chat.priority = Priority::Interactive;
+        const int64_t id = core.submit(std::move(chat));
+        int n_steps_to_first = 0;
+        std::vector<int64_t> finish_order;
+        bool started = false;
+        while (core.has_unfinished()) {
+            for (const RequestOutput& o : core.step()) {
+                started = started || (o.id == id && !o.tokens.empty());
+                if (o.finish) {
+                    finish_order.push_back(o.id);
+                }
+            }
+            n_steps_to_first += started ? 0 : 1;
+        }
+        // Its first token comes with the next step's outputs, or the one after where a step was queued ahead.
+        EXPECT_LE(n_steps_to_first, async_scheduling ? 1 : 0);
+        const auto at = std::find(finish_order.begin(), finish_order.end(), id) - finish_order.begin();
+        EXPECT_LE(at, 4) << "only blocks already running may finish before it";
+        EXPECT_EQ(finish_order.size(), 1001u);
+    }
+}
+
+TEST_F(EngineCoreTest, ImagesHashedWhereTheRequestWasBuiltAreNotHashedAgain) {
+    EngineCore core(model_, small_config());
+    Request hashed = image_request(3, 2, 2);
+    hashed.image_hashes = {12345};
+    core.submit(std::move(hashed));
+    EXPECT_EQ(core.stats().n_images_hashed, 0);
+    core.submit(image_request(3, 2, 2));
+    EXPECT_EQ(core.stats().n_images_hashed, 1);
+    Request wrong = image_request(3, 2, 2);
+    wrong.image_hashes = {1, 2};
+    EXPECT_THROW(core.submit(std::move(wrong)), Error);
+    run_to_end(core);
 }
 
 }  // namespace

@@ -38,12 +38,36 @@ TEST(MemoryPlanner, RefusesWithTheNumbersWhenNothingFits) {
         FAIL() << "no room was left, yet a plan came back";
     } catch (const Error& e) {
         const std::string m = e.what();
-        EXPECT_NE(m.find("8192 MiB x 0.5 = 4096 MiB"), std::string::npos) << m;
-        EXPECT_NE(m.find("weights 3072 MiB and activations 1024 MiB"), std::string::npos) << m;
+        EXPECT_NE(m.find("(8192 MiB - 0 MiB used by other processes) x 0.5 = 4096 MiB"), std::string::npos)
+            << m;
+        EXPECT_NE(m.find("weights 3072 MiB, activations 1024 MiB and other models' 0 MiB"), std::string::npos)
+            << m;
     }
     p.utilization = 1.5;
     EXPECT_THROW(plan_kv_cache(p), Error);
     p.utilization = 0.0;
+    EXPECT_THROW(plan_kv_cache(p), Error);
+}
+
+// Models loaded together plan together, on what other processes (the display) leave of the card: the budget
+// is (total - their use) x utilization, less every model's weights, the largest step's activations and what
+// the other models keep for their own.
+TEST(MemoryPlanner, LeavesWhatOtherProcessesAndOtherModelsUse) {
+    MemoryPlanParams p;
+    p.total_bytes = int64_t{8} << 30;
+    p.utilization = 0.5;
+    p.weight_bytes = int64_t{1} << 30;
+    p.activation_peak_bytes = int64_t{1} << 30;
+    p.block_bytes = 1 << 20;
+    EXPECT_EQ(plan_kv_cache(p).n_blocks, 2048);
+    p.other_bytes = int64_t{2} << 30;  // 6 GiB x 0.5 = 3 GiB
+    EXPECT_EQ(plan_kv_cache(p).budget_bytes, int64_t{3} << 30);
+    EXPECT_EQ(plan_kv_cache(p).n_blocks, 1024);
+    p.reserved_bytes = int64_t{512} << 20;
+    EXPECT_EQ(plan_kv_cache(p).n_blocks, 512);
+    p.reserved_bytes = int64_t{1} << 30;
+    EXPECT_THROW(plan_kv_cache(p), Error);
+    p.other_bytes = p.total_bytes;
     EXPECT_THROW(plan_kv_cache(p), Error);
 }
 

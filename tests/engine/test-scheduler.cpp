@@ -113,11 +113,24 @@ TEST(ChunkingPolicy, TakesEverythingThatFits) {
 
 TEST(ChunkingPolicy, NeverEndsInsideAnImage) {
     const std::vector<ImageSpan> images{{5, 12, 1}};  // tokens [5, 17)
-    EXPECT_EQ(prefill_chunk(0, 30, images, 10, true), 5) << "shrinks back to the image's start";
+    EXPECT_EQ(prefill_chunk(0, 30, images, 10, true), 17) << "grows to take the image whole, past the budget";
     EXPECT_EQ(prefill_chunk(5, 30, images, 10, true), 12) << "grows to keep the image whole";
     EXPECT_EQ(prefill_chunk(8, 30, images, 4, true), 9) << "a cached prefix ending inside the image";
     EXPECT_EQ(prefill_chunk(0, 30, images, 17, true), 17) << "ends right after the image";
     EXPECT_EQ(prefill_chunk(0, 30, images, 5, true), 5) << "ends right before it";
+}
+
+TEST(PreemptionPolicy, PicksTheLowestClassThenTheMostRecentlyStarted) {
+    Sequence chat, block_a, block_b;
+    chat.priority = Priority::Interactive;
+    chat.start_order = 9;
+    block_a.start_order = 2;
+    block_b.start_order = 5;
+    std::vector<Sequence*> running{&chat, &block_a, &block_b};
+    EXPECT_EQ(choose_preemption_victim(running), &block_b);
+    EXPECT_EQ(choose_preemption_victim(std::vector<Sequence*>{&chat}), &chat);
+    EXPECT_EQ(choose_preemption_victim(std::vector<Sequence*>{&chat}, Priority::Batch), nullptr)
+        << "only batch sequences may make room";
 }
 
 TEST(PreemptionPolicy, PicksTheMostRecentlyStarted) {
@@ -163,7 +176,8 @@ TEST(Scheduler, ChunksNeverSplitAnImage) {
         chunks.push_back(out.chunks[0].n_new);
         s.update_from_output(out, tokens_for(out));
     }
-    EXPECT_EQ(chunks, (std::vector<int64_t>{3, 8, 8, 1}));
+    EXPECT_EQ(chunks, (std::vector<int64_t>{11, 8, 1}))
+        << "the first chunk reaches the image and takes it whole";
 }
 
 TEST(Scheduler, RespectsMaxNumSeqs) {
@@ -366,12 +380,99 @@ TEST(Scheduler, RejectsRequestsThatCanNeverRun) {
     EXPECT_NE(message(text_sequence(3, 256, 4)).find("max_model_len"), std::string::npos);
     auto big_image = text_sequence(4, 30, 4);
     big_image->images.push_back({2, 20, 1});
-    EXPECT_NE(message(std::move(big_image)).find("does not fit max_num_batched_tokens 16"),
-              std::string::npos);
+    EXPECT_EQ(message(std::move(big_image)), "accepted") << "an image over the token budget is taken whole";
+    SchedulerConfig bounded = config(16);
+    bounded.max_image_tokens = 12;
+    Scheduler with_bound(bounded, kv);
+    auto over_bound = text_sequence(7, 30, 4);
+    over_bound->images.push_back({2, 20, 1});
+    try {
+        with_bound.add(std::move(over_bound));
+        ADD_FAILURE() << "an image over max_image_tokens was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("more than the 12 of the largest image"), std::string::npos);
+    }
     EXPECT_NE(message(text_sequence(5, 30, 30)).find("KV blocks"), std::string::npos);
     EXPECT_EQ(message(text_sequence(6, 4, 4)), "accepted");
     EXPECT_NE(message(text_sequence(6, 4, 4)).find("already added"), std::string::npos);
     EXPECT_THROW(Scheduler(config(0), kv), Error);
+}
+
+namespace {
+
+std::unique_ptr<Sequence> chat_sequence(int64_t id, int64_t n_prompt, int64_t max_tokens) {
+    auto seq = text_sequence(id, n_prompt, max_tokens);
+    seq->priority = Priority::Interactive;
+    return seq;
+}
+
+}  // namespace
+
+// Behind a thousand queued blocks, a chat turn starts in the very next step, taking the place of the most
+// recently started block where max_num_seqs is reached.
+TEST(Scheduler, AnInteractiveSequenceStartsAheadOfQueuedBatchOnes) {
+    FakeKvSlots kv(10000, 4);
+    Scheduler s(config(64, 4), kv);
+    for (int64_t id = 0; id < 1000; ++id) {
+        s.add(text_sequence(id, 8, 4));
+    }
+    SchedulerOutput out = s.schedule();
+    EXPECT_EQ(out.chunks.size(), 4u);
+    s.update_from_output(out, tokens_for(out));
+    s.add(chat_sequence(5000, 8, 4));
+    out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out).count(5000), 1u) << "the chat turn runs in the next step";
+    EXPECT_EQ(out.preempted, (std::vector<int64_t>{3})) << "the newest block gave its place";
+    EXPECT_EQ(s.n_running(Priority::Interactive), 1);
+    EXPECT_EQ(s.n_running(Priority::Batch), 3);
+    EXPECT_EQ(s.n_waiting(Priority::Batch), 997);
+    EXPECT_EQ(s.find(3)->status, SequenceStatus::Waiting);
+}
+
+// Interactive sequences take the token budget first, running or waiting, before any batch chunk.
+TEST(Scheduler, InteractiveChunksComeBeforeBatchChunksInTheBudget) {
+    FakeKvSlots kv(1000, 4);
+    Scheduler s(config(16, 8), kv);
+    s.add(text_sequence(1, 40, 4));
+    SchedulerOutput out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{1, 16}}));
+    s.update_from_output(out, tokens_for(out));
+    s.add(chat_sequence(2, 12, 4));
+    out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{2, 12}, {1, 4}}));
+}
+
+// After a failed step, every running sequence starts over, and each suspect runs alone until it is past where
+// the step failed; then they batch again.
+TEST(Scheduler, ResetIsolatesTheSuspectsOfAFailedStep) {
+    FakeKvSlots kv(1000, 4);
+    Scheduler s(config(64, 8), kv);
+    for (int64_t id = 1; id <= 3; ++id) {
+        s.add(text_sequence(id, 6, 4));
+    }
+    SchedulerOutput out = s.schedule();
+    ASSERT_EQ(out.chunks.size(), 3u);
+    // The step failed: its tokens never came.
+    const std::vector<int64_t> suspects{1, 2};
+    const std::vector<int64_t> reset = s.reset(suspects);
+    EXPECT_EQ(reset.size(), 3u);
+    EXPECT_EQ(s.n_running(), 0);
+    EXPECT_EQ(s.n_isolated(), 2);
+    for (int64_t id = 1; id <= 3; ++id) {
+        EXPECT_EQ(s.find(id)->n_tokens(), 6) << "pending token dropped";
+        EXPECT_EQ(s.find(id)->n_computed, 0);
+    }
+    EXPECT_FALSE(s.can_schedule_ahead());
+    out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{1, 6}})) << "a suspect alone";
+    s.update_from_output(out, tokens_for(out, 20));
+    EXPECT_EQ(s.n_isolated(), 1);
+    out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{2, 6}})) << "the next suspect alone";
+    s.update_from_output(out, tokens_for(out, 20));
+    EXPECT_EQ(s.n_isolated(), 0);
+    out = s.schedule();
+    EXPECT_EQ(chunk_sizes(out), (std::map<int64_t, int64_t>{{1, 1}, {2, 1}, {3, 6}})) << "batched again";
 }
 
 TEST(Sequence, BlockHashesChainAndKeyImagesByContent) {

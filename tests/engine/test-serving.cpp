@@ -20,7 +20,7 @@
 #include "elementwise.h"
 #endif
 #include "engine-core.h"
-#include "engine.h"
+#include "engine-service.h"
 #include "error.h"
 #include "fixture-reference.h"
 #include "generator.h"
@@ -29,6 +29,7 @@
 #include "model-loader.h"
 #include "models/paddleocr-vl/chat-prompt.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
+#include "request-builder.h"
 #include "tokenizer.h"
 #include "weight-source.h"
 
@@ -523,57 +524,6 @@ TEST_F(Serving, StopStringsEndTheRequestAndCutTheText) {
     EXPECT_EQ(finish, FinishReason::Stop);
 }
 
-TEST_F(Serving, EngineThreadStreamsToHandlesAndCallbacksAndCancels) {
-    Engine engine(*model_, base_config());
-    RequestHandle a = engine.submit(cases_[1].request);
-    std::mutex m;
-    std::vector<int32_t> b_tokens;
-    std::optional<FinishReason> b_finish;
-    RequestHandle b = engine.submit(cases_[2].request, [&](const RequestOutput& out) {
-        const std::lock_guard lock(m);
-        b_tokens.insert(b_tokens.end(), out.tokens.begin(), out.tokens.end());
-        if (out.finish) {
-            b_finish = out.finish;
-        }
-    });
-    Request endless = cases_[0].request;
-    endless.max_tokens = 400;
-    endless.ignore_eos = true;
-    RequestHandle c = engine.submit(endless);
-
-    std::vector<int32_t> a_tokens;
-    std::optional<FinishReason> a_finish;
-    while (const std::optional<RequestOutput> out = a.next()) {
-        a_tokens.insert(a_tokens.end(), out->tokens.begin(), out->tokens.end());
-        a_finish = out->finish;
-    }
-    EXPECT_EQ(a_tokens, cases_[1].expected);
-    EXPECT_EQ(a_finish, cases_[1].expected_finish);
-
-    const std::optional<RequestOutput> first = c.next();
-    ASSERT_TRUE(first);
-    c.cancel();
-    std::optional<FinishReason> c_finish = first->finish;
-    while (const std::optional<RequestOutput> out = c.next()) {
-        c_finish = out->finish;
-    }
-    EXPECT_EQ(c_finish, FinishReason::Cancelled);
-
-    EXPECT_FALSE(b.next()) << "a request with a callback has nothing queued";
-    for (int i = 0; i < 2000; ++i) {
-        {
-            const std::lock_guard lock(m);
-            if (b_finish) {
-                break;
-            }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    const std::lock_guard lock(m);
-    EXPECT_EQ(b_tokens, cases_[2].expected);
-    EXPECT_EQ(b_finish, cases_[2].expected_finish);
-}
-
 TEST_F(Serving, PlansTheCacheFromMemoryAndSaysSo) {
     std::string logged;
     const LogSink quiet = set_log_sink([&](std::string_view m) { logged += std::string(m) + "\n"; });
@@ -587,25 +537,6 @@ TEST_F(Serving, PlansTheCacheFromMemoryAndSaysSo) {
     EXPECT_EQ(engine.memory_plan().n_blocks, 4 * 256 / 16);
     EXPECT_EQ(logged, "kv cache: 64 blocks, 1024 tokens\n");
     EXPECT_EQ(engine.stats().n_kv_blocks, 64);
-}
-
-TEST_F(Serving, StoppingTheEngineEndsItsRequests) {
-    std::optional<RequestHandle> handle;
-    {
-        Engine engine(*model_, base_config());
-        Request endless = cases_[0].request;
-        endless.max_tokens = 400;
-        endless.ignore_eos = true;
-        handle = engine.submit(endless);
-        ASSERT_TRUE(handle->next());
-    }
-    std::optional<RequestOutput> last;
-    while (std::optional<RequestOutput> out = handle->next()) {
-        last = std::move(out);
-    }
-    ASSERT_TRUE(last);
-    EXPECT_EQ(last->finish, FinishReason::Cancelled);
-    EXPECT_EQ(last->error, "the engine stopped");
 }
 
 TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
@@ -628,8 +559,8 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     Request no_tokens = make_request({pages_[0]}, "OCR:");
     no_tokens.max_tokens = 0;
     EXPECT_NE(message(no_tokens).find("max_tokens must be at least 1"), std::string::npos);
-    Request big_page = make_request({pages_[3]}, "OCR:");  // 16 image tokens, budget 12
-    EXPECT_NE(message(big_page).find("does not fit max_num_batched_tokens 12"), std::string::npos);
+    Request big_page = make_request({pages_[3]}, "OCR:");  // 16 image tokens, budget 12: taken whole
+    EXPECT_EQ(message(big_page), "accepted");
     Request too_long;
     too_long.prompt.ids.assign(600, 5);
     too_long.prompt.is_image.assign(600, 0);
@@ -652,6 +583,104 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("unknown quantization \"int3\""), std::string::npos);
     }
-    Engine threaded(*model_, c);
-    EXPECT_THROW(threaded.submit(empty), Error) << "the engine thread's submit refuses at once";
+}
+
+// The chat template as PaddleOCR-VL's chat_template.jinja renders it: one user turn is the single-turn
+// prompt, and a conversation alternates "User: ...\n" and "Assistant: ...<|end_of_sentence|>".
+TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
+    ChatMessage first{ChatMessage::Role::User, "OCR:", {pages_[0]}};
+    EXPECT_EQ(render_chat({first}), chat_prompt_text(1, "OCR:"));
+    ChatMessage answer{ChatMessage::Role::Assistant, "Hello", {}};
+    ChatMessage second{ChatMessage::Role::User, "And this one?", {pages_[1], pages_[2]}};
+    EXPECT_EQ(render_chat({first, answer, second}),
+              "<|begin_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>OCR:\n"
+              "Assistant: Hello<|end_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
+              "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>And this one?\nAssistant: ");
+
+    const ModelConfig& cfg = files_->config();
+    PromptFormat format;
+    format.tokenizer = tokenizer_.get();
+    format.special = {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id};
+    format.preprocessor = files_->preprocessor();
+    format.n_image_tokens = [](const ImageGrid& g) { return g.n_patches() / 4; };
+    const RequestBuilder builder(format, {512, 3, 0});
+    const Request task = builder.build({ImageTask{{pages_[1]}, "OCR:"}, {}});
+    const Request reference = make_request({pages_[1]}, "OCR:");
+    EXPECT_EQ(task.prompt.ids, reference.prompt.ids);
+    EXPECT_EQ(task.prompt.is_image, reference.prompt.is_image);
+    EXPECT_EQ(task.images.grids, reference.images.grids);
+    EXPECT_EQ(task.image_hashes.size(), 1u) << "hashed where the request is built";
+    EXPECT_EQ(task.max_tokens, 512 - static_cast<int64_t>(task.prompt.ids.size()));
+
+    const Request chat = builder.build({Chat{{first, answer, second}}, {}});
+    EXPECT_EQ(chat.images.grids.size(), 3u);
+    int64_t n_image_tokens = 0;
+    for (const ImageGrid& g : chat.images.grids) {
+        n_image_tokens += g.n_patches() / 4;
+    }
+    EXPECT_EQ(std::count(chat.prompt.is_image.begin(), chat.prompt.is_image.end(), 1), n_image_tokens);
+    EXPECT_EQ(chat.prompt.ids.front(), tokenizer_->encode("<|begin_of_sentence|>", true).front());
+    const auto message = [&](RequestSpec spec) {
+        try {
+            builder.build(std::move(spec));
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    EXPECT_NE(message({ImageTask{{pages_[0], pages_[1], pages_[2], pages_[3]}, "OCR:"}, {}})
+                  .find("4 images in one request, more than limit_mm_per_prompt 3"),
+              std::string::npos);
+    GenerationOptions too_long;
+    too_long.max_tokens = 600;
+    EXPECT_NE(message({ImageTask{{pages_[0]}, "OCR:"}, too_long}).find("max_tokens 600"), std::string::npos);
+    Image broken = pages_[0];
+    broken.rgb.pop_back();
+    EXPECT_NE(message({ImageTask{{broken}, "OCR:"}, {}}).find("message 0 image 0"), std::string::npos);
+    EXPECT_NE(message({Chat{{first, answer}}, {}}).find("must end with the user's message"),
+              std::string::npos);
+    EXPECT_EQ(message({RawText{"OCR: plain text"}, {}}), "accepted");
+}
+
+// The service on the fixture folder, through the PaddleOCR-VL factory: requests built from images and a task
+// give the tokens of the same request run alone.
+TEST_F(Serving, ServiceServesTheModelFolderAsRequestsRunAlone) {
+    EngineService service;
+    ServiceParams params;
+    // The suite's device, made on the service's engine thread.
+#ifdef FOLIO_TEST_CUDA
+    params.device.make_backend = [] { return make_cuda_backend(); };
+#else
+    params.device.make_backend = [] { return make_cpu_backend(2); };
+#endif
+    params.models.push_back({ModelRole::Recognition, folio::testing::tiny_model_dir(), {}});
+    params.engine = base_config();
+    service.load(params);
+    ASSERT_EQ(service.wait_loaded(std::chrono::seconds(60)), ServiceState::Ready) << service.status().error;
+    EXPECT_EQ(service.status().progress.bytes_read, service.status().progress.bytes_total);
+    const std::vector<std::pair<std::vector<Image>, std::string>> inputs = {
+        {{pages_[0]}, "OCR:"}, {{pages_[1], pages_[3]}, "Table Recognition:"}, {{}, "the chart"}};
+    std::vector<RequestHandle> handles;
+    std::vector<std::vector<int32_t>> expected;
+    for (const auto& [images, task] : inputs) {
+        GenerationOptions options;
+        options.max_tokens = 9;
+        handles.push_back(service.submit({ImageTask{images, task}, options}));
+        GenerateParams alone;
+        alone.max_tokens = 9;
+        const Request r = make_request(images, task);
+        expected.push_back(generate(*model_, r.prompt, r.images, alone, [](int32_t) { return true; }).tokens);
+    }
+    for (size_t i = 0; i < handles.size(); ++i) {
+        std::vector<int32_t> tokens;
+        std::string text;
+        while (const std::optional<RequestOutput> out = handles[i].next()) {
+            tokens.insert(tokens.end(), out->tokens.begin(), out->tokens.end());
+            text += out->text;
+            EXPECT_TRUE(out->error.empty()) << out->error;
+        }
+        EXPECT_EQ(tokens, expected[i]) << "request " << i;
+        EXPECT_FALSE(text.empty()) << "the service has the folder's tokenizer";
+    }
+    EXPECT_EQ(service.stats().engine.n_images_hashed, 0) << "images hashed on the preparation threads";
 }

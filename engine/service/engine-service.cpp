@@ -1,0 +1,736 @@
+#include "engine-service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "error.h"
+#include "log.h"
+#include "task-queue.h"
+
+namespace folio {
+
+const char* service_state_name(ServiceState state) {
+    switch (state) {
+        case ServiceState::Empty:
+            return "empty";
+        case ServiceState::Loading:
+            return "loading";
+        case ServiceState::Ready:
+            return "ready";
+        case ServiceState::Failed:
+            return "failed";
+    }
+    return "unknown";
+}
+
+namespace detail {
+
+struct RequestState {
+    int64_t id = 0;
+    int64_t group = 0;
+    OutputCallback on_output;
+    std::atomic<bool> cancel_requested{false};
+
+    std::mutex mutex;  // guards what follows
+    std::condition_variable ready;
+    std::deque<RequestOutput> outputs;
+    bool delivered_final = false;
+    bool taken_final = false;
+};
+
+namespace {
+
+RequestOutput final_output(int64_t id, FinishReason finish, ErrorKind kind, std::string message) {
+    RequestOutput out;
+    out.id = id;
+    out.finish = finish;
+    out.error_kind = kind;
+    out.error = std::move(message);
+    return out;
+}
+
+RequestOutput stopped_output(int64_t id) {
+    return final_output(id, FinishReason::Cancelled, ErrorKind::Stopped, "the service stopped");
+}
+
+}  // namespace
+
+// What the engine thread serves with: the device, the models and the engine, which reconfigure() rebuilds.
+struct Served {
+    Backend& backend;
+    std::vector<LoadedModel*> models;
+    LoadedModel& generative;
+    std::unique_ptr<EngineCore>& core;
+    int64_t other_bytes = 0;
+    int64_t reserved_bytes = 0;  // other models' activations
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>> in_core;
+};
+
+using Job = std::function<void(Served&)>;
+
+struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
+    ServiceImpl() : prepare(std::make_unique<TaskQueue>(2)) {}
+
+    // Hands an output to the request's queue or callback; nothing after its final output.
+    void deliver(RequestState& state, const RequestOutput& out);
+    // The engine thread: loads, then serves until stop.
+    void run(const ServiceParams& params);
+    void serve(Served& served, const DeviceSpec& device);
+    // The engine and the request limits for the configuration, other processes' and models' bytes added.
+    void build_engine(Served& served, EngineConfig config,
+                      const std::function<void(CorePhase)>& on_phase = {});
+    void publish(EngineCore& core, Backend& backend, int64_t free_bytes, int64_t n_new_tokens);
+    // A preparation thread: builds the request and hands it to the engine thread.
+    void prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
+                         RequestSpec& spec, Priority priority);
+    // Every live request ends with ErrorKind::Stopped.
+    void end_live();
+    // Stops the engine thread and waits for it; the state goes back to Empty.
+    void shutdown();
+    void cancel_locked(RequestState& state);
+
+    mutable std::mutex mutex;         // guards everything below but the engine thread's own
+    std::condition_variable wake;     // work or stop for the engine thread
+    std::condition_variable changed;  // status changed
+    ServiceStatus status;
+    std::atomic<bool> stop{false};
+    bool accepting = false;
+    std::shared_ptr<const RequestBuilder> builder;
+    RequestLimits limits;
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
+    std::vector<std::pair<std::shared_ptr<RequestState>, Request>> pending;
+    std::vector<int64_t> cancels;
+    std::vector<std::pair<Job, std::promise<void>>> jobs;
+    std::unordered_map<int64_t, GroupProgress> groups;
+    int64_t next_id = 0;
+    int64_t next_group = 1;
+    ServiceStats stats;
+    TokenRate rate;
+    std::atomic<int64_t> n_callback_errors{0};
+
+    std::unique_ptr<TaskQueue> prepare;  // before the engine thread, which waits for it as it stops
+    std::thread engine_thread;
+};
+
+void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
+    {
+        const std::lock_guard state_lock(state.mutex);
+        if (state.delivered_final) {
+            return;
+        }
+        state.delivered_final = out.finish.has_value();
+        if (out.finish || state.group != 0) {
+            const std::lock_guard lock(mutex);
+            if (out.finish) {
+                live.erase(state.id);
+                const bool failed = *out.finish == FinishReason::Error;
+                const bool cancelled = *out.finish == FinishReason::Cancelled;
+                (failed ? stats.n_failed : cancelled ? stats.n_cancelled : stats.n_finished) += 1;
+            }
+            const auto group = groups.find(state.group);
+            if (group != groups.end()) {
+                GroupProgress& g = group->second;
+                g.n_tokens += static_cast<int64_t>(out.tokens.size());
+                if (out.finish) {
+                    (*out.finish == FinishReason::Error       ? g.n_failed
+                     : *out.finish == FinishReason::Cancelled ? g.n_cancelled
+                                                              : g.n_finished) += 1;
+                }
+            }
+        }
+        if (!state.on_output) {
+            state.outputs.push_back(out);
+        }
+    }
+    if (!state.on_output) {
+        state.ready.notify_all();
+        return;
+    }
+    try {
+        state.on_output(out);
+    } catch (const std::exception& e) {
+        ++n_callback_errors;
+        log_info("engine service: the output callback of request " + std::to_string(state.id) +
+                 " threw: " + e.what());
+    } catch (...) {
+        ++n_callback_errors;
+        log_info("engine service: the output callback of request " + std::to_string(state.id) + " threw");
+    }
+}
+
+void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
+                                  RequestSpec& spec, Priority priority) {
+    if (state->cancel_requested.load()) {
+        deliver(*state, final_output(state->id, FinishReason::Cancelled, ErrorKind::None, {}));
+        return;
+    }
+    try {
+        Request request = made.build(std::move(spec));
+        request.priority = priority;
+        {
+            const std::lock_guard lock(mutex);
+            if (!stop.load()) {
+                pending.emplace_back(state, std::move(request));
+                wake.notify_all();
+                return;
+            }
+        }
+        deliver(*state, stopped_output(state->id));
+    } catch (const std::exception& e) {
+        deliver(*state, final_output(state->id, FinishReason::Error, ErrorKind::InvalidRequest, e.what()));
+    }
+}
+
+void ServiceImpl::run(const ServiceParams& params) {
+    LoadContext context(
+        [this](const LoadProgress& p) {
+            const std::lock_guard lock(mutex);
+            status.progress = p;
+            changed.notify_all();
+        },
+        stop);
+    // Released in reverse order, on this thread, however loading ends.
+    std::unique_ptr<Backend> backend;
+    std::vector<std::unique_ptr<LoadedModel>> models;
+    std::unique_ptr<EngineCore> core;
+    std::optional<Served> served;
+    try {
+        context.check_cancelled();
+        backend = params.device.make_backend();
+        if (!backend) {
+            fail("the device gave no backend");
+        }
+        // What other processes use now, before Folio's models: the plan leaves it.
+        int64_t other_bytes = 0;
+        if (params.device.free_memory) {
+            other_bytes = std::max<int64_t>(
+                0, backend->total_memory() - params.device.free_memory() - backend->memory_stats().in_use);
+        }
+        const ModelFactory& factory = params.factory ? *params.factory : default_model_factory();
+        LoadedModel* generative = nullptr;
+        int64_t reserved = 0;
+        const int n_models = static_cast<int>(params.models.size());
+        for (int i = 0; i < n_models; ++i) {
+            context.set_model(i, n_models);
+            models.push_back(factory.load(params.models[static_cast<size_t>(i)], *backend, context));
+            if (models.back()->generative()) {
+                if (generative) {
+                    fail("model slots ", i, " and another are both generative; one is served");
+                }
+                generative = models.back().get();
+            } else {
+                reserved += models.back()->reserved_activation_bytes();
+            }
+        }
+        if (!generative) {
+            fail("no generative model among the ", n_models, " model slots");
+        }
+        served.emplace(Served{*backend, {}, *generative, core, other_bytes, reserved, {}});
+        for (const std::unique_ptr<LoadedModel>& m : models) {
+            served->models.push_back(m.get());
+        }
+        build_engine(*served, params.engine, [&](CorePhase phase) {
+            context.set_phase(phase == CorePhase::MemoryPlan ? LoadPhase::MemoryPlan
+                                                             : LoadPhase::GraphCapture);
+        });
+        context.set_phase(LoadPhase::Ready);
+        publish(*core, *backend, params.device.free_memory ? params.device.free_memory() : -1, 0);
+        {
+            const std::lock_guard lock(mutex);
+            status.state = ServiceState::Ready;
+            accepting = true;
+            stats.vram_other_bytes = other_bytes;
+            changed.notify_all();
+        }
+    } catch (const std::exception& e) {
+        const bool cancelled = dynamic_cast<const LoadCancelled*>(&e) != nullptr;
+        const std::string message = e.what();
+        core.reset();
+        models.clear();
+        backend.reset();
+        const std::lock_guard lock(mutex);
+        if (cancelled) {
+            status = ServiceStatus{};
+        } else {
+            status.state = ServiceState::Failed;
+            status.error_kind = classify_failure(e);
+            status.error = message;
+        }
+        changed.notify_all();
+        return;
+    }
+    serve(*served, params.device);
+    // Stopping: no request is being built once the queue is idle (none is posted after stop), then every
+    // request left ends, and the engine, the models and the backend go, in that order.
+    prepare->wait_idle();
+    end_live();
+    core.reset();
+    models.clear();
+    backend.reset();
+}
+
+void ServiceImpl::build_engine(Served& served, EngineConfig config,
+                               const std::function<void(CorePhase)>& on_phase) {
+    config.other_process_bytes = served.other_bytes;
+    config.reserved_bytes += served.reserved_bytes;
+    if (config.max_image_tokens == 0) {
+        config.max_image_tokens = served.generative.max_image_tokens();
+    }
+    served.core = std::make_unique<EngineCore>(*served.generative.generative(), config,
+                                               served.generative.tokenizer(), on_phase);
+    const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
+                                       config.max_image_tokens};
+    auto made = std::make_shared<const RequestBuilder>(served.generative.prompt_format(), request_limits);
+    const std::lock_guard lock(mutex);
+    builder = std::move(made);
+    limits = request_limits;
+}
+
+void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
+    Backend& backend = served.backend;
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>>& in_core = served.in_core;
+    auto last_probe = std::chrono::steady_clock::now();
+    int64_t free_bytes = device.free_memory ? device.free_memory() : -1;
+    publish(*served.core, backend, free_bytes, 0);
+    for (;;) {
+        std::vector<std::pair<std::shared_ptr<RequestState>, Request>> taken;
+        std::vector<int64_t> cancelled;
+        std::vector<std::pair<Job, std::promise<void>>> work;
+        {
+            std::unique_lock lock(mutex);
+            wake.wait(lock, [&] {
+                return stop.load() || !pending.empty() || !cancels.empty() || !jobs.empty() ||
+                       served.core->has_unfinished();
+            });
+            if (stop.load()) {
+                return;
+            }
+            taken.swap(pending);
+            cancelled.swap(cancels);
+            work.swap(jobs);
+        }
+        for (auto& [fn, done] : work) {
+            try {
+                fn(served);
+                done.set_value();
+            } catch (...) {
+                done.set_exception(std::current_exception());
+            }
+        }
+        if (!served.core) {
+            return;  // reconfigure could not build an engine: the service failed
+        }
+        EngineCore& core = *served.core;
+        // In the order they were submitted, as far as their preparation allows.
+        std::sort(taken.begin(), taken.end(),
+                  [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
+        for (auto& [state, request] : taken) {
+            try {
+                core.add(std::move(request), state->id);
+                in_core.emplace(state->id, state);
+                if (state->cancel_requested.load()) {
+                    core.cancel(state->id);
+                }
+            } catch (const std::exception& e) {
+                const ErrorKind kind =
+                    core.fatal_error() != ErrorKind::None ? core.fatal_error() : ErrorKind::InvalidRequest;
+                deliver(*state, final_output(state->id, FinishReason::Error, kind, e.what()));
+            }
+        }
+        for (const int64_t id : cancelled) {
+            core.cancel(id);
+        }
+        std::vector<RequestOutput> outputs;
+        try {
+            outputs = core.step();
+        } catch (const std::exception& e) {
+            // A failure outside any step's recovery: the engine cannot be trusted to go on.
+            for (auto& [id, state] : in_core) {
+                deliver(*state, final_output(id, FinishReason::Error, ErrorKind::Failed, e.what()));
+            }
+            in_core.clear();
+            const std::lock_guard lock(mutex);
+            status.state = ServiceState::Failed;
+            status.error_kind = ErrorKind::Failed;
+            status.error = e.what();
+            status.can_continue = false;
+            accepting = false;
+            changed.notify_all();
+            return;
+        }
+        // The snapshot first, so that a client seeing an output sees the statistics of its step.
+        int64_t n_new = 0;
+        for (const RequestOutput& out : outputs) {
+            n_new += static_cast<int64_t>(out.tokens.size());
+        }
+        if (device.free_memory &&
+            std::chrono::steady_clock::now() - last_probe > std::chrono::milliseconds(500)) {
+            free_bytes = device.free_memory();
+            last_probe = std::chrono::steady_clock::now();
+        }
+        publish(core, backend, free_bytes, n_new);
+        for (const RequestOutput& out : outputs) {
+            const auto it = in_core.find(out.id);
+            if (it == in_core.end()) {
+                continue;
+            }
+            const std::shared_ptr<RequestState> state = it->second;
+            if (out.finish) {
+                in_core.erase(it);
+            }
+            deliver(*state, out);
+        }
+        if (core.fatal_error() != ErrorKind::None) {
+            const std::lock_guard lock(mutex);
+            if (status.state != ServiceState::Failed) {
+                status.state = ServiceState::Failed;
+                status.error_kind = core.fatal_error();
+                status.error =
+                    std::string("the engine stopped after a failure: ") + error_kind_name(core.fatal_error());
+                status.can_continue = false;
+                accepting = false;
+                changed.notify_all();
+            }
+        }
+    }
+}
+
+void ServiceImpl::publish(EngineCore& core, Backend& backend, int64_t free_bytes, int64_t n_new_tokens) {
+    const EngineStats engine = core.stats();
+    const Scheduler& scheduler = core.scheduler();
+    const int64_t used_bytes = backend.memory_stats().in_use;
+    const std::lock_guard lock(mutex);
+    rate.add(std::chrono::steady_clock::now(), n_new_tokens);
+    stats.n_kv_blocks = engine.n_kv_blocks;
+    stats.n_kv_blocks_free = engine.n_free_blocks;
+    stats.n_kv_blocks_used = engine.n_kv_blocks - engine.n_free_blocks;
+    for (const Priority p : {Priority::Interactive, Priority::Batch}) {
+        stats.n_running[static_cast<size_t>(p)] = scheduler.n_running(p);
+        stats.n_waiting[static_cast<size_t>(p)] = scheduler.n_waiting(p);
+    }
+    stats.vram_used_bytes = used_bytes;
+    stats.vram_free_bytes = free_bytes;
+    stats.prefix_cache_hit_rate = engine.n_prefix_lookup_blocks > 0
+                                      ? static_cast<double>(engine.n_prefix_hit_blocks) /
+                                            static_cast<double>(engine.n_prefix_lookup_blocks)
+                                      : 0.0;
+    stats.memory_plan = core.memory_plan();
+    stats.engine = engine;
+}
+
+void ServiceImpl::end_live() {
+    std::vector<std::shared_ptr<RequestState>> left;
+    {
+        const std::lock_guard lock(mutex);
+        for (const auto& entry : live) {
+            left.push_back(entry.second);
+        }
+        pending.clear();
+        cancels.clear();
+        for (auto& job : jobs) {
+            job.second.set_exception(
+                std::make_exception_ptr(Error("engine service: stopped before the work ran")));
+        }
+        jobs.clear();
+    }
+    for (const std::shared_ptr<RequestState>& state : left) {
+        deliver(*state, stopped_output(state->id));
+    }
+}
+
+void ServiceImpl::shutdown() {
+    {
+        const std::lock_guard lock(mutex);
+        accepting = false;
+        stop = true;
+    }
+    wake.notify_all();
+    if (engine_thread.joinable()) {
+        engine_thread.join();
+    }
+    prepare->wait_idle();
+    end_live();
+    const std::lock_guard lock(mutex);
+    status = ServiceStatus{};
+    builder.reset();
+    limits = {};
+    stats = ServiceStats{};
+    stop = false;
+    changed.notify_all();
+}
+
+void ServiceImpl::cancel_locked(RequestState& state) {
+    state.cancel_requested = true;
+    cancels.push_back(state.id);
+}
+
+}  // namespace detail
+
+using detail::final_output;
+using detail::RequestState;
+using detail::ServiceImpl;
+
+std::optional<RequestOutput> RequestHandle::poll() {
+    return wait_for(std::chrono::milliseconds(0));
+}
+
+std::optional<RequestOutput> RequestHandle::wait_for(std::chrono::milliseconds timeout) {
+    if (!state_ || state_->on_output) {
+        return std::nullopt;
+    }
+    std::unique_lock lock(state_->mutex);
+    if (!state_->ready.wait_for(lock, timeout,
+                                [&] { return !state_->outputs.empty() || state_->taken_final; }) ||
+        state_->outputs.empty()) {
+        return std::nullopt;
+    }
+    RequestOutput out = std::move(state_->outputs.front());
+    state_->outputs.pop_front();
+    state_->taken_final = out.finish.has_value();
+    return out;
+}
+
+std::optional<RequestOutput> RequestHandle::next() {
+    if (!state_ || state_->on_output) {
+        return std::nullopt;
+    }
+    std::unique_lock lock(state_->mutex);
+    state_->ready.wait(lock, [&] { return !state_->outputs.empty() || state_->taken_final; });
+    if (state_->outputs.empty()) {
+        return std::nullopt;
+    }
+    RequestOutput out = std::move(state_->outputs.front());
+    state_->outputs.pop_front();
+    state_->taken_final = out.finish.has_value();
+    return out;
+}
+
+bool RequestHandle::finished() const {
+    if (!state_) {
+        return true;
+    }
+    const std::lock_guard lock(state_->mutex);
+    return state_->delivered_final;
+}
+
+void RequestHandle::cancel() {
+    if (const std::shared_ptr<ServiceImpl> service = service_.lock()) {
+        {
+            const std::lock_guard lock(service->mutex);
+            if (!service->live.contains(id_)) {
+                return;
+            }
+            service->cancel_locked(*state_);
+        }
+        service->wake.notify_all();
+    }
+}
+
+EngineService::EngineService() : impl_(std::make_shared<ServiceImpl>()) {}
+
+EngineService::~EngineService() {
+    impl_->shutdown();
+}
+
+void EngineService::load(ServiceParams params) {
+    if (!params.device.make_backend) {
+        fail("engine service: the device has no backend factory");
+    }
+    if (params.models.empty()) {
+        fail("engine service: no model to load");
+    }
+    unload();
+    const std::lock_guard lock(impl_->mutex);
+    impl_->status = ServiceStatus{};
+    impl_->status.state = ServiceState::Loading;
+    impl_->status.progress.n_models = static_cast<int>(params.models.size());
+    impl_->engine_thread =
+        std::thread([impl = impl_.get(), params = std::move(params)] { impl->run(params); });
+}
+
+void EngineService::cancel_load() {
+    {
+        const std::lock_guard lock(impl_->mutex);
+        if (impl_->status.state != ServiceState::Loading) {
+            return;
+        }
+    }
+    impl_->shutdown();
+}
+
+void EngineService::unload() {
+    impl_->shutdown();
+}
+
+ServiceState EngineService::wait_loaded(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(impl_->mutex);
+    impl_->changed.wait_for(lock, timeout, [&] { return impl_->status.state != ServiceState::Loading; });
+    return impl_->status.state;
+}
+
+ServiceStatus EngineService::status() const {
+    const std::lock_guard lock(impl_->mutex);
+    return impl_->status;
+}
+
+RequestHandle EngineService::submit(RequestSpec spec, SubmitOptions options) {
+    auto state = std::make_shared<RequestState>();
+    state->group = options.group;
+    state->on_output = std::move(options.on_output);
+    {
+        const std::lock_guard lock(impl_->mutex);
+        if (!impl_->accepting) {
+            fail("engine service: no model is ready (", service_state_name(impl_->status.state), ")",
+                 impl_->status.error.empty() ? "" : ": ", impl_->status.error);
+        }
+        if (options.group != 0) {
+            const auto group = impl_->groups.find(options.group);
+            if (group == impl_->groups.end()) {
+                fail("engine service: unknown group ", options.group);
+            }
+            ++group->second.n_requests;
+            if (group->second.cancelled) {
+                state->cancel_requested = true;
+            }
+        }
+        state->id = impl_->next_id++;
+        impl_->live.emplace(state->id, state);
+        // Posted under the lock, so that nothing is posted once stopping began.
+        impl_->prepare->post(
+            [impl = impl_.get(), state, builder = impl_->builder, spec = std::move(spec),
+             priority = options.priority]() mutable {
+                impl->prepare_request(state, *builder, spec, priority);
+            },
+            options.priority == Priority::Interactive);
+    }
+    return RequestHandle(state->id, state, impl_);
+}
+
+void EngineService::cancel(int64_t id) {
+    {
+        const std::lock_guard lock(impl_->mutex);
+        const auto it = impl_->live.find(id);
+        if (it == impl_->live.end()) {
+            return;
+        }
+        impl_->cancel_locked(*it->second);
+    }
+    impl_->wake.notify_all();
+}
+
+int64_t EngineService::create_group() {
+    const std::lock_guard lock(impl_->mutex);
+    const int64_t id = impl_->next_group++;
+    impl_->groups.emplace(id, GroupProgress{});
+    return id;
+}
+
+void EngineService::cancel_group(int64_t group) {
+    {
+        const std::lock_guard lock(impl_->mutex);
+        const auto it = impl_->groups.find(group);
+        if (it == impl_->groups.end()) {
+            fail("engine service: unknown group ", group);
+        }
+        it->second.cancelled = true;
+        for (const auto& [id, state] : impl_->live) {
+            if (state->group == group) {
+                impl_->cancel_locked(*state);
+            }
+        }
+    }
+    impl_->wake.notify_all();
+}
+
+GroupProgress EngineService::group_progress(int64_t group) const {
+    const std::lock_guard lock(impl_->mutex);
+    const auto it = impl_->groups.find(group);
+    if (it == impl_->groups.end()) {
+        fail("engine service: unknown group ", group);
+    }
+    return it->second;
+}
+
+void EngineService::forget_group(int64_t group) {
+    const std::lock_guard lock(impl_->mutex);
+    impl_->groups.erase(group);
+}
+
+namespace {
+
+void run_job(ServiceImpl& impl, detail::Job job) {
+    std::future<void> done;
+    {
+        const std::lock_guard lock(impl.mutex);
+        if (!impl.accepting) {
+            fail("engine service: no model is ready (", service_state_name(impl.status.state), ")");
+        }
+        std::promise<void> promise;
+        done = promise.get_future();
+        impl.jobs.emplace_back(std::move(job), std::move(promise));
+    }
+    impl.wake.notify_all();
+    done.get();
+}
+
+}  // namespace
+
+void EngineService::run_on_engine_thread(const std::function<void(EngineContext&)>& fn) {
+    run_job(*impl_, [&fn](detail::Served& served) {
+        EngineContext context{served.backend, served.models, *served.core};
+        fn(context);
+    });
+}
+
+void EngineService::reconfigure(const EngineConfig& config) {
+    run_job(*impl_, [impl = impl_.get(), &config](detail::Served& served) {
+        // The requests the engine holds end; the old cache goes before the new one is planned.
+        for (auto& [id, state] : served.in_core) {
+            impl->deliver(*state, final_output(id, FinishReason::Cancelled, ErrorKind::Stopped,
+                                               "the engine was reconfigured"));
+        }
+        served.in_core.clear();
+        const EngineConfig previous = served.core->config();
+        served.core.reset();
+        try {
+            impl->build_engine(served, config);
+        } catch (const std::exception& e) {
+            try {
+                impl->build_engine(served, previous);  // the configuration that worked, back
+            } catch (const std::exception& again) {
+                const std::lock_guard lock(impl->mutex);
+                impl->status.state = ServiceState::Failed;
+                impl->status.error_kind = classify_failure(again);
+                impl->status.error = again.what();
+                impl->status.can_continue = false;
+                impl->accepting = false;
+                impl->changed.notify_all();
+            }
+            throw;
+        }
+        impl->publish(*served.core, served.backend, impl->stats.vram_free_bytes, 0);
+    });
+}
+
+ServiceStats EngineService::stats() const {
+    const int64_t n_preparing = impl_->prepare->n_pending();
+    const std::lock_guard lock(impl_->mutex);
+    ServiceStats s = impl_->stats;
+    s.n_preparing = n_preparing;
+    s.tokens_per_second = impl_->rate.per_second(std::chrono::steady_clock::now());
+    s.n_callback_errors = impl_->n_callback_errors.load();
+    return s;
+}
+
+RequestLimits EngineService::limits() const {
+    const std::lock_guard lock(impl_->mutex);
+    return impl_->limits;
+}
+
+}  // namespace folio

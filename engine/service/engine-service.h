@@ -1,0 +1,164 @@
+// The one engine service every front end uses (the desktop app, the document pipeline, folio-cli, a local
+// server): a long-lived object that owns the device, the models and the engine, used by several clients at
+// once from their own threads.
+//
+// One engine thread owns the backend: it loads the models (in the background, with progress, cancellable),
+// plans their memory together, builds the EngineCore and then runs its steps while there is work. Requests
+// are built (prompt, images preprocessed and hashed) on preparation threads, then handed to the engine
+// thread. Each request ends with a reason, an error ending that request alone; its outputs reach its handle's
+// queue or a callback. Handles stay valid after the service stops or is destroyed.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine-core.h"
+#include "model-loading.h"
+#include "request-builder.h"
+#include "service-stats.h"
+
+namespace folio {
+
+// Where the models run.
+struct DeviceSpec {
+    // Called on the engine thread, which then owns the backend.
+    std::function<std::unique_ptr<Backend>()> make_backend;
+    // Bytes free on the device for every process (cudaMemGetInfo); empty where unknown (the CPU). The memory
+    // plan leaves what other processes use when loading starts.
+    std::function<int64_t()> free_memory;
+};
+
+struct ServiceParams {
+    DeviceSpec device;
+    std::vector<ModelSlot> models;  // exactly one generative (recognition) model, other slots beside it
+    EngineConfig engine;
+    const ModelFactory* factory = nullptr;  // default_model_factory() when null; tests give fakes
+};
+
+enum class ServiceState { Empty, Loading, Ready, Failed };
+const char* service_state_name(ServiceState state);
+
+struct ServiceStatus {
+    ServiceState state = ServiceState::Empty;
+    LoadProgress progress;
+    ErrorKind error_kind = ErrorKind::None;  // Failed: why
+    std::string error;                       // Failed: the file and the problem, or what the device did
+    bool can_continue = true;                // false once the device is lost: unload and load again
+};
+
+struct GroupProgress {
+    int64_t n_requests = 0;
+    int64_t n_finished = 0;  // stop or length
+    int64_t n_cancelled = 0;
+    int64_t n_failed = 0;
+    int64_t n_tokens = 0;
+    bool cancelled = false;  // cancel_group was called: requests submitted to it later end at once
+
+    int64_t n_done() const { return n_finished + n_cancelled + n_failed; }
+    bool done() const { return n_done() == n_requests; }
+};
+
+using OutputCallback = std::function<void(const RequestOutput&)>;
+
+struct SubmitOptions {
+    Priority priority = Priority::Batch;
+    int64_t group = 0;  // from create_group(); 0: none
+    // Called with every output, on the engine thread (or on a preparation thread for a request refused as it
+    // is built); what it throws is caught and counted, and the request goes on. Without it, outputs queue in
+    // the handle.
+    OutputCallback on_output;
+};
+
+// What work on the engine thread may use, between steps.
+struct EngineContext {
+    Backend& backend;
+    std::vector<LoadedModel*> models;  // in slot order
+    EngineCore& core;
+};
+
+namespace detail {
+struct RequestState;
+struct ServiceImpl;
+}  // namespace detail
+
+class RequestHandle {
+public:
+    RequestHandle() = default;
+    int64_t id() const { return id_; }
+    // The next output if one is queued, else nothing at once.
+    std::optional<RequestOutput> poll();
+    // The next output, waiting up to timeout for it.
+    std::optional<RequestOutput> wait_for(std::chrono::milliseconds timeout);
+    // The next output, waiting for it; nothing once the final output was taken, or when the request delivers
+    // to a callback.
+    std::optional<RequestOutput> next();
+    // Whether the final output was delivered (to the queue or the callback).
+    bool finished() const;
+    // Ends the request: its final output says FinishReason::Cancelled unless it had already ended. Does
+    // nothing once the service is gone.
+    void cancel();
+
+private:
+    friend class EngineService;
+    RequestHandle(int64_t id, std::shared_ptr<detail::RequestState> state,
+                  std::weak_ptr<detail::ServiceImpl> service)
+        : id_(id), state_(std::move(state)), service_(std::move(service)) {}
+
+    int64_t id_ = -1;
+    std::shared_ptr<detail::RequestState> state_;
+    std::weak_ptr<detail::ServiceImpl> service_;
+};
+
+class EngineService {
+public:
+    EngineService();
+    // Stops: requests still running end with FinishReason::Cancelled and ErrorKind::Stopped.
+    ~EngineService();
+    EngineService(const EngineService&) = delete;
+    EngineService& operator=(const EngineService&) = delete;
+
+    // Starts loading in the background, after unloading what is loaded. Throws folio::Error for parameters
+    // that can never load (no generative slot, no backend factory).
+    void load(ServiceParams params);
+    // Stops a load under way; what it made is released and the state goes back to Empty.
+    void cancel_load();
+    // Ends every request (ErrorKind::Stopped), frees the models, the engine and the backend.
+    void unload();
+    // Waits until the service is not Loading, up to timeout; the state then.
+    ServiceState wait_loaded(std::chrono::milliseconds timeout);
+    ServiceStatus status() const;
+
+    // Takes a request and returns its handle at once; it is built off the engine thread and ends with
+    // ErrorKind::InvalidRequest where it does not fit. Throws folio::Error unless the service is Ready.
+    RequestHandle submit(RequestSpec spec, SubmitOptions options = {});
+    void cancel(int64_t id);
+
+    int64_t create_group();
+    void cancel_group(int64_t group);
+    GroupProgress group_progress(int64_t group) const;
+    void forget_group(int64_t group);
+
+    // Runs fn on the engine thread between two steps and waits for it; what fn throws is thrown here. For
+    // work that needs the device and the models themselves (benchmarks; a layout model's batches). Throws
+    // folio::Error unless the service is Ready, or when it stops before fn ran.
+    void run_on_engine_thread(const std::function<void(EngineContext&)>& fn);
+
+    // Rebuilds the engine with other options (a settings change that keeps the models: max_num_seqs,
+    // gpu_memory_utilization, ...): requests it holds end with ErrorKind::Stopped, the cache is planned anew.
+    // Throws what building the engine throws, the previous configuration then back in place.
+    void reconfigure(const EngineConfig& config);
+
+    ServiceStats stats() const;
+    // The limits requests are checked against; zeros unless Ready.
+    RequestLimits limits() const;
+
+private:
+    std::shared_ptr<detail::ServiceImpl> impl_;
+};
+
+}  // namespace folio

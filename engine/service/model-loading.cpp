@@ -1,0 +1,174 @@
+#include "model-loading.h"
+
+#include "model-loader.h"
+#include "models/paddleocr-vl/paddleocr-vl.h"
+#include "weight-source.h"
+
+namespace folio {
+
+const char* model_role_name(ModelRole role) {
+    switch (role) {
+        case ModelRole::Recognition:
+            return "recognition";
+        case ModelRole::Layout:
+            return "layout";
+    }
+    return "unknown";
+}
+
+const char* load_phase_name(LoadPhase phase) {
+    switch (phase) {
+        case LoadPhase::Idle:
+            return "idle";
+        case LoadPhase::Opening:
+            return "opening";
+        case LoadPhase::Weights:
+            return "weights";
+        case LoadPhase::MemoryPlan:
+            return "memory plan";
+        case LoadPhase::GraphCapture:
+            return "graph capture";
+        case LoadPhase::Ready:
+            return "ready";
+    }
+    return "unknown";
+}
+
+void LoadContext::check_cancelled() const {
+    if (cancelled_.load()) {
+        throw LoadCancelled();
+    }
+}
+
+void LoadContext::set_phase(LoadPhase phase) {
+    check_cancelled();
+    progress_.phase = phase;
+    progress_.tensor.clear();
+    report_(progress_);
+}
+
+void LoadContext::set_model(int model, int n_models) {
+    progress_.model = model;
+    progress_.n_models = n_models;
+    report_(progress_);
+}
+
+void LoadContext::add_total(int64_t n_bytes) {
+    progress_.bytes_total += n_bytes;
+    report_(progress_);
+}
+
+void LoadContext::add_read(int64_t n_bytes, const std::string& tensor) {
+    check_cancelled();
+    progress_.bytes_read += n_bytes;
+    progress_.tensor = tensor;
+    report_(progress_);
+}
+
+namespace {
+
+// A weight source that counts what it reads and stops at a cancel.
+class ProgressWeightSource final : public WeightSource {
+public:
+    ProgressWeightSource(WeightSource& inner, const ModelFiles* files, LoadContext& context)
+        : inner_(inner), files_(files), context_(context) {}
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        context_.check_cancelled();
+        std::vector<float> values = inner_.load(name, shape);
+        const TensorView* stored = files_ ? files_->find(name) : nullptr;
+        context_.add_read(stored ? static_cast<int64_t>(stored->n_bytes)
+                                 : static_cast<int64_t>(values.size() * sizeof(float)),
+                          name);
+        return values;
+    }
+    bool has(const std::string& name) const override { return inner_.has(name); }
+
+private:
+    WeightSource& inner_;
+    const ModelFiles* files_;
+    LoadContext& context_;
+};
+
+class LoadedPaddleOcrVl final : public LoadedModel {
+public:
+    LoadedPaddleOcrVl(const ModelSlot& slot, Backend& backend, LoadContext& context) {
+        context.set_phase(LoadPhase::Opening);
+        std::unique_ptr<WeightSource> weights;
+        if (slot.dir.empty()) {
+            config_ = parse_model_config("{}", "full-size defaults");
+            preprocessor_ = parse_preprocessor_config("{}", "reference defaults");
+            weights = make_random_weight_source(2026);
+            context.add_total(weight_bytes(config_, slot.load));
+        } else {
+            files_ = ModelFiles::open(slot.dir);
+            config_ = files_->config();
+            preprocessor_ = files_->preprocessor();
+            tokenizer_ = Tokenizer::load(slot.tokenizer_dir.empty() ? slot.dir : slot.tokenizer_dir);
+            weights = make_file_weight_source(*files_);
+            context.add_total(static_cast<int64_t>(files_->n_bytes()));
+        }
+        if (slot.adjust_preprocessor) {
+            slot.adjust_preprocessor(preprocessor_);
+        }
+        context.set_phase(LoadPhase::Weights);
+        ProgressWeightSource counted(*weights, files_.get(), context);
+        model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load);
+    }
+
+    ModelRole role() const override { return ModelRole::Recognition; }
+    GenerativeModel* generative() override { return model_.get(); }
+    const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
+    std::optional<PromptFormat> prompt_format() const override {
+        if (!tokenizer_) {
+            return std::nullopt;
+        }
+        PromptFormat f;
+        f.tokenizer = tokenizer_.get();
+        f.special = {config_.image_token_id, config_.vision_start_token_id, config_.vision_end_token_id};
+        f.preprocessor = preprocessor_;
+        const PaddleOcrVl* model = model_.get();
+        f.n_image_tokens = [model](const ImageGrid& grid) { return model->n_image_tokens(grid); };
+        return f;
+    }
+    int64_t max_image_tokens() const override {
+        const int64_t factor = int64_t{preprocessor_.patch_size} * preprocessor_.merge_size;
+        return preprocessor_.max_pixels / (factor * factor);
+    }
+
+private:
+    std::unique_ptr<ModelFiles> files_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    ModelConfig config_;
+    PreprocessorConfig preprocessor_;
+    std::unique_ptr<PaddleOcrVl> model_;
+};
+
+class DefaultModelFactory final : public ModelFactory {
+public:
+    std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
+                                      LoadContext& context) const override {
+        if (slot.role == ModelRole::Layout) {
+            fail("layout model ", slot.dir, ": no layout model is available in this version");
+        }
+        try {
+            return std::make_unique<LoadedPaddleOcrVl>(slot, backend, context);
+        } catch (const LoadCancelled&) {
+            throw;
+        } catch (const std::exception& e) {
+            if (slot.dir.empty()) {
+                throw;
+            }
+            fail("loading ", slot.dir.string(), ": ", e.what());
+        }
+    }
+};
+
+}  // namespace
+
+const ModelFactory& default_model_factory() {
+    static const DefaultModelFactory factory;
+    return factory;
+}
+
+}  // namespace folio

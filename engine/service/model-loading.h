@@ -1,0 +1,110 @@
+// Models as the service loads them: what a model slot names (a folder, its role, how to load it), the
+// progress of loading (phase, bytes read) with cancellation, and the factory that turns a slot into a loaded
+// model on the engine thread. PaddleOCR-VL loads from its folder; a layout model has a slot of its own and is
+// planned with it, once it exists.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend.h"
+#include "error.h"
+#include "model-config.h"
+#include "model.h"
+#include "models/linear.h"
+#include "request-builder.h"
+#include "tokenizer.h"
+
+namespace folio {
+
+enum class ModelRole { Recognition, Layout };
+const char* model_role_name(ModelRole role);
+
+// One model to load.
+struct ModelSlot {
+    ModelSlot() = default;
+    ModelSlot(ModelRole slot_role, std::filesystem::path slot_dir, ModelLoadParams slot_load = {})
+        : role(slot_role), dir(std::move(slot_dir)), load(slot_load) {}
+
+    ModelRole role = ModelRole::Recognition;
+    std::filesystem::path dir;  // empty: the full-size architecture with seeded random weights (benchmarks)
+    ModelLoadParams load;
+    std::filesystem::path tokenizer_dir;  // another folder's tokenizer; empty: dir's
+    // Changes to the folder's preprocessing (a front end's image pixel bounds); may throw folio::Error.
+    std::function<void(PreprocessorConfig&)> adjust_preprocessor;
+};
+
+enum class LoadPhase { Idle, Opening, Weights, MemoryPlan, GraphCapture, Ready };
+const char* load_phase_name(LoadPhase phase);
+
+struct LoadProgress {
+    LoadPhase phase = LoadPhase::Idle;
+    int model = 0;  // the slot being loaded
+    int n_models = 0;
+    // Bytes of weights read (and quantized, where the slot asks for it), of all slots together.
+    int64_t bytes_read = 0;
+    int64_t bytes_total = 0;
+    std::string tensor;  // the tensor being read
+};
+
+// Loading was cancelled; what was made so far is released as this unwinds.
+class LoadCancelled : public Error {
+public:
+    LoadCancelled() : Error("loading cancelled") {}
+};
+
+// What a factory reports to and asks of the service while it loads.
+class LoadContext {
+public:
+    LoadContext(std::function<void(const LoadProgress&)> report, const std::atomic<bool>& cancelled)
+        : report_(std::move(report)), cancelled_(cancelled) {}
+
+    // Throws LoadCancelled once the service cancels the load.
+    void check_cancelled() const;
+    void set_phase(LoadPhase phase);
+    void set_model(int model, int n_models);
+    void add_total(int64_t n_bytes);
+    void add_read(int64_t n_bytes, const std::string& tensor);
+    const LoadProgress& progress() const { return progress_; }
+
+private:
+    std::function<void(const LoadProgress&)> report_;
+    const std::atomic<bool>& cancelled_;
+    LoadProgress progress_;
+};
+
+// A model the service holds. A generative one serves requests through EngineCore; another (a layout model)
+// only takes its share of the memory plan for now.
+class LoadedModel {
+public:
+    virtual ~LoadedModel() = default;
+    virtual ModelRole role() const = 0;
+    virtual GenerativeModel* generative() { return nullptr; }
+    virtual const Tokenizer* tokenizer() const { return nullptr; }
+    // How prompts are built from images and text; none where only prepared requests are taken.
+    virtual std::optional<PromptFormat> prompt_format() const { return std::nullopt; }
+    // The most tokens one image may take (from the image processor's max_pixels); 0: no bound of its own.
+    virtual int64_t max_image_tokens() const { return 0; }
+    // Activation bytes the model keeps free for itself when it runs beside a generative one.
+    virtual int64_t reserved_activation_bytes() const { return 0; }
+};
+
+class ModelFactory {
+public:
+    virtual ~ModelFactory() = default;
+    // Loads the slot's model onto the backend, on the engine thread. Throws folio::Error naming the file and
+    // the problem, or LoadCancelled.
+    virtual std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
+                                              LoadContext& context) const = 0;
+};
+
+// The factory of the models Folio has: PaddleOCR-VL for recognition; a layout slot is refused until the
+// layout model exists.
+const ModelFactory& default_model_factory();
+
+}  // namespace folio

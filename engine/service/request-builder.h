@@ -1,0 +1,97 @@
+// From what a client has to a request the engine takes: images and a task, a multi-turn chat with images in
+// any turn (rendered as the model's chat template renders it), raw text, or a request already made. Images
+// are preprocessed and hashed here, off the engine thread, and the limits are checked against the model and
+// the engine (max_model_len, limit_mm_per_prompt, the largest image, max_tokens).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine-core.h"
+#include "image.h"
+#include "model-config.h"
+#include "models/paddleocr-vl/chat-prompt.h"
+#include "tokenizer.h"
+
+namespace folio {
+
+// What building a prompt needs of a model: its tokenizer, the chat template's special ids, the image
+// processor and the placeholder tokens an image takes. n_image_tokens must be safe to call from any thread.
+struct PromptFormat {
+    const Tokenizer* tokenizer = nullptr;
+    SpecialTokenIds special;
+    PreprocessorConfig preprocessor;
+    std::function<int64_t(const ImageGrid&)> n_image_tokens;
+};
+
+struct ChatMessage {
+    enum class Role { User, Assistant };
+    Role role = Role::User;
+    std::string text;
+    std::vector<Image> images;  // a user turn's images, shown before its text as the template places them
+};
+
+// Images and a task prompt ("OCR:", "Table Recognition:", ...): one user turn.
+struct ImageTask {
+    std::vector<Image> images;
+    std::string task;
+};
+struct Chat {
+    std::vector<ChatMessage> messages;  // the last one the user's
+};
+// Text tokenized as it is, without the chat template.
+struct RawText {
+    std::string text;
+};
+
+struct GenerationOptions {
+    std::optional<int64_t> max_tokens;  // none: as many as max_model_len leaves
+    SamplingParams sampling;
+    std::vector<std::string> stop_strings;
+    std::vector<int32_t> stop_ids;  // the model's eos ids when empty
+    bool ignore_eos = false;
+};
+
+struct RequestSpec {
+    std::variant<ImageTask, Chat, RawText, Request> input;
+    GenerationOptions options;  // ignored for a Request, which has its own
+};
+
+// What the request must fit.
+struct RequestLimits {
+    int64_t max_model_len = 0;
+    int64_t limit_mm_per_prompt = 0;
+    int64_t max_image_tokens = 0;  // 0: no bound of its own
+};
+
+// The chat template's text of the messages, each image as one placeholder, with the generation prompt: as
+// PaddleOCR-VL's chat_template.jinja renders it.
+std::string render_chat(const std::vector<ChatMessage>& messages);
+
+class RequestBuilder {
+public:
+    // Without a format only prepared requests are taken.
+    RequestBuilder(std::optional<PromptFormat> format, const RequestLimits& limits);
+
+    // The request, its images preprocessed and hashed; throws folio::Error naming what does not fit.
+    Request build(RequestSpec spec) const;
+    const RequestLimits& limits() const { return limits_; }
+
+private:
+    const PromptFormat& format(const char* what) const;
+    // Tokenizes the template text and repeats each image placeholder once per token of its image.
+    PromptTokens expand(const std::string& text, const PreprocessedImages& images) const;
+    void check(Request& request, const std::optional<int64_t>& max_tokens) const;
+
+    std::optional<PromptFormat> format_;
+    RequestLimits limits_;
+};
+
+// Every image's content hash, for Request::image_hashes.
+std::vector<uint64_t> hash_images(const PreprocessedImages& images);
+
+}  // namespace folio

@@ -1,0 +1,164 @@
+// A small GenerativeModel for the runtime's tests: its next token is always the last one plus one, it takes
+// images of any grid (one token a patch), and it can be told to fail on a token or an image.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend.h"
+#include "error.h"
+#include "model.h"
+
+namespace folio::testing {
+
+constexpr int64_t kVocab = 64;
+constexpr int32_t kEos = 9;
+constexpr int32_t kImageToken = 63;    // the image placeholder's id
+constexpr int32_t kImageFeature = 50;  // image i's feature rows stand for token kImageFeature + i
+constexpr int64_t kPatchDim = 3;       // values of one patch
+constexpr int64_t kPositionDelta = 1000;
+
+// A token the fake model's decoder saw: its id (image features as kImageFeature + i), rotary position and
+// cache row.
+struct Fed {
+    int32_t token = 0;
+    std::array<int32_t, 3> pos{};
+    int32_t slot = 0;
+};
+
+// A model whose next token is always the last one plus one (mod kVocab): embeddings are one-hot rows, the
+// decoder passes them through, and the head maps row t to t + 1. Prompt token i sits at (i, 2i, 3i) and the
+// tokens after the prompt at index + kPositionDelta, so that the runtime must take positions from the model.
+// An image of grid (t, h, w) takes t * h * w tokens.
+class FakeModel final : public GenerativeModel {
+public:
+    explicit FakeModel(Backend& backend, bool takes_images = true)
+        : backend_(backend), takes_images_(takes_images) {
+        std::vector<float> embed(kVocab * kVocab, 0.0f), head(kVocab * kVocab, 0.0f);  // [vocab, vocab] each
+        for (int64_t t = 0; t < kVocab; ++t) {
+            embed[t * kVocab + t] = 1.0f;
+            head[((t + 1) % kVocab) * kVocab + t] = 1.0f;  // logit of token t + 1 is the input's weight on t
+        }
+        embed_ = backend.upload(embed, {kVocab, kVocab});
+        head_ = backend.upload(head, {kVocab, kVocab});
+    }
+
+    Backend& backend() const override { return backend_; }
+    ModelLimits limits() const override { return {kVocab, max_context, {kEos}}; }
+    int64_t n_weight_bytes() const override { return 2 * kVocab * kVocab * int64_t{sizeof(float)}; }
+
+    void check_images(const PreprocessedImages& images) const override {
+        if (!takes_images_ && !images.grids.empty()) {
+            fail("the model takes no images");
+        }
+        const auto n =
+            static_cast<int64_t>(images.levels.empty() ? images.pixel_values.size() : images.levels.size());
+        if (n != images.n_patches() * kPatchDim) {
+            fail(n, " image values for ", images.n_patches(), " patches");
+        }
+    }
+    int64_t n_image_tokens(const ImageGrid& grid) const override { return grid.n_patches(); }
+    Tensor encode_images(std::span<const std::span<const uint8_t>>, const ChannelLevels&,
+                         std::span<const ImageGrid> grids) override {
+        return features(grids);
+    }
+    Tensor encode_images(std::span<const std::span<const float>>, std::span<const ImageGrid> grids) override {
+        return features(grids);
+    }
+    int64_t image_activation_bytes(int64_t n_image_tokens) override {
+        profiled_image_tokens = n_image_tokens;
+        return image_activation;
+    }
+
+    PromptPositions prompt_positions(std::span<const uint8_t> is_image,
+                                     std::span<const ImageGrid> grids) const override {
+        ++n_position_calls;
+        PromptPositions p;
+        for (int64_t i = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
+            p.pos.push_back({i, 2 * i, 3 * i});
+        }
+        p.delta = kPositionDelta;
+        n_position_grids += static_cast<int64_t>(grids.size());
+        return p;
+    }
+
+    Tensor embed(std::span<const int32_t> ids) override {
+        return backend_.gather_rows(embed_, std::vector<int64_t>(ids.begin(), ids.end()));  // [n, vocab]
+    }
+    Tensor embed(const Tensor& ids, const Tensor& pending) override {
+        ++n_pending_embeds;
+        return backend_.gather_token_rows(embed_, ids, pending);  // [n, vocab]
+    }
+    Tensor forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache&) override {
+        const int64_t n = embeds.rows();
+        const std::vector<float> rows = backend_.download(embeds);  // [n, vocab]
+        const std::vector<int32_t> pos = read(step.positions), slots = read(step.slots);
+        for (int64_t r = 0; r < n; ++r) {
+            const auto row = rows.begin() + r * kVocab;
+            const auto token = static_cast<int32_t>(std::max_element(row, row + kVocab) - row);
+            if (token == fail_on_token) {
+                fail(fail_message);
+            }
+            fed.push_back({token, {pos[3 * r], pos[3 * r + 1], pos[3 * r + 2]}, slots[r]});
+        }
+        if (step_delay.count() > 0) {
+            std::this_thread::sleep_for(step_delay);
+        }
+        n_decode_steps += step.batch == nullptr ? 1 : 0;
+        return embeds;
+    }
+    Tensor logits(const Tensor& hidden) override { return backend_.linear(hidden, head_, nullptr); }
+    KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const override {
+        return {1, 1, 2, n_blocks, block_size};
+    }
+
+    int64_t max_context = 4096;
+    int32_t fail_on_token = -1;        // forward_text throws fail_message when it is fed this token
+    int64_t fail_on_image_width = -1;  // encode_images throws for a grid this many patches wide
+    std::string fail_message = "the fake model failed";
+    std::chrono::microseconds step_delay{0};  // each forward_text takes at least this long
+    int64_t image_activation = 0;
+    std::vector<Fed> fed;
+    std::vector<ImageGrid> encoded;  // the grids of every encode_images call, in order
+    int64_t n_encode_calls = 0;
+    int64_t n_pending_embeds = 0;
+    int64_t n_decode_steps = 0;
+    int64_t profiled_image_tokens = -1;
+    mutable int64_t n_position_calls = 0;
+    mutable int64_t n_position_grids = 0;
+
+private:
+    // Image i of the call: rows one-hot at kImageFeature + i.  ->  [sum of n_image_tokens, vocab]
+    Tensor features(std::span<const ImageGrid> grids) {
+        ++n_encode_calls;
+        for (const ImageGrid& g : grids) {
+            if (g.w == fail_on_image_width) {
+                fail("the fake model cannot encode an image ", g.w, " patches wide");
+            }
+        }
+        std::vector<float> values;
+        for (size_t i = 0; i < grids.size(); ++i) {
+            encoded.push_back(grids[i]);
+            for (int64_t r = 0; r < n_image_tokens(grids[i]); ++r) {
+                std::vector<float> row(kVocab, 0.0f);
+                row[kImageFeature + i] = 1.0f;
+                values.insert(values.end(), row.begin(), row.end());
+            }
+        }
+        return backend_.upload(values, {static_cast<int64_t>(values.size()) / kVocab, kVocab});
+    }
+    std::vector<int32_t> read(const Tensor& t) {
+        return backend_.read_back(t.view(0, {t.n_elements()}))->wait();
+    }
+
+    Backend& backend_;
+    bool takes_images_;
+    Tensor embed_;  // [vocab, vocab] one-hot rows
+    Tensor head_;   // [vocab, vocab]: row t + 1 picks input t
+};
+
+}  // namespace folio::testing

@@ -1,0 +1,643 @@
+// The engine service driven by fake models on the CPU backend: loading in the background with progress,
+// cancellation and errors, unloading and reloading, requests from several threads with priorities, groups,
+// per-request errors, callbacks that throw, handles that outlive the service, and the statistics snapshot.
+// Also built under ThreadSanitizer (the tsan preset).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine-service.h"
+#include "error.h"
+#include "fake-model.h"
+#include "log.h"
+
+using namespace folio;
+using namespace folio::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::atomic<int> g_live_models{0};
+
+// A fake model as a loaded slot; counts the live ones, so that a test sees everything released.
+class FakeLoaded final : public LoadedModel {
+public:
+    FakeLoaded(Backend& backend, ModelRole role, int64_t reserved)
+        : model(backend), role_(role), reserved_(reserved) {
+        ++g_live_models;
+    }
+    ~FakeLoaded() override { --g_live_models; }
+    ModelRole role() const override { return role_; }
+    GenerativeModel* generative() override { return role_ == ModelRole::Recognition ? &model : nullptr; }
+    int64_t max_image_tokens() const override { return 32; }
+    int64_t reserved_activation_bytes() const override { return reserved_; }
+
+    FakeModel model;
+
+private:
+    ModelRole role_;
+    int64_t reserved_;
+};
+
+// Loads a slot as n_chunks "tensors" of chunk_bytes, each an allocation on the backend, chunk_delay apart.
+class FakeFactory final : public ModelFactory {
+public:
+    std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
+                                      LoadContext& context) const override {
+        context.set_phase(LoadPhase::Opening);
+        if (!fail_message.empty()) {
+            fail(slot.dir.string(), "/model.safetensors: ", fail_message);
+        }
+        context.add_total(n_chunks * kChunkBytes);
+        context.set_phase(LoadPhase::Weights);
+        std::vector<Tensor> weights;
+        for (int i = 0; i < n_chunks; ++i) {
+            weights.push_back(backend.alloc({kChunkBytes / 4}));
+            context.add_read(kChunkBytes, "tensor." + std::to_string(i));
+            std::this_thread::sleep_for(chunk_delay);
+        }
+        auto loaded = std::make_unique<FakeLoaded>(backend, slot.role, reserved_bytes);
+        if (configure) {
+            configure(loaded->model);
+        }
+        return loaded;
+    }
+
+    static constexpr int64_t kChunkBytes = 4096;
+    int n_chunks = 4;
+    std::chrono::milliseconds chunk_delay{0};
+    std::string fail_message;
+    int64_t reserved_bytes = 0;
+    std::function<void(FakeModel&)> configure;
+};
+
+EngineConfig service_config() {
+    EngineConfig c;
+    c.max_model_len = 256;
+    c.max_num_seqs = 8;
+    c.max_num_batched_tokens = 64;
+    c.block_size = 4;
+    c.num_gpu_blocks_override = 4096;
+    c.limit_mm_per_prompt = 2;
+    return c;
+}
+
+ServiceParams params_for(const FakeFactory& factory, EngineConfig config = service_config()) {
+    ServiceParams p;
+    p.device.make_backend = [] { return make_cpu_backend(1); };
+    p.models.push_back({ModelRole::Recognition, "fake-model", {}});
+    p.engine = config;
+    p.factory = &factory;
+    return p;
+}
+
+Request text_request(std::vector<int32_t> ids, int64_t max_tokens) {
+    Request r;
+    r.prompt.ids = std::move(ids);
+    r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+    r.max_tokens = max_tokens;
+    r.ignore_eos = true;
+    return r;
+}
+
+SubmitOptions options(Priority priority, int64_t group = 0, OutputCallback on_output = {}) {
+    SubmitOptions o;
+    o.priority = priority;
+    o.group = group;
+    o.on_output = std::move(on_output);
+    return o;
+}
+
+SubmitOptions with_callback(OutputCallback on_output) {
+    return options(Priority::Batch, 0, std::move(on_output));
+}
+
+RequestSpec spec(Request r) {
+    return RequestSpec{std::move(r), {}};
+}
+
+Request image_request(int32_t first, int64_t width, int64_t max_tokens) {
+    Request r = text_request({first}, max_tokens);
+    for (int64_t i = 0; i < width; ++i) {
+        r.prompt.ids.push_back(kImageToken);
+        r.prompt.is_image.push_back(1);
+    }
+    r.prompt.ids.push_back(first);
+    r.prompt.is_image.push_back(0);
+    r.images.grids = {{1, 1, width}};
+    r.images.pixel_values.assign(static_cast<size_t>(width * kPatchDim), 0.25f);
+    return r;
+}
+
+std::vector<int32_t> chain(int32_t first, int n) {
+    std::vector<int32_t> t;
+    for (int i = 1; i <= n; ++i) {
+        t.push_back(static_cast<int32_t>((first + i) % kVocab));
+    }
+    return t;
+}
+
+struct Collected {
+    std::vector<int32_t> tokens;
+    std::optional<RequestOutput> last;
+};
+
+// Every output of the handle until its final one.
+Collected collect(RequestHandle& handle) {
+    Collected c;
+    while (std::optional<RequestOutput> out = handle.next()) {
+        c.tokens.insert(c.tokens.end(), out->tokens.begin(), out->tokens.end());
+        c.last = std::move(out);
+    }
+    return c;
+}
+
+class EngineServiceTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        previous_sink_ = set_log_sink([](std::string_view) {});
+    }
+    void TearDown() override { set_log_sink(std::move(previous_sink_)); }
+
+    void load_ready(EngineService& service, const FakeFactory& factory,
+                    EngineConfig config = service_config()) {
+        service.load(params_for(factory, config));
+        ASSERT_EQ(service.wait_loaded(10s), ServiceState::Ready) << service.status().error;
+    }
+
+    LogSink previous_sink_;
+};
+
+TEST_F(EngineServiceTest, LoadsInTheBackgroundWithProgressThenServes) {
+    FakeFactory factory;
+    factory.n_chunks = 20;
+    factory.chunk_delay = 5ms;
+    EngineService service;
+    EXPECT_EQ(service.status().state, ServiceState::Empty);
+    EXPECT_THROW(service.submit(spec(text_request({1}, 2))), Error) << "nothing loaded";
+    service.load(params_for(factory));
+    std::set<LoadPhase> phases;
+    int64_t max_read = 0;
+    for (ServiceStatus s = service.status(); s.state == ServiceState::Loading; s = service.status()) {
+        phases.insert(s.progress.phase);
+        EXPECT_GE(s.progress.bytes_read, max_read) << "bytes read only grow";
+        max_read = s.progress.bytes_read;
+        std::this_thread::sleep_for(1ms);
+    }
+    const ServiceStatus ready = service.status();
+    ASSERT_EQ(ready.state, ServiceState::Ready) << ready.error;
+    EXPECT_TRUE(phases.contains(LoadPhase::Weights));
+    EXPECT_GT(max_read, 0);
+    EXPECT_EQ(ready.progress.phase, LoadPhase::Ready);
+    EXPECT_EQ(ready.progress.bytes_read, 20 * FakeFactory::kChunkBytes);
+    EXPECT_EQ(ready.progress.bytes_total, ready.progress.bytes_read);
+
+    RequestHandle h = service.submit(spec(text_request({3, 4}, 5)));
+    const Collected c = collect(h);
+    EXPECT_EQ(c.tokens, chain(4, 5));
+    ASSERT_TRUE(c.last);
+    EXPECT_EQ(c.last->finish, FinishReason::Length);
+    EXPECT_EQ(c.last->error_kind, ErrorKind::None);
+    EXPECT_TRUE(h.finished());
+}
+
+// Cancelled halfway through the weights: the models, tensors and backend made so far are released (the
+// ASan build checks that nothing leaks), the state is Empty again and a new load works.
+TEST_F(EngineServiceTest, LoadingCancelledHalfwayLeavesNothingBehind) {
+    FakeFactory factory;
+    factory.n_chunks = 200;
+    factory.chunk_delay = 2ms;
+    EngineService service;
+    service.load(params_for(factory));
+    while (service.status().progress.bytes_read < 100 * FakeFactory::kChunkBytes) {
+        ASSERT_EQ(service.status().state, ServiceState::Loading);
+        std::this_thread::sleep_for(1ms);
+    }
+    service.cancel_load();
+    EXPECT_EQ(service.status().state, ServiceState::Empty);
+    EXPECT_EQ(g_live_models.load(), 0);
+    EXPECT_EQ(service.status().progress.bytes_read, 0);
+
+    factory.n_chunks = 2;
+    factory.chunk_delay = 0ms;
+    load_ready(service, factory);
+    EXPECT_EQ(g_live_models.load(), 1);
+}
+
+TEST_F(EngineServiceTest, ALoadThatFailsNamesTheFileAndTheProblem) {
+    FakeFactory factory;
+    factory.fail_message = "truncated: 12 of 4096 bytes";
+    EngineService service;
+    service.load(params_for(factory));
+    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
+    const ServiceStatus s = service.status();
+    EXPECT_EQ(s.error, "fake-model/model.safetensors: truncated: 12 of 4096 bytes");
+    EXPECT_EQ(s.error_kind, ErrorKind::Failed);
+    EXPECT_EQ(g_live_models.load(), 0);
+    try {
+        service.submit(spec(text_request({1}, 2)));
+        ADD_FAILURE() << "a failed service took a request";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+    }
+
+    // The real factory: a missing folder is named, and no layout model exists yet.
+    ServiceParams missing;
+    missing.device.make_backend = [] { return make_cpu_backend(1); };
+    missing.models.push_back({ModelRole::Recognition, "/nonexistent/paddleocr-vl", {}});
+    service.load(missing);
+    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
+    EXPECT_NE(service.status().error.find("/nonexistent/paddleocr-vl"), std::string::npos)
+        << service.status().error;
+    missing.models.front() = {ModelRole::Layout, "/models/PP-DocLayoutV3", {}};
+    service.load(missing);
+    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
+    EXPECT_NE(service.status().error.find("no layout model"), std::string::npos) << service.status().error;
+}
+
+// A settings change: unload frees everything, and a load with other options plans anew.
+TEST_F(EngineServiceTest, UnloadsAndReloadsWithOtherOptions) {
+    FakeFactory factory;
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle h = service.submit(spec(text_request({1}, 3)));
+    EXPECT_EQ(collect(h).tokens, chain(1, 3));
+    EXPECT_EQ(service.stats().n_kv_blocks, 4096);
+    service.unload();
+    EXPECT_EQ(service.status().state, ServiceState::Empty);
+    EXPECT_EQ(g_live_models.load(), 0);
+    EngineConfig other = service_config();
+    other.num_gpu_blocks_override = 512;
+    load_ready(service, factory, other);
+    EXPECT_EQ(service.stats().n_kv_blocks, 512);
+    RequestHandle again = service.submit(spec(text_request({5}, 3)));
+    EXPECT_EQ(collect(again).tokens, chain(5, 3));
+}
+
+// A layout model loaded beside the recognition model takes its share of the one memory plan.
+TEST_F(EngineServiceTest, ModelsLoadedTogetherPlanTheirMemoryTogether) {
+    FakeFactory factory;
+    EngineConfig planned = service_config();
+    planned.num_gpu_blocks_override = 0;
+    ServiceParams p = params_for(factory, planned);
+    p.models.push_back({ModelRole::Layout, "fake-layout", {}});
+    factory.reserved_bytes = make_cpu_backend(1)->total_memory();  // leaves nothing for the cache
+    EngineService service;
+    service.load(p);
+    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
+    EXPECT_NE(service.status().error.find("other models'"), std::string::npos) << service.status().error;
+    factory.reserved_bytes = 1 << 20;
+    service.load(p);
+    ASSERT_EQ(service.wait_loaded(10s), ServiceState::Ready) << service.status().error;
+    EXPECT_EQ(g_live_models.load(), 2);
+    RequestHandle h = service.submit(spec(text_request({2}, 3)));
+    EXPECT_EQ(collect(h).tokens, chain(2, 3));
+}
+
+// What other processes use on the card is measured before loading, and the free bytes are reported.
+TEST_F(EngineServiceTest, StatsSnapshotForStatusBars) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 1ms; };
+    ServiceParams p = params_for(factory);
+    const int64_t total = make_cpu_backend(1)->total_memory();
+    p.device.free_memory = [total] { return total - (int64_t{3} << 30); };
+    EngineService service;
+    service.load(p);
+    ASSERT_EQ(service.wait_loaded(10s), ServiceState::Ready);
+    std::vector<RequestHandle> handles;
+    for (int i = 0; i < 12; ++i) {
+        handles.push_back(service.submit(spec(text_request({static_cast<int32_t>(i)}, 150))));
+    }
+    Request chat = text_request({50}, 150);
+    handles.push_back(service.submit(spec(chat), options(Priority::Interactive)));
+    ServiceStats during;
+    for (int i = 0; i < 2000; ++i) {
+        during = service.stats();
+        if (during.n_running[0] == 1 && during.n_running[1] + during.n_waiting[1] == 12 &&
+            during.tokens_per_second > 0) {
+            break;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(during.n_running[static_cast<size_t>(Priority::Interactive)], 1);
+    EXPECT_EQ(during.n_running[static_cast<size_t>(Priority::Batch)], 7);
+    EXPECT_EQ(during.n_waiting[static_cast<size_t>(Priority::Batch)], 5);
+    EXPECT_GT(during.n_kv_blocks_used, 0);
+    EXPECT_EQ(during.n_kv_blocks_used + during.n_kv_blocks_free, during.n_kv_blocks);
+    EXPECT_GT(during.tokens_per_second, 0.0);
+    EXPECT_GT(during.vram_used_bytes, 0);
+    EXPECT_EQ(during.vram_other_bytes, int64_t{3} << 30);
+    EXPECT_EQ(during.vram_free_bytes, total - (int64_t{3} << 30));
+    for (RequestHandle& h : handles) {
+        collect(h);
+    }
+    const ServiceStats after = service.stats();
+    EXPECT_EQ(after.n_finished, 13);
+    EXPECT_EQ(after.n_kv_blocks_used, 0);
+    EXPECT_EQ(after.engine.n_images_hashed, 0);
+}
+
+TEST_F(EngineServiceTest, ACallbackThatThrowsDoesNotHarmTheEngine) {
+    FakeFactory factory;
+    std::atomic<int> n_calls{0};
+    std::atomic<bool> got_final{false};
+    std::atomic<int> n_other_calls{0};
+    EngineService service;
+    load_ready(service, factory);
+    service.submit(spec(text_request({1}, 6)), with_callback([&](const RequestOutput& out) {
+                       ++n_calls;
+                       if (out.finish) {
+                           got_final = true;
+                       }
+                       throw std::runtime_error("a callback that throws");
+                   }));
+    service.submit(spec(text_request({2}, 3)), with_callback([&](const RequestOutput&) {
+                       ++n_other_calls;
+                       throw 42;
+                   }));
+    RequestHandle queued = service.submit(spec(text_request({10}, 8)));
+    EXPECT_EQ(collect(queued).tokens, chain(10, 8));
+    for (int i = 0; i < 5000 && (!got_final || n_other_calls < 3); ++i) {
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_TRUE(got_final);
+    EXPECT_EQ(n_calls.load(), 6);
+    EXPECT_EQ(n_other_calls.load(), 3);
+    for (int i = 0; i < 5000 && service.stats().n_callback_errors < 9; ++i) {
+        std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(service.stats().n_callback_errors, 9);
+    RequestHandle after = service.submit(spec(text_request({20}, 2)));
+    EXPECT_EQ(collect(after).tokens, chain(20, 2));
+}
+
+// Among fifty requests, one the model fails on and one refused as it is built end alone.
+TEST_F(EngineServiceTest, ARequestThatFailsAmongManyThatFinish) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.fail_on_image_width = 7; };
+    EngineService service;
+    load_ready(service, factory);
+    std::vector<RequestHandle> good;
+    RequestHandle bad_image, refused;
+    for (int i = 0; i < 50; ++i) {
+        if (i == 20) {
+            bad_image = service.submit(spec(image_request(30, 7, 4)));
+        } else if (i == 30) {
+            Request too_many = image_request(30, 2, 4);
+            too_many.images.grids.push_back({1, 1, 2});  // 2 images, one image run
+            refused = service.submit(spec(too_many));
+        }
+        good.push_back(service.submit(spec(image_request(static_cast<int32_t>(i % 40), 1 + i % 5, 6))));
+    }
+    for (int i = 0; i < 50; ++i) {
+        const Collected c = collect(good[static_cast<size_t>(i)]);
+        EXPECT_EQ(c.tokens, chain(i % 40, 6)) << "request " << i;
+        EXPECT_EQ(c.last->finish, FinishReason::Length) << "request " << i;
+    }
+    const Collected failed = collect(bad_image);
+    EXPECT_EQ(failed.last->finish, FinishReason::Error);
+    EXPECT_EQ(failed.last->error_kind, ErrorKind::Failed);
+    EXPECT_NE(failed.last->error.find("7 patches wide"), std::string::npos);
+    const Collected invalid = collect(refused);
+    EXPECT_EQ(invalid.last->finish, FinishReason::Error);
+    EXPECT_EQ(invalid.last->error_kind, ErrorKind::InvalidRequest);
+    EXPECT_EQ(service.status().state, ServiceState::Ready);
+    EXPECT_TRUE(service.status().can_continue);
+    const ServiceStats s = service.stats();
+    EXPECT_EQ(s.n_failed, 2);
+    EXPECT_EQ(s.n_finished, 50);
+}
+
+TEST_F(EngineServiceTest, ALostDeviceIsReportedAndTheServiceSaysItCannotGoOn) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) {
+        m.fail_on_token = 60;
+        m.fail_message = "cudaMemcpyAsync failed: unspecified launch failure";
+    };
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle a = service.submit(spec(text_request({57}, 6)));
+    EXPECT_EQ(collect(a).last->error_kind, ErrorKind::DeviceLost);
+    for (int i = 0; i < 5000 && service.status().state != ServiceState::Failed; ++i) {
+        std::this_thread::sleep_for(1ms);
+    }
+    const ServiceStatus s = service.status();
+    EXPECT_EQ(s.state, ServiceState::Failed);
+    EXPECT_EQ(s.error_kind, ErrorKind::DeviceLost);
+    EXPECT_FALSE(s.can_continue);
+    EXPECT_THROW(service.submit(spec(text_request({1}, 2))), Error);
+}
+
+// Handles outlive the service: the requests it was running end with ErrorKind::Stopped, and the handles can
+// still be read, polled and cancelled.
+TEST_F(EngineServiceTest, StopWithLiveHandles) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 1ms; };
+    std::vector<RequestHandle> handles;
+    std::atomic<int> n_finals{0};
+    {
+        EngineService service;
+        load_ready(service, factory);
+        for (int i = 0; i < 20; ++i) {
+            handles.push_back(service.submit(spec(text_request({static_cast<int32_t>(i)}, 250))));
+        }
+        service.submit(spec(text_request({1}, 200)),
+                       with_callback([&](const RequestOutput& out) { n_finals += out.finish ? 1 : 0; }));
+        // Until one of them has a token (they reach the engine in the order their preparation ends).
+        for (bool running = false; !running;) {
+            for (RequestHandle& h : handles) {
+                running = running || h.wait_for(1ms).has_value();
+            }
+        }
+    }
+    EXPECT_EQ(g_live_models.load(), 0);
+    EXPECT_EQ(n_finals.load(), 1);
+    int n_stopped = 0;
+    for (RequestHandle& h : handles) {
+        h.cancel();  // the service is gone: nothing happens
+        const Collected c = collect(h);
+        ASSERT_TRUE(c.last);
+        ++n_stopped;
+        EXPECT_EQ(c.last->finish, FinishReason::Cancelled);
+        EXPECT_EQ(c.last->error_kind, ErrorKind::Stopped);
+        EXPECT_EQ(c.last->error, "the service stopped");
+        EXPECT_FALSE(h.poll());
+        EXPECT_FALSE(h.wait_for(1ms));
+        EXPECT_TRUE(h.finished());
+    }
+    EXPECT_EQ(n_stopped, 20);
+}
+
+// A document's 500 block requests cancel together while they run, from another thread; the group reports it.
+TEST_F(EngineServiceTest, CancelsAGroupOf500RequestsWhileTheyRun) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 200us; };
+    EngineService service;
+    load_ready(service, factory);
+    const int64_t document = service.create_group();
+    const int64_t other = service.create_group();
+    std::vector<RequestHandle> handles;
+    for (int i = 0; i < 500; ++i) {
+        handles.push_back(service.submit(spec(text_request({static_cast<int32_t>(i % 60)}, 30)),
+                                         options(Priority::Batch, document)));
+    }
+    RequestHandle outside = service.submit(spec(text_request({3}, 30)), options(Priority::Batch, other));
+    while (service.group_progress(document).n_tokens == 0) {
+        std::this_thread::sleep_for(100us);
+    }
+    std::thread canceller([&] { service.cancel_group(document); });
+    canceller.join();
+    int n_cancelled = 0;
+    for (RequestHandle& h : handles) {
+        const Collected c = collect(h);
+        n_cancelled += c.last->finish == FinishReason::Cancelled;
+    }
+    EXPECT_GT(n_cancelled, 450);
+    const GroupProgress g = service.group_progress(document);
+    EXPECT_TRUE(g.done());
+    EXPECT_TRUE(g.cancelled);
+    EXPECT_EQ(g.n_requests, 500);
+    EXPECT_EQ(g.n_cancelled, n_cancelled);
+    EXPECT_EQ(g.n_finished + g.n_cancelled, 500);
+    EXPECT_EQ(collect(outside).tokens, chain(3, 30)) << "another group goes on";
+    EXPECT_EQ(service.group_progress(other).n_finished, 1);
+    RequestHandle late = service.submit(spec(text_request({1}, 3)), options(Priority::Batch, document));
+    EXPECT_EQ(collect(late).last->finish, FinishReason::Cancelled) << "a cancelled group takes nothing new";
+    EXPECT_EQ(service.stats().n_kv_blocks_used, 0);
+    service.forget_group(document);
+    EXPECT_THROW(service.group_progress(document), Error);
+}
+
+// A chat turn submitted behind 1,000 queued block requests starts at once and finishes before them.
+TEST_F(EngineServiceTest, AChatTurnBehindAThousandQueuedRequestsFinishesFirst) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 200us; };
+    std::mutex m;  // before the service, whose stop may still call the callbacks
+    std::vector<int64_t> finished;
+    EngineService service;
+    load_ready(service, factory);
+    const auto record = [&](const RequestOutput& out) {
+        if (out.finish) {
+            const std::lock_guard lock(m);
+            finished.push_back(out.id);
+        }
+    };
+    for (int i = 0; i < 1000; ++i) {
+        service.submit(spec(text_request({static_cast<int32_t>(i % 60)}, 8)), with_callback(record));
+    }
+    size_t n_done_before = 0;
+    {
+        const std::lock_guard lock(m);
+        n_done_before = finished.size();
+    }
+    RequestHandle chat =
+        service.submit(spec(text_request({41, 42}, 4)), options(Priority::Interactive, 0, record));
+    while (!chat.finished()) {
+        std::this_thread::sleep_for(100us);
+    }
+    const std::lock_guard lock(m);
+    const auto at =
+        static_cast<size_t>(std::find(finished.begin(), finished.end(), chat.id()) - finished.begin());
+    EXPECT_LT(n_done_before, 900u) << "the block requests were still queued";
+    EXPECT_LE(at - n_done_before, 16u)
+        << "only block requests already running (8) may finish before the chat turn";
+}
+
+// Submitted from several threads at once, each request gets its own tokens.
+TEST_F(EngineServiceTest, ClientsOnSeveralThreads) {
+    FakeFactory factory;
+    EngineService service;
+    load_ready(service, factory);
+    std::vector<std::thread> clients;
+    std::atomic<int> n_right{0};
+    for (int t = 0; t < 4; ++t) {
+        clients.emplace_back([&, t] {
+            for (int i = 0; i < 25; ++i) {
+                const auto first = static_cast<int32_t>((t * 25 + i) % 60);
+                RequestHandle h =
+                    service.submit(spec(text_request({first}, 5)),
+                                   options(i % 5 == 0 ? Priority::Interactive : Priority::Batch));
+                if (i % 7 == 3) {
+                    h.cancel();
+                    collect(h);
+                    ++n_right;
+                    continue;
+                }
+                std::vector<int32_t> tokens;
+                for (;;) {
+                    const std::optional<RequestOutput> out = h.wait_for(5s);
+                    if (!out) {
+                        break;
+                    }
+                    tokens.insert(tokens.end(), out->tokens.begin(), out->tokens.end());
+                    if (out->finish) {
+                        break;
+                    }
+                }
+                n_right += tokens == chain(first, 5) ? 1 : 0;
+                (void)service.stats();
+            }
+        });
+    }
+    for (std::thread& c : clients) {
+        c.join();
+    }
+    EXPECT_EQ(n_right.load(), 100);
+}
+
+// Work that needs the device and the models runs on the engine thread between steps.
+TEST_F(EngineServiceTest, RunsWorkOnTheEngineThread) {
+    FakeFactory factory;
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle h = service.submit(spec(text_request({1}, 20)));
+    std::thread::id engine_thread;
+    int64_t max_num_seqs = 0;
+    size_t n_models = 0;
+    service.run_on_engine_thread([&](EngineContext& c) {
+        engine_thread = std::this_thread::get_id();
+        max_num_seqs = c.core.config().max_num_seqs;
+        n_models = c.models.size();
+    });
+    EXPECT_NE(engine_thread, std::this_thread::get_id());
+    EXPECT_EQ(max_num_seqs, 8);
+    EXPECT_EQ(n_models, 1u);
+    EXPECT_THROW(service.run_on_engine_thread([](EngineContext&) { fail("work that fails"); }), Error);
+    EXPECT_EQ(collect(h).tokens, chain(1, 20)) << "the requests go on";
+    service.unload();
+    EXPECT_THROW(service.run_on_engine_thread([](EngineContext&) {}), Error);
+}
+
+// Engine options change without reloading the models; a configuration that cannot be built leaves the
+// previous one in place.
+TEST_F(EngineServiceTest, ReconfiguresTheEngineKeepingTheModels) {
+    FakeFactory factory;
+    factory.configure = [](FakeModel& m) { m.step_delay = 1ms; };
+    EngineService service;
+    load_ready(service, factory);
+    RequestHandle running = service.submit(spec(text_request({1}, 200)));
+    ASSERT_TRUE(running.next());
+    EngineConfig smaller = service_config();
+    smaller.num_gpu_blocks_override = 512;
+    smaller.max_num_seqs = 2;
+    service.reconfigure(smaller);
+    const Collected ended = collect(running);
+    EXPECT_EQ(ended.last->error_kind, ErrorKind::Stopped);
+    EXPECT_EQ(service.stats().n_kv_blocks, 512);
+    EXPECT_EQ(g_live_models.load(), 1) << "the models stayed";
+    EngineConfig impossible = smaller;
+    impossible.max_model_len = 100000;  // over the model's context
+    EXPECT_THROW(service.reconfigure(impossible), Error);
+    EXPECT_EQ(service.status().state, ServiceState::Ready);
+    EXPECT_EQ(service.limits().max_model_len, 256);
+    RequestHandle after = service.submit(spec(text_request({5}, 3)));
+    EXPECT_EQ(collect(after).tokens, chain(5, 3));
+}
+
+}  // namespace

@@ -1,21 +1,12 @@
 #include "activation-ops.h"
 
 #include "cuda-check.h"
+#include "flat-launch.cuh"
 #include "vision-activation.cuh"
 
 namespace folio::kernels {
 
 namespace {
-
-constexpr int kBlock = 256;
-
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-}
-
-__device__ int64_t global_index() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 __global__ void activate_kernel(float* x, int64_t n, KernelActivation act) {
     const int64_t i = global_index();

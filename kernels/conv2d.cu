@@ -1,21 +1,12 @@
 #include "conv2d.h"
 
 #include "cuda-check.h"
+#include "flat-launch.cuh"
 #include "vision-activation.cuh"
 
 namespace folio::kernels {
 
 namespace {
-
-constexpr int kBlock = 256;
-
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-}
-
-__device__ int64_t global_index() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 // cols [c_in kh kw, h_out w_out] of one image x [c_in, h, w]: row (c, i, j) holds channel c at kernel tap
 // (i, j) for every output position, zero where the tap falls in the padding.

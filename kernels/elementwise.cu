@@ -6,6 +6,7 @@
 #include "activation.cuh"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
+#include "flat-launch.cuh"
 #include "elementwise.h"
 
 namespace folio::kernels {
@@ -13,16 +14,6 @@ namespace folio::kernels {
 // ---- kernels ----------------------------------------------------------------------------------------
 
 namespace {
-
-constexpr int kBlock = 256;
-
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-}
-
-__device__ int64_t global_index() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 // x [n] += y [n]
 __global__ void add_f32_kernel(float* x, const float* y, int64_t n) {

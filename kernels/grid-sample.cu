@@ -1,20 +1,11 @@
 #include "grid-sample.h"
 
 #include "cuda-check.h"
+#include "flat-launch.cuh"
 
 namespace folio::kernels {
 
 namespace {
-
-constexpr int kBlock = 256;
-
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-}
-
-__device__ int64_t global_index() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 // The bilinear sample of plane [h, w] (element (y, x) at plane[(y * w + x) * stride]) at pixel coordinates
 // (ix, iy), corners outside the plane counting as zero; as the CPU backend computes it.

@@ -1,20 +1,11 @@
 #include "tensor-layout.h"
 
 #include "cuda-check.h"
+#include "flat-launch.cuh"
 
 namespace folio::kernels {
 
 namespace {
-
-constexpr int kBlock = 256;
-
-unsigned int n_blocks(int64_t n) {
-    return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
-}
-
-__device__ int64_t global_index() {
-    return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
 
 // y's sizes and, for each of its dimensions, x's stride along it.
 struct PermuteShape {

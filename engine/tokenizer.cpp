@@ -44,6 +44,16 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, 
     for (const AddedToken& token : t.added_->tokens()) {
         t.n_vocab_ = std::max(t.n_vocab_, token.id + 1);
     }
+    for (const int32_t id : t.pipeline_->prefix_ids) {
+        if (!t.token_text(id)) {
+            fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id, ", which has no token");
+        }
+    }
+    for (const int32_t id : t.pipeline_->suffix_ids) {
+        if (!t.token_text(id)) {
+            fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id, ", which has no token");
+        }
+    }
     const auto id_of = [&](const std::optional<std::string>& name, int32_t fallback) {
         if (name) {
             if (const auto id = t.find_token(*name)) {
@@ -55,7 +65,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, 
     t.bos_id_ = id_of(t.pipeline_->bos_token, t.pipeline_->spm_bos_id);
     t.eos_id_ = id_of(t.pipeline_->eos_token, t.pipeline_->spm_eos_id);
     t.pad_id_ = id_of(t.pipeline_->pad_token, t.pipeline_->spm_pad_id);
-    t.continuation_sentinel_ = t.pipeline_->decoder.decode({std::string(kSentinel)}) == kSentinel;
+    // Decoding a window of the text behind a sentinel gives the same text only where the decoder keeps the
+    // sentinel and takes nothing off the end.
+    t.continuation_sentinel_ = t.pipeline_->decoder.decode({std::string(kSentinel)}) == kSentinel &&
+                               !t.pipeline_->decoder.strips_end();
     return tokenizer;
 }
 

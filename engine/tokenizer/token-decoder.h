@@ -2,6 +2,7 @@
 // of token strings into a new list, then the list joined. Without steps the tokens are joined with spaces.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,6 +27,12 @@ class TokenDecoder {
 public:
     void add(TokenDecoderStep step) { steps_.push_back(std::move(step)); }
     bool empty() const { return steps_.empty(); }
+    // Whether a step takes characters off the end of the text (Strip with stop > 0).
+    bool strips_end() const {
+        return std::any_of(steps_.begin(), steps_.end(), [](const TokenDecoderStep& s) {
+            return s.kind == TokenDecoderStep::Kind::Strip && s.stop > 0;
+        });
+    }
     std::string decode(std::vector<std::string> tokens) const;
 
 private:

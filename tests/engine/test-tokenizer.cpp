@@ -636,6 +636,35 @@ TEST(TokenizerJson, IncrementalMatchesDecodeWhereTheDecoderTreatsTheStartApart) 
         }
     }
     EXPECT_EQ(t->decode(std::vector<int32_t>{3, 1, 3, 3, 2, 3}), "a  b");
+
+    // Two spaces off the end and "▁" dropped from every first token.
+    json two = tokenizer;
+    two["decoder"]["decoders"][0]["prepend_scheme"] = "always";
+    two["decoder"]["decoders"][3]["stop"] = 2;
+    const auto t2 = Tokenizer::from_tokenizer_json(two.dump(), "inline tokenizer.json");
+    for (int n = 0; n < 200; ++n) {
+        std::vector<int32_t> ids(1 + rng() % 10);
+        for (int32_t& id : ids) {
+            id = static_cast<int32_t>(rng() % 5);
+        }
+        SCOPED_TRACE(json(ids).dump());
+        expect_incremental_matches(*t2, ids, false);
+    }
+
+    // A post-processor that adds an id no token has is refused when the file is read.
+    json orphan = tokenizer;
+    orphan["post_processor"] = {
+        {"type", "TemplateProcessing"},
+        {"single",
+         {{{"SpecialToken", {{"id", "<x>"}, {"type_id", 0}}}},
+          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"special_tokens", {{"<x>", {{"id", "<x>"}, {"ids", {9}}, {"tokens", {"<x>"}}}}}}};
+    try {
+        Tokenizer::from_tokenizer_json(orphan.dump(), "inline tokenizer.json");
+        ADD_FAILURE() << "a post-processor id without a token was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("post-processor adds id 9"), std::string::npos) << e.what();
+    }
 }
 
 TEST(BpeModel, MergesFromAVocabularyFollowTheMergedPieceThenTheHalves) {

@@ -44,14 +44,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, 
     for (const AddedToken& token : t.added_->tokens()) {
         t.n_vocab_ = std::max(t.n_vocab_, token.id + 1);
     }
-    for (const int32_t id : t.pipeline_->prefix_ids) {
-        if (!t.token_text(id)) {
-            fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id, ", which has no token");
-        }
-    }
-    for (const int32_t id : t.pipeline_->suffix_ids) {
-        if (!t.token_text(id)) {
-            fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id, ", which has no token");
+    for (const auto* ids : {&t.pipeline_->prefix_ids, &t.pipeline_->suffix_ids}) {
+        for (const int32_t id : *ids) {
+            if (!t.token_text(id)) {
+                fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id, ", which has no token");
+            }
         }
     }
     const auto id_of = [&](const std::optional<std::string>& name, int32_t fallback) {

@@ -20,8 +20,7 @@ constexpr int kPrecisionBits = 32 - 8 - 2;
 constexpr int kBicubicSupport = 2;
 constexpr int kPilBicubic = 3;
 
-double bicubic_kernel(double x) {
-    constexpr double a = -0.5;
+double bicubic_kernel(double x, double a) {
     if (x < 0.0) {
         x = -x;
     }
@@ -43,10 +42,11 @@ struct Taps {
     std::vector<int32_t> weights;
 };
 
-Taps bicubic_taps(int in_size, int out_size) {
+Taps bicubic_taps(int in_size, int out_size, const BicubicFilter& filter) {
     // Pillow passes the source extent as a float box.
     const double scale = static_cast<double>(static_cast<float>(in_size)) / out_size;
-    const double filter_scale = std::max(scale, 1.0);
+    // Without antialiasing the filter keeps its width when the image shrinks.
+    const double filter_scale = filter.antialias ? std::max(scale, 1.0) : 1.0;
     const double support = kBicubicSupport * filter_scale;
     const double inv_filter_scale = 1.0 / filter_scale;
 
@@ -63,7 +63,8 @@ Taps bicubic_taps(int in_size, int out_size) {
         const int n = hi - lo;
         double sum = 0.0;
         for (int i = 0; i < n; ++i) {
-            const double w = bicubic_kernel((static_cast<double>(i + lo) - center + 0.5) * inv_filter_scale);
+            const double w =
+                bicubic_kernel((static_cast<double>(i + lo) - center + 0.5) * inv_filter_scale, filter.a);
             k[static_cast<size_t>(i)] = w;
             sum += w;
         }
@@ -87,8 +88,9 @@ uint8_t clip8(int32_t acc) {
 }
 
 // Horizontal pass over rows [row_begin, row_end) of src.
-Image resample_horizontal(const Image& src, int row_begin, int row_end, int out_width) {
-    const Taps taps = bicubic_taps(src.width, out_width);
+Image resample_horizontal(const Image& src, int row_begin, int row_end, int out_width,
+                          const BicubicFilter& filter) {
+    const Taps taps = bicubic_taps(src.width, out_width, filter);
     Image out = make_image(out_width, row_end - row_begin);
     const auto in_stride = static_cast<size_t>(src.width) * 3;
     const auto out_stride = static_cast<size_t>(out_width) * 3;
@@ -260,7 +262,7 @@ std::pair<int, int> smart_resize(int height, int width, int factor, int64_t min_
     return {static_cast<int>(h_bar), static_cast<int>(w_bar)};
 }
 
-Image resize_bicubic(const Image& src, int width, int height) {
+Image resize_bicubic(const Image& src, int width, int height, const BicubicFilter& filter) {
     check_image(src, "resize_bicubic: source");
     check_image_size(width, height, "resize_bicubic: target");
     if (width == src.width && height == src.height) {
@@ -268,20 +270,20 @@ Image resize_bicubic(const Image& src, int width, int height) {
     }
     // Pillow resizes images more than 100 times taller than wide vertically first when it shrinks them.
     if (int64_t{src.height} > int64_t{src.width} * 100 && height < src.height) {
-        const Image tall = resample_vertical(src, bicubic_taps(src.height, height), 0, height);
-        return width == src.width ? tall : resample_horizontal(tall, 0, height, width);
+        const Image tall = resample_vertical(src, bicubic_taps(src.height, height, filter), 0, height);
+        return width == src.width ? tall : resample_horizontal(tall, 0, height, width, filter);
     }
     if (height == src.height) {
-        return resample_horizontal(src, 0, src.height, width);
+        return resample_horizontal(src, 0, src.height, width, filter);
     }
-    const Taps vertical = bicubic_taps(src.height, height);
+    const Taps vertical = bicubic_taps(src.height, height, filter);
     if (width == src.width) {
         return resample_vertical(src, vertical, 0, height);
     }
     // Only the source rows that the vertical pass reads go through the horizontal pass.
     const int row_begin = vertical.first.front();
     const int row_end = vertical.first.back() + vertical.count.back();
-    return resample_vertical(resample_horizontal(src, row_begin, row_end, width), vertical, row_begin,
+    return resample_vertical(resample_horizontal(src, row_begin, row_end, width, filter), vertical, row_begin,
                              height);
 }
 

@@ -30,8 +30,20 @@ struct ImageGrid {
 // empty sizes, a bad factor or pixel bounds, and aspect ratios above 200.
 std::pair<int, int> smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels);
 
-// Pillow's Image.resize(..., BICUBIC) on an RGB image, bit for bit (Pillow 12.3).
-Image resize_bicubic(const Image& src, int width, int height);
+// A bicubic filter of separable fixed-point resampling: the kernel's a, and whether the kernel widens by
+// the scale when the image shrinks (antialiasing).
+struct BicubicFilter {
+    double a = -0.5;
+    bool antialias = true;
+};
+// Pillow's filter; torch's uint8 resize without antialiasing (torchvision's resize of 8-bit images, as
+// the layout models' image processors call it) uses a = -0.75 and keeps the kernel's width.
+inline constexpr BicubicFilter kPillowBicubic{};
+inline constexpr BicubicFilter kTorchBicubicNoAntialias{-0.75, false};
+
+// Pillow's Image.resize(..., BICUBIC) on an RGB image, bit for bit (Pillow 12.3), or the same resampling with
+// another filter.
+Image resize_bicubic(const Image& src, int width, int height, const BicubicFilter& filter = kPillowBicubic);
 
 // The value each 8-bit level of each channel stands for after rescale and normalize: level v of channel c is
 // levels[c * 256 + v].

@@ -1,0 +1,343 @@
+#include "models/pp-doclayout/detr-decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "error.h"
+
+namespace folio {
+
+namespace {
+
+float sigmoid(float x) {
+    return 1.0f / (1.0f + std::exp(-x));
+}
+
+// transformers' inverse_sigmoid with eps 1e-5.
+float inverse_sigmoid(float x) {
+    x = std::clamp(x, 0.0f, 1.0f);
+    return std::log(std::max(x, 1e-5f) / std::max(1.0f - x, 1e-5f));
+}
+
+// The box around each mask's positive positions, normalised cx, cy, w, h (zeros for an empty mask), as
+// transformers' mask_to_box_coordinate.  masks [m, h, w]  ->  [m, 4]
+std::vector<float> mask_boxes(const std::vector<float>& masks, int64_t m, int64_t h, int64_t w) {
+    std::vector<float> out(static_cast<size_t>(m * 4), 0.0f);
+    for (int64_t i = 0; i < m; ++i) {
+        const float* mask = masks.data() + i * h * w;
+        int64_t x0 = w, y0 = h, x1 = -1, y1 = -1;
+        for (int64_t y = 0; y < h; ++y) {
+            for (int64_t x = 0; x < w; ++x) {
+                if (mask[y * w + x] > 0.0f) {
+                    x0 = std::min(x0, x);
+                    x1 = std::max(x1, x);
+                    y0 = std::min(y0, y);
+                    y1 = std::max(y1, y);
+                }
+            }
+        }
+        if (x1 < 0) {
+            continue;
+        }
+        const float nx0 = static_cast<float>(x0) / static_cast<float>(w);
+        const float ny0 = static_cast<float>(y0) / static_cast<float>(h);
+        const float nx1 = static_cast<float>(x1 + 1) / static_cast<float>(w);
+        const float ny1 = static_cast<float>(y1 + 1) / static_cast<float>(h);
+        float* box = out.data() + i * 4;
+        box[0] = (nx0 + nx1) / 2;
+        box[1] = (ny0 + ny1) / 2;
+        box[2] = nx1 - nx0;
+        box[3] = ny1 - ny0;
+    }
+    return out;
+}
+
+// Each page's queries times its prototypes: per page [q, p] · [hw, p]ᵀ.  queries [n * q, p], prototypes
+// [n, p, h, w]  ->  [n * q, h * w]
+Tensor query_masks(Backend& be, const Tensor& queries, const Tensor& prototypes, int64_t n, int64_t q) {
+    const Nchw s = prototypes.nchw();
+    const int perm[] = {0, 2, 3, 1};
+    const Tensor proto_rows = be.permute(prototypes, perm);  // [n, h, w, p]
+    std::vector<Tensor> parts;
+    for (int64_t b = 0; b < n; ++b) {
+        const Tensor qb = queries.view(b * q * s.c, {q, s.c});
+        const Tensor pb = proto_rows.view(b * s.h * s.w * s.c, {s.h * s.w, s.c});
+        parts.push_back(be.linear(qb, pb, nullptr));  // [q, h * w]
+    }
+    return be.concat(parts, 0);
+}
+
+}  // namespace
+
+DetrDecoder::DetrDecoder(LayoutWeights& weights, const PpDocLayoutConfig& config)
+    : backend_(weights.backend()), config_(config) {
+    const int64_t d = config.d_model;
+    const int64_t n_levels = config.num_feature_levels;
+    const int64_t heads = config.decoder_attention_heads;
+    const int64_t points = config.decoder_n_points;
+    int64_t in_channels = 0;
+    for (int64_t l = 0; l < n_levels; ++l) {
+        const std::string p = "model.decoder_input_proj." + std::to_string(l);
+        const bool extra = l >= static_cast<int64_t>(config.decoder_in_channels.size());
+        if (!extra) {
+            in_channels = config.decoder_in_channels[static_cast<size_t>(l)];
+        }
+        const ConvShape shape = extra ? ConvShape{d, in_channels, 3, 2, 1, 1, Activation::None}
+                                      : ConvShape{d, in_channels, 1, 1, 0, 1, Activation::None};
+        input_proj_.push_back(weights.conv_bn(p + ".0.weight", p + ".1", shape, config.batch_norm_eps));
+        if (extra) {
+            in_channels = d;
+        }
+    }
+    enc_output_ = weights.linear("model.enc_output.0", d, d);
+    enc_norm_w_ = weights.tensor("model.enc_output.1.weight", {d});
+    enc_norm_b_ = weights.tensor("model.enc_output.1.bias", {d});
+    const int64_t n_labels = config.num_labels();
+    enc_score_ = weights.linear("model.enc_score_head", n_labels, d);
+    enc_bbox_ = weights.mlp("model.enc_bbox_head", d, d, 4, 3);
+    query_pos_ = weights.mlp("model.decoder.query_pos_head", 4, 2 * d, d, 2);
+    for (int i = 0; i < config.decoder_layers; ++i) {
+        const std::string p = "model.decoder.layers." + std::to_string(i);
+        Layer layer;
+        layer.self_attn = load_attention_block(weights, p + ".self_attn", p + ".self_attn_layer_norm", d);
+        layer.sampling_offsets =
+            weights.linear(p + ".encoder_attn.sampling_offsets", heads * n_levels * points * 2, d);
+        layer.attention_weights =
+            weights.linear(p + ".encoder_attn.attention_weights", heads * n_levels * points, d);
+        layer.value_proj = weights.linear(p + ".encoder_attn.value_proj", d, d);
+        layer.output_proj = weights.linear(p + ".encoder_attn.output_proj", d, d);
+        layer.cross_norm_w = weights.tensor(p + ".encoder_attn_layer_norm.weight", {d});
+        layer.cross_norm_b = weights.tensor(p + ".encoder_attn_layer_norm.bias", {d});
+        layer.fc1 = weights.linear(p + ".fc1", config.decoder_ffn_dim, d);
+        layer.fc2 = weights.linear(p + ".fc2", d, config.decoder_ffn_dim);
+        layer.final_norm_w = weights.tensor(p + ".final_layer_norm.weight", {d});
+        layer.final_norm_b = weights.tensor(p + ".final_layer_norm.bias", {d});
+        layers_.push_back(std::move(layer));
+    }
+    if (config.kind == LayoutModelKind::V2) {
+        for (int i = 0; i < config.decoder_layers; ++i) {
+            class_heads_.push_back(
+                weights.linear("model.decoder.class_embed." + std::to_string(i), n_labels, d));
+            box_heads_.push_back(weights.mlp("model.decoder.bbox_embed." + std::to_string(i), d, d, 4, 3));
+        }
+        return;
+    }
+    // V3 ties the decoder's heads to the encoder's unless the checkpoint has its own.
+    class_heads_.push_back(weights.has("model.decoder.class_embed.weight")
+                               ? weights.linear("model.decoder.class_embed", n_labels, d)
+                               : enc_score_);
+    box_heads_.push_back(weights.has("model.decoder.bbox_embed.layers.0.weight")
+                             ? weights.mlp("model.decoder.bbox_embed", d, d, 4, 3)
+                             : enc_bbox_);
+    decoder_norm_w_ = weights.tensor("model.decoder_norm.weight", {d});
+    decoder_norm_b_ = weights.tensor("model.decoder_norm.bias", {d});
+    mask_query_ = weights.mlp("model.mask_query_head", d, d, config.num_prototypes, 3);
+    order_head_ =
+        weights.linear("model.decoder_order_head." + std::to_string(config.decoder_layers - 1), d, d);
+    global_pointer_ =
+        weights.linear("model.decoder_global_pointer.dense", 2LL * config.global_pointer_head_size, d);
+}
+
+std::vector<float> DetrDecoder::anchors(const std::vector<FeatureLevel>& levels,
+                                        std::vector<int64_t>& invalid) const {
+    std::vector<float> out;
+    for (size_t l = 0; l < levels.size(); ++l) {
+        const FeatureLevel& level = levels[l];
+        const float wh = 0.05f * std::pow(2.0f, static_cast<float>(l));
+        for (int64_t y = 0; y < level.height; ++y) {
+            for (int64_t x = 0; x < level.width; ++x) {
+                const float a[4] = {(static_cast<float>(x) + 0.5f) / static_cast<float>(level.width),
+                                    (static_cast<float>(y) + 0.5f) / static_cast<float>(level.height), wh,
+                                    wh};
+                bool valid = true;
+                for (const float v : a) {
+                    valid = valid && v > 0.01f && v < 0.99f;
+                }
+                if (!valid) {
+                    invalid.push_back(level.start + y * level.width + x);
+                }
+                for (const float v : a) {
+                    out.push_back(valid ? std::log(v / (1.0f - v)) : std::numeric_limits<float>::max());
+                }
+            }
+        }
+    }
+    return out;
+}
+
+DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
+    Backend& be = backend_;
+    const PpDocLayoutConfig& c = config_;
+    const int64_t d = c.d_model;
+    const int64_t n = encoded.maps[0].nchw().n;
+    const int64_t q = c.num_queries;
+    const int64_t heads = c.decoder_attention_heads;
+    const int64_t n_levels = c.num_feature_levels;
+    const int64_t points = c.decoder_n_points;
+    const float eps = c.layer_norm_eps;
+
+    // The levels' maps through their projections, flattened and joined: [n, s, d].
+    std::vector<Tensor> flat;
+    std::vector<FeatureLevel> levels;
+    int64_t s = 0;
+    for (int64_t l = 0; l < n_levels; ++l) {
+        const size_t src = std::min(static_cast<size_t>(l), encoded.maps.size() - 1);
+        const Tensor map = run(be, input_proj_[static_cast<size_t>(l)], encoded.maps[src]);  // [n, d, h, w]
+        const Nchw shape = map.nchw();
+        levels.push_back({shape.h, shape.w, s});
+        s += shape.h * shape.w;
+        const int perm[] = {0, 2, 3, 1};
+        Tensor rows = be.permute(map, perm);
+        rows.shape = {n, shape.h * shape.w, d};
+        flat.push_back(rows);
+    }
+    if (s < q) {
+        fail("the layout model's input is too small: ", s, " positions for ", q, " queries");
+    }
+    Tensor source = be.concat(flat, 1);  // [n, s, d]
+    source.shape = {n * s, d};
+
+    std::vector<int64_t> invalid;
+    const std::vector<float> anchor = anchors(levels, invalid);  // [s, 4]
+    if (c.anchor_image_size) {
+        for (size_t l = 0; l < levels.size(); ++l) {
+            const int64_t stride = c.feat_strides[std::min(l, c.feat_strides.size() - 1)];
+            if (levels[l].height != (*c.anchor_image_size)[0] / stride ||
+                levels[l].width != (*c.anchor_image_size)[1] / stride) {
+                fail("the layout model's anchor_image_size does not match its input size");
+            }
+        }
+    }
+    Tensor memory = be.copy(source);
+    if (!invalid.empty()) {
+        std::vector<int64_t> rows;
+        for (int64_t b = 0; b < n; ++b) {
+            for (const int64_t r : invalid) {
+                rows.push_back(b * s + r);
+            }
+        }
+        be.scatter_rows(memory, rows, be.alloc({static_cast<int64_t>(rows.size()), d}));
+    }
+    const Tensor output_memory =
+        be.layer_norm(apply(be, enc_output_, memory), enc_norm_w_, enc_norm_b_, eps);  // [n * s, d]
+    const Tensor enc_class = apply(be, enc_score_, output_memory);                     // [n * s, labels]
+    const Tensor enc_coord = run(be, enc_bbox_, output_memory);                        // [n * s, 4]
+
+    // Query selection: the q positions of each page whose best class scores highest.
+    Tensor best = be.top_k(enc_class, 1).values;  // [n * s, 1]
+    best.shape = {n, s};
+    Tensor top = be.top_k(best, q).indices;  // [n, q] int32
+    top.shape = {n * q};
+    const std::vector<int32_t> picked = be.read_back(top)->wait();
+    std::vector<int64_t> rows(picked.size());
+    for (int64_t b = 0; b < n; ++b) {
+        for (int64_t i = 0; i < q; ++i) {
+            rows[static_cast<size_t>(b * q + i)] = b * s + picked[static_cast<size_t>(b * q + i)];
+        }
+    }
+    Tensor h = be.gather_rows(output_memory, rows);                               // [n * q, d]
+    std::vector<float> ref_unact = be.download(be.gather_rows(enc_coord, rows));  // [n * q, 4]
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto a = static_cast<size_t>(picked[i]);
+        for (size_t k = 0; k < 4; ++k) {
+            ref_unact[i * 4 + k] += anchor[a * 4 + k];
+        }
+    }
+    if (c.kind == LayoutModelKind::V3 && c.mask_enhanced) {
+        const Tensor out_query = be.layer_norm(h, decoder_norm_w_, decoder_norm_b_, eps);
+        const Tensor mq = run(be, mask_query_, out_query);  // [n * q, prototypes]
+        const Nchw ps = encoded.mask_prototypes.nchw();
+        const std::vector<float> masks = be.download(query_masks(be, mq, encoded.mask_prototypes, n, q));
+        const std::vector<float> boxes = mask_boxes(masks, n * q, ps.h, ps.w);
+        for (size_t i = 0; i < ref_unact.size(); ++i) {
+            ref_unact[i] = inverse_sigmoid(boxes[i]);
+        }
+    }
+    std::vector<float> ref(ref_unact.size());  // [n * q, 4] cx, cy, w, h
+    for (size_t i = 0; i < ref.size(); ++i) {
+        ref[i] = sigmoid(ref_unact[i]);
+    }
+
+    Tensor value_source = source;
+    const int64_t head_dim = d / heads;
+    const int64_t n_samples = heads * n_levels * points;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        const Layer& layer = layers_[i];
+        const Tensor ref_t = be.upload(ref, {n * q, 4});
+        const Tensor pos = run(be, query_pos_, ref_t);  // [n * q, d]
+        h = run_attention_block(be, layer.self_attn, h, pos, n, q, heads, eps);
+
+        // Multi-scale deformable attention around each query's box.
+        Tensor hs = be.copy(h);
+        be.add(hs, pos);
+        Tensor value = apply(be, layer.value_proj, value_source);  // [n * s, d]
+        value.shape = {n, s, heads, head_dim};
+        const std::vector<float> offsets =
+            be.download(apply(be, layer.sampling_offsets, hs));   // [n*q, samples*2]
+        Tensor weights = apply(be, layer.attention_weights, hs);  // [n * q, samples]
+        weights.shape = {n * q * heads, n_levels * points};
+        be.softmax(weights);
+        weights.shape = {n, q, heads, n_levels, points};
+        std::vector<float> locations(offsets.size());
+        for (int64_t r = 0; r < n * q; ++r) {
+            const float* box = ref.data() + r * 4;
+            for (int64_t k = 0; k < n_samples; ++k) {
+                const size_t at = static_cast<size_t>((r * n_samples + k) * 2);
+                locations[at] = box[0] + offsets[at] / static_cast<float>(points) * box[2] * 0.5f;
+                locations[at + 1] = box[1] + offsets[at + 1] / static_cast<float>(points) * box[3] * 0.5f;
+            }
+        }
+        const Tensor loc = be.upload(locations, {n, q, heads, n_levels, points, 2});
+        Tensor sampled = be.multi_scale_deformable_attention(value, levels, loc, weights);  // [n, q, d]
+        sampled.shape = {n * q, d};
+        apply(be, layer.output_proj, sampled, {.residual = &h});
+        h = be.layer_norm(h, layer.cross_norm_w, layer.cross_norm_b, eps);
+
+        const Tensor ff = apply(be, layer.fc1, h, {.activation = c.decoder_activation});
+        apply(be, layer.fc2, ff, {.residual = &h});
+        h = be.layer_norm(h, layer.final_norm_w, layer.final_norm_b, eps);
+
+        const Mlp& box_head = box_heads_[std::min(i, box_heads_.size() - 1)];
+        const std::vector<float> delta = be.download(run(be, box_head, h));  // [n * q, 4]
+        for (size_t k = 0; k < ref.size(); ++k) {
+            ref[k] = sigmoid(delta[k] + inverse_sigmoid(ref[k]));
+        }
+    }
+
+    DecoderResult out;
+    out.n = n;
+    out.boxes = ref;
+    if (c.kind == LayoutModelKind::V2) {
+        out.logits = be.download(apply(be, class_heads_.back(), h));
+        return out;
+    }
+    const Tensor out_query = be.layer_norm(h, decoder_norm_w_, decoder_norm_b_, eps);
+    out.logits = be.download(apply(be, class_heads_.back(), out_query));
+    const Nchw ps = encoded.mask_prototypes.nchw();
+    out.mask_h = ps.h;
+    out.mask_w = ps.w;
+    out.masks = be.download(query_masks(be, run(be, mask_query_, out_query), encoded.mask_prototypes, n, q));
+    // Global pointer: query i's vector against query j's, kept above the diagonal (-1e4 on and below it).
+    const int64_t hs_size = c.global_pointer_head_size;
+    const std::vector<float> qk =
+        be.download(apply(be, global_pointer_, apply(be, order_head_, out_query)));  // [n * q, 2 * hs]
+    out.order_logits.assign(static_cast<size_t>(n * q * q), -1e4f);
+    const float scale = std::sqrt(static_cast<float>(hs_size));
+    for (int64_t b = 0; b < n; ++b) {
+        for (int64_t i = 0; i < q; ++i) {
+            const float* qi = qk.data() + (b * q + i) * 2 * hs_size;
+            for (int64_t j = i + 1; j < q; ++j) {
+                const float* kj = qk.data() + (b * q + j) * 2 * hs_size + hs_size;
+                float dot = 0.0f;
+                for (int64_t e = 0; e < hs_size; ++e) {
+                    dot += qi[e] * kj[e];
+                }
+                out.order_logits[static_cast<size_t>((b * q + i) * q + j)] = dot / scale;
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace folio

@@ -1,0 +1,76 @@
+// The layout models' weights from model.safetensors onto a backend: convolutions with their batch norm
+// folded in (and RepVGG's parallel 3x3 and 1x1 branches folded into one 3x3), linear layers and the MLP
+// heads of the DETR decoder.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "models/linear.h"
+
+namespace folio {
+
+class TensorStore;
+
+// A convolution with its bias and activation, ready for Backend::conv2d.
+struct Conv {
+    Tensor w;  // [c_out, c_in / groups, kh, kw]
+    Tensor b;  // [c_out]
+    Conv2dParams p;
+};
+
+// Linear layers with ReLU between them (transformers' MLPPredictionHead).
+struct Mlp {
+    std::vector<Linear> layers;
+};
+
+// A convolution's shape and how it is applied.
+struct ConvShape {
+    int64_t c_out = 0;
+    int64_t c_in = 0;  // per group
+    int64_t kernel = 1;
+    int64_t stride = 1;
+    int64_t padding = 0;
+    int64_t groups = 1;
+    Activation activation = Activation::None;
+};
+
+class LayoutWeights {
+public:
+    LayoutWeights(Backend& backend, const TensorStore& store) : backend_(backend), store_(store) {}
+
+    // The tensor as float32, after checking its shape; throws naming the file and the tensor.
+    std::vector<float> host(const std::string& name, const std::vector<int64_t>& shape) const;
+    bool has(const std::string& name) const;
+    Tensor tensor(const std::string& name, std::vector<int64_t> shape);
+    Linear linear(const std::string& prefix, int64_t n_out, int64_t n_in);
+    // A linear layer whose weight and bias are multiplied by scale (a score scaling folded in at load time).
+    Linear scaled_linear(const std::string& prefix, int64_t n_out, int64_t n_in, float scale);
+    Mlp mlp(const std::string& prefix, int64_t n_in, int64_t n_hidden, int64_t n_out, int n_layers);
+    // A convolution without bias followed by a batch norm (prefix.running_mean, ...), folded into one.
+    Conv conv_bn(const std::string& conv_weight, const std::string& norm_prefix, const ConvShape& shape,
+                 float eps);
+    // A convolution with its own bias.
+    Conv conv(const std::string& prefix, const ConvShape& shape);
+    // RepVGG's block: a 3x3 and a 1x1 convolution, each with its batch norm, summed, then the activation;
+    // the 1x1 branch folds into the centre of the 3x3 kernel.
+    Conv repvgg(const std::string& prefix, int64_t channels, Activation activation, float eps);
+
+    Backend& backend() const { return backend_; }
+    int64_t n_bytes() const { return n_bytes_; }
+
+private:
+    Conv upload_conv(std::vector<float> w, std::vector<float> b, const ConvShape& shape);
+
+    Backend& backend_;
+    const TensorStore& store_;
+    int64_t n_bytes_ = 0;
+};
+
+Tensor run(Backend& backend, const Conv& conv, const Tensor& x);
+// x [n, in]  ->  [n, out]
+Tensor run(Backend& backend, const Mlp& mlp, const Tensor& x);
+
+}  // namespace folio

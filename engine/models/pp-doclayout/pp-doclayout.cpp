@@ -1,0 +1,151 @@
+#include "models/pp-doclayout/pp-doclayout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "error.h"
+#include "image-preprocess.h"
+#include "models/pp-doclayout/detr-decoder.h"
+#include "models/pp-doclayout/hgnet-backbone.h"
+#include "models/pp-doclayout/hybrid-encoder.h"
+#include "safetensors.h"
+
+namespace folio {
+
+namespace {
+
+// Pages larger than this many pixels are refused before any work (the layout model sees 800x800).
+constexpr int64_t kMaxPagePixels = 20000LL * 20000LL - 1;
+
+// V2 hands its queries over with those whose best class passes that class's threshold first (the ones that
+// enter the reading order), each group in query order, as PPDocLayoutV2ForObjectDetection sorts them.
+void reorder_v2_queries(LayoutRawOutput& page, const PpDocLayoutConfig& config) {
+    const auto q = static_cast<size_t>(page.n_queries);
+    const auto k = static_cast<size_t>(page.n_classes);
+    std::vector<uint8_t> kept(q);
+    for (size_t i = 0; i < q; ++i) {
+        const float* row = page.logits.data() + i * k;
+        const auto best = static_cast<size_t>(std::max_element(row, row + k) - row);
+        kept[i] = 1.0f / (1.0f + std::exp(-row[best])) >= config.class_thresholds[best] ? 1 : 0;
+    }
+    std::vector<size_t> order(q);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return kept[a] > kept[b]; });
+    std::vector<float> logits(page.logits.size());
+    std::vector<float> boxes(page.pred_boxes.size());
+    for (size_t i = 0; i < q; ++i) {
+        std::copy_n(page.logits.begin() + static_cast<std::ptrdiff_t>(order[i] * k), k,
+                    logits.begin() + static_cast<std::ptrdiff_t>(i * k));
+        std::copy_n(page.pred_boxes.begin() + static_cast<std::ptrdiff_t>(order[i] * 4), 4,
+                    boxes.begin() + static_cast<std::ptrdiff_t>(i * 4));
+    }
+    page.logits = std::move(logits);
+    page.pred_boxes = std::move(boxes);
+}
+
+}  // namespace
+
+std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config) {
+    if (page.width <= 0 || page.height <= 0 || page.width * page.height > kMaxPagePixels) {
+        fail("a page of ", page.width, "x", page.height, " pixels cannot go to the layout model");
+    }
+    if (static_cast<int64_t>(page.rgb.size()) != page.width * page.height * 3) {
+        fail("a page of ", page.width, "x", page.height, " pixels came with ", page.rgb.size(), " bytes");
+    }
+    const int64_t h = config.do_resize ? config.height : page.height;
+    const int64_t w = config.do_resize ? config.width : page.width;
+    std::vector<float> out(static_cast<size_t>(3 * h * w));
+    const float factor = config.do_rescale ? config.rescale_factor : 1.0f;
+    auto finish = [&](int64_t c, float level) {
+        float v = level * factor;
+        if (config.do_normalize) {
+            v = (v - config.image_mean[static_cast<size_t>(c)]) / config.image_std[static_cast<size_t>(c)];
+        }
+        return v;
+    };
+    if (!config.do_resize) {
+        for (int64_t y = 0; y < h; ++y) {
+            for (int64_t x = 0; x < w; ++x) {
+                for (int64_t c = 0; c < 3; ++c) {
+                    out[static_cast<size_t>((c * h + y) * w + x)] =
+                        finish(c, page.rgb[static_cast<size_t>((y * w + x) * 3 + c)]);
+                }
+            }
+        }
+        return out;
+    }
+    Image src;
+    src.width = static_cast<int>(page.width);
+    src.height = static_cast<int>(page.height);
+    src.rgb.assign(page.rgb.begin(), page.rgb.end());
+    const Image resized =
+        resize_bicubic(src, static_cast<int>(w), static_cast<int>(h), kTorchBicubicNoAntialias);
+    for (int64_t y = 0; y < h; ++y) {
+        for (int64_t x = 0; x < w; ++x) {
+            for (int64_t c = 0; c < 3; ++c) {
+                out[static_cast<size_t>((c * h + y) * w + x)] =
+                    finish(c, resized.rgb[static_cast<size_t>((y * w + x) * 3 + c)]);
+            }
+        }
+    }
+    return out;
+}
+
+PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir)
+    : backend_(backend), files_(open_layout_model_files(dir)), store_(TensorStore::open(dir)) {
+    LayoutWeights weights(backend, *store_);
+    backbone_ = std::make_unique<HgnetBackbone>(weights, files_.config.backbone, "model.backbone.model");
+    encoder_ = std::make_unique<HybridEncoder>(weights, files_.config);
+    decoder_ = std::make_unique<DetrDecoder>(weights, files_.config);
+    n_weight_bytes_ = weights.n_bytes();
+}
+
+PpDocLayout::~PpDocLayout() = default;
+
+std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels) const {
+    const PpDocLayoutConfig& c = files_.config;
+    const DecoderResult r = decoder_->forward(encoder_->forward(backbone_->forward(pixels)));
+    const auto q = static_cast<size_t>(c.num_queries);
+    const auto labels = static_cast<size_t>(c.num_labels());
+    std::vector<LayoutRawOutput> out(static_cast<size_t>(r.n));
+    for (size_t b = 0; b < out.size(); ++b) {
+        LayoutRawOutput& page = out[b];
+        page.n_queries = static_cast<int>(q);
+        page.n_classes = static_cast<int>(labels);
+        page.logits.assign(r.logits.begin() + static_cast<std::ptrdiff_t>(b * q * labels),
+                           r.logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * labels));
+        page.pred_boxes.assign(r.boxes.begin() + static_cast<std::ptrdiff_t>(b * q * 4),
+                               r.boxes.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * 4));
+        if (c.kind == LayoutModelKind::V2) {
+            reorder_v2_queries(page, c);
+        } else {
+            page.order_logits.assign(r.order_logits.begin() + static_cast<std::ptrdiff_t>(b * q * q),
+                                     r.order_logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * q));
+            const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
+            page.mask_height = static_cast<int>(r.mask_h);
+            page.mask_width = static_cast<int>(r.mask_w);
+            page.masks.assign(r.masks.begin() + static_cast<std::ptrdiff_t>(b * q * plane),
+                              r.masks.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * plane));
+        }
+    }
+    return out;
+}
+
+std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> pages) const {
+    if (pages.empty()) {
+        return {};
+    }
+    std::vector<std::vector<float>> pixels;
+    for (const PageImage& page : pages) {
+        pixels.push_back(preprocess_layout_page(page, files_.preprocess));
+    }
+    std::vector<std::span<const float>> parts(pixels.begin(), pixels.end());
+    const int64_t h = files_.preprocess.do_resize ? files_.preprocess.height : pages[0].height;
+    const int64_t w = files_.preprocess.do_resize ? files_.preprocess.width : pages[0].width;
+    const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
+                                         {static_cast<int64_t>(pages.size()), 3, h, w});
+    return forward(batch);
+}
+
+}  // namespace folio

@@ -1,0 +1,62 @@
+// PP-DocLayoutV2 and PP-DocLayoutV3 (transformers 5.17's PPDocLayoutV2ForObjectDetection and
+// PPDocLayoutV3ForObjectDetection) on a backend: the image processor's resize and rescale, the HGNetV2
+// backbone, the hybrid encoder and the RT-DETR decoder, giving each page's raw outputs for the layout
+// post-processing (engine/layout/).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend.h"
+#include "layout/layout-output.h"
+#include "models/pp-doclayout/pp-doclayout-config.h"
+
+namespace folio {
+
+class HgnetBackbone;
+class HybridEncoder;
+class DetrDecoder;
+class TensorStore;
+
+// An RGB page, 8 bits a channel, rows top to bottom.
+struct PageImage {
+    std::span<const uint8_t> rgb;  // [height, width, 3]
+    int64_t width = 0;
+    int64_t height = 0;
+};
+
+// The image processor: resize to the model's input size (bicubic as torch's interpolate without
+// antialiasing, rounded back to 8 bits), then rescale and normalise, channels first.  ->  [3, h, w]
+std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config);
+
+class PpDocLayout {
+public:
+    // Loads the folder's config and weights onto the backend; throws naming the file and what is wrong.
+    PpDocLayout(Backend& backend, const std::filesystem::path& dir);
+    ~PpDocLayout();
+    PpDocLayout(const PpDocLayout&) = delete;
+    PpDocLayout& operator=(const PpDocLayout&) = delete;
+
+    const PpDocLayoutConfig& config() const { return files_.config; }
+    const LayoutPreprocessConfig& preprocess_config() const { return files_.preprocess; }
+    int64_t n_weight_bytes() const { return n_weight_bytes_; }
+
+    // The raw outputs of pages already preprocessed.  pixels [n, 3, h, w]  ->  n outputs
+    std::vector<LayoutRawOutput> forward(const Tensor& pixels) const;
+    // Pages through the image processor and the model in one batch.
+    std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages) const;
+
+private:
+    Backend& backend_;
+    LayoutModelFiles files_;
+    std::unique_ptr<TensorStore> store_;
+    std::unique_ptr<HgnetBackbone> backbone_;
+    std::unique_ptr<HybridEncoder> encoder_;
+    std::unique_ptr<DetrDecoder> decoder_;
+    int64_t n_weight_bytes_ = 0;
+};
+
+}  // namespace folio

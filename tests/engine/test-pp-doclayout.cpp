@@ -1,0 +1,147 @@
+// PP-DocLayoutV2 and PP-DocLayoutV3 on the CPU backend against the reference's outputs for the small random
+// configs of tests/fixtures/layout (tests/fixtures/make_layout_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "backend.h"
+#include "fixture-reference.h"
+#include "image-loader.h"
+#include "models/pp-doclayout/pp-doclayout.h"
+#include "safetensors.h"
+
+namespace folio {
+namespace {
+
+std::filesystem::path layout_dir() {
+    return testing::fixtures_dir().parent_path() / "layout";
+}
+
+struct LayoutFixture {
+    explicit LayoutFixture(const std::string& name)
+        : model_dir(layout_dir() / name),
+          reference_dir(layout_dir() / (name + "-reference")),
+          reference(SafetensorsFile::open(reference_dir / "reference.safetensors")) {}
+
+    std::vector<float> f32(const std::string& key) const { return to_f32(reference->get(key)); }
+    const std::vector<int64_t>& shape(const std::string& key) const { return reference->get(key).shape; }
+
+    std::filesystem::path model_dir;
+    std::filesystem::path reference_dir;
+    std::unique_ptr<SafetensorsFile> reference;
+};
+
+// The page's values of a [n, ...] output, joined over the pages.
+template <typename Get>
+std::vector<float> joined(const std::vector<LayoutRawOutput>& pages, Get get) {
+    std::vector<float> out;
+    for (const LayoutRawOutput& page : pages) {
+        const std::vector<float>& v = get(page);
+        out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+}
+
+class PpDocLayoutTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PpDocLayoutTest, RawOutputsMatchTheReference) {
+    const LayoutFixture fx(GetParam());
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const std::vector<LayoutRawOutput> pages = model.forward(pixels);
+    ASSERT_EQ(pages.size(), 2u);
+
+    const double logits = testing::relative_error(joined(
+                                                      pages, [](auto& p) -> auto& { return p.logits; }),
+                                                  fx.f32("logits"));
+    const double boxes = testing::relative_error(joined(
+                                                     pages, [](auto& p) -> auto& { return p.pred_boxes; }),
+                                                 fx.f32("pred_boxes"));
+    std::cout << GetParam() << ": relative error logits " << logits << ", boxes " << boxes << "\n";
+    EXPECT_LT(logits, 1e-4);
+    EXPECT_LT(boxes, 1e-4);
+    if (model.config().kind == LayoutModelKind::V3) {
+        const double masks = testing::relative_error(joined(
+                                                         pages, [](auto& p) -> auto& { return p.masks; }),
+                                                     fx.f32("out_masks"));
+        const double order =
+            testing::relative_error(joined(
+                                        pages, [](auto& p) -> auto& { return p.order_logits; }),
+                                    fx.f32("order_logits"));
+        std::cout << GetParam() << ": relative error masks " << masks << ", order logits " << order << "\n";
+        EXPECT_LT(masks, 1e-4);
+        EXPECT_LT(order, 1e-4);
+        EXPECT_EQ(pages[0].mask_height, fx.shape("out_masks")[2]);
+    }
+}
+
+TEST_P(PpDocLayoutTest, PreprocessingMatchesTheImageProcessor) {
+    const LayoutFixture fx(GetParam());
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const std::vector<float> expected = fx.f32("pixel_values");
+    const auto plane =
+        static_cast<size_t>(3 * model.preprocess_config().height * model.preprocess_config().width);
+    for (size_t i = 0; i < 2; ++i) {
+        const Image image = load_image(fx.reference_dir / ("page-" + std::to_string(i) + ".png"));
+        const PageImage page{image.rgb, image.width, image.height};
+        const std::vector<float> actual = preprocess_layout_page(page, model.preprocess_config());
+        ASSERT_EQ(actual.size(), plane);
+        // torch's 8-bit resize rounds its fixed-point weights its own way: values at most two levels apart,
+        // and few of them off at all.
+        int n_off = 0;
+        for (size_t k = 0; k < plane; ++k) {
+            const float diff = std::fabs(actual[k] - expected[i * plane + k]);
+            ASSERT_LE(diff, 2.01f / 255.0f) << "value " << k << " of page " << i;
+            n_off += diff > 1e-6f ? 1 : 0;
+        }
+        std::cout << "page " << i << ": " << n_off << " of " << plane << " values a level or two apart\n";
+        EXPECT_LE(n_off, static_cast<int>(plane / 50)) << "page " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PpDocLayoutTest, ::testing::Values("pp-doclayout-v3-tiny"));
+
+// V2's detector runs end to end on its fixture; its outputs are not yet held to the reference.
+TEST(PpDocLayoutV2, DetectorRunsOnTheFixture) {
+    const LayoutFixture fx("pp-doclayout-v2-tiny");
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    EXPECT_EQ(model.config().kind, LayoutModelKind::V2);
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const std::vector<LayoutRawOutput> pages = model.forward(pixels);
+    ASSERT_EQ(pages.size(), 2u);
+    for (const LayoutRawOutput& page : pages) {
+        EXPECT_EQ(page.logits.size(), static_cast<size_t>(20 * 5));
+        EXPECT_TRUE(std::all_of(page.pred_boxes.begin(), page.pred_boxes.end(),
+                                [](float v) { return v >= 0.0f && v <= 1.0f; }));
+    }
+}
+
+TEST(PpDocLayoutFiles, PaddleInferenceFolderNamesTheSafetensorsRepository) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "folio-paddle-layout";
+    std::filesystem::create_directories(dir);
+    for (const char* f : {"inference.json", "inference.pdiparams"}) {
+        std::ofstream(dir / f) << "x";
+    }
+    std::ofstream(dir / "inference.yml") << "Global:\n  model_name: PP-DocLayoutV2\n";
+    try {
+        open_layout_model_files(dir);
+        ADD_FAILURE() << "a Paddle inference folder was accepted";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("PaddlePaddle/PP-DocLayoutV2_safetensors"), std::string::npos)
+            << e.what();
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST(PpDocLayoutFiles, HugePageRefusedBeforeAnyWork) {
+    const LayoutPreprocessConfig config;
+    const PageImage page{{}, 20000, 20000};
+    EXPECT_THROW(preprocess_layout_page(page, config), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace folio

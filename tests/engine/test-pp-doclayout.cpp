@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "backend.h"
 #include "fixture-reference.h"
 #include "image-loader.h"
+#include "layout/layout-postprocess.h"
 #include "models/pp-doclayout/pp-doclayout.h"
 #include "safetensors.h"
 
@@ -99,6 +101,43 @@ TEST_P(PpDocLayoutTest, PreprocessingMatchesTheImageProcessor) {
         }
         std::cout << "page " << i << ": " << n_off << " of " << plane << " values a level or two apart\n";
         EXPECT_LE(n_off, static_cast<int>(plane / 50)) << "page " << i;
+    }
+}
+
+// The model's outputs through transformers' post-processing give the reference's detections: the same
+// labels, reading order and polygons, scores and boxes within float32 rounding.
+TEST_P(PpDocLayoutTest, DetectionsMatchTheReference) {
+    const LayoutFixture fx(GetParam());
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const std::vector<LayoutRawOutput> pages =
+        model.forward(backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values")));
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(fx.reference_dir / "reference.json"));
+    const auto threshold = ref["threshold"].get<float>();
+    const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
+    for (size_t i = 0; i < pages.size(); ++i) {
+        const nlohmann::json& expected = ref["detections"][i];
+        const int height = ref["target_sizes"][i][0].get<int>();
+        const int width = ref["target_sizes"][i][1].get<int>();
+        const std::vector<LayoutDetection> got =
+            post_process_layout(pages[i], width, height, threshold, input);
+        ASSERT_EQ(got.size(), expected["scores"].size()) << "page " << i;
+        for (size_t k = 0; k < got.size(); ++k) {
+            EXPECT_EQ(got[k].label, expected["labels"][k].get<int>());
+            EXPECT_EQ(got[k].order, expected["order_seq"][k].get<int>());
+            EXPECT_NEAR(got[k].score, expected["scores"][k].get<float>(), 1e-5);
+            for (size_t c = 0; c < 4; ++c) {
+                EXPECT_NEAR(got[k].box[c], expected["boxes"][k][c].get<float>(), 1e-3);
+            }
+            if (expected.contains("polygon_points")) {
+                const nlohmann::json& polygon = expected["polygon_points"][k];
+                ASSERT_EQ(got[k].polygon.size(), polygon.size()) << "page " << i << " detection " << k;
+                for (size_t p = 0; p < polygon.size(); ++p) {
+                    EXPECT_NEAR(got[k].polygon[p][0], polygon[p][0].get<float>(), 1e-3);
+                    EXPECT_NEAR(got[k].polygon[p][1], polygon[p][1].get<float>(), 1e-3);
+                }
+            }
+        }
     }
 }
 

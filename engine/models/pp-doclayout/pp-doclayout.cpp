@@ -9,6 +9,7 @@
 #include "models/pp-doclayout/detr-decoder.h"
 #include "models/pp-doclayout/hgnet-backbone.h"
 #include "models/pp-doclayout/hybrid-encoder.h"
+#include "models/pp-doclayout/reading-order.h"
 #include "safetensors.h"
 
 namespace folio {
@@ -18,6 +19,14 @@ namespace {
 // Pages larger than this many pixels are refused before any work (the layout model sees 800x800).
 constexpr int64_t kMaxPagePixels = 20000LL * 20000LL - 1;
 
+// Whether a V2 query enters the reading order: the sigmoid of its best logit reaches its class's threshold.
+// Its best class, or -1 where it does not.
+int v2_kept_class(const float* logits, size_t n_classes, const PpDocLayoutConfig& config) {
+    const auto best = static_cast<size_t>(std::max_element(logits, logits + n_classes) - logits);
+    return 1.0f / (1.0f + std::exp(-logits[best])) >= config.class_thresholds[best] ? static_cast<int>(best)
+                                                                                    : -1;
+}
+
 // V2 hands its queries over with those whose best class passes that class's threshold first (the ones that
 // enter the reading order), each group in query order, as PPDocLayoutV2ForObjectDetection sorts them.
 void reorder_v2_queries(LayoutRawOutput& page, const PpDocLayoutConfig& config) {
@@ -25,9 +34,7 @@ void reorder_v2_queries(LayoutRawOutput& page, const PpDocLayoutConfig& config) 
     const auto k = static_cast<size_t>(page.n_classes);
     std::vector<uint8_t> kept(q);
     for (size_t i = 0; i < q; ++i) {
-        const float* row = page.logits.data() + i * k;
-        const auto best = static_cast<size_t>(std::max_element(row, row + k) - row);
-        kept[i] = 1.0f / (1.0f + std::exp(-row[best])) >= config.class_thresholds[best] ? 1 : 0;
+        kept[i] = v2_kept_class(page.logits.data() + i * k, k, config) >= 0 ? 1 : 0;
     }
     std::vector<size_t> order(q);
     std::iota(order.begin(), order.end(), size_t{0});
@@ -98,6 +105,10 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir)
     backbone_ = std::make_unique<HgnetBackbone>(weights, files_.config.backbone, "model.backbone.model");
     encoder_ = std::make_unique<HybridEncoder>(weights, files_.config);
     decoder_ = std::make_unique<DetrDecoder>(weights, files_.config);
+    if (files_.config.kind == LayoutModelKind::V2) {
+        reading_order_ =
+            std::make_unique<ReadingOrder>(weights, files_.config.reading_order, files_.config.num_queries);
+    }
     n_weight_bytes_ = weights.n_bytes();
 }
 
@@ -129,7 +140,46 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels) const {
                               r.masks.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * plane));
         }
     }
+    if (c.kind == LayoutModelKind::V2) {
+        add_v2_order_logits(out);
+    }
     return out;
+}
+
+void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages) const {
+    if (!reading_order_) {
+        fail(layout_model_name(files_.config.kind), " has no reading-order network");
+    }
+    const PpDocLayoutConfig& c = files_.config;
+    std::vector<ReadingOrderInput> inputs;
+    for (const LayoutRawOutput& page : pages) {
+        const auto q = static_cast<size_t>(page.n_queries);
+        const auto k = static_cast<size_t>(page.n_classes);
+        ReadingOrderInput in;
+        in.boxes.assign(q * 4, 0.0f);
+        in.classes.assign(q, c.class_order[0]);
+        for (size_t i = 0; i < q; ++i) {
+            const int label = v2_kept_class(page.logits.data() + i * k, k, c);
+            if (label < 0) {
+                continue;
+            }
+            ++in.n_kept;
+            in.classes[i] = c.class_order[static_cast<size_t>(label)];
+            const float* b = page.pred_boxes.data() + i * 4;
+            const float corners[4] = {b[0] - 0.5f * b[2], b[1] - 0.5f * b[3], b[0] + 0.5f * b[2],
+                                      b[1] + 0.5f * b[3]};
+            for (size_t e = 0; e < 4; ++e) {
+                in.boxes[i * 4 + e] = std::clamp(corners[e] * 1000.0f, 0.0f, 1000.0f);
+            }
+        }
+        inputs.push_back(std::move(in));
+    }
+    const std::vector<float> logits = reading_order_->forward(inputs);
+    for (size_t b = 0; b < pages.size(); ++b) {
+        const auto qq = static_cast<size_t>(pages[b].n_queries) * static_cast<size_t>(pages[b].n_queries);
+        pages[b].order_logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(b * qq),
+                                     logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * qq));
+    }
 }
 
 std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> pages) const {

@@ -1,7 +1,7 @@
 // PP-DocLayoutV2 and PP-DocLayoutV3 (transformers 5.17's PPDocLayoutV2ForObjectDetection and
 // PPDocLayoutV3ForObjectDetection) on a backend: the image processor's resize and rescale, the HGNetV2
-// backbone, the hybrid encoder and the RT-DETR decoder, giving each page's raw outputs for the layout
-// post-processing (engine/layout/).
+// backbone, the hybrid encoder, the RT-DETR decoder and, for V2, the reading-order network, giving each
+// page's raw outputs for the layout post-processing (engine/layout/).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@ namespace folio {
 class HgnetBackbone;
 class HybridEncoder;
 class DetrDecoder;
+class ReadingOrder;
 class TensorStore;
 
 // An RGB page, 8 bits a channel, rows top to bottom.
@@ -46,6 +47,9 @@ public:
 
     // The raw outputs of pages already preprocessed.  pixels [n, 3, h, w]  ->  n outputs
     std::vector<LayoutRawOutput> forward(const Tensor& pixels) const;
+    // V2: fills each page's order_logits from the reading-order network, its queries being in V2's order
+    // (those over their class's threshold first), as forward() hands them over.
+    void add_v2_order_logits(std::span<LayoutRawOutput> pages) const;
     // Pages through the image processor and the model in one batch.
     std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages) const;
 
@@ -56,6 +60,7 @@ private:
     std::unique_ptr<HgnetBackbone> backbone_;
     std::unique_ptr<HybridEncoder> encoder_;
     std::unique_ptr<DetrDecoder> decoder_;
+    std::unique_ptr<ReadingOrder> reading_order_;  // V2
     int64_t n_weight_bytes_ = 0;
 };
 

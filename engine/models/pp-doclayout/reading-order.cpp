@@ -1,0 +1,272 @@
+#include "models/pp-doclayout/reading-order.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "error.h"
+
+namespace folio {
+
+namespace {
+
+constexpr float kMasked = -1e30f;  // an attention bias that takes a key out (exp gives 0)
+
+}  // namespace
+
+ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& config, int n_queries)
+    : backend_(weights.backend()), config_(config), n_queries_(n_queries) {
+    const int64_t hidden = config.hidden_size;
+    const std::string e = "reading_order.embeddings.";
+    word_ = weights.tensor(e + "word_embeddings.weight", {config.vocab_size, hidden});
+    token_type_ = weights.tensor(e + "token_type_embeddings.weight", {config.type_vocab_size, hidden});
+    position_ = weights.tensor(e + "position_embeddings.weight", {config.max_position_embeddings, hidden});
+    const int64_t n_2d = config.max_2d_position_embeddings;
+    x_pos_ = weights.tensor(e + "x_position_embeddings.weight", {n_2d, config.coordinate_size});
+    y_pos_ = weights.tensor(e + "y_position_embeddings.weight", {n_2d, config.coordinate_size});
+    h_pos_ = weights.tensor(e + "h_position_embeddings.weight", {n_2d, config.shape_size});
+    w_pos_ = weights.tensor(e + "w_position_embeddings.weight", {n_2d, config.shape_size});
+    spatial_proj_ =
+        weights.linear(e + "spatial_proj", hidden, 4LL * config.coordinate_size + 2LL * config.shape_size);
+    embed_norm_w_ = weights.tensor(e + "norm.weight", {hidden});
+    embed_norm_b_ = weights.tensor(e + "norm.bias", {hidden});
+    label_table_ = weights.tensor("reading_order.label_embeddings.weight", {config.num_classes, hidden});
+    label_proj_ = weights.linear("reading_order.label_features_projection", hidden, hidden);
+    const int64_t head_size = hidden / config.num_attention_heads;
+    for (int i = 0; i < config.num_hidden_layers; ++i) {
+        const std::string p = "reading_order.encoder.layer." + std::to_string(i);
+        Layer layer;
+        layer.query = weights.scaled_linear(p + ".attention.self.query", hidden, hidden,
+                                            1.0f / std::sqrt(static_cast<float>(head_size)));
+        layer.key = weights.linear(p + ".attention.self.key", hidden, hidden);
+        layer.value = weights.linear(p + ".attention.self.value", hidden, hidden);
+        layer.attn_out = weights.linear(p + ".attention.output.dense", hidden, hidden);
+        layer.attn_norm_w = weights.tensor(p + ".attention.output.norm.weight", {hidden});
+        layer.attn_norm_b = weights.tensor(p + ".attention.output.norm.bias", {hidden});
+        layer.intermediate = weights.linear(p + ".intermediate.dense", config.intermediate_size, hidden);
+        layer.output = weights.linear(p + ".output.dense", hidden, config.intermediate_size);
+        layer.out_norm_w = weights.tensor(p + ".output.norm.weight", {hidden});
+        layer.out_norm_b = weights.tensor(p + ".output.norm.bias", {hidden});
+        layers_.push_back(std::move(layer));
+    }
+    const int64_t embed = config.relation_bias_embed_dim;
+    const int64_t heads = config.num_attention_heads;
+    std::vector<float> w =
+        weights.host("reading_order.encoder.rel_bias_module.pos_proj.weight", {heads, 4 * embed, 1, 1});
+    std::vector<float> b = weights.host("reading_order.encoder.rel_bias_module.pos_proj.bias", {heads});
+    pos_proj_ = Linear{dense_weight(backend_.upload(w, {heads, 4 * embed})), backend_.upload(b, {heads})};
+    // transformers' default rope parameters: 1 / theta^(2i / (dim / 2)).
+    const auto half = static_cast<float>(embed / 2);
+    for (int64_t i = 0; i < embed; i += 2) {
+        inv_freq_.push_back(1.0f / std::pow(config.relation_bias_theta, static_cast<float>(i) / half));
+    }
+    pointer_ =
+        weights.linear("reading_order.relative_head.dense", 2LL * config.global_pointer_head_size, hidden);
+}
+
+Tensor ReadingOrder::relation_bias(const ReadingOrderInput& page) const {
+    const int64_t tokens = n_queries_ + 2;
+    const int64_t embed = config_.relation_bias_embed_dim;
+    const auto half = static_cast<size_t>(embed / 2);
+    // Each token's box as cx, cy, w, h (the start and end tokens and padding have zero boxes).
+    std::vector<std::array<float, 4>> cwh(static_cast<size_t>(tokens));
+    for (int64_t t = 0; t < tokens; ++t) {
+        float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+        if (t >= 1 && t <= n_queries_) {
+            const float* b = page.boxes.data() + (t - 1) * 4;
+            x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
+        }
+        cwh[static_cast<size_t>(t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, std::max(x1 - x0, 1e-3f),
+                                       std::max(y1 - y0, 1e-3f)};
+    }
+    const float scale = config_.relation_bias_scale;
+    std::vector<float> features(static_cast<size_t>(tokens * tokens * 4 * embed));
+    for (int64_t i = 0; i < tokens; ++i) {
+        const auto& s = cwh[static_cast<size_t>(i)];
+        for (int64_t j = 0; j < tokens; ++j) {
+            const auto& t = cwh[static_cast<size_t>(j)];
+            constexpr float eps = 1e-5f;
+            const float rel[4] = {std::log(std::fabs(s[0] - t[0]) / (s[2] + eps) + 1.0f),
+                                  std::log(std::fabs(s[1] - t[1]) / (s[3] + eps) + 1.0f),
+                                  std::log((s[2] + eps) / (t[2] + eps)),
+                                  std::log((s[3] + eps) / (t[3] + eps))};
+            float* out = features.data() + (i * tokens + j) * 4 * embed;
+            for (size_t c = 0; c < 4; ++c) {
+                const float x = rel[c] * scale;
+                for (size_t f = 0; f < half; ++f) {
+                    const float angle = x * inv_freq_[f];
+                    out[c * 2 * half + f] = std::sin(angle);
+                    out[c * 2 * half + half + f] = std::cos(angle);
+                }
+            }
+        }
+    }
+    Backend& be = backend_;
+    const int64_t heads = config_.num_attention_heads;
+    Tensor bias = apply(be, pos_proj_, be.upload(features, {tokens * tokens, 4 * embed}));  // [t * t, heads]
+    bias.shape = {tokens, tokens, heads};
+    const int perm[] = {2, 0, 1};
+    bias = be.permute(bias, perm);  // [heads, t, t]
+    // Keys after the end token are padding.
+    std::vector<float> mask(static_cast<size_t>(heads * tokens * tokens), 0.0f);
+    for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t i = 0; i < tokens; ++i) {
+            for (int64_t j = page.n_kept + 2; j < tokens; ++j) {
+                mask[static_cast<size_t>((h * tokens + i) * tokens + j)] = kMasked;
+            }
+        }
+    }
+    be.add(bias, be.upload(mask, {heads, tokens, tokens}));
+    return bias;
+}
+
+std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> pages) const {
+    Backend& be = backend_;
+    const ReadingOrderConfig& c = config_;
+    const auto n = static_cast<int64_t>(pages.size());
+    const int64_t q = n_queries_;
+    const int64_t tokens = q + 2;
+    const int64_t hidden = c.hidden_size;
+    const int64_t heads = c.num_attention_heads;
+    const int64_t head_size = hidden / heads;
+    if (n == 0) {
+        return {};
+    }
+
+    // Token ids, positions, 2D coordinates and label classes of every page's tokens.
+    std::vector<int64_t> ids, positions, xs0, ys0, xs1, ys1, hs, ws, labels;
+    std::vector<Tensor> biases;
+    for (const ReadingOrderInput& page : pages) {
+        if (static_cast<int64_t>(page.boxes.size()) != q * 4 ||
+            static_cast<int64_t>(page.classes.size()) != q || page.n_kept < 0 || page.n_kept > q) {
+            fail("reading order: a page's input does not fit ", q, " queries");
+        }
+        for (int64_t t = 0; t < tokens; ++t) {
+            int64_t id = c.pad_token_id;
+            if (t == 0) {
+                id = c.start_token_id;
+            } else if (t <= page.n_kept) {
+                id = c.pred_token_id;
+            } else if (t == page.n_kept + 1) {
+                id = c.end_token_id;
+            }
+            ids.push_back(id);
+            // LayoutLMv3's positions: counted from padding_idx + 1 over the tokens that are not padding.
+            positions.push_back(id != c.pad_token_id ? t + 1 + c.pad_token_id : c.pad_token_id);
+            int64_t box[4] = {0, 0, 0, 0};
+            if (t >= 1 && t <= q) {
+                for (size_t k = 0; k < 4; ++k) {
+                    // .long() truncates toward zero; the boxes are clamped to 0..1000 before.
+                    box[k] = static_cast<int64_t>(page.boxes[static_cast<size_t>((t - 1) * 4) + k]);
+                }
+            }
+            xs0.push_back(box[0]);
+            ys0.push_back(box[1]);
+            xs1.push_back(box[2]);
+            ys1.push_back(box[3]);
+            hs.push_back(std::clamp<int64_t>(box[3] - box[1], 0, 1023));
+            ws.push_back(std::clamp<int64_t>(box[2] - box[0], 0, 1023));
+        }
+        for (const int k : page.classes) {
+            labels.push_back(k);
+        }
+        biases.push_back(relation_bias(page));
+    }
+    for (const int64_t v : positions) {
+        if (v >= c.max_position_embeddings) {
+            fail("reading order: position ", v, " outside max_position_embeddings ",
+                 c.max_position_embeddings);
+        }
+    }
+    for (const int64_t v : labels) {
+        if (v < 0 || v >= c.num_classes) {
+            fail("reading order: class ", v, " outside num_classes ", c.num_classes);
+        }
+    }
+
+    // Embeddings: words, token type 0, positions, then the projected 2D positions.  ->  [n * t, hidden]
+    Tensor x = be.gather_rows(word_, ids);
+    be.add(x, be.gather_rows(token_type_, std::vector<int64_t>(ids.size(), 0)));
+    be.add(x, be.gather_rows(position_, positions));
+    const Tensor spatial_parts[] = {be.gather_rows(x_pos_, xs0), be.gather_rows(y_pos_, ys0),
+                                    be.gather_rows(x_pos_, xs1), be.gather_rows(y_pos_, ys1),
+                                    be.gather_rows(h_pos_, hs),  be.gather_rows(w_pos_, ws)};
+    be.add(x, apply(be, spatial_proj_, be.concat(spatial_parts, 1)));
+    // The labels' projected embeddings on the detection tokens (zeros on start and end).
+    const Tensor label_features =
+        apply(be, label_proj_, be.gather_rows(label_table_, labels));  // [n * q, hidden]
+    std::vector<int64_t> detection_rows;
+    for (int64_t b = 0; b < n; ++b) {
+        for (int64_t t = 1; t <= q; ++t) {
+            detection_rows.push_back(b * tokens + t);
+        }
+    }
+    Tensor label_rows = be.alloc({n * tokens, hidden});
+    be.scatter_rows(label_rows, detection_rows, label_features);
+    be.add(x, label_rows);
+    x = be.layer_norm(x, embed_norm_w_, embed_norm_b_, c.layer_norm_eps);
+
+    Tensor bias = be.concat(biases, 0);  // [n * heads, t, t]
+    bias.shape = {n, heads, tokens, tokens};
+    const int to_heads[] = {0, 2, 1, 3};    // [n, t, heads, d]  ->  [n, heads, t, d]
+    const int to_columns[] = {0, 2, 3, 1};  // [n, t, heads, d]  ->  [n, heads, d, t]
+    for (const Layer& layer : layers_) {
+        Tensor qh = apply(be, layer.query, x);
+        Tensor kh = apply(be, layer.key, x);
+        Tensor vh = apply(be, layer.value, x);
+        for (Tensor* t : {&qh, &kh, &vh}) {
+            t->shape = {n, tokens, heads, head_size};
+        }
+        qh = be.permute(qh, to_heads);
+        kh = be.permute(kh, to_heads);
+        vh = be.permute(vh, to_columns);
+        std::vector<Tensor> scores;
+        for (int64_t g = 0; g < n * heads; ++g) {
+            const Tensor qg = qh.view(g * tokens * head_size, {tokens, head_size});
+            const Tensor kg = kh.view(g * tokens * head_size, {tokens, head_size});
+            scores.push_back(be.linear(qg, kg, nullptr));  // [t, t]
+        }
+        Tensor probs = be.concat(scores, 0);
+        probs.shape = {n, heads, tokens, tokens};
+        be.add(probs, bias);
+        be.softmax(probs);
+        std::vector<Tensor> contexts;
+        for (int64_t g = 0; g < n * heads; ++g) {
+            const Tensor pg = probs.view(g * tokens * tokens, {tokens, tokens});
+            const Tensor vg = vh.view(g * head_size * tokens, {head_size, tokens});
+            contexts.push_back(be.linear(pg, vg, nullptr));  // [t, head_size]
+        }
+        Tensor context = be.concat(contexts, 0);
+        context.shape = {n, heads, tokens, head_size};
+        context = be.permute(context, to_heads);  // [n, t, heads, head_size]
+        context.shape = {n * tokens, hidden};
+        Tensor residual = be.copy(x);
+        apply(be, layer.attn_out, context, {.residual = &residual});
+        x = be.layer_norm(residual, layer.attn_norm_w, layer.attn_norm_b, c.layer_norm_eps);
+        const Tensor inner = apply(be, layer.intermediate, x, {.activation = c.hidden_act});
+        Tensor out = be.copy(x);
+        apply(be, layer.output, inner, {.residual = &out});
+        x = be.layer_norm(out, layer.out_norm_w, layer.out_norm_b, c.layer_norm_eps);
+    }
+
+    // The global pointer over the detection tokens.
+    const int64_t hs_size = c.global_pointer_head_size;
+    const std::vector<float> qk = be.download(apply(be, pointer_, be.gather_rows(x, detection_rows)));
+    std::vector<float> logits(static_cast<size_t>(n * q * q), -1e4f);
+    const float scale = std::sqrt(static_cast<float>(hs_size));
+    for (int64_t b = 0; b < n; ++b) {
+        for (int64_t i = 0; i < q; ++i) {
+            const float* qi = qk.data() + (b * q + i) * 2 * hs_size;
+            for (int64_t j = i + 1; j < q; ++j) {
+                const float* kj = qk.data() + (b * q + j) * 2 * hs_size + hs_size;
+                float dot = 0.0f;
+                for (int64_t e = 0; e < hs_size; ++e) {
+                    dot += qi[e] * kj[e];
+                }
+                logits[static_cast<size_t>((b * q + i) * q + j)] = dot / scale;
+            }
+        }
+    }
+    return logits;
+}
+
+}  // namespace folio

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 #include "error.h"
 #include "layout-labels.h"
@@ -105,9 +106,16 @@ std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> det
 
 std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, int page_width, int page_height,
                                                   const LayoutRules& rules, LayoutInputSize input) {
-    return apply_layout_rules(
-        post_process_layout(raw, page_width, page_height, rules.lowest_threshold(), input), page_width,
-        page_height, rules);
+    std::vector<LayoutDetection> detections =
+        post_process_layout(raw, page_width, page_height, rules.lowest_threshold(), input);
+    if (raw.has_masks()) {
+        return apply_layout_rules(std::move(detections), page_width, page_height, rules);
+    }
+    // Without masks there are no outlines to require or compare (PaddleX's "rect" shape mode).
+    LayoutRules without_outlines = rules;
+    without_outlines.drop_without_polygon = false;
+    without_outlines.overlap.use_polygons = false;
+    return apply_layout_rules(std::move(detections), page_width, page_height, without_outlines);
 }
 
 }  // namespace folio

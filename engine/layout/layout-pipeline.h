@@ -50,7 +50,9 @@ LayoutRules paddleocr_vl_1_5_layout_rules();
 std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> detections, int page_width,
                                                 int page_height, const LayoutRules& rules);
 
-// post_process_layout at rules.lowest_threshold(), then apply_layout_rules: a page's final blocks.
+// post_process_layout at rules.lowest_threshold(), then apply_layout_rules: a page's final blocks. Raw
+// outputs without masks are taken without outlines whatever the rules say (no block is dropped or kept for
+// its outline), as PaddleX does for a model without masks.
 std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, int page_width, int page_height,
                                                   const LayoutRules& rules, LayoutInputSize input = {});
 

@@ -393,7 +393,7 @@ TEST(LayoutPipeline, RulesInOrderAndReadingOrderWithoutGaps) {
 }
 
 // From raw outputs to blocks with the V2 preset: four queries on a 400x200 page.
-TEST(LayoutPipeline, DetectLayoutBlocksFromRawOutputs) {
+LayoutRawOutput four_query_page() {
     LayoutRawOutput raw;
     raw.n_queries = 4;
     raw.n_classes = kLayoutLabelCount;
@@ -423,7 +423,12 @@ TEST(LayoutPipeline, DetectLayoutBlocksFromRawOutputs) {
             raw.order_logits[i * 4 + j] = rank[i] < rank[j] ? 5.0F : -5.0F;
         }
     }
-    const std::vector<LayoutDetection> out = detect_layout_blocks(raw, 400, 200, paddleocr_vl_layout_rules());
+    return raw;
+}
+
+TEST(LayoutPipeline, DetectLayoutBlocksFromRawOutputs) {
+    const std::vector<LayoutDetection> out =
+        detect_layout_blocks(four_query_page(), 400, 200, paddleocr_vl_layout_rules());
     ASSERT_EQ(out.size(), 3u);
     EXPECT_EQ(out[0].label, kTitle);
     EXPECT_EQ(out[0].box, (std::array<float, 4>{100, 15, 300, 35}));
@@ -434,6 +439,54 @@ TEST(LayoutPipeline, DetectLayoutBlocksFromRawOutputs) {
     EXPECT_EQ(out[2].label, kText);
     EXPECT_EQ(out[2].box, (std::array<float, 4>{100, 165, 300, 185}));
     EXPECT_EQ(out[2].order, 3);
+}
+
+// The V3 preset on outputs without masks: no outline is required. At 0.3 the image (0.43) passes too; it lies
+// inside the first text, and an image beside another label stays.
+TEST(LayoutPipeline, OutputsWithoutMasksNeedNoOutlines) {
+    const std::vector<LayoutDetection> out =
+        detect_layout_blocks(four_query_page(), 400, 200, paddleocr_vl_1_5_layout_rules());
+    ASSERT_EQ(out.size(), 4u);
+    EXPECT_EQ(out[3].label, kImage);
+    EXPECT_EQ(out[3].box, (std::array<float, 4>{150, 75, 250, 125}));
+    EXPECT_EQ(names(out), (std::vector<int>{1, 2, 3, 0}));
+}
+
+// V3 on a 100x100 page: the 200x200 mask is at twice the page's resolution (scale 800 / 100 / 4 = 2). Query
+// 0's box (0,0,50,50) crops mask rows and columns 0..99, all on: its outline is the box's (0..49). Query 1's
+// box (72,72,77,77) crops 144..153, resized to 5x5 from the even rows and columns only; its mask is on at
+// (145,145) alone, which vanishes: no contour, no outline (the reference's None), and PaddleOCR-VL-1.5 drops
+// the block. PaddleOCR-VL's rules do not look at outlines and keep it.
+TEST(LayoutPipeline, VersionOnePointFiveDropsABlockWithoutOutline) {
+    LayoutRawOutput raw;
+    raw.n_queries = 2;
+    raw.n_classes = kLayoutLabelCount;
+    raw.logits.assign(2 * kLayoutLabelCount, -10.0F);
+    raw.logits[static_cast<std::size_t>(kText)] = 3.0F;
+    raw.logits[static_cast<std::size_t>(kLayoutLabelCount + kText)] = 3.0F;
+    raw.pred_boxes = {0.25F, 0.25F, 0.5F, 0.5F, 0.75F, 0.75F, 0.05F, 0.05F};
+    raw.order_logits = {0.0F, 5.0F, 0.0F, 0.0F};
+    raw.mask_height = 200;
+    raw.mask_width = 200;
+    raw.masks.assign(2 * 200 * 200, -9.0F);
+    for (int y = 0; y < 100; ++y) {
+        for (int x = 0; x < 100; ++x) {
+            raw.masks[static_cast<std::size_t>(y * 200 + x)] = 9.0F;
+        }
+    }
+    raw.masks[static_cast<std::size_t>(200 * 200 + 145 * 200 + 145)] = 9.0F;
+
+    const std::vector<LayoutDetection> v3 =
+        detect_layout_blocks(raw, 100, 100, paddleocr_vl_1_5_layout_rules());
+    ASSERT_EQ(v3.size(), 1u);
+    EXPECT_EQ(v3[0].box, (std::array<float, 4>{0, 0, 50, 50}));
+    EXPECT_EQ(v3[0].polygon, (std::vector<std::array<float, 2>>{{0, 0}, {0, 49}, {49, 49}, {49, 0}}));
+    EXPECT_EQ(v3[0].order, 1);
+
+    const std::vector<LayoutDetection> v2 = detect_layout_blocks(raw, 100, 100, paddleocr_vl_layout_rules());
+    ASSERT_EQ(v2.size(), 2u);
+    EXPECT_TRUE(v2[1].polygon.empty());
+    EXPECT_EQ(names(v2), (std::vector<int>{1, 2}));
 }
 
 }  // namespace

@@ -91,9 +91,12 @@ std::vector<std::string> with_engine_flags(std::initializer_list<const char*> fl
 
 // --device cpu (default) or cuda[:N].
 std::unique_ptr<Backend> make_backend(const Options& opt) {
-    const std::string device = opt.text("--device", "cpu");
+    return make_backend(opt.text("--device", "cpu"), static_cast<int>(opt.integer("--threads", 0)));
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
     if (device == "cpu") {
-        return make_cpu_backend(static_cast<int>(opt.integer("--threads", 0)));
+        return make_cpu_backend(threads);
     }
 #ifdef FOLIO_WITH_CUDA
     if (device == "cuda" || device.starts_with("cuda:")) {

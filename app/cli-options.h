@@ -88,5 +88,7 @@ std::pair<int, int> parse_size(const std::string& text, const char* flag);
 std::vector<std::string> with_engine_flags(std::initializer_list<const char*> flags);
 // --device cpu (default), cuda or cuda:N.
 std::unique_ptr<Backend> make_backend(const Options& opt);
+// The backend of a --device value: cpu (with threads, 0 for all cores), cuda or cuda:N.
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
 
 }  // namespace folio::cli

@@ -1,4 +1,4 @@
-// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize.
+// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize, layout.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -14,6 +14,7 @@
 #include "error.h"
 #include "image-loader.h"
 #include "model-config.h"
+#include "layout-command.h"
 #include "tokenize-command.h"
 
 namespace {
@@ -155,7 +156,7 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << engine_usage();
+        std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n" << engine_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -163,9 +164,12 @@ int main(int argc, char** argv) {
         if (command == "tokenize") {
             return run_tokenize(argc, argv, 2);
         }
+        if (command == "layout") {
+            return run_layout(argc, argv, 2);
+        }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kBenchUsage << kTokenizeUsage << "\n" << engine_usage();
+            std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n" << engine_usage();
             return 0;
         }
         if (command == "generate") {
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
             return run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kBenchUsage << kTokenizeUsage << "\n"
+                  << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n"
                   << engine_usage();
         return 2;
     } catch (const std::exception& e) {

@@ -252,6 +252,23 @@ TEST(PpDocLayoutFiles, PaddleInferenceFolderNamesTheSafetensorsRepository) {
     std::filesystem::remove_all(dir);
 }
 
+// A page of one pixel and a blank page go through the image processor and the model like any other.
+TEST(PpDocLayoutFiles, TinyAndBlankPagesRun) {
+    const LayoutFixture fx("pp-doclayout-v3-tiny");
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const std::vector<uint8_t> dot{10, 20, 30};
+    const std::vector<uint8_t> blank(300 * 200 * 3, 255);
+    const PageImage pages[] = {{dot, 1, 1}, {blank, 300, 200}};
+    const std::vector<LayoutRawOutput> out = model.detect(pages);
+    ASSERT_EQ(out.size(), 2u);
+    for (const LayoutRawOutput& page : out) {
+        EXPECT_EQ(page.logits.size(), static_cast<size_t>(page.n_queries * page.n_classes));
+        EXPECT_TRUE(
+            std::all_of(page.logits.begin(), page.logits.end(), [](float v) { return std::isfinite(v); }));
+    }
+}
+
 TEST(PpDocLayoutFiles, HugePageRefusedBeforeAnyWork) {
     const LayoutPreprocessConfig config;
     const PageImage page{{}, 20000, 20000};

@@ -14,6 +14,7 @@
 #include "engine-options.h"
 #include "engine-service.h"
 #include "image-preprocess.h"
+#include "layout-bench.h"
 #include "model-loader.h"
 
 namespace folio::cli {
@@ -22,11 +23,14 @@ const char* const kBenchUsage =
     R"(  folio-cli bench [--device cpu|cuda[:N]] [--model DIR] [--threads N] [--image-size WxH]
                   [--prefill-tokens N] [--decode-tokens N] [--batch N,N,...] [--pages N [--block-tokens N]
                   [--block-image WxH [--blocks-per-page N]]] [engine options]
+  folio-cli bench --layout-model DIR [--device cpu|cuda[:N]] [--batch N,N,...] [--pages N]
       Measures the model (full-size random weights unless --model is given) and prints JSON: the vision
       encoder, prefill and decode at each batch size, and with --pages a document workload in pages/s: each
       page 20 block crops of the page20 shapes (1000x300, 1000x120, 600x400, 1200x80, 800x800, four of
       each), or --blocks-per-page crops of --block-image, resized within the pipeline's pixel bounds, each
       with a 12-token task prompt and --block-tokens output tokens.
+      With --layout-model, the layout model instead: --pages pages (default 64) of a 1700x2200 page at each
+      batch size (default 1,8,32), in pages/s, and the image processor's time a page on the host.
 )";
 
 namespace {
@@ -224,7 +228,7 @@ double copy_bandwidth(Backend& backend) {
 int run_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
                                  "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
-                                 "--block-tokens", "--block-image"}));
+                                 "--block-tokens", "--block-image", "--layout-model"}));
     const std::string size = opt.text("--image-size", "224x224");
     const auto [width, height] = parse_size(size, "--image-size");
     const int64_t n_decode = opt.integer("--decode-tokens", 16);
@@ -250,7 +254,8 @@ int run_bench(const Options& opt) {
         fail("--pages must not be negative and --block-tokens must be at least 1");
     }
     std::vector<int64_t> batches;
-    std::stringstream batch_list(opt.text("--batch", "1"));
+    const bool layout = opt.has("--layout-model");
+    std::stringstream batch_list(opt.text("--batch", layout ? "1,8,32" : "1"));
     for (std::string item; std::getline(batch_list, item, ',');) {
         try {
             batches.push_back(std::stoll(item));
@@ -260,6 +265,13 @@ int run_bench(const Options& opt) {
         if (batches.back() < 1) {
             fail("--batch sizes must be at least 1, got ", batches.back());
         }
+    }
+    if (layout) {
+        const std::unique_ptr<Backend> backend = make_backend(opt);
+        const nlohmann::json report =
+            bench_layout(*backend, opt.text("--layout-model"), batches, opt.integer("--pages", 64));
+        std::cout << nlohmann::json{{"layout", report}}.dump(2) << std::endl;
+        return 0;
     }
 
     ModelConfig cfg;

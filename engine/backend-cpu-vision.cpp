@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "backend-vision-checks.h"
+#include "mask-box.h"
 #include "error.h"
 
 namespace folio {
@@ -354,6 +355,47 @@ Tensor CpuVisionBackend::multi_scale_deformable_attention(const Tensor& value,
                             a * bilinear_zero_padded(base + d, lv.height, lv.width, n_head * d_head, ix, iy);
                     }
                 }
+            }
+        }
+    });
+    return out;
+}
+
+Tensor CpuVisionBackend::mask_boxes(const Tensor& x) {
+    const std::vector<int64_t> shape = check_mask_boxes(x);
+    Tensor out = alloc(shape);
+    const int64_t h = x.dim(-2), w = x.dim(-1);
+    thread_pool().parallel_for(x.n_elements() / (h * w), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t m = begin; m < end; ++m) {
+            const float* map = x.f32() + m * h * w;  // [h, w]
+            int64_t x0 = w, y0 = h, x1 = -1, y1 = -1;
+            for (int64_t y = 0; y < h; ++y) {
+                for (int64_t c = 0; c < w; ++c) {
+                    if (map[y * w + c] > 0.0f) {
+                        x0 = std::min(x0, c);
+                        x1 = std::max(x1, c);
+                        y0 = std::min(y0, y);
+                        y1 = std::max(y1, y);
+                    }
+                }
+            }
+            mask_box_from_extent(x0, y0, x1, y1, h, w, out.f32() + m * 4);
+        }
+    });
+    return out;
+}
+
+Tensor CpuVisionBackend::sinusoid(const Tensor& x, std::span<const float> freqs) {
+    const std::vector<int64_t> shape = check_sinusoid(x, freqs);
+    Tensor out = alloc(shape);
+    const auto n_f = static_cast<int64_t>(freqs.size());
+    thread_pool().parallel_for(x.shape[0], 256, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            float* row = out.f32() + r * 2 * n_f;  // [2 n_f]
+            for (int64_t f = 0; f < n_f; ++f) {
+                const float angle = x.f32()[r] * freqs[static_cast<size_t>(f)];
+                row[f] = std::sin(angle);
+                row[n_f + f] = std::cos(angle);
             }
         }
     });

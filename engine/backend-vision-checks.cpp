@@ -215,4 +215,25 @@ std::vector<int64_t> check_top_k(const Tensor& x, int64_t k) {
     return shape;
 }
 
+std::vector<int64_t> check_mask_boxes(const Tensor& x) {
+    check_f32(x, "mask_boxes", "x");
+    if (x.shape.size() < 2 || !x.fits_buffer()) {
+        fail("mask_boxes: x ", shape_string(x.shape), " is not a stack of maps");
+    }
+    std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 2);
+    shape.push_back(4);
+    return shape;
+}
+
+std::vector<int64_t> check_sinusoid(const Tensor& x, std::span<const float> freqs) {
+    check_f32(x, "sinusoid", "x");
+    if (x.shape.size() != 1 || !x.fits_buffer()) {
+        fail("sinusoid: x ", shape_string(x.shape), " must be a vector");
+    }
+    if (freqs.empty() || static_cast<int64_t>(freqs.size()) > kMaxSinusoidFreqs) {
+        fail("sinusoid: ", freqs.size(), " frequencies, expected 1..", kMaxSinusoidFreqs);
+    }
+    return {x.shape[0], 2 * static_cast<int64_t>(freqs.size())};
+}
+
 }  // namespace folio

@@ -54,6 +54,9 @@ struct TopK {
     Tensor indices;
 };
 
+// The most frequencies Backend::sinusoid takes.
+inline constexpr int64_t kMaxSinusoidFreqs = 64;
+
 // Output size of a convolution or pooling along one axis, floor or ceil mode.
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation);
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode);

@@ -319,6 +319,12 @@ public:
     // The k largest values of each row, largest first, equal values in column order, NaN above all (as
     // torch.topk), and their columns.  x [..., d]  ->  values [..., k] float32, indices [..., k] int32
     virtual TopK top_k(const Tensor& x, int64_t k) = 0;
+    // The box around each map's positive positions as (cx, cy, w, h) relative to the map, zeros where none is
+    // positive (transformers' mask_to_box_coordinate of x > 0).  x [..., h, w]  ->  [..., 4]
+    virtual Tensor mask_boxes(const Tensor& x) = 0;
+    // Sine and cosine features: row r is sin(x[r] · f) for each f of freqs, then cos(x[r] · f) for each (at
+    // most kMaxSinusoidFreqs).  x [n]  ->  [n, 2 · freqs.size()]
+    virtual Tensor sinusoid(const Tensor& x, std::span<const float> freqs) = 0;
 
 protected:
     // linear as its parts in turn, each a backend operation: the norm, the product with only spec's bias

@@ -139,6 +139,8 @@ public:
                                             const Tensor& sampling_locations,
                                             const Tensor& attention_weights) override;
     TopK top_k(const Tensor& x, int64_t k) override;
+    Tensor mask_boxes(const Tensor& x) override;
+    Tensor sinusoid(const Tensor& x, std::span<const float> freqs) override;
 
 private:
     // Whether every row of [0, n_rows) lies in the queries of some segment.

@@ -1,9 +1,10 @@
 // The CUDA backend's vision operations: the arguments checked as the CPU backend checks them, then the
-// kernels of conv2d, pooling, activation-ops, tensor-layout, grid-sample and topk.
+// kernels of conv2d, pooling, activation-ops, tensor-layout, grid-sample, topk and layout-ops.
 #include "activation-ops.h"
 #include "conv2d.h"
 #include "cuda-backend.h"
 #include "grid-sample.h"
+#include "layout-ops.h"
 #include "pooling.h"
 #include "tensor-layout.h"
 #include "topk.h"
@@ -18,6 +19,7 @@ uint32_t* device_u32(const Tensor& t, const char* op) {
 }
 
 static_assert(kMaxPermuteDims <= kernels::kMaxLayoutDims);
+static_assert(kMaxSinusoidFreqs == kernels::kMaxFreqs);
 
 kernels::Dims4 dims(const Tensor& t) {
     const Nchw s = t.nchw();
@@ -196,6 +198,24 @@ TopK CudaBackend::top_k(const Tensor& x, int64_t k) {
     kernels::top_k_f32(device_f32(x, "top_k"), result.values.f32(), result.indices.i32(),
                        scratch.empty() ? nullptr : scratch.f32(), n_rows, d, k, stream());
     return result;
+}
+
+Tensor CudaBackend::mask_boxes(const Tensor& x) {
+    const std::vector<int64_t> shape = check_mask_boxes(x);
+    const int64_t h = x.dim(-2), w = x.dim(-1);
+    Tensor out = alloc_uninitialized(shape, "mask_boxes");  // [..., 4]
+    kernels::mask_boxes_f32(device_f32(x, "mask_boxes"), out.f32(), x.n_elements() / (h * w), h, w, stream());
+    return out;
+}
+
+Tensor CudaBackend::sinusoid(const Tensor& x, std::span<const float> freqs) {
+    const std::vector<int64_t> shape = check_sinusoid(x, freqs);
+    kernels::Freqs f;
+    f.n = static_cast<int>(freqs.size());
+    std::copy(freqs.begin(), freqs.end(), f.f);
+    Tensor out = alloc_uninitialized(shape, "sinusoid");  // [n, 2 freqs]
+    kernels::sinusoid_f32(device_f32(x, "sinusoid"), out.f32(), x.shape[0], f, stream());
+    return out;
 }
 
 }  // namespace folio::cuda

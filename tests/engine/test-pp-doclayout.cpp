@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "fixture-reference.h"
 #include "image-loader.h"
+#include "layout-fixture.h"
 #include "layout/layout-postprocess.h"
 #include "models/pp-doclayout/pp-doclayout.h"
 #include "safetensors.h"
@@ -16,34 +17,8 @@
 namespace folio {
 namespace {
 
-std::filesystem::path layout_dir() {
-    return testing::fixtures_dir().parent_path() / "layout";
-}
-
-struct LayoutFixture {
-    explicit LayoutFixture(const std::string& name)
-        : model_dir(layout_dir() / name),
-          reference_dir(layout_dir() / (name + "-reference")),
-          reference(SafetensorsFile::open(reference_dir / "reference.safetensors")) {}
-
-    std::vector<float> f32(const std::string& key) const { return to_f32(reference->get(key)); }
-    const std::vector<int64_t>& shape(const std::string& key) const { return reference->get(key).shape; }
-
-    std::filesystem::path model_dir;
-    std::filesystem::path reference_dir;
-    std::unique_ptr<SafetensorsFile> reference;
-};
-
-// The page's values of a [n, ...] output, joined over the pages.
-template <typename Get>
-std::vector<float> joined(const std::vector<LayoutRawOutput>& pages, Get get) {
-    std::vector<float> out;
-    for (const LayoutRawOutput& page : pages) {
-        const std::vector<float>& v = get(page);
-        out.insert(out.end(), v.begin(), v.end());
-    }
-    return out;
-}
+using testing::joined;
+using testing::LayoutFixture;
 
 class PpDocLayoutTest : public ::testing::TestWithParam<std::string> {};
 
@@ -151,46 +126,13 @@ TEST(PpDocLayoutV2, DetectorMatchesTheReferenceUpToTheQueryOrder) {
     const PpDocLayout model(*backend, fx.model_dir);
     const std::vector<LayoutRawOutput> pages =
         model.forward(backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values")));
-    const std::vector<float> ref_logits = fx.f32("logits");
-    const std::vector<float> ref_boxes = fx.f32("pred_boxes");
-    const int q = model.config().num_queries;
-    const int k = model.config().num_labels();
-    std::vector<float> logits, boxes, expected_logits, expected_boxes;
-    for (size_t b = 0; b < pages.size(); ++b) {
-        std::vector<bool> used(static_cast<size_t>(q), false);
-        for (int r = 0; r < q; ++r) {
-            const float* want = ref_boxes.data() + (b * q + r) * 4;
-            int best = -1;
-            float best_d = 0.0f;
-            for (int m = 0; m < q; ++m) {
-                float d = 0.0f;
-                for (int e = 0; e < 4; ++e) {
-                    d += std::fabs(pages[b].pred_boxes[static_cast<size_t>(m * 4 + e)] - want[e]);
-                }
-                if (!used[static_cast<size_t>(m)] && (best < 0 || d < best_d)) {
-                    best = m, best_d = d;
-                }
-            }
-            ASSERT_GE(best, 0);
-            used[static_cast<size_t>(best)] = true;
-            for (int e = 0; e < 4; ++e) {
-                boxes.push_back(pages[b].pred_boxes[static_cast<size_t>(best * 4 + e)]);
-                expected_boxes.push_back(want[e]);
-            }
-            for (int e = 0; e < k; ++e) {
-                logits.push_back(pages[b].logits[static_cast<size_t>(best * k + e)]);
-                expected_logits.push_back(ref_logits[(b * q + r) * k + e]);
-            }
-        }
-    }
-    const double logits_error = testing::relative_error(logits, expected_logits);
-    const double boxes_error = testing::relative_error(boxes, expected_boxes);
+    const auto [logits_error, boxes_error] = testing::matched_errors(pages, fx);
     std::cout << "pp-doclayout-v2-tiny: relative error logits " << logits_error << ", boxes " << boxes_error
               << "\n";
     EXPECT_LT(logits_error, 1e-4);
     EXPECT_LT(boxes_error, 1e-4);
     for (const LayoutRawOutput& page : pages) {
-        EXPECT_EQ(page.order_logits.size(), static_cast<size_t>(q * q));
+        EXPECT_EQ(page.order_logits.size(), static_cast<size_t>(page.n_queries * page.n_queries));
     }
 }
 

@@ -340,6 +340,38 @@ TEST_F(VisionOps, DeformableAttentionIsWeightedGridSamples) {
     }
 }
 
+// The boxes of transformers' mask_to_box_coordinate: positive positions only, extents inclusive, normalised.
+TEST_F(VisionOps, MaskBoxesAroundPositivePositions) {
+    std::vector<float> maps(3 * 4 * 5, -1.0f);
+    maps[1 * 5 + 2] = 0.5f;         // map 0: (x 2, y 1) ...
+    maps[3 * 5 + 4] = 2.0f;         // ... to (x 4, y 3)
+    maps[20 + 0] = 0.0f;            // map 1: zero is not positive; nothing is
+    maps[40 + 2 * 5 + 1] = 1e-30f;  // map 2: one position
+    const std::vector<float> got = be_->download(be_->mask_boxes(be_->upload(maps, {3, 4, 5})));
+    const std::vector<float> expected{
+        (2 / 5.f + 5 / 5.f) / 2, (1 / 4.f + 4 / 4.f) / 2, 5 / 5.f - 2 / 5.f, 4 / 4.f - 1 / 4.f, 0, 0, 0, 0,
+        (1 / 5.f + 2 / 5.f) / 2, (2 / 4.f + 3 / 4.f) / 2, 2 / 5.f - 1 / 5.f, 3 / 4.f - 2 / 4.f};
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+    }
+    EXPECT_THROW(be_->mask_boxes(be_->upload(std::vector<float>{1, 2}, {2})), Error);
+}
+
+TEST_F(VisionOps, SinusoidSinesThenCosines) {
+    const std::vector<float> freqs{1.0f, 0.5f};
+    const std::vector<float> got =
+        be_->download(be_->sinusoid(be_->upload(std::vector<float>{0.0f, 2.0f}, {2}), freqs));
+    const std::vector<float> expected{
+        0, 0, 1, 1, std::sin(2.0f), std::sin(1.0f), std::cos(2.0f), std::cos(1.0f)};
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_FLOAT_EQ(got[i], expected[i]) << i;
+    }
+    EXPECT_THROW(be_->sinusoid(be_->upload(std::vector<float>{1}, {1}), std::vector<float>(65, 1.0f)), Error);
+    EXPECT_THROW(be_->sinusoid(be_->upload(std::vector<float>{1, 2}, {1, 2}), freqs), Error);
+}
+
 TEST_F(VisionOps, TopKOrdersTiesByColumnAndNanFirst) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const Tensor x = be_->upload(std::vector<float>{3, 1, 3, 2, -0.0f, 0.0f, nan, -5, 7, 7, 7, 7}, {3, 4});

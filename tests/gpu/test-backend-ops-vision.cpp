@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -336,6 +337,30 @@ TEST_F(BackendVisionOpsTest, TopK) {
         const std::vector<float> gv = gpu_->download(g.values), rv = cpu_->download(r.values);
         EXPECT_EQ(std::memcmp(gv.data(), rv.data(), gv.size() * sizeof(float)), 0) << where;
     }
+}
+
+TEST_F(BackendVisionOpsTest, MaskBoxes) {
+    for (const auto& [n, h, w] :
+         std::vector<std::array<int64_t, 3>>{{600, 200, 200}, {7, 33, 17}, {3, 1, 1}}) {
+        std::vector<float> values = random_values(n * h * w, seed_++, -8.0f, 1.0f);  // sparse positives
+        for (int64_t m = 0; m < n; m += 5) {
+            std::fill_n(values.begin() + m * h * w, h * w, -1.0f);  // some maps without any
+        }
+        const std::vector<float> g = gpu_->download(gpu_->mask_boxes(gpu_->upload(values, {n, h, w})));
+        const std::vector<float> r = cpu_->download(cpu_->mask_boxes(cpu_->upload(values, {n, h, w})));
+        EXPECT_EQ(g, r) << label(n, " maps of ", h, "x", w);
+    }
+}
+
+TEST_F(BackendVisionOpsTest, Sinusoid) {
+    const std::vector<float> values = random_values(302 * 302 * 4, seed_++, -600.0f, 600.0f);
+    std::vector<float> freqs;
+    for (int i = 0; i < 8; ++i) {
+        freqs.push_back(1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / 8.0f));
+    }
+    const auto n = static_cast<int64_t>(values.size());
+    expect_close("sinusoid", gpu_->sinusoid(gpu_->upload(values, {n}), freqs),
+                 cpu_->sinusoid(cpu_->upload(values, {n}), freqs), label(n, " values"));
 }
 
 }  // namespace

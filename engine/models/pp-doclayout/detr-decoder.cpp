@@ -20,39 +20,6 @@ float inverse_sigmoid(float x) {
     return std::log(std::max(x, 1e-5f) / std::max(1.0f - x, 1e-5f));
 }
 
-// The box around each mask's positive positions, normalised cx, cy, w, h (zeros for an empty mask), as
-// transformers' mask_to_box_coordinate.  masks [m, h, w]  ->  [m, 4]
-std::vector<float> mask_boxes(const std::vector<float>& masks, int64_t m, int64_t h, int64_t w) {
-    std::vector<float> out(static_cast<size_t>(m * 4), 0.0f);
-    for (int64_t i = 0; i < m; ++i) {
-        const float* mask = masks.data() + i * h * w;
-        int64_t x0 = w, y0 = h, x1 = -1, y1 = -1;
-        for (int64_t y = 0; y < h; ++y) {
-            for (int64_t x = 0; x < w; ++x) {
-                if (mask[y * w + x] > 0.0f) {
-                    x0 = std::min(x0, x);
-                    x1 = std::max(x1, x);
-                    y0 = std::min(y0, y);
-                    y1 = std::max(y1, y);
-                }
-            }
-        }
-        if (x1 < 0) {
-            continue;
-        }
-        const float nx0 = static_cast<float>(x0) / static_cast<float>(w);
-        const float ny0 = static_cast<float>(y0) / static_cast<float>(h);
-        const float nx1 = static_cast<float>(x1 + 1) / static_cast<float>(w);
-        const float ny1 = static_cast<float>(y1 + 1) / static_cast<float>(h);
-        float* box = out.data() + i * 4;
-        box[0] = (nx0 + nx1) / 2;
-        box[1] = (ny0 + ny1) / 2;
-        box[2] = nx1 - nx0;
-        box[3] = ny1 - ny0;
-    }
-    return out;
-}
-
 // Each page's queries times its prototypes: per page [q, p] · [hw, p]ᵀ.  queries [n * q, p], prototypes
 // [n, p, h, w]  ->  [n * q, h * w]
 Tensor query_masks(Backend& be, const Tensor& queries, const Tensor& prototypes, int64_t n, int64_t q) {
@@ -248,8 +215,9 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         const Tensor out_query = be.layer_norm(h, decoder_norm_w_, decoder_norm_b_, eps);
         const Tensor mq = run(be, mask_query_, out_query);  // [n * q, prototypes]
         const Nchw ps = encoded.mask_prototypes.nchw();
-        const std::vector<float> masks = be.download(query_masks(be, mq, encoded.mask_prototypes, n, q));
-        const std::vector<float> boxes = mask_boxes(masks, n * q, ps.h, ps.w);
+        Tensor masks = query_masks(be, mq, encoded.mask_prototypes, n, q);  // [n * q, h4 * w4]
+        masks.shape = {n * q, ps.h, ps.w};
+        const std::vector<float> boxes = be.download(be.mask_boxes(masks));  // [n * q, 4]
         for (size_t i = 0; i < ref_unact.size(); ++i) {
             ref_unact[i] = inverse_sigmoid(boxes[i]);
         }

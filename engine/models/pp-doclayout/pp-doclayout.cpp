@@ -1,6 +1,7 @@
 #include "models/pp-doclayout/pp-doclayout.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -114,9 +115,28 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir)
 
 PpDocLayout::~PpDocLayout() = default;
 
-std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels) const {
+std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels, LayoutTimes* times) const {
     const PpDocLayoutConfig& c = files_.config;
-    const DecoderResult r = decoder_->forward(encoder_->forward(backbone_->forward(pixels)));
+    auto start = std::chrono::steady_clock::now();
+    // Adds the time since the last mark to the part's time once the backend has finished `done` (the decoder
+    // hands its results to the host, so it has finished when it returns).
+    auto mark = [&](double LayoutTimes::*part, const Tensor* done) {
+        if (times == nullptr) {
+            return;
+        }
+        if (done != nullptr) {
+            backend_.download(done->view(0, {1}));
+        }
+        const auto now = std::chrono::steady_clock::now();
+        times->*part += std::chrono::duration<double, std::milli>(now - start).count();
+        start = now;
+    };
+    const std::vector<Tensor> features = backbone_->forward(pixels);
+    mark(&LayoutTimes::backbone, &features.back());
+    const EncoderOutput encoded = encoder_->forward(features);
+    mark(&LayoutTimes::encoder, &encoded.maps.back());
+    const DecoderResult r = decoder_->forward(encoded);
+    mark(&LayoutTimes::decoder, nullptr);
     const auto q = static_cast<size_t>(c.num_queries);
     const auto labels = static_cast<size_t>(c.num_labels());
     std::vector<LayoutRawOutput> out(static_cast<size_t>(r.n));
@@ -142,6 +162,7 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels) const {
     }
     if (c.kind == LayoutModelKind::V2) {
         add_v2_order_logits(out);
+        mark(&LayoutTimes::reading_order, nullptr);
     }
     return out;
 }

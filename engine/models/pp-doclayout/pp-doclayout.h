@@ -33,6 +33,14 @@ struct PageImage {
 // antialiasing, rounded back to 8 bits), then rescale and normalise, channels first.  ->  [3, h, w]
 std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config);
 
+// Where a forward pass spends its time, in milliseconds (the backend waited for after each part).
+struct LayoutTimes {
+    double backbone = 0;
+    double encoder = 0;
+    double decoder = 0;
+    double reading_order = 0;  // V2
+};
+
 class PpDocLayout {
 public:
     // Loads the folder's config and weights onto the backend; throws naming the file and what is wrong.
@@ -46,7 +54,8 @@ public:
     int64_t n_weight_bytes() const { return n_weight_bytes_; }
 
     // The raw outputs of pages already preprocessed.  pixels [n, 3, h, w]  ->  n outputs
-    std::vector<LayoutRawOutput> forward(const Tensor& pixels) const;
+    // With times, the backend is waited for after each part and the parts' times added there.
+    std::vector<LayoutRawOutput> forward(const Tensor& pixels, LayoutTimes* times = nullptr) const;
     // V2: fills each page's order_logits from the reading-order network, its queries being in V2's order
     // (those over their class's threshold first), as forward() hands them over.
     void add_v2_order_logits(std::span<LayoutRawOutput> pages) const;

@@ -63,59 +63,57 @@ ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& con
         weights.linear("reading_order.relative_head.dense", 2LL * config.global_pointer_head_size, hidden);
 }
 
-Tensor ReadingOrder::relation_bias(const ReadingOrderInput& page) const {
+Tensor ReadingOrder::relation_bias(std::span<const ReadingOrderInput> pages) const {
     const int64_t tokens = n_queries_ + 2;
     const int64_t embed = config_.relation_bias_embed_dim;
-    const auto half = static_cast<size_t>(embed / 2);
-    // Each token's box as cx, cy, w, h (the start and end tokens and padding have zero boxes).
-    std::vector<std::array<float, 4>> cwh(static_cast<size_t>(tokens));
-    for (int64_t t = 0; t < tokens; ++t) {
-        float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-        if (t >= 1 && t <= n_queries_) {
-            const float* b = page.boxes.data() + (t - 1) * 4;
-            x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
-        }
-        cwh[static_cast<size_t>(t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, std::max(x1 - x0, 1e-3f),
-                                       std::max(y1 - y0, 1e-3f)};
-    }
+    const auto n = static_cast<int64_t>(pages.size());
     const float scale = config_.relation_bias_scale;
-    std::vector<float> features(static_cast<size_t>(tokens * tokens * 4 * embed));
-    for (int64_t i = 0; i < tokens; ++i) {
-        const auto& s = cwh[static_cast<size_t>(i)];
-        for (int64_t j = 0; j < tokens; ++j) {
-            const auto& t = cwh[static_cast<size_t>(j)];
-            constexpr float eps = 1e-5f;
-            const float rel[4] = {std::log(std::fabs(s[0] - t[0]) / (s[2] + eps) + 1.0f),
-                                  std::log(std::fabs(s[1] - t[1]) / (s[3] + eps) + 1.0f),
-                                  std::log((s[2] + eps) / (t[2] + eps)),
-                                  std::log((s[3] + eps) / (t[3] + eps))};
-            float* out = features.data() + (i * tokens + j) * 4 * embed;
-            for (size_t c = 0; c < 4; ++c) {
-                const float x = rel[c] * scale;
-                for (size_t f = 0; f < half; ++f) {
-                    const float angle = x * inv_freq_[f];
-                    out[c * 2 * half + f] = std::sin(angle);
-                    out[c * 2 * half + half + f] = std::cos(angle);
+    // Each pair's relative position (log distances over the source's size, log size ratios), scaled.
+    std::vector<float> relative(static_cast<size_t>(n * tokens * tokens * 4));
+    std::vector<float> mask(static_cast<size_t>(n * tokens * tokens), 0.0f);
+    for (int64_t p = 0; p < n; ++p) {
+        const ReadingOrderInput& page = pages[static_cast<size_t>(p)];
+        // Each token's box as cx, cy, w, h (the start and end tokens and padding have zero boxes).
+        std::vector<std::array<float, 4>> cwh(static_cast<size_t>(tokens));
+        for (int64_t t = 0; t < tokens; ++t) {
+            float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+            if (t >= 1 && t <= n_queries_) {
+                const float* b = page.boxes.data() + (t - 1) * 4;
+                x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
+            }
+            cwh[static_cast<size_t>(t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, std::max(x1 - x0, 1e-3f),
+                                           std::max(y1 - y0, 1e-3f)};
+        }
+        for (int64_t i = 0; i < tokens; ++i) {
+            const auto& s = cwh[static_cast<size_t>(i)];
+            for (int64_t j = 0; j < tokens; ++j) {
+                const auto& t = cwh[static_cast<size_t>(j)];
+                constexpr float eps = 1e-5f;
+                float* out = relative.data() + ((p * tokens + i) * tokens + j) * 4;
+                out[0] = std::log(std::fabs(s[0] - t[0]) / (s[2] + eps) + 1.0f) * scale;
+                out[1] = std::log(std::fabs(s[1] - t[1]) / (s[3] + eps) + 1.0f) * scale;
+                out[2] = std::log((s[2] + eps) / (t[2] + eps)) * scale;
+                out[3] = std::log((s[3] + eps) / (t[3] + eps)) * scale;
+                // Keys after the end token are padding.
+                if (j >= page.n_kept + 2) {
+                    mask[static_cast<size_t>((p * tokens + i) * tokens + j)] = kMasked;
                 }
             }
         }
     }
     Backend& be = backend_;
     const int64_t heads = config_.num_attention_heads;
-    Tensor bias = apply(be, pos_proj_, be.upload(features, {tokens * tokens, 4 * embed}));  // [t * t, heads]
-    bias.shape = {tokens, tokens, heads};
-    const int perm[] = {2, 0, 1};
-    bias = be.permute(bias, perm);  // [heads, t, t]
-    // Keys after the end token are padding.
-    std::vector<float> mask(static_cast<size_t>(heads * tokens * tokens), 0.0f);
-    for (int64_t h = 0; h < heads; ++h) {
-        for (int64_t i = 0; i < tokens; ++i) {
-            for (int64_t j = page.n_kept + 2; j < tokens; ++j) {
-                mask[static_cast<size_t>((h * tokens + i) * tokens + j)] = kMasked;
-            }
-        }
-    }
-    be.add(bias, be.upload(mask, {heads, tokens, tokens}));
+    const auto n_rel = static_cast<int64_t>(relative.size());
+    Tensor features = be.sinusoid(be.upload(relative, {n_rel}), inv_freq_);  // [n * t * t * 4, embed]
+    features.shape = {n * tokens * tokens, 4 * embed};
+    Tensor bias = apply(be, pos_proj_, features);  // [n * t * t, heads]
+    bias.shape = {n, tokens, tokens, heads};
+    const int perm[] = {0, 3, 1, 2};
+    bias = be.permute(bias, perm);  // [n, heads, t, t]
+    // The same padding for every head.
+    const Tensor padding = be.upload(mask, {n, 1, tokens, tokens});
+    const std::vector<Tensor> per_head(static_cast<size_t>(heads), padding);
+    be.add(bias, be.concat(per_head, 1));
     return bias;
 }
 
@@ -134,7 +132,6 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
 
     // Token ids, positions, 2D coordinates and label classes of every page's tokens.
     std::vector<int64_t> ids, positions, xs0, ys0, xs1, ys1, hs, ws, labels;
-    std::vector<Tensor> biases;
     for (const ReadingOrderInput& page : pages) {
         if (static_cast<int64_t>(page.boxes.size()) != q * 4 ||
             static_cast<int64_t>(page.classes.size()) != q || page.n_kept < 0 || page.n_kept > q) {
@@ -169,7 +166,6 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
         for (const int k : page.classes) {
             labels.push_back(k);
         }
-        biases.push_back(relation_bias(page));
     }
     for (const int64_t v : positions) {
         if (v >= c.max_position_embeddings) {
@@ -205,10 +201,9 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
     be.add(x, label_rows);
     x = be.layer_norm(x, embed_norm_w_, embed_norm_b_, c.layer_norm_eps);
 
-    Tensor bias = be.concat(biases, 0);  // [n * heads, t, t]
-    bias.shape = {n, heads, tokens, tokens};
-    const int to_heads[] = {0, 2, 1, 3};    // [n, t, heads, d]  ->  [n, heads, t, d]
-    const int to_columns[] = {0, 2, 3, 1};  // [n, t, heads, d]  ->  [n, heads, d, t]
+    const Tensor bias = relation_bias(pages);  // [n, heads, t, t]
+    const int to_heads[] = {0, 2, 1, 3};       // [n, t, heads, d]  ->  [n, heads, t, d]
+    const int to_columns[] = {0, 2, 3, 1};     // [n, t, heads, d]  ->  [n, heads, d, t]
     for (const Layer& layer : layers_) {
         Tensor qh = apply(be, layer.query, x);
         Tensor kh = apply(be, layer.key, x);

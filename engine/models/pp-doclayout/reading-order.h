@@ -38,9 +38,9 @@ private:
         Tensor out_norm_w, out_norm_b;
     };
 
-    // The attention bias of one page from its boxes' relative positions, with the padding keys masked.
-    // ->  [heads, tokens, tokens]
-    Tensor relation_bias(const ReadingOrderInput& page) const;
+    // The attention bias of each page from its boxes' relative positions, with the padding keys masked.
+    // ->  [pages, heads, tokens, tokens]
+    Tensor relation_bias(std::span<const ReadingOrderInput> pages) const;
 
     Backend& backend_;
     ReadingOrderConfig config_;

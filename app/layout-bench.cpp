@@ -1,0 +1,91 @@
+#include "layout-bench.h"
+
+#include <chrono>
+#include <random>
+
+#include "models/pp-doclayout/pp-doclayout.h"
+
+namespace folio::cli {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A page of light paper with darker rectangles, as text lines and pictures are.
+std::vector<uint8_t> drawn_page(int64_t width, int64_t height, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> rgb(static_cast<size_t>(width * height * 3), 235);
+    for (int b = 0; b < 40; ++b) {
+        const int64_t x0 = rng() % static_cast<uint32_t>(width - 100);
+        const int64_t y0 = rng() % static_cast<uint32_t>(height - 40);
+        const int64_t w = 40 + rng() % static_cast<uint32_t>(width / 2);
+        const int64_t h = 8 + rng() % 60;
+        const auto level = static_cast<uint8_t>(rng() % 160);
+        for (int64_t y = y0; y < std::min(height, y0 + h); ++y) {
+            for (int64_t x = x0; x < std::min(width, x0 + w); ++x) {
+                for (int64_t c = 0; c < 3; ++c) {
+                    rgb[static_cast<size_t>((y * width + x) * 3 + c)] = level;
+                }
+            }
+        }
+    }
+    return rgb;
+}
+
+}  // namespace
+
+nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model_dir,
+                            const std::vector<int64_t>& batches, int64_t n_pages) {
+    const PpDocLayout model(backend, model_dir);
+    const LayoutPreprocessConfig& pre = model.preprocess_config();
+    constexpr int64_t kWidth = 1700, kHeight = 2200;
+    const std::vector<uint8_t> page = drawn_page(kWidth, kHeight, 7);
+
+    // The image processor on the host.
+    const auto pre_start = std::chrono::steady_clock::now();
+    std::vector<float> pixels;
+    constexpr int kPreprocessRuns = 4;
+    for (int i = 0; i < kPreprocessRuns; ++i) {
+        pixels = preprocess_layout_page({page, kWidth, kHeight}, pre);
+    }
+    const double preprocess_ms = seconds_since(pre_start) * 1e3 / kPreprocessRuns;
+
+    nlohmann::json runs = nlohmann::json::array();
+    for (const int64_t batch : batches) {
+        std::vector<std::span<const float>> parts(static_cast<size_t>(batch), pixels);
+        const Tensor input =
+            backend.upload(std::span<const std::span<const float>>(parts), {batch, 3, pre.height, pre.width});
+        model.forward(input);  // warm-up: allocations, cuBLAS's plans
+        backend.reset_peak();
+        const int64_t n_runs = std::max<int64_t>(1, n_pages / batch);
+        const auto start = std::chrono::steady_clock::now();
+        for (int64_t r = 0; r < n_runs; ++r) {
+            model.forward(input);
+        }
+        const double seconds = seconds_since(start);
+        // One more pass, waited for after each part.
+        LayoutTimes times;
+        model.forward(input, &times);
+        runs.push_back({{"batch", batch},
+                        {"parts_ms",
+                         {{"backbone", times.backbone},
+                          {"encoder", times.encoder},
+                          {"decoder", times.decoder},
+                          {"reading_order", times.reading_order}}},
+                        {"pages", n_runs * batch},
+                        {"pages_per_s", static_cast<double>(n_runs * batch) / seconds},
+                        {"ms_per_batch", seconds * 1e3 / static_cast<double>(n_runs)},
+                        {"peak_bytes", backend.memory_stats().peak}});
+    }
+    return {{"model", model_dir.string()},
+            {"kind", layout_model_name(model.config().kind)},
+            {"device", backend.name()},
+            {"input", {pre.height, pre.width}},
+            {"preprocess_ms_per_page", preprocess_ms},
+            {"weight_bytes", model.n_weight_bytes()},
+            {"runs", runs}};
+}
+
+}  // namespace folio::cli

@@ -1,0 +1,76 @@
+#include "layout-ops.h"
+
+#include "cuda-check.h"
+#include "flat-launch.cuh"
+#include "mask-box.h"
+
+namespace folio::kernels {
+
+namespace {
+
+constexpr int kMaskBlock = 256;
+
+// Each thread scans a strided share of one map for positive values; the block takes the extremes.
+__global__ void mask_boxes_kernel(const float* x, float* boxes, int64_t h, int64_t w) {
+    __shared__ int64_t lo_x[kMaskBlock], lo_y[kMaskBlock], hi_x[kMaskBlock], hi_y[kMaskBlock];
+    const float* map = x + static_cast<int64_t>(blockIdx.x) * h * w;
+    int64_t x0 = w, y0 = h, x1 = -1, y1 = -1;
+    for (int64_t i = threadIdx.x; i < h * w; i += blockDim.x) {
+        if (map[i] > 0.0f) {
+            const int64_t y = i / w, c = i % w;
+            x0 = min(x0, c);
+            x1 = max(x1, c);
+            y0 = min(y0, y);
+            y1 = max(y1, y);
+        }
+    }
+    lo_x[threadIdx.x] = x0;
+    lo_y[threadIdx.x] = y0;
+    hi_x[threadIdx.x] = x1;
+    hi_y[threadIdx.x] = y1;
+    __syncthreads();
+    for (int stride = kMaskBlock / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) {
+            const int other = threadIdx.x + stride;
+            lo_x[threadIdx.x] = min(lo_x[threadIdx.x], lo_x[other]);
+            lo_y[threadIdx.x] = min(lo_y[threadIdx.x], lo_y[other]);
+            hi_x[threadIdx.x] = max(hi_x[threadIdx.x], hi_x[other]);
+            hi_y[threadIdx.x] = max(hi_y[threadIdx.x], hi_y[other]);
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        mask_box_from_extent(lo_x[0], lo_y[0], hi_x[0], hi_y[0], h, w, boxes + blockIdx.x * 4);
+    }
+}
+
+__global__ void sinusoid_kernel(const float* x, float* out, int64_t n, Freqs freqs) {
+    const int64_t i = global_index();
+    const int64_t width = 2 * freqs.n;
+    if (i >= n * width) {
+        return;
+    }
+    const int64_t r = i / width, j = i % width;
+    const float angle = x[r] * freqs.f[j % freqs.n];
+    out[i] = j < freqs.n ? sinf(angle) : cosf(angle);
+}
+
+}  // namespace
+
+void mask_boxes_f32(const float* x, float* boxes, int64_t n_maps, int64_t h, int64_t w, cudaStream_t stream) {
+    if (n_maps == 0) {
+        return;
+    }
+    mask_boxes_kernel<<<static_cast<unsigned int>(n_maps), kMaskBlock, 0, stream>>>(x, boxes, h, w);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void sinusoid_f32(const float* x, float* out, int64_t n, const Freqs& freqs, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    sinusoid_kernel<<<n_blocks(n * 2 * freqs.n), kBlock, 0, stream>>>(x, out, n, freqs);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,25 @@
+// Host entry points of the layout models' small operations over float32 tensors in device memory: the boxes
+// around masks' positive positions and sine-cosine features. Enqueued on stream.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace folio::kernels {
+
+// The most frequencies sinusoid_f32 takes.
+constexpr int kMaxFreqs = 64;
+
+struct Freqs {
+    float f[kMaxFreqs] = {};
+    int n = 0;
+};
+
+// Backend::mask_boxes, a block a map.  x [n_maps, h, w]  ->  boxes [n_maps, 4]
+void mask_boxes_f32(const float* x, float* boxes, int64_t n_maps, int64_t h, int64_t w, cudaStream_t stream);
+
+// Backend::sinusoid, a thread an output element.  x [n]  ->  out [n, 2 freqs.n]
+void sinusoid_f32(const float* x, float* out, int64_t n, const Freqs& freqs, cudaStream_t stream);
+
+}  // namespace folio::kernels

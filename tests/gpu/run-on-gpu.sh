@@ -3,7 +3,7 @@
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
 #   tests/gpu/run-on-gpu.sh BUNDLE OUT
-#       [tests|full|bench|quantized|reference|timeline|document-trace|handover]...
+#       [tests|full|layout|bench|quantized|reference|timeline|document-trace|handover]...
 # timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
 # lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover needs
 # bin/bench-handover (tests/gpu/bench-handover.cu).
@@ -21,6 +21,21 @@ for step in "$@"; do
         for t in test-kernels test-backend-ops test-cuda-model test-serving-cuda; do
             "$bundle/bin/$t" > "$out/$t.log" 2>&1
             echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
+        done
+        ;;
+    layout)
+        timeout 300 python3 tests/fixtures/make_layout_fixtures.py --full /tmp/folio-layout-full \
+            > "$out/layout-fixtures.log" 2>&1
+        echo "layout fixtures: exit $?"
+        FOLIO_LAYOUT_FULL_DIR=/tmp/folio-layout-full "$bundle/bin/test-layout-cuda" > "$out/test-layout-cuda.log" 2>&1
+        echo "test-layout-cuda: exit $? $(grep -E '^\[  (PASSED|FAILED) ' "$out/test-layout-cuda.log" | tr '\n' ' ')"
+        for v in v2 v3; do
+            "$bundle/bin/folio-bench" --layout-model /tmp/folio-layout-full/pp-doclayout-$v --device cuda \
+                --batch 1,8,32 --pages 64 > "$out/layout-bench-$v.json" 2> "$out/layout-bench-$v.log"
+            echo "layout bench $v: exit $?"
+            timeout 300 python3 tests/gpu/reference_layout_bench.py /tmp/folio-layout-full/pp-doclayout-$v 1,8,32 64 \
+                > "$out/layout-reference-$v.json" 2> "$out/layout-reference-$v.log"
+            echo "layout reference $v: exit $?"
         done
         ;;
     full)

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "error.h"
-#include "safetensors.h"
+#include "mapped-file.h"
 
 namespace folio {
 
@@ -40,11 +40,6 @@ json parse_json(std::string_view text, const std::string& origin) {
         fail(origin, ": must be a JSON object, got ", describe(value));
     }
     return value;
-}
-
-std::string read_file_text(const std::filesystem::path& path) {
-    const MappedFile file(path);
-    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
 // Reads the keys of one JSON object; `prefix` ("" or "vision_config.") qualifies key names in messages.

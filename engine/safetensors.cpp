@@ -1,13 +1,7 @@
 #include "safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -224,23 +218,6 @@ std::vector<Out> convert(const TensorView& tensor) {
     return out;
 }
 
-// Closes a file descriptor when it goes out of scope.
-class FileDescriptor {
-public:
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    ~FileDescriptor() { ::close(fd_); }
-    FileDescriptor(const FileDescriptor&) = delete;
-    FileDescriptor& operator=(const FileDescriptor&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-std::string errno_text(int error) {
-    return std::system_category().message(error);
-}
-
 bool is_file(const std::filesystem::path& path) {
     std::error_code ec;
     return std::filesystem::is_regular_file(path, ec);
@@ -348,43 +325,6 @@ SafetensorsHeader parse_safetensors(const std::byte* data, size_t size, const st
         result.tensors.push_back(std::move(entry.view));
     }
     return result;
-}
-
-MappedFile::MappedFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int error = errno;
-        fail(path.string(), ": cannot open: ", errno_text(error));
-    }
-    const FileDescriptor file(fd);
-    struct stat status {};
-    if (::fstat(file.get(), &status) != 0) {
-        const int error = errno;
-        fail(path.string(), ": cannot read its size: ", errno_text(error));
-    }
-    if (S_ISDIR(status.st_mode)) {
-        fail(path.string(), ": is a folder, not a file");
-    }
-    if (!S_ISREG(status.st_mode)) {
-        fail(path.string(), ": is not a regular file");
-    }
-    if (status.st_size == 0) {
-        return;
-    }
-    const auto n_bytes = static_cast<size_t>(status.st_size);
-    void* mapping = ::mmap(nullptr, n_bytes, PROT_READ, MAP_PRIVATE, file.get(), 0);
-    if (mapping == MAP_FAILED) {
-        const int error = errno;
-        fail(path.string(), ": cannot map ", n_bytes, " bytes: ", errno_text(error));
-    }
-    data_ = static_cast<const std::byte*>(mapping);
-    size_ = n_bytes;
-}
-
-MappedFile::~MappedFile() {
-    if (data_ != nullptr) {
-        ::munmap(const_cast<std::byte*>(data_), size_);
-    }
 }
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, Key)

@@ -15,6 +15,7 @@
 #include "engine-core.h"
 #include "model-config.h"
 #include "models/linear.h"
+#include "preprocessor-config.h"
 
 namespace folio::cli {
 

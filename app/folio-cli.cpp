@@ -15,6 +15,7 @@
 #include "image-loader.h"
 #include "model-config.h"
 #include "layout-command.h"
+#include "preprocessor-config.h"
 #include "tokenize-command.h"
 
 namespace {

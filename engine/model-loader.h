@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model-config.h"
+#include "preprocessor-config.h"
 #include "safetensors.h"
 
 namespace folio {

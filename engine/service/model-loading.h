@@ -14,9 +14,9 @@
 
 #include "backend.h"
 #include "error.h"
-#include "model-config.h"
 #include "model.h"
 #include "models/linear.h"
+#include "preprocessor-config.h"
 #include "request-builder.h"
 #include "tokenizer.h"
 

@@ -13,6 +13,7 @@
 #include "engine-options.h"
 #include "error.h"
 #include "model-config.h"
+#include "preprocessor-config.h"
 
 namespace {
 

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "model-config.h"
 #include "model-loader.h"
+#include "preprocessor-config.h"
 #include "safetensors-writer.h"
 #include "safetensors.h"
 

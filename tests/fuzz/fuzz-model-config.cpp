@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "model-config.h"
+#include "preprocessor-config.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "engine-options.h"
 #include "engine-service.h"
 #include "image-preprocess.h"
-#include "model-loader.h"
+#include "models/paddleocr-vl/model-files.h"
 
 namespace folio::cli {
 

@@ -13,8 +13,8 @@
 #include "engine-service.h"
 #include "error.h"
 #include "image-loader.h"
-#include "model-config.h"
 #include "layout-command.h"
+#include "models/paddleocr-vl/config.h"
 #include "preprocessor-config.h"
 #include "tokenize-command.h"
 

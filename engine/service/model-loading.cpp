@@ -1,6 +1,6 @@
 #include "model-loading.h"
 
-#include "model-loader.h"
+#include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 #include "weight-source.h"
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "error.h"
-#include "model-config.h"
-#include "model-loader.h"
+#include "models/paddleocr-vl/config.h"
+#include "models/paddleocr-vl/model-files.h"
 #include "preprocessor-config.h"
 #include "safetensors-writer.h"
 #include "safetensors.h"

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "backend.h"
+#include "config.h"
 #include "ernie-decoder.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
-#include "model-config.h"
 #include "model.h"
 #include "models/linear.h"
 #include "projector.h"

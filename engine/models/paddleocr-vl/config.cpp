@@ -1,4 +1,4 @@
-#include "model-config.h"
+#include "config.h"
 
 #include <algorithm>
 #include <initializer_list>

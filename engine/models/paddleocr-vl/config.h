@@ -1,8 +1,7 @@
-// PaddleOCR-VL's config.json as typed, validated structs. config.json may be
-// in the published checkpoint's layout (text parameters at the top level, rope_theta and
-// rope_scaling.mrope_section beside them, vision_config nested) or in transformers' layout (text_config
-// with rope_parameters, vision_config with rope_parameters). A key that is absent takes the reference
-// implementation's default.
+// PaddleOCR-VL's config.json as typed, validated structs. config.json may be in the published checkpoint's
+// layout (text parameters at the top level, rope_theta and rope_scaling.mrope_section beside them,
+// vision_config nested) or in transformers' layout (text_config with rope_parameters, vision_config with
+// rope_parameters). A key that is absent takes the reference implementation's default.
 #pragma once
 
 #include <array>

@@ -15,7 +15,7 @@
 #include "engine-service.h"
 #include "image-preprocess.h"
 #include "layout-bench.h"
-#include "model-loader.h"
+#include "models/paddleocr-vl/model-files.h"
 
 namespace folio::cli {
 

@@ -16,7 +16,7 @@
 #include "clock.h"
 #include "engine-core.h"
 #include "error.h"
-#include "model-config.h"
+#include "models/paddleocr-vl/config.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 
 namespace folio::cli {

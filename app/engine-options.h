@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "engine-core.h"
-#include "model-config.h"
 #include "models/linear.h"
+#include "models/paddleocr-vl/config.h"
+#include "preprocessor-config.h"
 
 namespace folio::cli {
 

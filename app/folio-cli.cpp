@@ -1,8 +1,10 @@
 // folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize, layout.
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,8 +15,9 @@
 #include "engine-service.h"
 #include "error.h"
 #include "image-loader.h"
-#include "model-config.h"
 #include "layout-command.h"
+#include "models/paddleocr-vl/config.h"
+#include "preprocessor-config.h"
 #include "tokenize-command.h"
 
 namespace {
@@ -36,7 +39,19 @@ constexpr const char* kUsage = R"(usage:
       request may run to max_model_len; a --max-tokens that does not fit it is refused.
 )";
 
-// The service loaded with the folder's model on the chosen device, loading progress on stderr.
+// A loading phase as folio-cli shows it as it begins: the bytes of weights to read, the weights to quantize.
+std::string phase_line(const folio::LoadProgress& p) {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(1) << "folio-cli: loading: " << folio::load_phase_name(p.phase);
+    if (p.phase == folio::LoadPhase::Weights) {
+        line << " (" << static_cast<double>(p.bytes_total) / (1 << 20) << " MiB)";
+    } else if (p.phase == folio::LoadPhase::Quantization) {
+        line << " (" << static_cast<double>(p.n_to_quantize) / 1e6 << " M weights)";
+    }
+    return line.str();
+}
+
+// The service loaded with the folder's model on the chosen device, each loading phase on stderr as it begins.
 void load_service(folio::EngineService& service, const Options& opt, const std::filesystem::path& model_dir) {
     const EngineOptions engine_options =
         parse_engine_options(opt, folio::load_model_config(model_dir / "config.json"));
@@ -50,14 +65,14 @@ void load_service(folio::EngineService& service, const Options& opt, const std::
     };
     params.models.push_back(std::move(slot));
     params.engine = engine_options.engine;
-    service.load(std::move(params));
-    folio::LoadPhase shown = folio::LoadPhase::Idle;
-    while (service.wait_loaded(std::chrono::milliseconds(200)) == folio::ServiceState::Loading) {
-        const folio::LoadProgress p = service.status().progress;
-        if (p.phase != shown && p.phase != folio::LoadPhase::Idle) {
-            std::cerr << "folio-cli: loading: " << folio::load_phase_name(p.phase) << "\n";
-            shown = p.phase;
+    params.on_progress = [shown = folio::LoadPhase::Idle](const folio::LoadProgress& p) mutable {
+        if (p.phase != shown && p.phase != folio::LoadPhase::Ready) {
+            std::cerr << phase_line(p) << "\n";
         }
+        shown = p.phase;
+    };
+    service.load(std::move(params));
+    while (service.wait_loaded(std::chrono::seconds(1)) == folio::ServiceState::Loading) {
     }
     const folio::ServiceStatus status = service.status();
     if (status.state != folio::ServiceState::Ready) {

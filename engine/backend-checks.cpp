@@ -59,6 +59,19 @@ void check_weight(const Weight& w, const char* op) {
     }
 }
 
+void check_write_weight(const Weight& dst, const QuantizedWeights& w) {
+    validate(w);
+    if (dst.type != w.type || dst.n_out != w.n_out || dst.n_in != w.n_in || dst.group_size != w.group_size) {
+        fail("write_weight: ", quantization_name(w.type), " [", w.n_out, ", ", w.n_in, "] in groups of ",
+             w.group_size, " into ", weight_string(dst), " in groups of ", dst.group_size);
+    }
+    if (dst.data == nullptr || dst.data->n_bytes() < w.q.size() ||
+        dst.scales.n_elements() != static_cast<int64_t>(w.scales.size()) ||
+        (!w.scales.empty() && !dst.scales.fits_buffer())) {
+        fail("write_weight: ", weight_string(dst), " has no room of its size");
+    }
+}
+
 void check_linear(const Tensor& x, const Weight& w, const LinearSpec& spec) {
     check_weight(w, "linear");
     const Tensor* b = spec.bias;

@@ -23,6 +23,8 @@ void check_shape(const std::vector<int64_t>& shape, const char* op);
 void check_same_shape(const Tensor& a, const Tensor& b, const char* op);
 // A weight that holds values of its type: a float32 [n_out, n_in] tensor, or packed data.
 void check_weight(const Weight& w, const char* op);
+// Throws unless w is valid packed weights of dst's type and size and dst has their room.
+void check_write_weight(const Weight& dst, const QuantizedWeights& w);
 // x [n, w.n_in] float32 (or bfloat16 without a norm), the norm's weights [n_in], bias [w.n_out], an even
 // w.n_out for SwiGLU, a RopeToCache output's arguments (check_rope_qkv_to_cache) without an activation or a
 // residual, and residual [n, columns of the output] float32.

@@ -147,19 +147,22 @@ public:
         return t;
     }
 
-    Weight upload(const QuantizedWeights& w) override {
-        validate(w);
+    Weight alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) override {
+        const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
         Weight t;
-        t.type = w.type;
-        t.n_out = w.n_out;
-        t.n_in = w.n_in;
-        t.group_size = w.group_size;
-        auto data = std::make_shared<HostBuffer<int8_t>>(w.q.size(), memory_);
-        std::copy(w.q.begin(), w.q.end(), data->values.get());
-        t.data = std::move(data);
-        t.scales = upload(
-            w.scales, {static_cast<int64_t>(w.scales.size())});  // [n_out * n_in / group_size], none for BF16
+        t.type = type;
+        t.n_out = n_out;
+        t.n_in = n_in;
+        t.group_size = layout.group_size;
+        t.data = std::make_shared<HostBuffer<int8_t>>(static_cast<size_t>(layout.n_packed_bytes), memory_);
+        t.scales = alloc({layout.n_scales});  // [n_out * n_in / group_size], none for BF16
         return t;
+    }
+
+    void write_weight(const Weight& dst, const QuantizedWeights& w) override {
+        check_write_weight(dst, w);
+        std::copy(w.q.begin(), w.q.end(), static_cast<int8_t*>(dst.data->data()));
+        std::copy(w.scales.begin(), w.scales.end(), dst.scales.f32());
     }
 
     MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }

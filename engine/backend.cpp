@@ -57,6 +57,13 @@ Weight dense_weight(const Tensor& w) {
     return weight;
 }
 
+Weight Backend::upload(const QuantizedWeights& w) {
+    validate(w);
+    const Weight weight = alloc_weight(w.type, w.n_out, w.n_in, w.group_size);
+    write_weight(weight, w);
+    return weight;
+}
+
 Tensor Backend::linear(const Tensor& x, const Weight& w, const Tensor* b) {
     return linear(x, w, LinearSpec{.bias = b});
 }

@@ -176,8 +176,13 @@ public:
     virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;
     virtual void update(Tensor& t, std::span<const int32_t> values) = 0;
 
-    // Packed weights (bfloat16, WINT8, WINT4) into the backend's memory.
-    virtual Weight upload(const QuantizedWeights& w) = 0;
+    // Packed weights (bfloat16, WINT8, WINT4) into the backend's memory: alloc_weight, then write_weight.
+    Weight upload(const QuantizedWeights& w);
+    // Memory for packed weights of a type and size (group_size as quantize takes it), their values unset
+    // until write_weight: a layer quantized after the rest of its model is loaded takes its place first.
+    virtual Weight alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) = 0;
+    // Packed weights into memory alloc_weight made for their type and size.
+    virtual void write_weight(const Weight& dst, const QuantizedWeights& w) = 0;
     virtual MemoryStats memory_stats() const = 0;
     // Bytes of memory the backend's device has in all.
     virtual int64_t total_memory() const = 0;

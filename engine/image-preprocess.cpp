@@ -8,7 +8,7 @@
 #include <string>
 
 #include "error.h"
-#include "model-config.h"
+#include "preprocessor-config.h"
 
 namespace folio {
 

@@ -96,12 +96,21 @@ const char* quantization_name(Quantization q) {
     return "unknown";
 }
 
-QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in, Quantization type,
-                          int64_t group_size) {
+QuantizedLayout quantized_layout(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
     if (type == Quantization::None) {
         fail("quantize: no quantization type given");
     }
     check_layout(type, n_out, n_in, group_size);
+    QuantizedLayout layout;
+    layout.group_size = type == Quantization::Wint4 ? group_size : n_in;
+    layout.n_packed_bytes = packed_bytes(type, n_out, n_in);
+    layout.n_scales = n_scales(type, n_out, n_in, layout.group_size);
+    return layout;
+}
+
+QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in, Quantization type,
+                          int64_t group_size) {
+    const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
     if (static_cast<int64_t>(w.size()) != n_out * n_in) {
         fail("quantize: ", w.size(), " values for [", n_out, ", ", n_in, "]");
     }
@@ -109,9 +118,9 @@ QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in,
     q.type = type;
     q.n_out = n_out;
     q.n_in = n_in;
-    q.group_size = type == Quantization::Wint4 ? group_size : n_in;
+    q.group_size = layout.group_size;
     if (type == Quantization::Bf16) {
-        q.q.resize(static_cast<size_t>(packed_bytes(type, n_out, n_in)));
+        q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
         for (size_t i = 0; i < w.size(); ++i) {
             const uint16_t h = to_bf16(w[i]);
             std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
@@ -120,8 +129,8 @@ QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in,
     }
     const int64_t n_groups = n_in / q.group_size;
     const float limit = type == Quantization::Wint8 ? kInt8Max : kInt4Max;
-    q.scales.resize(static_cast<size_t>(n_out * n_groups));
-    q.q.resize(static_cast<size_t>(type == Quantization::Wint8 ? n_out * n_in : n_out * n_in / 2));
+    q.scales.resize(static_cast<size_t>(layout.n_scales));
+    q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
     std::vector<int8_t> row(static_cast<size_t>(n_in));
     for (int64_t r = 0; r < n_out; ++r) {
         for (int64_t g = 0; g < n_groups; ++g) {

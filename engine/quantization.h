@@ -34,6 +34,16 @@ struct QuantizedWeights {
     std::vector<float> scales;
 };
 
+// How packed weights of a type and size are laid out, as quantize makes them: the input columns a scale
+// covers, the bytes of packed values and the number of scales.
+struct QuantizedLayout {
+    int64_t group_size = 0;
+    int64_t n_packed_bytes = 0;
+    int64_t n_scales = 0;
+};
+// Throws folio::Error where quantize would refuse the type, group size or sizes.
+QuantizedLayout quantized_layout(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size);
+
 // w [n_out, n_in] -> quantized. WINT4 needs n_in divisible by group_size (64 or 128) and an even n_in.
 QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in, Quantization type,
                           int64_t group_size);

@@ -1,13 +1,7 @@
 #include "safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,6 +13,7 @@
 #include <utility>
 
 #include "error.h"
+#include "json-reader.h"
 
 namespace folio {
 
@@ -28,15 +23,6 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 using nlohmann::json;
-
-// A JSON value for an error message: its type and, shortened, its text.
-std::string describe(const json& value) {
-    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > 60) {
-        text = text.substr(0, 57) + "...";
-    }
-    return std::string(value.type_name()) + " " + text;
-}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
     static constexpr std::pair<std::string_view, DType> kNames[] = {
@@ -96,12 +82,12 @@ json parse_header_json(std::string_view text, const std::string& origin) {
 
 std::map<std::string, std::string> parse_metadata(const json& value, const std::string& origin) {
     if (!value.is_object()) {
-        fail(origin, ": __metadata__ must be an object of strings, got ", describe(value));
+        fail(origin, ": __metadata__ must be an object of strings, got ", describe_json(value));
     }
     std::map<std::string, std::string> metadata;
     for (const auto& [key, item] : value.items()) {
         if (!item.is_string()) {
-            fail(origin, ": __metadata__ entry '", key, "' must be a string, got ", describe(item));
+            fail(origin, ": __metadata__ entry '", key, "' must be a string, got ", describe_json(item));
         }
         metadata.emplace(key, item.get<std::string>());
     }
@@ -118,7 +104,7 @@ Entry parse_entry(const std::string& name, const json& value, const std::byte* d
                   uint64_t data_size, const std::string& origin) {
     const std::string where = origin + ": tensor '" + name + "'";
     if (!value.is_object()) {
-        fail(where, ": entry must be an object, got ", describe(value));
+        fail(where, ": entry must be an object, got ", describe_json(value));
     }
     Entry entry;
     entry.view.name = name;
@@ -128,11 +114,11 @@ Entry parse_entry(const std::string& name, const json& value, const std::byte* d
         fail(where, ": no dtype");
     }
     if (!dtype_it->is_string()) {
-        fail(where, ": dtype must be a string, got ", describe(*dtype_it));
+        fail(where, ": dtype must be a string, got ", describe_json(*dtype_it));
     }
     const auto dtype = dtype_from_name(dtype_it->get_ref<const std::string&>());
     if (!dtype) {
-        fail(where, ": unknown dtype ", describe(*dtype_it),
+        fail(where, ": unknown dtype ", describe_json(*dtype_it),
              " (supported: F32, F16, BF16, I8, U8, I32, I64)");
     }
     entry.view.dtype = *dtype;
@@ -142,23 +128,23 @@ Entry parse_entry(const std::string& name, const json& value, const std::byte* d
         fail(where, ": no shape");
     }
     if (!shape_it->is_array()) {
-        fail(where, ": shape must be an array of non-negative integers, got ", describe(*shape_it));
+        fail(where, ": shape must be an array of non-negative integers, got ", describe_json(*shape_it));
     }
     uint64_t n_elements = 1;
     for (const auto& dim : *shape_it) {
         const auto n = non_negative_integer(dim);
         if (!n) {
-            fail(where, ": shape must be an array of non-negative integers, got ", describe(*shape_it));
+            fail(where, ": shape must be an array of non-negative integers, got ", describe_json(*shape_it));
         }
         if (__builtin_mul_overflow(n_elements, *n, &n_elements) ||
             n_elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            fail(where, ": shape ", describe(*shape_it), " has more elements than can be addressed");
+            fail(where, ": shape ", describe_json(*shape_it), " has more elements than can be addressed");
         }
         entry.view.shape.push_back(static_cast<int64_t>(*n));
     }
     uint64_t expected_bytes = 0;
     if (__builtin_mul_overflow(n_elements, dtype_size(*dtype), &expected_bytes)) {
-        fail(where, ": shape ", describe(*shape_it), " has more bytes than can be addressed");
+        fail(where, ": shape ", describe_json(*shape_it), " has more bytes than can be addressed");
     }
 
     const auto offsets_it = value.find("data_offsets");
@@ -173,7 +159,7 @@ Entry parse_entry(const std::string& name, const json& value, const std::byte* d
     }
     if (!begin || !end) {
         fail(where, ": data_offsets must be two non-negative integers [begin, end], got ",
-             describe(*offsets_it));
+             describe_json(*offsets_it));
     }
     if (*begin > *end) {
         fail(where, ": data offsets [", *begin, ", ", *end, ") end before they begin");
@@ -222,23 +208,6 @@ std::vector<Out> convert(const TensorView& tensor) {
         out[i] = static_cast<Out>(load<In>(tensor.data, i));
     }
     return out;
-}
-
-// Closes a file descriptor when it goes out of scope.
-class FileDescriptor {
-public:
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    ~FileDescriptor() { ::close(fd_); }
-    FileDescriptor(const FileDescriptor&) = delete;
-    FileDescriptor& operator=(const FileDescriptor&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-std::string errno_text(int error) {
-    return std::system_category().message(error);
 }
 
 bool is_file(const std::filesystem::path& path) {
@@ -311,7 +280,7 @@ SafetensorsHeader parse_safetensors(const std::byte* data, size_t size, const st
                                        static_cast<size_t>(header_bytes));
     const json header = parse_header_json(header_text, origin);
     if (!header.is_object()) {
-        fail(origin, ": header must be a JSON object, got ", describe(header));
+        fail(origin, ": header must be a JSON object, got ", describe_json(header));
     }
 
     const std::byte* data_section = data + 8 + header_bytes;
@@ -348,43 +317,6 @@ SafetensorsHeader parse_safetensors(const std::byte* data, size_t size, const st
         result.tensors.push_back(std::move(entry.view));
     }
     return result;
-}
-
-MappedFile::MappedFile(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        const int error = errno;
-        fail(path.string(), ": cannot open: ", errno_text(error));
-    }
-    const FileDescriptor file(fd);
-    struct stat status {};
-    if (::fstat(file.get(), &status) != 0) {
-        const int error = errno;
-        fail(path.string(), ": cannot read its size: ", errno_text(error));
-    }
-    if (S_ISDIR(status.st_mode)) {
-        fail(path.string(), ": is a folder, not a file");
-    }
-    if (!S_ISREG(status.st_mode)) {
-        fail(path.string(), ": is not a regular file");
-    }
-    if (status.st_size == 0) {
-        return;
-    }
-    const auto n_bytes = static_cast<size_t>(status.st_size);
-    void* mapping = ::mmap(nullptr, n_bytes, PROT_READ, MAP_PRIVATE, file.get(), 0);
-    if (mapping == MAP_FAILED) {
-        const int error = errno;
-        fail(path.string(), ": cannot map ", n_bytes, " bytes: ", errno_text(error));
-    }
-    data_ = static_cast<const std::byte*>(mapping);
-    size_ = n_bytes;
-}
-
-MappedFile::~MappedFile() {
-    if (data_ != nullptr) {
-        ::munmap(const_cast<std::byte*>(data_), size_);
-    }
 }
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path, Key)
@@ -431,21 +363,11 @@ std::unique_ptr<TensorStore> TensorStore::open(const std::filesystem::path& mode
     }
 
     const std::string origin = index_path.string();
-    const MappedFile index_file(index_path);
-    json index;
-    try {
-        index = json::parse(reinterpret_cast<const char*>(index_file.data()),
-                            reinterpret_cast<const char*>(index_file.data()) + index_file.size());
-    } catch (const json::exception& e) {
-        fail(origin, ": not valid JSON: ", e.what());
-    }
-    if (!index.is_object()) {
-        fail(origin, ": must be a JSON object, got ", describe(index));
-    }
+    const json index = parse_json_object(read_file_text(index_path), origin);
     const auto map_it = index.find("weight_map");
     if (map_it == index.end() || !map_it->is_object()) {
         fail(origin, ": \"weight_map\" must be an object from tensor names to shard files, got ",
-             map_it == index.end() ? std::string("nothing") : describe(*map_it));
+             map_it == index.end() ? std::string("nothing") : describe_json(*map_it));
     }
     if (map_it->empty()) {
         fail(origin, ": \"weight_map\" is empty");
@@ -455,7 +377,7 @@ std::unique_ptr<TensorStore> TensorStore::open(const std::filesystem::path& mode
     for (const auto& [name, shard_value] : map_it->items()) {
         if (!shard_value.is_string()) {
             fail(origin, ": weight_map entry '", name, "' must be a shard file name, got ",
-                 describe(shard_value));
+                 describe_json(shard_value));
         }
         const auto& shard = shard_value.get_ref<const std::string&>();
         const std::filesystem::path shard_name(shard);

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "mapped-file.h"
+
 namespace folio {
 
 enum class DType { F32, F16, BF16, I8, U8, I32, I64 };
@@ -43,22 +45,6 @@ inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 // Parses and validates a whole file image: an 8-byte little-endian header length, the JSON header, then
 // the data section. The views point into `data`. `origin` names the file in error messages.
 SafetensorsHeader parse_safetensors(const std::byte* data, size_t size, const std::string& origin);
-
-// A read-only memory mapping of a whole file. A zero-byte file maps to data() == nullptr, size() == 0.
-class MappedFile {
-public:
-    explicit MappedFile(const std::filesystem::path& path);
-    ~MappedFile();
-    MappedFile(const MappedFile&) = delete;
-    MappedFile& operator=(const MappedFile&) = delete;
-
-    const std::byte* data() const { return data_; }
-    size_t size() const { return size_; }
-
-private:
-    const std::byte* data_ = nullptr;
-    size_t size_ = 0;
-};
 
 class SafetensorsFile {
 public:

@@ -2,28 +2,9 @@
 
 #include <random>
 
-#include "model-loader.h"
-#include "safetensors.h"
-
 namespace folio {
 
 namespace {
-
-class FileWeightSource final : public WeightSource {
-public:
-    explicit FileWeightSource(const ModelFiles& files) : files_(files) {}
-
-    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
-        const TensorView& t = files_.tensor(name);
-        files_.check_shape(t, shape);
-        return to_f32(t);
-    }
-
-    bool has(const std::string& name) const override { return files_.find(name) != nullptr; }
-
-private:
-    const ModelFiles& files_;
-};
 
 class RandomWeightSource final : public WeightSource {
 public:
@@ -52,10 +33,6 @@ private:
 };
 
 }  // namespace
-
-std::unique_ptr<WeightSource> make_file_weight_source(const ModelFiles& files) {
-    return std::make_unique<FileWeightSource>(files);
-}
 
 std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std) {
     return std::make_unique<RandomWeightSource>(seed, std);

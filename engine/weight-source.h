@@ -1,5 +1,6 @@
-// Where a model's weights come from: a checkpoint on disk, or seeded random values for benchmarks and tests
-// of the full-size architecture.
+// Where a model's weights come from: a checkpoint on disk (each model's files make their source, as
+// models/paddleocr-vl/model-files does), or seeded random values for benchmarks and tests of the full-size
+// architecture.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +10,6 @@
 
 namespace folio {
 
-class ModelFiles;
-
 class WeightSource {
 public:
     virtual ~WeightSource() = default;
@@ -19,8 +18,6 @@ public:
     // Whether the source has the tensor (optional tensors such as an untied lm_head).
     virtual bool has(const std::string& name) const = 0;
 };
-
-std::unique_ptr<WeightSource> make_file_weight_source(const ModelFiles& files);
 
 // Normal(0, std) values for matrices, 1 + small noise for norm weights, small values for biases.
 std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std = 0.02f);

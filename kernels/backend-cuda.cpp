@@ -196,19 +196,25 @@ Tensor CudaBackend::upload_kv(std::span<const float> values, std::vector<int64_t
     return t;
 }
 
-Weight CudaBackend::upload(const QuantizedWeights& w) {
-    validate(w);
+Weight CudaBackend::alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
     activate();
     Weight t;
-    t.type = w.type;
-    t.n_out = w.n_out;
-    t.n_in = w.n_in;
-    t.group_size = w.group_size;
-    t.data = std::make_shared<DeviceBuffer>(w.q.size(), pool_, memory_);
-    copy_to_device(t.data->data(), w.q.data(), w.q.size());
-    t.scales = upload(w.scales,
-                      {static_cast<int64_t>(w.scales.size())});  // [n_out * n_in / group_size], none for BF16
+    t.type = type;
+    t.n_out = n_out;
+    t.n_in = n_in;
+    t.group_size = layout.group_size;
+    t.data = std::make_shared<DeviceBuffer>(static_cast<size_t>(layout.n_packed_bytes), pool_, memory_);
+    // [n_out * n_in / group_size], none for BF16
+    t.scales = alloc_uninitialized({layout.n_scales}, "upload");
     return t;
+}
+
+void CudaBackend::write_weight(const Weight& dst, const QuantizedWeights& w) {
+    check_write_weight(dst, w);
+    activate();
+    copy_to_device(dst.data->data(), w.q.data(), w.q.size());
+    copy_to_device(dst.scales.f32(), w.scales.data(), w.scales.size() * sizeof(float));
 }
 
 MemoryStats CudaBackend::memory_stats() const {

@@ -44,25 +44,33 @@ Linear WeightLoader::load_linear(const std::string& prefix, int64_t n_out, int64
 Linear WeightLoader::load_stacked_linear(const std::vector<std::string>& prefixes,
                                          const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                          Quantization quantization) {
-    std::vector<float> values, biases;  // [sum of n_outs, n_in], [sum of n_outs]
+    quantization = layer_quantization(quantization, n_in, load_);
+    // WINT8 and WINT4 weights are read in the quantization pass; the rest in the order weight, bias a layer.
+    const bool quantized_later = quantization == Quantization::Wint8 || quantization == Quantization::Wint4;
+    std::vector<std::string> names;
+    std::vector<float> values, biases;  // [sum of n_outs, n_in] unless quantized later, [sum of n_outs]
     int64_t n_out = 0;
     for (size_t i = 0; i < prefixes.size(); ++i) {
-        const std::vector<float> w = weights_.load(prefixes[i] + ".weight", {n_outs[i], n_in});
-        values.insert(values.end(), w.begin(), w.end());
+        names.push_back(prefixes[i] + ".weight");
+        if (!quantized_later) {
+            const std::vector<float> w = weights_.load(names.back(), {n_outs[i], n_in});
+            values.insert(values.end(), w.begin(), w.end());
+        }
         if (bias) {
             const std::vector<float> b = weights_.load(prefixes[i] + ".bias", {n_outs[i]});
             biases.insert(biases.end(), b.begin(), b.end());
         }
         n_out += n_outs[i];
     }
-    n_params_ += static_cast<int64_t>(values.size() + biases.size());
+    n_params_ += n_out * n_in + static_cast<int64_t>(biases.size());
+    n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_.group_size);
     Linear layer;
-    quantization = layer_quantization(quantization, n_in, load_);
-    if (quantization == Quantization::None) {
-        n_weight_bytes_ += static_cast<int64_t>(values.size() * sizeof(float));
+    if (quantized_later) {
+        layer.w = backend_.alloc_weight(quantization, n_out, n_in, load_.group_size);
+        waiting_.push_back({std::move(names), n_outs, layer.w});
+    } else if (quantization == Quantization::None) {
         layer.w = dense_weight(backend_.upload(values, {n_out, n_in}));
     } else {
-        n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_.group_size);
         layer.w = backend_.upload(quantize(values, n_out, n_in, quantization, load_.group_size));
     }
     if (bias) {
@@ -70,6 +78,32 @@ Linear WeightLoader::load_stacked_linear(const std::vector<std::string>& prefixe
         layer.b = backend_.upload(biases, {n_out});
     }
     return layer;
+}
+
+void WeightLoader::quantize_layers() {
+    if (waiting_.empty()) {
+        return;
+    }
+    if (observer_) {
+        int64_t n_weights = 0;
+        for (const WaitingLayer& layer : waiting_) {
+            n_weights += layer.w.n_out * layer.w.n_in;
+        }
+        observer_->quantization_begins(n_weights);
+    }
+    for (const WaitingLayer& layer : waiting_) {
+        const Weight& w = layer.w;
+        std::vector<float> values;  // [w.n_out, w.n_in]
+        for (size_t i = 0; i < layer.names.size(); ++i) {
+            const std::vector<float> part = weights_.load(layer.names[i], {layer.n_outs[i], w.n_in});
+            values.insert(values.end(), part.begin(), part.end());
+        }
+        backend_.write_weight(w, quantize(values, w.n_out, w.n_in, w.type, load_.group_size));
+        if (observer_) {
+            observer_->layer_quantized(layer.names.front(), w.n_out * w.n_in);
+        }
+    }
+    waiting_.clear();
 }
 
 Tensor apply(Backend& backend, const Linear& layer, const Tensor& x, LinearSpec spec) {

@@ -39,19 +39,37 @@ struct Linear {
 // layers are bfloat16 when asked.
 Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadParams& load);
 
-// Loads tensors onto the backend, counting parameters and the bytes they take there.
+// What a WeightLoader tells of its quantization pass as it goes (the service's loading progress).
+class QuantizationObserver {
+public:
+    virtual ~QuantizationObserver() = default;
+    // The pass begins with n_weights values to quantize; a load without WINT8 or WINT4 layers has no pass.
+    virtual void quantization_begins(int64_t n_weights) = 0;
+    // A layer (named by its first weight) is quantized and in its place: n_weights values.
+    virtual void layer_quantized(const std::string& layer, int64_t n_weights) = 0;
+};
+
+// Loads tensors onto the backend, counting parameters and the bytes they take there, in two passes: every
+// tensor kept as it is stored (float32, or bfloat16 where asked) as it is loaded, while a linear layer
+// quantized to WINT8 or WINT4 only takes its place on the backend then; quantize_layers() reads and
+// quantizes those afterwards, one layer at a time, so that the host holds one layer's float values at most.
 class WeightLoader {
 public:
-    WeightLoader(Backend& backend, WeightSource& weights, const ModelLoadParams& load)
-        : backend_(backend), weights_(weights), load_(load) {}
+    WeightLoader(Backend& backend, WeightSource& weights, const ModelLoadParams& load,
+                 QuantizationObserver* observer = nullptr)
+        : backend_(backend), weights_(weights), load_(load), observer_(observer) {}
 
     Tensor load(const std::string& name, std::vector<int64_t> shape);
     Tensor load_optional_bias(const std::string& name, int64_t n, bool present);
     Linear load_linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool bias,
                        Quantization quantization);
-    // Layers with the same input stacked into one: the weights' rows (and biases) one after another.
+    // Layers with the same input stacked into one: the weights' rows (and biases) one after another. A layer
+    // quantized to WINT8 or WINT4 holds its values once quantize_layers() has run.
     Linear load_stacked_linear(const std::vector<std::string>& prefixes, const std::vector<int64_t>& n_outs,
                                int64_t n_in, bool bias, Quantization quantization);
+    // The quantization pass: the weights of the layers waiting for it read, quantized and written into their
+    // places, in the order they were loaded. The model calls it once all its layers are loaded.
+    void quantize_layers();
     bool has(const std::string& name) const;
     // Bytes held on the backend that were not loaded through this loader (a copy of a table, say).
     void add_bytes(int64_t n) { n_weight_bytes_ += n; }
@@ -60,11 +78,22 @@ public:
     const ModelLoadParams& params() const { return load_; }
     int64_t n_params() const { return n_params_; }
     int64_t n_weight_bytes() const { return n_weight_bytes_; }
+    // Layers waiting for quantize_layers().
+    int64_t n_waiting() const { return static_cast<int64_t>(waiting_.size()); }
 
 private:
+    // A layer loaded without its weights' values: where they go and where they come from.
+    struct WaitingLayer {
+        std::vector<std::string> names;
+        std::vector<int64_t> n_outs;
+        Weight w;
+    };
+
     Backend& backend_;
     WeightSource& weights_;
     ModelLoadParams load_;
+    QuantizationObserver* observer_;
+    std::vector<WaitingLayer> waiting_;
     int64_t n_params_ = 0;
     int64_t n_weight_bytes_ = 0;
 };

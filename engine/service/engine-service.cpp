@@ -189,10 +189,15 @@ void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, co
 
 void ServiceImpl::run(const ServiceParams& params) {
     LoadContext context(
-        [this](const LoadProgress& p) {
-            const std::lock_guard lock(mutex);
-            status.progress = p;
-            changed.notify_all();
+        [this, &params](const LoadProgress& p) {
+            {
+                const std::lock_guard lock(mutex);
+                status.progress = p;
+                changed.notify_all();
+            }
+            if (params.on_progress) {
+                params.on_progress(p);
+            }
         },
         stop);
     // Released in reverse order, on this thread, however loading ends.

@@ -38,6 +38,10 @@ struct ServiceParams {
     std::vector<ModelSlot> models;  // exactly one generative (recognition) model, other slots beside it
     EngineConfig engine;
     const ModelFactory* factory = nullptr;  // default_model_factory() when null; tests give fakes
+    // Called on the engine thread with every change of the loading progress, after status() shows it (a
+    // front end's progress display); it must not load, unload or cancel the load, and what it throws fails
+    // the load.
+    std::function<void(const LoadProgress&)> on_progress;
 };
 
 enum class ServiceState { Empty, Loading, Ready, Failed };

@@ -1,6 +1,6 @@
 #include "model-loading.h"
 
-#include "model-loader.h"
+#include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 #include "weight-source.h"
 
@@ -24,6 +24,8 @@ const char* load_phase_name(LoadPhase phase) {
             return "opening";
         case LoadPhase::Weights:
             return "weights";
+        case LoadPhase::Quantization:
+            return "quantization";
         case LoadPhase::MemoryPlan:
             return "memory plan";
         case LoadPhase::GraphCapture:
@@ -65,6 +67,18 @@ void LoadContext::add_read(int64_t n_bytes, const std::string& tensor) {
     report_(progress_);
 }
 
+void LoadContext::add_to_quantize(int64_t n_weights) {
+    progress_.n_to_quantize += n_weights;
+    report_(progress_);
+}
+
+void LoadContext::add_quantized(int64_t n_weights, const std::string& layer) {
+    check_cancelled();
+    progress_.n_quantized += n_weights;
+    progress_.tensor = layer;
+    report_(progress_);
+}
+
 namespace {
 
 // A weight source that counts what it reads and stops at a cancel.
@@ -90,6 +104,23 @@ private:
     LoadContext& context_;
 };
 
+// The quantization pass as a phase of its own, its weights counted.
+class ProgressQuantizationObserver final : public QuantizationObserver {
+public:
+    explicit ProgressQuantizationObserver(LoadContext& context) : context_(context) {}
+
+    void quantization_begins(int64_t n_weights) override {
+        context_.add_to_quantize(n_weights);
+        context_.set_phase(LoadPhase::Quantization);
+    }
+    void layer_quantized(const std::string& layer, int64_t n_weights) override {
+        context_.add_quantized(n_weights, layer);
+    }
+
+private:
+    LoadContext& context_;
+};
+
 class LoadedPaddleOcrVl final : public LoadedModel {
 public:
     LoadedPaddleOcrVl(const ModelSlot& slot, Backend& backend, LoadContext& context) {
@@ -99,7 +130,8 @@ public:
             config_ = parse_model_config("{}", "full-size defaults");
             preprocessor_ = parse_preprocessor_config("{}", "reference defaults");
             weights = make_random_weight_source(2026);
-            context.add_total(weight_bytes(config_, slot.load));
+            // Every weight is read as float32, whatever it is stored as.
+            context.add_total(weight_bytes(config_, ModelLoadParams{}));
         } else {
             files_ = ModelFiles::open(slot.dir);
             config_ = files_->config();
@@ -113,7 +145,8 @@ public:
         }
         context.set_phase(LoadPhase::Weights);
         ProgressWeightSource counted(*weights, files_.get(), context);
-        model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load);
+        ProgressQuantizationObserver quantization(context);
+        model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load, &quantization);
     }
 
     ModelRole role() const override { return ModelRole::Recognition; }

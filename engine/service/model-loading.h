@@ -1,7 +1,7 @@
 // Models as the service loads them: what a model slot names (a folder, its role, how to load it), the
-// progress of loading (phase, bytes read) with cancellation, and the factory that turns a slot into a loaded
-// model on the engine thread. PaddleOCR-VL loads from its folder; a layout model has a slot of its own and is
-// planned with it, once it exists.
+// progress of loading (phase, bytes read, weights quantized) with cancellation, and the factory that turns a
+// slot into a loaded model on the engine thread. PaddleOCR-VL loads from its folder; a layout model has a
+// slot of its own and is planned with it, once it exists.
 #pragma once
 
 #include <atomic>
@@ -14,9 +14,9 @@
 
 #include "backend.h"
 #include "error.h"
-#include "model-config.h"
 #include "model.h"
 #include "models/linear.h"
+#include "preprocessor-config.h"
 #include "request-builder.h"
 #include "tokenizer.h"
 
@@ -39,17 +39,24 @@ struct ModelSlot {
     std::function<void(PreprocessorConfig&)> adjust_preprocessor;
 };
 
-enum class LoadPhase { Idle, Opening, Weights, MemoryPlan, GraphCapture, Ready };
+// A slot loads in the phases opening (its files), weights (every tensor kept as it is stored) and, where it
+// asks for WINT8 or WINT4, quantization (the linear layers read and quantized, one at a time); then the
+// service plans the memory and captures the decode graphs.
+enum class LoadPhase { Idle, Opening, Weights, Quantization, MemoryPlan, GraphCapture, Ready };
 const char* load_phase_name(LoadPhase phase);
 
 struct LoadProgress {
     LoadPhase phase = LoadPhase::Idle;
     int model = 0;  // the slot being loaded
     int n_models = 0;
-    // Bytes of weights read (and quantized, where the slot asks for it), of all slots together.
+    // Bytes of weights read as stored, of all slots together: in the weights phase, and in the quantization
+    // phase those of the layers it quantizes.
     int64_t bytes_read = 0;
     int64_t bytes_total = 0;
-    std::string tensor;  // the tensor being read
+    // Weights (values) of the layers quantized at load, of all slots together: quantized of all to quantize.
+    int64_t n_quantized = 0;
+    int64_t n_to_quantize = 0;
+    std::string tensor;  // the tensor being read, or the layer being quantized (its first weight)
 };
 
 // Loading was cancelled; what was made so far is released as this unwinds.
@@ -70,6 +77,8 @@ public:
     void set_model(int model, int n_models);
     void add_total(int64_t n_bytes);
     void add_read(int64_t n_bytes, const std::string& tensor);
+    void add_to_quantize(int64_t n_weights);
+    void add_quantized(int64_t n_weights, const std::string& layer);
     const LoadProgress& progress() const { return progress_; }
 
 private:

@@ -13,8 +13,8 @@
 
 #include "engine-core.h"
 #include "image.h"
-#include "model-config.h"
 #include "models/paddleocr-vl/chat-prompt.h"
+#include "preprocessor-config.h"
 #include "tokenizer.h"
 
 namespace folio {

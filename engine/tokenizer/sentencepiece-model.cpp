@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "error.h"
-#include "safetensors.h"
+#include "mapped-file.h"
 #include "unicode-text.h"
 
 namespace folio {
@@ -217,9 +217,7 @@ SentencePieceModel parse_sentencepiece_model(std::string_view bytes, std::string
 }
 
 SentencePieceModel read_sentencepiece_model(const std::filesystem::path& path) {
-    const MappedFile file(path);
-    return parse_sentencepiece_model(std::string_view(reinterpret_cast<const char*>(file.data()), file.size()),
-                                     path.string());
+    return parse_sentencepiece_model(read_file_text(path), path.string());
 }
 
 }  // namespace folio

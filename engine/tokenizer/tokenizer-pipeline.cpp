@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "error.h"
-#include "safetensors.h"
+#include "mapped-file.h"
 #include "sentencepiece-model.h"
 
 namespace folio {
@@ -26,11 +26,6 @@ constexpr const char* kNamedSpecialTokens[] = {"bos_token", "eos_token", "unk_to
 // Model types whose folders transformers tokenizes with TokenizersBackend whatever tokenizer_class says.
 const std::set<std::string> kBackendModelTypes = {"paddleocr_vl", "ernie4_5", "ernie4_5_moe"};
 
-std::string read_file(const fs::path& path) {
-    const MappedFile file(path);
-    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
-}
-
 bool is_file(const fs::path& path) {
     std::error_code error;
     return fs::is_regular_file(path, error);
@@ -43,7 +38,7 @@ std::optional<json> read_json_object(const fs::path& path) {
     }
     json value;
     try {
-        value = json::parse(read_file(path));
+        value = json::parse(read_file_text(path));
     } catch (const json::parse_error& e) {
         fail("tokenizer: ", path, " is not valid JSON: ", e.what());
     }
@@ -196,7 +191,7 @@ std::optional<std::string> model_type_of(const fs::path& dir) {
     }
     json config;
     try {
-        config = json::parse(read_file(path));
+        config = json::parse(read_file_text(path));
     } catch (const json::parse_error& e) {
         fail("tokenizer: ", path, " is not valid JSON: ", e.what());
     }
@@ -367,7 +362,7 @@ TokenizerPipeline read_tokenizer_pipeline(const fs::path& dir) {
     TokenizerPipeline p;
     bool json_post_processor = false;
     if (has_json) {
-        TokenizerJson parsed = parse_tokenizer_json(read_file(json_path), json_path.string());
+        TokenizerJson parsed = parse_tokenizer_json(read_file_text(json_path), json_path.string());
         json_post_processor = parsed.has_post_processor;
         if (backend) {
             p = std::move(parsed.pipeline);

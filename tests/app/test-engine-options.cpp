@@ -12,7 +12,8 @@
 #include "cli-options.h"
 #include "engine-options.h"
 #include "error.h"
-#include "model-config.h"
+#include "models/paddleocr-vl/config.h"
+#include "preprocessor-config.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// The engine service driven by fake models on the CPU backend: loading in the background with progress,
-// cancellation and errors, unloading and reloading, requests from several threads with priorities, groups,
-// per-request errors, callbacks that throw, handles that outlive the service, and the statistics snapshot.
-// Also built under ThreadSanitizer (the tsan preset).
+// The engine service driven by fake models on the CPU backend: loading in the background with progress (its
+// phases also with the fixture model), cancellation and errors, unloading and reloading, requests from
+// several threads with priorities, groups, per-request errors, callbacks that throw, handles that outlive the
+// service, and the statistics snapshot. Also built under ThreadSanitizer (the tsan preset).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,12 +9,14 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine-service.h"
 #include "error.h"
 #include "fake-model.h"
+#include "fixture-reference.h"
 #include "log.h"
 
 using namespace folio;
@@ -205,6 +207,62 @@ TEST_F(EngineServiceTest, LoadsInTheBackgroundWithProgressThenServes) {
     EXPECT_EQ(c.last->finish, FinishReason::Length);
     EXPECT_EQ(c.last->error_kind, ErrorKind::None);
     EXPECT_TRUE(h.finished());
+}
+
+// The fixture model through the PaddleOCR-VL factory on the CPU backend, every report of its loading in
+// order: with WINT8 or WINT4 the quantization pass is a phase of its own between the weights and the memory
+// plan, counting its weights and reading the quantized layers' bytes; without quantization there is no such
+// phase.
+TEST_F(EngineServiceTest, LoadingReportsQuantizationAsAPhaseOfItsOwn) {
+    for (const Quantization type : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
+        SCOPED_TRACE(quantization_name(type));
+        ModelLoadParams load;
+        load.quantization = type;
+        load.group_size = 64;
+        ServiceParams params;
+        params.device.make_backend = [] { return make_cpu_backend(1); };
+        params.models.push_back({ModelRole::Recognition, tiny_model_dir(), load});
+        params.engine = service_config();
+        std::vector<LoadProgress> reports;  // written on the engine thread, read once it is Ready
+        params.on_progress = [&reports](const LoadProgress& p) { reports.push_back(p); };
+        EngineService service;
+        service.load(std::move(params));
+        ASSERT_EQ(service.wait_loaded(60s), ServiceState::Ready) << service.status().error;
+
+        std::vector<std::string> phases;  // each phase once, as it began; idle until the slot's first
+        for (const LoadProgress& p : reports) {
+            if (p.phase != LoadPhase::Idle && (phases.empty() || phases.back() != load_phase_name(p.phase))) {
+                phases.push_back(load_phase_name(p.phase));
+            }
+        }
+        std::vector<std::string> expected = {"opening", "weights", "memory plan", "graph capture", "ready"};
+        if (type != Quantization::None) {
+            expected.insert(expected.begin() + 2, "quantization");
+        }
+        EXPECT_EQ(phases, expected);
+
+        const LoadProgress& last = reports.back();
+        EXPECT_EQ(last.bytes_read, last.bytes_total);
+        EXPECT_GT(last.bytes_total, 0);
+        EXPECT_EQ(last.n_quantized, last.n_to_quantize);
+        EXPECT_EQ(service.status().progress.n_quantized, last.n_quantized);
+        EXPECT_EQ(type == Quantization::None, last.n_to_quantize == 0);
+        int64_t n_quantized = 0;
+        int64_t bytes_read = 0;
+        for (const LoadProgress& p : reports) {
+            EXPECT_GE(p.n_quantized, n_quantized) << "weights quantized only grow";
+            EXPECT_GE(p.bytes_read, bytes_read) << "bytes read only grow";
+            if (p.phase != LoadPhase::Quantization && p.phase < LoadPhase::MemoryPlan) {
+                EXPECT_EQ(p.n_quantized, 0) << load_phase_name(p.phase);
+            }
+            if (p.phase == LoadPhase::Quantization && n_quantized == 0 && p.n_quantized == 0) {
+                EXPECT_GT(p.n_to_quantize, 0);
+                EXPECT_LT(p.bytes_read, p.bytes_total) << "the quantized layers are read in their phase";
+            }
+            n_quantized = p.n_quantized;
+            bytes_read = p.bytes_read;
+        }
+    }
 }
 
 // Cancelled halfway through the weights: the models, tensors and backend made so far are released (the

@@ -22,7 +22,7 @@
 #include "error.h"
 #include "image-loader.h"
 #include "image-preprocess.h"
-#include "model-config.h"
+#include "preprocessor-config.h"
 
 namespace folio {
 namespace {

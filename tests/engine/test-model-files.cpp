@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "error.h"
-#include "model-config.h"
-#include "model-loader.h"
+#include "models/paddleocr-vl/config.h"
+#include "models/paddleocr-vl/model-files.h"
+#include "preprocessor-config.h"
 #include "safetensors-writer.h"
 #include "safetensors.h"
 
@@ -89,11 +90,6 @@ TensorData copy_tensor(const TensorView& view) {
     return tensor;
 }
 
-std::string read_file(const fs::path& path) {
-    const MappedFile file(path);
-    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
-}
-
 // A model folder with the published fixture's config files and the given weights.
 void write_model_folder(const fs::path& dir, const std::vector<TensorData>& tensors) {
     fs::create_directories(dir);
@@ -112,7 +108,7 @@ std::vector<TensorData> published_tensors() {
 }
 
 std::string config_with(const std::string& key, const nlohmann::json& value) {
-    auto config = nlohmann::json::parse(read_file(kPublished / "config.json"));
+    auto config = nlohmann::json::parse(read_file_text(kPublished / "config.json"));
     config[key] = value;
     return config.dump();
 }
@@ -200,7 +196,7 @@ TEST(SafetensorsErrors, ZeroByteFile) {
 }
 
 TEST(SafetensorsErrors, TruncatedFile) {
-    const std::string image = read_file(kPublished / "model.safetensors");
+    const std::string image = read_file_text(kPublished / "model.safetensors");
     expect_header_error(image.substr(0, 5), "file is 5 bytes, too short");
     expect_header_error(image.substr(0, 100), "header length 8072 passes the end of the file (100 bytes)");
     // Header intact, data cut short: the last tensors' offsets pass the end of the data section.
@@ -734,7 +730,7 @@ TEST(ModelFilesErrors, MissingConfigAndBadFolders) {
                  R"(preprocessor_config.json: "patch_size" 16 differs from vision_config.patch_size 14)");
 
     write_model_folder(dir / "truncated", {});
-    const std::string image = read_file(kPublished / "model.safetensors");
+    const std::string image = read_file_text(kPublished / "model.safetensors");
     write_file(dir / "truncated" / "model.safetensors", image.substr(0, image.size() - 1));
     expect_error(
         [&] { ModelFiles::open(dir / "truncated"); },

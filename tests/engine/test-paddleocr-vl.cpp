@@ -6,8 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "backend.h"
 #include "error.h"
@@ -17,8 +20,8 @@
 #include "image-loader.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
-#include "model-loader.h"
 #include "models/paddleocr-vl/chat-prompt.h"
+#include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 #include "models/paddleocr-vl/positions.h"
 #include "tokenizer.h"
@@ -53,6 +56,43 @@ Fixture& fixture() {
     static Fixture f;
     return f;
 }
+
+// A weight source that records what is read, and when the quantization pass began.
+class RecordingSource final : public WeightSource, public QuantizationObserver {
+public:
+    explicit RecordingSource(WeightSource& inner) : inner_(inner) {}
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        std::vector<float> values = inner_.load(name, shape);
+        reads.push_back(name);
+        n_bytes_read += static_cast<int64_t>(values.size() * sizeof(float));
+        if (n_begins > 0) {
+            read_in_pass[name] = static_cast<int64_t>(values.size());
+        }
+        return values;
+    }
+    bool has(const std::string& name) const override { return inner_.has(name); }
+
+    void quantization_begins(int64_t n_weights) override {
+        ++n_begins;
+        n_to_quantize = n_weights;
+    }
+    void layer_quantized(const std::string& layer, int64_t n_weights) override {
+        layers.push_back(layer);
+        n_quantized += n_weights;
+    }
+
+    std::vector<std::string> reads;
+    int64_t n_bytes_read = 0;
+    std::map<std::string, int64_t> read_in_pass;  // weights read in the quantization pass, with their values
+    int n_begins = 0;
+    int64_t n_to_quantize = 0;
+    int64_t n_quantized = 0;
+    std::vector<std::string> layers;
+
+private:
+    WeightSource& inner_;
+};
 
 class PaddleOcrVlTest : public ::testing::TestWithParam<PromptCase> {
 protected:
@@ -436,13 +476,70 @@ TEST(PaddleOcrVlWeights, ByteCountsMatchTheLoadedModelInEveryFormat) {
     }
 }
 
+// The WINT8/WINT4 layers are read and quantized in a pass of their own after every other weight: each weight
+// is read once, the pass reads exactly the quantized layers' weights and tells of each layer. Without
+// quantization there is no pass.
+TEST(PaddleOcrVlWeights, QuantizedLayersAreReadInAPassAfterTheRest) {
+    const auto files = ModelFiles::open(testing::tiny_model_dir());
+    const auto backend = make_cpu_backend(1);
+    const TextConfig& tc = files->config().text;
+    const VisionConfig& vc = files->config().vision;
+    const int64_t text_layer =
+        int64_t{tc.hidden_size} * tc.head_dim * (2 * tc.num_attention_heads + 2 * tc.num_key_value_heads) +
+        3 * int64_t{tc.hidden_size} * tc.intermediate_size;
+    const int64_t vision_layer =
+        4 * int64_t{vc.hidden_size} * vc.hidden_size + 2 * int64_t{vc.hidden_size} * vc.intermediate_size;
+    for (const Quantization type : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
+        for (const bool vision : {false, true}) {
+            ModelLoadParams load;
+            load.quantization = type;
+            load.group_size = 64;
+            load.quantize_vision = vision;
+            const auto file_weights = make_file_weight_source(*files);
+            RecordingSource recorded(*file_weights);
+            const PaddleOcrVl model(*backend, files->config(), recorded, load, &recorded);
+            const std::string what = std::string(quantization_name(type)) + (vision ? " with vision" : "");
+
+            std::vector<std::string> sorted = recorded.reads;
+            std::sort(sorted.begin(), sorted.end());
+            EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end())
+                << what << ": read twice";
+            EXPECT_EQ(sorted, files->tensor_names()) << what;
+            if (type == Quantization::None) {
+                EXPECT_EQ(recorded.n_begins, 0) << what;
+                EXPECT_TRUE(recorded.layers.empty()) << what;
+                continue;
+            }
+            const int64_t expected =
+                tc.num_hidden_layers * text_layer + (vision ? vc.num_hidden_layers * vision_layer : 0);
+            EXPECT_EQ(recorded.n_begins, 1) << what;
+            EXPECT_EQ(recorded.n_to_quantize, expected) << what;
+            EXPECT_EQ(recorded.n_quantized, expected) << what;
+            EXPECT_EQ(recorded.layers.size(), (vision ? 4u * vc.num_hidden_layers : 0u) +
+                                                  4u * static_cast<size_t>(tc.num_hidden_layers))
+                << what;
+            int64_t n_read_in_pass = 0;
+            for (const auto& [name, n] : recorded.read_in_pass) {
+                EXPECT_TRUE(name.ends_with(".weight") && name.find(".layers.") != std::string::npos &&
+                            (vision || name.starts_with("model.language_model.")))
+                    << what << ": " << name;
+                n_read_in_pass += n;
+            }
+            EXPECT_EQ(n_read_in_pass, expected) << what;
+        }
+    }
+}
+
 TEST(PaddleOcrVlRandom, FullSizeArchitectureBuildsWithRandomWeights) {
     ModelConfig cfg = parse_model_config("{}", "defaults");
     cfg.text.num_hidden_layers = 1;  // one layer of each stack keeps the test light; the shapes are full size
     cfg.vision.num_hidden_layers = 1;
     const auto backend = make_cpu_backend(2);
-    const auto weights = make_random_weight_source(1);
-    PaddleOcrVl model(*backend, cfg, *weights);
+    const auto random = make_random_weight_source(1);
+    RecordingSource weights(*random);
+    PaddleOcrVl model(*backend, cfg, weights);
+    // The service counts a random source's bytes against the float32 bytes of every weight.
+    EXPECT_EQ(weights.n_bytes_read, weight_bytes(cfg, ModelLoadParams{}));
     const int64_t per_text_layer =
         1024LL * 2048 + 2 * 1024LL * 256 + 2048LL * 1024 + 3 * 1024LL * 3072 + 2 * 1024;
     const int64_t per_vision_layer = 4 * (1152LL * 1152 + 1152) + 2 * 1152LL * 4304 + 4304 + 1152 + 4 * 1152;

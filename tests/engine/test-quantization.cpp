@@ -108,6 +108,33 @@ TEST(Quantization, RejectsLayoutsThatDoNotFit) {
     EXPECT_THROW(backend->upload(q), Error);
 }
 
+// Weights quantized after their place was taken (a model's quantization pass) are the weights upload gives;
+// packed weights of another type or size do not go into that place.
+TEST(Quantization, WeightsWrittenIntoTheirPlaceEqualUploadedOnes) {
+    const auto backend = make_cpu_backend(1);
+    const Tensor x = backend->upload(random_values(3 * 128, 1), {3, 128});
+    for (const Quantization type : {Quantization::Wint8, Quantization::Wint4, Quantization::Bf16}) {
+        const QuantizedWeights q = quantize(random_values(8 * 128, 2, 0.05f), 8, 128, type, 64);
+        const Weight placed = backend->alloc_weight(type, 8, 128, 64);
+        EXPECT_EQ(placed.group_size, q.group_size) << quantization_name(type);
+        backend->write_weight(placed, q);
+        EXPECT_EQ(backend->download(backend->linear(x, placed, nullptr)),
+                  backend->download(backend->linear(x, backend->upload(q), nullptr)))
+            << quantization_name(type);
+        EXPECT_THROW(backend->write_weight(backend->alloc_weight(type, 4, 128, 64), q), Error);
+        EXPECT_THROW(backend->write_weight(backend->alloc_weight(type, 8, 256, 64), q), Error);
+    }
+    const QuantizedWeights wint8 = quantize(random_values(8 * 128, 2), 8, 128, Quantization::Wint8, 64);
+    EXPECT_THROW(backend->write_weight(backend->alloc_weight(Quantization::Wint4, 8, 128, 64), wint8), Error);
+    EXPECT_THROW(backend->write_weight(backend->alloc_weight(Quantization::Wint4, 8, 128, 128),
+                                       quantize(random_values(8 * 128, 2), 8, 128, Quantization::Wint4, 64)),
+                 Error)
+        << "groups of 128 where the weights have groups of 64";
+    EXPECT_THROW(backend->alloc_weight(Quantization::Wint4, 8, 96, 64), Error)
+        << "96 columns in groups of 64";
+    EXPECT_THROW(backend->alloc_weight(Quantization::None, 8, 128, 64), Error);
+}
+
 TEST(Quantization, ZeroRowsStayZero) {
     const std::vector<float> w(2 * 64, 0.0f);
     for (const Quantization type : {Quantization::Wint8, Quantization::Wint4}) {

@@ -7,7 +7,8 @@
 #include <string_view>
 
 #include "error.h"
-#include "model-config.h"
+#include "models/paddleocr-vl/config.h"
+#include "preprocessor-config.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "elementwise.h"
 #include "fixture-model.h"
 #include "generator.h"
-#include "model-loader.h"
+#include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 #include "safetensors.h"
 #include "weight-source.h"

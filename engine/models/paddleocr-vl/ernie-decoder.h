@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "config.h"
 #include "kv-cache.h"
-#include "model-config.h"
 #include "model.h"
 #include "models/linear.h"
 

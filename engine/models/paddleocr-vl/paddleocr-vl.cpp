@@ -65,8 +65,8 @@ int64_t decode_weight_bytes(const ModelConfig& config, const ModelLoadParams& lo
 }
 
 PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights,
-                         const ModelLoadParams& load)
-    : PaddleOcrVl(backend, config, WeightLoader(backend, weights, load)) {}
+                         const ModelLoadParams& load, QuantizationObserver* observer)
+    : PaddleOcrVl(backend, config, WeightLoader(backend, weights, load, observer)) {}
 
 PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightLoader&& weights)
     : backend_(backend),
@@ -75,7 +75,9 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightLoad
       projector_(weights, config),
       decoder_(weights, config.text),
       n_params_(weights.n_params()),
-      n_weight_bytes_(weights.n_weight_bytes()) {}
+      n_weight_bytes_(weights.n_weight_bytes()) {
+    weights.quantize_layers();
+}
 
 ModelLimits PaddleOcrVl::limits() const {
     const TextConfig& tc = config_.text;

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "backend.h"
+#include "config.h"
 #include "ernie-decoder.h"
 #include "image-preprocess.h"
 #include "kv-cache.h"
-#include "model-config.h"
 #include "model.h"
 #include "models/linear.h"
 #include "projector.h"
@@ -28,8 +28,9 @@ int64_t decode_weight_bytes(const ModelConfig& config, const ModelLoadParams& lo
 
 class PaddleOcrVl : public GenerativeModel {
 public:
+    // The WINT8/WINT4 layers are quantized after every other weight is loaded, a pass the observer hears of.
     PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSource& weights,
-                const ModelLoadParams& load = {});
+                const ModelLoadParams& load = {}, QuantizationObserver* observer = nullptr);
 
     const ModelConfig& config() const { return config_; }
     Backend& backend() const override { return backend_; }

@@ -5,8 +5,8 @@
 #include <span>
 
 #include "backend.h"
+#include "config.h"
 #include "image-preprocess.h"
-#include "model-config.h"
 #include "models/linear.h"
 
 namespace folio {

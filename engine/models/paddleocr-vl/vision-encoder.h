@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backend.h"
+#include "config.h"
 #include "image-preprocess.h"
-#include "model-config.h"
 #include "models/linear.h"
 
 namespace folio {

@@ -6,7 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
-#include "safetensors.h"
+#include "json-reader.h"
+#include "mapped-file.h"
 
 namespace folio {
 
@@ -14,39 +15,17 @@ namespace {
 
 using nlohmann::json;
 
-std::string describe(const json& value) {
-    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > 60) {
-        text = text.substr(0, 57) + "...";
-    }
-    return std::string(value.type_name()) + " " + text;
-}
-
-json parse_object(std::string_view text, const std::string& origin) {
-    json value;
-    try {
-        value = json::parse(text.begin(), text.end());
-    } catch (const json::exception& e) {
-        fail(origin, ": not valid JSON: ", e.what());
-    }
-    if (!value.is_object()) {
-        fail(origin, ": must be a JSON object, got ", describe(value));
-    }
-    return value;
-}
-
-// The keys of one object; absent or null keys keep the field's default. `prefix` qualifies names in messages.
+// The keys of one object read into a config's fields, in ranges; absent or null keys keep the field's
+// default. `prefix` qualifies names in messages.
 class Fields {
 public:
     Fields(const json& object, std::string prefix, const std::string& origin)
-        : object_(object), prefix_(std::move(prefix)), origin_(origin) {}
+        : Fields(ObjectReader(object, std::move(prefix), origin)) {}
+    explicit Fields(ObjectReader reader) : reader_(std::move(reader)) {}
 
-    const json* find(std::string_view key) const {
-        const auto it = object_.find(key);
-        return it == object_.end() || it->is_null() ? nullptr : &*it;
-    }
+    const json* find(std::string_view key) const { return reader_.find(key); }
     [[noreturn]] void wrong(std::string_view key, std::string_view expected, const json& value) const {
-        fail(origin_, ": \"", prefix_, key, "\" must be ", expected, ", got ", describe(value));
+        reader_.type_error(key, expected, value);
     }
 
     void read(std::string_view key, int& out, int lo = 0, int hi = 1 << 20) const {
@@ -120,24 +99,11 @@ public:
         }
     }
     std::optional<Fields> object(std::string_view key) const {
-        const json* v = find(key);
-        if (v == nullptr) {
-            return std::nullopt;
-        }
-        if (!v->is_object()) {
-            wrong(key, "an object", *v);
-        }
-        return Fields(*v, prefix_ + std::string(key) + ".", origin_);
+        std::optional<ObjectReader> nested = reader_.object(key);
+        return nested ? std::optional<Fields>(Fields(std::move(*nested))) : std::nullopt;
     }
-    std::string string(std::string_view key) const {
-        const json* v = find(key);
-        if (v != nullptr && !v->is_string()) {
-            wrong(key, "a string", *v);
-        }
-        return v ? v->get<std::string>() : std::string();
-    }
-    const std::string& origin() const { return origin_; }
-    const std::string& prefix() const { return prefix_; }
+    std::string string(std::string_view key) const { return reader_.string(key, std::string()); }
+    const std::string& origin() const { return reader_.origin(); }
 
 private:
     const json& list(std::string_view key, const json& v) const {
@@ -153,9 +119,7 @@ private:
         return static_cast<int>(v.get<int64_t>());
     }
 
-    const json& object_;
-    std::string prefix_;
-    const std::string& origin_;
+    ObjectReader reader_;
 };
 
 HgnetConfig parse_backbone(const Fields& f, LayoutModelKind kind) {
@@ -360,11 +324,6 @@ void check_model(const PpDocLayoutConfig& c, const std::string& origin) {
     }
 }
 
-std::string read_text(const std::filesystem::path& path) {
-    const MappedFile file(path);
-    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
-}
-
 }  // namespace
 
 const char* layout_model_name(LayoutModelKind kind) {
@@ -372,7 +331,7 @@ const char* layout_model_name(LayoutModelKind kind) {
 }
 
 PpDocLayoutConfig parse_pp_doclayout_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_object(json_text, origin);
+    const json root = parse_json_object(json_text, origin);
     const Fields f(root, "", origin);
     PpDocLayoutConfig c;
     const std::string type = f.string("model_type");
@@ -443,7 +402,7 @@ PpDocLayoutConfig parse_pp_doclayout_config(std::string_view json_text, const st
 }
 
 LayoutPreprocessConfig parse_layout_preprocess_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_object(json_text, origin);
+    const json root = parse_json_object(json_text, origin);
     const Fields f(root, "", origin);
     LayoutPreprocessConfig c;
     if (const std::optional<Fields> size = f.object("size")) {
@@ -479,7 +438,7 @@ LayoutModelFiles open_layout_model_files(const std::filesystem::path& dir) {
     }
     if (!fs::exists(dir / "config.json") && fs::exists(dir / "inference.yml")) {
         std::string name = "PP-DocLayoutV3";
-        const std::string yml = read_text(dir / "inference.yml");
+        const std::string yml = read_file_text(dir / "inference.yml");
         if (yml.find("PP-DocLayoutV2") != std::string::npos) {
             name = "PP-DocLayoutV2";
         }
@@ -498,9 +457,9 @@ LayoutModelFiles open_layout_model_files(const std::filesystem::path& dir) {
     LayoutModelFiles files;
     files.dir = dir;
     const fs::path config = dir / "config.json";
-    files.config = parse_pp_doclayout_config(read_text(config), config.string());
+    files.config = parse_pp_doclayout_config(read_file_text(config), config.string());
     const fs::path pre = dir / "preprocessor_config.json";
-    files.preprocess = parse_layout_preprocess_config(read_text(pre), pre.string());
+    files.preprocess = parse_layout_preprocess_config(read_file_text(pre), pre.string());
     return files;
 }
 

@@ -1,16 +1,14 @@
-#include "model-config.h"
+#include "config.h"
 
 #include <algorithm>
-#include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <optional>
 #include <utility>
 
 #include "error.h"
-#include "safetensors.h"
+#include "json-reader.h"
+#include "mapped-file.h"
 
 namespace folio {
 
@@ -20,151 +18,6 @@ using nlohmann::json;
 
 constexpr std::string_view kActivations[] = {
     "silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "quick_gelu", "relu"};
-
-std::string describe(const json& value) {
-    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (text.size() > 60) {
-        text = text.substr(0, 57) + "...";
-    }
-    return std::string(value.type_name()) + " " + text;
-}
-
-json parse_json(std::string_view text, const std::string& origin) {
-    json value;
-    try {
-        value = json::parse(text.begin(), text.end());
-    } catch (const json::exception& e) {
-        fail(origin, ": not valid JSON: ", e.what());
-    }
-    if (!value.is_object()) {
-        fail(origin, ": must be a JSON object, got ", describe(value));
-    }
-    return value;
-}
-
-std::string read_file_text(const std::filesystem::path& path) {
-    const MappedFile file(path);
-    return std::string(reinterpret_cast<const char*>(file.data()), file.size());
-}
-
-// Reads the keys of one JSON object; `prefix` ("" or "vision_config.") qualifies key names in messages.
-// A key that is absent or null reads as its fallback unless a caller asks for the raw value.
-class ObjectReader {
-public:
-    ObjectReader(const json& object, std::string prefix, const std::string& origin)
-        : object_(object), prefix_(std::move(prefix)), origin_(origin) {}
-
-    const std::string& origin() const { return origin_; }
-    std::string key_name(std::string_view key) const { return "\"" + prefix_ + std::string(key) + "\""; }
-
-    // The value, or nullptr where the key is absent or null.
-    const json* find(std::string_view key) const {
-        const auto it = object_.find(key);
-        return it == object_.end() || it->is_null() ? nullptr : &*it;
-    }
-    bool is_null(std::string_view key) const {
-        const auto it = object_.find(key);
-        return it != object_.end() && it->is_null();
-    }
-
-    [[noreturn]] void type_error(std::string_view key, std::string_view expected, const json& value) const {
-        fail(origin_, ": ", key_name(key), " must be ", expected, ", got ", describe(value));
-    }
-
-    int64_t integer64(std::string_view key, int64_t fallback) const {
-        const json* value = find(key);
-        return value ? as_integer64(key, *value) : fallback;
-    }
-
-    int integer(std::string_view key, int fallback) const {
-        const json* value = find(key);
-        return value ? as_integer(key, *value) : fallback;
-    }
-
-    int as_integer(std::string_view key, const json& value) const {
-        const int64_t n = as_integer64(key, value);
-        if (n < std::numeric_limits<int>::min() || n > std::numeric_limits<int>::max()) {
-            type_error(key, "a 32-bit integer", value);
-        }
-        return static_cast<int>(n);
-    }
-
-    int64_t as_integer64(std::string_view key, const json& value) const {
-        if (value.is_number_unsigned()) {
-            const auto n = value.get<uint64_t>();
-            if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-                type_error(key, "a 64-bit integer", value);
-            }
-            return static_cast<int64_t>(n);
-        }
-        if (!value.is_number_integer()) {
-            type_error(key, "an integer", value);
-        }
-        return value.get<int64_t>();
-    }
-
-    double number(std::string_view key, double fallback) const {
-        const json* value = find(key);
-        return value ? as_number(key, *value) : fallback;
-    }
-
-    double as_number(std::string_view key, const json& value) const {
-        if (!value.is_number()) {
-            type_error(key, "a number", value);
-        }
-        const double x = value.get<double>();
-        if (!std::isfinite(x)) {
-            type_error(key, "a finite number", value);
-        }
-        return x;
-    }
-
-    bool boolean(std::string_view key, bool fallback) const {
-        const json* value = find(key);
-        if (value && !value->is_boolean()) {
-            type_error(key, "true or false", *value);
-        }
-        return value ? value->get<bool>() : fallback;
-    }
-
-    std::string string(std::string_view key, const std::string& fallback) const {
-        const json* value = find(key);
-        if (value && !value->is_string()) {
-            type_error(key, "a string", *value);
-        }
-        return value ? value->get<std::string>() : fallback;
-    }
-
-    // A nested object's reader, or nullopt where the key is absent or null.
-    std::optional<ObjectReader> object(std::string_view key) const {
-        const json* value = find(key);
-        if (!value) {
-            return std::nullopt;
-        }
-        if (!value->is_object()) {
-            type_error(key, "an object", *value);
-        }
-        return ObjectReader(*value, prefix_ + std::string(key) + ".", origin_);
-    }
-
-private:
-    const json& object_;
-    std::string prefix_;
-    const std::string& origin_;
-};
-
-void require_positive(const ObjectReader& reader, std::string_view key, double value) {
-    if (!(value > 0)) {
-        fail(reader.origin(), ": ", reader.key_name(key), " must be positive, got ", value);
-    }
-}
-
-void require_positive(const ObjectReader& reader,
-                      std::initializer_list<std::pair<std::string_view, int>> values) {
-    for (const auto& [key, value] : values) {
-        require_positive(reader, key, value);
-    }
-}
 
 void require_activation(const ObjectReader& reader, std::string_view key, const std::string& value) {
     if (std::find(std::begin(kActivations), std::end(kActivations), value) == std::end(kActivations)) {
@@ -193,7 +46,8 @@ std::array<int, 3> read_mrope_section(const ObjectReader& reader, std::string_vi
         }
         section[i] = reader.as_integer(key, value[i]);
         if (section[i] < 0) {
-            fail(reader.origin(), ": ", reader.key_name(key), " must not be negative, got ", describe(value));
+            fail(reader.origin(), ": ", reader.key_name(key), " must not be negative, got ",
+                 describe_json(value));
         }
     }
     return section;
@@ -341,33 +195,10 @@ TextConfig read_text_config(const ObjectReader& reader) {
     return t;
 }
 
-std::array<float, 3> read_channels(const ObjectReader& reader, std::string_view key,
-                                   const std::array<float, 3>& fallback) {
-    const json* value = reader.find(key);
-    if (!value) {
-        return fallback;
-    }
-    if (value->is_number()) {
-        const auto x = static_cast<float>(reader.as_number(key, *value));
-        return {x, x, x};
-    }
-    if (!value->is_array() || value->size() != 3) {
-        reader.type_error(key, "a number or a list of 3 numbers", *value);
-    }
-    std::array<float, 3> channels{};
-    for (size_t i = 0; i < 3; ++i) {
-        if (!(*value)[i].is_number()) {
-            reader.type_error(key, "a number or a list of 3 numbers", *value);
-        }
-        channels[i] = static_cast<float>(reader.as_number(key, (*value)[i]));
-    }
-    return channels;
-}
-
 }  // namespace
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_json(json_text, origin);
+    const json root = parse_json_object(json_text, origin);
     const ObjectReader top(root, "", origin);
     ModelConfig config;
     config.model_type = top.string("model_type", config.model_type);
@@ -405,55 +236,6 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& or
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
     return parse_model_config(read_file_text(config_json), config_json.string());
-}
-
-PreprocessorConfig parse_preprocessor_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_json(json_text, origin);
-    const ObjectReader reader(root, "", origin);
-    PreprocessorConfig config;
-
-    if (const auto size = reader.object("size")) {
-        config.min_pixels = size->integer64("shortest_edge", config.min_pixels);
-        config.max_pixels = size->integer64("longest_edge", config.max_pixels);
-    }
-    config.min_pixels = reader.integer64("min_pixels", config.min_pixels);
-    config.max_pixels = reader.integer64("max_pixels", config.max_pixels);
-    config.patch_size = reader.integer("patch_size", config.patch_size);
-    config.merge_size = reader.integer("merge_size", config.merge_size);
-    config.temporal_patch_size = reader.integer("temporal_patch_size", config.temporal_patch_size);
-    config.image_mean = read_channels(reader, "image_mean", config.image_mean);
-    config.image_std = read_channels(reader, "image_std", config.image_std);
-    config.rescale_factor = reader.number("rescale_factor", config.rescale_factor);
-    config.do_resize = reader.boolean("do_resize", config.do_resize);
-    config.do_rescale = reader.boolean("do_rescale", config.do_rescale);
-    config.do_normalize = reader.boolean("do_normalize", config.do_normalize);
-    config.do_convert_rgb = reader.boolean("do_convert_rgb", config.do_convert_rgb);
-    config.resample = reader.integer("resample", config.resample);
-
-    if (config.min_pixels <= 0) {
-        fail(origin, ": the smallest pixel count (min_pixels or size.shortest_edge) must be positive, got ",
-             config.min_pixels);
-    }
-    if (config.max_pixels < config.min_pixels || config.max_pixels > kMaxPreprocessorPixels) {
-        fail(origin, ": the largest pixel count (max_pixels or size.longest_edge) must be from min_pixels (",
-             config.min_pixels, ") to ", kMaxPreprocessorPixels, ", got ", config.max_pixels);
-    }
-    require_positive(reader, {{"patch_size", config.patch_size},
-                              {"merge_size", config.merge_size},
-                              {"temporal_patch_size", config.temporal_patch_size}});
-    require_positive(reader, "rescale_factor", config.rescale_factor);
-    for (const float s : config.image_std) {
-        require_positive(reader, "image_std", s);
-    }
-    if (config.resample < 0 || config.resample > 5) {
-        fail(origin, ": \"resample\" must be a PIL resampling filter from 0 to 5, got ", config.resample);
-    }
-    return config;
-}
-
-PreprocessorConfig load_preprocessor_config(const std::filesystem::path& preprocessor_config_json) {
-    return parse_preprocessor_config(read_file_text(preprocessor_config_json),
-                                     preprocessor_config_json.string());
 }
 
 }  // namespace folio

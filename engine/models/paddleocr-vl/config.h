@@ -1,8 +1,7 @@
-// PaddleOCR-VL's config.json and preprocessor_config.json as typed, validated structs. config.json may be
-// in the published checkpoint's layout (text parameters at the top level, rope_theta and
-// rope_scaling.mrope_section beside them, vision_config nested) or in transformers' layout (text_config
-// with rope_parameters, vision_config with rope_parameters). A key that is absent takes the reference
-// implementation's default.
+// PaddleOCR-VL's config.json as typed, validated structs. config.json may be in the published checkpoint's
+// layout (text parameters at the top level, rope_theta and rope_scaling.mrope_section beside them,
+// vision_config nested) or in transformers' layout (text_config with rope_parameters, vision_config with
+// rope_parameters). A key that is absent takes the reference implementation's default.
 #pragma once
 
 #include <array>
@@ -65,28 +64,5 @@ struct ModelConfig {
 // `origin` names the file in error messages.
 ModelConfig parse_model_config(std::string_view json_text, const std::string& origin);
 ModelConfig load_model_config(const std::filesystem::path& config_json);
-
-// The largest max_pixels accepted (16384 x 16384).
-inline constexpr int64_t kMaxPreprocessorPixels = int64_t{16384} * 16384;
-
-struct PreprocessorConfig {
-    int64_t min_pixels = 384 * 384;
-    int64_t max_pixels = 1536 * 1536;
-    int patch_size = 14;
-    int merge_size = 2;
-    int temporal_patch_size = 1;
-    std::array<float, 3> image_mean{0.48145466f, 0.4578275f, 0.40821073f};
-    std::array<float, 3> image_std{0.26862954f, 0.26130258f, 0.27577711f};
-    double rescale_factor = 1.0 / 255;
-    bool do_resize = true;
-    bool do_rescale = true;
-    bool do_normalize = true;
-    bool do_convert_rgb = true;
-    int resample = 3;  // PIL's numbering: 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming
-};
-
-// Pixel bounds come from min_pixels/max_pixels where present, else from size.shortest_edge/longest_edge.
-PreprocessorConfig parse_preprocessor_config(std::string_view json_text, const std::string& origin);
-PreprocessorConfig load_preprocessor_config(const std::filesystem::path& preprocessor_config_json);
 
 }  // namespace folio

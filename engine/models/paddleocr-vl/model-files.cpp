@@ -1,4 +1,4 @@
-#include "model-loader.h"
+#include "model-files.h"
 
 #include <initializer_list>
 #include <system_error>
@@ -31,6 +31,22 @@ bool is_file(const std::filesystem::path& path) {
     std::error_code ec;
     return std::filesystem::is_regular_file(path, ec);
 }
+
+class FileWeightSource final : public WeightSource {
+public:
+    explicit FileWeightSource(const ModelFiles& files) : files_(files) {}
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        const TensorView& t = files_.tensor(name);
+        files_.check_shape(t, shape);
+        return to_f32(t);
+    }
+
+    bool has(const std::string& name) const override { return files_.find(name) != nullptr; }
+
+private:
+    const ModelFiles& files_;
+};
 
 }  // namespace
 
@@ -122,6 +138,10 @@ std::vector<std::string> ModelFiles::tensor_names() const {
         names.push_back(entry.first);
     }
     return names;
+}
+
+std::unique_ptr<WeightSource> make_file_weight_source(const ModelFiles& files) {
+    return std::make_unique<FileWeightSource>(files);
 }
 
 void ModelFiles::check_shape(const TensorView& tensor, const std::vector<int64_t>& expected) const {

@@ -11,8 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "model-config.h"
+#include "config.h"
+#include "preprocessor-config.h"
 #include "safetensors.h"
+#include "weight-source.h"
 
 namespace folio {
 
@@ -57,5 +59,9 @@ private:
     std::unique_ptr<TensorStore> store_;
     std::map<std::string, TensorView, std::less<>> tensors_;
 };
+
+// The folder's tensors as float32, each checked against the shape the model expects. The files must outlive
+// the source.
+std::unique_ptr<WeightSource> make_file_weight_source(const ModelFiles& files);
 
 }  // namespace folio

@@ -10,6 +10,7 @@ packages=(
     libopencv-dev
     libicu-dev
     nlohmann-json3-dev
+    libssl-dev
     libgtest-dev libgmock-dev
     xvfb xauth
     python3

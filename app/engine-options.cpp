@@ -35,7 +35,7 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"tokenizer", kModel, Text, Implemented, "DIR", "the --model folder",
      "tokenizer folder (generate; bench encodes no text)"},
     {"revision", kModel, Text, Refused, "REV", "master",
-     "only master: the model is read from --model, nothing is downloaded"},
+     "only master: the model is read from --model; folio-cli model pull --revision downloads another"},
     {"max_model_len", kModel, Integer, Implemented, "N", "16384, or the model's context if less",
      "prompt plus output tokens of a request; 16 up to the model's context"},
     {"block_size", kModel, Integer, Implemented, "N", "64", "tokens per KV-cache block"},
@@ -287,8 +287,8 @@ void refuse_unsupported(const Reader& r, const ModelLoadParams& load) {
     }
     if (r.has("revision") && lower(r.text("revision")) != "master") {
         fail(
-            "--revision is not supported: Folio reads the model from the --model folder and downloads "
-            "nothing (got '",
+            "--revision is not supported: Folio reads the model from the --model folder or repository as it "
+            "is on disk (folio-cli model pull ORG/NAME --revision R downloads another revision; got '",
             r.text("revision"), "')");
     }
     if (r.has("chat_template")) {

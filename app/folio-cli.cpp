@@ -1,4 +1,4 @@
-// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize, layout.
+// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize, layout, model.
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -16,6 +16,7 @@
 #include "error.h"
 #include "image-loader.h"
 #include "layout-command.h"
+#include "model-command.h"
 #include "models/paddleocr-vl/config.h"
 #include "preprocessor-config.h"
 #include "tokenize-command.h"
@@ -27,7 +28,7 @@ using folio::seconds_since;
 using namespace folio::cli;
 
 constexpr const char* kUsage = R"(usage:
-  folio-cli generate --model DIR [--image FILE ...] --prompt TEXT [--prompt TEXT ...]
+  folio-cli generate --model DIR|ORG/NAME [--image FILE ...] --prompt TEXT [--prompt TEXT ...]
                      [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                      [--repetition-penalty R] [--seed S] [--stop TEXT ...] [--device cpu|cuda[:N]]
                      [--threads N]
@@ -36,7 +37,8 @@ constexpr const char* kUsage = R"(usage:
       "Formula Recognition:", "Chart Recognition:"). One prompt takes every image and streams its text
       to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
       with the same one (a single --image), and print their texts when done. Without --max-tokens a
-      request may run to max_model_len; a --max-tokens that does not fit it is refused.
+      request may run to max_model_len; a --max-tokens that does not fit it is refused. --model takes a
+      model folder, or a Hub repository already downloaded (folio-cli model pull).
 )";
 
 // A loading phase as folio-cli shows it as it begins: the bytes of weights to read, the weights to quantize.
@@ -84,7 +86,7 @@ int run_generate(const Options& opt) {
     opt.allow(
         with_engine_flags({"--model", "--device", "--image", "--prompt", "--max-tokens", "--temperature",
                            "--top-k", "--top-p", "--repetition-penalty", "--seed", "--threads", "--stop"}));
-    const std::filesystem::path model_dir = opt.text("--model");
+    const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
     const std::vector<std::string> tasks = opt.all("--prompt");
     if (tasks.empty()) {
         fail("missing required option --prompt");
@@ -171,7 +173,7 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n" << engine_usage();
+        std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -182,9 +184,16 @@ int main(int argc, char** argv) {
         if (command == "layout") {
             return run_layout(argc, argv, 2);
         }
+        if (command == "model") {
+            if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "help")) {
+                std::cout << kModelUsage;
+                return 0;
+            }
+            return run_model(argc, argv, 2);
+        }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n" << engine_usage();
+            std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
             return 0;
         }
         if (command == "generate") {
@@ -194,7 +203,7 @@ int main(int argc, char** argv) {
             return run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << "\n"
+                  << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n"
                   << engine_usage();
         return 2;
     } catch (const std::exception& e) {

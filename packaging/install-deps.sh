@@ -10,6 +10,7 @@ packages=(
     libopencv-dev
     libicu-dev
     nlohmann-json3-dev
+    libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
     libgtest-dev libgmock-dev
     xvfb xauth
     python3

@@ -25,6 +25,10 @@ struct Case {
     bool full_size = false;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.name << (c.full_size ? " (full size)" : "");
+}
+
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
     std::string name = info.param.name + (info.param.full_size ? "_full" : "");
     for (char& c : name) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +44,30 @@ inline std::vector<float> joined(const std::vector<LayoutRawOutput>& pages, Get 
         out.insert(out.end(), v.begin(), v.end());
     }
     return out;
+}
+
+// V3's outputs against the fixture's, each within relative error 1e-4.
+inline void expect_v3_outputs_match(const std::vector<LayoutRawOutput>& pages, const LayoutFixture& fx,
+                                    const std::string& name) {
+    const double logits = relative_error(joined(
+                                             pages, [](auto& p) -> auto& { return p.logits; }),
+                                         fx.f32("logits"));
+    const double boxes = relative_error(joined(
+                                            pages, [](auto& p) -> auto& { return p.pred_boxes; }),
+                                        fx.f32("pred_boxes"));
+    const double masks = relative_error(joined(
+                                            pages, [](auto& p) -> auto& { return p.masks; }),
+                                        fx.f32("out_masks"));
+    const double order = relative_error(joined(
+                                            pages, [](auto& p) -> auto& { return p.order_logits; }),
+                                        fx.f32("order_logits"));
+    std::cout << name << ": relative error logits " << logits << ", boxes " << boxes << ", masks " << masks
+              << ", order logits " << order << "\n";
+    EXPECT_LT(logits, 1e-4);
+    EXPECT_LT(boxes, 1e-4);
+    EXPECT_LT(masks, 1e-4);
+    EXPECT_LT(order, 1e-4);
+    EXPECT_EQ(pages[0].mask_height, fx.shape("out_masks")[2]);
 }
 
 // V2 sorts its queries with torch.argsort, which leaves the order of equal keys to the implementation: its

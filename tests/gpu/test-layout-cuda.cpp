@@ -129,30 +129,15 @@ TEST_P(LayoutCuda, RawOutputsMatchTheReference) {
     const PpDocLayout model(*backend, fx.model_dir);
     const std::vector<LayoutRawOutput> pages =
         model.forward(backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values")));
-    double logits = 0, boxes = 0;
-    if (model.config().kind == LayoutModelKind::V2) {
-        std::tie(logits, boxes) = testing::matched_errors(pages, fx);
-    } else if (c.full_size) {
-        check_full_size_v3(pages, fx);
+    if (model.config().kind == LayoutModelKind::V3) {
+        if (c.full_size) {
+            check_full_size_v3(pages, fx);
+        } else {
+            testing::expect_v3_outputs_match(pages, fx, c.name);
+        }
         return;
-    } else {
-        logits = testing::relative_error(joined(
-                                             pages, [](auto& p) -> auto& { return p.logits; }),
-                                         fx.f32("logits"));
-        boxes = testing::relative_error(joined(
-                                            pages, [](auto& p) -> auto& { return p.pred_boxes; }),
-                                        fx.f32("pred_boxes"));
-        const double masks = testing::relative_error(joined(
-                                                         pages, [](auto& p) -> auto& { return p.masks; }),
-                                                     fx.f32("out_masks"));
-        const double order =
-            testing::relative_error(joined(
-                                        pages, [](auto& p) -> auto& { return p.order_logits; }),
-                                    fx.f32("order_logits"));
-        std::cout << c.name << ": relative error masks " << masks << ", order logits " << order << "\n";
-        EXPECT_LT(masks, 1e-4);
-        EXPECT_LT(order, 1e-4);
     }
+    const auto [logits, boxes] = testing::matched_errors(pages, fx);
     std::cout << c.name << ": relative error logits " << logits << ", boxes " << boxes << "\n";
     EXPECT_LT(logits, 1e-4);
     EXPECT_LT(boxes, 1e-4);

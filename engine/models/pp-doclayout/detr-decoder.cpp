@@ -290,21 +290,7 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     const int64_t hs_size = c.global_pointer_head_size;
     const std::vector<float> qk =
         be.download(apply(be, global_pointer_, apply(be, order_head_, out_query)));  // [n * q, 2 * hs]
-    out.order_logits.assign(static_cast<size_t>(n * q * q), -1e4f);
-    const float scale = std::sqrt(static_cast<float>(hs_size));
-    for (int64_t b = 0; b < n; ++b) {
-        for (int64_t i = 0; i < q; ++i) {
-            const float* qi = qk.data() + (b * q + i) * 2 * hs_size;
-            for (int64_t j = i + 1; j < q; ++j) {
-                const float* kj = qk.data() + (b * q + j) * 2 * hs_size + hs_size;
-                float dot = 0.0f;
-                for (int64_t e = 0; e < hs_size; ++e) {
-                    dot += qi[e] * kj[e];
-                }
-                out.order_logits[static_cast<size_t>((b * q + i) * q + j)] = dot / scale;
-            }
-        }
-    }
+    out.order_logits = global_pointer_logits(qk, n, q, hs_size);
     return out;
 }
 

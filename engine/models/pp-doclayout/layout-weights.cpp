@@ -1,5 +1,7 @@
 #include "models/pp-doclayout/layout-weights.h"
 
+#include <cmath>
+
 #include "error.h"
 #include "safetensors.h"
 
@@ -100,6 +102,26 @@ Conv LayoutWeights::repvgg(const std::string& prefix, int64_t channels, Activati
         b3[o] += b1[o];
     }
     return upload_conv(std::move(w3), std::move(b3), {channels, channels, 3, 1, 1, 1, activation});
+}
+
+std::vector<float> global_pointer_logits(const std::vector<float>& qk, int64_t pages, int64_t n,
+                                         int64_t head_size) {
+    std::vector<float> logits(static_cast<size_t>(pages * n * n), -1e4f);
+    const float scale = std::sqrt(static_cast<float>(head_size));
+    for (int64_t b = 0; b < pages; ++b) {
+        for (int64_t i = 0; i < n; ++i) {
+            const float* qi = qk.data() + (b * n + i) * 2 * head_size;
+            for (int64_t j = i + 1; j < n; ++j) {
+                const float* kj = qk.data() + (b * n + j) * 2 * head_size + head_size;
+                float dot = 0.0f;
+                for (int64_t e = 0; e < head_size; ++e) {
+                    dot += qi[e] * kj[e];
+                }
+                logits[static_cast<size_t>((b * n + i) * n + j)] = dot / scale;
+            }
+        }
+    }
+    return logits;
 }
 
 Tensor run(Backend& backend, const Conv& conv, const Tensor& x) {

@@ -69,6 +69,13 @@ private:
     int64_t n_bytes_ = 0;
 };
 
+// A global pointer's pair logits from each query's projection (its query half, then its key half): entry
+// [i][j] is q_i · k_j / sqrt(head_size) for i < j, -1e4 on and below the diagonal.  qk [pages * n, 2
+// head_size]
+// ->  [pages, n, n]
+std::vector<float> global_pointer_logits(const std::vector<float>& qk, int64_t pages, int64_t n,
+                                         int64_t head_size);
+
 Tensor run(Backend& backend, const Conv& conv, const Tensor& x);
 // x [n, in]  ->  [n, out]
 Tensor run(Backend& backend, const Mlp& mlp, const Tensor& x);

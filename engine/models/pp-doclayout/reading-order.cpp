@@ -11,6 +11,17 @@ namespace {
 
 constexpr float kMasked = -1e30f;  // an attention bias that takes a key out (exp gives 0)
 
+// Each group's rows of a times its rows of b: a_g [m, k] · b_gᵀ with b_g [cols, k], groups one after another.
+// a [groups, m, k], b [groups, cols, k]  ->  [groups * m, cols]
+Tensor group_products(Backend& be, const Tensor& a, const Tensor& b, int64_t groups, int64_t m, int64_t cols,
+                      int64_t k) {
+    std::vector<Tensor> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+        parts.push_back(be.linear(a.view(g * m * k, {m, k}), b.view(g * cols * k, {cols, k}), nullptr));
+    }
+    return be.concat(parts, 0);
+}
+
 }  // namespace
 
 ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& config, int n_queries)
@@ -214,23 +225,11 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
         qh = be.permute(qh, to_heads);
         kh = be.permute(kh, to_heads);
         vh = be.permute(vh, to_columns);
-        std::vector<Tensor> scores;
-        for (int64_t g = 0; g < n * heads; ++g) {
-            const Tensor qg = qh.view(g * tokens * head_size, {tokens, head_size});
-            const Tensor kg = kh.view(g * tokens * head_size, {tokens, head_size});
-            scores.push_back(be.linear(qg, kg, nullptr));  // [t, t]
-        }
-        Tensor probs = be.concat(scores, 0);
+        Tensor probs = group_products(be, qh, kh, n * heads, tokens, tokens, head_size);
         probs.shape = {n, heads, tokens, tokens};
         be.add(probs, bias);
         be.softmax(probs);
-        std::vector<Tensor> contexts;
-        for (int64_t g = 0; g < n * heads; ++g) {
-            const Tensor pg = probs.view(g * tokens * tokens, {tokens, tokens});
-            const Tensor vg = vh.view(g * head_size * tokens, {head_size, tokens});
-            contexts.push_back(be.linear(pg, vg, nullptr));  // [t, head_size]
-        }
-        Tensor context = be.concat(contexts, 0);
+        Tensor context = group_products(be, probs, vh, n * heads, tokens, head_size, tokens);
         context.shape = {n, heads, tokens, head_size};
         context = be.permute(context, to_heads);  // [n, t, heads, head_size]
         context.shape = {n * tokens, hidden};
@@ -246,22 +245,7 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
     // The global pointer over the detection tokens.
     const int64_t hs_size = c.global_pointer_head_size;
     const std::vector<float> qk = be.download(apply(be, pointer_, be.gather_rows(x, detection_rows)));
-    std::vector<float> logits(static_cast<size_t>(n * q * q), -1e4f);
-    const float scale = std::sqrt(static_cast<float>(hs_size));
-    for (int64_t b = 0; b < n; ++b) {
-        for (int64_t i = 0; i < q; ++i) {
-            const float* qi = qk.data() + (b * q + i) * 2 * hs_size;
-            for (int64_t j = i + 1; j < q; ++j) {
-                const float* kj = qk.data() + (b * q + j) * 2 * hs_size + hs_size;
-                float dot = 0.0f;
-                for (int64_t e = 0; e < hs_size; ++e) {
-                    dot += qi[e] * kj[e];
-                }
-                logits[static_cast<size_t>((b * q + i) * q + j)] = dot / scale;
-            }
-        }
-    }
-    return logits;
+    return global_pointer_logits(qk, n, q, hs_size);
 }
 
 }  // namespace folio

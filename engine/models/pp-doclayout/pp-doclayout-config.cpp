@@ -181,9 +181,11 @@ HgnetConfig parse_backbone(const Fields& f, LayoutModelKind kind) {
         out_features = {"stage1", "stage2", "stage3", "stage4"};
     }
     for (const std::string& name : out_features) {
-        int stage = 0;
-        if (name.rfind("stage", 0) != 0 || name.size() < 6 || (stage = std::atoi(name.c_str() + 5)) < 1 ||
-            stage > static_cast<int>(n)) {
+        const std::string digits = name.rfind("stage", 0) == 0 ? name.substr(5) : std::string();
+        const bool numeric = !digits.empty() && digits.size() <= 3 &&
+                             digits.find_first_not_of("0123456789") == std::string::npos;
+        const int stage = numeric ? std::stoi(digits) : 0;
+        if (stage < 1 || stage > static_cast<int>(n)) {
             fail(f.origin(), ": \"backbone_config.out_features\" names ", name,
                  ", not a stage of the backbone");
         }

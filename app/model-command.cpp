@@ -102,19 +102,6 @@ std::string one_positional(const ModelArgs& args, const char* what) {
     return args.positional[0];
 }
 
-std::string bytes_text(int64_t bytes) {
-    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1000 && unit < 4) {
-        value /= 1000;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
-}
-
 std::string duration_text(double seconds) {
     const auto total = static_cast<long long>(seconds + 0.5);
     char text[32];

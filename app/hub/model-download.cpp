@@ -27,19 +27,6 @@ namespace {
 
 constexpr std::chrono::seconds kRateWindow{5};
 
-std::string bytes_text(int64_t bytes) {
-    const char* units[] = {"bytes", "KB", "MB", "GB", "TB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1000 && unit < 4) {
-        value /= 1000;
-        ++unit;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-    return text;
-}
-
 std::optional<int64_t> statvfs_free_space(const fs::path& dir) {
     struct statvfs info {};
     if (::statvfs(dir.c_str(), &info) != 0) {
@@ -641,6 +628,19 @@ private:
 };
 
 }  // namespace
+
+std::string bytes_text(int64_t bytes) {
+    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1000 && unit < 4) {
+        value /= 1000;
+        ++unit;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+    return text;
+}
 
 const char* pull_stage_name(PullStage stage) {
     switch (stage) {

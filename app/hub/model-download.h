@@ -44,6 +44,9 @@ private:
 enum class PullStage { Resolving, Listing, Downloading, Verifying, Done };
 const char* pull_stage_name(PullStage stage);
 
+// A byte count for people: 512 B, 1.5 KB, 3.2 GB (powers of 1000).
+std::string bytes_text(int64_t bytes);
+
 struct PullProgress {
     std::string repo;
     PullStage stage = PullStage::Resolving;

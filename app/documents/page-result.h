@@ -1,0 +1,78 @@
+// A document page as the pipeline hands it to views and exporters: its layout blocks in reading order and
+// what recognition made of each. The shape follows PaddleOCR's per-page result (parsing_res_list) so that the
+// JSON written from it is PaddleOCR's.
+#pragma once
+
+#include <QImage>
+#include <QPolygonF>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+namespace folio {
+
+// A block's box in page pixels, PaddleOCR's block_bbox: x1, y1 inclusive, x2, y2 exclusive.
+struct BlockBox {
+    int x1 = 0;
+    int y1 = 0;
+    int x2 = 0;
+    int y2 = 0;
+
+    int width() const { return x2 - x1; }
+    int height() const { return y2 - y1; }
+};
+
+// One line found by PaddleOCR-VL-1.5's "Spotting:" task: its text and its quadrilateral in page pixels
+// (four corners, from the top left clockwise as the model gives them).
+struct SpottedLine {
+    QString text;
+    QPolygonF quad;
+};
+
+// One layout block of a page and what recognition made of it.
+struct BlockResult {
+    int id = 0;         // block_id: the block's index in the page's list
+    QString label;      // one of the 25 layout labels: "text", "table", "display_formula", ...
+    float score = 0.0F; // the layout model's confidence
+    BlockBox box;
+    QPolygonF polygon;  // PP-DocLayoutV3: the block's outline in page pixels; empty otherwise
+    int order = 0;      // block_order: 1, 2, ... in reading order; 0 for blocks outside it (PaddleOCR: null)
+    QString task;       // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
+                        // kept as images
+    QString rawText;    // the model's text as generated, repetition trimmed
+    QString content;    // what documents show: text; tables as HTML; formulas between $ or $$; empty for images
+    QImage image;       // blocks kept as images (image, header_image, footer_image; charts and seals when their
+                        // recognition is off): the crop, saved as a file by the exporters
+    int nTokens = 0;    // tokens generated
+    bool truncated = false;  // stopped at the new-token limit
+    QString error;      // recognition failed for this block alone: why
+};
+
+// Where a page's time went, in milliseconds.
+struct PageTimings {
+    double renderMs = 0;
+    double layoutMs = 0;
+    double recognitionMs = 0;  // from the page's first request submitted to its last block done
+};
+
+struct PageResult {
+    QString inputPath;   // the file the page came from
+    int pageIndex = -1;  // 0-based page of a PDF or multi-page TIFF; -1 for a single image (PaddleOCR: null)
+    int pageCount = 1;   // pages in the input file
+    int width = 0;       // the rendered page, in pixels
+    int height = 0;
+    int dpi = 0;         // PDF pages: the resolution they were rendered at; 0 for images
+    std::vector<BlockResult> blocks;  // in the order the layout rules left them (reading order)
+    std::vector<SpottedLine> spotting;  // the "Spotting:" task's lines, when it ran instead of layout
+    QImage image;        // the page as recognised (RGB888), for the searchable PDF and views; may be null
+    PageTimings timings;
+};
+
+// A document (one input file) as its pages stream out.
+struct DocumentInfo {
+    QString inputPath;
+    QString stem;       // the output files' base name: the input's file name without its suffix
+    int pageCount = 0;  // pages that will be processed (after any page range)
+};
+
+}  // namespace folio

@@ -1,0 +1,41 @@
+// Writers of a document's results, one per output format. Pages arrive in order as the pipeline finishes
+// them, so a long document is written with bounded memory; a writer writes to temporary files beside its
+// targets and renames them into place in finish(), so that a file is either complete or absent.
+#pragma once
+
+#include <QSet>
+#include <QString>
+#include <QStringList>
+#include <memory>
+
+#include "page-result.h"
+
+namespace folio {
+
+enum class ExportFormat { Markdown, Json, Html, SearchablePdf, Xlsx };
+
+struct ExportOptions {
+    QString outputDir;
+    // Labels whose blocks reach Markdown and HTML; PaddleOCR's default leaves out number, footnote, header,
+    // header_image, footer, footer_image and aside_text. Empty: defaultMarkdownLabels().
+    QSet<QString> markdownLabels;
+};
+
+class DocumentWriter {
+public:
+    virtual ~DocumentWriter() = default;
+    virtual ExportFormat format() const = 0;
+    // Starts a document; throws folio::Error naming the file that cannot be created.
+    virtual void begin(const DocumentInfo& document) = 0;
+    // The next page, in order.
+    virtual void addPage(const PageResult& page) = 0;
+    // Completes the files and moves them into place; throws folio::Error naming the file on failure, leaving
+    // no partial file behind.
+    virtual void finish() = 0;
+    // Drops what was written: no file of this document is left.
+    virtual void abort() = 0;
+    // The files finish() wrote (absolute paths).
+    virtual QStringList files() const = 0;
+};
+
+}  // namespace folio

@@ -7,6 +7,7 @@
 #include <QPolygonF>
 #include <QString>
 #include <QStringList>
+#include <optional>
 #include <vector>
 
 namespace folio {
@@ -29,6 +30,22 @@ struct SpottedLine {
     QPolygonF quad;
 };
 
+// A recognised table as a grid: cells with their spans, made from the model's OTSL tokens. HTML, Markdown and
+// XLSX are written from it.
+struct TableCell {
+    int row = 0;  // the cell's top-left position in the grid
+    int column = 0;
+    int rowSpan = 1;
+    int columnSpan = 1;
+    QString text;
+};
+
+struct TableGrid {
+    int nRows = 0;
+    int nColumns = 0;
+    std::vector<TableCell> cells;  // row-major by top-left position; spanned positions belong to their cell
+};
+
 // One layout block of a page and what recognition made of it.
 struct BlockResult {
     int id = 0;         // block_id: the block's index in the page's list
@@ -41,6 +58,7 @@ struct BlockResult {
                         // kept as images
     QString rawText;    // the model's text as generated, repetition trimmed
     QString content;    // what documents show: text; tables as HTML; formulas between $ or $$; empty for images
+    std::optional<TableGrid> table;  // table blocks whose text parsed as OTSL
     QImage image;       // blocks kept as images (image, header_image, footer_image; charts and seals when their
                         // recognition is off): the crop, saved as a file by the exporters
     int nTokens = 0;    // tokens generated

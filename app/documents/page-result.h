@@ -53,6 +53,8 @@ struct BlockResult {
     float score = 0.0F; // the layout model's confidence
     BlockBox box;
     QPolygonF polygon;  // PP-DocLayoutV3: the block's outline in page pixels; empty otherwise
+    int groupId = -1;   // blocks stacked into one crop (PaddleOCR's group_id): the first block's id, which holds
+                        // the text of the whole group; -1 when recognised alone
     int order = 0;      // block_order: 1, 2, ... in reading order; 0 for blocks outside it (PaddleOCR: null)
     QString task;       // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
                         // kept as images

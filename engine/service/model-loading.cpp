@@ -2,6 +2,7 @@
 
 #include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
+#include "models/pp-doclayout/pp-doclayout.h"
 #include "weight-source.h"
 
 namespace folio {
@@ -177,14 +178,45 @@ private:
     std::unique_ptr<PaddleOcrVl> model_;
 };
 
+// Activation bytes one 800x800 page takes at the layout model's peak (backbone stages, encoder, decoder, V3's
+// masks), float32, with room to spare.
+constexpr int64_t kLayoutPageActivationBytes = int64_t{384} << 20;
+
+class LoadedLayout final : public LoadedModel {
+public:
+    LoadedLayout(const ModelSlot& slot, Backend& backend, LoadContext& context) : batch_(slot.layout_batch) {
+        if (slot.dir.empty()) {
+            fail("a layout slot needs its model's folder");
+        }
+        if (batch_ < 1 || batch_ > 256) {
+            fail("layout batch ", batch_, " outside 1..256");
+        }
+        context.set_phase(LoadPhase::Opening);
+        std::error_code error;
+        const auto n_bytes = std::filesystem::file_size(slot.dir / "model.safetensors", error);
+        context.add_total(error ? 0 : static_cast<int64_t>(n_bytes));
+        context.set_phase(LoadPhase::Weights);
+        model_ = std::make_unique<PpDocLayout>(backend, slot.dir);
+        context.add_read(error ? 0 : static_cast<int64_t>(n_bytes), "model.safetensors");
+    }
+
+    ModelRole role() const override { return ModelRole::Layout; }
+    int64_t reserved_activation_bytes() const override { return batch_ * kLayoutPageActivationBytes; }
+    const PpDocLayout* layout() const override { return model_.get(); }
+
+private:
+    int64_t batch_;
+    std::unique_ptr<PpDocLayout> model_;
+};
+
 class DefaultModelFactory final : public ModelFactory {
 public:
     std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
                                       LoadContext& context) const override {
-        if (slot.role == ModelRole::Layout) {
-            fail("layout model ", slot.dir, ": no layout model is available in this version");
-        }
         try {
+            if (slot.role == ModelRole::Layout) {
+                return std::make_unique<LoadedLayout>(slot, backend, context);
+            }
             return std::make_unique<LoadedPaddleOcrVl>(slot, backend, context);
         } catch (const LoadCancelled&) {
             throw;

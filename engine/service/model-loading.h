@@ -22,6 +22,8 @@
 
 namespace folio {
 
+class PpDocLayout;
+
 enum class ModelRole { Recognition, Layout };
 const char* model_role_name(ModelRole role);
 
@@ -35,6 +37,8 @@ struct ModelSlot {
     std::filesystem::path dir;  // empty: the full-size architecture with seeded random weights (benchmarks)
     ModelLoadParams load;
     std::filesystem::path tokenizer_dir;  // another folder's tokenizer; empty: dir's
+    // A layout slot: the most pages one call of the layout model runs together.
+    int layout_batch = 4;
     // Changes to the folder's preprocessing (a front end's image pixel bounds); may throw folio::Error.
     std::function<void(PreprocessorConfig&)> adjust_preprocessor;
 };
@@ -101,6 +105,8 @@ public:
     virtual int64_t max_image_tokens() const { return 0; }
     // Activation bytes the model keeps free for itself when it runs beside a generative one.
     virtual int64_t reserved_activation_bytes() const { return 0; }
+    // A layout model (PP-DocLayoutV2 or V3); run it on the engine thread (EngineService::run_on_engine_thread).
+    virtual const PpDocLayout* layout() const { return nullptr; }
 };
 
 class ModelFactory {
@@ -112,8 +118,8 @@ public:
                                               LoadContext& context) const = 0;
 };
 
-// The factory of the models Folio has: PaddleOCR-VL for recognition; a layout slot is refused until the
-// layout model exists.
+// The factory of the models Folio has: PaddleOCR-VL for recognition, PP-DocLayoutV2 or V3 for layout (a
+// layout slot keeps room for the activations of layout_batch pages).
 const ModelFactory& default_model_factory();
 
 }  // namespace folio

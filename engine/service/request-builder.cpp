@@ -153,7 +153,18 @@ Request RequestBuilder::build(RequestSpec spec) const {
             fail(images.size(), " images in one request, more than limit_mm_per_prompt ",
                  limits_.limit_mm_per_prompt);
         }
-        r.images = preprocess_images(images, f.preprocessor);
+        if (spec.image_pixels) {
+            const ImagePixelBounds& b = *spec.image_pixels;
+            if (b.min_pixels < 1 || b.max_pixels < b.min_pixels) {
+                fail("image pixel bounds ", b.min_pixels, "..", b.max_pixels, " are not a range");
+            }
+            PreprocessorConfig bounded = f.preprocessor;
+            bounded.min_pixels = b.min_pixels;
+            bounded.max_pixels = b.max_pixels;
+            r.images = preprocess_images(images, bounded);
+        } else {
+            r.images = preprocess_images(images, f.preprocessor);
+        }
         r.prompt = expand(render_chat(chat->messages), r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);

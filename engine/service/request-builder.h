@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -56,9 +57,23 @@ struct GenerationOptions {
     bool ignore_eos = false;
 };
 
+// The pixel bounds images are resized within (smart_resize's min_pixels and max_pixels).
+struct ImagePixelBounds {
+    int64_t min_pixels = 0;
+    int64_t max_pixels = 0;
+};
+
 struct RequestSpec {
-    std::variant<ImageTask, Chat, RawText, Request> input;
+    using Input = std::variant<ImageTask, Chat, RawText, Request>;
+    RequestSpec() = default;
+    RequestSpec(Input spec_input, GenerationOptions spec_options = {})  // NOLINT(google-explicit-constructor)
+        : input(std::move(spec_input)), options(std::move(spec_options)) {}
+
+    Input input;
     GenerationOptions options;  // ignored for a Request, which has its own
+    // This request's images resized within these bounds instead of the model's (the document pipeline's
+    // bounds for block crops); an image over the model's max_image_tokens is still refused.
+    std::optional<ImagePixelBounds> image_pixels;
 };
 
 // What the request must fit.

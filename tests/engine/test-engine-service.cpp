@@ -18,6 +18,7 @@
 #include "fake-model.h"
 #include "fixture-reference.h"
 #include "log.h"
+#include "models/pp-doclayout/pp-doclayout.h"
 
 using namespace folio;
 using namespace folio::testing;
@@ -305,7 +306,7 @@ TEST_F(EngineServiceTest, ALoadThatFailsNamesTheFileAndTheProblem) {
         EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
     }
 
-    // The real factory: a missing folder is named, and no layout model exists yet.
+    // The real factory: a missing folder is named, for either role.
     ServiceParams missing;
     missing.device.make_backend = [] { return make_cpu_backend(1); };
     missing.models.push_back({ModelRole::Recognition, "/nonexistent/paddleocr-vl", {}});
@@ -313,10 +314,39 @@ TEST_F(EngineServiceTest, ALoadThatFailsNamesTheFileAndTheProblem) {
     EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
     EXPECT_NE(service.status().error.find("/nonexistent/paddleocr-vl"), std::string::npos)
         << service.status().error;
-    missing.models.front() = {ModelRole::Layout, "/models/PP-DocLayoutV3", {}};
+    missing.models.front() = {ModelRole::Recognition, FOLIO_FIXTURES_DIR "/paddleocr-vl-tiny", {}};
+    missing.models.push_back({ModelRole::Layout, "/nonexistent/PP-DocLayoutV3", {}});
     service.load(missing);
-    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
-    EXPECT_NE(service.status().error.find("no layout model"), std::string::npos) << service.status().error;
+    EXPECT_EQ(service.wait_loaded(60s), ServiceState::Failed);
+    EXPECT_NE(service.status().error.find("/nonexistent/PP-DocLayoutV3"), std::string::npos)
+        << service.status().error;
+}
+
+// The real factory loads a layout model beside PaddleOCR-VL; it runs on the engine thread between steps.
+TEST_F(EngineServiceTest, LoadsLayoutModelBesideRecognition) {
+    ServiceParams p;
+    p.device.make_backend = [] { return make_cpu_backend(1); };
+    p.models.push_back({ModelRole::Recognition, FOLIO_FIXTURES_DIR "/paddleocr-vl-tiny", {}});
+    p.models.push_back({ModelRole::Layout, FOLIO_FIXTURES_DIR "/../layout/pp-doclayout-v3-tiny", {}});
+    p.models.back().layout_batch = 2;
+    p.engine.max_model_len = 4096;
+    EngineService service;
+    service.load(p);
+    ASSERT_EQ(service.wait_loaded(60s), ServiceState::Ready) << service.status().error;
+    std::vector<LayoutRawOutput> outputs;
+    service.run_on_engine_thread([&](EngineContext& context) {
+        ASSERT_EQ(context.models.size(), 2U);
+        EXPECT_EQ(context.models[0]->layout(), nullptr);
+        const PpDocLayout* layout = context.models[1]->layout();
+        ASSERT_NE(layout, nullptr);
+        const auto [h, w] = layout->input_size();
+        std::vector<std::vector<float>> pages(2, std::vector<float>(static_cast<size_t>(3 * h * w), 0.5F));
+        outputs = layout->detect_preprocessed(pages);
+    });
+    ASSERT_EQ(outputs.size(), 2U);
+    EXPECT_GT(outputs[0].n_queries, 0);
+    EXPECT_TRUE(outputs[0].has_masks());
+    EXPECT_EQ(outputs[0].logits, outputs[1].logits);  // the same page twice in one batch
 }
 
 // A settings change: unload frees everything, and a load with other options plans anew.

@@ -640,6 +640,21 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     EXPECT_NE(message({Chat{{first, answer}}, {}}).find("must end with the user's message"),
               std::string::npos);
     EXPECT_EQ(message({RawText{"OCR: plain text"}, {}}), "accepted");
+
+    // A request's own pixel bounds: the image is resized within them, not the model's.
+    PreprocessorConfig small = format.preprocessor;
+    small.min_pixels = 28 * 28;
+    small.max_pixels = 56 * 56;
+    const std::vector<Image> one{pages_[1]};
+    const ImageGrid expected = preprocess_images(one, small).grids.at(0);
+    RequestSpec bounded{ImageTask{{pages_[1]}, "OCR:"}, {}};
+    bounded.image_pixels = ImagePixelBounds{small.min_pixels, small.max_pixels};
+    const Request resized = builder.build(bounded);
+    EXPECT_EQ(resized.images.grids.at(0), expected);
+    EXPECT_NE(resized.images.grids.at(0), task.images.grids.at(0));
+    RequestSpec inverted{ImageTask{{pages_[1]}, "OCR:"}, {}};
+    inverted.image_pixels = ImagePixelBounds{100, 10};
+    EXPECT_NE(message(inverted).find("image pixel bounds 100..10"), std::string::npos);
 }
 
 // The service on the fixture folder, through the PaddleOCR-VL factory: requests built from images and a task

@@ -1,6 +1,7 @@
 #include "models/pp-doclayout/pp-doclayout.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -211,9 +212,39 @@ std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> page
     for (const PageImage& page : pages) {
         pixels.push_back(preprocess_layout_page(page, files_.preprocess));
     }
-    std::vector<std::span<const float>> parts(pixels.begin(), pixels.end());
-    const int64_t h = files_.preprocess.do_resize ? files_.preprocess.height : pages[0].height;
-    const int64_t w = files_.preprocess.do_resize ? files_.preprocess.width : pages[0].width;
+    if (!files_.preprocess.do_resize) {
+        for (const PageImage& page : pages) {
+            if (page.width != pages[0].width || page.height != pages[0].height) {
+                fail("pages of one layout batch differ in size without resizing: ", page.width, "x",
+                     page.height, " and ", pages[0].width, "x", pages[0].height);
+            }
+        }
+        std::vector<std::span<const float>> parts(pixels.begin(), pixels.end());
+        const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
+                                             {static_cast<int64_t>(pages.size()), 3, pages[0].height,
+                                              pages[0].width});
+        return forward(batch);
+    }
+    return detect_preprocessed(pixels);
+}
+
+std::array<int64_t, 2> PpDocLayout::input_size() const {
+    return {files_.preprocess.height, files_.preprocess.width};
+}
+
+std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const std::vector<float>> pages) const {
+    if (pages.empty()) {
+        return {};
+    }
+    const auto [h, w] = input_size();
+    const auto n_values = static_cast<size_t>(3 * h * w);
+    std::vector<std::span<const float>> parts;
+    for (size_t i = 0; i < pages.size(); ++i) {
+        if (pages[i].size() != n_values) {
+            fail("layout page ", i, ": ", pages[i].size(), " values, expected 3x", h, "x", w);
+        }
+        parts.emplace_back(pages[i]);
+    }
     const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
                                          {static_cast<int64_t>(pages.size()), 3, h, w});
     return forward(batch);

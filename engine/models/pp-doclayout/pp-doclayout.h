@@ -4,6 +4,7 @@
 // page's raw outputs for the layout post-processing (engine/layout/).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -61,6 +62,11 @@ public:
     void add_v2_order_logits(std::span<LayoutRawOutput> pages) const;
     // Pages through the image processor and the model in one batch.
     std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages) const;
+    // Pages already through preprocess_layout_page (on other threads), each [3, h, w] at the model's input
+    // size, through the model in one batch.
+    std::vector<LayoutRawOutput> detect_preprocessed(std::span<const std::vector<float>> pages) const;
+    // The model's input size, height then width (what preprocess_layout_page makes of any page).
+    std::array<int64_t, 2> input_size() const;
 
 private:
     Backend& backend_;

@@ -314,7 +314,7 @@ void EngineCore::add(Request request, int64_t id) {
     }
     if (tokenizer_) {
         Text& text = texts_[id];
-        text.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_);
+        text.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer_, request.skip_special_tokens);
         text.stop_strings = std::move(request.stop_strings);
     }
 }

@@ -66,6 +66,7 @@ struct Request {
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
     bool ignore_eos = false;        // no stop ids at all: runs to max_tokens (benchmarks)
     std::vector<std::string> stop_strings;
+    bool skip_special_tokens = true;  // the text leaves out special tokens (PaddleOCR-VL-1.5's spotting keeps them)
     Priority priority = Priority::Batch;
     // Each image's content hash (image_content_hash), computed where the request is built; empty: the engine
     // hashes the images as it takes the request.

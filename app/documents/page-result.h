@@ -86,6 +86,7 @@ struct PageResult {
     std::vector<SpottedLine> spotting;  // the "Spotting:" task's lines, when it ran instead of layout
     QImage image;        // the page as recognised (RGB888), for the searchable PDF and views; may be null
     PageTimings timings;
+    QString error;       // the page could not be rendered or laid out: why (it then has no blocks)
 };
 
 // A document (one input file) as its pages stream out.

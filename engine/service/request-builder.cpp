@@ -81,7 +81,7 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
     return prompt;
 }
 
-void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens) const {
+void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const {
     const auto n_images = static_cast<int64_t>(r.images.grids.size());
     if (n_images > limits_.limit_mm_per_prompt) {
         fail(n_images, " images in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
@@ -108,11 +108,11 @@ void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens)
         if (*max_tokens < 1) {
             fail("max_tokens must be at least 1, got ", *max_tokens);
         }
-        if (*max_tokens > room) {
+        if (*max_tokens > room && !fit_max_tokens) {
             fail("max_tokens ", *max_tokens, " with a prompt of ", n_prompt, " tokens exceeds max_model_len ",
                  limits_.max_model_len, " (at most ", room, " new tokens)");
         }
-        r.max_tokens = *max_tokens;
+        r.max_tokens = std::min(*max_tokens, room);
     } else {
         r.max_tokens = room;
     }
@@ -125,6 +125,7 @@ Request RequestBuilder::build(RequestSpec spec) const {
     r.stop_strings = o.stop_strings;
     r.stop_ids = o.stop_ids;
     r.ignore_eos = o.ignore_eos;
+    r.skip_special_tokens = o.skip_special_tokens;
     if (auto* task = std::get_if<ImageTask>(&spec.input)) {
         ChatMessage m;
         m.text = std::move(task->task);
@@ -172,13 +173,13 @@ Request RequestBuilder::build(RequestSpec spec) const {
         Request& prepared = std::get<Request>(spec.input);
         const int64_t max_tokens = prepared.max_tokens;
         r = std::move(prepared);
-        check(r, max_tokens);
+        check(r, max_tokens, false);
         if (r.image_hashes.empty()) {
             r.image_hashes = hash_images(r.images);
         }
         return r;
     }
-    check(r, o.max_tokens);
+    check(r, o.max_tokens, o.fit_max_tokens);
     r.image_hashes = hash_images(r.images);
     return r;
 }

@@ -55,6 +55,10 @@ struct GenerationOptions {
     std::vector<std::string> stop_strings;
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
     bool ignore_eos = false;
+    bool skip_special_tokens = true;
+    // A max_tokens over what max_model_len leaves after the prompt is lowered to that instead of refused (the
+    // document pipeline's 4096 new tokens a block, whatever the context).
+    bool fit_max_tokens = false;
 };
 
 // The pixel bounds images are resized within (smart_resize's min_pixels and max_pixels).
@@ -100,7 +104,7 @@ private:
     const PromptFormat& format(const char* what) const;
     // Tokenizes the template text and repeats each image placeholder once per token of its image.
     PromptTokens expand(const std::string& text, const PreprocessedImages& images) const;
-    void check(Request& request, const std::optional<int64_t>& max_tokens) const;
+    void check(Request& request, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const;
 
     std::optional<PromptFormat> format_;
     RequestLimits limits_;

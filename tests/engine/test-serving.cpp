@@ -634,6 +634,9 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     GenerationOptions too_long;
     too_long.max_tokens = 600;
     EXPECT_NE(message({ImageTask{{pages_[0]}, "OCR:"}, too_long}).find("max_tokens 600"), std::string::npos);
+    too_long.fit_max_tokens = true;
+    const Request fitted = builder.build({ImageTask{{pages_[0]}, "OCR:"}, too_long});
+    EXPECT_EQ(fitted.max_tokens, 512 - static_cast<int64_t>(fitted.prompt.ids.size()));
     Image broken = pages_[0];
     broken.rgb.pop_back();
     EXPECT_NE(message({ImageTask{{broken}, "OCR:"}, {}}).find("message 0 image 0"), std::string::npos);

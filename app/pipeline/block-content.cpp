@@ -1,0 +1,7 @@
+#include "block-content.h"
+
+namespace folio {
+
+void finalizeBlock(BlockResult& block) { block.content = block.rawText; }
+
+}  // namespace folio

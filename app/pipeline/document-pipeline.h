@@ -1,0 +1,116 @@
+// The document pipeline: documents in, pages out in order, each with its layout blocks and their recognised
+// content, as PaddleOCR's PaddleOCR-VL pipeline makes them.
+//
+// A reading thread opens each document in turn, renders its pages, runs the layout model over a few pages at
+// a time on the engine thread (between recognition steps), cuts each block's crop and submits one request a
+// block to the engine service, all documents' blocks into one group so that batching fills the device. The
+// calling thread gathers the streamed text, finishes each block's content and hands pages to the observer in
+// document and page order as they complete. At most max_pages_in_flight pages are held at once.
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "block-task.h"
+#include "engine-service.h"
+#include "layout/layout-pipeline.h"
+#include "page-input.h"
+#include "page-result.h"
+
+namespace folio {
+
+struct PipelineOptions {
+    RecognitionOptions recognition;
+    // Without layout each page is one block of this label ("ocr", "table", "formula", "chart", "seal",
+    // "spotting"); with layout (the service holds a layout model) it is ignored.
+    bool useLayout = true;
+    QString wholePageLabel = QStringLiteral("ocr");
+    // The layout rules; empty: PaddleOCR-VL's for PP-DocLayoutV2, PaddleOCR-VL-1.5's for V3.
+    std::optional<LayoutRules> layoutRules;
+    int maxPagesInFlight = 8;
+    int layoutBatch = 4;  // pages through the layout model together
+    SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes
+};
+
+// Where the whole run stands.
+struct PipelineProgress {
+    int documentsDone = 0;
+    int documentsTotal = 0;
+    int pagesDone = 0;
+    int pagesTotal = 0;    // every selected page of the documents opened so far and those counted up front
+    int blocksDone = 0;
+    int blocksTotal = 0;   // of the pages laid out so far
+    int64_t tokens = 0;
+    double elapsedSeconds = 0;
+    double tokensPerSecond = 0;
+    std::optional<double> etaSeconds;
+};
+
+struct DocumentOutcome {
+    int pagesDone = 0;
+    int pagesFailed = 0;  // pages that could not be rendered or laid out (written with their error)
+    int blocksFailed = 0;
+    bool cancelled = false;
+    QString error;  // the document could not be opened
+};
+
+// Called on the thread that runs the pipeline, in document and page order.
+class PipelineObserver {
+public:
+    virtual ~PipelineObserver() = default;
+    virtual void documentStarted(const DocumentInfo& /*document*/) {}
+    // A page's blocks as layout found them, before recognition (views draw the boxes).
+    virtual void pageLaidOut(const DocumentInfo& /*document*/, const PageResult& /*page*/) {}
+    // A block's text so far, while it is generated.
+    virtual void blockText(const DocumentInfo& /*document*/, int /*pageIndex*/, int /*blockId*/,
+                           const QString& /*text*/) {}
+    virtual void pageFinished(const DocumentInfo& /*document*/, const PageResult& /*page*/) {}
+    virtual void documentFinished(const DocumentInfo& /*document*/, const DocumentOutcome& /*outcome*/) {}
+    virtual void progressChanged(const PipelineProgress& /*progress*/) {}
+};
+
+struct PipelineSummary {
+    int documents = 0;
+    int documentsFailed = 0;
+    int pages = 0;
+    int pagesFailed = 0;
+    int blocks = 0;
+    int blocksFailed = 0;
+    int64_t tokens = 0;
+    double seconds = 0;
+    bool cancelled = false;
+};
+
+class DocumentPipeline {
+public:
+    // The service must be Ready; with options.useLayout it must hold a layout model.
+    DocumentPipeline(EngineService& service, DocumentOpener opener, PipelineOptions options);
+    ~DocumentPipeline();
+    DocumentPipeline(const DocumentPipeline&) = delete;
+    DocumentPipeline& operator=(const DocumentPipeline&) = delete;
+
+    // Processes the inputs in order and returns when every page is out or the run was cancelled. Throws
+    // folio::Error for options that cannot run (no layout model, bad bounds); a document or page that
+    // fails is reported to the observer and the run goes on.
+    PipelineSummary run(const QStringList& inputs, PipelineObserver& observer);
+    // Stops a run from any thread: no new page is read, requests end within one engine step, and pages
+    // not finished are dropped (their documents end with DocumentOutcome::cancelled).
+    void cancel();
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    struct Run;
+    EngineService& service_;
+    DocumentOpener opener_;
+    PipelineOptions options_;
+    std::atomic<bool> cancelled_{false};
+    std::atomic<int64_t> group_{0};
+};
+
+// The output file name stem of an input: its file name without the last suffix.
+QString documentStem(const QString& inputPath);
+
+}  // namespace folio

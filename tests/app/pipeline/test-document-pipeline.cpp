@@ -1,0 +1,243 @@
+// The document pipeline on the engine service with the small fixture models: pages come out in order, with
+// blocks, tasks and text; failures stay with their page or document; cancel stops; memory stays bounded.
+#include <QPainter>
+#include <QRegularExpression>
+#include <QTest>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "backend.h"
+#include "document-pipeline.h"
+#include "error.h"
+
+using namespace folio;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* const kRecognitionDir = FOLIO_FIXTURES_DIR "/paddleocr-vl-tiny";
+const char* const kLayoutDir = FOLIO_FIXTURES_DIR "/../layout/pp-doclayout-v3-tiny";
+
+QImage makePage(int index) {
+    QImage page(320 + 16 * index, 240, QImage::Format_RGB888);
+    page.fill(Qt::white);
+    QPainter painter(&page);
+    painter.fillRect(20, 20, 200, 30, Qt::black);
+    painter.fillRect(20, 80, 260, 100, QColor(60, 60, 60));
+    painter.drawText(30, 210, QStringLiteral("Page %1").arg(index + 1));
+    return page;
+}
+
+// A document of generated pages; one page may fail to render.
+class FakeDocument final : public DocumentInput {
+public:
+    FakeDocument(QString path, int n_pages, int failing) : path_(std::move(path)), n_pages_(n_pages), failing_(failing) {}
+    QString path() const override { return path_; }
+    int pageCount() const override { return n_pages_; }
+    int selectedCount() const override { return n_pages_; }
+    int pageIndex(int i) const override { return n_pages_ > 1 ? i : -1; }
+    PageInput page(int i) override {
+        if (i == failing_) {
+            fail(path_.toStdString(), ": page ", i + 1, " is damaged");
+        }
+        PageInput input;
+        input.image = makePage(i);
+        input.pageIndex = pageIndex(i);
+        return input;
+    }
+
+private:
+    QString path_;
+    int n_pages_;
+    int failing_;
+};
+
+// doc-N.pdf: N pages; damaged-N.pdf: N pages, the second one failing; anything else cannot be opened.
+std::unique_ptr<DocumentInput> openFake(const QString& path) {
+    const QString name = path.section('.', 0, 0);
+    const int n = name.section('-', 1).toInt();
+    if (name.startsWith(QLatin1String("doc-"))) {
+        return std::make_unique<FakeDocument>(path, n, -1);
+    }
+    if (name.startsWith(QLatin1String("damaged-"))) {
+        return std::make_unique<FakeDocument>(path, n, 1);
+    }
+    fail(path.toStdString(), ": not a PDF");
+}
+
+struct Recorder final : PipelineObserver {
+    QStringList events;
+    std::vector<PageResult> pages;
+    std::map<QString, DocumentOutcome> outcomes;
+    int laidOut = 0;
+    int maxHeld = 0;
+    int blockTexts = 0;
+    std::function<void()> onPage;
+
+    void documentStarted(const DocumentInfo& document) override { events << "start " + document.stem; }
+    void pageLaidOut(const DocumentInfo&, const PageResult&) override {
+        ++laidOut;
+        maxHeld = std::max(maxHeld, laidOut - static_cast<int>(pages.size()));
+    }
+    void blockText(const DocumentInfo&, int, int, const QString&) override { ++blockTexts; }
+    void pageFinished(const DocumentInfo& document, const PageResult& page) override {
+        events << QStringLiteral("page %1 %2").arg(document.stem).arg(page.pageIndex);
+        pages.push_back(page);
+        if (onPage) {
+            onPage();
+        }
+    }
+    void documentFinished(const DocumentInfo& document, const DocumentOutcome& outcome) override {
+        events << "end " + document.stem;
+        outcomes[document.stem] = outcome;
+    }
+};
+
+}  // namespace
+
+class TestDocumentPipeline : public QObject {
+    Q_OBJECT
+
+    EngineService service_;
+
+    PipelineOptions options(bool layout) const {
+        PipelineOptions o;
+        o.useLayout = layout;
+        o.recognition.maxNewTokens = 6;
+        o.recognition.pixels = {28 * 28 * 4, 28 * 28 * 32};
+        return o;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        ServiceParams params;
+        params.device.make_backend = [] { return make_cpu_backend(2); };
+        params.models.push_back({ModelRole::Recognition, kRecognitionDir, {}});
+        params.models.push_back({ModelRole::Layout, kLayoutDir, {}});
+        params.engine.max_model_len = 4096;
+        service_.load(params);
+        QCOMPARE(service_.wait_loaded(120s), ServiceState::Ready);
+    }
+
+    void pagesInOrderWithoutLayout() {
+        DocumentPipeline pipeline(service_, openFake, options(false));
+        Recorder recorder;
+        const PipelineSummary summary = pipeline.run({"doc-3.pdf", "doc-1.png"}, recorder);
+        // Documents start as soon as they are opened; pages and ends come in order.
+        QStringList finished = recorder.events.filter(QRegularExpression("^(page|end) "));
+        QCOMPARE(finished, QStringList({"page doc-3 0", "page doc-3 1", "page doc-3 2", "end doc-3", "page doc-1 -1",
+                                        "end doc-1"}));
+        QVERIFY(recorder.events.indexOf("start doc-3") < recorder.events.indexOf("page doc-3 0"));
+        QVERIFY(recorder.events.indexOf("start doc-1") < recorder.events.indexOf("page doc-1 -1"));
+        QCOMPARE(summary.pages, 4);
+        QCOMPARE(summary.blocks, 4);
+        QCOMPARE(summary.blocksFailed, 0);
+        QVERIFY(!summary.cancelled);
+        for (const PageResult& page : recorder.pages) {
+            QCOMPARE(page.blocks.size(), size_t{1});
+            const BlockResult& block = page.blocks.front();
+            QCOMPARE(block.task, QStringLiteral("OCR:"));
+            QCOMPARE(block.box.x2, page.width);
+            QCOMPARE(block.box.y2, page.height);
+            QVERIFY(block.nTokens >= 1 && block.nTokens <= 6);
+            QVERIFY(block.error.isEmpty());
+            QCOMPARE(page.image.size(), QSize(page.width, page.height));
+        }
+        QCOMPARE(summary.tokens, [&] {
+            int64_t n = 0;
+            for (const PageResult& page : recorder.pages) {
+                n += page.blocks.front().nTokens;
+            }
+            return n;
+        }());
+    }
+
+    void layoutBlocksGetTheirTasks() {
+        // Every candidate of the random fixture model counts.
+        PipelineOptions o = options(true);
+        LayoutRules rules = paddleocr_vl_1_5_layout_rules();
+        std::fill(rules.thresholds.begin(), rules.thresholds.end(), 0.0F);
+        rules.default_threshold = 0.0F;
+        o.layoutRules = rules;
+        o.recognition.chartRecognition = true;  // the fixture model sees charts everywhere
+        DocumentPipeline pipeline(service_, openFake, o);
+        Recorder recorder;
+        const PipelineSummary summary = pipeline.run({"doc-3.pdf"}, recorder);
+        QCOMPARE(summary.pages, 3);
+        QCOMPARE(recorder.laidOut, 3);
+        const RecognitionOptions& recognition = o.recognition;
+        int recognised = 0;
+        for (const PageResult& page : recorder.pages) {
+            QVERIFY(page.error.isEmpty());
+            for (size_t i = 0; i < page.blocks.size(); ++i) {
+                const BlockResult& block = page.blocks[i];
+                QCOMPARE(block.id, static_cast<int>(i));
+                QVERIFY(block.box.x1 >= 0 && block.box.x2 <= page.width && block.box.y2 <= page.height);
+                const bool follower = block.groupId >= 0 && block.groupId != block.id;
+                QCOMPARE(block.task.isEmpty(), taskForLabel(block.label, recognition).isEmpty() || follower);
+                if (!block.task.isEmpty()) {
+                    ++recognised;
+                    QVERIFY(block.nTokens >= 1);
+                }
+                QCOMPARE(block.image.isNull(), !savedAsImage(block.label, recognition));
+            }
+        }
+        QCOMPARE(summary.blocks, recognised);
+        QVERIFY(recognised > 0);
+    }
+
+    void failuresStayWithTheirDocumentOrPage() {
+        DocumentPipeline pipeline(service_, openFake, options(false));
+        Recorder recorder;
+        const PipelineSummary summary = pipeline.run({"doc-1.pdf", "missing.pdf", "damaged-3.pdf"}, recorder);
+        QCOMPARE(summary.documents, 3);
+        QCOMPARE(summary.documentsFailed, 1);
+        QVERIFY(recorder.outcomes.at("missing").error.contains("missing.pdf: not a PDF"));
+        QCOMPARE(recorder.outcomes.at("damaged-3").pagesDone, 2);
+        QCOMPARE(recorder.outcomes.at("damaged-3").pagesFailed, 1);
+        QCOMPARE(summary.pages, 3);
+        QCOMPARE(summary.pagesFailed, 1);
+        const PageResult& damaged = recorder.pages.at(2);
+        QCOMPARE(damaged.pageIndex, 1);
+        QVERIFY(damaged.error.contains("page 2 is damaged"));
+        QVERIFY(damaged.blocks.empty());
+    }
+
+    void cancelStopsTheRun() {
+        DocumentPipeline pipeline(service_, openFake, options(false));
+        Recorder recorder;
+        recorder.onPage = [&] { pipeline.cancel(); };
+        const PipelineSummary summary = pipeline.run({"doc-40.pdf", "doc-2.pdf"}, recorder);
+        QVERIFY(summary.cancelled);
+        QVERIFY(summary.pages < 40);
+        QVERIFY(recorder.outcomes.at("doc-40").cancelled);
+        QVERIFY(!recorder.outcomes.contains("doc-2"));
+        // The service is free again: a new run goes through.
+        DocumentPipeline again(service_, openFake, options(false));
+        Recorder second;
+        QCOMPARE(again.run({"doc-1.pdf"}, second).pages, 1);
+    }
+
+    void pagesInFlightAreBounded() {
+        PipelineOptions o = options(false);
+        o.maxPagesInFlight = 2;
+        DocumentPipeline pipeline(service_, openFake, o);
+        Recorder recorder;
+        QCOMPARE(pipeline.run({"doc-8.pdf"}, recorder).pages, 8);
+        QVERIFY(recorder.maxHeld <= 2);
+        QVERIFY(recorder.maxHeld >= 1);
+    }
+
+    void refusesBadOptions() {
+        PipelineOptions o = options(false);
+        o.recognition.pixels = {100, 10};
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+        o = options(false);
+        o.maxPagesInFlight = 0;
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+    }
+};
+
+QTEST_MAIN(TestDocumentPipeline)
+#include "test-document-pipeline.moc"

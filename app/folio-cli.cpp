@@ -1,24 +1,22 @@
-// folio-cli: the engine from the command line. Subcommands: generate, bench, tokenize, layout, model.
+// folio-cli: Folio from the command line. Subcommands: ocr, generate, bench, tokenize, layout, model.
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench.h"
 #include "cli-options.h"
-#include "device-memory.h"
+#include "cli-service.h"
 #include "engine-options.h"
 #include "engine-service.h"
 #include "error.h"
 #include "image-loader.h"
 #include "layout-command.h"
 #include "model-command.h"
+#include "ocr-command.h"
 #include "models/paddleocr-vl/config.h"
-#include "preprocessor-config.h"
 #include "tokenize-command.h"
 
 namespace {
@@ -40,47 +38,6 @@ constexpr const char* kUsage = R"(usage:
       request may run to max_model_len; a --max-tokens that does not fit it is refused. --model takes a
       model folder, or a Hub repository already downloaded (folio-cli model pull).
 )";
-
-// A loading phase as folio-cli shows it as it begins: the bytes of weights to read, the weights to quantize.
-std::string phase_line(const folio::LoadProgress& p) {
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(1) << "folio-cli: loading: " << folio::load_phase_name(p.phase);
-    if (p.phase == folio::LoadPhase::Weights) {
-        line << " (" << static_cast<double>(p.bytes_total) / (1 << 20) << " MiB)";
-    } else if (p.phase == folio::LoadPhase::Quantization) {
-        line << " (" << static_cast<double>(p.n_to_quantize) / 1e6 << " M weights)";
-    }
-    return line.str();
-}
-
-// The service loaded with the folder's model on the chosen device, each loading phase on stderr as it begins.
-void load_service(folio::EngineService& service, const Options& opt, const std::filesystem::path& model_dir) {
-    const EngineOptions engine_options =
-        parse_engine_options(opt, folio::load_model_config(model_dir / "config.json"));
-    folio::ServiceParams params;
-    params.device.make_backend = [opt] { return make_backend(opt); };
-    params.device.free_memory = device_free_memory(opt);
-    folio::ModelSlot slot{folio::ModelRole::Recognition, model_dir, engine_options.load};
-    slot.tokenizer_dir = engine_options.tokenizer.value_or(std::filesystem::path());
-    slot.adjust_preprocessor = [engine_options](folio::PreprocessorConfig& pre) {
-        apply_preprocessing(engine_options, pre);
-    };
-    params.models.push_back(std::move(slot));
-    params.engine = engine_options.engine;
-    params.on_progress = [shown = folio::LoadPhase::Idle](const folio::LoadProgress& p) mutable {
-        if (p.phase != shown && p.phase != folio::LoadPhase::Ready) {
-            std::cerr << phase_line(p) << "\n";
-        }
-        shown = p.phase;
-    };
-    service.load(std::move(params));
-    while (service.wait_loaded(std::chrono::seconds(1)) == folio::ServiceState::Loading) {
-    }
-    const folio::ServiceStatus status = service.status();
-    if (status.state != folio::ServiceState::Ready) {
-        fail(status.error);
-    }
-}
 
 int run_generate(const Options& opt) {
     opt.allow(
@@ -126,7 +83,8 @@ int run_generate(const Options& opt) {
     }
 
     folio::EngineService service;
-    load_service(service, opt, model_dir);
+    load_service(service, opt, model_dir,
+                 parse_engine_options(opt, folio::load_model_config(model_dir / "config.json")));
     const auto start = std::chrono::steady_clock::now();
     std::vector<folio::RequestHandle> handles;
     for (folio::RequestSpec& spec : specs) {
@@ -173,13 +131,16 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
+        std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
     try {
         if (command == "tokenize") {
             return run_tokenize(argc, argv, 2);
+        }
+        if (command == "ocr") {
+            return run_ocr(argc, argv, 2);
         }
         if (command == "layout") {
             return run_layout(argc, argv, 2);
@@ -193,7 +154,7 @@ int main(int argc, char** argv) {
         }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
+            std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
             return 0;
         }
         if (command == "generate") {
@@ -203,7 +164,7 @@ int main(int argc, char** argv) {
             return run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n"
+                  << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n"
                   << engine_usage();
         return 2;
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <QBuffer>
 #include <QDir>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QImageWriter>
 #include <QPageLayout>
 #include <QPageSize>
@@ -133,6 +134,9 @@ void SearchablePdfWriter::begin(const DocumentInfo& document) {
     m_files.clear();
     const QString stem = document.stem.isEmpty() ? QStringLiteral("document") : document.stem;
     m_target = QDir(m_options.outputDir).absoluteFilePath(stem + QStringLiteral(".searchable.pdf"));
+    if (!qGuiApp) {
+        fail("cannot write \"", m_target.toStdString(), "\": the text layer's fonts need a QGuiApplication");
+    }
     const QString input = QFileInfo(document.inputPath).canonicalFilePath();
     if (!input.isEmpty() && input == QFileInfo(m_target).canonicalFilePath()) {
         fail("cannot write \"", m_target.toStdString(), "\": it is the document's input");

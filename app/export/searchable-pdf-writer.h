@@ -1,6 +1,9 @@
 // The searchable PDF: each page's image filling a page of its own size, with the recognised text laid
-// invisibly over the blocks that show it, so that viewers can search, select and copy it. Written as
-// OUTPUT_DIR/STEM.searchable.pdf, page by page.
+// invisibly over the blocks that show it, so that viewers can search, select and copy it. Blocks kept as
+// images get no text; a page's spotted lines, when it has them, take the place of its blocks. Written page by
+// page as OUTPUT_DIR/STEM.searchable.pdf (never over the input itself); needs a QGuiApplication for its
+// fonts, and a font that covers the text's script (a CJK font for Chinese), else those characters are left
+// out.
 #pragma once
 
 #include <QSizeF>

@@ -7,6 +7,7 @@ packages=(
     clang libclang-rt-14-dev clang-tidy clang-format
     qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
     libpoppler-qt6-dev libxlsxwriter-dev
+    fonts-wqy-microhei
     libopencv-dev
     libicu-dev
     nlohmann-json3-dev

@@ -7,6 +7,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QString>
+#include <initializer_list>
+#include <utility>
+#include <vector>
 
 #include "block-content.h"
 #include "page-result.h"
@@ -28,6 +31,28 @@ inline BlockResult makeBlock(const QString& label, const QJsonArray& box, const 
     block.rawText = text;
     finalizeBlock(block);
     return block;
+}
+
+inline BlockResult makeBlock(const QString& label, std::initializer_list<int> box, const QString& text) {
+    QJsonArray array;
+    for (const int v : box) {
+        array.push_back(v);
+    }
+    return makeBlock(label, array, text);
+}
+
+inline PageResult makePage(std::vector<BlockResult> blocks, int pageIndex = 0, int width = 1000) {
+    PageResult page;
+    page.inputPath = QStringLiteral("/in/doc.pdf");
+    page.pageIndex = pageIndex;
+    page.pageCount = 3;
+    page.width = width;
+    page.height = 1400;
+    page.blocks = std::move(blocks);
+    for (size_t i = 0; i < page.blocks.size(); ++i) {
+        page.blocks[i].id = static_cast<int>(i);
+    }
+    return page;
 }
 
 inline PageResult makePage(const QJsonArray& blocks, int pageIndex = 0, int width = 1000) {

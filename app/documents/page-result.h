@@ -43,7 +43,10 @@ struct TableCell {
 struct TableGrid {
     int nRows = 0;
     int nColumns = 0;
-    std::vector<TableCell> cells;  // row-major by top-left position; spanned positions belong to their cell
+    std::vector<TableCell> cells;  // row-major by top-left position; spanned positions belong to their cell.
+                                   // Cells never overlap. A table parsed from OTSL covers every position; a
+                                   // table merged across pages may leave positions no cell covers (parts of
+                                   // different widths, header rows dropped under a row span): they are empty.
 };
 
 // One layout block of a page and what recognition made of it.
@@ -53,9 +56,10 @@ struct BlockResult {
     float score = 0.0F; // the layout model's confidence
     BlockBox box;
     QPolygonF polygon;  // PP-DocLayoutV3: the block's outline in page pixels; empty otherwise
-    int groupId = -1;   // blocks stacked into one crop (PaddleOCR's group_id): the first block's id, which holds
-                        // the text of the whole group; -1 when recognised alone
     int order = 0;      // block_order: 1, 2, ... in reading order; 0 for blocks outside it (PaddleOCR: null)
+    int groupId = -1;   // group_id: the first block's id where adjacent blocks were recognised as one stacked
+                        // crop (that block holds the group's text), or a table continued across pages; -1: none
+                        // (PaddleOCR writes the block's id)
     QString task;       // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
                         // kept as images
     QString rawText;    // the model's text as generated, repetition trimmed

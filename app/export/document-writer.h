@@ -21,6 +21,13 @@ struct ExportOptions {
     QSet<QString> markdownLabels;
 };
 
+// Every label Markdown has a form for except number, footnote, header, header_image, footer, footer_image and
+// aside_text (PaddleOCR-VL's markdown_ignore_labels). formula_number never reaches Markdown.
+QSet<QString> defaultMarkdownLabels();
+
+// options.markdownLabels, or defaultMarkdownLabels() where it is empty.
+QSet<QString> effectiveMarkdownLabels(const ExportOptions& options);
+
 class DocumentWriter {
 public:
     virtual ~DocumentWriter() = default;
@@ -37,5 +44,8 @@ public:
     // The files finish() wrote (absolute paths).
     virtual QStringList files() const = 0;
 };
+
+// A writer of the format; throws folio::Error for a format this build cannot write.
+std::unique_ptr<DocumentWriter> makeDocumentWriter(ExportFormat format, const ExportOptions& options);
 
 }  // namespace folio

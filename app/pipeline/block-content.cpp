@@ -1,7 +1,22 @@
 #include "block-content.h"
 
+#include "formula-text.h"
+#include "otsl-table.h"
+#include "repetition-trim.h"
+#include "table-html.h"
+
 namespace folio {
 
-void finalizeBlock(BlockResult& block) { block.content = block.rawText; }
+void finalizeBlock(BlockResult& block) {
+    block.rawText = trimRepetition(block.rawText, repetitionMinLength(block.label));
+    block.content = convertFormulaDelimiters(block.rawText, block.label);
+    block.table.reset();
+    if (block.label == QLatin1String("table")) {
+        if (std::optional<TableGrid> grid = parseOtslTable(block.content)) {
+            block.content = tableHtml(*grid);
+            block.table = std::move(grid);
+        }
+    }
+}
 
 }  // namespace folio

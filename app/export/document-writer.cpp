@@ -1,0 +1,42 @@
+#include "document-writer.h"
+
+#include "error.h"
+#include "html-writer.h"
+#include "json-writer.h"
+#include "markdown-block.h"
+#include "markdown-writer.h"
+#include "searchable-pdf-writer.h"
+#include "xlsx-writer.h"
+
+namespace folio {
+
+QSet<QString> defaultMarkdownLabels() {
+    QSet<QString> labels = markdownLabels();
+    for (const char* ignored :
+         {"number", "footnote", "header", "header_image", "footer", "footer_image", "aside_text"}) {
+        labels.remove(QLatin1String(ignored));
+    }
+    return labels;
+}
+
+QSet<QString> effectiveMarkdownLabels(const ExportOptions& options) {
+    return options.markdownLabels.isEmpty() ? defaultMarkdownLabels() : options.markdownLabels;
+}
+
+std::unique_ptr<DocumentWriter> makeDocumentWriter(ExportFormat format, const ExportOptions& options) {
+    switch (format) {
+        case ExportFormat::Markdown:
+            return std::make_unique<MarkdownWriter>(options);
+        case ExportFormat::Json:
+            return std::make_unique<JsonWriter>(options);
+        case ExportFormat::Html:
+            return std::make_unique<HtmlWriter>(options);
+        case ExportFormat::SearchablePdf:
+            return makeSearchablePdfWriter(options);
+        case ExportFormat::Xlsx:
+            return makeXlsxWriter(options);
+    }
+    fail("export: unknown format ", static_cast<int>(format));
+}
+
+}  // namespace folio

@@ -53,7 +53,7 @@ std::string spanText(const PageRange::Span& span) {
     if (span.first == span.last) {
         return std::to_string(span.first);
     }
-    if (span.last == PageRange::kMaxPage) {
+    if (span.last == PageRange::kOpenEnd) {
         return std::to_string(span.first) + "-";
     }
     return std::to_string(span.first) + "-" + std::to_string(span.last);
@@ -78,7 +78,7 @@ public:
             if (peek() == '-') {
                 ++pos_;
                 skipSpaces();
-                span.last = isDigit(peek()) ? number() : PageRange::kMaxPage;
+                span.last = isDigit(peek()) ? number() : PageRange::kOpenEnd;
             } else {
                 span.last = span.first;
             }
@@ -202,7 +202,7 @@ PageRange::Selection PageRange::select(int pageCount, std::string_view documentN
                                              span.first == span.last ? "\" is" : "\" are", beyond));
             continue;
         }
-        if (span.last > pageCount && span.last != kMaxPage) {
+        if (span.last > pageCount && span.last != kOpenEnd) {
             selection.notes.push_back(concat("pages \"", spanText(span), "\" reach", beyond, "; pages ",
                                              span.first, "-", pageCount, " taken"));
         }
@@ -213,12 +213,12 @@ PageRange::Selection PageRange::select(int pageCount, std::string_view documentN
              ")");
     }
     std::sort(kept.begin(), kept.end(), [](const Span& a, const Span& b) { return a.first < b.first; });
-    int next = 1;  // first page not yet taken
+    int64_t next = 1;  // first page not yet taken
     for (const Span& span : kept) {
-        for (int page = std::max(span.first, next); page <= span.last; ++page) {
-            selection.pages.push_back(page - 1);
+        for (int64_t page = std::max<int64_t>(span.first, next); page <= span.last; ++page) {
+            selection.pages.push_back(static_cast<int>(page - 1));
         }
-        next = std::max(next, span.last + 1);
+        next = std::max<int64_t>(next, int64_t{span.last} + 1);
     }
     return selection;
 }

@@ -2,6 +2,7 @@
 // spans rather than expanded, so that "1-999999" costs nothing until it meets a document.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,12 +13,14 @@ class PageRange {
 public:
     // Largest page number a range may name.
     static constexpr int kMaxPage = 1'000'000'000;
+    // Span::last of an open end ("8-"): to the document's last page.
+    static constexpr int kOpenEnd = std::numeric_limits<int>::max();
     // Longest range text accepted.
     static constexpr size_t kMaxTextLength = 4096;
 
     struct Span {
         int first = 1;  // 1-based, inclusive
-        int last = 1;   // inclusive; kMaxPage for an open end ("8-")
+        int last = 1;   // inclusive; kOpenEnd for an open end ("8-")
         bool operator==(const Span&) const = default;
     };
 

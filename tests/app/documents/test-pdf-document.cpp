@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QImage>
+#include <QProcess>
 #include <QTemporaryDir>
 
 #include "document-source.h"
@@ -302,6 +303,39 @@ private slots:
                      PdfDocument document(twoPages_, DocumentOptions{5, {}});
                  }),
                  twoPages_ + QStringLiteral(": a resolution of 5 DPI is outside 18..2400"));
+    }
+
+    void sampleDocument() {
+        // resources/samples/sample.pdf: two A4 pages of vector text.
+        PdfDocument sample(QStringLiteral(FOLIO_SAMPLE_PDF));
+        QCOMPARE(sample.pageCount(), 2);
+        QCOMPARE(sample.pageSizePoints(0), kA4);
+        QCOMPARE(sample.pageSizePoints(1), kA4);
+        const QString first = sample.pageText(0).normalized(QString::NormalizationForm_KC);
+        const QString second = sample.pageText(1).normalized(QString::NormalizationForm_KC);
+        for (const char* text : {"Reading Pages in Their Natural Order", "1 Introduction", "2 Method", "(1)",
+                                 "Folio sample document"}) {
+            QVERIFY2(first.contains(QLatin1String(text)), text);
+        }
+        for (const char* text :
+             {"3 Results", "Table 1:", "Kind of page", "Research paper", "Figure 1:", "5 Conclusion"}) {
+            QVERIFY2(second.contains(QLatin1String(text)), text);
+        }
+        QVERIFY(first.trimmed().endsWith(QLatin1String("1")));
+        QVERIFY(second.trimmed().endsWith(QLatin1String("2")));
+        const QImage page = sample.renderPage(1).image;
+        QCOMPARE(page.size(), QSize(1653, 2339));
+
+        // folio-make-sample writes the same text.
+        const QString written = path(QStringLiteral("sample.pdf"));
+        QProcess tool;
+        tool.start(QStringLiteral(FOLIO_MAKE_SAMPLE), {written});
+        QVERIFY(tool.waitForFinished(60000));
+        QCOMPARE(tool.exitCode(), 0);
+        PdfDocument rewritten(written);
+        QCOMPARE(rewritten.pageCount(), 2);
+        QCOMPARE(rewritten.pageText(0), sample.pageText(0));
+        QCOMPARE(rewritten.pageText(1), sample.pageText(1));
     }
 
     void longDocumentRendersOnePageAtATime() {

@@ -7,6 +7,10 @@
 #include <QImage>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "document-source.h"
 #include "error.h"
@@ -303,6 +307,38 @@ private slots:
                      PdfDocument document(twoPages_, DocumentOptions{5, {}});
                  }),
                  twoPages_ + QStringLiteral(": a resolution of 5 DPI is outside 18..2400"));
+    }
+
+    void sourcesRenderOnSeveralThreadsAtOnce() {
+        // One source a thread, as pipeline workers use them; each thread's pages match a render on this
+        // thread.
+        PdfDocument reference(twoPages_, DocumentOptions{72, {}});
+        const std::vector<QImage> expected = {reference.renderPage(0).image, reference.renderPage(1).image};
+        std::vector<std::unique_ptr<folio::DocumentSource>> sources;
+        for (int t = 0; t < 4; ++t) {
+            sources.push_back(folio::openDocument(twoPages_, DocumentOptions{72, {}}));
+        }
+        std::atomic<int> mismatches{0};
+        std::vector<std::thread> threads;
+        for (auto& source : sources) {
+            threads.emplace_back([&source, &expected, &mismatches] {
+                try {
+                    for (int round = 0; round < 5; ++round) {
+                        for (int page = 0; page < 2; ++page) {
+                            if (source->renderPage(page).image != expected[static_cast<size_t>(page)]) {
+                                ++mismatches;
+                            }
+                        }
+                    }
+                } catch (const folio::Error&) {
+                    ++mismatches;
+                }
+            });
+        }
+        for (std::thread& thread : threads) {
+            thread.join();
+        }
+        QCOMPARE(mismatches.load(), 0);
     }
 
     void sampleDocument() {

@@ -409,10 +409,8 @@ ImageFileInfo probe_image(std::span<const uint8_t> bytes, std::string_view name)
     for (size_t i = 0; i < sizes.size(); ++i) {
         ImageFileInfo::PageSize page;
         if (const auto& size = sizes[i]) {
-            if (sizes.size() > 1) {
-                check_image_size(size->width, size->height,
-                                 std::string(name) + " page " + std::to_string(i + 1));
-            } else {
+            // A page of a multi-page file is checked when it is decoded, so that the others stay readable.
+            if (sizes.size() == 1) {
                 check_image_size(size->width, size->height, name);
             }
             page = turned ? ImageFileInfo::PageSize{size->height, size->width}
@@ -470,6 +468,10 @@ void load_image_page_into(const std::filesystem::path& path, int page, const Rgb
         return;
     }
     const std::string page_name = name + " page " + std::to_string(page + 1);
+    const ImageFileInfo::PageSize& size = info.pages[static_cast<size_t>(page)];
+    if (size.width != 0 || size.height != 0) {
+        check_image_size(size.width, size.height, page_name);
+    }
     std::vector<cv::Mat> decoded;
     try {
         if (!cv::imreadmulti(name, decoded, page, 1, cv::IMREAD_COLOR)) {

@@ -41,7 +41,8 @@ struct ImageFileInfo {
 };
 
 // Reads an image file's headers. Throws folio::Error naming the file for an empty, oversized or unsupported
-// file, a TIFF whose chain of images is broken, and pages of more than kMaxImagePixels pixels.
+// file, and for a single image of more than kMaxImagePixels pixels (the pages of a multi-page file are
+// checked when they are decoded). A TIFF's chain of images is followed as far as it can be read.
 ImageFileInfo probe_image(std::span<const uint8_t> bytes, std::string_view name);
 
 // Where a decoder writes 8-bit RGB pixels: rows `stride` bytes apart from `data`.

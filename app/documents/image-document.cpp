@@ -2,6 +2,7 @@
 
 #include <QFile>
 #include <filesystem>
+#include <limits>
 #include <span>
 
 #include "error.h"
@@ -25,8 +26,11 @@ ImageDocument::ImageDocument(const QString& path) : path_(path) {
     format_ = info.format;
     sizes_.reserve(info.pages.size());
     for (const ImageFileInfo::PageSize& page : info.pages) {
-        sizes_.push_back(page.width > 0 ? QSize(static_cast<int>(page.width), static_cast<int>(page.height))
-                                        : QSize());
+        const bool known = page.width > 0 && page.height > 0 &&
+                           page.width <= std::numeric_limits<int>::max() &&
+                           page.height <= std::numeric_limits<int>::max();
+        sizes_.push_back(known ? QSize(static_cast<int>(page.width), static_cast<int>(page.height))
+                               : QSize());
     }
 }
 

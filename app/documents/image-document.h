@@ -14,7 +14,8 @@ namespace folio {
 class ImageDocument final : public DocumentSource {
 public:
     // Reads the file's headers. Throws folio::Error naming the file where it cannot be read, is not a
-    // supported image, or has a page over the engine's pixel limit.
+    // supported image, or is a single image over the engine's pixel limit (such a page of a multi-page file
+    // fails alone, when it is rendered).
     explicit ImageDocument(const QString& path);
 
     QString path() const override { return path_; }

@@ -133,18 +133,18 @@ PdfDocument::PdfDocument(const QString& path, const DocumentOptions& options)
 
 PdfDocument::~PdfDocument() = default;
 
-QSizeF PdfDocument::pageSizePoints(int index) {
+std::unique_ptr<Poppler::Page> PdfDocument::page(int index) {
     checkPageIndex(index);
     PopplerMessages messages;
-    const std::unique_ptr<Poppler::Page> page = document_->page(index);
+    std::unique_ptr<Poppler::Page> page = document_->page(index);
     if (!page) {
         fail(path_.toStdString(), ": page ", index + 1, " cannot be read (damaged PDF)", messages.suffix());
     }
-    return page->pageSizeF();
+    return page;
 }
 
-int PdfDocument::renderDpi(int index) {
-    const QSizeF points = pageSizePoints(index);
+int PdfDocument::renderDpi(const Poppler::Page& page, int index) const {
+    const QSizeF points = page.pageSizeF();
     const int dpi = fittingDpi(points, dpi_);
     if (dpi == 0) {
         fail(path_.toStdString(), ": page ", index + 1, " of ", points.width(), "x", points.height(),
@@ -158,6 +158,14 @@ int PdfDocument::renderDpi(int index) {
     return dpi;
 }
 
+QSizeF PdfDocument::pageSizePoints(int index) {
+    return page(index)->pageSizeF();
+}
+
+int PdfDocument::renderDpi(int index) {
+    return renderDpi(*page(index), index);
+}
+
 QSize PdfDocument::pageSizeHint(int index) {
     const QSizeF points = pageSizePoints(index);
     const int dpi = fittingDpi(points, dpi_);
@@ -166,13 +174,10 @@ QSize PdfDocument::pageSizeHint(int index) {
 }
 
 RenderedPage PdfDocument::renderPage(int index) {
-    const int dpi = renderDpi(index);
+    const std::unique_ptr<Poppler::Page> pdfPage = page(index);
+    const int dpi = renderDpi(*pdfPage, index);
     PopplerMessages messages;
-    const std::unique_ptr<Poppler::Page> page = document_->page(index);
-    if (!page) {
-        fail(path_.toStdString(), ": page ", index + 1, " cannot be read (damaged PDF)", messages.suffix());
-    }
-    QImage image = page->renderToImage(dpi, dpi);
+    QImage image = pdfPage->renderToImage(dpi, dpi);
     if (image.isNull()) {
         fail(path_.toStdString(), ": page ", index + 1, " cannot be rendered at ", dpi, " DPI",
              messages.suffix());
@@ -185,13 +190,7 @@ RenderedPage PdfDocument::renderPage(int index) {
 }
 
 QString PdfDocument::pageText(int index) {
-    checkPageIndex(index);
-    PopplerMessages messages;
-    const std::unique_ptr<Poppler::Page> page = document_->page(index);
-    if (!page) {
-        fail(path_.toStdString(), ": page ", index + 1, " cannot be read (damaged PDF)", messages.suffix());
-    }
-    return page->text(QRectF());
+    return page(index)->text(QRectF());
 }
 
 }  // namespace folio

@@ -11,7 +11,8 @@
 
 namespace Poppler {
 class Document;
-}
+class Page;
+}  // namespace Poppler
 
 namespace folio {
 
@@ -51,6 +52,10 @@ public:
     QString pageText(int index);
 
 private:
+    // Throws folio::Error naming the file where poppler cannot read the page.
+    std::unique_ptr<Poppler::Page> page(int index);
+    int renderDpi(const Poppler::Page& page, int index) const;
+
     QString path_;
     int dpi_ = kDefaultDpi;
     int pageCount_ = 0;

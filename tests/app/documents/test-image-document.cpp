@@ -62,6 +62,51 @@ QByteArray withExifOrientation(const QByteArray& jpeg, int orientation) {
     return jpeg.left(2) + segment + exif + jpeg.mid(2);
 }
 
+// A two-page little-endian greyscale TIFF written field by field: page 1 is 2 x 2 pixels (10, 20, 30, 40),
+// page 2's header claims 50000 x 50000.
+QByteArray tiffWithAnOversizedPage() {
+    QByteArray tiff("II*\0", 4);
+    const auto u16 = [&tiff](unsigned value) {
+        tiff += static_cast<char>(value & 0xff);
+        tiff += static_cast<char>((value >> 8) & 0xff);
+    };
+    const auto u32 = [&u16](unsigned value) {
+        u16(value & 0xffff);
+        u16(value >> 16);
+    };
+    const auto entry = [&u16, &u32](unsigned tag, unsigned type, unsigned value) {
+        u16(tag);
+        u16(type);
+        u32(1);
+        if (type == 3) {
+            u16(value);
+            u16(0);
+        } else {
+            u32(value);
+        }
+    };
+    const unsigned ifdBytes = 2 + 9 * 12 + 4;
+    const unsigned first = 8;
+    const unsigned second = first + ifdBytes;
+    const unsigned pixels = second + ifdBytes;
+    u32(first);
+    for (const unsigned side : {2U, 50000U}) {
+        u16(9);
+        entry(256, 4, side);    // ImageWidth
+        entry(257, 4, side);    // ImageLength
+        entry(258, 3, 8);       // BitsPerSample
+        entry(259, 3, 1);       // Compression: none
+        entry(262, 3, 1);       // PhotometricInterpretation: black is zero
+        entry(273, 4, pixels);  // StripOffsets
+        entry(277, 3, 1);       // SamplesPerPixel
+        entry(278, 4, side);    // RowsPerStrip
+        entry(279, 4, 4);       // StripByteCounts
+        u32(side == 2 ? second : 0);
+    }
+    tiff += QByteArray::fromHex("0a141e28");
+    return tiff;
+}
+
 bool near(QRgb pixel, int r, int g, int b, int tolerance = 24) {
     return std::abs(qRed(pixel) - r) <= tolerance && std::abs(qGreen(pixel) - g) <= tolerance &&
            std::abs(qBlue(pixel) - b) <= tolerance;
@@ -150,6 +195,20 @@ private slots:
         QCOMPARE(decoded[1].width, 20);
         QCOMPARE(decoded[1].height, 50);
         QCOMPARE(decoded[1].rgb[1], uint8_t{255});
+    }
+
+    void oversizedTiffPageFailsAlone() {
+        const QString path = write(QStringLiteral("mixed.tif"), tiffWithAnOversizedPage());
+        const auto document = folio::openDocument(path);
+        QCOMPARE(document->pageCount(), 2);
+        QCOMPARE(document->pageSizeHint(0), QSize(2, 2));
+        const QImage first = document->renderPage(0).image;
+        QCOMPARE(first.size(), QSize(2, 2));
+        QCOMPARE(first.pixel(0, 0), qRgb(10, 10, 10));
+        QCOMPARE(first.pixel(1, 1), qRgb(40, 40, 40));
+        QCOMPARE(
+            errorOf([&] { document->renderPage(1); }),
+            path + QStringLiteral(" page 2: image size 50000x50000 exceeds the limit of 268435456 pixels"));
     }
 
     void exifOrientationIsApplied_data() {

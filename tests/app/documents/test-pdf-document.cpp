@@ -180,6 +180,23 @@ private slots:
         }
     }
 
+    void rotatedPageIsSizedAndRenderedUpright() {
+        // A Letter page turned a quarter clockwise (/Rotate 90), a black square at x 72..144, y 500..572 pt
+        // (PDF coordinates, from the bottom left); turned, it lies at x 500..572, y 72..144 from the top
+        // left.
+        const QString rotated = path(QStringLiteral("rotated.pdf"));
+        folio::test::writeFile(
+            rotated, folio::test::buildPdf("/MediaBox [0 0 612 792] /Rotate 90", "0 g 72 500 72 72 re f"));
+        PdfDocument document(rotated, DocumentOptions{72, {}});
+        QCOMPARE(document.pageSizePoints(0), QSizeF(792, 612));
+        QCOMPARE(document.pageSizeHint(0), QSize(792, 612));
+        const QImage image = document.renderPage(0).image;
+        QCOMPARE(image.size(), QSize(792, 612));
+        QVERIFY(isBlack(image.pixel(536, 108)));
+        QVERIFY(isWhite(image.pixel(108, 108)));
+        QVERIFY(isWhite(image.pixel(108, 536)));
+    }
+
     void encryptedPdfNeedsItsPassword() {
         const QString locked = path(QStringLiteral("locked.pdf"));
         folio::test::writeFile(locked, folio::test::encryptedPdf("secret"));

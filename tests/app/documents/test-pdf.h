@@ -84,6 +84,36 @@ inline QByteArray padded(const QByteArray& password) {
 
 }  // namespace detail
 
+// A one-page PDF built object by object: the catalog (1), the page tree (2), the page (3) with `pageEntries`
+// added to its dictionary, its content stream (4), then `extraObjects` (5 on); `trailerEntries` are added to
+// the trailer.
+inline QByteArray buildPdf(const QByteArray& pageEntries, const QByteArray& content,
+                           const std::vector<QByteArray>& extraObjects = {},
+                           const QByteArray& trailerEntries = {}) {
+    std::vector<QByteArray> objects = {
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /Contents 4 0 R /Resources << >> " + pageEntries + " >>",
+        "<< /Length " + QByteArray::number(content.size()) + " >>\nstream\n" + content + "\nendstream",
+    };
+    objects.insert(objects.end(), extraObjects.begin(), extraObjects.end());
+    QByteArray pdf = "%PDF-1.4\n";
+    std::vector<qsizetype> offsets;
+    for (size_t i = 0; i < objects.size(); ++i) {
+        offsets.push_back(pdf.size());
+        pdf += QByteArray::number(static_cast<qulonglong>(i + 1)) + " 0 obj\n" + objects[i] + "\nendobj\n";
+    }
+    const qsizetype xref = pdf.size();
+    const QByteArray count = QByteArray::number(static_cast<qulonglong>(objects.size() + 1));
+    pdf += "xref\n0 " + count + "\n0000000000 65535 f \n";
+    for (const qsizetype offset : offsets) {
+        pdf += QByteArray::number(static_cast<qlonglong>(offset)).rightJustified(10, '0') + " 00000 n \n";
+    }
+    pdf += "trailer\n<< /Size " + count + " /Root 1 0 R " + trailerEntries + " >>\nstartxref\n" +
+           QByteArray::number(static_cast<qlonglong>(xref)) + "\n%%EOF\n";
+    return pdf;
+}
+
 // A one-page PDF (a blank US Letter page) encrypted with 40-bit RC4 for the user password `password`.
 inline QByteArray encryptedPdf(const QByteArray& password) {
     using detail::padded;
@@ -95,29 +125,11 @@ inline QByteArray encryptedPdf(const QByteArray& password) {
     const QByteArray key =
         QCryptographicHash::hash(padded(password) + o + permissions + id, QCryptographicHash::Md5).left(5);
     const QByteArray u = rc4(key, padded(QByteArray()));
-
-    const std::vector<QByteArray> objects = {
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << >> >>",
-        "<< /Filter /Standard /V 1 /R 2 /Length 40 /P -4 /O <" + o.toHex() + "> /U <" + u.toHex() + "> >>",
-    };
-    QByteArray pdf = "%PDF-1.4\n";
-    std::vector<qsizetype> offsets;
-    for (size_t i = 0; i < objects.size(); ++i) {
-        offsets.push_back(pdf.size());
-        pdf += QByteArray::number(static_cast<qulonglong>(i + 1)) + " 0 obj\n" + objects[i] + "\nendobj\n";
-    }
-    const qsizetype xref = pdf.size();
-    pdf += "xref\n0 " + QByteArray::number(static_cast<qulonglong>(objects.size() + 1)) +
-           "\n0000000000 65535 f \n";
-    for (const qsizetype offset : offsets) {
-        pdf += QByteArray::number(static_cast<qlonglong>(offset)).rightJustified(10, '0') + " 00000 n \n";
-    }
-    pdf += "trailer\n<< /Size " + QByteArray::number(static_cast<qulonglong>(objects.size() + 1)) +
-           " /Root 1 0 R /Encrypt 4 0 R /ID [<" + id.toHex() + "> <" + id.toHex() + ">] >>\nstartxref\n" +
-           QByteArray::number(static_cast<qlonglong>(xref)) + "\n%%EOF\n";
-    return pdf;
+    // The empty content stream needs no encrypting.
+    return buildPdf(
+        "/MediaBox [0 0 612 792]", QByteArray(),
+        {"<< /Filter /Standard /V 1 /R 2 /Length 40 /P -4 /O <" + o.toHex() + "> /U <" + u.toHex() + "> >>"},
+        "/Encrypt 5 0 R /ID [<" + id.toHex() + "> <" + id.toHex() + ">]");
 }
 
 inline void writeFile(const QString& path, const QByteArray& bytes) {

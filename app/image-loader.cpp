@@ -7,17 +7,17 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "error.h"
+#include "mapped-file.h"
 
 namespace folio {
 
 namespace {
-
-enum class Format { png, jpeg, tiff, bmp, webp };
 
 struct Size {
     int64_t width = 0;
@@ -29,22 +29,22 @@ bool starts_with(std::span<const uint8_t> bytes, size_t offset, std::string_view
            std::memcmp(bytes.data() + offset, magic.data(), magic.size()) == 0;
 }
 
-std::optional<Format> sniff_format(std::span<const uint8_t> bytes) {
+std::optional<ImageFormat> sniff_format(std::span<const uint8_t> bytes) {
     if (starts_with(bytes, 0, "\x89PNG\r\n\x1a\n")) {
-        return Format::png;
+        return ImageFormat::png;
     }
     if (starts_with(bytes, 0, "\xff\xd8\xff")) {
-        return Format::jpeg;
+        return ImageFormat::jpeg;
     }
     if (starts_with(bytes, 0, std::string_view("II*\0", 4)) ||
         starts_with(bytes, 0, std::string_view("MM\0*", 4))) {
-        return Format::tiff;
+        return ImageFormat::tiff;
     }
     if (starts_with(bytes, 0, "BM")) {
-        return Format::bmp;
+        return ImageFormat::bmp;
     }
     if (starts_with(bytes, 0, "RIFF") && starts_with(bytes, 8, "WEBP")) {
-        return Format::webp;
+        return ImageFormat::webp;
     }
     return std::nullopt;
 }
@@ -77,17 +77,57 @@ std::optional<Size> png_size(std::span<const uint8_t> bytes) {
     return make_size(read_uint(bytes, 16, 4, true), read_uint(bytes, 20, 4, true));
 }
 
-std::optional<Size> jpeg_size(std::span<const uint8_t> bytes) {
+// EXIF orientation (1..8) from an APP1 segment's payload; nullopt where it has none.
+std::optional<int> exif_orientation(std::span<const uint8_t> app1) {
+    if (!starts_with(app1, 0, std::string_view("Exif\0\0", 6))) {
+        return std::nullopt;
+    }
+    const auto tiff = app1.subspan(6);
+    bool big_endian = false;
+    if (starts_with(tiff, 0, "MM")) {
+        big_endian = true;
+    } else if (!starts_with(tiff, 0, "II")) {
+        return std::nullopt;
+    }
+    const auto ifd = read_uint(tiff, 4, 4, big_endian);
+    const auto n_entries = ifd ? read_uint(tiff, *ifd, 2, big_endian) : std::nullopt;
+    if (!n_entries) {
+        return std::nullopt;
+    }
+    for (uint32_t i = 0; i < *n_entries; ++i) {
+        const size_t entry = size_t{*ifd} + 2 + size_t{i} * 12;
+        const auto tag = read_uint(tiff, entry, 2, big_endian);
+        if (!tag) {
+            return std::nullopt;
+        }
+        if (*tag == 0x0112) {
+            const auto value = read_uint(tiff, entry + 8, 2, big_endian);
+            if (value && *value >= 1 && *value <= 8) {
+                return static_cast<int>(*value);
+            }
+            return std::nullopt;
+        }
+    }
+    return std::nullopt;
+}
+
+struct JpegHeader {
+    std::optional<Size> size;  // as stored, before orientation
+    int orientation = 1;
+};
+
+JpegHeader jpeg_header(std::span<const uint8_t> bytes) {
+    JpegHeader header;
     size_t pos = 2;
     while (pos < bytes.size()) {
         if (bytes[pos] != 0xff) {
-            return std::nullopt;
+            return header;
         }
         while (pos < bytes.size() && bytes[pos] == 0xff) {
             ++pos;
         }
         if (pos >= bytes.size()) {
-            return std::nullopt;
+            return header;
         }
         const uint8_t marker = bytes[pos++];
         if (marker == 0x01 || (marker >= 0xd0 && marker <= 0xd8)) {
@@ -95,7 +135,7 @@ std::optional<Size> jpeg_size(std::span<const uint8_t> bytes) {
         }
         const auto length = read_uint(bytes, pos, 2, true);
         if (!length || *length < 2) {
-            return std::nullopt;
+            return header;
         }
         const bool start_of_frame =
             marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
@@ -103,14 +143,26 @@ std::optional<Size> jpeg_size(std::span<const uint8_t> bytes) {
             const auto size =
                 make_size(read_uint(bytes, pos + 5, 2, true), read_uint(bytes, pos + 3, 2, true));
             // A height of 0 is defined later in the stream (DNL); leave it to the decoder.
-            return size && size->height > 0 ? size : std::nullopt;
+            if (size && size->height > 0) {
+                header.size = size;
+            }
+            return header;
         }
         if (marker == 0xd9 || marker == 0xda) {
-            return std::nullopt;
+            return header;
+        }
+        if (marker == 0xe1 && pos + *length <= bytes.size()) {
+            if (const auto orientation = exif_orientation(bytes.subspan(pos + 2, *length - 2))) {
+                header.orientation = *orientation;
+            }
         }
         pos += *length;
     }
-    return std::nullopt;
+    return header;
+}
+
+std::optional<Size> jpeg_size(std::span<const uint8_t> bytes) {
+    return jpeg_header(bytes).size;
 }
 
 std::optional<Size> bmp_size(std::span<const uint8_t> bytes) {
@@ -164,25 +216,28 @@ std::optional<Size> webp_size(std::span<const uint8_t> bytes) {
     return std::nullopt;
 }
 
-// Size of the first image (IFD) of a classic TIFF file.
-std::optional<Size> tiff_size(std::span<const uint8_t> bytes) {
-    const bool big_endian = bytes[0] == 'M';
-    const auto ifd = read_uint(bytes, 4, 4, big_endian);
-    if (!ifd) {
-        return std::nullopt;
-    }
-    const auto n_entries = read_uint(bytes, *ifd, 2, big_endian);
+struct TiffImage {
+    std::optional<Size> size;
+    std::optional<uint32_t> next;  // the next image's offset; nullopt or 0 at the end of the chain
+};
+
+// One image (IFD) of a classic TIFF file at `ifd`; nullopt where its entry count lies outside the file.
+std::optional<TiffImage> tiff_image(std::span<const uint8_t> bytes, uint32_t ifd, bool big_endian) {
+    const auto n_entries = read_uint(bytes, ifd, 2, big_endian);
     if (!n_entries) {
         return std::nullopt;
     }
     std::optional<uint32_t> width;
     std::optional<uint32_t> height;
     for (uint32_t i = 0; i < *n_entries; ++i) {
-        const size_t entry = size_t{*ifd} + 2 + size_t{i} * 12;
+        const size_t entry = size_t{ifd} + 2 + size_t{i} * 12;
         const auto tag = read_uint(bytes, entry, 2, big_endian);
         const auto type = read_uint(bytes, entry + 2, 2, big_endian);
         if (!tag || !type) {
-            return std::nullopt;
+            return TiffImage{};
+        }
+        if (*tag > 257) {
+            break;  // entries are sorted by tag
         }
         if (*tag != 256 && *tag != 257) {
             continue;
@@ -195,28 +250,58 @@ std::optional<Size> tiff_size(std::span<const uint8_t> bytes) {
         }
         (*tag == 256 ? width : height) = value;
     }
-    return make_size(width, height);
+    return TiffImage{make_size(width, height),
+                     read_uint(bytes, size_t{ifd} + 2 + size_t{*n_entries} * 12, 4, big_endian)};
 }
 
-std::optional<Size> header_size(Format format, std::span<const uint8_t> bytes) {
+// Sizes of a classic TIFF file's images, following the chain of IFDs until it ends, loops, leaves the file
+// or reaches kMaxImagePages; the decoder reports what is wrong with a page that cannot be read.
+std::vector<std::optional<Size>> tiff_sizes(std::span<const uint8_t> bytes) {
+    const bool big_endian = bytes[0] == 'M';
+    std::vector<std::optional<Size>> sizes;
+    std::set<uint32_t> seen;
+    auto offset = read_uint(bytes, 4, 4, big_endian);
+    while (offset && *offset != 0 && sizes.size() < static_cast<size_t>(kMaxImagePages)) {
+        if (!seen.insert(*offset).second) {
+            break;
+        }
+        const auto image = tiff_image(bytes, *offset, big_endian);
+        if (!image) {
+            break;
+        }
+        sizes.push_back(image->size);
+        offset = image->next;
+    }
+    return sizes;
+}
+
+// Size of the first image (IFD) of a classic TIFF file.
+std::optional<Size> tiff_size(std::span<const uint8_t> bytes) {
+    const auto offset = read_uint(bytes, 4, 4, bytes[0] == 'M');
+    if (!offset) {
+        return std::nullopt;
+    }
+    const auto image = tiff_image(bytes, *offset, bytes[0] == 'M');
+    return image ? image->size : std::nullopt;
+}
+
+std::optional<Size> header_size(ImageFormat format, std::span<const uint8_t> bytes) {
     switch (format) {
-        case Format::png:
+        case ImageFormat::png:
             return png_size(bytes);
-        case Format::jpeg:
+        case ImageFormat::jpeg:
             return jpeg_size(bytes);
-        case Format::tiff:
+        case ImageFormat::tiff:
             return tiff_size(bytes);
-        case Format::bmp:
+        case ImageFormat::bmp:
             return bmp_size(bytes);
-        case Format::webp:
+        case ImageFormat::webp:
             return webp_size(bytes);
     }
     return std::nullopt;
 }
 
-}  // namespace
-
-Image decode_image(std::span<const uint8_t> bytes, std::string_view name) {
+void check_file_bytes(std::span<const uint8_t> bytes, std::string_view name) {
     if (bytes.empty()) {
         fail(name, ": the file is empty");
     }
@@ -224,36 +309,42 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view name) {
         fail(name, ": ", bytes.size(), " bytes is more than the limit of ", kMaxImageFileBytes,
              " bytes for an image file");
     }
+}
+
+ImageFormat checked_format(std::span<const uint8_t> bytes, std::string_view name) {
+    check_file_bytes(bytes, name);
     const auto format = sniff_format(bytes);
     if (!format) {
         fail(name, ": not a supported image file (PNG, JPEG, TIFF, BMP or WebP)");
     }
-    if (const auto size = header_size(*format, bytes)) {
-        check_image_size(size->width, size->height, name);
-    }
+    return *format;
+}
 
-    cv::Mat decoded;
-    try {
-        const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
-        decoded = cv::imdecode(buffer, cv::IMREAD_COLOR);
-    } catch (const cv::Exception& e) {
-        fail(name, ": cannot decode the image: ", e.what());
-    }
-    if (decoded.empty()) {
-        fail(name, ": cannot decode the image (damaged or truncated file, or an unsupported variant)");
-    }
+// Converts OpenCV's decoded BGR pixels into the caller's buffer.
+void write_rgb(const cv::Mat& decoded, std::string_view name, const RgbAllocator& allocate) {
     if (decoded.type() != CV_8UC3) {
         fail(name, ": the decoder returned pixels of OpenCV type ", decoded.type(), ", expected 8-bit BGR");
     }
     check_image_size(decoded.cols, decoded.rows, name);
-
-    Image image = make_image(decoded.cols, decoded.rows);
-    cv::Mat rgb(image.height, image.width, CV_8UC3, image.rgb.data());
+    const RgbTarget target = allocate(decoded.cols, decoded.rows);
+    if (target.data == nullptr || target.stride < static_cast<size_t>(decoded.cols) * 3) {
+        fail(name, ": no buffer for ", decoded.cols, "x", decoded.rows, " pixels");
+    }
+    cv::Mat rgb(decoded.rows, decoded.cols, CV_8UC3, target.data, target.stride);
     cv::cvtColor(decoded, rgb, cv::COLOR_BGR2RGB);
-    return image;
+    if (rgb.data != target.data) {
+        fail(name, ": the colour conversion did not write into the target buffer");
+    }
 }
 
-Image load_image(const std::filesystem::path& path) {
+RgbAllocator image_allocator(Image& image) {
+    return [&image](int width, int height) {
+        image = make_image(width, height);
+        return RgbTarget{image.rgb.data(), static_cast<size_t>(width) * 3};
+    };
+}
+
+std::vector<uint8_t> read_image_file(const std::filesystem::path& path) {
     const std::string name = path.string();
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
@@ -279,7 +370,134 @@ Image load_image(const std::filesystem::path& path) {
     if (!file.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
         fail(name, ": cannot read the file (", n_bytes, " bytes expected)");
     }
-    return decode_image(bytes, name);
+    return bytes;
+}
+
+}  // namespace
+
+std::optional<ImageFormat> sniff_image_format(std::span<const uint8_t> bytes) {
+    return sniff_format(bytes);
+}
+
+const char* image_format_name(ImageFormat format) {
+    switch (format) {
+        case ImageFormat::png:
+            return "PNG";
+        case ImageFormat::jpeg:
+            return "JPEG";
+        case ImageFormat::tiff:
+            return "TIFF";
+        case ImageFormat::bmp:
+            return "BMP";
+        case ImageFormat::webp:
+            return "WebP";
+    }
+    return "image";
+}
+
+ImageFileInfo probe_image(std::span<const uint8_t> bytes, std::string_view name) {
+    ImageFileInfo info;
+    info.format = checked_format(bytes, name);
+    std::vector<std::optional<Size>> sizes;
+    if (info.format == ImageFormat::tiff) {
+        sizes = tiff_sizes(bytes);
+    }
+    if (sizes.empty()) {
+        sizes.push_back(header_size(info.format, bytes));
+    }
+    const bool turned = info.format == ImageFormat::jpeg && jpeg_header(bytes).orientation >= 5;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        ImageFileInfo::PageSize page;
+        if (const auto& size = sizes[i]) {
+            // A page of a multi-page file is checked when it is decoded, so that the others stay readable.
+            if (sizes.size() == 1) {
+                check_image_size(size->width, size->height, name);
+            }
+            page = turned ? ImageFileInfo::PageSize{size->height, size->width}
+                          : ImageFileInfo::PageSize{size->width, size->height};
+        }
+        info.pages.push_back(page);
+    }
+    return info;
+}
+
+void decode_image_into(std::span<const uint8_t> bytes, std::string_view name, const RgbAllocator& allocate) {
+    const ImageFormat format = checked_format(bytes, name);
+    if (const auto size = header_size(format, bytes)) {
+        check_image_size(size->width, size->height, name);
+    }
+
+    cv::Mat decoded;
+    try {
+        const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<uint8_t*>(bytes.data()));
+        decoded = cv::imdecode(buffer, cv::IMREAD_COLOR);
+    } catch (const cv::Exception& e) {
+        fail(name, ": cannot decode the image: ", e.what());
+    }
+    if (decoded.empty()) {
+        fail(name, ": cannot decode the image (damaged or truncated file, or an unsupported variant)");
+    }
+    write_rgb(decoded, name, allocate);
+}
+
+Image decode_image(std::span<const uint8_t> bytes, std::string_view name) {
+    Image image;
+    decode_image_into(bytes, name, image_allocator(image));
+    return image;
+}
+
+Image load_image(const std::filesystem::path& path) {
+    const std::vector<uint8_t> bytes = read_image_file(path);
+    return decode_image(bytes, path.string());
+}
+
+void load_image_page_into(const std::filesystem::path& path, int page, const RgbAllocator& allocate) {
+    const std::string name = path.string();
+    if (page < 0) {
+        fail(name, ": page ", page, " does not exist");
+    }
+    const MappedFile file(path);
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(file.data()), file.size());
+    const ImageFileInfo info = probe_image(bytes, name);
+    if (static_cast<size_t>(page) >= info.pages.size()) {
+        fail(name, ": page ", page + 1, " does not exist (the file has ", info.pages.size(),
+             info.pages.size() == 1 ? " page)" : " pages)");
+    }
+    if (info.pages.size() == 1) {
+        decode_image_into(bytes, name, allocate);
+        return;
+    }
+    const std::string page_name = name + " page " + std::to_string(page + 1);
+    const ImageFileInfo::PageSize& size = info.pages[static_cast<size_t>(page)];
+    if (size.width != 0 || size.height != 0) {
+        check_image_size(size.width, size.height, page_name);
+    }
+    std::vector<cv::Mat> decoded;
+    try {
+        if (!cv::imreadmulti(name, decoded, page, 1, cv::IMREAD_COLOR)) {
+            decoded.clear();
+        }
+    } catch (const cv::Exception& e) {
+        fail(page_name, ": cannot decode the image: ", e.what());
+    }
+    if (decoded.size() != 1 || decoded[0].empty()) {
+        fail(page_name, ": cannot decode the image (damaged or truncated file, or an unsupported variant)");
+    }
+    write_rgb(decoded[0], page_name, allocate);
+}
+
+std::vector<Image> load_image_pages(const std::filesystem::path& path) {
+    size_t n_pages = 0;
+    {
+        const MappedFile file(path);
+        const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(file.data()), file.size());
+        n_pages = probe_image(bytes, path.string()).pages.size();
+    }
+    std::vector<Image> pages(n_pages);
+    for (size_t i = 0; i < n_pages; ++i) {
+        load_image_page_into(path, static_cast<int>(i), image_allocator(pages[i]));
+    }
+    return pages;
 }
 
 }  // namespace folio

@@ -11,7 +11,8 @@ fi
 build_dir=$(cd "$1" && pwd)
 seconds=$2
 fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-targets=(fuzz-safetensors fuzz-model-config fuzz-layout-config fuzz-tokenizer-json fuzz-sentencepiece fuzz-otsl-table)
+targets=(fuzz-safetensors fuzz-model-config fuzz-layout-config fuzz-tokenizer-json fuzz-sentencepiece
+         fuzz-otsl-table fuzz-page-range)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -42,7 +42,8 @@ public:
     virtual int pageCount() const = 0;
 
     // The size renderPage(index) gives, in pixels, as far as it is known without rendering or decoding: exact
-    // for PDF pages, from the headers for images; an invalid QSize where the headers do not say.
+    // for PDF pages, from the headers for images; an invalid QSize where the headers do not say. Throws
+    // folio::Error naming the file for an index out of range or a PDF page poppler cannot read.
     virtual QSize pageSizeHint(int index) = 0;
 
     // Page `index` (0-based) as RGB888. Throws folio::Error naming the file and the page where it cannot be

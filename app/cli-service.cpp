@@ -36,12 +36,11 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
         params.models.push_back(std::move(layout));
     }
     params.engine = engine_options.engine;
-    params.on_progress = [shown = LoadPhase::Idle, model = -1](const LoadProgress& p) mutable {
-        if ((p.phase != shown || p.model != model) && p.phase != LoadPhase::Ready) {
+    params.on_progress = [shown = LoadPhase::Idle](const LoadProgress& p) mutable {
+        if (p.phase != shown && p.phase != LoadPhase::Idle && p.phase != LoadPhase::Ready) {
             std::cerr << phase_line(p) << "\n";
         }
         shown = p.phase;
-        model = p.model;
     };
     service.load(std::move(params));
     while (service.wait_loaded(std::chrono::seconds(1)) == ServiceState::Loading) {

@@ -1,6 +1,7 @@
 #include "ocr-command.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QSet>
@@ -54,7 +55,7 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void on_interrupt(int) {
+extern "C" void on_ocr_interrupt(int) {
     g_interrupted.store(true);
     std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
@@ -160,7 +161,9 @@ public:
                 for (auto& writer : w.writers) {
                     writer->finish();
                     for (const QString& file : writer->files()) {
-                        written_ << file;
+                        if (!written_.contains(file)) {
+                            written_ << file;
+                        }
                     }
                 }
             } catch (const std::exception& e) {
@@ -263,6 +266,14 @@ int run_ocr(int argc, char** argv, int first) {
     // Qt's PDF writer and fonts need a GUI application; folio-cli draws on no screen.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+    if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+        // Where Qt would otherwise make one itself, with a warning on stderr.
+        const QString runtime = QDir::temp().filePath(QStringLiteral("runtime-%1").arg(getuid()));
+        if (QDir().mkpath(runtime)) {
+            QFile::setPermissions(runtime, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+            qputenv("XDG_RUNTIME_DIR", runtime.toLocal8Bit());
+        }
     }
     int qt_argc = 1;
     char* qt_argv[] = {argv[0], nullptr};
@@ -393,7 +404,7 @@ int run_ocr(int argc, char** argv, int first) {
 
     // Ctrl-C cancels the run; a watcher passes it on, since a signal handler may only set a flag.
     g_interrupted.store(false);
-    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGINT, on_ocr_interrupt);
     std::atomic<bool> finished{false};
     std::thread watcher([&] {
         while (!finished.load()) {

@@ -159,9 +159,10 @@ Request RequestBuilder::build(RequestSpec spec) const {
             if (b.min_pixels < 1 || b.max_pixels < b.min_pixels) {
                 fail("image pixel bounds ", b.min_pixels, "..", b.max_pixels, " are not a range");
             }
+            // Within the model's own bound, which max_image_tokens is checked against.
             PreprocessorConfig bounded = f.preprocessor;
-            bounded.min_pixels = b.min_pixels;
-            bounded.max_pixels = b.max_pixels;
+            bounded.max_pixels = std::min(b.max_pixels, f.preprocessor.max_pixels);
+            bounded.min_pixels = b.min_pixels <= bounded.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
             r.images = preprocess_images(images, bounded);
         } else {
             r.images = preprocess_images(images, f.preprocessor);

@@ -76,7 +76,7 @@ struct RequestSpec {
     Input input;
     GenerationOptions options;  // ignored for a Request, which has its own
     // This request's images resized within these bounds instead of the model's (the document pipeline's
-    // bounds for block crops); an image over the model's max_image_tokens is still refused.
+    // bounds for block crops), kept within the model's max_pixels (bounds wholly above it: the model's own).
     std::optional<ImagePixelBounds> image_pixels;
 };
 

@@ -655,6 +655,10 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     const Request resized = builder.build(bounded);
     EXPECT_EQ(resized.images.grids.at(0), expected);
     EXPECT_NE(resized.images.grids.at(0), task.images.grids.at(0));
+    // Bounds wholly above the model's give way to its own.
+    RequestSpec wide{ImageTask{{pages_[1]}, "OCR:"}, {}};
+    wide.image_pixels = ImagePixelBounds{format.preprocessor.max_pixels * 2, format.preprocessor.max_pixels * 4};
+    EXPECT_EQ(builder.build(wide).images.grids.at(0), task.images.grids.at(0));
     RequestSpec inverted{ImageTask{{pages_[1]}, "OCR:"}, {}};
     inverted.image_pixels = ImagePixelBounds{100, 10};
     EXPECT_NE(message(inverted).find("image pixel bounds 100..10"), std::string::npos);

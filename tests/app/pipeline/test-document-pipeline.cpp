@@ -1,5 +1,7 @@
 // The document pipeline on the engine service with the small fixture models: pages come out in order, with
 // blocks, tasks and text; failures stay with their page or document; cancel stops; memory stays bounded.
+// Built twice: on the CPU backend, and with FOLIO_TEST_CUDA on the CUDA backend (skipped where no CUDA device
+// is present), where the layout model's batches run between recognition steps on the GPU.
 #include <QPainter>
 #include <QRegularExpression>
 #include <QTest>
@@ -8,6 +10,10 @@
 #include <memory>
 
 #include "backend.h"
+#ifdef FOLIO_TEST_CUDA
+#include "backend-cuda.h"
+#include "elementwise.h"
+#endif
 #include "document-pipeline.h"
 #include "error.h"
 
@@ -25,7 +31,9 @@ QImage makePage(int index) {
     QPainter painter(&page);
     painter.fillRect(20, 20, 200, 30, Qt::black);
     painter.fillRect(20, 80, 260, 100, QColor(60, 60, 60));
-    painter.drawText(30, 210, QStringLiteral("Page %1").arg(index + 1));
+    for (int line = 0; line <= index % 4; ++line) {
+        painter.fillRect(30, 195 + 8 * line, 120 + 20 * line, 4, Qt::black);
+    }
     return page;
 }
 
@@ -112,7 +120,14 @@ class TestDocumentPipeline : public QObject {
 private Q_SLOTS:
     void initTestCase() {
         ServiceParams params;
+#ifdef FOLIO_TEST_CUDA
+        if (kernels::device_count() == 0) {
+            QSKIP("skipped: no CUDA device");
+        }
+        params.device.make_backend = [] { return make_cuda_backend(); };
+#else
         params.device.make_backend = [] { return make_cpu_backend(2); };
+#endif
         params.models.push_back({ModelRole::Recognition, kRecognitionDir, {}});
         params.models.push_back({ModelRole::Layout, kLayoutDir, {}});
         params.engine.max_model_len = 4096;
@@ -239,5 +254,5 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestDocumentPipeline)
+QTEST_GUILESS_MAIN(TestDocumentPipeline)
 #include "test-document-pipeline.moc"

@@ -126,7 +126,7 @@ private:
         return path;
     }
 
-private slots:
+private Q_SLOTS:
     void initTestCase() { QVERIFY(dir_.isValid()); }
 
     void singleImages_data() {

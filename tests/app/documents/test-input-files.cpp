@@ -48,7 +48,7 @@ private:
         return names;
     }
 
-private slots:
+private Q_SLOTS:
     void initTestCase() {
         QVERIFY(dir_.isValid());
         root_ = dir_.filePath(QStringLiteral("scans"));

@@ -36,7 +36,7 @@ std::vector<int> pages(std::initializer_list<int> oneBased) {
 class PageRangeTest : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void selects_data() {
         QTest::addColumn<QString>("text");
         QTest::addColumn<int>("pageCount");

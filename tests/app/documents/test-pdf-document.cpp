@@ -57,7 +57,7 @@ private:
 
     QString path(const QString& name) const { return dir_.filePath(name); }
 
-private slots:
+private Q_SLOTS:
     void initTestCase() {
         QVERIFY(dir_.isValid());
         twoPages_ = path(QStringLiteral("two-pages.pdf"));

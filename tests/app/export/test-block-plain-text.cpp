@@ -20,7 +20,7 @@ BlockResult block(const QString& label, const QString& content) {
 class TestBlockPlainText : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void stripsMarkup_data();
     void stripsMarkup();
     void tablesGiveTheirRows();

@@ -13,7 +13,7 @@ namespace folio {
 class TestMarkdown : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void titleLevels_data();
     void titleLevels();
     void firstLineHeadings_data();

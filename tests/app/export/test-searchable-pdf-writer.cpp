@@ -143,7 +143,7 @@ double meanDifference(const QImage& a, const QImage& b, const QRect& area) {
 class TestSearchablePdfWriter : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void pagesTakeTheirSizeFromTheirResolution();
     void wordsAreFoundInsideTheirBlocks();
     void markupIsLeftOut();

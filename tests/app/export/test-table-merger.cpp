@@ -11,7 +11,7 @@ namespace folio {
 class TestTableMerger : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void matchesReference_data();
     void matchesReference();
     void holdsOnlyWhatMayContinue();

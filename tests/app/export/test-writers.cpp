@@ -80,7 +80,7 @@ std::vector<PageResult> twoPages() {
 class TestWriters : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void finishWritesFiles_data();
     void finishWritesFiles();
     void abortLeavesNothing_data();

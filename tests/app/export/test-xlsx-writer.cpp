@@ -81,7 +81,7 @@ QJsonObject sheetCell(const QJsonObject& workbook, int sheet, const QString& cel
 class TestXlsxWriter : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void plainNumbers_data();
     void plainNumbers();
     void textThatLooksNumeric_data();

@@ -21,7 +21,7 @@ QString rep(const QString& s, int n) {
 class TestBlockContent : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void trimsRepetition_data();
     void trimsRepetition();
     void minLengthByLabel();

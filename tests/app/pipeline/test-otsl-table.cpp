@@ -11,7 +11,7 @@ namespace folio {
 class TestOtslTable : public QObject {
     Q_OBJECT
 
-private slots:
+private Q_SLOTS:
     void matchesReferenceHtml_data();
     void matchesReferenceHtml();
     void notATable_data();

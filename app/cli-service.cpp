@@ -28,7 +28,9 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     params.device.free_memory = device_free_memory(opt);
     ModelSlot slot{ModelRole::Recognition, model_dir, engine_options.load};
     slot.tokenizer_dir = engine_options.tokenizer.value_or(std::filesystem::path());
-    slot.adjust_preprocessor = [engine_options](PreprocessorConfig& pre) { apply_preprocessing(engine_options, pre); };
+    slot.adjust_preprocessor = [engine_options](PreprocessorConfig& pre) {
+        apply_preprocessing(engine_options, pre);
+    };
     params.models.push_back(std::move(slot));
     if (layout_dir) {
         ModelSlot layout{ModelRole::Layout, *layout_dir, {}};

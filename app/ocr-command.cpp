@@ -1,5 +1,6 @@
 #include "ocr-command.h"
 
+#include <unistd.h>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -15,7 +16,6 @@
 #include <memory>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "cli-service.h"
 #include "document-pipeline.h"
@@ -64,7 +64,8 @@ std::string duration_text(double seconds) {
     const auto s = static_cast<int64_t>(seconds + 0.5);
     std::ostringstream out;
     if (s >= 3600) {
-        out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ":" << std::setw(2) << s % 60;
+        out << s / 3600 << ":" << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ":" << std::setw(2)
+            << s % 60;
     } else {
         out << s / 60 << ":" << std::setw(2) << std::setfill('0') << s % 60;
     }
@@ -74,7 +75,7 @@ std::string duration_text(double seconds) {
 std::vector<ExportFormat> parse_formats(const std::string& text) {
     static const std::map<std::string, ExportFormat> kNames = {
         {"md", ExportFormat::Markdown}, {"markdown", ExportFormat::Markdown}, {"json", ExportFormat::Json},
-        {"html", ExportFormat::Html},   {"pdf", ExportFormat::SearchablePdf},  {"xlsx", ExportFormat::Xlsx},
+        {"html", ExportFormat::Html},   {"pdf", ExportFormat::SearchablePdf}, {"xlsx", ExportFormat::Xlsx},
     };
     std::vector<ExportFormat> formats;
     std::stringstream parts(text);
@@ -143,7 +144,8 @@ public:
             w.error = e.what();
         }
         if (!terminal_) {
-            line("page " + page_name(document, page) + " done: " + std::to_string(page.blocks.size()) + " blocks");
+            line("page " + page_name(document, page) + " done: " + std::to_string(page.blocks.size()) +
+                 " blocks");
         }
     }
 
@@ -192,10 +194,10 @@ public:
         const double fraction = p.pagesTotal > 0 ? static_cast<double>(p.pagesDone) / p.pagesTotal : 0.0;
         const int filled = static_cast<int>(fraction * kWidth);
         std::ostringstream bar;
-        bar << "\r[" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(kWidth - filled), '-')
-            << "] " << p.pagesDone << "/" << p.pagesTotal << " pages, " << p.blocksDone << "/" << p.blocksTotal
-            << " blocks, " << std::fixed << std::setprecision(0) << p.tokensPerSecond << " tokens/s, "
-            << duration_text(p.elapsedSeconds);
+        bar << "\r[" << std::string(static_cast<size_t>(filled), '#')
+            << std::string(static_cast<size_t>(kWidth - filled), '-') << "] " << p.pagesDone << "/"
+            << p.pagesTotal << " pages, " << p.blocksDone << "/" << p.blocksTotal << " blocks, " << std::fixed
+            << std::setprecision(0) << p.tokensPerSecond << " tokens/s, " << duration_text(p.elapsedSeconds);
         if (p.etaSeconds) {
             bar << ", ETA " << duration_text(*p.etaSeconds);
         }
@@ -251,7 +253,8 @@ std::filesystem::path resolve_layout_model(const Options& opt, const std::string
     }
     hub::LocateOptions locate;
     locate.check = false;
-    const hub::LocatedModel model = hub::locate_model(model_spec, hub::hub_settings_from_environment(), locate);
+    const hub::LocatedModel model =
+        hub::locate_model(model_spec, hub::hub_settings_from_environment(), locate);
     const std::optional<std::string> paired = hub::paired_layout_repo(model);
     if (!paired) {
         fail("no layout model is known for ", model.description(),
@@ -271,7 +274,8 @@ int run_ocr(int argc, char** argv, int first) {
         // Where Qt would otherwise make one itself, with a warning on stderr.
         const QString runtime = QDir::temp().filePath(QStringLiteral("runtime-%1").arg(getuid()));
         if (QDir().mkpath(runtime)) {
-            QFile::setPermissions(runtime, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+            QFile::setPermissions(runtime,
+                                  QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
             qputenv("XDG_RUNTIME_DIR", runtime.toLocal8Bit());
         }
     }
@@ -283,8 +287,9 @@ int run_ocr(int argc, char** argv, int first) {
     // "-o DIR" is --output DIR; folio-cli's own switches are passed on as --name=true.
     std::vector<std::string> inputs;
     std::vector<std::string> rewritten{argv[0]};
-    static const std::vector<std::string> kSwitches = {"--no-layout", "--chart", "--seal", "--ocr-image-blocks",
-                                                       "--no-stack", "--keep-all-labels", "--recursive"};
+    static const std::vector<std::string> kSwitches = {
+        "--no-layout", "--chart",           "--seal",     "--ocr-image-blocks",
+        "--no-stack",  "--keep-all-labels", "--recursive"};
     for (int i = first; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg.empty() || arg[0] != '-' || arg == "-") {
@@ -296,7 +301,8 @@ int run_ocr(int argc, char** argv, int first) {
             continue;
         }
         rewritten.push_back(arg == "-o" ? std::string("--output") : arg);
-        const bool takes_value = arg.find('=') == std::string::npos && arg != "--help" && !is_engine_switch(arg) &&
+        const bool takes_value = arg.find('=') == std::string::npos && arg != "--help" &&
+                                 !is_engine_switch(arg) &&
                                  !(arg.rfind("--no-", 0) == 0 && is_engine_switch("--" + arg.substr(5)));
         if (takes_value && i + 1 < argc) {
             rewritten.push_back(argv[++i]);
@@ -311,10 +317,26 @@ int run_ocr(int argc, char** argv, int first) {
         std::cout << "usage:\n" << kOcrUsage << "\n" << engine_usage();
         return kOcrOk;
     }
-    opt.allow(with_engine_flags({"--output", "--pages", "--dpi", "--format", "--model", "--layout-model",
-                                 "--no-layout", "--task", "--chart", "--seal", "--ocr-image-blocks", "--no-stack",
-                                 "--keep-all-labels", "--max-new-tokens", "--pages-in-flight", "--password",
-                                 "--recursive", "--device", "--threads", "--layout-batch"}));
+    opt.allow(with_engine_flags({"--output",
+                                 "--pages",
+                                 "--dpi",
+                                 "--format",
+                                 "--model",
+                                 "--layout-model",
+                                 "--no-layout",
+                                 "--task",
+                                 "--chart",
+                                 "--seal",
+                                 "--ocr-image-blocks",
+                                 "--no-stack",
+                                 "--keep-all-labels",
+                                 "--max-new-tokens",
+                                 "--pages-in-flight",
+                                 "--password",
+                                 "--recursive",
+                                 "--device",
+                                 "--threads",
+                                 "--layout-batch"}));
     if (inputs.empty()) {
         fail("no input: name PDFs, images or folders");
     }
@@ -346,9 +368,11 @@ int run_ocr(int argc, char** argv, int first) {
         static const QStringList kTasks = {"ocr", "table", "formula", "chart", "seal", "spotting"};
         const QString task = QString::fromStdString(opt.text("--task")).toLower();
         if (!kTasks.contains(task)) {
-            fail("--task: unknown task \"", task.toStdString(), "\" (expected ", kTasks.join(", ").toStdString(), ")");
+            fail("--task: unknown task \"", task.toStdString(), "\" (expected ",
+                 kTasks.join(", ").toStdString(), ")");
         }
-        pipeline_options.wholePageLabel = task == QLatin1String("formula") ? QStringLiteral("display_formula") : task;
+        pipeline_options.wholePageLabel =
+            task == QLatin1String("formula") ? QStringLiteral("display_formula") : task;
         pipeline_options.recognition.chartRecognition = task == QLatin1String("chart");
         pipeline_options.recognition.sealRecognition = task == QLatin1String("seal");
     }
@@ -365,7 +389,8 @@ int run_ocr(int argc, char** argv, int first) {
     export_options.outputDir = QDir(QString::fromStdString(out_dir)).absolutePath();
     if (opt.has("--keep-all-labels")) {
         for (const std::string_view label : kLayoutLabels) {
-            export_options.markdownLabels.insert(QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size())));
+            export_options.markdownLabels.insert(
+                QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size())));
         }
     }
     if (!QDir().mkpath(export_options.outputDir)) {
@@ -379,7 +404,8 @@ int run_ocr(int argc, char** argv, int first) {
     if (pipeline_options.useLayout) {
         layout_dir = resolve_layout_model(opt, model_spec);
     }
-    const EngineOptions engine_options = parse_engine_options(opt, load_model_config(model_dir / "config.json"));
+    const EngineOptions engine_options =
+        parse_engine_options(opt, load_model_config(model_dir / "config.json"));
     if (engine_options.image_min_pixels) {
         recognition.pixels.minPixels = *engine_options.image_min_pixels;
     }
@@ -397,7 +423,8 @@ int run_ocr(int argc, char** argv, int first) {
                                            [&](const QString& note) {
                                                if (!notes_shown.contains(note)) {
                                                    notes_shown.insert(note);
-                                                   std::cerr << "folio-cli: note: " << note.toStdString() << "\n";
+                                                   std::cerr << "folio-cli: note: " << note.toStdString()
+                                                             << "\n";
                                                }
                                            }),
                               pipeline_options);
@@ -430,9 +457,10 @@ int run_ocr(int argc, char** argv, int first) {
     observer.endBar();
 
     std::ostringstream line;
-    line << std::fixed << std::setprecision(1) << "folio-cli: " << summary.documents << " documents, " << summary.pages
-         << " pages, " << summary.blocks << " blocks, " << summary.tokens << " tokens in " << summary.seconds << " s ("
-         << std::setprecision(2) << (summary.seconds > 0 ? summary.pages / summary.seconds : 0.0) << " pages/s)";
+    line << std::fixed << std::setprecision(1) << "folio-cli: " << summary.documents << " documents, "
+         << summary.pages << " pages, " << summary.blocks << " blocks, " << summary.tokens << " tokens in "
+         << summary.seconds << " s (" << std::setprecision(2)
+         << (summary.seconds > 0 ? summary.pages / summary.seconds : 0.0) << " pages/s)";
     if (summary.pagesFailed + summary.blocksFailed + summary.documentsFailed > 0) {
         line << "; failed: " << summary.documentsFailed << " documents, " << summary.pagesFailed << " pages, "
              << summary.blocksFailed << " blocks";

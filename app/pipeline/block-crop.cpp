@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <set>
 
@@ -54,7 +53,8 @@ QImage cropMargin(const QImage& image) {
             const int g = row[3 * x + 1];
             const int b = row[3 * x + 2];
             const int v = (r * 4899 + g * 9617 + b * 1868 + 8192) >> 14;
-            grey[static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)] = static_cast<uint8_t>(v);
+            grey[static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)] =
+                static_cast<uint8_t>(v);
             lo = std::min(lo, v);
             hi = std::max(hi, v);
         }
@@ -90,7 +90,8 @@ QImage stackImages(const std::vector<QImage>& images, const std::vector<StackAli
         return {};
     }
     if (aligns.size() + 1 != images.size()) {
-        fail("stacking ", images.size(), " images needs ", images.size() - 1, " alignments, got ", aligns.size());
+        fail("stacking ", images.size(), " images needs ", images.size() - 1, " alignments, got ",
+             aligns.size());
     }
     QImage stacked = images.front().convertToFormat(QImage::Format_RGB888);
     for (size_t i = 1; i < images.size(); ++i) {
@@ -124,7 +125,9 @@ QImage stackImages(const std::vector<QImage>& images, const std::vector<StackAli
 
 namespace {
 
-bool aligned(int a, int b) { return std::abs(a - b) <= 5; }
+bool aligned(int a, int b) {
+    return std::abs(a - b) <= 5;
+}
 
 bool overlaps(const BlockBox& a, const BlockBox& b) {
     const int w = std::min(a.x2, b.x2) - std::max(a.x1, b.x1);
@@ -143,15 +146,17 @@ StackPlan planStacks(const std::vector<QString>& labels, const std::vector<Block
                      const std::vector<bool>& stackableBlocks, const std::vector<QSize>& cropSizes) {
     const size_t n = labels.size();
     if (boxes.size() != n || stackableBlocks.size() != n || cropSizes.size() != n) {
-        fail("planStacks: ", n, " labels but ", boxes.size(), " boxes, ", stackableBlocks.size(), " flags and ",
-             cropSizes.size(), " sizes");
+        fail("planStacks: ", n, " labels but ", boxes.size(), " boxes, ", stackableBlocks.size(),
+             " flags and ", cropSizes.size(), " sizes");
     }
     const auto touchesUnstackable = [&](int a, int b) {
         const BlockBox& p = boxes[static_cast<size_t>(a)];
         const BlockBox& q = boxes[static_cast<size_t>(b)];
-        const BlockBox joint{std::min(p.x1, q.x1), std::min(p.y1, q.y1), std::max(p.x2, q.x2), std::max(p.y2, q.y2)};
+        const BlockBox joint{std::min(p.x1, q.x1), std::min(p.y1, q.y1), std::max(p.x2, q.x2),
+                             std::max(p.y2, q.y2)};
         for (size_t i = 0; i < n; ++i) {
-            if (static_cast<int>(i) != a && static_cast<int>(i) != b && !stackableBlocks[i] && overlaps(joint, boxes[i])) {
+            if (static_cast<int>(i) != a && static_cast<int>(i) != b && !stackableBlocks[i] &&
+                overlaps(joint, boxes[i])) {
                 return true;
             }
         }
@@ -182,7 +187,8 @@ StackPlan planStacks(const std::vector<QString>& labels, const std::vector<Block
                                 (b.x1 - p.x2) < std::max(p.width(), b.width()) * 0.3;
         const bool underneath = columnsOverlap && bothText && b.y2 >= p.y1 &&
                                 std::abs(b.y1 - p.y2) < std::max(p.height(), b.height()) * 0.5 &&
-                                (aligned(b.x1, p.x1) != aligned(b.x2, p.x2)) && touchesUnstackable(index, prev);
+                                (aligned(b.x1, p.x1) != aligned(b.x2, p.x2)) &&
+                                touchesUnstackable(index, prev);
         if (sideBySide || underneath) {
             StackAlign align = StackAlign::Center;
             if (underneath && aligned(b.x1, p.x1)) {
@@ -213,7 +219,8 @@ StackPlan planStacks(const std::vector<QString>& labels, const std::vector<Block
                 w = std::max<int64_t>(w, cropSizes[static_cast<size_t>(m)].width());
                 h += cropSizes[static_cast<size_t>(m)].height();
             }
-            const double ratio = w == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(h) / w;
+            const double ratio =
+                w == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(h) / w;
             const bool stacked = ratio < 3 && group.members.size() > 1;
             for (size_t j = 0; j < group.members.size(); ++j) {
                 StackPlan::Entry entry;
@@ -245,19 +252,6 @@ StackPlan planStacks(const std::vector<QString>& labels, const std::vector<Block
         ++index;
     }
     return plan;
-}
-
-Image toEngineImage(const QImage& image) {
-    const QImage rgb = image.convertToFormat(QImage::Format_RGB888);
-    Image out;
-    out.width = rgb.width();
-    out.height = rgb.height();
-    const auto row_bytes = static_cast<size_t>(out.width) * 3;
-    out.rgb.resize(row_bytes * static_cast<size_t>(out.height));
-    for (int y = 0; y < out.height; ++y) {
-        std::memcpy(out.rgb.data() + row_bytes * static_cast<size_t>(y), rgb.constScanLine(y), row_bytes);
-    }
-    return out;
 }
 
 }  // namespace folio

@@ -8,7 +8,6 @@
 #include <QString>
 #include <vector>
 
-#include "image.h"
 #include "page-result.h"
 
 namespace folio {
@@ -31,8 +30,8 @@ QImage stackImages(const std::vector<QImage>& images, const std::vector<StackAli
 // group of several blocks is recognised once, from its first block's stacked image.
 struct StackPlan {
     struct Entry {
-        int block = 0;   // index into the page's blocks as given
-        int group = -1;  // the group's first block (index as given), -1 for a block on its own
+        int block = 0;             // index into the page's blocks as given
+        int group = -1;            // the group's first block (index as given), -1 for a block on its own
         std::vector<int> members;  // the first block of a group: every block of the group, in order
         std::vector<StackAlign> aligns;  // the first block of a group: how each next member is placed
     };
@@ -42,12 +41,9 @@ struct StackPlan {
 // merge_blocks over blocks in reading order: text blocks side by side (a gap under 30% of the wider) or
 // one under the other (a gap under half the taller, aligned on exactly one side within 5 px, their joint box
 // touching a block that is never stacked) join the group of the text block before them; a group whose
-// stacked image would be 3 times as tall as wide or more stays apart. Blocks that cannot be stacked keep their
-// place, those inside a group's span after the group. `widths`/`heights`: each block's crop size.
+// stacked image would be 3 times as tall as wide or more stays apart. Blocks that cannot be stacked keep
+// their place, those inside a group's span after the group. `widths`/`heights`: each block's crop size.
 StackPlan planStacks(const std::vector<QString>& labels, const std::vector<BlockBox>& boxes,
                      const std::vector<bool>& stackableBlocks, const std::vector<QSize>& cropSizes);
-
-// An RGB888 image as the engine takes it (tightly packed rows).
-Image toEngineImage(const QImage& image);
 
 }  // namespace folio

@@ -14,10 +14,10 @@ struct PixelBounds {
 };
 
 struct RecognitionOptions {
-    bool chartRecognition = false;  // charts: "Chart Recognition:", else kept as images
-    bool sealRecognition = false;   // seals: "Seal Recognition:", else kept as images
-    bool ocrForImageBlocks = false; // image, header_image and footer_image blocks read with "OCR:" too
-    bool stackTextBlocks = true;    // adjacent text blocks stacked into one crop (merge_layout_blocks)
+    bool chartRecognition = false;        // charts: "Chart Recognition:", else kept as images
+    bool sealRecognition = false;         // seals: "Seal Recognition:", else kept as images
+    bool ocrForImageBlocks = false;       // image, header_image and footer_image blocks read with "OCR:" too
+    bool stackTextBlocks = true;          // adjacent text blocks stacked into one crop (merge_layout_blocks)
     PixelBounds pixels{112896, 1003520};  // the pipeline's bounds for every crop
     QHash<QString, PixelBounds> labelPixels;  // bounds for one label instead
     int maxNewTokens = 4096;

@@ -16,11 +16,14 @@
 #include "error.h"
 #include "layout/layout-labels.h"
 #include "models/pp-doclayout/pp-doclayout.h"
+#include "page-image.h"
 #include "spotting.h"
 
 namespace folio {
 
-QString documentStem(const QString& inputPath) { return QFileInfo(inputPath).completeBaseName(); }
+QString documentStem(const QString& inputPath) {
+    return QFileInfo(inputPath).completeBaseName();
+}
 
 namespace {
 
@@ -32,8 +35,8 @@ double msSince(Clock::time_point start) {
 
 // One request: the block it recognises and what came back.
 struct BlockRequest {
-    int block = 0;    // index into the page's blocks
-    QSize cropSize;   // the image the model saw
+    int block = 0;   // index into the page's blocks
+    QSize cropSize;  // the image the model saw
     std::string text;
     int nTokens = 0;
     bool done = false;
@@ -72,7 +75,8 @@ using Event = std::variant<DocumentStarted, PageReady, BlockOutput, DocumentEnde
 
 // The rules PaddleOCR-VL uses with the layout model at hand.
 LayoutRules rulesFor(const PpDocLayout& layout) {
-    return layout.config().kind == LayoutModelKind::V2 ? paddleocr_vl_layout_rules() : paddleocr_vl_1_5_layout_rules();
+    return layout.config().kind == LayoutModelKind::V2 ? paddleocr_vl_layout_rules()
+                                                       : paddleocr_vl_1_5_layout_rules();
 }
 
 }  // namespace
@@ -168,10 +172,6 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         for (size_t r = 0; r < page->requests.size(); ++r) {
             BlockRequest& request = page->requests[r];
             const BlockResult& block = page->result.blocks[static_cast<size_t>(request.block)];
-            RequestSpec spec(ImageTask{{toEngineImage(crops[r].first)}, crops[r].second.toStdString()}, generation);
-            spec.options.skip_special_tokens = block.label != QLatin1String("spotting");
-            const PixelBounds bounds = pixelBoundsForLabel(block.label, options_.recognition);
-            spec.image_pixels = ImagePixelBounds{bounds.minPixels, bounds.maxPixels};
             SubmitOptions submit_options;
             submit_options.priority = Priority::Batch;
             submit_options.group = group;
@@ -179,6 +179,11 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 run.push(BlockOutput{serial, static_cast<int>(r), output});
             };
             try {
+                RequestSpec spec(ImageTask{{toEngineImage(crops[r].first)}, crops[r].second.toStdString()},
+                                 generation);
+                spec.options.skip_special_tokens = block.label != QLatin1String("spotting");
+                const PixelBounds bounds = pixelBoundsForLabel(block.label, options_.recognition);
+                spec.image_pixels = ImagePixelBounds{bounds.minPixels, bounds.maxPixels};
                 service_.submit(std::move(spec), std::move(submit_options));
             } catch (const std::exception& e) {
                 RequestOutput failed;
@@ -293,109 +298,116 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
     };
 
     // The reading thread: documents, pages, layout, requests.
+    std::string feederError;  // what stopped the reading thread early, where something did
     std::thread feeder([&] {
-        struct Pending {
-            PageInput input;
-            std::vector<float> pixels;
-        };
-        for (int d = 0; d < inputs.size() && !cancelled_.load(); ++d) {
-            const QString& path = inputs[d];
-            std::unique_ptr<DocumentInput> document;
-            try {
-                document = opener_(path);
-            } catch (const std::exception& e) {
-                DocumentInfo info{path, documentStem(path), 0};
-                run.push(DocumentStarted{d, info});
-                run.push(DocumentEnded{d, QString::fromUtf8(e.what())});
-                continue;
-            }
-            const int n_pages = document->selectedCount();
-            run.push(DocumentStarted{d, DocumentInfo{path, documentStem(path), n_pages}});
-            std::vector<Pending> batch;
-            const auto flush = [&] {
-                if (batch.empty()) {
-                    return;
+        try {
+            struct Pending {
+                PageInput input;
+                std::vector<float> pixels;
+            };
+            for (int d = 0; d < inputs.size() && !cancelled_.load(); ++d) {
+                const QString& path = inputs[d];
+                std::unique_ptr<DocumentInput> document;
+                try {
+                    document = opener_(path);
+                } catch (const std::exception& e) {
+                    DocumentInfo info{path, documentStem(path), 0};
+                    run.push(DocumentStarted{d, info});
+                    run.push(DocumentEnded{d, QString::fromUtf8(e.what())});
+                    continue;
                 }
-                std::vector<std::vector<LayoutDetection>> detections(batch.size());
-                double layoutMs = 0;
-                QString error;
-                if (options_.useLayout) {
-                    std::vector<std::vector<float>> pixels;
-                    for (Pending& p : batch) {
-                        pixels.push_back(std::move(p.pixels));
+                const int n_pages = document->selectedCount();
+                run.push(DocumentStarted{d, DocumentInfo{path, documentStem(path), n_pages}});
+                std::vector<Pending> batch;
+                const auto flush = [&] {
+                    if (batch.empty()) {
+                        return;
                     }
-                    const Clock::time_point t0 = Clock::now();
+                    std::vector<std::vector<LayoutDetection>> detections(batch.size());
+                    double layoutMs = 0;
+                    QString error;
+                    if (options_.useLayout) {
+                        std::vector<std::vector<float>> pixels;
+                        for (Pending& p : batch) {
+                            pixels.push_back(std::move(p.pixels));
+                        }
+                        const Clock::time_point t0 = Clock::now();
+                        try {
+                            std::vector<LayoutRawOutput> raw;
+                            service_.run_on_engine_thread(
+                                [&](EngineContext&) { raw = run.layout->detect_preprocessed(pixels); });
+                            for (size_t i = 0; i < batch.size(); ++i) {
+                                detections[i] =
+                                    detect_layout_blocks(raw[i], batch[i].input.image.width(),
+                                                         batch[i].input.image.height(), run.rules);
+                            }
+                        } catch (const std::exception& e) {
+                            error = QStringLiteral("layout failed: ") + QString::fromUtf8(e.what());
+                        }
+                        layoutMs = msSince(t0) / static_cast<double>(batch.size());
+                    }
+                    for (size_t i = 0; i < batch.size(); ++i) {
+                        if (!error.isEmpty()) {
+                            auto page = std::make_shared<PageState>();
+                            page->document = d;
+                            page->result.inputPath = path;
+                            page->result.pageIndex = batch[i].input.pageIndex;
+                            page->result.pageCount = document->pageCount();
+                            page->result.error = error;
+                            run.push(PageReady{next_serial++, page});
+                            continue;
+                        }
+                        begin_page(d, path, document->pageCount(), std::move(batch[i].input),
+                                   std::move(detections[i]), layoutMs);
+                    }
+                    batch.clear();
+                };
+                for (int i = 0; i < n_pages; ++i) {
+                    {
+                        std::unique_lock lock(run.mutex);
+                        run.changed.wait(lock, [&] {
+                            return cancelled_.load() || run.inFlight < options_.maxPagesInFlight;
+                        });
+                        if (cancelled_.load()) {
+                            break;
+                        }
+                        ++run.inFlight;
+                    }
+                    Pending pending;
                     try {
-                        std::vector<LayoutRawOutput> raw;
-                        service_.run_on_engine_thread(
-                            [&](EngineContext&) { raw = run.layout->detect_preprocessed(pixels); });
-                        for (size_t i = 0; i < batch.size(); ++i) {
-                            detections[i] = detect_layout_blocks(raw[i], batch[i].input.image.width(),
-                                                                 batch[i].input.image.height(), run.rules);
+                        pending.input = document->page(i);
+                        if (options_.useLayout) {
+                            const Image rgb = toEngineImage(pending.input.image);
+                            pending.pixels = preprocess_layout_page(PageImage{rgb.rgb, rgb.width, rgb.height},
+                                                                    run.layout->preprocess_config());
                         }
                     } catch (const std::exception& e) {
-                        error = QStringLiteral("layout failed: ") + QString::fromUtf8(e.what());
-                    }
-                    layoutMs = msSince(t0) / static_cast<double>(batch.size());
-                }
-                for (size_t i = 0; i < batch.size(); ++i) {
-                    if (!error.isEmpty()) {
+                        flush();
                         auto page = std::make_shared<PageState>();
                         page->document = d;
                         page->result.inputPath = path;
-                        page->result.pageIndex = batch[i].input.pageIndex;
+                        page->result.pageIndex = document->pageIndex(i);
                         page->result.pageCount = document->pageCount();
-                        page->result.error = error;
+                        page->result.error = QString::fromUtf8(e.what());
                         run.push(PageReady{next_serial++, page});
                         continue;
                     }
-                    begin_page(d, path, document->pageCount(), std::move(batch[i].input), std::move(detections[i]),
-                               layoutMs);
-                }
-                batch.clear();
-            };
-            for (int i = 0; i < n_pages; ++i) {
-                {
-                    std::unique_lock lock(run.mutex);
-                    run.changed.wait(lock, [&] {
-                        return cancelled_.load() || run.inFlight < options_.maxPagesInFlight;
-                    });
-                    if (cancelled_.load()) {
-                        break;
+                    batch.push_back(std::move(pending));
+                    bool full = static_cast<int>(batch.size()) >= options_.layoutBatch || i + 1 == n_pages;
+                    {
+                        const std::lock_guard lock(run.mutex);
+                        full = full || run.inFlight >= options_.maxPagesInFlight;
                     }
-                    ++run.inFlight;
-                }
-                Pending pending;
-                try {
-                    pending.input = document->page(i);
-                    if (options_.useLayout) {
-                        const Image rgb = toEngineImage(pending.input.image);
-                        pending.pixels = preprocess_layout_page(
-                            PageImage{rgb.rgb, rgb.width, rgb.height}, run.layout->preprocess_config());
+                    if (full) {
+                        flush();
                     }
-                } catch (const std::exception& e) {
-                    flush();
-                    auto page = std::make_shared<PageState>();
-                    page->document = d;
-                    page->result.inputPath = path;
-                    page->result.pageIndex = document->pageIndex(i);
-                    page->result.pageCount = document->pageCount();
-                    page->result.error = QString::fromUtf8(e.what());
-                    run.push(PageReady{next_serial++, page});
-                    continue;
                 }
-                batch.push_back(std::move(pending));
-                bool full = static_cast<int>(batch.size()) >= options_.layoutBatch || i + 1 == n_pages;
-                {
-                    const std::lock_guard lock(run.mutex);
-                    full = full || run.inFlight >= options_.maxPagesInFlight;
-                }
-                if (full) {
-                    flush();
-                }
+                flush();
+                run.push(DocumentEnded{d, {}});
             }
-            flush();
-            run.push(DocumentEnded{d, {}});
+        } catch (const std::exception& e) {
+            feederError = e.what();
+            cancel();
         }
         run.push(FeederDone{});
     });
@@ -447,8 +459,8 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             }
             block.rawText = QString::fromStdString(request.text);
             if (block.label == QLatin1String("spotting")) {
-                SpottingResult spotted = parseSpotting(block.rawText, request.cropSize.width(),
-                                                       request.cropSize.height());
+                SpottingResult spotted =
+                    parseSpotting(block.rawText, request.cropSize.width(), request.cropSize.height());
                 result.spotting = std::move(spotted.lines);
                 block.rawText = spotted.text;
                 block.content = spotted.text;
@@ -465,7 +477,8 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 DocumentOutcome& outcome = outcomes[slot.document];
                 outcome.error = slot.error;
                 const DocumentInfo& info = documents[slot.document];
-                outcome.cancelled = cancelled_.load() && outcome.pagesDone + outcome.pagesFailed < info.pageCount;
+                outcome.cancelled =
+                    cancelled_.load() && outcome.pagesDone + outcome.pagesFailed < info.pageCount;
                 if (!slot.error.isEmpty()) {
                     ++summary.documentsFailed;
                 }
@@ -480,9 +493,9 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             if (page.pending > 0) {
                 return;
             }
-            const bool incomplete = std::any_of(page.requests.begin(), page.requests.end(), [](const BlockRequest& r) {
-                return r.finish == FinishReason::Cancelled;
-            });
+            const bool incomplete =
+                std::any_of(page.requests.begin(), page.requests.end(),
+                            [](const BlockRequest& r) { return r.finish == FinishReason::Cancelled; });
             if (!(incomplete && cancelled_.load())) {
                 finish_page(page);
                 DocumentOutcome& outcome = outcomes[page.document];
@@ -601,6 +614,9 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
     feeder.join();
     service_.forget_group(group);
     group_.store(0);
+    if (!feederError.empty()) {
+        fail("reading documents stopped: ", feederError);
+    }
     summary.cancelled = cancelled_.load();
     summary.seconds = msSince(started) / 1000.0;
     report(true);

@@ -31,7 +31,7 @@ struct PipelineOptions {
     // The layout rules; empty: PaddleOCR-VL's for PP-DocLayoutV2, PaddleOCR-VL-1.5's for V3.
     std::optional<LayoutRules> layoutRules;
     int maxPagesInFlight = 8;
-    int layoutBatch = 4;  // pages through the layout model together
+    int layoutBatch = 4;      // pages through the layout model together
     SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes
 };
 
@@ -40,9 +40,9 @@ struct PipelineProgress {
     int documentsDone = 0;
     int documentsTotal = 0;
     int pagesDone = 0;
-    int pagesTotal = 0;    // every selected page of the documents opened so far and those counted up front
+    int pagesTotal = 0;  // every selected page of the documents opened so far and those counted up front
     int blocksDone = 0;
-    int blocksTotal = 0;   // of the pages laid out so far
+    int blocksTotal = 0;  // of the pages laid out so far
     int64_t tokens = 0;
     double elapsedSeconds = 0;
     double tokensPerSecond = 0;

@@ -22,7 +22,7 @@ class DocumentInput {
 public:
     virtual ~DocumentInput() = default;
     virtual QString path() const = 0;
-    virtual int pageCount() const = 0;  // pages in the file
+    virtual int pageCount() const = 0;      // pages in the file
     virtual int selectedCount() const = 0;  // pages to process (after a page range)
     // The 0-based page in the file of the i-th selected page; -1 for a single image.
     virtual int pageIndex(int i) const = 0;

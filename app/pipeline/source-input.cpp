@@ -14,7 +14,9 @@ public:
     QString path() const override { return source_->path(); }
     int pageCount() const override { return source_->pageCount(); }
     int selectedCount() const override { return static_cast<int>(pages_.size()); }
-    int pageIndex(int i) const override { return source_->resultPageIndex(pages_.at(static_cast<size_t>(i))); }
+    int pageIndex(int i) const override {
+        return source_->resultPageIndex(pages_.at(static_cast<size_t>(i)));
+    }
     PageInput page(int i) override {
         const int index = pages_.at(static_cast<size_t>(i));
         const auto start = std::chrono::steady_clock::now();
@@ -23,7 +25,8 @@ public:
         input.image = std::move(rendered.image);
         input.dpi = rendered.dpi;
         input.pageIndex = source_->resultPageIndex(index);
-        input.renderMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        input.renderMs =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         return input;
     }
 
@@ -34,7 +37,8 @@ private:
 
 }  // namespace
 
-DocumentOpener sourceOpener(DocumentOptions options, PageRange range, std::function<void(const QString&)> notes) {
+DocumentOpener sourceOpener(DocumentOptions options, PageRange range,
+                            std::function<void(const QString&)> notes) {
     return [options = std::move(options), range = std::move(range),
             notes = std::move(notes)](const QString& path) -> std::unique_ptr<DocumentInput> {
         std::unique_ptr<DocumentSource> source = openDocument(path, options);

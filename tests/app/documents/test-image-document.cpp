@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <vector>
 
+#include "error-of.h"
 #include "document-source.h"
 #include "error.h"
 #include "image-document.h"
@@ -17,17 +18,9 @@
 
 using folio::ImageDocument;
 
-namespace {
+using folio::testing::errorOf;
 
-template <typename F>
-QString errorOf(F&& f) {
-    try {
-        f();
-    } catch (const folio::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no error>");
-}
+namespace {
 
 // An image of `width` x `height` whose left half is `left` and right half `right` (OpenCV's BGR order).
 cv::Mat halves(int width, int height, cv::Scalar left, cv::Scalar right) {

@@ -6,21 +6,14 @@
 #include <QFile>
 #include <QTemporaryDir>
 
+#include "error-of.h"
 #include "error.h"
 #include "input-files.h"
 #include "test-pdf.h"
 
-namespace {
+using folio::testing::errorOf;
 
-template <typename F>
-QString errorOf(F&& f) {
-    try {
-        f();
-    } catch (const folio::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no error>");
-}
+namespace {
 
 const QByteArray kPng("\x89PNG\r\n\x1a\n", 8);
 const QByteArray kJpeg("\xff\xd8\xff\xe0", 4);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "error-of.h"
 #include "document-source.h"
 #include "error.h"
 #include "page-image.h"
@@ -21,6 +22,8 @@
 using folio::DocumentOptions;
 using folio::PdfDocument;
 using folio::test::TestPage;
+
+using folio::testing::errorOf;
 
 namespace {
 
@@ -33,17 +36,6 @@ bool isBlack(QRgb pixel) {
 
 bool isWhite(QRgb pixel) {
     return qRed(pixel) > 240 && qGreen(pixel) > 240 && qBlue(pixel) > 240;
-}
-
-// Runs `f` and returns the folio::Error's message, failing the test where nothing is thrown.
-template <typename F>
-QString errorOf(F&& f) {
-    try {
-        f();
-    } catch (const folio::Error& e) {
-        return QString::fromStdString(e.what());
-    }
-    return QStringLiteral("<no error>");
 }
 
 }  // namespace

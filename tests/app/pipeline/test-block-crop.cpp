@@ -37,8 +37,10 @@ private Q_SLOTS:
         QTest::newRow("text") << "text" << false << false << "OCR:" << false;
         QTest::newRow("paragraph_title") << "paragraph_title" << false << false << "OCR:" << false;
         QTest::newRow("table") << "table" << false << false << "Table Recognition:" << false;
-        QTest::newRow("display_formula") << "display_formula" << false << false << "Formula Recognition:" << false;
-        QTest::newRow("inline_formula") << "inline_formula" << false << false << "Formula Recognition:" << false;
+        QTest::newRow("display_formula")
+            << "display_formula" << false << false << "Formula Recognition:" << false;
+        QTest::newRow("inline_formula")
+            << "inline_formula" << false << false << "Formula Recognition:" << false;
         QTest::newRow("formula_number") << "formula_number" << false << false << "OCR:" << false;
         QTest::newRow("chart off") << "chart" << false << false << "" << true;
         QTest::newRow("chart on") << "chart" << true << false << "Chart Recognition:" << false;
@@ -156,9 +158,9 @@ private Q_SLOTS:
             << QList<QRect>{QRect(0, 0, 300, 50), QRect(250, 40, 100, 30), QRect(0, 60, 300, 50)}
             << std::vector<int>{0, 1, 2} << std::vector<int>{-1, -1, -1};
         // A stack three times as tall as wide or more stays apart.
-        QTest::newRow("too tall")
-            << QStringList{"text", "text"} << QList<QRect>{QRect(0, 0, 50, 100), QRect(60, 0, 50, 100)}
-            << std::vector<int>{0, 1} << std::vector<int>{-1, -1};
+        QTest::newRow("too tall") << QStringList{"text", "text"}
+                                  << QList<QRect>{QRect(0, 0, 50, 100), QRect(60, 0, 50, 100)}
+                                  << std::vector<int>{0, 1} << std::vector<int>{-1, -1};
     }
     void stacking() {
         QFETCH(QStringList, labels);

@@ -40,7 +40,8 @@ QImage makePage(int index) {
 // A document of generated pages; one page may fail to render.
 class FakeDocument final : public DocumentInput {
 public:
-    FakeDocument(QString path, int n_pages, int failing) : path_(std::move(path)), n_pages_(n_pages), failing_(failing) {}
+    FakeDocument(QString path, int n_pages, int failing)
+        : path_(std::move(path)), n_pages_(n_pages), failing_(failing) {}
     QString path() const override { return path_; }
     int pageCount() const override { return n_pages_; }
     int selectedCount() const override { return n_pages_; }
@@ -141,8 +142,8 @@ private Q_SLOTS:
         const PipelineSummary summary = pipeline.run({"doc-3.pdf", "doc-1.png"}, recorder);
         // Documents start as soon as they are opened; pages and ends come in order.
         QStringList finished = recorder.events.filter(QRegularExpression("^(page|end) "));
-        QCOMPARE(finished, QStringList({"page doc-3 0", "page doc-3 1", "page doc-3 2", "end doc-3", "page doc-1 -1",
-                                        "end doc-1"}));
+        QCOMPARE(finished, QStringList({"page doc-3 0", "page doc-3 1", "page doc-3 2", "end doc-3",
+                                        "page doc-1 -1", "end doc-1"}));
         QVERIFY(recorder.events.indexOf("start doc-3") < recorder.events.indexOf("page doc-3 0"));
         QVERIFY(recorder.events.indexOf("start doc-1") < recorder.events.indexOf("page doc-1 -1"));
         QCOMPARE(summary.pages, 4);

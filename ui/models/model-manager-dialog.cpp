@@ -95,7 +95,7 @@ ModelManagerDialog::ModelManagerDialog(hub::HubSettings settings, QWidget* paren
     auto* downloadRow = new QHBoxLayout;
     downloadRow->addWidget(progress_, 1);
     downloadRow->addWidget(cancelButton_);
-    downloadRow->addWidget(downloadButton_);
+    downloadRow->addWidget(downloadButton_, 0, Qt::AlignRight);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(folderButton_);
     buttons->addStretch(1);
@@ -154,6 +154,7 @@ void ModelManagerDialog::fillInstalled() {
         item->setText(kSize, bytesText(model.bytes));
         item->setText(kWhere, model.source);
         item->setText(kState, model.ok() ? tr("ready") : tr("broken: %1").arg(model.problems.first()));
+        item->setToolTip(kState, model.problems.join(QLatin1Char('\n')));
         item->setForeground(kState, model.ok() ? QBrush(QColor(0x1b, 0x7f, 0x3b)) : QBrush(QColor(0xb0, 0, 0x20)));
         item->setIcon(kState, QIcon::fromTheme(model.ok() ? QStringLiteral("emblem-ok")
                                                           : QStringLiteral("dialog-warning")));
@@ -161,13 +162,17 @@ void ModelManagerDialog::fillInstalled() {
     for (int c = 0; c < kState; ++c) {
         installedView_->resizeColumnToContents(c);
     }
-    // The first working recognition model is selected, as the one the app would use.
+    // The first working recognition model is selected, as the one the app would use; without one, the first
+    // model, so that what is wrong with it shows.
     for (int i = 0; i < installedView_->topLevelItemCount(); ++i) {
         const InstalledModel& model = installed_[i];
         if (model.ok() && model.kind == hub::ModelKind::Recognition) {
             installedView_->setCurrentItem(installedView_->topLevelItem(i));
             break;
         }
+    }
+    if (!installedView_->currentItem() && installedView_->topLevelItemCount() > 0) {
+        installedView_->setCurrentItem(installedView_->topLevelItem(0));
     }
     showDetails();
     updateButtons();

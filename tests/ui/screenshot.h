@@ -2,6 +2,7 @@
 // be looked at as users see them (offscreen platform).
 #pragma once
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QWidget>
 
@@ -14,6 +15,10 @@ inline void saveScreenshot(QWidget* widget, const QString& name) {
     }
     QDir().mkpath(dir);
     widget->show();
+    // Let pending layout requests settle first.
+    for (int i = 0; i < 3; ++i) {
+        QCoreApplication::processEvents();
+    }
     widget->grab().save(QDir(dir).filePath(name + QStringLiteral(".png")));
 }
 

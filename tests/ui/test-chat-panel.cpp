@@ -97,8 +97,11 @@ private Q_SLOTS:
         QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
         panel.attachImage(page(), QStringLiteral("small.png"));
         panel.setDraft(QStringLiteral("Describe the image in detail."));
+        panel.resize(420, 560);
+        saveScreenshot(&panel, QStringLiteral("chat-panel-attached"));
         panel.send();
         QTRY_VERIFY_WITH_TIMEOUT(deltas.count() >= 2, 60000);
+        saveScreenshot(&panel, QStringLiteral("chat-panel-streaming"));
         panel.stop();
         QCOMPARE(finished.count(), 1);
         QCOMPARE(finished.first().at(2).value<ChatTurn::State>(), ChatTurn::State::Stopped);

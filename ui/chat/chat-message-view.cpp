@@ -5,7 +5,10 @@
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QPixmap>
+#include <QAbstractTextDocumentLayout>
+#include <QTextBrowser>
 #include <QVBoxLayout>
+#include <QtMath>
 
 namespace folio {
 
@@ -15,12 +18,56 @@ constexpr int kThumbnail = 72;
 
 }  // namespace
 
+// A turn's text: selectable, Markdown for an answer, wrapped anywhere when a word is wider than the panel, and
+// as tall as its text so that the panel's scroll area scrolls, not each message.
+class MessageText : public QTextBrowser {
+public:
+    MessageText(bool markdown, QWidget* parent) : QTextBrowser(parent), markdown_(markdown) {
+        setFrameShape(QFrame::NoFrame);
+        setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+        setOpenLinks(false);
+        setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+        viewport()->setAutoFillBackground(false);
+        document()->setDocumentMargin(0);
+        connect(document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
+                &MessageText::fitHeight);
+    }
+
+    void setContent(const QString& text) {
+        if (markdown_) {
+            setMarkdown(text);
+        } else {
+            setPlainText(text);
+        }
+        fitHeight();
+    }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QTextBrowser::resizeEvent(event);
+        fitHeight();
+    }
+
+private:
+    void fitHeight() {
+        document()->setTextWidth(viewport()->width());
+        const int height = qCeil(document()->size().height()) + contentsMargins().top() + contentsMargins().bottom();
+        if (height != this->height()) {
+            setFixedHeight(height);
+        }
+    }
+
+    bool markdown_;
+};
+
 ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     : QFrame(parent),
       role_(turn.role),
       state_(turn.state),
       who_(new QLabel(this)),
-      body_(new QLabel(this)),
+      body_(new MessageText(turn.role == ChatTurn::Role::Assistant, this)),
       status_(new QLabel(this)),
       copy_(new QToolButton(this)),
       thumbnails_(new QWidget(this)) {
@@ -35,11 +82,6 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     QFont bold = who_->font();
     bold.setBold(true);
     who_->setFont(bold);
-    body_->setWordWrap(true);
-    body_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard |
-                                   Qt::LinksAccessibleByMouse);
-    body_->setOpenExternalLinks(false);
-    body_->setTextFormat(role_ == ChatTurn::Role::User ? Qt::PlainText : Qt::MarkdownText);
     status_->setWordWrap(true);
     copy_->setAutoRaise(true);
     copy_->setIcon(QIcon::fromTheme(QStringLiteral("edit-copy")));
@@ -87,7 +129,8 @@ void ChatMessageView::appendText(const QString& delta) {
 }
 
 void ChatMessageView::showText() {
-    body_->setText(text_);
+    body_->setContent(text_);
+    copy_->setEnabled(!text_.isEmpty());
     body_->setVisible(!text_.isEmpty() || role_ == ChatTurn::Role::Assistant);
 }
 
@@ -107,7 +150,6 @@ void ChatMessageView::retranslate() {
     who_->setText(role_ == ChatTurn::Role::User ? tr("You") : tr("Folio"));
     copy_->setText(tr("Copy"));
     copy_->setToolTip(tr("Copy the answer"));
-    copy_->setEnabled(!text_.isEmpty());
     switch (state_) {
         case ChatTurn::State::Streaming:
             status_->setText(tr("Writing…"));

@@ -10,6 +10,8 @@
 
 namespace folio {
 
+class MessageText;
+
 class ChatMessageView : public QFrame {
     Q_OBJECT
 
@@ -37,7 +39,7 @@ private:
     QString text_;
     QString error_;
     QLabel* who_;
-    QLabel* body_;
+    MessageText* body_;
     QLabel* status_;
     QToolButton* copy_;
     QWidget* thumbnails_;

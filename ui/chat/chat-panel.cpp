@@ -67,6 +67,7 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     notice_->setVisible(false);
 
     input_->setTabChangesFocus(true);
+    input_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     input_->setFixedHeight(input_->fontMetrics().lineSpacing() * 4 + 12);
     input_->installEventFilter(this);
     connect(input_, &QPlainTextEdit::textChanged, this, &ChatPanel::updateButtons);

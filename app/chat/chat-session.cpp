@@ -111,14 +111,12 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
         Q_EMIT failed(tr("The model is not loaded yet."));
         return false;
     }
-    QList<ChatTurn>& turns = histories_[document_];
     ChatTurn question;
     question.role = ChatTurn::Role::User;
     question.text = text.trimmed();
     question.images = images;
+    QList<ChatTurn> turns = histories_.value(document_);
     turns.append(question);
-    const QString document = document_;
-    Q_EMIT turnAdded(document, static_cast<int>(turns.size() - 1));
 
     GenerationOptions options;
     options.max_tokens = maxNewTokens_;
@@ -131,19 +129,25 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
             QMetaObject::invokeMethod(target, [target, output] { target->onOutput(output); }, Qt::QueuedConnection);
         }
     };
+    RequestHandle handle;
     try {
-        RequestHandle handle = service_.submit(RequestSpec(buildChat(turns), options), std::move(submit));
-        ChatTurn answer;
-        answer.role = ChatTurn::Role::Assistant;
-        answer.state = ChatTurn::State::Streaming;
-        turns.append(answer);
-        active_ = Active{document, static_cast<int>(turns.size() - 1), std::move(handle)};
+        handle = service_.submit(RequestSpec(buildChat(turns), options), std::move(submit));
     } catch (const Error& e) {
-        turns.removeLast();
         Q_EMIT failed(QString::fromStdString(e.what()));
         return false;
     }
-    Q_EMIT turnAdded(document, active_->index);
+    // The question and its answer join the history only once the engine took the request; outputs reach
+    // onOutput through the event loop, after this returns.
+    ChatTurn answer;
+    answer.role = ChatTurn::Role::Assistant;
+    answer.state = ChatTurn::State::Streaming;
+    turns.append(answer);
+    const QString document = document_;
+    const int index = static_cast<int>(turns.size() - 1);
+    histories_.insert(document, turns);
+    active_ = Active{document, index, std::move(handle)};
+    Q_EMIT turnAdded(document, index - 1);
+    Q_EMIT turnAdded(document, index);
     Q_EMIT busyChanged(true);
     return true;
 }

@@ -4,6 +4,8 @@
 #include <QRegularExpression>
 #include <algorithm>
 
+#include "cli-options.h"
+#include "device-memory.h"
 #include "document-source.h"
 #include "error.h"
 #include "hub-cache.h"
@@ -310,6 +312,25 @@ QList<SettingsProblem> Settings::apply(const SettingsValues& values, std::option
 
 cli::EngineOptions Settings::engineOptions(const SettingsValues& values, const ModelConfig& model) {
     return cli::engine_options_from_values(engineValues(values), model, values.device.toStdString());
+}
+
+ServiceParams Settings::serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
+                                      const std::optional<std::filesystem::path>& layoutDir, int cpuThreads) {
+    const cli::EngineOptions options = engineOptions(values, load_model_config(modelDir / "config.json"));
+    const std::string device = values.device.toStdString();
+    ServiceParams params;
+    params.device.make_backend = [device, cpuThreads] { return cli::make_backend(device, cpuThreads); };
+    std::string flag = "--device=" + device;
+    char* argv[] = {flag.data()};
+    params.device.free_memory = cli::device_free_memory(cli::Options(1, argv, 0));
+    ModelSlot recognition{ModelRole::Recognition, modelDir, options.load};
+    recognition.adjust_preprocessor = [options](PreprocessorConfig& pre) { cli::apply_preprocessing(options, pre); };
+    params.models.push_back(std::move(recognition));
+    if (layoutDir) {
+        params.models.push_back({ModelRole::Layout, *layoutDir, {}});
+    }
+    params.engine = options.engine;
+    return params;
 }
 
 }  // namespace folio

@@ -8,10 +8,12 @@
 #include <QSettings>
 #include <QString>
 #include <QStringList>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
 #include "engine-options.h"
+#include "engine-service.h"
 
 namespace folio {
 
@@ -88,6 +90,14 @@ public:
     // The engine options of the values (FastDeploy's checks), for EngineService::load/reconfigure; throws
     // folio::Error naming the option and its range.
     static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelConfig& model);
+
+    // What EngineService::load needs to run the values' model from modelDir (and the layout model from layoutDir):
+    // the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free memory, the
+    // quantization, and the engine options checked against the model's context. Throws folio::Error naming the
+    // file or the option that is wrong.
+    static ServiceParams serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
+                                       const std::optional<std::filesystem::path>& layoutDir = std::nullopt,
+                                       int cpuThreads = 0);
 
     // Where the values are kept.
     QString fileName() const;

@@ -4,15 +4,17 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <chrono>
+#include <filesystem>
 
-#include "backend.h"
 #include "chat-message-view.h"
 #include "chat-panel.h"
 #include "chat-session.h"
 #include "engine-service.h"
 #include "screenshot.h"
+#include "settings.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;
@@ -34,14 +36,18 @@ class TestChatPanel : public QObject {
 
     EngineService service_;
 
+    static SettingsValues values() {
+        SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+        v.maxModelLen = 4096;
+        v.maxNumSeqs = 4;
+        v.maxNumBatchedTokens = 4096;
+        return v;
+    }
+
 private Q_SLOTS:
     void initTestCase() {
-        ServiceParams params;
-        params.device.make_backend = [] { return make_cpu_backend(2); };
-        params.models.push_back({ModelRole::Recognition, kModelDir, {}});
-        params.engine.max_model_len = 4096;
-        params.engine.max_num_seqs = 4;
-        service_.load(params);
+        // Loaded as the app loads it from its settings.
+        service_.load(Settings::serviceParams(values(), kModelDir, std::nullopt, 2));
         QCOMPARE(service_.wait_loaded(120s), ServiceState::Ready);
     }
 
@@ -179,6 +185,27 @@ private Q_SLOTS:
         QVERIFY(!idle.send(QStringLiteral("Anyone?")));
         QCOMPARE(idleFailed.count(), 1);
         QCOMPARE(idle.history().size(), 0);
+    }
+
+    void chatGoesOnAfterASettingsChangeReconfiguresTheEngine() {
+        QTemporaryDir dir;
+        Settings settings(dir.filePath(QStringLiteral("settings.ini")));
+        QVERIFY(settings.apply(values(), 4096).isEmpty());
+        QSignalSpy changed(&settings, &Settings::changed);
+        SettingsValues v = values();
+        v.maxNumSeqs = 2;
+        v.enablePrefixCaching = false;
+        QVERIFY(settings.apply(v, 4096).isEmpty());
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reconfigure);
+        const ModelConfig config = load_model_config(std::filesystem::path(kModelDir) / "config.json");
+        service_.reconfigure(Settings::engineOptions(settings.values(), config).engine);
+        ChatSession session(service_);
+        session.setMaxNewTokens(3);
+        QSignalSpy finished(&session, &ChatSession::answerFinished);
+        QVERIFY(session.send(QStringLiteral("Still there?"), {page()}));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QCOMPARE(session.history()[1].state, ChatTurn::State::Done);
     }
 
     void destroyingTheSessionMidAnswerIsSafe() {

@@ -3,15 +3,18 @@
 // every string of the translation file is translated.
 #include <QFile>
 #include <QPushButton>
+#include <QTemporaryDir>
 #include <QXmlStreamReader>
 #include <QtTest>
 
 #include "chat-panel.h"
 #include "engine-service.h"
 #include "settings-dialog.h"
+#include "screenshot.h"
 #include "translation-loader.h"
 
 using namespace folio;
+using folio::test::saveScreenshot;
 
 class TestTranslations : public QObject {
     Q_OBJECT
@@ -56,9 +59,18 @@ private Q_SLOTS:
         loader.setLanguage(QStringLiteral("zh_CN"));
         QCoreApplication::processEvents();
         QCOMPARE(send->text(), QStringLiteral("发送"));
+        panel.resize(420, 360);
+        saveScreenshot(&panel, QStringLiteral("chat-panel-zh_CN"));
+        QTemporaryDir dir;
+        Settings settings(dir.filePath(QStringLiteral("zh.ini")));
+        SettingsDialog dialog(settings);
+        dialog.tabs()->setCurrentIndex(2);
+        QCOMPARE(dialog.windowTitle(), QStringLiteral("设置"));
+        saveScreenshot(&dialog, QStringLiteral("settings-zh_CN"));
         loader.setLanguage(QStringLiteral("en"));
         QCoreApplication::processEvents();
         QCOMPARE(send->text(), QStringLiteral("Send"));
+        QCOMPARE(dialog.windowTitle(), QStringLiteral("Settings"));
     }
 
     // Every message in the translation file is translated (none left unfinished or empty).

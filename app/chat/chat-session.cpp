@@ -89,7 +89,8 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
     for (qsizetype i = 0; i < kept.size(); ++i) {
         const ChatTurn& turn = *kept[i];
         ChatMessage message;
-        message.role = turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
+        message.role =
+            turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
         message.text = turn.text.toStdString();
         for (int k = 0; k < imagesOf[i]; ++k) {
             message.images.push_back(toEngineImage(opaque(turn.images[k])));
@@ -126,7 +127,8 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     submit.on_output = [relay = relay_](const RequestOutput& output) {
         std::lock_guard lock(relay->mutex);
         if (ChatSession* target = relay->target) {
-            QMetaObject::invokeMethod(target, [target, output] { target->onOutput(output); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                target, [target, output] { target->onOutput(output); }, Qt::QueuedConnection);
         }
     };
     RequestHandle handle;

@@ -59,7 +59,8 @@ Q_SIGNALS:
     // More text of the answer at `index`.
     void answerDelta(const QString& document, int index, const QString& delta);
     // The answer ended: Done, Stopped or Failed (with its error).
-    void answerFinished(const QString& document, int index, folio::ChatTurn::State state, const QString& error);
+    void answerFinished(const QString& document, int index, folio::ChatTurn::State state,
+                        const QString& error);
     void busyChanged(bool busy);
     // A question that could not be sent.
     void failed(const QString& message);

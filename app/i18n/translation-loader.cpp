@@ -56,7 +56,8 @@ QString TranslationLoader::setLocale(const QLocale& locale) {
         if (folio_.load(QStringLiteral("folio_") + language_, QString::fromLatin1(kResourceDir))) {
             folioInstalled_ = QCoreApplication::installTranslator(&folio_);
         }
-        if (qt_.load(QStringLiteral("qtbase_") + language_, QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
+        if (qt_.load(QStringLiteral("qtbase_") + language_,
+                     QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
             qtInstalled_ = QCoreApplication::installTranslator(&qt_);
         }
     }

@@ -1,6 +1,6 @@
 // The interface language: Folio's translations (compiled into the binary from translations/*.ts) and Qt's own
-// for the chosen language, installed on the application. It follows the system locale unless the settings name
-// a language, and can switch while the app runs (widgets retranslate on QEvent::LanguageChange).
+// for the chosen language, installed on the application. It follows the system locale unless the settings
+// name a language, and can switch while the app runs (widgets retranslate on QEvent::LanguageChange).
 #pragma once
 
 #include <QLocale>

@@ -64,7 +64,8 @@ void fromCache(const fs::path& root, const QString& source, QList<InstalledModel
         }
         const hub::CachedSnapshot& snapshot = repo.snapshots.front();
         const auto listing = cache.read_tree(repo.repo, snapshot.commit);
-        out << inspect(snapshot.dir, QString::fromStdString(repo.repo), source, listing ? &*listing : nullptr);
+        out << inspect(snapshot.dir, QString::fromStdString(repo.repo), source,
+                       listing ? &*listing : nullptr);
     }
 }
 
@@ -89,9 +90,12 @@ void fromFolders(const fs::path& root, const QString& source, QList<InstalledMod
 
 QList<InstalledModel> installedModels(const hub::HubSettings& settings) {
     QList<InstalledModel> models;
-    fromCache(settings.cache_dir, QCoreApplication::translate("folio::ModelInventory", "Hugging Face cache"), models);
-    fromCache(settings.models_dir, QCoreApplication::translate("folio::ModelInventory", "Folio's models folder"), models);
-    fromFolders(settings.models_dir, QCoreApplication::translate("folio::ModelInventory", "Folio's models folder"), models);
+    fromCache(settings.cache_dir, QCoreApplication::translate("folio::ModelInventory", "Hugging Face cache"),
+              models);
+    fromCache(settings.models_dir,
+              QCoreApplication::translate("folio::ModelInventory", "Folio's models folder"), models);
+    fromFolders(settings.models_dir,
+                QCoreApplication::translate("folio::ModelInventory", "Folio's models folder"), models);
     std::stable_sort(models.begin(), models.end(), [](const InstalledModel& a, const InstalledModel& b) {
         if (a.kind != b.kind) {
             return a.kind == hub::ModelKind::Recognition;
@@ -110,7 +114,8 @@ InstalledModel inspectModelFolder(const QString& dir) {
         model.problems << QCoreApplication::translate("folio::ModelInventory", "%1: no such folder").arg(dir);
         return model;
     }
-    return inspect(dir.toStdString(), QString(), QCoreApplication::translate("folio::ModelInventory", "folder"), nullptr);
+    return inspect(dir.toStdString(), QString(),
+                   QCoreApplication::translate("folio::ModelInventory", "folder"), nullptr);
 }
 
 const InstalledModel* findInstalled(const QList<InstalledModel>& models, const QString& repo) {

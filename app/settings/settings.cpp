@@ -110,10 +110,10 @@ SettingsValues Settings::defaults(const QString& device) {
     SettingsValues v;
     v.device = device;
     v.maxNumSeqs = device == QStringLiteral("cpu") ? 8 : 256;
-    const QStringList ignored = {QStringLiteral("number"),       QStringLiteral("footnote"),
-                                 QStringLiteral("header"),       QStringLiteral("header_image"),
-                                 QStringLiteral("footer"),       QStringLiteral("footer_image"),
-                                 QStringLiteral("aside_text"),   QStringLiteral("formula_number")};
+    const QStringList ignored = {QStringLiteral("number"),     QStringLiteral("footnote"),
+                                 QStringLiteral("header"),     QStringLiteral("header_image"),
+                                 QStringLiteral("footer"),     QStringLiteral("footer_image"),
+                                 QStringLiteral("aside_text"), QStringLiteral("formula_number")};
     for (const QString& label : layoutLabels()) {
         if (!ignored.contains(label)) {
             v.markdownLabels << label;
@@ -219,7 +219,8 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
         }
     }
     if (v.renderDpi < kMinDpi || v.renderDpi > kMaxDpi) {
-        add(kDpi, tr("Rendering DPI must be between %1 and %2, got %3").arg(kMinDpi).arg(kMaxDpi).arg(v.renderDpi));
+        add(kDpi,
+            tr("Rendering DPI must be between %1 and %2, got %3").arg(kMinDpi).arg(kMaxDpi).arg(v.renderDpi));
     }
     const QStringList labels = layoutLabels();
     for (auto it = v.layoutThresholds.begin(); it != v.layoutThresholds.end(); ++it) {
@@ -240,7 +241,8 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     }
     for (const QString& format : v.exportFormats) {
         if (!exportFormatNames().contains(format)) {
-            add(kExportFormats, tr("Export: unknown format \"%1\" (expected md, json, html, pdf or xlsx)").arg(format));
+            add(kExportFormats,
+                tr("Export: unknown format \"%1\" (expected md, json, html, pdf or xlsx)").arg(format));
         }
     }
     if (!v.language.isEmpty() && !languages().contains(v.language)) {
@@ -276,8 +278,8 @@ QStringList Settings::changedKeys(const SettingsValues& a, const SettingsValues&
 EngineImpact Settings::impactOf(const SettingsValues& before, const SettingsValues& after) {
     EngineImpact impact = EngineImpact::None;
     for (const QString& key : changedKeys(before, after)) {
-        if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) || key == QLatin1String(kDevice) ||
-            key == QLatin1String(kQuantization)) {
+        if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) ||
+            key == QLatin1String(kDevice) || key == QLatin1String(kQuantization)) {
             return EngineImpact::Reload;
         }
         if (key.startsWith(QLatin1String("engine/"))) {
@@ -324,7 +326,9 @@ ServiceParams Settings::serviceParams(const SettingsValues& values, const std::f
     char* argv[] = {flag.data()};
     params.device.free_memory = cli::device_free_memory(cli::Options(1, argv, 0));
     ModelSlot recognition{ModelRole::Recognition, modelDir, options.load};
-    recognition.adjust_preprocessor = [options](PreprocessorConfig& pre) { cli::apply_preprocessing(options, pre); };
+    recognition.adjust_preprocessor = [options](PreprocessorConfig& pre) {
+        cli::apply_preprocessing(options, pre);
+    };
     params.models.push_back(std::move(recognition));
     if (layoutDir) {
         params.models.push_back({ModelRole::Layout, *layoutDir, {}});

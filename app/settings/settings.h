@@ -26,8 +26,8 @@ enum class EngineImpact {
 
 // Every setting, as one value that a dialog edits and applies at once.
 struct SettingsValues {
-    // Models: a folder, or ORG/NAME found in the Hugging Face cache or Folio's models folder; empty: the first
-    // recognition model installed. The layout model, empty: the one the catalogue pairs with the model.
+    // Models: a folder, or ORG/NAME found in the Hugging Face cache or Folio's models folder; empty: the
+    // first recognition model installed. The layout model, empty: the one the catalogue pairs with the model.
     QString model;
     QString layoutModel;
     // "cpu" or "cuda:N".
@@ -61,7 +61,8 @@ class Settings : public QObject {
     Q_OBJECT
 
 public:
-    // The user's settings (QSettings' native store for Folio), or an INI file at iniPath (tests, portable use).
+    // The user's settings (QSettings' native store for Folio), or an INI file at iniPath (tests, portable
+    // use).
     explicit Settings(QObject* parent = nullptr);
     explicit Settings(const QString& iniPath, QObject* parent = nullptr);
     ~Settings() override;
@@ -85,16 +86,17 @@ public:
 
     // Checks and stores the values: on success emits changed() (when anything changed) and returns nothing;
     // otherwise stores nothing and returns the problems.
-    QList<SettingsProblem> apply(const SettingsValues& values, std::optional<int64_t> modelContext = std::nullopt);
+    QList<SettingsProblem> apply(const SettingsValues& values,
+                                 std::optional<int64_t> modelContext = std::nullopt);
 
     // The engine options of the values (FastDeploy's checks), for EngineService::load/reconfigure; throws
     // folio::Error naming the option and its range.
     static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelConfig& model);
 
-    // What EngineService::load needs to run the values' model from modelDir (and the layout model from layoutDir):
-    // the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free memory, the
-    // quantization, and the engine options checked against the model's context. Throws folio::Error naming the
-    // file or the option that is wrong.
+    // What EngineService::load needs to run the values' model from modelDir (and the layout model from
+    // layoutDir): the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free
+    // memory, the quantization, and the engine options checked against the model's context. Throws
+    // folio::Error naming the file or the option that is wrong.
     static ServiceParams serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                        const std::optional<std::filesystem::path>& layoutDir = std::nullopt,
                                        int cpuThreads = 0);

@@ -76,23 +76,28 @@ private Q_SLOTS:
         SettingsValues v = Settings::defaults();
         v.gpuMemoryUtilization = 1.5;
         QCOMPARE(messageOf(v),
-                 QStringLiteral("engine/gpu_memory_utilization: --gpu-memory-utilization must be in (0, 1], got 1.5"));
+                 QStringLiteral(
+                     "engine/gpu_memory_utilization: --gpu-memory-utilization must be in (0, 1], got 1.5"));
         v = Settings::defaults();
         v.maxNumSeqs = 300;
-        QCOMPARE(messageOf(v), QStringLiteral("engine/max_num_seqs: --max-num-seqs must be between 1 and 256, got 300"));
+        QCOMPARE(messageOf(v),
+                 QStringLiteral("engine/max_num_seqs: --max-num-seqs must be between 1 and 256, got 300"));
         v = Settings::defaults();
         v.maxNumSeqs = 32;
         v.maxNumBatchedTokens = 16;
-        QCOMPARE(messageOf(v), QStringLiteral("engine/max_num_batched_tokens: --max-num-batched-tokens 16 must be at "
-                                              "least max_num_seqs (32)"));
+        QCOMPARE(messageOf(v),
+                 QStringLiteral("engine/max_num_batched_tokens: --max-num-batched-tokens 16 must be at "
+                                "least max_num_seqs (32)"));
         v = Settings::defaults();
         v.maxModelLen = 8;
-        QCOMPARE(messageOf(v), QStringLiteral("engine/max_model_len: --max-model-len must be at least 16, got 8"));
+        QCOMPARE(messageOf(v),
+                 QStringLiteral("engine/max_model_len: --max-model-len must be at least 16, got 8"));
         // With the model's context known, max_model_len may not exceed it.
         v = Settings::defaults();
-        QCOMPARE(messageOf(v, 4096),
-                 QStringLiteral("engine/max_model_len: --max-model-len 16384 exceeds the model's context of 4096 "
-                                "tokens"));
+        QCOMPARE(
+            messageOf(v, 4096),
+            QStringLiteral("engine/max_model_len: --max-model-len 16384 exceeds the model's context of 4096 "
+                           "tokens"));
         v = Settings::defaults();
         v.quantization = QStringLiteral("int3");
         QVERIFY2(messageOf(v).startsWith(QStringLiteral("engine/quantization: ")), qPrintable(messageOf(v)));
@@ -102,7 +107,8 @@ private Q_SLOTS:
         QCOMPARE(messageOf(v), QStringLiteral("engine/device: Device: expected cpu or cuda:N, got \"gpu7\""));
         v = Settings::defaults();
         v.renderDpi = 5;
-        QCOMPARE(messageOf(v), QStringLiteral("documents/dpi: Rendering DPI must be between 18 and 2400, got 5"));
+        QCOMPARE(messageOf(v),
+                 QStringLiteral("documents/dpi: Rendering DPI must be between 18 and 2400, got 5"));
         v = Settings::defaults();
         v.layoutThresholds = {{QStringLiteral("table"), 1.2}, {QStringLiteral("tabel"), 0.5}};
         QCOMPARE(Settings::validate(v).size(), 2);
@@ -150,7 +156,9 @@ private Q_SLOTS:
                  [](SettingsValues& s) { s.quantization = QStringLiteral("wint8"); },
                  [](SettingsValues& s) { s.device = QStringLiteral("cpu"); },
                  [](SettingsValues& s) { s.model = QStringLiteral("PaddlePaddle/PaddleOCR-VL"); },
-                 [](SettingsValues& s) { s.layoutModel = QStringLiteral("PaddlePaddle/PP-DocLayoutV3_safetensors"); },
+                 [](SettingsValues& s) {
+                     s.layoutModel = QStringLiteral("PaddlePaddle/PP-DocLayoutV3_safetensors");
+                 },
              }) {
             v = base;
             v.maxNumSeqs = 64;
@@ -169,8 +177,9 @@ private Q_SLOTS:
         v.renderDpi = 150;
         QVERIFY(settings.apply(v).isEmpty());
         QCOMPARE(changed.count(), 1);
-        QCOMPARE(changed.first().at(0).toStringList(),
-                 QStringList({QStringLiteral("engine/max_num_batched_tokens"), QStringLiteral("documents/dpi")}));
+        QCOMPARE(
+            changed.first().at(0).toStringList(),
+            QStringList({QStringLiteral("engine/max_num_batched_tokens"), QStringLiteral("documents/dpi")}));
         QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reconfigure);
         QCOMPARE(language.count(), 0);
         // The same values again: nothing changed, nothing emitted.

@@ -1,5 +1,5 @@
-// Saves a widget as PNG under FOLIO_SCREENSHOT_DIR when that variable is set, so that the dialogs and panels can
-// be looked at as users see them (offscreen platform).
+// Saves a widget as PNG under FOLIO_SCREENSHOT_DIR when that variable is set, so that the dialogs and panels
+// can be looked at as users see them (offscreen platform).
 #pragma once
 
 #include <QCoreApplication>

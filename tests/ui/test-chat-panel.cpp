@@ -1,6 +1,6 @@
 // The chat on the engine service with the small fixture model: an answer streams into the panel as it is
-// written, Stop ends it and keeps its text, each document keeps its own conversation, a later question carries
-// the earlier turns, an answer is copied, and questions the engine cannot take say why.
+// written, Stop ends it and keeps its text, each document keeps its own conversation, a later question
+// carries the earlier turns, an answer is copied, and questions the engine cannot take say why.
 #include <QApplication>
 #include <QClipboard>
 #include <QSignalSpy>
@@ -13,6 +13,7 @@
 #include "chat-panel.h"
 #include "chat-session.h"
 #include "engine-service.h"
+#include "region-picker.h"
 #include "screenshot.h"
 #include "settings.h"
 
@@ -163,7 +164,8 @@ private Q_SLOTS:
     }
 
     void refusedQuestionsSayWhy() {
-        // A question longer than max_model_len: the request is refused as it is built, and the answer says why.
+        // A question longer than max_model_len: the request is refused as it is built, and the answer says
+        // why.
         ChatSession session(service_);
         QSignalSpy finished(&session, &ChatSession::answerFinished);
         QVERIFY(session.send(QStringLiteral("word ").repeated(6000)));
@@ -185,6 +187,34 @@ private Q_SLOTS:
         QVERIFY(!idle.send(QStringLiteral("Anyone?")));
         QCOMPARE(idleFailed.count(), 1);
         QCOMPARE(idle.history().size(), 0);
+    }
+
+    void attachmentsFromRegionsAndFiles() {
+        ChatPanel panel(service_);
+        // A region dragged over the page is the page's pixels inside it.
+        QImage pageImage(400, 300, QImage::Format_RGB888);
+        pageImage.fill(Qt::white);
+        pageImage.setPixelColor(150, 100, Qt::red);
+        RegionPicker picker(pageImage);
+        QVERIFY(picker.selectedImage().isNull());
+        picker.setSelection(QRect(100, 50, 120, 80));
+        const QImage region = picker.selectedImage();
+        QCOMPARE(region.size(), QSize(120, 80));
+        QCOMPARE(region.pixelColor(50, 50), QColor(Qt::red));
+        picker.setSelection(QRect(350, 250, 200, 200));  // clipped to the page
+        QCOMPARE(picker.selection(), QRect(350, 250, 50, 50));
+        saveScreenshot(&picker, QStringLiteral("region-picker"));
+        panel.attachImage(region, QStringLiteral("Region"));
+        // Image files: those that cannot be read are reported, the others attached.
+        panel.attachFilePaths({QStringLiteral(FOLIO_FIXTURES_DIR "/images/small.png"),
+                               QStringLiteral(FOLIO_FIXTURES_DIR "/images/missing.png")});
+        QCOMPARE(panel.attachments().size(), 2);
+        QCOMPARE(panel.attachments()[1].size(), page().size());
+        // Without a page provider there is no page to attach.
+        panel.attachCurrentPage();
+        QCOMPARE(panel.attachments().size(), 2);
+        panel.clearAttachments();
+        QVERIFY(panel.attachments().isEmpty());
     }
 
     void chatGoesOnAfterASettingsChangeReconfiguresTheEngine() {

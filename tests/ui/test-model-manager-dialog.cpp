@@ -1,7 +1,7 @@
 // The model manager against a Hugging Face Hub served on 127.0.0.1 (tests/app/fake-hub.h): a first start with
 // nothing installed, a download with progress into the cache's layout (the recognition model and its layout
-// model), cancelling one (a later download resumes), a Hub error shown with its message, a broken model in the
-// list saying what is wrong, and a folder picked by hand.
+// model), cancelling one (a later download resumes), a Hub error shown with its message, a broken model in
+// the list saying what is wrong, and a folder picked by hand.
 #include <QSignalSpy>
 #include <QtTest>
 #include <chrono>
@@ -38,8 +38,8 @@ std::string weights(size_t rows) {
     for (size_t i = 0; i < values.size(); ++i) {
         values[i] = static_cast<float>(i % 977) * 0.25f;
     }
-    return test::safetensors_image({test::make_tensor("model.embed_tokens.weight", "F32",
-                                                      {static_cast<int64_t>(rows), 256}, values)});
+    return test::safetensors_image(
+        {test::make_tensor("model.embed_tokens.weight", "F32", {static_cast<int64_t>(rows), 256}, values)});
 }
 
 test::FakeRepo recognitionRepo() {
@@ -47,7 +47,8 @@ test::FakeRepo recognitionRepo() {
     repo.id = kRepo;
     repo.commit = "0123456789abcdef0123456789abcdef01234567";
     repo.files = {
-        {"config.json", R"({"model_type": "paddleocr_vl", "architectures": ["PaddleOCRVLForConditionalGeneration"]})",
+        {"config.json",
+         R"({"model_type": "paddleocr_vl", "architectures": ["PaddleOCRVLForConditionalGeneration"]})",
          false},
         {"preprocessor_config.json", R"({"patch_size": 14, "merge_size": 2})", false},
         {"tokenizer_config.json", R"({"add_bos_token": false})", false},
@@ -63,8 +64,8 @@ test::FakeRepo layoutRepo() {
     repo.id = kLayoutRepo;
     repo.commit = "89abcdef0123456789abcdef0123456789abcdef";
     repo.files = {
-        {"config.json", R"({"model_type": "pp_doclayout_v3", "architectures": ["PPDocLayoutV3ForObjectDetection"]})",
-         false},
+        {"config.json",
+         R"({"model_type": "pp_doclayout_v3", "architectures": ["PPDocLayoutV3ForObjectDetection"]})", false},
         {"preprocessor_config.json", R"({"size": {"height": 800, "width": 800}})", false},
         {"model.safetensors", weights(256), true},
     };
@@ -189,7 +190,8 @@ private Q_SLOTS:
         QCOMPARE(finished.first().at(0).toBool(), false);
         const QString message = finished.first().at(1).toString();
         QVERIFY2(message.contains(QStringLiteral("folio-test/missing")), qPrintable(message));
-        QVERIFY2(d->statusText().startsWith(QStringLiteral("Download failed: ")), qPrintable(d->statusText()));
+        QVERIFY2(d->statusText().startsWith(QStringLiteral("Download failed: ")),
+                 qPrintable(d->statusText()));
         // A corrupted file fails its checksum; nothing broken is left to use.
         hub_.corrupt("model.safetensors", 100);
         QVERIFY(d->download(QString::fromLatin1(kRepo)));

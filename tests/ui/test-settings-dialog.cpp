@@ -1,5 +1,5 @@
-// The settings dialog over Settings: it shows the stored values, applies edits (persisted, with what the engine
-// must do), refuses values out of FastDeploy's ranges showing the message, and restores the defaults.
+// The settings dialog over Settings: it shows the stored values, applies edits (persisted, with what the
+// engine must do), refuses values out of FastDeploy's ranges showing the message, and restores the defaults.
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -17,8 +17,9 @@ class TestSettingsDialog : public QObject {
     QTemporaryDir dir_;
 
     static QList<ComputeDevice> devices() {
-        return {{QStringLiteral("cuda:0"), QStringLiteral("NVIDIA GeForce RTX 4070 (12.0 GB)"), 12'000'000'000},
-                {QStringLiteral("cpu"), QStringLiteral("CPU (16 threads)"), 0}};
+        return {
+            {QStringLiteral("cuda:0"), QStringLiteral("NVIDIA GeForce RTX 4070 (12.0 GB)"), 12'000'000'000},
+            {QStringLiteral("cpu"), QStringLiteral("CPU (16 threads)"), 0}};
     }
 
 private Q_SLOTS:

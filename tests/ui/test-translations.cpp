@@ -9,8 +9,8 @@
 
 #include "chat-panel.h"
 #include "engine-service.h"
-#include "settings-dialog.h"
 #include "screenshot.h"
+#include "settings-dialog.h"
 #include "translation-loader.h"
 
 using namespace folio;
@@ -32,11 +32,13 @@ private Q_SLOTS:
     void followsTheLocale() {
         TranslationLoader loader;
         QCOMPARE(loader.setLocale(QLocale(QLocale::Chinese, QLocale::China)), QStringLiteral("zh_CN"));
-        QCOMPARE(loader.setLocale(QLocale(QLocale::Chinese, QLocale::SimplifiedChineseScript, QLocale::Singapore)),
-                 QStringLiteral("zh_CN"));
+        QCOMPARE(
+            loader.setLocale(QLocale(QLocale::Chinese, QLocale::SimplifiedChineseScript, QLocale::Singapore)),
+            QStringLiteral("zh_CN"));
         // No traditional Chinese translation: English.
-        QCOMPARE(loader.setLocale(QLocale(QLocale::Chinese, QLocale::TraditionalChineseScript, QLocale::Taiwan)),
-                 QStringLiteral("en"));
+        QCOMPARE(
+            loader.setLocale(QLocale(QLocale::Chinese, QLocale::TraditionalChineseScript, QLocale::Taiwan)),
+            QStringLiteral("en"));
         QCOMPARE(loader.setLocale(QLocale(QLocale::German, QLocale::Germany)), QStringLiteral("en"));
         QLocale::setDefault(QLocale(QLocale::Chinese, QLocale::China));
         QCOMPARE(loader.setLanguage(QString()), QLocale::system().language() == QLocale::Chinese

@@ -1,11 +1,11 @@
 #include "chat-message-view.h"
 
+#include <QAbstractTextDocumentLayout>
 #include <QApplication>
 #include <QClipboard>
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QPixmap>
-#include <QAbstractTextDocumentLayout>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <QtMath>
@@ -18,8 +18,8 @@ constexpr int kThumbnail = 72;
 
 }  // namespace
 
-// A turn's text: selectable, Markdown for an answer, wrapped anywhere when a word is wider than the panel, and
-// as tall as its text so that the panel's scroll area scrolls, not each message.
+// A turn's text: selectable, Markdown for an answer, wrapped anywhere when a word is wider than the panel,
+// and as tall as its text so that the panel's scroll area scrolls, not each message.
 class MessageText : public QTextBrowser {
 public:
     MessageText(bool markdown, QWidget* parent) : QTextBrowser(parent), markdown_(markdown) {
@@ -53,7 +53,8 @@ protected:
 private:
     void fitHeight() {
         document()->setTextWidth(viewport()->width());
-        const int height = qCeil(document()->size().height()) + contentsMargins().top() + contentsMargins().bottom();
+        const int height =
+            qCeil(document()->size().height()) + contentsMargins().top() + contentsMargins().bottom();
         if (height != this->height()) {
             setFixedHeight(height);
         }
@@ -75,8 +76,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     setObjectName(role_ == ChatTurn::Role::User ? QStringLiteral("question") : QStringLiteral("answer"));
     setAutoFillBackground(true);
     QPalette p = palette();
-    p.setColor(QPalette::Window, role_ == ChatTurn::Role::User ? p.color(QPalette::AlternateBase)
-                                                               : p.color(QPalette::Base));
+    p.setColor(QPalette::Window,
+               role_ == ChatTurn::Role::User ? p.color(QPalette::AlternateBase) : p.color(QPalette::Base));
     setPalette(p);
 
     QFont bold = who_->font();

@@ -73,8 +73,8 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     connect(input_, &QPlainTextEdit::textChanged, this, &ChatPanel::updateButtons);
 
     auto* menu = new QMenu(this);
-    attachPageAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("x-office-document")), QString(), this,
-                                        &ChatPanel::attachCurrentPage);
+    attachPageAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("x-office-document")), QString(),
+                                        this, &ChatPanel::attachCurrentPage);
     attachRegionAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("edit-select")), QString(), this,
                                           &ChatPanel::attachRegion);
     attachFilesAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("image-x-generic")), QString(), this,
@@ -119,7 +119,8 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
         updateButtons();
     });
     connect(session_, &ChatSession::busyChanged, this, &ChatPanel::updateButtons);
-    connect(session_, &ChatSession::failed, this, [this](const QString& message) { showMessage(message, true); });
+    connect(session_, &ChatSession::failed, this,
+            [this](const QString& message) { showMessage(message, true); });
     connect(session_, &ChatSession::documentChanged, this, &ChatPanel::rebuild);
 
     retranslate();
@@ -252,8 +253,8 @@ void ChatPanel::refreshAttachments() {
     }
     for (qsizetype i = 0; i < attachments_.size(); ++i) {
         auto* chip = new QToolButton(attachmentBar_);
-        chip->setIcon(QPixmap::fromImage(attachments_[i].scaled(kChipThumbnail, kChipThumbnail,
-                                                                  Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        chip->setIcon(QPixmap::fromImage(attachments_[i].scaled(
+            kChipThumbnail, kChipThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
         chip->setIconSize(QSize(kChipThumbnail, kChipThumbnail));
         chip->setText(attachmentNames_[i] + QStringLiteral("  ×"));
         chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -286,7 +287,8 @@ void ChatPanel::updateButtons() {
 
 void ChatPanel::showMessage(const QString& message, bool error) {
     notice_->setText(message);
-    notice_->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QStringLiteral("color: palette(mid);"));
+    notice_->setStyleSheet(error ? QStringLiteral("color: #b00020;")
+                                 : QStringLiteral("color: palette(mid);"));
     notice_->setVisible(true);
     if (!error) {
         QTimer::singleShot(3000, notice_, [label = notice_, message] {

@@ -1,8 +1,6 @@
 #include "region-picker.h"
 
 #include <QDialogButtonBox>
-#include <QtMath>
-#include <functional>
 #include <QGuiApplication>
 #include <QLabel>
 #include <QMouseEvent>
@@ -11,6 +9,8 @@
 #include <QRubberBand>
 #include <QScreen>
 #include <QVBoxLayout>
+#include <QtMath>
+#include <functional>
 
 namespace folio {
 
@@ -54,8 +54,9 @@ protected:
     }
     void mouseReleaseEvent(QMouseEvent*) override {
         const QRect shown = band_->geometry();
-        const QRect page(QPoint(qFloor(shown.left() / scale_), qFloor(shown.top() / scale_)),
-                         QPoint(qCeil((shown.right() + 1) / scale_) - 1, qCeil((shown.bottom() + 1) / scale_) - 1));
+        const QRect page(
+            QPoint(qFloor(shown.left() / scale_), qFloor(shown.top() / scale_)),
+            QPoint(qCeil((shown.right() + 1) / scale_) - 1, qCeil((shown.bottom() + 1) / scale_) - 1));
         // A click without a drag selects nothing.
         setSelection(shown.width() < 3 || shown.height() < 3 ? QRect() : page);
     }

@@ -21,7 +21,8 @@ QString bytesText(qint64 bytes) {
 }
 
 QString kindText(hub::ModelKind kind) {
-    return kind == hub::ModelKind::Layout ? ModelManagerDialog::tr("layout") : ModelManagerDialog::tr("recognition");
+    return kind == hub::ModelKind::Layout ? ModelManagerDialog::tr("layout")
+                                          : ModelManagerDialog::tr("recognition");
 }
 
 }  // namespace
@@ -50,8 +51,8 @@ ModelManagerDialog::ModelManagerDialog(hub::HubSettings settings, QWidget* paren
     }
     problem_->setWordWrap(true);
     problem_->setVisible(false);
-    problem_->setStyleSheet(
-        QStringLiteral("QLabel { background: #fdecea; color: #8a1c13; border: 1px solid #f5c2bd; padding: 6px; }"));
+    problem_->setStyleSheet(QStringLiteral(
+        "QLabel { background: #fdecea; color: #8a1c13; border: 1px solid #f5c2bd; padding: 6px; }"));
     QFont bold = installedTitle_->font();
     bold.setBold(true);
     installedTitle_->setFont(bold);
@@ -155,7 +156,8 @@ void ModelManagerDialog::fillInstalled() {
         item->setText(kWhere, model.source);
         item->setText(kState, model.ok() ? tr("ready") : tr("broken: %1").arg(model.problems.first()));
         item->setToolTip(kState, model.problems.join(QLatin1Char('\n')));
-        item->setForeground(kState, model.ok() ? QBrush(QColor(0x1b, 0x7f, 0x3b)) : QBrush(QColor(0xb0, 0, 0x20)));
+        item->setForeground(kState,
+                            model.ok() ? QBrush(QColor(0x1b, 0x7f, 0x3b)) : QBrush(QColor(0xb0, 0, 0x20)));
         item->setIcon(kState, QIcon::fromTheme(model.ok() ? QStringLiteral("emblem-ok")
                                                           : QStringLiteral("dialog-warning")));
     }
@@ -203,9 +205,10 @@ void ModelManagerDialog::fillCatalogue() {
 void ModelManagerDialog::showDetails() {
     const QTreeWidgetItem* item = installedView_->currentItem();
     if (!item) {
-        details_->setText(installed_.isEmpty() ? tr("No model is installed yet: download one below, or choose a "
-                                                    "folder that holds one.")
-                                               : QString());
+        details_->setText(installed_.isEmpty()
+                              ? tr("No model is installed yet: download one below, or choose a "
+                                   "folder that holds one.")
+                              : QString());
         details_->setStyleSheet(QString());
         return;
     }
@@ -286,7 +289,8 @@ void ModelManagerDialog::onProgress(const DownloadProgress& p) {
     }
 }
 
-void ModelManagerDialog::onFinished(bool ok, bool cancelled, const QString& message, const QStringList& folders) {
+void ModelManagerDialog::onFinished(bool ok, bool cancelled, const QString& message,
+                                    const QStringList& folders) {
     progress_->setVisible(false);
     refresh();
     if (ok) {

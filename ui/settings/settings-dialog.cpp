@@ -37,8 +37,8 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent)
       tabs_(new QTabWidget(this)),
       problems_(new QLabel(this)),
       note_(new QLabel(this)),
-      buttons_(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Apply | QDialogButtonBox::Cancel |
-                                        QDialogButtonBox::RestoreDefaults,
+      buttons_(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Apply |
+                                        QDialogButtonBox::Cancel | QDialogButtonBox::RestoreDefaults,
                                     this)) {
     tabs_->addTab(buildGeneral(), QString());
     tabs_->addTab(buildModel(), QString());
@@ -111,7 +111,8 @@ QWidget* SettingsDialog::buildModel() {
     form->addRow(labels_[QStringLiteral("device")], device_);
     form->addRow(labels_[QStringLiteral("quantization")], quantization_);
     connect(browseModel_, &QPushButton::clicked, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Choose a model folder"), model_->text());
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Choose a model folder"), model_->text());
         if (!dir.isEmpty()) {
             model_->setText(dir);
         }
@@ -158,8 +159,8 @@ QWidget* SettingsDialog::buildEngine() {
     engineHint_->setWordWrap(true);
     engineHint_->setStyleSheet(QStringLiteral("color: palette(mid);"));
     form->addRow(engineHint_);
-    for (QAbstractSpinBox* spin : std::initializer_list<QAbstractSpinBox*>{gpuMemory_, maxModelLen_, maxNumSeqs_,
-                                                                           maxBatchedTokens_}) {
+    for (QAbstractSpinBox* spin :
+         std::initializer_list<QAbstractSpinBox*>{gpuMemory_, maxModelLen_, maxNumSeqs_, maxBatchedTokens_}) {
         connect(spin, &QAbstractSpinBox::editingFinished, this, &SettingsDialog::updateNote);
     }
     connect(prefixCaching_, &QCheckBox::toggled, this, &SettingsDialog::updateNote);
@@ -331,12 +332,13 @@ void SettingsDialog::showProblems(const QList<SettingsProblem>& problems) {
     if (!problems.isEmpty()) {
         // Show the page of the first problem.
         const QString key = problems.first().key;
-        const int tab = key.startsWith(QLatin1String("interface/"))                           ? 0
+        const int tab = key.startsWith(QLatin1String("interface/")) ? 0
                         : key.startsWith(QLatin1String("models/")) || key == QLatin1String("engine/device") ||
-                                key == QLatin1String("engine/quantization")                   ? 1
-                        : key.startsWith(QLatin1String("engine/"))                            ? 2
-                        : key.startsWith(QLatin1String("documents/"))                         ? 3
-                                                                                               : 4;
+                                key == QLatin1String("engine/quantization")
+                            ? 1
+                        : key.startsWith(QLatin1String("engine/"))    ? 2
+                        : key.startsWith(QLatin1String("documents/")) ? 3
+                                                                      : 4;
         tabs_->setCurrentIndex(tab);
     }
 }
@@ -391,7 +393,8 @@ void SettingsDialog::retranslate() {
     labels_[QStringLiteral("model")]->setText(withOption(tr("Model"), tr("a folder, or ORG/NAME on disk")));
     labels_[QStringLiteral("layout")]->setText(withOption(tr("Layout model"), tr("empty: the model's pair")));
     labels_[QStringLiteral("device")]->setText(tr("Device"));
-    labels_[QStringLiteral("quantization")]->setText(withOption(tr("Quantization"), QStringLiteral("quantization")));
+    labels_[QStringLiteral("quantization")]->setText(
+        withOption(tr("Quantization"), QStringLiteral("quantization")));
     model_->setPlaceholderText(tr("The first PaddleOCR-VL model installed"));
     layoutModel_->setPlaceholderText(tr("The layout model released with the model"));
     browseModel_->setText(tr("Browse…"));
@@ -407,16 +410,20 @@ void SettingsDialog::retranslate() {
         withOption(tr("Context length"), QStringLiteral("max_model_len, 16..") + context));
     labels_[QStringLiteral("seqs")]->setText(
         withOption(tr("Concurrent sequences"), QStringLiteral("max_num_seqs, 1..256")));
-    labels_[QStringLiteral("batched")]->setText(withOption(
-        tr("Tokens per step"), QStringLiteral("max_num_batched_tokens, max_num_seqs..max_model_len × max_num_seqs")));
-    labels_[QStringLiteral("prefix")]->setText(withOption(tr("Prefix caching"), QStringLiteral("enable_prefix_caching")));
+    labels_[QStringLiteral("batched")]->setText(
+        withOption(tr("Tokens per step"),
+                   QStringLiteral("max_num_batched_tokens, max_num_seqs..max_model_len × max_num_seqs")));
+    labels_[QStringLiteral("prefix")]->setText(
+        withOption(tr("Prefix caching"), QStringLiteral("enable_prefix_caching")));
     prefixCaching_->setText(tr("Share cached prompt prefixes between requests"));
-    engineHint_->setText(tr("These are FastDeploy's serving options, with its names and ranges. The KV cache takes "
-                            "what GPU memory utilization leaves after the weights."));
+    engineHint_->setText(
+        tr("These are FastDeploy's serving options, with its names and ranges. The KV cache takes "
+           "what GPU memory utilization leaves after the weights."));
 
     labels_[QStringLiteral("dpi")]->setText(withOption(tr("PDF rendering DPI"), QStringLiteral("18..2400")));
-    labelHint_->setText(tr("Checked labels reach the Markdown and HTML. A threshold overrides the layout "
-                           "model's score threshold for that label (0 to 1; empty: PaddleX's)."));
+    labelHint_->setText(
+        tr("Checked labels reach the Markdown and HTML. A threshold overrides the layout "
+           "model's score threshold for that label (0 to 1; empty: PaddleX's)."));
     labelTable_->setHorizontalHeaderLabels({tr("Layout label"), tr("Threshold")});
 
     formats_[QStringLiteral("md")]->setText(tr("Markdown (.md, with figures)"));

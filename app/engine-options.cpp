@@ -765,6 +765,23 @@ EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg, C
     return out;
 }
 
+EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
+                                         const ModelConfig& cfg, const std::string& device) {
+    std::vector<std::string> args = {"--device=" + device};
+    for (const auto& [name, value] : values) {
+        if (find_engine_option(flag_of(name)) == nullptr) {
+            fail("unknown engine option ", name);
+        }
+        args.push_back(flag_of(name) + "=" + value);
+    }
+    std::vector<char*> argv;
+    for (std::string& arg : args) {
+        argv.push_back(arg.data());
+    }
+    const Options opt(static_cast<int>(argv.size()), argv.data(), 0);
+    return parse_engine_options(opt, cfg);
+}
+
 void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre) {
     if (options.image_min_pixels) {
         pre.min_pixels = *options.image_min_pixels;

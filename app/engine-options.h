@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine-core.h"
@@ -87,6 +88,12 @@ struct EngineOptions {
 // against; --device picks the defaults that differ between the CPU and the GPU.
 EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg,
                                    CommandScope scope = CommandScope::Offline);
+
+// The same options from FastDeploy's names and values as text ({"max_model_len", "4096"}), as a settings store
+// keeps them, on a device ("cpu", "cuda" or "cuda:N"): checked exactly as on the command line, the message
+// naming the option and its range.
+EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
+                                         const ModelConfig& cfg, const std::string& device = "cpu");
 
 // mm_processor_kwargs' pixel bounds applied to the model's preprocessing.
 void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre);

@@ -14,6 +14,7 @@ packages=(
     libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
     libgtest-dev libgmock-dev
     xvfb xauth
+    dpkg-dev file appstream desktop-file-utils librsvg2-bin
     python3
 )
 

@@ -462,3 +462,29 @@ TEST(EngineOptions, DocsTableListsEveryOption) {
 }
 
 }  // namespace
+
+TEST(EngineOptions, ValuesByNameAsASettingsStoreKeepsThem) {
+    using folio::cli::engine_options_from_values;
+    const EngineOptions o = engine_options_from_values(
+        {{"max_model_len", "4096"}, {"max_num_seqs", "16"}, {"enable_prefix_caching", "false"},
+         {"gpu_memory_utilization", "0.5"}, {"quantization", "wint8"}},
+        model_config(), "cuda:0");
+    EXPECT_EQ(o.engine.max_model_len, 4096);
+    EXPECT_EQ(o.engine.max_num_seqs, 16);
+    EXPECT_FALSE(o.engine.enable_prefix_caching);
+    EXPECT_DOUBLE_EQ(o.engine.gpu_memory_utilization, 0.5);
+    EXPECT_EQ(o.load.quantization, folio::Quantization::Wint8);
+    EXPECT_TRUE(o.load.bf16_weights);  // the GPU's default
+    EXPECT_FALSE(engine_options_from_values({}, model_config(), "cpu").load.bf16_weights);
+    const auto message = [](const std::vector<std::pair<std::string, std::string>>& values) {
+        try {
+            engine_options_from_values(values, model_config());
+        } catch (const folio::Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(accepted)");
+    };
+    EXPECT_EQ(message({{"gpu_memory_utilization", "1.5"}}), "--gpu-memory-utilization must be in (0, 1], got 1.5");
+    EXPECT_EQ(message({{"max_num_seqs", "0"}}), "--max-num-seqs must be between 1 and 256, got 0");
+    EXPECT_EQ(message({{"no_such_option", "1"}}), "unknown engine option no_such_option");
+}

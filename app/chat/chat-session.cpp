@@ -1,0 +1,213 @@
+#include "chat-session.h"
+
+#include <QMetaObject>
+#include <QPainter>
+#include <mutex>
+
+#include "block-crop.h"
+#include "error.h"
+
+namespace folio {
+
+namespace {
+
+// An image with transparency on white, as a page would show it (a plain conversion would put it on black).
+QImage opaque(const QImage& image) {
+    if (!image.hasAlphaChannel()) {
+        return image;
+    }
+    QImage flat(image.size(), QImage::Format_RGB888);
+    flat.fill(Qt::white);
+    QPainter painter(&flat);
+    painter.drawImage(0, 0, image);
+    return flat;
+}
+
+}  // namespace
+
+// Carries outputs from the engine thread to the session while it lives: the destructor clears the target
+// under the lock, and events already posted to it are dropped with it.
+struct ChatSession::Relay {
+    std::mutex mutex;
+    ChatSession* target = nullptr;
+};
+
+ChatSession::ChatSession(EngineService& service, QObject* parent)
+    : QObject(parent), service_(service), relay_(std::make_shared<Relay>()) {
+    qRegisterMetaType<folio::ChatTurn::State>();
+    relay_->target = this;
+}
+
+ChatSession::~ChatSession() {
+    {
+        std::lock_guard lock(relay_->mutex);
+        relay_->target = nullptr;
+    }
+    if (active_) {
+        active_->handle.cancel();
+    }
+}
+
+void ChatSession::setDocument(const QString& key) {
+    if (key == document_) {
+        return;
+    }
+    document_ = key;
+    Q_EMIT documentChanged(key);
+}
+
+void ChatSession::clearHistory() {
+    if (active_ && active_->document == document_) {
+        stop();
+    }
+    histories_.remove(document_);
+    Q_EMIT documentChanged(document_);
+}
+
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
+    // A question whose answer failed is left out with it, so that turns alternate.
+    QList<const ChatTurn*> kept;
+    for (qsizetype i = 0; i < turns.size(); ++i) {
+        const ChatTurn& turn = turns[i];
+        const bool answerFailed = turn.role == ChatTurn::Role::User && i + 1 < turns.size() &&
+                                  turns[i + 1].state == ChatTurn::State::Failed;
+        if (turn.state == ChatTurn::State::Failed || answerFailed) {
+            continue;
+        }
+        kept.append(&turn);
+    }
+    // The newest images first, as many as a request may carry; older turns keep their text alone.
+    const int64_t limit = std::max<int64_t>(service_.limits().limit_mm_per_prompt, 0);
+    int64_t imagesLeft = limit;
+    QList<int> imagesOf(kept.size(), 0);
+    for (qsizetype i = kept.size() - 1; i >= 0; --i) {
+        const int n = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), imagesLeft));
+        imagesOf[i] = n;
+        imagesLeft -= n;
+    }
+    Chat chat;
+    for (qsizetype i = 0; i < kept.size(); ++i) {
+        const ChatTurn& turn = *kept[i];
+        ChatMessage message;
+        message.role =
+            turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
+        message.text = turn.text.toStdString();
+        for (int k = 0; k < imagesOf[i]; ++k) {
+            message.images.push_back(toEngineImage(opaque(turn.images[k])));
+        }
+        chat.messages.push_back(std::move(message));
+    }
+    return chat;
+}
+
+bool ChatSession::send(const QString& text, const QList<QImage>& images) {
+    if (active_) {
+        Q_EMIT failed(tr("An answer is still being written: stop it first."));
+        return false;
+    }
+    if (text.trimmed().isEmpty() && images.isEmpty()) {
+        return false;
+    }
+    if (service_.status().state != ServiceState::Ready) {
+        Q_EMIT failed(tr("The model is not loaded yet."));
+        return false;
+    }
+    ChatTurn question;
+    question.role = ChatTurn::Role::User;
+    question.text = text.trimmed();
+    question.images = images;
+    QList<ChatTurn> turns = histories_.value(document_);
+    turns.append(question);
+
+    GenerationOptions options;
+    options.max_tokens = maxNewTokens_;
+    options.fit_max_tokens = true;
+    SubmitOptions submit;
+    submit.priority = Priority::Interactive;
+    submit.on_output = [relay = relay_](const RequestOutput& output) {
+        std::lock_guard lock(relay->mutex);
+        if (ChatSession* target = relay->target) {
+            QMetaObject::invokeMethod(
+                target, [target, output] { target->onOutput(output); }, Qt::QueuedConnection);
+        }
+    };
+    RequestHandle handle;
+    try {
+        handle = service_.submit(RequestSpec(buildChat(turns), options), std::move(submit));
+    } catch (const Error& e) {
+        Q_EMIT failed(QString::fromStdString(e.what()));
+        return false;
+    }
+    // The question and its answer join the history only once the engine took the request; outputs reach
+    // onOutput through the event loop, after this returns.
+    ChatTurn answer;
+    answer.role = ChatTurn::Role::Assistant;
+    answer.state = ChatTurn::State::Streaming;
+    turns.append(answer);
+    const QString document = document_;
+    const int index = static_cast<int>(turns.size() - 1);
+    histories_.insert(document, turns);
+    active_ = Active{document, index, std::move(handle)};
+    Q_EMIT turnAdded(document, index - 1);
+    Q_EMIT turnAdded(document, index);
+    Q_EMIT busyChanged(true);
+    return true;
+}
+
+void ChatSession::stop() {
+    if (!active_) {
+        return;
+    }
+    const Active active = std::move(*active_);
+    active_.reset();
+    RequestHandle handle = active.handle;
+    handle.cancel();
+    QList<ChatTurn>& turns = histories_[active.document];
+    if (active.index < turns.size()) {
+        turns[active.index].state = ChatTurn::State::Stopped;
+    }
+    Q_EMIT answerFinished(active.document, active.index, ChatTurn::State::Stopped, QString());
+    Q_EMIT busyChanged(false);
+}
+
+void ChatSession::onOutput(const RequestOutput& output) {
+    if (!active_ || output.id != active_->handle.id()) {
+        return;  // a stopped answer's last outputs
+    }
+    const QString document = active_->document;
+    const int index = active_->index;
+    ChatTurn& answer = histories_[document][index];
+    if (!output.text.empty()) {
+        const QString delta = QString::fromStdString(output.text);
+        answer.text += delta;
+        Q_EMIT answerDelta(document, index, delta);
+    }
+    if (!output.finish) {
+        return;
+    }
+    active_.reset();
+    QString error;
+    switch (*output.finish) {
+        case FinishReason::Stop:
+        case FinishReason::Length:
+            answer.state = ChatTurn::State::Done;
+            break;
+        case FinishReason::Cancelled:
+            if (output.error_kind == ErrorKind::Stopped) {
+                answer.state = ChatTurn::State::Failed;
+                error = tr("The engine stopped before the answer was complete.");
+            } else {
+                answer.state = ChatTurn::State::Stopped;
+            }
+            break;
+        case FinishReason::Error:
+            answer.state = ChatTurn::State::Failed;
+            error = output.error.empty() ? tr("The request failed.") : QString::fromStdString(output.error);
+            break;
+    }
+    answer.error = error;
+    Q_EMIT answerFinished(document, index, answer.state, error);
+    Q_EMIT busyChanged(false);
+}
+
+}  // namespace folio

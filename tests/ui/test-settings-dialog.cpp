@@ -1,0 +1,119 @@
+// The settings dialog over Settings: it shows the stored values, applies edits (persisted, with what the
+// engine must do), refuses values out of FastDeploy's ranges showing the message, and restores the defaults.
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "screenshot.h"
+#include "settings-dialog.h"
+
+using namespace folio;
+using folio::test::saveScreenshot;
+
+class TestSettingsDialog : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir dir_;
+
+    static QList<ComputeDevice> devices() {
+        return {
+            {QStringLiteral("cuda:0"), QStringLiteral("NVIDIA GeForce RTX 4070 (12.0 GB)"), 12'000'000'000},
+            {QStringLiteral("cpu"), QStringLiteral("CPU (16 threads)"), 0}};
+    }
+
+private Q_SLOTS:
+    void showsAndAppliesValues() {
+        Settings settings(dir_.filePath(QStringLiteral("dialog.ini")));
+        SettingsValues start = Settings::defaults(QStringLiteral("cuda:0"));
+        QVERIFY(settings.apply(start).isEmpty());
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.setValues(settings.values());
+        QVERIFY(dialog.values() == settings.values());
+        for (int tab = 0; tab < dialog.tabs()->count(); ++tab) {
+            dialog.tabs()->setCurrentIndex(tab);
+            saveScreenshot(&dialog, QStringLiteral("settings-%1").arg(tab));
+        }
+
+        QSignalSpy changed(&settings, &Settings::changed);
+        SettingsValues edited = dialog.values();
+        edited.maxNumSeqs = 64;
+        edited.renderDpi = 300;
+        edited.markdownLabels.removeAll(QStringLiteral("text"));
+        edited.layoutThresholds.insert(QStringLiteral("table"), 0.25);
+        edited.exportFormats = {QStringLiteral("md"), QStringLiteral("html")};
+        dialog.setValues(edited);
+        QVERIFY(dialog.apply());
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reconfigure);
+        const Settings reread(dir_.filePath(QStringLiteral("dialog.ini")));
+        QCOMPARE(reread.values().maxNumSeqs, 64);
+        QCOMPARE(reread.values().renderDpi, 300);
+        QVERIFY(!reread.values().markdownLabels.contains(QStringLiteral("text")));
+        QCOMPARE(reread.values().layoutThresholds.value(QStringLiteral("table")), 0.25);
+        QCOMPARE(reread.values().exportFormats, edited.exportFormats);
+
+        edited.quantization = QStringLiteral("wint4");
+        dialog.setValues(edited);
+        QVERIFY(dialog.apply());
+        QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::Reload);
+    }
+
+    void refusesOutOfRangeValues() {
+        Settings settings(dir_.filePath(QStringLiteral("refuse.ini")));
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        QSignalSpy changed(&settings, &Settings::changed);
+        SettingsValues v = dialog.values();
+        v.maxNumSeqs = 32;
+        v.maxNumBatchedTokens = 16;
+        dialog.setValues(v);
+        QVERIFY(!dialog.apply());
+        QCOMPARE(changed.count(), 0);
+        QCOMPARE(dialog.problemText(),
+                 QStringLiteral("--max-num-batched-tokens 16 must be at least max_num_seqs (32)"));
+        QCOMPARE(dialog.tabs()->currentIndex(), 2);  // the engine's page
+        saveScreenshot(&dialog, QStringLiteral("settings-refused"));
+        // The model's context bounds max_model_len.
+        dialog.setModelContext(4096);
+        v.maxNumBatchedTokens = 8192;
+        v.maxModelLen = 8192;
+        dialog.setValues(v);
+        QVERIFY(!dialog.apply());
+        QVERIFY2(dialog.problemText().contains(QStringLiteral("exceeds the model's context of 4096")),
+                 qPrintable(dialog.problemText()));
+    }
+
+    void restoreDefaultsKeepsTheModel() {
+        Settings settings(dir_.filePath(QStringLiteral("defaults.ini")));
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        SettingsValues v = dialog.values();
+        v.model = QStringLiteral("PaddlePaddle/PaddleOCR-VL");
+        v.renderDpi = 600;
+        v.device = QStringLiteral("cuda:0");
+        v.maxNumSeqs = 12;
+        dialog.setValues(v);
+        const auto buttons = dialog.findChildren<QDialogButtonBox*>();
+        QCOMPARE(buttons.size(), 1);
+        buttons.first()->button(QDialogButtonBox::RestoreDefaults)->click();
+        QCOMPARE(dialog.values().model, v.model);
+        QCOMPARE(dialog.values().renderDpi, 200);
+        QCOMPARE(dialog.values().maxNumSeqs, 256);
+        QCOMPARE(dialog.values().device, QStringLiteral("cuda:0"));
+    }
+
+    void aMissingDeviceStaysVisible() {
+        Settings settings(dir_.filePath(QStringLiteral("device.ini")));
+        SettingsValues v = Settings::defaults(QStringLiteral("cuda:3"));
+        QVERIFY(settings.apply(v).isEmpty());
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.setValues(settings.values());
+        QCOMPARE(dialog.values().device, QStringLiteral("cuda:3"));
+    }
+};
+
+QTEST_MAIN(TestSettingsDialog)
+#include "test-settings-dialog.moc"

@@ -1,0 +1,174 @@
+#include "chat-message-view.h"
+
+#include <QAbstractTextDocumentLayout>
+#include <QApplication>
+#include <QClipboard>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QPixmap>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <QtMath>
+
+namespace folio {
+
+namespace {
+
+constexpr int kThumbnail = 72;
+
+}  // namespace
+
+// A turn's text: selectable, Markdown for an answer, wrapped anywhere when a word is wider than the panel,
+// and as tall as its text so that the panel's scroll area scrolls, not each message.
+class MessageText : public QTextBrowser {
+public:
+    MessageText(bool markdown, QWidget* parent) : QTextBrowser(parent), markdown_(markdown) {
+        setFrameShape(QFrame::NoFrame);
+        setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+        setOpenLinks(false);
+        setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+        viewport()->setAutoFillBackground(false);
+        document()->setDocumentMargin(0);
+        connect(document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
+                &MessageText::fitHeight);
+    }
+
+    void setContent(const QString& text) {
+        if (markdown_) {
+            setMarkdown(text);
+        } else {
+            setPlainText(text);
+        }
+        fitHeight();
+    }
+
+protected:
+    void resizeEvent(QResizeEvent* event) override {
+        QTextBrowser::resizeEvent(event);
+        fitHeight();
+    }
+
+private:
+    void fitHeight() {
+        document()->setTextWidth(viewport()->width());
+        const int height =
+            qCeil(document()->size().height()) + contentsMargins().top() + contentsMargins().bottom();
+        if (height != this->height()) {
+            setFixedHeight(height);
+        }
+    }
+
+    bool markdown_;
+};
+
+ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
+    : QFrame(parent),
+      role_(turn.role),
+      state_(turn.state),
+      who_(new QLabel(this)),
+      body_(new MessageText(turn.role == ChatTurn::Role::Assistant, this)),
+      status_(new QLabel(this)),
+      copy_(new QToolButton(this)),
+      thumbnails_(new QWidget(this)) {
+    setFrameShape(QFrame::StyledPanel);
+    setObjectName(role_ == ChatTurn::Role::User ? QStringLiteral("question") : QStringLiteral("answer"));
+    setAutoFillBackground(true);
+    QPalette p = palette();
+    p.setColor(QPalette::Window,
+               role_ == ChatTurn::Role::User ? p.color(QPalette::AlternateBase) : p.color(QPalette::Base));
+    setPalette(p);
+
+    QFont bold = who_->font();
+    bold.setBold(true);
+    who_->setFont(bold);
+    status_->setWordWrap(true);
+    copy_->setAutoRaise(true);
+    copy_->setIcon(QIcon::fromTheme(QStringLiteral("edit-copy")));
+    copy_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    copy_->setVisible(role_ == ChatTurn::Role::Assistant);
+    connect(copy_, &QToolButton::clicked, this, &ChatMessageView::copy);
+
+    auto* header = new QHBoxLayout;
+    header->addWidget(who_);
+    header->addStretch(1);
+    header->addWidget(copy_);
+    auto* thumbs = new QHBoxLayout(thumbnails_);
+    thumbs->setContentsMargins(0, 0, 0, 0);
+    for (const QImage& image : turn.images) {
+        auto* thumb = new QLabel(thumbnails_);
+        thumb->setPixmap(QPixmap::fromImage(
+            image.scaled(kThumbnail, kThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        thumb->setToolTip(QStringLiteral("%1 × %2").arg(image.width()).arg(image.height()));
+        thumb->setFrameShape(QFrame::Box);
+        thumbs->addWidget(thumb);
+    }
+    thumbs->addStretch(1);
+    thumbnails_->setVisible(!turn.images.isEmpty());
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(8, 6, 8, 6);
+    layout->addLayout(header);
+    layout->addWidget(thumbnails_);
+    layout->addWidget(body_);
+    layout->addWidget(status_);
+    setTurn(turn);
+}
+
+void ChatMessageView::setTurn(const ChatTurn& turn) {
+    state_ = turn.state;
+    text_ = turn.text;
+    error_ = turn.error;
+    showText();
+    retranslate();
+}
+
+void ChatMessageView::appendText(const QString& delta) {
+    text_ += delta;
+    showText();
+}
+
+void ChatMessageView::showText() {
+    body_->setContent(text_);
+    copy_->setEnabled(!text_.isEmpty());
+    body_->setVisible(!text_.isEmpty() || role_ == ChatTurn::Role::Assistant);
+}
+
+void ChatMessageView::copy() {
+    QApplication::clipboard()->setText(text_);
+    Q_EMIT copied();
+}
+
+void ChatMessageView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        retranslate();
+    }
+    QFrame::changeEvent(event);
+}
+
+void ChatMessageView::retranslate() {
+    who_->setText(role_ == ChatTurn::Role::User ? tr("You") : tr("Folio"));
+    copy_->setText(tr("Copy"));
+    copy_->setToolTip(tr("Copy the answer"));
+    switch (state_) {
+        case ChatTurn::State::Streaming:
+            status_->setText(tr("Writing…"));
+            status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+            break;
+        case ChatTurn::State::Stopped:
+            status_->setText(tr("Stopped"));
+            status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+            break;
+        case ChatTurn::State::Failed:
+            status_->setText(error_);
+            status_->setStyleSheet(QStringLiteral("color: #b00020;"));
+            break;
+        case ChatTurn::State::Done:
+            status_->clear();
+            break;
+    }
+    status_->setVisible(!status_->text().isEmpty());
+}
+
+}  // namespace folio

@@ -1,0 +1,346 @@
+#include "chat-panel.h"
+
+#include <QAction>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QImageReader>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QMenu>
+#include <QScrollBar>
+#include <QTimer>
+
+#include "chat-message-view.h"
+#include "region-picker.h"
+
+namespace folio {
+
+namespace {
+
+constexpr int kChipThumbnail = 40;
+
+}  // namespace
+
+ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
+    : QWidget(parent),
+      session_(new ChatSession(service, this)),
+      title_(new QLabel(this)),
+      newButton_(new QToolButton(this)),
+      scroll_(new QScrollArea(this)),
+      messages_(new QWidget),
+      messagesLayout_(new QVBoxLayout(messages_)),
+      placeholder_(new QLabel(messages_)),
+      attachmentBar_(new QWidget(this)),
+      attachmentLayout_(new QHBoxLayout(attachmentBar_)),
+      notice_(new QLabel(this)),
+      input_(new QPlainTextEdit(this)),
+      attachButton_(new QToolButton(this)),
+      sendButton_(new QPushButton(this)),
+      stopButton_(new QPushButton(this)) {
+    QFont titleFont = title_->font();
+    titleFont.setBold(true);
+    title_->setFont(titleFont);
+    newButton_->setAutoRaise(true);
+    newButton_->setIcon(QIcon::fromTheme(QStringLiteral("document-new")));
+    newButton_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    connect(newButton_, &QToolButton::clicked, this, &ChatPanel::newConversation);
+    auto* header = new QHBoxLayout;
+    header->addWidget(title_);
+    header->addStretch(1);
+    header->addWidget(newButton_);
+
+    messagesLayout_->setContentsMargins(4, 4, 4, 4);
+    messagesLayout_->setSpacing(6);
+    placeholder_->setWordWrap(true);
+    placeholder_->setAlignment(Qt::AlignCenter);
+    placeholder_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    messagesLayout_->addWidget(placeholder_);
+    messagesLayout_->addStretch(1);
+    scroll_->setWidget(messages_);
+    scroll_->setWidgetResizable(true);
+    scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
+    attachmentLayout_->setContentsMargins(0, 0, 0, 0);
+    attachmentBar_->setVisible(false);
+    notice_->setWordWrap(true);
+    notice_->setVisible(false);
+
+    input_->setTabChangesFocus(true);
+    input_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    input_->setFixedHeight(input_->fontMetrics().lineSpacing() * 4 + 12);
+    input_->installEventFilter(this);
+    connect(input_, &QPlainTextEdit::textChanged, this, &ChatPanel::updateButtons);
+
+    auto* menu = new QMenu(this);
+    attachPageAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("x-office-document")), QString(),
+                                        this, &ChatPanel::attachCurrentPage);
+    attachRegionAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("edit-select")), QString(), this,
+                                          &ChatPanel::attachRegion);
+    attachFilesAction_ = menu->addAction(QIcon::fromTheme(QStringLiteral("image-x-generic")), QString(), this,
+                                         &ChatPanel::attachFiles);
+    attachButton_->setMenu(menu);
+    attachButton_->setPopupMode(QToolButton::InstantPopup);
+    attachButton_->setIcon(QIcon::fromTheme(QStringLiteral("mail-attachment")));
+    attachButton_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    sendButton_->setDefault(true);
+    connect(sendButton_, &QPushButton::clicked, this, &ChatPanel::send);
+    connect(stopButton_, &QPushButton::clicked, this, &ChatPanel::stop);
+    auto* actions = new QHBoxLayout;
+    actions->addWidget(attachButton_);
+    actions->addStretch(1);
+    actions->addWidget(stopButton_);
+    actions->addWidget(sendButton_);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(header);
+    layout->addWidget(scroll_, 1);
+    layout->addWidget(notice_);
+    layout->addWidget(attachmentBar_);
+    layout->addWidget(input_);
+    layout->addLayout(actions);
+
+    connect(session_, &ChatSession::turnAdded, this, [this](const QString& document, int index) {
+        if (document == session_->document()) {
+            addView(session_->history()[index]);
+        }
+    });
+    connect(session_, &ChatSession::answerDelta, this,
+            [this](const QString& document, int index, const QString& delta) {
+                if (document == session_->document() && index < views_.size()) {
+                    views_[index]->appendText(delta);
+                    scrollToEnd();
+                }
+            });
+    connect(session_, &ChatSession::answerFinished, this, [this](const QString& document, int index) {
+        if (document == session_->document() && index < views_.size()) {
+            views_[index]->setTurn(session_->history()[index]);
+        }
+        updateButtons();
+    });
+    connect(session_, &ChatSession::busyChanged, this, &ChatPanel::updateButtons);
+    connect(session_, &ChatSession::failed, this,
+            [this](const QString& message) { showMessage(message, true); });
+    connect(session_, &ChatSession::documentChanged, this, &ChatPanel::rebuild);
+
+    retranslate();
+    rebuild();
+}
+
+void ChatPanel::setPageProvider(PageProvider provider) {
+    pageProvider_ = std::move(provider);
+    updateButtons();
+}
+
+void ChatPanel::setDocument(const QString& key) {
+    session_->setDocument(key);
+}
+
+QString ChatPanel::draft() const {
+    return input_->toPlainText();
+}
+
+void ChatPanel::setDraft(const QString& text) {
+    input_->setPlainText(text);
+}
+
+void ChatPanel::attachImage(const QImage& image, const QString& name) {
+    if (image.isNull()) {
+        return;
+    }
+    attachments_.append(image);
+    attachmentNames_.append(name.isEmpty() ? tr("Image %1").arg(attachments_.size()) : name);
+    refreshAttachments();
+}
+
+void ChatPanel::attachCurrentPage() {
+    const QImage page = pageProvider_ ? pageProvider_() : QImage();
+    if (page.isNull()) {
+        showMessage(tr("No page is shown to attach."), true);
+        return;
+    }
+    attachImage(page, tr("Page"));
+}
+
+void ChatPanel::attachRegion() {
+    const QImage page = pageProvider_ ? pageProvider_() : QImage();
+    if (page.isNull()) {
+        showMessage(tr("No page is shown to select a region of."), true);
+        return;
+    }
+    attachImage(RegionPicker::pickRegion(page, this), tr("Region"));
+}
+
+void ChatPanel::attachFiles() {
+    const QStringList paths = QFileDialog::getOpenFileNames(
+        this, tr("Attach images"), QString(),
+        tr("Images (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp);;All files (*)"));
+    attachFilePaths(paths);
+}
+
+void ChatPanel::attachFilePaths(const QStringList& paths) {
+    QStringList failures;
+    for (const QString& path : paths) {
+        QImageReader reader(path);
+        reader.setAutoTransform(true);
+        const QImage image = reader.read();
+        if (image.isNull()) {
+            failures << tr("%1: %2").arg(QFileInfo(path).fileName(), reader.errorString());
+            continue;
+        }
+        attachImage(image, QFileInfo(path).fileName());
+    }
+    if (!failures.isEmpty()) {
+        showMessage(tr("Cannot attach %1").arg(failures.join(QStringLiteral("; "))), true);
+    }
+}
+
+void ChatPanel::clearAttachments() {
+    attachments_.clear();
+    attachmentNames_.clear();
+    refreshAttachments();
+}
+
+void ChatPanel::send() {
+    const QString text = input_->toPlainText().trimmed();
+    if (text.isEmpty() && attachments_.isEmpty()) {
+        return;
+    }
+    notice_->setVisible(false);
+    if (session_->send(text, attachments_)) {
+        input_->clear();
+        clearAttachments();
+    }
+    updateButtons();
+}
+
+void ChatPanel::stop() {
+    session_->stop();
+}
+
+void ChatPanel::newConversation() {
+    session_->clearHistory();
+}
+
+void ChatPanel::rebuild() {
+    for (ChatMessageView* view : views_) {
+        view->deleteLater();
+    }
+    views_.clear();
+    for (const ChatTurn& turn : session_->history()) {
+        addView(turn);
+    }
+    placeholder_->setVisible(views_.isEmpty());
+    updateButtons();
+}
+
+void ChatPanel::addView(const ChatTurn& turn) {
+    auto* view = new ChatMessageView(turn, messages_);
+    connect(view, &ChatMessageView::copied, this, [this] { showMessage(tr("Answer copied."), false); });
+    // Before the stretch that keeps the messages at the top.
+    messagesLayout_->insertWidget(messagesLayout_->count() - 1, view);
+    views_.append(view);
+    placeholder_->setVisible(false);
+    scrollToEnd();
+}
+
+void ChatPanel::refreshAttachments() {
+    while (QLayoutItem* item = attachmentLayout_->takeAt(0)) {
+        if (QWidget* widget = item->widget()) {
+            widget->deleteLater();
+        }
+        delete item;
+    }
+    for (qsizetype i = 0; i < attachments_.size(); ++i) {
+        auto* chip = new QToolButton(attachmentBar_);
+        chip->setIcon(QPixmap::fromImage(attachments_[i].scaled(
+            kChipThumbnail, kChipThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        chip->setIconSize(QSize(kChipThumbnail, kChipThumbnail));
+        chip->setText(attachmentNames_[i] + QStringLiteral("  ×"));
+        chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        chip->setToolTip(tr("Remove %1 (%2 × %3)")
+                             .arg(attachmentNames_[i])
+                             .arg(attachments_[i].width())
+                             .arg(attachments_[i].height()));
+        connect(chip, &QToolButton::clicked, this, [this, i] {
+            attachments_.removeAt(i);
+            attachmentNames_.removeAt(i);
+            refreshAttachments();
+        });
+        attachmentLayout_->addWidget(chip);
+    }
+    attachmentLayout_->addStretch(1);
+    attachmentBar_->setVisible(!attachments_.isEmpty());
+    updateButtons();
+}
+
+void ChatPanel::updateButtons() {
+    const bool busy = session_->busy();
+    stopButton_->setVisible(busy);
+    sendButton_->setVisible(!busy);
+    sendButton_->setEnabled(!input_->toPlainText().trimmed().isEmpty() || !attachments_.isEmpty());
+    const bool hasPage = static_cast<bool>(pageProvider_);
+    attachPageAction_->setEnabled(hasPage);
+    attachRegionAction_->setEnabled(hasPage);
+    newButton_->setEnabled(!session_->history().isEmpty());
+}
+
+void ChatPanel::showMessage(const QString& message, bool error) {
+    notice_->setText(message);
+    notice_->setStyleSheet(error ? QStringLiteral("color: #b00020;")
+                                 : QStringLiteral("color: palette(mid);"));
+    notice_->setVisible(true);
+    if (!error) {
+        QTimer::singleShot(3000, notice_, [label = notice_, message] {
+            if (label->text() == message) {
+                label->setVisible(false);
+            }
+        });
+    }
+}
+
+void ChatPanel::scrollToEnd() {
+    // After the layout has placed the new text.
+    QTimer::singleShot(0, scroll_, [bar = scroll_->verticalScrollBar()] { bar->setValue(bar->maximum()); });
+}
+
+bool ChatPanel::eventFilter(QObject* watched, QEvent* event) {
+    // Enter sends, Shift+Enter starts a new line.
+    if (watched == input_ && event->type() == QEvent::KeyPress) {
+        const auto* key = static_cast<QKeyEvent*>(event);
+        if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) &&
+            !(key->modifiers() & Qt::ShiftModifier)) {
+            if (!session_->busy()) {
+                send();
+            }
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void ChatPanel::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        retranslate();
+    }
+    QWidget::changeEvent(event);
+}
+
+void ChatPanel::retranslate() {
+    title_->setText(tr("Chat"));
+    newButton_->setText(tr("New conversation"));
+    newButton_->setToolTip(tr("Forget this document's conversation"));
+    placeholder_->setText(
+        tr("Ask about the current page, a region of it, or any image.\nAttach one, type a question and press "
+           "Enter."));
+    input_->setPlaceholderText(tr("Ask a question…"));
+    attachButton_->setText(tr("Attach"));
+    attachPageAction_->setText(tr("Current page"));
+    attachRegionAction_->setText(tr("Region of the page…"));
+    attachFilesAction_->setText(tr("Image files…"));
+    sendButton_->setText(tr("Send"));
+    stopButton_->setText(tr("Stop"));
+    stopButton_->setToolTip(tr("Stop the answer; what it wrote so far stays"));
+}
+
+}  // namespace folio

@@ -1,0 +1,98 @@
+// The chat panel: a conversation about the current document's pages or any image, kept per document. The user
+// attaches the current page, a region of it (dragged in a picker, or handed over by the page view through
+// attachImage) or image files, asks, and watches the answer stream in; Stop ends it, Copy takes an answer.
+#pragma once
+
+#include <QImage>
+#include <QLabel>
+#include <QList>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QWidget>
+#include <functional>
+
+#include "chat-session.h"
+
+namespace folio {
+
+class ChatMessageView;
+
+class ChatPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    // The image of the page the user is looking at; a null image when there is none.
+    using PageProvider = std::function<QImage()>;
+
+    explicit ChatPanel(EngineService& service, QWidget* parent = nullptr);
+
+    ChatSession* session() const { return session_; }
+    void setPageProvider(PageProvider provider);
+    // The document the conversation is about (its path; "" for none): each keeps its own history.
+    void setDocument(const QString& key);
+
+    // What send() would attach now.
+    QList<QImage> attachments() const { return attachments_; }
+    // The question being written.
+    QString draft() const;
+    void setDraft(const QString& text);
+    // The views of the current history, in order (tests).
+    QList<ChatMessageView*> messageViews() const { return views_; }
+
+public Q_SLOTS:
+    // Attaches an image with a short name (a region the page view selected, a figure).
+    void attachImage(const QImage& image, const QString& name = QString());
+    void attachCurrentPage();
+    // Opens the region picker on the current page.
+    void attachRegion();
+    // Opens a file dialog for image files.
+    void attachFiles();
+    // Attaches image files; those that cannot be read are reported.
+    void attachFilePaths(const QStringList& paths);
+    void clearAttachments();
+    // Sends the draft with the attachments.
+    void send();
+    void stop();
+    void newConversation();
+
+protected:
+    void changeEvent(QEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    void retranslate();
+    void rebuild();
+    void addView(const ChatTurn& turn);
+    void refreshAttachments();
+    void updateButtons();
+    void showMessage(const QString& message, bool error);
+    void scrollToEnd();
+
+    ChatSession* session_;
+    PageProvider pageProvider_;
+    QList<QImage> attachments_;
+    QStringList attachmentNames_;
+    QList<ChatMessageView*> views_;
+
+    QLabel* title_;
+    QToolButton* newButton_;
+    QScrollArea* scroll_;
+    QWidget* messages_;
+    QVBoxLayout* messagesLayout_;
+    QLabel* placeholder_;
+    QWidget* attachmentBar_;
+    QHBoxLayout* attachmentLayout_;
+    QLabel* notice_;
+    QPlainTextEdit* input_;
+    QToolButton* attachButton_;
+    QAction* attachPageAction_;
+    QAction* attachRegionAction_;
+    QAction* attachFilesAction_;
+    QPushButton* sendButton_;
+    QPushButton* stopButton_;
+};
+
+}  // namespace folio

@@ -1,0 +1,96 @@
+// The settings dialog over the app's Settings: language; model, layout model, device and quantization; the
+// engine's FastDeploy options; documents (rendering DPI, which labels reach the Markdown and their layout
+// thresholds); export formats. Apply checks every value as folio-cli checks its options and shows what is
+// wrong with its range; what the engine must do about a change comes through Settings::changed.
+#pragma once
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMap>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <optional>
+
+#include "compute-devices.h"
+#include "settings.h"
+
+namespace folio {
+
+class SettingsDialog : public QDialog {
+    Q_OBJECT
+
+public:
+    explicit SettingsDialog(Settings& settings, QWidget* parent = nullptr);
+
+    // The devices offered (computeDevices() by default).
+    void setDevices(const QList<ComputeDevice>& devices);
+    // The loaded model's context length, that max_model_len may not exceed.
+    void setModelContext(std::optional<int64_t> context);
+    // A model folder or repository chosen elsewhere (the model manager).
+    void setModel(const QString& model);
+
+    // What the widgets hold now.
+    SettingsValues values() const;
+    void setValues(const SettingsValues& values);
+    // Applies the widgets' values; false (with the problems shown) when any is wrong.
+    bool apply();
+    // The problems the last apply() showed.
+    QString problemText() const { return problems_->text(); }
+
+    QTabWidget* tabs() const { return tabs_; }
+
+Q_SIGNALS:
+    // "Manage models…": the app opens the model manager and calls setModel() with the choice.
+    void manageModelsRequested();
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void retranslate();
+    QWidget* buildGeneral();
+    QWidget* buildModel();
+    QWidget* buildEngine();
+    QWidget* buildDocuments();
+    QWidget* buildExport();
+    void showProblems(const QList<SettingsProblem>& problems);
+    void updateNote();
+    void restoreDefaults();
+
+    Settings& settings_;
+    std::optional<int64_t> modelContext_;
+    // Thresholds typed in the labels table that are not numbers.
+    mutable QStringList badThresholds_;
+
+    QTabWidget* tabs_;
+    QLabel* problems_;
+    QLabel* note_;
+    QDialogButtonBox* buttons_;
+    QMap<QString, QLabel*> labels_;  // every form label, retranslated by key
+
+    QComboBox* language_;
+    QLineEdit* model_;
+    QPushButton* browseModel_;
+    QPushButton* manageModels_;
+    QLineEdit* layoutModel_;
+    QComboBox* device_;
+    QComboBox* quantization_;
+    QDoubleSpinBox* gpuMemory_;
+    QSpinBox* maxModelLen_;
+    QSpinBox* maxNumSeqs_;
+    QSpinBox* maxBatchedTokens_;
+    QCheckBox* prefixCaching_;
+    QSpinBox* dpi_;
+    QTableWidget* labelTable_;
+    QLabel* labelHint_;
+    QMap<QString, QCheckBox*> formats_;
+    QLabel* engineHint_;
+};
+
+}  // namespace folio

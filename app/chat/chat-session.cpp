@@ -4,7 +4,7 @@
 #include <QPainter>
 #include <mutex>
 
-#include "block-crop.h"
+#include "page-image.h"
 #include "error.h"
 
 namespace folio {

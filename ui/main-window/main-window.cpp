@@ -24,6 +24,7 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QStyle>
 #include <QThreadPool>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -103,7 +104,8 @@ void MainWindow::createLayout() {
     left->addWidget(documents_);
     left->addWidget(pages_);
     left->setStretchFactor(0, 1);
-    left->setStretchFactor(1, 4);
+    left->setStretchFactor(1, 6);
+    left->setSizes({110, 700});
 
     pageView_ = new PageView(model_, splitter_);
     pageView_->setObjectName(QStringLiteral("pageView"));
@@ -272,7 +274,17 @@ void MainWindow::createMenus() {
     QToolBar* bar = addToolBar(tr("Main"));
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setMovable(false);
-    bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setIconSize(QSize(16, 16));
+    const auto icon = [this](const char* name, QStyle::StandardPixmap pixmap) {
+        action(QString::fromLatin1(name))->setIcon(style()->standardIcon(pixmap));
+    };
+    icon("open", QStyle::SP_DialogOpenButton);
+    icon("run", QStyle::SP_MediaPlay);
+    icon("cancel", QStyle::SP_MediaStop);
+    icon("export", QStyle::SP_DialogSaveButton);
+    icon("previousPage", QStyle::SP_ArrowUp);
+    icon("nextPage", QStyle::SP_ArrowDown);
     bar->addAction(action(QStringLiteral("open")));
     bar->addAction(action(QStringLiteral("run")));
     bar->addAction(action(QStringLiteral("cancel")));

@@ -59,7 +59,8 @@ void BlockItem::setStreaming(bool streaming) {
 QRectF BlockItem::badgeRect() const {
     const QRectF box = outline_.boundingRect();
     const qreal size = std::clamp(std::min(box.width(), box.height()) * 0.6, 18.0, 34.0);
-    return QRectF(box.left(), box.top(), size * (order_ >= 10 ? 1.5 : 1.15), size);
+    const qreal width = size * (order_ >= 10 ? 1.5 : 1.15);
+    return QRectF(box.left() - width - 3, box.top(), width, size);  // in the margin, clear of the text
 }
 
 QRectF BlockItem::boundingRect() const {

@@ -79,7 +79,7 @@ void PageView::rebuild() {
         items_.insert(block.id, item);
     }
     const QRectF paper = paper_->rect();
-    s->setSceneRect(paper.adjusted(-24, -24, 24, 24));
+    s->setSceneRect(paper.adjusted(-56, -24, 24, 24));
     if (selected >= 0 && items_.contains(selected)) {
         items_.value(selected)->setSelected(true);
     }

@@ -1,0 +1,94 @@
+#include "document-exporter.h"
+
+#include <QDir>
+#include <QMetaObject>
+#include <exception>
+#include <memory>
+
+#include "document-pipeline.h"
+#include "error.h"
+
+namespace folio {
+
+DocumentExporter::DocumentExporter(const DocumentModel& model, QObject* parent)
+    : QObject(parent), model_(model) {
+    pool_.setMaxThreadCount(1);
+}
+
+DocumentExporter::~DocumentExporter() {
+    pool_.waitForDone();
+}
+
+QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
+                                    const QList<ExportFormat>& formats, const ExportOptions& options) {
+    if (!QDir().mkpath(options.outputDir)) {
+        fail("cannot create the folder ", options.outputDir.toStdString());
+    }
+    std::vector<std::unique_ptr<DocumentWriter>> writers;
+    for (const ExportFormat format : formats) {
+        writers.push_back(makeDocumentWriter(format, options));
+    }
+    QStringList files;
+    try {
+        for (auto& writer : writers) {
+            writer->begin(info);
+        }
+        for (const PageResult& page : pages) {
+            for (auto& writer : writers) {
+                writer->addPage(page);
+            }
+        }
+        for (auto& writer : writers) {
+            writer->finish();
+            files << writer->files();
+        }
+    } catch (...) {
+        for (auto& writer : writers) {
+            writer->abort();
+        }
+        throw;
+    }
+    return files;
+}
+
+void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& formats,
+                                      const ExportOptions& options) {
+    const DocumentEntry& entry = model_.document(doc);
+    DocumentInfo info = entry.info;
+    info.inputPath = entry.path;
+    info.stem = documentStem(entry.path);
+    // Pages that went through layout, in order; a page not reached yet is left out.
+    std::vector<PageResult> pages;
+    for (const PageEntry& page : entry.pages) {
+        if (page.state != PageState::Pending) {
+            pages.push_back(page.result);
+        }
+    }
+    info.pageCount = static_cast<int>(pages.size());
+    ++busy_;
+    pool_.start([this, doc, info, pages = std::move(pages), formats, options] {
+        QStringList files;
+        QString error;
+        try {
+            if (pages.empty()) {
+                fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
+            }
+            files = write(info, pages, formats, options);
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, doc, files, error] {
+                --busy_;
+                if (error.isEmpty()) {
+                    Q_EMIT finished(doc, files);
+                } else {
+                    Q_EMIT failed(doc, error);
+                }
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+}  // namespace folio

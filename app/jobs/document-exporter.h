@@ -1,0 +1,42 @@
+// Writes a document of the model to files in the formats chosen, on a pool thread (a searchable PDF of many
+// pages takes a while), from a copy of its pages as they are when the export starts.
+#pragma once
+
+#include <QList>
+#include <QObject>
+#include <QStringList>
+#include <QThreadPool>
+
+#include "document-model.h"
+#include "document-writer.h"
+
+namespace folio {
+
+class DocumentExporter : public QObject {
+    Q_OBJECT
+
+public:
+    explicit DocumentExporter(const DocumentModel& model, QObject* parent = nullptr);
+    ~DocumentExporter() override;
+
+    // Starts writing document `doc` to options.outputDir; finished or failed follows.
+    void exportDocument(int doc, const QList<ExportFormat>& formats, const ExportOptions& options);
+    bool isBusy() const { return busy_ > 0; }
+    void waitForDone() { pool_.waitForDone(); }
+
+    // Writes pages synchronously: the files written. Throws folio::Error naming the file that failed, leaving
+    // no partial file.
+    static QStringList write(const DocumentInfo& info, const std::vector<PageResult>& pages,
+                             const QList<ExportFormat>& formats, const ExportOptions& options);
+
+Q_SIGNALS:
+    void finished(int doc, const QStringList& files);
+    void failed(int doc, const QString& message);
+
+private:
+    const DocumentModel& model_;
+    QThreadPool pool_;
+    int busy_ = 0;
+};
+
+}  // namespace folio

@@ -1,0 +1,256 @@
+#include "document-model.h"
+
+#include <QFileInfo>
+#include <algorithm>
+
+#include "error.h"
+
+namespace folio {
+
+DocumentModel::DocumentModel(QObject* parent) : QObject(parent) {}
+
+const DocumentEntry& DocumentModel::document(int doc) const {
+    if (doc < 0 || doc >= documentCount()) {
+        fail("no document ", doc);
+    }
+    return documents_[static_cast<size_t>(doc)];
+}
+
+bool DocumentModel::hasPage(int doc, int page) const {
+    return doc >= 0 && doc < documentCount() && page >= 0 &&
+           page < static_cast<int>(documents_[static_cast<size_t>(doc)].pages.size());
+}
+
+const PageEntry& DocumentModel::page(int doc, int page) const {
+    if (!hasPage(doc, page)) {
+        fail("no page ", page, " in document ", doc);
+    }
+    return documents_[static_cast<size_t>(doc)].pages[static_cast<size_t>(page)];
+}
+
+const BlockResult* DocumentModel::block(int doc, int page, int blockId) const {
+    if (!hasPage(doc, page)) {
+        return nullptr;
+    }
+    const std::vector<BlockResult>& blocks = this->page(doc, page).result.blocks;
+    if (blockId < 0 || blockId >= static_cast<int>(blocks.size())) {
+        return nullptr;
+    }
+    return &blocks[static_cast<size_t>(blockId)];
+}
+
+int DocumentModel::findDocument(const QString& path) const {
+    for (int i = 0; i < documentCount(); ++i) {
+        if (documents_[static_cast<size_t>(i)].path == path) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+PageEntry* DocumentModel::mutablePage(int doc, int page) {
+    if (!hasPage(doc, page)) {
+        return nullptr;
+    }
+    return &documents_[static_cast<size_t>(doc)].pages[static_cast<size_t>(page)];
+}
+
+int DocumentModel::addDocument(const QString& path) {
+    DocumentEntry entry;
+    entry.path = path;
+    entry.name = QFileInfo(path).fileName();
+    entry.info.inputPath = path;
+    documents_.push_back(std::move(entry));
+    const int doc = documentCount() - 1;
+    Q_EMIT documentAdded(doc);
+    return doc;
+}
+
+void DocumentModel::setDocumentState(int doc, DocumentState state, const QString& error) {
+    if (doc < 0 || doc >= documentCount()) {
+        return;
+    }
+    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    entry.state = state;
+    if (!error.isEmpty()) {
+        entry.error = error;
+    }
+    Q_EMIT documentChanged(doc);
+}
+
+void DocumentModel::setPageSizes(int doc, const std::vector<QSize>& sizes) {
+    if (doc < 0 || doc >= documentCount()) {
+        return;
+    }
+    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    if (entry.pages.size() < sizes.size()) {
+        entry.pages.resize(sizes.size());
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        if (!entry.pages[i].size.isValid()) {
+            entry.pages[i].size = sizes[i];
+        }
+    }
+    Q_EMIT documentChanged(doc);
+}
+
+void DocumentModel::setPreview(int doc, int page, const QImage& preview) {
+    if (PageEntry* p = mutablePage(doc, page)) {
+        p->preview = preview;
+        Q_EMIT pageChanged(doc, page);
+    }
+}
+
+void DocumentModel::resetResults(int doc) {
+    if (doc < 0 || doc >= documentCount()) {
+        return;
+    }
+    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    entry.pagesDone = 0;
+    entry.error.clear();
+    for (size_t i = 0; i < entry.pages.size(); ++i) {
+        PageEntry& p = entry.pages[i];
+        p.result.blocks.clear();
+        p.result.error.clear();
+        p.state = PageState::Pending;
+        Q_EMIT pageChanged(doc, static_cast<int>(i));
+    }
+    Q_EMIT documentChanged(doc);
+}
+
+void DocumentModel::documentStarted(int doc, const DocumentInfo& info) {
+    if (doc < 0 || doc >= documentCount()) {
+        return;
+    }
+    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    entry.info = info;
+    entry.state = DocumentState::Running;
+    if (static_cast<int>(entry.pages.size()) < info.pageCount) {
+        entry.pages.resize(static_cast<size_t>(info.pageCount));
+    }
+    Q_EMIT documentChanged(doc);
+}
+
+void DocumentModel::pageLaidOut(int doc, int page, const PageResult& result) {
+    if (doc >= 0 && doc < documentCount() && !hasPage(doc, page)) {
+        documents_[static_cast<size_t>(doc)].pages.resize(static_cast<size_t>(page) + 1);
+    }
+    if (PageEntry* p = mutablePage(doc, page)) {
+        p->result = result;
+        p->size = QSize(result.width, result.height);
+        p->state = result.error.isEmpty() ? PageState::LaidOut : PageState::Failed;
+        Q_EMIT pageChanged(doc, page);
+    }
+}
+
+void DocumentModel::blockText(int doc, int page, int blockId, const QString& text) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr || blockId < 0 || blockId >= static_cast<int>(p->result.blocks.size())) {
+        return;
+    }
+    BlockResult& block = p->result.blocks[static_cast<size_t>(blockId)];
+    block.rawText = text;
+    block.content = text;
+    Q_EMIT blockChanged(doc, page, blockId);
+}
+
+void DocumentModel::pageFinished(int doc, int page, const PageResult& result) {
+    if (doc >= 0 && doc < documentCount() && !hasPage(doc, page)) {
+        documents_[static_cast<size_t>(doc)].pages.resize(static_cast<size_t>(page) + 1);
+    }
+    if (PageEntry* p = mutablePage(doc, page)) {
+        const bool counted = p->state == PageState::Done || p->state == PageState::Failed;
+        p->result = result;
+        p->size = QSize(result.width, result.height);
+        p->state = result.error.isEmpty() ? PageState::Done : PageState::Failed;
+        DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+        if (!counted) {
+            ++entry.pagesDone;
+        }
+        Q_EMIT pageChanged(doc, page);
+        Q_EMIT documentChanged(doc);
+    }
+}
+
+void DocumentModel::setBlock(int doc, int page, const BlockResult& block) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr || block.id < 0 || block.id >= static_cast<int>(p->result.blocks.size())) {
+        return;
+    }
+    p->result.blocks[static_cast<size_t>(block.id)] = block;
+    Q_EMIT blockChanged(doc, page, block.id);
+}
+
+void DocumentModel::setBlockContent(int doc, int page, int blockId, const QString& content) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr || blockId < 0 || blockId >= static_cast<int>(p->result.blocks.size())) {
+        return;
+    }
+    BlockResult& block = p->result.blocks[static_cast<size_t>(blockId)];
+    block.content = content;
+    block.rawText = content;
+    block.table.reset();  // an edited table is its HTML as typed
+    Q_EMIT blockChanged(doc, page, blockId);
+}
+
+void DocumentModel::removeBlock(int doc, int page, int blockId) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr || blockId < 0 || blockId >= static_cast<int>(p->result.blocks.size())) {
+        return;
+    }
+    std::vector<BlockResult>& blocks = p->result.blocks;
+    const int removedOrder = blocks[static_cast<size_t>(blockId)].order;
+    blocks.erase(blocks.begin() + blockId);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        BlockResult& b = blocks[i];
+        b.id = static_cast<int>(i);
+        if (removedOrder > 0 && b.order > removedOrder) {
+            --b.order;
+        }
+        if (b.groupId == blockId) {
+            b.groupId = -1;
+        } else if (b.groupId > blockId) {
+            --b.groupId;
+        }
+    }
+    Q_EMIT pageChanged(doc, page);
+}
+
+int DocumentModel::addBlock(int doc, int page, BlockResult block) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr) {
+        return -1;
+    }
+    std::vector<BlockResult>& blocks = p->result.blocks;
+    block.id = static_cast<int>(blocks.size());
+    int lastOrder = 0;
+    for (const BlockResult& b : blocks) {
+        lastOrder = std::max(lastOrder, b.order);
+    }
+    block.order = lastOrder + 1;
+    blocks.push_back(std::move(block));
+    Q_EMIT pageChanged(doc, page);
+    return static_cast<int>(blocks.size()) - 1;
+}
+
+const char* documentStateName(DocumentState state) {
+    switch (state) {
+        case DocumentState::Opening:
+            return "opening";
+        case DocumentState::Idle:
+            return "not run";
+        case DocumentState::Queued:
+            return "queued";
+        case DocumentState::Running:
+            return "running";
+        case DocumentState::Done:
+            return "done";
+        case DocumentState::Failed:
+            return "failed";
+        case DocumentState::Cancelled:
+            return "cancelled";
+    }
+    return "";
+}
+
+}  // namespace folio

@@ -1,0 +1,88 @@
+#include "engine-host.h"
+
+#include <exception>
+
+namespace folio {
+
+namespace {
+
+QString phaseText(const LoadProgress& p) {
+    switch (p.phase) {
+        case LoadPhase::Idle:
+            return QStringLiteral("Starting the engine");
+        case LoadPhase::Opening:
+            return QStringLiteral("Opening the model files");
+        case LoadPhase::Weights:
+            return QStringLiteral("Loading weights");
+        case LoadPhase::Quantization:
+            return QStringLiteral("Quantizing weights");
+        case LoadPhase::MemoryPlan:
+            return QStringLiteral("Planning memory");
+        case LoadPhase::GraphCapture:
+            return QStringLiteral("Capturing decode graphs");
+        case LoadPhase::Ready:
+            return QStringLiteral("Ready");
+    }
+    return {};
+}
+
+int phasePercent(const LoadProgress& p) {
+    if (p.phase == LoadPhase::Weights && p.bytes_total > 0) {
+        return static_cast<int>(100 * p.bytes_read / p.bytes_total);
+    }
+    if (p.phase == LoadPhase::Quantization && p.n_to_quantize > 0) {
+        return static_cast<int>(100 * p.n_quantized / p.n_to_quantize);
+    }
+    return -1;
+}
+
+}  // namespace
+
+EngineHost::EngineHost(QObject* parent) : QObject(parent) {
+    qRegisterMetaType<ServiceStats>();
+    loadTimer_.setInterval(100);
+    connect(&loadTimer_, &QTimer::timeout, this, &EngineHost::poll);
+    statsTimer_.setInterval(500);
+    connect(&statsTimer_, &QTimer::timeout, this, [this] { Q_EMIT statsChanged(service_.stats()); });
+}
+
+EngineHost::~EngineHost() = default;
+
+void EngineHost::load(ServiceParams params, const ModelFolders& models, const QString& deviceName) {
+    statsTimer_.stop();
+    models_ = models;
+    deviceName_ = deviceName;
+    try {
+        service_.load(std::move(params));
+    } catch (const std::exception& e) {
+        Q_EMIT loadFailed(QString::fromUtf8(e.what()));
+        return;
+    }
+    Q_EMIT loadProgress(phaseText(LoadProgress{}), -1);
+    loadTimer_.start();
+}
+
+void EngineHost::poll() {
+    const ServiceStatus status = service_.status();
+    switch (status.state) {
+        case ServiceState::Loading:
+            Q_EMIT loadProgress(phaseText(status.progress), phasePercent(status.progress));
+            break;
+        case ServiceState::Ready:
+            loadTimer_.stop();
+            Q_EMIT loaded();
+            Q_EMIT statsChanged(service_.stats());
+            statsTimer_.start();
+            break;
+        case ServiceState::Failed:
+            loadTimer_.stop();
+            Q_EMIT loadFailed(QString::fromStdString(status.error));
+            break;
+        case ServiceState::Empty:
+            loadTimer_.stop();
+            Q_EMIT loadFailed(QStringLiteral("Loading was cancelled"));
+            break;
+    }
+}
+
+}  // namespace folio

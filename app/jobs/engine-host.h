@@ -1,0 +1,60 @@
+// The engine service as the desktop app holds it: loading in the background with its progress, and the
+// service's statistics snapshot at a steady rate for the status bar. The GUI thread only reads snapshots.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include "engine-service.h"
+
+namespace folio {
+
+// A model pair the app runs: the recognition model and the layout model beside it.
+struct ModelFolders {
+    QString recognition;
+    QString layout;       // empty: whole pages without layout
+    QString description;  // for the status bar and messages
+};
+
+class EngineHost : public QObject {
+    Q_OBJECT
+
+public:
+    explicit EngineHost(QObject* parent = nullptr);
+    ~EngineHost() override;
+
+    EngineService& service() { return service_; }
+    ServiceState state() const { return service_.status().state; }
+    // The device in words, as the status bar shows it ("CUDA 0", "CPU").
+    QString deviceName() const { return deviceName_; }
+    const ModelFolders& models() const { return models_; }
+
+    // Starts loading; progress and the outcome come as signals. Throws nothing: parameters that cannot load
+    // end in loadFailed.
+    void load(ServiceParams params, const ModelFolders& models, const QString& deviceName);
+    void cancelLoad() { service_.cancel_load(); }
+
+    // How often the statistics are read while the engine is ready.
+    void setStatsInterval(int ms) { statsTimer_.setInterval(ms); }
+
+Q_SIGNALS:
+    // A phase in words and its share done (0..100, or -1 where unknown).
+    void loadProgress(const QString& phase, int percent);
+    void loaded();
+    void loadFailed(const QString& message);
+    void statsChanged(const folio::ServiceStats& stats);
+
+private:
+    void poll();
+
+    EngineService service_;
+    QTimer loadTimer_;
+    QTimer statsTimer_;
+    QString deviceName_;
+    ModelFolders models_;
+};
+
+}  // namespace folio
+
+Q_DECLARE_METATYPE(folio::ServiceStats)

@@ -1,0 +1,24 @@
+// The models the desktop app runs by default: the newest PaddleOCR-VL already on disk (the Hugging Face
+// cache, Folio's models folder) with the layout model it was released with, or a folder the user chose.
+#pragma once
+
+#include <QString>
+#include <optional>
+
+#include "engine-host.h"
+
+namespace folio {
+
+// The recognition repositories looked for, newest first.
+QStringList defaultRecognitionRepos();
+
+// The installed pair, or nothing with `why` saying what is missing and how to get it. Reads the disk (call it
+// off the GUI thread).
+std::optional<ModelFolders> findInstalledModels(QString* why);
+
+// A recognition model folder or ORG/NAME the user named, with its paired layout model where one is installed
+// (a missing layout model leaves layout empty and says so in `note`). Throws folio::Error naming what is
+// wrong with the folder.
+ModelFolders modelsForFolder(const QString& spec, QString* note);
+
+}  // namespace folio

@@ -1,0 +1,84 @@
+#include "preview-loader.h"
+
+#include <QMetaObject>
+#include <exception>
+#include <vector>
+
+namespace folio {
+
+PreviewLoader::PreviewLoader(DocumentModel& model, QObject* parent) : QObject(parent), model_(model) {
+    pool_.setMaxThreadCount(2);
+}
+
+PreviewLoader::~PreviewLoader() {
+    stopping_->store(true);
+    pool_.waitForDone();
+}
+
+void PreviewLoader::load(int doc) {
+    const QString path = model_.document(doc).path;
+    const DocumentOptions options = options_;
+    const std::shared_ptr<std::atomic<bool>> stopping = stopping_;
+    pool_.start([this, doc, path, options, stopping] {
+        std::unique_ptr<DocumentSource> source;
+        std::vector<QSize> sizes;
+        try {
+            source = openDocument(path, options);
+            for (int i = 0; i < source->pageCount(); ++i) {
+                sizes.push_back(source->pageSizeHint(i));
+            }
+        } catch (const std::exception& e) {
+            const QString message = QString::fromUtf8(e.what());
+            QMetaObject::invokeMethod(
+                this,
+                [this, doc, message] {
+                    model_.setDocumentState(doc, DocumentState::Failed, message);
+                    Q_EMIT openFailed(doc, message);
+                },
+                Qt::QueuedConnection);
+            return;
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, doc, sizes] {
+                model_.setPageSizes(doc, sizes);
+                if (model_.document(doc).state == DocumentState::Opening) {
+                    model_.setDocumentState(doc, DocumentState::Idle);
+                }
+                Q_EMIT documentOpened(doc);
+            },
+            Qt::QueuedConnection);
+
+        // Small renderings; a PDF at a low resolution, an image decoded and scaled down.
+        DocumentOptions previewOptions = options;
+        previewOptions.dpi = kPreviewDpi;
+        try {
+            if (source->kind() == DocumentKind::Pdf) {
+                source = openDocument(path, previewOptions);
+            }
+        } catch (const std::exception&) {
+            return;  // thumbnails stay blank; the pipeline reports the problem when it runs
+        }
+        for (int i = 0; i < source->pageCount() && !stopping->load(); ++i) {
+            QImage preview;
+            try {
+                preview = source->renderPage(i).image;
+            } catch (const std::exception&) {
+                continue;
+            }
+            if (preview.width() > 240 || preview.height() > 320) {
+                preview = preview.scaled(240, 320, Qt::KeepAspectRatio, Qt::SmoothTransformation);
+            }
+            QMetaObject::invokeMethod(
+                this,
+                [this, doc, i, preview] {
+                    if (model_.hasPage(doc, i) && model_.page(doc, i).result.image.isNull()) {
+                        model_.setPreview(doc, i, preview);
+                    }
+                },
+                Qt::QueuedConnection);
+        }
+    });
+}
+
+}  // namespace folio

@@ -1,0 +1,42 @@
+// Opens documents in the background as they are added, so that their pages show at once: page sizes at the
+// pipeline's resolution and small previews for thumbnails, delivered to the model on the GUI thread.
+#pragma once
+
+#include <QObject>
+#include <QThreadPool>
+#include <atomic>
+#include <memory>
+
+#include "document-model.h"
+#include "document-source.h"
+
+namespace folio {
+
+class PreviewLoader : public QObject {
+    Q_OBJECT
+
+public:
+    explicit PreviewLoader(DocumentModel& model, QObject* parent = nullptr);
+    ~PreviewLoader() override;
+
+    // Resolution of the thumbnails' renderings.
+    static constexpr int kPreviewDpi = 40;
+
+    void setDocumentOptions(const DocumentOptions& options) { options_ = options; }
+    // Opens the model's document `doc` on a pool thread.
+    void load(int doc);
+    // Waits for every load under way (tests).
+    void waitForDone() { pool_.waitForDone(); }
+
+Q_SIGNALS:
+    void documentOpened(int doc);
+    void openFailed(int doc, const QString& message);
+
+private:
+    DocumentModel& model_;
+    DocumentOptions options_;
+    QThreadPool pool_;
+    std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+}  // namespace folio

@@ -1,0 +1,212 @@
+// The desktop app's logic without widgets, on the fixture models: documents opened with previews, a run
+// through the job controller (pages laid out before their text, text streamed, pages finished in order),
+// cancel, re-running a block with another task, a box drawn by hand, export, and failures reported.
+#include <QDir>
+#include <QFile>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "document-exporter.h"
+#include "document-model.h"
+#include "fixture-engine.h"
+#include "job-controller.h"
+#include "preview-loader.h"
+
+using namespace folio;
+using namespace std::chrono_literals;
+
+class TestDocumentJobs : public QObject {
+    Q_OBJECT
+
+    EngineService service_;
+    QTemporaryDir tmp_;
+
+    // Runs the documents and waits for the job to end; its summary.
+    static PipelineSummary runAndWait(JobController& jobs, const QList<int>& docs, int timeoutMs = 240000) {
+        QSignalSpy finished(&jobs, &JobController::jobFinished);
+        jobs.run(docs);
+        if (!finished.wait(timeoutMs)) {
+            return {};
+        }
+        return finished.first().first().value<PipelineSummary>();
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY(tmp_.isValid());
+        service_.load(test::fixtureParams());
+        QCOMPARE(service_.wait_loaded(120s), ServiceState::Ready);
+    }
+
+    void previewsShowPagesAtOnce() {
+        DocumentModel model;
+        PreviewLoader loader(model);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        QSignalSpy opened(&loader, &PreviewLoader::documentOpened);
+        loader.load(doc);
+        QVERIFY(opened.wait(20000));
+        QCOMPARE(model.document(doc).pages.size(), size_t{2});
+        QCOMPARE(model.document(doc).state, DocumentState::Idle);
+        QVERIFY(model.page(doc, 0).size.isValid());
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 1).preview.isNull(), 20000);
+    }
+
+    void runStreamsBlocksIntoTheModel() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 100;
+        jobs.setDocumentOptions(documentOptions);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+
+        // Per page: laid out (boxes) before any of its text, and finished last.
+        QStringList events;
+        connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+            const PageState state = model.page(d, p).state;
+            const QString e =
+                QStringLiteral("%1 %2").arg(state == PageState::LaidOut ? "laid-out" : "page").arg(p);
+            if (state == PageState::LaidOut || state == PageState::Done) {
+                events << (state == PageState::Done ? QStringLiteral("done %1").arg(p) : e);
+            }
+        });
+        connect(&model, &DocumentModel::blockChanged, this,
+                [&](int, int p, int) { events << QStringLiteral("text %1").arg(p); });
+        QSignalSpy progress(&jobs, &JobController::progressChanged);
+        QSignalSpy running(&jobs, &JobController::runningChanged);
+
+        const PipelineSummary summary = runAndWait(jobs, {doc});
+        QCOMPARE(summary.pages, 2);
+        QVERIFY(!summary.cancelled);
+        QVERIFY(!jobs.isRunning());
+        QCOMPARE(running.size(), 2);
+        QVERIFY(!progress.isEmpty());
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QCOMPARE(model.document(doc).pagesDone, 2);
+        for (int p = 0; p < 2; ++p) {
+            const PageEntry& page = model.page(doc, p);
+            QCOMPARE(page.state, PageState::Done);
+            QVERIFY(!page.result.blocks.empty());
+            QVERIFY(!page.result.image.isNull());
+            QVERIFY(!page.preview.isNull());
+            const int laidOut = events.indexOf(QStringLiteral("laid-out %1").arg(p));
+            const int firstText = events.indexOf(QStringLiteral("text %1").arg(p));
+            const int done = events.indexOf(QStringLiteral("done %1").arg(p));
+            QVERIFY2(laidOut >= 0 && done > laidOut, qPrintable(events.join(", ")));
+            QVERIFY2(firstText > laidOut && firstText < done, qPrintable(events.join(", ")));
+        }
+        QVERIFY(events.indexOf(QStringLiteral("done 0")) < events.indexOf(QStringLiteral("done 1")));
+    }
+
+    void cancelStopsTheRun() {
+        const QString path = tmp_.filePath(QStringLiteral("long.pdf"));
+        test::writeTestPdf(path, 30);
+        DocumentModel model;
+        JobController jobs(service_, model);
+        PipelineOptions options = test::fixturePipelineOptions(false);
+        options.maxPagesInFlight = 2;
+        jobs.setPipelineOptions(options);
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 72;
+        jobs.setDocumentOptions(documentOptions);
+        const int doc = model.addDocument(path);
+        connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+            if (model.page(d, p).state == PageState::Done) {
+                jobs.cancel();
+            }
+        });
+        const PipelineSummary summary = runAndWait(jobs, {doc});
+        QVERIFY(summary.cancelled);
+        QVERIFY2(summary.pages < 30, qPrintable(QString::number(summary.pages)));
+        QCOMPARE(model.document(doc).state, DocumentState::Cancelled);
+        QVERIFY(model.document(doc).pagesDone < 30);
+        QVERIFY(!jobs.isRunning());
+    }
+
+    void blockActions() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 100;
+        jobs.setDocumentOptions(documentOptions);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        runAndWait(jobs, {doc});
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+
+        // Re-run block 0 as a table: its label follows the task, its text streams and is finished.
+        QSignalSpy recognized(&jobs, &JobController::blockRecognized);
+        QSignalSpy changed(&model, &DocumentModel::blockChanged);
+        jobs.rerunBlock(doc, 0, 0, QStringLiteral("Table Recognition:"));
+        QCOMPARE(model.block(doc, 0, 0)->label, QStringLiteral("table"));
+        QVERIFY(recognized.wait(60000));
+        const BlockResult* block = model.block(doc, 0, 0);
+        QCOMPARE(block->task, QStringLiteral("Table Recognition:"));
+        QVERIFY(block->nTokens >= 1);
+        QVERIFY(block->error.isEmpty());
+        QVERIFY(changed.size() >= 2);
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
+
+        // A box drawn by hand becomes a new block, recognised as text.
+        const int before = static_cast<int>(model.page(doc, 1).result.blocks.size());
+        const int id = jobs.recognizeRegion(doc, 1, BlockBox{10, 10, 200, 80}, QStringLiteral("OCR:"));
+        QCOMPARE(id, before);
+        QVERIFY(recognized.wait(60000));
+        QCOMPARE(static_cast<int>(model.page(doc, 1).result.blocks.size()), before + 1);
+        QCOMPARE(model.block(doc, 1, id)->label, QStringLiteral("text"));
+        QVERIFY(model.block(doc, 1, id)->nTokens >= 1);
+
+        // Edit and delete.
+        model.setBlockContent(doc, 1, id, QStringLiteral("Corrected text"));
+        QCOMPARE(model.block(doc, 1, id)->content, QStringLiteral("Corrected text"));
+        jobs.removeBlock(doc, 1, 0);
+        QCOMPARE(static_cast<int>(model.page(doc, 1).result.blocks.size()), before);
+        QCOMPARE(model.block(doc, 1, id - 1)->content, QStringLiteral("Corrected text"));
+
+        // Export writes every format.
+        DocumentExporter exporter(model);
+        QSignalSpy exported(&exporter, &DocumentExporter::finished);
+        ExportOptions exportOptions;
+        exportOptions.outputDir = tmp_.filePath(QStringLiteral("out"));
+        exporter.exportDocument(doc,
+                                {ExportFormat::Markdown, ExportFormat::Json, ExportFormat::Html,
+                                 ExportFormat::SearchablePdf, ExportFormat::Xlsx},
+                                exportOptions);
+        QVERIFY(exported.wait(60000));
+        const QStringList files = exported.first().at(1).toStringList();
+        for (const char* name : {"sample.md", "sample.json", "sample.html", "sample.searchable.pdf"}) {
+            const QString file = QDir(exportOptions.outputDir).filePath(QString::fromLatin1(name));
+            QVERIFY2(files.contains(file), qPrintable(files.join(", ")));
+            QVERIFY(QFile(file).size() > 0);
+        }
+        QFile markdown(QDir(exportOptions.outputDir).filePath(QStringLiteral("sample.md")));
+        QVERIFY(markdown.open(QIODevice::ReadOnly));
+        QVERIFY(QString::fromUtf8(markdown.readAll()).contains(QStringLiteral("Corrected text")));
+    }
+
+    void failuresAreReported() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        jobs.setPipelineOptions(test::fixturePipelineOptions(false));
+        const QString broken = tmp_.filePath(QStringLiteral("broken.pdf"));
+        QFile file(broken);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("%PDF-1.7\nnot really a PDF");
+        file.close();
+        const int doc = model.addDocument(broken);
+        QSignalSpy errors(&jobs, &JobController::errorOccurred);
+        const PipelineSummary summary = runAndWait(jobs, {doc});
+        QCOMPARE(summary.documentsFailed, 1);
+        QCOMPARE(model.document(doc).state, DocumentState::Failed);
+        QVERIFY(!model.document(doc).error.isEmpty());
+        QVERIFY(!errors.isEmpty());
+
+        // A block action on a page that never ran is refused with a message.
+        jobs.rerunBlock(doc, 0, 0, QStringLiteral("OCR:"));
+        QVERIFY(errors.size() >= 2);
+    }
+};
+
+QTEST_MAIN(TestDocumentJobs)
+#include "test-document-jobs.moc"

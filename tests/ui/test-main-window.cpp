@@ -1,0 +1,227 @@
+// The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
+// page view has one overlay per block, clicking a box highlights its result and clicking a result selects
+// its box, export writes the files, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QListWidget>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QWebEngineView>
+#include <memory>
+
+#include "block-item.h"
+#include "document-model.h"
+#include "error-panel.h"
+#include "fixture-engine.h"
+#include "job-controller.h"
+#include "main-window.h"
+#include "page-view.h"
+#include "result-view.h"
+
+using namespace folio;
+
+namespace {
+
+// The value a script returns in the result view's page.
+QVariant evaluate(ResultView* view, const QString& script) {
+    QVariant result;
+    bool done = false;
+    view->webView()->page()->runJavaScript(script, [&](const QVariant& value) {
+        result = value;
+        done = true;
+    });
+    QElapsedTimer timer;
+    timer.start();
+    while (!done && timer.elapsed() < 10000) {
+        QTest::qWait(10);
+    }
+    return result;
+}
+
+// Milliseconds the calling thread has spent ready to run but waiting for a CPU.
+qint64 runQueueWaitMs() {
+    QFile file(QStringLiteral("/proc/thread-self/schedstat"));
+    if (!file.open(QIODevice::ReadOnly)) {
+        return 0;
+    }
+    const QList<QByteArray> fields = file.readAll().split(' ');
+    return fields.size() >= 2 ? fields[1].toLongLong() / 1000000 : 0;
+}
+
+}  // namespace
+
+class TestMainWindow : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+    DocumentModel* model_ = nullptr;
+    EngineHost* engine_ = nullptr;
+    JobController* jobs_ = nullptr;
+    std::unique_ptr<MainWindow> window_;
+    int doc_ = -1;
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY(tmp_.isValid());
+        model_ = new DocumentModel(this);
+        engine_ = new EngineHost(this);
+        jobs_ = new JobController(engine_->service(), *model_, this);
+        jobs_->setPipelineOptions(test::fixturePipelineOptions(true));
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 100;
+        jobs_->setDocumentOptions(documentOptions);
+        window_ = std::make_unique<MainWindow>(*model_, *jobs_, *engine_);
+        window_->show();
+        QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+        QSignalSpy loaded(engine_, &EngineHost::loaded);
+        // One engine thread: the GUI thread keeps a core of its own on small machines.
+        engine_->load(test::fixtureParams(1), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(loaded.wait(120000));
+        QTRY_VERIFY_WITH_TIMEOUT(window_->resultView()->isReady(), 30000);
+        // KaTeX came from the local files, in standards mode.
+        QCOMPARE(evaluate(window_->resultView(), QStringLiteral("typeof katex")).toString(),
+                 QStringLiteral("object"));
+        QCOMPARE(evaluate(window_->resultView(), QStringLiteral("document.compatMode")).toString(),
+                 QStringLiteral("CSS1Compat"));
+    }
+
+    void cleanupTestCase() {
+        window_.reset();  // before the controller and the engine go
+    }
+
+    void openRunsAndOverlaysMatchBlocks() {
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        window_->openFiles({QString::fromUtf8(test::kSamplePdf)});
+        doc_ = window_->currentDocument();
+        QVERIFY(doc_ >= 0);
+        // Pages show at once, before layout.
+        QTRY_COMPARE_WITH_TIMEOUT(window_->pageList()->count(), 2, 20000);
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(model_->document(doc_).state, DocumentState::Done);
+        for (int p = 0; p < 2; ++p) {
+            window_->showPage(doc_, p);
+            const auto& blocks = model_->page(doc_, p).result.blocks;
+            QVERIFY(!blocks.empty());
+            QCOMPARE(window_->pageView()->blockItemCount(), static_cast<int>(blocks.size()));
+            for (const BlockResult& block : blocks) {
+                const BlockItem* item = window_->pageView()->blockItem(block.id);
+                QVERIFY(item != nullptr);
+                QCOMPARE(item->label(), block.label);
+                QVERIFY(item->toolTip().contains(QStringLiteral("score")));
+            }
+        }
+        window_->showPage(doc_, 0);
+        window_->resultView()->flush();
+        const int rendered = evaluate(window_->resultView(),
+                                      QStringLiteral("document.querySelectorAll('#page-0 .block').length"))
+                                 .toInt();
+        QCOMPARE(rendered, static_cast<int>(model_->page(doc_, 0).result.blocks.size()));
+    }
+
+    void clickingABoxHighlightsItsResult() {
+        PageView* view = window_->pageView();
+        const auto& blocks = model_->page(doc_, 0).result.blocks;
+        // A block read on its own (not a follower of a stacked group).
+        int target = -1;
+        for (const BlockResult& block : blocks) {
+            if (block.groupId < 0) {
+                target = block.id;
+            }
+        }
+        QVERIFY(target >= 0);
+        view->fitWidth();
+        view->selectBlock(target);  // scrolled into view
+        view->selectBlock(-1);
+        QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->blockViewportPoint(target));
+        QCOMPARE(view->selectedBlock(), target);
+        QCOMPARE(window_->selectedBlock(), target);
+        QCOMPARE(window_->resultView()->highlightedBlock(), std::make_pair(0, target));
+        QTRY_COMPARE_WITH_TIMEOUT(
+            evaluate(window_->resultView(), QStringLiteral("folio.highlighted()")).toString(),
+            QStringLiteral("b-0-%1").arg(target), 10000);
+    }
+
+    void clickingAResultSelectsItsBox() {
+        const auto& blocks = model_->page(doc_, 1).result.blocks;
+        const int target = blocks.front().groupId >= 0 ? blocks.front().groupId : blocks.front().id;
+        window_->showPage(doc_, 1);
+        window_->resultView()->flush();
+        evaluate(window_->resultView(),
+                 QStringLiteral("document.getElementById('b-1-%1').click(); true").arg(target));
+        QTRY_COMPARE_WITH_TIMEOUT(window_->currentPage(), 1, 10000);
+        QTRY_COMPARE_WITH_TIMEOUT(window_->pageView()->selectedBlock(), target, 10000);
+        QCOMPARE(window_->selectedBlock(), target);
+    }
+
+    void exportWritesTheFiles() {
+        const QString out = tmp_.filePath(QStringLiteral("export"));
+        QSignalSpy exported(window_.get(), &MainWindow::exportFinished);
+        window_->exportDocument(doc_, out,
+                                {ExportFormat::Markdown, ExportFormat::Json, ExportFormat::Html,
+                                 ExportFormat::SearchablePdf, ExportFormat::Xlsx});
+        QVERIFY(exported.wait(60000));
+        for (const char* name : {"sample.md", "sample.json", "sample.html", "sample.searchable.pdf"}) {
+            QVERIFY2(QFile::exists(QDir(out).filePath(QString::fromLatin1(name))), name);
+        }
+    }
+
+    void guiThreadStaysResponsiveOn50Pages() {
+        const QString path = tmp_.filePath(QStringLiteral("fifty.pdf"));
+        test::writeTestPdf(path, 50);
+        jobs_->setPipelineOptions(test::fixturePipelineOptions(false));
+
+        // The longest gap between two turns of the event loop while the document runs: the GUI thread's own
+        // time (running, or blocked waiting), that is the wall-clock gap less the time the thread was ready
+        // but waited for a CPU held by other processes (the kernel's schedstat), so that a busy machine does
+        // not count against it. Both are reported.
+        QElapsedTimer clock;
+        qint64 last = 0;
+        qint64 lastQueued = 0;
+        qint64 longest = 0;
+        qint64 longestWall = 0;
+        QTimer watchdog;
+        watchdog.setInterval(5);
+        connect(&watchdog, &QTimer::timeout, this, [&] {
+            const qint64 now = clock.elapsed();
+            const qint64 queued = runQueueWaitMs();
+            longestWall = std::max(longestWall, now - last);
+            longest = std::max(longest, now - last - (queued - lastQueued));
+            last = now;
+            lastQueued = queued;
+        });
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        clock.start();
+        lastQueued = runQueueWaitMs();
+        watchdog.start();
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QVERIFY(finished.wait(400000));
+        watchdog.stop();
+        QCOMPARE(model_->document(doc).pagesDone, 50);
+        qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms", longest,
+              longestWall, clock.elapsed());
+        QVERIFY2(longest < 100, qPrintable(QStringLiteral("%1 ms").arg(longest)));
+    }
+
+    void errorsGoToThePanel() {
+        const int before = window_->errorPanel()->count();
+        window_->openFiles({tmp_.filePath(QStringLiteral("missing.pdf"))});
+        QCOMPARE(window_->errorPanel()->count(), before + 1);
+        QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("missing.pdf")));
+    }
+};
+
+int main(int argc, char** argv) {
+    QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+    QApplication app(argc, argv);
+    QStandardPaths::setTestModeEnabled(true);  // recent files in a settings file of the tests' own
+    TestMainWindow test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "test-main-window.moc"

@@ -1,0 +1,29 @@
+// The non-modal list of what went wrong (documents, pages, blocks, the engine), newest last; it never
+// interrupts the work.
+#pragma once
+
+#include <QDockWidget>
+
+class QListWidget;
+
+namespace folio {
+
+class ErrorPanel : public QDockWidget {
+    Q_OBJECT
+
+public:
+    explicit ErrorPanel(QWidget* parent = nullptr);
+
+    void addError(const QString& message);
+    int count() const;
+    QString message(int row) const;
+    void clear();
+
+Q_SIGNALS:
+    void countChanged(int count);
+
+private:
+    QListWidget* list_ = nullptr;
+};
+
+}  // namespace folio

@@ -1,0 +1,76 @@
+#include "export-dialog.h"
+
+#include <QCheckBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace folio {
+
+QString exportFormatName(ExportFormat format) {
+    switch (format) {
+        case ExportFormat::Markdown:
+            return QObject::tr("Markdown (with an images folder)");
+        case ExportFormat::Json:
+            return QObject::tr("JSON (blocks, boxes, labels, order)");
+        case ExportFormat::Html:
+            return QObject::tr("HTML");
+        case ExportFormat::SearchablePdf:
+            return QObject::tr("Searchable PDF");
+        case ExportFormat::Xlsx:
+            return QObject::tr("XLSX (tables)");
+    }
+    return {};
+}
+
+ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& formats, QWidget* parent)
+    : QDialog(parent) {
+    setWindowTitle(tr("Export"));
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout;
+    auto* row = new QHBoxLayout;
+    folder_ = new QLineEdit(folder, this);
+    auto* browse = new QPushButton(tr("Choose…"), this);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString chosen = QFileDialog::getExistingDirectory(this, tr("Export to"), folder_->text());
+        if (!chosen.isEmpty()) {
+            folder_->setText(chosen);
+        }
+    });
+    row->addWidget(folder_);
+    row->addWidget(browse);
+    form->addRow(tr("Folder:"), row);
+    layout->addLayout(form);
+    for (const ExportFormat format : {ExportFormat::Markdown, ExportFormat::Json, ExportFormat::Html,
+                                      ExportFormat::SearchablePdf, ExportFormat::Xlsx}) {
+        auto* box = new QCheckBox(exportFormatName(format), this);
+        box->setChecked(formats.contains(format));
+        boxes_.push_back({format, box});
+        layout->addWidget(box);
+    }
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    buttons->button(QDialogButtonBox::Ok)->setText(tr("Export"));
+    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    layout->addWidget(buttons);
+}
+
+QString ExportDialog::folder() const {
+    return folder_->text();
+}
+
+QList<ExportFormat> ExportDialog::formats() const {
+    QList<ExportFormat> chosen;
+    for (const auto& [format, box] : boxes_) {
+        if (box->isChecked()) {
+            chosen << format;
+        }
+    }
+    return chosen;
+}
+
+}  // namespace folio

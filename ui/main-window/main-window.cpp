@@ -1,0 +1,829 @@
+#include "main-window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMetaMethod>
+#include <QMimeData>
+#include <QPainter>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QStyle>
+#include <QThreadPool>
+#include <QToolBar>
+#include <QVBoxLayout>
+#include <exception>
+
+#include "block-crop.h"
+#include "document-exporter.h"
+#include "document-model.h"
+#include "engine-status.h"
+#include "error-panel.h"
+#include "export-dialog.h"
+#include "input-files.h"
+#include "installed-models.h"
+#include "job-controller.h"
+#include "page-view.h"
+#include "preview-loader.h"
+#include "result-view.h"
+
+namespace folio {
+
+namespace {
+
+constexpr int kMaxRecent = 10;
+const char* const kRecentKey = "recentFiles";
+
+QPixmap placeholderThumbnail(const QSize& pageSize) {
+    const QSize size = pageSize.isValid() ? pageSize.scaled(96, 128, Qt::KeepAspectRatio) : QSize(96, 124);
+    QPixmap pixmap(size);
+    pixmap.fill(QColor(0xf3, 0xf4, 0xf6));
+    QPainter painter(&pixmap);
+    painter.setPen(QColor(0xd1, 0xd5, 0xdb));
+    painter.drawRect(pixmap.rect().adjusted(0, 0, -1, -1));
+    return pixmap;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(DocumentModel& model, JobController& jobs, EngineHost& engine, QWidget* parent)
+    : QMainWindow(parent), model_(model), jobs_(jobs), engine_(engine) {
+    setWindowTitle(QStringLiteral("Folio"));
+    setAcceptDrops(true);
+    setDockNestingEnabled(true);
+    preview_ = new PreviewLoader(model_, this);
+    preview_->setDocumentOptions(jobs_.documentOptions());
+    exporter_ = new DocumentExporter(model_, this);
+    exportFolder_ = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    createLayout();
+    createActions();
+    createMenus();
+    connectModel();
+    updateActions();
+    resize(1480, 920);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createLayout() {
+    splitter_ = new QSplitter(Qt::Horizontal, this);
+    splitter_->setChildrenCollapsible(false);
+
+    auto* left = new QSplitter(Qt::Vertical, splitter_);
+    documents_ = new QListWidget(left);
+    documents_->setObjectName(QStringLiteral("documents"));
+    documents_->setMinimumWidth(170);
+    documents_->setWordWrap(true);
+    documents_->setTextElideMode(Qt::ElideMiddle);
+    pages_ = new QListWidget(left);
+    pages_->setObjectName(QStringLiteral("pages"));
+    pages_->setViewMode(QListView::IconMode);
+    pages_->setFlow(QListView::LeftToRight);
+    pages_->setWrapping(true);
+    pages_->setResizeMode(QListView::Adjust);
+    pages_->setMovement(QListView::Static);
+    pages_->setIconSize(QSize(96, 128));
+    pages_->setGridSize(QSize(116, 156));
+    pages_->setSpacing(4);
+    left->addWidget(documents_);
+    left->addWidget(pages_);
+    left->setStretchFactor(0, 1);
+    left->setStretchFactor(1, 6);
+    left->setSizes({110, 700});
+
+    pageView_ = new PageView(model_, splitter_);
+    pageView_->setObjectName(QStringLiteral("pageView"));
+    resultView_ = new ResultView(model_, splitter_);
+    resultView_->setObjectName(QStringLiteral("resultView"));
+    splitter_->addWidget(left);
+    splitter_->addWidget(pageView_);
+    splitter_->addWidget(resultView_);
+    splitter_->setStretchFactor(0, 0);
+    splitter_->setStretchFactor(1, 5);
+    splitter_->setStretchFactor(2, 4);
+    splitter_->setSizes({250, 640, 560});
+    setCentralWidget(splitter_);
+
+    errors_ = new ErrorPanel(this);
+    addDockWidget(Qt::BottomDockWidgetArea, errors_);
+    errors_->hide();
+
+    progressText_ = new QLabel(this);
+    progress_ = new QProgressBar(this);
+    progress_->setMaximumWidth(220);
+    progress_->setMaximumHeight(16);
+    progress_->setFormat(QStringLiteral("%v / %m pages"));
+    QSizePolicy keepSpace = progress_->sizePolicy();
+    keepSpace.setRetainSizeWhenHidden(true);
+    progress_->setSizePolicy(keepSpace);
+    progressText_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    engineStatus_ = new EngineStatus(this);
+    statusBar()->addWidget(progressText_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(engineStatus_);
+    // A status bar of constant height: text and progress coming and going never resize the views above it
+    // (resizing the web view is costly).
+    statusBar()->setFixedHeight(statusBar()->sizeHint().height() + 4);
+    progress_->hide();
+}
+
+QAction* MainWindow::makeAction(const QString& name, const QString& text, const QKeySequence& shortcut,
+                                const std::function<void()>& slot) {
+    auto* a = new QAction(text, this);
+    a->setObjectName(name);
+    if (!shortcut.isEmpty()) {
+        a->setShortcut(shortcut);
+    }
+    connect(a, &QAction::triggered, this, [slot] { slot(); });
+    addAction(a);
+    return a;
+}
+
+QAction* MainWindow::action(const QString& name) const {
+    return findChild<QAction*>(name);
+}
+
+void MainWindow::createActions() {
+    makeAction(QStringLiteral("open"), tr("&Open Files…"), QKeySequence::Open, [this] {
+        const QStringList files = QFileDialog::getOpenFileNames(
+            this, tr("Open documents"), QString(),
+            tr("Documents (*.pdf *.png *.jpg *.jpeg *.tif *.tiff *.bmp *.webp);;All files (*)"));
+        if (!files.isEmpty()) {
+            openFiles(files);
+        }
+    });
+    makeAction(QStringLiteral("openFolder"), tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), [this] {
+        const QString folder = QFileDialog::getExistingDirectory(this, tr("Open a folder of documents"));
+        if (!folder.isEmpty()) {
+            openFiles({folder});
+        }
+    });
+    makeAction(QStringLiteral("export"), tr("&Export…"), QKeySequence(tr("Ctrl+E")),
+               [this] { exportWithDialog(); });
+    makeAction(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+    makeAction(QStringLiteral("chooseModel"), tr("Choose &Model Folder…"), {},
+               [this] { chooseModelFolder(); });
+
+    makeAction(QStringLiteral("run"), tr("&Run"), QKeySequence(tr("Ctrl+R")), [this] { runCurrent(); });
+    makeAction(QStringLiteral("cancel"), tr("&Cancel"), QKeySequence(tr("Ctrl+.")), [this] { cancelJobs(); });
+
+    makeAction(QStringLiteral("zoomIn"), tr("Zoom &In"), QKeySequence::ZoomIn,
+               [this] { pageView_->zoomIn(); });
+    makeAction(QStringLiteral("zoomOut"), tr("Zoom &Out"), QKeySequence::ZoomOut,
+               [this] { pageView_->zoomOut(); });
+    makeAction(QStringLiteral("fitWidth"), tr("&Fit Width"), QKeySequence(tr("Ctrl+0")),
+               [this] { pageView_->fitWidth(); });
+    makeAction(QStringLiteral("nextPage"), tr("&Next Page"), QKeySequence(Qt::Key_PageDown),
+               [this] { nextPage(1); });
+    makeAction(QStringLiteral("previousPage"), tr("&Previous Page"), QKeySequence(Qt::Key_PageUp),
+               [this] { nextPage(-1); });
+
+    blockActions_ << makeAction(QStringLiteral("editBlock"), tr("&Edit Text…"), QKeySequence(Qt::Key_F2),
+                                [this] { editSelectedBlock(); });
+    blockActions_ << makeAction(QStringLiteral("copyBlock"), tr("&Copy Text"),
+                                QKeySequence(tr("Ctrl+Shift+C")), [this] { copySelectedBlock(); });
+    blockActions_ << makeAction(QStringLiteral("deleteBlock"), tr("&Delete Block"), QKeySequence::Delete,
+                                [this] { deleteSelectedBlock(); });
+    QAction* draw = makeAction(QStringLiteral("drawBox"), tr("Draw &Box"), QKeySequence(tr("Ctrl+D")), [] {});
+    draw->setCheckable(true);
+    connect(draw, &QAction::toggled, pageView_, &PageView::setDrawMode);
+
+    settingsAction_ = makeAction(QStringLiteral("settings"), tr("&Settings…"), QKeySequence::Preferences,
+                                 [this] { emitSignalOrSay(&MainWindow::settingsRequested, tr("Settings")); });
+    modelManagerAction_ = makeAction(QStringLiteral("modelManager"), tr("&Model Manager…"), {}, [this] {
+        emitSignalOrSay(&MainWindow::modelManagerRequested, tr("The model manager"));
+    });
+    settingsAction_->setMenuRole(QAction::PreferencesRole);
+}
+
+void MainWindow::emitSignalOrSay(void (MainWindow::*signal)(), const QString& what) {
+    if (isSignalConnected(QMetaMethod::fromSignal(signal))) {
+        Q_EMIT(this->*signal)();
+    } else {
+        statusBar()->showMessage(tr("%1 is not available in this build").arg(what), 4000);
+    }
+}
+
+void MainWindow::createMenus() {
+    fileMenu_ = menuBar()->addMenu(tr("&File"));
+    fileMenu_->addAction(action(QStringLiteral("open")));
+    fileMenu_->addAction(action(QStringLiteral("openFolder")));
+    recentMenu_ = fileMenu_->addMenu(tr("Open &Recent"));
+    fileMenu_->addSeparator();
+    fileMenu_->addAction(action(QStringLiteral("export")));
+    fileMenu_->addSeparator();
+    fileMenu_->addAction(action(QStringLiteral("chooseModel")));
+    fileMenu_->addSeparator();
+    fileMenu_->addAction(action(QStringLiteral("quit")));
+    updateRecentMenu();
+
+    QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
+    runMenu->addAction(action(QStringLiteral("run")));
+    runMenu->addAction(action(QStringLiteral("cancel")));
+
+    viewMenu_ = menuBar()->addMenu(tr("&View"));
+    viewMenu_->addAction(action(QStringLiteral("zoomIn")));
+    viewMenu_->addAction(action(QStringLiteral("zoomOut")));
+    viewMenu_->addAction(action(QStringLiteral("fitWidth")));
+    viewMenu_->addSeparator();
+    viewMenu_->addAction(action(QStringLiteral("nextPage")));
+    viewMenu_->addAction(action(QStringLiteral("previousPage")));
+    viewMenu_->addSeparator();
+    viewMenu_->addAction(errors_->toggleViewAction());
+
+    blockMenu_ = menuBar()->addMenu(tr("&Block"));
+    rerunMenu_ = blockMenu_->addMenu(tr("&Re-run As"));
+    for (const BlockTaskChoice& choice : blockTaskChoices()) {
+        QAction* a = rerunMenu_->addAction(choice.name);
+        a->setObjectName(QStringLiteral("rerun") + choice.name);
+        const QString prompt = choice.prompt;
+        connect(a, &QAction::triggered, this, [this, prompt] { rerunSelectedBlock(prompt); });
+    }
+    blockMenu_->addAction(action(QStringLiteral("editBlock")));
+    blockMenu_->addAction(action(QStringLiteral("copyBlock")));
+    blockMenu_->addAction(action(QStringLiteral("deleteBlock")));
+    blockMenu_->addSeparator();
+    blockMenu_->addAction(action(QStringLiteral("drawBox")));
+
+    toolsMenu_ = menuBar()->addMenu(tr("&Tools"));
+    toolsMenu_->addAction(modelManagerAction_);
+    toolsMenu_->addAction(settingsAction_);
+    helpMenu_ = menuBar()->addMenu(tr("&Help"));
+    helpMenu_->addAction(tr("&About Folio"), this, [this] {
+        QMessageBox::about(this, tr("About Folio"),
+                           tr("<b>Folio</b> %1<br>Documents to Markdown with PaddleOCR-VL, on your own GPU.")
+                               .arg(QApplication::applicationVersion()));
+    });
+
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName(QStringLiteral("mainToolBar"));
+    bar->setMovable(false);
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    bar->setIconSize(QSize(16, 16));
+    const auto icon = [this](const char* name, QStyle::StandardPixmap pixmap) {
+        action(QString::fromLatin1(name))->setIcon(style()->standardIcon(pixmap));
+    };
+    icon("open", QStyle::SP_DialogOpenButton);
+    icon("run", QStyle::SP_MediaPlay);
+    icon("cancel", QStyle::SP_MediaStop);
+    icon("export", QStyle::SP_DialogSaveButton);
+    icon("previousPage", QStyle::SP_ArrowUp);
+    icon("nextPage", QStyle::SP_ArrowDown);
+    bar->addAction(action(QStringLiteral("open")));
+    bar->addAction(action(QStringLiteral("run")));
+    bar->addAction(action(QStringLiteral("cancel")));
+    bar->addAction(action(QStringLiteral("export")));
+    bar->addSeparator();
+    bar->addAction(action(QStringLiteral("previousPage")));
+    bar->addAction(action(QStringLiteral("nextPage")));
+    bar->addAction(action(QStringLiteral("zoomOut")));
+    bar->addAction(action(QStringLiteral("zoomIn")));
+    bar->addAction(action(QStringLiteral("fitWidth")));
+    bar->addSeparator();
+    bar->addAction(action(QStringLiteral("drawBox")));
+}
+
+void MainWindow::connectModel() {
+    connect(&model_, &DocumentModel::documentAdded, this, [this](int doc) {
+        auto* item = new QListWidgetItem(documents_);
+        item->setData(Qt::UserRole, doc);
+        updateDocumentItem(doc);
+    });
+    connect(&model_, &DocumentModel::documentChanged, this, [this](int doc) {
+        updateDocumentItem(doc);
+        if (doc == doc_ && pages_->count() != static_cast<int>(model_.document(doc).pages.size())) {
+            rebuildThumbnails();
+            if (page_ < 0 && pages_->count() > 0) {
+                showPage(doc, 0);
+            }
+        }
+        updateActions();
+    });
+    connect(&model_, &DocumentModel::pageChanged, this, [this](int doc, int page) {
+        if (doc == doc_) {
+            updateThumbnail(page);
+            if (page == page_) {
+                if (block_ >= 0 && model_.block(doc, page, block_) == nullptr) {
+                    block_ = -1;
+                }
+                pageView_->selectBlock(block_);
+                updateActions();
+            }
+        }
+    });
+    connect(documents_, &QListWidget::currentRowChanged, this, [this](int row) {
+        if (row >= 0) {
+            showDocument(documents_->item(row)->data(Qt::UserRole).toInt());
+        }
+    });
+    connect(pages_, &QListWidget::currentRowChanged, this, [this](int row) {
+        if (row >= 0 && doc_ >= 0) {
+            showPage(doc_, row);
+        }
+    });
+
+    connect(pageView_, &PageView::blockClicked, this, &MainWindow::onPageBlockClicked);
+    connect(pageView_, &PageView::regionDrawn, this, &MainWindow::onRegionDrawn);
+    connect(pageView_, &PageView::blockMenuRequested, this, [this](int, const QPoint& pos) {
+        QMenu menu(this);
+        menu.addMenu(rerunMenu_);
+        for (QAction* a : std::as_const(blockActions_)) {
+            menu.addAction(a);
+        }
+        menu.exec(pos);
+    });
+    connect(resultView_, &ResultView::blockActivated, this, &MainWindow::onResultBlockActivated);
+
+    connect(&jobs_, &JobController::errorOccurred, this, &MainWindow::reportError);
+    connect(preview_, &PreviewLoader::openFailed, this,
+            [this](int, const QString& message) { reportError(message); });
+    connect(&jobs_, &JobController::runningChanged, this, [this](bool running) {
+        progress_->setVisible(running);
+        if (running) {
+            progress_->setRange(0, 0);
+            progressText_->setText(tr("Starting…"));
+        }
+        updateActions();
+    });
+    connect(&jobs_, &JobController::progressChanged, this, [this](const PipelineProgress& p) {
+        progress_->setRange(0, std::max(1, p.pagesTotal));
+        progress_->setValue(p.pagesDone);
+        QString text = tr("%1 of %2 pages · %3 of %4 blocks")
+                           .arg(p.pagesDone)
+                           .arg(p.pagesTotal)
+                           .arg(p.blocksDone)
+                           .arg(p.blocksTotal);
+        if (p.etaSeconds) {
+            text += tr(" · about %1 s left").arg(static_cast<int>(*p.etaSeconds + 0.5));
+        }
+        progressText_->setText(text);
+    });
+    connect(&jobs_, &JobController::jobFinished, this, [this](const PipelineSummary& s) {
+        progressText_->setText(s.cancelled ? tr("Cancelled after %1 pages").arg(s.pages)
+                                           : tr("Done: %1 pages, %2 blocks in %3 s")
+                                                 .arg(s.pages)
+                                                 .arg(s.blocks)
+                                                 .arg(s.seconds, 0, 'f', 1));
+    });
+    connect(&jobs_, &JobController::blockRecognized, this, [this](int doc, int page, int blockId) {
+        if (doc == doc_ && page == page_ && blockId == block_) {
+            updateActions();
+        }
+    });
+
+    connect(&engine_, &EngineHost::loadProgress, engineStatus_, &EngineStatus::setLoading);
+    connect(&engine_, &EngineHost::loaded, this, [this] {
+        engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        jobs_.startQueued();
+        updateActions();
+    });
+    connect(&engine_, &EngineHost::loadFailed, this, [this](const QString& message) {
+        engineStatus_->setUnloaded(tr("No model loaded"));
+        reportError(tr("The model could not be loaded: %1").arg(message));
+        updateActions();
+    });
+    connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
+
+    connect(exporter_, &DocumentExporter::finished, this, [this](int, const QStringList& files) {
+        statusBar()->showMessage(tr("Exported %n file(s)", nullptr, static_cast<int>(files.size())), 6000);
+        Q_EMIT exportFinished(files);
+    });
+    connect(exporter_, &DocumentExporter::failed, this,
+            [this](int, const QString& message) { reportError(tr("Export failed: %1").arg(message)); });
+}
+
+void MainWindow::addPanel(QDockWidget* panel, Qt::DockWidgetArea area) {
+    addDockWidget(area, panel);
+    viewMenu_->addAction(panel->toggleViewAction());
+}
+
+QImage MainWindow::currentPageImage() const {
+    if (!model_.hasPage(doc_, page_)) {
+        return {};
+    }
+    const PageEntry& page = model_.page(doc_, page_);
+    return page.result.image.isNull() ? page.preview : page.result.image;
+}
+
+QImage MainWindow::selectedBlockImage() const {
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    if (block == nullptr) {
+        return {};
+    }
+    return cropBlock(model_.page(doc_, page_).result.image, block->box, block->polygon);
+}
+
+void MainWindow::setEngineFactory(EngineParamsFactory factory, const QString& deviceName) {
+    engineFactory_ = std::move(factory);
+    deviceName_ = deviceName;
+}
+
+void MainWindow::loadModels(const ModelFolders& models) {
+    if (!engineFactory_) {
+        reportError(tr("No device is set up to load models on"));
+        return;
+    }
+    ServiceParams params;
+    try {
+        params = engineFactory_(models);
+    } catch (const std::exception& e) {
+        reportError(QString::fromUtf8(e.what()));
+        return;
+    }
+    PipelineOptions options = jobs_.pipelineOptions();
+    options.useLayout = !models.layout.isEmpty();
+    jobs_.setPipelineOptions(options);
+    engine_.load(std::move(params), models, deviceName_);
+}
+
+void MainWindow::findAndLoadModels() {
+    engineStatus_->setLoading(tr("Looking for models"), -1);
+    lookups_.start([this] {
+        QString why;
+        const std::optional<ModelFolders> found = findInstalledModels(&why);
+        QMetaObject::invokeMethod(
+            this,
+            [this, found, why] {
+                if (found) {
+                    loadModels(*found);
+                    return;
+                }
+                engineStatus_->setUnloaded(tr("No model installed"));
+                reportError(why);
+                statusBar()->showMessage(
+                    tr("No PaddleOCR-VL model found: choose a model folder (File menu) or "
+                       "download one with the model manager"));
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void MainWindow::chooseModelFolder() {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Choose a PaddleOCR-VL model folder"));
+    if (folder.isEmpty()) {
+        return;
+    }
+    try {
+        QString note;
+        const ModelFolders models = modelsForFolder(folder, &note);
+        if (!note.isEmpty()) {
+            reportError(note);
+        }
+        loadModels(models);
+    } catch (const std::exception& e) {
+        reportError(QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::openFiles(const QStringList& paths) {
+    QStringList files;
+    for (const QString& path : paths) {
+        try {
+            files << collectInputFiles({path});
+        } catch (const std::exception& e) {
+            reportError(QString::fromUtf8(e.what()));
+        }
+    }
+    QList<int> added;
+    int first = -1;
+    for (const QString& file : std::as_const(files)) {
+        const QString path = QFileInfo(file).absoluteFilePath();
+        int doc = model_.findDocument(path);
+        if (doc < 0) {
+            doc = model_.addDocument(path);
+            preview_->load(doc);
+            added << doc;
+        }
+        if (first < 0) {
+            first = doc;
+        }
+        addRecent(path);
+    }
+    if (first >= 0) {
+        showDocument(first);
+    }
+    if (runOnOpen_ && !added.isEmpty()) {
+        jobs_.run(added);
+        if (engine_.state() != ServiceState::Ready) {
+            statusBar()->showMessage(tr("The documents run once the model is loaded"), 5000);
+        }
+    }
+}
+
+void MainWindow::showDocument(int doc) {
+    if (doc < 0 || doc >= model_.documentCount()) {
+        return;
+    }
+    const bool changed = doc != doc_;
+    doc_ = doc;
+    for (int row = 0; row < documents_->count(); ++row) {
+        if (documents_->item(row)->data(Qt::UserRole).toInt() == doc) {
+            const QSignalBlocker blocker(documents_);
+            documents_->setCurrentRow(row);
+        }
+    }
+    setWindowTitle(model_.document(doc).name + QStringLiteral(" — Folio"));
+    resultView_->showDocument(doc);
+    if (changed) {
+        page_ = -1;
+        block_ = -1;
+        rebuildThumbnails();
+        if (pages_->count() > 0) {
+            showPage(doc, 0);
+        }
+    }
+    updateActions();
+}
+
+void MainWindow::showPage(int doc, int page) {
+    if (doc != doc_) {
+        showDocument(doc);
+    }
+    if (!model_.hasPage(doc, page)) {
+        return;
+    }
+    if (page != page_) {
+        block_ = -1;
+    }
+    page_ = page;
+    {
+        const QSignalBlocker blocker(pages_);
+        pages_->setCurrentRow(page);
+    }
+    pageView_->showPage(doc, page);
+    updateActions();
+    Q_EMIT currentPageChanged(doc, page);
+}
+
+void MainWindow::nextPage(int step) {
+    if (doc_ < 0) {
+        return;
+    }
+    const int count = static_cast<int>(model_.document(doc_).pages.size());
+    const int page = std::clamp(page_ + step, 0, std::max(0, count - 1));
+    showPage(doc_, page);
+}
+
+void MainWindow::selectBlock(int page, int blockId) {
+    if (page != page_) {
+        showPage(doc_, page);
+    }
+    block_ = model_.block(doc_, page, blockId) != nullptr ? blockId : -1;
+    pageView_->selectBlock(block_);
+    const BlockResult* block = model_.block(doc_, page, block_);
+    // A block read as part of a stack shows its group's result.
+    const int resultBlock = block != nullptr && block->groupId >= 0 ? block->groupId : block_;
+    resultView_->highlightBlock(page, resultBlock);
+    updateActions();
+    Q_EMIT blockSelected(doc_, page_, block_);
+}
+
+void MainWindow::onPageBlockClicked(int blockId) {
+    selectBlock(page_, blockId);
+}
+
+void MainWindow::onResultBlockActivated(int page, int blockId) {
+    selectBlock(page, blockId);
+}
+
+void MainWindow::updateDocumentItem(int doc) {
+    for (int row = 0; row < documents_->count(); ++row) {
+        QListWidgetItem* item = documents_->item(row);
+        if (item->data(Qt::UserRole).toInt() != doc) {
+            continue;
+        }
+        const DocumentEntry& entry = model_.document(doc);
+        const int pages = static_cast<int>(entry.pages.size());
+        QString detail = QString::fromLatin1(documentStateName(entry.state));
+        if (entry.state == DocumentState::Running || entry.state == DocumentState::Done ||
+            entry.state == DocumentState::Cancelled) {
+            detail = tr("%1 · %2/%3 pages").arg(detail).arg(entry.pagesDone).arg(pages);
+        } else if (pages > 0) {
+            detail = tr("%1 · %n page(s)", nullptr, pages).arg(detail);
+        }
+        item->setText(entry.name + QStringLiteral("\n") + detail);
+        item->setToolTip(entry.error.isEmpty() ? entry.path
+                                               : entry.path + QStringLiteral("\n") + entry.error);
+        item->setForeground(entry.state == DocumentState::Failed ? QColor(0xb9, 0x1c, 0x1c)
+                                                                 : palette().text().color());
+    }
+}
+
+void MainWindow::rebuildThumbnails() {
+    const QSignalBlocker blocker(pages_);
+    pages_->clear();
+    if (doc_ < 0) {
+        return;
+    }
+    const int count = static_cast<int>(model_.document(doc_).pages.size());
+    for (int p = 0; p < count; ++p) {
+        auto* item = new QListWidgetItem(QString::number(p + 1), pages_);
+        item->setTextAlignment(Qt::AlignHCenter);
+        updateThumbnail(p);
+    }
+    if (page_ >= 0 && page_ < count) {
+        pages_->setCurrentRow(page_);
+    }
+}
+
+void MainWindow::updateThumbnail(int page) {
+    QListWidgetItem* item = pages_->item(page);
+    if (item == nullptr || !model_.hasPage(doc_, page)) {
+        return;
+    }
+    const PageEntry& entry = model_.page(doc_, page);
+    QPixmap pixmap = entry.preview.isNull() ? placeholderThumbnail(entry.size)
+                                            : QPixmap::fromImage(entry.preview.scaled(
+                                                  96, 128, Qt::KeepAspectRatio, Qt::SmoothTransformation));
+    if (entry.state == PageState::LaidOut || entry.state == PageState::Done ||
+        entry.state == PageState::Failed) {
+        // A small mark of the page's state: blue while recognising, green when done, red when failed.
+        QPainter painter(&pixmap);
+        painter.setRenderHint(QPainter::Antialiasing);
+        const QColor mark = entry.state == PageState::Done     ? QColor(0x16, 0xa3, 0x4a)
+                            : entry.state == PageState::Failed ? QColor(0xdc, 0x26, 0x26)
+                                                               : QColor(0x25, 0x63, 0xeb);
+        painter.setPen(Qt::white);
+        painter.setBrush(mark);
+        painter.drawEllipse(QPointF(pixmap.width() - 9, pixmap.height() - 9), 6, 6);
+    }
+    item->setIcon(QIcon(pixmap));
+    item->setToolTip(tr("Page %1 · %2 blocks").arg(page + 1).arg(entry.result.blocks.size()));
+}
+
+void MainWindow::updateActions() {
+    const bool ready = engine_.state() == ServiceState::Ready;
+    const bool hasDoc = doc_ >= 0;
+    action(QStringLiteral("run"))->setEnabled(hasDoc && ready);
+    action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning());
+    action(QStringLiteral("export"))->setEnabled(hasDoc);
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    const bool hasImage = model_.hasPage(doc_, page_) && !model_.page(doc_, page_).result.image.isNull();
+    for (QAction* a : std::as_const(blockActions_)) {
+        a->setEnabled(block != nullptr);
+    }
+    rerunMenu_->setEnabled(block != nullptr && hasImage && ready);
+    action(QStringLiteral("drawBox"))->setEnabled(hasImage && ready);
+}
+
+void MainWindow::runCurrent() {
+    if (doc_ >= 0) {
+        jobs_.run({doc_});
+    }
+}
+
+void MainWindow::cancelJobs() {
+    jobs_.cancel();
+    progressText_->setText(tr("Cancelling…"));
+}
+
+void MainWindow::editSelectedBlock() {
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    if (block == nullptr) {
+        return;
+    }
+    bool ok = false;
+    const QString text =
+        QInputDialog::getMultiLineText(this, tr("Edit block %1").arg(block_ + 1),
+                                       tr("Text (Markdown; tables as HTML):"), block->content, &ok);
+    if (ok) {
+        model_.setBlockContent(doc_, page_, block_, text);
+    }
+}
+
+void MainWindow::copySelectedBlock() {
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    if (block != nullptr) {
+        QApplication::clipboard()->setText(block->content);
+        statusBar()->showMessage(tr("Copied block %1").arg(block_ + 1), 3000);
+    }
+}
+
+void MainWindow::deleteSelectedBlock() {
+    if (model_.block(doc_, page_, block_) == nullptr) {
+        return;
+    }
+    const int removed = block_;
+    block_ = -1;
+    jobs_.removeBlock(doc_, page_, removed);
+    resultView_->highlightBlock(-1, -1);
+    updateActions();
+}
+
+void MainWindow::rerunSelectedBlock(const QString& prompt) {
+    if (model_.block(doc_, page_, block_) != nullptr) {
+        jobs_.rerunBlock(doc_, page_, block_, prompt);
+    }
+}
+
+void MainWindow::onRegionDrawn(const QRect& rect) {
+    QMenu menu(this);
+    menu.setTitle(tr("Recognise as"));
+    for (const BlockTaskChoice& choice : blockTaskChoices()) {
+        menu.addAction(choice.name)->setData(choice.prompt);
+    }
+    const QAction* chosen = menu.exec(QCursor::pos());
+    if (chosen == nullptr) {
+        return;
+    }
+    const int id = jobs_.recognizeRegion(
+        doc_, page_, BlockBox{rect.left(), rect.top(), rect.right() + 1, rect.bottom() + 1},
+        chosen->data().toString());
+    if (id >= 0) {
+        selectBlock(page_, id);
+    }
+    action(QStringLiteral("drawBox"))->setChecked(false);
+}
+
+void MainWindow::exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats) {
+    if (doc < 0 || formats.isEmpty()) {
+        return;
+    }
+    ExportOptions options;
+    options.outputDir = QDir(folder).absolutePath();
+    exporter_->exportDocument(doc, formats, options);
+    statusBar()->showMessage(tr("Exporting to %1…").arg(options.outputDir));
+}
+
+void MainWindow::exportWithDialog() {
+    if (doc_ < 0) {
+        return;
+    }
+    ExportDialog dialog(exportFolder_, exportFormats_, this);
+    if (dialog.exec() != QDialog::Accepted) {
+        return;
+    }
+    exportFolder_ = dialog.folder();
+    exportFormats_ = dialog.formats();
+    exportDocument(doc_, exportFolder_, exportFormats_);
+}
+
+void MainWindow::reportError(const QString& message) {
+    errors_->addError(message);
+    statusBar()->showMessage(message.section(QLatin1Char('\n'), 0, 0), 6000);
+}
+
+void MainWindow::updateRecentMenu() {
+    recentMenu_->clear();
+    const QStringList recent = QSettings().value(QLatin1String(kRecentKey)).toStringList();
+    for (const QString& path : recent) {
+        QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
+        a->setToolTip(path);
+        connect(a, &QAction::triggered, this, [this, path] { openFiles({path}); });
+    }
+    recentMenu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::addRecent(const QString& path) {
+    QSettings settings;
+    QStringList recent = settings.value(QLatin1String(kRecentKey)).toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > kMaxRecent) {
+        recent.removeLast();
+    }
+    settings.setValue(QLatin1String(kRecentKey), recent);
+    updateRecentMenu();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) {
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    QStringList paths;
+    for (const QUrl& url : event->mimeData()->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    if (!paths.isEmpty()) {
+        openFiles(paths);
+        event->acceptProposedAction();
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    jobs_.cancel();
+    QMainWindow::closeEvent(event);
+}
+
+}  // namespace folio

@@ -1,0 +1,167 @@
+// Folio's main window: documents and page thumbnails on the left, the page with its layout overlays in the
+// middle, the recognised document (rendered and Markdown) on the right, problems below, the engine's state
+// in the status bar. Opening files or dropping them starts their run once the engine is ready.
+//
+// Integration points for other parts of the app: addPanel() docks a panel (chat, ...); the Tools and Help
+// menus take more actions; settingsRequested() and modelManagerRequested() come from their menu items;
+// currentPageChanged() and blockSelected() tell what the user looks at, and currentPageImage() and
+// selectedBlockImage() give it.
+#pragma once
+
+#include <QList>
+#include <QMainWindow>
+#include <QThreadPool>
+#include <functional>
+
+#include "document-writer.h"
+#include "engine-host.h"
+
+class QAction;
+class QActionGroup;
+class QListWidget;
+class QMenu;
+class QProgressBar;
+class QLabel;
+class QSplitter;
+
+namespace folio {
+
+class DocumentExporter;
+class DocumentModel;
+class EngineStatus;
+class ErrorPanel;
+class JobController;
+class PageView;
+class PreviewLoader;
+class ResultView;
+
+// What the engine is loaded with for a model pair: the device and engine options are the app's choice.
+using EngineParamsFactory = std::function<ServiceParams(const ModelFolders&)>;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+
+public:
+    MainWindow(DocumentModel& model, JobController& jobs, EngineHost& engine, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Integration.
+    void addPanel(QDockWidget* panel, Qt::DockWidgetArea area = Qt::RightDockWidgetArea);
+    QMenu* fileMenu() const { return fileMenu_; }
+    QMenu* viewMenu() const { return viewMenu_; }
+    QMenu* toolsMenu() const { return toolsMenu_; }
+    QMenu* helpMenu() const { return helpMenu_; }
+    QAction* settingsAction() const { return settingsAction_; }
+    QAction* modelManagerAction() const { return modelManagerAction_; }
+    QImage currentPageImage() const;
+    QImage selectedBlockImage() const;
+
+    // The engine: how to load a model pair, and loading the models found on disk (in the background).
+    void setEngineFactory(EngineParamsFactory factory, const QString& deviceName);
+    void loadModels(const ModelFolders& models);
+    void findAndLoadModels();
+
+    // Documents.
+    void openFiles(const QStringList& paths);
+    void setRunOnOpen(bool on) { runOnOpen_ = on; }
+    void showDocument(int doc);
+    void showPage(int doc, int page);
+    int currentDocument() const { return doc_; }
+    int currentPage() const { return page_; }
+    int selectedBlock() const { return block_; }
+    // Selects a block in the page view and the result view (-1: none).
+    void selectBlock(int page, int blockId);
+    void runCurrent();
+    void cancelJobs();
+    void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats);
+
+    // Parts, for tests and integration.
+    PageView* pageView() const { return pageView_; }
+    ResultView* resultView() const { return resultView_; }
+    ErrorPanel* errorPanel() const { return errors_; }
+    EngineStatus* engineStatus() const { return engineStatus_; }
+    QListWidget* pageList() const { return pages_; }
+    QListWidget* documentList() const { return documents_; }
+    DocumentExporter* exporter() const { return exporter_; }
+    PreviewLoader* previewLoader() const { return preview_; }
+    QAction* action(const QString& name) const;  // by object name: "run", "cancel", "export", ...
+
+    // An error for the problems panel (any part of the app).
+    void reportError(const QString& message);
+
+Q_SIGNALS:
+    void settingsRequested();
+    void modelManagerRequested();
+    void currentPageChanged(int doc, int page);
+    void blockSelected(int doc, int page, int blockId);
+    void exportFinished(const QStringList& files);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void createActions();
+    void createMenus();
+    void createLayout();
+    void connectModel();
+    QAction* makeAction(const QString& name, const QString& text, const QKeySequence& shortcut,
+                        const std::function<void()>& slot);
+    void updateDocumentItem(int doc);
+    void rebuildThumbnails();
+    void updateThumbnail(int page);
+    void updateActions();
+    void updateRecentMenu();
+    void addRecent(const QString& path);
+    void editSelectedBlock();
+    void copySelectedBlock();
+    void deleteSelectedBlock();
+    void rerunSelectedBlock(const QString& prompt);
+    void onRegionDrawn(const QRect& rect);
+    void exportWithDialog();
+    void chooseModelFolder();
+    void nextPage(int step);
+    void onPageBlockClicked(int blockId);
+    void onResultBlockActivated(int page, int blockId);
+    void emitSignalOrSay(void (MainWindow::*signal)(), const QString& what);
+
+    DocumentModel& model_;
+    JobController& jobs_;
+    EngineHost& engine_;
+    PreviewLoader* preview_ = nullptr;
+    DocumentExporter* exporter_ = nullptr;
+    EngineParamsFactory engineFactory_;
+    QString deviceName_;
+
+    QListWidget* documents_ = nullptr;
+    QListWidget* pages_ = nullptr;
+    PageView* pageView_ = nullptr;
+    ResultView* resultView_ = nullptr;
+    ErrorPanel* errors_ = nullptr;
+    EngineStatus* engineStatus_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QLabel* progressText_ = nullptr;
+    QSplitter* splitter_ = nullptr;
+
+    QMenu* fileMenu_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QMenu* viewMenu_ = nullptr;
+    QMenu* blockMenu_ = nullptr;
+    QMenu* rerunMenu_ = nullptr;
+    QMenu* toolsMenu_ = nullptr;
+    QMenu* helpMenu_ = nullptr;
+    QAction* settingsAction_ = nullptr;
+    QAction* modelManagerAction_ = nullptr;
+    QList<QAction*> blockActions_;
+
+    int doc_ = -1;
+    int page_ = -1;
+    int block_ = -1;
+    bool runOnOpen_ = true;
+    QString exportFolder_;
+    QList<ExportFormat> exportFormats_{ExportFormat::Markdown, ExportFormat::Json};
+    QThreadPool lookups_;  // model lookups on disk; waited for before the window goes
+};
+
+}  // namespace folio

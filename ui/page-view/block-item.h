@@ -1,0 +1,44 @@
+// One layout block drawn over its page: its box (or V3 polygon) in its label's colour, its reading-order
+// number in a badge, a tooltip with the label and score; selectable.
+#pragma once
+
+#include <QGraphicsItem>
+#include <QPainterPath>
+
+#include "page-result.h"
+
+namespace folio {
+
+class BlockItem : public QGraphicsItem {
+public:
+    explicit BlockItem(const BlockResult& block, QGraphicsItem* parent = nullptr);
+
+    static constexpr int kType = UserType + 1;
+    int type() const override { return kType; }
+
+    int blockId() const { return blockId_; }
+    QString label() const { return label_; }
+    // Follows a changed block (label, text state, box).
+    void update(const BlockResult& block);
+    void setStreaming(bool streaming);
+
+    QRectF boundingRect() const override;
+    QPainterPath shape() const override;
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem* option, QWidget* widget) override;
+
+protected:
+    void hoverEnterEvent(QGraphicsSceneHoverEvent* event) override;
+    void hoverLeaveEvent(QGraphicsSceneHoverEvent* event) override;
+
+private:
+    QRectF badgeRect() const;
+
+    int blockId_ = 0;
+    QString label_;
+    int order_ = 0;
+    QPainterPath outline_;
+    bool hovered_ = false;
+    bool streaming_ = false;
+};
+
+}  // namespace folio

@@ -1,0 +1,13 @@
+// The colour each layout label is drawn in, in the page view's boxes and the result view's tags.
+#pragma once
+
+#include <QColor>
+#include <QString>
+
+namespace folio {
+
+QColor labelColor(const QString& label);
+// The label as people read it: "display_formula" is "Display formula".
+QString labelTitle(const QString& label);
+
+}  // namespace folio

@@ -1,0 +1,28 @@
+// The HTML the result view shows: a page shell that loads KaTeX from Debian's libjs-katex (offline) and
+// small functions to replace a page or a block and highlight one, and each page's and block's HTML.
+#pragma once
+
+#include <QString>
+#include <QUrl>
+
+#include "document-model.h"
+
+namespace folio {
+
+// Where KaTeX's files are (Debian's libjs-katex); FOLIO_KATEX_DIR overrides.
+QString katexDirectory();
+// The shell: <!DOCTYPE html> (KaTeX needs standards mode), KaTeX, the style and the script.
+QString resultShellHtml();
+// The base URL that the shell's relative KaTeX links resolve against.
+QUrl resultShellBaseUrl();
+
+// A block as the result view shows it: a <div class="block"> carrying its page and id, with its content
+// (streamed text as plain text while recognition runs).
+QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult& block);
+// A page's blocks in reading order, or its state (waiting, error).
+QString resultPageHtml(const PageEntry& page, int pageNumber);
+
+// Text as a JavaScript string literal.
+QString jsString(const QString& text);
+
+}  // namespace folio

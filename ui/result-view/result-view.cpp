@@ -1,0 +1,231 @@
+#include "result-view.h"
+
+#include <QPlainTextEdit>
+#include <QScrollBar>
+#include <QTabWidget>
+#include <QTextBlock>
+#include <QVBoxLayout>
+#include <QWebEngineSettings>
+#include <QWebEngineView>
+#include <algorithm>
+
+#include "markdown-block.h"
+#include "result-html.h"
+#include "result-page.h"
+
+namespace folio {
+
+ResultView::ResultView(const DocumentModel& model, QWidget* parent) : QWidget(parent), model_(model) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    tabs_ = new QTabWidget(this);
+    tabs_->setDocumentMode(true);
+    layout->addWidget(tabs_);
+
+    web_ = new QWebEngineView(tabs_);
+    page_ = new ResultPage(web_);
+    page_->settings()->setAttribute(QWebEngineSettings::LocalContentCanAccessFileUrls, true);
+    page_->settings()->setAttribute(QWebEngineSettings::JavascriptCanOpenWindows, false);
+    web_->setPage(page_);
+    web_->setContextMenuPolicy(Qt::NoContextMenu);
+    tabs_->addTab(web_, tr("Document"));
+
+    source_ = new QPlainTextEdit(tabs_);
+    source_->setReadOnly(true);
+    source_->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    QFont mono(QStringLiteral("monospace"));
+    mono.setStyleHint(QFont::Monospace);
+    mono.setPointSizeF(font().pointSizeF() * 0.95);
+    source_->setFont(mono);
+    tabs_->addTab(source_, tr("Markdown"));
+
+    connect(page_, &QWebEnginePage::loadFinished, this, [this](bool ok) {
+        ready_ = ok;
+        if (ok) {
+            renderAll();
+            Q_EMIT ready();
+        }
+    });
+    connect(page_, &ResultPage::blockClicked, this, [this](int page, int blockId) {
+        highlighted_ = {page, blockId};
+        Q_EMIT blockActivated(page, blockId);
+    });
+    connect(source_, &QPlainTextEdit::cursorPositionChanged, this, &ResultView::onSourceCursor);
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+        if (tabs_->currentWidget() == source_ && sourceDirty_) {
+            rebuildSource();
+        }
+    });
+    connect(&model_, &DocumentModel::pageChanged, this, &ResultView::onPageChanged);
+    connect(&model_, &DocumentModel::blockChanged, this, &ResultView::onBlockChanged);
+    flushTimer_.setInterval(120);
+    flushTimer_.setSingleShot(true);
+    connect(&flushTimer_, &QTimer::timeout, this, &ResultView::flush);
+
+    page_->setHtml(resultShellHtml(), resultShellBaseUrl());
+}
+
+void ResultView::run(const QString& script) {
+    if (ready_) {
+        page_->runJavaScript(script);
+    }
+}
+
+void ResultView::showDocument(int doc) {
+    if (doc == doc_) {
+        return;
+    }
+    doc_ = doc;
+    highlighted_ = {-1, -1};
+    renderAll();
+}
+
+void ResultView::renderAll() {
+    dirtyPages_.clear();
+    dirtyBlocks_.clear();
+    run(QStringLiteral("folio.clear();"));
+    if (doc_ >= 0 && doc_ < model_.documentCount()) {
+        const auto& pages = model_.document(doc_).pages;
+        for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
+            dirtyPages_.insert(p);
+        }
+    }
+    sourceDirty_ = true;
+    flush();
+}
+
+void ResultView::onPageChanged(int doc, int page) {
+    if (doc != doc_) {
+        return;
+    }
+    dirtyPages_.insert(page);
+    sourceDirty_ = true;
+    if (!flushTimer_.isActive()) {
+        flushTimer_.start();
+    }
+}
+
+void ResultView::onBlockChanged(int doc, int page, int blockId) {
+    if (doc != doc_) {
+        return;
+    }
+    dirtyBlocks_.insert({page, blockId});
+    sourceDirty_ = true;
+    if (!flushTimer_.isActive()) {
+        flushTimer_.start();
+    }
+}
+
+void ResultView::flush() {
+    flushTimer_.stop();
+    if (doc_ < 0 || doc_ >= model_.documentCount()) {
+        return;
+    }
+    if (ready_) {
+        QString script;
+        QList<int> pages = dirtyPages_.values();
+        std::sort(pages.begin(), pages.end());
+        for (const int p : pages) {
+            if (model_.hasPage(doc_, p)) {
+                script += QStringLiteral("folio.setPage(%1,%2);\n")
+                              .arg(p)
+                              .arg(jsString(resultPageHtml(model_.page(doc_, p), p)));
+            }
+        }
+        for (const auto& [p, b] : std::as_const(dirtyBlocks_)) {
+            if (dirtyPages_.contains(p)) {
+                continue;
+            }
+            const BlockResult* block = model_.block(doc_, p, b);
+            if (block != nullptr) {
+                script += QStringLiteral("folio.setBlock(%1,%2,%3);\n")
+                              .arg(p)
+                              .arg(b)
+                              .arg(jsString(resultBlockHtml(model_.page(doc_, p), p, *block)));
+            }
+        }
+        dirtyPages_.clear();
+        dirtyBlocks_.clear();
+        if (!script.isEmpty()) {
+            page_->runJavaScript(script);
+        }
+    }
+    if (sourceDirty_ && tabs_->currentWidget() == source_) {
+        rebuildSource();
+    }
+}
+
+void ResultView::rebuildSource() {
+    sourceDirty_ = false;
+    sourceRanges_.clear();
+    if (doc_ < 0 || doc_ >= model_.documentCount()) {
+        source_->clear();
+        return;
+    }
+    QString text;
+    const auto& pages = model_.document(doc_).pages;
+    for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
+        const PageEntry& page = pages[static_cast<size_t>(p)];
+        for (const BlockResult& block : page.result.blocks) {
+            if (!markdownLabels().contains(block.label)) {
+                continue;
+            }
+            const QString imageLink =
+                block.image.isNull() ? QString()
+                                     : QStringLiteral("imgs/page%1_block%2.jpg").arg(p + 1).arg(block.id);
+            const QString markdown = markdownOfBlock(block, imageLink, page.result.width);
+            if (markdown.trimmed().isEmpty()) {
+                continue;
+            }
+            const int start = static_cast<int>(text.size());
+            text += markdown.trimmed();
+            sourceRanges_.push_back({p, block.id, start, static_cast<int>(text.size())});
+            text += QStringLiteral("\n\n");
+        }
+    }
+    const QSignalBlocker blocker(source_);
+    const int scroll = source_->verticalScrollBar() ? source_->verticalScrollBar()->value() : 0;
+    source_->setPlainText(text);
+    source_->verticalScrollBar()->setValue(scroll);
+    if (highlighted_.first >= 0) {
+        highlightBlock(highlighted_.first, highlighted_.second);
+    }
+}
+
+void ResultView::highlightBlock(int page, int blockId) {
+    highlighted_ = {page, blockId};
+    run(QStringLiteral("folio.mark(%1,%2,true);").arg(page).arg(blockId));
+    QList<QTextEdit::ExtraSelection> selections;
+    for (const SourceRange& range : sourceRanges_) {
+        if (range.page == page && range.blockId == blockId) {
+            QTextEdit::ExtraSelection selection;
+            selection.format.setBackground(QColor(0xff, 0xf3, 0xc4));
+            selection.cursor = QTextCursor(source_->document());
+            selection.cursor.setPosition(range.start);
+            selection.cursor.setPosition(range.end, QTextCursor::KeepAnchor);
+            selections << selection;
+            const QSignalBlocker blocker(source_);
+            QTextCursor cursor(source_->document());
+            cursor.setPosition(range.start);
+            source_->setTextCursor(cursor);
+            source_->centerCursor();
+            break;
+        }
+    }
+    source_->setExtraSelections(selections);
+}
+
+void ResultView::onSourceCursor() {
+    const int position = source_->textCursor().position();
+    for (const SourceRange& range : sourceRanges_) {
+        if (position >= range.start && position <= range.end) {
+            if (highlighted_ != std::pair{range.page, range.blockId}) {
+                highlightBlock(range.page, range.blockId);
+                Q_EMIT blockActivated(range.page, range.blockId);
+            }
+            return;
+        }
+    }
+}
+
+}  // namespace folio

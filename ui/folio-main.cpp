@@ -5,16 +5,23 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QDockWidget>
 #include <QSettings>
 #include <memory>
 
+#include "chat-panel.h"
 #include "cli-options.h"
 #include "device-memory.h"
 #include "document-model.h"
 #include "engine-host.h"
+#include "hub-settings.h"
 #include "installed-models.h"
 #include "job-controller.h"
 #include "main-window.h"
+#include "model-manager-dialog.h"
+#include "settings-dialog.h"
+#include "settings.h"
+#include "translation-loader.h"
 
 int main(int argc, char** argv) {
     QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);  // QtWebEngine's requirement
@@ -50,10 +57,55 @@ int main(int argc, char** argv) {
     const QString device = parser.isSet(deviceOption) ? parser.value(deviceOption) : defaultDevice;
     const int threads = parser.value(threadsOption).toInt();
 
+    // The interface's language: the settings' choice, else the system locale's.
+    folio::Settings settings;
+    folio::TranslationLoader translations;
+    translations.setLanguage(settings.values().language);
+    QObject::connect(&settings, &folio::Settings::languageChanged, &translations,
+                     [&translations](const QString& language) { translations.setLanguage(language); });
+
     folio::DocumentModel model;
     folio::EngineHost engine;
     folio::JobController jobs(engine.service(), model);
     folio::MainWindow window(model, jobs, engine);
+
+    // The chat panel beside the page, on the current document's page.
+    auto* chatDock = new QDockWidget(QObject::tr("Chat"), &window);
+    chatDock->setObjectName(QStringLiteral("chatPanel"));
+    auto* chat = new folio::ChatPanel(engine.service(), chatDock);
+    chatDock->setWidget(chat);
+    window.addPanel(chatDock);
+    chat->setPageProvider([&window] { return window.currentPageImage(); });
+    QObject::connect(&window, &folio::MainWindow::currentPageChanged, chat, [&model, chat](int doc, int) {
+        if (doc >= 0 && doc < model.documentCount()) {
+            chat->setDocument(model.document(doc).path);
+        }
+    });
+
+    // The model manager: installed models and downloads; the model chosen is loaded.
+    const auto openModelManager = [&window] {
+        folio::ModelManagerDialog dialog(folio::hub::hub_settings_from_environment(), &window);
+        QObject::connect(&dialog, &folio::ModelManagerDialog::modelChosen, &window,
+                         [&window](const QString& folder, const QString&) {
+                             try {
+                                 QString note;
+                                 const folio::ModelFolders models = folio::modelsForFolder(folder, &note);
+                                 if (!note.isEmpty()) {
+                                     window.reportError(note);
+                                 }
+                                 window.loadModels(models);
+                             } catch (const std::exception& e) {
+                                 window.reportError(QString::fromUtf8(e.what()));
+                             }
+                         });
+        dialog.exec();
+    };
+    QObject::connect(&window, &folio::MainWindow::modelManagerRequested, &window, openModelManager);
+    QObject::connect(&window, &folio::MainWindow::settingsRequested, &window, [&window, &settings, openModelManager] {
+        folio::SettingsDialog dialog(settings, &window);
+        QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog, openModelManager);
+        dialog.exec();
+    });
 
     const std::string deviceName = device.toStdString();
     window.setEngineFactory(

@@ -10,6 +10,7 @@
 
 #include "block-content.h"
 #include "block-crop.h"
+#include "page-image.h"
 #include "block-task.h"
 #include "page-range.h"
 #include "source-input.h"

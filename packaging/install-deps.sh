@@ -7,7 +7,7 @@ packages=(
     clang libclang-rt-14-dev clang-tidy clang-format
     qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
     qt6-webengine-dev libjs-katex
-    libpoppler-qt6-dev libxlsxwriter-dev
+    libpoppler-qt6-dev libqpdf-dev libxlsxwriter-dev
     fonts-wqy-microhei
     libopencv-dev
     libicu-dev

@@ -1,10 +1,12 @@
 // PdfDocument and openDocument on PDFs written by the test: page counts and sizes without rendering, exact
 // pixel sizes at chosen resolutions, the rendered content, extractable text, the resolution fallback for huge
-// pages, encrypted, damaged and non-PDF files.
+// pages, scanned pages at their scan's resolution, encrypted, damaged and non-PDF files.
 #include <QtTest>
 
 #include <QDir>
 #include <QImage>
+#include <QPainter>
+#include <QPdfWriter>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <atomic>
@@ -12,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "error-of.h"
 #include "document-source.h"
+#include "error-of.h"
 #include "error.h"
 #include "page-image.h"
 #include "pdf-document.h"
@@ -36,6 +38,46 @@ bool isBlack(QRgb pixel) {
 
 bool isWhite(QRgb pixel) {
     return qRed(pixel) > 240 && qGreen(pixel) > 240 && qBlue(pixel) > 240;
+}
+
+// An A4 page with `pixels` of a grey-and-black image drawn over all of it, and, where `text` is not empty,
+// that text and a 40x40 image in a corner.
+void writeImagePage(const QString& path, QSize pixels, const QString& text = {}) {
+    QPdfWriter writer(path);
+    writer.setResolution(72);  // painter units are points
+    writer.setPageLayout(QPageLayout(QPageSize(QPageSize::A4), QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+    QPainter painter(&writer);
+    if (text.isEmpty()) {
+        QImage image(pixels, QImage::Format_RGB32);
+        image.fill(Qt::lightGray);
+        QPainter(&image).fillRect(QRect(pixels.width() / 4, pixels.height() / 4, pixels.width() / 2, 10),
+                                  Qt::black);
+        painter.drawImage(QRectF(QPointF(0, 0), kA4), image);
+    } else {
+        painter.setFont(QFont(QStringLiteral("DejaVu Sans"), 12));
+        painter.drawText(QPointF(36, 36), text);
+        QImage small(40, 40, QImage::Format_RGB32);
+        small.fill(Qt::darkGray);
+        painter.drawImage(QRectF(400, 600, 100, 100), small);
+    }
+    painter.end();
+}
+
+// A Letter page drawing, with `content`, a 1275x1650 grey image (150 DPI over the page) named /Scan and a
+// form /Form drawing it over the page.
+QByteArray handBuiltScan(const QByteArray& content, const QByteArray& pageEntries = {}) {
+    const QByteArray pixels = qCompress(QByteArray(1275 * 1650, '\xc0')).mid(4);  // a zlib stream
+    const QByteArray form = "q 612 0 0 792 0 0 cm /Scan Do Q";
+    return folio::test::buildPdf(
+        "/MediaBox [0 0 612 792] " + pageEntries, content,
+        {"<< /Type /XObject /Subtype /Image /Width 1275 /Height 1650 /ColorSpace /DeviceGray "
+         "/BitsPerComponent 8 /Filter /FlateDecode /Length " +
+             QByteArray::number(pixels.size()) + " >>\nstream\n" + pixels + "\nendstream",
+         "<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << /XObject << /Scan 5 0 R >> >> "
+         "/Length " +
+             QByteArray::number(form.size()) + " >>\nstream\n" + form + "\nendstream",
+         "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"},
+        {}, "<< /XObject << /Scan 5 0 R /Form 6 0 R >> /Font << /F1 7 0 R >> >>");
 }
 
 }  // namespace
@@ -170,6 +212,112 @@ private Q_SLOTS:
             const QSize pixels = folio::pagePixelSize(points, expected);
             QVERIFY(pixels.width() <= folio::kMaxPageSide && pixels.height() <= folio::kMaxPageSide);
         }
+    }
+
+    void scanRenderDpi_data() {
+        QTest::addColumn<double>("imageDpi");
+        QTest::addColumn<int>("dpi");
+        QTest::addColumn<int>("expected");
+        QTest::newRow("no scan") << 0.0 << 200 << 200;
+        QTest::newRow("scan finer than asked") << 300.0 << 200 << 200;
+        QTest::newRow("150 DPI scan") << 150.0 << 200 << 150;
+        QTest::newRow("just over 100 DPI") << 100.07 << 200 << 100;
+        QTest::newRow("nearer the next") << 120.6 << 200 << 121;
+        QTest::newRow("coarser than the least") << 10.0 << 200 << folio::kMinDpi;
+        QTest::newRow("asked for less") << 100.0 << 72 << 72;
+    }
+
+    void scanRenderDpi() {
+        QFETCH(double, imageDpi);
+        QFETCH(int, dpi);
+        QFETCH(int, expected);
+        QCOMPARE(folio::scanRenderDpi(imageDpi, dpi), expected);
+    }
+
+    void scannedPageRendersAtItsScanResolution_data() {
+        QTest::addColumn<QSize>("imagePixels");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("dpi");
+        QTest::addColumn<int>("expectedDpi");
+        QTest::addColumn<QSize>("expectedPixels");
+        // A4 is 595x842 pt, 8.26x11.69 in: 827x1169 pixels are 100 DPI.
+        QTest::newRow("100 DPI scan") << QSize(827, 1169) << QString() << 200 << 100 << QSize(826, 1169);
+        QTest::newRow("300 DPI scan") << QSize(2480, 3508) << QString() << 200 << 200 << QSize(1653, 2339);
+        QTest::newRow("text and a small image")
+            << QSize() << QStringLiteral("Vector text") << 200 << 200 << QSize(1653, 2339);
+        QTest::newRow("100 DPI scan, 72 asked")
+            << QSize(827, 1169) << QString() << 72 << 72 << QSize(595, 842);
+    }
+
+    void scannedPageRendersAtItsScanResolution() {
+        QFETCH(QSize, imagePixels);
+        QFETCH(QString, text);
+        QFETCH(int, dpi);
+        QFETCH(int, expectedDpi);
+        QFETCH(QSize, expectedPixels);
+        const QString file = path(QStringLiteral("image-page.pdf"));
+        writeImagePage(file, imagePixels, text);
+        PdfDocument document(file, DocumentOptions{dpi, {}});
+        if (text.isEmpty()) {
+            // The image is stored at its own size: its resolution over the page is its pixels over A4.
+            QVERIFY2(qAbs(document.scanDpi(0) - imagePixels.width() * 72.0 / kA4.width()) < 0.5,
+                     qPrintable(QString::number(document.scanDpi(0))));
+        } else {
+            QCOMPARE(document.scanDpi(0), 0.0);
+        }
+        QCOMPARE(document.renderDpi(0), expectedDpi);
+        QCOMPARE(document.pageSizeHint(0), expectedPixels);
+        const folio::RenderedPage rendered = document.renderPage(0);
+        QCOMPARE(rendered.dpi, expectedDpi);
+        QCOMPARE(rendered.image.size(), expectedPixels);
+    }
+
+    void scanIsToldFromWhatThePageDraws_data() {
+        QTest::addColumn<QByteArray>("content");
+        QTest::addColumn<QByteArray>("pageEntries");
+        QTest::addColumn<int>("expectedDpi");
+        const QByteArray scan = "q 612 0 0 792 0 0 cm /Scan Do Q";
+        QTest::newRow("the scan alone") << scan << QByteArray() << 150;
+        QTest::newRow("drawn upside down")
+            << QByteArray("q -612 0 0 -792 612 792 cm /Scan Do Q") << QByteArray() << 150;
+        QTest::newRow("through a form") << QByteArray("/Form Do") << QByteArray() << 150;
+        QTest::newRow("a quarter turned page") << scan << QByteArray("/Rotate 90") << 150;
+        QTest::newRow("invisible text over it")
+            << scan + " BT 3 Tr /F1 12 Tf 72 700 Td (recognized) Tj ET" << QByteArray() << 150;
+        QTest::newRow("visible text over it")
+            << scan + " BT /F1 12 Tf 72 700 Td (printed) Tj ET" << QByteArray() << 200;
+        QTest::newRow("over half the page")
+            << QByteArray("q 612 0 0 396 0 0 cm /Scan Do Q") << QByteArray() << 200;
+        QTest::newRow("turned 45 degrees")
+            << QByteArray("q 433 433 -560 560 306 0 cm /Scan Do Q") << QByteArray() << 200;
+        QTest::newRow("cropped to its middle") << scan << QByteArray("/CropBox [153 198 459 594]") << 150;
+        QTest::newRow("nothing drawn") << QByteArray() << QByteArray() << 200;
+    }
+
+    void scanIsToldFromWhatThePageDraws() {
+        QFETCH(QByteArray, content);
+        QFETCH(QByteArray, pageEntries);
+        QFETCH(int, expectedDpi);
+        const QString file = path(QStringLiteral("hand-built-scan.pdf"));
+        folio::test::writeFile(file, handBuiltScan(content, pageEntries));
+        PdfDocument document(file);
+        QCOMPARE(document.renderDpi(0), expectedDpi);
+        const folio::RenderedPage rendered = document.renderPage(0);
+        QCOMPARE(rendered.dpi, expectedDpi);
+        QCOMPARE(rendered.image.size(), folio::pagePixelSize(document.pageSizePoints(0), expectedDpi));
+    }
+
+    void contentQpdfCannotReadRendersAtTheAskedDpi() {
+        // The xref table points nowhere; poppler rebuilds it. Whatever qpdf makes of it, the page renders.
+        const QString file = path(QStringLiteral("bad-xref-scan.pdf"));
+        QByteArray bytes = handBuiltScan("q 612 0 0 792 0 0 cm /Scan Do Q");
+        const qsizetype xref = bytes.lastIndexOf("xref\n");
+        bytes.replace(xref + 5, 3, "0 9");  // a table of the wrong size
+        folio::test::writeFile(file, bytes);
+        PdfDocument document(file);
+        const folio::RenderedPage rendered = document.renderPage(0);
+        QVERIFY(rendered.dpi == 150 || rendered.dpi == 200);
+        QCOMPARE(rendered.image.size(), folio::pagePixelSize(document.pageSizePoints(0), rendered.dpi));
     }
 
     void rotatedPageIsSizedAndRenderedUpright() {

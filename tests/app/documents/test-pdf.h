@@ -85,15 +85,15 @@ inline QByteArray padded(const QByteArray& password) {
 }  // namespace detail
 
 // A one-page PDF built object by object: the catalog (1), the page tree (2), the page (3) with `pageEntries`
-// added to its dictionary, its content stream (4), then `extraObjects` (5 on); `trailerEntries` are added to
-// the trailer.
+// added to its dictionary and `resources` as its resources, its content stream (4), then `extraObjects` (5
+// on); `trailerEntries` are added to the trailer.
 inline QByteArray buildPdf(const QByteArray& pageEntries, const QByteArray& content,
                            const std::vector<QByteArray>& extraObjects = {},
-                           const QByteArray& trailerEntries = {}) {
+                           const QByteArray& trailerEntries = {}, const QByteArray& resources = "<< >>") {
     std::vector<QByteArray> objects = {
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /Contents 4 0 R /Resources << >> " + pageEntries + " >>",
+        "<< /Type /Page /Parent 2 0 R /Contents 4 0 R /Resources " + resources + " " + pageEntries + " >>",
         "<< /Length " + QByteArray::number(content.size()) + " >>\nstream\n" + content + "\nendstream",
     };
     objects.insert(objects.end(), extraObjects.begin(), extraObjects.end());

@@ -247,14 +247,16 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         const StackPlan plan = planStacks(labels, boxes, canStack, sizes);
         std::vector<BlockResult> ordered;
         std::vector<std::pair<QImage, QString>> requestCrops;
+        std::vector<int> newIds(result.blocks.size(), -1);  // by index as laid out
         for (const StackPlan::Entry& entry : plan.entries) {
             BlockResult block = result.blocks[static_cast<size_t>(entry.block)];
             QImage crop = crops[static_cast<size_t>(entry.block)];
             block.id = static_cast<int>(ordered.size());
+            newIds[static_cast<size_t>(entry.block)] = block.id;
             const bool follower = entry.group >= 0 && entry.members.empty();
             if (entry.group >= 0) {
-                // Ids are given in the new order; a group's first block comes first.
-                block.groupId = entry.members.empty() ? -2 : block.id;
+                // A group's first block comes before the others in the plan, so its new id is known.
+                block.groupId = newIds[static_cast<size_t>(entry.group)];
             }
             if (!entry.members.empty()) {
                 std::vector<QImage> parts;
@@ -279,15 +281,6 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 requestCrops.emplace_back(crop, task);
             }
             ordered.push_back(std::move(block));
-        }
-        // Followers of a group point at its first block.
-        int leader = -1;
-        for (BlockResult& block : ordered) {
-            if (block.groupId >= 0) {
-                leader = block.groupId;
-            } else if (block.groupId == -2) {
-                block.groupId = leader;
-            }
         }
         result.blocks = std::move(ordered);
         result.image = std::move(input.image);

@@ -25,6 +25,16 @@
 
 namespace folio::test {
 
+// Bytes that do not repeat, so that a byte out of place changes the hash.
+inline std::string noise(size_t n, uint32_t seed) {
+    std::string bytes(n, '\0');
+    for (size_t i = 0; i < n; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        bytes[i] = static_cast<char>(seed >> 24);
+    }
+    return bytes;
+}
+
 inline std::string hex_digest(const EVP_MD* md, const std::string& prefix, const std::string& content) {
     std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
     unsigned int n = 0;

@@ -27,20 +27,11 @@ namespace fs = std::filesystem;
 using test::FakeFile;
 using test::FakeHub;
 using test::FakeRepo;
+using test::noise;
 using test::TempDir;
 
 constexpr const char* kRepo = "folio-test/tiny-ocr";
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
-
-// Bytes that do not repeat, so that a byte out of place changes the hash.
-std::string noise(size_t n, uint32_t seed) {
-    std::string bytes(n, '\0');
-    for (size_t i = 0; i < n; ++i) {
-        seed = seed * 1664525u + 1013904223u;
-        bytes[i] = static_cast<char>(seed >> 24);
-    }
-    return bytes;
-}
 
 std::string weights_image() {
     std::vector<float> values(64 * 1024);

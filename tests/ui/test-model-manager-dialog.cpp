@@ -21,17 +21,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::noise;
+
 constexpr const char* kRepo = "folio-test/tiny-ocr";
 constexpr const char* kLayoutRepo = "folio-test/tiny-layout";
-
-std::string noise(size_t n, uint32_t seed) {
-    std::string bytes(n, '\0');
-    for (size_t i = 0; i < n; ++i) {
-        seed = seed * 1664525u + 1013904223u;
-        bytes[i] = static_cast<char>(seed >> 24);
-    }
-    return bytes;
-}
 
 std::string weights(size_t rows) {
     std::vector<float> values(rows * 256);

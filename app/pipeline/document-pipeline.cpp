@@ -35,8 +35,9 @@ double msSince(Clock::time_point start) {
 
 // One request: the block it recognises and what came back.
 struct BlockRequest {
-    int block = 0;   // index into the page's blocks
-    QSize cropSize;  // the image the model saw
+    int block = 0;    // index into the page's blocks
+    int nBlocks = 1;  // the blocks it reads: more than one where blocks were stacked into one crop
+    QSize cropSize;   // the image the model saw
     std::string text;
     int nTokens = 0;
     bool done = false;
@@ -277,7 +278,8 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                     }
                 }
                 block.task = task;
-                page->requests.push_back({block.id, crop.size(), {}, 0, false, std::nullopt, {}});
+                const int nBlocks = entry.members.empty() ? 1 : static_cast<int>(entry.members.size());
+                page->requests.push_back({block.id, nBlocks, crop.size(), {}, 0, false, std::nullopt, {}});
                 requestCrops.emplace_back(crop, task);
             }
             ordered.push_back(std::move(block));
@@ -520,8 +522,10 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             observer.documentStarted(started_doc->info);
         } else if (auto* ready = std::get_if<PageReady>(&event)) {
             PageState& page = *ready->page;
-            progress.blocksTotal += static_cast<int>(page.requests.size());
-            summary.blocks += static_cast<int>(page.requests.size());
+            for (const BlockRequest& request : page.requests) {
+                progress.blocksTotal += request.nBlocks;
+                summary.blocks += request.nBlocks;
+            }
             pages[ready->serial] = ready->page;
             slots.push_back({Slot::Kind::Page, ready->serial, page.document, {}});
             if (page.result.error.isEmpty()) {
@@ -546,7 +550,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 request.finish = output->output.finish;
                 request.error = output->output.error;
                 --page.pending;
-                ++progress.blocksDone;
+                progress.blocksDone += request.nBlocks;
             }
             report(false);
         } else if (auto* ended = std::get_if<DocumentEnded>(&event)) {

@@ -6,12 +6,15 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QListWidget>
+#include <QMap>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QTest>
 #include <QTimer>
 #include <QWebEngineView>
+#include <algorithm>
 #include <memory>
 
 #include "block-item.h"
@@ -52,6 +55,61 @@ qint64 runQueueWaitMs() {
     const QList<QByteArray> fields = file.readAll().split(' ');
     return fields.size() >= 2 ? fields[1].toLongLong() / 1000000 : 0;
 }
+
+// The application, counting the events it delivers on the GUI thread between two watchdog turns so that a
+// long step can be explained: which receivers and event types filled it.
+class CountingApplication : public QApplication {
+public:
+    using QApplication::QApplication;
+
+    bool notify(QObject* receiver, QEvent* event) override {
+        if (!counting_ || QThread::currentThread() != thread()) {
+            return QApplication::notify(receiver, event);
+        }
+        QElapsedTimer timer;
+        timer.start();
+        const QString key = QStringLiteral("%1/%2").arg(QString::fromLatin1(receiver->metaObject()->className()))
+                                .arg(static_cast<int>(event->type()));
+        const bool result = QApplication::notify(receiver, event);
+        Tally& tally = tallies_[key];
+        tally.count += 1;
+        tally.us += timer.nsecsElapsed() / 1000;
+        return result;
+    }
+
+    void setCounting(bool on) {
+        counting_ = on;
+        tallies_.clear();
+    }
+
+    // The receivers and event types since the last call with their counts and time (nested events counted
+    // in their parents too), the costliest first; the tally starts again.
+    QString takeSummary() {
+        QList<std::pair<QString, Tally>> entries;
+        for (auto it = tallies_.constBegin(); it != tallies_.constEnd(); ++it) {
+            entries.append({it.key(), it.value()});
+        }
+        std::sort(entries.begin(), entries.end(),
+                  [](const auto& a, const auto& b) { return a.second.us > b.second.us; });
+        QStringList parts;
+        for (qsizetype i = 0; i < std::min<qsizetype>(entries.size(), 4); ++i) {
+            parts << QStringLiteral("%1 x%2 %3 ms")
+                         .arg(entries[i].first)
+                         .arg(entries[i].second.count)
+                         .arg(entries[i].second.us / 1000);
+        }
+        tallies_.clear();
+        return parts.join(QStringLiteral(", "));
+    }
+
+private:
+    struct Tally {
+        qint64 count = 0;
+        qint64 us = 0;
+    };
+    bool counting_ = false;
+    QMap<QString, Tally> tallies_;
+};
 
 }  // namespace
 
@@ -184,27 +242,35 @@ private Q_SLOTS:
         qint64 lastQueued = 0;
         qint64 longest = 0;
         qint64 longestWall = 0;
+        QString longestEvents;  // what the GUI thread delivered in the longest step
+        auto* app = static_cast<CountingApplication*>(QCoreApplication::instance());
         QTimer watchdog;
         watchdog.setInterval(5);
         connect(&watchdog, &QTimer::timeout, this, [&] {
             const qint64 now = clock.elapsed();
             const qint64 queued = runQueueWaitMs();
             longestWall = std::max(longestWall, now - last);
-            longest = std::max(longest, now - last - (queued - lastQueued));
+            const QString events = app->takeSummary();
+            if (now - last - (queued - lastQueued) > longest) {
+                longest = now - last - (queued - lastQueued);
+                longestEvents = events;
+            }
             last = now;
             lastQueued = queued;
         });
         QSignalSpy finished(jobs_, &JobController::jobFinished);
         clock.start();
         lastQueued = runQueueWaitMs();
+        app->setCounting(true);
         watchdog.start();
         window_->openFiles({path});
         const int doc = window_->currentDocument();
         QVERIFY(finished.wait(400000));
         watchdog.stop();
+        app->setCounting(false);
         QCOMPARE(model_->document(doc).pagesDone, 50);
-        qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms", longest,
-              longestWall, clock.elapsed());
+        qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms; its events: %s", longest,
+              longestWall, clock.elapsed(), qPrintable(longestEvents));
         QVERIFY2(longest < 100, qPrintable(QStringLiteral("%1 ms").arg(longest)));
     }
 
@@ -218,7 +284,7 @@ private Q_SLOTS:
 
 int main(int argc, char** argv) {
     QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
-    QApplication app(argc, argv);
+    CountingApplication app(argc, argv);
     QStandardPaths::setTestModeEnabled(true);  // recent files in a settings file of the tests' own
     TestMainWindow test;
     return QTest::qExec(&test, argc, argv);

@@ -101,6 +101,7 @@ void MainWindow::createLayout() {
     pages_->setIconSize(QSize(96, 128));
     pages_->setGridSize(QSize(116, 156));
     pages_->setSpacing(4);
+    pages_->setUniformItemSizes(true);  // one size for every thumbnail: a page changing lays nothing out again
     left->addWidget(documents_);
     left->addWidget(pages_);
     left->setStretchFactor(0, 1);

@@ -6,6 +6,7 @@
 #include <QGraphicsScene>
 #include <QMouseEvent>
 #include <QScrollBar>
+#include <QStyle>
 #include <QWheelEvent>
 #include <cmath>
 #include <memory>
@@ -35,6 +36,7 @@ void PageView::showPage(int doc, int page) {
     fitted_ = true;
     rebuild();
     fitWidth();
+    verticalScrollBar()->setValue(verticalScrollBar()->minimum());  // a new page starts at its top
 }
 
 void PageView::updatePixmap() {
@@ -157,13 +159,16 @@ void PageView::setZoom(double z) {
 }
 
 void PageView::fitWidth() {
-    if (paper_ == nullptr || paper_->rect().width() <= 0) {
+    const QRectF sceneBox = sceneRect();
+    if (paper_ == nullptr || sceneBox.width() <= 0) {
         return;
     }
-    const double available = viewport()->width() - 32;
-    setZoom(available / paper_->rect().width());
+    // The width as if the vertical scroll bar were shown, whether it is or not: a zoom that followed the
+    // bar would hide it, widen the view, zoom in, show it again and so on, one queued layout after another.
+    const int bar = style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, verticalScrollBar());
+    const double available = maximumViewportSize().width() - bar - 2;
+    setZoom(available / sceneBox.width());
     fitted_ = true;
-    centerOn(paper_->rect().center().x(), 0);
 }
 
 void PageView::setDrawMode(bool on) {

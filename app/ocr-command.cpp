@@ -73,20 +73,16 @@ std::string duration_text(double seconds) {
 }
 
 std::vector<ExportFormat> parse_formats(const std::string& text) {
-    static const std::map<std::string, ExportFormat> kNames = {
-        {"md", ExportFormat::Markdown}, {"markdown", ExportFormat::Markdown}, {"json", ExportFormat::Json},
-        {"html", ExportFormat::Html},   {"pdf", ExportFormat::SearchablePdf}, {"xlsx", ExportFormat::Xlsx},
-    };
     std::vector<ExportFormat> formats;
     std::stringstream parts(text);
     std::string part;
     while (std::getline(parts, part, ',')) {
-        const auto it = kNames.find(part);
-        if (it == kNames.end()) {
+        const std::optional<ExportFormat> format = exportFormatFromName(QString::fromStdString(part));
+        if (!format) {
             fail("--format: unknown format \"", part, "\" (expected md, json, html, pdf or xlsx)");
         }
-        if (std::find(formats.begin(), formats.end(), it->second) == formats.end()) {
-            formats.push_back(it->second);
+        if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
+            formats.push_back(*format);
         }
     }
     if (formats.empty()) {

@@ -1,24 +1,21 @@
 // folio: the desktop application. Opens the files named on the command line, finds the installed
-// PaddleOCR-VL model (or the one --model names) and loads it on the GPU in the background.
+// PaddleOCR-VL model (the settings' or the one --model names) and loads it in the background on the settings'
+// device; a first start without a model opens the model manager.
 //
 //   folio [FILE|FOLDER...] [--model DIR|ORG/NAME] [--device cuda[:N]|cpu] [--threads N]
 #include <QApplication>
 #include <QCommandLineParser>
-#include <QDir>
 #include <QDockWidget>
-#include <QSettings>
 #include <memory>
 
 #include "chat-panel.h"
-#include "cli-options.h"
-#include "device-memory.h"
 #include "document-model.h"
 #include "engine-host.h"
 #include "hub-settings.h"
-#include "installed-models.h"
 #include "job-controller.h"
 #include "main-window.h"
 #include "model-manager-dialog.h"
+#include "settings-binding.h"
 #include "settings-dialog.h"
 #include "settings.h"
 #include "translation-loader.h"
@@ -36,11 +33,12 @@ int main(int argc, char** argv) {
         QStringLiteral("Documents to Markdown with PaddleOCR-VL on the local GPU"));
     parser.addHelpOption();
     parser.addVersionOption();
-    const QCommandLineOption modelOption(QStringLiteral("model"),
-                                         QStringLiteral("Recognition model folder or ORG/NAME."),
-                                         QStringLiteral("DIR"));
+    const QCommandLineOption modelOption(
+        QStringLiteral("model"),
+        QStringLiteral("Recognition model folder or ORG/NAME (default: the settings' model)."),
+        QStringLiteral("DIR"));
     const QCommandLineOption deviceOption(
-        QStringLiteral("device"), QStringLiteral("cuda, cuda:N or cpu (default: cuda where built with it)."),
+        QStringLiteral("device"), QStringLiteral("cuda, cuda:N or cpu (default: the settings' device)."),
         QStringLiteral("DEVICE"));
     const QCommandLineOption threadsOption(QStringLiteral("threads"),
                                            QStringLiteral("CPU threads (cpu device)."), QStringLiteral("N"),
@@ -49,12 +47,6 @@ int main(int argc, char** argv) {
     parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("PDFs, images or folders to open."));
     parser.process(app);
 
-#ifdef FOLIO_WITH_CUDA
-    const QString defaultDevice = QStringLiteral("cuda");
-#else
-    const QString defaultDevice = QStringLiteral("cpu");
-#endif
-    const QString device = parser.isSet(deviceOption) ? parser.value(deviceOption) : defaultDevice;
     const int threads = parser.value(threadsOption).toInt();
 
     // The interface's language: the settings' choice, else the system locale's.
@@ -82,69 +74,44 @@ int main(int argc, char** argv) {
         }
     });
 
-    // The model manager: installed models and downloads; the model chosen is loaded.
-    const auto openModelManager = [&window] {
+    // The settings drive the engine, the documents and the exports; the command line's model and device
+    // come first until the user changes them.
+    folio::SettingsBinding::Overrides overrides;
+    overrides.model = parser.value(modelOption);
+    overrides.device = parser.value(deviceOption);
+    overrides.cpuThreads = threads;
+    folio::SettingsBinding binding(settings, window, engine, jobs, overrides);
+
+    // The model manager: installed models and downloads; the model chosen becomes the settings' model, which
+    // loads it.
+    const auto openModelManager = [&window, &settings] {
         folio::ModelManagerDialog dialog(folio::hub::hub_settings_from_environment(), &window);
         QObject::connect(&dialog, &folio::ModelManagerDialog::modelChosen, &window,
-                         [&window](const QString& folder, const QString&) {
-                             try {
-                                 QString note;
-                                 const folio::ModelFolders models = folio::modelsForFolder(folder, &note);
-                                 if (!note.isEmpty()) {
-                                     window.reportError(note);
-                                 }
-                                 window.loadModels(models);
-                             } catch (const std::exception& e) {
-                                 window.reportError(QString::fromUtf8(e.what()));
+                         [&window, &settings](const QString& folder, const QString&) {
+                             folio::SettingsValues values = settings.values();
+                             values.model = folder;
+                             values.layoutModel.clear();  // the one released with it
+                             const QList<folio::SettingsProblem> problems = settings.apply(values);
+                             for (const folio::SettingsProblem& problem : problems) {
+                                 window.reportError(problem.message);
                              }
                          });
         dialog.exec();
     };
     QObject::connect(&window, &folio::MainWindow::modelManagerRequested, &window, openModelManager);
-    QObject::connect(&window, &folio::MainWindow::settingsRequested, &window, [&window, &settings, openModelManager] {
-        folio::SettingsDialog dialog(settings, &window);
-        QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog, openModelManager);
-        dialog.exec();
-    });
+    // A first start without a model: the model manager, once the window shows.
+    QObject::connect(&window, &folio::MainWindow::modelsMissing, &window, openModelManager,
+                     Qt::QueuedConnection);
+    QObject::connect(&window, &folio::MainWindow::settingsRequested, &window,
+                     [&window, &settings, openModelManager] {
+                         folio::SettingsDialog dialog(settings, &window);
+                         QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog,
+                                          openModelManager);
+                         dialog.exec();
+                     });
 
-    const std::string deviceName = device.toStdString();
-    window.setEngineFactory(
-        [deviceName, threads](const folio::ModelFolders& models) {
-            folio::ServiceParams params;
-            params.device.make_backend = [deviceName, threads] {
-                return folio::cli::make_backend(deviceName, threads);
-            };
-            std::vector<std::string> args = {"folio", "--device", deviceName};
-            std::vector<char*> pointers;
-            for (std::string& a : args) {
-                pointers.push_back(a.data());
-            }
-            const folio::cli::Options options(static_cast<int>(pointers.size()), pointers.data(), 1);
-            params.device.free_memory = folio::cli::device_free_memory(options);
-            params.models.push_back({folio::ModelRole::Recognition, models.recognition.toStdString(), {}});
-            if (!models.layout.isEmpty()) {
-                folio::ModelSlot layout{folio::ModelRole::Layout, models.layout.toStdString(), {}};
-                params.models.push_back(std::move(layout));
-            }
-            return params;
-        },
-        device == QLatin1String("cpu") ? QStringLiteral("CPU") : device.toUpper());
     window.show();
-
-    if (parser.isSet(modelOption)) {
-        try {
-            QString note;
-            const folio::ModelFolders models = folio::modelsForFolder(parser.value(modelOption), &note);
-            if (!note.isEmpty()) {
-                window.reportError(note);
-            }
-            window.loadModels(models);
-        } catch (const std::exception& e) {
-            window.reportError(QString::fromUtf8(e.what()));
-        }
-    } else {
-        window.findAndLoadModels();
-    }
+    binding.start();
     if (!parser.positionalArguments().isEmpty()) {
         window.openFiles(parser.positionalArguments());
     }

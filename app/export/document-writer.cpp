@@ -1,5 +1,7 @@
 #include "document-writer.h"
 
+#include <QMap>
+
 #include "error.h"
 #include "html-writer.h"
 #include "json-writer.h"
@@ -17,6 +19,19 @@ QSet<QString> defaultMarkdownLabels() {
         labels.remove(QLatin1String(ignored));
     }
     return labels;
+}
+
+std::optional<ExportFormat> exportFormatFromName(const QString& name) {
+    static const QMap<QString, ExportFormat> kNames = {
+        {QStringLiteral("md"), ExportFormat::Markdown},
+        {QStringLiteral("markdown"), ExportFormat::Markdown},
+        {QStringLiteral("json"), ExportFormat::Json},
+        {QStringLiteral("html"), ExportFormat::Html},
+        {QStringLiteral("pdf"), ExportFormat::SearchablePdf},
+        {QStringLiteral("xlsx"), ExportFormat::Xlsx},
+    };
+    const auto it = kNames.constFind(name);
+    return it == kNames.constEnd() ? std::nullopt : std::optional<ExportFormat>(*it);
 }
 
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options) {

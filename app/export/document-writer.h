@@ -7,6 +7,7 @@
 #include <QString>
 #include <QStringList>
 #include <memory>
+#include <optional>
 
 #include "page-result.h"
 
@@ -24,6 +25,9 @@ struct ExportOptions {
 // Every label Markdown has a form for except number, footnote, header, header_image, footer, footer_image and
 // aside_text (PaddleOCR-VL's markdown_ignore_labels). formula_number never reaches Markdown.
 QSet<QString> defaultMarkdownLabels();
+
+// A format by the name folio-cli's --format and the settings use: md (or markdown), json, html, pdf, xlsx.
+std::optional<ExportFormat> exportFormatFromName(const QString& name);
 
 // options.markdownLabels, or defaultMarkdownLabels() where it is empty.
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options);

@@ -46,7 +46,47 @@ EngineHost::EngineHost(QObject* parent) : QObject(parent) {
     connect(&statsTimer_, &QTimer::timeout, this, [this] { Q_EMIT statsChanged(service_.stats()); });
 }
 
-EngineHost::~EngineHost() = default;
+EngineHost::~EngineHost() {
+    if (reconfigurer_.joinable()) {
+        reconfigurer_.join();
+    }
+}
+
+void EngineHost::reconfigure(const EngineConfig& config) {
+    if (reconfiguring_) {
+        Q_EMIT reconfigureFailed(QStringLiteral("The engine is already applying other settings"));
+        return;
+    }
+    if (reconfigurer_.joinable()) {
+        reconfigurer_.join();
+    }
+    reconfiguring_ = true;
+    statsTimer_.stop();
+    Q_EMIT loadProgress(QStringLiteral("Applying settings"), -1);
+    reconfigurer_ = std::thread([this, config] {
+        QString error;
+        try {
+            service_.reconfigure(config);
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, error] {
+                reconfiguring_ = false;
+                if (service_.status().state == ServiceState::Ready) {
+                    Q_EMIT statsChanged(service_.stats());
+                    statsTimer_.start();
+                }
+                if (error.isEmpty()) {
+                    Q_EMIT reconfigured();
+                } else {
+                    Q_EMIT reconfigureFailed(error);
+                }
+            },
+            Qt::QueuedConnection);
+    });
+}
 
 void EngineHost::load(ServiceParams params, const ModelFolders& models, const QString& deviceName) {
     statsTimer_.stop();

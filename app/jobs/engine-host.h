@@ -5,6 +5,7 @@
 #include <QObject>
 #include <QString>
 #include <QTimer>
+#include <thread>
 
 #include "engine-service.h"
 
@@ -34,6 +35,11 @@ public:
     // end in loadFailed.
     void load(ServiceParams params, const ModelFolders& models, const QString& deviceName);
     void cancelLoad() { service_.cancel_load(); }
+    // Rebuilds the loaded engine with other options on a thread of its own (the models stay): ends in
+    // reconfigured(), or reconfigureFailed() with the previous options back in place. The requests the
+    // engine holds end, so callers wait for runs to finish first.
+    void reconfigure(const EngineConfig& config);
+    bool isReconfiguring() const { return reconfiguring_; }
 
     // How often the statistics are read while the engine is ready.
     void setStatsInterval(int ms) { statsTimer_.setInterval(ms); }
@@ -43,12 +49,16 @@ Q_SIGNALS:
     void loadProgress(const QString& phase, int percent);
     void loaded();
     void loadFailed(const QString& message);
+    void reconfigured();
+    void reconfigureFailed(const QString& message);
     void statsChanged(const folio::ServiceStats& stats);
 
 private:
     void poll();
 
     EngineService service_;
+    std::thread reconfigurer_;
+    bool reconfiguring_ = false;
     QTimer loadTimer_;
     QTimer statsTimer_;
     QString deviceName_;

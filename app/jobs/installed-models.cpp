@@ -13,7 +13,7 @@ QStringList defaultRecognitionRepos() {
             QStringLiteral("PaddlePaddle/PaddleOCR-VL")};
 }
 
-ModelFolders modelsForFolder(const QString& spec, QString* note) {
+ModelFolders modelsForFolder(const QString& spec, QString* note, const QString& layoutSpec) {
     const hub::HubSettings settings = hub::hub_settings_from_environment();
     hub::LocateOptions options;
     options.kind = hub::ModelKind::Recognition;
@@ -22,7 +22,12 @@ ModelFolders modelsForFolder(const QString& spec, QString* note) {
     folders.recognition = QString::fromStdString(model.dir.string());
     folders.description =
         QString::fromStdString(model.repo.empty() ? model.dir.filename().string() : model.repo);
-    if (const std::optional<std::string> paired = hub::paired_layout_repo(model)) {
+    if (!layoutSpec.trimmed().isEmpty()) {
+        hub::LocateOptions layoutOptions;
+        layoutOptions.kind = hub::ModelKind::Layout;
+        folders.layout = QString::fromStdString(
+            hub::locate_model(layoutSpec.trimmed().toStdString(), settings, layoutOptions).dir.string());
+    } else if (const std::optional<std::string> paired = hub::paired_layout_repo(model)) {
         try {
             hub::LocateOptions layoutOptions;
             layoutOptions.kind = hub::ModelKind::Layout;

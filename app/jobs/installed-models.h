@@ -17,8 +17,8 @@ QStringList defaultRecognitionRepos();
 std::optional<ModelFolders> findInstalledModels(QString* why);
 
 // A recognition model folder or ORG/NAME the user named, with its paired layout model where one is installed
-// (a missing layout model leaves layout empty and says so in `note`). Throws folio::Error naming what is
-// wrong with the folder.
-ModelFolders modelsForFolder(const QString& spec, QString* note);
+// (a missing layout model leaves layout empty and says so in `note`), or the layout model layoutSpec names.
+// Throws folio::Error naming what is wrong with either folder.
+ModelFolders modelsForFolder(const QString& spec, QString* note, const QString& layoutSpec = {});
 
 }  // namespace folio

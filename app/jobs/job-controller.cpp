@@ -10,8 +10,8 @@
 
 #include "block-content.h"
 #include "block-crop.h"
-#include "page-image.h"
 #include "block-task.h"
+#include "page-image.h"
 #include "page-range.h"
 #include "source-input.h"
 
@@ -217,8 +217,13 @@ void JobController::startQueued() {
     startNext();
 }
 
+void JobController::setHeld(bool held) {
+    held_ = held;
+    startNext();
+}
+
 void JobController::startNext() {
-    if (isRunning() || queue_.isEmpty()) {
+    if (held_ || isRunning() || queue_.isEmpty()) {
         return;
     }
     if (service_.status().state != ServiceState::Ready) {

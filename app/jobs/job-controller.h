@@ -51,6 +51,9 @@ public:
     // Stops the run under way (pages finished stay) and drops the queued documents.
     void cancel();
     bool isRunning() const { return worker_.joinable(); }
+    // While held, queued documents wait (the engine applies new settings); releasing starts them.
+    void setHeld(bool held);
+    bool isHeld() const { return held_; }
     const PipelineProgress& progress() const { return progress_; }
 
     // Runs one block again with another task (a prompt of blockTaskChoices()); its label follows the task.
@@ -92,6 +95,7 @@ private:
 
     EngineService& service_;
     DocumentModel& model_;
+    bool held_ = false;
     PipelineOptions pipelineOptions_;
     DocumentOptions documentOptions_;
     DocumentOpener opener_;

@@ -118,6 +118,12 @@ DocumentPipeline::DocumentPipeline(EngineService& service, DocumentOpener opener
     if (options_.recognition.maxNewTokens < 1) {
         fail("max new tokens must be at least 1, got ", options_.recognition.maxNewTokens);
     }
+    for (const auto& [label, threshold] : options_.labelThresholds) {
+        layout_label_id(label);  // throws for a name that is not a layout label
+        if (!(threshold >= 0.0F && threshold <= 1.0F)) {
+            fail("the layout threshold of ", label, " must be within 0..1, got ", threshold);
+        }
+    }
 }
 
 DocumentPipeline::~DocumentPipeline() = default;
@@ -144,6 +150,12 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             fail("the engine has no layout model loaded; load one or run without layout");
         }
         run.rules = options_.layoutRules ? *options_.layoutRules : rulesFor(*run.layout);
+        if (!options_.labelThresholds.empty()) {
+            run.rules.thresholds.resize(kLayoutLabelCount, run.rules.default_threshold);
+            for (const auto& [label, threshold] : options_.labelThresholds) {
+                run.rules.thresholds[static_cast<size_t>(layout_label_id(label))] = threshold;
+            }
+        }
     }
     const int64_t group = service_.create_group();
     group_.store(group);

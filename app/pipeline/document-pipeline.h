@@ -12,6 +12,7 @@
 #include <QStringList>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 
 #include "block-task.h"
@@ -30,6 +31,8 @@ struct PipelineOptions {
     QString wholePageLabel = QStringLiteral("ocr");
     // The layout rules; empty: PaddleOCR-VL's for PP-DocLayoutV2, PaddleOCR-VL-1.5's for V3.
     std::optional<LayoutRules> layoutRules;
+    // Score thresholds by label name over those of the rules (a user's settings), each in 0..1.
+    std::map<std::string, float> labelThresholds;
     int maxPagesInFlight = 8;
     int layoutBatch = 4;      // pages through the layout model together
     SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes

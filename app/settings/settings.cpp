@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cli-options.h"
+#include "compute-devices.h"
 #include "device-memory.h"
 #include "document-source.h"
 #include "error.h"
@@ -142,7 +143,8 @@ QStringList Settings::languages() {
 
 void Settings::load() {
     const QSettings& s = *store_;
-    const QString device = s.value(kDevice, QStringLiteral("cpu")).toString();
+    // A first start runs on the first CUDA device where there is one.
+    const QString device = s.value(kDevice, computeDevices().front().id).toString();
     const SettingsValues d = defaults(device);
     SettingsValues v = d;
     v.model = s.value(kModel, d.model).toString();

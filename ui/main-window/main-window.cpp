@@ -101,7 +101,13 @@ void MainWindow::createLayout() {
     pages_->setIconSize(QSize(96, 128));
     pages_->setGridSize(QSize(116, 156));
     pages_->setSpacing(4);
-    pages_->setUniformItemSizes(true);  // one size for every thumbnail: a page changing lays nothing out again
+    pages_->setUniformItemSizes(
+        true);  // one size for every thumbnail: a page changing lays nothing out again
+    // The scroll bar stays, so that its showing does not narrow the view and lay every thumbnail out again;
+    // a long document's thumbnails are laid out a hundred at a time between other events.
+    pages_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOn);
+    pages_->setLayoutMode(QListView::Batched);
+    pages_->setBatchSize(100);
     left->addWidget(documents_);
     left->addWidget(pages_);
     left->setStretchFactor(0, 1);
@@ -399,6 +405,23 @@ void MainWindow::connectModel() {
         reportError(tr("The model could not be loaded: %1").arg(message));
         updateActions();
     });
+    connect(&engine_, &EngineHost::reconfigured, this, [this] {
+        engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        statusBar()->showMessage(tr("Settings applied to the engine"), 6000);
+        jobs_.startQueued();
+        updateActions();
+    });
+    connect(&engine_, &EngineHost::reconfigureFailed, this, [this](const QString& message) {
+        if (engine_.state() == ServiceState::Ready) {
+            engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+            reportError(
+                tr("The settings could not be applied; the engine keeps its previous ones: %1").arg(message));
+        } else {
+            engineStatus_->setUnloaded(tr("No model loaded"));
+            reportError(tr("The engine stopped while applying the settings: %1").arg(message));
+        }
+        updateActions();
+    });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
 
     connect(exporter_, &DocumentExporter::finished, this, [this](int, const QStringList& files) {
@@ -470,6 +493,7 @@ void MainWindow::findAndLoadModels() {
                 statusBar()->showMessage(
                     tr("No PaddleOCR-VL model found: choose a model folder (File menu) or "
                        "download one with the model manager"));
+                Q_EMIT modelsMissing();
             },
             Qt::QueuedConnection);
     });
@@ -758,8 +782,17 @@ void MainWindow::exportDocument(int doc, const QString& folder, const QList<Expo
     }
     ExportOptions options;
     options.outputDir = QDir(folder).absolutePath();
+    options.markdownLabels = markdownLabels_;
     exporter_->exportDocument(doc, formats, options);
     statusBar()->showMessage(tr("Exporting to %1…").arg(options.outputDir));
+}
+
+void MainWindow::setExportDefaults(const QList<ExportFormat>& formats, const QSet<QString>& markdownLabels) {
+    if (!formats.isEmpty()) {
+        exportFormats_ = formats;
+    }
+    markdownLabels_ = markdownLabels;
+    resultView_->setMarkdownLabels(markdownLabels);
 }
 
 void MainWindow::exportWithDialog() {

@@ -74,6 +74,10 @@ public:
     void runCurrent();
     void cancelJobs();
     void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats);
+    // What exports write by default (the export dialog's choice until the user changes it) and the labels
+    // whose blocks reach Markdown and HTML (the result view dims the others).
+    void setExportDefaults(const QList<ExportFormat>& formats, const QSet<QString>& markdownLabels);
+    QList<ExportFormat> exportFormats() const { return exportFormats_; }
 
     // Parts, for tests and integration.
     PageView* pageView() const { return pageView_; }
@@ -92,6 +96,8 @@ public:
 Q_SIGNALS:
     void settingsRequested();
     void modelManagerRequested();
+    // No model was found installed (a first start): the app offers its model manager.
+    void modelsMissing();
     void currentPageChanged(int doc, int page);
     void blockSelected(int doc, int page, int blockId);
     void exportFinished(const QStringList& files);
@@ -161,6 +167,7 @@ private:
     bool runOnOpen_ = true;
     QString exportFolder_;
     QList<ExportFormat> exportFormats_{ExportFormat::Markdown, ExportFormat::Json};
+    QSet<QString> markdownLabels_ = defaultMarkdownLabels();
     QThreadPool lookups_;  // model lookups on disk; waited for before the window goes
 };
 

@@ -48,6 +48,11 @@ void PageView::updatePixmap() {
     const QImage& image = page.result.image.isNull() ? page.preview : page.result.image;
     fullImage_ = !page.result.image.isNull();
     paper_->setRect(0, 0, size.width(), size.height());
+    // The same image again (blocks changed, not the page) keeps the pixmap and its scaled cache.
+    if (image.cacheKey() == imageKey_ && !image.isNull()) {
+        return;
+    }
+    imageKey_ = image.cacheKey();
     if (image.isNull()) {
         pixmap_->setPixmap(QPixmap());
         return;
@@ -60,14 +65,27 @@ void PageView::updatePixmap() {
 void PageView::rebuild() {
     const int selected = selectedBlock();
     QGraphicsScene* s = scene();
-    s->clear();
+    // The block items go; the paper and the page image stay (their scaled cache with them).
+    for (BlockItem* item : std::as_const(items_)) {
+        const std::unique_ptr<BlockItem> gone(item);  // out of the scene, deleted here
+        s->removeItem(item);
+    }
     items_.clear();
-    drawing_ = nullptr;
-    paper_ = s->addRect(QRectF(), Qt::NoPen, Qt::white);
-    pixmap_ = s->addPixmap(QPixmap());
-    pixmap_->setTransformationMode(Qt::SmoothTransformation);
-    pixmap_->setCacheMode(QGraphicsItem::DeviceCoordinateCache);  // scaled once per zoom, not per repaint
+    if (drawing_ != nullptr) {
+        const std::unique_ptr<QGraphicsRectItem> gone(drawing_);
+        s->removeItem(drawing_);
+        drawing_ = nullptr;
+    }
+    if (paper_ == nullptr) {
+        paper_ = s->addRect(QRectF(), Qt::NoPen, Qt::white);
+        pixmap_ = s->addPixmap(QPixmap());
+        pixmap_->setTransformationMode(Qt::SmoothTransformation);
+        pixmap_->setCacheMode(QGraphicsItem::DeviceCoordinateCache);  // scaled once per zoom, not per repaint
+    }
     if (!model_.hasPage(doc_, page_)) {
+        paper_->setRect(QRectF());
+        pixmap_->setPixmap(QPixmap());
+        imageKey_ = 0;
         s->setSceneRect(QRectF());
         return;
     }

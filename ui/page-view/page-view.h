@@ -81,6 +81,7 @@ private:
     QHash<int, BlockItem*> items_;
     bool fitted_ = false;     // the zoom follows the width until the user zooms
     bool fullImage_ = false;  // the pixmap is the page image, not the preview
+    qint64 imageKey_ = 0;     // the cache key of the image the pixmap shows
     bool drawMode_ = false;
     QGraphicsRectItem* drawing_ = nullptr;
     QPointF drawStart_;

@@ -109,8 +109,8 @@ document.addEventListener('click', function (ev) {
 });
 )";
 
-bool isAsideLabel(const QString& label) {
-    return !markdownLabels().contains(label) || !defaultMarkdownLabels().contains(label);
+bool isAsideLabel(const QString& label, const QSet<QString>& chosen) {
+    return !markdownLabels().contains(label) || !chosen.contains(label);
 }
 
 QString imageDataUrl(const QImage& image) {
@@ -151,7 +151,8 @@ QString resultShellHtml() {
         .arg(QString::fromUtf8(kShellStyle), QString::fromUtf8(kShellScript));
 }
 
-QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult& block) {
+QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult& block,
+                        const QSet<QString>& markdownLabels) {
     QStringList classes{QStringLiteral("block")};
     QString inner;
     const bool follower = block.groupId >= 0 && block.groupId != block.id;
@@ -179,7 +180,7 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
                              : QStringLiteral("<p>(empty)</p>");
         }
     }
-    if (isAsideLabel(block.label)) {
+    if (isAsideLabel(block.label, markdownLabels)) {
         classes << QStringLiteral("aside");
     }
     return QStringLiteral(
@@ -191,7 +192,7 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
         .arg(labelColor(block.label).name(), labelTitle(block.label).toHtmlEscaped(), inner);
 }
 
-QString resultPageHtml(const PageEntry& page, int pageNumber) {
+QString resultPageHtml(const PageEntry& page, int pageNumber, const QSet<QString>& markdownLabels) {
     QString html = QStringLiteral("<div class=\"page-head\">Page %1</div>\n").arg(pageNumber + 1);
     if (!page.result.error.isEmpty()) {
         return html +
@@ -214,7 +215,7 @@ QString resultPageHtml(const PageEntry& page, int pageNumber) {
         return ka < kb;
     });
     for (const BlockResult* block : blocks) {
-        html += resultBlockHtml(page, pageNumber, *block);
+        html += resultBlockHtml(page, pageNumber, *block, markdownLabels);
     }
     return html;
 }

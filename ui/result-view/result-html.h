@@ -2,6 +2,7 @@
 // small functions to replace a page or a block and highlight one, and each page's and block's HTML.
 #pragma once
 
+#include <QSet>
 #include <QString>
 #include <QUrl>
 
@@ -17,10 +18,12 @@ QString resultShellHtml();
 QUrl resultShellBaseUrl();
 
 // A block as the result view shows it: a <div class="block"> carrying its page and id, with its content
-// (streamed text as plain text while recognition runs).
-QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult& block);
+// (streamed text as plain text while recognition runs); dimmed where its label does not reach Markdown
+// (the labels chosen in the settings).
+QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult& block,
+                        const QSet<QString>& markdownLabels);
 // A page's blocks in reading order, or its state (waiting, error).
-QString resultPageHtml(const PageEntry& page, int pageNumber);
+QString resultPageHtml(const PageEntry& page, int pageNumber, const QSet<QString>& markdownLabels);
 
 // Text as a JavaScript string literal.
 QString jsString(const QString& text);

@@ -80,6 +80,14 @@ void ResultView::showDocument(int doc) {
     renderAll();
 }
 
+void ResultView::setMarkdownLabels(const QSet<QString>& labels) {
+    if (labels == labels_) {
+        return;
+    }
+    labels_ = labels;
+    renderAll();
+}
+
 void ResultView::renderAll() {
     dirtyPages_.clear();
     dirtyBlocks_.clear();
@@ -129,7 +137,7 @@ void ResultView::flush() {
             if (model_.hasPage(doc_, p)) {
                 script += QStringLiteral("folio.setPage(%1,%2);\n")
                               .arg(p)
-                              .arg(jsString(resultPageHtml(model_.page(doc_, p), p)));
+                              .arg(jsString(resultPageHtml(model_.page(doc_, p), p, labels_)));
             }
         }
         for (const auto& [p, b] : std::as_const(dirtyBlocks_)) {
@@ -141,7 +149,7 @@ void ResultView::flush() {
                 script += QStringLiteral("folio.setBlock(%1,%2,%3);\n")
                               .arg(p)
                               .arg(b)
-                              .arg(jsString(resultBlockHtml(model_.page(doc_, p), p, *block)));
+                              .arg(jsString(resultBlockHtml(model_.page(doc_, p), p, *block, labels_)));
             }
         }
         dirtyPages_.clear();
@@ -167,7 +175,7 @@ void ResultView::rebuildSource() {
     for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
         const PageEntry& page = pages[static_cast<size_t>(p)];
         for (const BlockResult& block : page.result.blocks) {
-            if (!markdownLabels().contains(block.label)) {
+            if (!markdownLabels().contains(block.label) || !labels_.contains(block.label)) {
                 continue;
             }
             const QString imageLink =

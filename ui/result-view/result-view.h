@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "document-model.h"
+#include "document-writer.h"
 
 class QPlainTextEdit;
 class QTabWidget;
@@ -38,6 +39,9 @@ public:
     QTabWidget* tabs() const { return tabs_; }
     // Pushes pending updates to the page now instead of at the next tick (tests).
     void flush();
+    // The labels whose blocks reach Markdown: the source tab shows only them, the rendered tab dims the rest.
+    void setMarkdownLabels(const QSet<QString>& labels);
+    const QSet<QString>& markdownLabels() const { return labels_; }
 
 Q_SIGNALS:
     // The user clicked a block's result, in either tab.
@@ -59,6 +63,7 @@ private:
     QPlainTextEdit* source_ = nullptr;
     int doc_ = -1;
     bool ready_ = false;
+    QSet<QString> labels_ = defaultMarkdownLabels();
     QSet<int> dirtyPages_;
     QSet<std::pair<int, int>> dirtyBlocks_;
     bool sourceDirty_ = true;

@@ -16,6 +16,7 @@
 #endif
 #include "document-pipeline.h"
 #include "error.h"
+#include "layout/layout-labels.h"
 
 using namespace folio;
 using namespace std::chrono_literals;
@@ -261,6 +262,35 @@ private Q_SLOTS:
         o = options(false);
         o.maxPagesInFlight = 0;
         QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+        o = options(true);
+        o.labelThresholds = {{"no_such_label", 0.5F}};
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+        o.labelThresholds = {{"text", 1.5F}};
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+    }
+
+    // A label's threshold from the settings replaces the rules' own: at 1 for every label nothing is kept.
+    void labelThresholdsOverTheRules() {
+        PipelineOptions o = options(true);
+        LayoutRules rules = paddleocr_vl_1_5_layout_rules();
+        std::fill(rules.thresholds.begin(), rules.thresholds.end(), 0.0F);
+        rules.default_threshold = 0.0F;
+        o.layoutRules = rules;
+        for (const std::string_view label : kLayoutLabels) {
+            o.labelThresholds.emplace(std::string(label), 1.0F);
+        }
+        DocumentPipeline strict(service_, openFake, o);
+        Recorder recorder;
+        strict.run({"doc-2.pdf"}, recorder);
+        QCOMPARE(recorder.pages.size(), size_t{2});
+        for (const PageResult& page : recorder.pages) {
+            QVERIFY(page.blocks.empty());
+        }
+        o.labelThresholds.clear();
+        DocumentPipeline open(service_, openFake, o);
+        Recorder kept;
+        open.run({"doc-2.pdf"}, kept);
+        QVERIFY(!kept.pages.front().blocks.empty());
     }
 };
 

@@ -1,0 +1,180 @@
+// The settings as the running app follows them, on the fixture models (CPU backend) with the main window
+// under Xvfb: the settings' model loads at start, documents, layout and export take their values at once, an
+// engine option rebuilds the engine with its models, a new quantization loads them again, and an engine
+// change made while a document runs waits for the run to end.
+#include <QApplication>
+#include <QDir>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+#include <memory>
+
+#include "document-model.h"
+#include "engine-host.h"
+#include "error-panel.h"
+#include "fixture-engine.h"
+#include "job-controller.h"
+#include "main-window.h"
+#include "result-view.h"
+#include "settings-binding.h"
+#include "settings.h"
+
+using namespace folio;
+
+class TestSettingsBinding : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+    std::unique_ptr<Settings> settings_;
+    DocumentModel* model_ = nullptr;
+    EngineHost* engine_ = nullptr;
+    JobController* jobs_ = nullptr;
+    std::unique_ptr<MainWindow> window_;
+    std::unique_ptr<SettingsBinding> binding_;
+
+    // The current values with a change applied; fails the test where the settings refuse them.
+    void change(const std::function<void(SettingsValues&)>& edit) {
+        SettingsValues v = settings_->values();
+        edit(v);
+        const QList<SettingsProblem> problems = settings_->apply(v);
+        QVERIFY2(problems.isEmpty(), problems.isEmpty() ? "" : qPrintable(problems.front().message));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        QVERIFY(tmp_.isValid());
+        settings_ = std::make_unique<Settings>(tmp_.filePath(QStringLiteral("folio.ini")));
+        SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+        v.model = QString::fromUtf8(test::kRecognitionDir);
+        v.layoutModel = QString::fromUtf8(test::kLayoutDir);
+        v.maxModelLen = 4096;
+        v.maxNumSeqs = 8;
+        v.renderDpi = 120;
+        QVERIFY(settings_->apply(v).isEmpty());
+
+        model_ = new DocumentModel(this);
+        engine_ = new EngineHost(this);
+        jobs_ = new JobController(engine_->service(), *model_, this);
+        window_ = std::make_unique<MainWindow>(*model_, *jobs_, *engine_);
+        window_->setRunOnOpen(false);
+        SettingsBinding::Overrides overrides;
+        overrides.cpuThreads = 2;
+        binding_ = std::make_unique<SettingsBinding>(*settings_, *window_, *engine_, *jobs_, overrides);
+    }
+
+    void startLoadsTheSettingsModelAndAppliesTheRest() {
+        QSignalSpy loaded(engine_, &EngineHost::loaded);
+        QSignalSpy failed(engine_, &EngineHost::loadFailed);
+        binding_->start();
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 60000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.front().front().toString()));
+        QCOMPARE(engine_->models().recognition, QString::fromUtf8(test::kRecognitionDir));
+        QCOMPARE(engine_->models().layout, QString::fromUtf8(test::kLayoutDir));
+        QCOMPARE(engine_->service().limits().max_model_len, 4096);
+        QCOMPARE(binding_->device(), QStringLiteral("cpu"));
+        QCOMPARE(jobs_->documentOptions().dpi, 120);
+        QVERIFY(jobs_->pipelineOptions().useLayout);
+        QCOMPARE(window_->exportFormats(), QList<ExportFormat>({ExportFormat::Markdown, ExportFormat::Json}));
+    }
+
+    void documentSettingsApplyWithoutTheEngine() {
+        QSignalSpy started(binding_.get(), &SettingsBinding::engineChangeStarted);
+        change([](SettingsValues& v) {
+            v.renderDpi = 150;
+            v.layoutThresholds = {{QStringLiteral("table"), 0.3}};
+            v.markdownLabels = {QStringLiteral("table"), QStringLiteral("text")};
+            v.exportFormats = {QStringLiteral("html"), QStringLiteral("xlsx")};
+        });
+        QCOMPARE(jobs_->documentOptions().dpi, 150);
+        QCOMPARE(jobs_->pipelineOptions().labelThresholds.size(), size_t{1});
+        QCOMPARE(jobs_->pipelineOptions().labelThresholds.at("table"), 0.3F);
+        QCOMPARE(window_->exportFormats(), QList<ExportFormat>({ExportFormat::Html, ExportFormat::Xlsx}));
+        QCOMPARE(window_->resultView()->markdownLabels(),
+                 QSet<QString>({QStringLiteral("table"), QStringLiteral("text")}));
+        QTest::qWait(200);
+        QCOMPARE(started.count(), 0);
+        QCOMPARE(engine_->state(), ServiceState::Ready);
+    }
+
+    void anEngineOptionRebuildsTheEngineWithItsModels() {
+        QSignalSpy loaded(engine_, &EngineHost::loaded);
+        QSignalSpy reconfigured(engine_, &EngineHost::reconfigured);
+        change([](SettingsValues& v) { v.maxModelLen = 2048; });
+        QVERIFY(reconfigured.wait(60000));
+        QCOMPARE(engine_->service().limits().max_model_len, 2048);
+        QCOMPARE(loaded.count(), 0);  // the models stayed
+        QVERIFY(!jobs_->isHeld());
+    }
+
+    void aNewQuantizationLoadsTheModelsAgain() {
+        QSignalSpy loaded(engine_, &EngineHost::loaded);
+        QSignalSpy started(binding_.get(), &SettingsBinding::engineChangeStarted);
+        change([](SettingsValues& v) { v.quantization = QStringLiteral("wint8"); });
+        QCOMPARE(started.count(), 1);
+        QCOMPARE(started.front().front().value<EngineImpact>(), EngineImpact::Reload);
+        QVERIFY(loaded.wait(60000));
+        QCOMPARE(engine_->models().recognition, QString::fromUtf8(test::kRecognitionDir));
+        QCOMPARE(engine_->service().limits().max_model_len, 2048);
+    }
+
+    void anEngineChangeWaitsForTheRunToEnd() {
+        const QString path = tmp_.filePath(QStringLiteral("ten.pdf"));
+        test::writeTestPdf(path, 10);
+        jobs_->setPipelineOptions([&] {
+            PipelineOptions o = test::fixturePipelineOptions(true);
+            o.labelThresholds = jobs_->pipelineOptions().labelThresholds;
+            return o;
+        }());
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        QSignalSpy reconfigured(engine_, &EngineHost::reconfigured);
+        jobs_->run({doc});
+        QVERIFY(jobs_->isRunning());
+        change([](SettingsValues& v) { v.maxNumSeqs = 4; });
+        QCOMPARE(binding_->pending(), EngineImpact::Reconfigure);
+        QVERIFY(finished.wait(120000));
+        const auto summary = finished.front().front().value<PipelineSummary>();
+        QCOMPARE(summary.pages, 10);
+        QCOMPARE(summary.blocksFailed, 0);  // no request was stopped by the change
+        QVERIFY(reconfigured.wait(60000));
+        QCOMPARE(binding_->pending(), EngineImpact::None);
+    }
+
+    // A first start: no model in the settings and none installed, so the window asks for one (the app opens
+    // its model manager on that signal).
+    void aFirstStartWithoutModelsAsksForOne() {
+        const QString empty = tmp_.filePath(QStringLiteral("empty"));
+        QVERIFY(QDir().mkpath(empty));
+        qputenv("HF_HUB_CACHE", empty.toUtf8());
+        qputenv("XDG_DATA_HOME", empty.toUtf8());
+        Settings settings(tmp_.filePath(QStringLiteral("first.ini")));
+        QVERIFY(settings.values().model.isEmpty());
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        SettingsBinding binding(settings, window, engine, jobs, {});
+        QSignalSpy missing(&window, &MainWindow::modelsMissing);
+        binding.start();
+        QVERIFY(missing.wait(20000));
+        QCOMPARE(engine.state(), ServiceState::Empty);
+        QVERIFY(window.errorPanel()->count() > 0);
+    }
+
+    void cleanupTestCase() {
+        binding_.reset();
+        window_.reset();
+    }
+};
+
+int main(int argc, char** argv) {
+    QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
+    QApplication app(argc, argv);
+    QStandardPaths::setTestModeEnabled(true);
+    TestSettingsBinding test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "test-settings-binding.moc"

@@ -7,6 +7,7 @@
 
 #include "document-pipeline.h"
 #include "error.h"
+#include "page-renderer.h"
 
 namespace folio {
 
@@ -20,7 +21,8 @@ DocumentExporter::~DocumentExporter() {
 }
 
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
-                                    const QList<ExportFormat>& formats, const ExportOptions& options) {
+                                    const QList<ExportFormat>& formats, const ExportOptions& options,
+                                    const QString& password) {
     if (!QDir().mkpath(options.outputDir)) {
         fail("cannot create the folder ", options.outputDir.toStdString());
     }
@@ -33,7 +35,17 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
         for (auto& writer : writers) {
             writer->begin(info);
         }
+        const bool needsImages = formats.contains(ExportFormat::SearchablePdf);
+        PageRenderer renderer(password);
         for (const PageResult& page : pages) {
+            if (needsImages && page.image.isNull() && page.width > 0 && !page.inputPath.isEmpty()) {
+                PageResult withImage = page;
+                withImage.image = renderer.render(page);
+                for (auto& writer : writers) {
+                    writer->addPage(withImage);
+                }
+                continue;
+            }
             for (auto& writer : writers) {
                 writer->addPage(page);
             }
@@ -66,14 +78,14 @@ void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& format
     }
     info.pageCount = static_cast<int>(pages.size());
     ++busy_;
-    pool_.start([this, doc, info, pages = std::move(pages), formats, options] {
+    pool_.start([this, doc, info, pages = std::move(pages), formats, options, password = password_] {
         QStringList files;
         QString error;
         try {
             if (pages.empty()) {
                 fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
             }
-            files = write(info, pages, formats, options);
+            files = write(info, pages, formats, options, password);
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }

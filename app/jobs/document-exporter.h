@@ -1,5 +1,6 @@
 // Writes a document of the model to files in the formats chosen, on a pool thread (a searchable PDF of many
-// pages takes a while), from a copy of its pages as they are when the export starts.
+// pages takes a while), from a copy of its pages as they are when the export starts; page images the model
+// let go of are rendered again (PageRenderer) one page at a time where a format needs them.
 #pragma once
 
 #include <QList>
@@ -24,10 +25,14 @@ public:
     bool isBusy() const { return busy_ > 0; }
     void waitForDone() { pool_.waitForDone(); }
 
+    // The password of encrypted PDFs, for rendering their pages again.
+    void setPassword(const QString& password) { password_ = password; }
+
     // Writes pages synchronously: the files written. Throws folio::Error naming the file that failed, leaving
     // no partial file.
     static QStringList write(const DocumentInfo& info, const std::vector<PageResult>& pages,
-                             const QList<ExportFormat>& formats, const ExportOptions& options);
+                             const QList<ExportFormat>& formats, const ExportOptions& options,
+                             const QString& password = {});
 
 Q_SIGNALS:
     void finished(int doc, const QStringList& files);
@@ -35,6 +40,7 @@ Q_SIGNALS:
 
 private:
     const DocumentModel& model_;
+    QString password_;
     QThreadPool pool_;
     int busy_ = 0;
 };

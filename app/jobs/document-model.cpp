@@ -112,6 +112,8 @@ void DocumentModel::resetResults(int doc) {
         PageEntry& p = entry.pages[i];
         p.result.blocks.clear();
         p.result.error.clear();
+        p.result.image = QImage();
+        forgetPageImage(doc, static_cast<int>(i));
         p.state = PageState::Pending;
         Q_EMIT pageChanged(doc, static_cast<int>(i));
     }
@@ -139,6 +141,7 @@ void DocumentModel::pageLaidOut(int doc, int page, const PageResult& result) {
         p->result = result;
         p->size = QSize(result.width, result.height);
         p->state = result.error.isEmpty() ? PageState::LaidOut : PageState::Failed;
+        holdPageImage(doc, page);
         Q_EMIT pageChanged(doc, page);
     }
 }
@@ -162,6 +165,7 @@ void DocumentModel::pageFinished(int doc, int page, const PageResult& result) {
         const bool counted = p->state == PageState::Done || p->state == PageState::Failed;
         p->result = result;
         p->size = QSize(result.width, result.height);
+        holdPageImage(doc, page);
         p->state = result.error.isEmpty() ? PageState::Done : PageState::Failed;
         DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
         if (!counted) {
@@ -170,6 +174,52 @@ void DocumentModel::pageFinished(int doc, int page, const PageResult& result) {
         Q_EMIT pageChanged(doc, page);
         Q_EMIT documentChanged(doc);
     }
+}
+
+void DocumentModel::setPageImageBudget(int pages) {
+    imageBudget_ = std::max(1, pages);
+    while (static_cast<int>(imageOrder_.size()) > imageBudget_) {
+        const auto [doc, page] = imageOrder_.back();
+        imageOrder_.pop_back();
+        mutablePage(doc, page)->result.image = QImage();
+    }
+}
+
+void DocumentModel::holdPageImage(int doc, int page) {
+    forgetPageImage(doc, page);
+    if (mutablePage(doc, page)->result.image.isNull()) {
+        return;
+    }
+    imageOrder_.emplace_front(doc, page);
+    setPageImageBudget(imageBudget_);
+}
+
+void DocumentModel::forgetPageImage(int doc, int page) {
+    imageOrder_.remove(std::pair{doc, page});
+}
+
+void DocumentModel::touchPageImage(int doc, int page) {
+    if (hasPage(doc, page) && !this->page(doc, page).result.image.isNull()) {
+        holdPageImage(doc, page);
+    }
+}
+
+bool DocumentModel::needsPageImage(int doc, int page) const {
+    if (!hasPage(doc, page)) {
+        return false;
+    }
+    const PageEntry& p = this->page(doc, page);
+    return p.state != PageState::Pending && p.result.image.isNull() && p.result.width > 0 &&
+           !p.result.inputPath.isEmpty();
+}
+
+void DocumentModel::setPageImage(int doc, int page, const QImage& image) {
+    if (!needsPageImage(doc, page) || image.isNull()) {
+        return;
+    }
+    mutablePage(doc, page)->result.image = image;
+    holdPageImage(doc, page);
+    Q_EMIT pageChanged(doc, page);
 }
 
 void DocumentModel::setBlock(int doc, int page, const BlockResult& block) {

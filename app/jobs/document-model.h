@@ -6,6 +6,8 @@
 #include <QObject>
 #include <QSize>
 #include <QString>
+#include <list>
+#include <utility>
 #include <vector>
 
 #include "page-result.h"
@@ -70,6 +72,18 @@ public:
     void removeBlock(int doc, int page, int blockId);    // later blocks' ids move down by one
     int addBlock(int doc, int page, BlockResult block);  // appended; its id
 
+    // Page images: at 200 DPI one is about 11 MB, so the model keeps the most recently used ones only (the
+    // budget, in pages) and lets go of the others' (their previews stay); PageRenderer makes them again.
+    void setPageImageBudget(int pages);
+    int pageImageBudget() const { return imageBudget_; }
+    int pageImagesHeld() const { return static_cast<int>(imageOrder_.size()); }
+    // Marks a page's image as just used (a view shows it), so that it is the last to go.
+    void touchPageImage(int doc, int page);
+    // Whether the page went through layout but its image was let go of.
+    bool needsPageImage(int doc, int page) const;
+    // A page image made again; ignored unless the page still needs it.
+    void setPageImage(int doc, int page, const QImage& image);
+
     // Position of a pipeline page (PageResult::pageIndex) in its document's page list.
     static int pagePosition(int pageIndex) { return pageIndex < 0 ? 0 : pageIndex; }
 
@@ -81,7 +95,13 @@ Q_SIGNALS:
 
 private:
     PageEntry* mutablePage(int doc, int page);
+    // The page's image counts as the most recent; the least recent beyond the budget are let go of.
+    void holdPageImage(int doc, int page);
+    void forgetPageImage(int doc, int page);
+
     std::vector<DocumentEntry> documents_;
+    int imageBudget_ = 24;
+    std::list<std::pair<int, int>> imageOrder_;  // pages holding an image, the most recently used first
 };
 
 const char* documentStateName(DocumentState state);

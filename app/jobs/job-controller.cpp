@@ -182,6 +182,24 @@ JobController::JobController(EngineService& service, DocumentModel& model, QObje
         QMetaObject::invokeMethod(
             this, [this] { drain(); }, Qt::QueuedConnection);
     };
+    // Block requests that waited for their page's image go once it is back.
+    connect(&model_, &DocumentModel::pageChanged, this, [this](int doc, int page) {
+        if (waitingForImage_.isEmpty() || model_.page(doc, page).result.image.isNull()) {
+            return;
+        }
+        QList<WaitingRerun> ready;
+        for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
+            if (it->doc == doc && it->page == page) {
+                ready.append(*it);
+                it = waitingForImage_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (const WaitingRerun& rerun : std::as_const(ready)) {
+            rerunBlock(rerun.doc, rerun.page, rerun.blockId, rerun.prompt);
+        }
+    });
 }
 
 JobController::~JobController() {
@@ -207,6 +225,7 @@ void JobController::run(const QList<int>& documents) {
         for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
             it = it->doc == doc ? blockRequests_.erase(it) : std::next(it);
         }
+        waitingForImage_.removeIf([doc](const WaitingRerun& rerun) { return rerun.doc == doc; });
         queue_.push_back(doc);
         model_.setDocumentState(doc, DocumentState::Queued);
     }
@@ -415,6 +434,11 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
         return;
     }
     const QImage& pageImage = model_.page(doc, page).result.image;
+    if (pageImage.isNull() && model_.needsPageImage(doc, page)) {
+        waitingForImage_.append({doc, page, blockId, prompt});
+        Q_EMIT pageImageNeeded(doc, page);
+        return;
+    }
     if (pageImage.isNull()) {
         Q_EMIT errorOccurred(QStringLiteral("%1, page %2: run the document before recognising its blocks")
                                  .arg(model_.document(doc).name)
@@ -509,6 +533,16 @@ int JobController::recognizeRegion(int doc, int page, const BlockBox& box, const
 }
 
 void JobController::removeBlock(int doc, int page, int blockId) {
+    for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
+        if (it->doc == doc && it->page == page && it->blockId == blockId) {
+            it = waitingForImage_.erase(it);
+            continue;
+        }
+        if (it->doc == doc && it->page == page && it->blockId > blockId) {
+            --it->blockId;
+        }
+        ++it;
+    }
     for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
         if (it->doc == doc && it->page == page) {
             if (it->blockId == blockId) {

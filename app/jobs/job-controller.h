@@ -57,7 +57,8 @@ public:
     const PipelineProgress& progress() const { return progress_; }
 
     // Runs one block again with another task (a prompt of blockTaskChoices()); its label follows the task.
-    // Needs the page image (pages that went through layout).
+    // Needs the page image (pages that went through layout): where the model let go of it, the request waits
+    // for it (pageImageNeeded asks for it).
     void rerunBlock(int doc, int page, int blockId, const QString& prompt);
     // A box drawn on a page (page pixels) as a new block, recognised with the task; its id, or -1.
     int recognizeRegion(int doc, int page, const BlockBox& box, const QString& prompt);
@@ -72,6 +73,8 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void runningChanged(bool running);
+    // A block request waits for the image of a page that the model let go of.
+    void pageImageNeeded(int doc, int page);
     void progressChanged(const folio::PipelineProgress& progress);
     void documentStarted(int doc);
     void documentFinished(int doc, const folio::DocumentOutcome& outcome);
@@ -96,6 +99,13 @@ private:
     EngineService& service_;
     DocumentModel& model_;
     bool held_ = false;
+    struct WaitingRerun {
+        int doc = 0;
+        int page = 0;
+        int blockId = 0;
+        QString prompt;
+    };
+    QList<WaitingRerun> waitingForImage_;
     PipelineOptions pipelineOptions_;
     DocumentOptions documentOptions_;
     DocumentOpener opener_;

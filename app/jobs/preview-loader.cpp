@@ -4,6 +4,8 @@
 #include <exception>
 #include <vector>
 
+#include "page-renderer.h"
+
 namespace folio {
 
 PreviewLoader::PreviewLoader(DocumentModel& model, QObject* parent) : QObject(parent), model_(model) {
@@ -13,6 +15,35 @@ PreviewLoader::PreviewLoader(DocumentModel& model, QObject* parent) : QObject(pa
 PreviewLoader::~PreviewLoader() {
     stopping_->store(true);
     pool_.waitForDone();
+}
+
+void PreviewLoader::loadPageImage(int doc, int page) {
+    if (!model_.needsPageImage(doc, page) || imagesUnderWay_.contains({doc, page})) {
+        return;
+    }
+    imagesUnderWay_.insert({doc, page});
+    const PageResult result = model_.page(doc, page).result;
+    const QString password = options_.password;
+    pool_.start([this, doc, page, result, password] {
+        QImage image;
+        QString error;
+        try {
+            image = PageRenderer(password).render(result);
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, doc, page, image, error] {
+                imagesUnderWay_.remove({doc, page});
+                if (error.isEmpty()) {
+                    model_.setPageImage(doc, page, image);
+                } else {
+                    Q_EMIT pageImageFailed(doc, page, error);
+                }
+            },
+            Qt::QueuedConnection);
+    });
 }
 
 void PreviewLoader::load(int doc) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QObject>
+#include <QSet>
 #include <QThreadPool>
 #include <atomic>
 #include <memory>
@@ -25,17 +26,22 @@ public:
     void setDocumentOptions(const DocumentOptions& options) { options_ = options; }
     // Opens the model's document `doc` on a pool thread.
     void load(int doc);
+    // Renders a page whose image the model let go of again (PageRenderer) on a pool thread and hands it to
+    // the model; a request for a page already under way is not repeated.
+    void loadPageImage(int doc, int page);
     // Waits for every load under way (tests).
     void waitForDone() { pool_.waitForDone(); }
 
 Q_SIGNALS:
     void documentOpened(int doc);
     void openFailed(int doc, const QString& message);
+    void pageImageFailed(int doc, int page, const QString& message);
 
 private:
     DocumentModel& model_;
     DocumentOptions options_;
     QThreadPool pool_;
+    QSet<std::pair<int, int>> imagesUnderWay_;
     std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
 };
 

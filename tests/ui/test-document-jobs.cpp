@@ -3,6 +3,7 @@
 // cancel, re-running a block with another task, a box drawn by hand, export, and failures reported.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -183,6 +184,59 @@ private Q_SLOTS:
         QFile markdown(QDir(exportOptions.outputDir).filePath(QStringLiteral("sample.md")));
         QVERIFY(markdown.open(QIODevice::ReadOnly));
         QVERIFY(QString::fromUtf8(markdown.readAll()).contains(QStringLiteral("Corrected text")));
+    }
+
+    // A long document keeps only the budget's page images; one let go of comes back rendered again, the same
+    // pixels, when a view or a block request needs it, and export renders the others.
+    void pageImagesStayWithinTheBudget() {
+        const QString path = tmp_.filePath(QStringLiteral("six.pdf"));
+        test::writeTestPdf(path, 6);
+        DocumentModel model;
+        model.setPageImageBudget(2);
+        JobController jobs(service_, model);
+        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 100;
+        jobs.setDocumentOptions(documentOptions);
+        PreviewLoader loader(model);
+        loader.setDocumentOptions(documentOptions);
+        connect(&jobs, &JobController::pageImageNeeded, &loader, &PreviewLoader::loadPageImage);
+        const int doc = model.addDocument(path);
+        QImage first;  // page 1's image as the pipeline rendered it
+        connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+            if (d == doc && p == 0 && first.isNull()) {
+                first = model.page(d, p).result.image;
+            }
+        });
+        QCOMPARE(runAndWait(jobs, {doc}).pages, 6);
+        QVERIFY(!first.isNull());
+
+        QCOMPARE(model.pageImagesHeld(), 2);
+        for (int p = 0; p < 6; ++p) {
+            QCOMPARE(model.page(doc, p).result.image.isNull(), p < 4);
+            QCOMPARE(model.needsPageImage(doc, p), p < 4);
+        }
+
+        // A block request on a page without its image waits for it, then runs.
+        QVERIFY(!model.page(doc, 0).result.blocks.empty());
+        QSignalSpy recognized(&jobs, &JobController::blockRecognized);
+        jobs.rerunBlock(doc, 0, 0, QStringLiteral("OCR:"));
+        QVERIFY(recognized.wait(60000));
+        QCOMPARE(model.page(doc, 0).result.image, first);
+        QCOMPARE(model.pageImagesHeld(), 2);
+
+        // Export renders the pages it needs again, one at a time.
+        DocumentExporter exporter(model);
+        QSignalSpy exported(&exporter, &DocumentExporter::finished);
+        ExportOptions options;
+        options.outputDir = tmp_.filePath(QStringLiteral("six-export"));
+        exporter.exportDocument(doc, {ExportFormat::SearchablePdf}, options);
+        QVERIFY(exported.wait(60000));
+        const QString pdf = QDir(options.outputDir).filePath(QStringLiteral("six.searchable.pdf"));
+        QFile file(pdf);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(file.readAll().count("/Subtype /Image"), 6);  // every page's image, none left out
+        QCOMPARE(model.pageImagesHeld(), 2);
     }
 
     void failuresAreReported() {

@@ -39,6 +39,7 @@
 #include "input-files.h"
 #include "installed-models.h"
 #include "job-controller.h"
+#include "page-renderer.h"
 #include "page-view.h"
 #include "preview-loader.h"
 #include "result-view.h"
@@ -326,6 +327,7 @@ void MainWindow::connectModel() {
         if (doc == doc_) {
             updateThumbnail(page);
             if (page == page_) {
+                usePageImage(doc, page);
                 if (block_ >= 0 && model_.block(doc, page, block_) == nullptr) {
                     block_ = -1;
                 }
@@ -360,6 +362,9 @@ void MainWindow::connectModel() {
     connect(&jobs_, &JobController::errorOccurred, this, &MainWindow::reportError);
     connect(preview_, &PreviewLoader::openFailed, this,
             [this](int, const QString& message) { reportError(message); });
+    connect(preview_, &PreviewLoader::pageImageFailed, this,
+            [this](int, int, const QString& message) { reportError(message); });
+    connect(&jobs_, &JobController::pageImageNeeded, preview_, &PreviewLoader::loadPageImage);
     connect(&jobs_, &JobController::runningChanged, this, [this](bool running) {
         progress_->setVisible(running);
         if (running) {
@@ -441,6 +446,7 @@ QImage MainWindow::currentPageImage() const {
     if (!model_.hasPage(doc_, page_)) {
         return {};
     }
+    ensurePageImageNow();
     const PageEntry& page = model_.page(doc_, page_);
     return page.result.image.isNull() ? page.preview : page.result.image;
 }
@@ -450,7 +456,29 @@ QImage MainWindow::selectedBlockImage() const {
     if (block == nullptr) {
         return {};
     }
+    ensurePageImageNow();
     return cropBlock(model_.page(doc_, page_).result.image, block->box, block->polygon);
+}
+
+void MainWindow::ensurePageImageNow() const {
+    // Asked for by the user (an attachment), so rendered here rather than waited for: one page, once.
+    if (!model_.needsPageImage(doc_, page_)) {
+        return;
+    }
+    try {
+        model_.setPageImage(
+            doc_, page_,
+            PageRenderer(jobs_.documentOptions().password).render(model_.page(doc_, page_).result));
+    } catch (const std::exception& e) {
+        errors_->addError(QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::usePageImage(int doc, int page) {
+    model_.touchPageImage(doc, page);
+    if (model_.needsPageImage(doc, page)) {
+        preview_->loadPageImage(doc, page);
+    }
 }
 
 void MainWindow::setEngineFactory(EngineParamsFactory factory, const QString& deviceName) {
@@ -532,6 +560,7 @@ void MainWindow::openFiles(const QStringList& paths) {
         int doc = model_.findDocument(path);
         if (doc < 0) {
             doc = model_.addDocument(path);
+            preview_->setDocumentOptions(jobs_.documentOptions());  // page sizes at the DPI runs use
             preview_->load(doc);
             added << doc;
         }
@@ -591,6 +620,7 @@ void MainWindow::showPage(int doc, int page) {
         const QSignalBlocker blocker(pages_);
         pages_->setCurrentRow(page);
     }
+    usePageImage(doc, page);
     pageView_->showPage(doc, page);
     updateActions();
     Q_EMIT currentPageChanged(doc, page);
@@ -783,6 +813,7 @@ void MainWindow::exportDocument(int doc, const QString& folder, const QList<Expo
     ExportOptions options;
     options.outputDir = QDir(folder).absolutePath();
     options.markdownLabels = markdownLabels_;
+    exporter_->setPassword(jobs_.documentOptions().password);
     exporter_->exportDocument(doc, formats, options);
     statusBar()->showMessage(tr("Exporting to %1…").arg(options.outputDir));
 }

@@ -118,6 +118,9 @@ private:
     void rebuildThumbnails();
     void updateThumbnail(int page);
     void updateActions();
+    // The page is in use: its image stays, and comes back (rendered again) where the model let go of it.
+    void usePageImage(int doc, int page);
+    void ensurePageImageNow() const;
     void updateRecentMenu();
     void addRecent(const QString& path);
     void editSelectedBlock();

@@ -1,18 +1,23 @@
-// folio-screenshot OUTPUT.png: the main window after a run of the sample PDF with the fixture models
+// folio-screenshot OUTPUT.png [CHAT.png]: the main window after a run of the sample PDF with the fixture models
 // (random weights, so the recognised text is noise; layout thresholds lowered so that boxes show), a block
-// selected, grabbed to a PNG for the README. Needs a display (Xvfb) for Qt WebEngine.
+// selected, grabbed to a PNG for the README; then, where CHAT.png is named, the window with its chat panel
+// docked after a question about the page. Needs a display (Xvfb) for Qt WebEngine.
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QListWidget>
 #include <QScreen>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTimer>
 #include <QWebEngineView>
 #include <cstdio>
 #include <memory>
 
+#include "chat-panel.h"
+#include "chat-session.h"
 #include "document-model.h"
 #include "engine-status.h"
 #include "fixture-engine.h"
@@ -37,6 +42,18 @@ void pause(int ms) {
     waitFor([] { return false; }, ms);
 }
 
+bool save(QWidget& window, const QString& output) {
+    const QPixmap shot = window.screen()->grabWindow(window.winId());
+    const QPixmap image = shot.isNull() || shot.width() < 100 ? window.grab() : shot;
+    QDir().mkpath(QFileInfo(output).absolutePath());
+    if (!image.save(output)) {
+        std::fprintf(stderr, "folio-screenshot: cannot write %s\n", qPrintable(output));
+        return false;
+    }
+    std::printf("%s\n", qPrintable(output));
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +61,7 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QStandardPaths::setTestModeEnabled(true);
     if (argc < 2) {
-        std::fprintf(stderr, "usage: folio-screenshot OUTPUT.png\n");
+        std::fprintf(stderr, "usage: folio-screenshot OUTPUT.png [CHAT.png]\n");
         return 2;
     }
     const QString output = QString::fromLocal8Bit(argv[1]);
@@ -116,14 +133,31 @@ int main(int argc, char** argv) {
     window->selectBlock(0, 2);
     window->resultView()->flush();
     pause(1500);  // the web view typesets and paints
-    const QPixmap shot = window->screen()->grabWindow(window->winId());
-    const QPixmap image = shot.isNull() || shot.width() < 100 ? window->grab() : shot;
-    QDir().mkpath(QFileInfo(output).absolutePath());
-    if (!image.save(output)) {
-        std::fprintf(stderr, "folio-screenshot: cannot write %s\n", qPrintable(output));
+    if (!save(*window, output)) {
         return 1;
     }
-    std::printf("%s\n", qPrintable(output));
+
+    if (argc >= 3) {
+        // The chat panel docked beside the page, a question about it answered (noise from the random model).
+        auto* dock = new QDockWidget(QObject::tr("Chat"), window.get());
+        dock->setObjectName(QStringLiteral("chatPanel"));
+        auto* chat = new ChatPanel(engine.service(), dock);
+        dock->setWidget(chat);
+        window->addPanel(dock);
+        chat->setPageProvider([&window] { return window->currentPageImage(); });
+        chat->setDocument(model.document(doc).path);
+        chat->session()->setMaxNewTokens(24);
+        QSignalSpy answered(chat->session(), &ChatSession::answerFinished);
+        chat->attachCurrentPage();
+        chat->setDraft(QStringLiteral("What is this page about?"));
+        chat->send();
+        waitFor([&] { return !answered.isEmpty(); }, 120000);
+        chat->setDraft(QStringLiteral("Which formula does it give?"));
+        pause(800);
+        if (!save(*window, QString::fromLocal8Bit(argv[2]))) {
+            return 1;
+        }
+    }
     window.reset();
     return 0;
 }

@@ -1,7 +1,7 @@
-// folio-screenshot OUTPUT.png [CHAT.png]: the main window after a run of the sample PDF with the fixture models
-// (random weights, so the recognised text is noise; layout thresholds lowered so that boxes show), a block
-// selected, grabbed to a PNG for the README; then, where CHAT.png is named, the window with its chat panel
-// docked after a question about the page. Needs a display (Xvfb) for Qt WebEngine.
+// folio-screenshot OUTPUT.png [CHAT.png]: the main window after a run of the sample PDF with the fixture
+// models (random weights, so the recognised text is noise; layout thresholds lowered so that boxes show), a
+// block selected, grabbed to a PNG for the README; then, where CHAT.png is named, the window with its chat
+// panel docked after a question about the page. Needs a display (Xvfb) for Qt WebEngine.
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>

@@ -1,17 +1,22 @@
 // The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
 // its box, export writes the files, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+#include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QInputDialog>
 #include <QListWidget>
 #include <QMap>
+#include <QMimeData>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QThread>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 #include <QWebEngineView>
 #include <algorithm>
@@ -68,7 +73,8 @@ public:
         }
         QElapsedTimer timer;
         timer.start();
-        const QString key = QStringLiteral("%1/%2").arg(QString::fromLatin1(receiver->metaObject()->className()))
+        const QString key = QStringLiteral("%1/%2")
+                                .arg(QString::fromLatin1(receiver->metaObject()->className()))
                                 .arg(static_cast<int>(event->type()));
         const bool result = QApplication::notify(receiver, event);
         Tally& tally = tallies_[key];
@@ -228,6 +234,62 @@ private Q_SLOTS:
         }
     }
 
+    // Editing a block's text through its dialog changes the model and the rendered result.
+    void editingABlockChangesItsText() {
+        window_->showPage(doc_, 0);
+        const int target = model_->page(doc_, 0).result.blocks.front().id;
+        window_->selectBlock(0, target);
+        QVERIFY(window_->action(QStringLiteral("editBlock"))->isEnabled());
+        bool edited = false;
+        QTimer::singleShot(0, this, [&] {
+            QTRY_VERIFY(qobject_cast<QInputDialog*>(QApplication::activeModalWidget()) != nullptr);
+            auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+            dialog->setTextValue(QStringLiteral("An edited paragraph."));
+            dialog->accept();
+            edited = true;
+        });
+        window_->action(QStringLiteral("editBlock"))->trigger();
+        QVERIFY(edited);
+        QCOMPARE(model_->block(doc_, 0, target)->content, QStringLiteral("An edited paragraph."));
+        window_->resultView()->flush();
+        QTRY_VERIFY_WITH_TIMEOUT(
+            evaluate(window_->resultView(),
+                     QStringLiteral("document.getElementById('b-0-%1').innerText").arg(target))
+                .toString()
+                .contains(QStringLiteral("An edited paragraph.")),
+            10000);
+    }
+
+    // Files dropped on the window open (URLs of local files); a drop of text is refused.
+    void droppedFilesOpen() {
+        window_->setRunOnOpen(false);
+        const QString image = tmp_.filePath(QStringLiteral("dropped.png"));
+        QImage page(400, 300, QImage::Format_RGB888);
+        page.fill(Qt::white);
+        QVERIFY(page.save(image));
+        const int before = model_->documentCount();
+
+        QMimeData text;
+        text.setText(QStringLiteral("not a file"));
+        QDragEnterEvent refused(QPoint(100, 100), Qt::CopyAction, &text, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(window_.get(), &refused);
+        QVERIFY(!refused.isAccepted());
+
+        QMimeData files;
+        files.setUrls({QUrl::fromLocalFile(image)});
+        QDragEnterEvent enter(QPoint(100, 100), Qt::CopyAction, &files, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(window_.get(), &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(100, 100), Qt::CopyAction, &files, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(window_.get(), &drop);
+        QVERIFY(drop.isAccepted());
+        QCOMPARE(model_->documentCount(), before + 1);
+        QCOMPARE(model_->document(before).path, image);
+        QCOMPARE(window_->currentDocument(), before);
+        QTRY_COMPARE_WITH_TIMEOUT(model_->document(before).state, DocumentState::Idle, 20000);
+        window_->setRunOnOpen(true);
+    }
+
     void guiThreadStaysResponsiveOn50Pages() {
         const QString path = tmp_.filePath(QStringLiteral("fifty.pdf"));
         test::writeTestPdf(path, 50);
@@ -269,8 +331,8 @@ private Q_SLOTS:
         watchdog.stop();
         app->setCounting(false);
         QCOMPARE(model_->document(doc).pagesDone, 50);
-        qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms; its events: %s", longest,
-              longestWall, clock.elapsed(), qPrintable(longestEvents));
+        qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms; its events: %s",
+              longest, longestWall, clock.elapsed(), qPrintable(longestEvents));
         QVERIFY2(longest < 100, qPrintable(QStringLiteral("%1 ms").arg(longest)));
     }
 

@@ -2,6 +2,33 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>QObject</name>
+    <message>
+        <source>Chat</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>Markdown (with an images folder)</source>
+        <translation>Markdown（含图片文件夹）</translation>
+    </message>
+    <message>
+        <source>JSON (blocks, boxes, labels, order)</source>
+        <translation>JSON（块、框、标签、顺序）</translation>
+    </message>
+    <message>
+        <source>HTML</source>
+        <translation>HTML</translation>
+    </message>
+    <message>
+        <source>Searchable PDF</source>
+        <translation>可搜索 PDF</translation>
+    </message>
+    <message>
+        <source>XLSX (tables)</source>
+        <translation>XLSX（表格）</translation>
+    </message>
+</context>
+<context>
     <name>folio::ChatMessageView</name>
     <message>
         <source>You</source>
@@ -149,6 +176,354 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>CPU (%1 threads)</source>
         <translation>CPU（%1 线程）</translation>
+    </message>
+</context>
+<context>
+    <name>folio::EngineStatus</name>
+    <message>
+        <source>Device memory used by Folio, of the device&apos;s total</source>
+        <translation>Folio 占用的设备内存 / 设备总内存</translation>
+    </message>
+    <message>
+        <source>KV-cache blocks in use</source>
+        <translation>正在使用的 KV 缓存块</translation>
+    </message>
+    <message>
+        <source>Tokens generated per second over the last seconds</source>
+        <translation>最近几秒每秒生成的词元数</translation>
+    </message>
+    <message>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>VRAM %1 / %2</source>
+        <translation>显存 %1 / %2</translation>
+    </message>
+    <message>
+        <source>Memory %1</source>
+        <translation>内存 %1</translation>
+    </message>
+    <message>
+        <source>KV %1%</source>
+        <translation>KV %1%</translation>
+    </message>
+    <message>
+        <source>%1 tok/s</source>
+        <translation>%1 词元/秒</translation>
+    </message>
+</context>
+<context>
+    <name>folio::ErrorPanel</name>
+    <message>
+        <source>Problems</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <source>Clear</source>
+        <translation>清除</translation>
+    </message>
+</context>
+<context>
+    <name>folio::ExportDialog</name>
+    <message>
+        <source>Export</source>
+        <translation>导出</translation>
+    </message>
+    <message>
+        <source>Choose…</source>
+        <translation>选择…</translation>
+    </message>
+    <message>
+        <source>Export to</source>
+        <translation>导出到</translation>
+    </message>
+    <message>
+        <source>Folder:</source>
+        <translation>文件夹：</translation>
+    </message>
+</context>
+<context>
+    <name>folio::MainWindow</name>
+    <message>
+        <source>&amp;Open Files…</source>
+        <translation>打开文件(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open documents</source>
+        <translation>打开文档</translation>
+    </message>
+    <message>
+        <source>Documents (*.pdf *.png *.jpg *.jpeg *.tif *.tiff *.bmp *.webp);;All files (*)</source>
+        <translation>文档 (*.pdf *.png *.jpg *.jpeg *.tif *.tiff *.bmp *.webp);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open &amp;Folder…</source>
+        <translation>打开文件夹(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>Ctrl+Shift+O</source>
+        <translation>Ctrl+Shift+O</translation>
+    </message>
+    <message>
+        <source>Open a folder of documents</source>
+        <translation>打开文档文件夹</translation>
+    </message>
+    <message>
+        <source>&amp;Export…</source>
+        <translation>导出(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Ctrl+E</source>
+        <translation>Ctrl+E</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>Choose &amp;Model Folder…</source>
+        <translation>选择模型文件夹(&amp;M)…</translation>
+    </message>
+    <message>
+        <source>&amp;Run</source>
+        <translation>运行(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Ctrl+R</source>
+        <translation>Ctrl+R</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel</source>
+        <translation>取消(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Ctrl+.</source>
+        <translation>Ctrl+.</translation>
+    </message>
+    <message>
+        <source>Zoom &amp;In</source>
+        <translation>放大(&amp;I)</translation>
+    </message>
+    <message>
+        <source>Zoom &amp;Out</source>
+        <translation>缩小(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Fit Width</source>
+        <translation>适合宽度(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Ctrl+0</source>
+        <translation>Ctrl+0</translation>
+    </message>
+    <message>
+        <source>&amp;Next Page</source>
+        <translation>下一页(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Previous Page</source>
+        <translation>上一页(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Edit Text…</source>
+        <translation>编辑文本(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>&amp;Copy Text</source>
+        <translation>复制文本(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Ctrl+Shift+C</source>
+        <translation>Ctrl+Shift+C</translation>
+    </message>
+    <message>
+        <source>&amp;Delete Block</source>
+        <translation>删除块(&amp;D)</translation>
+    </message>
+    <message>
+        <source>Draw &amp;Box</source>
+        <translation>绘制框(&amp;B)</translation>
+    </message>
+    <message>
+        <source>Ctrl+D</source>
+        <translation>Ctrl+D</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>设置(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>&amp;Model Manager…</source>
+        <translation>模型管理器(&amp;M)…</translation>
+    </message>
+    <message>
+        <source>The model manager</source>
+        <translation>模型管理器</translation>
+    </message>
+    <message>
+        <source>%1 is not available in this build</source>
+        <translation>此版本不提供%1</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Block</source>
+        <translation>块(&amp;B)</translation>
+    </message>
+    <message>
+        <source>&amp;Re-run As</source>
+        <translation>重新识别为(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Tools</source>
+        <translation>工具(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>&amp;About Folio</source>
+        <translation>关于 Folio(&amp;A)</translation>
+    </message>
+    <message>
+        <source>About Folio</source>
+        <translation>关于 Folio</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Folio&lt;/b&gt; %1&lt;br&gt;Documents to Markdown with PaddleOCR-VL, on your own GPU.</source>
+        <translation>&lt;b&gt;Folio&lt;/b&gt; %1&lt;br&gt;在您自己的 GPU 上用 PaddleOCR-VL 将文档转换为 Markdown。</translation>
+    </message>
+    <message>
+        <source>Main</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+    <message>
+        <source>%1 of %2 pages · %3 of %4 blocks</source>
+        <translation>第 %1 / %2 页 · 第 %3 / %4 块</translation>
+    </message>
+    <message>
+        <source> · about %1 s left</source>
+        <translation> · 约剩 %1 秒</translation>
+    </message>
+    <message>
+        <source>Cancelled after %1 pages</source>
+        <translation>已在 %1 页后取消</translation>
+    </message>
+    <message>
+        <source>Done: %1 pages, %2 blocks in %3 s</source>
+        <translation>完成：%1 页，%2 个块，用时 %3 秒</translation>
+    </message>
+    <message>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <source>The model could not be loaded: %1</source>
+        <translation>无法加载模型：%1</translation>
+    </message>
+    <message>
+        <source>Settings applied to the engine</source>
+        <translation>设置已应用到引擎</translation>
+    </message>
+    <message>
+        <source>The settings could not be applied; the engine keeps its previous ones: %1</source>
+        <translation>无法应用设置；引擎保持原有设置：%1</translation>
+    </message>
+    <message>
+        <source>The engine stopped while applying the settings: %1</source>
+        <translation>应用设置时引擎停止了：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Exported %n file(s)</source>
+        <translation>
+            <numerusform>已导出 %n 个文件</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Export failed: %1</source>
+        <translation>导出失败：%1</translation>
+    </message>
+    <message>
+        <source>No device is set up to load models on</source>
+        <translation>没有可加载模型的设备</translation>
+    </message>
+    <message>
+        <source>Looking for models</source>
+        <translation>正在查找模型</translation>
+    </message>
+    <message>
+        <source>No model installed</source>
+        <translation>未安装模型</translation>
+    </message>
+    <message>
+        <source>No PaddleOCR-VL model found: choose a model folder (File menu) or download one with the model manager</source>
+        <translation>未找到 PaddleOCR-VL 模型：请选择模型文件夹（文件菜单）或通过模型管理器下载</translation>
+    </message>
+    <message>
+        <source>Choose a PaddleOCR-VL model folder</source>
+        <translation>选择 PaddleOCR-VL 模型文件夹</translation>
+    </message>
+    <message>
+        <source>The documents run once the model is loaded</source>
+        <translation>模型加载后即开始处理文档</translation>
+    </message>
+    <message>
+        <source>%1 · %2/%3 pages</source>
+        <translation>%1 · %2/%3 页</translation>
+    </message>
+    <message numerus="yes">
+        <source>%1 · %n page(s)</source>
+        <translation>
+            <numerusform>%1 · %n 页</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Page %1 · %2 blocks</source>
+        <translation>第 %1 页 · %2 个块</translation>
+    </message>
+    <message>
+        <source>Cancelling…</source>
+        <translation>正在取消…</translation>
+    </message>
+    <message>
+        <source>Edit block %1</source>
+        <translation>编辑块 %1</translation>
+    </message>
+    <message>
+        <source>Text (Markdown; tables as HTML):</source>
+        <translation>文本（Markdown；表格为 HTML）：</translation>
+    </message>
+    <message>
+        <source>Copied block %1</source>
+        <translation>已复制块 %1</translation>
+    </message>
+    <message>
+        <source>Recognise as</source>
+        <translation>识别为</translation>
+    </message>
+    <message>
+        <source>Exporting to %1…</source>
+        <translation>正在导出到 %1…</translation>
     </message>
 </context>
 <context>
@@ -345,6 +720,17 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::ResultView</name>
+    <message>
+        <source>Document</source>
+        <translation>文档</translation>
+    </message>
+    <message>
+        <source>Markdown</source>
+        <translation>Markdown</translation>
+    </message>
+</context>
+<context>
     <name>folio::Settings</name>
     <message>
         <source>Model: &quot;%1&quot; is neither a folder nor a Hub repository (ORG/NAME)</source>
@@ -385,6 +771,17 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Language: expected en or zh_CN, got &quot;%1&quot;</source>
         <translation>语言：应为 en 或 zh_CN，实际为“%1”</translation>
+    </message>
+</context>
+<context>
+    <name>folio::SettingsBinding</name>
+    <message>
+        <source>The engine takes the new settings when the current run ends</source>
+        <translation>当前运行结束后引擎将采用新设置</translation>
+    </message>
+    <message>
+        <source>The settings could not be applied: %1</source>
+        <translation>无法应用设置：%1</translation>
     </message>
 </context>
 <context>

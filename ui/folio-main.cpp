@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
     auto* chat = new folio::ChatPanel(engine.service(), chatDock);
     chatDock->setWidget(chat);
     window.addPanel(chatDock);
+    QObject::connect(&settings, &folio::Settings::languageChanged, chatDock,
+                     [chatDock] { chatDock->setWindowTitle(QObject::tr("Chat")); });
     chat->setPageProvider([&window] { return window.currentPageImage(); });
     QObject::connect(&window, &folio::MainWindow::currentPageChanged, chat, [&model, chat](int doc, int) {
         if (doc >= 0 && doc < model.documentCount()) {

@@ -2,10 +2,13 @@
 // under Xvfb: the settings' model loads at start, documents, layout and export take their values at once, an
 // engine option rebuilds the engine with its models, a new quantization loads them again, and an engine
 // change made while a document runs waits for the run to end.
+#include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QMenu>
 #include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <memory>
@@ -19,6 +22,7 @@
 #include "result-view.h"
 #include "settings-binding.h"
 #include "settings.h"
+#include "translation-loader.h"
 
 using namespace folio;
 
@@ -161,6 +165,20 @@ private Q_SLOTS:
         QVERIFY(missing.wait(20000));
         QCOMPARE(engine.state(), ServiceState::Empty);
         QVERIFY(window.errorPanel()->count() > 0);
+    }
+
+    // The interface language switches at once, the main window's menus and actions with it.
+    void theMainWindowFollowsTheLanguage() {
+        TranslationLoader translations;
+        QCOMPARE(translations.setLanguage(QStringLiteral("zh_CN")), QStringLiteral("zh_CN"));
+        QTRY_COMPARE(window_->action(QStringLiteral("run"))->text(), QStringLiteral("运行(&R)"));
+        QTRY_COMPARE(window_->fileMenu()->title(), QStringLiteral("文件(&F)"));
+        QTRY_COMPARE(window_->resultView()->tabs()->tabText(0), QStringLiteral("文档"));
+        QTRY_COMPARE(window_->errorPanel()->windowTitle(), QStringLiteral("问题"));
+        QCOMPARE(translations.setLanguage(QStringLiteral("en")), QStringLiteral("en"));
+        QTRY_COMPARE(window_->action(QStringLiteral("run"))->text(), QStringLiteral("&Run"));
+        QTRY_COMPARE(window_->fileMenu()->title(), QStringLiteral("&File"));
+        QTRY_COMPARE(window_->resultView()->tabs()->tabText(0), QStringLiteral("Document"));
     }
 
     void cleanupTestCase() {

@@ -91,7 +91,8 @@ private Q_SLOTS:
                 source = xml.readElementText();
             } else if (xml.name() == QLatin1String("translation")) {
                 const QString type = xml.attributes().value(QLatin1String("type")).toString();
-                const QString text = xml.readElementText();
+                // Plural forms are <numerusform> children.
+                const QString text = xml.readElementText(QXmlStreamReader::IncludeChildElements);
                 if (type == QLatin1String("obsolete") || type == QLatin1String("vanished")) {
                     continue;
                 }

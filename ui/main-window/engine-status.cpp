@@ -1,5 +1,6 @@
 #include "engine-status.h"
 
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
@@ -27,9 +28,7 @@ EngineStatus::EngineStatus(QWidget* parent) : QWidget(parent) {
     memory_ = new QLabel(this);
     cache_ = new QLabel(this);
     rate_ = new QLabel(this);
-    memory_->setToolTip(tr("Device memory used by Folio, of the device's total"));
-    cache_->setToolTip(tr("KV-cache blocks in use"));
-    rate_->setToolTip(tr("Tokens generated per second over the last seconds"));
+    retranslate();
     for (QWidget* w :
          {static_cast<QWidget*>(loading_), static_cast<QWidget*>(device_), static_cast<QWidget*>(memory_),
           static_cast<QWidget*>(cache_), static_cast<QWidget*>(rate_)}) {
@@ -79,6 +78,19 @@ void EngineStatus::setStats(const ServiceStats& s) {
 QString EngineStatus::text() const {
     return QStringList{device_->text(), memory_->text(), cache_->text(), rate_->text()}.join(
         QStringLiteral(" | "));
+}
+
+void EngineStatus::retranslate() {
+    memory_->setToolTip(tr("Device memory used by Folio, of the device's total"));
+    cache_->setToolTip(tr("KV-cache blocks in use"));
+    rate_->setToolTip(tr("Tokens generated per second over the last seconds"));
+}
+
+void EngineStatus::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        retranslate();
+    }
+    QWidget::changeEvent(event);
 }
 
 }  // namespace folio

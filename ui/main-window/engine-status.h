@@ -24,7 +24,11 @@ public:
 
     QString text() const;  // everything shown, for tests
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void retranslate();
     QLabel* device_ = nullptr;
     QLabel* memory_ = nullptr;
     QLabel* cache_ = nullptr;

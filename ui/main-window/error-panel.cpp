@@ -1,6 +1,7 @@
 #include "error-panel.h"
 
 #include <QDateTime>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QListWidget>
 #include <QPushButton>
@@ -21,9 +22,9 @@ ErrorPanel::ErrorPanel(QWidget* parent) : QDockWidget(tr("Problems"), parent) {
     layout->addWidget(list_);
     auto* buttons = new QHBoxLayout;
     buttons->addStretch();
-    auto* clearButton = new QPushButton(tr("Clear"), content);
-    connect(clearButton, &QPushButton::clicked, this, &ErrorPanel::clear);
-    buttons->addWidget(clearButton);
+    clearButton_ = new QPushButton(tr("Clear"), content);
+    connect(clearButton_, &QPushButton::clicked, this, &ErrorPanel::clear);
+    buttons->addWidget(clearButton_);
     layout->addLayout(buttons);
     setWidget(content);
 }
@@ -53,6 +54,14 @@ QString ErrorPanel::message(int row) const {
 void ErrorPanel::clear() {
     list_->clear();
     Q_EMIT countChanged(0);
+}
+
+void ErrorPanel::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        setWindowTitle(tr("Problems"));
+        clearButton_->setText(tr("Clear"));
+    }
+    QDockWidget::changeEvent(event);
 }
 
 }  // namespace folio

@@ -5,6 +5,7 @@
 #include <QDockWidget>
 
 class QListWidget;
+class QPushButton;
 
 namespace folio {
 
@@ -22,7 +23,11 @@ public:
 Q_SIGNALS:
     void countChanged(int count);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    QPushButton* clearButton_ = nullptr;
     QListWidget* list_ = nullptr;
 };
 

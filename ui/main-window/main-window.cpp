@@ -151,9 +151,10 @@ void MainWindow::createLayout() {
     progress_->hide();
 }
 
-QAction* MainWindow::makeAction(const QString& name, const QString& text, const QKeySequence& shortcut,
+QAction* MainWindow::makeAction(const QString& name, const char* text, const QKeySequence& shortcut,
                                 const std::function<void()>& slot) {
-    auto* a = new QAction(text, this);
+    auto* a = new QAction(this);
+    translate(a, text);
     a->setObjectName(name);
     if (!shortcut.isEmpty()) {
         a->setShortcut(shortcut);
@@ -168,7 +169,7 @@ QAction* MainWindow::action(const QString& name) const {
 }
 
 void MainWindow::createActions() {
-    makeAction(QStringLiteral("open"), tr("&Open Files…"), QKeySequence::Open, [this] {
+    makeAction(QStringLiteral("open"), QT_TR_NOOP("&Open Files…"), QKeySequence::Open, [this] {
         const QStringList files = QFileDialog::getOpenFileNames(
             this, tr("Open documents"), QString(),
             tr("Documents (*.pdf *.png *.jpg *.jpeg *.tif *.tiff *.bmp *.webp);;All files (*)"));
@@ -176,48 +177,86 @@ void MainWindow::createActions() {
             openFiles(files);
         }
     });
-    makeAction(QStringLiteral("openFolder"), tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), [this] {
-        const QString folder = QFileDialog::getExistingDirectory(this, tr("Open a folder of documents"));
-        if (!folder.isEmpty()) {
-            openFiles({folder});
-        }
-    });
-    makeAction(QStringLiteral("export"), tr("&Export…"), QKeySequence(tr("Ctrl+E")),
+    makeAction(
+        QStringLiteral("openFolder"), QT_TR_NOOP("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), [this] {
+            const QString folder = QFileDialog::getExistingDirectory(this, tr("Open a folder of documents"));
+            if (!folder.isEmpty()) {
+                openFiles({folder});
+            }
+        });
+    makeAction(QStringLiteral("export"), QT_TR_NOOP("&Export…"), QKeySequence(tr("Ctrl+E")),
                [this] { exportWithDialog(); });
-    makeAction(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
-    makeAction(QStringLiteral("chooseModel"), tr("Choose &Model Folder…"), {},
+    makeAction(QStringLiteral("quit"), QT_TR_NOOP("&Quit"), QKeySequence::Quit, [this] { close(); });
+    makeAction(QStringLiteral("chooseModel"), QT_TR_NOOP("Choose &Model Folder…"), {},
                [this] { chooseModelFolder(); });
 
-    makeAction(QStringLiteral("run"), tr("&Run"), QKeySequence(tr("Ctrl+R")), [this] { runCurrent(); });
-    makeAction(QStringLiteral("cancel"), tr("&Cancel"), QKeySequence(tr("Ctrl+.")), [this] { cancelJobs(); });
+    makeAction(QStringLiteral("run"), QT_TR_NOOP("&Run"), QKeySequence(tr("Ctrl+R")),
+               [this] { runCurrent(); });
+    makeAction(QStringLiteral("cancel"), QT_TR_NOOP("&Cancel"), QKeySequence(tr("Ctrl+.")),
+               [this] { cancelJobs(); });
 
-    makeAction(QStringLiteral("zoomIn"), tr("Zoom &In"), QKeySequence::ZoomIn,
+    makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });
-    makeAction(QStringLiteral("zoomOut"), tr("Zoom &Out"), QKeySequence::ZoomOut,
+    makeAction(QStringLiteral("zoomOut"), QT_TR_NOOP("Zoom &Out"), QKeySequence::ZoomOut,
                [this] { pageView_->zoomOut(); });
-    makeAction(QStringLiteral("fitWidth"), tr("&Fit Width"), QKeySequence(tr("Ctrl+0")),
+    makeAction(QStringLiteral("fitWidth"), QT_TR_NOOP("&Fit Width"), QKeySequence(tr("Ctrl+0")),
                [this] { pageView_->fitWidth(); });
-    makeAction(QStringLiteral("nextPage"), tr("&Next Page"), QKeySequence(Qt::Key_PageDown),
+    makeAction(QStringLiteral("nextPage"), QT_TR_NOOP("&Next Page"), QKeySequence(Qt::Key_PageDown),
                [this] { nextPage(1); });
-    makeAction(QStringLiteral("previousPage"), tr("&Previous Page"), QKeySequence(Qt::Key_PageUp),
+    makeAction(QStringLiteral("previousPage"), QT_TR_NOOP("&Previous Page"), QKeySequence(Qt::Key_PageUp),
                [this] { nextPage(-1); });
 
-    blockActions_ << makeAction(QStringLiteral("editBlock"), tr("&Edit Text…"), QKeySequence(Qt::Key_F2),
-                                [this] { editSelectedBlock(); });
-    blockActions_ << makeAction(QStringLiteral("copyBlock"), tr("&Copy Text"),
+    blockActions_ << makeAction(QStringLiteral("editBlock"), QT_TR_NOOP("&Edit Text…"),
+                                QKeySequence(Qt::Key_F2), [this] { editSelectedBlock(); });
+    blockActions_ << makeAction(QStringLiteral("copyBlock"), QT_TR_NOOP("&Copy Text"),
                                 QKeySequence(tr("Ctrl+Shift+C")), [this] { copySelectedBlock(); });
-    blockActions_ << makeAction(QStringLiteral("deleteBlock"), tr("&Delete Block"), QKeySequence::Delete,
-                                [this] { deleteSelectedBlock(); });
-    QAction* draw = makeAction(QStringLiteral("drawBox"), tr("Draw &Box"), QKeySequence(tr("Ctrl+D")), [] {});
+    blockActions_ << makeAction(QStringLiteral("deleteBlock"), QT_TR_NOOP("&Delete Block"),
+                                QKeySequence::Delete, [this] { deleteSelectedBlock(); });
+    QAction* draw =
+        makeAction(QStringLiteral("drawBox"), QT_TR_NOOP("Draw &Box"), QKeySequence(tr("Ctrl+D")), [] {});
     draw->setCheckable(true);
     connect(draw, &QAction::toggled, pageView_, &PageView::setDrawMode);
 
-    settingsAction_ = makeAction(QStringLiteral("settings"), tr("&Settings…"), QKeySequence::Preferences,
-                                 [this] { emitSignalOrSay(&MainWindow::settingsRequested, tr("Settings")); });
-    modelManagerAction_ = makeAction(QStringLiteral("modelManager"), tr("&Model Manager…"), {}, [this] {
-        emitSignalOrSay(&MainWindow::modelManagerRequested, tr("The model manager"));
-    });
+    settingsAction_ =
+        makeAction(QStringLiteral("settings"), QT_TR_NOOP("&Settings…"), QKeySequence::Preferences,
+                   [this] { emitSignalOrSay(&MainWindow::settingsRequested, tr("Settings")); });
+    modelManagerAction_ =
+        makeAction(QStringLiteral("modelManager"), QT_TR_NOOP("&Model Manager…"), {},
+                   [this] { emitSignalOrSay(&MainWindow::modelManagerRequested, tr("The model manager")); });
     settingsAction_->setMenuRole(QAction::PreferencesRole);
+}
+
+void MainWindow::translate(QAction* action, const char* source) {
+    action->setText(tr(source));
+    translatedActions_.append({action, source});
+}
+
+QMenu* MainWindow::translatedMenu(QWidget* parent, const char* source) {
+    QMenu* menu = nullptr;
+    if (auto* bar = qobject_cast<QMenuBar*>(parent)) {
+        menu = bar->addMenu(QString());
+    } else {
+        menu = qobject_cast<QMenu*>(parent)->addMenu(QString());
+    }
+    translate(menu->menuAction(), source);
+    return menu;
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        for (const auto& [action, source] : std::as_const(translatedActions_)) {
+            if (action != nullptr) {
+                action->setText(tr(source));
+            }
+        }
+        for (const auto& [widget, source] : std::as_const(translatedTitles_)) {
+            if (widget != nullptr) {
+                widget->setWindowTitle(tr(source));
+            }
+        }
+        updateActions();
+    }
+    QMainWindow::changeEvent(event);
 }
 
 void MainWindow::emitSignalOrSay(void (MainWindow::*signal)(), const QString& what) {
@@ -229,10 +268,10 @@ void MainWindow::emitSignalOrSay(void (MainWindow::*signal)(), const QString& wh
 }
 
 void MainWindow::createMenus() {
-    fileMenu_ = menuBar()->addMenu(tr("&File"));
+    fileMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&File"));
     fileMenu_->addAction(action(QStringLiteral("open")));
     fileMenu_->addAction(action(QStringLiteral("openFolder")));
-    recentMenu_ = fileMenu_->addMenu(tr("Open &Recent"));
+    recentMenu_ = translatedMenu(fileMenu_, QT_TR_NOOP("Open &Recent"));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("export")));
     fileMenu_->addSeparator();
@@ -241,11 +280,11 @@ void MainWindow::createMenus() {
     fileMenu_->addAction(action(QStringLiteral("quit")));
     updateRecentMenu();
 
-    QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
+    QMenu* runMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Run"));
     runMenu->addAction(action(QStringLiteral("run")));
     runMenu->addAction(action(QStringLiteral("cancel")));
 
-    viewMenu_ = menuBar()->addMenu(tr("&View"));
+    viewMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&View"));
     viewMenu_->addAction(action(QStringLiteral("zoomIn")));
     viewMenu_->addAction(action(QStringLiteral("zoomOut")));
     viewMenu_->addAction(action(QStringLiteral("fitWidth")));
@@ -255,8 +294,8 @@ void MainWindow::createMenus() {
     viewMenu_->addSeparator();
     viewMenu_->addAction(errors_->toggleViewAction());
 
-    blockMenu_ = menuBar()->addMenu(tr("&Block"));
-    rerunMenu_ = blockMenu_->addMenu(tr("&Re-run As"));
+    blockMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&Block"));
+    rerunMenu_ = translatedMenu(blockMenu_, QT_TR_NOOP("&Re-run As"));
     for (const BlockTaskChoice& choice : blockTaskChoices()) {
         QAction* a = rerunMenu_->addAction(choice.name);
         a->setObjectName(QStringLiteral("rerun") + choice.name);
@@ -269,17 +308,19 @@ void MainWindow::createMenus() {
     blockMenu_->addSeparator();
     blockMenu_->addAction(action(QStringLiteral("drawBox")));
 
-    toolsMenu_ = menuBar()->addMenu(tr("&Tools"));
+    toolsMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&Tools"));
     toolsMenu_->addAction(modelManagerAction_);
     toolsMenu_->addAction(settingsAction_);
-    helpMenu_ = menuBar()->addMenu(tr("&Help"));
-    helpMenu_->addAction(tr("&About Folio"), this, [this] {
+    helpMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&Help"));
+    QAction* about = helpMenu_->addAction(QString(), this, [this] {
         QMessageBox::about(this, tr("About Folio"),
                            tr("<b>Folio</b> %1<br>Documents to Markdown with PaddleOCR-VL, on your own GPU.")
                                .arg(QApplication::applicationVersion()));
     });
+    translate(about, QT_TR_NOOP("&About Folio"));
 
     QToolBar* bar = addToolBar(tr("Main"));
+    translatedTitles_.append({bar, QT_TR_NOOP("Main")});
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setMovable(false);
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);

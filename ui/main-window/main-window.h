@@ -10,6 +10,7 @@
 
 #include <QList>
 #include <QMainWindow>
+#include <QPointer>
 #include <QThreadPool>
 #include <functional>
 
@@ -106,14 +107,18 @@ protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void createActions();
     void createMenus();
     void createLayout();
     void connectModel();
-    QAction* makeAction(const QString& name, const QString& text, const QKeySequence& shortcut,
+    // An action whose text is the translation of `text` (QT_TR_NOOP), again after a language change.
+    QAction* makeAction(const QString& name, const char* text, const QKeySequence& shortcut,
                         const std::function<void()>& slot);
+    void translate(QAction* action, const char* source);
+    QMenu* translatedMenu(QWidget* parent, const char* source);
     void updateDocumentItem(int doc);
     void rebuildThumbnails();
     void updateThumbnail(int page);
@@ -163,6 +168,8 @@ private:
     QAction* settingsAction_ = nullptr;
     QAction* modelManagerAction_ = nullptr;
     QList<QAction*> blockActions_;
+    QList<std::pair<QPointer<QAction>, const char*>> translatedActions_;  // retranslated on LanguageChange
+    QList<std::pair<QPointer<QWidget>, const char*>> translatedTitles_;
 
     int doc_ = -1;
     int page_ = -1;

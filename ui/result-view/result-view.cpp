@@ -1,5 +1,6 @@
 #include "result-view.h"
 
+#include <QEvent>
 #include <QPlainTextEdit>
 #include <QScrollBar>
 #include <QTabWidget>
@@ -38,6 +39,7 @@ ResultView::ResultView(const DocumentModel& model, QWidget* parent) : QWidget(pa
     mono.setPointSizeF(font().pointSizeF() * 0.95);
     source_->setFont(mono);
     tabs_->addTab(source_, tr("Markdown"));
+    retranslate();
 
     connect(page_, &QWebEnginePage::loadFinished, this, [this](bool ok) {
         ready_ = ok;
@@ -78,6 +80,18 @@ void ResultView::showDocument(int doc) {
     doc_ = doc;
     highlighted_ = {-1, -1};
     renderAll();
+}
+
+void ResultView::retranslate() {
+    tabs_->setTabText(tabs_->indexOf(web_), tr("Document"));
+    tabs_->setTabText(tabs_->indexOf(source_), tr("Markdown"));
+}
+
+void ResultView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::LanguageChange) {
+        retranslate();
+    }
+    QWidget::changeEvent(event);
 }
 
 void ResultView::setMarkdownLabels(const QSet<QString>& labels) {

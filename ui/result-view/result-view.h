@@ -48,7 +48,11 @@ Q_SIGNALS:
     void blockActivated(int page, int blockId);
     void ready();
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
+    void retranslate();
     void onPageChanged(int doc, int page);
     void onBlockChanged(int doc, int page, int blockId);
     void renderAll();

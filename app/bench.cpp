@@ -315,7 +315,7 @@ int run_bench(const Options& opt) {
     const std::vector<float> pixels(static_cast<size_t>(kVisionImages * grids[0].n_patches() * patch_dim),
                                     0.1f);
     double vision_seconds = 0.0, bandwidth = 0.0;
-    int64_t n_params = 0, n_weight_bytes = 0, peak_bytes = 0;
+    int64_t n_params = 0, n_weight_bytes = 0, peak_bytes = 0, device_bytes = 0;
     std::string device;
     service.run_on_engine_thread([&](EngineContext& context) {
         auto* model = dynamic_cast<PaddleOcrVl*>(context.models.front()->generative());
@@ -349,6 +349,7 @@ int run_bench(const Options& opt) {
     service.run_on_engine_thread([&](EngineContext& context) {
         bandwidth = copy_bandwidth(context.backend);
         peak_bytes = context.backend.memory_stats().peak;
+        device_bytes = context.backend.total_memory();
     });
     nlohmann::json bytes;
     for (const auto q : {Quantization::None, Quantization::Wint8, Quantization::Wint4}) {
@@ -362,6 +363,7 @@ int run_bench(const Options& opt) {
         {"decode_weight_bytes_per_step", step_bytes},
         {"decode_floor_tokens_per_second", bandwidth / static_cast<double>(step_bytes)},
         {"peak_bytes", peak_bytes},
+        {"device_memory_bytes", device_bytes},  // the device's, or --device-memory's
         {"device", device},
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},

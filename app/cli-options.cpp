@@ -3,6 +3,9 @@
 #include "engine-options.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
 
 #ifdef FOLIO_WITH_CUDA
 #include "backend-cuda.h"
@@ -84,6 +87,7 @@ std::pair<int, int> parse_size(const std::string& text, const char* flag) {
 
 std::vector<std::string> with_engine_flags(std::initializer_list<const char*> flags) {
     std::vector<std::string> all(flags.begin(), flags.end());
+    all.emplace_back("--device-memory");
     const std::vector<std::string> engine = engine_flags();
     all.insert(all.end(), engine.begin(), engine.end());
     return all;
@@ -91,11 +95,55 @@ std::vector<std::string> with_engine_flags(std::initializer_list<const char*> fl
 
 // --device cpu (default) or cuda[:N].
 std::unique_ptr<Backend> make_backend(const Options& opt) {
-    return make_backend(opt.text("--device", "cpu"), static_cast<int>(opt.integer("--threads", 0)));
+    return make_backend(opt.text("--device", "cpu"), static_cast<int>(opt.integer("--threads", 0)),
+                        device_memory_limit(opt));
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
+int64_t parse_byte_size(const std::string& flag, const std::string& text) {
+    size_t used = 0;
+    double value = -1;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string unit = text.substr(used);
+    for (const char* tail : {"iB", "B"}) {
+        if (unit.size() > std::strlen(tail) && unit.ends_with(tail)) {
+            unit.resize(unit.size() - std::strlen(tail));
+            break;
+        }
+    }
+    double scale = 0;
+    if (unit.empty()) {
+        scale = 1;
+    } else if (unit.size() == 1) {
+        const std::string units = "KMGT";
+        const size_t power = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+        scale = power == std::string::npos ? 0 : std::pow(1024.0, static_cast<double>(power + 1));
+    }
+    if (used == 0 || scale == 0 || !(value > 0) || value * scale > 1e15) {
+        fail(flag, " expects a size such as 8GiB, 12G or 4096M, got '", text, "'");
+    }
+    return static_cast<int64_t>(value * scale);
+}
+
+int64_t device_memory_limit(const Options& opt) {
+    if (!opt.has("--device-memory")) {
+        return 0;
+    }
+    const int64_t bytes = parse_byte_size("--device-memory", opt.text("--device-memory"));
+    if (opt.text("--device", "cpu") == "cpu") {
+        fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+    }
+    return bytes;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int64_t memory_limit_bytes) {
     if (device == "cpu") {
+        if (memory_limit_bytes > 0) {
+            fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+        }
         return make_cpu_backend(threads);
     }
 #ifdef FOLIO_WITH_CUDA
@@ -115,7 +163,10 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads) {
         if (index < 0) {
             fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
         }
-        return make_cuda_backend(index);
+        CudaBackendOptions options;
+        options.device = index;
+        options.memory_limit_bytes = memory_limit_bytes;
+        return make_cuda_backend(options);
     }
     fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
 #else

@@ -89,6 +89,12 @@ std::vector<std::string> with_engine_flags(std::initializer_list<const char*> fl
 // --device cpu (default), cuda or cuda:N.
 std::unique_ptr<Backend> make_backend(const Options& opt);
 // The backend of a --device value: cpu (with threads, 0 for all cores), cuda or cuda:N.
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads);
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int64_t memory_limit_bytes = 0);
+
+// --device-memory SIZE: bytes, or a number with K, M, G or T (binary units, "iB" or "B" after them allowed):
+// the CUDA device planned and used as if it had that much memory; 0 where the option is absent. Throws
+// folio::Error naming the option and the value for anything else.
+int64_t device_memory_limit(const Options& opt);
+int64_t parse_byte_size(const std::string& flag, const std::string& text);
 
 }  // namespace folio::cli

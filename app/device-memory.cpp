@@ -1,5 +1,6 @@
 #include "device-memory.h"
 
+#include <algorithm>
 #include <string>
 
 #ifdef FOLIO_WITH_CUDA
@@ -15,12 +16,15 @@ std::function<int64_t()> device_free_memory(const Options& opt) {
     }
 #ifdef FOLIO_WITH_CUDA
     const int index = device.size() > 5 ? std::stoi(device.substr(5)) : 0;  // make_backend checked the form
-    return [index]() -> int64_t {
+    const int64_t limit = device_memory_limit(opt);
+    return [index, limit]() -> int64_t {
         size_t free = 0, total = 0;
         if (cudaSetDevice(index) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
             fail("cannot read the free memory of CUDA device ", index);
         }
-        return static_cast<int64_t>(free);
+        // Under --device-memory the device is as large as the limit, what every process uses taken from it.
+        const int64_t used = static_cast<int64_t>(total) - static_cast<int64_t>(free);
+        return limit > 0 ? std::max<int64_t>(0, limit - used) : static_cast<int64_t>(free);
     };
 #else
     return {};

@@ -9,7 +9,8 @@
 namespace folio::cli {
 
 // For --device cuda[:N], a probe of the device's free bytes (cudaMemGetInfo, on the calling thread's view of
-// that device); empty for the CPU, whose memory the plan takes as Folio's alone.
+// that device; under --device-memory, the limit less what every process uses); empty for the CPU, whose
+// memory the plan takes as Folio's alone.
 std::function<int64_t()> device_free_memory(const Options& opt);
 
 }  // namespace folio::cli

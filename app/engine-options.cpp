@@ -640,7 +640,10 @@ std::string engine_usage(CommandScope scope) {
         scope == CommandScope::Serve ? "" : " (folio-cli serve only; refused by this command)";
     std::ostringstream out;
     out << "engine options (FastDeploy's names and formats: --name value or --name=value, switches bare or\n"
-           "true/false/on/off, --no-NAME; docs/fastdeploy-options.md lists each option's status):\n";
+           "true/false/on/off, --no-NAME; docs/fastdeploy-options.md lists each option's status):\n"
+           "  device:\n"
+           "    --device-memory SIZE                    plan and allocate as if the CUDA device had SIZE\n"
+           "                                            (8GiB, 12G, 4096M): a smaller card on a larger one\n";
     std::string_view group;
     for (const EngineOptionInfo& info : kTable) {
         if (info.group != group) {

@@ -55,6 +55,14 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
         fail("cuda: no device ", device_, " (", n_devices, " present)");
     }
     CUDA_CHECK(cudaSetDevice(device_));
+    if (options.memory_limit_bytes < 0) {
+        fail("cuda: a memory limit must not be negative, got ", options.memory_limit_bytes);
+    }
+    if (options.memory_limit_bytes > 0) {
+        limit_ = std::make_shared<DeviceMemoryLimit>(options.memory_limit_bytes);
+    }
+    pool_ = std::make_shared<DevicePool>(device_, true, limit_);
+    recording_pool_ = std::make_shared<DevicePool>(device_, false, limit_);
     cudaDeviceProp props{};
     CUDA_CHECK(cudaGetDeviceProperties(&props, device_));
     device_name_ = props.name;
@@ -225,7 +233,7 @@ int64_t CudaBackend::total_memory() const {
     activate();
     size_t free = 0, total = 0;
     CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    return static_cast<int64_t>(total);
+    return limit_ ? std::min(limit_->limit, static_cast<int64_t>(total)) : static_cast<int64_t>(total);
 }
 
 void CudaBackend::reset_peak() {

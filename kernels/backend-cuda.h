@@ -18,6 +18,9 @@ struct CudaBackendOptions {
     // that an element an operation fails to write shows up in the results; alloc() still returns zeros.
     // For tests; costs a memset per tensor.
     bool poison_allocations = false;
+    // Plan and allocate as if the device had this many bytes (0: its own memory): an 8 GB card simulated on
+    // a larger one. total_memory() reports it, and tensors beyond it fail as on a full device.
+    int64_t memory_limit_bytes = 0;
 };
 
 // Throws folio::Error when there is no CUDA device or no device of that number.

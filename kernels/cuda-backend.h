@@ -258,9 +258,10 @@ private:
     kernels::ReadbackPool readbacks_;
     bool recording_ = false;
     std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
-    std::shared_ptr<DevicePool> pool_ = std::make_shared<DevicePool>(device_, true);
+    std::shared_ptr<DeviceMemoryLimit> limit_;  // null: the device's own memory
+    std::shared_ptr<DevicePool> pool_;
     // Tensors made while recording: their blocks stay with the pool, for the recorded work that reuses them.
-    std::shared_ptr<DevicePool> recording_pool_ = std::make_shared<DevicePool>(device_, false);
+    std::shared_ptr<DevicePool> recording_pool_;
 };
 
 }  // namespace folio::cuda

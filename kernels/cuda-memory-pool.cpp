@@ -25,6 +25,27 @@ void* try_cuda_malloc(size_t n_bytes) {
          " bytes free of ", total, ")");
 }
 
+bool DeviceMemoryLimit::reserve(int64_t n_bytes) {
+    int64_t now = held.load();
+    while (now + n_bytes <= limit) {
+        if (held.compare_exchange_weak(now, now + n_bytes)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void* DevicePool::allocate(size_t size) {
+    if (limit_ && !limit_->reserve(static_cast<int64_t>(size))) {
+        return nullptr;
+    }
+    void* p = try_cuda_malloc(size);
+    if (p == nullptr && limit_) {
+        limit_->release(static_cast<int64_t>(size));
+    }
+    return p;
+}
+
 DevicePool::Block DevicePool::take(size_t n_bytes) {
     const size_t size = block_size(n_bytes);
     {
@@ -36,12 +57,16 @@ DevicePool::Block DevicePool::take(size_t n_bytes) {
             return block;
         }
     }
-    void* p = try_cuda_malloc(size);
+    void* p = allocate(size);
     if (p == nullptr && releasable_) {
         release_cached();
-        p = try_cuda_malloc(size);
+        p = allocate(size);
     }
     if (p == nullptr) {
+        if (limit_ && limit_->held.load() + static_cast<int64_t>(size) > limit_->limit) {
+            fail("cuda: out of memory allocating ", n_bytes, " bytes on device ", device_, " (its limit of ",
+                 limit_->limit, " bytes is held but for ", limit_->limit - limit_->held.load(), ")");
+        }
         fail_out_of_memory(n_bytes, device_);
     }
     return {p, size};
@@ -68,6 +93,9 @@ void DevicePool::free_cached() {
     const std::lock_guard lock(mutex_);
     for (const auto& [size, p] : cached_) {
         cudaFree(p);
+        if (limit_) {
+            limit_->release(static_cast<int64_t>(size));
+        }
     }
     cached_.clear();
 }

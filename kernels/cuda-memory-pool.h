@@ -2,6 +2,7 @@
 // tensors hold, and the device addresses of this backend's tensors.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -21,14 +22,28 @@ void* try_cuda_malloc(size_t n_bytes);
 // Throws folio::Error naming the request and the device's free memory.
 [[noreturn]] void fail_out_of_memory(size_t n_bytes, int device);
 
+// A bound on the device memory a backend's pools hold (live and cached blocks together), so that a large
+// card behaves as a smaller one would: requests beyond it fail as on a full device.
+struct DeviceMemoryLimit {
+    explicit DeviceMemoryLimit(int64_t limit_bytes) : limit(limit_bytes) {}
+    const int64_t limit;
+    std::atomic<int64_t> held{0};
+
+    // Counts n_bytes as held where they fit under the limit.
+    bool reserve(int64_t n_bytes);
+    void release(int64_t n_bytes) { held.fetch_sub(n_bytes); }
+};
+
 // The device memory of one backend: cudaMalloc'd blocks, kept for reuse when their tensors go, since a
 // cudaMalloc and cudaFree pair costs tens of microseconds and cudaFree waits for the device. All work of the
 // backend runs on its one stream, so a block handed out again is written only after the work that read it.
 // Shared with the buffers, which may outlive the backend.
 class DevicePool {
 public:
-    // A pool that is not releasable keeps its cached blocks until it goes: recorded work reuses them.
-    DevicePool(int device, bool releasable) : device_(device), releasable_(releasable) {}
+    // A pool that is not releasable keeps its cached blocks until it goes: recorded work reuses them. With a
+    // limit (shared by the backend's pools), its blocks count against it.
+    DevicePool(int device, bool releasable, std::shared_ptr<DeviceMemoryLimit> limit = nullptr)
+        : device_(device), releasable_(releasable), limit_(std::move(limit)) {}
     ~DevicePool() { free_cached(); }
     DevicePool(const DevicePool&) = delete;
     DevicePool& operator=(const DevicePool&) = delete;
@@ -56,8 +71,12 @@ private:
 
     void free_cached();
 
+    // cudaMalloc within the limit; null where the device or the limit is full.
+    void* allocate(size_t size);
+
     int device_;
     bool releasable_;
+    std::shared_ptr<DeviceMemoryLimit> limit_;
     std::mutex mutex_;
     std::multimap<size_t, void*> cached_;  // free blocks by size
 };

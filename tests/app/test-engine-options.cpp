@@ -465,10 +465,12 @@ TEST(EngineOptions, DocsTableListsEveryOption) {
 
 TEST(EngineOptions, ValuesByNameAsASettingsStoreKeepsThem) {
     using folio::cli::engine_options_from_values;
-    const EngineOptions o = engine_options_from_values(
-        {{"max_model_len", "4096"}, {"max_num_seqs", "16"}, {"enable_prefix_caching", "false"},
-         {"gpu_memory_utilization", "0.5"}, {"quantization", "wint8"}},
-        model_config(), "cuda:0");
+    const EngineOptions o = engine_options_from_values({{"max_model_len", "4096"},
+                                                        {"max_num_seqs", "16"},
+                                                        {"enable_prefix_caching", "false"},
+                                                        {"gpu_memory_utilization", "0.5"},
+                                                        {"quantization", "wint8"}},
+                                                       model_config(), "cuda:0");
     EXPECT_EQ(o.engine.max_model_len, 4096);
     EXPECT_EQ(o.engine.max_num_seqs, 16);
     EXPECT_FALSE(o.engine.enable_prefix_caching);
@@ -484,7 +486,31 @@ TEST(EngineOptions, ValuesByNameAsASettingsStoreKeepsThem) {
         }
         return std::string("(accepted)");
     };
-    EXPECT_EQ(message({{"gpu_memory_utilization", "1.5"}}), "--gpu-memory-utilization must be in (0, 1], got 1.5");
+    EXPECT_EQ(message({{"gpu_memory_utilization", "1.5"}}),
+              "--gpu-memory-utilization must be in (0, 1], got 1.5");
     EXPECT_EQ(message({{"max_num_seqs", "0"}}), "--max-num-seqs must be between 1 and 256, got 0");
     EXPECT_EQ(message({{"no_such_option", "1"}}), "unknown engine option no_such_option");
+}
+
+// --device-memory: sizes in binary units, refused where malformed and on the CPU.
+TEST(DeviceMemoryOption, SizesInBinaryUnits) {
+    using folio::cli::parse_byte_size;
+    EXPECT_EQ(parse_byte_size("--device-memory", "8GiB"), int64_t{8} << 30);
+    EXPECT_EQ(parse_byte_size("--device-memory", "12G"), int64_t{12} << 30);
+    EXPECT_EQ(parse_byte_size("--device-memory", "4096M"), int64_t{4096} << 20);
+    EXPECT_EQ(parse_byte_size("--device-memory", "1.5GB"), int64_t{3} << 29);
+    EXPECT_EQ(parse_byte_size("--device-memory", "65536"), 65536);
+    for (const char* bad : {"", "G", "-1G", "0", "8X", "8GiBs", "1e30"}) {
+        try {
+            parse_byte_size("--device-memory", bad);
+            FAIL() << "accepted '" << bad << "'";
+        } catch (const folio::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("--device-memory expects a size"), std::string::npos)
+                << e.what();
+        }
+    }
+    EXPECT_THROW(folio::cli::device_memory_limit(make_options({"--device-memory", "8G"})), folio::Error);
+    EXPECT_EQ(folio::cli::device_memory_limit(make_options({"--device", "cuda:0", "--device-memory", "8G"})),
+              int64_t{8} << 30);
+    EXPECT_EQ(folio::cli::device_memory_limit(make_options({"--device", "cuda:0"})), 0);
 }

@@ -364,6 +364,31 @@ TEST_F(BackendOpsTest, OutOfMemoryThrowsWithTheRequest) {
     expect_close("gelu_tanh", x.gpu, x.cpu, kF32Bound, "after out of memory");
 }
 
+// --device-memory: the backend reports the limit as its memory and refuses tensors beyond it, live and cached
+// blocks counted together; a tensor that goes makes room again.
+TEST_F(BackendOpsTest, MemoryLimitBoundsTheDevice) {
+    CudaBackendOptions options;
+    options.memory_limit_bytes = int64_t{64} << 20;
+    const std::unique_ptr<Backend> small = make_cuda_backend(options);
+    EXPECT_EQ(small->total_memory(), int64_t{64} << 20);
+    {
+        const Tensor a = small->alloc({int64_t{10} << 20});  // 40 MiB
+        try {
+            small->alloc({int64_t{8} << 20});  // 32 MiB more
+            FAIL() << "went past the limit";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("limit"), std::string::npos) << e.what();
+        }
+    }
+    const Tensor b = small->alloc({int64_t{12} << 20});  // 48 MiB once the first is gone
+    EXPECT_EQ(small->memory_stats().in_use, int64_t{48} << 20);
+    Pair x = random({3, 7});
+    Tensor y = small->upload(std::span<const float>(x.cpu.f32(), 21), {3, 7});
+    small->gelu_tanh(y);
+    cpu_->gelu_tanh(x.cpu);
+    expect_close("gelu_tanh", y, x.cpu, kF32Bound, "under a memory limit");
+}
+
 TEST_F(BackendOpsTest, Linear) {
     for (const int64_t n : {1, 3, 17, 130}) {
         for (const auto& [in, out] :

@@ -121,6 +121,16 @@ class TestDocumentPipeline : public QObject {
         return o;
     }
 
+    // With layout, every candidate of the random fixture model counting (thresholds at 0).
+    PipelineOptions everyCandidate() const {
+        PipelineOptions o = options(true);
+        LayoutRules rules = paddleocr_vl_1_5_layout_rules();
+        std::fill(rules.thresholds.begin(), rules.thresholds.end(), 0.0F);
+        rules.default_threshold = 0.0F;
+        o.layoutRules = rules;
+        return o;
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         ServiceParams params;
@@ -173,12 +183,7 @@ private Q_SLOTS:
     }
 
     void layoutBlocksGetTheirTasks() {
-        // Every candidate of the random fixture model counts.
-        PipelineOptions o = options(true);
-        LayoutRules rules = paddleocr_vl_1_5_layout_rules();
-        std::fill(rules.thresholds.begin(), rules.thresholds.end(), 0.0F);
-        rules.default_threshold = 0.0F;
-        o.layoutRules = rules;
+        PipelineOptions o = everyCandidate();
         o.recognition.chartRecognition = true;  // the fixture model sees charts everywhere
         DocumentPipeline pipeline(service_, openFake, o);
         Recorder recorder;
@@ -271,11 +276,7 @@ private Q_SLOTS:
 
     // A label's threshold from the settings replaces the rules' own: at 1 for every label nothing is kept.
     void labelThresholdsOverTheRules() {
-        PipelineOptions o = options(true);
-        LayoutRules rules = paddleocr_vl_1_5_layout_rules();
-        std::fill(rules.thresholds.begin(), rules.thresholds.end(), 0.0F);
-        rules.default_threshold = 0.0F;
-        o.layoutRules = rules;
+        PipelineOptions o = everyCandidate();
         for (const std::string_view label : kLayoutLabels) {
             o.labelThresholds.emplace(std::string(label), 1.0F);
         }

@@ -75,7 +75,6 @@ public:
     // Page images: at 200 DPI one is about 11 MB, so the model keeps the most recently used ones only (the
     // budget, in pages) and lets go of the others' (their previews stay); PageRenderer makes them again.
     void setPageImageBudget(int pages);
-    int pageImageBudget() const { return imageBudget_; }
     int pageImagesHeld() const { return static_cast<int>(imageOrder_.size()); }
     // Marks a page's image as just used (a view shows it), so that it is the last to go.
     void touchPageImage(int doc, int page);

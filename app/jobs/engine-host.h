@@ -39,7 +39,6 @@ public:
     // reconfigured(), or reconfigureFailed() with the previous options back in place. The requests the
     // engine holds end, so callers wait for runs to finish first.
     void reconfigure(const EngineConfig& config);
-    bool isReconfiguring() const { return reconfiguring_; }
 
     // How often the statistics are read while the engine is ready.
     void setStatsInterval(int ms) { statsTimer_.setInterval(ms); }

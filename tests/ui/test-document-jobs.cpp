@@ -33,6 +33,14 @@ class TestDocumentJobs : public QObject {
         return finished.first().first().value<PipelineSummary>();
     }
 
+    // Fixture pipeline options with every layout candidate kept, pages at 100 DPI.
+    static void useShortRuns(JobController& jobs) {
+        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 100;
+        jobs.setDocumentOptions(documentOptions);
+    }
+
 private Q_SLOTS:
     void initTestCase() {
         QVERIFY(tmp_.isValid());
@@ -56,10 +64,7 @@ private Q_SLOTS:
     void runStreamsBlocksIntoTheModel() {
         DocumentModel model;
         JobController jobs(service_, model);
-        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
-        DocumentOptions documentOptions;
-        documentOptions.dpi = 100;
-        jobs.setDocumentOptions(documentOptions);
+        useShortRuns(jobs);
         const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
 
         // Per page: laid out (boxes) before any of its text, and finished last.
@@ -128,10 +133,7 @@ private Q_SLOTS:
     void blockActions() {
         DocumentModel model;
         JobController jobs(service_, model);
-        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
-        DocumentOptions documentOptions;
-        documentOptions.dpi = 100;
-        jobs.setDocumentOptions(documentOptions);
+        useShortRuns(jobs);
         const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
         runAndWait(jobs, {doc});
         QCOMPARE(model.document(doc).state, DocumentState::Done);
@@ -194,12 +196,9 @@ private Q_SLOTS:
         DocumentModel model;
         model.setPageImageBudget(2);
         JobController jobs(service_, model);
-        jobs.setPipelineOptions(test::fixturePipelineOptions(true));
-        DocumentOptions documentOptions;
-        documentOptions.dpi = 100;
-        jobs.setDocumentOptions(documentOptions);
+        useShortRuns(jobs);
         PreviewLoader loader(model);
-        loader.setDocumentOptions(documentOptions);
+        loader.setDocumentOptions(jobs.documentOptions());
         connect(&jobs, &JobController::pageImageNeeded, &loader, &PreviewLoader::loadPageImage);
         const int doc = model.addDocument(path);
         QImage first;  // page 1's image as the pipeline rendered it

@@ -189,7 +189,8 @@ void ResultView::rebuildSource() {
     for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
         const PageEntry& page = pages[static_cast<size_t>(p)];
         for (const BlockResult& block : page.result.blocks) {
-            if (!markdownLabels().contains(block.label) || !labels_.contains(block.label)) {
+            // The labels with a Markdown form (the export library's), of those the settings chose.
+            if (!folio::markdownLabels().contains(block.label) || !labels_.contains(block.label)) {
                 continue;
             }
             const QString imageLink =

@@ -107,8 +107,11 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"innode_prefill_ports", kSplitwise, Text, ServeOnly, "PORT[,PORT...]", "none",
      "serve only, no effect there (no disaggregated prefill)"},
 
-    {"port", kServer, Integer, ServeOnly, "PORT", "8000", "HTTP port"},
-    {"metrics_port", kServer, Integer, ServeOnly, "PORT", "8001", "metrics port"},
+    {"host", kServer, Text, ServeOnly, "ADDRESS", "127.0.0.1",
+     "address to listen on (0.0.0.0: every interface)"},
+    {"port", kServer, Integer, ServeOnly, "PORT", "8180", "HTTP port"},
+    {"metrics_port", kServer, Integer, ServeOnly, "PORT", "8471", "metrics port (Prometheus' /metrics)"},
+    {"api_key", kServer, Text, ServeOnly, "KEY", "none", "clients must send Authorization: Bearer KEY"},
     {"engine_worker_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
      "no effect: the engine runs in the server's process"},
     {"cache_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
@@ -247,8 +250,8 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
     for (const std::string_view name : {"port", "metrics_port"}) {
         if (r.has(name)) {
             const int64_t port = r.integer(name, 0);
-            if (port < 1 || port > 65535) {
-                fail(flag_of(name), " must be a port 1..65535, got ", port);
+            if (port < 0 || port > 65535) {
+                fail(flag_of(name), " must be a port 1..65535 (0: any free port), got ", port);
             }
             (name == "port" ? out.port : out.metrics_port) = static_cast<int>(port);
         }
@@ -269,6 +272,21 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
     }
     if (r.has("served_model_name")) {
         out.served_model_name = r.text("served_model_name");
+        if (out.served_model_name->empty()) {
+            fail("--served-model-name must not be empty");
+        }
+    }
+    if (r.has("host")) {
+        out.host = r.text("host");
+        if (out.host.empty()) {
+            fail("--host must name an address, for example 127.0.0.1 or 0.0.0.0");
+        }
+    }
+    if (r.has("api_key")) {
+        out.api_key = r.text("api_key");
+        if (out.api_key.empty()) {
+            fail("--api-key must not be empty");
+        }
     }
 }
 

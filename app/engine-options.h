@@ -79,6 +79,8 @@ struct EngineOptions {
     std::optional<int> port;
     std::optional<int> metrics_port;
     std::optional<std::string> served_model_name;
+    std::string host = "127.0.0.1";
+    std::string api_key;  // empty: none
     int64_t max_waiting_time = -1;
     int64_t max_concurrency = 512;
 };
@@ -89,9 +91,9 @@ struct EngineOptions {
 EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg,
                                    CommandScope scope = CommandScope::Offline);
 
-// The same options from FastDeploy's names and values as text ({"max_model_len", "4096"}), as a settings store
-// keeps them, on a device ("cpu", "cuda" or "cuda:N"): checked exactly as on the command line, the message
-// naming the option and its range.
+// The same options from FastDeploy's names and values as text ({"max_model_len", "4096"}), as a settings
+// store keeps them, on a device ("cpu", "cuda" or "cuda:N"): checked exactly as on the command line, the
+// message naming the option and its range.
 EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
                                          const ModelConfig& cfg, const std::string& device = "cpu");
 

@@ -1,4 +1,4 @@
-// folio-cli: Folio from the command line. Subcommands: ocr, generate, bench, tokenize, layout, model.
+// folio-cli: Folio from the command line. Subcommands: ocr, generate, bench, tokenize, layout, model, serve.
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -15,8 +15,10 @@
 #include "image-loader.h"
 #include "layout-command.h"
 #include "model-command.h"
-#include "ocr-command.h"
 #include "models/paddleocr-vl/config.h"
+#include "ocr-command.h"
+#include "serve-command.h"
+#include "server-bench.h"
 #include "tokenize-command.h"
 
 namespace {
@@ -131,7 +133,9 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
+        std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
+                  << kServeUsage << kServerBenchUsage << "\n"
+                  << engine_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -141,6 +145,9 @@ int main(int argc, char** argv) {
         }
         if (command == "ocr") {
             return run_ocr(argc, argv, 2);
+        }
+        if (command == "serve") {
+            return run_serve(argc, argv, 2);
         }
         if (command == "layout") {
             return run_layout(argc, argv, 2);
@@ -154,17 +161,20 @@ int main(int argc, char** argv) {
         }
         const Options options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n" << engine_usage();
+            std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
+                      << kServeUsage << kServerBenchUsage << "\n"
+                      << engine_usage();
             return 0;
         }
         if (command == "generate") {
             return run_generate(options);
         }
         if (command == "bench") {
-            return run_bench(options);
+            return options.has("--server") ? run_server_bench(options) : run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage << "\n"
+                  << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
+                  << kServeUsage << kServerBenchUsage << "\n"
                   << engine_usage();
         return 2;
     } catch (const std::exception& e) {

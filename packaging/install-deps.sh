@@ -12,7 +12,7 @@ packages=(
     libopencv-dev
     libicu-dev
     nlohmann-json3-dev
-    libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+    libcurl4-openssl-dev libssl-dev libcpp-httplib-dev prometheus-cpp-dev curl
     libgtest-dev libgmock-dev
     xvfb xauth
     dpkg-dev file appstream desktop-file-utils librsvg2-bin

@@ -19,7 +19,7 @@ echo "== ASan + UBSan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$jobs" -L "unit|model"
+    ctest --preset asan -j "$jobs" -L "unit|model|server"
 
 echo "== ThreadSanitizer build and tests (the engine service and the threaded runtime)"
 cmake --preset tsan >/dev/null
@@ -29,5 +29,5 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsa
 echo "== fuzzers"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs" --target fuzz-safetensors fuzz-model-config fuzz-layout-config \
-    fuzz-tokenizer-json fuzz-sentencepiece fuzz-otsl-table fuzz-page-range
+    fuzz-tokenizer-json fuzz-sentencepiece fuzz-otsl-table fuzz-page-range fuzz-openai-request
 bash tests/fuzz/run-fuzzers.sh build/fuzz "${FOLIO_FUZZ_SECONDS:-30}"

@@ -36,6 +36,7 @@ struct RequestState {
     int64_t group = 0;
     OutputCallback on_output;
     std::atomic<bool> cancel_requested{false};
+    std::atomic<int64_t> n_prompt_tokens{-1};  // once built
 
     std::mutex mutex;  // guards what follows
     std::condition_variable ready;
@@ -173,6 +174,7 @@ void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, co
     try {
         Request request = made.build(std::move(spec));
         request.priority = priority;
+        state->n_prompt_tokens.store(static_cast<int64_t>(request.prompt.ids.size()));
         {
             const std::lock_guard lock(mutex);
             if (!stop.load()) {
@@ -514,6 +516,10 @@ std::optional<RequestOutput> RequestHandle::next() {
     state_->outputs.pop_front();
     state_->taken_final = out.finish.has_value();
     return out;
+}
+
+int64_t RequestHandle::n_prompt_tokens() const {
+    return state_ ? state_->n_prompt_tokens.load() : -1;
 }
 
 bool RequestHandle::finished() const {

@@ -101,6 +101,9 @@ public:
     // The next output, waiting for it; nothing once the final output was taken, or when the request delivers
     // to a callback.
     std::optional<RequestOutput> next();
+    // The prompt's tokens once the request is built (before its first output), -1 until then or when it was
+    // refused.
+    int64_t n_prompt_tokens() const;
     // Whether the final output was delivered (to the queue or the callback).
     bool finished() const;
     // Ends the request: its final output says FinishReason::Cancelled unless it had already ended. Does

@@ -407,14 +407,22 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
 }
 
 TEST(EngineOptions, ServerOptionsParseOnServe) {
-    const EngineOptions o = parse(
-        {"--port", "8180", "--metrics-port=8181", "--engine-worker-queue-port", "8182", "--cache-queue-port",
-         "8183,8184", "--max-waiting-time", "-1", "--max-concurrency", "512", "--served-model-name", "ocr"},
-        CommandScope::Serve);
+    const EngineOptions o =
+        parse({"--port", "8180", "--metrics-port=8181", "--engine-worker-queue-port", "8182",
+               "--cache-queue-port", "8183,8184", "--max-waiting-time", "-1", "--max-concurrency", "512",
+               "--served-model-name", "ocr", "--host", "0.0.0.0", "--api-key", "secret"},
+              CommandScope::Serve);
     EXPECT_EQ(o.port, 8180);
     EXPECT_EQ(o.metrics_port, 8181);
     EXPECT_EQ(o.served_model_name, "ocr");
-    EXPECT_NE(error_of({"--port", "0"}, CommandScope::Serve).find("--port must be a port 1..65535, got 0"),
+    EXPECT_EQ(o.host, "0.0.0.0");
+    EXPECT_EQ(o.api_key, "secret");
+    EXPECT_EQ(parse({}, CommandScope::Serve).host, "127.0.0.1");
+    EXPECT_EQ(parse({"--port", "0"}, CommandScope::Serve).port, 0);
+    EXPECT_NE(error_of({"--port", "-1"}, CommandScope::Serve)
+                  .find("--port must be a port 1..65535 (0: any free port), got -1"),
+              std::string::npos);
+    EXPECT_NE(error_of({"--api-key", ""}, CommandScope::Serve).find("--api-key must not be empty"),
               std::string::npos);
     EXPECT_NE(error_of({"--port", "65536"}, CommandScope::Serve).find("got 65536"), std::string::npos);
     EXPECT_NE(error_of({"--cache-queue-port", "8183,x"}, CommandScope::Serve).find("expects ports 1..65535"),

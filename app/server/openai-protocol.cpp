@@ -1,0 +1,582 @@
+#include "openai-protocol.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+namespace folio::server {
+
+namespace {
+
+using nlohmann::json;
+
+// Stop strings a request may give, as many as vLLM and FastDeploy take in practice, each of bounded length.
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopBytes = 1024;
+
+const char* type_name(const json& v) {
+    switch (v.type()) {
+        case json::value_t::null:
+            return "null";
+        case json::value_t::boolean:
+            return "a boolean";
+        case json::value_t::string:
+            return "a string";
+        case json::value_t::array:
+            return "an array";
+        case json::value_t::object:
+            return "an object";
+        case json::value_t::binary:
+            return "binary";
+        case json::value_t::discarded:
+            return "nothing";
+        default:
+            return "a number";
+    }
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const json& v) {
+    bad_request(param + " must be " + wanted + ", got " + type_name(v), param);
+}
+
+json parse_body(std::string_view body) {
+    json doc = json::parse(body.begin(), body.end(), nullptr, false);
+    if (doc.is_discarded()) {
+        // Parsed again with exceptions for the position of the fault.
+        try {
+            doc = json::parse(body.begin(), body.end());
+        } catch (const json::exception& e) {
+            bad_request(std::string("the body is not valid JSON: ") + e.what());
+        }
+        bad_request("the body is not valid JSON");
+    }
+    if (!doc.is_object()) {
+        bad_request(std::string("the body must be a JSON object, got ") + type_name(doc));
+    }
+    return doc;
+}
+
+// The member when present and not null.
+const json* member(const json& obj, const char* key) {
+    const auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<bool> get_bool(const json& obj, const char* key) {
+    const json* v = member(obj, key);
+    if (!v) {
+        return std::nullopt;
+    }
+    if (!v->is_boolean()) {
+        wrong_type(key, "a boolean", *v);
+    }
+    return v->get<bool>();
+}
+
+std::optional<int64_t> get_int(const json& obj, const char* key, const std::string& param) {
+    const json* v = member(obj, key);
+    if (!v) {
+        return std::nullopt;
+    }
+    if (v->is_number_integer()) {
+        return v->get<int64_t>();
+    }
+    if (v->is_number_float()) {
+        // JSON has one number type: 4096.0 is an integer, 0.5 is not.
+        const double d = v->get<double>();
+        if (std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9.0e15) {
+            return static_cast<int64_t>(d);
+        }
+        bad_request(param + " must be an integer, got " + v->dump(), param);
+    }
+    wrong_type(param, "an integer", *v);
+}
+
+std::optional<double> get_number(const json& obj, const char* key) {
+    const json* v = member(obj, key);
+    if (!v) {
+        return std::nullopt;
+    }
+    if (!v->is_number()) {
+        wrong_type(key, "a number", *v);
+    }
+    return v->get<double>();
+}
+
+std::optional<std::string> get_string(const json& obj, const char* key) {
+    const json* v = member(obj, key);
+    if (!v) {
+        return std::nullopt;
+    }
+    if (!v->is_string()) {
+        wrong_type(key, "a string", *v);
+    }
+    return v->get<std::string>();
+}
+
+void check_range(double value, double lo, double hi, const char* param, const char* range) {
+    if (!(value >= lo && value <= hi)) {
+        bad_request(std::string(param) + " must be " + range + ", got " + json(value).dump(), param);
+    }
+}
+
+void refuse(const std::string& param, const std::string& why) {
+    bad_request(param + ": " + why, param);
+}
+
+GenerationRequest parse_generation(const json& body) {
+    GenerationRequest g;
+    if (const auto model = get_string(body, "model")) {
+        g.model = *model;
+    }
+    const auto max_completion = get_int(body, "max_completion_tokens", "max_completion_tokens");
+    const auto max_tokens = get_int(body, "max_tokens", "max_tokens");
+    g.max_tokens = max_completion ? max_completion : max_tokens;
+    if (g.max_tokens && *g.max_tokens < 1) {
+        const char* param = max_completion ? "max_completion_tokens" : "max_tokens";
+        bad_request(std::string(param) + " must be at least 1, got " + std::to_string(*g.max_tokens), param);
+    }
+
+    // OpenAI's defaults: temperature 1, top_p 1.
+    g.sampling.temperature = 1.0f;
+    if (const auto t = get_number(body, "temperature")) {
+        check_range(*t, 0.0, 2.0, "temperature", "between 0 and 2");
+        g.sampling.temperature = static_cast<float>(*t);
+    }
+    if (const auto p = get_number(body, "top_p")) {
+        check_range(*p, 0.0, 1.0, "top_p", "between 0 and 1");
+        if (*p == 0.0) {
+            // Only the most likely token is left (FastDeploy's clients send top_p 0 for greedy decoding).
+            g.sampling.temperature = 0.0f;
+        } else {
+            g.sampling.top_p = static_cast<float>(*p);
+        }
+    }
+    if (const auto k = get_int(body, "top_k", "top_k")) {
+        if (*k < -1 || *k > std::numeric_limits<int>::max()) {
+            bad_request("top_k must be -1 or 0 (off) or a positive count, got " + std::to_string(*k),
+                        "top_k");
+        }
+        g.sampling.top_k = *k <= 0 ? 0 : static_cast<int>(*k);
+    }
+    if (const auto r = get_number(body, "repetition_penalty")) {
+        if (!(*r > 0.0) || !std::isfinite(*r)) {
+            bad_request("repetition_penalty must be a number above 0, got " + json(*r).dump(),
+                        "repetition_penalty");
+        }
+        g.sampling.repetition_penalty = static_cast<float>(*r);
+    }
+    for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
+        if (const auto v = get_number(body, penalty)) {
+            check_range(*v, -2.0, 2.0, penalty, "between -2 and 2");
+            if (*v != 0.0) {
+                refuse(penalty, "not supported; use repetition_penalty");
+            }
+        }
+    }
+    if (const json* seed = member(body, "seed")) {
+        if (!seed->is_number_integer()) {
+            wrong_type("seed", "an integer", *seed);
+        }
+        g.sampling.seed =
+            seed->is_number_unsigned() ? seed->get<uint64_t>() : static_cast<uint64_t>(seed->get<int64_t>());
+        g.seeded = true;
+    }
+    if (const json* stop = member(body, "stop")) {
+        if (stop->is_string()) {
+            g.stop.push_back(stop->get<std::string>());
+        } else if (stop->is_array()) {
+            for (const json& s : *stop) {
+                if (!s.is_string()) {
+                    wrong_type("stop", "a string or an array of strings", s);
+                }
+                g.stop.push_back(s.get<std::string>());
+            }
+        } else {
+            wrong_type("stop", "a string or an array of strings", *stop);
+        }
+        if (g.stop.size() > kMaxStopStrings) {
+            bad_request("stop takes at most " + std::to_string(kMaxStopStrings) + " strings, got " +
+                            std::to_string(g.stop.size()),
+                        "stop");
+        }
+        for (const std::string& s : g.stop) {
+            if (s.empty() || s.size() > kMaxStopBytes) {
+                bad_request("each stop string must have 1 to " + std::to_string(kMaxStopBytes) + " bytes",
+                            "stop");
+            }
+        }
+    }
+    if (const auto n = get_int(body, "n", "n"); n && *n != 1) {
+        refuse("n", "only 1 is supported, got " + std::to_string(*n));
+    }
+    g.stream = get_bool(body, "stream").value_or(false);
+    if (const json* options = member(body, "stream_options")) {
+        if (!options->is_object()) {
+            wrong_type("stream_options", "an object", *options);
+        }
+        if (!g.stream) {
+            bad_request("stream_options is only allowed with stream: true", "stream_options");
+        }
+        if (const json* usage = member(*options, "include_usage")) {
+            if (!usage->is_boolean()) {
+                wrong_type("stream_options.include_usage", "a boolean", *usage);
+            }
+            g.include_usage = usage->get<bool>();
+        }
+    }
+    if (get_bool(body, "logprobs").value_or(false)) {
+        refuse("logprobs", "log probabilities are not supported");
+    }
+    if (member(body, "top_logprobs") || member(body, "logit_bias")) {
+        refuse(member(body, "top_logprobs") ? "top_logprobs" : "logit_bias", "not supported");
+    }
+    if (const json* tools = member(body, "tools")) {
+        if (!tools->is_array()) {
+            wrong_type("tools", "an array", *tools);
+        }
+        if (!tools->empty()) {
+            refuse("tools", "tool calling is not supported");
+        }
+    }
+    if (const json* format = member(body, "response_format")) {
+        if (!format->is_object()) {
+            wrong_type("response_format", "an object", *format);
+        }
+        const json* type = member(*format, "type");
+        if (!type || !type->is_string() || type->get<std::string>() != "text") {
+            refuse("response_format", "only {\"type\": \"text\"} is supported");
+        }
+    }
+    // FastDeploy's and vLLM's extra parameters.
+    g.skip_special_tokens = get_bool(body, "skip_special_tokens").value_or(true);
+    g.ignore_eos = get_bool(body, "ignore_eos").value_or(false);
+    if (get_bool(body, "include_stop_str_in_output").value_or(false)) {
+        refuse("include_stop_str_in_output", "not supported: the text ends before the stop string");
+    }
+    if (const auto min_tokens = get_int(body, "min_tokens", "min_tokens"); min_tokens && *min_tokens != 0) {
+        refuse("min_tokens", "not supported");
+    }
+    if (const json* kwargs = member(body, "mm_processor_kwargs")) {
+        if (!kwargs->is_object()) {
+            wrong_type("mm_processor_kwargs", "an object", *kwargs);
+        }
+        for (const auto& [key, value] : kwargs->items()) {
+            const std::string param = "mm_processor_kwargs." + key;
+            if (key != "min_pixels" && key != "max_pixels") {
+                refuse(param, "only min_pixels and max_pixels are taken");
+            }
+            const std::optional<int64_t> pixels = get_int(*kwargs, key.c_str(), param);
+            if (pixels && *pixels < 1) {
+                bad_request(param + " must be at least 1, got " + std::to_string(*pixels), param);
+            }
+            (key == "min_pixels" ? g.image_min_pixels : g.image_max_pixels) = pixels;
+        }
+        if (g.image_min_pixels && g.image_max_pixels && *g.image_min_pixels > *g.image_max_pixels) {
+            bad_request("mm_processor_kwargs.min_pixels is above max_pixels", "mm_processor_kwargs");
+        }
+    }
+    if (const json* kwargs = member(body, "chat_template_kwargs"); kwargs && !kwargs->is_object()) {
+        wrong_type("chat_template_kwargs", "an object", *kwargs);
+    }
+    return g;
+}
+
+// A message's content: a string, or an array of text and image parts.
+void parse_content(const json& content, const std::string& param, ChatTurn& turn) {
+    if (content.is_string()) {
+        turn.text = content.get<std::string>();
+        return;
+    }
+    if (!content.is_array()) {
+        wrong_type(param, "a string or an array of parts", content);
+    }
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        const std::string at = param + "[" + std::to_string(i) + "]";
+        if (!part.is_object()) {
+            wrong_type(at, "an object", part);
+        }
+        const json* type = member(part, "type");
+        if (!type || !type->is_string()) {
+            bad_request(at + ".type must be a string", at + ".type");
+        }
+        const std::string kind = type->get<std::string>();
+        if (kind == "text") {
+            const json* text = member(part, "text");
+            if (!text || !text->is_string()) {
+                bad_request(at + ".text must be a string", at + ".text");
+            }
+            turn.text += text->get<std::string>();
+        } else if (kind == "image_url") {
+            if (turn.role != ChatMessage::Role::User) {
+                bad_request(at + ": only user messages may hold images", at);
+            }
+            const json* image = member(part, "image_url");
+            const json* url = image && image->is_object() ? member(*image, "url") : image;
+            if (!url || !url->is_string()) {
+                bad_request(at + ".image_url.url must be a string", at + ".image_url");
+            }
+            turn.image_urls.push_back(url->get<std::string>());
+        } else {
+            refuse(at + ".type", "'" + kind + "' is not supported; use text or image_url");
+        }
+    }
+}
+
+json usage_json(const Usage& usage) {
+    return {{"prompt_tokens", usage.prompt_tokens},
+            {"completion_tokens", usage.completion_tokens},
+            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+json finish_json(const char* finish_reason) {
+    return finish_reason ? json(finish_reason) : json(nullptr);
+}
+
+std::string event(const json& data) {
+    return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+json head_json(const ResponseHead& head, const char* object) {
+    return {{"id", head.id}, {"object", object}, {"created", head.created}, {"model", head.model}};
+}
+
+std::string dump(const json& j) {
+    // Text cut inside a UTF-8 sequence is replaced rather than refused.
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+void bad_request(const std::string& message, const std::string& param) {
+    throw ApiError(400, "invalid_request_error", message, param);
+}
+
+ChatCompletionRequest parse_chat_completion(std::string_view body) {
+    const json doc = parse_body(body);
+    ChatCompletionRequest request;
+    const json* messages = member(doc, "messages");
+    if (!messages) {
+        bad_request("messages is required", "messages");
+    }
+    if (!messages->is_array()) {
+        wrong_type("messages", "an array", *messages);
+    }
+    for (size_t i = 0; i < messages->size(); ++i) {
+        const json& m = (*messages)[i];
+        const std::string at = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object()) {
+            wrong_type(at, "an object", m);
+        }
+        const json* role = member(m, "role");
+        if (!role || !role->is_string()) {
+            bad_request(at + ".role must be a string", at + ".role");
+        }
+        const std::string r = role->get<std::string>();
+        ChatTurn turn;
+        if (r == "user") {
+            turn.role = ChatMessage::Role::User;
+        } else if (r == "assistant") {
+            turn.role = ChatMessage::Role::Assistant;
+        } else if (r != "system" && r != "developer") {
+            refuse(at + ".role", "'" + r + "' is not supported; use system, user or assistant");
+        }
+        if (const json* content = member(m, "content")) {
+            parse_content(*content, at + ".content", turn);
+        } else if (turn.role == ChatMessage::Role::User) {
+            bad_request(at + ".content is required", at + ".content");
+        }
+        if (r == "system" || r == "developer") {
+            continue;  // PaddleOCR-VL's chat template has no system turn
+        }
+        request.messages.push_back(std::move(turn));
+    }
+    if (request.messages.empty() || request.messages.back().role != ChatMessage::Role::User) {
+        bad_request("messages must end with a user message", "messages");
+    }
+    request.generation = parse_generation(doc);
+    return request;
+}
+
+CompletionRequest parse_completion(std::string_view body) {
+    const json doc = parse_body(body);
+    CompletionRequest request;
+    const json* prompt = member(doc, "prompt");
+    if (!prompt) {
+        bad_request("prompt is required", "prompt");
+    }
+    if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
+        request.prompt = (*prompt)[0].get<std::string>();
+    } else if (prompt->is_string()) {
+        request.prompt = prompt->get<std::string>();
+    } else if (prompt->is_array()) {
+        refuse("prompt", "one prompt, as a string, is supported");
+    } else {
+        wrong_type("prompt", "a string", *prompt);
+    }
+    if (get_bool(doc, "echo").value_or(false)) {
+        refuse("echo", "not supported");
+    }
+    if (member(doc, "suffix")) {
+        refuse("suffix", "not supported");
+    }
+    if (const auto best_of = get_int(doc, "best_of", "best_of"); best_of && *best_of != 1) {
+        refuse("best_of", "only 1 is supported");
+    }
+    request.generation = parse_generation(doc);
+    return request;
+}
+
+std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param) {
+    constexpr std::string_view kData = "data:";
+    if (url.substr(0, 7) == "http://" || url.substr(0, 8) == "https://") {
+        bad_request(param +
+                        ": image URLs are not fetched; send the image as a data URL "
+                        "(data:image/png;base64,...)",
+                    param);
+    }
+    if (url.substr(0, kData.size()) != kData) {
+        bad_request(param + ": expected a data URL (data:image/png;base64,...)", param);
+    }
+    const size_t comma = url.find(',');
+    if (comma == std::string_view::npos) {
+        bad_request(param + ": the data URL has no ',' before its data", param);
+    }
+    const std::string_view meta = url.substr(kData.size(), comma - kData.size());
+    constexpr std::string_view kBase64 = ";base64";
+    if (meta.size() < kBase64.size() || meta.substr(meta.size() - kBase64.size()) != kBase64) {
+        bad_request(param + ": the data URL must be base64 (data:image/png;base64,...)", param);
+    }
+    const std::string_view media = meta.substr(0, meta.size() - kBase64.size());
+    if (media.substr(0, 6) != "image/") {
+        bad_request(param + ": the data URL's media type must be an image, got '" + std::string(media) + "'",
+                    param);
+    }
+    std::string data(url.substr(comma + 1));
+    if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max() - 4)) {
+        bad_request(param + ": the image is too large", param);
+    }
+    // Padding left out by some encoders is put back: OpenSSL's decoder wants whole groups of four.
+    const auto n_symbols = std::count_if(data.begin(), data.end(),
+                                         [](char c) { return !std::isspace(static_cast<unsigned char>(c)); });
+    if (n_symbols % 4 == 2 || n_symbols % 4 == 3) {
+        data.append(static_cast<size_t>(4 - n_symbols % 4), '=');
+    }
+    std::vector<uint8_t> out(data.size() / 4 * 3 + 3);
+    const std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> ctx(EVP_ENCODE_CTX_new(),
+                                                                              &EVP_ENCODE_CTX_free);
+    if (!ctx) {
+        throw std::bad_alloc();
+    }
+    EVP_DecodeInit(ctx.get());
+    int n = 0;
+    int tail = 0;
+    const bool decoded =
+        EVP_DecodeUpdate(ctx.get(), out.data(), &n, reinterpret_cast<const unsigned char*>(data.data()),
+                         static_cast<int>(data.size())) >= 0 &&
+        EVP_DecodeFinal(ctx.get(), out.data() + n, &tail) == 1;
+    if (!decoded) {
+        bad_request(param + ": the data URL's payload is not valid base64", param);
+    }
+    out.resize(static_cast<size_t>(n + tail));
+    if (out.empty()) {
+        bad_request(param + ": the data URL holds no data", param);
+    }
+    return out;
+}
+
+const char* finish_reason_text(FinishReason reason) {
+    return reason == FinishReason::Length ? "length" : "stop";
+}
+
+std::string error_body(const ApiError& error) {
+    json e = {{"message", error.what()},
+              {"type", error.type()},
+              {"param", error.param().empty() ? json(nullptr) : json(error.param())},
+              {"code", error.code().empty() ? json(nullptr) : json(error.code())}};
+    return dump(json{{"error", std::move(e)}});
+}
+
+std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
+                                 const Usage& usage) {
+    json body = head_json(head, "chat.completion");
+    body["choices"] = json::array({{{"index", 0},
+                                    {"message", {{"role", "assistant"}, {"content", text}}},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", finish_json(finish_reason)}}});
+    body["usage"] = usage_json(usage);
+    return dump(body);
+}
+
+std::string completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
+                            const Usage& usage) {
+    json body = head_json(head, "text_completion");
+    body["choices"] = json::array({{{"index", 0},
+                                    {"text", text},
+                                    {"logprobs", nullptr},
+                                    {"finish_reason", finish_json(finish_reason)}}});
+    body["usage"] = usage_json(usage);
+    return dump(body);
+}
+
+std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
+                             const char* finish_reason, const std::optional<Usage>& usage) {
+    json delta = {{"content", text}};
+    if (first) {
+        delta["role"] = "assistant";
+    }
+    json chunk = head_json(head, "chat.completion.chunk");
+    chunk["choices"] = json::array({{{"index", 0},
+                                     {"delta", std::move(delta)},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", finish_json(finish_reason)}}});
+    if (usage) {
+        chunk["usage"] = usage_json(*usage);
+    }
+    return event(chunk);
+}
+
+std::string completion_chunk_event(const ResponseHead& head, const std::string& text,
+                                   const char* finish_reason, const std::optional<Usage>& usage) {
+    json chunk = head_json(head, "text_completion");
+    chunk["choices"] = json::array({{{"index", 0},
+                                     {"text", text},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", finish_json(finish_reason)}}});
+    if (usage) {
+        chunk["usage"] = usage_json(*usage);
+    }
+    return event(chunk);
+}
+
+std::string usage_chunk_event(const ResponseHead& head, const char* object, const Usage& usage) {
+    json chunk = head_json(head, object);
+    chunk["choices"] = json::array();
+    chunk["usage"] = usage_json(usage);
+    return event(chunk);
+}
+
+std::string error_event(const ApiError& error) {
+    return "data: " + error_body(error) + "\n\n";
+}
+
+std::string models_body(const std::vector<std::string>& names, int64_t created, int64_t max_model_len) {
+    json data = json::array();
+    for (const std::string& name : names) {
+        data.push_back({{"id", name},
+                        {"object", "model"},
+                        {"created", created},
+                        {"owned_by", "folio"},
+                        {"root", name},
+                        {"max_model_len", max_model_len}});
+    }
+    return dump(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace folio::server

@@ -1,0 +1,118 @@
+// OpenAI's chat and text completion API as the server speaks it: request bodies parsed and checked into typed
+// requests (each wrong value an ApiError naming the field), data URLs decoded, and the response bodies,
+// stream chunks and error objects written. No HTTP and no engine here, so that it is tested and fuzzed alone.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine-core.h"
+#include "request-builder.h"
+
+namespace folio::server {
+
+// An error as the API reports it: the HTTP status and OpenAI's error object.
+class ApiError : public std::runtime_error {
+public:
+    ApiError(int status, std::string type, const std::string& message, std::string param = {},
+             std::string code = {})
+        : std::runtime_error(message),
+          status_(status),
+          type_(std::move(type)),
+          param_(std::move(param)),
+          code_(std::move(code)) {}
+
+    int status() const { return status_; }
+    const std::string& type() const { return type_; }
+    const std::string& param() const { return param_; }  // the field at fault, empty when none
+    const std::string& code() const { return code_; }
+
+private:
+    int status_;
+    std::string type_;
+    std::string param_;
+    std::string code_;
+};
+
+// 400 invalid_request_error naming the field.
+[[noreturn]] void bad_request(const std::string& message, const std::string& param = {});
+
+// What a chat or text completion asks of the generation, with the defaults of OpenAI's API.
+struct GenerationRequest {
+    std::string model;                  // empty when the body has none
+    std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
+    SamplingParams sampling;            // temperature 1, top_p 1 unless given
+    bool seeded = false;                // a seed was given
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage alone
+    bool skip_special_tokens = true;
+    bool ignore_eos = false;  // vLLM's extra parameter: generate max_tokens whatever the model says
+    std::optional<int64_t> image_min_pixels;  // mm_processor_kwargs
+    std::optional<int64_t> image_max_pixels;
+};
+
+struct ChatTurn {
+    ChatMessage::Role role = ChatMessage::Role::User;
+    std::string text;
+    std::vector<std::string> image_urls;  // a user turn's images, in order
+};
+
+struct ChatCompletionRequest {
+    GenerationRequest generation;
+    std::vector<ChatTurn> messages;  // system and developer turns left out, as the chat template does
+};
+
+struct CompletionRequest {
+    GenerationRequest generation;
+    std::string prompt;
+};
+
+// Parse and check a request body; throw ApiError (400) for malformed JSON, a field of the wrong type or out
+// of range, and what Folio does not do (n above 1, log probabilities, tools, penalties other than
+// repetition_penalty). Unknown fields are ignored.
+ChatCompletionRequest parse_chat_completion(std::string_view body);
+CompletionRequest parse_completion(std::string_view body);
+
+// The bytes of a data URL ("data:image/png;base64,...."); throws ApiError (400) naming param for anything
+// else: a URL of another scheme, a media type that is not an image, a payload that is not base64.
+std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param);
+
+// OpenAI's finish_reason of a request that ended normally: "stop" or "length".
+const char* finish_reason_text(FinishReason reason);
+
+struct Usage {
+    int64_t prompt_tokens = 0;
+    int64_t completion_tokens = 0;
+};
+
+// Bodies and stream events. id is the response's ("chatcmpl-...", "cmpl-..."), created its Unix time.
+struct ResponseHead {
+    std::string id;
+    int64_t created = 0;
+    std::string model;
+};
+
+std::string error_body(const ApiError& error);
+std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
+                                 const Usage& usage);
+std::string completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
+                            const Usage& usage);
+// One server-sent event "data: {...}\n\n" of a chat stream: the first carries the role, the last the
+// finish_reason and the usage.
+std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
+                             const char* finish_reason, const std::optional<Usage>& usage);
+std::string completion_chunk_event(const ResponseHead& head, const std::string& text,
+                                   const char* finish_reason, const std::optional<Usage>& usage);
+// The chunk with no choices and the usage (stream_options.include_usage).
+std::string usage_chunk_event(const ResponseHead& head, const char* object, const Usage& usage);
+std::string error_event(const ApiError& error);
+inline constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
+
+std::string models_body(const std::vector<std::string>& names, int64_t created, int64_t max_model_len);
+
+}  // namespace folio::server

@@ -1,0 +1,64 @@
+// The server's Prometheus metrics under FastDeploy's names (fastdeploy:...): requests received and
+// succeeded, running and waiting, tokens, KV cache use, and histograms of the time to the first token, the
+// time per output token and the whole request. Written in Prometheus' text format by prometheus-cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "service-stats.h"
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+}  // namespace prometheus
+
+namespace folio::server {
+
+// One request's figures as it ends.
+struct RequestRecord {
+    bool succeeded = false;  // ended by a stop or its length
+    int64_t n_prompt_tokens = 0;
+    int64_t n_generated_tokens = 0;
+    double seconds_to_first_token = -1.0;  // -1: no token came
+    double seconds_total = 0.0;
+    int64_t max_tokens = 0;  // as asked, or what the context left
+};
+
+class ServerMetrics {
+public:
+    ServerMetrics();
+    ~ServerMetrics();
+    ServerMetrics(const ServerMetrics&) = delete;
+    ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+    void request_received();
+    void request_ended(const RequestRecord& record);
+    // Every metric in Prometheus' text format, the gauges from this snapshot of the service.
+    std::string text(const ServiceStats& stats);
+
+private:
+    std::shared_ptr<prometheus::Registry> registry_;
+    prometheus::Counter* requests_ = nullptr;
+    prometheus::Counter* successes_ = nullptr;
+    prometheus::Counter* failures_ = nullptr;
+    prometheus::Counter* prompt_tokens_ = nullptr;
+    prometheus::Counter* generation_tokens_ = nullptr;
+    prometheus::Gauge* running_ = nullptr;
+    prometheus::Gauge* waiting_ = nullptr;
+    prometheus::Gauge* cache_usage_ = nullptr;
+    prometheus::Gauge* free_blocks_ = nullptr;
+    prometheus::Gauge* total_blocks_ = nullptr;
+    prometheus::Gauge* prefix_hit_rate_ = nullptr;
+    prometheus::Histogram* ttft_ = nullptr;
+    prometheus::Histogram* tpot_ = nullptr;
+    prometheus::Histogram* e2e_ = nullptr;
+    prometheus::Histogram* prompt_lengths_ = nullptr;
+    prometheus::Histogram* generation_lengths_ = nullptr;
+    prometheus::Histogram* max_tokens_ = nullptr;
+};
+
+}  // namespace folio::server

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""folio-cli serve as a user starts it, driven by Python's standard library.
+
+Usage: serve-cli-test.py FOLIO_CLI MODEL_DIR OPENAI_CLIENT_PY
+Starts the server on free ports with an API key and a served model name, waits for its "serving" line, asks
+for the models, a chat completion whole and streamed (through openai-client.py), a request without the key,
+the health check and the metrics, then stops it with Ctrl-C (SIGINT) and expects exit status 0.
+"""
+import base64
+import json
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+
+
+def png(width, height):
+    rows = b"".join(b"\x00" + bytes(((x * 7 + y * 3) % 256) for x in range(width) for _ in range(3))
+                    for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def get(url, key=None):
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer " + key} if key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def check(condition, what):
+    if not condition:
+        raise SystemExit("FAILED: " + what)
+    print("ok: " + what)
+
+
+def main():
+    folio_cli, model_dir, client = sys.argv[1:4]
+    key = "test-key"
+    server = subprocess.Popen([folio_cli, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "0",
+                               "--api-key", key, "--served-model-name", "PaddleOCR-VL-0.9B",
+                               "--max-model-len", "4096"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        port = metrics_port = None
+        for line in server.stderr:
+            sys.stderr.write(line)
+            match = re.search(r"serving PaddleOCR-VL-0\.9B on http://127\.0\.0\.1:(\d+)/v1, "
+                              r"metrics on http://127\.0\.0\.1:(\d+)/metrics", line)
+            if match:
+                port, metrics_port = int(match.group(1)), int(match.group(2))
+                break
+        check(port is not None, "the server says where it listens")
+        base = "http://127.0.0.1:%d" % port
+
+        status, body = get(base + "/v1/models", key)
+        check(status == 200 and json.loads(body)["data"][0]["id"] == "PaddleOCR-VL-0.9B", "GET /v1/models")
+        status, _ = get(base + "/v1/models")
+        check(status == 401, "a request without the key is refused")
+        status, _ = get(base + "/health")
+        check(status == 200, "GET /health")
+
+        image = "data:image/png;base64," + base64.b64encode(png(64, 32)).decode()
+        request = {"model": "PaddleOCR-VL-0.9B", "max_completion_tokens": 12, "temperature": 1, "top_p": 0,
+                   "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image}},
+                                                             {"type": "text", "text": "OCR:"}]}]}
+        answers = []
+        for stream in (False, True):
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+                json.dump(dict(request, stream=stream), f)
+                f.flush()
+                out = subprocess.run([sys.executable, client, base + "/v1/chat/completions", f.name, key],
+                                     capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "chat completion, stream=%s: %s" % (stream, out.stdout + out.stderr))
+            answers.append(json.loads(out.stdout))
+        check(answers[0]["text"] == answers[1]["text"] and answers[0]["completion_tokens"] >= 1,
+              "the stream adds up to the whole answer")
+
+        status, text = get("http://127.0.0.1:%d/metrics" % metrics_port)
+        check(status == 200 and re.search(r"^fastdeploy:request_success_total 2$", text, re.M) is not None,
+              "GET /metrics counts the two requests")
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            rest = server.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            server.kill()
+            raise SystemExit("FAILED: the server did not stop on SIGINT")
+        sys.stderr.write(rest)
+    check(server.returncode == 0, "Ctrl-C stops the server with exit status 0 (got %s)" % server.returncode)
+    check("interrupted, stopping" in rest, "the server says it stops")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -112,6 +112,7 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"port", kServer, Integer, ServeOnly, "PORT", "8180", "HTTP port"},
     {"metrics_port", kServer, Integer, ServeOnly, "PORT", "8471", "metrics port (Prometheus' /metrics)"},
     {"api_key", kServer, Text, ServeOnly, "KEY", "none", "clients must send Authorization: Bearer KEY"},
+    {"allow_image_urls", kServer, Switch, ServeOnly, "", "off", "fetch http(s) image URLs in requests"},
     {"engine_worker_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
      "no effect: the engine runs in the server's process"},
     {"cache_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
@@ -276,6 +277,7 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
             fail("--served-model-name must not be empty");
         }
     }
+    out.allow_image_urls = r.flag("allow_image_urls", false);
     if (r.has("host")) {
         out.host = r.text("host");
         if (out.host.empty()) {

@@ -81,6 +81,7 @@ struct EngineOptions {
     std::optional<std::string> served_model_name;
     std::string host = "127.0.0.1";
     std::string api_key;  // empty: none
+    bool allow_image_urls = false;
     int64_t max_waiting_time = -1;
     int64_t max_concurrency = 512;
 };

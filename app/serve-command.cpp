@@ -20,11 +20,12 @@ namespace folio::cli {
 
 const char* const kServeUsage =
     R"(  folio-cli serve --model DIR|ORG/NAME [--host 127.0.0.1] [--port 8180] [--metrics-port 8471]
-                  [--api-key KEY] [--served-model-name NAME] [--max-concurrency N]
+                  [--api-key KEY] [--served-model-name NAME] [--max-concurrency N] [--allow-image-urls]
                   [--max-waiting-time SECONDS] [--max-body-size SIZE] [--device cpu|cuda[:N]] [--threads N]
                   [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
-      (text and data: URL images, streamed with "stream": true) and /v1/completions, GET /v1/models and
+      (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
+      and /v1/completions, GET /v1/models and
       /health; GET /metrics in Prometheus' text format on the metrics port. Listens on 127.0.0.1 unless
       --host says otherwise; port 0 takes any free port. With --api-key, requests to /v1/ must send
       "Authorization: Bearer KEY". --max-concurrency requests are served at once and as many more wait;
@@ -67,6 +68,7 @@ int run_serve(int argc, char** argv, int first) {
     params.port = engine_options.port.value_or(8180);
     params.metrics_port = engine_options.metrics_port.value_or(8471);
     params.api_key = engine_options.api_key;
+    params.fetch_image_urls = engine_options.allow_image_urls;
     params.max_concurrency = static_cast<int>(std::min<int64_t>(engine_options.max_concurrency, 4096));
     params.max_queued = params.max_concurrency;
     params.max_waiting_seconds = engine_options.max_waiting_time;

@@ -437,8 +437,8 @@ std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& pa
     constexpr std::string_view kData = "data:";
     if (url.substr(0, 7) == "http://" || url.substr(0, 8) == "https://") {
         bad_request(param +
-                        ": image URLs are not fetched; send the image as a data URL "
-                        "(data:image/png;base64,...)",
+                        ": image URLs are not fetched (folio-cli serve --allow-image-urls fetches them); "
+                        "send the image as a data URL (data:image/png;base64,...)",
                     param);
     }
     if (url.substr(0, kData.size()) != kData) {

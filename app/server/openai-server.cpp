@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "image-fetch.h"
 #include "log.h"
 #include "openai-protocol.h"
 #include "server-metrics.h"
@@ -252,7 +253,12 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
             for (size_t i = 0; i < turn.image_urls.size(); ++i) {
                 const std::string param =
                     "messages[" + std::to_string(m) + "] image " + std::to_string(i + 1);
-                const std::vector<uint8_t> bytes = decode_data_url(turn.image_urls[i], param);
+                const std::string& url = turn.image_urls[i];
+                const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+                const std::vector<uint8_t> bytes =
+                    remote && params.fetch_image_urls
+                        ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
+                        : decode_data_url(url, param);
                 try {
                     message.images.push_back(decode(bytes, param));
                 } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 // of max_concurrency threads, max_queued more wait for one, and any beyond are answered 429 at once.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,6 +34,9 @@ struct ServerParams {
     // The names a request's "model" may give (the first is the one /v1/models lists); a request without one
     // is served too.
     std::vector<std::string> model_names;
+    // Images given as http(s) URLs are fetched within these limits when allowed, else refused.
+    bool fetch_image_urls = false;
+    std::chrono::seconds fetch_timeout{20};
     // The image bounds of the model's preprocessing, filled in where a request's mm_processor_kwargs give
     // one.
     ImagePixelBounds image_pixels;

@@ -456,6 +456,48 @@ TEST_F(OpenAiServerTest, ErrorsAreOpenAiErrorObjectsWithTheirStatus) {
     wait_idle();
 }
 
+// Image URLs are refused unless the server may fetch them; then they are fetched from a server on
+// 127.0.0.1 and answered as the same image sent inline, and a URL that fails is a 400 naming it.
+TEST_F(OpenAiServerTest, ImageUrlsAreFetchedOnlyWhenAllowed) {
+    const std::vector<uint8_t> image = png(72, 40, 5);
+    httplib::Server files;
+    files.Get("/page.png", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_content(std::string(image.begin(), image.end()), "image/png");
+    });
+    files.Get("/moved.png",
+              [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/page.png"); });
+    const int files_port = files.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { files.listen_after_bind(); });
+    const std::string base = "http://127.0.0.1:" + std::to_string(files_port);
+    const Alone alone = run_alone({image}, "OCR:", 10);
+
+    {
+        const auto refusing = start();
+        const auto res =
+            post(refusing->port(), "/v1/chat/completions", chat({base + "/page.png"}, "OCR:", 10));
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 400);
+        EXPECT_NE(res->body.find("--allow-image-urls"), std::string::npos) << res->body;
+    }
+    ServerParams p = params();
+    p.fetch_image_urls = true;
+    p.max_body_bytes = 64 * 1024;
+    const auto server = start(p);
+    for (const char* path : {"/page.png", "/moved.png"}) {
+        const auto res = post(server->port(), "/v1/chat/completions", chat({base + path}, "OCR:", 10));
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << path << ": " << res->body;
+        EXPECT_EQ(json::parse(res->body)["choices"][0]["message"]["content"], alone.text) << path;
+    }
+    const auto missing = post(server->port(), "/v1/chat/completions", chat({base + "/gone.png"}, "OCR:", 10));
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 400);
+    EXPECT_NE(missing->body.find("could not fetch " + base + "/gone.png"), std::string::npos)
+        << missing->body;
+    files.stop();
+    serving.join();
+}
+
 // One connection served at once and none waiting: while a client holds the one thread (its request's
 // headers half sent), another is answered 429, and served once the first has gone.
 TEST_F(OpenAiServerTest, OverloadIsAnswered429) {

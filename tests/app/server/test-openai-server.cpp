@@ -19,7 +19,6 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -533,13 +532,18 @@ TEST_F(OpenAiServerTest, OverloadIsAnswered429) {
     EXPECT_EQ(status, 200);
 }
 
-// A counter's value in Prometheus' text format.
+// A metric's value in Prometheus' text format: the line "NAME VALUE"; -1 when there is none.
 double metric(const std::string& text, const std::string& name) {
-    const std::regex line("(^|\n)" +
-                          std::regex_replace(name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                          R"( ([0-9.e+-]+))");
-    std::smatch m;
-    return std::regex_search(text, m, line) ? std::stod(m[2]) : -1.0;
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t end = std::min(text.find('\n', at), text.size());
+        const std::string_view line(text.data() + at, end - at);
+        if (line.size() > name.size() && line.substr(0, name.size()) == name && line[name.size()] == ' ') {
+            return std::stod(std::string(line.substr(name.size() + 1)));
+        }
+        at = end + 1;
+    }
+    return -1.0;
 }
 
 TEST_F(OpenAiServerTest, MetricsFollowTheRequests) {

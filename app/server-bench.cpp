@@ -1,7 +1,6 @@
 #include "server-bench.h"
 
 #include <httplib.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +19,7 @@
 #include "image-loader.h"
 #include "model-command.h"
 #include "models/paddleocr-vl/config.h"
+#include "openai-protocol.h"
 #include "openai-server.h"
 #include "preprocessor-config.h"
 
@@ -55,11 +55,7 @@ std::vector<uint8_t> block_png(int width, int height) {
 }
 
 std::string data_url(const std::vector<uint8_t>& bytes) {
-    std::string b64(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), bytes.data(),
-                                  static_cast<int>(bytes.size()));
-    b64.resize(static_cast<size_t>(n));
-    return "data:image/png;base64," + b64;
+    return server::encode_data_url(bytes, "image/png");
 }
 
 // Latencies in seconds into requests/s and percentiles in milliseconds.

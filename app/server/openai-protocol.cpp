@@ -67,15 +67,22 @@ const json* member(const json& obj, const char* key) {
     return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
-std::optional<bool> get_bool(const json& obj, const char* key) {
+// The member as T when present and not null; a 400 naming it when it has another JSON type.
+template <typename T>
+std::optional<T> get_as(const json& obj, const char* key, bool (json::*is_type)() const noexcept,
+                        const char* wanted) {
     const json* v = member(obj, key);
     if (!v) {
         return std::nullopt;
     }
-    if (!v->is_boolean()) {
-        wrong_type(key, "a boolean", *v);
+    if (!(v->*is_type)()) {
+        wrong_type(key, wanted, *v);
     }
-    return v->get<bool>();
+    return v->get<T>();
+}
+
+std::optional<bool> get_bool(const json& obj, const char* key) {
+    return get_as<bool>(obj, key, &json::is_boolean, "a boolean");
 }
 
 std::optional<int64_t> get_int(const json& obj, const char* key, const std::string& param) {
@@ -98,25 +105,11 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
 }
 
 std::optional<double> get_number(const json& obj, const char* key) {
-    const json* v = member(obj, key);
-    if (!v) {
-        return std::nullopt;
-    }
-    if (!v->is_number()) {
-        wrong_type(key, "a number", *v);
-    }
-    return v->get<double>();
+    return get_as<double>(obj, key, &json::is_number, "a number");
 }
 
 std::optional<std::string> get_string(const json& obj, const char* key) {
-    const json* v = member(obj, key);
-    if (!v) {
-        return std::nullopt;
-    }
-    if (!v->is_string()) {
-        wrong_type(key, "a string", *v);
-    }
-    return v->get<std::string>();
+    return get_as<std::string>(obj, key, &json::is_string, "a string");
 }
 
 void check_range(double value, double lo, double hi, const char* param, const char* range) {
@@ -489,6 +482,18 @@ std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& pa
         bad_request(param + ": the data URL holds no data", param);
     }
     return out;
+}
+
+std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type) {
+    if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max() / 4 * 3)) {
+        throw std::length_error("data URL: " + std::to_string(bytes.size()) +
+                                " bytes are too many to encode");
+    }
+    std::string b64(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), bytes.data(),
+                                  static_cast<int>(bytes.size()));
+    b64.resize(static_cast<size_t>(n));
+    return "data:" + std::string(media_type) + ";base64," + b64;
 }
 
 const char* finish_reason_text(FinishReason reason) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -81,6 +82,9 @@ CompletionRequest parse_completion(std::string_view body);
 // The bytes of a data URL ("data:image/png;base64,...."); throws ApiError (400) naming param for anything
 // else: a URL of another scheme, a media type that is not an image, a payload that is not base64.
 std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param);
+
+// bytes as a data URL of the media type ("image/png"): what a client sends, for benchmarks and tests.
+std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type);
 
 // OpenAI's finish_reason of a request that ended normally: "stop" or "length".
 const char* finish_reason_text(FinishReason reason);

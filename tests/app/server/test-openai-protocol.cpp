@@ -192,6 +192,18 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{"echo", R"({"prompt": "a", "echo": true})", false, "echo", "not supported"}),
     [](const testing::TestParamInfo<BadBody>& p) { return std::string(p.param.name); });
 
+TEST(OpenAiProtocol, EncodedDataUrlsDecodeToTheSameBytes) {
+    for (size_t n : {1, 2, 3, 4, 100, 4097}) {
+        std::vector<uint8_t> bytes(n);
+        for (size_t i = 0; i < n; ++i) {
+            bytes[i] = static_cast<uint8_t>(i * 37 + n);
+        }
+        const std::string url = srv::encode_data_url(bytes, "image/webp");
+        EXPECT_EQ(url.rfind("data:image/webp;base64,", 0), 0u);
+        EXPECT_EQ(srv::decode_data_url(url, "image"), bytes) << n;
+    }
+}
+
 TEST(OpenAiProtocol, DecodesDataUrls) {
     EXPECT_EQ(srv::decode_data_url("data:image/png;base64,aGVsbG8=", "image"),
               (std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o'}));

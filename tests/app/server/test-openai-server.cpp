@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include "backend.h"
 #include "engine-service.h"
 #include "image-loader.h"
+#include "openai-protocol.h"
 #include "openai-server.h"
 #include "temp-dir.h"
 
@@ -56,11 +56,7 @@ std::vector<uint8_t> png(int w, int h, int seed) {
 }
 
 std::string data_url(const std::vector<uint8_t>& bytes) {
-    std::string b64(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), bytes.data(),
-                                  static_cast<int>(bytes.size()));
-    b64.resize(static_cast<size_t>(n));
-    return "data:image/png;base64," + b64;
+    return server::encode_data_url(bytes, "image/png");
 }
 
 json chat(const std::vector<std::string>& image_urls, const std::string& task, int max_tokens,

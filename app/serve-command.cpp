@@ -25,12 +25,12 @@ const char* const kServeUsage =
                   [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
       (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
-      and /v1/completions, GET /v1/models and
-      /health; GET /metrics in Prometheus' text format on the metrics port. Listens on 127.0.0.1 unless
-      --host says otherwise; port 0 takes any free port. With --api-key, requests to /v1/ must send
-      "Authorization: Bearer KEY". --max-concurrency requests are served at once and as many more wait;
-      beyond them, or past --max-waiting-time, a request is answered 429. Bodies over --max-body-size
-      (64M) are refused. Ctrl-C (or SIGTERM) stops the server, ending the requests in flight.
+      and /v1/completions, GET /v1/models and /health; GET /metrics in Prometheus' text format on the
+      metrics port. Listens on 127.0.0.1 unless --host says otherwise; port 0 takes any free port. With
+      --api-key, requests to /v1/ must send "Authorization: Bearer KEY". --max-concurrency requests are
+      served at once and as many more wait; beyond them, or past --max-waiting-time, a request is answered
+      429. Bodies over --max-body-size (64M) are refused. Ctrl-C (or SIGTERM) stops the server, ending the
+      requests in flight.
 )";
 
 namespace {

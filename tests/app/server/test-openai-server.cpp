@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "engine-service.h"
+#include "error.h"
 #include "image-loader.h"
 #include "openai-protocol.h"
 #include "openai-server.h"
@@ -526,6 +527,25 @@ TEST_F(OpenAiServerTest, OverloadIsAnswered429) {
         status = later ? later->status : -1;
     }
     EXPECT_EQ(status, 200);
+}
+
+// A port in use is an error naming the address, and the option to change.
+TEST_F(OpenAiServerTest, APortInUseIsAClearError) {
+    const auto first = start();
+    ServerParams p = params();
+    p.port = first->port();
+    OpenAiServer second(*service_, p, [](std::span<const uint8_t> bytes, std::string_view name) {
+        return decode_image(bytes, name);
+    });
+    try {
+        second.start();
+        FAIL() << "a second server listened on port " << p.port;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(p.port)),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("--port"), std::string::npos) << e.what();
+    }
 }
 
 // A metric's value in Prometheus' text format: the line "NAME VALUE"; -1 when there is none.

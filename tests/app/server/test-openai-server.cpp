@@ -364,6 +364,7 @@ TEST_F(OpenAiServerTest, ADisconnectMidStreamCancelsTheRequest) {
     const int64_t cancelled_before = service_->stats().n_cancelled;
     const auto started = std::chrono::steady_clock::now();
     httplib::Client client("127.0.0.1", server->port());
+    client.set_read_timeout(120, 0);  // the sanitizers run slowly
     httplib::Request req;
     req.method = "POST";
     req.path = "/v1/completions";
@@ -374,14 +375,17 @@ TEST_F(OpenAiServerTest, ADisconnectMidStreamCancelsTheRequest) {
     const httplib::Result res = client.send(req);
     EXPECT_FALSE(res);  // the client gave up
     EXPECT_EQ(n_chunks, 2);
-    for (int i = 0; i < 400 && service_->stats().n_cancelled == cancelled_before; ++i) {
+    for (int i = 0; i < 2400 && service_->stats().n_cancelled == cancelled_before; ++i) {
         std::this_thread::sleep_for(25ms);
     }
-    EXPECT_EQ(service_->stats().n_cancelled, cancelled_before + 1);
+    const ServiceStats ended = service_->stats();
+    EXPECT_EQ(ended.n_cancelled, cancelled_before + 1)
+        << "finished " << ended.n_finished << ", failed " << ended.n_failed << ", running "
+        << ended.n_running[1] << ", tokens " << ended.engine.runner.n_tokens;
     wait_idle();
     const ServiceStats stats = service_->stats();
     EXPECT_EQ(stats.n_kv_blocks_free, stats.n_kv_blocks);
-    EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 60s);
 }
 
 struct ErrorCase {
@@ -433,6 +437,7 @@ TEST_F(OpenAiServerTest, ErrorsAreOpenAiErrorObjectsWithTheirStatus) {
     };
     for (const ErrorCase& c : cases) {
         httplib::Client client("127.0.0.1", server->port());
+        client.set_read_timeout(120, 0);
         const auto res = client.Post(c.path.c_str(), c.headers, c.body, "application/json");
         ASSERT_TRUE(res) << c.name << ": " << httplib::to_string(res.error());
         EXPECT_EQ(res->status, c.status) << c.name << ": " << res->body;
@@ -444,6 +449,7 @@ TEST_F(OpenAiServerTest, ErrorsAreOpenAiErrorObjectsWithTheirStatus) {
     }
     // The health check needs no key; the API does.
     httplib::Client client("127.0.0.1", server->port());
+    client.set_read_timeout(120, 0);  // the sanitizers run slowly
     EXPECT_EQ(client.Get("/health")->status, 200);
     EXPECT_EQ(client.Get("/v1/models")->status, 401);
     const auto models = client.Get("/v1/models", key);
@@ -565,6 +571,7 @@ double metric(const std::string& text, const std::string& name) {
 TEST_F(OpenAiServerTest, MetricsFollowTheRequests) {
     const auto server = start();
     httplib::Client metrics("127.0.0.1", server->metrics_port());
+    metrics.set_read_timeout(120, 0);  // the sanitizers run slowly
     const auto before = metrics.Get("/metrics");
     ASSERT_TRUE(before);
     ASSERT_EQ(before->status, 200);
@@ -646,6 +653,7 @@ TEST_F(OpenAiServerLoad, LoadLosesNothingAndLeaksNoBlock) {
     EXPECT_EQ(stats.n_kv_blocks_free, stats.n_kv_blocks);
     EXPECT_EQ(stats.n_running[0] + stats.n_running[1] + stats.n_waiting[0] + stats.n_waiting[1], 0);
     httplib::Client metrics("127.0.0.1", server->metrics_port());
+    metrics.set_read_timeout(120, 0);  // the sanitizers run slowly
     const std::string text = metrics.Get("/metrics")->body;
     EXPECT_EQ(metric(text, "fastdeploy:request_success_total"), kConnections * kPerConnection);
     EXPECT_EQ(metric(text, "fastdeploy:generation_tokens_total"), n_tokens.load());

@@ -186,6 +186,8 @@ struct OpenAiServer::Impl {
     std::thread metrics_thread;
     int bound_port = -1;
     int bound_metrics_port = -1;
+    std::atomic<bool> api_ended{false};  // the listening loops have returned
+    std::atomic<bool> metrics_ended{false};
     int64_t created = 0;
 
     std::mutex mutex;  // guards what follows
@@ -596,6 +598,10 @@ int bind_server(httplib::Server& server, const std::string& host, int port, cons
     if (bound >= 0 && fd >= 0) {
         ::listen(fd, SOMAXCONN);
     }
+    server.set_socket_options([](int sock) {
+        const int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     if (bound < 0) {
         fail("cannot listen on ", host, ":", port, " (", what,
              "): the address is in use or not available; choose another with --",
@@ -611,9 +617,20 @@ void OpenAiServer::start() {
     s.bound_port = bind_server(s.api, s.params.host, s.params.port, "API");
     if (s.params.metrics_port >= 0) {
         s.bound_metrics_port = bind_server(s.metrics_api, s.params.host, s.params.metrics_port, "metrics");
-        s.metrics_thread = std::thread([&s] { s.metrics_api.listen_after_bind(); });
+        s.metrics_thread = std::thread([&s] {
+            s.metrics_api.listen_after_bind();
+            s.metrics_ended = true;
+        });
     }
-    s.api_thread = std::thread([&s] { s.api.listen_after_bind(); });
+    s.api_thread = std::thread([&s] {
+        s.api.listen_after_bind();
+        s.api_ended = true;
+    });
+    // httplib's stop() does nothing before its loop runs: a server stopped at once would listen on.
+    while (!(s.api.is_running() || s.api_ended) ||
+           (s.metrics_thread.joinable() && !(s.metrics_api.is_running() || s.metrics_ended))) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 int OpenAiServer::port() const {

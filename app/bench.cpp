@@ -31,7 +31,8 @@ const char* const kBenchUsage =
       each), or --blocks-per-page crops of --block-image, resized within the pipeline's pixel bounds, each
       with a 12-token task prompt and --block-tokens output tokens.
       With --layout-model, the layout model instead: --pages pages (default 64) of a 1700x2200 page at each
-      batch size (default 1,8,32), in pages/s, and the image processor's time a page on the host.
+      batch size (default 1,8,32), in pages/s, with float32 products and then with TF32 convolutions (as
+      the document pipeline runs it), and the image processor's time a page on the host.
 )";
 
 namespace {

@@ -28,7 +28,8 @@ const char* const kLayoutUsage =
       in the safetensors layout) and prints them as JSON: label, score, box (x1, y1, x2, y2 in pixels),
       polygon (V3) and reading order, after PaddleOCR-VL's rules for that model. --raw prints what
       transformers' post_process_object_detection gives at --threshold (default 0.5) instead: scores,
-      labels, boxes, order_seq and polygon_points. --overlay DIR writes each page with its blocks drawn
+      labels, boxes, order_seq and polygon_points, with every product in float32 (on a GPU the
+      convolutions otherwise take TF32 inputs). --overlay DIR writes each page with its blocks drawn
       (DIR/NAME.png). --batch pages go through the model together (default 8).
 )";
 
@@ -213,7 +214,8 @@ void write_overlay(const Image& page, const std::vector<LayoutDetection>& dets,
 int run_layout(int argc, char** argv, int first) {
     const LayoutArgs args = parse(argc, argv, first);
     const std::unique_ptr<Backend> backend = make_backend(args.device, args.threads);
-    const PpDocLayout model(*backend, args.model);
+    // The raw outputs are for comparing with the reference: every product in float32 there.
+    const PpDocLayout model(*backend, args.model, {.allow_tf32 = !args.raw});
     const PpDocLayoutConfig& config = model.config();
     const std::optional<LayoutRules> rules = args.raw ? std::nullopt : std::optional(rules_for(config));
     const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
@@ -231,7 +233,8 @@ int run_layout(int argc, char** argv, int first) {
         for (const Image& image : images) {
             batch.push_back({image.rgb, image.width, image.height});
         }
-        const std::vector<LayoutRawOutput> raw = model.detect(batch);
+        const std::vector<LayoutRawOutput> raw =
+            model.detect(batch, {.mask_min_score = args.raw ? args.threshold : rules->lowest_threshold()});
         for (size_t i = 0; i < raw.size(); ++i) {
             const Image& image = images[i];
             std::vector<LayoutDetection> dets =

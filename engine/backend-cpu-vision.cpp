@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "backend-vision-checks.h"
-#include "mask-box.h"
 #include "error.h"
+#include "mask-box.h"
 
 namespace folio {
 
@@ -380,6 +380,26 @@ Tensor CpuVisionBackend::mask_boxes(const Tensor& x) {
                 }
             }
             mask_box_from_extent(x0, y0, x1, y1, h, w, out.f32() + m * 4);
+        }
+    });
+    return out;
+}
+
+Tensor CpuVisionBackend::sigmoid_bits(const Tensor& x, float threshold) {
+    const std::vector<int64_t> shape = check_sigmoid_bits(x);
+    Tensor out = with_dtype(alloc(shape), ScalarType::I32);  // [..., words]
+    const int64_t n = x.shape.back(), n_words = shape.back();
+    thread_pool().parallel_for(x.n_elements() / std::max<int64_t>(n, 1), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+            const float* row = x.f32() + r * n;
+            auto* words = reinterpret_cast<uint32_t*>(out.i32() + r * n_words);
+            for (int64_t w = 0; w < n_words; ++w) {
+                uint32_t word = 0;
+                for (int64_t b = 0; b < 32 && w * 32 + b < n; ++b) {
+                    word |= 1.0f / (1.0f + std::exp(-row[w * 32 + b])) > threshold ? uint32_t{1} << b : 0U;
+                }
+                words[w] = word;
+            }
         }
     });
     return out;

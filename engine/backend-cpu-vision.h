@@ -24,6 +24,7 @@ public:
                                             const Tensor& attention_weights) override;
     TopK top_k(const Tensor& x, int64_t k) override;
     Tensor mask_boxes(const Tensor& x) override;
+    Tensor sigmoid_bits(const Tensor& x, float threshold) override;
     Tensor sinusoid(const Tensor& x, std::span<const float> freqs) override;
 
 protected:

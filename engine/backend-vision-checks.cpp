@@ -225,6 +225,16 @@ std::vector<int64_t> check_mask_boxes(const Tensor& x) {
     return shape;
 }
 
+std::vector<int64_t> check_sigmoid_bits(const Tensor& x) {
+    check_f32(x, "sigmoid_bits", "x");
+    if (x.shape.empty() || !x.fits_buffer()) {
+        fail("sigmoid_bits: x ", shape_string(x.shape), " has no rows");
+    }
+    std::vector<int64_t> shape = x.shape;
+    shape.back() = (shape.back() + 31) / 32;
+    return shape;
+}
+
 std::vector<int64_t> check_sinusoid(const Tensor& x, std::span<const float> freqs) {
     check_f32(x, "sinusoid", "x");
     if (x.shape.size() != 1 || !x.fits_buffer()) {

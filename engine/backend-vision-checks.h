@@ -45,6 +45,7 @@ std::vector<int64_t> check_multi_scale_deformable_attention(const Tensor& value,
 std::vector<int64_t> check_top_k(const Tensor& x, int64_t k);
 // -> the output shapes of mask_boxes and sinusoid.
 std::vector<int64_t> check_mask_boxes(const Tensor& x);
+std::vector<int64_t> check_sigmoid_bits(const Tensor& x);
 std::vector<int64_t> check_sinusoid(const Tensor& x, std::span<const float> freqs);
 
 }  // namespace folio

@@ -19,6 +19,9 @@ struct Conv2dParams {
     std::array<int64_t, 2> dilation{1, 1};  // height, width
     int64_t groups = 1;
     Activation activation = Activation::None;
+    // The products may take TF32 inputs (10 mantissa bits) on the tensor cores, as torch's cuDNN convolutions
+    // do by default; a backend without such a path computes in float32.
+    bool allow_tf32 = false;
 };
 
 enum class PoolMode { Max, Average };

@@ -327,6 +327,10 @@ public:
     // The box around each map's positive positions as (cx, cy, w, h) relative to the map, zeros where none is
     // positive (transformers' mask_to_box_coordinate of x > 0).  x [..., h, w]  ->  [..., 4]
     virtual Tensor mask_boxes(const Tensor& x) = 0;
+    // The values whose sigmoid, 1 / (1 + exp(-v)) in float32, exceeds threshold, as bits: bit b of a row's
+    // word w is its value 32 w + b, the last word's spare bits zero.  x [..., n]  ->  [..., ceil(n / 32)]
+    // int32
+    virtual Tensor sigmoid_bits(const Tensor& x, float threshold) = 0;
     // Sine and cosine features: row r is sin(x[r] · f) for each f of freqs, then cos(x[r] · f) for each (at
     // most kMaxSinusoidFreqs).  x [n]  ->  [n, 2 · freqs.size()]
     virtual Tensor sinusoid(const Tensor& x, std::span<const float> freqs) = 0;

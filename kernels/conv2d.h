@@ -1,7 +1,8 @@
 // Host entry points of the 2-D convolution over NCHW float32 tensors in device memory: a direct kernel where
 // each output channel reads one input channel (depthwise), otherwise the input as columns (im2col, skipped
-// for 1x1 kernels of stride 1 without padding) times the weights through cuBLAS, one strided batch of
-// groups an image, then bias and activation in one pass. Enqueued on stream.
+// for 1x1 kernels of stride 1 without padding) times the weights through cuBLAS (without groups one strided
+// batch over a chunk of images, with groups one over an image's groups), then bias and activation in one
+// pass. Enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,11 @@ struct Conv2dShape {
     int64_t h_out = 0, w_out = 0;           // y [n, c_out, h_out, w_out]
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     int64_t groups = 1;
+    bool tf32 = false;  // the products on the tensor cores with TF32 inputs
 };
 
-// Floats of scratch conv2d_f32 takes for shape s: one image's columns [c_in kh kw, h_out w_out], or none.
+// Floats of scratch conv2d_f32 takes for shape s: the columns [images, c_in kh kw, h_out w_out] of as many
+// images as fit 128 MiB (one at least), or none.
 int64_t conv2d_scratch_floats(const Conv2dShape& s);
 
 // y = act(conv(x, w) + b).  x [n, c_in, h, w], w [c_out, c_in / groups, kh, kw], b [c_out] or null,

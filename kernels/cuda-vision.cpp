@@ -66,8 +66,9 @@ Tensor CudaBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor* b, co
                                  .pad_w = p.padding[1],
                                  .dilation_h = p.dilation[0],
                                  .dilation_w = p.dilation[1],
-                                 .groups = p.groups};
-    const Tensor scratch = alloc_bytes(kernels::conv2d_scratch_floats(s) * 4, op);  // one image's columns
+                                 .groups = p.groups,
+                                 .tf32 = p.allow_tf32};
+    const Tensor scratch = alloc_bytes(kernels::conv2d_scratch_floats(s) * 4, op);  // a chunk's columns
     kernels::conv2d_f32(cublas_.get(), device_f32(x, op), device_f32(w, op), b ? device_f32(*b, op) : nullptr,
                         y.f32(), scratch.empty() ? nullptr : scratch.f32(), s,
                         kernel_activation(p.activation), stream());
@@ -205,6 +206,15 @@ Tensor CudaBackend::mask_boxes(const Tensor& x) {
     const int64_t h = x.dim(-2), w = x.dim(-1);
     Tensor out = alloc_uninitialized(shape, "mask_boxes");  // [..., 4]
     kernels::mask_boxes_f32(device_f32(x, "mask_boxes"), out.f32(), x.n_elements() / (h * w), h, w, stream());
+    return out;
+}
+
+Tensor CudaBackend::sigmoid_bits(const Tensor& x, float threshold) {
+    const std::vector<int64_t> shape = check_sigmoid_bits(x);
+    Tensor out = alloc_uninitialized(shape, "sigmoid_bits", ScalarType::I32);  // [..., words]
+    const int64_t n = x.shape.back();
+    kernels::sigmoid_bits_f32(device_f32(x, "sigmoid_bits"), reinterpret_cast<uint32_t*>(out.i32()),
+                              n == 0 ? 0 : x.n_elements() / n, n, threshold, stream());
     return out;
 }
 

@@ -44,6 +44,21 @@ __global__ void mask_boxes_kernel(const float* x, float* boxes, int64_t h, int64
     }
 }
 
+// A warp a word: lane b tests value 32 w + b of its row, the warp's ballot is the word.
+__global__ void sigmoid_bits_kernel(const float* x, uint32_t* bits, int64_t n_rows, int64_t n,
+                                    int64_t n_words, float threshold) {
+    const int64_t word = global_index() / 32;
+    if (word >= n_rows * n_words) {
+        return;  // whole warps leave together: n_rows * n_words words take whole warps
+    }
+    const int64_t row = word / n_words, at = word % n_words * 32 + threadIdx.x % 32;
+    const bool set = at < n && 1.0f / (1.0f + expf(-x[row * n + at])) > threshold;
+    const uint32_t ballot = __ballot_sync(0xffffffffU, set);
+    if (threadIdx.x % 32 == 0) {
+        bits[word] = ballot;
+    }
+}
+
 __global__ void sinusoid_kernel(const float* x, float* out, int64_t n, Freqs freqs) {
     const int64_t i = global_index();
     const int64_t width = 2 * freqs.n;
@@ -62,6 +77,17 @@ void mask_boxes_f32(const float* x, float* boxes, int64_t n_maps, int64_t h, int
         return;
     }
     mask_boxes_kernel<<<static_cast<unsigned int>(n_maps), kMaskBlock, 0, stream>>>(x, boxes, h, w);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void sigmoid_bits_f32(const float* x, uint32_t* bits, int64_t n_rows, int64_t n, float threshold,
+                      cudaStream_t stream) {
+    const int64_t n_words = (n + 31) / 32;
+    if (n_rows * n_words == 0) {
+        return;
+    }
+    sigmoid_bits_kernel<<<n_blocks(n_rows * n_words * 32), kBlock, 0, stream>>>(x, bits, n_rows, n, n_words,
+                                                                                threshold);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,5 +1,5 @@
 // Host entry points of the layout models' small operations over float32 tensors in device memory: the boxes
-// around masks' positive positions and sine-cosine features. Enqueued on stream.
+// around masks' positive positions, masks thresholded to bits and sine-cosine features. Enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,10 @@ struct Freqs {
 
 // Backend::mask_boxes, a block a map.  x [n_maps, h, w]  ->  boxes [n_maps, 4]
 void mask_boxes_f32(const float* x, float* boxes, int64_t n_maps, int64_t h, int64_t w, cudaStream_t stream);
+
+// Backend::sigmoid_bits, a warp a word.  x [n_rows, n]  ->  bits [n_rows, ceil(n / 32)]
+void sigmoid_bits_f32(const float* x, uint32_t* bits, int64_t n_rows, int64_t n, float threshold,
+                      cudaStream_t stream);
 
 // Backend::sinusoid, a thread an output element.  x [n]  ->  out [n, 2 freqs.n]
 void sinusoid_f32(const float* x, float* out, int64_t n, const Freqs& freqs, cudaStream_t stream);

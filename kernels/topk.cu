@@ -63,6 +63,30 @@ __global__ void top_k_select_kernel(const float* x, uint64_t* selected, int64_t 
     }
 }
 
+// k = 1: a warp a row of x [n_rows, d], its lanes' largest keys reduced to the row's.
+__global__ void top_1_kernel(const float* x, float* values, int32_t* indices, int64_t n_rows, int64_t d) {
+    const int64_t r = static_cast<int64_t>(blockIdx.x) * (kBlock / 32) + threadIdx.x / 32;
+    if (r >= n_rows) {
+        return;
+    }
+    const float* row = x + r * d;
+    const auto lane = static_cast<int64_t>(threadIdx.x % 32);
+    uint64_t best = 0;
+    for (int64_t i = lane; i < d; i += 32) {
+        const uint64_t key = order_key(row, i);
+        best = key > best ? key : best;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        const uint64_t other = __shfl_xor_sync(0xffffffffU, best, offset);
+        best = other > best ? other : best;
+    }
+    if (lane == 0) {
+        const auto column = static_cast<int32_t>(0xffffffffU - static_cast<uint32_t>(best));
+        values[r] = row[column];
+        indices[r] = column;
+    }
+}
+
 // A thread a selected key: its rank is the number of the row's selected keys above it.
 __global__ void top_k_place_kernel(const float* x, const uint64_t* selected, float* values, int32_t* indices,
                                    int64_t n_rows, int64_t d, int64_t k) {
@@ -96,8 +120,20 @@ void top_k_f32(const float* x, float* values, int32_t* indices, void* scratch, i
     if (n_rows == 0) {
         return;
     }
+    if (k == 1) {
+        const int64_t rows_a_block = kBlock / 32;
+        top_1_kernel<<<static_cast<unsigned int>((n_rows + rows_a_block - 1) / rows_a_block), kBlock, 0,
+                       stream>>>(x, values, indices, n_rows, d);
+        CUDA_CHECK(cudaGetLastError());
+        return;
+    }
+    // A block a row, of as many warps as the row has 32 columns, up to 1024 threads.
+    int block = 32;
+    while (block < kSelectBlock && block < d) {
+        block *= 2;
+    }
     auto* selected = static_cast<uint64_t*>(scratch);
-    top_k_select_kernel<<<static_cast<unsigned int>(n_rows), kSelectBlock, 0, stream>>>(x, selected, d, k);
+    top_k_select_kernel<<<static_cast<unsigned int>(n_rows), block, 0, stream>>>(x, selected, d, k);
     CUDA_CHECK(cudaGetLastError());
     top_k_place_kernel<<<static_cast<unsigned int>((n_rows * k + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
         x, selected, values, indices, n_rows, d, k);

@@ -341,8 +341,10 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                         const Clock::time_point t0 = Clock::now();
                         try {
                             std::vector<LayoutRawOutput> raw;
-                            service_.run_on_engine_thread(
-                                [&](EngineContext&) { raw = run.layout->detect_preprocessed(pixels); });
+                            service_.run_on_engine_thread([&](EngineContext&) {
+                                raw = run.layout->detect_preprocessed(
+                                    pixels, {.mask_min_score = run.rules.lowest_threshold()});
+                            });
                             for (size_t i = 0; i < batch.size(); ++i) {
                                 detections[i] =
                                     detect_layout_blocks(raw[i], batch[i].input.image.width(),

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace folio {
@@ -25,8 +26,23 @@ struct LayoutRawOutput {
     int mask_height = 0;
     int mask_width = 0;
     std::vector<float> masks;
+    // Where the masks came back as bits instead (mask_min_score above 0, masks then empty): mask_queries, the
+    // queries whose best class's sigmoid score reaches mask_min_score, ascending; for each in turn, its
+    // plane's pixels whose sigmoid exceeds mask_min_score, row-major, 32 a word (bit b of word w is pixel 32
+    // w + b; the plane's last word padded with zeros). Post-processing then runs at mask_min_score only.
+    float mask_min_score = 0.0F;
+    std::vector<int> mask_queries;
+    std::vector<uint32_t> mask_bits;
 
-    bool has_masks() const { return !masks.empty(); }
+    bool has_masks() const { return mask_height > 0 || !masks.empty(); }
+    bool has_mask_bits() const { return mask_min_score > 0.0F; }
+    std::size_t mask_plane() const {
+        return static_cast<std::size_t>(mask_height) * static_cast<std::size_t>(mask_width);
+    }
+    std::size_t mask_plane_words() const { return (mask_plane() + 31) / 32; }
+    // Query q's mask as 0 or 1 a pixel [mask_height, mask_width], its sigmoid above threshold: from its
+    // logits, or from its bits where threshold is mask_min_score. Throws folio::Error where neither serves.
+    std::vector<uint8_t> binary_mask(int query, float threshold) const;
 };
 
 // One detected layout block of a page.

@@ -40,11 +40,22 @@ void check_raw(const LayoutRawOutput& raw) {
         if (raw.mask_height < 1 || raw.mask_width < 1) {
             fail("layout masks of ", raw.mask_width, "x", raw.mask_height);
         }
-        const std::size_t plane =
-            static_cast<std::size_t>(raw.mask_height) * static_cast<std::size_t>(raw.mask_width);
-        if (raw.masks.size() != n * plane) {
-            fail("layout masks hold ", raw.masks.size(), " values, not ", n, " x ", raw.mask_height, " x ",
-                 raw.mask_width);
+        const std::size_t plane = raw.mask_plane();
+        const std::size_t n_values = raw.has_mask_bits() ? 0 : n * plane;
+        if (raw.masks.size() != n_values) {
+            fail("layout masks hold ", raw.masks.size(), " values, not ", n_values / plane, " x ",
+                 raw.mask_height, " x ", raw.mask_width);
+        }
+        const std::size_t n_words =
+            raw.has_mask_bits() ? raw.mask_queries.size() * raw.mask_plane_words() : 0;
+        if (raw.mask_bits.size() != n_words) {
+            fail("layout mask bits hold ", raw.mask_bits.size(), " words, not ", n_words);
+        }
+        for (std::size_t i = 0; i < raw.mask_queries.size(); ++i) {
+            const int q = raw.mask_queries[i];
+            if (q < 0 || q >= raw.n_queries || (i > 0 && q <= raw.mask_queries[i - 1])) {
+                fail("layout mask queries: ", q, " at ", i, " is not an ascending query of ", raw.n_queries);
+            }
         }
     }
 }
@@ -106,6 +117,10 @@ std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int
     if (page_width < 1 || page_height < 1) {
         fail("layout post-processing for a ", page_width, "x", page_height, " page");
     }
+    if (raw.has_mask_bits() && threshold != raw.mask_min_score) {
+        fail("layout masks came back as bits at ", raw.mask_min_score, "; post-processing at ", threshold,
+             " needs them at that threshold");
+    }
     if (input.width < 1 || input.height < 1) {
         fail("layout model input of ", input.width, "x", input.height);
     }
@@ -158,14 +173,9 @@ std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int
     // 2^28).
     const int64_t max_pixels = std::clamp<int64_t>(4 * static_cast<int64_t>(page_width) * page_height,
                                                    int64_t{1} << 20, int64_t{1} << 28);
-    const std::size_t plane =
-        static_cast<std::size_t>(raw.mask_height) * static_cast<std::size_t>(raw.mask_width);
-    std::vector<uint8_t> mask(plane);
     for (std::size_t i = 0; i < out.size(); ++i) {
-        const float* logits = raw.masks.data() + kept_query[by_order[i]] * plane;
-        for (std::size_t p = 0; p < plane; ++p) {
-            mask[p] = layout_sigmoid(logits[p]) > threshold ? 1 : 0;
-        }
+        const std::vector<uint8_t> mask =
+            raw.binary_mask(static_cast<int>(kept_query[by_order[i]]), threshold);
         out[i].polygon =
             mask_polygon(out[i].box, mask, raw.mask_height, raw.mask_width, scale_x, scale_y, max_pixels);
     }

@@ -211,6 +211,44 @@ TEST(LayoutPostprocess, MaskThresholdIsTheScoreThreshold) {
     EXPECT_EQ(high[0].polygon, (PolygonPoints{{320, 320}, {320, 479}, {479, 479}, {479, 320}}));
 }
 
+// The square mask as bits at 0.5, as PpDocLayout brings masks back for a threshold.
+LayoutRawOutput square_mask_bits() {
+    LayoutRawOutput raw = square_mask_output();
+    raw.mask_min_score = 0.5F;
+    raw.mask_queries = {0};
+    raw.mask_bits.assign(raw.mask_plane_words(), 0U);
+    for (std::size_t p = 0; p < raw.mask_plane(); ++p) {
+        raw.mask_bits[p / 32] |= raw.masks[p] > 0.0F ? 1U << (p % 32) : 0U;
+    }
+    raw.masks.clear();
+    return raw;
+}
+
+TEST(LayoutPostprocess, MaskBitsGiveTheOutlineOfTheirValues) {
+    const std::vector<LayoutDetection> out = post_process_layout(square_mask_bits(), 800, 800, 0.5F);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].polygon, post_process_layout(square_mask_output(), 800, 800, 0.5F)[0].polygon);
+}
+
+TEST(LayoutPostprocess, MaskBitsThatDisagreeAreRefused) {
+    // Another threshold than the bits'.
+    EXPECT_THROW(post_process_layout(square_mask_bits(), 800, 800, 0.4F), Error);
+    LayoutRawOutput raw = square_mask_bits();
+    raw.mask_bits.pop_back();
+    EXPECT_THROW(post_process_layout(raw, 800, 800, 0.5F), Error);
+    raw = square_mask_bits();
+    raw.mask_queries = {1};  // outside the one query
+    EXPECT_THROW(post_process_layout(raw, 800, 800, 0.5F), Error);
+    raw = square_mask_bits();
+    raw.masks.assign(raw.mask_plane(), 0.0F);  // values beside bits
+    EXPECT_THROW(post_process_layout(raw, 800, 800, 0.5F), Error);
+    // The detection's query has no bits.
+    raw = square_mask_bits();
+    raw.mask_queries.clear();
+    raw.mask_bits.clear();
+    EXPECT_THROW(post_process_layout(raw, 800, 800, 0.5F), Error);
+}
+
 TEST(MaskPolygon, CustomVerticesKeepConvexCornersAndMoveFortyFiveDegreeOnes) {
     const std::vector<std::array<int32_t, 2>> square = {{0, 0}, {0, 10}, {10, 10}, {10, 0}};
     EXPECT_EQ(extract_custom_vertices(square),

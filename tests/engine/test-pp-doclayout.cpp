@@ -96,6 +96,65 @@ TEST_P(PpDocLayoutTest, DetectionsMatchTheReference) {
     }
 }
 
+// Bringing back only the masks of queries that can pass a threshold, as bits at that threshold, changes
+// nothing post-processing at that threshold gives; post-processing at another refuses rather than fitting
+// outlines to masks it does not have.
+TEST_P(PpDocLayoutTest, MaskBitsForAThresholdGiveTheSameDetections) {
+    const LayoutFixture fx(GetParam());
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const std::vector<LayoutRawOutput> all = model.forward(pixels);
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(fx.reference_dir / "reference.json"));
+    const auto threshold = ref["threshold"].get<float>();
+    const std::vector<LayoutRawOutput> some = model.forward(pixels, {.mask_min_score = threshold});
+    const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
+    ASSERT_EQ(all.size(), some.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+        const LayoutRawOutput& a = all[i];
+        const LayoutRawOutput& s = some[i];
+        ASSERT_FALSE(a.has_mask_bits());
+        ASSERT_TRUE(s.has_mask_bits());
+        EXPECT_TRUE(s.masks.empty());
+        EXPECT_EQ(s.logits, a.logits);
+        const auto k = static_cast<size_t>(a.n_classes);
+        std::vector<int> expected_queries;
+        for (int q = 0; q < a.n_queries; ++q) {
+            const float* row = a.logits.data() + static_cast<size_t>(q) * k;
+            if (layout_sigmoid(*std::max_element(row, row + k)) >= threshold) {
+                expected_queries.push_back(q);
+            }
+        }
+        EXPECT_EQ(s.mask_queries, expected_queries) << "page " << i;
+        ASSERT_FALSE(expected_queries.empty()) << "page " << i << ": no query reaches the threshold";
+        ASSERT_LT(expected_queries.size(), static_cast<size_t>(a.n_queries)) << "page " << i;
+        EXPECT_EQ(s.mask_bits.size(), expected_queries.size() * a.mask_plane_words());
+        for (const int q : s.mask_queries) {
+            EXPECT_EQ(s.binary_mask(q, threshold), a.binary_mask(q, threshold)) << "query " << q;
+        }
+        const int height = ref["target_sizes"][i][0].get<int>();
+        const int width = ref["target_sizes"][i][1].get<int>();
+        const std::vector<LayoutDetection> from_all = post_process_layout(a, width, height, threshold, input);
+        const std::vector<LayoutDetection> from_bits =
+            post_process_layout(s, width, height, threshold, input);
+        ASSERT_EQ(from_bits.size(), from_all.size()) << "page " << i;
+        ASSERT_FALSE(from_all.empty()) << "page " << i;
+        for (size_t d = 0; d < from_all.size(); ++d) {
+            EXPECT_EQ(from_bits[d].label, from_all[d].label);
+            EXPECT_EQ(from_bits[d].box, from_all[d].box);
+            EXPECT_EQ(from_bits[d].order, from_all[d].order);
+            EXPECT_EQ(from_bits[d].polygon, from_all[d].polygon);
+        }
+        // The bits hold one threshold's masks, and only the masks of queries that reach it.
+        EXPECT_THROW(post_process_layout(s, width, height, threshold + 0.01f, input), std::runtime_error);
+        int below = 0;
+        while (std::binary_search(expected_queries.begin(), expected_queries.end(), below)) {
+            ++below;
+        }
+        EXPECT_THROW(s.binary_mask(below, threshold), std::runtime_error);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PpDocLayoutTest, ::testing::Values("pp-doclayout-v3-tiny"));
 
 // V2 sorts its queries with torch.argsort, which leaves the order of equal keys to the implementation: its

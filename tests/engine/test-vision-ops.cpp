@@ -358,6 +358,27 @@ TEST_F(VisionOps, MaskBoxesAroundPositivePositions) {
     EXPECT_THROW(be_->mask_boxes(be_->upload(std::vector<float>{1, 2}, {2})), Error);
 }
 
+TEST_F(VisionOps, SigmoidBitsHoldTheValuesAboveTheThreshold) {
+    // Row 0: 33 values, bits 0..31 in word 0 and bit 0 of word 1; row 1 likewise. sigmoid(0) = 0.5 is not
+    // above 0.5; NaN never is.
+    std::vector<float> x(2 * 33, -3.0f);
+    x[0] = 3.0f;
+    x[5] = 0.0f;
+    x[31] = 0.01f;
+    x[32] = 4.0f;
+    x[33 + 1] = std::numeric_limits<float>::quiet_NaN();
+    x[33 + 2] = std::numeric_limits<float>::infinity();
+    const Tensor bits = be_->sigmoid_bits(be_->upload(x, {2, 33}), 0.5f);
+    ASSERT_EQ(bits.shape, (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(bits.dtype, ScalarType::I32);
+    const std::vector<int32_t> got = indices_of(*be_, bits);
+    EXPECT_EQ(static_cast<uint32_t>(got[0]), (1U << 0) | (1U << 31));
+    EXPECT_EQ(got[1], 1);
+    EXPECT_EQ(got[2], 1 << 2);
+    EXPECT_EQ(got[3], 0);
+    EXPECT_THROW(be_->sigmoid_bits(be_->upload(std::vector<float>{1}, {1}).view(0, {}), 0.5f), Error);
+}
+
 TEST_F(VisionOps, SinusoidSinesThenCosines) {
     const std::vector<float> freqs{1.0f, 0.5f};
     const std::vector<float> got =

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The reference's layout throughput beside folio-cli bench --layout-model: transformers' model of a folder
-(PP-DocLayoutV2 or V3) on the GPU, 800x800 pages at each batch size, in float32 (no TF32) and bfloat16.
+(PP-DocLayoutV2 or V3) on the GPU, 800x800 pages at each batch size, in float32 (no TF32), float32 with TF32
+convolutions (torch's default) and bfloat16.
 
     python3 reference_layout_bench.py MODEL_DIR [BATCH,BATCH,...] [PAGES]
 Prints JSON: pages/s per batch size and precision.
@@ -19,10 +20,10 @@ def main():
     model_dir = sys.argv[1]
     batches = [int(b) for b in (sys.argv[2] if len(sys.argv) > 2 else "1,8,32").split(",")]
     pages = int(sys.argv[3]) if len(sys.argv) > 3 else 64
-    torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     runs = []
-    for dtype in (torch.float32, torch.bfloat16):
+    for precision, dtype in (("float32", torch.float32), ("tf32", torch.float32), ("bfloat16", torch.bfloat16)):
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
         model = AutoModelForObjectDetection.from_pretrained(model_dir, dtype=dtype).cuda().eval()
         for batch in batches:
             x = torch.rand(batch, 3, 800, 800, device="cuda", dtype=dtype)
@@ -35,7 +36,7 @@ def main():
                     model(pixel_values=x)
                 torch.cuda.synchronize()
                 seconds = time.perf_counter() - start
-            runs.append({"dtype": str(dtype).replace("torch.", ""), "batch": batch,
+            runs.append({"precision": precision, "batch": batch,
                          "pages_per_s": n_runs * batch / seconds})
         del model
         torch.cuda.empty_cache()

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend-cuda.h"
@@ -130,7 +131,7 @@ TEST_F(BackendVisionOpsTest, Conv2d) {
     };
     const auto params = [](int64_t stride, int64_t pad, int64_t groups, Activation act,
                            int64_t dilation = 1) {
-        return Conv2dParams{{stride, stride}, {pad, pad}, {dilation, dilation}, groups, act};
+        return Conv2dParams{{stride, stride}, {pad, pad}, {dilation, dilation}, groups, act, false};
     };
     const std::vector<Case> cases = {
         {{1, 3, 64, 64}, {16, 3, 3, 3}, params(2, 1, 1, Activation::Relu), true},     // stem 3x3 s2
@@ -148,14 +149,27 @@ TEST_F(BackendVisionOpsTest, Conv2d) {
         {{1, 3, 2, 2}, {2, 3, 3, 3}, params(1, 1, 1, Activation::Relu), true},        // kernel > input
         {{0, 4, 5, 5}, {4, 4, 3, 3}, params(1, 1, 1, Activation::None), true},        // empty batch
         {{1, 64, 40, 40}, {64, 64, 3, 3}, params(1, 1, 1, Activation::Relu), true},   // a stage's layer
+        {{2, 12, 14, 10}, {18, 4, 3, 3}, params(1, 1, 3, Activation::Relu), true},    // groups, two images
+        {{3, 16, 9, 7}, {8, 16, 1, 1}, params(1, 0, 1, Activation::None), false},     // 1x1, three images
+        {{2, 8, 490, 490}, {8, 8, 3, 3}, params(1, 1, 1, Activation::None), true},    // a chunk an image
     };
-    for (const Case& c : cases) {
-        const std::string where =
-            label("x ", shape_string(c.x), " w ", shape_string(c.w), " stride ", c.p.stride[0], " groups ",
-                  c.p.groups, " ", activation_name(c.p.activation));
-        const Pair x = random(c.x), w = random(c.w, -0.3f, 0.3f), b = random({c.w[0]});
-        expect_close("conv2d", gpu_->conv2d(x.gpu, w.gpu, c.bias ? &b.gpu : nullptr, c.p),
-                     cpu_->conv2d(x.cpu, w.cpu, c.bias ? &b.cpu : nullptr, c.p), where);
+    for (const bool tf32 : {false, true}) {
+        for (Case c : cases) {
+            c.p.allow_tf32 = tf32;
+            const std::string where =
+                label("x ", shape_string(c.x), " w ", shape_string(c.w), " stride ", c.p.stride[0],
+                      " groups ", c.p.groups, " ", activation_name(c.p.activation), tf32 ? " tf32" : "");
+            const Pair x = random(c.x), w = random(c.w, -0.3f, 0.3f), b = random({c.w[0]});
+            const Tensor gpu = gpu_->conv2d(x.gpu, w.gpu, c.bias ? &b.gpu : nullptr, c.p);
+            const Tensor cpu = cpu_->conv2d(x.cpu, w.cpu, c.bias ? &b.cpu : nullptr, c.p);
+            if (!tf32) {
+                expect_close("conv2d", gpu, cpu, where);
+                continue;
+            }
+            // TF32 rounds each input to 10 mantissa bits: a relative error of about 2^-11 a product.
+            ASSERT_EQ(gpu.shape, cpu.shape) << where;
+            EXPECT_LT(relative_error(gpu_->download(gpu), cpu_->download(cpu)), 4e-3) << where;
+        }
     }
 }
 
@@ -319,7 +333,10 @@ TEST_F(BackendVisionOpsTest, TopK) {
                                            {4, 1000, 1, false},
                                            {2, 257, 257, true},
                                            {5, 1, 1, false},
-                                           {2, 64, 10, true}}) {
+                                           {2, 64, 10, true},
+                                           {1000, 20, 1, true},  // query selection's best class
+                                           {7, 45, 1, true},
+                                           {9, 20, 5, false}}) {
         std::vector<float> values = random_values(c.n_rows * c.d, seed_++, -4.0f, 4.0f);
         if (c.ties) {
             for (size_t i = 0; i < values.size(); ++i) {
@@ -336,6 +353,20 @@ TEST_F(BackendVisionOpsTest, TopK) {
         EXPECT_EQ(indices(*gpu_, g.indices), indices(*cpu_, r.indices)) << where;
         const std::vector<float> gv = gpu_->download(g.values), rv = cpu_->download(r.values);
         EXPECT_EQ(std::memcmp(gv.data(), rv.data(), gv.size() * sizeof(float)), 0) << where;
+    }
+}
+
+TEST_F(BackendVisionOpsTest, SigmoidBits) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (const auto& [rows, n, threshold] : std::vector<std::tuple<int64_t, int64_t, float>>{
+             {300, 40000, 0.3f}, {7, 33, 0.5f}, {3, 32, 0.9f}, {5, 1, 0.01f}}) {
+        std::vector<float> values = random_values(rows * n, seed_++, -6.0f, 6.0f);
+        values[0] = nan;
+        values[values.size() / 2] = std::numeric_limits<float>::infinity();
+        const Tensor g = gpu_->sigmoid_bits(gpu_->upload(values, {rows, n}), threshold);
+        const Tensor r = cpu_->sigmoid_bits(cpu_->upload(values, {rows, n}), threshold);
+        ASSERT_EQ(g.shape, (std::vector<int64_t>{rows, (n + 31) / 32}));
+        EXPECT_EQ(indices(*gpu_, g), indices(*cpu_, r)) << label(rows, "x", n, " at ", threshold);
     }
 }
 

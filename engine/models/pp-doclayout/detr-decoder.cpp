@@ -285,12 +285,11 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     const Nchw ps = encoded.mask_prototypes.nchw();
     out.mask_h = ps.h;
     out.mask_w = ps.w;
-    out.masks = be.download(query_masks(be, run(be, mask_query_, out_query), encoded.mask_prototypes, n, q));
+    out.masks = query_masks(be, run(be, mask_query_, out_query), encoded.mask_prototypes, n, q);
     // Global pointer: query i's vector against query j's, kept above the diagonal (-1e4 on and below it).
     const int64_t hs_size = c.global_pointer_head_size;
-    const std::vector<float> qk =
-        be.download(apply(be, global_pointer_, apply(be, order_head_, out_query)));  // [n * q, 2 * hs]
-    out.order_logits = global_pointer_logits(qk, n, q, hs_size);
+    const Tensor qk = apply(be, global_pointer_, apply(be, order_head_, out_query));  // [n * q, 2 * hs]
+    out.order_logits = global_pointer_logits(be, qk, n, q, hs_size);
     return out;
 }
 

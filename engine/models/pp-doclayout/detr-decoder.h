@@ -10,13 +10,13 @@
 
 namespace folio {
 
-// The decoder's results for a batch of n pages, on the host.
+// The decoder's results for a batch of n pages, on the host but for the masks.
 struct DecoderResult {
     int64_t n = 0;
     std::vector<float> logits;        // [n, queries, labels]
     std::vector<float> boxes;         // [n, queries, 4] cx, cy, w, h relative to the page
     std::vector<float> order_logits;  // V3: [n, queries, queries]
-    std::vector<float> masks;         // V3: [n, queries, h4, w4]
+    Tensor masks;                     // V3: [n * queries, h4 * w4] on the backend
     int64_t mask_h = 0, mask_w = 0;
 };
 

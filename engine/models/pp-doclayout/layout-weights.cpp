@@ -65,6 +65,7 @@ Conv LayoutWeights::upload_conv(std::vector<float> w, std::vector<float> b, cons
     c.p.padding = {shape.padding, shape.padding};
     c.p.groups = shape.groups;
     c.p.activation = shape.activation;
+    c.p.allow_tf32 = allow_tf32_;
     return c;
 }
 
@@ -104,21 +105,30 @@ Conv LayoutWeights::repvgg(const std::string& prefix, int64_t channels, Activati
     return upload_conv(std::move(w3), std::move(b3), {channels, channels, 3, 1, 1, 1, activation});
 }
 
-std::vector<float> global_pointer_logits(const std::vector<float>& qk, int64_t pages, int64_t n,
+std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
                                          int64_t head_size) {
-    std::vector<float> logits(static_cast<size_t>(pages * n * n), -1e4f);
-    const float scale = std::sqrt(static_cast<float>(head_size));
+    if (qk.shape != std::vector<int64_t>{pages * n, 2 * head_size}) {
+        fail("global pointer: projections of shape ", shape_string(qk.shape), " for ", pages, " pages of ", n,
+             " queries and head size ", head_size);
+    }
+    Tensor halves = qk;
+    halves.shape = {pages * n, 2, head_size};
+    const int perm[] = {1, 0, 2};
+    const Tensor split =
+        backend.permute(halves, perm);  // [2, pages * n, head_size]: the query halves, the keys
+    std::vector<Tensor> products;
     for (int64_t b = 0; b < pages; ++b) {
-        for (int64_t i = 0; i < n; ++i) {
-            const float* qi = qk.data() + (b * n + i) * 2 * head_size;
-            for (int64_t j = i + 1; j < n; ++j) {
-                const float* kj = qk.data() + (b * n + j) * 2 * head_size + head_size;
-                float dot = 0.0f;
-                for (int64_t e = 0; e < head_size; ++e) {
-                    dot += qi[e] * kj[e];
-                }
-                logits[static_cast<size_t>((b * n + i) * n + j)] = dot / scale;
-            }
+        const Tensor queries = split.view(b * n * head_size, {n, head_size});
+        const Tensor keys = split.view((pages + b) * n * head_size, {n, head_size});
+        products.push_back(backend.linear(queries, keys, nullptr));  // [n, n]: q_i · k_j
+    }
+    std::vector<float> logits = backend.download(backend.concat(products, 0));  // [pages * n, n]
+    const float scale = std::sqrt(static_cast<float>(head_size));
+    for (int64_t r = 0; r < pages * n; ++r) {
+        const int64_t i = r % n;
+        float* row = logits.data() + r * n;
+        for (int64_t j = 0; j < n; ++j) {
+            row[j] = j > i ? row[j] / scale : -1e4f;
         }
     }
     return logits;

@@ -39,7 +39,9 @@ struct ConvShape {
 
 class LayoutWeights {
 public:
-    LayoutWeights(Backend& backend, const TensorStore& store) : backend_(backend), store_(store) {}
+    // allow_tf32: the convolutions may multiply with TF32 inputs (Conv2dParams::allow_tf32).
+    LayoutWeights(Backend& backend, const TensorStore& store, bool allow_tf32 = false)
+        : backend_(backend), store_(store), allow_tf32_(allow_tf32) {}
 
     // The tensor as float32, after checking its shape; throws naming the file and the tensor.
     std::vector<float> host(const std::string& name, const std::vector<int64_t>& shape) const;
@@ -66,14 +68,14 @@ private:
 
     Backend& backend_;
     const TensorStore& store_;
+    bool allow_tf32_ = false;
     int64_t n_bytes_ = 0;
 };
 
-// A global pointer's pair logits from each query's projection (its query half, then its key half): entry
-// [i][j] is q_i · k_j / sqrt(head_size) for i < j, -1e4 on and below the diagonal.  qk [pages * n, 2
-// head_size]
-// ->  [pages, n, n]
-std::vector<float> global_pointer_logits(const std::vector<float>& qk, int64_t pages, int64_t n,
+// A global pointer's pair logits from each query's projection (its query half, then its key half), the dot
+// products on the backend: entry [i][j] is q_i · k_j / sqrt(head_size) for i < j, -1e4 on and below the
+// diagonal.  qk [pages * n, 2 head_size]  ->  [pages, n, n] on the host
+std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
                                          int64_t head_size);
 
 Tensor run(Backend& backend, const Conv& conv, const Tensor& x);

@@ -101,9 +101,9 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
     return out;
 }
 
-PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir)
+PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, const LayoutModelParams& params)
     : backend_(backend), files_(open_layout_model_files(dir)), store_(TensorStore::open(dir)) {
-    LayoutWeights weights(backend, *store_);
+    LayoutWeights weights(backend, *store_, params.allow_tf32);
     backbone_ = std::make_unique<HgnetBackbone>(weights, files_.config.backbone, "model.backbone.model");
     encoder_ = std::make_unique<HybridEncoder>(weights, files_.config);
     decoder_ = std::make_unique<DetrDecoder>(weights, files_.config);
@@ -116,8 +116,10 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir)
 
 PpDocLayout::~PpDocLayout() = default;
 
-std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels, LayoutTimes* times) const {
+std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
+                                                  const LayoutRunOptions& options) const {
     const PpDocLayoutConfig& c = files_.config;
+    LayoutTimes* const times = options.times;
     auto start = std::chrono::steady_clock::now();
     // Adds the time since the last mark to the part's time once the backend has finished `done` (the decoder
     // hands its results to the host, so it has finished when it returns).
@@ -137,7 +139,6 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels, LayoutTi
     const EncoderOutput encoded = encoder_->forward(features);
     mark(&LayoutTimes::encoder, &encoded.maps.back());
     const DecoderResult r = decoder_->forward(encoded);
-    mark(&LayoutTimes::decoder, nullptr);
     const auto q = static_cast<size_t>(c.num_queries);
     const auto labels = static_cast<size_t>(c.num_labels());
     std::vector<LayoutRawOutput> out(static_cast<size_t>(r.n));
@@ -154,18 +155,67 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels, LayoutTi
         } else {
             page.order_logits.assign(r.order_logits.begin() + static_cast<std::ptrdiff_t>(b * q * q),
                                      r.order_logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * q));
-            const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
             page.mask_height = static_cast<int>(r.mask_h);
             page.mask_width = static_cast<int>(r.mask_w);
-            page.masks.assign(r.masks.begin() + static_cast<std::ptrdiff_t>(b * q * plane),
-                              r.masks.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * plane));
         }
     }
+    if (c.kind == LayoutModelKind::V3) {
+        download_masks(r, options.mask_min_score, out);
+    }
+    mark(&LayoutTimes::decoder, nullptr);
     if (c.kind == LayoutModelKind::V2) {
         add_v2_order_logits(out);
         mark(&LayoutTimes::reading_order, nullptr);
     }
     return out;
+}
+
+void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
+                                 std::span<LayoutRawOutput> pages) const {
+    if (min_score <= 0.0f) {
+        const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
+        const std::vector<float> masks = backend_.download(r.masks);  // [n * q, plane]
+        for (size_t b = 0; b < pages.size(); ++b) {
+            const size_t per_page = static_cast<size_t>(pages[b].n_queries) * plane;
+            pages[b].masks.assign(masks.begin() + static_cast<std::ptrdiff_t>(b * per_page),
+                                  masks.begin() + static_cast<std::ptrdiff_t>((b + 1) * per_page));
+        }
+        return;
+    }
+    // The queries whose best class reaches min_score, their planes gathered and thresholded to bits on the
+    // backend and brought back together.
+    std::vector<int64_t> rows;
+    for (size_t b = 0; b < pages.size(); ++b) {
+        LayoutRawOutput& page = pages[b];
+        page.mask_min_score = min_score;
+        const auto k = static_cast<size_t>(page.n_classes);
+        for (int i = 0; i < page.n_queries; ++i) {
+            const float* logits = page.logits.data() + static_cast<size_t>(i) * k;
+            bool reaches = false;
+            for (size_t c = 0; c < k && !reaches; ++c) {
+                reaches = 1.0f / (1.0f + std::exp(-logits[c])) >= min_score;
+            }
+            if (reaches) {
+                page.mask_queries.push_back(i);
+                rows.push_back(static_cast<int64_t>(b) * page.n_queries + i);
+            }
+        }
+    }
+    if (rows.empty()) {
+        return;
+    }
+    Tensor words = backend_.sigmoid_bits(backend_.gather_rows(r.masks, rows), min_score);  // [rows, words]
+    words.shape = {words.n_elements()};
+    const std::vector<int32_t> bits = backend_.read_back(words)->wait();
+    size_t at = 0;
+    for (LayoutRawOutput& page : pages) {
+        const size_t n_words = page.mask_queries.size() * page.mask_plane_words();
+        page.mask_bits.resize(n_words);
+        std::transform(bits.begin() + static_cast<std::ptrdiff_t>(at),
+                       bits.begin() + static_cast<std::ptrdiff_t>(at + n_words), page.mask_bits.begin(),
+                       [](int32_t w) { return static_cast<uint32_t>(w); });
+        at += n_words;
+    }
 }
 
 void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages) const {
@@ -204,7 +254,8 @@ void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages) const {
     }
 }
 
-std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> pages) const {
+std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> pages,
+                                                 const LayoutRunOptions& options) const {
     if (pages.empty()) {
         return {};
     }
@@ -220,19 +271,20 @@ std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> page
             }
         }
         std::vector<std::span<const float>> parts(pixels.begin(), pixels.end());
-        const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
-                                             {static_cast<int64_t>(pages.size()), 3, pages[0].height,
-                                              pages[0].width});
-        return forward(batch);
+        const Tensor batch =
+            backend_.upload(std::span<const std::span<const float>>(parts),
+                            {static_cast<int64_t>(pages.size()), 3, pages[0].height, pages[0].width});
+        return forward(batch, options);
     }
-    return detect_preprocessed(pixels);
+    return detect_preprocessed(pixels, options);
 }
 
 std::array<int64_t, 2> PpDocLayout::input_size() const {
     return {files_.preprocess.height, files_.preprocess.width};
 }
 
-std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const std::vector<float>> pages) const {
+std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const std::vector<float>> pages,
+                                                              const LayoutRunOptions& options) const {
     if (pages.empty()) {
         return {};
     }
@@ -247,7 +299,7 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
     }
     const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
                                          {static_cast<int64_t>(pages.size()), 3, h, w});
-    return forward(batch);
+    return forward(batch, options);
 }
 
 }  // namespace folio

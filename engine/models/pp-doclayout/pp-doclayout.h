@@ -20,6 +20,7 @@ namespace folio {
 class HgnetBackbone;
 class HybridEncoder;
 class DetrDecoder;
+struct DecoderResult;
 class ReadingOrder;
 class TensorStore;
 
@@ -42,10 +43,27 @@ struct LayoutTimes {
     double reading_order = 0;  // V2
 };
 
+// How a layout model runs.
+struct LayoutModelParams {
+    // The convolutions multiply with TF32 inputs where the backend can (as torch's cuDNN convolutions do by
+    // default); off, every product is float32, as the golden fixtures are compared.
+    bool allow_tf32 = false;
+};
+
+// What one pass brings back besides the detections.
+struct LayoutRunOptions {
+    // V3: above 0, only the masks of queries whose best class's sigmoid score reaches this come back to the
+    // host (the only ones post-processing at that threshold reads), as bits at this threshold
+    // (LayoutRawOutput::mask_bits); 0 brings every query's mask logits, as the reference returns them.
+    float mask_min_score = 0.0f;
+    // The backend is waited for after each part and the parts' times added here.
+    LayoutTimes* times = nullptr;
+};
+
 class PpDocLayout {
 public:
     // Loads the folder's config and weights onto the backend; throws naming the file and what is wrong.
-    PpDocLayout(Backend& backend, const std::filesystem::path& dir);
+    PpDocLayout(Backend& backend, const std::filesystem::path& dir, const LayoutModelParams& params = {});
     ~PpDocLayout();
     PpDocLayout(const PpDocLayout&) = delete;
     PpDocLayout& operator=(const PpDocLayout&) = delete;
@@ -55,20 +73,25 @@ public:
     int64_t n_weight_bytes() const { return n_weight_bytes_; }
 
     // The raw outputs of pages already preprocessed.  pixels [n, 3, h, w]  ->  n outputs
-    // With times, the backend is waited for after each part and the parts' times added there.
-    std::vector<LayoutRawOutput> forward(const Tensor& pixels, LayoutTimes* times = nullptr) const;
+    std::vector<LayoutRawOutput> forward(const Tensor& pixels, const LayoutRunOptions& options = {}) const;
     // V2: fills each page's order_logits from the reading-order network, its queries being in V2's order
     // (those over their class's threshold first), as forward() hands them over.
     void add_v2_order_logits(std::span<LayoutRawOutput> pages) const;
     // Pages through the image processor and the model in one batch.
-    std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages) const;
+    std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages,
+                                        const LayoutRunOptions& options = {}) const;
     // Pages already through preprocess_layout_page (on other threads), each [3, h, w] at the model's input
     // size, through the model in one batch.
-    std::vector<LayoutRawOutput> detect_preprocessed(std::span<const std::vector<float>> pages) const;
+    std::vector<LayoutRawOutput> detect_preprocessed(std::span<const std::vector<float>> pages,
+                                                     const LayoutRunOptions& options = {}) const;
     // The model's input size, height then width (what preprocess_layout_page makes of any page).
     std::array<int64_t, 2> input_size() const;
 
 private:
+    // V3: each page's masks from the decoder's, all of them as logits or, above 0, those of queries scoring
+    // min_score as bits.
+    void download_masks(const DecoderResult& r, float min_score, std::span<LayoutRawOutput> pages) const;
+
     Backend& backend_;
     LayoutModelFiles files_;
     std::unique_ptr<TensorStore> store_;

@@ -1,6 +1,7 @@
 #include "models/pp-doclayout/reading-order.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "error.h"
@@ -72,46 +73,56 @@ ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& con
     }
     pointer_ =
         weights.linear("reading_order.relative_head.dense", 2LL * config.global_pointer_head_size, hidden);
+    pool_ = std::make_unique<ThreadPool>(ThreadPool::at_most_hardware(8));
 }
+
+ReadingOrder::~ReadingOrder() = default;
 
 Tensor ReadingOrder::relation_bias(std::span<const ReadingOrderInput> pages) const {
     const int64_t tokens = n_queries_ + 2;
     const int64_t embed = config_.relation_bias_embed_dim;
     const auto n = static_cast<int64_t>(pages.size());
     const float scale = config_.relation_bias_scale;
-    // Each pair's relative position (log distances over the source's size, log size ratios), scaled.
     std::vector<float> relative(static_cast<size_t>(n * tokens * tokens * 4));
     std::vector<float> mask(static_cast<size_t>(n * tokens * tokens), 0.0f);
+    // Each token's box as cx, cy, w + eps, h + eps, and the logs of the last two (the start and end tokens
+    // and padding have zero boxes).
+    constexpr float eps = 1e-5f;
+    std::vector<std::array<float, 6>> cwh(static_cast<size_t>(n * tokens));
     for (int64_t p = 0; p < n; ++p) {
         const ReadingOrderInput& page = pages[static_cast<size_t>(p)];
-        // Each token's box as cx, cy, w, h (the start and end tokens and padding have zero boxes).
-        std::vector<std::array<float, 4>> cwh(static_cast<size_t>(tokens));
         for (int64_t t = 0; t < tokens; ++t) {
             float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
             if (t >= 1 && t <= n_queries_) {
                 const float* b = page.boxes.data() + (t - 1) * 4;
                 x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
             }
-            cwh[static_cast<size_t>(t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, std::max(x1 - x0, 1e-3f),
-                                           std::max(y1 - y0, 1e-3f)};
+            const float w = std::max(x1 - x0, 1e-3f) + eps, h = std::max(y1 - y0, 1e-3f) + eps;
+            cwh[static_cast<size_t>(p * tokens + t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, w, h,
+                                                        std::log(w),      std::log(h)};
         }
-        for (int64_t i = 0; i < tokens; ++i) {
-            const auto& s = cwh[static_cast<size_t>(i)];
+    }
+    // Each pair's relative position (log distances over the source's size, log size ratios), scaled; a
+    // chunk of (page, source token) rows a thread.
+    pool_->parallel_for(n * tokens, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+            const int64_t p = row / tokens;
+            const int n_kept = pages[static_cast<size_t>(p)].n_kept;
+            const auto& s = cwh[static_cast<size_t>(row)];
             for (int64_t j = 0; j < tokens; ++j) {
-                const auto& t = cwh[static_cast<size_t>(j)];
-                constexpr float eps = 1e-5f;
-                float* out = relative.data() + ((p * tokens + i) * tokens + j) * 4;
-                out[0] = std::log(std::fabs(s[0] - t[0]) / (s[2] + eps) + 1.0f) * scale;
-                out[1] = std::log(std::fabs(s[1] - t[1]) / (s[3] + eps) + 1.0f) * scale;
-                out[2] = std::log((s[2] + eps) / (t[2] + eps)) * scale;
-                out[3] = std::log((s[3] + eps) / (t[3] + eps)) * scale;
+                const auto& t = cwh[static_cast<size_t>(p * tokens + j)];
+                float* out = relative.data() + (row * tokens + j) * 4;
+                out[0] = std::log(std::fabs(s[0] - t[0]) / s[2] + 1.0f) * scale;
+                out[1] = std::log(std::fabs(s[1] - t[1]) / s[3] + 1.0f) * scale;
+                out[2] = (s[4] - t[4]) * scale;
+                out[3] = (s[5] - t[5]) * scale;
                 // Keys after the end token are padding.
-                if (j >= page.n_kept + 2) {
-                    mask[static_cast<size_t>((p * tokens + i) * tokens + j)] = kMasked;
+                if (j >= n_kept + 2) {
+                    mask[static_cast<size_t>(row * tokens + j)] = kMasked;
                 }
             }
         }
-    }
+    });
     Backend& be = backend_;
     const int64_t heads = config_.num_attention_heads;
     const auto n_rel = static_cast<int64_t>(relative.size());
@@ -244,8 +255,7 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
 
     // The global pointer over the detection tokens.
     const int64_t hs_size = c.global_pointer_head_size;
-    const std::vector<float> qk = be.download(apply(be, pointer_, be.gather_rows(x, detection_rows)));
-    return global_pointer_logits(qk, n, q, hs_size);
+    return global_pointer_logits(be, apply(be, pointer_, be.gather_rows(x, detection_rows)), n, q, hs_size);
 }
 
 }  // namespace folio

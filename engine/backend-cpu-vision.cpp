@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "backend-vision-checks.h"
+#include "box-ops.h"
 #include "error.h"
 #include "mask-box.h"
 
@@ -262,6 +263,17 @@ void CpuVisionBackend::softmax(Tensor& x) {
     });
 }
 
+Tensor CpuVisionBackend::batched_products(const Tensor& a, const Tensor& b) {
+    const std::vector<int64_t> shape = check_batched_products(a, b);
+    const int64_t g = shape[0], m = shape[1], n = shape[2], k = a.shape[2];
+    Tensor out = alloc(shape);  // [g, m, n], zeros
+    for (int64_t i = 0; i < g && m * n > 0; ++i) {
+        const Tensor part = linear(a.view(i * m * k, {m, k}), b.view(i * n * k, {n, k}), nullptr);  // [m, n]
+        std::memcpy(out.f32() + i * m * n, part.f32(), static_cast<size_t>(m * n) * sizeof(float));
+    }
+    return out;
+}
+
 Tensor CpuVisionBackend::permute(const Tensor& x, std::span<const int> axes) {
     Tensor y = with_dtype(alloc(check_permute(x, axes)), x.dtype);
     const size_t rank = axes.size();
@@ -399,6 +411,42 @@ Tensor CpuVisionBackend::sigmoid_bits(const Tensor& x, float threshold) {
                     word |= 1.0f / (1.0f + std::exp(-row[w * 32 + b])) > threshold ? uint32_t{1} << b : 0U;
                 }
                 words[w] = word;
+            }
+        }
+    });
+    return out;
+}
+
+Tensor CpuVisionBackend::box_sample_locations(const Tensor& boxes, const Tensor& offsets, int64_t n_points) {
+    Tensor out = alloc(check_box_sample_locations(boxes, offsets, n_points));  // [r, s, 2]
+    const int64_t n_samples = offsets.shape[1];
+    const auto points = static_cast<float>(n_points);
+    for (int64_t r = 0; r < boxes.shape[0]; ++r) {
+        const float* box = boxes.f32() + r * 4;
+        for (int64_t k = 0; k < n_samples; ++k) {
+            const int64_t at = (r * n_samples + k) * 2;
+            out.f32()[at] = box_sample_location(box[0], box[2], offsets.f32()[at], points);
+            out.f32()[at + 1] = box_sample_location(box[1], box[3], offsets.f32()[at + 1], points);
+        }
+    }
+    return out;
+}
+
+void CpuVisionBackend::refine_boxes(Tensor& boxes, const Tensor& delta) {
+    check_refine_boxes(boxes, delta);
+    for (int64_t i = 0; i < boxes.n_elements(); ++i) {
+        boxes.f32()[i] = refined_box_value(boxes.f32()[i], delta.f32()[i]);
+    }
+}
+
+Tensor CpuVisionBackend::pair_relations(const Tensor& boxes, float scale) {
+    Tensor out = alloc(check_pair_relations(boxes));  // [n, t, t, 4]
+    const int64_t t = boxes.shape[1];
+    thread_pool().parallel_for(boxes.shape[0] * t, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {  // (page, source token)
+            const float* page = boxes.f32() + row / t * t * 4;
+            for (int64_t j = 0; j < t; ++j) {
+                pair_relation(boxes.f32() + row * 4, page + j * 4, scale, out.f32() + (row * t + j) * 4);
             }
         }
     });

@@ -16,6 +16,7 @@ public:
     void apply_activation(Tensor& x, Activation act) override;
     Tensor multiply(const Tensor& x, const Tensor& y, Activation y_act) override;
     void softmax(Tensor& x) override;
+    Tensor batched_products(const Tensor& a, const Tensor& b) override;
     Tensor permute(const Tensor& x, std::span<const int> axes) override;
     Tensor concat(std::span<const Tensor> parts, int axis) override;
     Tensor grid_sample(const Tensor& x, const Tensor& grid) override;
@@ -25,6 +26,9 @@ public:
     TopK top_k(const Tensor& x, int64_t k) override;
     Tensor mask_boxes(const Tensor& x) override;
     Tensor sigmoid_bits(const Tensor& x, float threshold) override;
+    Tensor box_sample_locations(const Tensor& boxes, const Tensor& offsets, int64_t n_points) override;
+    void refine_boxes(Tensor& boxes, const Tensor& delta) override;
+    Tensor pair_relations(const Tensor& boxes, float scale) override;
     Tensor sinusoid(const Tensor& x, std::span<const float> freqs) override;
 
 protected:

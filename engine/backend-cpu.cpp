@@ -220,6 +220,11 @@ public:
 
     std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
 
+    std::vector<int32_t> download_i32(const Tensor& t) override {
+        check_i32(t, t.shape, "download_i32", "t");
+        return {t.i32(), t.i32() + t.n_elements()};
+    }
+
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
 
     using Backend::linear;

@@ -111,6 +111,17 @@ void check_softmax(const Tensor& x) {
     }
 }
 
+std::vector<int64_t> check_batched_products(const Tensor& a, const Tensor& b) {
+    check_f32(a, "batched_products", "a");
+    check_f32(b, "batched_products", "b");
+    if (a.shape.size() != 3 || b.shape.size() != 3 || a.shape[0] != b.shape[0] || a.shape[2] != b.shape[2] ||
+        !a.fits_buffer() || !b.fits_buffer()) {
+        fail("batched_products: a ", shape_string(a.shape), " and b ", shape_string(b.shape),
+             " are not [g, m, k] and [g, n, k]");
+    }
+    return {a.shape[0], a.shape[1], b.shape[1]};
+}
+
 std::vector<int64_t> check_permute(const Tensor& x, std::span<const int> axes) {
     const auto rank = static_cast<int>(x.shape.size());
     if (x.dtype == ScalarType::BF16 || !x.fits_buffer()) {
@@ -223,6 +234,38 @@ std::vector<int64_t> check_mask_boxes(const Tensor& x) {
     std::vector<int64_t> shape(x.shape.begin(), x.shape.end() - 2);
     shape.push_back(4);
     return shape;
+}
+
+std::vector<int64_t> check_box_sample_locations(const Tensor& boxes, const Tensor& offsets,
+                                                int64_t n_points) {
+    check_f32(boxes, "box_sample_locations", "boxes");
+    check_f32(offsets, "box_sample_locations", "offsets");
+    if (boxes.shape.size() != 2 || boxes.shape[1] != 4 || offsets.shape.size() != 3 ||
+        offsets.shape[0] != boxes.shape[0] || offsets.shape[2] != 2 || n_points < 1 || !boxes.fits_buffer() ||
+        !offsets.fits_buffer()) {
+        fail("box_sample_locations: boxes ", shape_string(boxes.shape), ", offsets ",
+             shape_string(offsets.shape), " and ", n_points,
+             " points are not [r, 4], [r, s, 2] and at least one");
+    }
+    return offsets.shape;
+}
+
+void check_refine_boxes(const Tensor& boxes, const Tensor& delta) {
+    check_f32(boxes, "refine_boxes", "boxes");
+    check_f32(delta, "refine_boxes", "delta");
+    if (boxes.shape.size() != 2 || boxes.shape[1] != 4 || delta.shape != boxes.shape ||
+        !boxes.fits_buffer() || !delta.fits_buffer()) {
+        fail("refine_boxes: boxes ", shape_string(boxes.shape), " and delta ", shape_string(delta.shape),
+             " are not both [r, 4]");
+    }
+}
+
+std::vector<int64_t> check_pair_relations(const Tensor& boxes) {
+    check_f32(boxes, "pair_relations", "boxes");
+    if (boxes.shape.size() != 3 || boxes.shape[2] != 4 || !boxes.fits_buffer()) {
+        fail("pair_relations: boxes ", shape_string(boxes.shape), " are not [n, t, 4]");
+    }
+    return {boxes.shape[0], boxes.shape[1], boxes.shape[1], 4};
 }
 
 std::vector<int64_t> check_sigmoid_bits(const Tensor& x) {

@@ -29,6 +29,7 @@ void check_softmax(const Tensor& x);
 // axes a permutation of x's dimensions (up to kMaxPermuteDims), x float32 or int32.  ->  the permuted shape
 constexpr int kMaxPermuteDims = 6;
 std::vector<int64_t> check_permute(const Tensor& x, std::span<const int> axes);
+std::vector<int64_t> check_batched_products(const Tensor& a, const Tensor& b);
 // At least one part, all of one dtype (float32 or int32) and rank, equal but along axis (negative: from the
 // end).  ->  the joined shape; axis made non-negative
 std::vector<int64_t> check_concat(std::span<const Tensor> parts, int& axis);
@@ -46,6 +47,9 @@ std::vector<int64_t> check_top_k(const Tensor& x, int64_t k);
 // -> the output shapes of mask_boxes and sinusoid.
 std::vector<int64_t> check_mask_boxes(const Tensor& x);
 std::vector<int64_t> check_sigmoid_bits(const Tensor& x);
+std::vector<int64_t> check_box_sample_locations(const Tensor& boxes, const Tensor& offsets, int64_t n_points);
+void check_refine_boxes(const Tensor& boxes, const Tensor& delta);
+std::vector<int64_t> check_pair_relations(const Tensor& boxes);
 std::vector<int64_t> check_sinusoid(const Tensor& x, std::span<const float> freqs);
 
 }  // namespace folio

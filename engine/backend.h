@@ -161,6 +161,9 @@ public:
                                  std::vector<int64_t> shape) = 0;
     // The values of a float32 tensor, or of a bfloat16 one widened to float32.
     virtual std::vector<float> download(const Tensor& t) = 0;
+    // The values of an int32 tensor, waiting for the work queued before (read_back is for a few values
+    // without waiting).
+    virtual std::vector<int32_t> download_i32(const Tensor& t) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
     // The element type the backend keeps the language model's keys and values in for attention at
@@ -305,6 +308,9 @@ public:
     virtual Tensor multiply(const Tensor& x, const Tensor& y, Activation y_act) = 0;
     // In place: softmax over the last dimension.  x [..., d]
     virtual void softmax(Tensor& x) = 0;
+    // Each group's product a_g · b_gᵀ in float32 (torch.bmm(a, b.transpose(1, 2))).
+    // a [g, m, k], b [g, n, k]  ->  [g, m, n]
+    virtual Tensor batched_products(const Tensor& a, const Tensor& b) = 0;
     // out's dimension i is x's dimension axes[i] (torch.permute), float32 or int32.  x [d_0, ..., d_r-1]  ->
     // [d_axes[0], ..., d_axes[r-1]]
     virtual Tensor permute(const Tensor& x, std::span<const int> axes) = 0;
@@ -327,6 +333,17 @@ public:
     // The box around each map's positive positions as (cx, cy, w, h) relative to the map, zeros where none is
     // positive (transformers' mask_to_box_coordinate of x > 0).  x [..., h, w]  ->  [..., 4]
     virtual Tensor mask_boxes(const Tensor& x) = 0;
+    // The sampling locations of deformable attention around boxes (cx, cy, w, h): location = centre + offset
+    // / n_points · size / 2 (RT-DETR's decoder).  boxes [r, 4], offsets [r, s, 2]  ->  [r, s, 2]
+    virtual Tensor box_sample_locations(const Tensor& boxes, const Tensor& offsets, int64_t n_points) = 0;
+    // RT-DETR's box refinement in place: boxes = sigmoid(delta + inverse_sigmoid(boxes)), transformers'
+    // inverse_sigmoid with eps 1e-5.  boxes [r, 4], delta [r, 4]
+    virtual void refine_boxes(Tensor& boxes, const Tensor& delta) = 0;
+    // Each pair of tokens' relative position from their boxes (cx, cy, w, h, sizes above 0), scaled:
+    // log(|cx_i
+    // - cx_j| / w_i + 1), the same for y, log(w_i) - log(w_j), log(h_i) - log(h_j) (PP-DocLayoutV2's reading
+    // order).  boxes [n, t, 4]  ->  [n, t, t, 4]
+    virtual Tensor pair_relations(const Tensor& boxes, float scale) = 0;
     // The values whose sigmoid, 1 / (1 + exp(-v)) in float32, exceeds threshold, as bits: bit b of a row's
     // word w is its value 32 w + b, the last word's spare bits zero.  x [..., n]  ->  [..., ceil(n / 32)]
     // int32

@@ -155,6 +155,19 @@ void CudaBackend::update(Tensor& t, std::span<const int32_t> values) {
     store_words(values, device_i32(t, "update"));
 }
 
+std::vector<int32_t> CudaBackend::download_i32(const Tensor& t) {
+    check_not_recording("download_i32");
+    check_i32(t, t.shape, "download_i32", "t");
+    std::vector<int32_t> values(static_cast<size_t>(t.n_elements()));
+    if (!values.empty()) {
+        activate();
+        CUDA_CHECK(cudaMemcpyAsync(values.data(), device_data(t, "download_i32"),
+                                   static_cast<size_t>(t.n_bytes()), cudaMemcpyDeviceToHost, stream()));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return values;
+}
+
 std::vector<float> CudaBackend::download(const Tensor& t) {
     check_not_recording("download");
     if (t.dtype == ScalarType::I32) {

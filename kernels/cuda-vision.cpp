@@ -3,6 +3,7 @@
 #include "activation-ops.h"
 #include "conv2d.h"
 #include "cuda-backend.h"
+#include "elementwise.h"
 #include "grid-sample.h"
 #include "layout-ops.h"
 #include "pooling.h"
@@ -73,6 +74,15 @@ Tensor CudaBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor* b, co
                         y.f32(), scratch.empty() ? nullptr : scratch.f32(), s,
                         kernel_activation(p.activation), stream());
     return y;
+}
+
+Tensor CudaBackend::batched_products(const Tensor& a, const Tensor& b) {
+    const char* op = "batched_products";
+    const std::vector<int64_t> shape = check_batched_products(a, b);
+    Tensor out = alloc_uninitialized(shape, op);  // [g, m, n]
+    kernels::batched_products_f32(cublas_.get(), device_f32(a, op), device_f32(b, op), out.f32(), shape[0],
+                                  shape[1], shape[2], a.shape[2], stream());
+    return out;
 }
 
 Tensor CudaBackend::pool2d(const Tensor& x, const Pool2dParams& p) {
@@ -215,6 +225,27 @@ Tensor CudaBackend::sigmoid_bits(const Tensor& x, float threshold) {
     const int64_t n = x.shape.back();
     kernels::sigmoid_bits_f32(device_f32(x, "sigmoid_bits"), reinterpret_cast<uint32_t*>(out.i32()),
                               n == 0 ? 0 : x.n_elements() / n, n, threshold, stream());
+    return out;
+}
+
+Tensor CudaBackend::box_sample_locations(const Tensor& boxes, const Tensor& offsets, int64_t n_points) {
+    const char* op = "box_sample_locations";
+    Tensor out = alloc_uninitialized(check_box_sample_locations(boxes, offsets, n_points), op);  // [r, s, 2]
+    kernels::box_sample_locations_f32(device_f32(boxes, op), device_f32(offsets, op), out.f32(),
+                                      boxes.shape[0], offsets.shape[1], n_points, stream());
+    return out;
+}
+
+void CudaBackend::refine_boxes(Tensor& boxes, const Tensor& delta) {
+    check_refine_boxes(boxes, delta);
+    kernels::refine_boxes_f32(device_f32(boxes, "refine_boxes"), device_f32(delta, "refine_boxes"),
+                              boxes.n_elements(), stream());
+}
+
+Tensor CudaBackend::pair_relations(const Tensor& boxes, float scale) {
+    Tensor out = alloc_uninitialized(check_pair_relations(boxes), "pair_relations");  // [n, t, t, 4]
+    kernels::pair_relations_f32(device_f32(boxes, "pair_relations"), out.f32(), boxes.shape[0],
+                                boxes.shape[1], scale, stream());
     return out;
 }
 

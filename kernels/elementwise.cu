@@ -6,8 +6,8 @@
 #include "activation.cuh"
 #include "chained-launch.cuh"
 #include "cuda-check.h"
-#include "flat-launch.cuh"
 #include "elementwise.h"
+#include "flat-launch.cuh"
 
 namespace folio::kernels {
 
@@ -149,6 +149,25 @@ void linear_f32(cublasHandle_t handle, const float* x, const float* w, const flo
     if (b != nullptr) {
         add_bias_f32(y, b, n, out, stream);
     }
+}
+
+void batched_products_f32(cublasHandle_t handle, const float* a, const float* b, float* c, int64_t g,
+                          int64_t m, int64_t n, int64_t k, cudaStream_t stream) {
+    if (g == 0 || m == 0 || n == 0) {
+        return;
+    }
+    if (k == 0) {
+        CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<size_t>(g * m * n) * sizeof(float), stream));
+        return;
+    }
+    // Row-major c_g [m, n] = a_g · b_gᵀ is column-major c_gᵀ [n, m] = b_g · a_gᵀ, b_g read as [k, n]
+    // transposed.
+    const float alpha = 1.0f, beta = 0.0f;
+    CUBLAS_CHECK(cublasSetStream(handle, stream));
+    CUBLAS_CHECK(cublasSgemmStridedBatched(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n),
+                                           static_cast<int>(m), static_cast<int>(k), &alpha, b,
+                                           static_cast<int>(k), n * k, a, static_cast<int>(k), m * k, &beta,
+                                           c, static_cast<int>(n), m * n, static_cast<int>(g)));
 }
 
 void gelu_tanh_f32(float* x, int64_t n, cudaStream_t stream) {

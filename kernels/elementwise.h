@@ -14,6 +14,11 @@ namespace folio::kernels {
 void add_f32(float* x, const float* y, int64_t n, cudaStream_t stream);
 
 // y = x · wᵀ (+ b).  x [n, in], w [out, in], b [out] or null  ->  y [n, out]
+// Per group g, c_g [m, n] = a_g [m, k] · b_g [n, k]ᵀ as one strided batch.  a [g, m, k], b [g, n, k]  ->
+// c [g, m, n]
+void batched_products_f32(cublasHandle_t handle, const float* a, const float* b, float* c, int64_t g,
+                          int64_t m, int64_t n, int64_t k, cudaStream_t stream);
+
 void linear_f32(cublasHandle_t handle, const float* x, const float* w, const float* b, float* y, int64_t n,
                 int64_t in, int64_t out, cudaStream_t stream);
 

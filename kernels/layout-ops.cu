@@ -1,5 +1,6 @@
 #include "layout-ops.h"
 
+#include "box-ops.h"
 #include "cuda-check.h"
 #include "flat-launch.cuh"
 #include "mask-box.h"
@@ -59,6 +60,33 @@ __global__ void sigmoid_bits_kernel(const float* x, uint32_t* bits, int64_t n_ro
     }
 }
 
+__global__ void box_sample_locations_kernel(const float* boxes, const float* offsets, float* out,
+                                            int64_t n_rows, int64_t n_samples, float n_points) {
+    const int64_t e = global_index();  // (row, sample, axis)
+    if (e >= n_rows * n_samples * 2) {
+        return;
+    }
+    const int64_t axis = e % 2;
+    const float* box = boxes + e / (n_samples * 2) * 4;
+    out[e] = box_sample_location(box[axis], box[2 + axis], offsets[e], n_points);
+}
+
+__global__ void refine_boxes_kernel(float* boxes, const float* delta, int64_t n) {
+    const int64_t e = global_index();
+    if (e < n) {
+        boxes[e] = refined_box_value(boxes[e], delta[e]);
+    }
+}
+
+__global__ void pair_relations_kernel(const float* boxes, float* out, int64_t n, int64_t t, float scale) {
+    const int64_t e = global_index();  // (page, i, j)
+    if (e >= n * t * t) {
+        return;
+    }
+    const int64_t page = e / (t * t), i = e / t % t, j = e % t;
+    pair_relation(boxes + (page * t + i) * 4, boxes + (page * t + j) * 4, scale, out + e * 4);
+}
+
 __global__ void sinusoid_kernel(const float* x, float* out, int64_t n, Freqs freqs) {
     const int64_t i = global_index();
     const int64_t width = 2 * freqs.n;
@@ -88,6 +116,34 @@ void sigmoid_bits_f32(const float* x, uint32_t* bits, int64_t n_rows, int64_t n,
     }
     sigmoid_bits_kernel<<<n_blocks(n_rows * n_words * 32), kBlock, 0, stream>>>(x, bits, n_rows, n, n_words,
                                                                                 threshold);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void box_sample_locations_f32(const float* boxes, const float* offsets, float* out, int64_t n_rows,
+                              int64_t n_samples, int64_t n_points, cudaStream_t stream) {
+    const int64_t n = n_rows * n_samples * 2;
+    if (n == 0) {
+        return;
+    }
+    box_sample_locations_kernel<<<n_blocks(n), kBlock, 0, stream>>>(boxes, offsets, out, n_rows, n_samples,
+                                                                    static_cast<float>(n_points));
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void refine_boxes_f32(float* boxes, const float* delta, int64_t n, cudaStream_t stream) {
+    if (n == 0) {
+        return;
+    }
+    refine_boxes_kernel<<<n_blocks(n), kBlock, 0, stream>>>(boxes, delta, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void pair_relations_f32(const float* boxes, float* out, int64_t n, int64_t t, float scale,
+                        cudaStream_t stream) {
+    if (n * t == 0) {
+        return;
+    }
+    pair_relations_kernel<<<n_blocks(n * t * t), kBlock, 0, stream>>>(boxes, out, n, t, scale);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -358,6 +358,96 @@ TEST_F(VisionOps, MaskBoxesAroundPositivePositions) {
     EXPECT_THROW(be_->mask_boxes(be_->upload(std::vector<float>{1, 2}, {2})), Error);
 }
 
+TEST_F(VisionOps, BatchedProductsMultiplyEachGroupByTheOthersTranspose) {
+    const int64_t g = 3, m = 4, n = 5, k = 6;
+    std::vector<float> a(static_cast<size_t>(g * m * k)), b(static_cast<size_t>(g * n * k));
+    for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+        b[i] = static_cast<float>(static_cast<int>(i % 5) - 2) * 0.5f;
+    }
+    const Tensor c = be_->batched_products(be_->upload(a, {g, m, k}), be_->upload(b, {g, n, k}));
+    ASSERT_EQ(c.shape, (std::vector<int64_t>{g, m, n}));
+    const std::vector<float> got = be_->download(c);
+    for (int64_t x = 0; x < g; ++x) {
+        for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+                float want = 0.0f;
+                for (int64_t e = 0; e < k; ++e) {
+                    want += a[static_cast<size_t>((x * m + i) * k + e)] *
+                            b[static_cast<size_t>((x * n + j) * k + e)];
+                }
+                EXPECT_FLOAT_EQ(got[static_cast<size_t>((x * m + i) * n + j)], want)
+                    << x << " " << i << " " << j;
+            }
+        }
+    }
+    EXPECT_THROW(be_->batched_products(be_->upload(a, {g, m, k}), be_->upload(b, {g, k, n})), Error);
+    EXPECT_THROW(be_->batched_products(be_->upload(a, {g * m, k}), be_->upload(b, {g * n, k})), Error);
+}
+
+TEST_F(VisionOps, BoxSampleLocationsLieAroundTheBoxes) {
+    // Two boxes (cx, cy, w, h), two samples each: centre + offset / 4 points * size / 2.
+    const std::vector<float> boxes{0.5f, 0.5f, 0.2f, 0.4f, 0.1f, 0.9f, 1.0f, 0.0f};
+    const std::vector<float> offsets{0, 0, 4, -4, 2, 1, -8, 3};
+    const std::vector<float> got = be_->download(
+        be_->box_sample_locations(be_->upload(boxes, {2, 4}), be_->upload(offsets, {2, 2, 2}), 4));
+    const std::vector<float> expected{0.5f, 0.5f, 0.6f, 0.3f, 0.35f, 0.9f, -0.9f, 0.9f};
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i], expected[i], 1e-6f) << i;
+    }
+    EXPECT_THROW(be_->box_sample_locations(be_->upload(boxes, {2, 4}), be_->upload(offsets, {2, 4}), 4),
+                 Error);
+    EXPECT_THROW(be_->box_sample_locations(be_->upload(boxes, {2, 4}), be_->upload(offsets, {2, 2, 2}), 0),
+                 Error);
+}
+
+TEST_F(VisionOps, RefineBoxesAddsInLogOdds) {
+    // sigmoid(delta + log(x / (1 - x))); x outside 0..1 is clamped, and the odds to 1e-5 at the ends.
+    const std::vector<float> boxes{0.5f, 0.25f, 0.9f, 0.5f, 0.0f, 1.0f, -3.0f, 2.0f};
+    const std::vector<float> delta{0.0f, std::log(3.0f), -std::log(9.0f), 2.0f, 0.0f, 0.0f, 1.0f, -1.0f};
+    Tensor t = be_->upload(boxes, {2, 4});
+    be_->refine_boxes(t, be_->upload(delta, {2, 4}));
+    const std::vector<float> got = be_->download(t);
+    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    const double end = std::log(1e-5);
+    const std::vector<double> expected{
+        0.5, 0.5, 0.5, sigmoid(2.0), sigmoid(end), sigmoid(-end), sigmoid(end + 1), sigmoid(-end - 1)};
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i], expected[i], 1e-6) << i;
+    }
+    EXPECT_THROW(be_->refine_boxes(t, be_->upload(delta, {4, 2})), Error);
+}
+
+TEST_F(VisionOps, PairRelationsOfTwoBoxes) {
+    // Boxes (cx, cy, w, h): a at (10, 20) 4x8, b at (30, 20) 2x8; scale 2.
+    const std::vector<float> boxes{10, 20, 4, 8, 30, 20, 2, 8};
+    const std::vector<float> got = be_->download(be_->pair_relations(be_->upload(boxes, {1, 2, 4}), 2.0f));
+    ASSERT_EQ(got.size(), 16u);
+    const std::vector<float> expected{0,
+                                      0,
+                                      0,
+                                      0,  // a to a
+                                      2 * std::log(20.0f / 4 + 1),
+                                      0,
+                                      2 * std::log(2.0f),
+                                      0,
+                                      2 * std::log(20.0f / 2 + 1),
+                                      0,
+                                      2 * std::log(0.5f),
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0};
+    for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_NEAR(got[i], expected[i], 1e-5f) << i;
+    }
+    EXPECT_THROW(be_->pair_relations(be_->upload(boxes, {2, 4}), 1.0f), Error);
+}
+
 TEST_F(VisionOps, SigmoidBitsHoldTheValuesAboveTheThreshold) {
     // Row 0: 33 values, bits 0..31 in word 0 and bit 0 of word 1; row 1 likewise. sigmoid(0) = 0.5 is not
     // above 0.5; NaN never is.
@@ -372,6 +462,8 @@ TEST_F(VisionOps, SigmoidBitsHoldTheValuesAboveTheThreshold) {
     ASSERT_EQ(bits.shape, (std::vector<int64_t>{2, 2}));
     EXPECT_EQ(bits.dtype, ScalarType::I32);
     const std::vector<int32_t> got = indices_of(*be_, bits);
+    EXPECT_EQ(be_->download_i32(bits), got);
+    EXPECT_THROW(be_->download_i32(be_->upload(x, {2, 33})), Error);
     EXPECT_EQ(static_cast<uint32_t>(got[0]), (1U << 0) | (1U << 31));
     EXPECT_EQ(got[1], 1);
     EXPECT_EQ(got[2], 1 << 2);

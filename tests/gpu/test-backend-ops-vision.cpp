@@ -356,6 +356,31 @@ TEST_F(BackendVisionOpsTest, TopK) {
     }
 }
 
+TEST_F(BackendVisionOpsTest, BatchedProducts) {
+    for (const auto& [g, m, n, k] : std::vector<std::array<int64_t, 4>>{
+             {96, 302, 302, 64}, {8, 300, 40000, 32}, {5, 7, 3, 1}, {1, 1, 1, 9}, {2, 0, 3, 4}}) {
+        const Pair a = random({g, m, k}), b = random({g, n, k});
+        expect_close("batched_products", gpu_->batched_products(a.gpu, b.gpu),
+                     cpu_->batched_products(a.cpu, b.cpu),
+                     label(g, " groups of ", m, "x", k, " by ", n, "x", k));
+    }
+}
+
+TEST_F(BackendVisionOpsTest, BoxOps) {
+    const int64_t rows = 2400, samples = 96;
+    const Pair boxes = random({rows, 4}, 0.01f, 0.99f), offsets = random({rows, samples, 2}, -6.0f, 6.0f);
+    expect_close("box_sample_locations", gpu_->box_sample_locations(boxes.gpu, offsets.gpu, 4),
+                 cpu_->box_sample_locations(boxes.cpu, offsets.cpu, 4), "2400 boxes");
+    const Pair delta = random({rows, 4}, -3.0f, 3.0f);
+    Tensor g = gpu_->copy(boxes.gpu), c = cpu_->copy(boxes.cpu);
+    gpu_->refine_boxes(g, delta.gpu);
+    cpu_->refine_boxes(c, delta.cpu);
+    expect_close("refine_boxes", g, c, "2400 boxes");
+    const Pair sized = random({3, 302, 4}, 0.5f, 900.0f);
+    expect_close("pair_relations", gpu_->pair_relations(sized.gpu, 0.5f),
+                 cpu_->pair_relations(sized.cpu, 0.5f), "3 pages of 302 tokens");
+}
+
 TEST_F(BackendVisionOpsTest, SigmoidBits) {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (const auto& [rows, n, threshold] : std::vector<std::tuple<int64_t, int64_t, float>>{
@@ -367,6 +392,7 @@ TEST_F(BackendVisionOpsTest, SigmoidBits) {
         const Tensor r = cpu_->sigmoid_bits(cpu_->upload(values, {rows, n}), threshold);
         ASSERT_EQ(g.shape, (std::vector<int64_t>{rows, (n + 31) / 32}));
         EXPECT_EQ(indices(*gpu_, g), indices(*cpu_, r)) << label(rows, "x", n, " at ", threshold);
+        EXPECT_EQ(gpu_->download_i32(g), cpu_->download_i32(r)) << label(rows, "x", n, " at ", threshold);
     }
 }
 

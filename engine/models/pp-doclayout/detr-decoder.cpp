@@ -26,13 +26,9 @@ Tensor query_masks(Backend& be, const Tensor& queries, const Tensor& prototypes,
     const Nchw s = prototypes.nchw();
     const int perm[] = {0, 2, 3, 1};
     const Tensor proto_rows = be.permute(prototypes, perm);  // [n, h, w, p]
-    std::vector<Tensor> parts;
-    for (int64_t b = 0; b < n; ++b) {
-        const Tensor qb = queries.view(b * q * s.c, {q, s.c});
-        const Tensor pb = proto_rows.view(b * s.h * s.w * s.c, {s.h * s.w, s.c});
-        parts.push_back(be.linear(qb, pb, nullptr));  // [q, h * w]
-    }
-    return be.concat(parts, 0);
+    Tensor masks = be.batched_products(queries.view(0, {n, q, s.c}), proto_rows.view(0, {n, s.h * s.w, s.c}));
+    masks.shape = {n * q, s.h * s.w};
+    return masks;
 }
 
 }  // namespace
@@ -230,9 +226,9 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     Tensor value_source = source;
     const int64_t head_dim = d / heads;
     const int64_t n_samples = heads * n_levels * points;
+    Tensor ref_t = be.upload(ref, {n * q, 4});  // the boxes, refined by each layer on the backend
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer& layer = layers_[i];
-        const Tensor ref_t = be.upload(ref, {n * q, 4});
         const Tensor pos = run(be, query_pos_, ref_t);  // [n * q, d]
         h = run_attention_block(be, layer.self_attn, h, pos, n, q, heads, eps);
 
@@ -241,22 +237,14 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         be.add(hs, pos);
         Tensor value = apply(be, layer.value_proj, value_source);  // [n * s, d]
         value.shape = {n, s, heads, head_dim};
-        const std::vector<float> offsets =
-            be.download(apply(be, layer.sampling_offsets, hs));   // [n*q, samples*2]
+        Tensor offsets = apply(be, layer.sampling_offsets, hs);  // [n * q, samples * 2]
+        offsets.shape = {n * q, n_samples, 2};
         Tensor weights = apply(be, layer.attention_weights, hs);  // [n * q, samples]
         weights.shape = {n * q * heads, n_levels * points};
         be.softmax(weights);
         weights.shape = {n, q, heads, n_levels, points};
-        std::vector<float> locations(offsets.size());
-        for (int64_t r = 0; r < n * q; ++r) {
-            const float* box = ref.data() + r * 4;
-            for (int64_t k = 0; k < n_samples; ++k) {
-                const size_t at = static_cast<size_t>((r * n_samples + k) * 2);
-                locations[at] = box[0] + offsets[at] / static_cast<float>(points) * box[2] * 0.5f;
-                locations[at + 1] = box[1] + offsets[at + 1] / static_cast<float>(points) * box[3] * 0.5f;
-            }
-        }
-        const Tensor loc = be.upload(locations, {n, q, heads, n_levels, points, 2});
+        Tensor loc = be.box_sample_locations(ref_t, offsets, points);  // [n * q, samples, 2]
+        loc.shape = {n, q, heads, n_levels, points, 2};
         Tensor sampled = be.multi_scale_deformable_attention(value, levels, loc, weights);  // [n, q, d]
         sampled.shape = {n * q, d};
         apply(be, layer.output_proj, sampled, {.residual = &h});
@@ -267,15 +255,12 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         h = be.layer_norm(h, layer.final_norm_w, layer.final_norm_b, eps);
 
         const Mlp& box_head = box_heads_[std::min(i, box_heads_.size() - 1)];
-        const std::vector<float> delta = be.download(run(be, box_head, h));  // [n * q, 4]
-        for (size_t k = 0; k < ref.size(); ++k) {
-            ref[k] = sigmoid(delta[k] + inverse_sigmoid(ref[k]));
-        }
+        be.refine_boxes(ref_t, run(be, box_head, h));
     }
 
     DecoderResult out;
     out.n = n;
-    out.boxes = ref;
+    out.boxes = be.download(ref_t);  // [n * q, 4]
     if (c.kind == LayoutModelKind::V2) {
         out.logits = be.download(apply(be, class_heads_.back(), h));
         return out;

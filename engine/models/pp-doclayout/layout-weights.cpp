@@ -116,13 +116,9 @@ std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int
     const int perm[] = {1, 0, 2};
     const Tensor split =
         backend.permute(halves, perm);  // [2, pages * n, head_size]: the query halves, the keys
-    std::vector<Tensor> products;
-    for (int64_t b = 0; b < pages; ++b) {
-        const Tensor queries = split.view(b * n * head_size, {n, head_size});
-        const Tensor keys = split.view((pages + b) * n * head_size, {n, head_size});
-        products.push_back(backend.linear(queries, keys, nullptr));  // [n, n]: q_i · k_j
-    }
-    std::vector<float> logits = backend.download(backend.concat(products, 0));  // [pages * n, n]
+    const Tensor queries = split.view(0, {pages, n, head_size});
+    const Tensor keys = split.view(pages * n * head_size, {pages, n, head_size});
+    std::vector<float> logits = backend.download(backend.batched_products(queries, keys));  // [pages, n, n]
     const float scale = std::sqrt(static_cast<float>(head_size));
     for (int64_t r = 0; r < pages * n; ++r) {
         const int64_t i = r % n;

@@ -204,9 +204,8 @@ void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
     if (rows.empty()) {
         return;
     }
-    Tensor words = backend_.sigmoid_bits(backend_.gather_rows(r.masks, rows), min_score);  // [rows, words]
-    words.shape = {words.n_elements()};
-    const std::vector<int32_t> bits = backend_.read_back(words)->wait();
+    const std::vector<int32_t> bits = backend_.download_i32(
+        backend_.sigmoid_bits(backend_.gather_rows(r.masks, rows), min_score));  // [rows, words]
     size_t at = 0;
     for (LayoutRawOutput& page : pages) {
         const size_t n_words = page.mask_queries.size() * page.mask_plane_words();

@@ -1,7 +1,6 @@
 #include "models/pp-doclayout/reading-order.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "error.h"
@@ -16,11 +15,7 @@ constexpr float kMasked = -1e30f;  // an attention bias that takes a key out (ex
 // a [groups, m, k], b [groups, cols, k]  ->  [groups * m, cols]
 Tensor group_products(Backend& be, const Tensor& a, const Tensor& b, int64_t groups, int64_t m, int64_t cols,
                       int64_t k) {
-    std::vector<Tensor> parts;
-    for (int64_t g = 0; g < groups; ++g) {
-        parts.push_back(be.linear(a.view(g * m * k, {m, k}), b.view(g * cols * k, {cols, k}), nullptr));
-    }
-    return be.concat(parts, 0);
+    return be.batched_products(a.view(0, {groups, m, k}), b.view(0, {groups, cols, k}));
 }
 
 }  // namespace
@@ -73,22 +68,17 @@ ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& con
     }
     pointer_ =
         weights.linear("reading_order.relative_head.dense", 2LL * config.global_pointer_head_size, hidden);
-    pool_ = std::make_unique<ThreadPool>(ThreadPool::at_most_hardware(8));
 }
-
-ReadingOrder::~ReadingOrder() = default;
 
 Tensor ReadingOrder::relation_bias(std::span<const ReadingOrderInput> pages) const {
     const int64_t tokens = n_queries_ + 2;
     const int64_t embed = config_.relation_bias_embed_dim;
     const auto n = static_cast<int64_t>(pages.size());
-    const float scale = config_.relation_bias_scale;
-    std::vector<float> relative(static_cast<size_t>(n * tokens * tokens * 4));
-    std::vector<float> mask(static_cast<size_t>(n * tokens * tokens), 0.0f);
-    // Each token's box as cx, cy, w + eps, h + eps, and the logs of the last two (the start and end tokens
-    // and padding have zero boxes).
+    // Each token's box as cx, cy, w + eps, h + eps (the start and end tokens and padding have zero boxes),
+    // and the keys after each page's end token masked.
     constexpr float eps = 1e-5f;
-    std::vector<std::array<float, 6>> cwh(static_cast<size_t>(n * tokens));
+    std::vector<float> cwh(static_cast<size_t>(n * tokens * 4));
+    std::vector<float> mask(static_cast<size_t>(n * tokens * tokens), 0.0f);
     for (int64_t p = 0; p < n; ++p) {
         const ReadingOrderInput& page = pages[static_cast<size_t>(p)];
         for (int64_t t = 0; t < tokens; ++t) {
@@ -97,36 +87,23 @@ Tensor ReadingOrder::relation_bias(std::span<const ReadingOrderInput> pages) con
                 const float* b = page.boxes.data() + (t - 1) * 4;
                 x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
             }
-            const float w = std::max(x1 - x0, 1e-3f) + eps, h = std::max(y1 - y0, 1e-3f) + eps;
-            cwh[static_cast<size_t>(p * tokens + t)] = {(x0 + x1) * 0.5f, (y0 + y1) * 0.5f, w, h,
-                                                        std::log(w),      std::log(h)};
+            float* box = cwh.data() + (p * tokens + t) * 4;
+            box[0] = (x0 + x1) * 0.5f;
+            box[1] = (y0 + y1) * 0.5f;
+            box[2] = std::max(x1 - x0, 1e-3f) + eps;
+            box[3] = std::max(y1 - y0, 1e-3f) + eps;
+        }
+        for (int64_t i = 0; i < tokens; ++i) {
+            float* row = mask.data() + (p * tokens + i) * tokens;
+            std::fill(row + std::min<int64_t>(page.n_kept + 2, tokens), row + tokens, kMasked);
         }
     }
-    // Each pair's relative position (log distances over the source's size, log size ratios), scaled; a
-    // chunk of (page, source token) rows a thread.
-    pool_->parallel_for(n * tokens, 16, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-            const int64_t p = row / tokens;
-            const int n_kept = pages[static_cast<size_t>(p)].n_kept;
-            const auto& s = cwh[static_cast<size_t>(row)];
-            for (int64_t j = 0; j < tokens; ++j) {
-                const auto& t = cwh[static_cast<size_t>(p * tokens + j)];
-                float* out = relative.data() + (row * tokens + j) * 4;
-                out[0] = std::log(std::fabs(s[0] - t[0]) / s[2] + 1.0f) * scale;
-                out[1] = std::log(std::fabs(s[1] - t[1]) / s[3] + 1.0f) * scale;
-                out[2] = (s[4] - t[4]) * scale;
-                out[3] = (s[5] - t[5]) * scale;
-                // Keys after the end token are padding.
-                if (j >= n_kept + 2) {
-                    mask[static_cast<size_t>(row * tokens + j)] = kMasked;
-                }
-            }
-        }
-    });
     Backend& be = backend_;
     const int64_t heads = config_.num_attention_heads;
-    const auto n_rel = static_cast<int64_t>(relative.size());
-    Tensor features = be.sinusoid(be.upload(relative, {n_rel}), inv_freq_);  // [n * t * t * 4, embed]
+    // Each pair's relative position (log distances over the source's size, log size ratios), scaled.
+    Tensor relative = be.pair_relations(be.upload(cwh, {n, tokens, 4}), config_.relation_bias_scale);
+    relative.shape = {n * tokens * tokens * 4};
+    Tensor features = be.sinusoid(relative, inv_freq_);  // [n * t * t * 4, embed]
     features.shape = {n * tokens * tokens, 4 * embed};
     Tensor bias = apply(be, pos_proj_, features);  // [n * t * t, heads]
     bias.shape = {n, tokens, tokens, heads};

@@ -5,13 +5,11 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "models/pp-doclayout/layout-weights.h"
 #include "models/pp-doclayout/pp-doclayout-config.h"
-#include "thread-pool.h"
 
 namespace folio {
 
@@ -26,12 +24,9 @@ struct ReadingOrderInput {
 class ReadingOrder {
 public:
     ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& config, int n_queries);
-    ~ReadingOrder();
-    ReadingOrder(const ReadingOrder&) = delete;
-    ReadingOrder& operator=(const ReadingOrder&) = delete;
 
     // The pair logits of each page: entry [i][j] (i < j) is the belief that detection i comes before j;
-    // -1e4 on and below the diagonal. One caller at a time.  ->  [pages, queries, queries]
+    // -1e4 on and below the diagonal.  ->  [pages, queries, queries]
     std::vector<float> forward(std::span<const ReadingOrderInput> pages) const;
 
 private:
@@ -59,8 +54,6 @@ private:
     Linear pos_proj_;  // [heads, 4 * relation_bias_embed_dim]
     std::vector<float> inv_freq_;
     Linear pointer_;  // [2 * head size, hidden]
-    // The relative positions of every pair of tokens are computed on these threads.
-    std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace folio

@@ -12,7 +12,7 @@ namespace {
 constexpr float kMasked = -1e30f;  // an attention bias that takes a key out (exp gives 0)
 
 // Each group's rows of a times its rows of b: a_g [m, k] · b_gᵀ with b_g [cols, k], groups one after another.
-// a [groups, m, k], b [groups, cols, k]  ->  [groups * m, cols]
+// a [groups, m, k], b [groups, cols, k]  ->  [groups, m, cols]
 Tensor group_products(Backend& be, const Tensor& a, const Tensor& b, int64_t groups, int64_t m, int64_t cols,
                       int64_t k) {
     return be.batched_products(a.view(0, {groups, m, k}), b.view(0, {groups, cols, k}));

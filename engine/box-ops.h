@@ -1,6 +1,6 @@
 // The layout decoder's and reading order's per-box arithmetic, shared by the CPU backend and the CUDA kernels
 // (C++17, no dependencies, so that device code can include it): deformable attention's sampling locations,
-// RT-DETR's box refinement and the reading order's relative positions.
+// RT-DETR's inverse sigmoid and box refinement, and the reading order's relative positions.
 #pragma once
 
 #include <math.h>
@@ -18,11 +18,15 @@ FOLIO_HOST_DEVICE inline float box_sample_location(float centre, float size, flo
     return centre + offset / n_points * size * 0.5f;
 }
 
-// sigmoid(delta + inverse_sigmoid(v)), inverse_sigmoid as transformers' with eps 1e-5.
-FOLIO_HOST_DEVICE inline float refined_box_value(float v, float delta) {
+// transformers' inverse_sigmoid with eps 1e-5.
+FOLIO_HOST_DEVICE inline float box_inverse_sigmoid(float v) {
     const float x = fminf(fmaxf(v, 0.0f), 1.0f);
-    const float inverse = logf(fmaxf(x, 1e-5f) / fmaxf(1.0f - x, 1e-5f));
-    return 1.0f / (1.0f + expf(-(delta + inverse)));
+    return logf(fmaxf(x, 1e-5f) / fmaxf(1.0f - x, 1e-5f));
+}
+
+// sigmoid(delta + inverse_sigmoid(v)).
+FOLIO_HOST_DEVICE inline float refined_box_value(float v, float delta) {
+    return 1.0f / (1.0f + expf(-(delta + box_inverse_sigmoid(v))));
 }
 
 // Box s's position relative to box t, both (cx, cy, w, h) with sizes above 0, scaled, into out[4].

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "box-ops.h"
 #include "error.h"
 
 namespace folio {
@@ -12,12 +13,6 @@ namespace {
 
 float sigmoid(float x) {
     return 1.0f / (1.0f + std::exp(-x));
-}
-
-// transformers' inverse_sigmoid with eps 1e-5.
-float inverse_sigmoid(float x) {
-    x = std::clamp(x, 0.0f, 1.0f);
-    return std::log(std::max(x, 1e-5f) / std::max(1.0f - x, 1e-5f));
 }
 
 // Each page's queries times its prototypes: per page [q, p] · [hw, p]ᵀ.  queries [n * q, p], prototypes
@@ -215,7 +210,7 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         masks.shape = {n * q, ps.h, ps.w};
         const std::vector<float> boxes = be.download(be.mask_boxes(masks));  // [n * q, 4]
         for (size_t i = 0; i < ref_unact.size(); ++i) {
-            ref_unact[i] = inverse_sigmoid(boxes[i]);
+            ref_unact[i] = box_inverse_sigmoid(boxes[i]);
         }
     }
     std::vector<float> ref(ref_unact.size());  // [n * q, 4] cx, cy, w, h

@@ -21,12 +21,16 @@ namespace {
 // Pages larger than this many pixels are refused before any work (the layout model sees 800x800).
 constexpr int64_t kMaxPagePixels = 20000LL * 20000LL - 1;
 
+// The score of a logit, as transformers' post-processing computes it.
+float score_of(float logit) {
+    return 1.0f / (1.0f + std::exp(-logit));
+}
+
 // Whether a V2 query enters the reading order: the sigmoid of its best logit reaches its class's threshold.
 // Its best class, or -1 where it does not.
 int v2_kept_class(const float* logits, size_t n_classes, const PpDocLayoutConfig& config) {
     const auto best = static_cast<size_t>(std::max_element(logits, logits + n_classes) - logits);
-    return 1.0f / (1.0f + std::exp(-logits[best])) >= config.class_thresholds[best] ? static_cast<int>(best)
-                                                                                    : -1;
+    return score_of(logits[best]) >= config.class_thresholds[best] ? static_cast<int>(best) : -1;
 }
 
 // V2 hands its queries over with those whose best class passes that class's threshold first (the ones that
@@ -193,7 +197,7 @@ void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
             const float* logits = page.logits.data() + static_cast<size_t>(i) * k;
             bool reaches = false;
             for (size_t c = 0; c < k && !reaches; ++c) {
-                reaches = 1.0f / (1.0f + std::exp(-logits[c])) >= min_score;
+                reaches = score_of(logits[c]) >= min_score;
             }
             if (reaches) {
                 page.mask_queries.push_back(i);

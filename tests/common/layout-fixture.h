@@ -70,6 +70,29 @@ inline void expect_v3_outputs_match(const std::vector<LayoutRawOutput>& pages, c
     EXPECT_EQ(pages[0].mask_height, fx.shape("out_masks")[2]);
 }
 
+// For each row of want [q, 4] in turn, the nearest row of boxes [q, 4] by L1 distance not taken before.
+inline std::vector<size_t> nearest_box_rows(const float* boxes, const float* want, size_t q) {
+    std::vector<size_t> rows;
+    std::vector<bool> used(q, false);
+    for (size_t r = 0; r < q; ++r) {
+        size_t best = q;
+        float best_d = 0.0f;
+        for (size_t m = 0; m < q; ++m) {
+            float d = 0.0f;
+            for (size_t e = 0; e < 4; ++e) {
+                d += std::fabs(boxes[m * 4 + e] - want[r * 4 + e]);
+            }
+            if (!used[m] && (best == q || d < best_d)) {
+                best = m;
+                best_d = d;
+            }
+        }
+        used[best] = true;
+        rows.push_back(best);
+    }
+    return rows;
+}
+
 // V2 sorts its queries with torch.argsort, which leaves the order of equal keys to the implementation: its
 // pages' rows are matched to the reference's, each reference row to the nearest unused row of ours by box,
 // and the relative errors of the logits and the boxes taken over the matched rows.
@@ -81,22 +104,11 @@ inline std::pair<double, double> matched_errors(const std::vector<LayoutRawOutpu
     for (size_t b = 0; b < pages.size(); ++b) {
         const auto q = static_cast<size_t>(pages[b].n_queries);
         const auto k = static_cast<size_t>(pages[b].n_classes);
-        std::vector<bool> used(q, false);
+        const std::vector<size_t> matched =
+            nearest_box_rows(pages[b].pred_boxes.data(), ref_boxes.data() + b * q * 4, q);
         for (size_t r = 0; r < q; ++r) {
             const float* want = ref_boxes.data() + (b * q + r) * 4;
-            size_t best = q;
-            float best_d = 0.0f;
-            for (size_t m = 0; m < q; ++m) {
-                float d = 0.0f;
-                for (size_t e = 0; e < 4; ++e) {
-                    d += std::fabs(pages[b].pred_boxes[m * 4 + e] - want[e]);
-                }
-                if (!used[m] && (best == q || d < best_d)) {
-                    best = m;
-                    best_d = d;
-                }
-            }
-            used[best] = true;
+            const size_t best = matched[r];
             for (size_t e = 0; e < 4; ++e) {
                 boxes.push_back(pages[b].pred_boxes[best * 4 + e]);
                 expected_boxes.push_back(want[e]);

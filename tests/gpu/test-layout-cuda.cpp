@@ -198,23 +198,16 @@ TEST_P(LayoutCuda, Tf32ConvolutionsStayCloseToFloat32) {
     for (size_t p = 0; p < a.size(); ++p) {
         const auto q = static_cast<size_t>(a[p].n_queries), k = static_cast<size_t>(a[p].n_classes);
         const double logits_scale = scale(a[p].logits), boxes_scale = scale(a[p].pred_boxes);
-        std::vector<bool> used(q, false);
+        const std::vector<size_t> matched =
+            testing::nearest_box_rows(b[p].pred_boxes.data(), a[p].pred_boxes.data(), q);
         for (size_t r = 0; r < q; ++r) {
-            size_t best = q;
-            double best_d = 0;
-            for (size_t m = 0; m < q; ++m) {
-                double d = 0;
-                for (size_t e = 0; e < 4; ++e) {
-                    d += std::fabs(static_cast<double>(b[p].pred_boxes[m * 4 + e]) -
-                                   a[p].pred_boxes[r * 4 + e]);
-                }
-                if (!used[m] && (best == q || d < best_d)) {
-                    best = m;
-                    best_d = d;
-                }
+            const size_t best = matched[r];
+            double e = 0;
+            for (size_t j = 0; j < 4; ++j) {
+                e += std::fabs(static_cast<double>(b[p].pred_boxes[best * 4 + j]) -
+                               a[p].pred_boxes[r * 4 + j]);
             }
-            used[best] = true;
-            double e = best_d / boxes_scale;
+            e /= boxes_scale;
             for (size_t j = 0; j < k; ++j) {
                 e = std::max(
                     e, std::fabs(static_cast<double>(b[p].logits[best * k + j]) - a[p].logits[r * k + j]) /

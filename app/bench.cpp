@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "device-memory.h"
+#include "document-bench.h"
 #include "engine-options.h"
 #include "engine-service.h"
 #include "image-preprocess.h"
@@ -30,9 +31,14 @@ const char* const kBenchUsage =
       page 20 block crops of the page20 shapes (1000x300, 1000x120, 600x400, 1200x80, 800x800, four of
       each), or --blocks-per-page crops of --block-image, resized within the pipeline's pixel bounds, each
       with a 12-token task prompt and --block-tokens output tokens.
+  folio-cli bench --document FILE.pdf [--document ...] --layout-model DIR [--model DIR | --tokenizer DIR]
+                  [--block-tokens N] [--dpi N] [--pages-in-flight N] [--layout-batch N] [engine options]
       With --layout-model, the layout model instead: --pages pages (default 64) of a 1700x2200 page at each
       batch size (default 1,8,32), in pages/s, with float32 products and then with TF32 convolutions (as
       the document pipeline runs it), and the image processor's time a page on the host.
+      With --document, the document pipeline end to end as `ocr` runs it (render, layout, blocks,
+      recognition, assembly; nothing written): pages/s and each page's time in each step. Each block's output
+      stops at --block-tokens (default 60); random weights take prompts through --tokenizer's tokenizer.
 )";
 
 namespace {
@@ -296,7 +302,20 @@ double copy_bandwidth(Backend& backend) {
 int run_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
                                  "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
-                                 "--block-tokens", "--block-image", "--layout-model"}));
+                                 "--block-tokens", "--block-image", "--layout-model", "--document", "--dpi",
+                                 "--pages-in-flight", "--layout-batch"}));
+    if (opt.has("--document")) {
+        if (opt.has("--pages") || opt.has("--block-image") || opt.has("--batch")) {
+            fail("--document runs the document pipeline; --pages, --block-image and --batch do not apply");
+        }
+        std::cout << nlohmann::json{{"documents", bench_documents(opt)}}.dump(2) << std::endl;
+        return 0;
+    }
+    for (const char* flag : {"--dpi", "--pages-in-flight", "--layout-batch"}) {
+        if (opt.has(flag)) {
+            fail(flag, " goes with --document");
+        }
+    }
     const std::string size = opt.text("--image-size", "224x224");
     const auto [width, height] = parse_size(size, "--image-size");
     const int64_t n_decode = opt.integer("--decode-tokens", 16);

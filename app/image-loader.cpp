@@ -29,26 +29,6 @@ bool starts_with(std::span<const uint8_t> bytes, size_t offset, std::string_view
            std::memcmp(bytes.data() + offset, magic.data(), magic.size()) == 0;
 }
 
-std::optional<ImageFormat> sniff_format(std::span<const uint8_t> bytes) {
-    if (starts_with(bytes, 0, "\x89PNG\r\n\x1a\n")) {
-        return ImageFormat::png;
-    }
-    if (starts_with(bytes, 0, "\xff\xd8\xff")) {
-        return ImageFormat::jpeg;
-    }
-    if (starts_with(bytes, 0, std::string_view("II*\0", 4)) ||
-        starts_with(bytes, 0, std::string_view("MM\0*", 4))) {
-        return ImageFormat::tiff;
-    }
-    if (starts_with(bytes, 0, "BM")) {
-        return ImageFormat::bmp;
-    }
-    if (starts_with(bytes, 0, "RIFF") && starts_with(bytes, 8, "WEBP")) {
-        return ImageFormat::webp;
-    }
-    return std::nullopt;
-}
-
 // Bounds-checked little- and big-endian reads; nullopt past the end.
 std::optional<uint32_t> read_uint(std::span<const uint8_t> bytes, size_t offset, size_t n_bytes,
                                   bool big_endian) {
@@ -313,7 +293,7 @@ void check_file_bytes(std::span<const uint8_t> bytes, std::string_view name) {
 
 ImageFormat checked_format(std::span<const uint8_t> bytes, std::string_view name) {
     check_file_bytes(bytes, name);
-    const auto format = sniff_format(bytes);
+    const auto format = sniff_image_format(bytes);
     if (!format) {
         fail(name, ": not a supported image file (PNG, JPEG, TIFF, BMP or WebP)");
     }
@@ -374,26 +354,6 @@ std::vector<uint8_t> read_image_file(const std::filesystem::path& path) {
 }
 
 }  // namespace
-
-std::optional<ImageFormat> sniff_image_format(std::span<const uint8_t> bytes) {
-    return sniff_format(bytes);
-}
-
-const char* image_format_name(ImageFormat format) {
-    switch (format) {
-        case ImageFormat::png:
-            return "PNG";
-        case ImageFormat::jpeg:
-            return "JPEG";
-        case ImageFormat::tiff:
-            return "TIFF";
-        case ImageFormat::bmp:
-            return "BMP";
-        case ImageFormat::webp:
-            return "WebP";
-    }
-    return "image";
-}
 
 ImageFileInfo probe_image(std::span<const uint8_t> bytes, std::string_view name) {
     ImageFileInfo info;

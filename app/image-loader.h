@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "image-format.h"
 #include "image.h"
 
 namespace folio {
@@ -19,14 +20,6 @@ inline constexpr int64_t kMaxImageFileBytes = int64_t{1} << 30;
 
 // Pages read from one multi-page TIFF file at most.
 inline constexpr int kMaxImagePages = 65536;
-
-enum class ImageFormat { png, jpeg, tiff, bmp, webp };
-
-// The format of an image file from its first bytes; nullopt for anything else.
-std::optional<ImageFormat> sniff_image_format(std::span<const uint8_t> bytes);
-
-// "PNG", "JPEG", "TIFF", "BMP" or "WebP".
-const char* image_format_name(ImageFormat format);
 
 // What an image file's headers say without decoding it.
 struct ImageFileInfo {

@@ -1,9 +1,6 @@
 #include "document-source.h"
 
 #include "error.h"
-#include "file-type.h"
-#include "image-document.h"
-#include "pdf-document.h"
 
 namespace folio {
 
@@ -12,19 +9,6 @@ void DocumentSource::checkPageIndex(int index) const {
         fail(path().toStdString(), ": page ", index + 1, " does not exist (the document has ", pageCount(),
              pageCount() == 1 ? " page)" : " pages)");
     }
-}
-
-std::unique_ptr<DocumentSource> openDocument(const QString& path, const DocumentOptions& options) {
-    const DetectedType type = detectFileType(path);
-    switch (type.type) {
-        case FileType::Pdf:
-            return std::make_unique<PdfDocument>(path, options);
-        case FileType::Image:
-            return std::make_unique<ImageDocument>(path);
-        case FileType::Unsupported:
-            break;
-    }
-    failUnsupported(path, type);
 }
 
 }  // namespace folio

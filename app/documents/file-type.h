@@ -7,7 +7,7 @@
 #include <QString>
 #include <optional>
 
-#include "image-loader.h"
+#include "image-format.h"
 
 namespace folio {
 

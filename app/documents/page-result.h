@@ -51,32 +51,34 @@ struct TableGrid {
 
 // One layout block of a page and what recognition made of it.
 struct BlockResult {
-    int id = 0;         // block_id: the block's index in the page's list
-    QString label;      // one of the 25 layout labels: "text", "table", "display_formula", ...
-    float score = 0.0F; // the layout model's confidence
+    int id = 0;          // block_id: the block's index in the page's list
+    QString label;       // one of the 25 layout labels: "text", "table", "display_formula", ...
+    float score = 0.0F;  // the layout model's confidence
     BlockBox box;
     QPolygonF polygon;  // PP-DocLayoutV3: the block's outline in page pixels; empty otherwise
     int order = 0;      // block_order: 1, 2, ... in reading order; 0 for blocks outside it (PaddleOCR: null)
     int groupId = -1;   // group_id: the first block's id where adjacent blocks were recognised as one stacked
-                        // crop (that block holds the group's text), or a table continued across pages; -1: none
-                        // (PaddleOCR writes the block's id)
-    QString task;       // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
-                        // kept as images
-    QString rawText;    // the model's text as generated, repetition trimmed
-    QString content;    // what documents show: text; tables as HTML; formulas between $ or $$; empty for images
+                        // crop (that block holds the group's text), or a table continued across pages; -1:
+                       // none (PaddleOCR writes the block's id)
+    QString task;  // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
+                   // kept as images
+    QString rawText;  // the model's text as generated, repetition trimmed
+    QString content;  // what documents show: text; tables as HTML; formulas between $ or $$; empty for images
     std::optional<TableGrid> table;  // table blocks whose text parsed as OTSL
-    QImage image;       // blocks kept as images (image, header_image, footer_image; charts and seals when their
-                        // recognition is off): the crop, saved as a file by the exporters
-    int nTokens = 0;    // tokens generated
+    QImage image;     // blocks kept as images (image, header_image, footer_image; charts and seals when their
+                      // recognition is off): the crop, saved as a file by the exporters
+    int nTokens = 0;  // tokens generated
     bool truncated = false;  // stopped at the new-token limit
-    QString error;      // recognition failed for this block alone: why
+    QString error;           // recognition failed for this block alone: why
 };
 
 // Where a page's time went, in milliseconds.
 struct PageTimings {
     double renderMs = 0;
-    double layoutMs = 0;
-    double recognitionMs = 0;  // from the page's first request submitted to its last block done
+    double layoutPreprocessMs = 0;  // the layout model's image processor
+    double layoutMs = 0;            // the layout model and its rules: the page's share of its batch
+    double blocksMs = 0;            // the blocks' crops, stacked where they stack
+    double recognitionMs = 0;       // from the page's first request submitted to its last block done
 };
 
 struct PageResult {
@@ -85,12 +87,12 @@ struct PageResult {
     int pageCount = 1;   // pages in the input file
     int width = 0;       // the rendered page, in pixels
     int height = 0;
-    int dpi = 0;         // PDF pages: the resolution they were rendered at; 0 for images
-    std::vector<BlockResult> blocks;  // in the order the layout rules left them (reading order)
+    int dpi = 0;                        // PDF pages: the resolution they were rendered at; 0 for images
+    std::vector<BlockResult> blocks;    // in the order the layout rules left them (reading order)
     std::vector<SpottedLine> spotting;  // the "Spotting:" task's lines, when it ran instead of layout
-    QImage image;        // the page as recognised (RGB888), for the searchable PDF and views; may be null
+    QImage image;  // the page as recognised (RGB888), for the searchable PDF and views; may be null
     PageTimings timings;
-    QString error;       // the page could not be rendered or laid out: why (it then has no blocks)
+    QString error;  // the page could not be rendered or laid out: why (it then has no blocks)
 };
 
 // A document (one input file) as its pages stream out.

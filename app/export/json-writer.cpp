@@ -140,7 +140,9 @@ Json jsonOfPage(const PageResult& page, int firstBlockId, const QSet<QString>& m
     out["folio"] = Json{{"dpi", page.dpi},
                         {"timings",
                          {{"render_ms", page.timings.renderMs},
+                          {"layout_preprocess_ms", page.timings.layoutPreprocessMs},
                           {"layout_ms", page.timings.layoutMs},
+                          {"blocks_ms", page.timings.blocksMs},
                           {"recognition_ms", page.timings.recognitionMs}}},
                         {"blocks", std::move(folioBlocks)}};
     return out;

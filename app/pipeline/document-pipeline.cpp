@@ -210,7 +210,8 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
     // Turns laid-out pages into blocks, crops and requests.
     int64_t next_serial = 0;
     const auto begin_page = [&](int document, const QString& path, int pageCount, PageInput input,
-                                std::vector<LayoutDetection> detections, double layoutMs) {
+                                std::vector<LayoutDetection> detections, PageTimings timings) {
+        const Clock::time_point blocksStart = Clock::now();
         auto page = std::make_shared<PageState>();
         page->document = document;
         PageResult& result = page->result;
@@ -220,8 +221,8 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         result.width = input.image.width();
         result.height = input.image.height();
         result.dpi = input.dpi;
+        result.timings = timings;
         result.timings.renderMs = input.renderMs;
-        result.timings.layoutMs = layoutMs;
         for (const LayoutDetection& d : detections) {
             BlockResult block;
             block.label = QString::fromUtf8(layout_label_name(d.label));
@@ -300,6 +301,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         result.image = std::move(input.image);
         page->pending = static_cast<int>(page->requests.size());
         const int64_t serial = next_serial++;
+        result.timings.blocksMs = msSince(blocksStart);
         run.push(PageReady{serial, page});
         submit(serial, page, std::move(requestCrops));
     };
@@ -311,6 +313,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             struct Pending {
                 PageInput input;
                 std::vector<float> pixels;
+                double preprocessMs = 0;
             };
             for (int d = 0; d < inputs.size() && !cancelled_.load(); ++d) {
                 const QString& path = inputs[d];
@@ -366,8 +369,11 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                             run.push(PageReady{next_serial++, page});
                             continue;
                         }
+                        PageTimings timings;
+                        timings.layoutPreprocessMs = batch[i].preprocessMs;
+                        timings.layoutMs = layoutMs;
                         begin_page(d, path, document->pageCount(), std::move(batch[i].input),
-                                   std::move(detections[i]), layoutMs);
+                                   std::move(detections[i]), timings);
                     }
                     batch.clear();
                 };
@@ -386,9 +392,11 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                     try {
                         pending.input = document->page(i);
                         if (options_.useLayout) {
+                            const Clock::time_point t0 = Clock::now();
                             const Image rgb = toEngineImage(pending.input.image);
                             pending.pixels = preprocess_layout_page(PageImage{rgb.rgb, rgb.width, rgb.height},
                                                                     run.layout->preprocess_config());
+                            pending.preprocessMs = msSince(t0);
                         }
                     } catch (const std::exception& e) {
                         flush();

@@ -37,11 +37,10 @@ private:
 
 }  // namespace
 
-DocumentOpener sourceOpener(DocumentOptions options, PageRange range,
-                            std::function<void(const QString&)> notes) {
-    return [options = std::move(options), range = std::move(range),
+DocumentOpener sourceOpener(SourceOpen open, PageRange range, std::function<void(const QString&)> notes) {
+    return [open = std::move(open), range = std::move(range),
             notes = std::move(notes)](const QString& path) -> std::unique_ptr<DocumentInput> {
-        std::unique_ptr<DocumentSource> source = openDocument(path, options);
+        std::unique_ptr<DocumentSource> source = open(path);
         PageRange::Selection selection = range.select(source->pageCount(), path.toStdString());
         if (notes) {
             for (const std::string& note : selection.notes) {

@@ -1,5 +1,6 @@
 #include "model-loading.h"
 
+#include "models/paddleocr-vl/chat-prompt.h"
 #include "models/paddleocr-vl/model-files.h"
 #include "models/paddleocr-vl/paddleocr-vl.h"
 #include "models/pp-doclayout/pp-doclayout.h"
@@ -133,6 +134,23 @@ public:
             weights = make_random_weight_source(2026);
             // Every weight is read as float32, whatever it is stored as.
             context.add_total(weight_bytes(config_, ModelLoadParams{}));
+            if (!slot.tokenizer_dir.empty()) {
+                // Random weights that take prompts (the document benchmark): the special tokens are the
+                // tokenizer's.
+                tokenizer_ = Tokenizer::load(slot.tokenizer_dir);
+                const SpecialTokenIds ids = template_token_ids(*tokenizer_);
+                config_.image_token_id = ids.image_token_id;
+                config_.vision_start_token_id = ids.vision_start_token_id;
+                config_.vision_end_token_id = ids.vision_end_token_id;
+                config_.text.bos_token_id = tokenizer_->bos_id();
+                if (tokenizer_->eos_id() >= 0) {
+                    config_.text.eos_token_ids = {tokenizer_->eos_id()};
+                }
+                if (tokenizer_->n_vocab() > config_.text.vocab_size) {
+                    fail(slot.tokenizer_dir.string(), ": a tokenizer of ", tokenizer_->n_vocab(),
+                         " tokens for a model of ", config_.text.vocab_size);
+                }
+            }
         } else {
             files_ = ModelFiles::open(slot.dir);
             config_ = files_->config();

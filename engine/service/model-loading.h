@@ -36,7 +36,9 @@ struct ModelSlot {
     ModelRole role = ModelRole::Recognition;
     std::filesystem::path dir;  // empty: the full-size architecture with seeded random weights (benchmarks)
     ModelLoadParams load;
-    std::filesystem::path tokenizer_dir;  // another folder's tokenizer; empty: dir's
+    // Another folder's tokenizer; empty: dir's. With random weights (dir empty) it makes the model take
+    // prompts, its special tokens at the tokenizer's ids.
+    std::filesystem::path tokenizer_dir;
     // A layout slot: the most pages one call of the layout model runs together.
     int layout_batch = 4;
     // Changes to the folder's preprocessing (a front end's image pixel bounds); may throw folio::Error.
@@ -105,7 +107,8 @@ public:
     virtual int64_t max_image_tokens() const { return 0; }
     // Activation bytes the model keeps free for itself when it runs beside a generative one.
     virtual int64_t reserved_activation_bytes() const { return 0; }
-    // A layout model (PP-DocLayoutV2 or V3); run it on the engine thread (EngineService::run_on_engine_thread).
+    // A layout model (PP-DocLayoutV2 or V3); run it on the engine thread
+    // (EngineService::run_on_engine_thread).
     virtual const PpDocLayout* layout() const { return nullptr; }
 };
 

@@ -28,6 +28,17 @@ void check_template_token(const Tokenizer& tokenizer, std::string_view token, in
 
 }  // namespace
 
+SpecialTokenIds template_token_ids(const Tokenizer& tokenizer) {
+    const auto id = [&](std::string_view token) {
+        const std::optional<int32_t> found = tokenizer.find_token(token);
+        if (!found) {
+            fail("chat prompt: the tokenizer has no ", token, " for the chat template");
+        }
+        return *found;
+    };
+    return {id(kImagePlaceholder), id(kImageStart), id(kImageEnd)};
+}
+
 std::string chat_prompt_text(size_t n_images, std::string_view task) {
     std::string text(kBeginOfSentence);
     text.append("User: ");

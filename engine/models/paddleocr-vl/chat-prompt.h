@@ -23,6 +23,10 @@ struct SpecialTokenIds {
     int32_t vision_end_token_id = -1;
 };
 
+// The tokenizer's ids of the chat template's image tokens, for a model whose config is made to match its
+// tokenizer (random weights); throws folio::Error where the tokenizer lacks one.
+SpecialTokenIds template_token_ids(const Tokenizer& tokenizer);
+
 // The chat template's text for n_images images (one placeholder each) and the task.
 std::string chat_prompt_text(size_t n_images, std::string_view task);
 

@@ -63,7 +63,7 @@ std::vector<PageResult> twoPages() {
     first.blocks[1].image.fill(Qt::red);
     first.blocks[1].polygon = QPolygonF({{100, 120}, {400, 120}, {400, 420}, {100, 420}});
     first.blocks[1].score = 0.5F;
-    first.timings = {12.5, 30, 400};
+    first.timings = {12.5, 25, 30, 4.5, 400};
     first.dpi = 144;
     PageResult second = test::makePage(
         {
@@ -275,6 +275,9 @@ void TestWriters::jsonFields() {
     const QJsonObject folio = page["folio"].toObject();
     QCOMPARE(folio["dpi"].toInt(), 144);
     QCOMPARE(folio["timings"].toObject()["render_ms"].toDouble(), 12.5);
+    QCOMPARE(folio["timings"].toObject()["layout_preprocess_ms"].toDouble(), 25.0);
+    QCOMPARE(folio["timings"].toObject()["layout_ms"].toDouble(), 30.0);
+    QCOMPARE(folio["timings"].toObject()["blocks_ms"].toDouble(), 4.5);
     QCOMPARE(folio["timings"].toObject()["recognition_ms"].toDouble(), 400.0);
     QCOMPARE(folio["blocks"].toArray().size(), 5);
     QVERIFY(folio["blocks"].toArray()[0].toObject()["error"].isNull());

@@ -1,0 +1,178 @@
+#include "document-bench.h"
+
+#include <QStringList>
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <vector>
+
+#include "cli-service.h"
+#include "document-pipeline.h"
+#include "engine-options.h"
+#include "models/paddleocr-vl/model-files.h"
+#include "pdf-document.h"
+#include "source-input.h"
+
+namespace folio::cli {
+
+namespace {
+
+// What the benchmark keeps of each page: its timings and blocks, and whether it failed.
+class BenchObserver final : public PipelineObserver {
+public:
+    void pageFinished(const DocumentInfo& /*document*/, const PageResult& page) override {
+        if (!page.error.isEmpty()) {
+            errors.push_back(page.error.toStdString());
+            return;
+        }
+        timings.push_back(page.timings);
+        n_blocks += static_cast<int64_t>(page.blocks.size());
+        for (const BlockResult& block : page.blocks) {
+            if (!block.error.isEmpty()) {
+                errors.push_back(block.error.toStdString());
+            }
+        }
+    }
+    void documentFinished(const DocumentInfo& document, const DocumentOutcome& outcome) override {
+        if (!outcome.error.isEmpty()) {
+            errors.push_back(document.inputPath.toStdString() + ": " + outcome.error.toStdString());
+        }
+    }
+
+    std::vector<PageTimings> timings;
+    int64_t n_blocks = 0;
+    std::vector<std::string> errors;
+};
+
+// Mean and median of one timing over the pages, in milliseconds.
+nlohmann::json spread(const std::vector<PageTimings>& pages, double PageTimings::*field) {
+    std::vector<double> values;
+    for (const PageTimings& t : pages) {
+        values.push_back(t.*field);
+    }
+    if (values.empty()) {
+        return {{"mean", 0.0}, {"median", 0.0}, {"total_s", 0.0}};
+    }
+    double total = 0;
+    for (const double v : values) {
+        total += v;
+    }
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                     values.end());
+    return {{"mean", total / static_cast<double>(values.size())},
+            {"median", values[values.size() / 2]},
+            {"total_s", total / 1000.0}};
+}
+
+// PDFs only, so that the benchmark runs without OpenCV's codecs.
+DocumentOpener pdf_opener(const DocumentOptions& options, const std::string& pages) {
+    return sourceOpener(
+        [options](const QString& path) { return std::make_unique<PdfDocument>(path, options); },
+        PageRange::parse(pages));
+}
+
+}  // namespace
+
+nlohmann::json bench_documents(const Options& opt) {
+    QStringList inputs;
+    for (const std::string& path : opt.all("--document")) {
+        inputs << QString::fromStdString(path);
+    }
+    if (!opt.has("--layout-model")) {
+        fail("--document needs --layout-model DIR: the pipeline lays out each page");
+    }
+    const bool random_weights = !opt.has("--model");
+    if (random_weights && !opt.has("--tokenizer")) {
+        fail(
+            "--document with random weights needs --tokenizer DIR (a model folder's tokenizer) for the "
+            "prompts");
+    }
+    const int64_t block_tokens = opt.integer("--block-tokens", 60);
+    if (block_tokens < 1) {
+        fail("--block-tokens must be at least 1, got ", block_tokens);
+    }
+    DocumentOptions document_options;
+    document_options.dpi = static_cast<int>(opt.integer("--dpi", kDefaultDpi));
+    if (document_options.dpi < kMinDpi || document_options.dpi > kMaxDpi) {
+        fail("--dpi expects ", kMinDpi, "..", kMaxDpi, ", got ", document_options.dpi);
+    }
+    PipelineOptions options;
+    options.recognition.maxNewTokens = static_cast<int>(block_tokens);
+    options.maxPagesInFlight = static_cast<int>(opt.integer("--pages-in-flight", options.maxPagesInFlight));
+    options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", options.layoutBatch));
+
+    const std::filesystem::path model_dir = random_weights ? "" : opt.text("--model");
+    const ModelConfig cfg = random_weights ? parse_model_config("{}", "full-size defaults")
+                                           : ModelFiles::open(model_dir)->config();
+    const EngineOptions engine_options = parse_engine_options(opt, cfg);
+    if (engine_options.image_min_pixels) {
+        options.recognition.pixels.minPixels = *engine_options.image_min_pixels;
+    }
+    if (engine_options.image_max_pixels) {
+        options.recognition.pixels.maxPixels = *engine_options.image_max_pixels;
+    }
+    EngineService service;
+    const auto load_start = std::chrono::steady_clock::now();
+    load_service(service, opt, model_dir, engine_options, std::filesystem::path(opt.text("--layout-model")),
+                 options.layoutBatch);
+    const double load_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+
+    // A first page on its own brings every kernel and product plan in; then the whole run, timed.
+    BenchObserver warm_up;
+    DocumentPipeline(service, pdf_opener(document_options, "1"), options).run(inputs.mid(0, 1), warm_up);
+    BenchObserver observer;
+    DocumentPipeline pipeline(service, pdf_opener(document_options, "all"), options);
+    const PipelineSummary summary = pipeline.run(inputs, observer);
+
+    int64_t peak_bytes = 0;
+    std::string device;
+    service.run_on_engine_thread([&](EngineContext& context) {
+        peak_bytes = context.backend.memory_stats().peak;
+        device = context.backend.name();
+    });
+    const std::vector<PageTimings>& t = observer.timings;
+    const auto n_pages = static_cast<double>(std::max<int64_t>(summary.pages, 1));
+    double reading = 0;
+    for (const PageTimings& page : t) {
+        reading += page.renderMs + page.layoutPreprocessMs + page.layoutMs + page.blocksMs;
+    }
+    nlohmann::json errors = nlohmann::json::array();
+    for (size_t i = 0; i < std::min<size_t>(observer.errors.size(), 5); ++i) {
+        errors.push_back(observer.errors[i]);
+    }
+    return {
+        {"device", device},
+        {"model",
+         random_weights ? "full-size PaddleOCR-VL architecture, random weights" : model_dir.string()},
+        {"layout_model", opt.text("--layout-model")},
+        {"load_seconds", load_seconds},
+        {"documents", summary.documents},
+        {"pages", summary.pages},
+        {"pages_failed", summary.pagesFailed},
+        {"blocks", summary.blocks},
+        {"blocks_failed", summary.blocksFailed},
+        {"blocks_per_page", static_cast<double>(summary.blocks) / n_pages},
+        {"block_tokens", block_tokens},
+        {"tokens", summary.tokens},
+        {"seconds", summary.seconds},
+        {"pages_per_second", static_cast<double>(summary.pages) / summary.seconds},
+        {"tokens_per_second", static_cast<double>(summary.tokens) / summary.seconds},
+        {"dpi", document_options.dpi},
+        {"layout_batch", options.layoutBatch},
+        {"pages_in_flight", options.maxPagesInFlight},
+        // Each page's steps on the reading thread (layout_ms includes the wait for the engine thread), and
+        // the share of the run the reading thread spent in them: near 1, it is what holds the run back.
+        {"page_ms",
+         {{"render", spread(t, &PageTimings::renderMs)},
+          {"layout_preprocess", spread(t, &PageTimings::layoutPreprocessMs)},
+          {"layout", spread(t, &PageTimings::layoutMs)},
+          {"blocks", spread(t, &PageTimings::blocksMs)},
+          {"recognition", spread(t, &PageTimings::recognitionMs)}}},
+        {"reading_thread_busy_fraction", reading / 1000.0 / summary.seconds},
+        {"peak_bytes", peak_bytes},
+        {"errors", errors},
+    };
+}
+
+}  // namespace folio::cli

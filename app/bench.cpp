@@ -32,7 +32,8 @@ const char* const kBenchUsage =
       each), or --blocks-per-page crops of --block-image, resized within the pipeline's pixel bounds, each
       with a 12-token task prompt and --block-tokens output tokens.
   folio-cli bench --document FILE.pdf [--document ...] --layout-model DIR [--model DIR | --tokenizer DIR]
-                  [--block-tokens N] [--dpi N] [--pages-in-flight N] [--layout-batch N] [engine options]
+                  [--block-tokens N] [--dpi N] [--pages-in-flight N] [--layout-batch N] [--render-threads N]
+                  [engine options]
       With --layout-model, the layout model instead: --pages pages (default 64) of a 1700x2200 page at each
       batch size (default 1,8,32), in pages/s, with float32 products and then with TF32 convolutions (as
       the document pipeline runs it), and the image processor's time a page on the host.
@@ -303,7 +304,7 @@ int run_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
                                  "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
                                  "--block-tokens", "--block-image", "--layout-model", "--document", "--dpi",
-                                 "--pages-in-flight", "--layout-batch"}));
+                                 "--pages-in-flight", "--layout-batch", "--render-threads"}));
     if (opt.has("--document")) {
         if (opt.has("--pages") || opt.has("--block-image") || opt.has("--batch")) {
             fail("--document runs the document pipeline; --pages, --block-image and --batch do not apply");
@@ -311,7 +312,7 @@ int run_bench(const Options& opt) {
         std::cout << nlohmann::json{{"documents", bench_documents(opt)}}.dump(2) << std::endl;
         return 0;
     }
-    for (const char* flag : {"--dpi", "--pages-in-flight", "--layout-batch"}) {
+    for (const char* flag : {"--dpi", "--pages-in-flight", "--layout-batch", "--render-threads"}) {
         if (opt.has(flag)) {
             fail(flag, " goes with --document");
         }

@@ -18,6 +18,7 @@ std::string phase_line(const LoadProgress& progress);
 // Loads the service and waits for it; throws folio::Error with the service's error when loading fails.
 void load_service(EngineService& service, const Options& opt, const std::filesystem::path& model_dir,
                   const EngineOptions& engine_options,
-                  const std::optional<std::filesystem::path>& layout_dir = std::nullopt, int layout_batch = 4);
+                  const std::optional<std::filesystem::path>& layout_dir = std::nullopt,
+                  int layout_batch = 4);
 
 }  // namespace folio::cli

@@ -10,6 +10,7 @@
 #include "document-pipeline.h"
 #include "engine-options.h"
 #include "models/paddleocr-vl/model-files.h"
+#include "page-prefetch.h"
 #include "pdf-document.h"
 #include "source-input.h"
 
@@ -100,6 +101,7 @@ nlohmann::json bench_documents(const Options& opt) {
     options.recognition.maxNewTokens = static_cast<int>(block_tokens);
     options.maxPagesInFlight = static_cast<int>(opt.integer("--pages-in-flight", options.maxPagesInFlight));
     options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", options.layoutBatch));
+    options.renderThreads = static_cast<int>(opt.integer("--render-threads", options.renderThreads));
 
     const std::filesystem::path model_dir = random_weights ? "" : opt.text("--model");
     const ModelConfig cfg = random_weights ? parse_model_config("{}", "full-size defaults")
@@ -133,9 +135,13 @@ nlohmann::json bench_documents(const Options& opt) {
     });
     const std::vector<PageTimings>& t = observer.timings;
     const auto n_pages = static_cast<double>(std::max<int64_t>(summary.pages, 1));
-    double reading = 0;
+    const int render_threads =
+        options.renderThreads > 0 ? options.renderThreads : PagePrefetcher::default_threads();
+    double rendering = 0;  // on the render threads
+    double reading = 0;    // on the reading thread
     for (const PageTimings& page : t) {
-        reading += page.renderMs + page.layoutPreprocessMs + page.layoutMs + page.blocksMs;
+        rendering += page.renderMs + page.layoutPreprocessMs;
+        reading += page.layoutMs + page.blocksMs;
     }
     nlohmann::json errors = nlohmann::json::array();
     for (size_t i = 0; i < std::min<size_t>(observer.errors.size(), 5); ++i) {
@@ -161,14 +167,17 @@ nlohmann::json bench_documents(const Options& opt) {
         {"dpi", document_options.dpi},
         {"layout_batch", options.layoutBatch},
         {"pages_in_flight", options.maxPagesInFlight},
-        // Each page's steps on the reading thread (layout_ms includes the wait for the engine thread), and
-        // the share of the run the reading thread spent in them: near 1, it is what holds the run back.
+        {"render_threads", render_threads},
+        // Each page's steps: rendering and the layout model's preprocessing on the render threads, layout
+        // (with the wait for the engine thread) and cutting blocks on the reading thread. The share of the
+        // run each side spent busy: near 1, it is what holds the run back.
         {"page_ms",
          {{"render", spread(t, &PageTimings::renderMs)},
           {"layout_preprocess", spread(t, &PageTimings::layoutPreprocessMs)},
           {"layout", spread(t, &PageTimings::layoutMs)},
           {"blocks", spread(t, &PageTimings::blocksMs)},
           {"recognition", spread(t, &PageTimings::recognitionMs)}}},
+        {"render_threads_busy_fraction", rendering / 1000.0 / summary.seconds / render_threads},
         {"reading_thread_busy_fraction", reading / 1000.0 / summary.seconds},
         {"peak_bytes", peak_bytes},
         {"errors", errors},

@@ -10,7 +10,8 @@
 namespace folio::cli {
 
 // The options are bench's: --document FILE (repeated), --layout-model DIR, --model DIR or random weights with
-// --tokenizer DIR, --block-tokens, --dpi, --pages-in-flight, --layout-batch and the engine options.
+// --tokenizer DIR, --block-tokens, --dpi, --pages-in-flight, --layout-batch, --render-threads and the engine
+// options.
 nlohmann::json bench_documents(const Options& opt);
 
 }  // namespace folio::cli

@@ -33,7 +33,7 @@ using enum OptionStatus;
 // FastDeploy's parameter reference (docs/parameters.md), grouped as its --help groups them, then Folio's own.
 constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"tokenizer", kModel, Text, Implemented, "DIR", "the --model folder",
-     "tokenizer folder (generate; bench encodes no text)"},
+     "tokenizer folder (generate; bench --document, where it lets random weights take prompts)"},
     {"revision", kModel, Text, Refused, "REV", "master",
      "only master: the model is read from --model; folio-cli model pull --revision downloads another"},
     {"max_model_len", kModel, Integer, Implemented, "N", "16384, or the model's context if less",

@@ -36,8 +36,8 @@ const char* const kOcrUsage =
     R"(  folio-cli ocr INPUT... -o OUTDIR [--pages 1-3,5] [--dpi N] [--format md,json,html,pdf,xlsx]
                 [--model DIR|ORG/NAME] [--layout-model DIR|ORG/NAME] [--no-layout [--task TASK]]
                 [--chart] [--seal] [--ocr-image-blocks] [--no-stack] [--keep-all-labels]
-                [--max-new-tokens N] [--pages-in-flight N] [--password P] [--recursive]
-                [--device cpu|cuda[:N]] [--threads N] [engine options]
+                [--max-new-tokens N] [--pages-in-flight N] [--render-threads N] [--password P]
+                [--recursive] [--device cpu|cuda[:N]] [--threads N] [engine options]
       Turns PDFs, images (PNG, JPEG, TIFF with every page, BMP, WebP) and folders of them into Markdown
       (OUTDIR/NAME.md, figures in OUTDIR/imgs/), JSON as PaddleOCR writes it (NAME.json), HTML (NAME.html),
       a searchable PDF (NAME.pdf: the pages with their text laid invisibly over them) and an XLSX workbook
@@ -46,7 +46,8 @@ const char* const kOcrUsage =
       --no-layout reads each whole page with --task (ocr, table, formula, chart, seal, spotting).
       --chart and --seal recognise charts and seals instead of keeping them as images; --keep-all-labels
       writes headers, footers, page numbers, footnotes and side text into the Markdown too. PDF pages are
-      rendered at --dpi (default 200). A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
+      rendered at --dpi (default 200) by --render-threads threads (default half the cores, one to four),
+      ahead of the layout model. A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
       stops within one engine step, keeping the pages done. Exit codes: 0 all written, 1 nothing could
       run, 3 some documents, pages or blocks failed (the rest written), 130 interrupted.
 )";
@@ -328,6 +329,7 @@ int run_ocr(int argc, char** argv, int first) {
                                  "--keep-all-labels",
                                  "--max-new-tokens",
                                  "--pages-in-flight",
+                                 "--render-threads",
                                  "--password",
                                  "--recursive",
                                  "--device",
@@ -379,6 +381,7 @@ int run_ocr(int argc, char** argv, int first) {
     recognition.stackTextBlocks = !opt.has("--no-stack");
     recognition.maxNewTokens = static_cast<int>(opt.integer("--max-new-tokens", 4096));
     pipeline_options.maxPagesInFlight = static_cast<int>(opt.integer("--pages-in-flight", 8));
+    pipeline_options.renderThreads = static_cast<int>(opt.integer("--render-threads", 0));
     pipeline_options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", 4));
 
     ExportOptions export_options;

@@ -9,10 +9,10 @@ namespace folio::cli {
 extern const char* const kOcrUsage;
 
 // Exit codes of folio-cli ocr.
-inline constexpr int kOcrOk = 0;              // every page of every document written
-inline constexpr int kOcrSetupFailed = 1;     // nothing ran: options, models, output folder
-inline constexpr int kOcrSomeFailed = 3;      // some documents, pages or blocks failed; the rest is written
-inline constexpr int kOcrCancelled = 130;     // interrupted (Ctrl-C); pages done so far are written
+inline constexpr int kOcrOk = 0;           // every page of every document written
+inline constexpr int kOcrSetupFailed = 1;  // nothing ran: options, models, output folder
+inline constexpr int kOcrSomeFailed = 3;   // some documents, pages or blocks failed; the rest is written
+inline constexpr int kOcrCancelled = 130;  // interrupted (Ctrl-C); pages done so far are written
 
 int run_ocr(int argc, char** argv, int first);
 

@@ -17,6 +17,7 @@
 #include "layout/layout-labels.h"
 #include "models/pp-doclayout/pp-doclayout.h"
 #include "page-image.h"
+#include "page-prefetch.h"
 #include "spotting.h"
 
 namespace folio {
@@ -110,6 +111,9 @@ DocumentPipeline::DocumentPipeline(EngineService& service, DocumentOpener opener
     }
     if (options_.layoutBatch < 1) {
         fail("layout batch must be at least 1, got ", options_.layoutBatch);
+    }
+    if (options_.renderThreads < 0 || options_.renderThreads > 64) {
+        fail("render threads must be within 0..64 (0: half the cores), got ", options_.renderThreads);
     }
     const PixelBounds& b = options_.recognition.pixels;
     if (b.minPixels < 1 || b.maxPixels < b.minPixels) {
@@ -306,122 +310,137 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         submit(serial, page, std::move(requestCrops));
     };
 
-    // The reading thread: documents, pages, layout, requests.
+    // The reading thread: pages as the prefetcher's threads render and prepare them, layout a batch at a
+    // time, requests.
     std::string feederError;  // what stopped the reading thread early, where something did
     std::thread feeder([&] {
         try {
-            struct Pending {
-                PageInput input;
-                std::vector<float> pixels;
-                double preprocessMs = 0;
-            };
-            for (int d = 0; d < inputs.size() && !cancelled_.load(); ++d) {
-                const QString& path = inputs[d];
-                std::unique_ptr<DocumentInput> document;
-                try {
-                    document = opener_(path);
-                } catch (const std::exception& e) {
-                    DocumentInfo info{path, documentStem(path), 0};
-                    run.push(DocumentStarted{d, info});
-                    run.push(DocumentEnded{d, QString::fromUtf8(e.what())});
-                    continue;
-                }
-                const int n_pages = document->selectedCount();
-                run.push(DocumentStarted{d, DocumentInfo{path, documentStem(path), n_pages}});
-                std::vector<Pending> batch;
-                const auto flush = [&] {
-                    if (batch.empty()) {
-                        return;
-                    }
-                    std::vector<std::vector<LayoutDetection>> detections(batch.size());
-                    double layoutMs = 0;
-                    QString error;
-                    if (options_.useLayout) {
-                        std::vector<std::vector<float>> pixels;
-                        for (Pending& p : batch) {
-                            pixels.push_back(std::move(p.pixels));
-                        }
-                        const Clock::time_point t0 = Clock::now();
-                        try {
-                            std::vector<LayoutRawOutput> raw;
-                            service_.run_on_engine_thread([&](EngineContext&) {
-                                raw = run.layout->detect_preprocessed(
-                                    pixels, {.mask_min_score = run.rules.lowest_threshold()});
-                            });
-                            for (size_t i = 0; i < batch.size(); ++i) {
-                                detections[i] =
-                                    detect_layout_blocks(raw[i], batch[i].input.image.width(),
-                                                         batch[i].input.image.height(), run.rules);
-                            }
-                        } catch (const std::exception& e) {
-                            error = QStringLiteral("layout failed: ") + QString::fromUtf8(e.what());
-                        }
-                        layoutMs = msSince(t0) / static_cast<double>(batch.size());
-                    }
-                    for (size_t i = 0; i < batch.size(); ++i) {
-                        if (!error.isEmpty()) {
-                            auto page = std::make_shared<PageState>();
-                            page->document = d;
-                            page->result.inputPath = path;
-                            page->result.pageIndex = batch[i].input.pageIndex;
-                            page->result.pageCount = document->pageCount();
-                            page->result.error = error;
-                            run.push(PageReady{next_serial++, page});
-                            continue;
-                        }
-                        PageTimings timings;
-                        timings.layoutPreprocessMs = batch[i].preprocessMs;
-                        timings.layoutMs = layoutMs;
-                        begin_page(d, path, document->pageCount(), std::move(batch[i].input),
-                                   std::move(detections[i]), timings);
-                    }
-                    batch.clear();
+            PagePrefetcher::Prepare prepare;
+            if (options_.useLayout) {
+                prepare = [&run](const PageInput& input) {
+                    const Image rgb = toEngineImage(input.image);
+                    return preprocess_layout_page(PageImage{rgb.rgb, rgb.width, rgb.height},
+                                                  run.layout->preprocess_config());
                 };
-                for (int i = 0; i < n_pages; ++i) {
-                    {
-                        std::unique_lock lock(run.mutex);
-                        run.changed.wait(lock, [&] {
-                            return cancelled_.load() || run.inFlight < options_.maxPagesInFlight;
-                        });
-                        if (cancelled_.load()) {
-                            break;
-                        }
-                        ++run.inFlight;
+            }
+            PrefetchParams prefetch_params;
+            prefetch_params.n_threads =
+                options_.renderThreads > 0 ? options_.renderThreads : PagePrefetcher::default_threads();
+            prefetch_params.window = std::max(prefetch_params.n_threads, options_.layoutBatch);
+            PagePrefetcher prefetcher(inputs, opener_, std::move(prepare), prefetch_params);
+
+            int d = -1;  // the document being read
+            QString path;
+            int pageCount = 0;
+            int n_selected = 0;
+            std::vector<PrefetchedItem> batch;
+            const auto flush = [&] {
+                if (batch.empty()) {
+                    return;
+                }
+                std::vector<std::vector<LayoutDetection>> detections(batch.size());
+                double layoutMs = 0;
+                QString error;
+                if (options_.useLayout) {
+                    std::vector<std::vector<float>> pixels;
+                    for (PrefetchedItem& p : batch) {
+                        pixels.push_back(std::move(p.prepared));
                     }
-                    Pending pending;
+                    const Clock::time_point t0 = Clock::now();
                     try {
-                        pending.input = document->page(i);
-                        if (options_.useLayout) {
-                            const Clock::time_point t0 = Clock::now();
-                            const Image rgb = toEngineImage(pending.input.image);
-                            pending.pixels = preprocess_layout_page(PageImage{rgb.rgb, rgb.width, rgb.height},
-                                                                    run.layout->preprocess_config());
-                            pending.preprocessMs = msSince(t0);
+                        std::vector<LayoutRawOutput> raw;
+                        service_.run_on_engine_thread([&](EngineContext&) {
+                            raw = run.layout->detect_preprocessed(
+                                pixels, {.mask_min_score = run.rules.lowest_threshold()});
+                        });
+                        for (size_t i = 0; i < batch.size(); ++i) {
+                            detections[i] = detect_layout_blocks(raw[i], batch[i].input.image.width(),
+                                                                 batch[i].input.image.height(), run.rules);
                         }
                     } catch (const std::exception& e) {
-                        flush();
+                        error = QStringLiteral("layout failed: ") + QString::fromUtf8(e.what());
+                    }
+                    layoutMs = msSince(t0) / static_cast<double>(batch.size());
+                }
+                for (size_t i = 0; i < batch.size(); ++i) {
+                    if (!error.isEmpty()) {
                         auto page = std::make_shared<PageState>();
                         page->document = d;
                         page->result.inputPath = path;
-                        page->result.pageIndex = document->pageIndex(i);
-                        page->result.pageCount = document->pageCount();
-                        page->result.error = QString::fromUtf8(e.what());
+                        page->result.pageIndex = batch[i].input.pageIndex;
+                        page->result.pageCount = pageCount;
+                        page->result.error = error;
                         run.push(PageReady{next_serial++, page});
                         continue;
                     }
-                    batch.push_back(std::move(pending));
-                    bool full = static_cast<int>(batch.size()) >= options_.layoutBatch || i + 1 == n_pages;
-                    {
-                        const std::lock_guard lock(run.mutex);
-                        full = full || run.inFlight >= options_.maxPagesInFlight;
-                    }
-                    if (full) {
-                        flush();
-                    }
+                    PageTimings timings;
+                    timings.layoutPreprocessMs = batch[i].prepareMs;
+                    timings.layoutMs = layoutMs;
+                    begin_page(d, path, pageCount, std::move(batch[i].input), std::move(detections[i]),
+                               timings);
                 }
+                batch.clear();
+            };
+            const auto end_document = [&] {
                 flush();
-                run.push(DocumentEnded{d, {}});
+                if (d >= 0) {
+                    run.push(DocumentEnded{d, {}});
+                }
+                d = -1;
+            };
+            while (!cancelled_.load()) {
+                std::optional<PrefetchedItem> item = prefetcher.next();
+                if (!item) {
+                    break;
+                }
+                if (item->kind == PrefetchedItem::Kind::Document) {
+                    end_document();
+                    if (!item->error.isEmpty()) {
+                        run.push(DocumentStarted{item->document,
+                                                 DocumentInfo{item->path, documentStem(item->path), 0}});
+                        run.push(DocumentEnded{item->document, item->error});
+                        continue;
+                    }
+                    d = item->document;
+                    path = item->path;
+                    pageCount = item->pageCount;
+                    n_selected = item->selectedCount;
+                    run.push(DocumentStarted{d, DocumentInfo{path, documentStem(path), n_selected}});
+                    continue;
+                }
+                {
+                    std::unique_lock lock(run.mutex);
+                    run.changed.wait(
+                        lock, [&] { return cancelled_.load() || run.inFlight < options_.maxPagesInFlight; });
+                    if (cancelled_.load()) {
+                        break;
+                    }
+                    ++run.inFlight;
+                }
+                if (!item->error.isEmpty()) {
+                    flush();
+                    auto page = std::make_shared<PageState>();
+                    page->document = d;
+                    page->result.inputPath = path;
+                    page->result.pageIndex = item->pageIndex;
+                    page->result.pageCount = pageCount;
+                    page->result.error = item->error;
+                    run.push(PageReady{next_serial++, page});
+                    continue;
+                }
+                const bool last = item->page + 1 == n_selected;
+                batch.push_back(std::move(*item));
+                bool full = static_cast<int>(batch.size()) >= options_.layoutBatch || last;
+                {
+                    const std::lock_guard lock(run.mutex);
+                    full = full || run.inFlight >= options_.maxPagesInFlight;
+                }
+                if (full) {
+                    flush();
+                }
             }
+            prefetcher.stop();
+            end_document();
         } catch (const std::exception& e) {
             feederError = e.what();
             cancel();

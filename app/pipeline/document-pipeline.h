@@ -1,8 +1,9 @@
 // The document pipeline: documents in, pages out in order, each with its layout blocks and their recognised
 // content, as PaddleOCR's PaddleOCR-VL pipeline makes them.
 //
-// A reading thread opens each document in turn, renders its pages, runs the layout model over a few pages at
-// a time on the engine thread (between recognition steps), cuts each block's crop and submits one request a
+// A few threads open the documents and render their pages ahead, with the layout model's image processor (a
+// PagePrefetcher); a reading thread takes the pages in order, runs the layout model over a few pages at a
+// time on the engine thread (between recognition steps), cuts each block's crop and submits one request a
 // block to the engine service, all documents' blocks into one group so that batching fills the device. The
 // calling thread gathers the streamed text, finishes each block's content and hands pages to the observer in
 // document and page order as they complete. At most max_pages_in_flight pages are held at once.
@@ -34,7 +35,8 @@ struct PipelineOptions {
     // Score thresholds by label name over those of the rules (a user's settings), each in 0..1.
     std::map<std::string, float> labelThresholds;
     int maxPagesInFlight = 8;
-    int layoutBatch = 4;      // pages through the layout model together
+    int layoutBatch = 4;    // pages through the layout model together
+    int renderThreads = 0;  // threads rendering pages and preparing them for layout; 0: half the cores, 1..4
     SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes
 };
 

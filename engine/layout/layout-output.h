@@ -60,6 +60,8 @@ struct LayoutDetection {
     // order_seq. After the pipeline's rules: PaddleOCR's block_order, 1, 2, ... over the blocks that take
     // part in the reading order, 0 for those that do not (PaddleOCR writes null).
     int order = 0;
+    // The model's query it came from (one query may give several detections, one a class); -1 where unknown.
+    int query = -1;
 
     float width() const { return box[2] - box[0]; }
     float height() const { return box[3] - box[1]; }

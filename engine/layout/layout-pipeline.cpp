@@ -81,8 +81,9 @@ LayoutRules paddleocr_vl_1_5_layout_rules() {
     return r;
 }
 
-std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> detections, int page_width,
-                                                int page_height, const LayoutRules& rules) {
+std::vector<LayoutDetection> apply_layout_rules(
+    std::vector<LayoutDetection> detections, int page_width, int page_height, const LayoutRules& rules,
+    const std::function<void(std::vector<LayoutDetection>&)>& outline) {
     if (page_width < 1 || page_height < 1) {
         fail("layout rules for a ", page_width, "x", page_height, " page");
     }
@@ -96,6 +97,9 @@ std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> det
             drop_page_sized_images(std::move(detections), page_width, page_height, layout_label_id("image"));
     }
     detections = merge_layout_boxes(std::move(detections), rules.merge_modes);
+    if (outline) {
+        outline(detections);
+    }
     unclip_layout_boxes(detections, rules.unclip_ratio[0], rules.unclip_ratio[1]);
     detections =
         clip_layout_boxes(std::move(detections), page_width, page_height, rules.drop_without_polygon);
@@ -106,10 +110,14 @@ std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> det
 
 std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, int page_width, int page_height,
                                                   const LayoutRules& rules, LayoutInputSize input) {
+    const float threshold = rules.lowest_threshold();
     std::vector<LayoutDetection> detections =
-        post_process_layout(raw, page_width, page_height, rules.lowest_threshold(), input);
+        post_process_layout_boxes(raw, page_width, page_height, threshold, input);
     if (raw.has_masks()) {
-        return apply_layout_rules(std::move(detections), page_width, page_height, rules);
+        return apply_layout_rules(
+            std::move(detections), page_width, page_height, rules, [&](std::vector<LayoutDetection>& kept) {
+                outline_layout_detections(raw, kept, page_width, page_height, threshold, input);
+            });
     }
     // Without masks there are no outlines to require or compare (PaddleX's "rect" shape mode).
     LayoutRules without_outlines = rules;

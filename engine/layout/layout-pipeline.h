@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "layout-output.h"
@@ -46,13 +47,16 @@ LayoutRules paddleocr_vl_1_5_layout_rules();
 // thresholds, NMS, the large-image filter, merge modes, unclip, clip to the page, then the pipeline's overlap
 // filter and block_order. The list that comes out is in reading order; LayoutDetection::order becomes the
 // block_order of that list (1, 2, ... skipping unordered labels, which get 0), so that blocks removed by any
-// rule leave no gap.
-std::vector<LayoutDetection> apply_layout_rules(std::vector<LayoutDetection> detections, int page_width,
-                                                int page_height, const LayoutRules& rules);
+// rule leave no gap. `outline`, where given, adds the polygons once NMS and the merge modes have dropped what
+// they drop (the rules after them are the first to read polygons).
+std::vector<LayoutDetection> apply_layout_rules(
+    std::vector<LayoutDetection> detections, int page_width, int page_height, const LayoutRules& rules,
+    const std::function<void(std::vector<LayoutDetection>&)>& outline = {});
 
-// post_process_layout at rules.lowest_threshold(), then apply_layout_rules: a page's final blocks. Raw
-// outputs without masks are taken without outlines whatever the rules say (no block is dropped or kept for
-// its outline), as PaddleX does for a model without masks.
+// post_process_layout at rules.lowest_threshold(), then apply_layout_rules, the polygons made only for the
+// detections that NMS and the merge modes keep (the same blocks, outlines and order): a page's final blocks.
+// Raw outputs without masks are taken without outlines whatever the rules say (no block is dropped or kept
+// for its outline), as PaddleX does for a model without masks.
 std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, int page_width, int page_height,
                                                   const LayoutRules& rules, LayoutInputSize input = {});
 

@@ -1,6 +1,7 @@
 #include "layout-postprocess.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -111,8 +112,20 @@ std::vector<int> layout_order_sequence(std::span<const float> order_logits, int 
     return order;
 }
 
-std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int page_width, int page_height,
-                                                 float threshold, LayoutInputSize input) {
+namespace {
+
+// Query q's box in page pixels: x1, y1, x2, y2 from its centre and size.
+std::array<float, 4> query_box(const LayoutRawOutput& raw, std::size_t q, float page_w, float page_h) {
+    const float* b = raw.pred_boxes.data() + q * 4;
+    return {(b[0] - 0.5F * b[2]) * page_w, (b[1] - 0.5F * b[3]) * page_h, (b[0] + 0.5F * b[2]) * page_w,
+            (b[1] + 0.5F * b[3]) * page_h};
+}
+
+}  // namespace
+
+std::vector<LayoutDetection> post_process_layout_boxes(const LayoutRawOutput& raw, int page_width,
+                                                       int page_height, float threshold,
+                                                       LayoutInputSize input) {
     check_raw(raw);
     if (page_width < 1 || page_height < 1) {
         fail("layout post-processing for a ", page_width, "x", page_height, " page");
@@ -135,37 +148,36 @@ std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int
     const auto page_w = static_cast<float>(page_width);
     const auto page_h = static_cast<float>(page_height);
     std::vector<LayoutDetection> kept;
-    std::vector<std::size_t> kept_query;
     for (const int flat : top) {
         const float score = scores[static_cast<std::size_t>(flat)];
         if (!(score >= threshold)) {
             continue;
         }
         const std::size_t q = static_cast<std::size_t>(flat) / c;
-        const float* b = raw.pred_boxes.data() + q * 4;
         LayoutDetection det;
         det.label = static_cast<int>(static_cast<std::size_t>(flat) % c);
         det.score = score;
-        det.box = {(b[0] - 0.5F * b[2]) * page_w, (b[1] - 0.5F * b[3]) * page_h,
-                   (b[0] + 0.5F * b[2]) * page_w, (b[1] + 0.5F * b[3]) * page_h};
+        det.box = query_box(raw, q, page_w, page_h);
         det.order = order[q];
+        det.query = static_cast<int>(q);
         kept.push_back(det);
-        kept_query.push_back(q);
     }
-    std::vector<std::size_t> by_order(kept.size());
-    std::iota(by_order.begin(), by_order.end(), std::size_t{0});
-    std::stable_sort(by_order.begin(), by_order.end(),
-                     [&](std::size_t a, std::size_t b) { return kept[a].order < kept[b].order; });
+    std::stable_sort(kept.begin(), kept.end(),
+                     [](const LayoutDetection& a, const LayoutDetection& b) { return a.order < b.order; });
+    return kept;
+}
 
-    std::vector<LayoutDetection> out;
-    out.reserve(kept.size());
-    for (const std::size_t k : by_order) {
-        out.push_back(std::move(kept[k]));
-    }
+void outline_layout_detections(const LayoutRawOutput& raw, std::vector<LayoutDetection>& detections,
+                               int page_width, int page_height, float threshold, LayoutInputSize input) {
     if (!raw.has_masks()) {
-        return out;
+        return;
     }
-
+    if (page_width < 1 || page_height < 1 || input.width < 1 || input.height < 1) {
+        fail("layout outlines for a ", page_width, "x", page_height, " page from a ", input.width, "x",
+             input.height, " input");
+    }
+    const auto page_w = static_cast<float>(page_width);
+    const auto page_h = static_cast<float>(page_height);
     // scale_ratio = size / target_size over 4, float32 as the reference computes it from a tensor of sizes.
     const float scale_x = static_cast<float>(input.width) / page_w / 4.0F;
     const float scale_y = static_cast<float>(input.height) / page_h / 4.0F;
@@ -173,12 +185,21 @@ std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int
     // 2^28).
     const int64_t max_pixels = std::clamp<int64_t>(4 * static_cast<int64_t>(page_width) * page_height,
                                                    int64_t{1} << 20, int64_t{1} << 28);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        const std::vector<uint8_t> mask =
-            raw.binary_mask(static_cast<int>(kept_query[by_order[i]]), threshold);
-        out[i].polygon =
-            mask_polygon(out[i].box, mask, raw.mask_height, raw.mask_width, scale_x, scale_y, max_pixels);
+    for (LayoutDetection& d : detections) {
+        if (d.query < 0 || d.query >= raw.n_queries) {
+            continue;
+        }
+        const std::vector<uint8_t> mask = raw.binary_mask(d.query, threshold);
+        d.polygon = mask_polygon(query_box(raw, static_cast<std::size_t>(d.query), page_w, page_h), mask,
+                                 raw.mask_height, raw.mask_width, scale_x, scale_y, max_pixels);
     }
+}
+
+std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int page_width, int page_height,
+                                                 float threshold, LayoutInputSize input) {
+    std::vector<LayoutDetection> out =
+        post_process_layout_boxes(raw, page_width, page_height, threshold, input);
+    outline_layout_detections(raw, out, page_width, page_height, threshold, input);
     return out;
 }
 

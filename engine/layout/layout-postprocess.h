@@ -43,4 +43,16 @@ std::vector<int> layout_order_sequence(std::span<const float> order_logits, int 
 std::vector<LayoutDetection> post_process_layout(const LayoutRawOutput& raw, int page_width, int page_height,
                                                  float threshold, LayoutInputSize input = {});
 
+// post_process_layout without the polygons, which take most of its time: outline_layout_detections adds
+// them later to the detections still wanted.
+std::vector<LayoutDetection> post_process_layout_boxes(const LayoutRawOutput& raw, int page_width,
+                                                       int page_height, float threshold,
+                                                       LayoutInputSize input = {});
+
+// Each detection's polygon from its query's mask as post_process_layout makes it (from the query's box in
+// page pixels, whatever the detection's box has become since). Detections without a query and raw outputs
+// without masks are left as they are.
+void outline_layout_detections(const LayoutRawOutput& raw, std::vector<LayoutDetection>& detections,
+                               int page_width, int page_height, float threshold, LayoutInputSize input = {});
+
 }  // namespace folio

@@ -10,6 +10,7 @@
 #include "fixture-reference.h"
 #include "image-loader.h"
 #include "layout-fixture.h"
+#include "layout/layout-pipeline.h"
 #include "layout/layout-postprocess.h"
 #include "models/pp-doclayout/pp-doclayout.h"
 #include "safetensors.h"
@@ -153,6 +154,43 @@ TEST_P(PpDocLayoutTest, MaskBitsForAThresholdGiveTheSameDetections) {
         }
         EXPECT_THROW(s.binary_mask(below, threshold), std::runtime_error);
     }
+}
+
+// The pipeline fits outlines only to the detections NMS and the merge modes keep: the same blocks, boxes,
+// order and polygons as outlining every detection first.
+TEST_P(PpDocLayoutTest, OutlinesFittedAfterNmsGiveTheSameBlocks) {
+    const LayoutFixture fx(GetParam());
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, fx.model_dir);
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(fx.reference_dir / "reference.json"));
+    const auto threshold = ref["threshold"].get<float>();
+    const std::vector<LayoutRawOutput> raw = model.forward(pixels, {.mask_min_score = threshold});
+    const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
+    LayoutRules rules = paddleocr_vl_1_5_layout_rules();
+    rules.thresholds.assign(rules.thresholds.size(), threshold);
+    rules.default_threshold = threshold;
+    size_t n_blocks = 0, n_dropped = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        const int height = ref["target_sizes"][i][0].get<int>();
+        const int width = ref["target_sizes"][i][1].get<int>();
+        const std::vector<LayoutDetection> all = post_process_layout(raw[i], width, height, threshold, input);
+        const std::vector<LayoutDetection> first = apply_layout_rules(all, width, height, rules);
+        const std::vector<LayoutDetection> after = detect_layout_blocks(raw[i], width, height, rules, input);
+        ASSERT_EQ(after.size(), first.size()) << "page " << i;
+        for (size_t d = 0; d < first.size(); ++d) {
+            EXPECT_EQ(after[d].label, first[d].label);
+            EXPECT_EQ(after[d].score, first[d].score);
+            EXPECT_EQ(after[d].box, first[d].box);
+            EXPECT_EQ(after[d].order, first[d].order);
+            EXPECT_EQ(after[d].polygon, first[d].polygon);
+            EXPECT_FALSE(after[d].polygon.empty());
+        }
+        n_blocks += first.size();
+        n_dropped += all.size() - first.size();
+    }
+    EXPECT_GT(n_blocks, 0u);
+    EXPECT_GT(n_dropped, 0u);  // the rules dropped detections, whose outlines the pipeline never fits
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PpDocLayoutTest, ::testing::Values("pp-doclayout-v3-tiny"));

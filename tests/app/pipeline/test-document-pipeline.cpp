@@ -149,8 +149,16 @@ private Q_SLOTS:
         QCOMPARE(service_.wait_loaded(120s), ServiceState::Ready);
     }
 
+    void pagesInOrderWithoutLayout_data() {
+        QTest::addColumn<int>("renderThreads");
+        QTest::newRow("one render thread") << 1;
+        QTest::newRow("three render threads") << 3;
+    }
     void pagesInOrderWithoutLayout() {
-        DocumentPipeline pipeline(service_, openFake, options(false));
+        QFETCH(int, renderThreads);
+        PipelineOptions o = options(false);
+        o.renderThreads = renderThreads;
+        DocumentPipeline pipeline(service_, openFake, o);
         Recorder recorder;
         const PipelineSummary summary = pipeline.run({"doc-3.pdf", "doc-1.png"}, recorder);
         // Documents start as soon as they are opened; pages and ends come in order.
@@ -185,6 +193,7 @@ private Q_SLOTS:
     void layoutBlocksGetTheirTasks() {
         PipelineOptions o = everyCandidate();
         o.recognition.chartRecognition = true;  // the fixture model sees charts everywhere
+        o.renderThreads = 3;                    // pages rendered and preprocessed ahead, in parallel
         DocumentPipeline pipeline(service_, openFake, o);
         Recorder recorder;
         const PipelineSummary summary = pipeline.run({"doc-3.pdf"}, recorder);
@@ -266,6 +275,11 @@ private Q_SLOTS:
         QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
         o = options(false);
         o.maxPagesInFlight = 0;
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+        o = options(false);
+        o.renderThreads = -1;
+        QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
+        o.renderThreads = 65;
         QVERIFY_THROWS_EXCEPTION(Error, DocumentPipeline(service_, openFake, o));
         o = options(true);
         o.labelThresholds = {{"no_such_label", 0.5F}};

@@ -47,7 +47,7 @@ const char* const kOcrUsage =
       --chart and --seal recognise charts and seals instead of keeping them as images; --keep-all-labels
       writes headers, footers, page numbers, footnotes and side text into the Markdown too. PDF pages are
       rendered at --dpi (default 200) by --render-threads threads (default half the cores, one to four),
-      ahead of the layout model. A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
+      ahead of the layout model, with at most --pages-in-flight pages held (default 32). A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
       stops within one engine step, keeping the pages done. Exit codes: 0 all written, 1 nothing could
       run, 3 some documents, pages or blocks failed (the rest written), 130 interrupted.
 )";
@@ -380,7 +380,8 @@ int run_ocr(int argc, char** argv, int first) {
     recognition.ocrForImageBlocks = opt.has("--ocr-image-blocks");
     recognition.stackTextBlocks = !opt.has("--no-stack");
     recognition.maxNewTokens = static_cast<int>(opt.integer("--max-new-tokens", 4096));
-    pipeline_options.maxPagesInFlight = static_cast<int>(opt.integer("--pages-in-flight", 8));
+    pipeline_options.maxPagesInFlight =
+        static_cast<int>(opt.integer("--pages-in-flight", pipeline_options.maxPagesInFlight));
     pipeline_options.renderThreads = static_cast<int>(opt.integer("--render-threads", 0));
     pipeline_options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", 4));
 

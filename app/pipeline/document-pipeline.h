@@ -34,7 +34,9 @@ struct PipelineOptions {
     std::optional<LayoutRules> layoutRules;
     // Score thresholds by label name over those of the rules (a user's settings), each in 0..1.
     std::map<std::string, float> labelThresholds;
-    int maxPagesInFlight = 8;
+    // Pages between rendering and their last block's text. Each holds its image; enough of them keep the
+    // device's batches full while every page's blocks decode to their ends.
+    int maxPagesInFlight = 32;
     int layoutBatch = 4;    // pages through the layout model together
     int renderThreads = 0;  // threads rendering pages and preparing them for layout; 0: half the cores, 1..4
     SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes

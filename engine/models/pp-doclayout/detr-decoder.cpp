@@ -97,9 +97,19 @@ DetrDecoder::DetrDecoder(LayoutWeights& weights, const PpDocLayoutConfig& config
         weights.linear("model.decoder_global_pointer.dense", 2LL * config.global_pointer_head_size, d);
 }
 
-std::vector<float> DetrDecoder::anchors(const std::vector<FeatureLevel>& levels,
-                                        std::vector<int64_t>& invalid) const {
-    std::vector<float> out;
+const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLevel>& levels) const {
+    std::vector<int64_t> key;
+    for (const FeatureLevel& level : levels) {
+        key.push_back(level.height);
+        key.push_back(level.width);
+    }
+    const std::lock_guard lock(anchors_mutex_);
+    if (const auto it = anchor_tables_.find(key); it != anchor_tables_.end()) {
+        return it->second;
+    }
+    AnchorTable& table = anchor_tables_[key];
+    std::vector<float>& out = table.anchors;
+    std::vector<int64_t>& invalid = table.invalid;
     for (size_t l = 0; l < levels.size(); ++l) {
         const FeatureLevel& level = levels[l];
         const float wh = 0.05f * std::pow(2.0f, static_cast<float>(l));
@@ -121,7 +131,7 @@ std::vector<float> DetrDecoder::anchors(const std::vector<FeatureLevel>& levels,
             }
         }
     }
-    return out;
+    return table;
 }
 
 DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
@@ -156,8 +166,9 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     Tensor source = be.concat(flat, 1);  // [n, s, d]
     source.shape = {n * s, d};
 
-    std::vector<int64_t> invalid;
-    const std::vector<float> anchor = anchors(levels, invalid);  // [s, 4]
+    const AnchorTable& anchor_table = anchors(levels);
+    const std::vector<int64_t>& invalid = anchor_table.invalid;
+    const std::vector<float>& anchor = anchor_table.anchors;  // [s, 4]
     if (c.anchor_image_size) {
         for (size_t l = 0; l < levels.size(); ++l) {
             const int64_t stride = c.feat_strides[std::min(l, c.feat_strides.size() - 1)];

@@ -4,6 +4,8 @@
 // from boxes around its masks (mask_enhanced) and ends with per-query masks and global-pointer order logits.
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "models/pp-doclayout/hybrid-encoder.h"
@@ -36,8 +38,13 @@ private:
     };
 
     // Anchors of the levels' positions (log-odds of cx, cy, w, h; float max where invalid) and the rows
-    // whose anchors are invalid.  ->  [s, 4]
-    std::vector<float> anchors(const std::vector<FeatureLevel>& levels, std::vector<int64_t>& invalid) const;
+    // whose anchors are invalid.
+    struct AnchorTable {
+        std::vector<float> anchors;  // [s, 4]
+        std::vector<int64_t> invalid;
+    };
+    // Made once for each set of level sizes and kept.
+    const AnchorTable& anchors(const std::vector<FeatureLevel>& levels) const;
 
     Backend& backend_;
     PpDocLayoutConfig config_;
@@ -55,6 +62,9 @@ private:
     Mlp mask_query_;
     Linear order_head_;      // the last layer's
     Linear global_pointer_;  // queries' half scaled by 1 / sqrt(head size)
+
+    mutable std::mutex anchors_mutex_;
+    mutable std::map<std::vector<int64_t>, AnchorTable> anchor_tables_;  // by the levels' heights and widths
 };
 
 }  // namespace folio

@@ -170,7 +170,11 @@ Tensor HybridEncoder::run_csp(const CspRep& csp, const Tensor& x) const {
     return csp.conv3.w.empty() ? h1 : run(be, csp.conv3, h1);  // [n, d, h, w]
 }
 
-std::vector<float> HybridEncoder::position_embedding(int64_t h, int64_t w) const {
+const std::vector<float>& HybridEncoder::position_embedding(int64_t h, int64_t w) const {
+    const std::lock_guard lock(position_mutex_);
+    if (const auto it = position_tables_.find({h, w}); it != position_tables_.end()) {
+        return it->second;
+    }
     const int64_t d = config_.encoder_hidden_dim;
     const int64_t quarter = d / 4;
     std::vector<double> omega(static_cast<size_t>(quarter));
@@ -179,7 +183,8 @@ std::vector<float> HybridEncoder::position_embedding(int64_t h, int64_t w) const
             1.0 / std::pow(static_cast<double>(config_.positional_encoding_temperature),
                            static_cast<double>(i) / static_cast<double>(quarter));
     }
-    std::vector<float> table(static_cast<size_t>(h * w * d));
+    std::vector<float>& table = position_tables_[{h, w}];
+    table.resize(static_cast<size_t>(h * w * d));
     for (int64_t y = 0; y < h; ++y) {
         for (int64_t x = 0; x < w; ++x) {
             float* row = table.data() + (y * w + x) * d;
@@ -220,7 +225,7 @@ EncoderOutput HybridEncoder::forward(const std::vector<Tensor>& backbone) const 
         Tensor rows = map_to_rows(be, maps[level]);  // [n * h * w, d]
         Tensor pos;
         if (!config_.has_eval_size) {
-            const std::vector<float> table = position_embedding(s.h, s.w);
+            const std::vector<float>& table = position_embedding(s.h, s.w);
             std::vector<std::span<const float>> parts(static_cast<size_t>(s.n), table);
             pos = be.upload(std::span<const std::span<const float>>(parts), {s.n * s.h * s.w, s.c});
         }

@@ -4,6 +4,9 @@
 // feature head that turns the PAN maps and the backbone's stride-4 map into mask prototypes.
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "models/pp-doclayout/layout-weights.h"
@@ -50,8 +53,9 @@ private:
     // One AIFI layer over rows [n * h * w, d] with position embedding pos (empty: none).
     Tensor run_aifi_layer(const AifiLayer& layer, const Tensor& x, const Tensor& pos, int64_t n,
                           int64_t hw) const;
-    // The 2D sine-cosine position embedding of an h x w map, as a float32 table [h * w, d].
-    std::vector<float> position_embedding(int64_t h, int64_t w) const;
+    // The 2D sine-cosine position embedding of an h x w map, as a float32 table [h * w, d], made once for
+    // each size and kept.
+    const std::vector<float>& position_embedding(int64_t h, int64_t w) const;
 
     Backend& backend_;
     PpDocLayoutConfig config_;
@@ -62,6 +66,9 @@ private:
     // V3's mask feature head.
     std::vector<ScaleHead> scale_heads_;
     Conv mask_output_conv_, mask_lateral_, mask_base_conv_, mask_proto_conv_;
+
+    mutable std::mutex position_mutex_;
+    mutable std::map<std::pair<int64_t, int64_t>, std::vector<float>> position_tables_;  // by (h, w)
 };
 
 // The attention of a post-norm block: x + o(attention(q(x + pos), k(x + pos), v(x))), then the norm, over n

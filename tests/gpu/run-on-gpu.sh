@@ -3,7 +3,9 @@
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
 #   tests/gpu/run-on-gpu.sh BUNDLE OUT
-#       [tests|full|layout|bench|quantized|reference|timeline|document-trace|handover]...
+#       [tests|full|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
+# documents runs the document pipeline end to end on the PDF FOLIO_BENCH_PDF (default BUNDLE/bench.pdf), four
+# times over, with each full-size layout model.
 # timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
 # lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover needs
 # bin/bench-handover (tests/gpu/bench-handover.cu).
@@ -36,6 +38,19 @@ for step in "$@"; do
             timeout 300 python3 tests/gpu/reference_layout_bench.py /tmp/folio-layout-full/pp-doclayout-$v 1,8,32 64 \
                 > "$out/layout-reference-$v.json" 2> "$out/layout-reference-$v.log"
             echo "layout reference $v: exit $?"
+        done
+        ;;
+    documents)
+        [ -d /tmp/folio-layout-full/pp-doclayout-v3 ] ||
+            timeout 300 python3 tests/fixtures/make_layout_fixtures.py --full /tmp/folio-layout-full \
+                > "$out/layout-fixtures.log" 2>&1
+        pdf=${FOLIO_BENCH_PDF:-$bundle/bench.pdf}
+        for v in v2 v3; do
+            "$bundle/bin/folio-bench" --device cuda --document "$pdf" --document "$pdf" --document "$pdf" \
+                --document "$pdf" --layout-model /tmp/folio-layout-full/pp-doclayout-$v \
+                --tokenizer tests/fixtures/paddleocr-vl/paddleocr-vl-tiny > "$out/documents-$v.json" \
+                2> "$out/documents-$v.log"
+            echo "documents $v: exit $?"
         done
         ;;
     full)

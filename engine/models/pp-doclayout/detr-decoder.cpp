@@ -4,16 +4,11 @@
 #include <cmath>
 #include <limits>
 
-#include "box-ops.h"
 #include "error.h"
 
 namespace folio {
 
 namespace {
-
-float sigmoid(float x) {
-    return 1.0f / (1.0f + std::exp(-x));
-}
 
 // Each page's queries times its prototypes: per page [q, p] · [hw, p]ᵀ.  queries [n * q, p], prototypes
 // [n, p, h, w]  ->  [n * q, h * w]
@@ -131,6 +126,7 @@ const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLe
             }
         }
     }
+    table.on_backend = backend_.upload(out, {static_cast<int64_t>(out.size() / 4), 4});
     return table;
 }
 
@@ -168,7 +164,6 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
 
     const AnchorTable& anchor_table = anchors(levels);
     const std::vector<int64_t>& invalid = anchor_table.invalid;
-    const std::vector<float>& anchor = anchor_table.anchors;  // [s, 4]
     if (c.anchor_image_size) {
         for (size_t l = 0; l < levels.size(); ++l) {
             const int64_t stride = c.feat_strides[std::min(l, c.feat_strides.size() - 1)];
@@ -193,46 +188,40 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     const Tensor enc_class = apply(be, enc_score_, output_memory);                     // [n * s, labels]
     const Tensor enc_coord = run(be, enc_bbox_, output_memory);                        // [n * s, 4]
 
-    // Query selection: the q positions of each page whose best class scores highest.
+    // Query selection on the backend: the q positions of each page whose best class scores highest, with
+    // their rows of the encoder's memory and their boxes.
     Tensor best = be.top_k(enc_class, 1).values;  // [n * s, 1]
     best.shape = {n, s};
-    Tensor top = be.top_k(best, q).indices;  // [n, q] int32
-    top.shape = {n * q};
-    const std::vector<int32_t> picked = be.read_back(top)->wait();
-    std::vector<int64_t> rows(picked.size());
+    Tensor top = be.top_k(best, q).indices;  // [n, q] int32, positions within each page
+    std::vector<Tensor> picked_rows, picked_coords;
     for (int64_t b = 0; b < n; ++b) {
-        for (int64_t i = 0; i < q; ++i) {
-            rows[static_cast<size_t>(b * q + i)] = b * s + picked[static_cast<size_t>(b * q + i)];
-        }
+        const Tensor picked = top.view(b * q, {q});
+        picked_rows.push_back(be.gather_rows(output_memory.view(b * s * d, {s, d}), picked));  // [q, d]
+        picked_coords.push_back(be.gather_rows(enc_coord.view(b * s * 4, {s, 4}), picked));    // [q, 4]
     }
-    Tensor h = be.gather_rows(output_memory, rows);                               // [n * q, d]
-    std::vector<float> ref_unact = be.download(be.gather_rows(enc_coord, rows));  // [n * q, 4]
-    for (size_t i = 0; i < rows.size(); ++i) {
-        const auto a = static_cast<size_t>(picked[i]);
-        for (size_t k = 0; k < 4; ++k) {
-            ref_unact[i * 4 + k] += anchor[a * 4 + k];
-        }
-    }
+    Tensor h = n == 1 ? picked_rows.front() : be.concat(picked_rows, 0);  // [n * q, d]
+    top.shape = {n * q};
+    Tensor ref_t;  // [n * q, 4] cx, cy, w, h: the boxes, refined by each layer
     if (c.kind == LayoutModelKind::V3 && c.mask_enhanced) {
+        // The boxes around the queries' first masks: sigmoid(inverse_sigmoid(box)), as the reference
+        // recomputes them.
         const Tensor out_query = be.layer_norm(h, decoder_norm_w_, decoder_norm_b_, eps);
         const Tensor mq = run(be, mask_query_, out_query);  // [n * q, prototypes]
         const Nchw ps = encoded.mask_prototypes.nchw();
         Tensor masks = query_masks(be, mq, encoded.mask_prototypes, n, q);  // [n * q, h4 * w4]
         masks.shape = {n * q, ps.h, ps.w};
-        const std::vector<float> boxes = be.download(be.mask_boxes(masks));  // [n * q, 4]
-        for (size_t i = 0; i < ref_unact.size(); ++i) {
-            ref_unact[i] = box_inverse_sigmoid(boxes[i]);
-        }
-    }
-    std::vector<float> ref(ref_unact.size());  // [n * q, 4] cx, cy, w, h
-    for (size_t i = 0; i < ref.size(); ++i) {
-        ref[i] = sigmoid(ref_unact[i]);
+        ref_t = be.mask_boxes(masks);
+        be.refine_boxes(ref_t, be.alloc({n * q, 4}));
+    } else {
+        // sigmoid(the encoder's box + the position's anchor).
+        ref_t = n == 1 ? picked_coords.front() : be.concat(picked_coords, 0);
+        be.add(ref_t, be.gather_rows(anchor_table.on_backend, top));
+        be.apply_activation(ref_t, Activation::Sigmoid);
     }
 
     Tensor value_source = source;
     const int64_t head_dim = d / heads;
     const int64_t n_samples = heads * n_levels * points;
-    Tensor ref_t = be.upload(ref, {n * q, 4});  // the boxes, refined by each layer on the backend
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer& layer = layers_[i];
         const Tensor pos = run(be, query_pos_, ref_t);  // [n * q, d]

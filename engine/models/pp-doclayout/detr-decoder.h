@@ -41,6 +41,7 @@ private:
     // whose anchors are invalid.
     struct AnchorTable {
         std::vector<float> anchors;  // [s, 4]
+        Tensor on_backend;           // the same  [s, 4]
         std::vector<int64_t> invalid;
     };
     // Made once for each set of level sizes and kept.

@@ -192,15 +192,16 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     // their rows of the encoder's memory and their boxes.
     Tensor best = be.top_k(enc_class, 1).values;  // [n * s, 1]
     best.shape = {n, s};
-    Tensor top = be.top_k(best, q).indices;  // [n, q] int32, positions within each page
-    std::vector<Tensor> picked_rows, picked_coords;
-    for (int64_t b = 0; b < n; ++b) {
-        const Tensor picked = top.view(b * q, {q});
-        picked_rows.push_back(be.gather_rows(output_memory.view(b * s * d, {s, d}), picked));  // [q, d]
-        picked_coords.push_back(be.gather_rows(enc_coord.view(b * s * 4, {s, 4}), picked));    // [q, 4]
-    }
-    Tensor h = n == 1 ? picked_rows.front() : be.concat(picked_rows, 0);  // [n * q, d]
-    top.shape = {n * q};
+    const Tensor top = be.top_k(best, q).indices;  // [n, q] int32, positions within each page
+    // Each page's rows of x [n * s, cols] at its selected positions.  ->  [n * q, cols]
+    const auto gather_selected = [&](const Tensor& x, int64_t cols) {
+        std::vector<Tensor> parts;
+        for (int64_t b = 0; b < n; ++b) {
+            parts.push_back(be.gather_rows(x.view(b * s * cols, {s, cols}), top.view(b * q, {q})));
+        }
+        return n == 1 ? parts.front() : be.concat(parts, 0);
+    };
+    Tensor h = gather_selected(output_memory, d);  // [n * q, d]
     Tensor ref_t;  // [n * q, 4] cx, cy, w, h: the boxes, refined by each layer
     if (c.kind == LayoutModelKind::V3 && c.mask_enhanced) {
         // The boxes around the queries' first masks: sigmoid(inverse_sigmoid(box)), as the reference
@@ -214,8 +215,10 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         be.refine_boxes(ref_t, be.alloc({n * q, 4}));
     } else {
         // sigmoid(the encoder's box + the position's anchor).
-        ref_t = n == 1 ? picked_coords.front() : be.concat(picked_coords, 0);
-        be.add(ref_t, be.gather_rows(anchor_table.on_backend, top));
+        ref_t = gather_selected(enc_coord, 4);
+        Tensor positions = top;
+        positions.shape = {n * q};
+        be.add(ref_t, be.gather_rows(anchor_table.on_backend, positions));
         be.apply_activation(ref_t, Activation::Sigmoid);
     }
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #ifdef FOLIO_WITH_CUDA
 #include "backend-cuda.h"
@@ -24,6 +25,9 @@ std::string normalise_flag(std::string flag) {
 }  // namespace
 
 Options::Options(int argc, char** argv, int first) {
+    if (argc > 0 && argv[0] != nullptr && argv[0][0] != '\0') {
+        program_ = std::filesystem::path(argv[0]).filename().string();
+    }
     for (int i = first; i < argc; ++i) {
         std::string flag = argv[i];
         if (flag == "-tp") {

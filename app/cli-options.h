@@ -38,6 +38,8 @@ public:
             }
         }
     }
+    // The program's name as it was run (argv[0]'s file name; "folio-cli" without one), for messages.
+    const std::string& program() const { return program_; }
     bool has(const std::string& flag) const { return values_.contains(flag); }
     std::vector<std::string> all(const std::string& flag) const {
         const auto it = values_.find(flag);
@@ -80,6 +82,7 @@ private:
     }
 
     std::map<std::string, std::vector<std::string>> values_;
+    std::string program_ = "folio-cli";
 };
 
 // "WxH" -> {W, H}, each at least 28 (two patches); throws naming the flag.

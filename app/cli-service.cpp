@@ -9,9 +9,9 @@
 
 namespace folio::cli {
 
-std::string phase_line(const LoadProgress& p) {
+std::string phase_line(const LoadProgress& p, std::string_view program) {
     std::ostringstream line;
-    line << std::fixed << std::setprecision(1) << "folio-cli: loading: " << load_phase_name(p.phase);
+    line << std::fixed << std::setprecision(1) << program << ": loading: " << load_phase_name(p.phase);
     if (p.phase == LoadPhase::Weights) {
         line << " (" << static_cast<double>(p.bytes_total) / (1 << 20) << " MiB)";
     } else if (p.phase == LoadPhase::Quantization) {
@@ -38,9 +38,9 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
         params.models.push_back(std::move(layout));
     }
     params.engine = engine_options.engine;
-    params.on_progress = [shown = LoadPhase::Idle](const LoadProgress& p) mutable {
+    params.on_progress = [shown = LoadPhase::Idle, program = opt.program()](const LoadProgress& p) mutable {
         if (p.phase != shown && p.phase != LoadPhase::Idle && p.phase != LoadPhase::Ready) {
-            std::cerr << phase_line(p) << "\n";
+            std::cerr << phase_line(p, program) << "\n";
         }
         shown = p.phase;
     };

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli-options.h"
 #include "engine-options.h"
@@ -12,8 +13,9 @@
 
 namespace folio::cli {
 
-// A loading phase as folio-cli shows it as it begins: the bytes of weights to read, the weights to quantize.
-std::string phase_line(const LoadProgress& progress);
+// A loading phase as the program shows it as it begins: the bytes of weights to read, the weights to
+// quantize.
+std::string phase_line(const LoadProgress& progress, std::string_view program = "folio-cli");
 
 // Loads the service and waits for it; throws folio::Error with the service's error when loading fails.
 void load_service(EngineService& service, const Options& opt, const std::filesystem::path& model_dir,

@@ -3,15 +3,14 @@
 #include <QStringList>
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <vector>
 
 #include "cli-service.h"
 #include "document-pipeline.h"
 #include "engine-options.h"
 #include "models/paddleocr-vl/model-files.h"
-#include "page-prefetch.h"
 #include "pdf-document.h"
+#include "pipeline-flags.h"
 #include "source-input.h"
 
 namespace folio::cli {
@@ -92,27 +91,15 @@ nlohmann::json bench_documents(const Options& opt) {
     if (block_tokens < 1) {
         fail("--block-tokens must be at least 1, got ", block_tokens);
     }
-    DocumentOptions document_options;
-    document_options.dpi = static_cast<int>(opt.integer("--dpi", kDefaultDpi));
-    if (document_options.dpi < kMinDpi || document_options.dpi > kMaxDpi) {
-        fail("--dpi expects ", kMinDpi, "..", kMaxDpi, ", got ", document_options.dpi);
-    }
+    const DocumentOptions document_options = document_options_from(opt);
     PipelineOptions options;
     options.recognition.maxNewTokens = static_cast<int>(block_tokens);
-    options.maxPagesInFlight = static_cast<int>(opt.integer("--pages-in-flight", options.maxPagesInFlight));
-    options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", options.layoutBatch));
-    options.renderThreads = static_cast<int>(opt.integer("--render-threads", options.renderThreads));
 
     const std::filesystem::path model_dir = random_weights ? "" : opt.text("--model");
     const ModelConfig cfg = random_weights ? parse_model_config("{}", "full-size defaults")
                                            : ModelFiles::open(model_dir)->config();
     const EngineOptions engine_options = parse_engine_options(opt, cfg);
-    if (engine_options.image_min_pixels) {
-        options.recognition.pixels.minPixels = *engine_options.image_min_pixels;
-    }
-    if (engine_options.image_max_pixels) {
-        options.recognition.pixels.maxPixels = *engine_options.image_max_pixels;
-    }
+    apply_pipeline_flags(opt, engine_options, options);
     EngineService service;
     const auto load_start = std::chrono::steady_clock::now();
     load_service(service, opt, model_dir, engine_options, std::filesystem::path(opt.text("--layout-model")),
@@ -135,8 +122,7 @@ nlohmann::json bench_documents(const Options& opt) {
     });
     const std::vector<PageTimings>& t = observer.timings;
     const auto n_pages = static_cast<double>(std::max<int64_t>(summary.pages, 1));
-    const int render_threads =
-        options.renderThreads > 0 ? options.renderThreads : PagePrefetcher::default_threads();
+    const int render_threads = renderThreadCount(options);
     double rendering = 0;  // on the render threads
     double reading = 0;    // on the reading thread
     for (const PageTimings& page : t) {

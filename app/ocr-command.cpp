@@ -28,6 +28,7 @@
 #include "model-command.h"
 #include "model-locator.h"
 #include "models/paddleocr-vl/config.h"
+#include "pipeline-flags.h"
 #include "source-input.h"
 
 namespace folio::cli {
@@ -349,11 +350,7 @@ int run_ocr(int argc, char** argv, int first) {
     }
     const QStringList files = collectInputFiles(given, input_options);
 
-    DocumentOptions document_options;
-    document_options.dpi = static_cast<int>(opt.integer("--dpi", kDefaultDpi));
-    if (document_options.dpi < kMinDpi || document_options.dpi > kMaxDpi) {
-        fail("--dpi expects ", kMinDpi, "..", kMaxDpi, ", got ", document_options.dpi);
-    }
+    DocumentOptions document_options = document_options_from(opt);
     document_options.password = QString::fromStdString(opt.text("--password", ""));
     const PageRange range = PageRange::parse(opt.text("--pages", "all"));
 
@@ -380,10 +377,6 @@ int run_ocr(int argc, char** argv, int first) {
     recognition.ocrForImageBlocks = opt.has("--ocr-image-blocks");
     recognition.stackTextBlocks = !opt.has("--no-stack");
     recognition.maxNewTokens = static_cast<int>(opt.integer("--max-new-tokens", 4096));
-    pipeline_options.maxPagesInFlight =
-        static_cast<int>(opt.integer("--pages-in-flight", pipeline_options.maxPagesInFlight));
-    pipeline_options.renderThreads = static_cast<int>(opt.integer("--render-threads", 0));
-    pipeline_options.layoutBatch = static_cast<int>(opt.integer("--layout-batch", 4));
 
     ExportOptions export_options;
     export_options.outputDir = QDir(QString::fromStdString(out_dir)).absolutePath();
@@ -392,9 +385,6 @@ int run_ocr(int argc, char** argv, int first) {
             export_options.markdownLabels.insert(
                 QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size())));
         }
-    }
-    if (!QDir().mkpath(export_options.outputDir)) {
-        fail("cannot create the output folder ", out_dir);
     }
 
     // The models, then the engine.
@@ -406,11 +396,9 @@ int run_ocr(int argc, char** argv, int first) {
     }
     const EngineOptions engine_options =
         parse_engine_options(opt, load_model_config(model_dir / "config.json"));
-    if (engine_options.image_min_pixels) {
-        recognition.pixels.minPixels = *engine_options.image_min_pixels;
-    }
-    if (engine_options.image_max_pixels) {
-        recognition.pixels.maxPixels = *engine_options.image_max_pixels;
+    apply_pipeline_flags(opt, engine_options, pipeline_options);
+    if (!QDir().mkpath(export_options.outputDir)) {
+        fail("cannot create the output folder ", out_dir);
     }
     EngineService service;
     load_service(service, opt, model_dir, engine_options, layout_dir, pipeline_options.layoutBatch);

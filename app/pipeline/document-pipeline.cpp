@@ -22,6 +22,10 @@
 
 namespace folio {
 
+int renderThreadCount(const PipelineOptions& options) {
+    return options.renderThreads > 0 ? options.renderThreads : PagePrefetcher::default_threads();
+}
+
 QString documentStem(const QString& inputPath) {
     return QFileInfo(inputPath).completeBaseName();
 }
@@ -324,8 +328,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 };
             }
             PrefetchParams prefetch_params;
-            prefetch_params.n_threads =
-                options_.renderThreads > 0 ? options_.renderThreads : PagePrefetcher::default_threads();
+            prefetch_params.n_threads = renderThreadCount(options_);
             prefetch_params.window = std::max(prefetch_params.n_threads, options_.layoutBatch);
             PagePrefetcher prefetcher(inputs, opener_, std::move(prepare), prefetch_params);
 

@@ -42,6 +42,9 @@ struct PipelineOptions {
     SamplingParams sampling;  // greedy by default, as PaddleOCR-VL's pipeline decodes
 };
 
+// The threads a pipeline with these options renders pages on.
+int renderThreadCount(const PipelineOptions& options);
+
 // Where the whole run stands.
 struct PipelineProgress {
     int documentsDone = 0;

@@ -103,7 +103,7 @@ const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLe
         return it->second;
     }
     AnchorTable& table = anchor_tables_[key];
-    std::vector<float>& out = table.anchors;
+    std::vector<float> out;
     std::vector<int64_t>& invalid = table.invalid;
     for (size_t l = 0; l < levels.size(); ++l) {
         const FeatureLevel& level = levels[l];
@@ -126,7 +126,7 @@ const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLe
             }
         }
     }
-    table.on_backend = backend_.upload(out, {static_cast<int64_t>(out.size() / 4), 4});
+    table.anchors = backend_.upload(out, {static_cast<int64_t>(out.size() / 4), 4});
     return table;
 }
 
@@ -218,7 +218,7 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
         ref_t = gather_selected(enc_coord, 4);
         Tensor positions = top;
         positions.shape = {n * q};
-        be.add(ref_t, be.gather_rows(anchor_table.on_backend, positions));
+        be.add(ref_t, be.gather_rows(anchor_table.anchors, positions));
         be.apply_activation(ref_t, Activation::Sigmoid);
     }
 

@@ -37,11 +37,10 @@ private:
         Tensor final_norm_w, final_norm_b;
     };
 
-    // Anchors of the levels' positions (log-odds of cx, cy, w, h; float max where invalid) and the rows
-    // whose anchors are invalid.
+    // Anchors of the levels' positions (log-odds of cx, cy, w, h; float max where invalid) on the backend,
+    // and the rows whose anchors are invalid.
     struct AnchorTable {
-        std::vector<float> anchors;  // [s, 4]
-        Tensor on_backend;           // the same  [s, 4]
+        Tensor anchors;  // [s, 4]
         std::vector<int64_t> invalid;
     };
     // Made once for each set of level sizes and kept.

@@ -36,7 +36,8 @@ const char* const kBenchUsage =
                   [engine options]
       With --layout-model, the layout model instead: --pages pages (default 64) of a 1700x2200 page at each
       batch size (default 1,8,32), in pages/s, with float32 products and then with TF32 convolutions (as
-      the document pipeline runs it), and the image processor's time a page on the host.
+      the document pipeline runs it: uploaded from the host; a single page as a replayed recorded pass, and
+      also without), and the image processor's time a page on the host.
       With --document, the document pipeline end to end as `ocr` runs it (render, layout, blocks,
       recognition, assembly; nothing written): pages/s and each page's time in each step. Each block's output
       stops at --block-tokens (default 60); random weights take prompts through --tokenizer's tokenizer.
@@ -220,6 +221,24 @@ PageFirstToken page_first_token(EngineService& service, const ModelConfig& cfg, 
     return {any_ms[any_ms.size() / 2], first_ms[first_ms.size() / 2]};
 }
 
+// The decoder's floating-point operations for blocks of these prompt lengths each generating n_generated
+// tokens: its layers' products over every token it takes, causal attention over each block's tokens and the
+// LM head over the sampled ones.
+double decoder_flops(const TextConfig& t, std::span<const int64_t> prompt_lengths, int64_t n_generated) {
+    const double hidden = t.hidden_size;
+    const double q_dim = static_cast<double>(t.num_attention_heads) * t.head_dim;
+    const double kv_dim = static_cast<double>(t.num_key_value_heads) * t.head_dim;
+    const double layer_params =
+        hidden * (q_dim + 2 * kv_dim) + q_dim * hidden + 3 * hidden * t.intermediate_size;
+    double flops = 0;
+    for (const int64_t p : prompt_lengths) {
+        const auto n = static_cast<double>(p + n_generated - 1);  // the last token is not fed back
+        flops += t.num_hidden_layers * (2 * layer_params * n + 2 * q_dim * n * (n + 1));
+        flops += 2 * hidden * t.vocab_size * static_cast<double>(n_generated);
+    }
+    return flops;
+}
+
 nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, PreprocessorConfig pre,
                               const EngineConfig& config, const DocumentWorkload& w) {
     pre.min_pixels = kBlockMinPixels;
@@ -231,8 +250,13 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
         std::vector<Request> blocks = page_requests(cfg, pre, w, rng, n_prompt_tokens);
         std::move(blocks.begin(), blocks.end(), std::back_inserter(requests));
     }
+    std::vector<int64_t> prompt_lengths;
+    for (const Request& r : requests) {
+        prompt_lengths.push_back(static_cast<int64_t>(r.prompt.ids.size()));
+    }
     // The blocks' own pixel bounds decide the largest image a step takes whole.
     EngineConfig engine = config;
+    engine.time_device = true;
     const int64_t factor = int64_t{pre.patch_size} * pre.merge_size;
     engine.max_image_tokens = kBlockMaxPixels / (factor * factor);
     service.reconfigure(engine);
@@ -255,6 +279,7 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
     }
     const EngineStats stats = service.stats().engine;
     const PageFirstToken first_token = page_first_token(service, cfg, pre, w, rng);
+    const double flops = decoder_flops(cfg.text, prompt_lengths, w.block_tokens);
     return {{"workload", w.name},
             {"pages", w.n_pages},
             {"blocks_per_page", w.page_blocks.size()},
@@ -276,6 +301,13 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
             {"sample_seconds", stats.runner.sample_seconds},
             {"update_seconds", stats.update_seconds},
             {"preemptions", stats.n_preemptions},
+            // The device's time from the start to the end of each part of the steps, summed over the steps.
+            {"vision_device_seconds", stats.runner.vision_device_seconds},
+            {"decoder_device_seconds", stats.runner.text_device_seconds},
+            {"decode_step_device_seconds", stats.runner.decode_device_seconds},
+            // The decoder's products and attention for the workload's tokens, and the LM head on the sampled
+            // ones.
+            {"decoder_flops", flops},
             {"kv_blocks", stats.n_kv_blocks},
             // One page submitted alone after the workload: its first block's first token (layout excluded).
             {"page_first_token_ms", first_token.any_block_ms},
@@ -283,6 +315,39 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
 }
 
 }  // namespace
+
+// Floating-point operations per second of a large product with bfloat16 weights: rows through a square
+// matrix, the sizes doubled from 512 until one product takes 20 ms or reaches 8192 rows of 4096 (where a GPU
+// reaches its rate on the decoder's kind of work; a CPU stops early).
+double bf16_product_rate(Backend& backend) {
+    constexpr int kRepeats = 10;
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
+    for (int64_t rows = 512, size = 512;; rows *= 2, size = std::min<int64_t>(size * 2, 4096)) {
+        std::vector<float> values(static_cast<size_t>(size * size));
+        for (float& v : values) {
+            v = dist(rng);
+        }
+        const Weight w = backend.upload(quantize(values, size, size, Quantization::Bf16, size));
+        const Tensor x =
+            backend.upload(std::vector<float>(static_cast<size_t>(rows * size), 0.5f), {rows, size});
+        const Tensor probe = backend.alloc({1});
+        backend.linear(x, w, nullptr);
+        backend.download(probe);
+        auto start = std::chrono::steady_clock::now();
+        backend.linear(x, w, nullptr);
+        backend.download(probe);
+        if (seconds_since(start) < 0.02 && rows < 8192) {
+            continue;
+        }
+        start = std::chrono::steady_clock::now();
+        for (int i = 0; i < kRepeats; ++i) {
+            backend.linear(x, w, nullptr);
+        }
+        backend.download(probe);
+        return 2.0 * static_cast<double>(rows * size * size) * kRepeats / seconds_since(start);
+    }
+}
 
 // Bytes per second a device-to-device copy of a large tensor moves (each byte read once and written once).
 double copy_bandwidth(Backend& backend) {
@@ -402,7 +467,7 @@ int run_bench(const Options& opt) {
     const int64_t patch_dim = cfg.vision.patch_dim();
     const std::vector<float> pixels(static_cast<size_t>(kVisionImages * grids[0].n_patches() * patch_dim),
                                     0.1f);
-    double vision_seconds = 0.0, bandwidth = 0.0;
+    double vision_seconds = 0.0, bandwidth = 0.0, product_rate = 0.0;
     int64_t n_params = 0, n_weight_bytes = 0, peak_bytes = 0, device_bytes = 0;
     std::string device;
     service.run_on_engine_thread([&](EngineContext& context) {
@@ -436,6 +501,7 @@ int run_bench(const Options& opt) {
     }
     service.run_on_engine_thread([&](EngineContext& context) {
         bandwidth = copy_bandwidth(context.backend);
+        product_rate = bf16_product_rate(context.backend);
         peak_bytes = context.backend.memory_stats().peak;
         device_bytes = context.backend.total_memory();
     });
@@ -448,6 +514,7 @@ int run_bench(const Options& opt) {
     const int64_t step_bytes = decode_weight_bytes(cfg, load);
     nlohmann::json report = {
         {"copy_bandwidth_bytes_per_second", bandwidth},
+        {"bf16_product_flops_per_second", product_rate},
         {"decode_weight_bytes_per_step", step_bytes},
         {"decode_floor_tokens_per_second", bandwidth / static_cast<double>(step_bytes)},
         {"peak_bytes", peak_bytes},
@@ -470,6 +537,11 @@ int run_bench(const Options& opt) {
         {"decode", decode},
     };
     if (document.n_pages > 0) {
+        // The decoder's floor: its operations at the product rate measured above.
+        const double floor = document_report["decoder_flops"].get<double>() / product_rate;
+        document_report["decoder_floor_seconds"] = floor;
+        document_report["decoder_device_over_floor"] =
+            document_report["decoder_device_seconds"].get<double>() / floor;
         report["document"] = document_report;
     }
     std::cout << report.dump(2) << std::endl;

@@ -12,6 +12,12 @@ void check_upload(const Tensor& t, int64_t n_values) {
     }
 }
 
+void check_update_f32(const Tensor& t, int64_t n_values) {
+    if (t.dtype != ScalarType::F32 || n_values != t.n_elements() || !t.fits_buffer()) {
+        fail("update: ", n_values, " float32 values for ", dtype_name(t.dtype), " ", shape_string(t.shape));
+    }
+}
+
 void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size) {
     if (n_levels != t.n_elements()) {
         fail("upload_levels: ", n_levels, " levels for shape ", shape_string(t.shape));
@@ -358,6 +364,14 @@ void check_gather_rows(const Tensor& src, const Tensor& rows) {
         fail("gather_rows: source has no rows");
     }
     check_i32(rows, {rows.n_elements()}, "gather_rows", "rows");
+}
+
+void check_scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src) {
+    check_i32(rows, {rows.n_elements()}, "scatter_rows", "rows");
+    if (dst.shape.empty() || src.row_size() != dst.row_size() || src.rows() != rows.n_elements()) {
+        fail("scatter_rows: src ", shape_string(src.shape), " into dst ", shape_string(dst.shape), " at ",
+             rows.n_elements(), " rows");
+    }
 }
 
 void check_gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) {

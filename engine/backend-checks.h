@@ -15,6 +15,8 @@ namespace folio {
 
 // n_values for every element of t.
 void check_upload(const Tensor& t, int64_t n_values);
+// update's float32 form: n_values for all of a float32 tensor.
+void check_update_f32(const Tensor& t, int64_t n_values);
 // upload_levels: n_levels for every element of t, rows of whole channels of channel_size elements each, a
 // table of 256 values for each channel, and rows whose elements an int indexes.
 void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size);
@@ -85,6 +87,7 @@ void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const 
                                   const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size);
 // rows [n] int32; src has a row dimension.
 void check_gather_rows(const Tensor& src, const Tensor& rows);
+void check_scatter_rows(const Tensor& dst, const Tensor& rows, const Tensor& src);
 // table [vocab, d]; ids [n] and pending [n_pending] int32.
 void check_gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending);
 

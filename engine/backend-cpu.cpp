@@ -218,6 +218,14 @@ public:
         std::copy(values.begin(), values.end(), t.i32());
     }
 
+    void update(Tensor& t, std::span<const std::span<const float>> parts) override {
+        check_update_f32(t, total_size(parts));
+        float* dst = t.f32();
+        for (const std::span<const float> part : parts) {
+            dst = std::copy(part.begin(), part.end(), dst);
+        }
+    }
+
     std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
 
     std::vector<int32_t> download_i32(const Tensor& t) override {
@@ -534,6 +542,12 @@ public:
         for (size_t i = 0; i < rows.size(); ++i) {
             std::memcpy(dst.f32() + rows[i] * d, src.f32() + static_cast<int64_t>(i) * d, d * sizeof(float));
         }
+    }
+
+    void scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) override {
+        check_scatter_rows(dst, rows, src);
+        const std::vector<int64_t> indices(rows.i32(), rows.i32() + rows.n_elements());
+        scatter_rows(dst, indices, src);
     }
 
 protected:

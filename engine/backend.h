@@ -134,6 +134,14 @@ public:
 // A readback of values the host already has (backends that run each operation as it is called).
 std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values);
 
+// A point on a backend's queue, for measuring how long the device took over the work between two points.
+class QueueMark {
+public:
+    virtual ~QueueMark() = default;
+    // Seconds from earlier to this mark, once the work queued before this one has run (waiting for it).
+    virtual double seconds_since(const QueueMark& earlier) = 0;
+};
+
 // Bytes a backend holds in tensors now, and the most it has held since the last reset_peak().
 struct MemoryStats {
     int64_t in_use = 0;
@@ -178,6 +186,8 @@ public:
     // An int32 tensor, and new values for all of one.
     virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;
     virtual void update(Tensor& t, std::span<const int32_t> values) = 0;
+    // New values for all of a float32 tensor, its parts one after another (the inputs of recorded work).
+    virtual void update(Tensor& t, std::span<const std::span<const float>> parts) = 0;
 
     // Packed weights (bfloat16, WINT8, WINT4) into the backend's memory: alloc_weight, then write_weight.
     Weight upload(const QuantizedWeights& w);
@@ -190,6 +200,9 @@ public:
     // Bytes of memory the backend's device has in all.
     virtual int64_t total_memory() const = 0;
     virtual void reset_peak() = 0;
+    // A mark behind the work queued so far (QueueMark). Backends that run each operation as it is called
+    // mark the host's clock, which the default does.
+    virtual std::unique_ptr<QueueMark> mark_queue();
 
     // One linear operation as spec describes it (LinearSpec), over w in any format: in one pass where the
     // backend fuses that combination, else as its parts in turn (norm, product, activation, output, residual
@@ -274,6 +287,9 @@ public:
     virtual Tensor gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) = 0;
     // dst[rows[i]] = src[i].  dst [n_dst, d], src [rows.size(), d]
     virtual void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) = 0;
+    // The same with distinct row indices in an int32 tensor on the backend, within dst (a backend that does
+    // not check them on the host skips those outside).  rows [n], src [n, d]
+    virtual void scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) = 0;
     // x[i] += Σ_t weights[i · taps + t] · src[rows[i · taps + t]], the sum taken over t in order first, with
     // taps = rows.size() / n (a table resampled onto each row: the vision position grid).
     // x [n, d], src [n_src, d], rows and weights [n · taps]

@@ -191,6 +191,7 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     RunnerParams runner_params;
     runner_params.max_model_len = config.max_model_len;
     runner_params.max_num_seqs = config.max_num_seqs;
+    runner_params.time_device = config.time_device;
     if (config.use_cudagraph) {
         runner_params.capture_sizes = config.cudagraph_capture_sizes.empty()
                                           ? default_capture_sizes(config.max_num_seqs)

@@ -53,6 +53,8 @@ struct EngineConfig {
     // keep (a layout model): the memory plan leaves both.
     int64_t other_process_bytes = 0;
     int64_t reserved_bytes = 0;
+    // The device's time for each part of the steps measured (RunnerParams::time_device), for benchmarks.
+    bool time_device = false;
 };
 
 // What the engine does as it starts, for progress and cancellation.
@@ -66,7 +68,8 @@ struct Request {
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
     bool ignore_eos = false;        // no stop ids at all: runs to max_tokens (benchmarks)
     std::vector<std::string> stop_strings;
-    bool skip_special_tokens = true;  // the text leaves out special tokens (PaddleOCR-VL-1.5's spotting keeps them)
+    bool skip_special_tokens =
+        true;  // the text leaves out special tokens (PaddleOCR-VL-1.5's spotting keeps them)
     Priority priority = Priority::Batch;
     // Each image's content hash (image_content_hash), computed where the request is built; empty: the engine
     // hashes the images as it takes the request.

@@ -33,7 +33,8 @@ ModelRunner::ModelRunner(GenerativeModel& model, const KvCacheParams& cache_para
       decode_(model, cache_,
               {std::min((params.max_model_len + cache_params.block_size - 1) / cache_params.block_size,
                         cache_params.n_blocks),
-               params.capture_sizes, sampled_}) {
+               params.capture_sizes, sampled_}),
+      time_device_(params.time_device) {
     decode_.record_all();
 }
 
@@ -289,7 +290,9 @@ LaunchedStep ModelRunner::launch(SchedulerOutput output, const KvSlots& kv, cons
         step.output = std::move(output);
         return step;
     }
+    step.marks[0] = mark();
     encode_missing_images(output);
+    step.marks[1] = mark();
     const auto start = std::chrono::steady_clock::now();
     step.decode = is_decode_step(output);
     const Tensor hidden =
@@ -309,6 +312,7 @@ LaunchedStep ModelRunner::launch(SchedulerOutput output, const KvSlots& kv, cons
     if (!sample_rows.empty()) {
         step.tokens = sample(output, hidden, sample_rows);
     }
+    step.marks[2] = mark();
     ++stats_.n_steps;
     const double seconds = seconds_since(start);
     stats_.text_seconds += seconds;
@@ -319,9 +323,32 @@ LaunchedStep ModelRunner::launch(SchedulerOutput output, const KvSlots& kv, cons
     return step;
 }
 
+std::unique_ptr<QueueMark> ModelRunner::mark() const {
+    return time_device_ ? model_.backend().mark_queue() : nullptr;
+}
+
+void ModelRunner::add_device_times(LaunchedStep& step, bool waited) {
+    if (step.marks[2]) {
+        unread_marks_.push_back({std::move(step.marks), step.decode});
+    }
+    if (!waited) {
+        return;
+    }
+    for (StepMarks& m : unread_marks_) {
+        const double text = m.marks[2]->seconds_since(*m.marks[1]);
+        stats_.vision_device_seconds += m.marks[1]->seconds_since(*m.marks[0]);
+        stats_.text_device_seconds += text;
+        if (m.decode) {
+            stats_.decode_device_seconds += text;
+        }
+    }
+    unread_marks_.clear();
+}
+
 std::vector<int32_t> ModelRunner::finish(LaunchedStep& step) {
     std::vector<int32_t> sampled(step.output.chunks.size(), -1);
     if (!step.tokens) {
+        add_device_times(step, false);
         return sampled;
     }
     const auto start = std::chrono::steady_clock::now();
@@ -333,6 +360,7 @@ std::vector<int32_t> ModelRunner::finish(LaunchedStep& step) {
             sampled[c] = tokens.at(row++);
         }
     }
+    add_device_times(step, true);
     const double seconds = seconds_since(start);
     stats_.text_seconds += seconds;
     stats_.sample_seconds += seconds;

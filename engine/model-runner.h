@@ -24,6 +24,9 @@ struct RunnerParams {
     int64_t max_model_len = 0;
     int64_t max_num_seqs = 1;            // the most chunks a step has
     std::vector<int64_t> capture_sizes;  // decode batch sizes to record where the backend can; empty: none
+    // Marks each step's parts on the backend's queue and adds the device's time for them to the stats'
+    // *_device_seconds (for measurements: a CUDA event each part).
+    bool time_device = false;
 };
 
 struct RunnerStats {
@@ -36,6 +39,12 @@ struct RunnerStats {
     int64_t n_decode_steps = 0;   // steps of one new token per sequence, inputs on the backend
     double decode_seconds = 0.0;  // of text_seconds, the decode steps'
     int64_t n_replays = 0;        // of those, replays of recorded work
+    // With RunnerParams::time_device, the device's time from the start to the end of each part of the steps:
+    // the vision encoder (with its uploads), the decoder with its logits and sampling, and of that the
+    // decode steps'.
+    double vision_device_seconds = 0.0;
+    double text_device_seconds = 0.0;
+    double decode_device_seconds = 0.0;
 };
 
 // A step whose work is queued on the backend; finish() brings its tokens.
@@ -44,6 +53,9 @@ struct LaunchedStep {
     std::vector<int64_t> sampled_ids;       // the request of each sampled row, in row order
     std::unique_ptr<TokenReadback> tokens;  // the sampled rows' tokens; null where no chunk samples
     bool decode = false;                    // a step of the decode path
+    // With RunnerParams::time_device: marks before the vision encoder, before the decoder and after the
+    // sampling.
+    std::array<std::unique_ptr<QueueMark>, 3> marks;
 };
 
 class ModelRunner {
@@ -69,6 +81,12 @@ public:
     const RunnerStats& stats() const { return stats_; }
 
 private:
+    // A mark on the backend's queue where the runner times the device, else null.
+    std::unique_ptr<QueueMark> mark() const;
+    // Takes a finished step's marks; where `waited` (its tokens are on the host, so every step launched
+    // before it has run too), adds the device times of the marks taken so far to the stats.
+    void add_device_times(LaunchedStep& step, bool waited);
+
     struct RequestState {
         PromptPositions positions;
         PreprocessedImages images;
@@ -105,6 +123,12 @@ private:
     DecodeGraphs decode_;
     std::unordered_map<int64_t, RequestState> requests_;
     RunnerStats stats_;
+    bool time_device_ = false;
+    struct StepMarks {
+        std::array<std::unique_ptr<QueueMark>, 3> marks;
+        bool decode = false;
+    };
+    std::vector<StepMarks> unread_marks_;  // of finished steps whose work may still run
 };
 
 }  // namespace folio

@@ -43,6 +43,37 @@ private:
     std::shared_ptr<DevicePool> pool_;
 };
 
+struct EventDestroy {
+    void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+
+// An event recorded on the backend's stream.
+class CudaQueueMark final : public QueueMark {
+public:
+    CudaQueueMark(cudaStream_t stream, int device) : device_(device) {
+        cudaEvent_t event = nullptr;
+        CUDA_CHECK(cudaEventCreate(&event));
+        event_.reset(event);
+        CUDA_CHECK(cudaEventRecord(event, stream));
+    }
+
+    double seconds_since(const QueueMark& earlier) override {
+        const auto* e = dynamic_cast<const CudaQueueMark*>(&earlier);
+        if (e == nullptr || e->device_ != device_) {
+            fail("cuda: a queue mark compared with one of another backend");
+        }
+        CUDA_CHECK(cudaSetDevice(device_));
+        CUDA_CHECK(cudaEventSynchronize(event_.get()));
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e->event_.get(), event_.get()));
+        return static_cast<double>(ms) / 1000.0;
+    }
+
+private:
+    std::unique_ptr<CUevent_st, EventDestroy> event_;
+    int device_;
+};
+
 }  // namespace
 
 CudaBackend::CudaBackend(const CudaBackendOptions& options)
@@ -153,6 +184,12 @@ void CudaBackend::update(Tensor& t, std::span<const int32_t> values) {
     check_update(t, values);
     activate();
     store_words(values, device_i32(t, "update"));
+}
+
+void CudaBackend::update(Tensor& t, std::span<const std::span<const float>> parts) {
+    check_update_f32(t, total_size(parts));
+    activate();
+    copy_parts_to_device(parts, reinterpret_cast<std::byte*>(device_f32(t, "update")));
 }
 
 std::vector<int32_t> CudaBackend::download_i32(const Tensor& t) {
@@ -383,6 +420,12 @@ Tensor CudaBackend::gather_token_rows(const Tensor& table, const Tensor& ids, co
     return out;
 }
 
+std::unique_ptr<QueueMark> CudaBackend::mark_queue() {
+    check_not_recording("mark_queue");
+    activate();
+    return std::make_unique<CudaQueueMark>(stream(), device_);
+}
+
 bool CudaBackend::can_record() const {
     return true;
 }
@@ -446,6 +489,14 @@ void CudaBackend::scatter_rows(Tensor& dst, std::span<const int64_t> rows, const
     kernels::scatter_rows_f32(device_f32(dst, "scatter_rows"), static_cast<const int64_t*>(staged[0]),
                               device_f32(src, "scatter_rows"), static_cast<const int64_t*>(staged[1]),
                               static_cast<int64_t>(dst_rows.size()), d, stream());
+}
+
+void CudaBackend::scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) {
+    check_scatter_rows(dst, rows, src);
+    activate();
+    kernels::scatter_rows_i32_f32(device_f32(dst, "scatter_rows"), device_i32(rows, "scatter_rows"),
+                                  device_f32(src, "scatter_rows"), rows.n_elements(), dst.row_size(),
+                                  dst.rows(), stream());
 }
 
 Tensor CudaBackend::alloc_uninitialized(std::vector<int64_t> shape, const char* op, ScalarType dtype) {

@@ -59,6 +59,7 @@ public:
                          int64_t channel_size, std::vector<int64_t> shape) override;
     Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override;
     void update(Tensor& t, std::span<const int32_t> values) override;
+    void update(Tensor& t, std::span<const std::span<const float>> parts) override;
     std::vector<float> download(const Tensor& t) override;
     std::vector<int32_t> download_i32(const Tensor& t) override;
     Tensor copy(const Tensor& t) override;
@@ -73,6 +74,7 @@ public:
     MemoryStats memory_stats() const override;
     int64_t total_memory() const override;
     void reset_peak() override;
+    std::unique_ptr<QueueMark> mark_queue() override;
 
     using Backend::linear;
     // Each spec onto the product's fused kernels (cuda-linear.cpp): packed weights through the GEMV up to
@@ -125,6 +127,7 @@ public:
     void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                            std::span<const float> weights) override;
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override;
+    void scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) override;
 
     // The vision operations (cuda-vision.cpp).
     Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dParams& p) override;

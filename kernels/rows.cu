@@ -49,6 +49,19 @@ __global__ void scatter_rows_f32_kernel(float* dst, const int64_t* rows, const f
     }
 }
 
+// dst [n_dst, d] at int32 rows [n_rows] <- src [n_rows, d], rows outside dst skipped
+__global__ void scatter_rows_i32_f32_kernel(float* dst, const int32_t* rows, const float* src, int64_t n_rows,
+                                            int64_t d, int64_t n_dst) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (k < n_rows * d) {
+        const int64_t i = k / d, j = k % d;
+        const int64_t row = rows[i];
+        if (row >= 0 && row < n_dst) {
+            dst[row * d + j] = src[k];
+        }
+    }
+}
+
 unsigned int n_blocks(int64_t n) {
     return static_cast<unsigned int>((n + kBlock - 1) / kBlock);
 }
@@ -87,6 +100,16 @@ void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const i
         return;
     }
     scatter_rows_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(dst, rows, src, src_rows, n_rows, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void scatter_rows_i32_f32(float* dst, const int32_t* rows, const float* src, int64_t n_rows, int64_t d,
+                          int64_t n_dst, cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    scatter_rows_i32_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(dst, rows, src, n_rows, d,
+                                                                             n_dst);
     CUDA_CHECK(cudaGetLastError());
 }
 

@@ -20,6 +20,10 @@ void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int6
 // distinct.  dst [n_dst, d], rows, src_rows [n_rows] (device), src [n_src, d]
 void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,
                       int64_t n_rows, int64_t d, cudaStream_t stream);
+// dst[rows[i]] = src[i] for i < n_rows with distinct int32 rows, those outside [0, n_dst) skipped.
+// dst [n_dst, d], rows [n_rows] (device), src [n_rows, d]
+void scatter_rows_i32_f32(float* dst, const int32_t* rows, const float* src, int64_t n_rows, int64_t d,
+                          int64_t n_dst, cudaStream_t stream);
 
 // x[i] += Σ_t weights[i n_taps + t] · src[rows[i n_taps + t]], summed over t in order first.
 // x [n_rows, d], src [n_src, d], rows and weights [n_rows * n_taps] (device)

@@ -202,7 +202,8 @@ constexpr int64_t kLayoutPageActivationBytes = int64_t{384} << 20;
 
 class LoadedLayout final : public LoadedModel {
 public:
-    LoadedLayout(const ModelSlot& slot, Backend& backend, LoadContext& context) : batch_(slot.layout_batch) {
+    LoadedLayout(const ModelSlot& slot, Backend& backend, LoadContext& context)
+        : batch_(slot.layout_batch), recorded_page_(backend.can_record()) {
         if (slot.dir.empty()) {
             fail("a layout slot needs its model's folder");
         }
@@ -219,11 +220,15 @@ public:
     }
 
     ModelRole role() const override { return ModelRole::Layout; }
-    int64_t reserved_activation_bytes() const override { return batch_ * kLayoutPageActivationBytes; }
+    // A batch's pages, and where the backend records, the single page's recorded pass, which keeps its own.
+    int64_t reserved_activation_bytes() const override {
+        return (batch_ + (recorded_page_ ? 1 : 0)) * kLayoutPageActivationBytes;
+    }
     const PpDocLayout* layout() const override { return model_.get(); }
 
 private:
     int64_t batch_;
+    bool recorded_page_;
     std::unique_ptr<PpDocLayout> model_;
 };
 

@@ -461,3 +461,30 @@ TEST_F(EngineCoreTest, ImagesHashedWhereTheRequestWasBuiltAreNotHashedAgain) {
 }
 
 }  // namespace
+
+// With time_device the runner marks each step's parts on the backend's queue (the CPU backend's marks are the
+// host clock) and sums them; without it nothing is marked.
+TEST_F(EngineCoreTest, DeviceTimesOfEachPartOnlyWhenAskedFor) {
+    for (const bool timed : {false, true}) {
+        EngineConfig config = small_config();
+        config.time_device = timed;
+        EngineCore core(model_, config);
+        Request r = text_request({7, kImageToken, kImageToken, kImageToken, kImageToken, 8}, 4);
+        r.prompt.is_image = {0, 1, 1, 1, 1, 0};
+        r.images.grids = {{1, 2, 2}};
+        r.images.pixel_values.assign(4 * kPatchDim, 0.5f);
+        core.submit(std::move(r));
+        run_to_end(core);
+        const RunnerStats& s = core.stats().runner;
+        if (!timed) {
+            EXPECT_EQ(s.vision_device_seconds, 0.0);
+            EXPECT_EQ(s.text_device_seconds, 0.0);
+            EXPECT_EQ(s.decode_device_seconds, 0.0);
+            continue;
+        }
+        EXPECT_GT(s.vision_device_seconds, 0.0);
+        EXPECT_GT(s.text_device_seconds, 0.0);
+        EXPECT_GT(s.decode_device_seconds, 0.0);
+        EXPECT_LE(s.decode_device_seconds, s.text_device_seconds);
+    }
+}

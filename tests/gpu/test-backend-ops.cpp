@@ -1440,6 +1440,48 @@ TEST_F(BackendOpsTest, GatherAndScatterRows) {
     EXPECT_THROW(gpu_->scatter_rows(dst.gpu, rows, random({2, 21}).gpu), Error);
 }
 
+// Scattering at distinct int32 rows on the backend gives what the host's row list gives; a row outside is
+// skipped on the GPU.
+TEST_F(BackendOpsTest, ScatterRowsAtRowsOnTheBackend) {
+    for (const int64_t d : {1, 7, 1000}) {
+        for (const std::vector<int32_t>& rows :
+             std::vector<std::vector<int32_t>>{{}, {129}, {0, 5, 3}, {120, 7, 64, 1, 2, 99}}) {
+            const auto n = static_cast<int64_t>(rows.size());
+            Pair dst = random({130, d});
+            const Pair src = random({n, d});
+            const Pair at = upload_i32(rows, {n});
+            cpu_->scatter_rows(dst.cpu, at.cpu, src.cpu);
+            gpu_->scatter_rows(dst.gpu, at.gpu, src.gpu);
+            expect_close("scatter_rows", dst.gpu, dst.cpu, kF32Bound, dims({n, d}));
+        }
+    }
+    Pair dst = random({4, 3});
+    const std::vector<float> before = gpu_->download(dst.gpu);
+    gpu_->scatter_rows(dst.gpu, gpu_->upload_i32(std::vector<int32_t>{4, -1}, {2}), random({2, 3}).gpu);
+    EXPECT_EQ(gpu_->download(dst.gpu), before) << "rows outside dst";
+    EXPECT_THROW(
+        gpu_->scatter_rows(dst.gpu, gpu_->upload_i32(std::vector<int32_t>{0}, {1}), random({1, 2}).gpu),
+        Error)
+        << "row sizes 3 and 2";
+    EXPECT_THROW(gpu_->scatter_rows(dst.gpu, random({1}).gpu, random({1, 3}).gpu), Error) << "float32 rows";
+}
+
+// New float32 values for a tensor, in parts, replace all of it; the parts must cover it exactly.
+TEST_F(BackendOpsTest, Float32Update) {
+    const std::vector<float> a = random_values(70, seed_++, 0.0f, 1.0f),
+                             b = random_values(30, seed_++, 0.0f, 1.0f);
+    Tensor t = gpu_->alloc({10, 10});
+    const std::span<const float> parts[] = {a, b};
+    gpu_->update(t, parts);
+    std::vector<float> expected = a;
+    expected.insert(expected.end(), b.begin(), b.end());
+    EXPECT_EQ(gpu_->download(t), expected);
+    const std::span<const float> short_parts[] = {a};
+    EXPECT_THROW(gpu_->update(t, short_parts), Error);
+    Tensor i = gpu_->upload_i32(std::vector<int32_t>(100, 0), {100});
+    EXPECT_THROW(gpu_->update(i, parts), Error) << "int32 tensor";
+}
+
 TEST_F(BackendOpsTest, Int32UploadAndUpdate) {
     const std::vector<int32_t> values = {3, -1, 2147483647, 0, -2147483647 - 1, 42};
     Tensor t = gpu_->upload_i32(values, {2, 3});
@@ -1875,6 +1917,30 @@ TEST_F(BackendOpsTest, RecordedWorkReplaysWithNewInputs) {
         const Tensor expected = run(*cpu_, table.cpu, cpu_->upload_i32(ids, {n}), w.cpu, up_w.cpu);
         expect_close("recorded work", out, expected, kF32Bound, label("replay ", step));
     }
+}
+
+// Marks on the queue time the device's work between them: more work takes longer, marks of different
+// backends are not compared, and nothing is marked while recording.
+TEST_F(BackendOpsTest, QueueMarksTimeTheWorkBetweenThem) {
+    const Pair a = random({512, 512});
+    const auto time = [&](int n_products) {
+        const std::unique_ptr<QueueMark> start = gpu_->mark_queue();
+        for (int i = 0; i < n_products; ++i) {
+            gpu_->batched_products(a.gpu.view(0, {1, 512, 512}), a.gpu.view(0, {1, 512, 512}));
+        }
+        const std::unique_ptr<QueueMark> end = gpu_->mark_queue();
+        return end->seconds_since(*start);
+    };
+    time(2);
+    const double one = time(1), many = time(50);
+    EXPECT_GT(one, 0.0);
+    EXPECT_GT(many, 5 * one);
+    const std::unique_ptr<QueueMark> host = cpu_->mark_queue(), device = gpu_->mark_queue();
+    EXPECT_THROW(device->seconds_since(*host), Error);
+    EXPECT_GE(cpu_->mark_queue()->seconds_since(*host), 0.0);
+    gpu_->begin_recording();
+    EXPECT_THROW(gpu_->mark_queue(), Error);
+    gpu_->end_recording();
 }
 
 }  // namespace

@@ -226,6 +226,56 @@ TEST_P(LayoutCuda, Tf32ConvolutionsStayCloseToFloat32) {
     EXPECT_LT(errors[errors.size() / 2], 2e-3);
 }
 
+// A single page through detect_preprocessed runs as a recorded pass replayed with each new page: every page's
+// outputs (V3's masks as logits and as bits) equal those of the same page run as it is, so each replay reads
+// its own page and nothing of the one before.
+TEST_P(LayoutCuda, ReplayedSinglePagesMatchThePassRunAsItIs) {
+    const Case& c = GetParam();
+    const LayoutFixture fx(c.name, root_);
+    const auto backend = make_cuda_backend();
+    const PpDocLayout model(*backend, fx.model_dir, {.allow_tf32 = true});
+    const std::vector<float> pixels = fx.f32("pixel_values");
+    const std::vector<int64_t> shape = fx.shape("pixel_values");  // [n, 3, h, w]
+    const auto page_size = static_cast<size_t>(shape[1] * shape[2] * shape[3]);
+    std::vector<std::vector<float>> pages;
+    for (int64_t p = 0; p < shape[0]; ++p) {
+        pages.emplace_back(pixels.begin() + static_cast<std::ptrdiff_t>(p * page_size),
+                           pixels.begin() + static_cast<std::ptrdiff_t>((p + 1) * page_size));
+    }
+    // A second, darker copy of the first page, so that there are always two pages to alternate.
+    pages.push_back(pages.front());
+    for (float& v : pages.back()) {
+        v = 0.5f * v - 0.25f;
+    }
+    const auto max_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
+        EXPECT_EQ(a.size(), b.size());
+        double worst = 0;
+        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+            worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+        }
+        return worst;
+    };
+    for (const float mask_min_score : {0.0f, 0.3f}) {
+        for (const size_t p : {size_t{0}, pages.size() - 1, size_t{0}, pages.size() - 1}) {
+            const std::span<const std::vector<float>> one(&pages[p], 1);
+            const std::vector<LayoutRawOutput> replayed =
+                model.detect_preprocessed(one, {.mask_min_score = mask_min_score});
+            const std::vector<LayoutRawOutput> as_is =
+                model.detect_preprocessed(one, {.mask_min_score = mask_min_score, .replay = false});
+            ASSERT_EQ(replayed.size(), 1u);
+            ASSERT_EQ(as_is.size(), 1u);
+            const LayoutRawOutput &r = replayed[0], &e = as_is[0];
+            const std::string where = c.name + " page " + std::to_string(p);
+            EXPECT_LT(max_difference(r.logits, e.logits), 1e-5) << where;
+            EXPECT_LT(max_difference(r.pred_boxes, e.pred_boxes), 1e-6) << where;
+            EXPECT_LT(max_difference(r.order_logits, e.order_logits), 1e-4) << where;
+            EXPECT_LT(max_difference(r.masks, e.masks), 1e-4) << where;
+            EXPECT_EQ(r.mask_queries, e.mask_queries) << where;
+            EXPECT_EQ(r.mask_bits, e.mask_bits) << where;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, LayoutCuda,
                          ::testing::Values(Case{"pp-doclayout-v2-tiny"}, Case{"pp-doclayout-v3-tiny"},
                                            Case{"pp-doclayout-v2", true}, Case{"pp-doclayout-v3", true}),

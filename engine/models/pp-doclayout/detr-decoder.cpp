@@ -53,7 +53,8 @@ DetrDecoder::DetrDecoder(LayoutWeights& weights, const PpDocLayoutConfig& config
     for (int i = 0; i < config.decoder_layers; ++i) {
         const std::string p = "model.decoder.layers." + std::to_string(i);
         Layer layer;
-        layer.self_attn = load_attention_block(weights, p + ".self_attn", p + ".self_attn_layer_norm", d);
+        layer.self_attn =
+            load_attention_block(weights, p + ".self_attn", p + ".self_attn_layer_norm", d, heads);
         layer.sampling_offsets =
             weights.linear(p + ".encoder_attn.sampling_offsets", heads * n_levels * points * 2, d);
         layer.attention_weights =
@@ -92,15 +93,33 @@ DetrDecoder::DetrDecoder(LayoutWeights& weights, const PpDocLayoutConfig& config
         weights.linear("model.decoder_global_pointer.dense", 2LL * config.global_pointer_head_size, d);
 }
 
-const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLevel>& levels) const {
+const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLevel>& levels,
+                                                     int64_t n) const {
     std::vector<int64_t> key;
+    int64_t s = 0;
     for (const FeatureLevel& level : levels) {
         key.push_back(level.height);
         key.push_back(level.width);
+        s += level.height * level.width;
     }
     const std::lock_guard lock(anchors_mutex_);
+    const auto add_rows = [&](AnchorTable& table) -> const AnchorTable& {
+        if (!table.invalid.empty() && !table.invalid_rows.contains(n)) {
+            if (n * s > std::numeric_limits<int32_t>::max()) {
+                fail("the layout decoder's ", n, " pages of ", s, " positions are too many for int32 rows");
+            }
+            std::vector<int32_t> rows;
+            for (int64_t b = 0; b < n; ++b) {
+                for (const int64_t r : table.invalid) {
+                    rows.push_back(static_cast<int32_t>(b * s + r));
+                }
+            }
+            table.invalid_rows[n] = backend_.upload_i32(rows, {static_cast<int64_t>(rows.size())});
+        }
+        return table;
+    };
     if (const auto it = anchor_tables_.find(key); it != anchor_tables_.end()) {
-        return it->second;
+        return add_rows(it->second);
     }
     AnchorTable& table = anchor_tables_[key];
     std::vector<float> out;
@@ -127,7 +146,7 @@ const DetrDecoder::AnchorTable& DetrDecoder::anchors(const std::vector<FeatureLe
         }
     }
     table.anchors = backend_.upload(out, {static_cast<int64_t>(out.size() / 4), 4});
-    return table;
+    return add_rows(table);
 }
 
 DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
@@ -162,7 +181,7 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     Tensor source = be.concat(flat, 1);  // [n, s, d]
     source.shape = {n * s, d};
 
-    const AnchorTable& anchor_table = anchors(levels);
+    const AnchorTable& anchor_table = anchors(levels, n);
     const std::vector<int64_t>& invalid = anchor_table.invalid;
     if (c.anchor_image_size) {
         for (size_t l = 0; l < levels.size(); ++l) {
@@ -175,13 +194,8 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     }
     Tensor memory = be.copy(source);
     if (!invalid.empty()) {
-        std::vector<int64_t> rows;
-        for (int64_t b = 0; b < n; ++b) {
-            for (const int64_t r : invalid) {
-                rows.push_back(b * s + r);
-            }
-        }
-        be.scatter_rows(memory, rows, be.alloc({static_cast<int64_t>(rows.size()), d}));
+        const Tensor& rows = anchor_table.invalid_rows.at(n);
+        be.scatter_rows(memory, rows, be.alloc({rows.n_elements(), d}));
     }
     const Tensor output_memory =
         be.layer_norm(apply(be, enc_output_, memory), enc_norm_w_, enc_norm_b_, eps);  // [n * s, d]
@@ -258,13 +272,13 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
 
     DecoderResult out;
     out.n = n;
-    out.boxes = be.download(ref_t);  // [n * q, 4]
+    out.boxes = ref_t;  // [n * q, 4]
     if (c.kind == LayoutModelKind::V2) {
-        out.logits = be.download(apply(be, class_heads_.back(), h));
+        out.logits = apply(be, class_heads_.back(), h);
         return out;
     }
     const Tensor out_query = be.layer_norm(h, decoder_norm_w_, decoder_norm_b_, eps);
-    out.logits = be.download(apply(be, class_heads_.back(), out_query));
+    out.logits = apply(be, class_heads_.back(), out_query);
     const Nchw ps = encoded.mask_prototypes.nchw();
     out.mask_h = ps.h;
     out.mask_w = ps.w;
@@ -272,7 +286,7 @@ DecoderResult DetrDecoder::forward(const EncoderOutput& encoded) const {
     // Global pointer: query i's vector against query j's, kept above the diagonal (-1e4 on and below it).
     const int64_t hs_size = c.global_pointer_head_size;
     const Tensor qk = apply(be, global_pointer_, apply(be, order_head_, out_query));  // [n * q, 2 * hs]
-    out.order_logits = global_pointer_logits(be, qk, n, q, hs_size);
+    out.order_products = global_pointer_products(be, qk, n, q, hs_size);
     return out;
 }
 

@@ -12,13 +12,13 @@
 
 namespace folio {
 
-// The decoder's results for a batch of n pages, on the host but for the masks.
+// The decoder's results for a batch of n pages, on the backend.
 struct DecoderResult {
     int64_t n = 0;
-    std::vector<float> logits;        // [n, queries, labels]
-    std::vector<float> boxes;         // [n, queries, 4] cx, cy, w, h relative to the page
-    std::vector<float> order_logits;  // V3: [n, queries, queries]
-    Tensor masks;                     // V3: [n * queries, h4 * w4] on the backend
+    Tensor logits;          // [n * queries, labels]
+    Tensor boxes;           // [n * queries, 4] cx, cy, w, h relative to the page
+    Tensor order_products;  // V3: [n, queries, queries], the global pointer's before finish_global_pointer
+    Tensor masks;           // V3: [n * queries, h4 * w4]
     int64_t mask_h = 0, mask_w = 0;
 };
 
@@ -38,13 +38,15 @@ private:
     };
 
     // Anchors of the levels' positions (log-odds of cx, cy, w, h; float max where invalid) on the backend,
-    // and the rows whose anchors are invalid.
+    // the positions whose anchors are invalid, and those positions' rows in batches of n pages.
     struct AnchorTable {
         Tensor anchors;  // [s, 4]
         std::vector<int64_t> invalid;
+        std::map<int64_t, Tensor> invalid_rows;  // by n: int32 [n * invalid.size()], page b's at b * s + r
     };
-    // Made once for each set of level sizes and kept.
-    const AnchorTable& anchors(const std::vector<FeatureLevel>& levels) const;
+    // The table for these level sizes, made once for each and kept, with the invalid rows of n pages on the
+    // backend (where they are made, nothing is being recorded).
+    const AnchorTable& anchors(const std::vector<FeatureLevel>& levels, int64_t n) const;
 
     Backend& backend_;
     PpDocLayoutConfig config_;

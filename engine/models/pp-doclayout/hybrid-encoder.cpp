@@ -35,9 +35,10 @@ Conv mask_conv(LayoutWeights& w, const std::string& prefix, int64_t c_in, int64_
 }  // namespace
 
 AttentionBlock load_attention_block(LayoutWeights& weights, const std::string& attn_prefix,
-                                    const std::string& norm_prefix, int64_t d) {
+                                    const std::string& norm_prefix, int64_t d, int64_t n_heads) {
     AttentionBlock b;
-    b.q = weights.linear(attn_prefix + ".q_proj", d, d);
+    b.q = weights.scaled_linear(attn_prefix + ".q_proj", d, d,
+                                1.0f / std::sqrt(static_cast<float>(d / n_heads)));
     b.k = weights.linear(attn_prefix + ".k_proj", d, d);
     b.v = weights.linear(attn_prefix + ".v_proj", d, d);
     b.o = weights.linear(attn_prefix + ".out_proj", d, d);
@@ -55,18 +56,26 @@ Tensor run_attention_block(Backend& be, const AttentionBlock& block, const Tenso
         qk_in = be.copy(x);
         be.add(qk_in, pos);
     }
-    Tensor q = apply(be, block.q, qk_in);  // [n * seq, d]
+    Tensor q = apply(be, block.q, qk_in);  // [n * seq, d], scaled by 1 / sqrt(head_dim) at load time
     Tensor k = apply(be, block.k, qk_in);
     Tensor v = apply(be, block.v, x);
     for (Tensor* t : {&q, &k, &v}) {
-        t->shape = {n * seq, n_heads, head_dim};
+        t->shape = {n, seq, n_heads, head_dim};
     }
-    std::vector<AttentionSegment> segments;
-    for (int64_t b = 0; b < n; ++b) {
-        segments.push_back({.q_begin = b * seq, .n_q = seq, .kv_begin = b * seq, .n_kv = seq});
-    }
-    Tensor attn = be.attention(q, k, v, segments, 1.0f / std::sqrt(static_cast<float>(head_dim)),
-                               AttentionPrecision::F32);
+    // Each page's and head's scores and their weighted values as two batches of products, nothing staged
+    // from the host (so the pass can be recorded).
+    const int to_heads[] = {0, 2, 1, 3};    // [n, seq, heads, hd]  ->  [n, heads, seq, hd]
+    const int to_columns[] = {0, 2, 3, 1};  // [n, seq, heads, hd]  ->  [n, heads, hd, seq]
+    const int64_t groups = n * n_heads;
+    const Tensor qh = be.permute(q, to_heads);
+    const Tensor kh = be.permute(k, to_heads);
+    const Tensor vt = be.permute(v, to_columns);
+    Tensor probs = be.batched_products(qh.view(0, {groups, seq, head_dim}),
+                                       kh.view(0, {groups, seq, head_dim}));  // [n * heads, seq, seq]
+    be.softmax(probs);
+    Tensor context = be.batched_products(probs, vt.view(0, {groups, head_dim, seq}));  // [n * heads, seq, hd]
+    context.shape = {n, n_heads, seq, head_dim};
+    Tensor attn = be.permute(context, to_heads);  // [n, seq, heads, hd]
     attn.shape = {n * seq, d};
     Tensor residual = be.copy(x);
     apply(be, block.o, attn, {.residual = &residual});
@@ -92,7 +101,8 @@ HybridEncoder::HybridEncoder(LayoutWeights& weights, const PpDocLayoutConfig& co
             const std::string p =
                 "model.encoder.encoder." + std::to_string(a) + ".layers." + std::to_string(l);
             AifiLayer layer;
-            layer.attn = load_attention_block(weights, p + ".self_attn", p + ".self_attn_layer_norm", d);
+            layer.attn = load_attention_block(weights, p + ".self_attn", p + ".self_attn_layer_norm", d,
+                                              config.encoder_attention_heads);
             layer.fc1 = weights.linear(p + ".fc1", config.encoder_ffn_dim, d);
             layer.fc2 = weights.linear(p + ".fc2", d, config.encoder_ffn_dim);
             layer.final_norm_w = weights.tensor(p + ".final_layer_norm.weight", {d});
@@ -170,7 +180,7 @@ Tensor HybridEncoder::run_csp(const CspRep& csp, const Tensor& x) const {
     return csp.conv3.w.empty() ? h1 : run(be, csp.conv3, h1);  // [n, d, h, w]
 }
 
-const std::vector<float>& HybridEncoder::position_embedding(int64_t h, int64_t w) const {
+const Tensor& HybridEncoder::position_embedding(int64_t h, int64_t w) const {
     const std::lock_guard lock(position_mutex_);
     if (const auto it = position_tables_.find({h, w}); it != position_tables_.end()) {
         return it->second;
@@ -183,8 +193,7 @@ const std::vector<float>& HybridEncoder::position_embedding(int64_t h, int64_t w
             1.0 / std::pow(static_cast<double>(config_.positional_encoding_temperature),
                            static_cast<double>(i) / static_cast<double>(quarter));
     }
-    std::vector<float>& table = position_tables_[{h, w}];
-    table.resize(static_cast<size_t>(h * w * d));
+    std::vector<float> table(static_cast<size_t>(h * w * d));
     for (int64_t y = 0; y < h; ++y) {
         for (int64_t x = 0; x < w; ++x) {
             float* row = table.data() + (y * w + x) * d;
@@ -198,7 +207,7 @@ const std::vector<float>& HybridEncoder::position_embedding(int64_t h, int64_t w
             }
         }
     }
-    return table;
+    return position_tables_[{h, w}] = backend_.upload(table, {h * w, d});
 }
 
 Tensor HybridEncoder::run_aifi_layer(const AifiLayer& layer, const Tensor& x, const Tensor& pos, int64_t n,
@@ -225,9 +234,8 @@ EncoderOutput HybridEncoder::forward(const std::vector<Tensor>& backbone) const 
         Tensor rows = map_to_rows(be, maps[level]);  // [n * h * w, d]
         Tensor pos;
         if (!config_.has_eval_size) {
-            const std::vector<float>& table = position_embedding(s.h, s.w);
-            std::vector<std::span<const float>> parts(static_cast<size_t>(s.n), table);
-            pos = be.upload(std::span<const std::span<const float>>(parts), {s.n * s.h * s.w, s.c});
+            const Tensor& table = position_embedding(s.h, s.w);  // [h * w, d]
+            pos = s.n == 1 ? table : be.concat(std::vector<Tensor>(static_cast<size_t>(s.n), table), 0);
         }
         for (const AifiLayer& layer : aifi_[a]) {
             rows = run_aifi_layer(layer, rows, pos, s.n, s.h * s.w);

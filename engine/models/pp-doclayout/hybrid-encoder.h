@@ -53,9 +53,9 @@ private:
     // One AIFI layer over rows [n * h * w, d] with position embedding pos (empty: none).
     Tensor run_aifi_layer(const AifiLayer& layer, const Tensor& x, const Tensor& pos, int64_t n,
                           int64_t hw) const;
-    // The 2D sine-cosine position embedding of an h x w map, as a float32 table [h * w, d], made once for
-    // each size and kept.
-    const std::vector<float>& position_embedding(int64_t h, int64_t w) const;
+    // The 2D sine-cosine position embedding of an h x w map, a table [h * w, d] on the backend, made once for
+    // each size (where nothing is being recorded) and kept.
+    const Tensor& position_embedding(int64_t h, int64_t w) const;
 
     Backend& backend_;
     PpDocLayoutConfig config_;
@@ -68,14 +68,15 @@ private:
     Conv mask_output_conv_, mask_lateral_, mask_base_conv_, mask_proto_conv_;
 
     mutable std::mutex position_mutex_;
-    mutable std::map<std::pair<int64_t, int64_t>, std::vector<float>> position_tables_;  // by (h, w)
+    mutable std::map<std::pair<int64_t, int64_t>, Tensor> position_tables_;  // by (h, w)
 };
 
 // The attention of a post-norm block: x + o(attention(q(x + pos), k(x + pos), v(x))), then the norm, over n
 // sequences of seq rows each.  x, pos [n * seq, d]  ->  [n * seq, d]
 Tensor run_attention_block(Backend& backend, const AttentionBlock& block, const Tensor& x, const Tensor& pos,
                            int64_t n, int64_t seq, int64_t n_heads, float eps);
+// The q projection comes scaled by 1 / sqrt(d / n_heads), the scores' scale.
 AttentionBlock load_attention_block(LayoutWeights& weights, const std::string& attn_prefix,
-                                    const std::string& norm_prefix, int64_t d);
+                                    const std::string& norm_prefix, int64_t d, int64_t n_heads);
 
 }  // namespace folio

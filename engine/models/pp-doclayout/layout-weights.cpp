@@ -105,8 +105,8 @@ Conv LayoutWeights::repvgg(const std::string& prefix, int64_t channels, Activati
     return upload_conv(std::move(w3), std::move(b3), {channels, channels, 3, 1, 1, 1, activation});
 }
 
-std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
-                                         int64_t head_size) {
+Tensor global_pointer_products(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
+                               int64_t head_size) {
     if (qk.shape != std::vector<int64_t>{pages * n, 2 * head_size}) {
         fail("global pointer: projections of shape ", shape_string(qk.shape), " for ", pages, " pages of ", n,
              " queries and head size ", head_size);
@@ -118,15 +118,25 @@ std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int
         backend.permute(halves, perm);  // [2, pages * n, head_size]: the query halves, the keys
     const Tensor queries = split.view(0, {pages, n, head_size});
     const Tensor keys = split.view(pages * n * head_size, {pages, n, head_size});
-    std::vector<float> logits = backend.download(backend.batched_products(queries, keys));  // [pages, n, n]
+    return backend.batched_products(queries, keys);  // [pages, n, n]
+}
+
+void finish_global_pointer(std::span<float> products, int64_t n, int64_t head_size) {
     const float scale = std::sqrt(static_cast<float>(head_size));
-    for (int64_t r = 0; r < pages * n; ++r) {
+    const auto rows = static_cast<int64_t>(products.size()) / n;
+    for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = r % n;
-        float* row = logits.data() + r * n;
+        float* row = products.data() + r * n;
         for (int64_t j = 0; j < n; ++j) {
             row[j] = j > i ? row[j] / scale : -1e4f;
         }
     }
+}
+
+std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
+                                         int64_t head_size) {
+    std::vector<float> logits = backend.download(global_pointer_products(backend, qk, pages, n, head_size));
+    finish_global_pointer(logits, n, head_size);
     return logits;
 }
 

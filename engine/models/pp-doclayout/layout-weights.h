@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,12 @@ private:
 // diagonal.  qk [pages * n, 2 head_size]  ->  [pages, n, n] on the host
 std::vector<float> global_pointer_logits(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
                                          int64_t head_size);
+// Its two halves: the dot products q_i · k_j on the backend  ->  [pages, n, n]
+Tensor global_pointer_products(Backend& backend, const Tensor& qk, int64_t pages, int64_t n,
+                               int64_t head_size);
+// and on the host, the products scaled above the diagonal and -1e4 on and below it, in place.
+// products [pages, n, n]
+void finish_global_pointer(std::span<float> products, int64_t n, int64_t head_size);
 
 Tensor run(Backend& backend, const Conv& conv, const Tensor& x);
 // x [n, in]  ->  [n, out]

@@ -59,6 +59,13 @@ void reorder_v2_queries(LayoutRawOutput& page, const PpDocLayoutConfig& config) 
 
 }  // namespace
 
+// A single page's pass recorded on the backend: its input, the results its replays write, and the work.
+struct PpDocLayout::RecordedPass {
+    Tensor pixels;  // [1, 3, h, w]
+    DecoderResult result;
+    std::unique_ptr<RecordedWork> work;
+};
+
 std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config) {
     if (page.width <= 0 || page.height <= 0 || page.width * page.height > kMaxPagePixels) {
         fail("a page of ", page.width, "x", page.height, " pixels cannot go to the layout model");
@@ -120,45 +127,54 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, con
 
 PpDocLayout::~PpDocLayout() = default;
 
-std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
-                                                  const LayoutRunOptions& options) const {
-    const PpDocLayoutConfig& c = files_.config;
-    LayoutTimes* const times = options.times;
+DecoderResult PpDocLayout::run_pass(const Tensor& pixels, LayoutTimes* times) const {
     auto start = std::chrono::steady_clock::now();
-    // Adds the time since the last mark to the part's time once the backend has finished `done` (the decoder
-    // hands its results to the host, so it has finished when it returns).
-    auto mark = [&](double LayoutTimes::*part, const Tensor* done) {
+    // Adds the time since the last mark to the part's time once the backend has finished `done`.
+    auto mark = [&](double LayoutTimes::*part, const Tensor& done) {
         if (times == nullptr) {
             return;
         }
-        if (done != nullptr) {
-            backend_.download(done->view(0, {1}));
-        }
+        backend_.download(done.view(0, {1}));
         const auto now = std::chrono::steady_clock::now();
         times->*part += std::chrono::duration<double, std::milli>(now - start).count();
         start = now;
     };
     const std::vector<Tensor> features = backbone_->forward(pixels);
-    mark(&LayoutTimes::backbone, &features.back());
+    mark(&LayoutTimes::backbone, features.back());
     const EncoderOutput encoded = encoder_->forward(features);
-    mark(&LayoutTimes::encoder, &encoded.maps.back());
-    const DecoderResult r = decoder_->forward(encoded);
+    mark(&LayoutTimes::encoder, encoded.maps.back());
+    DecoderResult r = decoder_->forward(encoded);
+    mark(&LayoutTimes::decoder, r.logits);
+    return r;
+}
+
+std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r,
+                                                      const LayoutRunOptions& options) const {
+    const PpDocLayoutConfig& c = files_.config;
+    const auto start = std::chrono::steady_clock::now();
     const auto q = static_cast<size_t>(c.num_queries);
     const auto labels = static_cast<size_t>(c.num_labels());
+    const std::vector<float> logits = backend_.download(r.logits);  // [n * q, labels]
+    const std::vector<float> boxes = backend_.download(r.boxes);    // [n * q, 4]
+    std::vector<float> order;                                       // V3: [n, q, q]
+    if (c.kind == LayoutModelKind::V3) {
+        order = backend_.download(r.order_products);
+        finish_global_pointer(order, c.num_queries, c.global_pointer_head_size);
+    }
     std::vector<LayoutRawOutput> out(static_cast<size_t>(r.n));
     for (size_t b = 0; b < out.size(); ++b) {
         LayoutRawOutput& page = out[b];
         page.n_queries = static_cast<int>(q);
         page.n_classes = static_cast<int>(labels);
-        page.logits.assign(r.logits.begin() + static_cast<std::ptrdiff_t>(b * q * labels),
-                           r.logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * labels));
-        page.pred_boxes.assign(r.boxes.begin() + static_cast<std::ptrdiff_t>(b * q * 4),
-                               r.boxes.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * 4));
+        page.logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(b * q * labels),
+                           logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * labels));
+        page.pred_boxes.assign(boxes.begin() + static_cast<std::ptrdiff_t>(b * q * 4),
+                               boxes.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * 4));
         if (c.kind == LayoutModelKind::V2) {
             reorder_v2_queries(page, c);
         } else {
-            page.order_logits.assign(r.order_logits.begin() + static_cast<std::ptrdiff_t>(b * q * q),
-                                     r.order_logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * q));
+            page.order_logits.assign(order.begin() + static_cast<std::ptrdiff_t>(b * q * q),
+                                     order.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * q));
             page.mask_height = static_cast<int>(r.mask_h);
             page.mask_width = static_cast<int>(r.mask_w);
         }
@@ -166,12 +182,25 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
     if (c.kind == LayoutModelKind::V3) {
         download_masks(r, options.mask_min_score, out);
     }
-    mark(&LayoutTimes::decoder, nullptr);
+    if (options.times != nullptr) {
+        options.times->decoder +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
     if (c.kind == LayoutModelKind::V2) {
+        const auto order_start = std::chrono::steady_clock::now();
         add_v2_order_logits(out);
-        mark(&LayoutTimes::reading_order, nullptr);
+        if (options.times != nullptr) {
+            options.times->reading_order +=
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - order_start)
+                    .count();
+        }
     }
     return out;
+}
+
+std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
+                                                  const LayoutRunOptions& options) const {
+    return finish_pass(run_pass(pixels, options.times), options);
 }
 
 void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
@@ -300,9 +329,40 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
         }
         parts.emplace_back(pages[i]);
     }
-    const Tensor batch = backend_.upload(std::span<const std::span<const float>>(parts),
-                                         {static_cast<int64_t>(pages.size()), 3, h, w});
+    const std::span<const std::span<const float>> values(parts);
+    if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
+        return finish_pass(replay_single_page(values), options);
+    }
+    const Tensor batch = backend_.upload(values, {static_cast<int64_t>(pages.size()), 3, h, w});
     return forward(batch, options);
+}
+
+DecoderResult PpDocLayout::replay_single_page(std::span<const std::span<const float>> pixels) const {
+    const std::lock_guard lock(recorded_mutex_);
+    if (recorded_) {
+        backend_.update(recorded_->pixels, pixels);
+        recorded_->work->replay();
+        return recorded_->result;
+    }
+    // The first page runs as it is, which makes the tables the pass keeps for its sizes; the pass is then
+    // recorded on the same input.
+    const auto [h, w] = input_size();
+    auto recorded = std::make_unique<RecordedPass>();
+    recorded->pixels = backend_.upload(pixels, {1, 3, h, w});
+    DecoderResult first = run_pass(recorded->pixels, nullptr);
+    backend_.begin_recording();
+    try {
+        recorded->result = run_pass(recorded->pixels, nullptr);
+    } catch (...) {
+        try {
+            backend_.end_recording();
+        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
+        }
+        throw;
+    }
+    recorded->work = backend_.end_recording();
+    recorded_ = std::move(recorded);
+    return first;
 }
 
 }  // namespace folio

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct LayoutRunOptions {
     float mask_min_score = 0.0f;
     // The backend is waited for after each part and the parts' times added here.
     LayoutTimes* times = nullptr;
+    // A single page through detect_preprocessed runs as work recorded on its first such pass and replayed
+    // (a CUDA graph: one launch for the pass's hundreds of kernels), where the backend can record and no
+    // times are asked for. The recorded pass keeps its own input and tensors.
+    bool replay = true;
 };
 
 class PpDocLayout {
@@ -88,6 +93,13 @@ public:
     std::array<int64_t, 2> input_size() const;
 
 private:
+    // Backbone, encoder and decoder on the backend, nothing brought back but for the times.
+    DecoderResult run_pass(const Tensor& pixels, LayoutTimes* times) const;
+    // A pass's results brought to the host as the pages' raw outputs, V2's reading order run on them.
+    std::vector<LayoutRawOutput> finish_pass(const DecoderResult& r, const LayoutRunOptions& options) const;
+    // One page's pass as recorded work: recorded on the first call, replayed with new pixels after.
+    // pixels [3 * h * w] in parts
+    DecoderResult replay_single_page(std::span<const std::span<const float>> pixels) const;
     // V3: each page's masks from the decoder's, all of them as logits or, above 0, those of queries scoring
     // min_score as bits.
     void download_masks(const DecoderResult& r, float min_score, std::span<LayoutRawOutput> pages) const;
@@ -100,6 +112,9 @@ private:
     std::unique_ptr<DetrDecoder> decoder_;
     std::unique_ptr<ReadingOrder> reading_order_;  // V2
     int64_t n_weight_bytes_ = 0;
+    struct RecordedPass;
+    mutable std::mutex recorded_mutex_;
+    mutable std::unique_ptr<RecordedPass> recorded_;  // a single page's pass, once recorded
 };
 
 }  // namespace folio

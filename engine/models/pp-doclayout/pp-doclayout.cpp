@@ -66,6 +66,13 @@ struct PpDocLayout::RecordedPass {
     std::unique_ptr<RecordedWork> work;
 };
 
+// V2's reading-order network for a single page, recorded the same way.
+struct PpDocLayout::RecordedOrder {
+    ReadingOrderTensors inputs;
+    Tensor products;  // [1, q, q]
+    std::unique_ptr<RecordedWork> work;
+};
+
 std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config) {
     if (page.width <= 0 || page.height <= 0 || page.width * page.height > kMaxPagePixels) {
         fail("a page of ", page.width, "x", page.height, " pixels cannot go to the layout model");
@@ -148,8 +155,8 @@ DecoderResult PpDocLayout::run_pass(const Tensor& pixels, LayoutTimes* times) co
     return r;
 }
 
-std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r,
-                                                      const LayoutRunOptions& options) const {
+std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r, const LayoutRunOptions& options,
+                                                      bool replayed) const {
     const PpDocLayoutConfig& c = files_.config;
     const auto start = std::chrono::steady_clock::now();
     const auto q = static_cast<size_t>(c.num_queries);
@@ -188,7 +195,7 @@ std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r,
     }
     if (c.kind == LayoutModelKind::V2) {
         const auto order_start = std::chrono::steady_clock::now();
-        add_v2_order_logits(out);
+        add_v2_order_logits(out, replayed);
         if (options.times != nullptr) {
             options.times->reading_order +=
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - order_start)
@@ -200,7 +207,7 @@ std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r,
 
 std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
                                                   const LayoutRunOptions& options) const {
-    return finish_pass(run_pass(pixels, options.times), options);
+    return finish_pass(run_pass(pixels, options.times), options, false);
 }
 
 void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
@@ -250,7 +257,7 @@ void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
     }
 }
 
-void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages) const {
+void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages, bool replay) const {
     if (!reading_order_) {
         fail(layout_model_name(files_.config.kind), " has no reading-order network");
     }
@@ -278,7 +285,12 @@ void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages) const {
         }
         inputs.push_back(std::move(in));
     }
-    const std::vector<float> logits = reading_order_->forward(inputs);
+    std::vector<float> logits;
+    if (replay && pages.size() == 1 && backend_.can_record()) {
+        logits = reading_order_->logits(replay_reading_order(reading_order_->pack(inputs)));
+    } else {
+        logits = reading_order_->forward(inputs);
+    }
     for (size_t b = 0; b < pages.size(); ++b) {
         const auto qq = static_cast<size_t>(pages[b].n_queries) * static_cast<size_t>(pages[b].n_queries);
         pages[b].order_logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(b * qq),
@@ -331,10 +343,35 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
     }
     const std::span<const std::span<const float>> values(parts);
     if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
-        return finish_pass(replay_single_page(values), options);
+        return finish_pass(replay_single_page(values), options, true);
     }
     const Tensor batch = backend_.upload(values, {static_cast<int64_t>(pages.size()), 3, h, w});
     return forward(batch, options);
+}
+
+Tensor PpDocLayout::replay_reading_order(const ReadingOrderBatch& batch) const {
+    const std::lock_guard lock(recorded_mutex_);
+    if (recorded_order_) {
+        reading_order_->update(recorded_order_->inputs, batch);
+        recorded_order_->work->replay();
+        return recorded_order_->products;
+    }
+    auto recorded = std::make_unique<RecordedOrder>();
+    recorded->inputs = reading_order_->upload(batch);
+    Tensor first = reading_order_->products(recorded->inputs);
+    backend_.begin_recording();
+    try {
+        recorded->products = reading_order_->products(recorded->inputs);
+    } catch (...) {
+        try {
+            backend_.end_recording();
+        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
+        }
+        throw;
+    }
+    recorded->work = backend_.end_recording();
+    recorded_order_ = std::move(recorded);
+    return first;
 }
 
 DecoderResult PpDocLayout::replay_single_page(std::span<const std::span<const float>> pixels) const {

@@ -23,6 +23,7 @@ class HybridEncoder;
 class DetrDecoder;
 struct DecoderResult;
 class ReadingOrder;
+struct ReadingOrderBatch;
 class TensorStore;
 
 // An RGB page, 8 bits a channel, rows top to bottom.
@@ -80,8 +81,9 @@ public:
     // The raw outputs of pages already preprocessed.  pixels [n, 3, h, w]  ->  n outputs
     std::vector<LayoutRawOutput> forward(const Tensor& pixels, const LayoutRunOptions& options = {}) const;
     // V2: fills each page's order_logits from the reading-order network, its queries being in V2's order
-    // (those over their class's threshold first), as forward() hands them over.
-    void add_v2_order_logits(std::span<LayoutRawOutput> pages) const;
+    // (those over their class's threshold first), as forward() hands them over; a single page through the
+    // network's recorded pass where `replay` is set and the backend can record.
+    void add_v2_order_logits(std::span<LayoutRawOutput> pages, bool replay = false) const;
     // Pages through the image processor and the model in one batch.
     std::vector<LayoutRawOutput> detect(std::span<const PageImage> pages,
                                         const LayoutRunOptions& options = {}) const;
@@ -96,10 +98,15 @@ private:
     // Backbone, encoder and decoder on the backend, nothing brought back but for the times.
     DecoderResult run_pass(const Tensor& pixels, LayoutTimes* times) const;
     // A pass's results brought to the host as the pages' raw outputs, V2's reading order run on them.
-    std::vector<LayoutRawOutput> finish_pass(const DecoderResult& r, const LayoutRunOptions& options) const;
+    // `replayed`: the pass was a single page's replay, and V2's reading order replays too.
+    std::vector<LayoutRawOutput> finish_pass(const DecoderResult& r, const LayoutRunOptions& options,
+                                             bool replayed) const;
     // One page's pass as recorded work: recorded on the first call, replayed with new pixels after.
     // pixels [3 * h * w] in parts
     DecoderResult replay_single_page(std::span<const std::span<const float>> pixels) const;
+    // V2: a single page's reading-order products, recorded on the first call and replayed after.
+    // ->  [1, q, q], before finish_global_pointer
+    Tensor replay_reading_order(const ReadingOrderBatch& batch) const;
     // V3: each page's masks from the decoder's, all of them as logits or, above 0, those of queries scoring
     // min_score as bits.
     void download_masks(const DecoderResult& r, float min_score, std::span<LayoutRawOutput> pages) const;
@@ -113,8 +120,10 @@ private:
     std::unique_ptr<ReadingOrder> reading_order_;  // V2
     int64_t n_weight_bytes_ = 0;
     struct RecordedPass;
+    struct RecordedOrder;
     mutable std::mutex recorded_mutex_;
-    mutable std::unique_ptr<RecordedPass> recorded_;  // a single page's pass, once recorded
+    mutable std::unique_ptr<RecordedPass> recorded_;         // a single page's pass, once recorded
+    mutable std::unique_ptr<RecordedOrder> recorded_order_;  // V2: its reading order, once recorded
 };
 
 }  // namespace folio

@@ -10,6 +10,7 @@ namespace folio {
 namespace {
 
 constexpr float kMasked = -1e30f;  // an attention bias that takes a key out (exp gives 0)
+constexpr int kIndexSections = 9;  // ReadingOrderBatch::indices' rows of n * tokens
 
 // Each group's rows of a times its rows of b: a_g [m, k] · b_gᵀ with b_g [cols, k], groups one after another.
 // a [groups, m, k], b [groups, cols, k]  ->  [groups, m, cols]
@@ -70,73 +71,30 @@ ReadingOrder::ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& con
         weights.linear("reading_order.relative_head.dense", 2LL * config.global_pointer_head_size, hidden);
 }
 
-Tensor ReadingOrder::relation_bias(std::span<const ReadingOrderInput> pages) const {
-    const int64_t tokens = n_queries_ + 2;
-    const int64_t embed = config_.relation_bias_embed_dim;
-    const auto n = static_cast<int64_t>(pages.size());
-    // Each token's box as cx, cy, w + eps, h + eps (the start and end tokens and padding have zero boxes),
-    // and the keys after each page's end token masked.
-    constexpr float eps = 1e-5f;
-    std::vector<float> cwh(static_cast<size_t>(n * tokens * 4));
-    std::vector<float> mask(static_cast<size_t>(n * tokens * tokens), 0.0f);
-    for (int64_t p = 0; p < n; ++p) {
-        const ReadingOrderInput& page = pages[static_cast<size_t>(p)];
-        for (int64_t t = 0; t < tokens; ++t) {
-            float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-            if (t >= 1 && t <= n_queries_) {
-                const float* b = page.boxes.data() + (t - 1) * 4;
-                x0 = b[0], y0 = b[1], x1 = b[2], y1 = b[3];
-            }
-            float* box = cwh.data() + (p * tokens + t) * 4;
-            box[0] = (x0 + x1) * 0.5f;
-            box[1] = (y0 + y1) * 0.5f;
-            box[2] = std::max(x1 - x0, 1e-3f) + eps;
-            box[3] = std::max(y1 - y0, 1e-3f) + eps;
-        }
-        for (int64_t i = 0; i < tokens; ++i) {
-            float* row = mask.data() + (p * tokens + i) * tokens;
-            std::fill(row + std::min<int64_t>(page.n_kept + 2, tokens), row + tokens, kMasked);
-        }
-    }
-    Backend& be = backend_;
-    const int64_t heads = config_.num_attention_heads;
-    // Each pair's relative position (log distances over the source's size, log size ratios), scaled.
-    Tensor relative = be.pair_relations(be.upload(cwh, {n, tokens, 4}), config_.relation_bias_scale);
-    relative.shape = {n * tokens * tokens * 4};
-    Tensor features = be.sinusoid(relative, inv_freq_);  // [n * t * t * 4, embed]
-    features.shape = {n * tokens * tokens, 4 * embed};
-    Tensor bias = apply(be, pos_proj_, features);  // [n * t * t, heads]
-    bias.shape = {n, tokens, tokens, heads};
-    const int perm[] = {0, 3, 1, 2};
-    bias = be.permute(bias, perm);  // [n, heads, t, t]
-    // The same padding for every head.
-    const Tensor padding = be.upload(mask, {n, 1, tokens, tokens});
-    const std::vector<Tensor> per_head(static_cast<size_t>(heads), padding);
-    be.add(bias, be.concat(per_head, 1));
-    return bias;
-}
-
-std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> pages) const {
-    Backend& be = backend_;
+ReadingOrderBatch ReadingOrder::pack(std::span<const ReadingOrderInput> pages) const {
     const ReadingOrderConfig& c = config_;
     const auto n = static_cast<int64_t>(pages.size());
     const int64_t q = n_queries_;
     const int64_t tokens = q + 2;
-    const int64_t hidden = c.hidden_size;
-    const int64_t heads = c.num_attention_heads;
-    const int64_t head_size = hidden / heads;
-    if (n == 0) {
-        return {};
-    }
-
-    // Token ids, positions, 2D coordinates and label classes of every page's tokens.
-    std::vector<int64_t> ids, positions, xs0, ys0, xs1, ys1, hs, ws, labels;
-    for (const ReadingOrderInput& page : pages) {
+    const int64_t nt = n * tokens;
+    ReadingOrderBatch batch;
+    batch.n = n;
+    batch.indices.assign(static_cast<size_t>(kIndexSections * nt + 2 * n * q), 0);
+    batch.boxes.assign(static_cast<size_t>(nt * 4), 0.0f);
+    batch.padding.assign(static_cast<size_t>(nt * tokens), 0.0f);
+    const auto at = [&](int section, int64_t row) -> int32_t& {
+        return batch.indices[static_cast<size_t>(section * nt + row)];
+    };
+    // Boxes as cx, cy, w + eps, h + eps (the start and end tokens and padding have zero boxes).
+    constexpr float eps = 1e-5f;
+    for (int64_t p = 0; p < n; ++p) {
+        const ReadingOrderInput& page = pages[static_cast<size_t>(p)];
         if (static_cast<int64_t>(page.boxes.size()) != q * 4 ||
             static_cast<int64_t>(page.classes.size()) != q || page.n_kept < 0 || page.n_kept > q) {
             fail("reading order: a page's input does not fit ", q, " queries");
         }
         for (int64_t t = 0; t < tokens; ++t) {
+            const int64_t row = p * tokens + t;
             int64_t id = c.pad_token_id;
             if (t == 0) {
                 id = c.start_token_id;
@@ -145,64 +103,123 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
             } else if (t == page.n_kept + 1) {
                 id = c.end_token_id;
             }
-            ids.push_back(id);
             // LayoutLMv3's positions: counted from padding_idx + 1 over the tokens that are not padding.
-            positions.push_back(id != c.pad_token_id ? t + 1 + c.pad_token_id : c.pad_token_id);
-            int64_t box[4] = {0, 0, 0, 0};
-            if (t >= 1 && t <= q) {
-                for (size_t k = 0; k < 4; ++k) {
-                    // .long() truncates toward zero; the boxes are clamped to 0..1000 before.
-                    box[k] = static_cast<int64_t>(page.boxes[static_cast<size_t>((t - 1) * 4) + k]);
-                }
+            const int64_t position = id != c.pad_token_id ? t + 1 + c.pad_token_id : c.pad_token_id;
+            if (position >= c.max_position_embeddings) {
+                fail("reading order: position ", position, " outside max_position_embeddings ",
+                     c.max_position_embeddings);
             }
-            xs0.push_back(box[0]);
-            ys0.push_back(box[1]);
-            xs1.push_back(box[2]);
-            ys1.push_back(box[3]);
-            hs.push_back(std::clamp<int64_t>(box[3] - box[1], 0, 1023));
-            ws.push_back(std::clamp<int64_t>(box[2] - box[0], 0, 1023));
+            float corners[4] = {0, 0, 0, 0};
+            if (t >= 1 && t <= q) {
+                std::copy_n(page.boxes.data() + (t - 1) * 4, 4, corners);
+            }
+            // .long() truncates toward zero; the boxes are clamped to 0..1000 before.
+            int64_t box[4];
+            for (size_t k = 0; k < 4; ++k) {
+                box[k] = static_cast<int64_t>(corners[k]);
+            }
+            at(0, row) = static_cast<int32_t>(id);
+            at(1, row) = 0;  // token type
+            at(2, row) = static_cast<int32_t>(position);
+            for (int k = 0; k < 4; ++k) {
+                at(3 + k, row) = static_cast<int32_t>(box[k]);
+            }
+            at(7, row) = static_cast<int32_t>(std::clamp<int64_t>(box[3] - box[1], 0, 1023));
+            at(8, row) = static_cast<int32_t>(std::clamp<int64_t>(box[2] - box[0], 0, 1023));
+            float* cwh = batch.boxes.data() + row * 4;
+            cwh[0] = (corners[0] + corners[2]) * 0.5f;
+            cwh[1] = (corners[1] + corners[3]) * 0.5f;
+            cwh[2] = std::max(corners[2] - corners[0], 1e-3f) + eps;
+            cwh[3] = std::max(corners[3] - corners[1], 1e-3f) + eps;
+            float* mask = batch.padding.data() + row * tokens;
+            std::fill(mask + std::min<int64_t>(page.n_kept + 2, tokens), mask + tokens, kMasked);
         }
-        for (const int k : page.classes) {
-            labels.push_back(k);
+        for (int64_t i = 0; i < q; ++i) {
+            const int k = page.classes[static_cast<size_t>(i)];
+            if (k < 0 || k >= c.num_classes) {
+                fail("reading order: class ", k, " outside num_classes ", c.num_classes);
+            }
+            batch.indices[static_cast<size_t>(kIndexSections * nt + p * q + i)] = k;
+            batch.indices[static_cast<size_t>(kIndexSections * nt + n * q + p * q + i)] =
+                static_cast<int32_t>(p * tokens + 1 + i);
         }
     }
-    for (const int64_t v : positions) {
-        if (v >= c.max_position_embeddings) {
-            fail("reading order: position ", v, " outside max_position_embeddings ",
-                 c.max_position_embeddings);
-        }
+    return batch;
+}
+
+ReadingOrderTensors ReadingOrder::upload(const ReadingOrderBatch& batch) const {
+    const int64_t tokens = n_queries_ + 2;
+    Backend& be = backend_;
+    return {batch.n, be.upload_i32(batch.indices, {static_cast<int64_t>(batch.indices.size())}),
+            be.upload(batch.boxes, {batch.n, tokens, 4}),
+            be.upload(batch.padding, {batch.n, 1, tokens, tokens})};
+}
+
+void ReadingOrder::update(ReadingOrderTensors& in, const ReadingOrderBatch& batch) const {
+    if (batch.n != in.n) {
+        fail("reading order: a batch of ", batch.n, " pages into inputs of ", in.n);
     }
-    for (const int64_t v : labels) {
-        if (v < 0 || v >= c.num_classes) {
-            fail("reading order: class ", v, " outside num_classes ", c.num_classes);
-        }
-    }
+    backend_.update(in.indices, batch.indices);
+    const std::span<const float> boxes[] = {batch.boxes};
+    const std::span<const float> padding[] = {batch.padding};
+    backend_.update(in.boxes, boxes);
+    backend_.update(in.padding, padding);
+}
+
+Tensor ReadingOrder::relation_bias(const ReadingOrderTensors& in) const {
+    Backend& be = backend_;
+    const int64_t n = in.n;
+    const int64_t tokens = n_queries_ + 2;
+    const int64_t heads = config_.num_attention_heads;
+    const int64_t embed = config_.relation_bias_embed_dim;
+    // Each pair's relative position (log distances over the source's size, log size ratios), scaled.
+    Tensor relative = be.pair_relations(in.boxes, config_.relation_bias_scale);
+    relative.shape = {n * tokens * tokens * 4};
+    Tensor features = be.sinusoid(relative, inv_freq_);  // [n * t * t * 4, embed]
+    features.shape = {n * tokens * tokens, 4 * embed};
+    Tensor bias = apply(be, pos_proj_, features);  // [n * t * t, heads]
+    bias.shape = {n, tokens, tokens, heads};
+    const int perm[] = {0, 3, 1, 2};
+    bias = be.permute(bias, perm);  // [n, heads, t, t]
+    // The same padding for every head.
+    const std::vector<Tensor> per_head(static_cast<size_t>(heads), in.padding);
+    be.add(bias, be.concat(per_head, 1));
+    return bias;
+}
+
+Tensor ReadingOrder::products(const ReadingOrderTensors& in) const {
+    Backend& be = backend_;
+    const ReadingOrderConfig& c = config_;
+    const int64_t n = in.n;
+    const int64_t q = n_queries_;
+    const int64_t tokens = q + 2;
+    const int64_t nt = n * tokens;
+    const int64_t hidden = c.hidden_size;
+    const int64_t heads = c.num_attention_heads;
+    const int64_t head_size = hidden / heads;
+    const auto section = [&](int k) { return in.indices.view(k * nt, {nt}); };
+    const Tensor labels = in.indices.view(kIndexSections * nt, {n * q});
+    const Tensor detection_rows = in.indices.view(kIndexSections * nt + n * q, {n * q});
 
     // Embeddings: words, token type 0, positions, then the projected 2D positions.  ->  [n * t, hidden]
-    Tensor x = be.gather_rows(word_, ids);
-    be.add(x, be.gather_rows(token_type_, std::vector<int64_t>(ids.size(), 0)));
-    be.add(x, be.gather_rows(position_, positions));
-    const Tensor spatial_parts[] = {be.gather_rows(x_pos_, xs0), be.gather_rows(y_pos_, ys0),
-                                    be.gather_rows(x_pos_, xs1), be.gather_rows(y_pos_, ys1),
-                                    be.gather_rows(h_pos_, hs),  be.gather_rows(w_pos_, ws)};
+    Tensor x = be.gather_rows(word_, section(0));
+    be.add(x, be.gather_rows(token_type_, section(1)));
+    be.add(x, be.gather_rows(position_, section(2)));
+    const Tensor spatial_parts[] = {be.gather_rows(x_pos_, section(3)), be.gather_rows(y_pos_, section(4)),
+                                    be.gather_rows(x_pos_, section(5)), be.gather_rows(y_pos_, section(6)),
+                                    be.gather_rows(h_pos_, section(7)), be.gather_rows(w_pos_, section(8))};
     be.add(x, apply(be, spatial_proj_, be.concat(spatial_parts, 1)));
     // The labels' projected embeddings on the detection tokens (zeros on start and end).
     const Tensor label_features =
         apply(be, label_proj_, be.gather_rows(label_table_, labels));  // [n * q, hidden]
-    std::vector<int64_t> detection_rows;
-    for (int64_t b = 0; b < n; ++b) {
-        for (int64_t t = 1; t <= q; ++t) {
-            detection_rows.push_back(b * tokens + t);
-        }
-    }
-    Tensor label_rows = be.alloc({n * tokens, hidden});
+    Tensor label_rows = be.alloc({nt, hidden});
     be.scatter_rows(label_rows, detection_rows, label_features);
     be.add(x, label_rows);
     x = be.layer_norm(x, embed_norm_w_, embed_norm_b_, c.layer_norm_eps);
 
-    const Tensor bias = relation_bias(pages);  // [n, heads, t, t]
-    const int to_heads[] = {0, 2, 1, 3};       // [n, t, heads, d]  ->  [n, heads, t, d]
-    const int to_columns[] = {0, 2, 3, 1};     // [n, t, heads, d]  ->  [n, heads, d, t]
+    const Tensor bias = relation_bias(in);  // [n, heads, t, t]
+    const int to_heads[] = {0, 2, 1, 3};    // [n, t, heads, d]  ->  [n, heads, t, d]
+    const int to_columns[] = {0, 2, 3, 1};  // [n, t, heads, d]  ->  [n, heads, d, t]
     for (const Layer& layer : layers_) {
         Tensor qh = apply(be, layer.query, x);
         Tensor kh = apply(be, layer.key, x);
@@ -220,7 +237,7 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
         Tensor context = group_products(be, probs, vh, n * heads, tokens, head_size, tokens);
         context.shape = {n, heads, tokens, head_size};
         context = be.permute(context, to_heads);  // [n, t, heads, head_size]
-        context.shape = {n * tokens, hidden};
+        context.shape = {nt, hidden};
         Tensor residual = be.copy(x);
         apply(be, layer.attn_out, context, {.residual = &residual});
         x = be.layer_norm(residual, layer.attn_norm_w, layer.attn_norm_b, c.layer_norm_eps);
@@ -231,8 +248,21 @@ std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> page
     }
 
     // The global pointer over the detection tokens.
-    const int64_t hs_size = c.global_pointer_head_size;
-    return global_pointer_logits(be, apply(be, pointer_, be.gather_rows(x, detection_rows)), n, q, hs_size);
+    return global_pointer_products(be, apply(be, pointer_, be.gather_rows(x, detection_rows)), n, q,
+                                   c.global_pointer_head_size);
+}
+
+std::vector<float> ReadingOrder::forward(std::span<const ReadingOrderInput> pages) const {
+    if (pages.empty()) {
+        return {};
+    }
+    return logits(products(upload(pack(pages))));
+}
+
+std::vector<float> ReadingOrder::logits(const Tensor& products) const {
+    std::vector<float> out = backend_.download(products);
+    finish_global_pointer(out, n_queries_, config_.global_pointer_head_size);
+    return out;
 }
 
 }  // namespace folio

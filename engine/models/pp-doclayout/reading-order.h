@@ -21,6 +21,24 @@ struct ReadingOrderInput {
     int n_kept = 0;
 };
 
+// A batch of pages' inputs as the backend takes them, made on the host (ReadingOrder::pack).
+struct ReadingOrderBatch {
+    int64_t n = 0;
+    // Int32 rows, n * tokens each, of: the token ids, token types (0), positions, x0, y0, x1, y1, heights and
+    // widths into their embedding tables; then n * queries each of the detections' classes and their tokens'
+    // rows among the n * tokens.
+    std::vector<int32_t> indices;
+    std::vector<float> boxes;  // [n, tokens, 4] each token's box as cx, cy, w, h
+    std::vector<float>
+        padding;  // [n, 1, tokens, tokens] the attention bias that masks the keys after the end
+};
+
+// The same on the backend.
+struct ReadingOrderTensors {
+    int64_t n = 0;
+    Tensor indices, boxes, padding;
+};
+
 class ReadingOrder {
 public:
     ReadingOrder(LayoutWeights& weights, const ReadingOrderConfig& config, int n_queries);
@@ -28,6 +46,17 @@ public:
     // The pair logits of each page: entry [i][j] (i < j) is the belief that detection i comes before j;
     // -1e4 on and below the diagonal.  ->  [pages, queries, queries]
     std::vector<float> forward(std::span<const ReadingOrderInput> pages) const;
+
+    // Its parts: the pages' inputs packed on the host (throws naming what does not fit the network), uploaded
+    // or written into inputs already on the backend, and run there to the global pointer's products (nothing
+    // staged from the host, so that the pass can be recorded).  ->  [n, queries, queries], before
+    // finish_global_pointer
+    ReadingOrderBatch pack(std::span<const ReadingOrderInput> pages) const;
+    ReadingOrderTensors upload(const ReadingOrderBatch& batch) const;
+    void update(ReadingOrderTensors& inputs, const ReadingOrderBatch& batch) const;
+    Tensor products(const ReadingOrderTensors& inputs) const;
+    // The pair logits from those products, brought to the host.  products [n, queries, queries]
+    std::vector<float> logits(const Tensor& products) const;
 
 private:
     struct Layer {
@@ -40,7 +69,7 @@ private:
 
     // The attention bias of each page from its boxes' relative positions, with the padding keys masked.
     // ->  [pages, heads, tokens, tokens]
-    Tensor relation_bias(std::span<const ReadingOrderInput> pages) const;
+    Tensor relation_bias(const ReadingOrderTensors& inputs) const;
 
     Backend& backend_;
     ReadingOrderConfig config_;

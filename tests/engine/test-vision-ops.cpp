@@ -506,3 +506,36 @@ TEST_F(VisionOps, TopKOrdersTiesByColumnAndNanFirst) {
     EXPECT_THROW(be_->top_k(x, 5), Error);
     EXPECT_THROW(be_->top_k(x, 0), Error);
 }
+
+// Rows scattered at int32 indices on the backend land where the host's list puts them; a list of the wrong
+// type or size is refused.
+TEST_F(VisionOps, ScatterRowsAtBackendIndices) {
+    Tensor dst = be_->upload(random_values(5 * 3, 1), {5, 3});
+    const std::vector<float> before = be_->download(dst);
+    const Tensor src = be_->upload(random_values(2 * 3, 2), {2, 3});
+    be_->scatter_rows(dst, be_->upload_i32(std::vector<int32_t>{4, 1}, {2}), src);
+    std::vector<float> expected = before;
+    const std::vector<float> rows = be_->download(src);
+    std::copy(rows.begin(), rows.begin() + 3, expected.begin() + 12);
+    std::copy(rows.begin() + 3, rows.end(), expected.begin() + 3);
+    EXPECT_EQ(be_->download(dst), expected);
+    EXPECT_THROW(be_->scatter_rows(dst, be_->upload(std::vector<float>{1.0f}, {1}), src.view(0, {1, 3})),
+                 Error);
+    EXPECT_THROW(be_->scatter_rows(dst, be_->upload_i32(std::vector<int32_t>{0}, {1}), src), Error);
+    EXPECT_THROW(be_->scatter_rows(dst, be_->upload_i32(std::vector<int32_t>{5}, {1}), src.view(0, {1, 3})),
+                 Error)
+        << "row 5 of 5";
+}
+
+// New float32 values in parts replace a whole tensor; parts that do not cover it exactly are refused.
+TEST_F(VisionOps, Float32UpdateInParts) {
+    Tensor t = be_->alloc({2, 3});
+    const std::vector<float> a = {1, 2, 3, 4}, b = {5, 6};
+    const std::span<const float> parts[] = {a, b};
+    be_->update(t, parts);
+    EXPECT_EQ(be_->download(t), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+    const std::span<const float> short_parts[] = {a};
+    EXPECT_THROW(be_->update(t, short_parts), Error);
+    Tensor i = be_->upload_i32(std::vector<int32_t>(6, 0), {6});
+    EXPECT_THROW(be_->update(i, parts), Error) << "an int32 tensor";
+}

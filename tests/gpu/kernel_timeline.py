@@ -7,14 +7,16 @@ kernel of a step, in the order they start, "adds" is how far its end moves the l
 kernel that runs under its neighbours adds nothing and the adds of a step sum to its span. Steps of the most
 common kernel count are summed by kernel (demangled name and grid) over --skip-first onwards.
 
-With --whole-run, the kernels that start in the trace's last --last-seconds (all of them without it) are taken
-as one span instead: the time some kernel ran (busy) and the time none did (idle), the idle gaps by length with
+With --whole-run, the kernels that start in the trace's last --last-seconds, or in the --densest-seconds window
+whose kernels run longest (all of them without either), are taken as one span instead: the time some kernel ran (busy) and the time none did (idle), the idle gaps by length with
 the kernels on either side of the longest, the idle time over 10 us summed by the pair of kernels around it
 (where the host does the same work every step, the same pair recurs), and each kernel's count and run time
-summed by name.
+summed by name; with --parts, also the run time of the document workload's vision encoder and decoder, each
+kernel going with the part its name marks (PARTS) or, unmarked (the products), with the part of the last
+marked kernel before it.
 
     kernel_timeline.py TRACE.csv [--skip-first N] [--top K]
-    kernel_timeline.py TRACE.csv --whole-run [--last-seconds S] [--top K]
+    kernel_timeline.py TRACE.csv --whole-run [--last-seconds S | --densest-seconds S] [--parts] [--top K]
 """
 import argparse
 import collections
@@ -122,6 +124,48 @@ def last_seconds(kernels, seconds):
     return [k for k in kernels if k.start >= cut]
 
 
+def densest_window(kernels, seconds):
+    """The kernels that start within the window of `seconds` whose kernels run longest in all: the workload of
+    a run that does other work before and after it."""
+    width, best, first, run, total = int(seconds * 1e9), (-1, 0, 0), 0, 0, 0
+    for last, k in enumerate(kernels):
+        total += k.end - k.start
+        while k.start - kernels[first].start > width:
+            total -= kernels[first].end - kernels[first].start
+            first += 1
+        if total > best[0]:
+            best = (total, first, last + 1)
+    return kernels[best[1]:best[2]]
+
+
+# Name fragments of the kernels that only the vision encoder or only the decoder runs.
+PARTS = {"vision encoder": ("layer_norm", "rope_split", "expand_levels", "gelu"),
+         "decoder": ("rms_norm", "rope_qkv", "decode_attention", "swiglu", "argmax", "sample_rows",
+                     "gather_token")}
+
+
+def part_totals(kernels, names, parts=PARTS):
+    """Run ns of each part, and of each kernel name within it: {part: [ns, {name: ns}]}. A kernel whose
+    (demangled) name has none of the parts' fragments goes with the part of the last one that had one, the
+    first part before any."""
+    totals = {part: [0, collections.Counter()] for part in parts}
+    current = next(iter(parts))
+    for k in kernels:
+        name = names.get(k.name, k.name)
+        current = next((p for p, fragments in parts.items() if any(f in name for f in fragments)), current)
+        totals[current][0] += k.end - k.start
+        totals[current][1][k.name] += k.end - k.start
+    return totals
+
+
+def print_part_totals(totals, names, top):
+    ms = 1e6
+    for part, (run, by_name) in totals.items():
+        print(f"{part}: {run / ms:.1f} ms run")
+        for name, duration in by_name.most_common(top):
+            print(f"  {duration / ms:9.1f} ms {short(names.get(name, name))}")
+
+
 def print_run_summary(summary, names, top):
     ms = 1e6
     print(f'span {summary["span"] / ms:.1f} ms: kernels running {summary["busy"] / ms:.1f} ms, none '
@@ -159,6 +203,10 @@ def main():
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--whole-run", action="store_true", help="one span instead of decode steps")
     parser.add_argument("--last-seconds", type=float, help="with --whole-run, only the trace's last seconds")
+    parser.add_argument("--densest-seconds", type=float,
+                        help="with --whole-run, only the window of this many seconds whose kernels run longest")
+    parser.add_argument("--parts", action="store_true",
+                        help="with --whole-run, the vision encoder's and the decoder's run time")
     args = parser.parse_args()
 
     kernels = read_kernels(args.trace)
@@ -168,10 +216,14 @@ def main():
     if args.whole_run:
         if args.last_seconds is not None:
             kernels = last_seconds(kernels, args.last_seconds)
+        elif args.densest_seconds is not None:
+            kernels = densest_window(kernels, args.densest_seconds)
         try:
             print_run_summary(run_summary(kernels), names, args.top)
         except ValueError as e:
             sys.exit(f"{args.trace}: {e}")
+        if args.parts:
+            print_part_totals(part_totals(kernels, names), names, args.top)
         return
     steps = split_steps(kernels)
     try:

@@ -87,7 +87,7 @@ for step in "$@"; do
         echo "document trace bench: exit $?"
         seconds=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["document"]["seconds"])' \
             "$out/document-trace.json")
-        python3 tests/gpu/kernel_timeline.py "$out/document-trace.csv" --whole-run --last-seconds "$seconds" \
+        python3 tests/gpu/kernel_timeline.py "$out/document-trace.csv" --whole-run --densest-seconds "$seconds" --parts \
             > "$out/document-timeline.txt" 2>&1
         echo "document timeline: exit $?"
         head -12 "$out/document-timeline.txt"

@@ -87,6 +87,21 @@ class RunSummary(unittest.TestCase):
         self.assertEqual(s["gaps"][1], [1, 30_000])
         self.assertEqual(s["longest"], [(30_000, "a", "c")])
 
+    def test_densest_window_is_the_busiest(self):
+        kernels = [kernel(0, 10, 0, "x"), kernel(1_000_000_000, 1_000_000_100, 0, "y"),
+                   kernel(1_000_000_200, 1_000_000_400, 0, "z"), kernel(3_000_000_000, 3_000_000_050, 0, "w")]
+        self.assertEqual([k.name for k in kt.densest_window(kernels, 0.5)], ["y", "z"])
+        self.assertEqual(len(kt.densest_window(kernels, 10)), 4)
+        self.assertEqual(kt.densest_window([], 1), [])
+
+    def test_parts_by_name_and_products_with_the_kernel_before(self):
+        kernels = [kernel(0, 10, 0, "gemm"), kernel(10, 30, 0, "layer_norm_rows"), kernel(30, 70, 0, "gemm"),
+                   kernel(70, 75, 0, "rms_norm"), kernel(75, 95, 0, "gemm"), kernel(95, 96, 0, "gelu")]
+        totals = kt.part_totals(kernels, {})
+        self.assertEqual(totals["vision encoder"][0], 10 + 20 + 40 + 1)
+        self.assertEqual(totals["decoder"][0], 5 + 20)
+        self.assertEqual(totals["decoder"][1]["gemm"], 20)
+
     def test_last_seconds_and_no_kernels(self):
         kernels = [kernel(0, 10, 0, "early"), kernel(2_000_000_000, 2_500_000_000, 0, "late")]
         self.assertEqual([k.name for k in kt.last_seconds(kernels, 1.0)], ["late"])

@@ -39,6 +39,20 @@ std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values) {
     return std::make_unique<ReadyReadback>(std::move(values));
 }
 
+std::unique_ptr<RecordedWork> record_work(Backend& backend, const std::function<void()>& queue) {
+    backend.begin_recording();
+    try {
+        queue();
+    } catch (...) {
+        try {
+            backend.end_recording();
+        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
+        }
+        throw;
+    }
+    return backend.end_recording();
+}
+
 std::unique_ptr<QueueMark> Backend::mark_queue() {
     return std::make_unique<HostMark>();
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -133,6 +134,11 @@ public:
 
 // A readback of values the host already has (backends that run each operation as it is called).
 std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values);
+
+class Backend;
+// The work `queue` gives the backend, recorded (Backend::begin_recording); where queue throws, the recording
+// is ended and that error goes on.
+std::unique_ptr<RecordedWork> record_work(Backend& backend, const std::function<void()>& queue);
 
 // A point on a backend's queue, for measuring how long the device took over the work between two points.
 class QueueMark {

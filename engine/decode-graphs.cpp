@@ -101,17 +101,7 @@ Tensor DecodeGraphs::record(int64_t size, std::span<const int32_t> packed) {
     Recorded recorded;
     recorded.inputs = backend.upload_i32(packed, {static_cast<int64_t>(packed.size())});
     Tensor hidden = forward(recorded.inputs, size);
-    backend.begin_recording();
-    try {
-        recorded.hidden = forward(recorded.inputs, size);
-    } catch (...) {
-        try {
-            backend.end_recording();
-        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
-        }
-        throw;
-    }
-    recorded.work = backend.end_recording();
+    recorded.work = record_work(backend, [&] { recorded.hidden = forward(recorded.inputs, size); });
     recorded_.emplace(size, std::move(recorded));
     return hidden;
 }

@@ -359,17 +359,8 @@ Tensor PpDocLayout::replay_reading_order(const ReadingOrderBatch& batch) const {
     auto recorded = std::make_unique<RecordedOrder>();
     recorded->inputs = reading_order_->upload(batch);
     Tensor first = reading_order_->products(recorded->inputs);
-    backend_.begin_recording();
-    try {
-        recorded->products = reading_order_->products(recorded->inputs);
-    } catch (...) {
-        try {
-            backend_.end_recording();
-        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
-        }
-        throw;
-    }
-    recorded->work = backend_.end_recording();
+    recorded->work =
+        record_work(backend_, [&] { recorded->products = reading_order_->products(recorded->inputs); });
     recorded_order_ = std::move(recorded);
     return first;
 }
@@ -387,17 +378,7 @@ DecoderResult PpDocLayout::replay_single_page(std::span<const std::span<const fl
     auto recorded = std::make_unique<RecordedPass>();
     recorded->pixels = backend_.upload(pixels, {1, 3, h, w});
     DecoderResult first = run_pass(recorded->pixels, nullptr);
-    backend_.begin_recording();
-    try {
-        recorded->result = run_pass(recorded->pixels, nullptr);
-    } catch (...) {
-        try {
-            backend_.end_recording();
-        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
-        }
-        throw;
-    }
-    recorded->work = backend_.end_recording();
+    recorded->work = record_work(backend_, [&] { recorded->result = run_pass(recorded->pixels, nullptr); });
     recorded_ = std::move(recorded);
     return first;
 }

@@ -221,18 +221,19 @@ PageFirstToken page_first_token(EngineService& service, const ModelConfig& cfg, 
     return {any_ms[any_ms.size() / 2], first_ms[first_ms.size() / 2]};
 }
 
-// The decoder's floating-point operations for blocks of these prompt lengths each generating n_generated
-// tokens: its layers' products over every token it takes, causal attention over each block's tokens and the
-// LM head over the sampled ones.
-double decoder_flops(const TextConfig& t, std::span<const int64_t> prompt_lengths, int64_t n_generated) {
+// The decoder's floating-point operations for the block requests, each generating n_generated tokens: its
+// layers' products over every token it takes, causal attention over each block's tokens and the LM head over
+// the sampled ones.
+double decoder_flops(const TextConfig& t, std::span<const Request> blocks, int64_t n_generated) {
     const double hidden = t.hidden_size;
     const double q_dim = static_cast<double>(t.num_attention_heads) * t.head_dim;
     const double kv_dim = static_cast<double>(t.num_key_value_heads) * t.head_dim;
     const double layer_params =
         hidden * (q_dim + 2 * kv_dim) + q_dim * hidden + 3 * hidden * t.intermediate_size;
     double flops = 0;
-    for (const int64_t p : prompt_lengths) {
-        const auto n = static_cast<double>(p + n_generated - 1);  // the last token is not fed back
+    for (const Request& r : blocks) {
+        // The last token is not fed back.
+        const auto n = static_cast<double>(static_cast<int64_t>(r.prompt.ids.size()) + n_generated - 1);
         flops += t.num_hidden_layers * (2 * layer_params * n + 2 * q_dim * n * (n + 1));
         flops += 2 * hidden * t.vocab_size * static_cast<double>(n_generated);
     }
@@ -250,10 +251,7 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
         std::vector<Request> blocks = page_requests(cfg, pre, w, rng, n_prompt_tokens);
         std::move(blocks.begin(), blocks.end(), std::back_inserter(requests));
     }
-    std::vector<int64_t> prompt_lengths;
-    for (const Request& r : requests) {
-        prompt_lengths.push_back(static_cast<int64_t>(r.prompt.ids.size()));
-    }
+    const double flops = decoder_flops(cfg.text, requests, w.block_tokens);
     // The blocks' own pixel bounds decide the largest image a step takes whole.
     EngineConfig engine = config;
     engine.time_device = true;
@@ -279,7 +277,6 @@ nlohmann::json bench_document(EngineService& service, const ModelConfig& cfg, Pr
     }
     const EngineStats stats = service.stats().engine;
     const PageFirstToken first_token = page_first_token(service, cfg, pre, w, rng);
-    const double flops = decoder_flops(cfg.text, prompt_lengths, w.block_tokens);
     return {{"workload", w.name},
             {"pages", w.n_pages},
             {"blocks_per_page", w.page_blocks.size()},

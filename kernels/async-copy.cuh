@@ -33,6 +33,14 @@ __device__ inline void copy_async_4(void* shared_dst, const void* global_src) {
                  : "memory");
 }
 
+// Four bytes, or four zero bytes where valid is false (global_src is not read then, but must be an address).
+__device__ inline void copy_async_4_or_zero(void* shared_dst, const void* global_src, bool valid) {
+    const int n_read = valid ? 4 : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(shared_address(shared_dst)),
+                 "l"(global_src), "r"(n_read)
+                 : "memory");
+}
+
 __device__ inline void commit_copies() {
     asm volatile("cp.async.commit_group;" ::: "memory");
 }

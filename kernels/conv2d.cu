@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
+#include <utility>
 
+#include "async-copy.cuh"
 #include "cuda-check.h"
 #include "error.h"
 #include "flat-launch.cuh"
+#include "mma.cuh"
 #include "vision-activation.cuh"
 
 namespace folio::kernels {
@@ -80,12 +85,297 @@ __global__ void bias_activation_kernel(float* y, const float* b, int64_t n_plane
     }
 }
 
+// The implicit product on the tensor cores: y [c_out, positions] = w [c_out, k] · cols [k, positions] with
+// the columns gathered from x as each tile of them is needed (k = (c, i, j), positions those of every image
+// in turn), never written out. A block computes kTileM output channels by kTileN positions in steps of
+// kTileK, each warp 64 x 32 of them; the tiles go through kStages buffers of shared memory filled by
+// asynchronous copies, zeros where a tap falls in the padding or past the ends. Three buffers where the
+// device's shared memory holds them (Hopper, Ampere's data-centre parts), else two (the RTX cards).
+namespace implicit {
+
+constexpr int kTileN = 128, kTileK = 32;
+constexpr int kWarpM = 64, kWarpN = 32, kWarpsN = kTileN / kWarpN;
+// Rows of the tiles padded so that the lanes of a fragment read fall in different banks.
+constexpr int kRowA = kTileK + 4, kRowB = kTileN + 8;
+
+template <int kTileM>
+__host__ __device__ constexpr int threads() {
+    return kTileM / kWarpM * kWarpsN * 32;
+}
+
+template <int kTileM, int kStages>
+constexpr size_t shared_bytes() {
+    return sizeof(float) * kStages * (kTileM * kRowA + kTileK * kRowB);
+}
+
+// Conv2dShape in 32-bit sizes, with the products' sizes.
+struct Gemm {
+    int c_in, h, w, c_out, kh, kw, w_out, n_pos;
+    int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int k;       // c_in kh kw
+    int n_cols;  // images times n_pos
+};
+
+template <int kTileM, int kStages, bool kVectorWeights>
+__global__ void __launch_bounds__(threads<kTileM>())
+    conv2d_tf32_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+                       float* __restrict__ y, Gemm g, KernelActivation act) {
+    constexpr int kThreads = threads<kTileM>();
+    constexpr int kRowsPerThread = kTileK * kTileN / kThreads;  // of the columns' tile
+    constexpr int kRowStep = kThreads / kTileN;
+    extern __shared__ __align__(16) float shared[];
+    float(*a_tiles)[kTileM][kRowA] = reinterpret_cast<float(*)[kTileM][kRowA]>(shared);  // [stage] weights
+    float(*b_tiles)[kTileK][kRowB] =
+        reinterpret_cast<float(*)[kTileK][kRowB]>(shared + kStages * kTileM * kRowA);  // [stage] columns
+    const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+    const int m0 = static_cast<int>(blockIdx.y) * kTileM, n0 = static_cast<int>(blockIdx.x) * kTileN;
+    const int taps = g.kh * g.kw, plane = g.h * g.w;
+
+    // The column this thread gathers, position n0 + tid % kTileN of its image, at rows tid / kTileN and every
+    // kRowStep-th after.
+    const int col = n0 + tid % kTileN, row_first = tid / kTileN;
+    const bool col_ok = col < g.n_cols;
+    const int img = col_ok ? col / g.n_pos : 0, pos = col_ok ? col - img * g.n_pos : 0;
+    const int oy = pos / g.w_out, ox = pos - oy * g.w_out;
+    const int iy0 = oy * g.stride_h - g.pad_h, ix0 = ox * g.stride_w - g.pad_w;
+    const float* x_img = x + static_cast<int64_t>(img) * g.c_in * plane;  // [c_in, h, w]
+
+    const auto load_tile = [&](int k_tile, int stage) {
+        const int k0 = k_tile * kTileK;
+        if constexpr (kVectorWeights) {  // k a multiple of 4: whole 16-byte pieces, in or out
+#pragma unroll
+            for (int e = tid; e < kTileM * kTileK / 4; e += kThreads) {
+                const int r = e / (kTileK / 4), c = e % (kTileK / 4) * 4;
+                const bool ok = m0 + r < g.c_out && k0 + c < g.k;
+                copy_async_16_or_zero(&a_tiles[stage][r][c],
+                                      ok ? w + static_cast<int64_t>(m0 + r) * g.k + k0 + c : w, ok);
+            }
+        } else {
+#pragma unroll 4
+            for (int e = tid; e < kTileM * kTileK; e += kThreads) {
+                const int r = e / kTileK, c = e % kTileK;
+                const bool ok = m0 + r < g.c_out && k0 + c < g.k;
+                copy_async_4_or_zero(&a_tiles[stage][r][c],
+                                     ok ? w + static_cast<int64_t>(m0 + r) * g.k + k0 + c : w, ok);
+            }
+        }
+        // Row k0 + r of the columns is channel c at tap (i, j), stepped along as r goes.
+        const int k_first = k0 + row_first;
+        int c = k_first / taps;
+        int i = (k_first - c * taps) / g.kw;
+        int j = k_first - c * taps - i * g.kw;
+#pragma unroll
+        for (int r = 0; r < kRowsPerThread; ++r) {
+            const int iy = iy0 + i * g.dilation_h, ix = ix0 + j * g.dilation_w;
+            const bool ok = col_ok && c < g.c_in && static_cast<unsigned>(iy) < static_cast<unsigned>(g.h) &&
+                            static_cast<unsigned>(ix) < static_cast<unsigned>(g.w);
+            copy_async_4_or_zero(&b_tiles[stage][row_first + r * kRowStep][tid % kTileN],
+                                 ok ? x_img + c * plane + iy * g.w + ix : x, ok);
+#pragma unroll
+            for (int step = 0; step < kRowStep; ++step) {
+                if (++j == g.kw) {
+                    j = 0;
+                    if (++i == g.kh) {
+                        i = 0;
+                        ++c;
+                    }
+                }
+            }
+        }
+    };
+
+    const int n_k_tiles = (g.k + kTileK - 1) / kTileK;
+#pragma unroll
+    for (int t = 0; t < kStages - 1; ++t) {
+        if (t < n_k_tiles) {
+            load_tile(t, t);
+        }
+        commit_copies();
+    }
+    float acc[4][4][4] = {};  // [m tile, n tile, fragment]
+    const int row0 = warp / kWarpsN * kWarpM, col0 = warp % kWarpsN * kWarpN, gq = lane >> 2, tq = lane & 3;
+    for (int kt = 0; kt < n_k_tiles; ++kt) {
+        wait_copies<kStages - 2>();
+        __syncthreads();  // tile kt is in, and every warp is done with the stage refilled next
+        if (kt + kStages - 1 < n_k_tiles) {
+            load_tile(kt + kStages - 1, (kt + kStages - 1) % kStages);
+        }
+        commit_copies();
+        const int st = kt % kStages;
+#pragma unroll
+        for (int ks = 0; ks < kTileK; ks += 8) {
+            uint32_t af[4][4];
+#pragma unroll
+            for (int mi = 0; mi < 4; ++mi) {
+                const int r = row0 + mi * 16 + gq;
+                af[mi][0] = to_tf32(a_tiles[st][r][ks + tq]);
+                af[mi][1] = to_tf32(a_tiles[st][r + 8][ks + tq]);
+                af[mi][2] = to_tf32(a_tiles[st][r][ks + tq + 4]);
+                af[mi][3] = to_tf32(a_tiles[st][r + 8][ks + tq + 4]);
+            }
+#pragma unroll
+            for (int ni = 0; ni < 4; ++ni) {
+                const int cc = col0 + ni * 8 + gq;
+                const uint32_t b0 = to_tf32(b_tiles[st][ks + tq][cc]);
+                const uint32_t b1 = to_tf32(b_tiles[st][ks + tq + 4][cc]);
+#pragma unroll
+                for (int mi = 0; mi < 4; ++mi) {
+                    mma_tf32(acc[mi][ni], af[mi], b0, b1);
+                }
+            }
+        }
+    }
+
+    // y [image, c_out, n_pos]: this lane's rows gq and gq + 8 of each m tile, columns 2 tq and 2 tq + 1 of
+    // each n tile.
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int p = n0 + col0 + ni * 8 + 2 * tq + e;
+            if (p >= g.n_cols) {
+                continue;
+            }
+            const int p_img = p / g.n_pos;
+            float* y_col = y + static_cast<int64_t>(p_img) * g.c_out * g.n_pos + (p - p_img * g.n_pos);
+#pragma unroll
+            for (int mi = 0; mi < 4; ++mi) {
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int o = m0 + row0 + mi * 16 + gq + half * 8;
+                    if (o < g.c_out) {
+                        y_col[static_cast<int64_t>(o) * g.n_pos] =
+                            activation_value(act, acc[mi][ni][half * 2 + e] + (b != nullptr ? b[o] : 0.0f));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// How the kernel runs on a device for tiles of tile_m channels: its buffers and the blocks that fit each
+// multiprocessor (none where even two buffers do not fit).
+struct Plan {
+    int stages = 0;
+    int blocks_per_multiprocessor = 0;
+};
+
+template <int kTileM, int kStages>
+int resident_blocks() {
+    constexpr size_t kShared = shared_bytes<kTileM, kStages>();
+    int n = 0;
+    for (auto kernel :
+         {conv2d_tf32_kernel<kTileM, kStages, true>, conv2d_tf32_kernel<kTileM, kStages, false>}) {
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kShared)) != cudaSuccess) {
+            cudaGetLastError();  // beyond this device's shared memory: not sticky
+            return 0;
+        }
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads<kTileM>(), kShared));
+    }
+    return n;
+}
+
+// The plan for tiles of tile_m channels on the current device, worked out once per device.
+Plan plan(int tile_m) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, int>, Plan> plans;  // by device and tile height
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard lock(mutex);
+    const auto [it, added] = plans.try_emplace({device, tile_m});
+    if (added) {
+        const int three = tile_m == 64 ? resident_blocks<64, 3>() : resident_blocks<128, 3>();
+        it->second = three > 0 ? Plan{3, three}
+                               : Plan{2, tile_m == 64 ? resident_blocks<64, 2>() : resident_blocks<128, 2>()};
+    }
+    return it->second;
+}
+
+int tile_height(int64_t c_out) {
+    return c_out <= 64 ? 64 : 128;
+}
+
+template <int kTileM, int kStages>
+void launch(const float* x, const float* w, const float* b, float* y, const Gemm& g, KernelActivation act,
+            cudaStream_t stream) {
+    constexpr size_t kShared = shared_bytes<kTileM, kStages>();
+    const dim3 grid(static_cast<unsigned int>((g.n_cols + kTileN - 1) / kTileN),
+                    static_cast<unsigned int>((g.c_out + kTileM - 1) / kTileM));
+    if (g.k % 4 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0) {
+        conv2d_tf32_kernel<kTileM, kStages, true>
+            <<<grid, threads<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+    } else {
+        conv2d_tf32_kernel<kTileM, kStages, false>
+            <<<grid, threads<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace implicit
+
 bool depthwise(const Conv2dShape& s) {
     return s.c_in == s.groups;
 }
 
 bool pointwise(const Conv2dShape& s) {
     return s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
+}
+
+// TF32 convolutions without groups run as the implicit product (no columns, the bias and activation fused).
+// Multiprocessors of the current device.
+int n_multiprocessors() {
+    int device = 0, n = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    return n;
+}
+
+// TF32 convolutions without groups run as the implicit product (no columns, the bias and activation fused)
+// where its 32-bit indices reach and its tiles fill every multiprocessor's blocks at least once; with fewer,
+// most multiprocessors would idle, where cuBLAS splits the sum over k instead.
+bool implicit_product(const Conv2dShape& s) {
+    const bool fits_32_bits = s.c_in * s.h * s.w <= INT_MAX &&
+                              s.n * s.h_out * s.w_out <= INT_MAX - implicit::kTileN &&
+                              s.c_out * s.h_out * s.w_out <= INT_MAX;  // the kernel's indices
+    if (!s.tf32 || s.groups != 1 || depthwise(s) || pointwise(s) || !fits_32_bits) {
+        return false;
+    }
+    const int tile_m = implicit::tile_height(s.c_out);
+    const int64_t tiles = (s.n * s.h_out * s.w_out + implicit::kTileN - 1) / implicit::kTileN *
+                          ((s.c_out + tile_m - 1) / tile_m);
+    const int resident = implicit::plan(tile_m).blocks_per_multiprocessor;
+    return resident > 0 && tiles >= static_cast<int64_t>(resident) * n_multiprocessors();
+}
+
+void conv2d_implicit(const float* x, const float* w, const float* b, float* y, const Conv2dShape& s,
+                     KernelActivation act, cudaStream_t stream) {
+    const int64_t k = s.c_in * s.kh * s.kw, n_cols = s.n * s.h_out * s.w_out;
+    const implicit::Gemm g{.c_in = static_cast<int>(s.c_in),
+                           .h = static_cast<int>(s.h),
+                           .w = static_cast<int>(s.w),
+                           .c_out = static_cast<int>(s.c_out),
+                           .kh = static_cast<int>(s.kh),
+                           .kw = static_cast<int>(s.kw),
+                           .w_out = static_cast<int>(s.w_out),
+                           .n_pos = static_cast<int>(s.h_out * s.w_out),
+                           .stride_h = static_cast<int>(s.stride_h),
+                           .stride_w = static_cast<int>(s.stride_w),
+                           .pad_h = static_cast<int>(s.pad_h),
+                           .pad_w = static_cast<int>(s.pad_w),
+                           .dilation_h = static_cast<int>(s.dilation_h),
+                           .dilation_w = static_cast<int>(s.dilation_w),
+                           .k = static_cast<int>(k),
+                           .n_cols = static_cast<int>(n_cols)};
+    const int tile_m = implicit::tile_height(s.c_out);
+    const bool three = implicit::plan(tile_m).stages == 3;
+    if (tile_m == 64) {
+        three ? implicit::launch<64, 3>(x, w, b, y, g, act, stream)
+              : implicit::launch<64, 2>(x, w, b, y, g, act, stream);
+    } else {
+        three ? implicit::launch<128, 3>(x, w, b, y, g, act, stream)
+              : implicit::launch<128, 2>(x, w, b, y, g, act, stream);
+    }
 }
 
 // Images whose columns one pass of im2col and the products take.
@@ -112,7 +402,7 @@ void strided_products(cublasHandle_t handle, int64_t m_rows, int64_t n_cols, int
 }  // namespace
 
 int64_t conv2d_scratch_floats(const Conv2dShape& s) {
-    if (depthwise(s) || pointwise(s)) {
+    if (depthwise(s) || pointwise(s) || implicit_product(s)) {
         return 0;
     }
     return images_per_chunk(s) * s.c_in * s.kh * s.kw * s.h_out * s.w_out;
@@ -133,6 +423,10 @@ void conv2d_f32(cublasHandle_t handle, const float* x, const float* w, const flo
         const dim3 grid(n_blocks(n_pos), static_cast<unsigned int>(s.c_out), static_cast<unsigned int>(s.n));
         conv2d_depthwise_kernel<<<grid, kBlock, 0, stream>>>(x, w, b, y, s, act);
         CUDA_CHECK(cudaGetLastError());
+        return;
+    }
+    if (implicit_product(s)) {
+        conv2d_implicit(x, w, b, y, s, act, stream);
         return;
     }
     // Per image and group, row-major y_g [c_out_g, n_pos] = w_g [c_out_g, k] · cols_g [k, n_pos], which

@@ -1,6 +1,8 @@
 // Host entry points of the 2-D convolution over NCHW float32 tensors in device memory: a direct kernel where
-// each output channel reads one input channel (depthwise), otherwise the input as columns (im2col, skipped
-// for 1x1 kernels of stride 1 without padding) times the weights through cuBLAS (without groups one strided
+// each output channel reads one input channel (depthwise); with TF32 allowed and no groups, where the work
+// fills the device, the implicit product on the tensor cores (the columns gathered into shared memory as
+// needed, bias and activation applied as y is written); otherwise the input as columns (im2col, skipped for
+// 1x1 kernels of stride 1 without padding) times the weights through cuBLAS (without groups one strided
 // batch over a chunk of images, with groups one over an image's groups), then bias and activation in one
 // pass. Enqueued on stream.
 #pragma once
@@ -24,8 +26,8 @@ struct Conv2dShape {
     bool tf32 = false;  // the products on the tensor cores with TF32 inputs
 };
 
-// Floats of scratch conv2d_f32 takes for shape s: the columns [images, c_in kh kw, h_out w_out] of as many
-// images as fit 128 MiB (one at least), or none.
+// Floats of scratch conv2d_f32 takes for shape s on the current device: the columns [images, c_in kh kw,
+// h_out w_out] of as many images as fit 128 MiB (one at least), or none.
 int64_t conv2d_scratch_floats(const Conv2dShape& s);
 
 // y = act(conv(x, w) + b).  x [n, c_in, h, w], w [c_out, c_in / groups, kh, kw], b [c_out] or null,

@@ -151,7 +151,10 @@ TEST_F(BackendVisionOpsTest, Conv2d) {
         {{1, 64, 40, 40}, {64, 64, 3, 3}, params(1, 1, 1, Activation::Relu), true},   // a stage's layer
         {{2, 12, 14, 10}, {18, 4, 3, 3}, params(1, 1, 3, Activation::Relu), true},    // groups, two images
         {{3, 16, 9, 7}, {8, 16, 1, 1}, params(1, 0, 1, Activation::None), false},     // 1x1, three images
-        {{2, 8, 490, 490}, {8, 8, 3, 3}, params(1, 1, 1, Activation::None), true},    // a chunk an image
+        // With TF32, the next three run as the implicit product (tiles enough to fill an H100 twice over).
+        {{2, 8, 490, 490}, {8, 8, 3, 3}, params(1, 1, 1, Activation::None), true},     // a chunk an image
+        {{6, 20, 131, 101}, {70, 20, 3, 3}, params(1, 1, 1, Activation::Gelu), true},  // tiles across images
+        {{4, 3, 320, 300}, {33, 3, 3, 3}, params(2, 1, 1, Activation::Relu), false},   // k of 27
     };
     for (const bool tf32 : {false, true}) {
         for (Case c : cases) {
@@ -166,9 +169,10 @@ TEST_F(BackendVisionOpsTest, Conv2d) {
                 expect_close("conv2d", gpu, cpu, where);
                 continue;
             }
-            // TF32 rounds each input to 10 mantissa bits: a relative error of about 2^-11 a product.
+            // TF32 rounds each input to 10 mantissa bits: a relative error of about 2^-11 a product, 2.5e-4
+            // to 3.3e-4 of the output's scale over these cases whether cuBLAS or the implicit product runs.
             ASSERT_EQ(gpu.shape, cpu.shape) << where;
-            EXPECT_LT(relative_error(gpu_->download(gpu), cpu_->download(cpu)), 4e-3) << where;
+            EXPECT_LT(relative_error(gpu_->download(gpu), cpu_->download(cpu)), 1e-3) << where;
         }
     }
 }

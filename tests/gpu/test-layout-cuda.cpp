@@ -175,10 +175,11 @@ TEST_P(LayoutCuda, MatchesTheCpuBackend) {
 // to the nearest unused TF32 query by box, as rounding the products' inputs to 10 mantissa bits may reorder
 // queries of nearly equal scores. The median query within 1e-2 of the outputs' scale and 99 in 100 within
 // 5e-2. With random weights, query selection has near ties: where TF32 rounding moves one query's position,
-// self-attention spreads a few thousandths to every query (the full-size V2 with the implicit product). V3
-// starts its queries from the boxes around its encoder masks' positive values, which move by a pixel where a
-// value near zero changes sign, as float32 rounding alone does for a few queries (above). Each convolution's
-// own TF32 error is checked in test-backend-ops-vision.
+// self-attention spreads a few thousandths to every query (the full-size V2 does with every 3x3 convolution
+// on the implicit product, as on a card with fewer multiprocessors than an H100). V3 starts its queries from
+// the boxes around its encoder masks' positive values, which move by a pixel where a value near zero changes
+// sign, as float32 rounding alone does for a few queries (above). Each convolution's own TF32 error is
+// checked in test-backend-ops-vision.
 TEST_P(LayoutCuda, Tf32ConvolutionsStayCloseToFloat32) {
     const Case& c = GetParam();
     const LayoutFixture fx(c.name, root_);

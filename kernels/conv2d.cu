@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "async-copy.cuh"
@@ -88,19 +91,24 @@ __global__ void bias_activation_kernel(float* y, const float* b, int64_t n_plane
 // The implicit product on the tensor cores: y [c_out, positions] = w [c_out, k] · cols [k, positions] with
 // the columns gathered from x as each tile of them is needed (k = (c, i, j), positions those of every image
 // in turn), never written out. A block computes kTileM output channels by kTileN positions in steps of
-// kTileK, each warp 64 x 32 of them; the tiles go through kStages buffers of shared memory filled by
-// asynchronous copies, zeros where a tap falls in the padding or past the ends. Three buffers where the
-// device's shared memory holds them (Hopper, Ampere's data-centre parts), else two (the RTX cards).
+// kTileK, each warp up to 64 x 32 of them; the tiles go through kStages buffers of shared memory filled by
+// asynchronous copies, zeros where a tap falls in the padding or past the ends. Tiles of 32, 64 or 128
+// channels, the lowest that holds c_out.
 namespace implicit {
 
 constexpr int kTileN = 128, kTileK = 32;
-constexpr int kWarpM = 64, kWarpN = 32, kWarpsN = kTileN / kWarpN;
+constexpr int kWarpN = 32, kWarpsN = kTileN / kWarpN;
+
+// A warp's rows: 64, or the whole tile where it is lower.
+__host__ __device__ constexpr int warp_rows(int tile_m) {
+    return tile_m < 64 ? tile_m : 64;
+}
 // Rows of the tiles padded so that the lanes of a fragment read fall in different banks.
 constexpr int kRowA = kTileK + 4, kRowB = kTileN + 8;
 
 template <int kTileM>
 __host__ __device__ constexpr int threads() {
-    return kTileM / kWarpM * kWarpsN * 32;
+    return kTileM / warp_rows(kTileM) * kWarpsN * 32;
 }
 
 template <int kTileM, int kStages>
@@ -192,7 +200,8 @@ __global__ void __launch_bounds__(threads<kTileM>())
         }
         commit_copies();
     }
-    float acc[4][4][4] = {};  // [m tile, n tile, fragment]
+    constexpr int kWarpM = warp_rows(kTileM), kMTiles = kWarpM / 16;
+    float acc[kMTiles][4][4] = {};  // [m tile, n tile, fragment]
     const int row0 = warp / kWarpsN * kWarpM, col0 = warp % kWarpsN * kWarpN, gq = lane >> 2, tq = lane & 3;
     for (int kt = 0; kt < n_k_tiles; ++kt) {
         wait_copies<kStages - 2>();
@@ -204,9 +213,9 @@ __global__ void __launch_bounds__(threads<kTileM>())
         const int st = kt % kStages;
 #pragma unroll
         for (int ks = 0; ks < kTileK; ks += 8) {
-            uint32_t af[4][4];
+            uint32_t af[kMTiles][4];
 #pragma unroll
-            for (int mi = 0; mi < 4; ++mi) {
+            for (int mi = 0; mi < kMTiles; ++mi) {
                 const int r = row0 + mi * 16 + gq;
                 af[mi][0] = to_tf32(a_tiles[st][r][ks + tq]);
                 af[mi][1] = to_tf32(a_tiles[st][r + 8][ks + tq]);
@@ -219,7 +228,7 @@ __global__ void __launch_bounds__(threads<kTileM>())
                 const uint32_t b0 = to_tf32(b_tiles[st][ks + tq][cc]);
                 const uint32_t b1 = to_tf32(b_tiles[st][ks + tq + 4][cc]);
 #pragma unroll
-                for (int mi = 0; mi < 4; ++mi) {
+                for (int mi = 0; mi < kMTiles; ++mi) {
                     mma_tf32(acc[mi][ni], af[mi], b0, b1);
                 }
             }
@@ -239,7 +248,7 @@ __global__ void __launch_bounds__(threads<kTileM>())
             const int p_img = p / g.n_pos;
             float* y_col = y + static_cast<int64_t>(p_img) * g.c_out * g.n_pos + (p - p_img * g.n_pos);
 #pragma unroll
-            for (int mi = 0; mi < 4; ++mi) {
+            for (int mi = 0; mi < kMTiles; ++mi) {
 #pragma unroll
                 for (int half = 0; half < 2; ++half) {
                     const int o = m0 + row0 + mi * 16 + gq + half * 8;
@@ -276,6 +285,19 @@ int resident_blocks() {
     return n;
 }
 
+// f(std::integral_constant<int, tile_m>) for each tile height the kernel is built for.
+template <typename F>
+auto with_tile_height(int tile_m, F&& f) {
+    switch (tile_m) {
+        case 32:
+            return f(std::integral_constant<int, 32>{});
+        case 64:
+            return f(std::integral_constant<int, 64>{});
+        default:
+            return f(std::integral_constant<int, 128>{});
+    }
+}
+
 // The plan for tiles of tile_m channels on the current device, worked out once per device.
 Plan plan(int tile_m) {
     static std::mutex mutex;
@@ -285,15 +307,22 @@ Plan plan(int tile_m) {
     const std::lock_guard lock(mutex);
     const auto [it, added] = plans.try_emplace({device, tile_m});
     if (added) {
-        const int three = tile_m == 64 ? resident_blocks<64, 3>() : resident_blocks<128, 3>();
-        it->second = three > 0 ? Plan{3, three}
-                               : Plan{2, tile_m == 64 ? resident_blocks<64, 2>() : resident_blocks<128, 2>()};
+        it->second = with_tile_height(tile_m, [](auto tile) {
+            // Lower tiles keep more blocks resident with two buffers, which hides the gathers' latency better
+            // than a third buffer does; 128-row tiles take three where they fit.
+            if constexpr (tile.value == 128) {
+                if (const int three = resident_blocks<128, 3>(); three > 0) {
+                    return Plan{3, three};
+                }
+            }
+            return Plan{2, resident_blocks<tile.value, 2>()};
+        });
     }
     return it->second;
 }
 
 int tile_height(int64_t c_out) {
-    return c_out <= 64 ? 64 : 128;
+    return c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
 }
 
 template <int kTileM, int kStages>
@@ -369,13 +398,15 @@ void conv2d_implicit(const float* x, const float* w, const float* b, float* y, c
                            .n_cols = static_cast<int>(n_cols)};
     const int tile_m = implicit::tile_height(s.c_out);
     const bool three = implicit::plan(tile_m).stages == 3;
-    if (tile_m == 64) {
-        three ? implicit::launch<64, 3>(x, w, b, y, g, act, stream)
-              : implicit::launch<64, 2>(x, w, b, y, g, act, stream);
-    } else {
-        three ? implicit::launch<128, 3>(x, w, b, y, g, act, stream)
-              : implicit::launch<128, 2>(x, w, b, y, g, act, stream);
-    }
+    implicit::with_tile_height(tile_m, [&](auto tile) {
+        if constexpr (tile.value == 128) {
+            if (three) {
+                implicit::launch<128, 3>(x, w, b, y, g, act, stream);
+                return;
+            }
+        }
+        implicit::launch<tile.value, 2>(x, w, b, y, g, act, stream);
+    });
 }
 
 // Images whose columns one pass of im2col and the products take.

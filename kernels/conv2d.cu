@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <map>
 #include <mutex>
-#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -262,11 +260,11 @@ __global__ void __launch_bounds__(threads<kTileM>())
     }
 }
 
-// How the kernel runs on a device for tiles of tile_m channels: its buffers and the blocks that fit each
-// multiprocessor (none where even two buffers do not fit).
+// How the kernel runs on a device for tiles of tile_m channels: its buffers, and the tiles that fill every
+// multiprocessor's resident blocks once (0 where even two buffers do not fit).
 struct Plan {
     int stages = 0;
-    int blocks_per_multiprocessor = 0;
+    int64_t min_tiles = 0;
 };
 
 template <int kTileM, int kStages>
@@ -307,15 +305,17 @@ Plan plan(int tile_m) {
     const std::lock_guard lock(mutex);
     const auto [it, added] = plans.try_emplace({device, tile_m});
     if (added) {
-        it->second = with_tile_height(tile_m, [](auto tile) {
+        int n_multiprocessors = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
+        it->second = with_tile_height(tile_m, [&](auto tile) {
             // Lower tiles keep more blocks resident with two buffers, which hides the gathers' latency better
             // than a third buffer does; 128-row tiles take three where they fit.
             if constexpr (tile.value == 128) {
                 if (const int three = resident_blocks<128, 3>(); three > 0) {
-                    return Plan{3, three};
+                    return Plan{3, int64_t{three} * n_multiprocessors};
                 }
             }
-            return Plan{2, resident_blocks<tile.value, 2>()};
+            return Plan{2, int64_t{resident_blocks<tile.value, 2>()} * n_multiprocessors};
         });
     }
     return it->second;
@@ -351,15 +351,6 @@ bool pointwise(const Conv2dShape& s) {
     return s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
 }
 
-// TF32 convolutions without groups run as the implicit product (no columns, the bias and activation fused).
-// Multiprocessors of the current device.
-int n_multiprocessors() {
-    int device = 0, n = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    return n;
-}
-
 // TF32 convolutions without groups run as the implicit product (no columns, the bias and activation fused)
 // where its 32-bit indices reach and its tiles fill every multiprocessor's blocks at least once; with fewer,
 // most multiprocessors would idle, where cuBLAS splits the sum over k instead.
@@ -373,8 +364,8 @@ bool implicit_product(const Conv2dShape& s) {
     const int tile_m = implicit::tile_height(s.c_out);
     const int64_t tiles = (s.n * s.h_out * s.w_out + implicit::kTileN - 1) / implicit::kTileN *
                           ((s.c_out + tile_m - 1) / tile_m);
-    const int resident = implicit::plan(tile_m).blocks_per_multiprocessor;
-    return resident > 0 && tiles >= static_cast<int64_t>(resident) * n_multiprocessors();
+    const int64_t min_tiles = implicit::plan(tile_m).min_tiles;
+    return min_tiles > 0 && tiles >= min_tiles;
 }
 
 void conv2d_implicit(const float* x, const float* w, const float* b, float* y, const Conv2dShape& s,

@@ -5,12 +5,14 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "error.h"
 #include "log.h"
+#include "submission-order.h"
 #include "task-queue.h"
 
 namespace folio {
@@ -74,6 +76,8 @@ struct Served {
 };
 
 using Job = std::function<void(Served&)>;
+// A request built off the engine thread, ready for the engine.
+using Prepared = std::pair<std::shared_ptr<RequestState>, Request>;
 
 struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     ServiceImpl() : prepare(std::make_unique<TaskQueue>(2)) {}
@@ -105,7 +109,9 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     std::shared_ptr<const RequestBuilder> builder;
     RequestLimits limits;
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
-    std::vector<std::pair<std::shared_ptr<RequestState>, Request>> pending;
+    std::vector<Prepared> pending;
+    // A group's requests reach pending in the order they were submitted.
+    SubmissionOrder<Prepared> order;
     std::vector<int64_t> cancels;
     std::vector<std::pair<Job, std::promise<void>>> jobs;
     std::unordered_map<int64_t, GroupProgress> groups;
@@ -167,25 +173,38 @@ void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
 
 void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
                                   RequestSpec& spec, Priority priority) {
+    std::optional<RequestOutput> ended;
+    std::optional<Prepared> prepared;
     if (state->cancel_requested.load()) {
-        deliver(*state, final_output(state->id, FinishReason::Cancelled, ErrorKind::None, {}));
-        return;
-    }
-    try {
-        Request request = made.build(std::move(spec));
-        request.priority = priority;
-        state->n_prompt_tokens.store(static_cast<int64_t>(request.prompt.ids.size()));
-        {
-            const std::lock_guard lock(mutex);
-            if (!stop.load()) {
-                pending.emplace_back(state, std::move(request));
-                wake.notify_all();
-                return;
-            }
+        ended = final_output(state->id, FinishReason::Cancelled, ErrorKind::None, {});
+    } else {
+        try {
+            Request request = made.build(std::move(spec));
+            request.priority = priority;
+            state->n_prompt_tokens.store(static_cast<int64_t>(request.prompt.ids.size()));
+            prepared.emplace(state, std::move(request));
+        } catch (const std::exception& e) {
+            ended = final_output(state->id, FinishReason::Error, ErrorKind::InvalidRequest, e.what());
         }
-        deliver(*state, stopped_output(state->id));
-    } catch (const std::exception& e) {
-        deliver(*state, final_output(state->id, FinishReason::Error, ErrorKind::InvalidRequest, e.what()));
+    }
+    {
+        const std::lock_guard lock(mutex);
+        if (stop.load() && prepared) {
+            prepared.reset();
+            ended = stopped_output(state->id);
+        }
+        // Ended or not, its turn in the group passes, which may hand on later ones prepared before it.
+        std::vector<std::pair<int64_t, Prepared>> ready =
+            order.end(state->group, state->id, std::move(prepared));
+        for (auto& entry : ready) {
+            pending.push_back(std::move(entry.second));
+        }
+        if (!ready.empty()) {
+            wake.notify_all();
+        }
+    }
+    if (ended) {
+        deliver(*state, *ended);
     }
 }
 
@@ -306,7 +325,7 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
     int64_t free_bytes = device.free_memory ? device.free_memory() : -1;
     publish(*served.core, backend, free_bytes, 0);
     for (;;) {
-        std::vector<std::pair<std::shared_ptr<RequestState>, Request>> taken;
+        std::vector<Prepared> taken;
         std::vector<int64_t> cancelled;
         std::vector<std::pair<Job, std::promise<void>>> work;
         {
@@ -319,6 +338,20 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
                 return;
             }
             taken.swap(pending);
+            if (taken.size() > 1 && !served.core->has_unfinished()) {
+                // An idle engine starts the first request alone, an interactive one before the rest: its
+                // first token comes after a step of its own instead of after every other prompt's, and the
+                // rest follow in the next step.
+                const auto first =
+                    std::min_element(taken.begin(), taken.end(), [](const auto& a, const auto& b) {
+                        const bool a_chat = a.second.priority == Priority::Interactive;
+                        const bool b_chat = b.second.priority == Priority::Interactive;
+                        return a_chat != b_chat ? a_chat : a.first->id < b.first->id;
+                    });
+                std::iter_swap(taken.begin(), first);
+                std::move(taken.begin() + 1, taken.end(), std::back_inserter(pending));
+                taken.resize(1);
+            }
             cancelled.swap(cancels);
             work.swap(jobs);
         }
@@ -439,6 +472,7 @@ void ServiceImpl::end_live() {
             left.push_back(entry.second);
         }
         pending.clear();
+        order.clear();
         cancels.clear();
         for (auto& job : jobs) {
             job.second.set_exception(
@@ -612,6 +646,7 @@ RequestHandle EngineService::submit(RequestSpec spec, SubmitOptions options) {
         }
         state->id = impl_->next_id++;
         impl_->live.emplace(state->id, state);
+        impl_->order.begin(options.group, state->id);
         // Posted under the lock, so that nothing is posted once stopping began.
         impl_->prepare->post(
             [impl = impl_.get(), state, builder = impl_->builder, spec = std::move(spec),

@@ -71,7 +71,8 @@ using OutputCallback = std::function<void(const RequestOutput&)>;
 
 struct SubmitOptions {
     Priority priority = Priority::Batch;
-    int64_t group = 0;  // from create_group(); 0: none
+    // From create_group(); 0: none. A group's requests reach the engine in the order they were submitted.
+    int64_t group = 0;
     // Called with every output, on the engine thread (or on a preparation thread for a request refused as it
     // is built); what it throws is caught and counted, and the request goes on. Without it, outputs queue in
     // the handle.

@@ -105,6 +105,7 @@ public:
             }
             fed.push_back({token, {pos[3 * r], pos[3 * r + 1], pos[3 * r + 2]}, slots[r]});
         }
+        rows_per_step.push_back(n);
         if (step_delay.count() > 0) {
             std::this_thread::sleep_for(step_delay);
         }
@@ -123,7 +124,8 @@ public:
     std::chrono::microseconds step_delay{0};  // each forward_text takes at least this long
     int64_t image_activation = 0;
     std::vector<Fed> fed;
-    std::vector<ImageGrid> encoded;  // the grids of every encode_images call, in order
+    std::vector<int64_t> rows_per_step;  // the tokens of each forward_text call
+    std::vector<ImageGrid> encoded;      // the grids of every encode_images call, in order
     int64_t n_encode_calls = 0;
     int64_t n_pending_embeds = 0;
     int64_t n_decode_steps = 0;

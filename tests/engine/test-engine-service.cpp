@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -635,6 +636,105 @@ TEST_F(EngineServiceTest, AChatTurnBehindAThousandQueuedRequestsFinishesFirst) {
     EXPECT_LT(n_done_before, 900u) << "the block requests were still queued";
     EXPECT_LE(at - n_done_before, 16u)
         << "only block requests already running (8) may finish before the chat turn";
+}
+
+// Holds the engine thread from construction to release(), so that requests submitted meanwhile are prepared
+// and wait for it together.
+class EngineHold {
+public:
+    explicit EngineHold(EngineService& service)
+        : thread_([this, &service, released = released_.get_future()] {
+              service.run_on_engine_thread([&](EngineContext&) {
+                  held_ = true;
+                  released.wait();
+              });
+          }) {
+        while (!held_) {
+            std::this_thread::sleep_for(100us);
+        }
+    }
+    ~EngineHold() { release(); }
+    EngineHold(const EngineHold&) = delete;
+    EngineHold& operator=(const EngineHold&) = delete;
+    void release() {
+        if (thread_.joinable()) {
+            released_.set_value();
+            thread_.join();
+        }
+    }
+
+private:
+    std::atomic<bool> held_{false};
+    std::promise<void> released_;
+    std::thread thread_;
+};
+
+// The rows of each decoder step of the fake model, read on the engine thread.
+std::vector<int64_t> rows_per_step(EngineService& service, FakeModel* const& model) {
+    std::vector<int64_t> rows;
+    service.run_on_engine_thread([&](EngineContext&) { rows = model->rows_per_step; });
+    return rows;
+}
+
+void wait_prepared(EngineService& service) {
+    while (service.stats().n_preparing > 0) {
+        std::this_thread::sleep_for(100us);
+    }
+}
+
+// A page's blocks reaching an idle engine together: the first block starts in a step of its own, so that its
+// first token does not wait for every other block's image and prompt; the rest follow together.
+TEST_F(EngineServiceTest, AnIdleEngineStartsAPagesFirstBlockAlone) {
+    FakeFactory factory;
+    FakeModel* model = nullptr;
+    factory.configure = [&](FakeModel& m) { model = &m; };
+    EngineService service;
+    load_ready(service, factory);
+    const int64_t page = service.create_group();
+    std::vector<RequestHandle> blocks;
+    {
+        EngineHold hold(service);
+        for (int32_t i = 0; i < 4; ++i) {  // prompts of 7, 8, 9 and 10 tokens
+            blocks.push_back(
+                service.submit(spec(image_request(10 + i, 5 + i, 3)), options(Priority::Batch, page)));
+        }
+        wait_prepared(service);
+    }
+    for (RequestHandle& b : blocks) {
+        EXPECT_EQ(collect(b).last->finish, FinishReason::Length);
+    }
+    const std::vector<int64_t> rows = rows_per_step(service, model);
+    ASSERT_GE(rows.size(), 2u);
+    EXPECT_EQ(rows[0], 7) << "the first block alone";
+    // The step queued ahead of the first one's tokens (its next token alone), then the others together.
+    EXPECT_NE(std::find(rows.begin() + 1, rows.end(), 1 + 8 + 9 + 10), rows.end())
+        << "the other blocks' prompts in one step beside the first one's next token";
+}
+
+// A chat turn submitted behind a page's blocks while the engine is held starts first, alone.
+TEST_F(EngineServiceTest, AnIdleEngineStartsAChatTurnBeforeQueuedBlocks) {
+    FakeFactory factory;
+    FakeModel* model = nullptr;
+    factory.configure = [&](FakeModel& m) { model = &m; };
+    EngineService service;
+    load_ready(service, factory);
+    const int64_t page = service.create_group();
+    std::vector<RequestHandle> handles;
+    {
+        EngineHold hold(service);
+        for (int32_t i = 0; i < 3; ++i) {
+            handles.push_back(
+                service.submit(spec(image_request(10 + i, 5 + i, 3)), options(Priority::Batch, page)));
+        }
+        handles.push_back(service.submit(spec(text_request({41, 42}, 3)), options(Priority::Interactive)));
+        wait_prepared(service);
+    }
+    for (RequestHandle& h : handles) {
+        EXPECT_EQ(collect(h).last->finish, FinishReason::Length);
+    }
+    const std::vector<int64_t> rows = rows_per_step(service, model);
+    ASSERT_GE(rows.size(), 1u);
+    EXPECT_EQ(rows[0], 2) << "the chat turn's prompt alone";
 }
 
 // Submitted from several threads at once, each request gets its own tokens.

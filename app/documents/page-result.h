@@ -59,7 +59,7 @@ struct BlockResult {
     int order = 0;      // block_order: 1, 2, ... in reading order; 0 for blocks outside it (PaddleOCR: null)
     int groupId = -1;   // group_id: the first block's id where adjacent blocks were recognised as one stacked
                         // crop (that block holds the group's text), or a table continued across pages; -1:
-                       // none (PaddleOCR writes the block's id)
+                        // none (PaddleOCR writes the block's id)
     QString task;  // the prompt it was recognised with ("OCR:", "Table Recognition:", ...); empty for blocks
                    // kept as images
     QString rawText;  // the model's text as generated, repetition trimmed
@@ -79,6 +79,7 @@ struct PageTimings {
     double layoutMs = 0;            // the layout model and its rules: the page's share of its batch
     double blocksMs = 0;            // the blocks' crops, stacked where they stack
     double recognitionMs = 0;       // from the page's first request submitted to its last block done
+    double firstTokenMs = 0;        // from the page's first request submitted to the first token of any block
 };
 
 struct PageResult {

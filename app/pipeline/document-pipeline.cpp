@@ -583,6 +583,9 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             }
             request.text += output->output.text;
             const auto n_new = static_cast<int>(output->output.tokens.size());
+            if (n_new > 0 && page.result.timings.firstTokenMs == 0) {
+                page.result.timings.firstTokenMs = msSince(page.submitted);
+            }
             request.nTokens += n_new;
             summary.tokens += n_new;
             if (!output->output.text.empty()) {

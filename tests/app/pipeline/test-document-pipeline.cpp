@@ -180,6 +180,9 @@ private Q_SLOTS:
             QVERIFY(block.nTokens >= 1 && block.nTokens <= 6);
             QVERIFY(block.error.isEmpty());
             QCOMPARE(page.image.size(), QSize(page.width, page.height));
+            // The page's first token comes after its blocks were submitted and no later than its last block.
+            QVERIFY(page.timings.firstTokenMs > 0);
+            QVERIFY(page.timings.firstTokenMs <= page.timings.recognitionMs);
         }
         QCOMPARE(summary.tokens, [&] {
             int64_t n = 0;

@@ -82,25 +82,34 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
     }
     const int64_t h = config.do_resize ? config.height : page.height;
     const int64_t w = config.do_resize ? config.width : page.width;
-    std::vector<float> out(static_cast<size_t>(3 * h * w));
+    // What each of the 256 levels of each channel becomes, rescaled and normalized as the image processor
+    // does it to every pixel.
     const float factor = config.do_rescale ? config.rescale_factor : 1.0f;
-    auto finish = [&](int64_t c, float level) {
-        float v = level * factor;
-        if (config.do_normalize) {
-            v = (v - config.image_mean[static_cast<size_t>(c)]) / config.image_std[static_cast<size_t>(c)];
+    std::array<std::array<float, 256>, 3> values{};
+    for (size_t c = 0; c < 3; ++c) {
+        for (size_t level = 0; level < 256; ++level) {
+            float v = static_cast<float>(level) * factor;
+            if (config.do_normalize) {
+                v = (v - config.image_mean[c]) / config.image_std[c];
+            }
+            values[c][level] = v;
         }
-        return v;
-    };
-    if (!config.do_resize) {
-        for (int64_t y = 0; y < h; ++y) {
-            for (int64_t x = 0; x < w; ++x) {
-                for (int64_t c = 0; c < 3; ++c) {
-                    out[static_cast<size_t>((c * h + y) * w + x)] =
-                        finish(c, page.rgb[static_cast<size_t>((y * w + x) * 3 + c)]);
-                }
+    }
+    // [h, w, 3] levels  ->  [3, h, w] values
+    const auto planar = [&](std::span<const uint8_t> rgb) {
+        const auto plane = static_cast<size_t>(h * w);
+        std::vector<float> out(3 * plane);
+        for (size_t c = 0; c < 3; ++c) {
+            float* dst = out.data() + c * plane;
+            const std::array<float, 256>& table = values[c];
+            for (size_t i = 0; i < plane; ++i) {
+                dst[i] = table[rgb[i * 3 + c]];
             }
         }
         return out;
+    };
+    if (!config.do_resize) {
+        return planar(page.rgb);
     }
     Image src;
     src.width = static_cast<int>(page.width);
@@ -108,15 +117,7 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
     src.rgb.assign(page.rgb.begin(), page.rgb.end());
     const Image resized =
         resize_bicubic(src, static_cast<int>(w), static_cast<int>(h), kTorchBicubicNoAntialias);
-    for (int64_t y = 0; y < h; ++y) {
-        for (int64_t x = 0; x < w; ++x) {
-            for (int64_t c = 0; c < 3; ++c) {
-                out[static_cast<size_t>((c * h + y) * w + x)] =
-                    finish(c, resized.rgb[static_cast<size_t>((y * w + x) * 3 + c)]);
-            }
-        }
-    }
-    return out;
+    return planar(resized.rgb);
 }
 
 PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, const LayoutModelParams& params)

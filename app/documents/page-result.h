@@ -80,6 +80,7 @@ struct PageTimings {
     double blocksMs = 0;            // the blocks' crops, stacked where they stack
     double recognitionMs = 0;       // from the page's first request submitted to its last block done
     double firstTokenMs = 0;        // from the page's first request submitted to the first token of any block
+    int layoutBatchPages = 0;       // the pages of the layout batch it went through
 };
 
 struct PageResult {

@@ -379,6 +379,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                     PageTimings timings;
                     timings.layoutPreprocessMs = batch[i].prepareMs;
                     timings.layoutMs = layoutMs;
+                    timings.layoutBatchPages = options_.useLayout ? static_cast<int>(batch.size()) : 0;
                     begin_page(d, path, pageCount, std::move(batch[i].input), std::move(detections[i]),
                                timings);
                 }
@@ -433,7 +434,10 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 }
                 const bool last = item->page + 1 == n_selected;
                 batch.push_back(std::move(*item));
-                bool full = static_cast<int>(batch.size()) >= options_.layoutBatch || last;
+                // The run's first page goes through layout alone, so that its boxes and text come as soon as
+                // it is ready instead of with the batch after it.
+                bool full =
+                    static_cast<int>(batch.size()) >= options_.layoutBatch || last || next_serial == 0;
                 {
                     const std::lock_guard lock(run.mutex);
                     full = full || run.inFlight >= options_.maxPagesInFlight;

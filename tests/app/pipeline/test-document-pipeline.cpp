@@ -223,6 +223,11 @@ private Q_SLOTS:
                 QCOMPARE(block.image.isNull(), !savedAsImage(block.label, recognition));
             }
         }
+        // The first page went through layout alone, the next ones in batches of at most layoutBatch.
+        QCOMPARE(recorder.pages.front().timings.layoutBatchPages, 1);
+        for (const PageResult& page : recorder.pages) {
+            QVERIFY(page.timings.layoutBatchPages >= 1 && page.timings.layoutBatchPages <= o.layoutBatch);
+        }
         // Progress and the summary count the blocks a user sees, not the requests stacking made of them.
         QCOMPARE(summary.blocks, recognised);
         QCOMPARE(recorder.lastProgress.blocksTotal, recognised);

@@ -669,41 +669,47 @@ private:
     std::thread thread_;
 };
 
-// The rows of each decoder step of the fake model, read on the engine thread.
-std::vector<int64_t> rows_per_step(EngineService& service, FakeModel* const& model) {
+// The rows of each decoder step of the fake model, once a page of n_blocks blocks (prompts of 7, 8, ...
+// tokens), and then a chat turn of two tokens where asked, were submitted together to an idle engine and had
+// finished.
+std::vector<int64_t> steps_of_a_burst(int n_blocks, bool chat) {
+    FakeFactory factory;
+    FakeModel* model = nullptr;
+    factory.configure = [&](FakeModel& m) { model = &m; };
+    EngineService service;
+    service.load(params_for(factory));
+    if (service.wait_loaded(10s) != ServiceState::Ready) {
+        ADD_FAILURE() << service.status().error;
+        return {};
+    }
+    const int64_t page = service.create_group();
+    std::vector<RequestHandle> handles;
+    {
+        EngineHold hold(service);
+        for (int32_t i = 0; i < n_blocks; ++i) {
+            handles.push_back(
+                service.submit(spec(image_request(10 + i, 5 + i, 3)), options(Priority::Batch, page)));
+        }
+        if (chat) {
+            handles.push_back(
+                service.submit(spec(text_request({41, 42}, 3)), options(Priority::Interactive)));
+        }
+        while (service.stats().n_preparing > 0) {
+            std::this_thread::sleep_for(100us);
+        }
+    }
+    for (RequestHandle& h : handles) {
+        EXPECT_EQ(collect(h).last->finish, FinishReason::Length);
+    }
     std::vector<int64_t> rows;
     service.run_on_engine_thread([&](EngineContext&) { rows = model->rows_per_step; });
     return rows;
 }
 
-void wait_prepared(EngineService& service) {
-    while (service.stats().n_preparing > 0) {
-        std::this_thread::sleep_for(100us);
-    }
-}
-
 // A page's blocks reaching an idle engine together: the first block starts in a step of its own, so that its
 // first token does not wait for every other block's image and prompt; the rest follow together.
 TEST_F(EngineServiceTest, AnIdleEngineStartsAPagesFirstBlockAlone) {
-    FakeFactory factory;
-    FakeModel* model = nullptr;
-    factory.configure = [&](FakeModel& m) { model = &m; };
-    EngineService service;
-    load_ready(service, factory);
-    const int64_t page = service.create_group();
-    std::vector<RequestHandle> blocks;
-    {
-        EngineHold hold(service);
-        for (int32_t i = 0; i < 4; ++i) {  // prompts of 7, 8, 9 and 10 tokens
-            blocks.push_back(
-                service.submit(spec(image_request(10 + i, 5 + i, 3)), options(Priority::Batch, page)));
-        }
-        wait_prepared(service);
-    }
-    for (RequestHandle& b : blocks) {
-        EXPECT_EQ(collect(b).last->finish, FinishReason::Length);
-    }
-    const std::vector<int64_t> rows = rows_per_step(service, model);
+    const std::vector<int64_t> rows = steps_of_a_burst(4, false);
     ASSERT_GE(rows.size(), 2u);
     EXPECT_EQ(rows[0], 7) << "the first block alone";
     // The step queued ahead of the first one's tokens (its next token alone), then the others together.
@@ -713,26 +719,7 @@ TEST_F(EngineServiceTest, AnIdleEngineStartsAPagesFirstBlockAlone) {
 
 // A chat turn submitted behind a page's blocks while the engine is held starts first, alone.
 TEST_F(EngineServiceTest, AnIdleEngineStartsAChatTurnBeforeQueuedBlocks) {
-    FakeFactory factory;
-    FakeModel* model = nullptr;
-    factory.configure = [&](FakeModel& m) { model = &m; };
-    EngineService service;
-    load_ready(service, factory);
-    const int64_t page = service.create_group();
-    std::vector<RequestHandle> handles;
-    {
-        EngineHold hold(service);
-        for (int32_t i = 0; i < 3; ++i) {
-            handles.push_back(
-                service.submit(spec(image_request(10 + i, 5 + i, 3)), options(Priority::Batch, page)));
-        }
-        handles.push_back(service.submit(spec(text_request({41, 42}, 3)), options(Priority::Interactive)));
-        wait_prepared(service);
-    }
-    for (RequestHandle& h : handles) {
-        EXPECT_EQ(collect(h).last->finish, FinishReason::Length);
-    }
-    const std::vector<int64_t> rows = rows_per_step(service, model);
+    const std::vector<int64_t> rows = steps_of_a_burst(3, true);
     ASSERT_GE(rows.size(), 1u);
     EXPECT_EQ(rows[0], 2) << "the chat turn's prompt alone";
 }

@@ -17,6 +17,7 @@
 #include "engine-service.h"
 #include "image-preprocess.h"
 #include "layout-bench.h"
+#include "models/model-registry.h"
 #include "models/paddleocr-vl/model-files.h"
 
 namespace folio::cli {
@@ -434,7 +435,8 @@ int run_bench(const Options& opt) {
         cfg = parse_model_config("{}", "full-size defaults");
         pre = parse_preprocessor_config("{}", "reference defaults");
     }
-    const EngineOptions engine_options = parse_engine_options(opt, cfg);
+    const EngineOptions engine_options =
+        parse_engine_options(opt, describe_model(opt.has("--model") ? opt.text("--model") : ""));
     apply_preprocessing(engine_options, pre);
     const ModelLoadParams& load = engine_options.load;
     const EngineConfig& engine_cfg = engine_options.engine;

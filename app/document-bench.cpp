@@ -8,7 +8,7 @@
 #include "cli-service.h"
 #include "document-pipeline.h"
 #include "engine-options.h"
-#include "models/paddleocr-vl/model-files.h"
+#include "models/model-registry.h"
 #include "pdf-document.h"
 #include "pipeline-flags.h"
 #include "source-input.h"
@@ -123,9 +123,7 @@ nlohmann::json bench_documents(const Options& opt) {
     options.recognition.maxNewTokens = static_cast<int>(block_tokens);
 
     const std::filesystem::path model_dir = random_weights ? "" : opt.text("--model");
-    const ModelConfig cfg = random_weights ? parse_model_config("{}", "full-size defaults")
-                                           : ModelFiles::open(model_dir)->config();
-    const EngineOptions engine_options = parse_engine_options(opt, cfg);
+    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
     apply_pipeline_flags(opt, engine_options, options);
     EngineService service;
     const auto load_start = std::chrono::steady_clock::now();

@@ -687,7 +687,7 @@ std::string engine_usage(CommandScope scope) {
     return out.str();
 }
 
-EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg, CommandScope scope) {
+EngineOptions parse_engine_options(const Options& opt, const ModelDescription& model, CommandScope scope) {
     const Reader r(opt);
     const bool on_cpu = opt.text("--device", "cpu") == "cpu";
     EngineOptions out;
@@ -720,7 +720,7 @@ EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg, C
         c.max_num_seqs =
             8;  // the CPU backend gains little from more, and its cache is planned for all of them
     }
-    const int64_t context = cfg.text.max_position_embeddings;
+    const int64_t context = model.max_context;
     c.max_model_len = std::min<int64_t>(c.max_model_len, context);
     if (r.has("max_model_len")) {
         c.max_model_len = r.integer("max_model_len", c.max_model_len);
@@ -789,7 +789,7 @@ EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg, C
 }
 
 EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
-                                         const ModelConfig& cfg, const std::string& device) {
+                                         const ModelDescription& model, const std::string& device) {
     std::vector<std::string> args = {"--device=" + device};
     for (const auto& [name, value] : values) {
         if (find_engine_option(flag_of(name)) == nullptr) {
@@ -802,7 +802,7 @@ EngineOptions engine_options_from_values(const std::vector<std::pair<std::string
         argv.push_back(arg.data());
     }
     const Options opt(static_cast<int>(argv.size()), argv.data(), 0);
-    return parse_engine_options(opt, cfg);
+    return parse_engine_options(opt, model);
 }
 
 void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre) {

@@ -15,7 +15,7 @@
 
 #include "engine-core.h"
 #include "models/linear.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-description.h"
 #include "preprocessor-config.h"
 
 namespace folio::cli {
@@ -87,16 +87,16 @@ struct EngineOptions {
 };
 
 // Parses and checks every engine option on the command line; throws folio::Error naming the option and what
-// is wrong (or what Folio cannot do yet). The model's config gives the context length the limits are checked
-// against; --device picks the defaults that differ between the CPU and the GPU.
-EngineOptions parse_engine_options(const Options& opt, const ModelConfig& cfg,
+// is wrong (or what Folio cannot do yet). The model's description gives the context length the limits are
+// checked against; --device picks the defaults that differ between the CPU and the GPU.
+EngineOptions parse_engine_options(const Options& opt, const ModelDescription& model,
                                    CommandScope scope = CommandScope::Offline);
 
 // The same options from FastDeploy's names and values as text ({"max_model_len", "4096"}), as a settings
 // store keeps them, on a device ("cpu", "cuda" or "cuda:N"): checked exactly as on the command line, the
 // message naming the option and its range.
 EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
-                                         const ModelConfig& cfg, const std::string& device = "cpu");
+                                         const ModelDescription& model, const std::string& device = "cpu");
 
 // mm_processor_kwargs' pixel bounds applied to the model's preprocessing.
 void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre);

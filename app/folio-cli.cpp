@@ -15,7 +15,7 @@
 #include "image-loader.h"
 #include "layout-command.h"
 #include "model-command.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 #include "ocr-command.h"
 #include "serve-command.h"
 #include "server-bench.h"
@@ -85,8 +85,7 @@ int run_generate(const Options& opt) {
     }
 
     folio::EngineService service;
-    load_service(service, opt, model_dir,
-                 parse_engine_options(opt, folio::load_model_config(model_dir / "config.json")));
+    load_service(service, opt, model_dir, parse_engine_options(opt, folio::describe_model(model_dir)));
     const auto start = std::chrono::steady_clock::now();
     std::vector<folio::RequestHandle> handles;
     for (folio::RequestSpec& spec : specs) {

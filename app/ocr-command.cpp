@@ -27,7 +27,7 @@
 #include "layout/layout-labels.h"
 #include "model-command.h"
 #include "model-locator.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 #include "pipeline-flags.h"
 #include "source-input.h"
 
@@ -394,8 +394,7 @@ int run_ocr(int argc, char** argv, int first) {
     if (pipeline_options.useLayout) {
         layout_dir = resolve_layout_model(opt, model_spec);
     }
-    const EngineOptions engine_options =
-        parse_engine_options(opt, load_model_config(model_dir / "config.json"));
+    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
     apply_pipeline_flags(opt, engine_options, pipeline_options);
     if (!QDir().mkpath(export_options.outputDir)) {
         fail("cannot create the output folder ", out_dir);

@@ -12,7 +12,7 @@
 #include "error.h"
 #include "image-loader.h"
 #include "model-command.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 #include "openai-server.h"
 #include "preprocessor-config.h"
 
@@ -61,7 +61,7 @@ int run_serve(int argc, char** argv, int first) {
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
     const EngineOptions engine_options =
-        parse_engine_options(opt, load_model_config(model_dir / "config.json"), CommandScope::Serve);
+        parse_engine_options(opt, describe_model(model_dir), CommandScope::Serve);
 
     server::ServerParams params;
     params.host = engine_options.host;

@@ -18,7 +18,7 @@
 #include "error.h"
 #include "image-loader.h"
 #include "model-command.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 #include "openai-protocol.h"
 #include "openai-server.h"
 #include "preprocessor-config.h"
@@ -116,8 +116,7 @@ int run_server_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--server", "--model", "--device", "--threads", "--connections",
                                  "--block-image", "--block-tokens", "--device-memory"}));
     const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
-    const EngineOptions engine_options =
-        parse_engine_options(opt, load_model_config(model_dir / "config.json"));
+    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
     const int64_t n_requests = opt.integer("--server", 2000);
     const int n_clients = static_cast<int>(opt.integer("--connections", 32));
     const int64_t n_tokens = opt.integer("--block-tokens", 32);

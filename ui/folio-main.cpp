@@ -105,8 +105,14 @@ int main(int argc, char** argv) {
     QObject::connect(&window, &folio::MainWindow::modelsMissing, &window, openModelManager,
                      Qt::QueuedConnection);
     QObject::connect(&window, &folio::MainWindow::settingsRequested, &window,
-                     [&window, &settings, openModelManager] {
+                     [&window, &settings, &engine, openModelManager] {
                          folio::SettingsDialog dialog(settings, &window);
+                         // The loaded model's context bounds max_model_len.
+                         for (const folio::ModelDescription& loaded : engine.service().models()) {
+                             if (loaded.max_context > 0) {
+                                 dialog.setModelContext(loaded.max_context);
+                             }
+                         }
                          QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog,
                                           openModelManager);
                          dialog.exec();

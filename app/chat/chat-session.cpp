@@ -4,8 +4,8 @@
 #include <QPainter>
 #include <mutex>
 
-#include "page-image.h"
 #include "error.h"
+#include "page-image.h"
 
 namespace folio {
 
@@ -177,6 +177,9 @@ void ChatSession::onOutput(const RequestOutput& output) {
     const QString document = active_->document;
     const int index = active_->index;
     ChatTurn& answer = histories_[document][index];
+    if (answer.promptTokens < 0) {
+        answer.promptTokens = active_->handle.n_prompt_tokens();
+    }
     if (!output.text.empty()) {
         const QString delta = QString::fromStdString(output.text);
         answer.text += delta;

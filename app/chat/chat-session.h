@@ -24,6 +24,9 @@ struct ChatTurn {
     QList<QImage> images;  // a user turn's attachments
     State state = State::Done;
     QString error;  // Failed: why
+    // An answer's prompt as the engine took it: the tokens of the conversation before it, images included
+    // (-1 until the engine has built it). It tells how much of the context the conversation uses.
+    int64_t promptTokens = -1;
 };
 
 class ChatSession : public QObject {

@@ -11,7 +11,7 @@
 #include "error.h"
 #include "hub-cache.h"
 #include "layout-labels.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 
 namespace folio {
 
@@ -211,10 +211,10 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     if (!isDevice(v.device)) {
         add(kDevice, tr("Device: expected cpu or cuda:N, got \"%1\"").arg(v.device));
     } else {
-        ModelConfig cfg;
-        cfg.text.max_position_embeddings = static_cast<int>(modelContext.value_or(kUnknownContext));
+        ModelDescription described;
+        described.max_context = modelContext.value_or(kUnknownContext);
         try {
-            cli::engine_options_from_values(engineValues(v), cfg, v.device.toStdString());
+            cli::engine_options_from_values(engineValues(v), described, v.device.toStdString());
         } catch (const Error& e) {
             const QString message = QString::fromStdString(e.what());
             problems.append({keyOfEngineMessage(message), message});
@@ -314,13 +314,13 @@ QList<SettingsProblem> Settings::apply(const SettingsValues& values, std::option
     return {};
 }
 
-cli::EngineOptions Settings::engineOptions(const SettingsValues& values, const ModelConfig& model) {
+cli::EngineOptions Settings::engineOptions(const SettingsValues& values, const ModelDescription& model) {
     return cli::engine_options_from_values(engineValues(values), model, values.device.toStdString());
 }
 
 ServiceParams Settings::serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                       const std::optional<std::filesystem::path>& layoutDir, int cpuThreads) {
-    const cli::EngineOptions options = engineOptions(values, load_model_config(modelDir / "config.json"));
+    const cli::EngineOptions options = engineOptions(values, describe_model(modelDir));
     const std::string device = values.device.toStdString();
     ServiceParams params;
     params.device.make_backend = [device, cpuThreads] { return cli::make_backend(device, cpuThreads); };

@@ -91,7 +91,7 @@ public:
 
     // The engine options of the values (FastDeploy's checks), for EngineService::load/reconfigure; throws
     // folio::Error naming the option and its range.
-    static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelConfig& model);
+    static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelDescription& model);
 
     // What EngineService::load needs to run the values' model from modelDir (and the layout model from
     // layoutDir): the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free

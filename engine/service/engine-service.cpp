@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "models/model-registry.h"
 #include "submission-order.h"
 #include "task-queue.h"
 
@@ -108,6 +109,7 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     bool accepting = false;
     std::shared_ptr<const RequestBuilder> builder;
     RequestLimits limits;
+    std::vector<ModelDescription> descriptions;  // the loaded models', in slot order
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
     std::vector<Prepared> pending;
     // A group's requests reach pending in the order they were submitted.
@@ -238,7 +240,7 @@ void ServiceImpl::run(const ServiceParams& params) {
             other_bytes = std::max<int64_t>(
                 0, backend->total_memory() - params.device.free_memory() - backend->memory_stats().in_use);
         }
-        const ModelFactory& factory = params.factory ? *params.factory : default_model_factory();
+        const ModelFactory& factory = params.factory ? *params.factory : ModelRegistry::builtin();
         LoadedModel* generative = nullptr;
         int64_t reserved = 0;
         const int n_models = static_cast<int>(params.models.size());
@@ -271,6 +273,10 @@ void ServiceImpl::run(const ServiceParams& params) {
             const std::lock_guard lock(mutex);
             status.state = ServiceState::Ready;
             accepting = true;
+            descriptions.clear();
+            for (const std::unique_ptr<LoadedModel>& m : models) {
+                descriptions.push_back(m->description());
+            }
             stats.vram_other_bytes = other_bytes;
             changed.notify_all();
         }
@@ -501,6 +507,7 @@ void ServiceImpl::shutdown() {
     status = ServiceStatus{};
     builder.reset();
     limits = {};
+    descriptions.clear();
     stats = ServiceStats{};
     stop = false;
     changed.notify_all();
@@ -777,6 +784,11 @@ ServiceStats EngineService::stats() const {
 RequestLimits EngineService::limits() const {
     const std::lock_guard lock(impl_->mutex);
     return impl_->limits;
+}
+
+std::vector<ModelDescription> EngineService::models() const {
+    const std::lock_guard lock(impl_->mutex);
+    return impl_->descriptions;
 }
 
 }  // namespace folio

@@ -37,7 +37,7 @@ struct ServiceParams {
     DeviceSpec device;
     std::vector<ModelSlot> models;  // exactly one generative (recognition) model, other slots beside it
     EngineConfig engine;
-    const ModelFactory* factory = nullptr;  // default_model_factory() when null; tests give fakes
+    const ModelFactory* factory = nullptr;  // the built-in ModelRegistry when null; tests give fakes
     // Called on the engine thread with every change of the loading progress, after status() shows it (a
     // front end's progress display); it must not load, unload or cancel the load, and what it throws fails
     // the load.
@@ -164,6 +164,8 @@ public:
     ServiceStats stats() const;
     // The limits requests are checked against; zeros unless Ready.
     RequestLimits limits() const;
+    // What the loaded models offer, in slot order; empty unless Ready.
+    std::vector<ModelDescription> models() const;
 
 private:
     std::shared_ptr<detail::ServiceImpl> impl_;

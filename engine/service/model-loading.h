@@ -1,7 +1,7 @@
 // Models as the service loads them: what a model slot names (a folder, its role, how to load it), the
-// progress of loading (phase, bytes read, weights quantized) with cancellation, and the factory that turns a
-// slot into a loaded model on the engine thread. PaddleOCR-VL loads from its folder; a layout model has a
-// slot of its own and is planned with it, once it exists.
+// progress of loading (phase, bytes read, weights quantized) with cancellation, the loaded model the service
+// holds, and the factory that turns a slot into one on the engine thread. The model registry
+// (models/model-registry.h) is that factory: it hands each slot to the family its folder's config.json names.
 #pragma once
 
 #include <atomic>
@@ -11,21 +11,21 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "error.h"
 #include "model.h"
 #include "models/linear.h"
+#include "models/model-description.h"
 #include "preprocessor-config.h"
 #include "request-builder.h"
 #include "tokenizer.h"
+#include "weight-source.h"
 
 namespace folio {
 
 class PpDocLayout;
-
-enum class ModelRole { Recognition, Layout };
-const char* model_role_name(ModelRole role);
 
 // One model to load.
 struct ModelSlot {
@@ -34,6 +34,9 @@ struct ModelSlot {
         : role(slot_role), dir(std::move(slot_dir)), load(slot_load) {}
 
     ModelRole role = ModelRole::Recognition;
+    // The registry's name of the model family; empty: the family the folder's config.json names (random
+    // weights: the first family of the role, PaddleOCR-VL for recognition).
+    std::string family;
     std::filesystem::path dir;  // empty: the full-size architecture with seeded random weights (benchmarks)
     ModelLoadParams load;
     // Another folder's tokenizer; empty: dir's. With random weights (dir empty) it makes the model take
@@ -110,6 +113,41 @@ public:
     // A layout model (PP-DocLayoutV2 or V3); run it on the engine thread
     // (EngineService::run_on_engine_thread).
     virtual const PpDocLayout* layout() const { return nullptr; }
+    // What the model offers.
+    virtual ModelDescription description() const {
+        ModelDescription d;
+        d.role = role();
+        return d;
+    }
+};
+
+// A weight source that counts what it reads into the loading progress and stops at a cancel; stored_bytes
+// gives a tensor's bytes as its file stores them (-1: count its float32 values).
+class ProgressWeightSource final : public WeightSource {
+public:
+    ProgressWeightSource(WeightSource& inner, std::function<int64_t(const std::string&)> stored_bytes,
+                         LoadContext& context)
+        : inner_(inner), stored_bytes_(std::move(stored_bytes)), context_(context) {}
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override;
+    bool has(const std::string& name) const override { return inner_.has(name); }
+
+private:
+    WeightSource& inner_;
+    std::function<int64_t(const std::string&)> stored_bytes_;
+    LoadContext& context_;
+};
+
+// The quantization pass as a phase of the loading progress, its weights counted.
+class ProgressQuantizationObserver final : public QuantizationObserver {
+public:
+    explicit ProgressQuantizationObserver(LoadContext& context) : context_(context) {}
+
+    void quantization_begins(int64_t n_weights) override;
+    void layer_quantized(const std::string& layer, int64_t n_weights) override;
+
+private:
+    LoadContext& context_;
 };
 
 class ModelFactory {
@@ -120,9 +158,5 @@ public:
     virtual std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
                                               LoadContext& context) const = 0;
 };
-
-// The factory of the models Folio has: PaddleOCR-VL for recognition, PP-DocLayoutV2 or V3 for layout (a
-// layout slot keeps room for the activations of layout_batch pages).
-const ModelFactory& default_model_factory();
 
 }  // namespace folio

@@ -23,10 +23,10 @@ using folio::cli::Options;
 
 constexpr int64_t kContext = 16384;
 
-folio::ModelConfig model_config() {
-    folio::ModelConfig cfg;
-    cfg.text.max_position_embeddings = kContext;
-    return cfg;
+folio::ModelDescription model_config() {
+    folio::ModelDescription model;
+    model.max_context = kContext;
+    return model;
 }
 
 Options make_options(const std::vector<std::string>& args) {

@@ -212,8 +212,8 @@ private Q_SLOTS:
         v.gpuMemoryUtilization = 0.6;
         v.enablePrefixCaching = false;
         v.quantization = QStringLiteral("wint4");
-        ModelConfig model;
-        model.text.max_position_embeddings = 16384;
+        ModelDescription model;
+        model.max_context = 16384;
         const cli::EngineOptions options = Settings::engineOptions(v, model);
         QCOMPARE(options.engine.max_model_len, 4096);
         QCOMPARE(options.engine.max_num_seqs, 32);

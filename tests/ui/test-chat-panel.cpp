@@ -13,9 +13,11 @@
 #include "chat-panel.h"
 #include "chat-session.h"
 #include "engine-service.h"
+#include "models/model-registry.h"
 #include "region-picker.h"
 #include "screenshot.h"
 #include "settings.h"
+#include "tokenizer.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;
@@ -89,12 +91,26 @@ private Q_SLOTS:
         QCOMPARE(QApplication::clipboard()->text(), history[1].text);
         saveScreenshot(&panel, QStringLiteral("chat-panel"));
 
-        // A second question carries the first turn; the conversation grows.
+        // A second question carries the first turn; the conversation grows. The engine's second prompt is
+        // the first one with the answer and the new question after it, as the model's chat template lays the
+        // turns out: its tokens grow by exactly what that text adds (the image's tokens stay the same).
         panel.setDraft(QStringLiteral("And the title?"));
         panel.send();
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
-        QCOMPARE(panel.session()->history().size(), 4);
+        const QList<ChatTurn> both = panel.session()->history();
+        QCOMPARE(both.size(), 4);
         QCOMPARE(panel.messageViews().size(), 4);
+        const std::string firstPrompt =
+            "<|begin_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
+            "What does this page say?\nAssistant: ";
+        const std::string secondPrompt =
+            firstPrompt + both[1].text.toStdString() + "<|end_of_sentence|>User: And the title?\nAssistant: ";
+        const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(kModelDir);
+        const auto n_text = [&](const std::string& text) {
+            return static_cast<int64_t>(tokenizer->encode(text, /*add_special_tokens=*/true).size());
+        };
+        QVERIFY(both[1].promptTokens > n_text(firstPrompt));  // the image's placeholders expanded
+        QCOMPARE(both[3].promptTokens - both[1].promptTokens, n_text(secondPrompt) - n_text(firstPrompt));
     }
 
     void stopEndsTheAnswerAndKeepsItsText() {
@@ -228,8 +244,8 @@ private Q_SLOTS:
         QVERIFY(settings.apply(v, 4096).isEmpty());
         QCOMPARE(changed.count(), 1);
         QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reconfigure);
-        const ModelConfig config = load_model_config(std::filesystem::path(kModelDir) / "config.json");
-        service_.reconfigure(Settings::engineOptions(settings.values(), config).engine);
+        const ModelDescription model = describe_model(kModelDir);
+        service_.reconfigure(Settings::engineOptions(settings.values(), model).engine);
         ChatSession session(service_);
         session.setMaxNewTokens(3);
         QSignalSpy finished(&session, &ChatSession::answerFinished);

@@ -1,11 +1,14 @@
-// The interface language: the Simplified Chinese translation is compiled in and loads for zh_CN (and for the
-// system locale when it is Chinese), English needs none, widgets retranslate when the language changes, and
-// every string of the translation file is translated.
+// The interface language: the Simplified Chinese translation is compiled in and loads for zh_CN (and for a
+// system locale in simplified Chinese), English needs none, widgets retranslate when the language changes,
+// and every string of the translation file is translated.
+#include <QApplication>
 #include <QFile>
+#include <QProcess>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QXmlStreamReader>
 #include <QtTest>
+#include <cstdio>
 
 #include "chat-panel.h"
 #include "engine-service.h"
@@ -15,6 +18,10 @@
 
 using namespace folio;
 using folio::test::saveScreenshot;
+
+namespace {
+constexpr char kPrintSystemLanguage[] = "--print-system-language";
+}  // namespace
 
 class TestTranslations : public QObject {
     Q_OBJECT
@@ -40,11 +47,33 @@ private Q_SLOTS:
             loader.setLocale(QLocale(QLocale::Chinese, QLocale::TraditionalChineseScript, QLocale::Taiwan)),
             QStringLiteral("en"));
         QCOMPARE(loader.setLocale(QLocale(QLocale::German, QLocale::Germany)), QStringLiteral("en"));
-        QLocale::setDefault(QLocale(QLocale::Chinese, QLocale::China));
-        QCOMPARE(loader.setLanguage(QString()), QLocale::system().language() == QLocale::Chinese
-                                                    ? QStringLiteral("zh_CN")
-                                                    : QStringLiteral("en"));
-        QLocale::setDefault(QLocale::c());
+    }
+
+    // With no language set, the system locale decides: each row runs this binary again with the locale in
+    // its environment, since Qt reads the system locale once per process.
+    void followsTheSystemLocale_data() {
+        QTest::addColumn<QString>("locale");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("zh_CN") << QStringLiteral("zh_CN.UTF-8") << QStringLiteral("zh_CN");
+        QTest::newRow("zh_SG") << QStringLiteral("zh_SG.UTF-8") << QStringLiteral("zh_CN");
+        QTest::newRow("zh_TW") << QStringLiteral("zh_TW.UTF-8") << QStringLiteral("en");
+        QTest::newRow("de_DE") << QStringLiteral("de_DE.UTF-8") << QStringLiteral("en");
+        QTest::newRow("C") << QStringLiteral("C") << QStringLiteral("en");
+    }
+
+    void followsTheSystemLocale() {
+        QFETCH(QString, locale);
+        QFETCH(QString, expected);
+        QProcess child;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("LANGUAGE"));
+        env.insert(QStringLiteral("LC_ALL"), locale);
+        env.insert(QStringLiteral("LANG"), locale);
+        child.setProcessEnvironment(env);
+        child.start(QCoreApplication::applicationFilePath(), {QString::fromLatin1(kPrintSystemLanguage)});
+        QVERIFY(child.waitForFinished(30000));
+        QCOMPARE(child.exitCode(), 0);
+        QCOMPARE(QString::fromUtf8(child.readAllStandardOutput()).trimmed(), expected);
     }
 
     void widgetsRetranslate() {
@@ -108,5 +137,19 @@ private Q_SLOTS:
     }
 };
 
-QTEST_MAIN(TestTranslations)
+// With kPrintSystemLanguage the binary prints the language the system locale gives and exits (for
+// followsTheSystemLocale); otherwise it runs the tests.
+int main(int argc, char** argv) {
+    if (argc == 2 && qstrcmp(argv[1], kPrintSystemLanguage) == 0) {
+        QCoreApplication app(argc, argv);
+        TranslationLoader loader;
+        std::printf("%s\n", qPrintable(loader.setLanguage(QString())));
+        return 0;
+    }
+    QApplication app(argc, argv);
+    app.setAttribute(Qt::AA_Use96Dpi, true);
+    TestTranslations test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    return QTest::qExec(&test, argc, argv);
+}
 #include "test-translations.moc"

@@ -11,7 +11,7 @@
 #include "installed-models.h"
 #include "job-controller.h"
 #include "main-window.h"
-#include "models/paddleocr-vl/config.h"
+#include "models/model-registry.h"
 
 namespace folio {
 
@@ -132,9 +132,9 @@ void SettingsBinding::applyEngineChange() {
     try {
         SettingsValues v = settings_.values();
         v.device = device();
-        const std::filesystem::path config =
-            std::filesystem::path(engine_.models().recognition.toStdString()) / "config.json";
-        const EngineConfig engineConfig = Settings::engineOptions(v, load_model_config(config)).engine;
+        const ModelDescription model =
+            describe_model(std::filesystem::path(engine_.models().recognition.toStdString()));
+        const EngineConfig engineConfig = Settings::engineOptions(v, model).engine;
         jobs_.setHeld(true);
         engine_.reconfigure(engineConfig);
     } catch (const std::exception& e) {

@@ -1,0 +1,93 @@
+#include "pp-doclayout-family.h"
+
+#include "error.h"
+#include "mapped-file.h"
+#include "pp-doclayout-config.h"
+#include "pp-doclayout.h"
+
+namespace folio {
+
+namespace {
+
+constexpr std::string_view kFamilyName = "pp-doclayout";
+
+ModelDescription describe_layout(const std::filesystem::path& dir, const PpDocLayoutConfig& config) {
+    ModelDescription d;
+    d.family = std::string(kFamilyName);
+    d.name = dir.filename().string();
+    d.model_type = config.kind == LayoutModelKind::V2 ? "pp_doclayout_v2" : "pp_doclayout_v3";
+    d.role = ModelRole::Layout;
+    d.tasks = {"layout"};
+    d.modalities = {Modality::Image};
+    return d;
+}
+
+// Activation bytes one 800x800 page takes at the layout model's peak (backbone stages, encoder, decoder, V3's
+// masks), float32, with room to spare.
+constexpr int64_t kLayoutPageActivationBytes = int64_t{384} << 20;
+
+class LoadedLayout final : public LoadedModel {
+public:
+    LoadedLayout(const ModelSlot& slot, Backend& backend, LoadContext& context)
+        : batch_(slot.layout_batch), recorded_page_(backend.can_record()) {
+        if (slot.dir.empty()) {
+            fail("a layout slot needs its model's folder");
+        }
+        if (batch_ < 1 || batch_ > 256) {
+            fail("layout batch ", batch_, " outside 1..256");
+        }
+        context.set_phase(LoadPhase::Opening);
+        std::error_code error;
+        const auto n_bytes = std::filesystem::file_size(slot.dir / "model.safetensors", error);
+        context.add_total(error ? 0 : static_cast<int64_t>(n_bytes));
+        context.set_phase(LoadPhase::Weights);
+        model_ = std::make_unique<PpDocLayout>(backend, slot.dir, LayoutModelParams{.allow_tf32 = true});
+        context.add_read(error ? 0 : static_cast<int64_t>(n_bytes), "model.safetensors");
+        description_ = describe_layout(slot.dir, model_->config());
+    }
+
+    ModelRole role() const override { return ModelRole::Layout; }
+    // A batch's pages, and where the backend records, the single page's recorded pass, which keeps its own.
+    int64_t reserved_activation_bytes() const override {
+        return (batch_ + (recorded_page_ ? 1 : 0)) * kLayoutPageActivationBytes;
+    }
+    const PpDocLayout* layout() const override { return model_.get(); }
+    ModelDescription description() const override { return description_; }
+
+private:
+    int64_t batch_;
+    bool recorded_page_;
+    std::unique_ptr<PpDocLayout> model_;
+    ModelDescription description_;
+};
+
+class PpDocLayoutFamily final : public ModelFamily {
+public:
+    std::string_view name() const override { return kFamilyName; }
+    ModelRole role() const override { return ModelRole::Layout; }
+    bool matches(const nlohmann::json& config) const override {
+        const std::string type = config_model_type(config);
+        return type == "pp_doclayout_v2" || type == "pp_doclayout_v3" ||
+               config_has_architecture(config, "PPDocLayoutV2ForObjectDetection") ||
+               config_has_architecture(config, "PPDocLayoutV3ForObjectDetection");
+    }
+    ModelDescription describe(const std::filesystem::path& dir) const override {
+        if (dir.empty()) {
+            fail("a layout model needs its folder");
+        }
+        return describe_layout(dir, parse_pp_doclayout_config(read_file_text(dir / "config.json"),
+                                                              (dir / "config.json").string()));
+    }
+    std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
+                                      LoadContext& context) const override {
+        return std::make_unique<LoadedLayout>(slot, backend, context);
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> make_pp_doclayout_family() {
+    return std::make_unique<PpDocLayoutFamily>();
+}
+
+}  // namespace folio

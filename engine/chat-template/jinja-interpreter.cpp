@@ -1455,7 +1455,7 @@ struct Interpreter::Impl {
         }
         const auto length = static_cast<int64_t>(items.size());
         for (int64_t i = 0; i < length; ++i) {
-            charge(1);
+            charge(10);
             const auto index = static_cast<size_t>(i);
             DictData loop;
             loop.set(Value("index"), Value(i + 1));

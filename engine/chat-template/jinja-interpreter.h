@@ -16,8 +16,8 @@ namespace folio::jinja {
 
 struct Limits {
     size_t max_output = size_t{16} << 20;  // bytes of rendered text
-    uint64_t max_work = 50'000'000;        // loop iterations plus bytes and items built along the way
-    int max_depth = 200;                   // nested evaluation (statements, expressions, macro calls)
+    uint64_t max_work = 20'000'000;  // loop iterations (10 each) plus bytes and items built along the way
+    int max_depth = 200;             // nested evaluation (statements, expressions, macro calls)
 };
 
 class Interpreter {

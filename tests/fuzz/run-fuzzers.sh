@@ -12,7 +12,7 @@ build_dir=$(cd "$1" && pwd)
 seconds=$2
 fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 targets=(fuzz-safetensors fuzz-model-config fuzz-layout-config fuzz-tokenizer-json fuzz-sentencepiece
-         fuzz-otsl-table fuzz-page-range fuzz-openai-request)
+         fuzz-otsl-table fuzz-page-range fuzz-openai-request fuzz-chat-template)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

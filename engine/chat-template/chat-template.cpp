@@ -75,13 +75,22 @@ ChatTemplate ChatTemplate::parse(std::string_view source, std::string origin) {
 }
 
 ChatTemplate ChatTemplate::from_folder(const std::filesystem::path& dir) {
+    std::optional<ChatTemplate> found = find_in_folder(dir);
+    if (!found) {
+        fail(dir.string(), ": no chat template (neither chat_template.jinja nor a \"chat_template\" in ",
+             "tokenizer_config.json)");
+    }
+    return std::move(*found);
+}
+
+std::optional<ChatTemplate> ChatTemplate::find_in_folder(const std::filesystem::path& dir) {
     const std::filesystem::path jinja_file = dir / "chat_template.jinja";
     if (std::filesystem::exists(jinja_file)) {
         return parse(read_file(jinja_file), jinja_file.string());
     }
     const std::filesystem::path config_file = dir / "tokenizer_config.json";
     if (!std::filesystem::exists(config_file)) {
-        fail(dir.string(), ": no chat template (neither chat_template.jinja nor tokenizer_config.json)");
+        return std::nullopt;
     }
     const std::string origin = config_file.string();
     const auto config = nlohmann::json::parse(read_file(config_file), nullptr, false);
@@ -90,7 +99,7 @@ ChatTemplate ChatTemplate::from_folder(const std::filesystem::path& dir) {
     }
     const auto found = config.find("chat_template");
     if (found == config.end() || found->is_null()) {
-        fail(origin, ": no \"chat_template\"");
+        return std::nullopt;
     }
     if (found->is_string()) {
         return parse(found->get<std::string>(), origin);

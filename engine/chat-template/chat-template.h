@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,9 @@ public:
     // or a list of {name, template} of which "default" is used). Throws folio::Error naming the file when
     // neither holds one or it is broken.
     static ChatTemplate from_folder(const std::filesystem::path& dir);
+    // The same, or nothing where the folder holds no template at all (neither file, or no "chat_template"
+    // key); a template that is there but broken still throws.
+    static std::optional<ChatTemplate> find_in_folder(const std::filesystem::path& dir);
 
     // Renders with the context's keys as variables: "messages", "add_generation_prompt", "bos_token",
     // "tools" and any template kwargs. Throws folio::Error where the template fails (raise_exception, an

@@ -8,32 +8,44 @@
 
 namespace folio {
 
-namespace {
-
-constexpr std::string_view kBeginOfSentence = "<|begin_of_sentence|>";
-constexpr std::string_view kEndOfSentence = "<|end_of_sentence|>";
-constexpr std::string_view kImage = "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>";
-
-}  // namespace
-
-std::string render_chat(const std::vector<ChatMessage>& messages) {
-    std::string text(kBeginOfSentence);
-    for (const ChatMessage& m : messages) {
-        if (m.role == ChatMessage::Role::User) {
-            text += "User: ";
-            for (size_t i = 0; i < m.images.size(); ++i) {
-                text += kImage;
+nlohmann::ordered_json special_token_values(const Tokenizer& tokenizer) {
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    const std::pair<const char*, int32_t> tokens[] = {{"bos_token", tokenizer.bos_id()},
+                                                      {"eos_token", tokenizer.eos_id()},
+                                                      {"pad_token", tokenizer.pad_id()}};
+    for (const auto& [key, id] : tokens) {
+        if (id >= 0) {
+            if (const std::optional<std::string> text = tokenizer.token_text(id)) {
+                values[key] = *text;
             }
-            text += m.text;
-            text += "\n";
-        } else {
-            text += "Assistant: ";
-            text += m.text;
-            text += kEndOfSentence;
         }
     }
-    text += "Assistant: ";
-    return text;
+    return values;
+}
+
+nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const ChatMessage& m : messages) {
+        nlohmann::ordered_json content = nlohmann::ordered_json::array();
+        for (size_t i = 0; i < m.images.size(); ++i) {
+            content.push_back({{"type", "image"}});
+        }
+        content.push_back({{"type", "text"}, {"text", m.text}});
+        out.push_back({{"role", m.role == ChatMessage::Role::User ? "user" : "assistant"},
+                       {"content", std::move(content)}});
+    }
+    return out;
+}
+
+std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages) {
+    if (!format.chat_template) {
+        fail("the model has no chat template; give the prompt as text");
+    }
+    nlohmann::ordered_json context =
+        format.template_values.is_object() ? format.template_values : nlohmann::ordered_json::object();
+    context["messages"] = chat_template_messages(messages);
+    context["add_generation_prompt"] = true;
+    return format.chat_template->render(context);
 }
 
 std::vector<uint64_t> hash_images(const PreprocessedImages& images) {
@@ -147,7 +159,7 @@ Request RequestBuilder::build(RequestSpec spec) const {
                 check_image(message.images[i],
                             "message " + std::to_string(m) + " image " + std::to_string(i));
             }
-            // Moved out, the entries stay for render_chat to count.
+            // Moved out, the entries stay for the template to place.
             std::move(message.images.begin(), message.images.end(), std::back_inserter(images));
         }
         if (static_cast<int64_t>(images.size()) > limits_.limit_mm_per_prompt) {
@@ -162,12 +174,13 @@ Request RequestBuilder::build(RequestSpec spec) const {
             // Within the model's own bound, which max_image_tokens is checked against.
             PreprocessorConfig bounded = f.preprocessor;
             bounded.max_pixels = std::min(b.max_pixels, f.preprocessor.max_pixels);
-            bounded.min_pixels = b.min_pixels <= bounded.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
+            bounded.min_pixels =
+                b.min_pixels <= bounded.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
             r.images = preprocess_images(images, bounded);
         } else {
             r.images = preprocess_images(images, f.preprocessor);
         }
-        r.prompt = expand(render_chat(chat->messages), r.images);
+        r.prompt = expand(render_chat(f, chat->messages), r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);
     } else {

@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "chat-template/chat-template.h"
 #include "engine-core.h"
 #include "image.h"
 #include "models/paddleocr-vl/chat-prompt.h"
@@ -20,10 +23,14 @@
 
 namespace folio {
 
-// What building a prompt needs of a model: its tokenizer, the chat template's special ids, the image
-// processor and the placeholder tokens an image takes. n_image_tokens must be safe to call from any thread.
+// What building a prompt needs of a model: its tokenizer, its chat template with the values the template
+// is given beside the messages (the tokenizer's special tokens, template options), the template's special
+// ids, the image processor and the placeholder tokens an image takes. n_image_tokens must be safe to call
+// from any thread.
 struct PromptFormat {
     const Tokenizer* tokenizer = nullptr;
+    std::shared_ptr<const ChatTemplate> chat_template;
+    nlohmann::ordered_json template_values = nlohmann::ordered_json::object();
     SpecialTokenIds special;
     PreprocessorConfig preprocessor;
     std::function<int64_t(const ImageGrid&)> n_image_tokens;
@@ -87,9 +94,17 @@ struct RequestLimits {
     int64_t max_image_tokens = 0;  // 0: no bound of its own
 };
 
-// The chat template's text of the messages, each image as one placeholder, with the generation prompt: as
-// PaddleOCR-VL's chat_template.jinja renders it.
-std::string render_chat(const std::vector<ChatMessage>& messages);
+// The tokenizer's special tokens as a chat template is given them beside the messages (bos_token,
+// eos_token, pad_token where it has them), as transformers passes its special tokens map.
+nlohmann::ordered_json special_token_values(const Tokenizer& tokenizer);
+
+// The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type": "text",
+// "text"}]}, a user turn's images before its text.
+nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages);
+
+// The format's chat template rendered over the messages with the generation prompt, each image as the
+// template places it (one placeholder). Throws folio::Error naming the template where it fails.
+std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages);
 
 class RequestBuilder {
 public:

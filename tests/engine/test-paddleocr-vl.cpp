@@ -370,8 +370,8 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
     }
     const ModelConfig& cfg = files_->config();
     const ChatPromptTokens prompt = build_chat_prompt(
-        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
-        c.task);
+        *tokenizer, *paddleocr_vl_chat_template(testing::tiny_model_dir()),
+        {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens, c.task);
     const std::vector<int64_t> ids(prompt.ids.begin(), prompt.ids.end());
     ASSERT_EQ(ids, reference_->i64(c.key + ".input_ids"));
 
@@ -391,7 +391,8 @@ TEST_P(PaddleOcrVlTest, EndToEndFromFilesMatchesReference) {
 // with its precompiled charsmap): prompt ids and greedy tokens of the reference on that folder.
 TEST_P(PaddleOcrVlTest, EndToEndWithANormalizingTokenizerMatchesReference) {
     const PromptCase& c = GetParam();
-    const std::filesystem::path dir = testing::fixtures_dir().parent_path() / "tokenizers" / "paddleocr-vl-tiny-nfkc";
+    const std::filesystem::path dir =
+        testing::fixtures_dir().parent_path() / "tokenizers" / "paddleocr-vl-tiny-nfkc";
     const nlohmann::json reference = nlohmann::json::parse(std::ifstream(dir / "reference.json"));
     const nlohmann::json& expected = reference.at("prompts").at(c.key);
     const auto files = ModelFiles::open(dir);
@@ -408,11 +409,12 @@ TEST_P(PaddleOcrVlTest, EndToEndWithANormalizingTokenizerMatchesReference) {
     }
     const ModelConfig& cfg = files->config();
     const ChatPromptTokens prompt = build_chat_prompt(
-        *tokenizer, {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens,
-        c.task);
+        *tokenizer, *paddleocr_vl_chat_template(testing::tiny_model_dir()),
+        {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id}, n_image_tokens, c.task);
     ASSERT_EQ(prompt.ids, expected.at("input_ids").get<std::vector<int32_t>>());
     // The normalizer makes this prompt differ from the identity tokenizer's.
-    EXPECT_NE(std::vector<int64_t>(prompt.ids.begin(), prompt.ids.end()), reference_->i64(c.key + ".input_ids"));
+    EXPECT_NE(std::vector<int64_t>(prompt.ids.begin(), prompt.ids.end()),
+              reference_->i64(c.key + ".input_ids"));
 
     const auto greedy = expected.at("greedy_tokens").get<std::vector<int32_t>>();
     GenerateParams params;

@@ -147,7 +147,7 @@ protected:
             n_tokens.push_back(g.n_patches() / 4);
         }
         const ModelConfig& cfg = files_->config();
-        r.prompt = build_chat_prompt(*tokenizer_,
+        r.prompt = build_chat_prompt(*tokenizer_, *paddleocr_vl_chat_template(files_->dir()),
                                      {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id},
                                      n_tokens, task);
         return r;
@@ -585,21 +585,34 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     }
 }
 
-// The chat template as PaddleOCR-VL's chat_template.jinja renders it: one user turn is the single-turn
-// prompt, and a conversation alternates "User: ...\n" and "Assistant: ...<|end_of_sentence|>".
+// The chat through the folder's chat_template.jinja: one user turn is the single-turn prompt, and a
+// conversation alternates "User: ...\n" and "Assistant: ...<|end_of_sentence|>".
 TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
-    ChatMessage first{ChatMessage::Role::User, "OCR:", {pages_[0]}};
-    EXPECT_EQ(render_chat({first}), chat_prompt_text(1, "OCR:"));
-    ChatMessage answer{ChatMessage::Role::Assistant, "Hello", {}};
-    ChatMessage second{ChatMessage::Role::User, "And this one?", {pages_[1], pages_[2]}};
-    EXPECT_EQ(render_chat({first, answer, second}),
-              "<|begin_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>OCR:\n"
-              "Assistant: Hello<|end_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
-              "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>And this one?\nAssistant: ");
-
     const ModelConfig& cfg = files_->config();
     PromptFormat format;
     format.tokenizer = tokenizer_.get();
+    format.chat_template = paddleocr_vl_chat_template(files_->dir());
+    format.template_values = special_token_values(*tokenizer_);
+    EXPECT_EQ(format.chat_template->origin(), (files_->dir() / "chat_template.jinja").string());
+
+    ChatMessage first{ChatMessage::Role::User, "OCR:", {pages_[0]}};
+    EXPECT_EQ(render_chat(format, {first}), chat_prompt_text(*format.chat_template, 1, "OCR:"));
+    ChatMessage answer{ChatMessage::Role::Assistant, "Hello", {}};
+    ChatMessage second{ChatMessage::Role::User, "And this one?", {pages_[1], pages_[2]}};
+    EXPECT_EQ(render_chat(format, {first, answer, second}),
+              "<|begin_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>OCR:\n"
+              "Assistant: Hello<|end_of_sentence|>User: <|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
+              "<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>And this one?\nAssistant: ");
+    // Without a template a chat is refused with the reason.
+    PromptFormat no_template = format;
+    no_template.chat_template.reset();
+    try {
+        render_chat(no_template, {first});
+        ADD_FAILURE() << "a chat without a template was rendered";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no chat template"), std::string::npos) << e.what();
+    }
+
     format.special = {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id};
     format.preprocessor = files_->preprocessor();
     format.n_image_tokens = [](const ImageGrid& g) { return g.n_patches() / 4; };
@@ -657,7 +670,8 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     EXPECT_NE(resized.images.grids.at(0), task.images.grids.at(0));
     // Bounds wholly above the model's give way to its own.
     RequestSpec wide{ImageTask{{pages_[1]}, "OCR:"}, {}};
-    wide.image_pixels = ImagePixelBounds{format.preprocessor.max_pixels * 2, format.preprocessor.max_pixels * 4};
+    wide.image_pixels =
+        ImagePixelBounds{format.preprocessor.max_pixels * 2, format.preprocessor.max_pixels * 4};
     EXPECT_EQ(builder.build(wide).images.grids.at(0), task.images.grids.at(0));
     RequestSpec inverted{ImageTask{{pages_[1]}, "OCR:"}, {}};
     inverted.image_pixels = ImagePixelBounds{100, 10};

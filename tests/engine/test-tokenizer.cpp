@@ -700,6 +700,10 @@ std::vector<int64_t> image_tokens(const json& prompt) {
 
 class ChatPromptTest : public TinyTokenizerTest {
 protected:
+    static const ChatTemplate& chat_template() {
+        static const std::shared_ptr<const ChatTemplate> folder = paddleocr_vl_chat_template(kModelDir);
+        return *folder;
+    }
     static SpecialTokenIds special_ids() {
         const json config = json::parse(read_bytes(kModelDir / "config.json"));
         return {config.at("image_token_id").get<int32_t>(), config.at("vision_start_token_id").get<int32_t>(),
@@ -707,11 +711,20 @@ protected:
     }
 };
 
+// The reference's prompt texts, through the folder's chat_template.jinja and through the built-in template
+// a folder without one gets.
 TEST_F(ChatPromptTest, TextIsTheTemplate) {
+    const std::shared_ptr<const ChatTemplate> folder = paddleocr_vl_chat_template(kModelDir);
+    const std::shared_ptr<const ChatTemplate> builtin = paddleocr_vl_chat_template("");
+    EXPECT_NE(folder->origin(), builtin->origin());
     for (const char* name : {"one_image", "two_images"}) {
         const json& prompt = reference().at("prompts").at(name);
-        EXPECT_EQ(chat_prompt_text(prompt.at("images").size(), prompt.at("task").get<std::string>()),
-                  prompt.at("text").get<std::string>());
+        for (const ChatTemplate* chat_template : {folder.get(), builtin.get()}) {
+            EXPECT_EQ(chat_prompt_text(*chat_template, prompt.at("images").size(),
+                                       prompt.at("task").get<std::string>()),
+                      prompt.at("text").get<std::string>())
+                << chat_template->origin();
+        }
     }
 }
 
@@ -720,8 +733,8 @@ TEST_F(ChatPromptTest, IdsAreTheReferenceInputIds) {
     for (const char* name : {"one_image", "two_images"}) {
         const json& prompt = reference().at("prompts").at(name);
         const std::vector<int64_t> n_image = image_tokens(prompt);
-        const ChatPromptTokens tokens =
-            build_chat_prompt(*tokenizer_, special, n_image, prompt.at("task").get<std::string>());
+        const ChatPromptTokens tokens = build_chat_prompt(*tokenizer_, chat_template(), special, n_image,
+                                                          prompt.at("task").get<std::string>());
         const std::vector<int64_t> expected = reference_i64(std::string(name) + ".input_ids");
         ASSERT_EQ(tokens.ids.size(), expected.size()) << name;
         EXPECT_EQ(static_cast<int64_t>(tokens.ids.size()), prompt.at("n_prompt_tokens").get<int64_t>());
@@ -743,13 +756,14 @@ TEST_F(ChatPromptTest, RejectsBadInput) {
     const SpecialTokenIds special = special_ids();
     const std::vector<int64_t> one = {4};
     const std::vector<int64_t> zero = {0};
-    EXPECT_THROW(build_chat_prompt(*tokenizer_, special, zero, "OCR:"), Error);
-    EXPECT_THROW(build_chat_prompt(*tokenizer_, special, one, "OCR:<|IMAGE_PLACEHOLDER|>"), Error);
-    EXPECT_THROW(build_chat_prompt(*tokenizer_, special, one, "<|IMAGE_START|>OCR:"), Error);
+    EXPECT_THROW(build_chat_prompt(*tokenizer_, chat_template(), special, zero, "OCR:"), Error);
+    EXPECT_THROW(build_chat_prompt(*tokenizer_, chat_template(), special, one, "OCR:<|IMAGE_PLACEHOLDER|>"),
+                 Error);
+    EXPECT_THROW(build_chat_prompt(*tokenizer_, chat_template(), special, one, "<|IMAGE_START|>OCR:"), Error);
     SpecialTokenIds swapped = special;
     std::swap(swapped.vision_start_token_id, swapped.vision_end_token_id);
-    EXPECT_THROW(build_chat_prompt(*tokenizer_, swapped, one, "OCR:"), Error);
-    EXPECT_EQ(build_chat_prompt(*tokenizer_, special, {}, "OCR:").ids,
+    EXPECT_THROW(build_chat_prompt(*tokenizer_, chat_template(), swapped, one, "OCR:"), Error);
+    EXPECT_EQ(build_chat_prompt(*tokenizer_, chat_template(), special, {}, "OCR:").ids,
               tokenizer_->encode("<|begin_of_sentence|>User: OCR:\nAssistant: "));
 }
 

@@ -5,6 +5,7 @@
 #include "mapped-file.h"
 #include "model-files.h"
 #include "paddleocr-vl.h"
+#include "request-builder.h"
 
 namespace folio {
 
@@ -96,6 +97,11 @@ public:
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load, &quantization);
         description_ = describe_paddleocr_vl(slot.dir, config_, tokenizer_.get());
+        if (tokenizer_) {
+            // The model folder's template, else the tokenizer folder's, else the built-in one.
+            const bool own = !slot.dir.empty() && ChatTemplate::find_in_folder(slot.dir).has_value();
+            chat_template_ = paddleocr_vl_chat_template(own ? slot.dir : slot.tokenizer_dir);
+        }
     }
 
     ModelRole role() const override { return ModelRole::Recognition; }
@@ -107,6 +113,8 @@ public:
         }
         PromptFormat f;
         f.tokenizer = tokenizer_.get();
+        f.chat_template = chat_template_;
+        f.template_values = special_token_values(*tokenizer_);
         f.special = {config_.image_token_id, config_.vision_start_token_id, config_.vision_end_token_id};
         f.preprocessor = preprocessor_;
         const PaddleOcrVl* model = model_.get();
@@ -122,6 +130,7 @@ public:
 private:
     std::unique_ptr<ModelFiles> files_;
     std::unique_ptr<Tokenizer> tokenizer_;
+    std::shared_ptr<const ChatTemplate> chat_template_;
     ModelConfig config_;
     PreprocessorConfig preprocessor_;
     std::unique_ptr<PaddleOcrVl> model_;

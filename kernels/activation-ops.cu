@@ -1,8 +1,8 @@
-#include "activation-ops.h"
+#include "kernels/activation-ops.h"
 
-#include "cuda-check.h"
-#include "flat-launch.cuh"
-#include "vision-activation.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/flat-launch.cuh"
+#include "kernels/vision-activation.cuh"
 
 namespace folio::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "attention.h"
+#include "kernels/attention.h"
 
 namespace folio::kernels {
 

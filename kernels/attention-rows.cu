@@ -4,15 +4,15 @@
 #include <cmath>
 #include <type_traits>
 
-#include "attention-keys.cuh"
-#include "attention-rows.cuh"
-#include "attention.h"
-#include "chained-launch.cuh"
-#include "decode-attention.h"
-#include "dispatch.cuh"
-#include "error.h"
-#include "kv-element.cuh"
-#include "reduce.cuh"
+#include "engine/common/error.h"
+#include "kernels/attention-keys.cuh"
+#include "kernels/attention-rows.cuh"
+#include "kernels/attention.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/decode-attention.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/kv-element.cuh"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

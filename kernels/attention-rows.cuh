@@ -6,8 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include "attention.h"
-#include "reduce.cuh"
+#include "kernels/attention.h"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

@@ -2,18 +2,18 @@
 // values to shared memory, its products on the tensor cores for groups of 8 heads of 128.
 #include <type_traits>
 
-#include "async-copy.cuh"
-#include "attention-keys.cuh"
-#include "attention-rows.cuh"
-#include "attention.h"
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "dispatch.cuh"
-#include "error.h"
-#include "kv-element.cuh"
-#include "mma.cuh"
-#include "reduce.cuh"
-#include "split-merge.cuh"
+#include "engine/common/error.h"
+#include "kernels/async-copy.cuh"
+#include "kernels/attention-keys.cuh"
+#include "kernels/attention-rows.cuh"
+#include "kernels/attention.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/kv-element.cuh"
+#include "kernels/mma.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/split-merge.cuh"
 
 namespace folio::kernels {
 

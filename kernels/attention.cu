@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention-keys.cuh"
-#include "attention-rows.cuh"
-#include "attention.h"
-#include "cuda-check.h"
-#include "decode-attention.h"
-#include "dispatch.cuh"
-#include "error.h"
-#include "kv-element.cuh"
-#include "reduce.cuh"
+#include "engine/common/error.h"
+#include "kernels/attention-keys.cuh"
+#include "kernels/attention-rows.cuh"
+#include "kernels/attention.h"
+#include "kernels/cuda-check.h"
+#include "kernels/decode-attention.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/kv-element.cuh"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

@@ -1,9 +1,9 @@
-#include "batched-attention.h"
+#include "kernels/batched-attention.h"
 
 #include <cmath>
 
-#include "cuda-check.h"
-#include "reduce.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

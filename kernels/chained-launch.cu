@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "chained-launch.cuh"
+#include "kernels/chained-launch.cuh"
 
 namespace folio::kernels {
 

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda-check.h"
+#include "kernels/cuda-check.h"
 
 namespace folio::kernels {
 

@@ -1,4 +1,4 @@
-#include "conv2d.h"
+#include "kernels/conv2d.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,12 +7,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "async-copy.cuh"
-#include "cuda-check.h"
-#include "error.h"
-#include "flat-launch.cuh"
-#include "mma.cuh"
-#include "vision-activation.cuh"
+#include "engine/common/error.h"
+#include "kernels/async-copy.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/flat-launch.cuh"
+#include "kernels/mma.cuh"
+#include "kernels/vision-activation.cuh"
 
 namespace folio::kernels {
 

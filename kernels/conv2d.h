@@ -12,7 +12,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "vision-types.h"
+#include "kernels/vision-types.h"
 
 namespace folio::kernels {
 

@@ -4,7 +4,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 #define CUDA_CHECK(expr)                                                       \
     do {                                                                       \

@@ -1,16 +1,16 @@
-#include "decode-attention.h"
+#include "kernels/decode-attention.h"
 
 #include <cmath>
 #include <limits>
 
-#include "attention-keys.cuh"
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "error.h"
-#include "mma.cuh"
-#include "output-value.cuh"
-#include "reduce.cuh"
-#include "split-merge.cuh"
+#include "engine/common/error.h"
+#include "kernels/attention-keys.cuh"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/mma.cuh"
+#include "kernels/output-value.cuh"
+#include "kernels/reduce.cuh"
+#include "kernels/split-merge.cuh"
 
 namespace folio::kernels {
 

@@ -9,7 +9,7 @@
 
 #include <cuda_runtime.h>
 
-#include "attention.h"
+#include "kernels/attention.h"
 
 namespace folio::kernels {
 

@@ -3,11 +3,11 @@
 
 #include <cuda_bf16.h>
 
-#include "activation.cuh"
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "elementwise.h"
-#include "flat-launch.cuh"
+#include "kernels/activation.cuh"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/elementwise.h"
+#include "kernels/flat-launch.cuh"
 
 namespace folio::kernels {
 

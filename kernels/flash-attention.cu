@@ -3,15 +3,15 @@
 
 #include <cuda_bf16.h>
 
-#include "async-copy.cuh"
-#include "attention-keys.cuh"
-#include "cuda-check.h"
-#include "dispatch.cuh"
-#include "error.h"
-#include "flash-attention.h"
-#include "kv-element.cuh"
-#include "mma.cuh"
-#include "reduce.cuh"
+#include "engine/common/error.h"
+#include "kernels/async-copy.cuh"
+#include "kernels/attention-keys.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/flash-attention.h"
+#include "kernels/kv-element.cuh"
+#include "kernels/mma.cuh"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

@@ -1,10 +1,10 @@
-#include "gemm-lt.h"
+#include "kernels/gemm-lt.h"
 
 #include <algorithm>
 #include <bit>
 
-#include "cuda-check.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "kernels/cuda-check.h"
 
 namespace folio::kernels {
 

@@ -1,7 +1,7 @@
-#include "grid-sample.h"
+#include "kernels/grid-sample.h"
 
-#include "cuda-check.h"
-#include "flat-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/flat-launch.cuh"
 
 namespace folio::kernels {
 

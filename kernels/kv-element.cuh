@@ -6,9 +6,9 @@
 
 #include <cuda_bf16.h>
 
-#include "attention.h"
-#include "error.h"
-#include "mma.cuh"
+#include "engine/common/error.h"
+#include "kernels/attention.h"
+#include "kernels/mma.cuh"
 
 namespace folio::kernels {
 

@@ -1,9 +1,9 @@
-#include "layout-ops.h"
+#include "kernels/layout-ops.h"
 
-#include "box-ops.h"
-#include "cuda-check.h"
-#include "flat-launch.cuh"
-#include "mask-box.h"
+#include "engine/backend/box-ops.h"
+#include "engine/backend/mask-box.h"
+#include "kernels/cuda-check.h"
+#include "kernels/flat-launch.cuh"
 
 namespace folio::kernels {
 

@@ -1,10 +1,10 @@
 #include <cstdint>
 
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "norm.h"
-#include "output-value.cuh"
-#include "reduce.cuh"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/norm.h"
+#include "kernels/output-value.cuh"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

@@ -1,6 +1,6 @@
-#include "pooling.h"
+#include "kernels/pooling.h"
 
-#include "cuda-check.h"
+#include "kernels/cuda-check.h"
 
 namespace folio::kernels {
 

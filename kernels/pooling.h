@@ -6,7 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include "vision-types.h"
+#include "kernels/vision-types.h"
 
 namespace folio::kernels {
 

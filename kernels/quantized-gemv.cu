@@ -2,19 +2,19 @@
 
 #include <cuda_bf16.h>
 
-#include "activation.cuh"
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "dispatch.cuh"
-#include "elementwise.h"
-#include "error.h"
-#include "mma.cuh"
-#include "norm.h"
-#include "quantized-gemv.h"
-#include "quantized-linear.h"
-#include "reduce.cuh"
-#include "rope-pair.cuh"
-#include "weight-unpack.cuh"
+#include "engine/common/error.h"
+#include "kernels/activation.cuh"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/dispatch.cuh"
+#include "kernels/elementwise.h"
+#include "kernels/mma.cuh"
+#include "kernels/norm.h"
+#include "kernels/quantized-gemv.h"
+#include "kernels/quantized-linear.h"
+#include "kernels/reduce.cuh"
+#include "kernels/rope-pair.cuh"
+#include "kernels/weight-unpack.cuh"
 
 namespace folio::kernels {
 

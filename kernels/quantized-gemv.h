@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "quantized-linear.h"
+#include "kernels/quantized-linear.h"
 
 namespace folio::kernels {
 

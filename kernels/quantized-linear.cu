@@ -4,14 +4,14 @@
 
 #include <cuda_bf16.h>
 
-#include "cuda-check.h"
-#include "elementwise.h"
-#include "error.h"
-#include "mma.cuh"
-#include "norm.h"
-#include "quantized-gemv.h"
-#include "quantized-linear.h"
-#include "weight-unpack.cuh"
+#include "engine/common/error.h"
+#include "kernels/cuda-check.h"
+#include "kernels/elementwise.h"
+#include "kernels/mma.cuh"
+#include "kernels/norm.h"
+#include "kernels/quantized-gemv.h"
+#include "kernels/quantized-linear.h"
+#include "kernels/weight-unpack.cuh"
 
 namespace folio::kernels {
 

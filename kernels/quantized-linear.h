@@ -8,8 +8,8 @@
 
 #include <cuda_runtime.h>
 
-#include "gemm-lt.h"
-#include "rotary.h"
+#include "kernels/gemm-lt.h"
+#include "kernels/rotary.h"
 
 namespace folio::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <cuda_bf16.h>
 
-#include "rotary.h"
+#include "kernels/rotary.h"
 
 namespace folio::kernels {
 

@@ -1,7 +1,7 @@
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "rope-pair.cuh"
-#include "rotary.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/rope-pair.cuh"
+#include "kernels/rotary.h"
 
 namespace folio::kernels {
 

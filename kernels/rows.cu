@@ -1,6 +1,6 @@
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "rows.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/rows.h"
 
 namespace folio::kernels {
 

@@ -7,8 +7,8 @@
 
 #include <cuda/atomic>
 
-#include "attention.h"
-#include "reduce.cuh"
+#include "kernels/attention.h"
+#include "kernels/reduce.cuh"
 
 namespace folio::kernels {
 

@@ -1,7 +1,7 @@
-#include "tensor-layout.h"
+#include "kernels/tensor-layout.h"
 
-#include "cuda-check.h"
-#include "flat-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/flat-launch.cuh"
 
 namespace folio::kernels {
 

@@ -1,7 +1,7 @@
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "reduce.cuh"
-#include "token-sampling.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/reduce.cuh"
+#include "kernels/token-sampling.h"
 
 namespace folio::kernels {
 

@@ -1,7 +1,7 @@
-#include "topk.h"
+#include "kernels/topk.h"
 
-#include "cuda-check.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "kernels/cuda-check.h"
 
 namespace folio::kernels {
 

@@ -1,9 +1,9 @@
 #include <algorithm>
 
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "error.h"
-#include "transfer.h"
+#include "engine/common/error.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
+#include "kernels/transfer.h"
 
 namespace folio::kernels {
 

@@ -2,7 +2,7 @@
 // themselves and those that fuse them after a convolution.
 #pragma once
 
-#include "vision-types.h"
+#include "kernels/vision-types.h"
 
 namespace folio::kernels {
 

@@ -6,7 +6,7 @@
 
 #include <cuda_bf16.h>
 
-#include "quantized-linear.h"
+#include "kernels/quantized-linear.h"
 
 namespace folio::kernels {
 

@@ -8,17 +8,17 @@
 #include <QDockWidget>
 #include <memory>
 
-#include "chat-panel.h"
-#include "document-model.h"
-#include "engine-host.h"
-#include "hub-settings.h"
-#include "job-controller.h"
-#include "main-window.h"
-#include "model-manager-dialog.h"
-#include "settings-binding.h"
-#include "settings-dialog.h"
-#include "settings.h"
-#include "translation-loader.h"
+#include "app/hub/hub-settings.h"
+#include "app/i18n/translation-loader.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/engine-host.h"
+#include "app/jobs/job-controller.h"
+#include "app/settings/settings.h"
+#include "ui/chat/chat-panel.h"
+#include "ui/main-window/main-window.h"
+#include "ui/main-window/settings-binding.h"
+#include "ui/models/model-manager-dialog.h"
+#include "ui/settings/settings-dialog.h"
 
 int main(int argc, char** argv) {
     QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);  // QtWebEngine's requirement

@@ -1,11 +1,11 @@
-#include "chat-session.h"
+#include "app/chat/chat-session.h"
 
 #include <QMetaObject>
 #include <QPainter>
 #include <mutex>
 
-#include "error.h"
-#include "page-image.h"
+#include "app/documents/page-image.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

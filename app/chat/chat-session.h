@@ -12,7 +12,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine-service.h"
+#include "engine/service/engine-service.h"
 
 namespace folio {
 

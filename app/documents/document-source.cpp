@@ -1,6 +1,6 @@
-#include "document-source.h"
+#include "app/documents/document-source.h"
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

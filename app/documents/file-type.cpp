@@ -1,11 +1,11 @@
-#include "file-type.h"
+#include "app/documents/file-type.h"
 
 #include <QFile>
 #include <QFileInfo>
 #include <array>
 #include <span>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -7,7 +7,7 @@
 #include <QString>
 #include <optional>
 
-#include "image-format.h"
+#include "app/images/image-format.h"
 
 namespace folio {
 

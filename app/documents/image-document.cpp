@@ -1,12 +1,12 @@
-#include "image-document.h"
+#include "app/documents/image-document.h"
 
 #include <QFile>
 #include <filesystem>
 #include <limits>
 #include <span>
 
-#include "error.h"
-#include "mapped-file.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
 
 namespace folio {
 

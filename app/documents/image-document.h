@@ -6,8 +6,8 @@
 #include <QString>
 #include <vector>
 
-#include "document-source.h"
-#include "image-loader.h"
+#include "app/documents/document-source.h"
+#include "app/images/image-loader.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "input-files.h"
+#include "app/documents/input-files.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "error.h"
-#include "file-type.h"
+#include "app/documents/file-type.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

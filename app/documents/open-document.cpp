@@ -1,7 +1,7 @@
-#include "document-source.h"
-#include "file-type.h"
-#include "image-document.h"
-#include "pdf-document.h"
+#include "app/documents/document-source.h"
+#include "app/documents/file-type.h"
+#include "app/documents/image-document.h"
+#include "app/documents/pdf-document.h"
 
 namespace folio {
 

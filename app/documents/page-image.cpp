@@ -1,8 +1,8 @@
-#include "page-image.h"
+#include "app/documents/page-image.h"
 
 #include <cstring>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

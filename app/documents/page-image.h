@@ -4,7 +4,7 @@
 
 #include <QImage>
 
-#include "image.h"
+#include "engine/image/image.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "page-range.h"
+#include "app/documents/page-range.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <utility>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "pdf-document.h"
+#include "app/documents/pdf-document.h"
 
 #include <poppler-qt6.h>
 #include <qpdf/QPDF.hh>
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "file-type.h"
-#include "image.h"
+#include "app/documents/file-type.h"
+#include "engine/common/error.h"
+#include "engine/image/image.h"
 
 namespace folio {
 

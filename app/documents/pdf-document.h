@@ -17,7 +17,7 @@
 #include <QString>
 #include <memory>
 
-#include "document-source.h"
+#include "app/documents/document-source.h"
 
 namespace Poppler {
 class Document;

@@ -1,4 +1,4 @@
-#include "block-plain-text.h"
+#include "app/export/block-plain-text.h"
 
 #include <QRegularExpression>
 #include <algorithm>

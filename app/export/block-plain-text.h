@@ -5,7 +5,7 @@
 #include <QString>
 #include <QStringList>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "cell-number.h"
+#include "app/export/cell-number.h"
 
 #include <QRegularExpression>
 

@@ -1,14 +1,14 @@
-#include "document-writer.h"
+#include "app/export/document-writer.h"
 
 #include <QMap>
 
-#include "error.h"
-#include "html-writer.h"
-#include "json-writer.h"
-#include "markdown-block.h"
-#include "markdown-writer.h"
-#include "searchable-pdf-writer.h"
-#include "xlsx-writer.h"
+#include "app/export/html-writer.h"
+#include "app/export/json-writer.h"
+#include "app/export/markdown-block.h"
+#include "app/export/markdown-writer.h"
+#include "app/export/searchable-pdf-writer.h"
+#include "app/export/xlsx-writer.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

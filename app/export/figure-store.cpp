@@ -1,4 +1,4 @@
-#include "figure-store.h"
+#include "app/export/figure-store.h"
 
 #include <QDir>
 #include <QImageWriter>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 namespace {

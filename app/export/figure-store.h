@@ -10,7 +10,7 @@
 #include <memory>
 #include <set>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

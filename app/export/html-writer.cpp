@@ -1,12 +1,12 @@
-#include "html-writer.h"
+#include "app/export/html-writer.h"
 
 #include <QStringList>
 #include <algorithm>
 #include <utility>
 
-#include "html-escape.h"
-#include "markdown-block.h"
-#include "python-whitespace.h"
+#include "app/export/markdown-block.h"
+#include "app/pipeline/html-escape.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 namespace {

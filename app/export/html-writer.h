@@ -4,7 +4,7 @@
 // linked from imgs/<stem>/ as the Markdown links them. Each page is a <section class="page">.
 #pragma once
 
-#include "streaming-writer.h"
+#include "app/export/streaming-writer.h"
 
 namespace folio {
 

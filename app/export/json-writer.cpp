@@ -1,12 +1,12 @@
-#include "json-writer.h"
+#include "app/export/json-writer.h"
 
 #include <QStringList>
 #include <algorithm>
 #include <string_view>
 #include <utility>
 
-#include "layout/layout-labels.h"
-#include "markdown-block.h"
+#include "app/export/markdown-block.h"
+#include "engine/layout/layout-labels.h"
 
 namespace folio {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "streaming-writer.h"
+#include "app/export/streaming-writer.h"
 
 namespace folio {
 

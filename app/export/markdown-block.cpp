@@ -1,10 +1,10 @@
-#include "markdown-block.h"
+#include "app/export/markdown-block.h"
 
 #include <QRegularExpression>
 #include <QStringList>
 
-#include "html-escape.h"
-#include "python-whitespace.h"
+#include "app/pipeline/html-escape.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 namespace {

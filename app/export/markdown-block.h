@@ -7,7 +7,7 @@
 #include <QSet>
 #include <QString>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

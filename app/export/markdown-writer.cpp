@@ -1,8 +1,8 @@
-#include "markdown-writer.h"
+#include "app/export/markdown-writer.h"
 
 #include <utility>
 
-#include "markdown-block.h"
+#include "app/export/markdown-block.h"
 
 namespace folio {
 

@@ -4,7 +4,7 @@
 // continued across pages are merged; figures are saved as files under imgs/<stem>/ and linked from there.
 #pragma once
 
-#include "streaming-writer.h"
+#include "app/export/streaming-writer.h"
 
 namespace folio {
 

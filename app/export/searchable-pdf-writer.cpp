@@ -1,4 +1,4 @@
-#include "searchable-pdf-writer.h"
+#include "app/export/searchable-pdf-writer.h"
 
 #include <QBuffer>
 #include <QDir>
@@ -12,10 +12,10 @@
 #include <cstring>
 #include <utility>
 
-#include "block-plain-text.h"
-#include "error.h"
-#include "staged-file.h"
-#include "text-layer.h"
+#include "app/export/block-plain-text.h"
+#include "app/export/staged-file.h"
+#include "app/export/text-layer.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -9,7 +9,7 @@
 #include <QSizeF>
 #include <memory>
 
-#include "document-writer.h"
+#include "app/export/document-writer.h"
 
 namespace folio {
 

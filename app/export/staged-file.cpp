@@ -1,4 +1,4 @@
-#include "staged-file.h"
+#include "app/export/staged-file.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

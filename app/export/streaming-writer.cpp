@@ -1,10 +1,10 @@
-#include "streaming-writer.h"
+#include "app/export/streaming-writer.h"
 
 #include <QDir>
 #include <QFile>
 #include <utility>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <vector>
 
-#include "document-writer.h"
-#include "figure-store.h"
-#include "table-merger.h"
+#include "app/export/document-writer.h"
+#include "app/export/figure-store.h"
+#include "app/export/table-merger.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "table-continuation.h"
+#include "app/export/table-continuation.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
 
-#include "python-whitespace.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 namespace {

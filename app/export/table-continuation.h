@@ -13,7 +13,7 @@
 // half-width) are dropped; the remaining rows are appended.
 #pragma once
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

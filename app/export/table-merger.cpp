@@ -1,9 +1,9 @@
-#include "table-merger.h"
+#include "app/export/table-merger.h"
 
 #include <optional>
 
-#include "table-continuation.h"
-#include "table-html.h"
+#include "app/export/table-continuation.h"
+#include "app/pipeline/table-html.h"
 
 namespace folio {
 namespace {

@@ -11,7 +11,7 @@
 #include <deque>
 #include <vector>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

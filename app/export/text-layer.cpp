@@ -1,4 +1,4 @@
-#include "text-layer.h"
+#include "app/export/text-layer.h"
 
 #include <QFontMetricsF>
 #include <QPaintDevice>
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "block-plain-text.h"
+#include "app/export/block-plain-text.h"
 
 namespace folio {
 

@@ -11,7 +11,7 @@
 #include <QStringList>
 #include <vector>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 class QPainter;
 class QPaintDevice;

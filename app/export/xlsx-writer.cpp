@@ -1,4 +1,4 @@
-#include "xlsx-writer.h"
+#include "app/export/xlsx-writer.h"
 
 #include <xlsxwriter.h>
 
@@ -11,9 +11,9 @@
 #include <tuple>
 #include <utility>
 
-#include "cell-number.h"
-#include "error.h"
-#include "staged-file.h"
+#include "app/export/cell-number.h"
+#include "app/export/staged-file.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

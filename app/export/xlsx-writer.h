@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "document-writer.h"
+#include "app/export/document-writer.h"
 
 namespace folio {
 

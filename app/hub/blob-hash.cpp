@@ -1,4 +1,4 @@
-#include "blob-hash.h"
+#include "app/hub/blob-hash.h"
 
 #include <openssl/evp.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <vector>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio::hub {
 

@@ -1,4 +1,4 @@
-#include "file-lock.h"
+#include "app/hub/file-lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,7 +9,7 @@
 #include <system_error>
 #include <thread>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio::hub {
 

@@ -1,13 +1,13 @@
-#include "folder-check.h"
+#include "app/hub/folder-check.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 
-#include "blob-hash.h"
-#include "error.h"
-#include "safetensors.h"
+#include "app/hub/blob-hash.h"
+#include "engine/common/error.h"
+#include "engine/files/safetensors.h"
 
 namespace folio::hub {
 

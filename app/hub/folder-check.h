@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "hub-cache.h"
-#include "model-catalogue.h"
+#include "app/hub/hub-cache.h"
+#include "app/hub/model-catalogue.h"
 
 namespace folio::hub {
 

@@ -1,4 +1,4 @@
-#include "hub-cache.h"
+#include "app/hub/hub-cache.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <set>
 #include <system_error>
 
-#include "blob-hash.h"
-#include "error.h"
+#include "app/hub/blob-hash.h"
+#include "engine/common/error.h"
 
 namespace folio::hub {
 

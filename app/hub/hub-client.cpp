@@ -1,4 +1,4 @@
-#include "hub-client.h"
+#include "app/hub/hub-client.h"
 
 #include <curl/curl.h>
 
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "blob-hash.h"
+#include "app/hub/blob-hash.h"
 
 #ifndef FOLIO_VERSION
 #define FOLIO_VERSION "0"

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "error.h"
-#include "hub-cache.h"
-#include "hub-settings.h"
+#include "app/hub/hub-cache.h"
+#include "app/hub/hub-settings.h"
+#include "engine/common/error.h"
 
 namespace folio::hub {
 

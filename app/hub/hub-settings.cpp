@@ -1,10 +1,10 @@
-#include "hub-settings.h"
+#include "app/hub/hub-settings.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
-#include "hub-cache.h"
+#include "app/hub/hub-cache.h"
 
 namespace folio::hub {
 

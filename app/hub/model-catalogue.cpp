@@ -1,4 +1,4 @@
-#include "model-catalogue.h"
+#include "app/hub/model-catalogue.h"
 
 #include <algorithm>
 #include <cctype>

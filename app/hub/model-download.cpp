@@ -1,4 +1,4 @@
-#include "model-download.h"
+#include "app/hub/model-download.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 #include <system_error>
 #include <thread>
 
-#include "blob-hash.h"
-#include "file-lock.h"
-#include "folder-check.h"
-#include "model-catalogue.h"
+#include "app/hub/blob-hash.h"
+#include "app/hub/file-lock.h"
+#include "app/hub/folder-check.h"
+#include "app/hub/model-catalogue.h"
 
 namespace folio::hub {
 

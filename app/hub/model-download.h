@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "hub-cache.h"
-#include "hub-client.h"
-#include "hub-settings.h"
+#include "app/hub/hub-cache.h"
+#include "app/hub/hub-client.h"
+#include "app/hub/hub-settings.h"
 
 namespace folio::hub {
 

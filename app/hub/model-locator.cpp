@@ -1,10 +1,10 @@
-#include "model-locator.h"
+#include "app/hub/model-locator.h"
 
 #include <system_error>
 
-#include "error.h"
-#include "folder-check.h"
-#include "hub-cache.h"
+#include "app/hub/folder-check.h"
+#include "app/hub/hub-cache.h"
+#include "engine/common/error.h"
 
 namespace folio::hub {
 

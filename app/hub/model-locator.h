@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hub-settings.h"
-#include "model-catalogue.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
 
 namespace folio::hub {
 

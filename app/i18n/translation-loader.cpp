@@ -1,4 +1,4 @@
-#include "translation-loader.h"
+#include "app/i18n/translation-loader.h"
 
 #include <QCoreApplication>
 #include <QLibraryInfo>

@@ -1,13 +1,13 @@
-#include "document-exporter.h"
+#include "app/jobs/document-exporter.h"
 
 #include <QDir>
 #include <QMetaObject>
 #include <exception>
 #include <memory>
 
-#include "document-pipeline.h"
-#include "error.h"
-#include "page-renderer.h"
+#include "app/jobs/page-renderer.h"
+#include "app/pipeline/document-pipeline.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -8,8 +8,8 @@
 #include <QStringList>
 #include <QThreadPool>
 
-#include "document-model.h"
-#include "document-writer.h"
+#include "app/export/document-writer.h"
+#include "app/jobs/document-model.h"
 
 namespace folio {
 

@@ -1,9 +1,9 @@
-#include "document-model.h"
+#include "app/jobs/document-model.h"
 
 #include <QFileInfo>
 #include <algorithm>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

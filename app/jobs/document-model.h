@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "engine-host.h"
+#include "app/jobs/engine-host.h"
 
 #include <exception>
 

@@ -7,7 +7,7 @@
 #include <QTimer>
 #include <thread>
 
-#include "engine-service.h"
+#include "engine/service/engine-service.h"
 
 namespace folio {
 

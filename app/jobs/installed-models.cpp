@@ -1,10 +1,10 @@
-#include "installed-models.h"
+#include "app/jobs/installed-models.h"
 
 #include <QStringList>
 #include <exception>
 
-#include "hub-settings.h"
-#include "model-locator.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-locator.h"
 
 namespace folio {
 

@@ -5,7 +5,7 @@
 #include <QString>
 #include <optional>
 
-#include "engine-host.h"
+#include "app/jobs/engine-host.h"
 
 namespace folio {
 

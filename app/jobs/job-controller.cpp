@@ -1,4 +1,4 @@
-#include "job-controller.h"
+#include "app/jobs/job-controller.h"
 
 #include <QElapsedTimer>
 #include <QMetaObject>
@@ -8,12 +8,12 @@
 #include <optional>
 #include <variant>
 
-#include "block-content.h"
-#include "block-crop.h"
-#include "block-task.h"
-#include "page-image.h"
-#include "page-range.h"
-#include "source-input.h"
+#include "app/documents/page-image.h"
+#include "app/documents/page-range.h"
+#include "app/pipeline/block-content.h"
+#include "app/pipeline/block-crop.h"
+#include "app/pipeline/block-task.h"
+#include "app/pipeline/source-input.h"
 
 namespace folio {
 

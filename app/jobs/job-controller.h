@@ -15,9 +15,9 @@
 #include <memory>
 #include <thread>
 
-#include "document-model.h"
-#include "document-pipeline.h"
-#include "document-source.h"
+#include "app/documents/document-source.h"
+#include "app/jobs/document-model.h"
+#include "app/pipeline/document-pipeline.h"
 
 namespace folio {
 

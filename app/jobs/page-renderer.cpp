@@ -1,6 +1,6 @@
-#include "page-renderer.h"
+#include "app/jobs/page-renderer.h"
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

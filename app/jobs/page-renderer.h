@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 
-#include "document-source.h"
-#include "page-result.h"
+#include "app/documents/document-source.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

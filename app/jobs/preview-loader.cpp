@@ -1,10 +1,10 @@
-#include "preview-loader.h"
+#include "app/jobs/preview-loader.h"
 
 #include <QMetaObject>
 #include <exception>
 #include <vector>
 
-#include "page-renderer.h"
+#include "app/jobs/page-renderer.h"
 
 namespace folio {
 

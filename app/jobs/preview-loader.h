@@ -8,8 +8,8 @@
 #include <atomic>
 #include <memory>
 
-#include "document-model.h"
-#include "document-source.h"
+#include "app/documents/document-source.h"
+#include "app/jobs/document-model.h"
 
 namespace folio {
 

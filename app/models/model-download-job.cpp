@@ -1,9 +1,9 @@
-#include "model-download-job.h"
+#include "app/models/model-download-job.h"
 
 #include <QMetaObject>
 #include <mutex>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

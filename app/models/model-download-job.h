@@ -9,9 +9,9 @@
 #include <memory>
 #include <thread>
 
-#include "hub-client.h"
-#include "hub-settings.h"
-#include "model-download.h"
+#include "app/hub/hub-client.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-download.h"
 
 namespace folio {
 

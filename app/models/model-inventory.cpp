@@ -1,4 +1,4 @@
-#include "model-inventory.h"
+#include "app/models/model-inventory.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "folder-check.h"
-#include "hub-cache.h"
+#include "app/hub/folder-check.h"
+#include "app/hub/hub-cache.h"
 
 namespace folio {
 

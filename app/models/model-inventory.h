@@ -7,8 +7,8 @@
 #include <QString>
 #include <QStringList>
 
-#include "hub-settings.h"
-#include "model-catalogue.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
 
 namespace folio {
 

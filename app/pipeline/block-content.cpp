@@ -1,9 +1,9 @@
-#include "block-content.h"
+#include "app/pipeline/block-content.h"
 
-#include "formula-text.h"
-#include "otsl-table.h"
-#include "repetition-trim.h"
-#include "table-html.h"
+#include "app/pipeline/formula-text.h"
+#include "app/pipeline/otsl-table.h"
+#include "app/pipeline/repetition-trim.h"
+#include "app/pipeline/table-html.h"
 
 namespace folio {
 

@@ -3,7 +3,7 @@
 // into a grid and its HTML.
 #pragma once
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "block-crop.h"
+#include "app/pipeline/block-crop.h"
 
 #include <QPainter>
 #include <QPainterPath>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <set>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -8,7 +8,7 @@
 #include <QString>
 #include <vector>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "block-task.h"
+#include "app/pipeline/block-task.h"
 
 namespace folio {
 

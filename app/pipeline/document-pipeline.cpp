@@ -1,4 +1,4 @@
-#include "document-pipeline.h"
+#include "app/pipeline/document-pipeline.h"
 
 #include <QFileInfo>
 #include <algorithm>
@@ -11,14 +11,14 @@
 #include <utility>
 #include <variant>
 
-#include "block-content.h"
-#include "block-crop.h"
-#include "error.h"
-#include "layout/layout-labels.h"
-#include "models/pp-doclayout/pp-doclayout.h"
-#include "page-image.h"
-#include "page-prefetch.h"
-#include "spotting.h"
+#include "app/documents/page-image.h"
+#include "app/pipeline/block-content.h"
+#include "app/pipeline/block-crop.h"
+#include "app/pipeline/page-prefetch.h"
+#include "app/pipeline/spotting.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-labels.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
 
 namespace folio {
 

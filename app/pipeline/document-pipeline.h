@@ -16,11 +16,11 @@
 #include <map>
 #include <optional>
 
-#include "block-task.h"
-#include "engine-service.h"
-#include "layout/layout-pipeline.h"
-#include "page-input.h"
-#include "page-result.h"
+#include "app/documents/page-result.h"
+#include "app/pipeline/block-task.h"
+#include "app/pipeline/page-input.h"
+#include "engine/layout/layout-pipeline.h"
+#include "engine/service/engine-service.h"
 
 namespace folio {
 

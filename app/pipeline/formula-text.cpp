@@ -1,4 +1,4 @@
-#include "formula-text.h"
+#include "app/pipeline/formula-text.h"
 
 #include <array>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "html-escape.h"
+#include "app/pipeline/html-escape.h"
 
 namespace folio {
 

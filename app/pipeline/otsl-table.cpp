@@ -1,4 +1,4 @@
-#include "otsl-table.h"
+#include "app/pipeline/otsl-table.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "python-whitespace.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 namespace {

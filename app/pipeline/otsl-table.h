@@ -17,7 +17,7 @@
 #include <QString>
 #include <optional>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "page-prefetch.h"
+#include "app/pipeline/page-prefetch.h"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <utility>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "page-input.h"
+#include "app/pipeline/page-input.h"
 
 namespace folio {
 

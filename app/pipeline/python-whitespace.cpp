@@ -1,4 +1,4 @@
-#include "python-whitespace.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "repetition-trim.h"
+#include "app/pipeline/repetition-trim.h"
 
 #include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "python-whitespace.h"
+#include "app/pipeline/python-whitespace.h"
 
 namespace folio {
 namespace {

@@ -1,4 +1,4 @@
-#include "source-input.h"
+#include "app/pipeline/source-input.h"
 
 #include <chrono>
 

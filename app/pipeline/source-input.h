@@ -3,9 +3,9 @@
 
 #include <QStringList>
 
-#include "document-source.h"
-#include "page-input.h"
-#include "page-range.h"
+#include "app/documents/document-source.h"
+#include "app/documents/page-range.h"
+#include "app/pipeline/page-input.h"
 
 namespace folio {
 

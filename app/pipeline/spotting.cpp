@@ -1,4 +1,4 @@
-#include "spotting.h"
+#include "app/pipeline/spotting.h"
 
 #include <QRegularExpression>
 

@@ -6,7 +6,7 @@
 #include <QString>
 #include <vector>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "table-html.h"
+#include "app/pipeline/table-html.h"
 
 namespace folio {
 namespace {

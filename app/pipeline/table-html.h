@@ -5,8 +5,8 @@
 
 #include <QString>
 
-#include "html-escape.h"
-#include "page-result.h"
+#include "app/documents/page-result.h"
+#include "app/pipeline/html-escape.h"
 
 namespace folio {
 

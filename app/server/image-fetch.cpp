@@ -1,11 +1,11 @@
-#include "image-fetch.h"
+#include "app/server/image-fetch.h"
 
 #include <curl/curl.h>
 
 #include <memory>
 #include <mutex>
 
-#include "openai-protocol.h"
+#include "app/server/openai-protocol.h"
 
 namespace folio::server {
 

@@ -1,4 +1,4 @@
-#include "openai-protocol.h"
+#include "app/server/openai-protocol.h"
 
 #include <openssl/evp.h>
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine-core.h"
-#include "request-builder.h"
+#include "engine/runtime/engine-core.h"
+#include "engine/service/request-builder.h"
 
 namespace folio::server {
 

@@ -1,4 +1,4 @@
-#include "openai-server.h"
+#include "app/server/openai-server.h"
 
 #include <httplib.h>
 #include <openssl/crypto.h>
@@ -15,11 +15,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "error.h"
-#include "image-fetch.h"
-#include "log.h"
-#include "openai-protocol.h"
-#include "server-metrics.h"
+#include "app/server/image-fetch.h"
+#include "app/server/openai-protocol.h"
+#include "app/server/server-metrics.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
 
 namespace folio::server {
 

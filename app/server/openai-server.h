@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine-service.h"
-#include "image.h"
-#include "request-builder.h"
+#include "engine/image/image.h"
+#include "engine/service/engine-service.h"
+#include "engine/service/request-builder.h"
 
 namespace folio::server {
 

@@ -1,4 +1,4 @@
-#include "server-metrics.h"
+#include "app/server/server-metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "service-stats.h"
+#include "engine/service/service-stats.h"
 
 namespace prometheus {
 class Registry;

@@ -1,4 +1,4 @@
-#include "compute-devices.h"
+#include "app/settings/compute-devices.h"
 
 #include <QCoreApplication>
 #include <QThread>

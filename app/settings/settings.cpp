@@ -1,17 +1,17 @@
-#include "settings.h"
+#include "app/settings/settings.h"
 
 #include <QFileInfo>
 #include <QRegularExpression>
 #include <algorithm>
 
-#include "cli-options.h"
-#include "compute-devices.h"
-#include "device-memory.h"
-#include "document-source.h"
-#include "error.h"
-#include "hub-cache.h"
-#include "layout-labels.h"
-#include "models/model-registry.h"
+#include "app/documents/document-source.h"
+#include "app/hub/hub-cache.h"
+#include "app/options/cli-options.h"
+#include "app/options/device-memory.h"
+#include "app/settings/compute-devices.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-labels.h"
+#include "engine/models/model-registry.h"
 
 namespace folio {
 

@@ -12,8 +12,8 @@
 #include <memory>
 #include <optional>
 
-#include "engine-options.h"
-#include "engine-service.h"
+#include "app/options/engine-options.h"
+#include "engine/service/engine-service.h"
 
 namespace folio {
 

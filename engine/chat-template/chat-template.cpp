@@ -1,12 +1,12 @@
-#include "chat-template/chat-template.h"
+#include "engine/chat-template/chat-template.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "chat-template/jinja-interpreter.h"
-#include "chat-template/jinja-parser.h"
-#include "chat-template/jinja-value.h"
-#include "error.h"
+#include "engine/chat-template/jinja-interpreter.h"
+#include "engine/chat-template/jinja-parser.h"
+#include "engine/chat-template/jinja-value.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

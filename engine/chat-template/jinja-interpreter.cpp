@@ -1,4 +1,4 @@
-#include "chat-template/jinja-interpreter.h"
+#include "engine/chat-template/jinja-interpreter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio::jinja {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "chat-template/jinja-parser.h"
-#include "chat-template/jinja-value.h"
+#include "engine/chat-template/jinja-parser.h"
+#include "engine/chat-template/jinja-value.h"
 
 namespace folio::jinja {
 

@@ -1,10 +1,10 @@
-#include "chat-template/jinja-lexer.h"
+#include "engine/chat-template/jinja-lexer.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "chat-template/jinja-value.h"
-#include "error.h"
+#include "engine/chat-template/jinja-value.h"
+#include "engine/common/error.h"
 
 namespace folio::jinja {
 

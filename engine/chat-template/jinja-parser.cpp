@@ -1,11 +1,11 @@
-#include "chat-template/jinja-parser.h"
+#include "engine/chat-template/jinja-parser.h"
 
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
 #include <system_error>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio::jinja {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "chat-template/jinja-lexer.h"
-#include "chat-template/jinja-value.h"
+#include "engine/chat-template/jinja-lexer.h"
+#include "engine/chat-template/jinja-value.h"
 
 namespace folio::jinja {
 

@@ -1,4 +1,4 @@
-#include "chat-template/jinja-value.h"
+#include "engine/chat-template/jinja-value.h"
 
 #include <algorithm>
 #include <charconv>

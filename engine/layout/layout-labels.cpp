@@ -1,9 +1,9 @@
-#include "layout-labels.h"
+#include "engine/layout/layout-labels.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

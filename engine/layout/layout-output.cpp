@@ -1,9 +1,9 @@
-#include "layout-output.h"
+#include "engine/layout/layout-output.h"
 
 #include <algorithm>
 
-#include "error.h"
-#include "layout-postprocess.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-postprocess.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "layout-pipeline.h"
+#include "engine/layout/layout-pipeline.h"
 
 #include <algorithm>
 #include <string_view>
 #include <utility>
 
-#include "error.h"
-#include "layout-labels.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-labels.h"
 
 namespace folio {
 namespace {

@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "layout-output.h"
-#include "layout-postprocess.h"
-#include "layout-rules.h"
+#include "engine/layout/layout-output.h"
+#include "engine/layout/layout-postprocess.h"
+#include "engine/layout/layout-rules.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "layout-postprocess.h"
+#include "engine/layout/layout-postprocess.h"
 
 #include <algorithm>
 #include <array>
@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <numeric>
 
-#include "error.h"
-#include "mask-polygon.h"
+#include "engine/common/error.h"
+#include "engine/layout/mask-polygon.h"
 
 namespace folio {
 namespace {

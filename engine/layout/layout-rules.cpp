@@ -1,10 +1,10 @@
-#include "layout-rules.h"
+#include "engine/layout/layout-rules.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "polygon-overlap.h"
+#include "engine/layout/polygon-overlap.h"
 
 namespace folio {
 namespace {

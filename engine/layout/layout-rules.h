@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "layout-output.h"
+#include "engine/layout/layout-output.h"
 
 namespace folio {
 

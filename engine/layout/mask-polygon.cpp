@@ -1,4 +1,4 @@
-#include "mask-polygon.h"
+#include "engine/layout/mask-polygon.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 namespace {

@@ -1,4 +1,4 @@
-#include "polygon-overlap.h"
+#include "engine/layout/polygon-overlap.h"
 
 #include <cmath>
 #include <vector>

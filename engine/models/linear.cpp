@@ -1,7 +1,7 @@
-#include "linear.h"
+#include "engine/models/linear.h"
 
-#include "error.h"
-#include "weight-source.h"
+#include "engine/common/error.h"
+#include "engine/files/weight-source.h"
 
 namespace folio {
 

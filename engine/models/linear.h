@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "quantization.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/quantization.h"
 
 namespace folio {
 

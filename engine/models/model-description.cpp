@@ -1,4 +1,4 @@
-#include "model-description.h"
+#include "engine/models/model-description.h"
 
 #include <algorithm>
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model-loading.h"
-#include "models/model-description.h"
+#include "engine/models/model-description.h"
+#include "engine/models/model-loading.h"
 
 namespace folio {
 

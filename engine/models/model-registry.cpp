@@ -1,10 +1,10 @@
-#include "model-registry.h"
+#include "engine/models/model-registry.h"
 
-#include "error.h"
-#include "json-reader.h"
-#include "mapped-file.h"
-#include "models/paddleocr-vl/paddleocr-vl-family.h"
-#include "models/pp-doclayout/pp-doclayout-family.h"
+#include "engine/common/error.h"
+#include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl-family.h"
+#include "engine/models/pp-doclayout/pp-doclayout-family.h"
 
 namespace folio {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model-family.h"
+#include "engine/models/model-family.h"
 
 namespace folio {
 

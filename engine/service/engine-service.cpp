@@ -1,4 +1,4 @@
-#include "engine-service.h"
+#include "engine/service/engine-service.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,11 +10,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "error.h"
-#include "log.h"
-#include "models/model-registry.h"
-#include "submission-order.h"
-#include "task-queue.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/submission-order.h"
+#include "engine/service/task-queue.h"
 
 namespace folio {
 

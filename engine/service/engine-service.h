@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "engine-core.h"
-#include "model-loading.h"
-#include "request-builder.h"
-#include "service-stats.h"
+#include "engine/models/model-loading.h"
+#include "engine/runtime/engine-core.h"
+#include "engine/service/request-builder.h"
+#include "engine/service/service-stats.h"
 
 namespace folio {
 

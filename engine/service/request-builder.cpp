@@ -1,27 +1,12 @@
-#include "request-builder.h"
+#include "engine/service/request-builder.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "error.h"
-#include "image-preprocess.h"
+#include "engine/common/error.h"
+#include "engine/image/image-preprocess.h"
 
 namespace folio {
-
-nlohmann::ordered_json special_token_values(const Tokenizer& tokenizer) {
-    nlohmann::ordered_json values = nlohmann::ordered_json::object();
-    const std::pair<const char*, int32_t> tokens[] = {{"bos_token", tokenizer.bos_id()},
-                                                      {"eos_token", tokenizer.eos_id()},
-                                                      {"pad_token", tokenizer.pad_id()}};
-    for (const auto& [key, id] : tokens) {
-        if (id >= 0) {
-            if (const std::optional<std::string> text = tokenizer.token_text(id)) {
-                values[key] = *text;
-            }
-        }
-    }
-    return values;
-}
 
 nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();

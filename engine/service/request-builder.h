@@ -14,27 +14,14 @@
 #include <variant>
 #include <vector>
 
-#include "chat-template/chat-template.h"
-#include "engine-core.h"
-#include "image.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "preprocessor-config.h"
-#include "tokenizer.h"
+#include "engine/chat-template/chat-template.h"
+#include "engine/image/image.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/prompt-format.h"
+#include "engine/runtime/engine-core.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace folio {
-
-// What building a prompt needs of a model: its tokenizer, its chat template with the values the template
-// is given beside the messages (the tokenizer's special tokens, template options), the template's special
-// ids, the image processor and the placeholder tokens an image takes. n_image_tokens must be safe to call
-// from any thread.
-struct PromptFormat {
-    const Tokenizer* tokenizer = nullptr;
-    std::shared_ptr<const ChatTemplate> chat_template;
-    nlohmann::ordered_json template_values = nlohmann::ordered_json::object();
-    SpecialTokenIds special;
-    PreprocessorConfig preprocessor;
-    std::function<int64_t(const ImageGrid&)> n_image_tokens;
-};
 
 struct ChatMessage {
     enum class Role { User, Assistant };
@@ -93,10 +80,6 @@ struct RequestLimits {
     int64_t limit_mm_per_prompt = 0;
     int64_t max_image_tokens = 0;  // 0: no bound of its own
 };
-
-// The tokenizer's special tokens as a chat template is given them beside the messages (bos_token,
-// eos_token, pad_token where it has them), as transformers passes its special tokens map.
-nlohmann::ordered_json special_token_values(const Tokenizer& tokenizer);
 
 // The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type": "text",
 // "text"}]}, a user turn's images before its text.

@@ -1,4 +1,4 @@
-#include "service-stats.h"
+#include "engine/service/service-stats.h"
 
 #include <algorithm>
 

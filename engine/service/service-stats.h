@@ -8,7 +8,7 @@
 #include <deque>
 #include <optional>
 
-#include "engine-core.h"
+#include "engine/runtime/engine-core.h"
 
 namespace folio {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "task-queue.h"
+#include "engine/service/task-queue.h"
 
 namespace folio {
 

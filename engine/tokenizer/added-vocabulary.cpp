@@ -1,9 +1,9 @@
-#include "added-vocabulary.h"
+#include "engine/tokenizer/added-vocabulary.h"
 
 #include <algorithm>
 #include <map>
 
-#include "unicode-text.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

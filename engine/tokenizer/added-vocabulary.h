@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "normalizer.h"
+#include "engine/tokenizer/normalizer.h"
 
 namespace folio {
 

@@ -1,12 +1,12 @@
-#include "bpe-model.h"
+#include "engine/tokenizer/bpe-model.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <queue>
 #include <unordered_set>
 
-#include "error.h"
-#include "unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "normalizer.h"
+#include "engine/tokenizer/normalizer.h"
 
 namespace folio {
 

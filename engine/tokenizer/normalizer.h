@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "precompiled-charsmap.h"
-#include "unicode-text.h"
+#include "engine/tokenizer/precompiled-charsmap.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -1,7 +1,7 @@
-#include "precompiled-charsmap.h"
+#include "engine/tokenizer/precompiled-charsmap.h"
 
-#include "error.h"
-#include "unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -1,12 +1,12 @@
-#include "sentencepiece-model.h"
+#include "engine/tokenizer/sentencepiece-model.h"
 
 #include <bit>
 #include <cstring>
 #include <optional>
 
-#include "error.h"
-#include "mapped-file.h"
-#include "unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -1,9 +1,9 @@
-#include "token-decoder.h"
+#include "engine/tokenizer/token-decoder.h"
 
 #include <charconv>
 
-#include "normalizer.h"
-#include "unicode-text.h"
+#include "engine/tokenizer/normalizer.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -4,9 +4,9 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "tokenizer-pipeline.h"
-#include "unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/tokenizer/tokenizer-pipeline.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 

@@ -1,5 +1,5 @@
 // Which pipeline a model folder's tokenizer files make, following transformers 5.17's AutoTokenizer.
-#include "tokenizer-pipeline.h"
+#include "engine/tokenizer/tokenizer-pipeline.h"
 
 #include <algorithm>
 #include <charconv>
@@ -8,9 +8,9 @@
 #include <set>
 #include <system_error>
 
-#include "error.h"
-#include "mapped-file.h"
-#include "sentencepiece-model.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
+#include "engine/tokenizer/sentencepiece-model.h"
 
 namespace folio {
 

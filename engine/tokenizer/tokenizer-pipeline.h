@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "added-vocabulary.h"
-#include "bpe-model.h"
-#include "normalizer.h"
-#include "token-decoder.h"
+#include "engine/tokenizer/added-vocabulary.h"
+#include "engine/tokenizer/bpe-model.h"
+#include "engine/tokenizer/normalizer.h"
+#include "engine/tokenizer/token-decoder.h"
 
 namespace folio {
 

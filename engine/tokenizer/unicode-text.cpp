@@ -1,4 +1,4 @@
-#include "unicode-text.h"
+#include "engine/tokenizer/unicode-text.h"
 
 #include <unicode/brkiter.h>
 #include <unicode/locid.h>
@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

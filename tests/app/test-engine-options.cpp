@@ -5,15 +5,17 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "cli-options.h"
-#include "engine-options.h"
-#include "error.h"
-#include "models/paddleocr-vl/config.h"
-#include "preprocessor-config.h"
+#include "app/options/cli-options.h"
+#include "app/options/engine-options.h"
+#include "engine/common/error.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/paddleocr-vl/config.h"
+#include "temp-dir.h"
 
 namespace {
 
@@ -52,6 +54,27 @@ std::string error_of(const std::vector<std::string>& args, CommandScope scope = 
         return e.what();
     }
     return "(accepted)";
+}
+
+// --chat-template takes a file or the template's text; a broken template is refused with its line.
+TEST(EngineOptionsTest, ChatTemplateFromAFileOrItsText) {
+    const nlohmann::ordered_json context = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+    const EngineOptions text = parse({"--chat-template", "{{ messages[0]['content'] | upper }}!"});
+    ASSERT_TRUE(text.chat_template);
+    EXPECT_EQ(text.chat_template->render(context), "HI!");
+    EXPECT_FALSE(parse({}).chat_template);
+
+    const folio::test::TempDir dir;
+    const std::string file = (dir / "custom.jinja").string();
+    std::ofstream(file) << "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}\n";
+    const EngineOptions from_file = parse({"--chat-template", file});
+    ASSERT_TRUE(from_file.chat_template);
+    EXPECT_EQ(from_file.chat_template->origin(), file);
+    EXPECT_EQ(from_file.chat_template->render(context), "<user>hi");
+
+    std::ofstream(file) << "fine\n{% if %}";
+    const std::string broken = error_of({"--chat-template", file});
+    EXPECT_NE(broken.find(file + ":2:"), std::string::npos) << broken;
 }
 
 std::string joined(const std::vector<std::string>& args) {
@@ -292,7 +315,8 @@ const std::vector<Refused>& refused_cases() {
         {{"--swap-space", "4"}, "--swap-space 4 is not supported: Folio keeps the KV cache on the device"},
         {{"--dynamic-load-weight"}, "--dynamic-load-weight is not supported"},
         {{"--splitwise-role", "prefill"}, "--splitwise-role prefill is not supported"},
-        {{"--chat-template", "x.jinja"}, "--chat-template is not supported yet"},
+        {{"--chat-template", "x.jinja"},
+         "--chat-template: no file 'x.jinja', and the value is no template text (it has no {{ or {%)"},
         {{"--tool-call-parser", "ernie-x1"},
          "--tool-call-parser is not supported yet: Folio has no tool calling"},
         {{"--tool-parser-plugin", "p.py"}, "--tool-parser-plugin is not supported yet"},
@@ -363,7 +387,8 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
         {"quant_group_size", "64"},
         {"dtype", "float32"},
     };
-    // Options refused whatever their value, or outside serve.
+    // Options refused whatever their value, or outside serve (chat_template: "1" is neither a file nor a
+    // template).
     const std::vector<std::string> always_refused = {"chat_template", "tool_call_parser",
                                                      "tool_parser_plugin"};
     // Switches refused when on.

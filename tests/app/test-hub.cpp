@@ -6,13 +6,13 @@
 #include <fstream>
 #include <map>
 
-#include "blob-hash.h"
-#include "error.h"
-#include "folder-check.h"
-#include "hub-cache.h"
-#include "hub-settings.h"
-#include "model-catalogue.h"
-#include "model-locator.h"
+#include "app/hub/blob-hash.h"
+#include "app/hub/folder-check.h"
+#include "app/hub/hub-cache.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
+#include "app/hub/model-locator.h"
+#include "engine/common/error.h"
 #include "safetensors-writer.h"
 #include "temp-dir.h"
 

@@ -11,12 +11,12 @@
 #include <set>
 #include <thread>
 
+#include "app/hub/hub-cache.h"
+#include "app/hub/hub-client.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-download.h"
+#include "app/hub/model-locator.h"
 #include "fake-hub.h"
-#include "hub-cache.h"
-#include "hub-client.h"
-#include "hub-settings.h"
-#include "model-download.h"
-#include "model-locator.h"
 #include "safetensors-writer.h"
 #include "temp-dir.h"
 

@@ -5,9 +5,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "compute-devices.h"
-#include "error.h"
-#include "settings.h"
+#include "app/settings/compute-devices.h"
+#include "app/settings/settings.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 

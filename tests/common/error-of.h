@@ -3,7 +3,7 @@
 
 #include <QString>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio::testing {
 

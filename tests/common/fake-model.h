@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "backend.h"
-#include "error.h"
-#include "model.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/runtime/model.h"
 
 namespace folio::testing {
 

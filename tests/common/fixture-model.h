@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/image/image-preprocess.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/models/paddleocr-vl/positions.h"
+#include "engine/runtime/kv-cache.h"
 #include "fixture-reference.h"
-#include "image-preprocess.h"
-#include "kv-cache.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
-#include "models/paddleocr-vl/positions.h"
 
 namespace folio::testing {
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/files/safetensors.h"
+#include "engine/layout/layout-output.h"
 #include "fixture-reference.h"
-#include "layout/layout-output.h"
-#include "safetensors.h"
 
 namespace folio::testing {
 

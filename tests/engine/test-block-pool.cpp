@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "block-pool.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "engine/runtime/block-pool.h"
 
 using namespace folio;
 

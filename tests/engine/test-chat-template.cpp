@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include "chat-template/chat-template.h"
-#include "error.h"
+#include "engine/chat-template/chat-template.h"
+#include "engine/common/error.h"
 
 namespace {
 

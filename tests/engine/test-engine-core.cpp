@@ -10,12 +10,12 @@
 #include <optional>
 #include <vector>
 
-#include "backend.h"
-#include "engine-core.h"
-#include "error.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/runtime/engine-core.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/model.h"
 #include "fake-model.h"
-#include "generator.h"
-#include "model.h"
 
 using namespace folio;
 using namespace folio::testing;

@@ -14,12 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine-service.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
+#include "engine/service/engine-service.h"
 #include "fake-model.h"
 #include "fixture-reference.h"
-#include "log.h"
-#include "models/pp-doclayout/pp-doclayout.h"
 
 using namespace folio;
 using namespace folio::testing;

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "image-loader.h"
-#include "image-preprocess.h"
-#include "preprocessor-config.h"
+#include "app/images/image-loader.h"
+#include "engine/common/error.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/image/preprocessor-config.h"
 
 namespace folio {
 namespace {

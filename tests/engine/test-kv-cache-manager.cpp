@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "error.h"
-#include "kv-cache-manager.h"
+#include "engine/common/error.h"
+#include "engine/runtime/kv-cache-manager.h"
 
 using namespace folio;
 

@@ -7,10 +7,10 @@
 #include <limits>
 #include <vector>
 
-#include "error.h"
-#include "layout-output.h"
-#include "layout-postprocess.h"
-#include "mask-polygon.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-output.h"
+#include "engine/layout/layout-postprocess.h"
+#include "engine/layout/mask-polygon.h"
 
 namespace folio {
 namespace {

@@ -6,11 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "error.h"
-#include "layout-labels.h"
-#include "layout-pipeline.h"
-#include "layout-rules.h"
-#include "polygon-overlap.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-labels.h"
+#include "engine/layout/layout-pipeline.h"
+#include "engine/layout/layout-rules.h"
+#include "engine/layout/polygon-overlap.h"
 
 namespace folio {
 namespace {

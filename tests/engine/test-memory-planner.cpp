@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "error.h"
-#include "kv-cache.h"
-#include "memory-planner.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/runtime/kv-cache.h"
+#include "engine/runtime/memory-planner.h"
 
 using namespace folio;
 

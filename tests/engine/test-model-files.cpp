@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "models/paddleocr-vl/config.h"
-#include "models/paddleocr-vl/model-files.h"
-#include "preprocessor-config.h"
+#include "engine/common/error.h"
+#include "engine/files/safetensors.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/paddleocr-vl/config.h"
+#include "engine/models/paddleocr-vl/model-files.h"
 #include "safetensors-writer.h"
-#include "safetensors.h"
 
 namespace folio {
 namespace {

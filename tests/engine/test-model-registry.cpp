@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "backend.h"
-#include "error.h"
-#include "models/model-registry.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/models/model-registry.h"
 #include "temp-dir.h"
 
 namespace folio {

@@ -12,20 +12,20 @@
 #include <utility>
 #include <vector>
 
-#include "backend.h"
-#include "error.h"
+#include "app/images/image-loader.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/files/weight-source.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/models/paddleocr-vl/positions.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/kv-cache.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "fixture-model.h"
 #include "fixture-reference.h"
-#include "generator.h"
-#include "image-loader.h"
-#include "image-preprocess.h"
-#include "kv-cache.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "models/paddleocr-vl/model-files.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
-#include "models/paddleocr-vl/positions.h"
-#include "tokenizer.h"
-#include "weight-source.h"
 
 namespace folio {
 namespace {

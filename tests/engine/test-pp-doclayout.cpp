@@ -6,14 +6,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "backend.h"
+#include "app/images/image-loader.h"
+#include "engine/backend/backend.h"
+#include "engine/files/safetensors.h"
+#include "engine/layout/layout-pipeline.h"
+#include "engine/layout/layout-postprocess.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
 #include "fixture-reference.h"
-#include "image-loader.h"
 #include "layout-fixture.h"
-#include "layout/layout-pipeline.h"
-#include "layout/layout-postprocess.h"
-#include "models/pp-doclayout/pp-doclayout.h"
-#include "safetensors.h"
 
 namespace folio {
 namespace {

@@ -4,9 +4,9 @@
 #include <random>
 #include <string>
 
-#include "backend.h"
-#include "error.h"
-#include "quantization.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/quantization.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 

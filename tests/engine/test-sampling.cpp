@@ -8,9 +8,9 @@
 #include <set>
 #include <vector>
 
-#include "backend.h"
-#include "error.h"
-#include "sampling.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/sampling.h"
+#include "engine/common/error.h"
 
 namespace folio {
 namespace {

@@ -4,10 +4,10 @@
 #include <optional>
 #include <string>
 
-#include "chunking-policy.h"
-#include "error.h"
-#include "preemption-policy.h"
-#include "scheduler.h"
+#include "engine/common/error.h"
+#include "engine/runtime/chunking-policy.h"
+#include "engine/runtime/preemption-policy.h"
+#include "engine/runtime/scheduler.h"
 
 using namespace folio;
 

@@ -14,24 +14,24 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "engine/backend/backend.h"
 #ifdef FOLIO_TEST_CUDA
-#include "backend-cuda.h"
-#include "elementwise.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "kernels/elementwise.h"
 #endif
-#include "engine-core.h"
-#include "engine-service.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/files/weight-source.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/runtime/engine-core.h"
+#include "engine/runtime/generator.h"
+#include "engine/service/engine-service.h"
+#include "engine/service/request-builder.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "fixture-reference.h"
-#include "generator.h"
-#include "image-preprocess.h"
-#include "log.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "models/paddleocr-vl/model-files.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
-#include "request-builder.h"
-#include "tokenizer.h"
-#include "weight-source.h"
 
 using namespace folio;
 

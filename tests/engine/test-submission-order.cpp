@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "error.h"
-#include "submission-order.h"
+#include "engine/common/error.h"
+#include "engine/service/submission-order.h"
 
 using namespace folio;
 

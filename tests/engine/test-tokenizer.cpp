@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "tokenizer.h"
-#include "tokenizer/bpe-model.h"
-#include "tokenizer/precompiled-charsmap.h"
-#include "tokenizer/sentencepiece-model.h"
+#include "engine/common/error.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/tokenizer/bpe-model.h"
+#include "engine/tokenizer/precompiled-charsmap.h"
+#include "engine/tokenizer/sentencepiece-model.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace folio {
 namespace {

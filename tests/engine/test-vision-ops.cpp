@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "backend.h"
-#include "error.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 

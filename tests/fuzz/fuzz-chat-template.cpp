@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "chat-template/chat-template.h"
-#include "error.h"
+#include "engine/chat-template/chat-template.h"
+#include "engine/common/error.h"
 
 namespace {
 

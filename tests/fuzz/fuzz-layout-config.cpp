@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "error.h"
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/common/error.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 namespace {
 

@@ -6,9 +6,9 @@
 #include <numeric>
 #include <string_view>
 
-#include "error.h"
-#include "models/paddleocr-vl/config.h"
-#include "preprocessor-config.h"
+#include "engine/common/error.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/paddleocr-vl/config.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "openai-protocol.h"
+#include "app/server/openai-protocol.h"
 
 namespace {
 

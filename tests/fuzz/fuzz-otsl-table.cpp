@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "block-content.h"
-#include "otsl-table.h"
-#include "table-html.h"
+#include "app/pipeline/block-content.h"
+#include "app/pipeline/otsl-table.h"
+#include "app/pipeline/table-html.h"
 
 namespace {
 

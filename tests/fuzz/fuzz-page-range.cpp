@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "error.h"
-#include "page-range.h"
+#include "app/documents/page-range.h"
+#include "engine/common/error.h"
 
 namespace {
 

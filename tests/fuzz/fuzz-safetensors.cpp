@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "error.h"
-#include "safetensors.h"
+#include "engine/common/error.h"
+#include "engine/files/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto* begin = reinterpret_cast<const std::byte*>(data);

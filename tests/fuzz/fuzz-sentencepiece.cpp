@@ -6,11 +6,11 @@
 #include <string_view>
 #include <vector>
 
-#include "error.h"
-#include "tokenizer/bpe-model.h"
-#include "tokenizer/precompiled-charsmap.h"
-#include "tokenizer/sentencepiece-model.h"
-#include "tokenizer/unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/tokenizer/bpe-model.h"
+#include "engine/tokenizer/precompiled-charsmap.h"
+#include "engine/tokenizer/sentencepiece-model.h"
+#include "engine/tokenizer/unicode-text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "error.h"
-#include "tokenizer.h"
-#include "tokenizer/unicode-text.h"
+#include "engine/common/error.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/unicode-text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -16,9 +16,9 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-#include "chained-launch.cuh"
-#include "cuda-check.h"
-#include "error.h"
+#include "engine/common/error.h"
+#include "kernels/chained-launch.cuh"
+#include "kernels/cuda-check.h"
 
 namespace {
 

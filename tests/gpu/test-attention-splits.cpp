@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "attention.h"
-#include "decode-attention.h"
+#include "kernels/attention.h"
+#include "kernels/decode-attention.h"
 
 namespace folio::kernels {
 namespace {

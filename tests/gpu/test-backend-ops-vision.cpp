@@ -18,9 +18,9 @@
 #include <tuple>
 #include <vector>
 
-#include "backend-cuda.h"
-#include "backend.h"
-#include "elementwise.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "kernels/elementwise.h"
 
 namespace folio {
 namespace {

@@ -18,17 +18,17 @@
 #include <string>
 #include <vector>
 
-#include "backend-cuda.h"
-#include "backend.h"
-#include "cuda-check.h"
-#include "elementwise.h"
-#include "error.h"
-#include "host-staging.h"
-#include "models/linear.h"
-#include "models/paddleocr-vl/layers.h"
-#include "quantized-linear.h"
-#include "sampling.h"
-#include "transfer.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/host-staging.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/backend/sampling.h"
+#include "engine/common/error.h"
+#include "engine/models/linear.h"
+#include "engine/models/paddleocr-vl/layers.h"
+#include "kernels/cuda-check.h"
+#include "kernels/elementwise.h"
+#include "kernels/quantized-linear.h"
+#include "kernels/transfer.h"
 
 namespace folio {
 namespace {

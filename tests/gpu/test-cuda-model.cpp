@@ -7,20 +7,20 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backend-cuda.h"
-#include "backend.h"
-#include "elementwise.h"
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/files/safetensors.h"
+#include "engine/files/weight-source.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/models/paddleocr-vl/positions.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/kv-cache.h"
 #include "fixture-model.h"
 #include "fixture-reference.h"
-#include "generator.h"
-#include "image-preprocess.h"
-#include "kv-cache.h"
-#include "models/paddleocr-vl/chat-prompt.h"
-#include "models/paddleocr-vl/model-files.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
-#include "models/paddleocr-vl/positions.h"
-#include "safetensors.h"
-#include "weight-source.h"
+#include "kernels/elementwise.h"
 
 namespace folio {
 namespace {

@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backend-cuda.h"
-#include "elementwise.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/files/safetensors.h"
+#include "engine/files/weight-source.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/runtime/generator.h"
 #include "fixture-model.h"
-#include "generator.h"
-#include "models/paddleocr-vl/model-files.h"
-#include "models/paddleocr-vl/paddleocr-vl.h"
-#include "safetensors.h"
-#include "weight-source.h"
+#include "kernels/elementwise.h"
 
 namespace folio {
 namespace {

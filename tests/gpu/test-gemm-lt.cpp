@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gemm-lt.h"
+#include "kernels/gemm-lt.h"
 
 namespace folio::kernels {
 namespace {

@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "cuda-check.h"
-#include "elementwise.h"
+#include "kernels/cuda-check.h"
+#include "kernels/elementwise.h"
 
 namespace folio {
 namespace {

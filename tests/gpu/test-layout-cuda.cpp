@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "backend-cuda.h"
-#include "elementwise.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
+#include "kernels/elementwise.h"
 #include "layout-fixture.h"
-#include "models/pp-doclayout/pp-doclayout.h"
 
 namespace folio {
 namespace {

@@ -9,10 +9,10 @@
 #include <QString>
 #include <algorithm>
 
-#include "backend.h"
-#include "document-pipeline.h"
-#include "engine-host.h"
-#include "engine-service.h"
+#include "app/jobs/engine-host.h"
+#include "app/pipeline/document-pipeline.h"
+#include "engine/backend/backend.h"
+#include "engine/service/engine-service.h"
 
 namespace folio::test {
 

@@ -16,15 +16,15 @@
 #include <cstdio>
 #include <memory>
 
-#include "chat-panel.h"
-#include "chat-session.h"
-#include "document-model.h"
-#include "engine-status.h"
+#include "app/chat/chat-session.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
-#include "job-controller.h"
-#include "main-window.h"
-#include "page-view.h"
-#include "result-view.h"
+#include "ui/chat/chat-panel.h"
+#include "ui/main-window/engine-status.h"
+#include "ui/main-window/main-window.h"
+#include "ui/page-view/page-view.h"
+#include "ui/result-view/result-view.h"
 
 using namespace folio;
 

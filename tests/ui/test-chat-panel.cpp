@@ -9,15 +9,15 @@
 #include <chrono>
 #include <filesystem>
 
-#include "chat-message-view.h"
-#include "chat-panel.h"
-#include "chat-session.h"
-#include "engine-service.h"
-#include "models/model-registry.h"
-#include "region-picker.h"
+#include "app/chat/chat-session.h"
+#include "app/settings/settings.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/engine-service.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "screenshot.h"
-#include "settings.h"
-#include "tokenizer.h"
+#include "ui/chat/chat-message-view.h"
+#include "ui/chat/chat-panel.h"
+#include "ui/chat/region-picker.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;

@@ -8,11 +8,11 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "document-exporter.h"
-#include "document-model.h"
+#include "app/jobs/document-exporter.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/job-controller.h"
+#include "app/jobs/preview-loader.h"
 #include "fixture-engine.h"
-#include "job-controller.h"
-#include "preview-loader.h"
 
 using namespace folio;
 using namespace std::chrono_literals;

@@ -22,14 +22,14 @@
 #include <algorithm>
 #include <memory>
 
-#include "block-item.h"
-#include "document-model.h"
-#include "error-panel.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
-#include "job-controller.h"
-#include "main-window.h"
-#include "page-view.h"
-#include "result-view.h"
+#include "ui/main-window/error-panel.h"
+#include "ui/main-window/main-window.h"
+#include "ui/page-view/block-item.h"
+#include "ui/page-view/page-view.h"
+#include "ui/result-view/result-view.h"
 
 using namespace folio;
 

@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "fake-hub.h"
-#include "model-manager-dialog.h"
 #include "safetensors-writer.h"
 #include "screenshot.h"
 #include "temp-dir.h"
+#include "ui/models/model-manager-dialog.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;

@@ -13,16 +13,16 @@
 #include <QTest>
 #include <memory>
 
-#include "document-model.h"
-#include "engine-host.h"
-#include "error-panel.h"
+#include "app/i18n/translation-loader.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/engine-host.h"
+#include "app/jobs/job-controller.h"
+#include "app/settings/settings.h"
 #include "fixture-engine.h"
-#include "job-controller.h"
-#include "main-window.h"
-#include "result-view.h"
-#include "settings-binding.h"
-#include "settings.h"
-#include "translation-loader.h"
+#include "ui/main-window/error-panel.h"
+#include "ui/main-window/main-window.h"
+#include "ui/main-window/settings-binding.h"
+#include "ui/result-view/result-view.h"
 
 using namespace folio;
 

@@ -6,7 +6,7 @@
 #include <QtTest>
 
 #include "screenshot.h"
-#include "settings-dialog.h"
+#include "ui/settings/settings-dialog.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;

@@ -10,11 +10,11 @@
 #include <QtTest>
 #include <cstdio>
 
-#include "chat-panel.h"
-#include "engine-service.h"
+#include "app/i18n/translation-loader.h"
+#include "engine/service/engine-service.h"
 #include "screenshot.h"
-#include "settings-dialog.h"
-#include "translation-loader.h"
+#include "ui/chat/chat-panel.h"
+#include "ui/settings/settings-dialog.h"
 
 using namespace folio;
 using folio::test::saveScreenshot;

@@ -1,4 +1,4 @@
-#include "chat-message-view.h"
+#include "ui/chat/chat-message-view.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>

@@ -6,7 +6,7 @@
 #include <QLabel>
 #include <QToolButton>
 
-#include "chat-session.h"
+#include "app/chat/chat-session.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "chat-panel.h"
+#include "ui/chat/chat-panel.h"
 
 #include <QAction>
 #include <QEvent>
@@ -11,8 +11,8 @@
 #include <QScrollBar>
 #include <QTimer>
 
-#include "chat-message-view.h"
-#include "region-picker.h"
+#include "ui/chat/chat-message-view.h"
+#include "ui/chat/region-picker.h"
 
 namespace folio {
 

@@ -14,7 +14,7 @@
 #include <QWidget>
 #include <functional>
 
-#include "chat-session.h"
+#include "app/chat/chat-session.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "region-picker.h"
+#include "ui/chat/region-picker.h"
 
 #include <QDialogButtonBox>
 #include <QGuiApplication>

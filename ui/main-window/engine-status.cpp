@@ -1,4 +1,4 @@
-#include "engine-status.h"
+#include "ui/main-window/engine-status.h"
 
 #include <QEvent>
 #include <QHBoxLayout>

@@ -4,7 +4,7 @@
 
 #include <QWidget>
 
-#include "service-stats.h"
+#include "engine/service/service-stats.h"
 
 class QLabel;
 class QProgressBar;

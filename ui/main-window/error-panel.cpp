@@ -1,4 +1,4 @@
-#include "error-panel.h"
+#include "ui/main-window/error-panel.h"
 
 #include <QDateTime>
 #include <QEvent>

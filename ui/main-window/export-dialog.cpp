@@ -1,4 +1,4 @@
-#include "export-dialog.h"
+#include "ui/main-window/export-dialog.h"
 
 #include <QCheckBox>
 #include <QDialogButtonBox>

@@ -5,7 +5,7 @@
 #include <QDialog>
 #include <QList>
 
-#include "document-writer.h"
+#include "app/export/document-writer.h"
 
 class QCheckBox;
 class QLineEdit;

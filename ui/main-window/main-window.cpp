@@ -1,4 +1,4 @@
-#include "main-window.h"
+#include "ui/main-window/main-window.h"
 
 #include <QAction>
 #include <QApplication>
@@ -30,19 +30,19 @@
 #include <QVBoxLayout>
 #include <exception>
 
-#include "block-crop.h"
-#include "document-exporter.h"
-#include "document-model.h"
-#include "engine-status.h"
-#include "error-panel.h"
-#include "export-dialog.h"
-#include "input-files.h"
-#include "installed-models.h"
-#include "job-controller.h"
-#include "page-renderer.h"
-#include "page-view.h"
-#include "preview-loader.h"
-#include "result-view.h"
+#include "app/documents/input-files.h"
+#include "app/jobs/document-exporter.h"
+#include "app/jobs/document-model.h"
+#include "app/jobs/installed-models.h"
+#include "app/jobs/job-controller.h"
+#include "app/jobs/page-renderer.h"
+#include "app/jobs/preview-loader.h"
+#include "app/pipeline/block-crop.h"
+#include "ui/main-window/engine-status.h"
+#include "ui/main-window/error-panel.h"
+#include "ui/main-window/export-dialog.h"
+#include "ui/page-view/page-view.h"
+#include "ui/result-view/result-view.h"
 
 namespace folio {
 

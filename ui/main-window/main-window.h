@@ -14,8 +14,8 @@
 #include <QThreadPool>
 #include <functional>
 
-#include "document-writer.h"
-#include "engine-host.h"
+#include "app/export/document-writer.h"
+#include "app/jobs/engine-host.h"
 
 class QAction;
 class QActionGroup;

@@ -1,4 +1,4 @@
-#include "settings-binding.h"
+#include "ui/main-window/settings-binding.h"
 
 #include <QStatusBar>
 #include <algorithm>
@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <optional>
 
-#include "compute-devices.h"
-#include "document-writer.h"
-#include "installed-models.h"
-#include "job-controller.h"
-#include "main-window.h"
-#include "models/model-registry.h"
+#include "app/export/document-writer.h"
+#include "app/jobs/installed-models.h"
+#include "app/jobs/job-controller.h"
+#include "app/settings/compute-devices.h"
+#include "engine/models/model-registry.h"
+#include "ui/main-window/main-window.h"
 
 namespace folio {
 

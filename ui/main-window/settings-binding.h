@@ -10,8 +10,8 @@
 #include <QString>
 #include <QStringList>
 
-#include "engine-host.h"
-#include "settings.h"
+#include "app/jobs/engine-host.h"
+#include "app/settings/settings.h"
 
 namespace folio {
 

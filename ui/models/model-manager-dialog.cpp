@@ -1,4 +1,4 @@
-#include "model-manager-dialog.h"
+#include "ui/models/model-manager-dialog.h"
 
 #include <QCloseEvent>
 #include <QEvent>
@@ -7,7 +7,7 @@
 #include <QHeaderView>
 #include <QVBoxLayout>
 
-#include "model-download.h"
+#include "app/hub/model-download.h"
 
 namespace folio {
 

@@ -10,11 +10,11 @@
 #include <QTreeWidget>
 #include <vector>
 
-#include "hub-client.h"
-#include "hub-settings.h"
-#include "model-catalogue.h"
-#include "model-download-job.h"
-#include "model-inventory.h"
+#include "app/hub/hub-client.h"
+#include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
+#include "app/models/model-download-job.h"
+#include "app/models/model-inventory.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "block-item.h"
+#include "ui/page-view/block-item.h"
 
 #include <QFont>
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QStyleOptionGraphicsItem>
 
-#include "label-colors.h"
+#include "ui/page-view/label-colors.h"
 
 namespace folio {
 

@@ -5,7 +5,7 @@
 #include <QGraphicsItem>
 #include <QPainterPath>
 
-#include "page-result.h"
+#include "app/documents/page-result.h"
 
 namespace folio {
 

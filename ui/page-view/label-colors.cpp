@@ -1,4 +1,4 @@
-#include "label-colors.h"
+#include "ui/page-view/label-colors.h"
 
 #include <QHash>
 

@@ -1,4 +1,4 @@
-#include "page-view.h"
+#include "ui/page-view/page-view.h"
 
 #include <QContextMenuEvent>
 #include <QGraphicsPixmapItem>
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <memory>
 
-#include "block-item.h"
+#include "ui/page-view/block-item.h"
 
 namespace folio {
 

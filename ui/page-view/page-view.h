@@ -6,7 +6,7 @@
 #include <QHash>
 #include <QPointer>
 
-#include "document-model.h"
+#include "app/jobs/document-model.h"
 
 class QGraphicsPixmapItem;
 class QGraphicsRectItem;

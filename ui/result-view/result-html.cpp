@@ -1,13 +1,13 @@
-#include "result-html.h"
+#include "ui/result-view/result-html.h"
 
 #include <QBuffer>
 #include <algorithm>
 #include <vector>
 
-#include "document-writer.h"
-#include "html-writer.h"
-#include "label-colors.h"
-#include "markdown-block.h"
+#include "app/export/document-writer.h"
+#include "app/export/html-writer.h"
+#include "app/export/markdown-block.h"
+#include "ui/page-view/label-colors.h"
 
 namespace folio {
 

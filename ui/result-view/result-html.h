@@ -6,7 +6,7 @@
 #include <QString>
 #include <QUrl>
 
-#include "document-model.h"
+#include "app/jobs/document-model.h"
 
 namespace folio {
 

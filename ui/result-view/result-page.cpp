@@ -1,4 +1,4 @@
-#include "result-page.h"
+#include "ui/result-view/result-page.h"
 
 #include <QDesktopServices>
 #include <QStringList>

@@ -1,4 +1,4 @@
-#include "result-view.h"
+#include "ui/result-view/result-view.h"
 
 #include <QEvent>
 #include <QPlainTextEdit>
@@ -10,9 +10,9 @@
 #include <QWebEngineView>
 #include <algorithm>
 
-#include "markdown-block.h"
-#include "result-html.h"
-#include "result-page.h"
+#include "app/export/markdown-block.h"
+#include "ui/result-view/result-html.h"
+#include "ui/result-view/result-page.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "settings-dialog.h"
+#include "ui/settings/settings-dialog.h"
 
 #include <QEvent>
 #include <QFileDialog>
@@ -8,7 +8,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "translation-loader.h"
+#include "app/i18n/translation-loader.h"
 
 namespace folio {
 

@@ -17,8 +17,8 @@
 #include <QTableWidget>
 #include <optional>
 
-#include "compute-devices.h"
-#include "settings.h"
+#include "app/settings/compute-devices.h"
+#include "app/settings/settings.h"
 
 namespace folio {
 

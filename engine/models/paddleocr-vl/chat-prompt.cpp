@@ -1,9 +1,9 @@
-#include "chat-prompt.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -12,20 +12,14 @@
 #include <string_view>
 #include <vector>
 
-#include "chat-template/chat-template.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "engine/chat-template/chat-template.h"
+#include "engine/models/prompt-format.h"
+#include "engine/runtime/model.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace folio {
 
 using ChatPromptTokens = PromptTokens;
-
-// From the model's config.json, checked against the tokenizer's tokens of the chat template.
-struct SpecialTokenIds {
-    int32_t image_token_id = -1;
-    int32_t vision_start_token_id = -1;
-    int32_t vision_end_token_id = -1;
-};
 
 // The tokenizer's ids of the chat template's image tokens, for a model whose config is made to match its
 // tokenizer (random weights); throws folio::Error where the tokenizer lacks one.

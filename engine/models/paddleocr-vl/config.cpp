@@ -1,4 +1,4 @@
-#include "config.h"
+#include "engine/models/paddleocr-vl/config.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -6,9 +6,9 @@
 #include <numeric>
 #include <utility>
 
-#include "error.h"
-#include "json-reader.h"
-#include "mapped-file.h"
+#include "engine/common/error.h"
+#include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "ernie-decoder.h"
+#include "engine/models/paddleocr-vl/ernie-decoder.h"
 
 #include <cmath>
 #include <string>
 
-#include "error.h"
-#include "layers.h"
-#include "rope.h"
+#include "engine/common/error.h"
+#include "engine/models/paddleocr-vl/layers.h"
+#include "engine/runtime/rope.h"
 
 namespace folio {
 

@@ -6,11 +6,11 @@
 #include <span>
 #include <vector>
 
-#include "backend.h"
-#include "config.h"
-#include "kv-cache.h"
-#include "model.h"
-#include "models/linear.h"
+#include "engine/backend/backend.h"
+#include "engine/models/linear.h"
+#include "engine/models/paddleocr-vl/config.h"
+#include "engine/runtime/kv-cache.h"
+#include "engine/runtime/model.h"
 
 namespace folio {
 

@@ -1,6 +1,6 @@
-#include "layers.h"
+#include "engine/models/paddleocr-vl/layers.h"
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "backend.h"
-#include "models/linear.h"
+#include "engine/backend/backend.h"
+#include "engine/models/linear.h"
 
 namespace folio {
 

@@ -1,10 +1,10 @@
-#include "model-files.h"
+#include "engine/models/paddleocr-vl/model-files.h"
 
 #include <initializer_list>
 #include <system_error>
 #include <utility>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

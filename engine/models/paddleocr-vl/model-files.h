@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "config.h"
-#include "preprocessor-config.h"
-#include "safetensors.h"
-#include "weight-source.h"
+#include "engine/files/safetensors.h"
+#include "engine/files/weight-source.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/paddleocr-vl/config.h"
 
 namespace folio {
 

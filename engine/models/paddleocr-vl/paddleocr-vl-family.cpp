@@ -1,11 +1,11 @@
-#include "paddleocr-vl-family.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl-family.h"
 
-#include "chat-prompt.h"
-#include "error.h"
-#include "mapped-file.h"
-#include "model-files.h"
-#include "paddleocr-vl.h"
-#include "request-builder.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
+#include "engine/models/paddleocr-vl/chat-prompt.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/models/prompt-format.h"
 
 namespace folio {
 
@@ -97,7 +97,9 @@ public:
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load, &quantization);
         description_ = describe_paddleocr_vl(slot.dir, config_, tokenizer_.get());
-        if (tokenizer_) {
+        if (slot.chat_template) {
+            chat_template_ = slot.chat_template;
+        } else if (tokenizer_) {
             // The model folder's template, else the tokenizer folder's, else the built-in one.
             const bool own = !slot.dir.empty() && ChatTemplate::find_in_folder(slot.dir).has_value();
             chat_template_ = paddleocr_vl_chat_template(own ? slot.dir : slot.tokenizer_dir);

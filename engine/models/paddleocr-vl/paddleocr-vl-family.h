@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "models/model-family.h"
+#include "engine/models/model-family.h"
 
 namespace folio {
 

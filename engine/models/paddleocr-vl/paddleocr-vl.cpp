@@ -1,9 +1,9 @@
-#include "paddleocr-vl.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
 
 #include <algorithm>
 
-#include "error.h"
-#include "positions.h"
+#include "engine/common/error.h"
+#include "engine/models/paddleocr-vl/positions.h"
 
 namespace folio {
 

@@ -7,15 +7,15 @@
 #include <span>
 #include <vector>
 
-#include "backend.h"
-#include "config.h"
-#include "ernie-decoder.h"
-#include "image-preprocess.h"
-#include "kv-cache.h"
-#include "model.h"
-#include "models/linear.h"
-#include "projector.h"
-#include "vision-encoder.h"
+#include "engine/backend/backend.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/linear.h"
+#include "engine/models/paddleocr-vl/config.h"
+#include "engine/models/paddleocr-vl/ernie-decoder.h"
+#include "engine/models/paddleocr-vl/projector.h"
+#include "engine/models/paddleocr-vl/vision-encoder.h"
+#include "engine/runtime/kv-cache.h"
+#include "engine/runtime/model.h"
 
 namespace folio {
 

@@ -1,11 +1,11 @@
-#include "positions.h"
+#include "engine/models/paddleocr-vl/positions.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-#include "error.h"
-#include "image-preprocess.h"
+#include "engine/common/error.h"
+#include "engine/image/image-preprocess.h"
 
 namespace folio {
 

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "model.h"
-#include "rope.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/rope.h"
 
 namespace folio {
 

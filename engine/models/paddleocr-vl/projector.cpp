@@ -1,8 +1,8 @@
-#include "projector.h"
+#include "engine/models/paddleocr-vl/projector.h"
 
 #include <vector>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -4,10 +4,10 @@
 
 #include <span>
 
-#include "backend.h"
-#include "config.h"
-#include "image-preprocess.h"
-#include "models/linear.h"
+#include "engine/backend/backend.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/linear.h"
+#include "engine/models/paddleocr-vl/config.h"
 
 namespace folio {
 

@@ -1,12 +1,12 @@
-#include "vision-encoder.h"
+#include "engine/models/paddleocr-vl/vision-encoder.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "error.h"
-#include "layers.h"
-#include "positions.h"
+#include "engine/common/error.h"
+#include "engine/models/paddleocr-vl/layers.h"
+#include "engine/models/paddleocr-vl/positions.h"
 
 namespace folio {
 

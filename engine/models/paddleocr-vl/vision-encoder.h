@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "backend.h"
-#include "config.h"
-#include "image-preprocess.h"
-#include "models/linear.h"
+#include "engine/backend/backend.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/linear.h"
+#include "engine/models/paddleocr-vl/config.h"
 
 namespace folio {
 

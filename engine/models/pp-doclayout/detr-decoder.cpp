@@ -1,10 +1,10 @@
-#include "models/pp-doclayout/detr-decoder.h"
+#include "engine/models/pp-doclayout/detr-decoder.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

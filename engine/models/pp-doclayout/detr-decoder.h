@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "models/pp-doclayout/hybrid-encoder.h"
+#include "engine/models/pp-doclayout/hybrid-encoder.h"
 
 namespace folio {
 

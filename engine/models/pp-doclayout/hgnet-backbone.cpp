@@ -1,4 +1,4 @@
-#include "models/pp-doclayout/hgnet-backbone.h"
+#include "engine/models/pp-doclayout/hgnet-backbone.h"
 
 namespace folio {
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "models/pp-doclayout/layout-weights.h"
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/models/pp-doclayout/layout-weights.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 namespace folio {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "models/pp-doclayout/layout-weights.h"
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/models/pp-doclayout/layout-weights.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 namespace folio {
 

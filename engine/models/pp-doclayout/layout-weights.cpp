@@ -1,9 +1,9 @@
-#include "models/pp-doclayout/layout-weights.h"
+#include "engine/models/pp-doclayout/layout-weights.h"
 
 #include <cmath>
 
-#include "error.h"
-#include "safetensors.h"
+#include "engine/common/error.h"
+#include "engine/files/safetensors.h"
 
 namespace folio {
 

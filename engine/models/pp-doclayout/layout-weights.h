@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "models/linear.h"
+#include "engine/backend/backend.h"
+#include "engine/models/linear.h"
 
 namespace folio {
 

@@ -1,13 +1,13 @@
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
-#include "json-reader.h"
-#include "mapped-file.h"
+#include "engine/common/error.h"
+#include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
 
 namespace folio {
 

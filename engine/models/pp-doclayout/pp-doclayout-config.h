@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "activation.h"
+#include "engine/backend/activation.h"
 
 namespace folio {
 

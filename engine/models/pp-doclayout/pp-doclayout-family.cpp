@@ -1,9 +1,9 @@
-#include "pp-doclayout-family.h"
+#include "engine/models/pp-doclayout/pp-doclayout-family.h"
 
-#include "error.h"
-#include "mapped-file.h"
-#include "pp-doclayout-config.h"
-#include "pp-doclayout.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
 
 namespace folio {
 

@@ -1,4 +1,4 @@
-#include "models/pp-doclayout/pp-doclayout.h"
+#include "engine/models/pp-doclayout/pp-doclayout.h"
 
 #include <algorithm>
 #include <array>
@@ -6,13 +6,13 @@
 #include <cmath>
 #include <numeric>
 
-#include "error.h"
-#include "image-preprocess.h"
-#include "models/pp-doclayout/detr-decoder.h"
-#include "models/pp-doclayout/hgnet-backbone.h"
-#include "models/pp-doclayout/hybrid-encoder.h"
-#include "models/pp-doclayout/reading-order.h"
-#include "safetensors.h"
+#include "engine/common/error.h"
+#include "engine/files/safetensors.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/pp-doclayout/detr-decoder.h"
+#include "engine/models/pp-doclayout/hgnet-backbone.h"
+#include "engine/models/pp-doclayout/hybrid-encoder.h"
+#include "engine/models/pp-doclayout/reading-order.h"
 
 namespace folio {
 

@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "backend.h"
-#include "layout/layout-output.h"
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/backend/backend.h"
+#include "engine/layout/layout-output.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 namespace folio {
 

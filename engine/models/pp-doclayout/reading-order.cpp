@@ -1,9 +1,9 @@
-#include "models/pp-doclayout/reading-order.h"
+#include "engine/models/pp-doclayout/reading-order.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "error.h"
+#include "engine/common/error.h"
 
 namespace folio {
 

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "models/pp-doclayout/layout-weights.h"
-#include "models/pp-doclayout/pp-doclayout-config.h"
+#include "engine/models/pp-doclayout/layout-weights.h"
+#include "engine/models/pp-doclayout/pp-doclayout-config.h"
 
 namespace folio {
 

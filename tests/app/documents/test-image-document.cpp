@@ -8,12 +8,12 @@
 #include <opencv2/imgcodecs.hpp>
 #include <vector>
 
+#include "app/documents/document-source.h"
+#include "app/documents/image-document.h"
+#include "app/documents/page-image.h"
+#include "app/images/image-loader.h"
+#include "engine/common/error.h"
 #include "error-of.h"
-#include "document-source.h"
-#include "error.h"
-#include "image-document.h"
-#include "image-loader.h"
-#include "page-image.h"
 #include "test-pdf.h"
 
 using folio::ImageDocument;

@@ -6,9 +6,9 @@
 #include <QFile>
 #include <QTemporaryDir>
 
+#include "app/documents/input-files.h"
+#include "engine/common/error.h"
 #include "error-of.h"
-#include "error.h"
-#include "input-files.h"
 #include "test-pdf.h"
 
 using folio::testing::errorOf;

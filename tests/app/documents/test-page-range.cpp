@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
-#include "page-range.h"
+#include "app/documents/page-range.h"
+#include "engine/common/error.h"
 
 using folio::PageRange;
 

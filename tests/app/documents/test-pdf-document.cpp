@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "document-source.h"
+#include "app/documents/document-source.h"
+#include "app/documents/page-image.h"
+#include "app/documents/pdf-document.h"
+#include "engine/common/error.h"
 #include "error-of.h"
-#include "error.h"
-#include "page-image.h"
-#include "pdf-document.h"
 #include "test-pdf.h"
 
 using folio::DocumentOptions;

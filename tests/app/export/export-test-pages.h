@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "block-content.h"
-#include "page-result.h"
+#include "app/documents/page-result.h"
+#include "app/pipeline/block-content.h"
 
 namespace folio::test {
 

@@ -2,7 +2,7 @@
 // row, formulas as LaTeX lines, nothing for images and failed blocks.
 #include <QtTest>
 
-#include "block-plain-text.h"
+#include "app/export/block-plain-text.h"
 
 using namespace folio;
 

@@ -3,10 +3,10 @@
 // markdown_format_funcs.py, paddleocr_vl/result.py) give for the same blocks; the page fixture records them.
 #include <QTest>
 
-#include "document-writer.h"
+#include "app/export/document-writer.h"
+#include "app/export/markdown-block.h"
+#include "app/export/markdown-writer.h"
 #include "export-test-pages.h"
-#include "markdown-block.h"
-#include "markdown-writer.h"
 
 namespace folio {
 

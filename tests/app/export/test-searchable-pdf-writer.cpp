@@ -13,8 +13,8 @@
 #include <cmath>
 #include <memory>
 
-#include "error.h"
-#include "searchable-pdf-writer.h"
+#include "app/export/searchable-pdf-writer.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 

@@ -3,8 +3,8 @@
 // (tests/fixtures/export/table-merge-cases.json).
 #include <QTest>
 
+#include "app/export/table-merger.h"
 #include "export-test-pages.h"
-#include "table-merger.h"
 
 namespace folio {
 

@@ -11,8 +11,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "document-writer.h"
-#include "error.h"
+#include "app/export/document-writer.h"
+#include "engine/common/error.h"
 #include "export-test-pages.h"
 
 namespace folio {

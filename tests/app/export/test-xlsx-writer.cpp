@@ -11,9 +11,9 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "cell-number.h"
-#include "error.h"
-#include "xlsx-writer.h"
+#include "app/export/cell-number.h"
+#include "app/export/xlsx-writer.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 

@@ -3,9 +3,9 @@
 // (paddleocr_vl/uilts.py, paddleocr_vl/pipeline.py), run on the same inputs.
 #include <QTest>
 
-#include "block-content.h"
-#include "formula-text.h"
-#include "repetition-trim.h"
+#include "app/pipeline/block-content.h"
+#include "app/pipeline/formula-text.h"
+#include "app/pipeline/repetition-trim.h"
 
 namespace folio {
 namespace {

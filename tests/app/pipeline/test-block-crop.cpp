@@ -2,9 +2,9 @@
 #include <QPainter>
 #include <QTest>
 
-#include "block-crop.h"
-#include "block-task.h"
-#include "spotting.h"
+#include "app/pipeline/block-crop.h"
+#include "app/pipeline/block-task.h"
+#include "app/pipeline/spotting.h"
 
 using namespace folio;
 

@@ -9,14 +9,14 @@
 #include <map>
 #include <memory>
 
-#include "backend.h"
+#include "engine/backend/backend.h"
 #ifdef FOLIO_TEST_CUDA
-#include "backend-cuda.h"
-#include "elementwise.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "kernels/elementwise.h"
 #endif
-#include "document-pipeline.h"
-#include "error.h"
-#include "layout/layout-labels.h"
+#include "app/pipeline/document-pipeline.h"
+#include "engine/common/error.h"
+#include "engine/layout/layout-labels.h"
 
 using namespace folio;
 using namespace std::chrono_literals;

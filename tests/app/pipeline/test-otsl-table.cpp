@@ -3,8 +3,8 @@
 // departs from it on malformed input, as otsl-table.h documents.
 #include <QTest>
 
-#include "otsl-table.h"
-#include "table-html.h"
+#include "app/pipeline/otsl-table.h"
+#include "app/pipeline/table-html.h"
 
 namespace folio {
 

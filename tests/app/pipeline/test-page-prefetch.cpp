@@ -8,8 +8,8 @@
 #include <memory>
 #include <thread>
 
-#include "error.h"
-#include "page-prefetch.h"
+#include "app/pipeline/page-prefetch.h"
+#include "engine/common/error.h"
 
 using namespace folio;
 using namespace std::chrono_literals;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "openai-protocol.h"
+#include "app/server/openai-protocol.h"
 
 namespace {
 

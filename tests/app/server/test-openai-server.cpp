@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "backend.h"
-#include "engine-service.h"
-#include "error.h"
-#include "image-loader.h"
-#include "openai-protocol.h"
-#include "openai-server.h"
+#include "app/images/image-loader.h"
+#include "app/server/openai-protocol.h"
+#include "app/server/openai-server.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/service/engine-service.h"
 #include "temp-dir.h"
 
 namespace {

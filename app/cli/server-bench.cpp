@@ -1,0 +1,198 @@
+#include "app/cli/server-bench.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <thread>
+
+#include "app/cli/cli-service.h"
+#include "app/cli/model-command.h"
+#include "app/images/image-loader.h"
+#include "app/options/engine-options.h"
+#include "app/server/openai-protocol.h"
+#include "app/server/openai-server.h"
+#include "engine/common/error.h"
+#include "engine/image/preprocessor-config.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/engine-service.h"
+
+namespace folio::cli {
+
+const char* const kServerBenchUsage =
+    R"(  folio-cli bench --server N --model DIR|ORG/NAME [--connections N] [--block-image WxH] [--block-tokens N]
+                  [--device cpu|cuda[:N]] [engine options]
+      The server's overhead: N block-sized requests (a --block-image crop, default
+      1000x120, with "OCR:" and --block-tokens output tokens, default 32) from --connections clients at once
+      (default 32), first straight to the engine service, then as chat completions over HTTP on 127.0.0.1
+      with the crop as a PNG data URL. Prints JSON: requests/s and latency percentiles of each, side by side.
+)";
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A PNG of a block-like crop: dark strokes on white.
+std::vector<uint8_t> block_png(int width, int height) {
+    cv::Mat image(height, width, CV_8UC3, cv::Scalar(255, 255, 255));
+    for (int x = 8; x + 6 < width; x += 11) {
+        const int top = height / 4 + (x * 7) % std::max(1, height / 4);
+        const cv::Rect stroke =
+            cv::Rect(x, top, 6, std::max(2, height / 2 - (x % 5))) & cv::Rect(0, 0, width, height);
+        image(stroke).setTo(cv::Scalar(20, 20, 20));
+    }
+    std::vector<uint8_t> bytes;
+    if (!cv::imencode(".png", image, bytes)) {
+        fail("could not encode the benchmark's block image");
+    }
+    return bytes;
+}
+
+std::string data_url(const std::vector<uint8_t>& bytes) {
+    return server::encode_data_url(bytes, "image/png");
+}
+
+// Latencies in seconds into requests/s and percentiles in milliseconds.
+nlohmann::json summary(std::vector<double> latencies, double seconds, int64_t n_tokens) {
+    std::sort(latencies.begin(), latencies.end());
+    const auto at = [&](double q) {
+        if (latencies.empty()) {
+            return 0.0;
+        }
+        const auto i = static_cast<size_t>(q * static_cast<double>(latencies.size() - 1) + 0.5);
+        return latencies[std::min(i, latencies.size() - 1)] * 1000.0;
+    };
+    return {{"requests", latencies.size()},
+            {"seconds", seconds},
+            {"requests_per_second", static_cast<double>(latencies.size()) / seconds},
+            {"tokens_per_second", static_cast<double>(n_tokens) / seconds},
+            {"latency_ms", {{"p50", at(0.5)}, {"p90", at(0.9)}, {"p99", at(0.99)}, {"max", at(1.0)}}}};
+}
+
+// Runs `n_requests` calls of `one` (which returns its tokens, or throws) from `n_clients` threads.
+nlohmann::json run_clients(int64_t n_requests, int n_clients, const std::function<int64_t(int)>& one) {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> n_tokens{0};
+    std::mutex mutex;
+    std::vector<double> latencies;
+    std::string error;
+    const auto start = Clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < n_clients; ++c) {
+        threads.emplace_back([&, c] {
+            while (next.fetch_add(1) < n_requests) {
+                const auto begin = Clock::now();
+                try {
+                    n_tokens += one(c);
+                } catch (const std::exception& e) {
+                    const std::lock_guard lock(mutex);
+                    error = e.what();
+                    return;
+                }
+                const std::lock_guard lock(mutex);
+                latencies.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
+            }
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    if (!error.empty()) {
+        fail("a benchmark request failed: ", error);
+    }
+    return summary(std::move(latencies), std::chrono::duration<double>(Clock::now() - start).count(),
+                   n_tokens);
+}
+
+}  // namespace
+
+int run_server_bench(const Options& opt) {
+    opt.allow(with_engine_flags({"--server", "--model", "--device", "--threads", "--connections",
+                                 "--block-image", "--block-tokens", "--device-memory"}));
+    const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
+    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
+    const int64_t n_requests = opt.integer("--server", 2000);
+    const int n_clients = static_cast<int>(opt.integer("--connections", 32));
+    const int64_t n_tokens = opt.integer("--block-tokens", 32);
+    if (n_requests < 1 || n_clients < 1 || n_clients > 1024 || n_tokens < 1) {
+        fail("--server and --block-tokens must be at least 1, --connections 1..1024");
+    }
+    const auto [width, height] = parse_size(opt.text("--block-image", "1000x120"), "--block-image");
+    const std::vector<uint8_t> png = block_png(width, height);
+    const Image image = decode_image(png, "the benchmark's block");
+
+    EngineService service;
+    load_service(service, opt, model_dir, engine_options);
+    GenerationOptions generation;
+    generation.max_tokens = n_tokens;
+    generation.ignore_eos = true;
+
+    // Straight to the service, the crop already decoded (as the document pipeline sends it).
+    const nlohmann::json direct = run_clients(n_requests, n_clients, [&](int) {
+        RequestHandle handle = service.submit({ImageTask{{image}, "OCR:"}, generation});
+        int64_t n = 0;
+        while (std::optional<RequestOutput> out = handle.next()) {
+            n += static_cast<int64_t>(out->tokens.size());
+            if (out->finish && out->error_kind != ErrorKind::None) {
+                fail(out->error);
+            }
+        }
+        return n;
+    });
+
+    server::ServerParams params;
+    params.port = 0;
+    params.metrics_port = -1;
+    params.max_concurrency = n_clients;
+    server::OpenAiServer server(service, params, [](std::span<const uint8_t> bytes, std::string_view name) {
+        return decode_image(bytes, name);
+    });
+    server.start();
+    const std::string body = nlohmann::json{
+        {"messages",
+         {{{"role", "user"},
+           {"content",
+            {{{"type", "image_url"}, {"image_url", {{"url", data_url(png)}}}},
+             {{"type", "text"}, {"text", "OCR:"}}}}}}},
+        {"max_tokens", n_tokens},
+        {"temperature", 0},
+        {"ignore_eos", true}}.dump();
+    std::vector<std::unique_ptr<httplib::Client>> clients;
+    for (int c = 0; c < n_clients; ++c) {
+        clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", server.port()));
+        clients.back()->set_keep_alive(true);
+        clients.back()->set_tcp_nodelay(true);
+        clients.back()->set_read_timeout(600, 0);
+    }
+    const nlohmann::json http = run_clients(n_requests, n_clients, [&](int c) {
+        const httplib::Result res =
+            clients[static_cast<size_t>(c)]->Post("/v1/chat/completions", body, "application/json");
+        if (!res || res->status != 200) {
+            fail(res ? res->body : httplib::to_string(res.error()));
+        }
+        return nlohmann::json::parse(res->body)["usage"]["completion_tokens"].get<int64_t>();
+    });
+    server.stop();
+
+    const nlohmann::json out = {
+        {"block_image", std::to_string(width) + "x" + std::to_string(height)},
+        {"png_bytes", png.size()},
+        {"block_tokens", n_tokens},
+        {"connections", n_clients},
+        {"in_process", direct},
+        {"http", http},
+        {"server_overhead",
+         {{"requests_per_second_ratio",
+           http["requests_per_second"].get<double>() / direct["requests_per_second"].get<double>()},
+          {"p50_ms", http["latency_ms"]["p50"].get<double>() - direct["latency_ms"]["p50"].get<double>()}}}};
+    std::cout << out.dump(2) << std::endl;
+    return 0;
+}
+
+}  // namespace folio::cli

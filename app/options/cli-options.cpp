@@ -1,0 +1,181 @@
+#include "app/options/cli-options.h"
+
+#include "app/options/engine-options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#ifdef FOLIO_WITH_CUDA
+#include "engine/backend/cuda/make-cuda-backend.h"
+#endif
+
+namespace folio::cli {
+
+namespace {
+
+// "--max_model_len" -> "--max-model-len": FastDeploy's parser takes either.
+std::string normalise_flag(std::string flag) {
+    std::replace(flag.begin() + 2, flag.end(), '_', '-');
+    return flag;
+}
+
+}  // namespace
+
+Options::Options(int argc, char** argv, int first) {
+    if (argc > 0 && argv[0] != nullptr && argv[0][0] != '\0') {
+        program_ = std::filesystem::path(argv[0]).filename().string();
+    }
+    for (int i = first; i < argc; ++i) {
+        std::string flag = argv[i];
+        if (flag == "-tp") {
+            flag = "--tensor-parallel-size";
+        }
+        if (!flag.starts_with("--") || flag.size() == 2) {
+            fail("unexpected argument '", flag, "'");
+        }
+        std::optional<std::string> value;
+        if (const auto eq = flag.find('='); eq != std::string::npos) {
+            value = flag.substr(eq + 1);
+            flag.resize(eq);
+        }
+        flag = normalise_flag(flag);
+        if (flag == "--help") {
+            if (value) {
+                fail("option --help takes no value");
+            }
+            values_[flag].push_back("");
+            continue;
+        }
+        if (!is_engine_switch(flag) && flag.starts_with("--no-") && is_engine_switch("--" + flag.substr(5))) {
+            if (value) {
+                fail("option ", flag, " takes no value");
+            }
+            values_["--" + flag.substr(5)].push_back("false");
+            continue;
+        }
+        if (!value && is_engine_switch(flag)) {
+            // Bare, unless a boolean word follows.
+            if (i + 1 < argc && parse_bool_word(argv[i + 1])) {
+                value = argv[++i];
+            } else {
+                value = "true";
+            }
+        }
+        if (!value) {
+            if (i + 1 >= argc) {
+                fail("option ", flag, " needs a value");
+            }
+            value = argv[++i];
+        }
+        values_[flag].push_back(*value);
+    }
+}
+
+// "WxH" -> {W, H}, each at least 28 (two patches).
+std::pair<int, int> parse_size(const std::string& text, const char* flag) {
+    const auto x = text.find('x');
+    try {
+        size_t n_w = 0, n_h = 0;
+        const int w = std::stoi(text.substr(0, x), &n_w);
+        const int h = std::stoi(text.substr(x + 1), &n_h);
+        if (x != std::string::npos && n_w == x && n_h == text.size() - x - 1 && w >= 28 && h >= 28) {
+            return {w, h};
+        }
+    } catch (const std::exception&) {
+    }
+    fail(flag, " expects WxH of at least 28x28, got '", text, "'");
+}
+
+std::vector<std::string> with_engine_flags(std::initializer_list<const char*> flags) {
+    std::vector<std::string> all(flags.begin(), flags.end());
+    all.emplace_back("--device-memory");
+    const std::vector<std::string> engine = engine_flags();
+    all.insert(all.end(), engine.begin(), engine.end());
+    return all;
+}
+
+// --device cpu (default) or cuda[:N].
+std::unique_ptr<Backend> make_backend(const Options& opt) {
+    return make_backend(opt.text("--device", "cpu"), static_cast<int>(opt.integer("--threads", 0)),
+                        device_memory_limit(opt));
+}
+
+int64_t parse_byte_size(const std::string& flag, const std::string& text) {
+    size_t used = 0;
+    double value = -1;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    std::string unit = text.substr(used);
+    for (const char* tail : {"iB", "B"}) {
+        if (unit.size() > std::strlen(tail) && unit.ends_with(tail)) {
+            unit.resize(unit.size() - std::strlen(tail));
+            break;
+        }
+    }
+    double scale = 0;
+    if (unit.empty()) {
+        scale = 1;
+    } else if (unit.size() == 1) {
+        const std::string units = "KMGT";
+        const size_t power = units.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))));
+        scale = power == std::string::npos ? 0 : std::pow(1024.0, static_cast<double>(power + 1));
+    }
+    if (used == 0 || scale == 0 || !(value > 0) || value * scale > 1e15) {
+        fail(flag, " expects a size such as 8GiB, 12G or 4096M, got '", text, "'");
+    }
+    return static_cast<int64_t>(value * scale);
+}
+
+int64_t device_memory_limit(const Options& opt) {
+    if (!opt.has("--device-memory")) {
+        return 0;
+    }
+    const int64_t bytes = parse_byte_size("--device-memory", opt.text("--device-memory"));
+    if (opt.text("--device", "cpu") == "cpu") {
+        fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+    }
+    return bytes;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int64_t memory_limit_bytes) {
+    if (device == "cpu") {
+        if (memory_limit_bytes > 0) {
+            fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+        }
+        return make_cpu_backend(threads);
+    }
+#ifdef FOLIO_WITH_CUDA
+    if (device == "cuda" || device.starts_with("cuda:")) {
+        int index = 0;
+        if (device.size() > 5) {
+            try {
+                size_t used = 0;
+                index = std::stoi(device.substr(5), &used);
+                if (used != device.size() - 5) {
+                    index = -1;
+                }
+            } catch (const std::exception&) {
+                index = -1;
+            }
+        }
+        if (index < 0) {
+            fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
+        }
+        CudaBackendOptions options;
+        options.device = index;
+        options.memory_limit_bytes = memory_limit_bytes;
+        return make_cuda_backend(options);
+    }
+    fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
+#else
+    fail("--device ", device, " is not available in this build (devices: cpu)");
+#endif
+}
+
+}  // namespace folio::cli

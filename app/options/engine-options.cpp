@@ -1,0 +1,833 @@
+#include "app/options/engine-options.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "app/options/cli-options.h"
+#include "engine/backend/quantization.h"
+#include "engine/common/error.h"
+#include "engine/common/mapped-file.h"
+#include "engine/runtime/decode-graphs.h"
+
+namespace folio::cli {
+
+namespace {
+
+// --chat-template's value: a file's path, or (as FastDeploy and vLLM take it) the template's own text.
+ChatTemplate parse_chat_template_option(const std::string& value) {
+    std::error_code error;
+    if (std::filesystem::is_regular_file(value, error)) {
+        return ChatTemplate::parse(read_file_text(value), value);
+    }
+    if (value.find("{{") != std::string::npos || value.find("{%") != std::string::npos) {
+        return ChatTemplate::parse(value, "--chat-template");
+    }
+    fail("--chat-template: no file '", value, "', and the value is no template text (it has no {{ or {%)");
+}
+
+using JsonValue = nlohmann::json;
+
+constexpr std::string_view kModel = "Model Configuration";
+constexpr std::string_view kParallel = "Parallel Configuration";
+constexpr std::string_view kCache = "Cache Configuration";
+constexpr std::string_view kPerformance = "Performance Tuning";
+constexpr std::string_view kSplitwise = "Splitwise Deployment";
+constexpr std::string_view kServer = "Server";
+constexpr std::string_view kFolio = "Folio's own";
+
+using enum ValueKind;
+using enum OptionStatus;
+
+// FastDeploy's parameter reference (docs/parameters.md), grouped as its --help groups them, then Folio's own.
+constexpr std::array kTable = std::to_array<EngineOptionInfo>({
+    {"tokenizer", kModel, Text, Implemented, "DIR", "the --model folder",
+     "tokenizer folder (generate; bench --document, where it lets random weights take prompts)"},
+    {"revision", kModel, Text, Refused, "REV", "master",
+     "only master: the model is read from --model; folio-cli model pull --revision downloads another"},
+    {"max_model_len", kModel, Integer, Implemented, "N", "16384, or the model's context if less",
+     "prompt plus output tokens of a request; 16 up to the model's context"},
+    {"block_size", kModel, Integer, Implemented, "N", "64", "tokens per KV-cache block"},
+    {"use_warmup", kModel, Integer, NoEffect, "0|1", "0",
+     "no effect: the engine always profiles a prefill and records its decode graphs at start"},
+    {"limit_mm_per_prompt", kModel, Json, Implemented, "'{\"image\": N, \"video\": N}'|N", "{\"image\": 4}",
+     "images per request (video: no effect, Folio takes no video)"},
+    {"mm_processor_kwargs", kModel, Json, Implemented, "'{\"image_min_pixels\": N, \"image_max_pixels\": N}'",
+     "preprocessor_config.json's", "pixel bounds of each image's resize (video_* keys: no effect)"},
+    {"enable_mm", kModel, Switch, NoEffect, "", "on", "no effect: implied by the multimodal model"},
+    {"reasoning_parser", kModel, Text, NoEffect, "ernie-45-vl|ernie-45-vl-thinking|ernie_x1|qwen3", "none",
+     "no effect yet: generate prints the whole text"},
+    {"chat_template", kModel, Text, Implemented, "FILE|TEMPLATE", "the model's",
+     "a Jinja chat template (a file, or the template's text) in place of the model folder's"},
+    {"tool_call_parser", kModel, Text, Refused, "NAME", "none", "refused: no tool calls yet"},
+    {"tool_parser_plugin", kModel, Text, Refused, "FILE", "none", "refused: no tool calls yet"},
+    {"speculative_config", kModel, Json, Refused, "'{\"method\": ...}'", "none",
+     "refused with a method: no speculative decoding yet"},
+    {"dynamic_load_weight", kModel, Switch, Refused, "", "off", "refused on: weights are not reloaded"},
+    {"quantization", kModel, Text, Implemented, "none|wint8|wint4|'{\"quantization\": ...}'", "none",
+     "weight-only quantization of the language model's linear layers"},
+    {"use_cudagraph", kModel, Switch, Implemented, "", "on", "decode steps replayed as CUDA graphs (GPU)"},
+    {"graph_optimization_config", kModel, Json, Implemented,
+     "'{\"use_cudagraph\": B, \"cudagraph_capture_sizes\": [N, ...]}'", "{\"use_cudagraph\": true}",
+     "CUDA graphs and their batch sizes (graph_opt_level: no effect)"},
+    {"guided_decoding_backend", kModel, Text, Refused, "off|auto|xgrammar|guidance", "off",
+     "only off: no guided decoding yet"},
+    {"guided_decoding_disable_any_whitespace", kModel, Switch, NoEffect, "", "off",
+     "no effect: no guided decoding"},
+    {"enable_logprob", kModel, Switch, Refused, "", "off", "refused on: no log probabilities yet"},
+    {"lm_head_fp32", kModel, Switch, Implemented, "", "off",
+     "LM head in float32: needs float32 weights (--dtype float32)"},
+
+    {"tensor_parallel_size", kParallel, Integer, Refused, "N", "1", "only 1: one GPU, no multi-GPU yet"},
+    {"data_parallel_size", kParallel, Integer, Refused, "N", "1", "only 1: one GPU, no multi-GPU yet"},
+    {"enable_expert_parallel", kParallel, Switch, NoEffect, "", "off",
+     "no effect: on one GPU the expert-parallel degree is 1"},
+    {"disable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off",
+     "no effect: one GPU, no all-reduce"},
+    {"enable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off", "no effect: one GPU, no all-reduce"},
+    {"max_num_seqs", kParallel, Integer, Implemented, "N", "256 (8 on the CPU)",
+     "sequences per step, 1..256"},
+    {"num_gpu_blocks_override", kParallel, Integer, Implemented, "N", "planned from memory",
+     "KV-cache blocks, at least one max_model_len sequence's"},
+    {"max_num_batched_tokens", kParallel, Integer, Implemented, "N",
+     "8192 (max_model_len without chunked prefill)",
+     "tokens per step: at least max_num_seqs, at most max_model_len x max_num_seqs"},
+    {"gpu_memory_utilization", kParallel, Real, Implemented, "F", "0.9", "fraction of device memory, (0, 1]"},
+
+    {"kv_cache_ratio", kCache, Real, NoEffect, "F", "0.75",
+     "no effect: prefill and decode share one block pool; (0, 1]"},
+    {"swap_space", kCache, Real, Refused, "GB", "none",
+     "only 0: no host-memory KV swap, preempted sequences are recomputed"},
+    {"static_decode_blocks", kCache, Integer, NoEffect, "N", "2",
+     "no effect: decoding takes blocks as it needs them"},
+
+    {"enable_prefix_caching", kPerformance, Switch, Implemented, "", "on", "share cached prompt prefixes"},
+    {"enable_chunked_prefill", kPerformance, Switch, Implemented, "", "on",
+     "split long prompts across steps"},
+    {"max_num_partial_prefills", kPerformance, Integer, NoEffect, "N", "1",
+     "no effect: each step's budget is filled first come first served"},
+    {"max_long_partial_prefills", kPerformance, Integer, NoEffect, "N", "1",
+     "no effect; at most max_num_partial_prefills"},
+    {"long_prefill_token_threshold", kPerformance, Integer, NoEffect, "N", "max_model_len x 0.04",
+     "no effect; below max_model_len"},
+
+    {"splitwise_role", kSplitwise, Text, Refused, "mixed|prefill|decode", "mixed",
+     "only mixed: no disaggregated prefill and decode"},
+    {"innode_prefill_ports", kSplitwise, Text, ServeOnly, "PORT[,PORT...]", "none",
+     "serve only, no effect there (no disaggregated prefill)"},
+
+    {"host", kServer, Text, ServeOnly, "ADDRESS", "127.0.0.1",
+     "address to listen on (0.0.0.0: every interface)"},
+    {"port", kServer, Integer, ServeOnly, "PORT", "8180", "HTTP port"},
+    {"metrics_port", kServer, Integer, ServeOnly, "PORT", "8471", "metrics port (Prometheus' /metrics)"},
+    {"api_key", kServer, Text, ServeOnly, "KEY", "none", "clients must send Authorization: Bearer KEY"},
+    {"allow_image_urls", kServer, Switch, ServeOnly, "", "off", "fetch http(s) image URLs in requests"},
+    {"engine_worker_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
+     "no effect: the engine runs in the server's process"},
+    {"cache_queue_port", kServer, Text, ServeOnly, "PORT[,PORT...]", "none",
+     "no effect: the KV cache lives in the server's process"},
+    {"max_waiting_time", kServer, Integer, ServeOnly, "SECONDS", "-1", "wait for a connection, -1: no limit"},
+    {"max_concurrency", kServer, Integer, ServeOnly, "N", "512", "connections served at once"},
+    {"served_model_name", kServer, Text, ServeOnly, "NAME", "the --model folder's name",
+     "model name in the API"},
+
+    {"async_scheduling", kFolio, Switch, FolioSpecific, "", "on",
+     "each step queued while the one before runs"},
+    {"quant_group_size", kFolio, Integer, FolioSpecific, "64|128", "128", "WINT4 group size"},
+    {"quantize_vision", kFolio, Switch, FolioSpecific, "", "off", "quantize the vision encoder too"},
+    {"dtype", kFolio, Text, FolioSpecific, "float32|bfloat16", "bfloat16 on the GPU, float32 on the CPU",
+     "weights left unquantized"},
+});
+
+std::string lower(std::string_view text) {
+    std::string s(text);
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+}
+
+std::string dump(const JsonValue& value) {
+    return value.dump();
+}
+
+// The options on a command line, read by FastDeploy's names.
+class Reader {
+public:
+    explicit Reader(const Options& opt) : opt_(opt) {}
+
+    bool has(std::string_view name) const { return opt_.has(flag_of(name)); }
+    std::string text(std::string_view name) const { return opt_.text(flag_of(name)); }
+
+    bool flag(std::string_view name, bool fallback) const {
+        if (!has(name)) {
+            return fallback;
+        }
+        const std::string v = text(name);
+        if (const auto b = parse_bool_word(v)) {
+            return *b;
+        }
+        fail(flag_of(name), " expects true or false (or on/off), got '", v, "'");
+    }
+
+    int64_t integer(std::string_view name, int64_t fallback) const {
+        if (!has(name)) {
+            return fallback;
+        }
+        const std::string v = text(name);
+        try {
+            size_t used = 0;
+            const long long n = std::stoll(v, &used);
+            if (used == v.size()) {
+                return n;
+            }
+        } catch (const std::exception&) {
+        }
+        fail(flag_of(name), " expects an integer, got '", v, "'");
+    }
+
+    double real(std::string_view name, double fallback) const {
+        if (!has(name)) {
+            return fallback;
+        }
+        const std::string v = text(name);
+        try {
+            size_t used = 0;
+            const double x = std::stod(v, &used);
+            if (used == v.size() && std::isfinite(x)) {
+                return x;
+            }
+        } catch (const std::exception&) {
+        }
+        fail(flag_of(name), " expects a number, got '", v, "'");
+    }
+
+    // A JSON value as FastDeploy's json.loads reads it.
+    JsonValue json(std::string_view name) const {
+        const std::string v = text(name);
+        JsonValue parsed = JsonValue::parse(v, nullptr, false);
+        if (parsed.is_discarded()) {
+            fail(flag_of(name), " expects JSON, got '", v, "'");
+        }
+        return parsed;
+    }
+
+    JsonValue object(std::string_view name) const {
+        JsonValue parsed = json(name);
+        if (!parsed.is_object()) {
+            fail(flag_of(name), " expects a JSON object such as '{\"key\": value}', got '", text(name), "'");
+        }
+        return parsed;
+    }
+
+private:
+    const Options& opt_;
+};
+
+int64_t json_integer(const JsonValue& value, std::string_view option, std::string_view key) {
+    if (!value.is_number_integer()) {
+        fail(flag_of(option), ": \"", key, "\" expects an integer, got ", dump(value));
+    }
+    return value.get<int64_t>();
+}
+
+bool json_bool(const JsonValue& value, std::string_view option, std::string_view key) {
+    if (!value.is_boolean()) {
+        fail(flag_of(option), ": \"", key, "\" expects true or false, got ", dump(value));
+    }
+    return value.get<bool>();
+}
+
+// A comma-separated list of ports, each 1..65535.
+void check_ports(const std::string& text, std::string_view option) {
+    std::stringstream list(text);
+    for (std::string item; std::getline(list, item, ',');) {
+        int port = 0;
+        try {
+            size_t used = 0;
+            port = std::stoi(item, &used);
+            if (used != item.size()) {
+                port = 0;
+            }
+        } catch (const std::exception&) {
+        }
+        if (port < 1 || port > 65535) {
+            fail(flag_of(option), " expects ports 1..65535 separated by commas, got '", text, "'");
+        }
+    }
+}
+
+void parse_server_options(const Reader& r, EngineOptions& out) {
+    for (const std::string_view name : {"port", "metrics_port"}) {
+        if (r.has(name)) {
+            const int64_t port = r.integer(name, 0);
+            if (port < 0 || port > 65535) {
+                fail(flag_of(name), " must be a port 1..65535 (0: any free port), got ", port);
+            }
+            (name == "port" ? out.port : out.metrics_port) = static_cast<int>(port);
+        }
+    }
+    for (const std::string_view name :
+         {"engine_worker_queue_port", "cache_queue_port", "innode_prefill_ports"}) {
+        if (r.has(name)) {
+            check_ports(r.text(name), name);
+        }
+    }
+    out.max_waiting_time = r.integer("max_waiting_time", out.max_waiting_time);
+    if (out.max_waiting_time < -1) {
+        fail("--max-waiting-time must be -1 (no limit) or more, got ", out.max_waiting_time);
+    }
+    out.max_concurrency = r.integer("max_concurrency", out.max_concurrency);
+    if (out.max_concurrency < 1) {
+        fail("--max-concurrency must be at least 1, got ", out.max_concurrency);
+    }
+    if (r.has("served_model_name")) {
+        out.served_model_name = r.text("served_model_name");
+        if (out.served_model_name->empty()) {
+            fail("--served-model-name must not be empty");
+        }
+    }
+    out.allow_image_urls = r.flag("allow_image_urls", false);
+    if (r.has("host")) {
+        out.host = r.text("host");
+        if (out.host.empty()) {
+            fail("--host must name an address, for example 127.0.0.1 or 0.0.0.0");
+        }
+    }
+    if (r.has("api_key")) {
+        out.api_key = r.text("api_key");
+        if (out.api_key.empty()) {
+            fail("--api-key must not be empty");
+        }
+    }
+}
+
+// The options Folio cannot honour yet, refused with what it cannot do.
+void refuse_unsupported(const Reader& r, const ModelLoadParams& load) {
+    for (const std::string_view name : {"tensor_parallel_size", "data_parallel_size"}) {
+        const int64_t n = r.integer(name, 1);
+        if (n < 1) {
+            fail(flag_of(name), " must be at least 1, got ", n);
+        }
+        if (n > 1) {
+            fail(flag_of(name), " ", n,
+                 " is not supported yet: Folio runs on one GPU (multi-GPU is not "
+                 "implemented); use 1");
+        }
+    }
+    if (r.has("revision") && lower(r.text("revision")) != "master") {
+        fail(
+            "--revision is not supported: Folio reads the model from the --model folder or repository as it "
+            "is on disk (folio-cli model pull ORG/NAME --revision R downloads another revision; got '",
+            r.text("revision"), "')");
+    }
+    for (const std::string_view name : {"tool_call_parser", "tool_parser_plugin"}) {
+        if (r.has(name)) {
+            fail(flag_of(name), " is not supported yet: Folio has no tool calling");
+        }
+    }
+    if (r.has("speculative_config")) {
+        const JsonValue spec = r.object("speculative_config");
+        if (spec.contains("method") && !spec["method"].is_null()) {
+            fail("--speculative-config: speculative decoding (method ", dump(spec["method"]),
+                 ") is not supported yet");
+        }
+    }
+    if (r.flag("dynamic_load_weight", false)) {
+        fail("--dynamic-load-weight is not supported: Folio loads the weights once and does not reload them");
+    }
+    if (r.has("guided_decoding_backend")) {
+        const std::string backend = lower(r.text("guided_decoding_backend"));
+        if (backend == "auto" || backend == "xgrammar" || backend == "guidance") {
+            fail("--guided-decoding-backend ", r.text("guided_decoding_backend"),
+                 " is not supported yet: Folio has no guided decoding (use off)");
+        }
+        if (backend != "off") {
+            fail("--guided-decoding-backend expects off, auto, xgrammar or guidance, got '",
+                 r.text("guided_decoding_backend"), "'");
+        }
+    }
+    r.flag("guided_decoding_disable_any_whitespace", false);
+    if (r.flag("enable_logprob", false)) {
+        fail("--enable-logprob is not supported yet: Folio does not compute log probabilities");
+    }
+    if (r.has("swap_space")) {
+        const double gb = r.real("swap_space", 0.0);
+        if (gb < 0) {
+            fail("--swap-space must not be negative, got ", gb);
+        }
+        if (gb > 0) {
+            fail("--swap-space ", r.text("swap_space"),
+                 " is not supported: Folio keeps the KV cache on the "
+                 "device and recomputes preempted sequences (use 0)");
+        }
+    }
+    if (r.has("splitwise_role")) {
+        const std::string role = lower(r.text("splitwise_role"));
+        if (role == "prefill" || role == "decode") {
+            fail("--splitwise-role ", role,
+                 " is not supported: Folio runs prefill and decode together (mixed)");
+        }
+        if (role != "mixed") {
+            fail("--splitwise-role expects mixed, prefill or decode, got '", r.text("splitwise_role"), "'");
+        }
+    }
+    if (r.flag("lm_head_fp32", false) && load.bf16_weights) {
+        fail(
+            "--lm-head-fp32 needs float32 weights (--dtype float32): with bfloat16 weights Folio keeps the "
+            "LM "
+            "head in bfloat16");
+    }
+}
+
+// The options Folio accepts without effect: their values are still checked.
+void check_without_effect(const Reader& r, const EngineConfig& c) {
+    const int64_t warmup = r.integer("use_warmup", 0);
+    if (warmup < 0) {
+        fail("--use-warmup must be 0 or more, got ", warmup);
+    }
+    for (const std::string_view name :
+         {"enable_mm", "enable_expert_parallel", "disable_custom_all_reduce", "enable_custom_all_reduce"}) {
+        r.flag(name, false);
+    }
+    if (r.has("reasoning_parser")) {
+        static constexpr std::array<std::string_view, 4> kParsers = {"ernie-45-vl", "ernie-45-vl-thinking",
+                                                                     "ernie_x1", "qwen3"};
+        const std::string parser = lower(r.text("reasoning_parser"));
+        if (std::find(kParsers.begin(), kParsers.end(), parser) == kParsers.end()) {
+            fail("--reasoning-parser expects ernie-45-vl, ernie-45-vl-thinking, ernie_x1 or qwen3, got '",
+                 r.text("reasoning_parser"), "'");
+        }
+    }
+    const double ratio = r.real("kv_cache_ratio", 0.75);
+    if (!(ratio > 0.0 && ratio <= 1.0)) {
+        fail("--kv-cache-ratio must be in (0, 1], got ", ratio);
+    }
+    const int64_t static_blocks = r.integer("static_decode_blocks", 2);
+    if (static_blocks < 0) {
+        fail("--static-decode-blocks must not be negative, got ", static_blocks);
+    }
+    const int64_t partial = r.integer("max_num_partial_prefills", 1);
+    const int64_t long_partial = r.integer("max_long_partial_prefills", 1);
+    const int64_t threshold = r.integer("long_prefill_token_threshold", 0);
+    if (partial < 1) {
+        fail("--max-num-partial-prefills must be at least 1, got ", partial);
+    }
+    if (long_partial < 1 || long_partial > partial) {
+        fail("--max-long-partial-prefills must be between 1 and max_num_partial_prefills (", partial,
+             "), got ", long_partial);
+    }
+    if (threshold < 0) {
+        fail("--long-prefill-token-threshold must not be negative, got ", threshold);
+    }
+    if (partial > 1) {
+        if (!c.enable_chunked_prefill) {
+            fail("--max-num-partial-prefills ", partial, " needs chunked prefill (--enable-chunked-prefill)");
+        }
+        if (threshold >= c.max_model_len) {
+            fail("--long-prefill-token-threshold ", threshold, " must be below max_model_len ",
+                 c.max_model_len);
+        }
+    }
+}
+
+// --limit-mm-per-prompt: FastDeploy's {"image": N, "video": N}, or Folio's older plain number of images.
+void parse_limit_mm(const Reader& r, EngineConfig& c) {
+    if (!r.has("limit_mm_per_prompt")) {
+        return;
+    }
+    const JsonValue limits = r.json("limit_mm_per_prompt");
+    if (limits.is_number_integer()) {
+        c.limit_mm_per_prompt = json_integer(limits, "limit_mm_per_prompt", "images");
+    } else if (limits.is_object()) {
+        for (const auto& [key, value] : limits.items()) {
+            if (key != "image" && key != "video") {
+                fail("--limit-mm-per-prompt: unknown modality \"", key, "\" (expected image or video)");
+            }
+            const int64_t n = json_integer(value, "limit_mm_per_prompt", key);
+            if (n < 0) {
+                fail("--limit-mm-per-prompt: \"", key, "\" must not be negative, got ", n);
+            }
+            if (key == "image") {
+                c.limit_mm_per_prompt = n;
+            }
+        }
+    } else {
+        fail("--limit-mm-per-prompt expects '{\"image\": N, \"video\": N}' or a number, got '",
+             r.text("limit_mm_per_prompt"), "'");
+    }
+    if (c.limit_mm_per_prompt < 0) {
+        fail("--limit-mm-per-prompt must not be negative, got ", c.limit_mm_per_prompt);
+    }
+}
+
+void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
+    if (!r.has("mm_processor_kwargs")) {
+        return;
+    }
+    static constexpr std::array<std::string_view, 8> kVideoKeys = {
+        "video_min_pixels", "video_max_pixels",    "video_fps",           "video_min_frames",
+        "video_max_frames", "video_target_frames", "video_frames_sample", "video_max_tokens"};
+    const JsonValue kwargs = r.object("mm_processor_kwargs");
+    for (const auto& [key, value] : kwargs.items()) {
+        if (key == "image_min_pixels" || key == "image_max_pixels") {
+            const int64_t n = json_integer(value, "mm_processor_kwargs", key);
+            if (n < 1) {
+                fail("--mm-processor-kwargs: \"", key, "\" must be at least 1, got ", n);
+            }
+            (key == "image_min_pixels" ? out.image_min_pixels : out.image_max_pixels) = n;
+        } else if (std::find(kVideoKeys.begin(), kVideoKeys.end(), key) == kVideoKeys.end()) {
+            fail("--mm-processor-kwargs: unknown key \"", key,
+                 "\" (Folio takes image_min_pixels, image_max_pixels and, without effect, video_* keys)");
+        }
+    }
+    if (out.image_min_pixels && out.image_max_pixels && *out.image_min_pixels > *out.image_max_pixels) {
+        fail("--mm-processor-kwargs: image_min_pixels ", *out.image_min_pixels, " exceeds image_max_pixels ",
+             *out.image_max_pixels);
+    }
+}
+
+// --quantization: a name (any case), or FastDeploy's JSON form {"quantization": NAME}.
+Quantization parse_quantization_option(const Reader& r) {
+    if (!r.has("quantization")) {
+        return Quantization::None;
+    }
+    std::string name = r.text("quantization");
+    if (name.starts_with("{")) {
+        const JsonValue q = r.object("quantization");
+        for (const auto& [key, value] : q.items()) {
+            if (key != "quantization") {
+                fail("--quantization: \"", key,
+                     "\" is not supported (Folio takes {\"quantization\": NAME} with "
+                     "none, wint8 or wint4)");
+            }
+            if (!value.is_string()) {
+                fail("--quantization: \"quantization\" expects a name, got ", dump(value));
+            }
+            name = value.get<std::string>();
+        }
+    }
+    name = lower(name);
+    static constexpr std::array<std::string_view, 10> kFastDeployOnly = {
+        "wint2",           "w4a8",      "w8a8",  "w4afp8", "wfp8afp8", "block_wise_fp8",
+        "tensor_wise_fp8", "mix_quant", "nvfp4", "mxfp4"};
+    if (std::find(kFastDeployOnly.begin(), kFastDeployOnly.end(), name) != kFastDeployOnly.end()) {
+        fail("--quantization ", name, " is not supported yet (Folio supports none, wint8 and wint4)");
+    }
+    return parse_quantization(name);
+}
+
+// --use-cudagraph and --graph-optimization-config, which FastDeploy lets give use_cudagraph twice.
+void parse_graph_options(const Reader& r, EngineConfig& c) {
+    c.use_cudagraph = r.flag("use_cudagraph", c.use_cudagraph);
+    if (!r.has("graph_optimization_config")) {
+        return;
+    }
+    std::optional<int64_t> max_capture_size;
+    bool explicit_sizes = false;
+    const JsonValue graph = r.object("graph_optimization_config");
+    for (const auto& [key, value] : graph.items()) {
+        if (key == "use_cudagraph") {
+            const bool on = json_bool(value, "graph_optimization_config", key);
+            if (r.has("use_cudagraph") && on != c.use_cudagraph) {
+                fail("--use-cudagraph ", c.use_cudagraph ? "true" : "false",
+                     " contradicts --graph-optimization-config's use_cudagraph ", on ? "true" : "false");
+            }
+            c.use_cudagraph = on;
+        } else if (key == "cudagraph_capture_sizes") {
+            if (value.is_null()) {
+                continue;
+            }
+            if (!value.is_array() || value.empty()) {
+                fail(
+                    "--graph-optimization-config: cudagraph_capture_sizes expects a list of batch sizes, "
+                    "got ",
+                    dump(value));
+            }
+            explicit_sizes = true;
+            c.cudagraph_capture_sizes.clear();
+            for (const JsonValue& size : value) {
+                const int64_t n = json_integer(size, "graph_optimization_config", key);
+                if (n < 1 || n > c.max_num_seqs) {
+                    fail("--graph-optimization-config: capture size ", n,
+                         " must be between 1 and max_num_seqs (", c.max_num_seqs, ")");
+                }
+                c.cudagraph_capture_sizes.push_back(n);
+            }
+            std::sort(c.cudagraph_capture_sizes.begin(), c.cudagraph_capture_sizes.end());
+            c.cudagraph_capture_sizes.erase(
+                std::unique(c.cudagraph_capture_sizes.begin(), c.cudagraph_capture_sizes.end()),
+                c.cudagraph_capture_sizes.end());
+        } else if (key == "max_capture_size") {
+            max_capture_size = json_integer(value, "graph_optimization_config", key);
+            if (*max_capture_size < 1) {
+                fail("--graph-optimization-config: max_capture_size must be at least 1, got ",
+                     *max_capture_size);
+            }
+        } else if (key == "graph_opt_level") {
+            const int64_t level = json_integer(value, "graph_optimization_config", key);
+            if (level < 0 || level > 2) {
+                fail("--graph-optimization-config: graph_opt_level must be 0, 1 or 2, got ", level);
+            }
+        } else if (key == "cudagraph_only_prefill") {
+            if (json_bool(value, "graph_optimization_config", key)) {
+                fail(
+                    "--graph-optimization-config: cudagraph_only_prefill is not supported: Folio records "
+                    "decode "
+                    "steps, not prefill");
+            }
+        } else if (key == "full_cuda_graph" || key == "use_unique_memory_pool" ||
+                   key == "cudagraph_copy_inputs") {
+            json_bool(value, "graph_optimization_config", key);
+        } else if (key == "cudagraph_num_of_warmups") {
+            if (json_integer(value, "graph_optimization_config", key) < 0) {
+                fail("--graph-optimization-config: cudagraph_num_of_warmups must not be negative");
+            }
+        } else {
+            fail("--graph-optimization-config: unknown key \"", key, "\"");
+        }
+    }
+    if (max_capture_size) {
+        if (!explicit_sizes) {
+            c.cudagraph_capture_sizes = default_capture_sizes(c.max_num_seqs);
+        }
+        std::erase_if(c.cudagraph_capture_sizes, [&](int64_t s) { return s > *max_capture_size; });
+        if (c.cudagraph_capture_sizes.empty()) {
+            fail("--graph-optimization-config: no capture size within max_capture_size ", *max_capture_size);
+        }
+    }
+}
+
+ModelLoadParams parse_load_params(const Reader& r, bool on_cpu) {
+    ModelLoadParams p;
+    p.quantization = parse_quantization_option(r);
+    p.group_size = r.integer("quant_group_size", p.group_size);
+    p.quantize_vision = r.flag("quantize_vision", p.quantize_vision);
+    // bfloat16 weights by default on the GPU, float32 on the CPU reference backend.
+    const std::string dtype = r.has("dtype") ? lower(r.text("dtype")) : on_cpu ? "float32" : "bfloat16";
+    if (dtype != "float32" && dtype != "bfloat16") {
+        fail("--dtype expects float32 or bfloat16, got '", r.text("dtype"), "'");
+    }
+    p.bf16_weights = dtype == "bfloat16";
+    if (p.group_size != 64 && p.group_size != 128) {
+        fail("--quant-group-size must be 64 or 128, got ", p.group_size);
+    }
+    return p;
+}
+
+}  // namespace
+
+std::span<const EngineOptionInfo> engine_option_table() {
+    return kTable;
+}
+
+std::string flag_of(std::string_view name) {
+    std::string flag = "--" + std::string(name);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+const EngineOptionInfo* find_engine_option(std::string_view flag) {
+    for (const EngineOptionInfo& info : kTable) {
+        if (flag_of(info.name) == flag) {
+            return &info;
+        }
+    }
+    return nullptr;
+}
+
+bool is_engine_switch(std::string_view flag) {
+    const EngineOptionInfo* info = find_engine_option(flag);
+    return info != nullptr && info->kind == ValueKind::Switch;
+}
+
+std::vector<std::string> engine_flags() {
+    std::vector<std::string> flags;
+    for (const EngineOptionInfo& info : kTable) {
+        flags.push_back(flag_of(info.name));
+    }
+    return flags;
+}
+
+std::optional<bool> parse_bool_word(std::string_view text) {
+    const std::string v = lower(text);
+    if (v == "true" || v == "on" || v == "yes" || v == "1") {
+        return true;
+    }
+    if (v == "false" || v == "off" || v == "no" || v == "0") {
+        return false;
+    }
+    return std::nullopt;
+}
+
+std::string engine_usage(CommandScope scope) {
+    const char* serve_note =
+        scope == CommandScope::Serve ? "" : " (folio-cli serve only; refused by this command)";
+    std::ostringstream out;
+    out << "engine options (FastDeploy's names and formats: --name value or --name=value, switches bare or\n"
+           "true/false/on/off, --no-NAME; docs/fastdeploy-options.md lists each option's status):\n"
+           "  device:\n"
+           "    --device-memory SIZE                    plan and allocate as if the CUDA device had SIZE\n"
+           "                                            (8GiB, 12G, 4096M): a smaller card on a larger one\n";
+    std::string_view group;
+    for (const EngineOptionInfo& info : kTable) {
+        if (info.group != group) {
+            out << "  " << info.group << (info.group == kServer ? serve_note : "") << ":\n";
+            group = info.group;
+        }
+        std::string left = "    ";
+        left.append(flag_of(info.name));
+        if (!info.value.empty()) {
+            left.push_back(' ');
+            left.append(info.value);
+        }
+        out << left;
+        if (left.size() < 44) {
+            out << std::string(44 - left.size(), ' ');
+        } else {
+            out << "\n" << std::string(44, ' ');
+        }
+        out << info.help << " [" << info.folio_default << "]\n";
+    }
+    return out.str();
+}
+
+EngineOptions parse_engine_options(const Options& opt, const ModelDescription& model, CommandScope scope) {
+    const Reader r(opt);
+    const bool on_cpu = opt.text("--device", "cpu") == "cpu";
+    EngineOptions out;
+
+    for (const EngineOptionInfo& info : kTable) {
+        if (info.status == OptionStatus::ServeOnly && scope != CommandScope::Serve && r.has(info.name)) {
+            fail(flag_of(info.name),
+                 " is an option of folio-cli serve (the server); this command runs the "
+                 "engine in its own process and serves nothing");
+        }
+    }
+    if (scope == CommandScope::Serve) {
+        parse_server_options(r, out);
+    }
+
+    out.load = parse_load_params(r, on_cpu);
+    refuse_unsupported(r, out.load);
+    if (r.has("chat_template")) {
+        out.chat_template =
+            std::make_shared<const ChatTemplate>(parse_chat_template_option(r.text("chat_template")));
+    }
+    if (r.has("tokenizer")) {
+        if (r.text("tokenizer").empty()) {
+            fail("--tokenizer expects a folder, got ''");
+        }
+        out.tokenizer = r.text("tokenizer");
+    }
+    if (r.has("reasoning_parser")) {
+        out.reasoning_parser = lower(r.text("reasoning_parser"));
+    }
+
+    EngineConfig& c = out.engine;
+    if (on_cpu) {
+        c.max_num_seqs =
+            8;  // the CPU backend gains little from more, and its cache is planned for all of them
+    }
+    const int64_t context = model.max_context;
+    c.max_model_len = std::min<int64_t>(c.max_model_len, context);
+    if (r.has("max_model_len")) {
+        c.max_model_len = r.integer("max_model_len", c.max_model_len);
+        if (c.max_model_len < 16) {
+            fail("--max-model-len must be at least 16, got ", c.max_model_len);
+        }
+        if (c.max_model_len > context) {
+            fail("--max-model-len ", c.max_model_len, " exceeds the model's context of ", context, " tokens");
+        }
+    }
+    c.max_num_seqs = r.integer("max_num_seqs", c.max_num_seqs);
+    if (c.max_num_seqs < 1 || c.max_num_seqs > 256) {
+        fail("--max-num-seqs must be between 1 and 256, got ", c.max_num_seqs);
+    }
+    c.block_size = r.integer("block_size", c.block_size);
+    if (c.block_size < 1) {
+        fail("--block-size must be at least 1, got ", c.block_size);
+    }
+    c.enable_prefix_caching = r.flag("enable_prefix_caching", c.enable_prefix_caching);
+    c.enable_chunked_prefill = r.flag("enable_chunked_prefill", c.enable_chunked_prefill);
+
+    const int64_t most_tokens = c.max_model_len * c.max_num_seqs;
+    if (r.has("max_num_batched_tokens")) {
+        c.max_num_batched_tokens = r.integer("max_num_batched_tokens", 0);
+        const int64_t n = c.max_num_batched_tokens;
+        if (n < c.max_num_seqs) {
+            fail("--max-num-batched-tokens ", n, " must be at least max_num_seqs (", c.max_num_seqs, ")");
+        }
+        if (n > most_tokens) {
+            fail("--max-num-batched-tokens ", n, " must be at most max_model_len x max_num_seqs (",
+                 c.max_model_len, " x ", c.max_num_seqs, " = ", most_tokens, ")");
+        }
+        if (c.enable_chunked_prefill && n < c.block_size) {
+            fail("--max-num-batched-tokens ", n, " must be at least block_size (", c.block_size,
+                 ") with chunked prefill");
+        }
+        if (!c.enable_chunked_prefill && n < c.max_model_len) {
+            fail("--max-num-batched-tokens ", n, " must be at least max_model_len (", c.max_model_len,
+                 ") without chunked prefill, so that a whole prompt fits one step");
+        }
+    } else if (c.enable_chunked_prefill) {
+        c.max_num_batched_tokens = std::max(std::min(c.max_num_batched_tokens, most_tokens), c.max_num_seqs);
+    } else {
+        c.max_num_batched_tokens = std::max(c.max_model_len, c.max_num_seqs);
+    }
+
+    c.gpu_memory_utilization = r.real("gpu_memory_utilization", c.gpu_memory_utilization);
+    if (!(c.gpu_memory_utilization > 0.0 && c.gpu_memory_utilization <= 1.0)) {
+        fail("--gpu-memory-utilization must be in (0, 1], got ", c.gpu_memory_utilization);
+    }
+    if (r.has("num_gpu_blocks_override")) {
+        c.num_gpu_blocks_override = r.integer("num_gpu_blocks_override", 0);
+        const int64_t per_seq = (c.max_model_len + c.block_size - 1) / c.block_size;
+        if (c.num_gpu_blocks_override < per_seq) {
+            fail("--num-gpu-blocks-override ", c.num_gpu_blocks_override,
+                 " must hold at least one max_model_len sequence: ", per_seq, " blocks of ", c.block_size,
+                 " tokens");
+        }
+    }
+    parse_limit_mm(r, c);
+    parse_mm_processor_kwargs(r, out);
+    parse_graph_options(r, c);
+    c.async_scheduling = r.flag("async_scheduling", c.async_scheduling);
+    check_without_effect(r, c);
+    return out;
+}
+
+EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
+                                         const ModelDescription& model, const std::string& device) {
+    std::vector<std::string> args = {"--device=" + device};
+    for (const auto& [name, value] : values) {
+        if (find_engine_option(flag_of(name)) == nullptr) {
+            fail("unknown engine option ", name);
+        }
+        args.push_back(flag_of(name) + "=" + value);
+    }
+    std::vector<char*> argv;
+    for (std::string& arg : args) {
+        argv.push_back(arg.data());
+    }
+    const Options opt(static_cast<int>(argv.size()), argv.data(), 0);
+    return parse_engine_options(opt, model);
+}
+
+void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre) {
+    if (options.image_min_pixels) {
+        pre.min_pixels = *options.image_min_pixels;
+    }
+    if (options.image_max_pixels) {
+        pre.max_pixels = *options.image_max_pixels;
+    }
+    if (pre.min_pixels > pre.max_pixels) {
+        fail("--mm-processor-kwargs: image pixel bounds ", pre.min_pixels, "..", pre.max_pixels,
+             " (with the model's preprocessor_config.json) are empty");
+    }
+}
+
+}  // namespace folio::cli

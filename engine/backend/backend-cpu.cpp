@@ -1,0 +1,661 @@
+// The CPU reference backend: float32, multi-threaded, written for clarity first and speed second.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include <unistd.h>
+
+#include "engine/backend/backend-checks.h"
+#include "engine/backend/backend-cpu-vision.h"
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/common/thread-pool.h"
+
+namespace folio {
+
+namespace {
+
+// Zeroed memory from calloc: large buffers come as fresh zero pages, committed only once they are touched, so
+// a KV cache planned for the worst case costs what is used of it.
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+
+template <typename T>
+struct HostBuffer final : Buffer {
+    HostBuffer(size_t n, std::shared_ptr<MemoryCounter> counter)
+        : values(static_cast<T*>(std::calloc(std::max<size_t>(n, 1), sizeof(T)))),
+          n_values(n),
+          counter_(std::move(counter)) {
+        if (!values) {
+            fail("cpu: out of memory allocating ", n * sizeof(T), " bytes");
+        }
+        counter_->add(static_cast<int64_t>(n_bytes()));
+    }
+    ~HostBuffer() override { counter_->add(-static_cast<int64_t>(n_bytes())); }
+    HostBuffer(const HostBuffer&) = delete;
+    HostBuffer& operator=(const HostBuffer&) = delete;
+
+    void* data() override { return values.get(); }
+    size_t n_bytes() const override { return n_values * sizeof(T); }
+
+    std::unique_ptr<T[], FreeDeleter> values;
+    size_t n_values;
+
+private:
+    std::shared_ptr<MemoryCounter> counter_;
+};
+
+using f32x4 = float __attribute__((vector_size(16)));
+
+float hsum(f32x4 v) {
+    float s = 0.0f;
+    for (int i = 0; i < 4; ++i) {
+        s += v[i];
+    }
+    return s;
+}
+
+f32x4 load4(const float* p) {
+    f32x4 v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+// Dot products of 4 rows of x with 4 rows of w: the micro-kernel of linear().
+void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float out[4][4]) {
+    f32x4 acc[4][4] = {};
+    int64_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        const f32x4 w0 = load4(wr[0] + k), w1 = load4(wr[1] + k), w2 = load4(wr[2] + k),
+                    w3 = load4(wr[3] + k);
+        for (int i = 0; i < 4; ++i) {
+            const f32x4 xv = load4(xr[i] + k);
+            acc[i][0] += xv * w0;
+            acc[i][1] += xv * w1;
+            acc[i][2] += xv * w2;
+            acc[i][3] += xv * w3;
+        }
+    }
+    for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            float s = hsum(acc[i][j]);
+            for (int64_t kk = k; kk < n; ++kk) {
+                s += xr[i][kk] * wr[j][kk];
+            }
+            out[i][j] = s;
+        }
+    }
+}
+
+// Writes the block (rb, cb) of 4x4 dot products into y [n, out], adding the bias where there is one.
+void store_4x4(const float acc[4][4], int64_t rb, int64_t cb, int64_t n, int64_t out, const float* bias,
+               float* y) {
+    for (int i = 0; i < 4 && rb * 4 + i < n; ++i) {
+        for (int j = 0; j < 4 && cb * 4 + j < out; ++j) {
+            const int64_t col = cb * 4 + j;
+            y[(rb * 4 + i) * out + col] = acc[i][j] + (bias ? bias[col] : 0.0f);
+        }
+    }
+}
+
+// Softmax attention of one query row over keys 0..n_visible-1, whose rows in k and v start at offset(j).
+template <typename Offset>
+void attend_row(const float* qv, const float* k, const float* v, const Offset& offset, int64_t n_visible,
+                int64_t hd, float scale, std::vector<float>& scores, float* ov) {
+    scores.resize(static_cast<size_t>(n_visible));
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n_visible; ++j) {
+        const float* kv = k + offset(j);
+        float dot = 0.0f;
+        for (int64_t d = 0; d < hd; ++d) {
+            dot += qv[d] * kv[d];
+        }
+        scores[j] = dot * scale;
+        max_score = std::max(max_score, scores[j]);
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < n_visible; ++j) {
+        scores[j] = std::exp(scores[j] - max_score);
+        sum += scores[j];
+    }
+    std::fill(ov, ov + hd, 0.0f);
+    for (int64_t j = 0; j < n_visible; ++j) {
+        const float p = static_cast<float>(scores[j] / sum);
+        const float* vv = v + offset(j);
+        for (int64_t d = 0; d < hd; ++d) {
+            ov[d] += p * vv[d];
+        }
+    }
+}
+
+// The vision operations come from CpuVisionBackend (backend-cpu-vision.cpp).
+class CpuBackend final : public CpuVisionBackend {
+public:
+    explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+
+    std::string name() const override { return "cpu (" + std::to_string(pool_.n_threads()) + " threads)"; }
+
+    Tensor alloc(std::vector<int64_t> shape) override {
+        Tensor t;
+        t.shape = std::move(shape);
+        check_shape(t.shape, "alloc");
+        t.buffer = std::make_shared<HostBuffer<float>>(static_cast<size_t>(t.n_elements()), memory_);
+        return t;
+    }
+
+    Weight alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) override {
+        const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
+        Weight t;
+        t.type = type;
+        t.n_out = n_out;
+        t.n_in = n_in;
+        t.group_size = layout.group_size;
+        t.data = std::make_shared<HostBuffer<int8_t>>(static_cast<size_t>(layout.n_packed_bytes), memory_);
+        t.scales = alloc({layout.n_scales});  // [n_out * n_in / group_size], none for BF16
+        return t;
+    }
+
+    void write_weight(const Weight& dst, const QuantizedWeights& w) override {
+        check_write_weight(dst, w);
+        std::copy(w.q.begin(), w.q.end(), static_cast<int8_t*>(dst.data->data()));
+        std::copy(w.scales.begin(), w.scales.end(), dst.scales.f32());
+    }
+
+    MemoryStats memory_stats() const override { return {memory_->in_use.load(), memory_->peak.load()}; }
+
+    int64_t total_memory() const override {
+        return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+    }
+
+    void reset_peak() override { memory_->peak.store(memory_->in_use.load()); }
+
+    Tensor upload(std::span<const float> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        check_upload(t, static_cast<int64_t>(values.size()));
+        std::copy(values.begin(), values.end(), t.f32());
+        return t;
+    }
+
+    Tensor upload(std::span<const std::span<const float>> parts, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        check_upload(t, total_size(parts));
+        float* dst = t.f32();
+        for (const std::span<const float> part : parts) {
+            dst = std::copy(part.begin(), part.end(), dst);
+        }
+        return t;
+    }
+
+    Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
+                         int64_t channel_size, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        check_upload_levels(t, total_size(parts), static_cast<int64_t>(table.size()), channel_size);
+        const int64_t row = t.row_size();
+        float* dst = t.f32();
+        int64_t e = 0;  // element of the row
+        for (const std::span<const uint8_t> part : parts) {
+            for (const uint8_t level : part) {
+                *dst++ = table[static_cast<size_t>(e / channel_size * 256 + level)];
+                e = e + 1 == row ? 0 : e + 1;
+            }
+        }
+        return t;
+    }
+
+    Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override {
+        Tensor t = alloc(std::move(shape));
+        t.dtype = ScalarType::I32;
+        update(t, values);
+        return t;
+    }
+
+    void update(Tensor& t, std::span<const int32_t> values) override {
+        check_update(t, values);
+        std::copy(values.begin(), values.end(), t.i32());
+    }
+
+    void update(Tensor& t, std::span<const std::span<const float>> parts) override {
+        check_update_f32(t, total_size(parts));
+        float* dst = t.f32();
+        for (const std::span<const float> part : parts) {
+            dst = std::copy(part.begin(), part.end(), dst);
+        }
+    }
+
+    std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
+
+    std::vector<int32_t> download_i32(const Tensor& t) override {
+        check_i32(t, t.shape, "download_i32", "t");
+        return {t.i32(), t.i32() + t.n_elements()};
+    }
+
+    Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }
+
+    using Backend::linear;
+
+    // The product in one pass, everything else as its parts (linear_in_parts).
+    Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) override {
+        check_linear(x, w, spec);
+        if (spec.norm != LinearNorm::None || spec.activation != Activation::None ||
+            spec.output != LinearOutputKind::Plain || spec.residual != nullptr) {
+            return linear_in_parts(x, w, spec);
+        }
+        return w.type == Quantization::None ? dense_product(x, w.dense, spec.bias)
+                                            : packed_product(x, w, spec.bias);
+    }
+
+    Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override {
+        check_layer_norm(x, w, b);
+        const int64_t d = x.row_size();
+        Tensor y = alloc(x.shape);
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* xr = x.f32() + r * d;
+            float* yr = y.f32() + r * d;
+            double mean = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                mean += xr[i];
+            }
+            mean /= static_cast<double>(d);
+            double var = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                var += (xr[i] - mean) * (xr[i] - mean);
+            }
+            var /= static_cast<double>(d);
+            const double inv = 1.0 / std::sqrt(var + eps);
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = static_cast<float>((xr[i] - mean) * inv) * w.f32()[i] + b.f32()[i];
+            }
+        });
+        return y;
+    }
+
+    Tensor rms_norm(const Tensor& x, const Tensor& w, float eps) override {
+        check_rms_norm(x, w);
+        const int64_t d = x.row_size();
+        Tensor y = alloc(x.shape);
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* xr = x.f32() + r * d;
+            float* yr = y.f32() + r * d;
+            double ss = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+                ss += static_cast<double>(xr[i]) * xr[i];
+            }
+            const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(d) + eps));
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = w.f32()[i] * (xr[i] * inv);
+            }
+        });
+        return y;
+    }
+
+    void add(Tensor& x, const Tensor& y) override {
+        check_same_shape(x, y, "add");
+        float* xd = x.f32();
+        const float* yd = y.f32();
+        pool_.parallel_for(x.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                xd[i] += yd[i];
+            }
+        });
+    }
+
+    void gelu_tanh(Tensor& x) override {
+        map(x, [](float v) {
+            constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+            return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+        });
+    }
+
+    void gelu_erf(Tensor& x) override {
+        map(x, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
+    }
+
+    Tensor swiglu(const Tensor& gate_up) override {
+        check_swiglu(gate_up);
+        const int64_t n = gate_up.shape[0], d = gate_up.shape[1] / 2;
+        Tensor y = alloc({n, d});
+        rows_parallel(n, [&](int64_t r) {
+            const float* g = gate_up.f32() + r * 2 * d;  // [d]
+            const float* u = g + d;                      // [d]
+            float* yr = y.f32() + r * d;                 // [d]
+            for (int64_t i = 0; i < d; ++i) {
+                yr[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+            }
+        });
+        return y;
+    }
+
+    void rope(Tensor& x, const Tensor& cos, const Tensor& sin) override {
+        check_rope(x, cos, sin);
+        const int64_t n_head = x.shape[1], hd = x.shape[2], half = hd / 2;
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* c = cos.f32() + r * hd;
+            const float* s = sin.f32() + r * hd;
+            for (int64_t h = 0; h < n_head; ++h) {
+                float* v = x.f32() + (r * n_head + h) * hd;
+                for (int64_t i = 0; i < half; ++i) {
+                    const float a = v[i], b = v[i + half];
+                    v[i] = a * c[i] - b * s[i];
+                    v[i + half] = b * c[i + half] + a * s[i + half];
+                }
+            }
+        });
+    }
+
+    // Float32 whatever the precision asked for.
+    Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                     std::span<const AttentionSegment> segments, float scale, AttentionPrecision) override {
+        check_attention(q, k, v, segments);
+        const int64_t n_head = q.shape[1], n_kv_head = k.shape[1], hd = q.shape[2];
+        const int64_t group = n_head / n_kv_head;
+        Tensor out = alloc(q.shape);
+        for_each_query_head(
+            segments, n_head,
+            [&](const AttentionSegment& seg, int64_t qi, int64_t h, std::vector<float>& scores) {
+                const int64_t kvh = h / group;
+                const int64_t n_visible =
+                    seg.causal ? std::clamp<int64_t>(seg.q_pos_offset + qi + 1, 0, seg.n_kv) : seg.n_kv;
+                const auto row = [&](int64_t j) { return ((seg.kv_begin + j) * n_kv_head + kvh) * hd; };
+                attend_row(q.f32() + ((seg.q_begin + qi) * n_head + h) * hd, k.f32(), v.f32(), row, n_visible,
+                           hd, scale, scores, out.f32() + ((seg.q_begin + qi) * n_head + h) * hd);
+            });
+        return out;
+    }
+
+    Tensor paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           std::span<const PagedSequence> seqs, std::span<const int32_t> block_tables,
+                           int64_t block_size, float scale, AttentionPrecision) override {
+        check_paged_attention(q, k_cache, v_cache, seqs, block_tables, block_size);
+        check_kv_dtype(name(), k_cache.dtype, ScalarType::F32);
+        const int64_t n_head = q.shape[1], n_kv_head = k_cache.shape[1], hd = q.shape[2];
+        const int64_t group = n_head / n_kv_head;
+        Tensor out = alloc(q.shape);
+        for_each_query_head(
+            seqs, n_head, [&](const PagedSequence& s, int64_t qi, int64_t h, std::vector<float>& scores) {
+                const int64_t kvh = h / group;
+                const int64_t n_visible = s.n_kv - s.n_q + qi + 1;
+                const auto row = [&](int64_t pos) {
+                    const int64_t slot =
+                        static_cast<int64_t>(block_tables[s.table_begin + pos / block_size]) * block_size +
+                        pos % block_size;
+                    return (slot * n_kv_head + kvh) * hd;
+                };
+                attend_row(q.f32() + ((s.q_begin + qi) * n_head + h) * hd, k_cache.f32(), v_cache.f32(), row,
+                           n_visible, hd, scale, scores, out.f32() + ((s.q_begin + qi) * n_head + h) * hd);
+            });
+        return out;
+    }
+
+    Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
+                             const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) override {
+        check_rope_qkv_to_cache(qkv.shape, positions, slots, rope, k_cache, v_cache);
+        check_kv_dtype(name(), k_cache.dtype, ScalarType::F32);
+        const int64_t n = qkv.shape[0], n_kv_head = k_cache.shape[1], hd = k_cache.shape[2], half = hd / 2;
+        const int64_t n_head = qkv.shape[1] / hd - 2 * n_kv_head, n_slots = k_cache.shape[0];
+        for (int64_t r = 0; r < n; ++r) {
+            if (slots.i32()[r] >= n_slots) {
+                fail("rope_qkv_to_cache: cache row ", slots.i32()[r], " of token ", r,
+                     " outside the cache of ", n_slots);
+            }
+        }
+        Tensor q = alloc({n, n_head, hd});
+        rows_parallel(n, [&](int64_t r) {
+            const float* row = qkv.f32() + r * (n_head + 2 * n_kv_head) * hd;  // [n_head + 2 n_kv_head, hd]
+            const int64_t slot = slots.i32()[r];
+            std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
+            for (int64_t i = 0; i < half; ++i) {
+                const int axis = i < rope.section[0] ? 0 : i < rope.section[0] + rope.section[1] ? 1 : 2;
+                const float angle =
+                    static_cast<float>(positions.i32()[r * 3 + axis]) * rope.inv_freq.f32()[i];
+                c[i] = std::cos(angle);
+                s[i] = std::sin(angle);
+            }
+            for (int64_t h = 0; h < n_head + n_kv_head; ++h) {
+                float* dst = h < n_head  ? q.f32() + (r * n_head + h) * hd
+                             : slot >= 0 ? k_cache.f32() + (slot * n_kv_head + h - n_head) * hd
+                                         : nullptr;
+                for (int64_t i = 0; dst != nullptr && i < half; ++i) {
+                    const float a = row[h * hd + i], b = row[h * hd + i + half];
+                    dst[i] = a * c[i] - b * s[i];
+                    dst[i + half] = b * c[i] + a * s[i];
+                }
+            }
+            if (slot >= 0) {
+                std::copy_n(row + (n_head + n_kv_head) * hd, n_kv_head * hd,
+                            v_cache.f32() + slot * n_kv_head * hd);
+            }
+        });
+        return q;
+    }
+
+    Tensor paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                  const Tensor& seq_lens, const Tensor& block_tables, int64_t block_size,
+                                  float scale, AttentionPrecision) override {
+        check_paged_decode_attention(q, k_cache, v_cache, seq_lens, block_tables, block_size);
+        const int64_t max_blocks = block_tables.shape[1];
+        std::vector<PagedSequence> seqs;
+        for (int64_t i = 0; i < q.shape[0]; ++i) {
+            const int64_t n_kv = seq_lens.i32()[i];
+            if (n_kv < 0 || n_kv > max_blocks * block_size) {
+                fail("paged_decode_attention: sequence ", i, " of length ", n_kv, " beyond its ", max_blocks,
+                     " blocks of ", block_size);
+            }
+            if (n_kv > 0) {
+                seqs.push_back({i, 1, n_kv, i * max_blocks});
+            }
+        }
+        return paged_attention(q, k_cache, v_cache, seqs,
+                               std::span<const int32_t>(block_tables.i32(), block_tables.n_elements()),
+                               block_size, scale, AttentionPrecision::F32);
+    }
+
+    void argmax_rows_to(const Tensor& x, Tensor& out) override {
+        check_argmax_rows(x);
+        check_i32(out, {x.rows()}, "argmax_rows", "out");
+        const int64_t d = x.row_size();
+        rows_parallel(x.rows(), [&](int64_t r) {
+            const float* row = x.f32() + r * d;
+            out.i32()[r] = static_cast<int32_t>(std::max_element(row, row + d) - row);
+        });
+    }
+
+    void sample_rows_to(const Tensor& logits, std::span<const RowSampling> rows,
+                        std::span<const int32_t> history, Tensor& out) override {
+        check_sample_rows(logits, rows, history);
+        check_i32(out, {logits.rows()}, "sample_rows", "out");
+        const int64_t vocab = logits.row_size();
+        rows_parallel(logits.rows(), [&](int64_t r) {
+            const float* row = logits.f32() + r * vocab;
+            std::vector<float> values(row, row + vocab);  // [vocab], penalised and scaled by choose_token
+            out.i32()[r] = choose_token(values, rows[r], history);
+        });
+    }
+
+    std::unique_ptr<TokenReadback> read_back(const Tensor& values) override {
+        check_i32(values, {values.n_elements()}, "read_back", "values");
+        return ready_readback(std::vector<int32_t>(values.i32(), values.i32() + values.n_elements()));
+    }
+
+    Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) override {
+        check_gather_rows(src, rows);
+        const int64_t d = src.row_size();
+        std::vector<int64_t> shape{static_cast<int64_t>(rows.size())};  // src's shape with rows.size() rows
+        shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
+        Tensor out = alloc(shape);
+        for (size_t i = 0; i < rows.size(); ++i) {
+            std::memcpy(out.f32() + static_cast<int64_t>(i) * d, src.f32() + rows[i] * d, d * sizeof(float));
+        }
+        return out;
+    }
+
+    Tensor gather_rows(const Tensor& src, const Tensor& rows) override {
+        check_gather_rows(src, rows);
+        const std::vector<int64_t> indices(rows.i32(), rows.i32() + rows.n_elements());
+        return gather_rows(src, indices);
+    }
+
+    Tensor gather_token_rows(const Tensor& table, const Tensor& ids, const Tensor& pending) override {
+        check_gather_token_rows(table, ids, pending);
+        std::vector<int64_t> rows(static_cast<size_t>(ids.n_elements()));
+        for (size_t i = 0; i < rows.size(); ++i) {
+            int64_t id = ids.i32()[i];
+            if (id < 0) {
+                if (-id > pending.n_elements()) {
+                    fail("gather_token_rows: id ", i, " is ", id, ", a pending token beyond the ",
+                         pending.n_elements(), " pending");
+                }
+                id = pending.i32()[-id - 1];
+            }
+            if (id < 0 || id >= table.rows()) {
+                fail("gather_token_rows: token ", id, " of id ", i, " outside the table's ", table.rows(),
+                     " rows");
+            }
+            rows[i] = id;
+        }
+        return gather_rows(table, rows);
+    }
+
+    void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
+                           std::span<const float> weights) override {
+        const int64_t n_taps = check_add_weighted_rows(x, src, rows, weights);
+        const int64_t d = x.row_size();
+        float* xd = x.f32();
+        const float* sd = src.f32();
+        for (int64_t i = 0; i < x.rows(); ++i) {
+            for (int64_t c = 0; c < d; ++c) {
+                float sum = 0.0f;
+                for (int64_t t = i * n_taps; t < (i + 1) * n_taps; ++t) {
+                    sum += weights[t] * sd[rows[t] * d + c];
+                }
+                xd[i * d + c] += sum;
+            }
+        }
+    }
+
+    void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
+        check_scatter_rows(dst, rows, src);
+        const int64_t d = dst.row_size();
+        for (size_t i = 0; i < rows.size(); ++i) {
+            std::memcpy(dst.f32() + rows[i] * d, src.f32() + static_cast<int64_t>(i) * d, d * sizeof(float));
+        }
+    }
+
+    void scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) override {
+        check_scatter_rows(dst, rows, src);
+        const std::vector<int64_t> indices(rows.i32(), rows.i32() + rows.n_elements());
+        scatter_rows(dst, indices, src);
+    }
+
+protected:
+    ThreadPool& thread_pool() override { return pool_; }
+
+private:
+    // y = x · wᵀ + b with a float32 w.  x [n, in], w [out, in], b [out] or null  ->  [n, out]
+    Tensor dense_product(const Tensor& x, const Tensor& w, const Tensor* b) {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
+        Tensor y = alloc({n, out});
+        const float* xd = x.f32();
+        const float* wd = w.f32();
+        const float* bd = b ? b->f32() : nullptr;
+        float* yd = y.f32();
+        // Split over output columns when there are few rows (decode), over rows otherwise.
+        const int64_t n_row_blocks = (n + 3) / 4, n_col_blocks = (out + 3) / 4;
+        pool_.parallel_for(n_row_blocks * n_col_blocks, 16, [&](int64_t begin, int64_t end) {
+            for (int64_t blk = begin; blk < end; ++blk) {
+                const int64_t rb = blk / n_col_blocks, cb = blk % n_col_blocks;
+                const float* xr[4];
+                const float* wr[4];
+                for (int i = 0; i < 4; ++i) {
+                    xr[i] = xd + std::min(rb * 4 + i, n - 1) * in;
+                    wr[i] = wd + std::min(cb * 4 + i, out - 1) * in;
+                }
+                float acc[4][4];
+                dot_4x4(xr, wr, in, acc);
+                store_4x4(acc, rb, cb, n, out, bd, yd);
+            }
+        });
+        return y;
+    }
+
+    // The same with packed weights. Each task dequantizes four rows of w and multiplies them with every row
+    // of x, so that an output's arithmetic does not depend on the other rows in the batch.
+    Tensor packed_product(const Tensor& x, const Weight& w, const Tensor* b) {
+        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
+        Tensor y = alloc({n, out});
+        const auto* qd = static_cast<const int8_t*>(w.data->data());
+        const float* bd = b ? b->f32() : nullptr;
+        pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> rows(static_cast<size_t>(4 * in));
+            for (int64_t cb = begin; cb < end; ++cb) {
+                const float* wr[4];
+                for (int j = 0; j < 4; ++j) {
+                    const int64_t r = std::min(cb * 4 + j, out - 1);
+                    dequantize_row(w.type, qd, w.scales.f32(), in, w.group_size, r, rows.data() + j * in);
+                    wr[j] = rows.data() + j * in;
+                }
+                for (int64_t rb = 0; rb < (n + 3) / 4; ++rb) {
+                    const float* xr[4];
+                    for (int i = 0; i < 4; ++i) {
+                        xr[i] = x.f32() + std::min(rb * 4 + i, n - 1) * in;
+                    }
+                    float acc[4][4];
+                    dot_4x4(xr, wr, in, acc);
+                    store_4x4(acc, rb, cb, n, out, bd, y.f32());
+                }
+            }
+        });
+        return y;
+    }
+
+    // fn(item, query row, head, scratch) for every query row of every item (a segment or a sequence, each
+    // with n_q rows) and every head, one task each, in parallel.
+    template <typename Item, typename F>
+    void for_each_query_head(std::span<const Item> items, int64_t n_head, F&& fn) {
+        std::vector<int64_t> start(items.size() + 1, 0);
+        for (size_t i = 0; i < items.size(); ++i) {
+            start[i + 1] = start[i] + items[i].n_q * n_head;
+        }
+        pool_.parallel_for(start.back(), 4, [&](int64_t begin, int64_t end) {
+            std::vector<float> scores;
+            for (int64_t task = begin; task < end; ++task) {
+                const size_t i = std::upper_bound(start.begin(), start.end(), task) - start.begin() - 1;
+                const int64_t local = task - start[i];
+                fn(items[i], local / n_head, local % n_head, scores);
+            }
+        });
+    }
+
+    template <typename F>
+    void rows_parallel(int64_t n_rows, F&& fn) {
+        pool_.parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {
+            for (int64_t r = b; r < e; ++r) {
+                fn(r);
+            }
+        });
+    }
+
+    template <typename F>
+    void map(Tensor& x, F&& fn) {
+        float* xd = x.f32();
+        pool_.parallel_for(x.n_elements(), 1 << 14, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) {
+                xd[i] = fn(xd[i]);
+            }
+        });
+    }
+
+    ThreadPool pool_;
+    std::shared_ptr<MemoryCounter> memory_ = std::make_shared<MemoryCounter>();
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) {
+    return std::make_unique<CpuBackend>(n_threads);
+}
+
+}  // namespace folio

@@ -1,0 +1,178 @@
+#include "engine/backend/backend.h"
+
+#include <chrono>
+
+#include "engine/backend/backend-checks.h"
+#include "engine/common/error.h"
+
+namespace folio {
+
+namespace {
+
+class ReadyReadback final : public TokenReadback {
+public:
+    explicit ReadyReadback(std::vector<int32_t> values) : values_(std::move(values)) {}
+    std::vector<int32_t> wait() override { return values_; }
+
+private:
+    std::vector<int32_t> values_;
+};
+
+// The host's clock, for backends whose work is done when its call returns.
+class HostMark final : public QueueMark {
+public:
+    double seconds_since(const QueueMark& earlier) override {
+        const auto* e = dynamic_cast<const HostMark*>(&earlier);
+        if (e == nullptr) {
+            fail("a queue mark compared with one of another backend");
+        }
+        return std::chrono::duration<double>(at_ - e->at_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point at_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+std::unique_ptr<TokenReadback> ready_readback(std::vector<int32_t> values) {
+    return std::make_unique<ReadyReadback>(std::move(values));
+}
+
+std::unique_ptr<RecordedWork> record_work(Backend& backend, const std::function<void()>& queue) {
+    backend.begin_recording();
+    try {
+        queue();
+    } catch (...) {
+        try {
+            backend.end_recording();
+        } catch (const Error&) {  // the recording failed with the first error, which is the one to report
+        }
+        throw;
+    }
+    return backend.end_recording();
+}
+
+std::unique_ptr<QueueMark> Backend::mark_queue() {
+    return std::make_unique<HostMark>();
+}
+
+std::vector<int32_t> Backend::argmax_rows(const Tensor& x) {
+    check_argmax_rows(x);
+    if (x.rows() == 0) {
+        return {};
+    }
+    Tensor out = upload_i32(std::vector<int32_t>(static_cast<size_t>(x.rows()), 0), {x.rows()});
+    argmax_rows_to(x, out);
+    return read_back(out)->wait();
+}
+
+std::vector<int32_t> Backend::sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
+                                          std::span<const int32_t> history) {
+    check_sample_rows(logits, rows, history);
+    const auto n = static_cast<int64_t>(rows.size());
+    if (n == 0) {
+        return {};
+    }
+    Tensor out = upload_i32(std::vector<int32_t>(rows.size(), 0), {n});
+    sample_rows_to(logits, rows, history, out);
+    return read_back(out)->wait();
+}
+
+Weight dense_weight(const Tensor& w) {
+    if (w.shape.size() != 2 || w.dtype != ScalarType::F32) {
+        fail("dense_weight: w ", shape_string(w.shape), " ", dtype_name(w.dtype),
+             " is not float32 [n_out, n_in]");
+    }
+    Weight weight;
+    weight.n_out = w.shape[0];
+    weight.n_in = w.shape[1];
+    weight.group_size = weight.n_in;
+    weight.dense = w;
+    return weight;
+}
+
+Weight Backend::upload(const QuantizedWeights& w) {
+    validate(w);
+    const Weight weight = alloc_weight(w.type, w.n_out, w.n_in, w.group_size);
+    write_weight(weight, w);
+    return weight;
+}
+
+Tensor Backend::linear(const Tensor& x, const Weight& w, const Tensor* b) {
+    return linear(x, w, LinearSpec{.bias = b});
+}
+
+Tensor Backend::linear(const Tensor& x, const Tensor& w, const Tensor* b) {
+    return linear(x, dense_weight(w), LinearSpec{.bias = b});
+}
+
+Tensor Backend::linear_in_parts(const Tensor& x, const Weight& w, const LinearSpec& spec) {
+    check_linear(x, w, spec);
+    Tensor normed;  // [n, n_in] where there is a norm
+    if (spec.norm == LinearNorm::Rms) {
+        normed = rms_norm(x, *spec.norm_w, spec.eps);
+    } else if (spec.norm == LinearNorm::Layer) {
+        normed = layer_norm(x, *spec.norm_w, *spec.norm_b, spec.eps);
+    }
+    Tensor y = linear(normed.empty() ? x : normed, w, spec.bias);  // [n, n_out]
+    if (spec.activation == Activation::Swiglu) {
+        y = swiglu(y);  // [n, n_out / 2]
+    } else {
+        apply_activation(y, spec.activation);
+    }
+    if (spec.output == LinearOutputKind::RopeToCache) {
+        const RopeToCache& r = spec.rope_to_cache;
+        return rope_qkv_to_cache(y, *r.positions, *r.slots, *r.rope, *r.k_cache, *r.v_cache);
+    }
+    if (spec.residual != nullptr) {
+        add(*spec.residual, y);
+        return *spec.residual;
+    }
+    return y;
+}
+
+Tensor Backend::rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& sin,
+                               std::span<const AttentionSegment> segments, float scale,
+                               AttentionPrecision precision) {
+    check_rope_attention(qkv, cos, sin, segments);
+    const int64_t n = qkv.shape[0], n_head = qkv.shape[2], head_dim = qkv.shape[3];
+    const Tensor parts =
+        qkv.view(0, {3 * n, n_head * head_dim});  // q, k and v of row i at 3i, 3i + 1, 3i + 2
+    std::vector<int64_t> rows(static_cast<size_t>(n));
+    const auto part = [&](int64_t which) {
+        for (int64_t i = 0; i < n; ++i) {
+            rows[static_cast<size_t>(i)] = 3 * i + which;
+        }
+        return gather_rows(parts, rows).view(0, {n, n_head, head_dim});
+    };
+    Tensor q = part(0), k = part(1);
+    const Tensor v = part(2);
+    rope(q, cos, sin);
+    rope(k, cos, sin);
+    return attention(q, k, v, segments, scale, precision);
+}
+
+ScalarType Backend::kv_dtype(AttentionPrecision) const {
+    return ScalarType::F32;
+}
+
+Tensor Backend::alloc_kv(std::vector<int64_t> shape, ScalarType dtype) {
+    check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
+    return alloc(std::move(shape));
+}
+
+Tensor Backend::upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
+    check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
+    return upload(values, std::move(shape));
+}
+
+void Backend::begin_recording() {
+    fail(name(), ": this backend cannot record work");
+}
+
+std::unique_ptr<RecordedWork> Backend::end_recording() {
+    fail(name(), ": this backend cannot record work");
+}
+
+}  // namespace folio

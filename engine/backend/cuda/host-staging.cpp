@@ -1,0 +1,88 @@
+#include "engine/backend/cuda/host-staging.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cuda-check.h"
+
+namespace folio::kernels {
+
+namespace {
+
+// A thread fills at least this much of a chunk, so that a small upload stays on the calling thread.
+constexpr int64_t kMinFillBytes = int64_t{512} << 10;
+
+// Copies the bytes [begin, end) of the parts taken one after another to dst.
+void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
+                      std::byte* dst) {
+    size_t part_begin = 0;  // offset of the current part within all of them
+    for (const std::span<const std::byte> part : parts) {
+        if (begin >= end) {
+            return;
+        }
+        const size_t part_end = part_begin + part.size();
+        if (begin < part_end) {
+            const size_t n = std::min(end, part_end) - begin;
+            std::memcpy(dst, part.data() + (begin - part_begin), n);
+            dst += n;
+            begin += n;
+        }
+        part_begin = part_end;
+    }
+}
+
+}  // namespace
+
+HostStaging::HostStaging(int n_threads) : fill_threads_(n_threads) {}
+
+bool HostStaging::next_chunk() {
+    if (next_ == chunks_.size() && chunks_.size() < kMaxChunks) {
+        void* p = nullptr;
+        if (cudaHostAlloc(&p, kChunkBytes, cudaHostAllocDefault) == cudaSuccess) {
+            std::unique_ptr<std::byte, HostFree> memory(static_cast<std::byte*>(p));
+            cudaEvent_t e = nullptr;
+            CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            chunks_.push_back({std::move(memory), std::unique_ptr<CUevent_st, EventDestroy>(e)});
+        } else {
+            cudaGetLastError();  // not sticky: later calls must not report it
+        }
+    }
+    if (chunks_.empty()) {
+        return false;
+    }
+    if (next_ >= chunks_.size()) {
+        next_ = 0;
+    }
+    current_ = next_++;
+    used_ = 0;
+    CUDA_CHECK(cudaEventSynchronize(chunks_[current_].read.get()));
+    return true;
+}
+
+bool HostStaging::copy(std::span<const std::span<const std::byte>> parts, std::byte* dst,
+                       cudaStream_t stream) {
+    size_t n_bytes = 0;
+    for (const std::span<const std::byte> part : parts) {
+        n_bytes += part.size();
+    }
+    for (size_t done = 0; done < n_bytes;) {
+        // What fits in the rest of the current chunk goes there; anything larger starts a chunk of its own.
+        if (kChunkBytes - used_ < std::min(n_bytes - done, kChunkBytes) && !next_chunk()) {
+            return false;  // only ever before the first chunk: the ring never shrinks
+        }
+        Chunk& c = chunks_[current_];
+        const size_t n = std::min(kChunkBytes - used_, n_bytes - done);
+        std::byte* staged = c.memory.get() + used_;
+        fill_threads_.parallel_for(static_cast<int64_t>(n), kMinFillBytes, [&](int64_t begin, int64_t end) {
+            copy_parts_range(parts, done + static_cast<size_t>(begin), done + static_cast<size_t>(end),
+                             staged + begin);
+        });
+        CUDA_CHECK(cudaMemcpyAsync(dst + done, staged, n, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaEventRecord(c.read.get(), stream));
+        used_ = std::min(kChunkBytes, (used_ + n + kCopyAlign - 1) / kCopyAlign * kCopyAlign);
+        done += n;
+    }
+    return true;
+}
+
+}  // namespace folio::kernels

@@ -1,0 +1,226 @@
+#include "engine/backend/quantization.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/backend/tensor.h"
+#include "engine/common/error.h"
+
+namespace folio {
+
+namespace {
+
+constexpr float kInt8Max = 127.0f;
+constexpr float kInt4Max = 7.0f;
+
+int8_t quantize_value(float w, float inv_scale, float limit) {
+    return static_cast<int8_t>(std::clamp(std::nearbyint(w * inv_scale), -limit, limit));
+}
+
+// Scale of a run of weights: its largest magnitude maps to the largest integer.
+float scale_of(std::span<const float> w, float limit) {
+    float max_abs = 0.0f;
+    for (const float v : w) {
+        max_abs = std::max(max_abs, std::fabs(v));
+    }
+    return max_abs / limit;
+}
+
+int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {
+    switch (type) {
+        case Quantization::Wint8:
+            return n_out * n_in;
+        case Quantization::Wint4:
+            return n_out * n_in / 2;
+        case Quantization::Bf16:
+            return n_out * n_in * 2;
+        case Quantization::None:
+            break;
+    }
+    return 0;
+}
+
+int64_t n_scales(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    return type == Quantization::Bf16 ? 0 : n_out * (n_in / group_size);
+}
+
+int8_t low_nibble(int8_t byte) {
+    return static_cast<int8_t>(static_cast<int8_t>(byte << 4) >> 4);
+}
+
+int8_t high_nibble(int8_t byte) {
+    return static_cast<int8_t>(byte >> 4);
+}
+
+void check_layout(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    if (n_out <= 0 || n_in <= 0) {
+        fail("quantize: empty matrix [", n_out, ", ", n_in, "]");
+    }
+    if (type == Quantization::Wint4) {
+        if (group_size != 64 && group_size != 128) {
+            fail("wint4: group size must be 64 or 128, got ", group_size);
+        }
+        if (n_in % group_size != 0) {
+            fail("wint4: ", n_in, " input columns are not a multiple of the group size ", group_size);
+        }
+    }
+}
+
+}  // namespace
+
+Quantization parse_quantization(std::string_view name) {
+    if (name.empty() || name == "none") {
+        return Quantization::None;
+    }
+    if (name == "wint8") {
+        return Quantization::Wint8;
+    }
+    if (name == "wint4") {
+        return Quantization::Wint4;
+    }
+    fail("unknown quantization \"", name, "\" (expected none, wint8 or wint4)");
+}
+
+const char* quantization_name(Quantization q) {
+    switch (q) {
+        case Quantization::None:
+            return "none";
+        case Quantization::Wint8:
+            return "wint8";
+        case Quantization::Wint4:
+            return "wint4";
+        case Quantization::Bf16:
+            return "bf16";
+    }
+    return "unknown";
+}
+
+QuantizedLayout quantized_layout(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    if (type == Quantization::None) {
+        fail("quantize: no quantization type given");
+    }
+    check_layout(type, n_out, n_in, group_size);
+    QuantizedLayout layout;
+    layout.group_size = type == Quantization::Wint4 ? group_size : n_in;
+    layout.n_packed_bytes = packed_bytes(type, n_out, n_in);
+    layout.n_scales = n_scales(type, n_out, n_in, layout.group_size);
+    return layout;
+}
+
+QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in, Quantization type,
+                          int64_t group_size) {
+    const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
+    if (static_cast<int64_t>(w.size()) != n_out * n_in) {
+        fail("quantize: ", w.size(), " values for [", n_out, ", ", n_in, "]");
+    }
+    QuantizedWeights q;
+    q.type = type;
+    q.n_out = n_out;
+    q.n_in = n_in;
+    q.group_size = layout.group_size;
+    if (type == Quantization::Bf16) {
+        q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
+        for (size_t i = 0; i < w.size(); ++i) {
+            const uint16_t h = to_bf16(w[i]);
+            std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
+        }
+        return q;
+    }
+    const int64_t n_groups = n_in / q.group_size;
+    const float limit = type == Quantization::Wint8 ? kInt8Max : kInt4Max;
+    q.scales.resize(static_cast<size_t>(layout.n_scales));
+    q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
+    std::vector<int8_t> row(static_cast<size_t>(n_in));
+    for (int64_t r = 0; r < n_out; ++r) {
+        for (int64_t g = 0; g < n_groups; ++g) {
+            const auto group = w.subspan(static_cast<size_t>(r * n_in + g * q.group_size),
+                                         static_cast<size_t>(q.group_size));
+            const float scale = scale_of(group, limit);
+            const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+            q.scales[r * n_groups + g] = scale;
+            for (int64_t c = 0; c < q.group_size; ++c) {
+                row[g * q.group_size + c] = quantize_value(group[c], inv, limit);
+            }
+        }
+        if (type == Quantization::Wint8) {
+            std::copy(row.begin(), row.end(), q.q.begin() + r * n_in);
+        } else {
+            for (int64_t c = 0; c < n_in / 2; ++c) {
+                const auto lo = static_cast<uint8_t>(row[2 * c] & 0x0f);
+                const auto hi = static_cast<uint8_t>(row[2 * c + 1] & 0x0f);
+                q.q[r * (n_in / 2) + c] = static_cast<int8_t>(lo | (hi << 4));
+            }
+        }
+    }
+    return q;
+}
+
+void dequantize_row(Quantization type, const int8_t* q, const float* scales, int64_t n_in, int64_t group_size,
+                    int64_t r, float* out) {
+    const int64_t n_groups = n_in / group_size;
+    const float* s = scales + r * n_groups;
+    if (type == Quantization::Bf16) {
+        const int8_t* qr = q + r * n_in * 2;
+        for (int64_t c = 0; c < n_in; ++c) {
+            uint16_t h = 0;
+            std::memcpy(&h, qr + 2 * c, sizeof(h));
+            out[c] = from_bf16(h);
+        }
+        return;
+    }
+    if (type == Quantization::Wint8) {
+        const int8_t* qr = q + r * n_in;
+        for (int64_t c = 0; c < n_in; ++c) {
+            out[c] = static_cast<float>(qr[c]) * s[0];
+        }
+        return;
+    }
+    const int8_t* qr = q + r * (n_in / 2);
+    for (int64_t c = 0; c < n_in / 2; ++c) {
+        const float scale = s[(2 * c) / group_size];
+        out[2 * c] = static_cast<float>(low_nibble(qr[c])) * scale;
+        out[2 * c + 1] = static_cast<float>(high_nibble(qr[c])) * scale;
+    }
+}
+
+void validate(const QuantizedWeights& w) {
+    if (w.type == Quantization::None) {
+        fail("quantized weights without a quantization type");
+    }
+    check_layout(w.type, w.n_out, w.n_in, w.group_size);
+    if (w.type != Quantization::Wint4 && w.group_size != w.n_in) {
+        fail(quantization_name(w.type), ": group size ", w.group_size, " differs from the row of ", w.n_in);
+    }
+    const int64_t n_q = packed_bytes(w.type, w.n_out, w.n_in);
+    const int64_t n_s = n_scales(w.type, w.n_out, w.n_in, w.group_size);
+    if (static_cast<int64_t>(w.q.size()) != n_q || static_cast<int64_t>(w.scales.size()) != n_s) {
+        fail(quantization_name(w.type), " [", w.n_out, ", ", w.n_in, "]: ", w.q.size(), " packed bytes and ",
+             w.scales.size(), " scales, expected ", n_q, " and ", n_s);
+    }
+}
+
+std::vector<float> dequantize(const QuantizedWeights& w) {
+    validate(w);
+    std::vector<float> out(static_cast<size_t>(w.n_out * w.n_in));
+    for (int64_t r = 0; r < w.n_out; ++r) {
+        dequantize_row(w.type, w.q.data(), w.scales.data(), w.n_in, w.group_size, r, out.data() + r * w.n_in);
+    }
+    return out;
+}
+
+int64_t quantized_bytes(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
+    switch (type) {
+        case Quantization::None:
+            return n_out * n_in * static_cast<int64_t>(sizeof(float));
+        case Quantization::Wint8:
+            return n_out * n_in + n_out * static_cast<int64_t>(sizeof(float));
+        case Quantization::Wint4:
+            return n_out * n_in / 2 + n_out * (n_in / group_size) * static_cast<int64_t>(sizeof(float));
+        case Quantization::Bf16:
+            return n_out * n_in * 2;
+    }
+    return 0;
+}
+
+}  // namespace folio

@@ -1,0 +1,233 @@
+#include "engine/tokenizer/tokenizer.h"
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+#include "engine/tokenizer/added-vocabulary.h"
+#include "engine/tokenizer/tokenizer-pipeline.h"
+#include "engine/tokenizer/unicode-text.h"
+
+namespace folio {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
+// A token that no decoder step of the family changes and that ends no byte run (checked at load).
+constexpr std::string_view kSentinel = "\x01";
+
+}  // namespace
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& model_dir) {
+    return from_pipeline(read_tokenizer_pipeline(model_dir), model_dir);
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_tokenizer_json(std::string_view text, std::string_view source) {
+    TokenizerJson parsed = parse_tokenizer_json(text, source);
+    parsed.pipeline.model = std::make_unique<BpeModel>(std::move(parsed.bpe), source);
+    parsed.pipeline.description = "TokenizersBackend (tokenizer.json)";
+    return from_pipeline(std::move(parsed.pipeline), fs::path(source));
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, fs::path model_dir) {
+    std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
+    Tokenizer& t = *tokenizer;
+    t.model_dir_ = std::move(model_dir);
+    t.pipeline_ = std::make_unique<TokenizerPipeline>(std::move(pipeline));
+    t.added_ =
+        std::make_unique<AddedVocabulary>(std::move(t.pipeline_->added_tokens), t.pipeline_->normalizer);
+    t.n_vocab_ = t.pipeline_->model->n_ids();
+    for (const AddedToken& token : t.added_->tokens()) {
+        t.n_vocab_ = std::max(t.n_vocab_, token.id + 1);
+    }
+    for (const auto* ids : {&t.pipeline_->prefix_ids, &t.pipeline_->suffix_ids}) {
+        for (const int32_t id : *ids) {
+            if (!t.token_text(id)) {
+                fail("tokenizer: ", t.model_dir_, ": the post-processor adds id ", id,
+                     ", which has no token");
+            }
+        }
+    }
+    const auto id_of = [&](const std::optional<std::string>& name, int32_t fallback) {
+        if (name) {
+            if (const auto id = t.find_token(*name)) {
+                return *id;
+            }
+        }
+        return fallback;
+    };
+    t.bos_id_ = id_of(t.pipeline_->bos_token, t.pipeline_->spm_bos_id);
+    t.eos_id_ = id_of(t.pipeline_->eos_token, t.pipeline_->spm_eos_id);
+    t.pad_id_ = id_of(t.pipeline_->pad_token, t.pipeline_->spm_pad_id);
+    // Decoding a window of the text behind a sentinel gives the same text only where the decoder keeps the
+    // sentinel and takes nothing off the end.
+    t.continuation_sentinel_ = t.pipeline_->decoder.decode({std::string(kSentinel)}) == kSentinel &&
+                               !t.pipeline_->decoder.strips_end();
+    return tokenizer;
+}
+
+const std::string& Tokenizer::description() const {
+    return pipeline_->description;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+    if (!is_valid_utf8(text)) {
+        fail("tokenizer: the text to encode is not valid UTF-8");
+    }
+    std::vector<int32_t> ids;
+    if (add_special_tokens) {
+        ids = pipeline_->prefix_ids;
+    }
+    for (const TextPiece& piece : added_->split(text, pipeline_->normalizer)) {
+        if (piece.id >= 0) {
+            ids.push_back(piece.id);
+        } else {
+            encode_piece(piece.text, piece.at_start, ids);
+        }
+    }
+    if (add_special_tokens) {
+        ids.insert(ids.end(), pipeline_->suffix_ids.begin(), pipeline_->suffix_ids.end());
+    }
+    return ids;
+}
+
+void Tokenizer::encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
+    const BpeModel& model = *pipeline_->model;
+    if (!pipeline_->pre_tokenizer) {
+        model.encode(text, ids);
+        return;
+    }
+    const MetaspaceSplit& metaspace = *pipeline_->pre_tokenizer;
+    std::string word = replace_all(text, " ", metaspace.replacement);
+    const bool prepend = !word.empty() && !word.starts_with(metaspace.replacement) &&
+                         (metaspace.prepend_scheme == PrependScheme::Always ||
+                          (metaspace.prepend_scheme == PrependScheme::First && at_start));
+    if (prepend) {
+        word.insert(0, metaspace.replacement);
+    }
+    if (!metaspace.split) {
+        model.encode(word, ids);
+        return;
+    }
+    // Each replacement character starts a new word.
+    size_t begin = 0;
+    size_t pos = word.find(metaspace.replacement, 1);
+    while (pos != std::string::npos) {
+        model.encode(std::string_view(word).substr(begin, pos - begin), ids);
+        begin = pos;
+        pos = word.find(metaspace.replacement, pos + metaspace.replacement.size());
+    }
+    model.encode(std::string_view(word).substr(begin), ids);
+}
+
+std::optional<std::string> Tokenizer::token_text(int32_t id) const {
+    if (const AddedToken* token = added_->find(id)) {
+        return token->content;
+    }
+    if (const std::string* piece = pipeline_->model->id_to_token(id)) {
+        return *piece;
+    }
+    return std::nullopt;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+    return decode_tokens(ids, skip_special, false);
+}
+
+std::string Tokenizer::decode_tokens(std::span<const int32_t> ids, bool skip_special,
+                                     bool continuation) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size() + 1);
+    if (continuation) {
+        tokens.emplace_back(kSentinel);
+    }
+    for (const int32_t id : ids) {
+        if (const AddedToken* token = added_->find(id)) {
+            if (!(skip_special && token->special)) {
+                tokens.push_back(token->content);
+            }
+        } else if (const std::string* piece = pipeline_->model->id_to_token(id)) {
+            tokens.push_back(*piece);
+        }
+    }
+    std::string text = pipeline_->decoder.decode(std::move(tokens));
+    if (continuation) {
+        if (!text.starts_with(kSentinel)) {
+            fail("tokenizer: the decoder changed the continuation sentinel");
+        }
+        text.erase(0, kSentinel.size());
+    }
+    return text;
+}
+
+int32_t Tokenizer::token_id(std::string_view token) const {
+    if (const auto id = find_token(token)) {
+        return *id;
+    }
+    fail("tokenizer: ", model_dir_, " has no token \"", token, "\"");
+}
+
+std::optional<int32_t> Tokenizer::find_token(std::string_view token) const {
+    if (const AddedToken* added = added_->find(token)) {
+        return added->id;
+    }
+    return pipeline_->model->token_to_id(token);
+}
+
+bool Tokenizer::is_byte_piece(int32_t id) const {
+    if (added_->find(id) != nullptr) {
+        return false;
+    }
+    const std::string* piece = pipeline_->model->id_to_token(id);
+    return piece != nullptr && piece->size() == 6 && piece->starts_with("<0x") && piece->back() == '>';
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+    const AddedToken* token = added_->find(id);
+    return token != nullptr && token->special;
+}
+
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special)
+    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+
+std::string IncrementalDetokenizer::push(int32_t id) {
+    if (skip_special_ && tokenizer_.is_special(id)) {
+        return {};
+    }
+    ids_.push_back(id);
+    if (tokenizer_.is_byte_piece(id)) {
+        return {};
+    }
+    std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
+    if (text.size() <= prefix_.size() || text.ends_with(kReplacementCharacter) ||
+        !text.starts_with(prefix_)) {
+        return {};
+    }
+    std::string piece = text.substr(prefix_.size());
+    // Keep the ids after the old prefix as the context of the next piece.
+    // Without a sentinel the decoder keeps, the text is decoded from its first id each time.
+    if (prefix_size_ > 0 && tokenizer_.continuation_sentinel_) {
+        ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_size_));
+        continuation_ = true;
+    }
+    prefix_size_ = ids_.size();
+    prefix_ = tokenizer_.decode_tokens(ids_, false, continuation_);
+    return piece;
+}
+
+std::string IncrementalDetokenizer::flush() {
+    const std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
+    std::string rest =
+        text.size() > prefix_.size() && text.starts_with(prefix_) ? text.substr(prefix_.size()) : "";
+    ids_.clear();
+    prefix_size_ = 0;
+    prefix_.clear();
+    continuation_ = false;
+    return rest;
+}
+
+}  // namespace folio

@@ -12,31 +12,11 @@
 #include "app/documents/page-range.h"
 #include "app/pipeline/block-content.h"
 #include "app/pipeline/block-crop.h"
+#include "app/pipeline/block-request.h"
 #include "app/pipeline/block-task.h"
 #include "app/pipeline/source-input.h"
 
 namespace folio {
-
-const QList<BlockTaskChoice>& blockTaskChoices() {
-    static const QList<BlockTaskChoice> kChoices = {
-        {QStringLiteral("Text"), QStringLiteral("OCR:"), QStringLiteral("text")},
-        {QStringLiteral("Table"), QStringLiteral("Table Recognition:"), QStringLiteral("table")},
-        {QStringLiteral("Formula"), QStringLiteral("Formula Recognition:"),
-         QStringLiteral("display_formula")},
-        {QStringLiteral("Chart"), QStringLiteral("Chart Recognition:"), QStringLiteral("chart")},
-        {QStringLiteral("Seal"), QStringLiteral("Seal Recognition:"), QStringLiteral("seal")},
-    };
-    return kChoices;
-}
-
-const BlockTaskChoice* findBlockTask(const QString& promptOrName) {
-    for (const BlockTaskChoice& choice : blockTaskChoices()) {
-        if (choice.prompt == promptOrName || choice.name.compare(promptOrName, Qt::CaseInsensitive) == 0) {
-            return &choice;
-        }
-    }
-    return nullptr;
-}
 
 namespace {
 
@@ -465,21 +445,10 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
     block.nTokens = 0;
     block.truncated = false;
     block.image = savedAsImage(block.label, recognition) ? crop : QImage();
-    if (choice->prompt == QLatin1String("Formula Recognition:")) {
-        const QImage trimmed = cropMargin(crop);
-        if (trimmed.width() > 2 && trimmed.height() > 2) {
-            crop = trimmed;
-        }
-    }
+    crop = cropForTask(crop, choice->prompt);
     model_.setBlock(doc, page, block);
-
-    GenerationOptions generation;
-    generation.max_tokens = recognition.maxNewTokens;
-    generation.sampling = pipelineOptions_.sampling;
-    generation.fit_max_tokens = true;
-    RequestSpec spec(ImageTask{{toEngineImage(crop)}, choice->prompt.toStdString()}, generation);
-    const PixelBounds bounds = pixelBoundsForLabel(block.label, recognition);
-    spec.image_pixels = ImagePixelBounds{bounds.minPixels, bounds.maxPixels};
+    RequestSpec spec =
+        blockRequest(crop, block.label, choice->prompt, recognition, pipelineOptions_.sampling);
 
     const int64_t serial = nextSerial_++;
     // A newer request for the same block replaces an older one.

@@ -17,19 +17,10 @@
 
 #include "app/documents/document-source.h"
 #include "app/jobs/document-model.h"
+#include "app/pipeline/block-task.h"
 #include "app/pipeline/document-pipeline.h"
 
 namespace folio {
-
-// A recognition task a block can be (re-)run with.
-struct BlockTaskChoice {
-    QString name;    // "Text", "Table", ...
-    QString prompt;  // "OCR:", "Table Recognition:", ...
-    QString label;   // the label a block recognised this way gets: "text", "table", ...
-};
-const QList<BlockTaskChoice>& blockTaskChoices();
-// The choice of a prompt or a name; nullptr where none.
-const BlockTaskChoice* findBlockTask(const QString& promptOrName);
 
 class JobController : public QObject {
     Q_OBJECT

@@ -11,26 +11,46 @@ bool isPictureLabel(const QString& label) {
 
 }  // namespace
 
+const QList<BlockTaskChoice>& blockTaskChoices() {
+    static const QList<BlockTaskChoice> kChoices = {
+        {QStringLiteral("Text"), QLatin1String(kOcrTask), QStringLiteral("text")},
+        {QStringLiteral("Table"), QLatin1String(kTableTask), QStringLiteral("table")},
+        {QStringLiteral("Formula"), QLatin1String(kFormulaTask), QStringLiteral("display_formula")},
+        {QStringLiteral("Chart"), QLatin1String(kChartTask), QStringLiteral("chart")},
+        {QStringLiteral("Seal"), QLatin1String(kSealTask), QStringLiteral("seal")},
+    };
+    return kChoices;
+}
+
+const BlockTaskChoice* findBlockTask(const QString& promptOrName) {
+    for (const BlockTaskChoice& choice : blockTaskChoices()) {
+        if (choice.prompt == promptOrName || choice.name.compare(promptOrName, Qt::CaseInsensitive) == 0) {
+            return &choice;
+        }
+    }
+    return nullptr;
+}
+
 QString taskForLabel(const QString& label, const RecognitionOptions& options) {
     if (isPictureLabel(label)) {
-        return options.ocrForImageBlocks ? QStringLiteral("OCR:") : QString();
+        return options.ocrForImageBlocks ? QLatin1String(kOcrTask) : QString();
     }
     if (label == QLatin1String("chart")) {
-        return options.chartRecognition ? QStringLiteral("Chart Recognition:") : QString();
+        return options.chartRecognition ? QLatin1String(kChartTask) : QString();
     }
     if (label == QLatin1String("seal")) {
-        return options.sealRecognition ? QStringLiteral("Seal Recognition:") : QString();
+        return options.sealRecognition ? QLatin1String(kSealTask) : QString();
     }
     if (label == QLatin1String("table")) {
-        return QStringLiteral("Table Recognition:");
+        return QLatin1String(kTableTask);
     }
     if (label.contains(QLatin1String("formula")) && label != QLatin1String("formula_number")) {
-        return QStringLiteral("Formula Recognition:");
+        return QLatin1String(kFormulaTask);
     }
     if (label == QLatin1String("spotting")) {
-        return QStringLiteral("Spotting:");
+        return QLatin1String(kSpottingTask);
     }
-    return QStringLiteral("OCR:");
+    return QLatin1String(kOcrTask);
 }
 
 bool savedAsImage(const QString& label, const RecognitionOptions& options) {

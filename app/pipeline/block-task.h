@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QHash>
+#include <QList>
 #include <QString>
 #include <cstdint>
 
@@ -22,6 +23,24 @@ struct RecognitionOptions {
     QHash<QString, PixelBounds> labelPixels;  // bounds for one label instead
     int maxNewTokens = 4096;
 };
+
+// The task prompts PaddleOCR-VL takes.
+inline constexpr char kOcrTask[] = "OCR:";
+inline constexpr char kTableTask[] = "Table Recognition:";
+inline constexpr char kFormulaTask[] = "Formula Recognition:";
+inline constexpr char kChartTask[] = "Chart Recognition:";
+inline constexpr char kSealTask[] = "Seal Recognition:";
+inline constexpr char kSpottingTask[] = "Spotting:";
+
+// A recognition task a block can be (re-)run with.
+struct BlockTaskChoice {
+    QString name;    // "Text", "Table", ...
+    QString prompt;  // "OCR:", "Table Recognition:", ...
+    QString label;   // the label a block recognised this way gets: "text", "table", ...
+};
+const QList<BlockTaskChoice>& blockTaskChoices();
+// The choice of a prompt or a name; nullptr where none.
+const BlockTaskChoice* findBlockTask(const QString& promptOrName);
 
 // The task prompt of a block with this label, or an empty string when it is kept as an image.
 QString taskForLabel(const QString& label, const RecognitionOptions& options);

@@ -14,6 +14,7 @@
 #include "app/documents/page-image.h"
 #include "app/pipeline/block-content.h"
 #include "app/pipeline/block-crop.h"
+#include "app/pipeline/block-request.h"
 #include "app/pipeline/page-prefetch.h"
 #include "app/pipeline/spotting.h"
 #include "engine/common/error.h"
@@ -181,11 +182,6 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
         }
     }
 
-    GenerationOptions generation;
-    generation.max_tokens = options_.recognition.maxNewTokens;
-    generation.sampling = options_.sampling;
-    generation.fit_max_tokens = true;
-
     // Submits a page's recognition requests; the outputs come back as events.
     const auto submit = [&](int64_t serial, const std::shared_ptr<PageState>& page,
                             std::vector<std::pair<QImage, QString>> crops) {
@@ -200,12 +196,9 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 run.push(BlockOutput{serial, static_cast<int>(r), output});
             };
             try {
-                RequestSpec spec(ImageTask{{toEngineImage(crops[r].first)}, crops[r].second.toStdString()},
-                                 generation);
-                spec.options.skip_special_tokens = block.label != QLatin1String("spotting");
-                const PixelBounds bounds = pixelBoundsForLabel(block.label, options_.recognition);
-                spec.image_pixels = ImagePixelBounds{bounds.minPixels, bounds.maxPixels};
-                service_.submit(std::move(spec), std::move(submit_options));
+                service_.submit(blockRequest(crops[r].first, block.label, crops[r].second,
+                                             options_.recognition, options_.sampling),
+                                std::move(submit_options));
             } catch (const std::exception& e) {
                 RequestOutput failed;
                 failed.finish = FinishReason::Error;
@@ -292,12 +285,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             }
             QString task = taskForLabel(block.label, recognition);
             if (!task.isEmpty() && !follower && !crop.isNull()) {
-                if (task == QLatin1String("Formula Recognition:")) {
-                    const QImage trimmed = cropMargin(crop);
-                    if (trimmed.width() > 2 && trimmed.height() > 2) {
-                        crop = trimmed;
-                    }
-                }
+                crop = cropForTask(crop, task);
                 block.task = task;
                 const int nBlocks = entry.members.empty() ? 1 : static_cast<int>(entry.members.size());
                 page->requests.push_back({block.id, nBlocks, crop.size(), {}, 0, false, std::nullopt, {}});

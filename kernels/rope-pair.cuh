@@ -47,8 +47,8 @@ __device__ inline RopePairTarget rope_head_target(const RopeCacheArgs& a, int r,
 
 // The cos and sin by which token r's position turns the pair at `pair` of its q and k heads.
 __device__ inline void rope_pair_turn(const RopeCacheArgs& a, int r, int pair, float* c, float* s) {
-    const int axis = pair < a.section0 ? 0 : pair < a.section01 ? 1 : 2;
-    sincosf(static_cast<float>(a.positions[r * 3 + axis]) * a.inv_freq[pair], s, c);
+    const int axis = a.pair_axis[pair];
+    sincosf(static_cast<float>(a.positions[r * a.n_axes + axis]) * a.inv_freq[pair], s, c);
 }
 
 // The target of the pair at `pair` of head `head` of token r: rope_head_target with its turn.

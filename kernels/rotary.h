@@ -13,18 +13,17 @@ namespace folio::kernels {
 void rope_f32(float* x, const float* cos, const float* sin, int64_t n, int64_t n_head, int64_t head_dim,
               cudaStream_t stream);
 
-// Where the language model's attention input goes, token r of a step: its q and k heads turned by the 3D
-// position positions[r] (frequency i turns with component 0 for i < section0, 1 for i < section01, else 2,
-// at angle position * inv_freq[i]), q written to q_out and k, with the v heads, to cache row slots[r] unless
-// it lies outside [0, n_slots).
-// positions [n, 3], slots [n], inv_freq [head_dim / 2], q_out [n, n_head, head_dim],
+// Where the language model's attention input goes, token r of a step: its q and k heads turned by its
+// positions (frequency i turns with the position on axis pair_axis[i], at angle position * inv_freq[i]), q
+// written to q_out and k, with the v heads, to cache row slots[r] unless it lies outside [0, n_slots).
+// positions [n, n_axes], slots [n], inv_freq and pair_axis [head_dim / 2], q_out [n, n_head, head_dim],
 // k_cache, v_cache [n_slots, n_kv_head, head_dim]; head_dim is even.
 struct RopeCacheArgs {
     const int32_t* positions = nullptr;
     const int32_t* slots = nullptr;
     const float* inv_freq = nullptr;
-    int section0 = 0;
-    int section01 = 0;
+    const int32_t* pair_axis = nullptr;
+    int n_axes = 1;
     float* q_out = nullptr;
     void* k_cache = nullptr;  // float32, or bfloat16 with bf16_cache
     void* v_cache = nullptr;

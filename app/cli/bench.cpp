@@ -68,7 +68,7 @@ nlohmann::json bench_decode(EngineService& service, const ModelConfig& cfg, cons
         Request request;
         for (int64_t i = 0; i < n_prompt; ++i) {
             request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % cfg.text.vocab_size));
-            request.prompt.is_image.push_back(0);
+            request.prompt.modality.push_back(TokenModality::Text);
         }
         request.max_tokens = n_decode + 1;
         request.ignore_eos = true;
@@ -159,8 +159,8 @@ std::vector<Request> page_requests(const ModelConfig& cfg, const PreprocessorCon
         for (int64_t t = 0; t < w.task_tokens; ++t) {
             r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 500));
         }
-        r.prompt.is_image.assign(r.prompt.ids.size(), 0);
-        std::fill_n(r.prompt.is_image.begin() + 2, n_image_tokens, 1);
+        r.prompt.modality.assign(r.prompt.ids.size(), TokenModality::Text);
+        std::fill_n(r.prompt.modality.begin() + 2, n_image_tokens, TokenModality::Image);
         r.max_tokens = w.block_tokens;
         r.ignore_eos = true;
         n_prompt_tokens += static_cast<int64_t>(r.prompt.ids.size());

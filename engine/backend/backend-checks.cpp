@@ -334,15 +334,17 @@ void check_rope_qkv_to_cache(const std::vector<int64_t>& qkv_shape, const Tensor
              " does not hold q, k and v heads for a cache of ", shape_string(k_cache.shape));
     }
     const int64_t n = qkv_shape[0];
-    check_i32(positions, {n, 3}, "rope_qkv_to_cache", "positions");
-    check_i32(slots, {n}, "rope_qkv_to_cache", "slots");
-    const int half = static_cast<int>(head_dim / 2);
-    const auto& sec = rope.section;
-    if (rope.inv_freq.shape != std::vector<int64_t>{half} || rope.inv_freq.dtype != ScalarType::F32 ||
-        sec[0] < 0 || sec[1] < 0 || sec[2] < 0 || sec[0] + sec[1] + sec[2] != half) {
-        fail("rope_qkv_to_cache: inverse frequencies ", shape_string(rope.inv_freq.shape), " and sections [",
-             sec[0], ", ", sec[1], ", ", sec[2], "] for head_dim ", head_dim);
+    if (rope.n_axes < 1) {
+        fail("rope_qkv_to_cache: ", rope.n_axes, " position axes");
     }
+    check_i32(positions, {n, rope.n_axes}, "rope_qkv_to_cache", "positions");
+    check_i32(slots, {n}, "rope_qkv_to_cache", "slots");
+    const int64_t half = head_dim / 2;
+    if (rope.inv_freq.shape != std::vector<int64_t>{half} || rope.inv_freq.dtype != ScalarType::F32) {
+        fail("rope_qkv_to_cache: inverse frequencies ", shape_string(rope.inv_freq.shape), " ",
+             dtype_name(rope.inv_freq.dtype), " for head_dim ", head_dim);
+    }
+    check_i32(rope.pair_axis, {half}, "rope_qkv_to_cache", "pair axes");
 }
 
 void check_paged_decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,

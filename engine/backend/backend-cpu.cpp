@@ -408,9 +408,12 @@ public:
             const int64_t slot = slots.i32()[r];
             std::vector<float> c(static_cast<size_t>(half)), s(static_cast<size_t>(half));
             for (int64_t i = 0; i < half; ++i) {
-                const int axis = i < rope.section[0] ? 0 : i < rope.section[0] + rope.section[1] ? 1 : 2;
+                const int32_t axis = rope.pair_axis.i32()[i];
+                if (axis < 0 || axis >= rope.n_axes) {
+                    fail("rope_qkv_to_cache: frequency ", i, " turns with axis ", axis, " of ", rope.n_axes);
+                }
                 const float angle =
-                    static_cast<float>(positions.i32()[r * 3 + axis]) * rope.inv_freq.f32()[i];
+                    static_cast<float>(positions.i32()[r * rope.n_axes + axis]) * rope.inv_freq.f32()[i];
                 c[i] = std::cos(angle);
                 s[i] = std::sin(angle);
             }

@@ -58,13 +58,14 @@ struct Weight {
 // A float32 weight over w's values, sharing its buffer.  w [n_out, n_in]
 Weight dense_weight(const Tensor& w);
 
-// Rotary embedding in rotate-half form from int32 positions of up to three axes: inverse frequencies
-// [head_dim / 2], of which the first section[0] turn with a token's axis-0 position, the next section[1] with
-// axis 1 and the last section[2] with axis 2 (a 3D multimodal RoPE; a text model's RoPE puts them all in
-// section 0).
+// Rotary embedding in rotate-half form (pair i of a head is its values i and i + head_dim / 2) from int32
+// positions of n_axes axes a token: frequency i turns with the token's position on axis pair_axis[i] (a
+// text model's one axis; a multimodal RoPE's temporal, height and width axes, in contiguous sections or
+// interleaved, as the model's RotaryLayout says).
 struct RopeParams {
-    Tensor inv_freq;
-    std::array<int, 3> section{};
+    Tensor inv_freq;   // [head_dim / 2] float32
+    Tensor pair_axis;  // [head_dim / 2] int32, each in [0, n_axes)
+    int n_axes = 1;
 };
 
 // The norm a linear operation applies to each row of its input first.
@@ -255,8 +256,8 @@ public:
     // The attention input of a decoder over a paged cache: splits qkv into q, k and v heads, turns q and k by
     // each token's positions (RopeParams), stores k and v at the token's cache row (not where the row is
     // negative: padding) and returns q (linear's RopeToCache output on its own).
-    // qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, 3] and slots [n] int32, caches [n_slots,
-    // n_kv_head, head_dim]  ->  q [n, n_head, head_dim]
+    // qkv [n, (n_head + 2 n_kv_head) * head_dim], positions [n, rope.n_axes] and slots [n] int32, caches
+    // [n_slots, n_kv_head, head_dim]  ->  q [n, n_head, head_dim]
     virtual Tensor rope_qkv_to_cache(const Tensor& qkv, const Tensor& positions, const Tensor& slots,
                                      const RopeParams& rope, Tensor& k_cache, Tensor& v_cache) = 0;
     // paged_attention for a batch of one new token per sequence, its metadata on the device: sequence i has

@@ -348,46 +348,41 @@ std::vector<float> PreprocessedImages::values() const {
     return levels.empty() ? pixel_values : looked_up(levels);
 }
 
-PreprocessedImages preprocess_images(std::span<const Image> images, const PreprocessorConfig& cfg) {
-    check_config(cfg);
+namespace {
+
+// An image resized as the processor resizes it (smart_resize's size, or `size` where given), or the image
+// itself where it already has that size.
+const Image& resized_for(const Image& original, const PreprocessorConfig& cfg, std::pair<int, int> size,
+                         Image& storage) {
+    if (!cfg.do_resize || (size.first == original.height && size.second == original.width)) {
+        return original;
+    }
+    storage = resize_bicubic(original, size.second, size.first);
+    return storage;
+}
+
+// Cuts frames (grid.t * temporal_patch_size of them, all of one size) into the grid's patches after what
+// out holds: patches in (t, row, column) order, each channel's temporal values one after another.
+void append_patches(PreprocessedImages& out, std::span<const Image* const> frames, const ImageGrid& grid,
+                    const PreprocessorConfig& cfg) {
     const int patch = cfg.patch_size;
     const auto n_temporal = static_cast<size_t>(cfg.temporal_patch_size);
     const size_t patch_area = static_cast<size_t>(patch) * static_cast<size_t>(patch);
-
-    PreprocessedImages out;
-    out.level_values = channel_levels(cfg);
-    out.grids.reserve(images.size());
-    for (size_t index = 0; index < images.size(); ++index) {
-        const Image& original = images[index];
-        check_image(original, image_name(index));
-        Image resized;
-        const Image* image = &original;
-        if (cfg.do_resize) {
-            const auto [height, width] =
-                smart_resize(original.height, original.width, cfg.patch_size * cfg.merge_size, cfg.min_pixels,
-                             cfg.max_pixels);
-            if (height != original.height || width != original.width) {
-                resized = resize_bicubic(original, width, height);
-                image = &resized;
-            }
-        }
-        if (image->width % patch != 0 || image->height % patch != 0) {
-            fail(image_name(index), ": size ", image->width, "x", image->height,
-                 " is not a multiple of patch_size ", patch);
-        }
-        const ImageGrid grid{1, image->height / patch, image->width / patch};
-        const auto row_stride = static_cast<size_t>(image->width) * 3;
-        const size_t first = out.levels.size();
-        out.levels.resize(first + static_cast<size_t>(grid.n_patches()) * 3 * n_temporal * patch_area);
-        uint8_t* dst = &out.levels[first];
+    const auto row_stride = static_cast<size_t>(frames.front()->width) * 3;
+    const size_t first = out.levels.size();
+    out.levels.resize(first + static_cast<size_t>(grid.n_patches()) * 3 * n_temporal * patch_area);
+    uint8_t* dst = &out.levels[first];
+    for (int64_t gt = 0; gt < grid.t; ++gt) {
         for (int64_t gy = 0; gy < grid.h; ++gy) {
             for (int64_t gx = 0; gx < grid.w; ++gx) {
-                const uint8_t* corner = &image->rgb[static_cast<size_t>(gy * patch) * row_stride +
-                                                    static_cast<size_t>(gx * patch) * 3];
+                const size_t corner =
+                    static_cast<size_t>(gy * patch) * row_stride + static_cast<size_t>(gx * patch) * 3;
                 for (size_t c = 0; c < 3; ++c) {
                     for (size_t t = 0; t < n_temporal; ++t) {
+                        const Image& frame = *frames[static_cast<size_t>(gt) * n_temporal + t];
                         for (int py = 0; py < patch; ++py) {
-                            const uint8_t* src = corner + static_cast<size_t>(py) * row_stride + c;
+                            const uint8_t* src =
+                                &frame.rgb[corner + static_cast<size_t>(py) * row_stride + c];
                             for (int px = 0; px < patch; ++px) {
                                 *dst++ = src[static_cast<size_t>(px) * 3];
                             }
@@ -396,7 +391,95 @@ PreprocessedImages preprocess_images(std::span<const Image> images, const Prepro
                 }
             }
         }
-        out.grids.push_back(grid);
+    }
+    out.grids.push_back(grid);
+}
+
+// Marks the item just added as `kind`, keeping kinds empty while every item is an image.
+void set_kind(PreprocessedImages& out, MediaKind kind) {
+    if (kind == MediaKind::Image && out.kinds.empty()) {
+        return;
+    }
+    out.kinds.resize(out.grids.size() - 1, MediaKind::Image);
+    out.kinds.push_back(kind);
+}
+
+std::pair<int, int> target_size(const Image& image, const PreprocessorConfig& cfg) {
+    if (!cfg.do_resize) {
+        return {image.height, image.width};
+    }
+    return smart_resize(image.height, image.width, cfg.patch_size * cfg.merge_size, cfg.min_pixels,
+                        cfg.max_pixels);
+}
+
+void check_multiple(const Image& image, int patch, std::string_view what) {
+    if (image.width % patch != 0 || image.height % patch != 0) {
+        fail(what, ": size ", image.width, "x", image.height, " is not a multiple of patch_size ", patch);
+    }
+}
+
+}  // namespace
+
+int64_t PreprocessedImages::n_videos() const {
+    return std::count(kinds.begin(), kinds.end(), MediaKind::Video);
+}
+
+void append_image(PreprocessedImages& out, const Image& original, const PreprocessorConfig& cfg,
+                  std::string_view what) {
+    check_config(cfg);
+    out.level_values = channel_levels(cfg);
+    check_image(original, what);
+    Image storage;
+    const Image& image = resized_for(original, cfg, target_size(original, cfg), storage);
+    check_multiple(image, cfg.patch_size, what);
+    // An image fills every temporal value of its one temporal patch.
+    const std::vector<const Image*> frames(static_cast<size_t>(cfg.temporal_patch_size), &image);
+    append_patches(out, frames, {1, image.height / cfg.patch_size, image.width / cfg.patch_size}, cfg);
+    set_kind(out, MediaKind::Image);
+}
+
+void append_video(PreprocessedImages& out, const Video& video, const PreprocessorConfig& cfg,
+                  std::string_view what) {
+    check_config(cfg);
+    out.level_values = channel_levels(cfg);
+    if (video.frames.empty() || static_cast<int64_t>(video.frames.size()) > kMaxVideoFrames) {
+        fail(what, ": ", video.frames.size(), " frames (1 to ", kMaxVideoFrames, " are taken)");
+    }
+    const Image& first = video.frames.front();
+    for (size_t f = 0; f < video.frames.size(); ++f) {
+        const Image& frame = video.frames[f];
+        check_image(frame, std::string(what) + " frame " + std::to_string(f));
+        if (frame.width != first.width || frame.height != first.height) {
+            fail(what, ": frame ", f, " is ", frame.width, "x", frame.height, ", frame 0 ", first.width, "x",
+                 first.height);
+        }
+    }
+    const std::pair<int, int> size = target_size(first, cfg);
+    std::vector<Image> storage(video.frames.size());
+    std::vector<const Image*> frames;
+    for (size_t f = 0; f < video.frames.size(); ++f) {
+        frames.push_back(&resized_for(video.frames[f], cfg, size, storage[f]));
+    }
+    // Frame 0 as resized (its storage stays empty where it kept its size).
+    const Image& resized = storage.front().rgb.empty() ? first : storage.front();
+    check_multiple(resized, cfg.patch_size, what);
+    const auto n_temporal = static_cast<size_t>(cfg.temporal_patch_size);
+    while (frames.size() % n_temporal != 0) {
+        frames.push_back(frames.back());
+    }
+    const ImageGrid grid{static_cast<int64_t>(frames.size() / n_temporal), resized.height / cfg.patch_size,
+                         resized.width / cfg.patch_size};
+    append_patches(out, frames, grid, cfg);
+    set_kind(out, MediaKind::Video);
+}
+
+PreprocessedImages preprocess_images(std::span<const Image> images, const PreprocessorConfig& cfg) {
+    check_config(cfg);
+    PreprocessedImages out;
+    out.level_values = channel_levels(cfg);
+    out.grids.reserve(images.size());
+    for (size_t index = 0; index < images.size(); ++index) {
+        append_image(out, images[index], cfg, image_name(index));
     }
     return out;
 }

@@ -49,6 +49,10 @@ Image resize_bicubic(const Image& src, int width, int height, const BicubicFilte
 // levels[c * 256 + v].
 using ChannelLevels = std::array<float, 3 * 256>;
 
+// What an item of PreprocessedImages is: an image, or a video whose frames make its temporal grid.
+enum class MediaKind : uint8_t { Image, Video };
+
+// Images and videos made ready for a vision encoder, one grid each, in the order the prompt places them.
 struct PreprocessedImages {
     // The resized images' 8-bit levels [n_patches, 3 * temporal_patch_size, patch_size, patch_size], images
     // one after another, each image's patches in row-major grid order; a patch's first third is red, then
@@ -59,7 +63,11 @@ struct PreprocessedImages {
     // processor's output); used when levels is empty.
     std::vector<float> pixel_values;
     std::vector<ImageGrid> grids;
+    // Each grid's kind; empty: all images.
+    std::vector<MediaKind> kinds;
 
+    MediaKind kind(size_t i) const { return kinds.empty() ? MediaKind::Image : kinds.at(i); }
+    int64_t n_videos() const;
     int64_t n_patches() const;
     // Values of one patch (0 without patches).
     int64_t patch_dim() const;
@@ -81,5 +89,14 @@ private:
 
 // Resizes, rescales, normalizes and cuts the images into patches as the reference processor does.
 PreprocessedImages preprocess_images(std::span<const Image> images, const PreprocessorConfig& cfg);
+
+// The same for one image or one video after what `out` holds (its level values set from cfg). A video's
+// frames are resized to the size smart_resize gives its first frame and padded with copies of the last up to
+// a multiple of temporal_patch_size; frames t * temporal_patch_size ... of each temporal patch fill its
+// temporal values, giving a grid of n_frames / temporal_patch_size. `what` names the item in errors.
+void append_image(PreprocessedImages& out, const Image& image, const PreprocessorConfig& cfg,
+                  std::string_view what);
+void append_video(PreprocessedImages& out, const Video& video, const PreprocessorConfig& cfg,
+                  std::string_view what);
 
 }  // namespace folio

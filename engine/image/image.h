@@ -19,6 +19,16 @@ struct Image {
     int64_t n_pixels() const { return int64_t{width} * height; }
 };
 
+// Most frames of one video the engine takes.
+inline constexpr int64_t kMaxVideoFrames = 1024;
+
+// A video as the engine receives it: its frames in order, decoded and sampled by the application (all of one
+// size), and the rate they were sampled at.
+struct Video {
+    std::vector<Image> frames;
+    double fps = 0.0;  // frames a second as sampled; 0 where unknown
+};
+
 // Throws folio::Error naming `what` if width or height is not positive or the image would have more
 // than kMaxImagePixels pixels.
 void check_image_size(int64_t width, int64_t height, std::string_view what);

@@ -10,6 +10,8 @@ const char* model_role_name(ModelRole role) {
             return "recognition";
         case ModelRole::Layout:
             return "layout";
+        case ModelRole::Chat:
+            return "chat";
     }
     return "unknown";
 }

@@ -9,7 +9,8 @@
 
 namespace folio {
 
-enum class ModelRole { Recognition, Layout };
+// Recognition: a document model (PaddleOCR-VL); Chat: a model for conversation; Layout: a layout detector.
+enum class ModelRole { Recognition, Layout, Chat };
 const char* model_role_name(ModelRole role);
 
 enum class Modality { Text, Image, Video };

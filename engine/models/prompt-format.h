@@ -16,12 +16,14 @@
 
 namespace folio {
 
-// The ids of the tokens a chat template marks an image with (a placeholder that stands for each of its
-// features, between a start and an end token), from the model's config and checked against the tokenizer.
+// The ids of the tokens a chat template marks an image or a video with (a placeholder that stands for each
+// of its features, between a start and an end token), from the model's config and checked against the
+// tokenizer.
 struct SpecialTokenIds {
     int32_t image_token_id = -1;
     int32_t vision_start_token_id = -1;
     int32_t vision_end_token_id = -1;
+    int32_t video_token_id = -1;  // -1: the model takes no video
 };
 
 // What building a prompt needs of a model: its tokenizer, its chat template with the values the template

@@ -41,31 +41,33 @@ DecodeGraphs::DecodeGraphs(GenerativeModel& model, PagedKvCache& cache, DecodeGr
 
 std::vector<int32_t> DecodeGraphs::pack(const DecodeBatch& batch, int64_t size) const {
     const auto n = static_cast<int64_t>(batch.ids.size());
-    const int64_t mb = params_.max_blocks;
-    if (static_cast<int64_t>(batch.positions.size()) != 3 * n ||
+    const int64_t mb = params_.max_blocks, n_axes = model_.n_position_axes();
+    if (static_cast<int64_t>(batch.positions.size()) != n_axes * n ||
         static_cast<int64_t>(batch.slots.size()) != n || static_cast<int64_t>(batch.seq_lens.size()) != n ||
         static_cast<int64_t>(batch.block_tables.size()) != n * mb || size < n) {
         fail("decode graphs: batch of ", n, " ids, ", batch.positions.size(), " position values, ",
              batch.slots.size(), " slots, ", batch.seq_lens.size(), " lengths and ",
              batch.block_tables.size(), " table entries (", mb, " per sequence) for ", size, " rows");
     }
-    std::vector<int32_t> packed(static_cast<size_t>(size * (6 + mb)), 0);
+    const int64_t slots_at = (1 + n_axes) * size;
+    std::vector<int32_t> packed(static_cast<size_t>(slots_at + size * (2 + mb)), 0);
     auto* out = packed.data();
     std::copy(batch.ids.begin(), batch.ids.end(), out);
     std::copy(batch.positions.begin(), batch.positions.end(), out + size);
-    std::fill(out + 4 * size, out + 5 * size, -1);
-    std::copy(batch.slots.begin(), batch.slots.end(), out + 4 * size);
-    std::copy(batch.seq_lens.begin(), batch.seq_lens.end(), out + 5 * size);
-    std::copy(batch.block_tables.begin(), batch.block_tables.end(), out + 6 * size);
+    std::fill(out + slots_at, out + slots_at + size, -1);
+    std::copy(batch.slots.begin(), batch.slots.end(), out + slots_at);
+    std::copy(batch.seq_lens.begin(), batch.seq_lens.end(), out + slots_at + size);
+    std::copy(batch.block_tables.begin(), batch.block_tables.end(), out + slots_at + 2 * size);
     return packed;
 }
 
 Tensor DecodeGraphs::forward(const Tensor& inputs, int64_t size) {
     DecoderStep step;
-    step.positions = inputs.view(size, {size, 3});
-    step.slots = inputs.view(4 * size, {size});
-    step.seq_lens = inputs.view(5 * size, {size});
-    step.block_tables = inputs.view(6 * size, {size, params_.max_blocks});
+    const int64_t n_axes = model_.n_position_axes(), slots_at = (1 + n_axes) * size;
+    step.positions = inputs.view(size, {size, n_axes});
+    step.slots = inputs.view(slots_at, {size});
+    step.seq_lens = inputs.view(slots_at + size, {size});
+    step.block_tables = inputs.view(slots_at + 2 * size, {size, params_.max_blocks});
     return model_.forward_text(model_.embed(inputs.view(0, {size}), params_.pending), step, cache_);
 }
 

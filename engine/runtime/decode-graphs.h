@@ -24,7 +24,7 @@ std::vector<int64_t> default_capture_sizes(int64_t max_num_seqs);
 // The host-side inputs of a decode step of n sequences.
 struct DecodeBatch {
     std::vector<int32_t> ids;           // [n]: each sequence's new token, or -p - 1 for the pending token p
-    std::vector<int32_t> positions;     // [n, 3]: its (t, h, w) rotary position
+    std::vector<int32_t> positions;     // [n, n_position_axes]: its rotary position
     std::vector<int32_t> slots;         // [n]: its cache row
     std::vector<int32_t> seq_lens;      // [n]: tokens in the cache, the new one included
     std::vector<int32_t> block_tables;  // [n, max_blocks]: its blocks, unused entries 0
@@ -59,7 +59,7 @@ private:
     };
 
     // The batch padded to size rows (token 0, cache row -1, length 0), laid out as
-    // [ids | positions | slots | seq_lens | block_tables].
+    // [ids | positions (n_position_axes a row) | slots | seq_lens | block_tables].
     std::vector<int32_t> pack(const DecodeBatch& batch, int64_t size) const;
     // The decoder over packed inputs for size rows.
     Tensor forward(const Tensor& inputs, int64_t size);

@@ -93,22 +93,27 @@ std::unique_ptr<Sequence> make_sequence(int64_t id, const Request& request, cons
     if (!request.ignore_eos) {
         seq->stop_ids = request.stop_ids.empty() ? model.limits().eos_token_ids : request.stop_ids;
     }
-    const std::vector<uint8_t>& is_image = request.prompt.is_image;
+    const std::vector<TokenModality>& modality = request.prompt.modality;
     const std::span<const std::byte> level_values =
         request.images.levels.empty() ? std::span<const std::byte>{}
                                       : std::as_bytes(std::span(request.images.level_values));
     size_t image = 0;
     for (int64_t i = 0; i < seq->n_prompt; ++i) {
-        if (!is_image[i] || (i > 0 && is_image[i - 1])) {
+        if (!is_media(modality[i]) || (i > 0 && is_media(modality[i - 1]))) {
             continue;
         }
         int64_t end = i;
-        while (end < seq->n_prompt && is_image[end]) {
+        while (end < seq->n_prompt && is_media(modality[end])) {
             ++end;
         }
         if (image >= request.images.grids.size()) {
             fail("request ", id, ": the prompt has more image runs than its ", request.images.grids.size(),
                  " images");
+        }
+        if ((request.images.kind(image) == MediaKind::Video) != (modality[i] == TokenModality::Video)) {
+            fail("request ", id, ": a run of ", modality[i] == TokenModality::Video ? "video" : "image",
+                 " tokens for item ", image, ", ",
+                 request.images.kind(image) == MediaKind::Video ? "a video" : "an image");
         }
         const ImageGrid& grid = request.images.grids[image++];
         if (end - i != model.n_image_tokens(grid)) {
@@ -166,7 +171,9 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     KvCacheParams cache = model.kv_cache_params(0, config.block_size);
     const int64_t blocks_per_seq = (config.max_model_len + config.block_size - 1) / config.block_size;
     phase(CorePhase::MemoryPlan);
-    if (config.num_gpu_blocks_override > 0) {
+    if (config.joint_plan) {
+        plan_ = *config.joint_plan;
+    } else if (config.num_gpu_blocks_override > 0) {
         plan_.n_blocks = config.num_gpu_blocks_override;
         plan_.kv_bytes = plan_.n_blocks * kv_block_bytes(cache);
     } else {
@@ -176,7 +183,7 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
         mp.utilization = config.gpu_memory_utilization;
         mp.other_bytes = config.other_process_bytes;
         mp.weight_bytes = backend.memory_stats().in_use;  // every model loaded on the backend
-        mp.activation_peak_bytes = activation_peak_bytes();
+        mp.activation_peak_bytes = measure_activation_peak(model, config);
         mp.reserved_bytes = config.reserved_bytes;
         mp.block_bytes = kv_block_bytes(cache);
         mp.max_useful_blocks = config.max_num_seqs * blocks_per_seq;
@@ -201,53 +208,58 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     runner_ = std::make_unique<ModelRunner>(model, cache, runner_params);
 }
 
-int64_t EngineCore::max_step_tokens() const {
-    if (!config_.enable_chunked_prefill) {
-        return config_.max_num_batched_tokens;
+int64_t max_step_tokens(const EngineConfig& config) {
+    if (!config.enable_chunked_prefill) {
+        return config.max_num_batched_tokens;
     }
-    const int64_t largest_image = config_.max_image_tokens > 0
-                                      ? std::min(config_.max_image_tokens, config_.max_model_len)
-                                      : config_.max_model_len;
-    return config_.max_num_batched_tokens + largest_image - 1;
+    const int64_t largest_image = config.max_image_tokens > 0
+                                      ? std::min(config.max_image_tokens, config.max_model_len)
+                                      : config.max_model_len;
+    return config.max_num_batched_tokens + largest_image - 1;
+}
+
+int64_t EngineCore::max_step_tokens() const {
+    return folio::max_step_tokens(config_);
 }
 
 // Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
 // measured and scaled to the largest step (max_step_tokens), the logits of max_num_seqs rows are measured on
 // their own, and so is the image encoder, which the model measures for the most image tokens a step can take.
-int64_t EngineCore::activation_peak_bytes() {
+int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& config) {
     constexpr int64_t kProfileTokens = 256;
-    Backend& backend = model_.backend();
-    const int64_t n = std::min(config_.max_num_batched_tokens, kProfileTokens);
-    const int64_t n_blocks = (n + config_.block_size - 1) / config_.block_size;
-    PagedKvCache cache(backend, model_.kv_cache_params(n_blocks, config_.block_size));
+    Backend& backend = model.backend();
+    const int64_t n = std::min(config.max_num_batched_tokens, kProfileTokens);
+    const int64_t n_blocks = (n + config.block_size - 1) / config.block_size;
+    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, config.block_size));
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     batch.block_tables.resize(static_cast<size_t>(n_blocks));
     std::iota(batch.block_tables.begin(), batch.block_tables.end(), 0);
     batch.slots.resize(static_cast<size_t>(n));
     std::iota(batch.slots.begin(), batch.slots.end(), 0);
-    std::vector<std::array<int64_t, 3>> positions(static_cast<size_t>(n));
+    std::vector<int32_t> positions;  // [n, n_position_axes]: token i at i on every axis
     for (int64_t i = 0; i < n; ++i) {
-        positions[i] = {i, i, i};
+        positions.insert(positions.end(), static_cast<size_t>(model.n_position_axes()),
+                         static_cast<int32_t>(i));
     }
     const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
     backend.reset_peak();
     int64_t before = backend.memory_stats().in_use;
-    const Tensor hidden = model_.forward_text(model_.embed(ids), positions, cache, batch);  // [n, hidden]
+    const Tensor hidden = model.forward_text(model.embed(ids), positions, {}, cache, batch);  // [n, hidden]
     const int64_t text_peak = backend.memory_stats().peak - before;
 
-    const std::vector<int64_t> rows(static_cast<size_t>(config_.max_num_seqs), 0);
+    const std::vector<int64_t> rows(static_cast<size_t>(config.max_num_seqs), 0);
     backend.reset_peak();
     before = backend.memory_stats().in_use;
-    const Tensor logits = model_.logits(backend.gather_rows(hidden, rows));  // [max_num_seqs, vocab]
+    const Tensor logits = model.logits(backend.gather_rows(hidden, rows));  // [max_num_seqs, vocab]
     // Sampling where the logits are may hold a copy of them.
     backend.sample_rows(
         logits, std::vector<RowSampling>(rows.size(), RowSampling{.temperature = 1.0f, .top_k = 1}), {});
     const int64_t logits_peak = backend.memory_stats().peak - before;
 
     // The image encoder runs before the decoder in a step, on at most max_step_tokens image tokens.
-    const int64_t n_step = max_step_tokens();
-    const int64_t vision_peak = model_.image_activation_bytes(n_step);
+    const int64_t n_step = max_step_tokens(config);
+    const int64_t vision_peak = model.image_activation_bytes(n_step);
     return std::max(text_peak * n_step / n + logits_peak, vision_peak);
 }
 
@@ -261,8 +273,8 @@ void EngineCore::check_request(const Request& request) const {
     if (request.prompt.ids.empty()) {
         fail("empty prompt");
     }
-    if (request.prompt.is_image.size() != request.prompt.ids.size()) {
-        fail("prompt has ", request.prompt.ids.size(), " ids but ", request.prompt.is_image.size(),
+    if (request.prompt.modality.size() != request.prompt.ids.size()) {
+        fail("prompt has ", request.prompt.ids.size(), " ids but ", request.prompt.modality.size(),
              " image flags");
     }
     for (const int32_t id : request.prompt.ids) {
@@ -309,7 +321,7 @@ void EngineCore::add(Request request, int64_t id) {
     }
     std::unique_ptr<Sequence> seq = make_sequence(id, request, model_, &hash_threads_, &n_images_hashed_);
     scheduler_->add(std::move(seq));
-    runner_->add_request(id, request.prompt.is_image, std::move(request.images), request.sampling);
+    runner_->add_request(id, request.prompt.modality, std::move(request.images), request.sampling);
     if (runner_->needs_history(id)) {
         history_requests_.insert(id);
     }

@@ -55,7 +55,16 @@ struct EngineConfig {
     int64_t reserved_bytes = 0;
     // The device's time for each part of the steps measured (RunnerParams::time_device), for benchmarks.
     bool time_device = false;
+    // The cache planned together with other engines on the device (plan_kv_caches); none: planned alone.
+    std::optional<MemoryPlan> joint_plan;
 };
+
+// The most tokens one step may take: max_num_batched_tokens, plus an image taken whole past it.
+int64_t max_step_tokens(const EngineConfig& config);
+// The device memory the largest step of the configuration takes beyond the weights and the cache, measured on
+// the model's backend (a profiling prefill scaled to max_step_tokens, the logits of max_num_seqs rows, the
+// image encoder on as many image tokens), for the memory plan.
+int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& config);
 
 // What the engine does as it starts, for progress and cancellation.
 enum class CorePhase { MemoryPlan, GraphCapture };
@@ -141,7 +150,6 @@ private:
         std::vector<std::string> stop_strings;
     };
 
-    int64_t activation_peak_bytes();
     void run_step(std::vector<RequestOutput>& outputs);
     // A step failed: the request that caused it ends alone, or its step's requests run again one at a time;
     // on a lost device every request ends.

@@ -44,6 +44,68 @@ MemoryPlan plan_kv_cache(const MemoryPlanParams& p) {
     return plan;
 }
 
+std::vector<MemoryPlan> plan_kv_caches(const MemoryPlanParams& p, std::span<const CacheDemand> demands) {
+    if (demands.empty()) {
+        fail("memory planner: no engine to plan a cache for");
+    }
+    for (size_t i = 0; i < demands.size(); ++i) {
+        const CacheDemand& d = demands[i];
+        if (d.block_bytes <= 0 || d.max_useful_blocks < 0 || !(d.share > 0.0) || !std::isfinite(d.share)) {
+            fail("memory planner: engine ", i, " has ", d.block_bytes, " bytes per block, ",
+                 d.max_useful_blocks, " useful blocks and share ", d.share);
+        }
+    }
+    // The budget and what is left for the caches together, with plan_kv_cache's checks.
+    MemoryPlanParams whole = p;
+    whole.block_bytes = 1;
+    whole.max_useful_blocks = 0;
+    const MemoryPlan together = plan_kv_cache(whole);
+
+    std::vector<MemoryPlan> plans(demands.size());
+    std::vector<bool> capped(demands.size(), false);
+    int64_t left = together.kv_bytes;
+    // An engine whose part exceeds what it can use takes that; the others share what remains, again.
+    for (bool changed = true; changed;) {
+        changed = false;
+        double shares = 0.0;
+        for (size_t i = 0; i < demands.size(); ++i) {
+            shares += capped[i] ? 0.0 : demands[i].share;
+        }
+        for (size_t i = 0; i < demands.size() && shares > 0.0; ++i) {
+            const CacheDemand& d = demands[i];
+            const auto part = static_cast<int64_t>(static_cast<double>(left) * d.share / shares);
+            if (!capped[i] && d.max_useful_blocks > 0 && part >= d.max_useful_blocks * d.block_bytes) {
+                capped[i] = true;
+                plans[i].n_blocks = d.max_useful_blocks;
+                left -= d.max_useful_blocks * d.block_bytes;
+                changed = true;
+                break;
+            }
+        }
+    }
+    double shares = 0.0;
+    for (size_t i = 0; i < demands.size(); ++i) {
+        shares += capped[i] ? 0.0 : demands[i].share;
+    }
+    for (size_t i = 0; i < demands.size(); ++i) {
+        const CacheDemand& d = demands[i];
+        if (!capped[i]) {
+            const auto part = static_cast<int64_t>(static_cast<double>(left) * d.share / shares);
+            plans[i].n_blocks = part / d.block_bytes;
+        }
+        plans[i].budget_bytes = together.budget_bytes;
+        plans[i].kv_bytes = plans[i].n_blocks * d.block_bytes;
+        if (plans[i].n_blocks < 1) {
+            fail("not enough memory for the KV cache of engine ", i, " of ", demands.size(), ": ",
+                 mib(together.kv_bytes), " left for the caches after weights ", mib(p.weight_bytes),
+                 " and activations ", mib(p.activation_peak_bytes + p.reserved_bytes), ", its share ",
+                 mib(static_cast<int64_t>(static_cast<double>(left) * d.share / std::max(shares, d.share))),
+                 " where one block needs ", d.block_bytes, " bytes");
+        }
+    }
+    return plans;
+}
+
 std::string describe(const MemoryPlan& plan, int64_t block_size) {
     return "kv cache: " + std::to_string(plan.n_blocks) + " blocks, " +
            std::to_string(plan.n_blocks * block_size) + " tokens";

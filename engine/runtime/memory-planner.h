@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace folio {
 
@@ -28,6 +30,20 @@ struct MemoryPlan {
 
 // Throws folio::Error, with every number, when not even one block fits.
 MemoryPlan plan_kv_cache(const MemoryPlanParams& params);
+
+// One engine's cache among several on one device (generative models loaded side by side).
+struct CacheDemand {
+    int64_t block_bytes = 0;
+    int64_t max_useful_blocks = 0;  // 0: no bound
+    double share = 1.0;             // its part of the memory the caches share, relative to the others'
+};
+
+// The caches of several engines planned together: what the plan leaves after the weights of every model,
+// the largest step's activations (params.activation_peak_bytes: the largest of the engines' peaks, since
+// their steps run one at a time) and other models' activations is shared by the demands' shares; an engine
+// that cannot use its part takes what it can and the rest goes to the others. params.block_bytes and
+// max_useful_blocks are ignored. Throws folio::Error, naming the engine, when one gets no block.
+std::vector<MemoryPlan> plan_kv_caches(const MemoryPlanParams& params, std::span<const CacheDemand> demands);
 
 std::string describe(const MemoryPlan& plan, int64_t block_size);
 

@@ -38,12 +38,13 @@ ModelRunner::ModelRunner(GenerativeModel& model, const KvCacheParams& cache_para
     decode_.record_all();
 }
 
-void ModelRunner::add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
+void ModelRunner::add_request(int64_t id, std::span<const TokenModality> modality, PreprocessedImages images,
                               const SamplingParams& sampling) {
     RequestState state;
-    state.positions = model_.prompt_positions(is_image, images.grids);
-    for (int64_t i = 0, image = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
-        if (is_image[i] && (i == 0 || !is_image[i - 1])) {
+    state.positions = model_.prompt_positions(modality, images.grids);
+    state.modality.assign(modality.begin(), modality.end());
+    for (int64_t i = 0, image = 0; i < static_cast<int64_t>(modality.size()); ++i) {
+        if (is_media(modality[i]) && (i == 0 || !is_media(modality[i - 1]))) {
             state.image_begin.push_back(i);
             state.image_n_tokens.push_back(
                 model_.n_image_tokens(images.grids.at(static_cast<size_t>(image++))));
@@ -165,9 +166,7 @@ Tensor ModelRunner::run_decode(const SchedulerOutput& output, const KvSlots& kv,
                  " tokens (at most ", max_blocks, ")");
         }
         batch.ids.push_back(input_id(chunk, t, previous));
-        for (const int64_t p : requests_.at(chunk.id).positions.at(t)) {
-            batch.positions.push_back(static_cast<int32_t>(p));
-        }
+        requests_.at(chunk.id).positions.append(t, batch.positions);
         batch.slots.push_back(static_cast<int32_t>(table[t / block_size] * block_size + t % block_size));
         batch.seq_lens.push_back(static_cast<int32_t>(t + 1));
         std::copy(table.begin(), table.begin() + n_table, batch.block_tables.begin() + i * max_blocks);
@@ -183,7 +182,9 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
     Backend& backend = model_.backend();
     const int64_t block_size = cache_.params().block_size;
     std::vector<int32_t> ids;
-    std::vector<std::array<int64_t, 3>> positions;
+    std::vector<int32_t> positions;  // [n_tokens, n_position_axes]
+    std::vector<TokenModality> modality;
+    bool media = false;
     KvBatch batch;
     for (const ScheduledChunk& chunk : output.chunks) {
         const RequestState& state = requests_.at(chunk.id);
@@ -198,7 +199,11 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
         batch.block_tables.insert(batch.block_tables.end(), table.begin(), table.begin() + n_table);
         for (int64_t t = chunk.n_past; t < n_kv; ++t) {
             ids.push_back(input_id(chunk, t, previous));
-            positions.push_back(state.positions.at(t));
+            state.positions.append(t, positions);
+            const TokenModality m =
+                t < static_cast<int64_t>(state.modality.size()) ? state.modality[t] : TokenModality::Text;
+            modality.push_back(m);
+            media = media || is_media(m);
             batch.slots.push_back(static_cast<int64_t>(table[t / block_size]) * block_size + t % block_size);
         }
     }
@@ -227,7 +232,10 @@ Tensor ModelRunner::run_mixed(const SchedulerOutput& output, const KvSlots& kv,
         q_begin += chunk.n_new;
     }
     stats_.n_tokens += static_cast<int64_t>(ids.size());
-    return model_.forward_text(std::move(embeds), positions, cache_, batch);
+    if (!media) {
+        modality.clear();  // all text
+    }
+    return model_.forward_text(std::move(embeds), positions, modality, cache_, batch);
 }
 
 std::unique_ptr<TokenReadback> ModelRunner::sample(const SchedulerOutput& output, const Tensor& hidden,

@@ -63,7 +63,7 @@ public:
     ModelRunner(GenerativeModel& model, const KvCacheParams& cache_params, const RunnerParams& params);
 
     // The model-side state of a request: its images, the prompt's image flags and its sampler.
-    void add_request(int64_t id, std::span<const uint8_t> is_image, PreprocessedImages images,
+    void add_request(int64_t id, std::span<const TokenModality> modality, PreprocessedImages images,
                      const SamplingParams& sampling);
     void remove_request(int64_t id);
 
@@ -89,6 +89,7 @@ private:
 
     struct RequestState {
         PromptPositions positions;
+        std::vector<TokenModality> modality;  // the prompt's
         PreprocessedImages images;
         std::vector<int64_t> image_begin;     // first prompt token of each image
         std::vector<int64_t> image_n_tokens;  // tokens of each image

@@ -15,10 +15,19 @@
 
 namespace folio {
 
-// A prompt's token ids, and which of them stand for image features (an image's run of placeholders).
+// What a prompt token stands for: text, or a feature of an image or of a video (a placeholder that the
+// encoder's output replaces). A mixture-of-experts decoder routes the modalities to different experts.
+enum class TokenModality : uint8_t { Text = 0, Image = 1, Video = 2 };
+
+// Whether a token is a placeholder of an image's or a video's features.
+inline bool is_media(TokenModality m) {
+    return m != TokenModality::Text;
+}
+
+// A prompt's token ids, and each token's modality (an image's or a video's run of placeholders).
 struct PromptTokens {
     std::vector<int32_t> ids;
-    std::vector<uint8_t> is_image;  // 1 where ids[i] is an image placeholder
+    std::vector<TokenModality> modality;  // [n]: Text except on placeholders
 };
 
 // What a request may ask of the model.
@@ -28,25 +37,22 @@ struct ModelLimits {
     std::vector<int32_t> eos_token_ids;  // a request's stop ids unless it gives its own
 };
 
-// The rotary position of every prompt token on three axes (temporal, height, width; a text-only model
-// gives the same value on all three), and what a token after the prompt adds to its index.
+// The rotary position of every prompt token on each of the model's position axes (one for a text model;
+// temporal, height and width for a multimodal one), and what a token after the prompt adds to its index.
 struct PromptPositions {
-    std::vector<std::array<int64_t, 3>> pos;  // [n_prompt][t, h, w]
+    int n_axes = 1;
+    std::vector<int64_t> pos;  // [n_prompt, n_axes]
     int64_t delta = 0;
 
-    // Token `token` of the sequence: its prompt position, else token + delta on every axis.
-    std::array<int64_t, 3> at(int64_t token) const {
-        if (token < static_cast<int64_t>(pos.size())) {
-            return pos[static_cast<size_t>(token)];
-        }
-        const int64_t p = token + delta;
-        return {p, p, p};
-    }
+    int64_t n_prompt() const { return static_cast<int64_t>(pos.size()) / n_axes; }
+    // Appends token `token`'s position on every axis: its prompt position, else token + delta.
+    void append(int64_t token, std::vector<int32_t>& out) const;
 };
 
 // The device-side inputs of one decoder step over n new tokens.
 struct DecoderStep {
-    Tensor positions;  // [n, 3] int32: each token's (t, h, w) rotary position
+    Tensor positions;  // [n, n_position_axes] int32: each token's rotary position on every axis
+    Tensor modality;   // [n] int32 TokenModality; empty: every token is text
     Tensor slots;      // [n] int32: each token's cache row; negative rows are not stored (padding)
     // A decode step (one new token per sequence) gives its attention metadata on the device; any other step
     // gives the host-side batch.
@@ -61,6 +67,8 @@ public:
 
     virtual Backend& backend() const = 0;
     virtual ModelLimits limits() const = 0;
+    // Axes of a token's rotary position (PromptPositions::n_axes, DecoderStep::positions).
+    virtual int n_position_axes() const = 0;
     // Bytes of the weights as the backend holds them.
     virtual int64_t n_weight_bytes() const = 0;
 
@@ -80,9 +88,9 @@ public:
     // an encoder); measured on the backend, for the memory plan.
     virtual int64_t image_activation_bytes(int64_t n_image_tokens) = 0;
 
-    // Rotary positions of a prompt whose image runs belong to the grids, in order. Throws folio::Error when
-    // the runs and the grids do not match.
-    virtual PromptPositions prompt_positions(std::span<const uint8_t> is_image,
+    // Rotary positions of a prompt whose image and video runs belong to the grids, in order. Throws
+    // folio::Error when the runs and the grids do not match.
+    virtual PromptPositions prompt_positions(std::span<const TokenModality> modality,
                                              std::span<const ImageGrid> grids) const = 0;
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
@@ -96,9 +104,10 @@ public:
     // are all on the backend (no batch) the work can be recorded and replayed: it uploads nothing and waits
     // for nothing.  embeds [n, hidden]  ->  hidden states [n, hidden]
     virtual Tensor forward_text(Tensor embeds, const DecoderStep& step, PagedKvCache& cache) = 0;
-    // The same with the positions and the batch on the host.  positions [n][t, h, w]
-    Tensor forward_text(Tensor embeds, std::span<const std::array<int64_t, 3>> positions, PagedKvCache& cache,
-                        const KvBatch& batch);
+    // The same with the positions, the modalities (empty: all text) and the batch on the host.
+    // positions [n, n_position_axes], modality [n]
+    Tensor forward_text(Tensor embeds, std::span<const int32_t> positions,
+                        std::span<const TokenModality> modality, PagedKvCache& cache, const KvBatch& batch);
     // The final norm and the head.  hidden [n, hidden]  ->  logits [n, vocab]
     virtual Tensor logits(const Tensor& hidden) = 0;
 

@@ -7,6 +7,7 @@
 #include <future>
 #include <iterator>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -37,6 +38,7 @@ namespace detail {
 struct RequestState {
     int64_t id = 0;
     int64_t group = 0;
+    size_t engine = 0;  // the served model's engine
     OutputCallback on_output;
     std::atomic<bool> cancel_requested{false};
     std::atomic<int64_t> n_prompt_tokens{-1};  // once built
@@ -65,15 +67,21 @@ RequestOutput stopped_output(int64_t id) {
 
 }  // namespace
 
-// What the engine thread serves with: the device, the models and the engine, which reconfigure() rebuilds.
+// What the engine thread serves with: the device, the models and an engine for each generative one, which
+// reconfigure() rebuilds.
 struct Served {
     Backend& backend;
     std::vector<LoadedModel*> models;
-    LoadedModel& generative;
-    std::unique_ptr<EngineCore>& core;
+    std::vector<LoadedModel*> generative;             // in slot order
+    std::vector<std::unique_ptr<EngineCore>>& cores;  // one a generative model, in the same order
     int64_t other_bytes = 0;
     int64_t reserved_bytes = 0;  // other models' activations
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> in_core;
+
+    bool has_unfinished() const {
+        return std::any_of(cores.begin(), cores.end(),
+                           [](const auto& c) { return c && c->has_unfinished(); });
+    }
 };
 
 using Job = std::function<void(Served&)>;
@@ -88,10 +96,11 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     // The engine thread: loads, then serves until stop.
     void run(const ServiceParams& params);
     void serve(Served& served, const DeviceSpec& device);
-    // The engine and the request limits for the configuration, other processes' and models' bytes added.
-    void build_engine(Served& served, EngineConfig config,
-                      const std::function<void(CorePhase)>& on_phase = {});
-    void publish(EngineCore& core, Backend& backend, int64_t free_bytes, int64_t n_new_tokens);
+    // The engines and the request limits for the configuration, other processes' and models' bytes added;
+    // several engines have their caches planned together.
+    void build_engines(Served& served, const EngineConfig& config,
+                       const std::function<void(CorePhase)>& on_phase = {});
+    void publish(const Served& served, int64_t free_bytes, int64_t n_new_tokens);
     // A preparation thread: builds the request and hands it to the engine thread.
     void prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
                          RequestSpec& spec, Priority priority);
@@ -107,8 +116,10 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     ServiceStatus status;
     std::atomic<bool> stop{false};
     bool accepting = false;
-    std::shared_ptr<const RequestBuilder> builder;
-    RequestLimits limits;
+    std::vector<std::shared_ptr<const RequestBuilder>> builders;  // one an engine
+    std::vector<RequestLimits> limits;
+    std::vector<std::string> engine_models;  // each engine's model name
+    EngineConfig configured;                 // the configuration the engines were built from (engine thread)
     std::vector<ModelDescription> descriptions;  // the loaded models', in slot order
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
     std::vector<Prepared> pending;
@@ -226,7 +237,7 @@ void ServiceImpl::run(const ServiceParams& params) {
     // Released in reverse order, on this thread, however loading ends.
     std::unique_ptr<Backend> backend;
     std::vector<std::unique_ptr<LoadedModel>> models;
-    std::unique_ptr<EngineCore> core;
+    std::vector<std::unique_ptr<EngineCore>> cores;
     std::optional<Served> served;
     try {
         context.check_cancelled();
@@ -241,34 +252,39 @@ void ServiceImpl::run(const ServiceParams& params) {
                 0, backend->total_memory() - params.device.free_memory() - backend->memory_stats().in_use);
         }
         const ModelFactory& factory = params.factory ? *params.factory : ModelRegistry::builtin();
-        LoadedModel* generative = nullptr;
+        std::vector<LoadedModel*> generative;
         int64_t reserved = 0;
         const int n_models = static_cast<int>(params.models.size());
         for (int i = 0; i < n_models; ++i) {
             context.set_model(i, n_models);
             models.push_back(factory.load(params.models[static_cast<size_t>(i)], *backend, context));
             if (models.back()->generative()) {
-                if (generative) {
-                    fail("model slots ", i, " and another are both generative; one is served");
-                }
-                generative = models.back().get();
+                generative.push_back(models.back().get());
             } else {
                 reserved += models.back()->reserved_activation_bytes();
             }
         }
-        if (!generative) {
+        if (generative.empty()) {
             fail("no generative model among the ", n_models, " model slots");
         }
-        served.emplace(Served{*backend, {}, *generative, core, other_bytes, reserved, {}});
+        std::set<std::string> names;
+        for (LoadedModel* m : generative) {
+            if (!names.insert(m->description().name).second) {
+                fail("two generative models are both named \"", m->description().name,
+                     "\"; requests could not tell them apart");
+            }
+        }
+        served.emplace(Served{*backend, {}, std::move(generative), cores, other_bytes, reserved, {}});
         for (const std::unique_ptr<LoadedModel>& m : models) {
             served->models.push_back(m.get());
         }
-        build_engine(*served, params.engine, [&](CorePhase phase) {
+        configured = params.engine;
+        build_engines(*served, params.engine, [&](CorePhase phase) {
             context.set_phase(phase == CorePhase::MemoryPlan ? LoadPhase::MemoryPlan
                                                              : LoadPhase::GraphCapture);
         });
         context.set_phase(LoadPhase::Ready);
-        publish(*core, *backend, params.device.free_memory ? params.device.free_memory() : -1, 0);
+        publish(*served, params.device.free_memory ? params.device.free_memory() : -1, 0);
         {
             const std::lock_guard lock(mutex);
             status.state = ServiceState::Ready;
@@ -283,7 +299,7 @@ void ServiceImpl::run(const ServiceParams& params) {
     } catch (const std::exception& e) {
         const bool cancelled = dynamic_cast<const LoadCancelled*>(&e) != nullptr;
         const std::string message = e.what();
-        core.reset();
+        cores.clear();
         models.clear();
         backend.reset();
         const std::lock_guard lock(mutex);
@@ -302,34 +318,79 @@ void ServiceImpl::run(const ServiceParams& params) {
     // request left ends, and the engine, the models and the backend go, in that order.
     prepare->wait_idle();
     end_live();
-    core.reset();
+    cores.clear();
     models.clear();
     backend.reset();
 }
 
-void ServiceImpl::build_engine(Served& served, EngineConfig config,
-                               const std::function<void(CorePhase)>& on_phase) {
-    config.other_process_bytes = served.other_bytes;
-    config.reserved_bytes += served.reserved_bytes;
-    if (config.max_image_tokens == 0) {
-        config.max_image_tokens = served.generative.max_image_tokens();
+void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
+                                const std::function<void(CorePhase)>& on_phase) {
+    const size_t n = served.generative.size();
+    std::vector<EngineConfig> configs;
+    for (LoadedModel* m : served.generative) {
+        EngineConfig config = base;
+        config.other_process_bytes = served.other_bytes;
+        config.reserved_bytes += served.reserved_bytes;
+        if (config.max_image_tokens == 0) {
+            config.max_image_tokens = m->max_image_tokens();
+        }
+        if (n > 1) {
+            // Models side by side: each takes the configured context up to its own.
+            config.max_model_len = std::min(config.max_model_len, m->generative()->limits().max_context);
+        }
+        configs.push_back(std::move(config));
     }
-    served.core = std::make_unique<EngineCore>(*served.generative.generative(), config,
-                                               served.generative.tokenizer(), on_phase);
-    const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
-                                       config.max_image_tokens};
-    auto made = std::make_shared<const RequestBuilder>(served.generative.prompt_format(), request_limits);
+    if (n > 1 && base.num_gpu_blocks_override == 0) {
+        // One plan for every cache: the weights of all models and the largest engine's step (their steps run
+        // one at a time) leave the rest to share equally, each engine taking no more than it can use.
+        if (on_phase) {
+            on_phase(CorePhase::MemoryPlan);
+        }
+        MemoryPlanParams mp;
+        mp.total_bytes = served.backend.total_memory();
+        mp.utilization = base.gpu_memory_utilization;
+        mp.other_bytes = served.other_bytes;
+        mp.reserved_bytes = configs.front().reserved_bytes;
+        std::vector<CacheDemand> demands;
+        for (size_t i = 0; i < n; ++i) {
+            GenerativeModel& model = *served.generative[i]->generative();
+            const EngineConfig& c = configs[i];
+            mp.activation_peak_bytes = std::max(mp.activation_peak_bytes, measure_activation_peak(model, c));
+            const int64_t blocks_per_seq = (c.max_model_len + c.block_size - 1) / c.block_size;
+            demands.push_back({kv_block_bytes(model.kv_cache_params(0, c.block_size)),
+                               c.max_num_seqs * blocks_per_seq, 1.0});
+        }
+        mp.weight_bytes = served.backend.memory_stats().in_use;  // every model loaded
+        const std::vector<MemoryPlan> plans = plan_kv_caches(mp, demands);
+        for (size_t i = 0; i < n; ++i) {
+            configs[i].joint_plan = plans[i];
+        }
+    }
+    std::vector<std::shared_ptr<const RequestBuilder>> made;
+    std::vector<RequestLimits> made_limits;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < n; ++i) {
+        LoadedModel& m = *served.generative[i];
+        const EngineConfig& config = configs[i];
+        served.cores.push_back(
+            std::make_unique<EngineCore>(*m.generative(), config, m.tokenizer(), on_phase));
+        const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
+                                           config.max_image_tokens};
+        made.push_back(std::make_shared<const RequestBuilder>(m.prompt_format(), request_limits));
+        made_limits.push_back(request_limits);
+        names.push_back(m.description().name);
+    }
     const std::lock_guard lock(mutex);
-    builder = std::move(made);
-    limits = request_limits;
+    builders = std::move(made);
+    limits = std::move(made_limits);
+    engine_models = std::move(names);
 }
 
 void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
-    Backend& backend = served.backend;
     std::unordered_map<int64_t, std::shared_ptr<RequestState>>& in_core = served.in_core;
     auto last_probe = std::chrono::steady_clock::now();
     int64_t free_bytes = device.free_memory ? device.free_memory() : -1;
-    publish(*served.core, backend, free_bytes, 0);
+    publish(served, free_bytes, 0);
     for (;;) {
         std::vector<Prepared> taken;
         std::vector<int64_t> cancelled;
@@ -338,13 +399,13 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
             std::unique_lock lock(mutex);
             wake.wait(lock, [&] {
                 return stop.load() || !pending.empty() || !cancels.empty() || !jobs.empty() ||
-                       served.core->has_unfinished();
+                       served.has_unfinished();
             });
             if (stop.load()) {
                 return;
             }
             taken.swap(pending);
-            if (taken.size() > 1 && !served.core->has_unfinished()) {
+            if (taken.size() > 1 && !served.has_unfinished()) {
                 // An idle engine starts the first request alone, an interactive one before the rest: its
                 // first token comes after a step of its own instead of after every other prompt's, and the
                 // rest follow in the next step.
@@ -369,14 +430,14 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
                 done.set_exception(std::current_exception());
             }
         }
-        if (!served.core) {
-            return;  // reconfigure could not build an engine: the service failed
+        if (served.cores.empty()) {
+            return;  // reconfigure could not build the engines: the service failed
         }
-        EngineCore& core = *served.core;
         // In the order they were submitted, as far as their preparation allows.
         std::sort(taken.begin(), taken.end(),
                   [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
         for (auto& [state, request] : taken) {
+            EngineCore& core = *served.cores.at(state->engine);
             try {
                 core.add(std::move(request), state->id);
                 in_core.emplace(state->id, state);
@@ -390,11 +451,19 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
             }
         }
         for (const int64_t id : cancelled) {
-            core.cancel(id);
+            if (const auto it = in_core.find(id); it != in_core.end()) {
+                served.cores.at(it->second->engine)->cancel(id);
+            }
         }
+        // Each engine with work takes a step in turn.
         std::vector<RequestOutput> outputs;
         try {
-            outputs = core.step();
+            for (const std::unique_ptr<EngineCore>& core : served.cores) {
+                if (core->has_unfinished()) {
+                    std::vector<RequestOutput> out = core->step();
+                    std::move(out.begin(), out.end(), std::back_inserter(outputs));
+                }
+            }
         } catch (const std::exception& e) {
             // A failure outside any step's recovery: the engine cannot be trusted to go on.
             for (auto& [id, state] : in_core) {
@@ -420,7 +489,7 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
             free_bytes = device.free_memory();
             last_probe = std::chrono::steady_clock::now();
         }
-        publish(core, backend, free_bytes, n_new);
+        publish(served, free_bytes, n_new);
         for (const RequestOutput& out : outputs) {
             const auto it = in_core.find(out.id);
             if (it == in_core.end()) {
@@ -432,13 +501,16 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
             }
             deliver(*state, out);
         }
-        if (core.fatal_error() != ErrorKind::None) {
+        for (const std::unique_ptr<EngineCore>& core : served.cores) {
+            if (core->fatal_error() == ErrorKind::None) {
+                continue;
+            }
             const std::lock_guard lock(mutex);
             if (status.state != ServiceState::Failed) {
                 status.state = ServiceState::Failed;
-                status.error_kind = core.fatal_error();
-                status.error =
-                    std::string("the engine stopped after a failure: ") + error_kind_name(core.fatal_error());
+                status.error_kind = core->fatal_error();
+                status.error = std::string("the engine stopped after a failure: ") +
+                               error_kind_name(core->fatal_error());
                 status.can_continue = false;
                 accepting = false;
                 changed.notify_all();
@@ -447,27 +519,48 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
     }
 }
 
-void ServiceImpl::publish(EngineCore& core, Backend& backend, int64_t free_bytes, int64_t n_new_tokens) {
-    const EngineStats engine = core.stats();
-    const Scheduler& scheduler = core.scheduler();
-    const int64_t used_bytes = backend.memory_stats().in_use;
+void ServiceImpl::publish(const Served& served, int64_t free_bytes, int64_t n_new_tokens) {
+    const int64_t used_bytes = served.backend.memory_stats().in_use;
+    std::vector<EngineStats> engines;
+    for (const std::unique_ptr<EngineCore>& core : served.cores) {
+        engines.push_back(core->stats());
+    }
     const std::lock_guard lock(mutex);
     rate.add(std::chrono::steady_clock::now(), n_new_tokens);
-    stats.n_kv_blocks = engine.n_kv_blocks;
-    stats.n_kv_blocks_free = engine.n_free_blocks;
-    stats.n_kv_blocks_used = engine.n_kv_blocks - engine.n_free_blocks;
-    for (const Priority p : {Priority::Interactive, Priority::Batch}) {
-        stats.n_running[static_cast<size_t>(p)] = scheduler.n_running(p);
-        stats.n_waiting[static_cast<size_t>(p)] = scheduler.n_waiting(p);
+    stats.n_kv_blocks = stats.n_kv_blocks_free = stats.n_kv_blocks_used = 0;
+    stats.n_running = {};
+    stats.n_waiting = {};
+    stats.engines.clear();
+    int64_t n_lookup = 0, n_hit = 0;
+    for (size_t i = 0; i < served.cores.size(); ++i) {
+        const EngineStats& engine = engines[i];
+        const Scheduler& scheduler = served.cores[i]->scheduler();
+        ModelEngineStats& e = stats.engines.emplace_back();
+        e.model = i < engine_models.size() ? engine_models[i] : std::string();
+        e.n_kv_blocks = engine.n_kv_blocks;
+        e.n_kv_blocks_used = engine.n_kv_blocks - engine.n_free_blocks;
+        e.memory_plan = served.cores[i]->memory_plan();
+        stats.n_kv_blocks += engine.n_kv_blocks;
+        stats.n_kv_blocks_free += engine.n_free_blocks;
+        stats.n_kv_blocks_used += e.n_kv_blocks_used;
+        for (const Priority p : {Priority::Interactive, Priority::Batch}) {
+            const auto k = static_cast<size_t>(p);
+            stats.n_running[k] += scheduler.n_running(p);
+            stats.n_waiting[k] += scheduler.n_waiting(p);
+            e.n_running += scheduler.n_running(p);
+            e.n_waiting += scheduler.n_waiting(p);
+        }
+        n_lookup += engine.n_prefix_lookup_blocks;
+        n_hit += engine.n_prefix_hit_blocks;
     }
     stats.vram_used_bytes = used_bytes;
     stats.vram_free_bytes = free_bytes;
-    stats.prefix_cache_hit_rate = engine.n_prefix_lookup_blocks > 0
-                                      ? static_cast<double>(engine.n_prefix_hit_blocks) /
-                                            static_cast<double>(engine.n_prefix_lookup_blocks)
-                                      : 0.0;
-    stats.memory_plan = core.memory_plan();
-    stats.engine = engine;
+    stats.prefix_cache_hit_rate =
+        n_lookup > 0 ? static_cast<double>(n_hit) / static_cast<double>(n_lookup) : 0.0;
+    if (!served.cores.empty()) {
+        stats.memory_plan = served.cores.front()->memory_plan();
+        stats.engine = engines.front();
+    }
 }
 
 void ServiceImpl::end_live() {
@@ -505,8 +598,9 @@ void ServiceImpl::shutdown() {
     end_live();
     const std::lock_guard lock(mutex);
     status = ServiceStatus{};
-    builder.reset();
-    limits = {};
+    builders.clear();
+    limits.clear();
+    engine_models.clear();
     descriptions.clear();
     stats = ServiceStats{};
     stop = false;
@@ -651,12 +745,21 @@ RequestHandle EngineService::submit(RequestSpec spec, SubmitOptions options) {
                 state->cancel_requested = true;
             }
         }
+        const auto named = std::find(impl_->engine_models.begin(), impl_->engine_models.end(), spec.model);
+        if (!spec.model.empty() && named == impl_->engine_models.end()) {
+            std::string served;
+            for (const std::string& name : impl_->engine_models) {
+                served += (served.empty() ? "" : ", ") + name;
+            }
+            fail("engine service: no model named \"", spec.model, "\" is loaded (serving ", served, ")");
+        }
+        state->engine = spec.model.empty() ? 0 : static_cast<size_t>(named - impl_->engine_models.begin());
         state->id = impl_->next_id++;
         impl_->live.emplace(state->id, state);
         impl_->order.begin(options.group, state->id);
         // Posted under the lock, so that nothing is posted once stopping began.
         impl_->prepare->post(
-            [impl = impl_.get(), state, builder = impl_->builder, spec = std::move(spec),
+            [impl = impl_.get(), state, builder = impl_->builders.at(state->engine), spec = std::move(spec),
              priority = options.priority]() mutable {
                 impl->prepare_request(state, *builder, spec, priority);
             },
@@ -736,7 +839,11 @@ void run_job(ServiceImpl& impl, detail::Job job) {
 
 void EngineService::run_on_engine_thread(const std::function<void(EngineContext&)>& fn) {
     run_job(*impl_, [&fn](detail::Served& served) {
-        EngineContext context{served.backend, served.models, *served.core};
+        std::vector<EngineCore*> cores;
+        for (const std::unique_ptr<EngineCore>& core : served.cores) {
+            cores.push_back(core.get());
+        }
+        EngineContext context{served.backend, served.models, *cores.front(), cores};
         fn(context);
     });
 }
@@ -749,13 +856,16 @@ void EngineService::reconfigure(const EngineConfig& config) {
                                                "the engine was reconfigured"));
         }
         served.in_core.clear();
-        const EngineConfig previous = served.core->config();
-        served.core.reset();
+        // The configuration as given before the engines adapted it to their models.
+        const EngineConfig previous = impl->configured;
+        served.cores.clear();
         try {
-            impl->build_engine(served, config);
+            impl->build_engines(served, config);
+            impl->configured = config;
         } catch (const std::exception& e) {
+            served.cores.clear();
             try {
-                impl->build_engine(served, previous);  // the configuration that worked, back
+                impl->build_engines(served, previous);  // the configuration that worked, back
             } catch (const std::exception& again) {
                 const std::lock_guard lock(impl->mutex);
                 impl->status.state = ServiceState::Failed;
@@ -767,7 +877,7 @@ void EngineService::reconfigure(const EngineConfig& config) {
             }
             throw;
         }
-        impl->publish(*served.core, served.backend, impl->stats.vram_free_bytes, 0);
+        impl->publish(served, impl->stats.vram_free_bytes, 0);
     });
 }
 
@@ -781,9 +891,18 @@ ServiceStats EngineService::stats() const {
     return s;
 }
 
-RequestLimits EngineService::limits() const {
+RequestLimits EngineService::limits(const std::string& model) const {
     const std::lock_guard lock(impl_->mutex);
-    return impl_->limits;
+    if (impl_->limits.empty()) {
+        return {};
+    }
+    if (model.empty()) {
+        return impl_->limits.front();
+    }
+    const auto it = std::find(impl_->engine_models.begin(), impl_->engine_models.end(), model);
+    return it == impl_->engine_models.end()
+               ? RequestLimits{}
+               : impl_->limits.at(static_cast<size_t>(it - impl_->engine_models.begin()));
 }
 
 std::vector<ModelDescription> EngineService::models() const {

@@ -35,7 +35,10 @@ struct DeviceSpec {
 
 struct ServiceParams {
     DeviceSpec device;
-    std::vector<ModelSlot> models;  // exactly one generative (recognition) model, other slots beside it
+    // At least one generative model (recognition or chat), each served by an engine of its own with the cache
+    // memory planned together; layout models beside them. A request names its model, else goes to the first
+    // generative one.
+    std::vector<ModelSlot> models;
     EngineConfig engine;
     const ModelFactory* factory = nullptr;  // the built-in ModelRegistry when null; tests give fakes
     // Called on the engine thread with every change of the loading progress, after status() shows it (a
@@ -83,7 +86,8 @@ struct SubmitOptions {
 struct EngineContext {
     Backend& backend;
     std::vector<LoadedModel*> models;  // in slot order
-    EngineCore& core;
+    EngineCore& core;                  // the first generative model's engine
+    std::vector<EngineCore*> cores;    // every generative model's, in slot order
 };
 
 namespace detail {
@@ -162,8 +166,9 @@ public:
     void reconfigure(const EngineConfig& config);
 
     ServiceStats stats() const;
-    // The limits requests are checked against; zeros unless Ready.
-    RequestLimits limits() const;
+    // The limits requests to the named model (empty: the first generative one) are checked against; zeros
+    // unless Ready or where no model has the name.
+    RequestLimits limits(const std::string& model = {}) const;
     // What the loaded models offer, in slot order; empty unless Ready.
     std::vector<ModelDescription> models() const;
 

@@ -15,6 +15,9 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
         for (size_t i = 0; i < m.images.size(); ++i) {
             content.push_back({{"type", "image"}});
         }
+        for (size_t i = 0; i < m.videos.size(); ++i) {
+            content.push_back({{"type", "video"}});
+        }
         content.push_back({{"type", "text"}, {"text", m.text}});
         out.push_back({{"role", m.role == ChatMessage::Role::User ? "user" : "assistant"},
                        {"content", std::move(content)}});
@@ -57,23 +60,32 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
     const PromptFormat& f = format("a prompt");
     const SpecialTokenIds& special = f.special;
     const std::vector<int32_t> ids = f.tokenizer->encode(text, /*add_special_tokens=*/true);
-    const auto count = [&](int32_t id) { return std::count(ids.begin(), ids.end(), id); };
-    const auto n_images = static_cast<std::ptrdiff_t>(images.grids.size());
-    if (count(special.image_token_id) != n_images || count(special.vision_start_token_id) != n_images ||
-        count(special.vision_end_token_id) != n_images) {
-        fail("the prompt's text contains image tokens of its own");
+    const auto count = [&](int32_t id) { return id < 0 ? 0 : std::count(ids.begin(), ids.end(), id); };
+    const auto n_media = static_cast<std::ptrdiff_t>(images.grids.size());
+    const std::ptrdiff_t n_videos = images.n_videos();
+    if (count(special.image_token_id) != n_media - n_videos || count(special.video_token_id) != n_videos ||
+        count(special.vision_start_token_id) != n_media || count(special.vision_end_token_id) != n_media) {
+        fail("the prompt has ", count(special.image_token_id), " image and ", count(special.video_token_id),
+             " video placeholders for ", n_media - n_videos, " images and ", n_videos,
+             " videos (the chat template dropped some, or the text holds such tokens of its own)");
     }
     PromptTokens prompt;
-    size_t image = 0;
+    size_t item = 0;
     for (const int32_t id : ids) {
-        if (id != special.image_token_id) {
+        const bool image = id == special.image_token_id, video = id == special.video_token_id;
+        if (!image && !video) {
             prompt.ids.push_back(id);
-            prompt.is_image.push_back(0);
+            prompt.modality.push_back(TokenModality::Text);
             continue;
         }
-        const int64_t n = f.n_image_tokens(images.grids[image++]);
+        if ((images.kind(item) == MediaKind::Video) != video) {
+            fail("the chat template places ", video ? "a video" : "an image", " where item ", item, " is ",
+                 video ? "an image" : "a video");
+        }
+        const int64_t n = f.n_image_tokens(images.grids[item++]);
         prompt.ids.insert(prompt.ids.end(), static_cast<size_t>(n), id);
-        prompt.is_image.insert(prompt.is_image.end(), static_cast<size_t>(n), 1);
+        prompt.modality.insert(prompt.modality.end(), static_cast<size_t>(n),
+                               video ? TokenModality::Video : TokenModality::Image);
     }
     return prompt;
 }
@@ -81,14 +93,19 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
 void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const {
     const auto n_images = static_cast<int64_t>(r.images.grids.size());
     if (n_images > limits_.limit_mm_per_prompt) {
-        fail(n_images, " images in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
+        fail(n_images, r.images.n_videos() > 0 ? " images and videos" : " images",
+             " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
     }
     if (limits_.max_image_tokens > 0 && format_) {
         for (size_t i = 0; i < r.images.grids.size(); ++i) {
             const int64_t n = format_->n_image_tokens(r.images.grids[i]);
-            if (n > limits_.max_image_tokens) {
-                fail("image ", i, " takes ", n, " tokens, more than the largest image of ",
-                     limits_.max_image_tokens);
+            // A video's frames each take at most what an image may.
+            const int64_t bound = limits_.max_image_tokens * r.images.grids[i].t;
+            if (n > bound) {
+                fail(r.images.kind(i) == MediaKind::Video ? "video " : "image ", i, " takes ", n,
+                     " tokens, more than ",
+                     r.images.kind(i) == MediaKind::Video ? "its frames' bound of " : "the largest image of ",
+                     bound);
             }
         }
     }
@@ -134,36 +151,47 @@ Request RequestBuilder::build(RequestSpec spec) const {
         if (chat->messages.empty() || chat->messages.back().role != ChatMessage::Role::User) {
             fail("a chat must end with the user's message");
         }
-        std::vector<Image> images;
+        int64_t n_items = 0, n_videos = 0;
         for (size_t m = 0; m < chat->messages.size(); ++m) {
-            ChatMessage& message = chat->messages[m];
-            if (message.role == ChatMessage::Role::Assistant && !message.images.empty()) {
-                fail("message ", m, ": the assistant's turns carry no images");
+            const ChatMessage& message = chat->messages[m];
+            if (message.role == ChatMessage::Role::Assistant &&
+                (!message.images.empty() || !message.videos.empty())) {
+                fail("message ", m, ": the assistant's turns carry no images or videos");
             }
-            for (size_t i = 0; i < message.images.size(); ++i) {
-                check_image(message.images[i],
-                            "message " + std::to_string(m) + " image " + std::to_string(i));
+            if (!message.videos.empty() && f.special.video_token_id < 0) {
+                fail("message ", m, ": the model takes no video");
             }
-            // Moved out, the entries stay for the template to place.
-            std::move(message.images.begin(), message.images.end(), std::back_inserter(images));
+            n_items += static_cast<int64_t>(message.images.size() + message.videos.size());
+            n_videos += static_cast<int64_t>(message.videos.size());
         }
-        if (static_cast<int64_t>(images.size()) > limits_.limit_mm_per_prompt) {
-            fail(images.size(), " images in one request, more than limit_mm_per_prompt ",
-                 limits_.limit_mm_per_prompt);
+        if (n_items > limits_.limit_mm_per_prompt) {
+            fail(n_items, n_videos > 0 ? " images and videos" : " images",
+                 " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
         }
+        PreprocessorConfig bounded = f.preprocessor;
         if (spec.image_pixels) {
             const ImagePixelBounds& b = *spec.image_pixels;
             if (b.min_pixels < 1 || b.max_pixels < b.min_pixels) {
                 fail("image pixel bounds ", b.min_pixels, "..", b.max_pixels, " are not a range");
             }
             // Within the model's own bound, which max_image_tokens is checked against.
-            PreprocessorConfig bounded = f.preprocessor;
             bounded.max_pixels = std::min(b.max_pixels, f.preprocessor.max_pixels);
             bounded.min_pixels =
                 b.min_pixels <= bounded.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
-            r.images = preprocess_images(images, bounded);
-        } else {
-            r.images = preprocess_images(images, f.preprocessor);
+        }
+        // Each turn's images, then its videos, as chat_template_messages gives them to the template; the
+        // pixels are released as they are cut into patches.
+        for (size_t m = 0; m < chat->messages.size(); ++m) {
+            ChatMessage& message = chat->messages[m];
+            const std::string turn = "message " + std::to_string(m);
+            for (size_t i = 0; i < message.images.size(); ++i) {
+                append_image(r.images, message.images[i], bounded, turn + " image " + std::to_string(i));
+                message.images[i] = Image{};
+            }
+            for (size_t i = 0; i < message.videos.size(); ++i) {
+                append_video(r.images, message.videos[i], bounded, turn + " video " + std::to_string(i));
+                message.videos[i] = Video{};
+            }
         }
         r.prompt = expand(render_chat(f, chat->messages), r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {

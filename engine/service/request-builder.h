@@ -25,9 +25,18 @@ namespace folio {
 
 struct ChatMessage {
     enum class Role { User, Assistant };
+    ChatMessage() = default;
+    ChatMessage(Role message_role, std::string message_text, std::vector<Image> message_images = {},
+                std::vector<Video> message_videos = {})
+        : role(message_role),
+          text(std::move(message_text)),
+          images(std::move(message_images)),
+          videos(std::move(message_videos)) {}
+
     Role role = Role::User;
     std::string text;
     std::vector<Image> images;  // a user turn's images, shown before its text as the template places them
+    std::vector<Video> videos;  // a user turn's videos, after its images
 };
 
 // Images and a task prompt ("OCR:", "Table Recognition:", ...): one user turn.
@@ -69,6 +78,8 @@ struct RequestSpec {
 
     Input input;
     GenerationOptions options;  // ignored for a Request, which has its own
+    // The served model's name (ModelDescription::name); empty: the first generative model loaded.
+    std::string model;
     // This request's images resized within these bounds instead of the model's (the document pipeline's
     // bounds for block crops), kept within the model's max_pixels (bounds wholly above it: the model's own).
     std::optional<ImagePixelBounds> image_pixels;
@@ -81,8 +92,9 @@ struct RequestLimits {
     int64_t max_image_tokens = 0;  // 0: no bound of its own
 };
 
-// The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type": "text",
-// "text"}]}, a user turn's images before its text.
+// The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type":
+// "video"}...,
+// {"type": "text", "text"}]}, a user turn's images and videos before its text.
 nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages);
 
 // The format's chat template rendered over the messages with the generation prompt, each image as the
@@ -100,7 +112,8 @@ public:
 
 private:
     const PromptFormat& format(const char* what) const;
-    // Tokenizes the template text and repeats each image placeholder once per token of its image.
+    // Tokenizes the template text and repeats each image or video placeholder once per token of its item; the
+    // placeholders must come in the order of the items.
     PromptTokens expand(const std::string& text, const PreprocessedImages& images) const;
     void check(Request& request, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const;
 

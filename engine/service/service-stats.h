@@ -7,11 +7,24 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/runtime/engine-core.h"
 
 namespace folio {
 
+// One generative model's engine.
+struct ModelEngineStats {
+    std::string model;  // its name
+    int64_t n_kv_blocks = 0;
+    int64_t n_kv_blocks_used = 0;
+    int64_t n_running = 0;
+    int64_t n_waiting = 0;
+    MemoryPlan memory_plan;
+};
+
+// Counts are of every engine together; memory_plan and engine are the first generative model's.
 struct ServiceStats {
     int64_t n_kv_blocks = 0;
     int64_t n_kv_blocks_used = 0;
@@ -30,6 +43,7 @@ struct ServiceStats {
     int64_t n_callback_errors = 0;  // exceptions thrown by output callbacks, caught by the service
     MemoryPlan memory_plan;
     EngineStats engine;
+    std::vector<ModelEngineStats> engines;  // in slot order
 };
 
 // New tokens per second over a sliding window.

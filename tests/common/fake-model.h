@@ -22,17 +22,28 @@ constexpr int32_t kImageFeature = 50;  // image i's feature rows stand for token
 constexpr int64_t kPatchDim = 3;       // values of one patch
 constexpr int64_t kPositionDelta = 1000;
 
-// A token the fake model's decoder saw: its id (image features as kImageFeature + i), rotary position and
-// cache row.
+// A token the fake model's decoder saw: its id (image features as kImageFeature + i), rotary position on
+// each axis, cache row and modality.
 struct Fed {
     int32_t token = 0;
-    std::array<int32_t, 3> pos{};
+    std::vector<int32_t> pos;
     int32_t slot = 0;
+    TokenModality modality = TokenModality::Text;
 };
 
+// Prompt modalities from flags: 0 text, 1 image, 2 video.
+inline std::vector<TokenModality> modalities(std::initializer_list<int> flags) {
+    std::vector<TokenModality> out;
+    for (const int f : flags) {
+        out.push_back(static_cast<TokenModality>(f));
+    }
+    return out;
+}
+
 // A model whose next token is always the last one plus one (mod kVocab): embeddings are one-hot rows, the
-// decoder passes them through, and the head maps row t to t + 1. Prompt token i sits at (i, 2i, 3i) and the
-// tokens after the prompt at index + kPositionDelta, so that the runtime must take positions from the model.
+// decoder passes them through, and the head maps row t to t + 1. Prompt token i sits at (i, 2i, 3i, ...) on
+// its n_axes axes and the tokens after the prompt at index + kPositionDelta, so that the runtime must take
+// positions from the model.
 // An image of grid (t, h, w) takes t * h * w tokens.
 class FakeModel final : public GenerativeModel {
 public:
@@ -74,12 +85,16 @@ public:
         return image_activation;
     }
 
-    PromptPositions prompt_positions(std::span<const uint8_t> is_image,
+    int n_position_axes() const override { return n_axes; }
+    PromptPositions prompt_positions(std::span<const TokenModality> modality,
                                      std::span<const ImageGrid> grids) const override {
         ++n_position_calls;
         PromptPositions p;
-        for (int64_t i = 0; i < static_cast<int64_t>(is_image.size()); ++i) {
-            p.pos.push_back({i, 2 * i, 3 * i});
+        p.n_axes = n_axes;
+        for (int64_t i = 0; i < static_cast<int64_t>(modality.size()); ++i) {
+            for (int a = 0; a < n_axes; ++a) {
+                p.pos.push_back((a + 1) * i);
+            }
         }
         p.delta = kPositionDelta;
         n_position_grids += static_cast<int64_t>(grids.size());
@@ -97,13 +112,22 @@ public:
         const int64_t n = embeds.rows();
         const std::vector<float> rows = backend_.download(embeds);  // [n, vocab]
         const std::vector<int32_t> pos = read(step.positions), slots = read(step.slots);
+        const std::vector<int32_t> kinds =
+            step.modality.empty() ? std::vector<int32_t>(n, 0) : read(step.modality);
+        if (static_cast<int64_t>(pos.size()) != n * n_axes || static_cast<int64_t>(kinds.size()) != n) {
+            fail("fake model: ", pos.size(), " position values and ", kinds.size(), " modalities for ", n,
+                 " tokens");
+        }
         for (int64_t r = 0; r < n; ++r) {
             const auto row = rows.begin() + r * kVocab;
             const auto token = static_cast<int32_t>(std::max_element(row, row + kVocab) - row);
             if (token == fail_on_token) {
                 fail(fail_message);
             }
-            fed.push_back({token, {pos[3 * r], pos[3 * r + 1], pos[3 * r + 2]}, slots[r]});
+            fed.push_back({token,
+                           {pos.begin() + r * n_axes, pos.begin() + (r + 1) * n_axes},
+                           slots[r],
+                           static_cast<TokenModality>(kinds[r])});
         }
         rows_per_step.push_back(n);
         if (step_delay.count() > 0) {
@@ -114,10 +138,12 @@ public:
     }
     Tensor logits(const Tensor& hidden) override { return backend_.linear(hidden, head_, nullptr); }
     KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const override {
-        return {1, 1, 2, n_blocks, block_size};
+        return {1, 1, kv_head_dim, n_blocks, block_size};
     }
 
     int64_t max_context = 4096;
+    int n_axes = 3;                    // axes of a rotary position
+    int kv_head_dim = 2;               // the cache's head size: its bytes a block
     int32_t fail_on_token = -1;        // forward_text throws fail_message when it is fed this token
     int64_t fail_on_image_width = -1;  // encode_images throws for a grid this many patches wide
     std::string fail_message = "the fake model failed";

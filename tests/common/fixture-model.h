@@ -47,7 +47,7 @@ inline ChatPromptTokens reference_prompt(const Reference& ref, const PromptCase&
     ChatPromptTokens prompt;
     for (const int64_t id : ref.i64(c.key + ".input_ids")) {
         prompt.ids.push_back(static_cast<int32_t>(id));
-        prompt.is_image.push_back(id == image_token_id ? 1 : 0);
+        prompt.modality.push_back(id == image_token_id ? TokenModality::Image : TokenModality::Text);
     }
     return prompt;
 }
@@ -63,13 +63,13 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
         model.project(model.encode_vision(images.pixel_values, images.grids), images.grids);
     std::vector<int64_t> rows;
     for (size_t i = 0; i < prompt.ids.size(); ++i) {
-        if (prompt.is_image[i]) {
+        if (is_media(prompt.modality[i])) {
             rows.push_back(static_cast<int64_t>(i));
         }
     }
     backend.scatter_rows(embeds, rows, features);
     const MropePositions positions =
-        compute_mrope_positions(prompt.is_image, images.grids, cfg.vision.spatial_merge_size);
+        compute_mrope_positions(prompt.modality, images.grids, cfg.vision.spatial_merge_size);
     const auto n = static_cast<int64_t>(prompt.ids.size());
     const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
     PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
@@ -81,7 +81,8 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
     for (int64_t t = 0; t < n; ++t) {
         batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
     }
-    return model.logits(model.forward_text(std::move(embeds), positions.pos, cache, batch));
+    const std::vector<int32_t> flat(positions.pos.begin(), positions.pos.end());  // [n, 3]
+    return model.logits(model.forward_text(std::move(embeds), flat, prompt.modality, cache, batch));
 }
 
 }  // namespace folio::testing

@@ -36,7 +36,7 @@ EngineConfig small_config() {
 Request text_request(std::vector<int32_t> ids, int64_t max_tokens) {
     Request r;
     r.prompt.ids = std::move(ids);
-    r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+    r.prompt.modality.assign(r.prompt.ids.size(), TokenModality::Text);
     r.max_tokens = max_tokens;
     r.ignore_eos = true;
     return r;
@@ -102,12 +102,12 @@ TEST_F(EngineCoreTest, PositionsComeFromTheModel) {
     ASSERT_GE(model_.fed.size(), 6u);  // a step queued ahead may feed one more
     for (int32_t i = 0; i < 3; ++i) {
         EXPECT_EQ(model_.fed[i].token, 3 + i);
-        EXPECT_EQ(model_.fed[i].pos, (std::array<int32_t, 3>{i, 2 * i, 3 * i}));
+        EXPECT_EQ(model_.fed[i].pos, (std::vector<int32_t>{i, 2 * i, 3 * i}));
     }
     for (int32_t i = 3; i < 6; ++i) {
         EXPECT_EQ(model_.fed[i].token, 3 + i);
         const int32_t p = i + static_cast<int32_t>(kPositionDelta);
-        EXPECT_EQ(model_.fed[i].pos, (std::array<int32_t, 3>{p, p, p}));
+        EXPECT_EQ(model_.fed[i].pos, (std::vector<int32_t>{p, p, p}));
     }
     // Each token has its own cache row.
     std::vector<int32_t> slots;
@@ -195,7 +195,7 @@ TEST_F(EngineCoreTest, PreemptedRequestsGiveTheSameTokens) {
 TEST_F(EngineCoreTest, ImageFeaturesTakeThePlaceholdersRows) {
     EngineCore core(model_, small_config());
     Request r = text_request({7, kImageToken, kImageToken, kImageToken, kImageToken, 8}, 2);
-    r.prompt.is_image = {0, 1, 1, 1, 1, 0};
+    r.prompt.modality = modalities({0, 1, 1, 1, 1, 0});
     r.images.grids = {{1, 2, 2}};
     r.images.pixel_values.assign(4 * kPatchDim, 0.5f);
     const int64_t id = core.submit(std::move(r));
@@ -209,7 +209,54 @@ TEST_F(EngineCoreTest, ImageFeaturesTakeThePlaceholdersRows) {
         EXPECT_EQ(model_.fed[i].token, kImageFeature) << "row " << i;
     }
     EXPECT_EQ(model_.fed[5].token, 8);
+    // The decoder step tells each token's modality: the placeholders image, the rest (and what the request
+    // generates) text.
+    for (size_t i = 0; i < model_.fed.size(); ++i) {
+        const bool placeholder = i >= 1 && i <= 4;
+        EXPECT_EQ(model_.fed[i].modality, placeholder ? TokenModality::Image : TokenModality::Text)
+            << "row " << i;
+    }
 }
+
+TEST_F(EngineCoreTest, VideoPlaceholdersReachTheDecoderAsVideo) {
+    EngineCore core(model_, small_config());
+    Request r = text_request({7, kImageToken, kImageToken, kImageToken, kImageToken, 8}, 2);
+    r.prompt.modality = modalities({0, 2, 2, 2, 2, 0});
+    r.images.grids = {{2, 1, 2}};  // two frames
+    r.images.pixel_values.assign(4 * kPatchDim, 0.5f);
+    Request as_image = r;
+    EXPECT_THROW(core.validate(as_image), Error) << "a video run for an item marked as an image";
+    r.images.kinds = {MediaKind::Video};
+    const int64_t id = core.submit(std::move(r));
+    EXPECT_EQ(run_to_end(core).at(id).tokens, chain(8, 2));
+    ASSERT_GE(model_.fed.size(), 6u);
+    for (size_t i = 0; i < model_.fed.size(); ++i) {
+        const bool placeholder = i >= 1 && i <= 4;
+        EXPECT_EQ(model_.fed[i].modality, placeholder ? TokenModality::Video : TokenModality::Text)
+            << "row " << i;
+    }
+}
+
+class EngineCoreAxesTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(EngineCoreAxesTest, PositionsOfAnyNumberOfAxesReachTheDecoder) {
+    std::unique_ptr<Backend> backend = make_cpu_backend(1);
+    FakeModel model(*backend);
+    model.n_axes = GetParam();
+    EngineCore core(model, small_config());
+    const int64_t id = core.submit(text_request({3, 4, 5}, 4));
+    EXPECT_EQ(run_to_end(core).at(id).tokens, chain(5, 4));
+    ASSERT_GE(model.fed.size(), 6u);
+    for (int32_t i = 0; i < 6; ++i) {
+        std::vector<int32_t> expected;
+        for (int32_t a = 0; a < GetParam(); ++a) {
+            expected.push_back(i < 3 ? (a + 1) * i : i + static_cast<int32_t>(kPositionDelta));
+        }
+        EXPECT_EQ(model.fed[i].pos, expected) << "token " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Axes, EngineCoreAxesTest, ::testing::Values(1, 3, 4));
 
 TEST_F(EngineCoreTest, ValidationAsksTheModel) {
     EngineCore core(model_, small_config());
@@ -218,7 +265,7 @@ TEST_F(EngineCoreTest, ValidationAsksTheModel) {
     EXPECT_THROW(core.validate(text_request({1}, 0)), Error);
 
     Request image = text_request({1, kImageToken, kImageToken, 2}, 4);
-    image.prompt.is_image = {0, 1, 1, 0};
+    image.prompt.modality = modalities({0, 1, 1, 0});
     image.images.grids = {{1, 1, 2}};
     image.images.pixel_values.assign(2 * kPatchDim, 0.0f);
     EXPECT_NO_THROW(core.validate(image));
@@ -230,7 +277,7 @@ TEST_F(EngineCoreTest, ValidationAsksTheModel) {
     short_values.images.pixel_values.pop_back();
     EXPECT_THROW(core.validate(short_values), Error);
     Request too_many = text_request({1, kImageToken, kImageToken, kImageToken, 2}, 4);
-    too_many.prompt.is_image = {0, 1, 1, 1, 0};
+    too_many.prompt.modality = modalities({0, 1, 1, 1, 0});
     too_many.images.grids = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};  // limit_mm_per_prompt is 2
     too_many.images.pixel_values.assign(3 * kPatchDim, 0.0f);
     EXPECT_THROW(core.validate(too_many), Error);
@@ -261,7 +308,7 @@ TEST_F(EngineCoreTest, LimitsAndMemoryPlanComeFromTheModel) {
 }
 
 TEST_F(EngineCoreTest, GenerateRunsOneRequestThroughTheInterface) {
-    PromptTokens prompt{{11, 12}, {0, 0}};
+    PromptTokens prompt{{11, 12}, modalities({0, 0})};
     GenerateParams params;
     params.max_tokens = 5;
     params.stop_ids = {60};
@@ -284,10 +331,10 @@ Request image_request(int32_t first, int64_t width, int64_t max_tokens) {
     Request r = text_request({first}, max_tokens);
     for (int64_t i = 0; i < width; ++i) {
         r.prompt.ids.push_back(kImageToken);
-        r.prompt.is_image.push_back(1);
+        r.prompt.modality.push_back(TokenModality::Image);
     }
     r.prompt.ids.push_back(first);
-    r.prompt.is_image.push_back(0);
+    r.prompt.modality.push_back(TokenModality::Text);
     r.images.grids = {{1, 1, width}};
     r.images.pixel_values.assign(static_cast<size_t>(width * kPatchDim), 0.25f);
     return r;
@@ -470,7 +517,7 @@ TEST_F(EngineCoreTest, DeviceTimesOfEachPartOnlyWhenAskedFor) {
         config.time_device = timed;
         EngineCore core(model_, config);
         Request r = text_request({7, kImageToken, kImageToken, kImageToken, kImageToken, 8}, 4);
-        r.prompt.is_image = {0, 1, 1, 1, 1, 0};
+        r.prompt.modality = modalities({0, 1, 1, 1, 1, 0});
         r.images.grids = {{1, 2, 2}};
         r.images.pixel_values.assign(4 * kPatchDim, 0.5f);
         core.submit(std::move(r));

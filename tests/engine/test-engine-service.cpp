@@ -32,13 +32,19 @@ std::atomic<int> g_live_models{0};
 // A fake model as a loaded slot; counts the live ones, so that a test sees everything released.
 class FakeLoaded final : public LoadedModel {
 public:
-    FakeLoaded(Backend& backend, ModelRole role, int64_t reserved)
-        : model(backend), role_(role), reserved_(reserved) {
+    FakeLoaded(Backend& backend, ModelRole role, int64_t reserved, std::string name)
+        : model(backend), role_(role), reserved_(reserved), name_(std::move(name)) {
         ++g_live_models;
     }
     ~FakeLoaded() override { --g_live_models; }
     ModelRole role() const override { return role_; }
-    GenerativeModel* generative() override { return role_ == ModelRole::Recognition ? &model : nullptr; }
+    GenerativeModel* generative() override { return role_ != ModelRole::Layout ? &model : nullptr; }
+    ModelDescription description() const override {
+        ModelDescription d;
+        d.name = name_;
+        d.role = role_;
+        return d;
+    }
     int64_t max_image_tokens() const override { return 32; }
     int64_t reserved_activation_bytes() const override { return reserved_; }
 
@@ -47,6 +53,7 @@ public:
 private:
     ModelRole role_;
     int64_t reserved_;
+    std::string name_;
 };
 
 // Loads a slot as n_chunks "tensors" of chunk_bytes, each an allocation on the backend, chunk_delay apart.
@@ -66,11 +73,14 @@ public:
             context.add_read(kChunkBytes, "tensor." + std::to_string(i));
             std::this_thread::sleep_for(chunk_delay);
         }
-        auto loaded = std::make_unique<FakeLoaded>(backend, slot.role, reserved_bytes);
+        auto made =
+            std::make_unique<FakeLoaded>(backend, slot.role, reserved_bytes, slot.dir.filename().string());
         if (configure) {
-            configure(loaded->model);
+            configure(made->model);
         }
-        return loaded;
+        const std::lock_guard lock(loaded_mutex);
+        loaded.push_back(made.get());
+        return made;
     }
 
     static constexpr int64_t kChunkBytes = 4096;
@@ -79,6 +89,9 @@ public:
     std::string fail_message;
     int64_t reserved_bytes = 0;
     std::function<void(FakeModel&)> configure;
+    // Every model loaded, in order (valid while the service holds them).
+    mutable std::mutex loaded_mutex;
+    mutable std::vector<FakeLoaded*> loaded;
 };
 
 EngineConfig service_config() {
@@ -104,7 +117,7 @@ ServiceParams params_for(const FakeFactory& factory, EngineConfig config = servi
 Request text_request(std::vector<int32_t> ids, int64_t max_tokens) {
     Request r;
     r.prompt.ids = std::move(ids);
-    r.prompt.is_image.assign(r.prompt.ids.size(), 0);
+    r.prompt.modality.assign(r.prompt.ids.size(), TokenModality::Text);
     r.max_tokens = max_tokens;
     r.ignore_eos = true;
     return r;
@@ -130,10 +143,10 @@ Request image_request(int32_t first, int64_t width, int64_t max_tokens) {
     Request r = text_request({first}, max_tokens);
     for (int64_t i = 0; i < width; ++i) {
         r.prompt.ids.push_back(kImageToken);
-        r.prompt.is_image.push_back(1);
+        r.prompt.modality.push_back(TokenModality::Image);
     }
     r.prompt.ids.push_back(first);
-    r.prompt.is_image.push_back(0);
+    r.prompt.modality.push_back(TokenModality::Text);
     r.images.grids = {{1, 1, width}};
     r.images.pixel_values.assign(static_cast<size_t>(width * kPatchDim), 0.25f);
     return r;
@@ -387,6 +400,103 @@ TEST_F(EngineServiceTest, ModelsLoadedTogetherPlanTheirMemoryTogether) {
     EXPECT_EQ(g_live_models.load(), 2);
     RequestHandle h = service.submit(spec(text_request({2}, 3)));
     EXPECT_EQ(collect(h).tokens, chain(2, 3));
+}
+
+// An OCR model and a chat model side by side: an engine each, their caches planned together out of the memory
+// one model alone would have, each request reaching the model it names.
+TEST_F(EngineServiceTest, TwoGenerativeModelsSideBySideEachRequestReachingItsModel) {
+    FakeFactory factory;
+    // Blocks of 32 KiB and 9 MiB free on the device: a few hundred blocks, fewer than a model can use.
+    factory.configure = [](FakeModel& m) { m.kv_head_dim = 1024; };
+    EngineConfig planned = service_config();
+    planned.num_gpu_blocks_override = 0;
+    const auto free_memory = [] { return int64_t{9} << 20; };
+    int64_t alone_blocks = 0;
+    {
+        EngineService alone;
+        ServiceParams one = params_for(factory, planned);
+        one.device.free_memory = free_memory;
+        alone.load(one);
+        ASSERT_EQ(alone.wait_loaded(10s), ServiceState::Ready) << alone.status().error;
+        alone_blocks = alone.stats().n_kv_blocks;
+        ASSERT_GT(alone_blocks, 100);
+        ASSERT_LT(alone_blocks, 512) << "below what max_num_seqs sequences can use";
+    }
+    factory.loaded.clear();
+    ServiceParams p = params_for(factory, planned);
+    p.device.free_memory = free_memory;
+    p.models.push_back({ModelRole::Chat, "fake-chat", {}});
+    p.models.push_back({ModelRole::Layout, "fake-layout", {}});
+    EngineService service;
+    service.load(p);
+    ASSERT_EQ(service.wait_loaded(10s), ServiceState::Ready) << service.status().error;
+    const std::vector<ModelDescription> models = service.models();
+    ASSERT_EQ(models.size(), 3u);
+    EXPECT_EQ(models[1].name, "fake-chat");
+    EXPECT_EQ(models[1].role, ModelRole::Chat);
+
+    const ServiceStats stats = service.stats();
+    ASSERT_EQ(stats.engines.size(), 2u);
+    EXPECT_EQ(stats.engines[0].model, "fake-model");
+    EXPECT_EQ(stats.engines[1].model, "fake-chat");
+    // Equal shares of what one model alone had, less the second model's weights.
+    for (const ModelEngineStats& e : stats.engines) {
+        EXPECT_GT(e.n_kv_blocks, alone_blocks * 4 / 10) << e.model;
+        EXPECT_LE(e.n_kv_blocks, alone_blocks / 2) << e.model;
+        EXPECT_EQ(e.memory_plan.n_blocks, e.n_kv_blocks);
+    }
+    EXPECT_EQ(stats.n_kv_blocks, stats.engines[0].n_kv_blocks + stats.engines[1].n_kv_blocks);
+    EXPECT_EQ(service.limits("fake-chat").max_model_len, 256);
+    EXPECT_EQ(service.limits("nothing").max_model_len, 0);
+
+    ASSERT_EQ(factory.loaded.size(), 3u);
+    std::vector<RequestHandle> handles;
+    for (int i = 0; i < 8; ++i) {
+        RequestSpec s = spec(text_request({static_cast<int32_t>(10 + i)}, 5));
+        s.model = i % 2 == 0 ? "" : "fake-chat";
+        handles.push_back(service.submit(std::move(s)));
+    }
+    for (int i = 0; i < 8; ++i) {
+        const Collected c = collect(handles[static_cast<size_t>(i)]);
+        EXPECT_EQ(c.tokens, chain(10 + i, 5)) << "request " << i;
+        ASSERT_TRUE(c.last && c.last->finish) << "request " << i;
+    }
+    // Each prompt reached the model its request named, and only that one.
+    const auto saw = [&](size_t model, int32_t token) {
+        const std::vector<Fed>& fed = factory.loaded[model]->model.fed;
+        // As the prompt's first token (position 0), not as a token some request generated.
+        return std::any_of(fed.begin(), fed.end(),
+                           [&](const Fed& f) { return f.token == token && f.pos[0] == 0; });
+    };
+    for (int i = 0; i < 8; ++i) {
+        const int32_t first = 10 + i;
+        EXPECT_EQ(saw(0, first), i % 2 == 0) << "request " << i;
+        EXPECT_EQ(saw(1, first), i % 2 == 1) << "request " << i;
+    }
+    try {
+        RequestSpec unknown = spec(text_request({3}, 2));
+        unknown.model = "PaddleOCR-VL-1.5";
+        service.submit(std::move(unknown));
+        ADD_FAILURE() << "a request for a model not loaded was taken";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("serving fake-model, fake-chat"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(service.stats().n_kv_blocks_used, 0);
+
+    // Reconfigured, both engines are built again.
+    service.reconfigure(planned);
+    EXPECT_EQ(service.stats().engines.size(), 2u);
+    RequestSpec again = spec(text_request({40}, 2));
+    again.model = "fake-chat";
+    RequestHandle h = service.submit(std::move(again));
+    EXPECT_EQ(collect(h).tokens, chain(40, 2));
+
+    // Two generative models of one name cannot be told apart.
+    ServiceParams twins = params_for(factory, planned);
+    twins.models.push_back({ModelRole::Chat, "other/fake-model", {}});
+    service.load(twins);
+    EXPECT_EQ(service.wait_loaded(10s), ServiceState::Failed);
+    EXPECT_NE(service.status().error.find("both named"), std::string::npos) << service.status().error;
 }
 
 // What other processes use on the card is measured before loading, and the free bytes are reported.

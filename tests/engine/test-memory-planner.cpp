@@ -73,6 +73,54 @@ TEST(MemoryPlanner, LeavesWhatOtherProcessesAndOtherModelsUse) {
 
 // A block holds K and V of every layer: 2 * layers * block_size * heads * head_dim elements, of 4 bytes in
 // float32 and 2 in bfloat16, so a bfloat16 cache has twice the blocks in the same bytes.
+// Two engines on one device: the caches share what is left after every model's weights and the largest
+// activation peak, by their shares; one that cannot use its part leaves the rest to the other.
+TEST(MemoryPlanner, SeveralEnginesShareTheCacheMemory) {
+    MemoryPlanParams p;
+    p.total_bytes = 10000;
+    p.utilization = 1.0;
+    p.weight_bytes = 3000;
+    p.activation_peak_bytes = 1000;
+    p.reserved_bytes = 1000;  // 5000 left for the caches
+    const std::vector<CacheDemand> equal{{100, 0, 1.0}, {50, 0, 1.0}};
+    std::vector<MemoryPlan> plans = plan_kv_caches(p, equal);
+    ASSERT_EQ(plans.size(), 2u);
+    EXPECT_EQ(plans[0].n_blocks, 25);
+    EXPECT_EQ(plans[1].n_blocks, 50);
+    EXPECT_EQ(plans[0].kv_bytes + plans[1].kv_bytes, 5000);
+    EXPECT_EQ(plans[0].budget_bytes, 10000);
+
+    const std::vector<CacheDemand> weighted{{100, 0, 3.0}, {100, 0, 1.0}};
+    plans = plan_kv_caches(p, weighted);
+    EXPECT_EQ(plans[0].n_blocks, 37);
+    EXPECT_EQ(plans[1].n_blocks, 12);
+
+    // The first can use 5 blocks (500 bytes): the second takes the other 4500.
+    const std::vector<CacheDemand> capped{{100, 5, 1.0}, {100, 0, 1.0}};
+    plans = plan_kv_caches(p, capped);
+    EXPECT_EQ(plans[0].n_blocks, 5);
+    EXPECT_EQ(plans[1].n_blocks, 45);
+
+    // One engine alone plans as plan_kv_cache does.
+    const std::vector<CacheDemand> one{{64, 0, 1.0}};
+    MemoryPlanParams alone = p;
+    alone.block_bytes = 64;
+    EXPECT_EQ(plan_kv_caches(p, one).at(0).n_blocks, plan_kv_cache(alone).n_blocks);
+
+    // An engine whose share holds no block is refused by its number.
+    const std::vector<CacheDemand> starved{{100, 0, 1000.0}, {4000, 0, 1.0}};
+    try {
+        plan_kv_caches(p, starved);
+        ADD_FAILURE() << "a cache without a block was planned";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("engine 1 of 2"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(plan_kv_caches(p, std::vector<CacheDemand>{}), Error);
+    EXPECT_THROW(plan_kv_caches(p, std::vector<CacheDemand>{{100, 0, 0.0}}), Error) << "share 0";
+    p.weight_bytes = 9000;
+    EXPECT_THROW(plan_kv_caches(p, equal), Error) << "nothing left for any cache";
+}
+
 TEST(KvCache, BlockBytesFollowTheElementType) {
     KvCacheParams params{18, 2, 128, 0, 16};
     EXPECT_EQ(kv_block_bytes(params), int64_t{2} * 18 * 16 * 2 * 128 * 4);

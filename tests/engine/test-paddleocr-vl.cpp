@@ -260,14 +260,16 @@ TEST(VisionRope, AxisRowsAssembleEachPatchsRow) {
 TEST_P(PaddleOcrVlTest, PositionIdsMatchReference) {
     const PromptCase& c = GetParam();
     const ChatPromptTokens prompt = reference_prompt(c);
-    const MropePositions positions = compute_mrope_positions(prompt.is_image, reference_images(c).grids,
+    const MropePositions positions = compute_mrope_positions(prompt.modality, reference_images(c).grids,
                                                              files_->config().vision.spatial_merge_size);
     const std::vector<int64_t> expected = reference_->i64(c.key + ".position_ids");  // [3, n]
     const size_t n = prompt.ids.size();
-    ASSERT_EQ(positions.pos.size(), n);
+    ASSERT_EQ(positions.n_axes, 3);
+    ASSERT_EQ(positions.pos.size(), 3 * n);
     for (size_t i = 0; i < n; ++i) {
         for (size_t axis = 0; axis < 3; ++axis) {
-            ASSERT_EQ(positions.pos[i][axis], expected[axis * n + i]) << "token " << i << " axis " << axis;
+            ASSERT_EQ(positions.pos[3 * i + axis], expected[axis * n + i])
+                << "token " << i << " axis " << axis;
         }
     }
 }
@@ -430,7 +432,7 @@ TEST(PaddleOcrVlGenerate, CancelStopsAfterTheCallbackSaysSo) {
     const auto backend = make_cpu_backend(2);
     const auto weights = make_file_weight_source(*files);
     PaddleOcrVl model(*backend, files->config(), *weights);
-    ChatPromptTokens prompt{{600, 10, 20, 30}, {0, 0, 0, 0}};
+    ChatPromptTokens prompt{{600, 10, 20, 30}, std::vector<TokenModality>(4, TokenModality::Text)};
     GenerateParams params;
     params.max_tokens = 20;
     int n_calls = 0;
@@ -448,14 +450,20 @@ TEST(PaddleOcrVlGenerate, RejectsBadRequests) {
     GenerateParams params;
     EXPECT_THROW(generate(model, ChatPromptTokens{}, {}, params, ok), Error);
     params.max_tokens = 0;
-    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {0}}, {}, params, ok), Error);
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {TokenModality::Text}}, {}, params, ok), Error);
     params.max_tokens = 1 << 20;
-    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {0}}, {}, params, ok), Error);
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600}, {TokenModality::Text}}, {}, params, ok), Error);
     params.max_tokens = 4;
     // Image placeholders without an image.
-    EXPECT_THROW(generate(model, ChatPromptTokens{{600, 602, 602}, {0, 1, 1}}, {}, params, ok), Error);
+    EXPECT_THROW(generate(model,
+                          ChatPromptTokens{{600, 602, 602},
+                                           {TokenModality::Text, TokenModality::Image, TokenModality::Image}},
+                          {}, params, ok),
+                 Error);
     // A token id outside the vocabulary.
-    EXPECT_THROW(generate(model, ChatPromptTokens{{600, 5000}, {0, 0}}, {}, params, ok), Error);
+    EXPECT_THROW(generate(model, ChatPromptTokens{{600, 5000}, {TokenModality::Text, TokenModality::Text}},
+                          {}, params, ok),
+                 Error);
 }
 
 TEST(PaddleOcrVlWeights, ByteCountsMatchTheLoadedModelInEveryFormat) {

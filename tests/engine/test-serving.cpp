@@ -442,7 +442,7 @@ TEST_F(Serving, StressWithRandomArrivalsCancellationsAndLengths) {
                 const int n = 1 + static_cast<int>(rng() % 48);
                 for (int t = 0; t < n; ++t) {
                     r.prompt.ids.push_back(static_cast<int32_t>(3 + rng() % 597));
-                    r.prompt.is_image.push_back(0);
+                    r.prompt.modality.push_back(TokenModality::Text);
                 }
             }
             r.max_tokens = 1 + static_cast<int64_t>(rng() % 12);
@@ -563,7 +563,7 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     EXPECT_EQ(message(big_page), "accepted");
     Request too_long;
     too_long.prompt.ids.assign(600, 5);
-    too_long.prompt.is_image.assign(600, 0);
+    too_long.prompt.modality.assign(600, TokenModality::Text);
     EXPECT_NE(message(too_long).find("max_model_len"), std::string::npos);
     Request short_pixels = make_request({pages_[0]}, "OCR:");
     short_pixels.images.levels.pop_back();
@@ -620,7 +620,7 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     const Request task = builder.build({ImageTask{{pages_[1]}, "OCR:"}, {}});
     const Request reference = make_request({pages_[1]}, "OCR:");
     EXPECT_EQ(task.prompt.ids, reference.prompt.ids);
-    EXPECT_EQ(task.prompt.is_image, reference.prompt.is_image);
+    EXPECT_EQ(task.prompt.modality, reference.prompt.modality);
     EXPECT_EQ(task.images.grids, reference.images.grids);
     EXPECT_EQ(task.image_hashes.size(), 1u) << "hashed where the request is built";
     EXPECT_EQ(task.max_tokens, 512 - static_cast<int64_t>(task.prompt.ids.size()));
@@ -631,7 +631,8 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     for (const ImageGrid& g : chat.images.grids) {
         n_image_tokens += g.n_patches() / 4;
     }
-    EXPECT_EQ(std::count(chat.prompt.is_image.begin(), chat.prompt.is_image.end(), 1), n_image_tokens);
+    EXPECT_EQ(std::count(chat.prompt.modality.begin(), chat.prompt.modality.end(), TokenModality::Image),
+              n_image_tokens);
     EXPECT_EQ(chat.prompt.ids.front(), tokenizer_->encode("<|begin_of_sentence|>", true).front());
     const auto message = [&](RequestSpec spec) {
         try {
@@ -676,6 +677,87 @@ TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {
     RequestSpec inverted{ImageTask{{pages_[1]}, "OCR:"}, {}};
     inverted.image_pixels = ImagePixelBounds{100, 10};
     EXPECT_NE(message(inverted).find("image pixel bounds 100..10"), std::string::npos);
+}
+
+// Videos beside images: a template that places both, the frames cut into a temporal grid, the placeholders
+// marked as video, and clear refusals where the model or the template takes no video.
+TEST_F(Serving, RequestBuilderTakesVideosWhereTheModelDoes) {
+    const ModelConfig& cfg = files_->config();
+    PromptFormat format;
+    format.tokenizer = tokenizer_.get();
+    format.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::parse(
+        "{%- for message in messages -%}{%- for c in message['content'] -%}"
+        "{%- if c['type'] == 'image' -%}<|IMAGE_START|><|IMAGE_PLACEHOLDER|><|IMAGE_END|>"
+        "{%- elif c['type'] == 'video' -%}<|IMAGE_START|><|VIDEO_PLACEHOLDER|><|IMAGE_END|>"
+        "{%- else -%}{{ c['text'] }}{%- endif -%}{%- endfor -%}{%- endfor -%}",
+        "video-template"));
+    const std::optional<int32_t> video_token = tokenizer_->find_token("<|VIDEO_PLACEHOLDER|>");
+    ASSERT_TRUE(video_token.has_value());
+    format.special = {cfg.image_token_id, cfg.vision_start_token_id, cfg.vision_end_token_id, *video_token};
+    format.preprocessor = files_->preprocessor();
+    format.preprocessor.temporal_patch_size = 2;
+    format.n_image_tokens = [](const ImageGrid& g) { return g.n_patches() / 4; };
+    const RequestBuilder builder(format, {100000, 4, 0});
+
+    // Three frames of one size: padded to four, two temporal patches.
+    Video video;
+    for (int f = 0; f < 3; ++f) {
+        video.frames.push_back(pages_[0]);
+        std::fill(video.frames.back().rgb.begin(), video.frames.back().rgb.begin() + 3 * f, uint8_t{40});
+    }
+    ChatMessage message{ChatMessage::Role::User, "Describe.", {pages_[1]}};
+    message.videos = {video};
+    const Request r = builder.build({Chat{{message}}, {}});
+    ASSERT_EQ(r.images.grids.size(), 2u);
+    EXPECT_EQ(r.images.kinds, (std::vector<MediaKind>{MediaKind::Image, MediaKind::Video}));
+    const ImageGrid frame = preprocess_images(std::span(&pages_[0], 1), format.preprocessor).grids.at(0);
+    EXPECT_EQ(r.images.grids[1], (ImageGrid{2, frame.h, frame.w}));
+    const auto n_of = [&](TokenModality m) {
+        return std::count(r.prompt.modality.begin(), r.prompt.modality.end(), m);
+    };
+    EXPECT_EQ(n_of(TokenModality::Image), r.images.grids[0].n_patches() / 4);
+    EXPECT_EQ(n_of(TokenModality::Video), r.images.grids[1].n_patches() / 4);
+    // The image's run comes first, as the template places it, and the video's placeholders carry its token.
+    const auto first_video =
+        std::find(r.prompt.modality.begin(), r.prompt.modality.end(), TokenModality::Video);
+    const auto last_image =
+        std::find(r.prompt.modality.rbegin(), r.prompt.modality.rend(), TokenModality::Image);
+    EXPECT_LT(std::distance(r.prompt.modality.begin(), last_image.base()),
+              std::distance(r.prompt.modality.begin(), first_video));
+    EXPECT_EQ(r.prompt.ids[static_cast<size_t>(first_video - r.prompt.modality.begin())], *video_token);
+    EXPECT_EQ(r.image_hashes.size(), 2u);
+    // The temporal patches hold consecutive frames: the video's first patch differs from a still of frame 0.
+    const std::span<const uint8_t> video_levels = r.images.image_levels(1);
+    PreprocessedImages still;
+    append_image(still, pages_[0], format.preprocessor, "still");
+    EXPECT_EQ(video_levels.size(), 2 * still.levels.size());
+    EXPECT_FALSE(std::equal(still.levels.begin(), still.levels.end(), video_levels.begin()));
+
+    const auto message_of = [&](const RequestBuilder& b, RequestSpec spec) {
+        try {
+            b.build(std::move(spec));
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+    PromptFormat no_video = format;
+    no_video.special.video_token_id = -1;
+    EXPECT_NE(
+        message_of(RequestBuilder(no_video, {100000, 4, 0}), {Chat{{message}}, {}}).find("takes no video"),
+        std::string::npos);
+    PromptFormat drops_video = format;
+    drops_video.chat_template = paddleocr_vl_chat_template(files_->dir());
+    EXPECT_NE(message_of(RequestBuilder(drops_video, {100000, 4, 0}), {Chat{{message}}, {}})
+                  .find("0 video placeholders"),
+              std::string::npos);
+    Video mixed = video;
+    mixed.frames[1] = pages_[1];
+    ChatMessage bad{ChatMessage::Role::User, "Describe.", {}};
+    bad.videos = {mixed};
+    EXPECT_NE(message_of(builder, {Chat{{bad}}, {}}).find("message 0 video 0: frame 1"), std::string::npos);
+    bad.videos = {Video{}};
+    EXPECT_NE(message_of(builder, {Chat{{bad}}, {}}).find("0 frames"), std::string::npos);
 }
 
 // The service on the fixture folder, through the PaddleOCR-VL factory: requests built from images and a task

@@ -738,13 +738,14 @@ TEST_F(ChatPromptTest, IdsAreTheReferenceInputIds) {
         const std::vector<int64_t> expected = reference_i64(std::string(name) + ".input_ids");
         ASSERT_EQ(tokens.ids.size(), expected.size()) << name;
         EXPECT_EQ(static_cast<int64_t>(tokens.ids.size()), prompt.at("n_prompt_tokens").get<int64_t>());
-        ASSERT_EQ(tokens.is_image.size(), tokens.ids.size());
+        ASSERT_EQ(tokens.modality.size(), tokens.ids.size());
         int64_t n_flagged = 0;
         for (size_t i = 0; i < expected.size(); ++i) {
             EXPECT_EQ(tokens.ids[i], expected[i]) << name << " at " << i;
-            EXPECT_EQ(tokens.is_image[i], expected[i] == special.image_token_id ? 1 : 0)
+            const bool placeholder = expected[i] == special.image_token_id;
+            EXPECT_EQ(tokens.modality[i], placeholder ? TokenModality::Image : TokenModality::Text)
                 << name << " at " << i;
-            n_flagged += tokens.is_image[i];
+            n_flagged += placeholder ? 1 : 0;
         }
         EXPECT_EQ(n_flagged, std::accumulate(n_image.begin(), n_image.end(), int64_t{0})) << name;
     }

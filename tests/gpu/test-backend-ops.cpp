@@ -25,6 +25,7 @@
 #include "engine/common/error.h"
 #include "engine/models/linear.h"
 #include "engine/models/paddleocr-vl/layers.h"
+#include "engine/runtime/rope.h"
 #include "kernels/cuda-check.h"
 #include "kernels/elementwise.h"
 #include "kernels/quantized-linear.h"
@@ -741,13 +742,10 @@ TEST_F(BackendOpsTest, LinearSpecCombinations) {
                 positions[static_cast<size_t>(3 * i + 2)] = static_cast<int32_t>(i / 2);
                 slots[static_cast<size_t>(i)] = static_cast<int32_t>(n_slots - 1 - i);
             }
-            std::vector<float> inv(hd / 2);
-            for (size_t i = 0; i < inv.size(); ++i) {
-                inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(hd));
-            }
-            const Pair pos = upload_i32(positions, {n, 3}), slot = upload_i32(slots, {n}),
-                       freq = upload(inv, {hd / 2});
-            const RopeParams rope_gpu{freq.gpu, {4, 2, 2}}, rope_cpu{freq.cpu, {4, 2, 2}};
+            const Pair pos = upload_i32(positions, {n, 3}), slot = upload_i32(slots, {n});
+            const RotaryLayout layout = RotaryLayout(3).section(0, 4).section(1, 2).section(2, 2);
+            const RopeParams rope_gpu = layout.upload(*gpu_, hd, 10000.0f),
+                             rope_cpu = layout.upload(*cpu_, hd, 10000.0f);
             for (const LinearNorm norm : {LinearNorm::None, LinearNorm::Rms}) {
                 Pair k_cache = random({n_slots, 1, hd}), v_cache = random({n_slots, 1, hd});
                 const Tensor q_gpu = gpu_->linear(
@@ -1538,30 +1536,47 @@ TEST_F(BackendOpsTest, Swiglu) {
 // and CUDA's sine and cosine, and store k and v at the same rows; rows not named keep their values. The same
 // from the normed input of the stacked q, k and v projections: up to 8 rows the GEMV pairs each row of a head
 // with its rotate-half partner and stores the turned pair as it comes out (columns a multiple of 8 or not),
-// more rows run the product on the tensor cores first.
+// more rows run the product on the tensor cores first. Frequencies turn with one axis (a text model), three
+// in contiguous sections (PaddleOCR-VL's mRoPE) or interleaved ones (height and width in turn, then
+// temporal, as ERNIE-4.5-VL's).
 TEST_F(BackendOpsTest, RopeQkvToCache) {
+    const auto sections = [](int t, int h, int w) {
+        return RotaryLayout(3).section(0, t).section(1, h).section(2, w);
+    };
+    const auto interleaved = [](int hw, int t) {
+        const std::pair<int, int> axes[] = {{1, hw}, {2, hw}};
+        return RotaryLayout(3).interleaved(axes).section(0, t);
+    };
+    const auto one_axis = [](int n) { return RotaryLayout(1).section(0, n); };
     struct Case {
         int64_t n, n_head, n_kv_head, hd;
-        std::array<int, 3> section;
+        RotaryLayout layout;
         int64_t in;
         Quantization type;
     };
     for (const ScalarType cache_type : kCacheTypes) {
-        for (const Case& c : {Case{1, 2, 1, 6, {1, 1, 1}, 64, Quantization::Bf16},
-                              Case{5, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
-                              Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint8},
-                              Case{1, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
-                              Case{2, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
-                              Case{8, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Wint4},
-                              Case{37, 4, 2, 64, {8, 12, 12}, 96, Quantization::Bf16},
-                              Case{3, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8},
+        for (const Case& c : {Case{1, 2, 1, 6, sections(1, 1, 1), 64, Quantization::Bf16},
+                              Case{5, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Bf16},
+                              Case{1, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Wint8},
+                              Case{1, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Wint4},
+                              Case{2, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Bf16},
+                              Case{8, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Wint4},
+                              Case{37, 4, 2, 64, sections(8, 12, 12), 96, Quantization::Bf16},
+                              Case{3, 3, 3, 2, sections(0, 1, 0), 20, Quantization::Wint8},
+                              Case{1, 20, 4, 128, interleaved(22, 20), 256, Quantization::Wint4},
+                              Case{7, 20, 4, 128, interleaved(22, 20), 256, Quantization::Bf16},
+                              Case{2, 8, 2, 128, one_axis(64), 256, Quantization::Wint8},
+                              Case{40, 8, 2, 128, one_axis(64), 256, Quantization::Bf16},
                               // From 256 tokens a block a token, its angles found once for all its heads.
-                              Case{300, 16, 2, 128, {16, 24, 24}, 1024, Quantization::Bf16},
-                              Case{257, 3, 3, 2, {0, 1, 0}, 20, Quantization::Wint8}}) {
+                              Case{300, 16, 2, 128, sections(16, 24, 24), 1024, Quantization::Bf16},
+                              Case{260, 20, 4, 128, interleaved(22, 20), 256, Quantization::Bf16},
+                              Case{257, 3, 3, 2, sections(0, 1, 0), 20, Quantization::Wint8}}) {
             const int64_t n_slots = 2 * c.n + 5, n_qkv = (c.n_head + 2 * c.n_kv_head) * c.hd;
+            const int n_axes = c.layout.n_axes();
             const Pair qkv = random({c.n, n_qkv});
             std::mt19937 rng(seed_++);
-            std::vector<int32_t> positions(static_cast<size_t>(3 * c.n)), slots(static_cast<size_t>(n_slots));
+            std::vector<int32_t> positions(static_cast<size_t>(n_axes * c.n)),
+                slots(static_cast<size_t>(n_slots));
             for (int32_t& p : positions) {
                 p = static_cast<int32_t>(rng() % 20000);
             }
@@ -1569,22 +1584,19 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
             std::shuffle(slots.begin(), slots.end(), rng);
             slots.resize(static_cast<size_t>(c.n));
             slots[0] = -1;  // padding: not stored
-            std::vector<float> inv(static_cast<size_t>(c.hd / 2));
-            for (size_t i = 0; i < inv.size(); ++i) {
-                inv[i] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(c.hd));
-            }
-            const Pair pos = upload_i32(positions, {c.n, 3});
+            const Pair pos = upload_i32(positions, {c.n, n_axes});
             const Pair slot = upload_i32(slots, {c.n});
-            const Pair freq = upload(inv, {c.hd / 2});
+            const RopeParams rope_gpu = c.layout.upload(*gpu_, c.hd, 10000.0f),
+                             rope_cpu = c.layout.upload(*cpu_, c.hd, 10000.0f);
             Pair k_cache = random_kv({n_slots, c.n_kv_head, c.hd}, cache_type),
                  v_cache = random_kv({n_slots, c.n_kv_head, c.hd}, cache_type);
             const double cache_bound = cache_type == ScalarType::BF16 ? kBf16CacheBound : kF32Bound;
-            const Tensor q_gpu = gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, c.section},
-                                                         k_cache.gpu, v_cache.gpu);
-            const Tensor q_cpu = cpu_->rope_qkv_to_cache(qkv.cpu, pos.cpu, slot.cpu, {freq.cpu, c.section},
-                                                         k_cache.cpu, v_cache.cpu);
+            const Tensor q_gpu =
+                gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, rope_gpu, k_cache.gpu, v_cache.gpu);
+            const Tensor q_cpu =
+                cpu_->rope_qkv_to_cache(qkv.cpu, pos.cpu, slot.cpu, rope_cpu, k_cache.cpu, v_cache.cpu);
             const std::string where = label(c.n, " tokens, ", c.n_head, "/", c.n_kv_head, " heads of ", c.hd,
-                                            ", ", dtype_name(cache_type), " cache");
+                                            ", ", n_axes, " axes, ", dtype_name(cache_type), " cache");
             expect_close("rope_qkv_to_cache (q)", q_gpu, q_cpu, kF32Bound, where);
             expect_close(label("rope_qkv_to_cache (", dtype_name(cache_type), " k cache)"), k_cache.gpu,
                          k_cache.cpu, cache_bound, where);
@@ -1597,7 +1609,6 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
             const Weight w_gpu = gpu_->upload(w);
             const Pair x = random({c.n, c.in}, 0.5f, 2.0f), norm = random({c.in}, 1.0f, 0.1f),
                        b = random({n_qkv});
-            const RopeParams rope_gpu{freq.gpu, c.section}, rope_cpu{freq.cpu, c.section};
             const Tensor linear_q_gpu =
                 gpu_->linear(x.gpu, w_gpu,
                              {.norm = LinearNorm::Rms,
@@ -1627,23 +1638,26 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
         }
     }
     const Pair qkv = random({2, 4 * 8}), pos = upload_i32({0, 0, 0, 1, 1, 1}, {2, 3});
-    const Pair slot = upload_i32({0, 1}, {2}), freq = random({4});
+    const Pair slot = upload_i32({0, 1}, {2});
     Pair cache = random({4, 1, 8});
+    const RopeParams rope = RotaryLayout(3).section(0, 2).section(1, 1).section(2, 1).upload(*gpu_, 8, 1e4f);
+    EXPECT_THROW(gpu_->rope_qkv_to_cache(
+                     qkv.gpu, pos.gpu, slot.gpu,
+                     RotaryLayout(3).section(0, 1).section(1, 1).section(2, 1).upload(*gpu_, 6, 1e4f),
+                     cache.gpu, cache.gpu),
+                 Error)
+        << "three frequencies, not four";
     EXPECT_THROW(
-        gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu, {freq.gpu, {1, 1, 1}}, cache.gpu, cache.gpu),
+        gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, slot.gpu,
+                                RotaryLayout(1).section(0, 4).upload(*gpu_, 8, 1e4f), cache.gpu, cache.gpu),
         Error)
-        << "sections summing to 3, not 4";
-    EXPECT_THROW(
-        gpu_->rope_qkv_to_cache(qkv.gpu, slot.gpu, slot.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
-        Error)
+        << "positions of three axes for a one-axis layout";
+    EXPECT_THROW(gpu_->rope_qkv_to_cache(qkv.gpu, slot.gpu, slot.gpu, rope, cache.gpu, cache.gpu), Error)
         << "positions [2]";
-    EXPECT_THROW(
-        gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, qkv.gpu, {freq.gpu, {2, 1, 1}}, cache.gpu, cache.gpu),
-        Error)
+    EXPECT_THROW(gpu_->rope_qkv_to_cache(qkv.gpu, pos.gpu, qkv.gpu, rope, cache.gpu, cache.gpu), Error)
         << "float32 slots";
     const Weight w = gpu_->upload(quantize(random_values(4 * 8 * 16, 3), 4 * 8, 16, Quantization::Bf16, 0));
     const Pair x = random({2, 16});
-    const RopeParams rope{freq.gpu, {2, 1, 1}};
     const Pair norm15 = random({15}), norm16 = random({16});
     EXPECT_THROW(gpu_->linear(x.gpu, w,
                               {.norm = LinearNorm::Rms,

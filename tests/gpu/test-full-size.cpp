@@ -55,7 +55,7 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
     ChatPromptTokens prompt;
     for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
         prompt.ids.push_back(static_cast<int32_t>(id));
-        prompt.is_image.push_back(id == files->config().image_token_id ? 1 : 0);
+        prompt.modality.push_back(id == files->config().image_token_id ? TokenModality::Image : TokenModality::Text);
     }
     PreprocessedImages images;
     if (reference->find(key + ".pixel_values") != nullptr) {

@@ -171,8 +171,8 @@ kernels::RopeCacheArgs CudaBackend::rope_cache_args(int64_t n_qkv, const Tensor&
     a.positions = device_i32(positions, op);
     a.slots = device_i32(slots, op);
     a.inv_freq = device_f32(rope.inv_freq, op);
-    a.section0 = rope.section[0];
-    a.section01 = rope.section[0] + rope.section[1];
+    a.pair_axis = device_i32(rope.pair_axis, op);
+    a.n_axes = rope.n_axes;
     a.k_cache = device_data(k_cache, op);
     a.v_cache = device_data(v_cache, op);
     a.bf16_cache = k_cache.dtype == ScalarType::BF16;

@@ -100,13 +100,13 @@ ChatPromptTokens build_chat_prompt(const Tokenizer& tokenizer, const ChatTemplat
 
     ChatPromptTokens prompt;
     prompt.ids.reserve(template_ids.size() + static_cast<size_t>(n_image_total));
-    prompt.is_image.reserve(prompt.ids.capacity());
+    prompt.modality.reserve(prompt.ids.capacity());
     size_t image = 0;
     for (size_t i = 0; i < template_ids.size(); ++i) {
         const int32_t id = template_ids[i];
         if (id != special.image_token_id) {
             prompt.ids.push_back(id);
-            prompt.is_image.push_back(0);
+            prompt.modality.push_back(TokenModality::Text);
             continue;
         }
         if (i == 0 || template_ids[i - 1] != special.vision_start_token_id || i + 1 == template_ids.size() ||
@@ -116,7 +116,7 @@ ChatPromptTokens build_chat_prompt(const Tokenizer& tokenizer, const ChatTemplat
         }
         const auto n = static_cast<size_t>(n_image_tokens[image++]);
         prompt.ids.insert(prompt.ids.end(), n, id);
-        prompt.is_image.insert(prompt.is_image.end(), n, 1);
+        prompt.modality.insert(prompt.modality.end(), n, TokenModality::Image);
     }
     return prompt;
 }

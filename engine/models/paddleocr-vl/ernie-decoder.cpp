@@ -31,9 +31,12 @@ ErnieDecoder::ErnieDecoder(WeightLoader& weights, const TextConfig& config)
         L.down_proj = weights.load_linear(p + "mlp.down_proj", d, ff, tc.use_bias, q);
     }
     final_norm_ = weights.load(tp + "norm.weight", {d});
-    rope_.inv_freq =
-        backend_.upload(rope_inverse_frequencies(static_cast<int>(hd), tc.rope_theta), {hd / 2});  // [hd / 2]
-    rope_.section = tc.mrope_section;
+    // 3D mRoPE: the temporal, height and width axes in contiguous sections.
+    RotaryLayout layout(3);
+    for (int axis = 0; axis < 3; ++axis) {
+        layout.section(axis, tc.mrope_section[static_cast<size_t>(axis)]);
+    }
+    rope_ = layout.upload(backend_, hd, tc.rope_theta);
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
     if (untied_head) {
         lm_head_ = weights.load_linear("lm_head", tc.vocab_size, d, false, Quantization::None);

@@ -49,7 +49,7 @@ private:
     Linear lm_head_;       // [vocab, hidden]; the embedding table when tied and kept in float32
     std::vector<TextLayer> layers_;
     Tensor final_norm_;  // [hidden]
-    RopeParams rope_;    // 3D mRoPE: inverse frequencies [head_dim / 2] in t, h and w sections
+    RopeParams rope_;    // 3D mRoPE: inverse frequencies and their axes [head_dim / 2], t, h and w sections
 };
 
 }  // namespace folio

@@ -86,6 +86,12 @@ ModelLimits PaddleOcrVl::limits() const {
 }
 
 void PaddleOcrVl::check_images(const PreprocessedImages& images) const {
+    if (images.n_videos() > 0) {
+        fail("PaddleOCR-VL takes images only, not ", images.n_videos(), " video(s)");
+    }
+    if (!images.kinds.empty() && images.kinds.size() != images.grids.size()) {
+        fail(images.kinds.size(), " kinds for ", images.grids.size(), " images");
+    }
     if (!images.levels.empty() && !images.pixel_values.empty()) {
         fail("images given both as ", images.levels.size(), " levels and as ", images.pixel_values.size(),
              " float values");
@@ -104,9 +110,9 @@ int64_t PaddleOcrVl::n_image_tokens(const ImageGrid& grid) const {
     return grid.n_patches() / (merge * merge);
 }
 
-PromptPositions PaddleOcrVl::prompt_positions(std::span<const uint8_t> is_image,
+PromptPositions PaddleOcrVl::prompt_positions(std::span<const TokenModality> modality,
                                               std::span<const ImageGrid> grids) const {
-    return compute_mrope_positions(is_image, grids, config_.vision.spatial_merge_size);
+    return compute_mrope_positions(modality, grids, config_.vision.spatial_merge_size);
 }
 
 // An 8x8-patch image through the vision encoder and the projector, its peak scaled to the patches of

@@ -73,7 +73,8 @@ public:
     }
     int64_t image_activation_bytes(int64_t n_image_tokens) override;
     // 3D mRoPE positions (compute_mrope_positions).
-    PromptPositions prompt_positions(std::span<const uint8_t> is_image,
+    int n_position_axes() const override { return 3; }
+    PromptPositions prompt_positions(std::span<const TokenModality> modality,
                                      std::span<const ImageGrid> grids) const override;
 
     Tensor embed(std::span<const int32_t> ids) override { return decoder_.embed(ids); }

@@ -9,16 +9,17 @@
 
 namespace folio {
 
-MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::span<const ImageGrid> grids,
-                                       int spatial_merge_size) {
+MropePositions compute_mrope_positions(std::span<const TokenModality> modality,
+                                       std::span<const ImageGrid> grids, int spatial_merge_size) {
     MropePositions out;
-    out.pos.reserve(is_image.size());
+    out.n_axes = 3;
+    out.pos.reserve(3 * modality.size());
     int64_t current = 0;
     size_t next_grid = 0;
     size_t i = 0;
-    while (i < is_image.size()) {
-        if (!is_image[i]) {
-            out.pos.push_back({current, current, current});
+    while (i < modality.size()) {
+        if (!is_media(modality[i])) {
+            out.pos.insert(out.pos.end(), {current, current, current});
             ++current;
             ++i;
             continue;
@@ -30,14 +31,14 @@ MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::s
         const int64_t gh = g.h / spatial_merge_size, gw = g.w / spatial_merge_size;
         const int64_t n_run = g.t * gh * gw;
         for (int64_t k = 0; k < n_run; ++k) {
-            if (i + k >= is_image.size() || !is_image[i + k]) {
+            if (i + k >= modality.size() || !is_media(modality[i + k])) {
                 fail("image ", next_grid - 1, " needs ", n_run, " placeholder tokens, the prompt has ", k);
             }
         }
         for (int64_t t = 0; t < g.t; ++t) {
             for (int64_t y = 0; y < gh; ++y) {
                 for (int64_t x = 0; x < gw; ++x) {
-                    out.pos.push_back({current + t, current + y, current + x});
+                    out.pos.insert(out.pos.end(), {current + t, current + y, current + x});
                 }
             }
         }
@@ -47,11 +48,8 @@ MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::s
     if (next_grid != grids.size()) {
         fail("prompt has ", next_grid, " image runs for ", grids.size(), " images");
     }
-    int64_t max_pos = -1;
-    for (const auto& p : out.pos) {
-        max_pos = std::max({max_pos, p[0], p[1], p[2]});
-    }
-    out.delta = max_pos + 1 - static_cast<int64_t>(out.pos.size());
+    const int64_t max_pos = out.pos.empty() ? -1 : *std::max_element(out.pos.begin(), out.pos.end());
+    out.delta = max_pos + 1 - out.n_prompt();
     return out;
 }
 

@@ -18,10 +18,10 @@ struct ImageGrid;
 // sequence index (max position + 1 - n_tokens).
 using MropePositions = PromptPositions;
 
-// Text runs count up on all three axes; each run of image tokens takes the positions of its merged grid,
-// offset by the position where it starts, and advances the position by max(grid_h, grid_w) / merge.
-MropePositions compute_mrope_positions(std::span<const uint8_t> is_image, std::span<const ImageGrid> grids,
-                                       int spatial_merge_size);
+// Text runs count up on all three axes; each run of image (or video) tokens takes the positions of its merged
+// grid, offset by the position where it starts, and advances the position by max(grid_h, grid_w) / merge.
+MropePositions compute_mrope_positions(std::span<const TokenModality> modality,
+                                       std::span<const ImageGrid> grids, int spatial_merge_size);
 
 struct RopeTables {
     std::vector<float> cos;  // [n_tokens, head_dim] or by axis index (vision_axis_rope_tables)

@@ -19,7 +19,6 @@
 #include "app/pipeline/spotting.h"
 #include "engine/common/error.h"
 #include "engine/layout/layout-labels.h"
-#include "engine/models/pp-doclayout/pp-doclayout.h"
 
 namespace folio {
 
@@ -80,19 +79,13 @@ struct FeederDone {};
 
 using Event = std::variant<DocumentStarted, PageReady, BlockOutput, DocumentEnded, FeederDone>;
 
-// The rules PaddleOCR-VL uses with the layout model at hand.
-LayoutRules rulesFor(const PpDocLayout& layout) {
-    return layout.config().kind == LayoutModelKind::V2 ? paddleocr_vl_layout_rules()
-                                                       : paddleocr_vl_1_5_layout_rules();
-}
-
 }  // namespace
 
 struct DocumentPipeline::Run {
     explicit Run(PipelineObserver& run_observer) : observer(run_observer) {}
 
     PipelineObserver& observer;
-    const PpDocLayout* layout = nullptr;
+    std::optional<LayoutModelInfo> layout;
     LayoutRules rules;
 
     std::mutex mutex;
@@ -148,17 +141,11 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
     cancelled_.store(false);
     Run run(observer);
     if (options_.useLayout) {
-        service_.run_on_engine_thread([&](EngineContext& context) {
-            for (LoadedModel* model : context.models) {
-                if (model->layout() != nullptr) {
-                    run.layout = model->layout();
-                }
-            }
-        });
-        if (run.layout == nullptr) {
+        run.layout = service_.layout_model();
+        if (!run.layout) {
             fail("the engine has no layout model loaded; load one or run without layout");
         }
-        run.rules = options_.layoutRules ? *options_.layoutRules : rulesFor(*run.layout);
+        run.rules = options_.layoutRules ? *options_.layoutRules : run.layout->rules;
         if (!options_.labelThresholds.empty()) {
             run.rules.thresholds.resize(kLayoutLabelCount, run.rules.default_threshold);
             for (const auto& [label, threshold] : options_.labelThresholds) {
@@ -310,9 +297,7 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
             PagePrefetcher::Prepare prepare;
             if (options_.useLayout) {
                 prepare = [&run](const PageInput& input) {
-                    const Image rgb = toEngineImage(input.image);
-                    return preprocess_layout_page(PageImage{rgb.rgb, rgb.width, rgb.height},
-                                                  run.layout->preprocess_config());
+                    return run.layout->prepare(toEngineImage(input.image));
                 };
             }
             PrefetchParams prefetch_params;
@@ -329,24 +314,21 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                 if (batch.empty()) {
                     return;
                 }
-                std::vector<std::vector<LayoutDetection>> detections(batch.size());
+                LayoutResult layout;
                 double layoutMs = 0;
                 QString error;
                 if (options_.useLayout) {
-                    std::vector<std::vector<float>> pixels;
+                    LayoutRequestSpec spec;
+                    spec.rules = run.rules;
                     for (PrefetchedItem& p : batch) {
-                        pixels.push_back(std::move(p.prepared));
+                        spec.pages.push_back(
+                            {std::move(p.prepared), p.input.image.width(), p.input.image.height()});
                     }
                     const Clock::time_point t0 = Clock::now();
                     try {
-                        std::vector<LayoutRawOutput> raw;
-                        service_.run_on_engine_thread([&](EngineContext&) {
-                            raw = run.layout->detect_preprocessed(
-                                pixels, {.mask_min_score = run.rules.lowest_threshold()});
-                        });
-                        for (size_t i = 0; i < batch.size(); ++i) {
-                            detections[i] = detect_layout_blocks(raw[i], batch[i].input.image.width(),
-                                                                 batch[i].input.image.height(), run.rules);
+                        layout = service_.submit_layout(std::move(spec)).wait();
+                        if (!layout.ok()) {
+                            fail(layout.error);
                         }
                     } catch (const std::exception& e) {
                         error = QStringLiteral("layout failed: ") + QString::fromUtf8(e.what());
@@ -367,9 +349,12 @@ PipelineSummary DocumentPipeline::run(const QStringList& inputs, PipelineObserve
                     PageTimings timings;
                     timings.layoutPreprocessMs = batch[i].prepareMs;
                     timings.layoutMs = layoutMs;
-                    timings.layoutBatchPages = options_.useLayout ? static_cast<int>(batch.size()) : 0;
-                    begin_page(d, path, pageCount, std::move(batch[i].input), std::move(detections[i]),
-                               timings);
+                    std::vector<LayoutDetection> detections;
+                    if (options_.useLayout) {
+                        timings.layoutBatchPages = layout.pages[i].batch_pages;
+                        detections = std::move(layout.pages[i].blocks);
+                    }
+                    begin_page(d, path, pageCount, std::move(batch[i].input), std::move(detections), timings);
                 }
                 batch.clear();
             };

@@ -1,5 +1,6 @@
 #include "engine/service/layout-queue.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <span>
 #include <utility>
@@ -186,7 +187,7 @@ void LayoutQueue::run_pass() {
             return;
         }
         model = model_;
-        const auto batch = static_cast<size_t>(info_->max_batch);
+        const auto batch = static_cast<size_t>(std::max(info_->max_batch, 1));
         // Pages in the order they were submitted, of the requests that share the first one's threshold.
         for (auto it = waiting_.begin(); it != waiting_.end() && pages.size() < batch;) {
             LayoutState& s = **it;

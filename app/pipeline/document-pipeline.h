@@ -2,11 +2,12 @@
 // content, as PaddleOCR's PaddleOCR-VL pipeline makes them.
 //
 // A few threads open the documents and render their pages ahead, with the layout model's image processor (a
-// PagePrefetcher); a reading thread takes the pages in order, runs the layout model over a few pages at a
-// time on the engine thread (between recognition steps), cuts each block's crop and submits one request a
-// block to the engine service, all documents' blocks into one group so that batching fills the device. The
-// calling thread gathers the streamed text, finishes each block's content and hands pages to the observer in
-// document and page order as they complete. At most max_pages_in_flight pages are held at once.
+// PagePrefetcher); a reading thread (PageFeeder, page-feeder.h) takes the pages in order, sends a few at a
+// time to the layout model as a layout request to the engine service, cuts each block's crop and submits one
+// request a block (block-request.h), all documents' blocks into one group so that batching fills the device.
+// The calling thread (PageCollector, page-collector.h) gathers the streamed text, finishes each block's
+// content and hands pages to the observer in document and page order as they complete. At most
+// max_pages_in_flight pages are held at once.
 #pragma once
 
 #include <QString>
@@ -112,7 +113,11 @@ public:
     bool cancelled() const { return cancelled_.load(); }
 
 private:
-    struct Run;
+    // The layout model with this run's rules (the options' over the model's own); none without layout.
+    std::optional<LayoutModelInfo> layoutForRun() const;
+    // Every input's selected pages, those that cannot be opened left out.
+    int countPages(const QStringList& inputs) const;
+
     EngineService& service_;
     DocumentOpener opener_;
     PipelineOptions options_;

@@ -25,7 +25,7 @@
 
 namespace folio {
 
-class PpDocLayout;
+class LayoutModel;
 
 // One model to load.
 struct ModelSlot {
@@ -98,8 +98,8 @@ private:
     LoadProgress progress_;
 };
 
-// A model the service holds. A generative one serves requests through EngineCore; another (a layout model)
-// only takes its share of the memory plan for now.
+// A model the service holds. A generative one serves requests through EngineCore; a layout model serves the
+// service's layout requests (engine/service/layout-queue.h).
 class LoadedModel {
 public:
     virtual ~LoadedModel() = default;
@@ -112,9 +112,8 @@ public:
     virtual int64_t max_image_tokens() const { return 0; }
     // Activation bytes the model keeps free for itself when it runs beside a generative one.
     virtual int64_t reserved_activation_bytes() const { return 0; }
-    // A layout model (PP-DocLayoutV2 or V3); run it on the engine thread
-    // (EngineService::run_on_engine_thread).
-    virtual const PpDocLayout* layout() const { return nullptr; }
+    // A layout model (PP-DocLayoutV2 or V3), which runs on the engine thread.
+    virtual const LayoutModel* layout() const { return nullptr; }
     // What the model offers.
     virtual ModelDescription description() const {
         ModelDescription d;

@@ -127,6 +127,7 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     SubmissionOrder<Prepared> order;
     std::vector<int64_t> cancels;
     std::vector<std::pair<Job, std::promise<void>>> jobs;
+    LayoutQueue layouts;  // its own lock, taken inside this one
     std::unordered_map<int64_t, GroupProgress> groups;
     int64_t next_id = 0;
     int64_t next_group = 1;
@@ -292,6 +293,9 @@ void ServiceImpl::run(const ServiceParams& params) {
             descriptions.clear();
             for (const std::unique_ptr<LoadedModel>& m : models) {
                 descriptions.push_back(m->description());
+                if (m->layout() != nullptr && !layouts.info()) {
+                    layouts.attach(*m->layout(), m->description());  // the first layout slot serves
+                }
             }
             stats.vram_other_bytes = other_bytes;
             changed.notify_all();
@@ -399,7 +403,7 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
             std::unique_lock lock(mutex);
             wake.wait(lock, [&] {
                 return stop.load() || !pending.empty() || !cancels.empty() || !jobs.empty() ||
-                       served.has_unfinished();
+                       layouts.has_work() || served.has_unfinished();
             });
             if (stop.load()) {
                 return;
@@ -432,6 +436,9 @@ void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
         }
         if (served.cores.empty()) {
             return;  // reconfigure could not build the engines: the service failed
+        }
+        if (!stop.load()) {
+            layouts.run_pass();  // one pass of waiting layout pages between two steps
         }
         // In the order they were submitted, as far as their preparation allows.
         std::sort(taken.begin(), taken.end(),
@@ -578,6 +585,7 @@ void ServiceImpl::end_live() {
                 std::make_exception_ptr(Error("engine service: stopped before the work ran")));
         }
         jobs.clear();
+        layouts.stop();
     }
     for (const std::shared_ptr<RequestState>& state : left) {
         deliver(*state, stopped_output(state->id));
@@ -816,6 +824,23 @@ GroupProgress EngineService::group_progress(int64_t group) const {
 void EngineService::forget_group(int64_t group) {
     const std::lock_guard lock(impl_->mutex);
     impl_->groups.erase(group);
+}
+
+LayoutHandle EngineService::submit_layout(LayoutRequestSpec spec) {
+    LayoutHandle handle;
+    {
+        const std::lock_guard lock(impl_->mutex);
+        if (!impl_->accepting) {
+            fail("engine service: no model is ready (", service_state_name(impl_->status.state), ")");
+        }
+        handle = impl_->layouts.submit(std::move(spec));
+    }
+    impl_->wake.notify_all();
+    return handle;
+}
+
+std::optional<LayoutModelInfo> EngineService::layout_model() const {
+    return impl_->layouts.info();
 }
 
 namespace {

@@ -6,7 +6,8 @@
 // plans their memory together, builds the EngineCore and then runs its steps while there is work. Requests
 // are built (prompt, images preprocessed and hashed) on preparation threads, then handed to the engine
 // thread. Each request ends with a reason, an error ending that request alone; its outputs reach its handle's
-// queue or a callback. Handles stay valid after the service stops or is destroyed.
+// queue or a callback. A layout model's pages are requests too, queued and run on the engine thread between
+// steps (layout-queue.h). Handles stay valid after the service stops or is destroyed.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "engine/models/model-loading.h"
 #include "engine/runtime/engine-core.h"
+#include "engine/service/layout-queue.h"
 #include "engine/service/request-builder.h"
 #include "engine/service/service-stats.h"
 
@@ -155,8 +157,15 @@ public:
     GroupProgress group_progress(int64_t group) const;
     void forget_group(int64_t group);
 
+    // Takes pages for the layout model (layout-queue.h) and returns their handle at once; they run on the
+    // engine thread between two steps, with other requests' pages up to the model's batch. Throws
+    // folio::Error unless the service is Ready with a layout model.
+    LayoutHandle submit_layout(LayoutRequestSpec spec);
+    // The loaded layout model's page preparation, rules and batch; nothing without one.
+    std::optional<LayoutModelInfo> layout_model() const;
+
     // Runs fn on the engine thread between two steps and waits for it; what fn throws is thrown here. For
-    // work that needs the device and the models themselves (benchmarks; a layout model's batches). Throws
+    // work that needs the device and the models themselves (benchmarks, device statistics). Throws
     // folio::Error unless the service is Ready, or when it stops before fn ran.
     void run_on_engine_thread(const std::function<void(EngineContext&)>& fn);
 

@@ -16,7 +16,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/log.h"
-#include "engine/models/pp-doclayout/pp-doclayout.h"
+#include "engine/models/layout-model.h"
 #include "engine/service/engine-service.h"
 #include "fake-model.h"
 #include "fixture-reference.h"
@@ -351,11 +351,11 @@ TEST_F(EngineServiceTest, LoadsLayoutModelBesideRecognition) {
     service.run_on_engine_thread([&](EngineContext& context) {
         ASSERT_EQ(context.models.size(), 2U);
         EXPECT_EQ(context.models[0]->layout(), nullptr);
-        const PpDocLayout* layout = context.models[1]->layout();
+        const LayoutModel* layout = context.models[1]->layout();
         ASSERT_NE(layout, nullptr);
-        const auto [h, w] = layout->input_size();
-        std::vector<std::vector<float>> pages(2, std::vector<float>(static_cast<size_t>(3 * h * w), 0.5F));
-        outputs = layout->detect_preprocessed(pages);
+        EXPECT_EQ(layout->max_batch(), 2);
+        const std::vector<float> page = layout->page_preparation()(make_image(64, 48));
+        outputs = layout->detect_prepared(std::vector<std::vector<float>>(2, page), 0.0F);
     });
     ASSERT_EQ(outputs.size(), 2U);
     EXPECT_GT(outputs[0].n_queries, 0);

@@ -2,6 +2,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/mapped-file.h"
+#include "engine/models/layout-model.h"
 #include "engine/models/pp-doclayout/pp-doclayout-config.h"
 #include "engine/models/pp-doclayout/pp-doclayout.h"
 
@@ -26,7 +27,7 @@ ModelDescription describe_layout(const std::filesystem::path& dir, const PpDocLa
 // masks), float32, with room to spare.
 constexpr int64_t kLayoutPageActivationBytes = int64_t{384} << 20;
 
-class LoadedLayout final : public LoadedModel {
+class LoadedLayout final : public LoadedModel, public LayoutModel {
 public:
     LoadedLayout(const ModelSlot& slot, Backend& backend, LoadContext& context)
         : batch_(slot.layout_batch), recorded_page_(backend.can_record()) {
@@ -51,8 +52,23 @@ public:
     int64_t reserved_activation_bytes() const override {
         return (batch_ + (recorded_page_ ? 1 : 0)) * kLayoutPageActivationBytes;
     }
-    const PpDocLayout* layout() const override { return model_.get(); }
+    const LayoutModel* layout() const override { return this; }
     ModelDescription description() const override { return description_; }
+
+    LayoutPagePreparation page_preparation() const override {
+        return [config = model_->preprocess_config()](const Image& page) {
+            return preprocess_layout_page(PageImage{page.rgb, page.width, page.height}, config);
+        };
+    }
+    LayoutRules default_rules() const override {
+        return model_->config().kind == LayoutModelKind::V2 ? paddleocr_vl_layout_rules()
+                                                            : paddleocr_vl_1_5_layout_rules();
+    }
+    int max_batch() const override { return static_cast<int>(batch_); }
+    std::vector<LayoutRawOutput> detect_prepared(std::span<const std::vector<float>> pages,
+                                                 float mask_min_score) const override {
+        return model_->detect_preprocessed(pages, {.mask_min_score = mask_min_score});
+    }
 
 private:
     int64_t batch_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "engine/backend/backend.h"
 #ifdef FOLIO_TEST_CUDA
@@ -265,6 +266,26 @@ private Q_SLOTS:
         DocumentPipeline again(service_, openFake, options(false));
         Recorder second;
         QCOMPARE(again.run({"doc-1.pdf"}, second).pages, 1);
+    }
+
+    // An observer that throws ends the run with its error: reading stops, the requests still running end with
+    // the group's cancel, and the service takes the next run.
+    void anObserverThatThrowsEndsTheRun() {
+        DocumentPipeline pipeline(service_, openFake, options(false));
+        Recorder recorder;
+        recorder.onPage = [] { throw std::runtime_error("the view went away"); };
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, pipeline.run({"doc-12.pdf"}, recorder));
+        QCOMPARE(recorder.pages.size(), size_t{1});
+        QVERIFY(pipeline.cancelled());
+        const auto idle = [&] {
+            const ServiceStats stats = service_.stats();
+            return stats.n_preparing == 0 && stats.n_running[0] + stats.n_running[1] == 0 &&
+                   stats.n_waiting[0] + stats.n_waiting[1] == 0;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(idle(), 10000);
+        DocumentPipeline again(service_, openFake, options(true));
+        Recorder second;
+        QCOMPARE(again.run({"doc-2.pdf"}, second).pages, 2);
     }
 
     void pagesInFlightAreBounded() {

@@ -3,6 +3,7 @@
 // index) refuse numbers out of range and values of the wrong type by file and key.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 
 #include "engine/common/error.h"
 #include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
 #include "engine/files/safetensors.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/paddleocr-vl/config.h"
@@ -21,8 +23,9 @@ namespace {
 using nlohmann::json;
 
 // The tokenizer.json that made nlohmann's parser throw out_of_range 406 past the tokenizer's catch: 2E0
-// followed by 120 digits 1, a number too large for a double.
-const std::string kOverflowingNumber = "2E0" + std::string(120, '1');
+// followed by 122 digits 1, a number too large for a double (tests/fuzz/corpus/fuzz-tokenizer-json/
+// number-overflow.json holds the same bytes).
+const std::string kOverflowingNumber = "2E0" + std::string(122, '1');
 
 bool is_valid_utf8(const std::string& text) {
     size_t i = 0;
@@ -87,7 +90,7 @@ TEST(ParseJson, NumberTooLargeForADoubleNamesFileAndPlace) {
     expect_clean(message, "config.json");
     EXPECT_NE(message.find("line 2, column 17"), std::string::npos) << message;
     EXPECT_NE(message.find("a number too large for a double: 2E0111"), std::string::npos) << message;
-    EXPECT_NE(message.find("(123 bytes)"), std::string::npos) << message;
+    EXPECT_NE(message.find("(125 bytes)"), std::string::npos) << message;
 }
 
 TEST(ParseJson, LongTokensAreCutAndBytesKeptValid) {
@@ -226,6 +229,17 @@ TEST(JsonReaders, ConfigJsonRefusesHugeNumbersAndStrings) {
     message =
         error_of([&] { parse_preprocessor_config(R"({"max_pixels": "many"})", "preprocessor_config.json"); });
     EXPECT_EQ(message, "preprocessor_config.json: \"max_pixels\" must be an integer, got string \"many\"");
+}
+
+TEST(JsonReaders, TokenizerJsonCrashInputFromTheFuzzCorpus) {
+    const std::filesystem::path file = std::filesystem::path(FOLIO_FIXTURES_DIR) / ".." / ".." / "fuzz" /
+                                       "corpus" / "fuzz-tokenizer-json" / "number-overflow.json";
+    const std::string text = read_file_text(file);
+    ASSERT_EQ(text, kOverflowingNumber);
+    const std::string message = error_of([&] { Tokenizer::from_tokenizer_json(text, file.string()); });
+    expect_clean(message, "tokenizer: " + file.string());
+    EXPECT_NE(message.find("line 1, column 1: a number too large for a double: 2E0111"), std::string::npos)
+        << message;
 }
 
 TEST(JsonReaders, TokenizerJsonNumberOverflowIsAFolioError) {

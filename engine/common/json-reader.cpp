@@ -10,10 +10,23 @@ namespace folio {
 
 using nlohmann::json;
 
+namespace {
+
+// The largest end at or before `end` that does not cut a UTF-8 character of `text`.
+size_t character_boundary(std::string_view text, size_t end) {
+    while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+        --end;
+    }
+    return end;
+}
+
+}  // namespace
+
 std::string describe_json(const json& value) {
     std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > 60) {
-        text = text.substr(0, 57) + "...";
+        // Cut on a character's boundary: the message stays valid UTF-8.
+        text = text.substr(0, character_boundary(text, 57)) + "...";
     }
     return std::string(value.type_name()) + " " + text;
 }
@@ -68,11 +81,8 @@ std::string quoted_token(std::string_view token) {
     if (token.size() <= kMaxQuotedToken) {
         return std::string(token);
     }
-    size_t end = kMaxQuotedToken;
-    while (end > 0 && (static_cast<unsigned char>(token[end]) & 0xC0) == 0x80) {
-        --end;
-    }
-    return std::string(token.substr(0, end)) + "... (" + std::to_string(token.size()) + " bytes)";
+    return std::string(token.substr(0, character_boundary(token, kMaxQuotedToken))) + "... (" +
+           std::to_string(token.size()) + " bytes)";
 }
 
 // The message with what follows each `marker` up to the closing quote cut as quoted_token does.

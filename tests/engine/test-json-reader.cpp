@@ -178,6 +178,14 @@ TEST(JsonErrorText, DropsTheLibrarysMarker) {
     }
 }
 
+TEST(DescribeJson, CutsOnACharactersBoundary) {
+    // 56 ASCII bytes then a four-byte character across the 57-byte cut.
+    const json value = std::string(54, 'x') + "\xF0\x9F\x98\x80" + std::string(10, 'y');
+    const std::string text = describe_json(value);
+    EXPECT_TRUE(is_valid_utf8(text)) << text;
+    EXPECT_EQ(text, "string \"" + std::string(54, 'x') + "...");
+}
+
 TEST(JsonInt64, IntegersInRangeOnly) {
     EXPECT_EQ(json_int64(json(42)), 42);
     EXPECT_EQ(json_int64(json(-3)), -3);

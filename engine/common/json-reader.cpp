@@ -85,14 +85,18 @@ std::string quoted_token(std::string_view token) {
            std::to_string(token.size()) + " bytes)";
 }
 
-// The message with what follows each `marker` up to the closing quote cut as quoted_token does.
+// The message with the token after `marker` cut as quoted_token does. The library writes
+// "last read: 'TOKEN'", then "; expected WHAT" for some faults.
 std::string cut_quoted(std::string message, std::string_view marker) {
     const size_t start = message.find(marker);
     if (start == std::string::npos) {
         return message;
     }
     const size_t begin = start + marker.size();
-    const size_t end = message.rfind('\'');
+    size_t end = message.rfind("'; expected ");
+    if (end == std::string::npos || end < begin) {
+        end = message.rfind('\'');
+    }
     if (end == std::string::npos || end < begin) {
         return message;
     }

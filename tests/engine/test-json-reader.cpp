@@ -97,6 +97,11 @@ TEST(ParseJson, LongTokensAreCutAndBytesKeptValid) {
     // An unterminated string of 100 000 characters: the message quotes its start only.
     const std::string message = error_of([] { parse_json("[\"" + std::string(100000, 'x'), "long.json"); });
     expect_clean(message, "long.json");
+    EXPECT_NE(message.find("... (100001 bytes)'"), std::string::npos) << message;
+    // A long literal that is none, then what was expected.
+    const std::string literal =
+        error_of([] { parse_json("{\"a\" " + std::string(100, 't') + "}", "literal.json"); });
+    expect_clean(literal, "literal.json");
     // A byte that is not UTF-8 inside a string.
     const std::string bad = error_of([] { parse_json("[\"a\xFF\xFE\"]", "bytes.json"); });
     expect_clean(bad, "bytes.json");

@@ -28,6 +28,5 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsa
 
 echo "== fuzzers"
 cmake --preset fuzz >/dev/null
-cmake --build --preset fuzz -j "$jobs" --target fuzz-safetensors fuzz-model-config fuzz-layout-config \
-    fuzz-tokenizer-json fuzz-sentencepiece fuzz-otsl-table fuzz-page-range fuzz-openai-request fuzz-chat-template
-bash tests/fuzz/run-fuzzers.sh build/fuzz "${FOLIO_FUZZ_SECONDS:-30}"
+cmake --build --preset fuzz -j "$jobs" --target fuzzers
+bash tests/fuzz/run-fuzzers.sh build/fuzz  # FOLIO_FUZZ_SECONDS a target, 30 unless set

@@ -19,6 +19,7 @@
 #include "app/server/openai-protocol.h"
 #include "app/server/openai-server.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/model-registry.h"
 #include "engine/service/engine-service.h"
@@ -176,7 +177,13 @@ int run_server_bench(const Options& opt) {
         if (!res || res->status != 200) {
             fail(res ? res->body : httplib::to_string(res.error()));
         }
-        return nlohmann::json::parse(res->body)["usage"]["completion_tokens"].get<int64_t>();
+        static const std::string origin = "the server's answer";
+        const nlohmann::json answer = parse_json_object(res->body, origin);
+        const std::optional<ObjectReader> usage = ObjectReader(answer, "", origin).object("usage");
+        if (!usage) {
+            fail(origin, ": no \"usage\"");
+        }
+        return usage->integer64("completion_tokens", 0);
     });
     server.stop();
 

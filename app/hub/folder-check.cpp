@@ -7,6 +7,8 @@
 
 #include "app/hub/blob-hash.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
 #include "engine/files/safetensors.h"
 
 namespace folio::hub {
@@ -40,20 +42,22 @@ std::optional<nlohmann::json> read_json_object(const fs::path& path, std::string
         problem = "cannot be read";
         return std::nullopt;
     }
-    nlohmann::json value = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) {
-        problem = "is not valid JSON";
+    std::string fault;
+    std::optional<nlohmann::json> value = try_parse_json(*text, fault);
+    if (!value) {
+        problem = "is " + fault;
         return std::nullopt;
     }
-    if (!value.is_object()) {
-        problem = std::string("must be a JSON object, is ") + value.type_name();
+    if (!value->is_object()) {
+        problem = std::string("must be a JSON object, is ") + value->type_name();
         return std::nullopt;
     }
     return value;
 }
 
 std::optional<ModelKind> kind_of_config(const nlohmann::json& config) {
-    const std::string model_type = config.value("model_type", "");
+    const auto type = config.find("model_type");
+    const std::string model_type = type != config.end() && type->is_string() ? type->get<std::string>() : "";
     if (model_type.starts_with("pp_doclayout")) {
         return ModelKind::Layout;
     }
@@ -125,26 +129,22 @@ public:
         if (!present("model.safetensors.index.json")) {
             return;
         }
+        const std::string index_file = "model.safetensors.index.json";
         std::string what;
-        const std::optional<nlohmann::json> index =
-            read_json_object(dir_ / "model.safetensors.index.json", what);
-        if (!index) {
-            problem("model.safetensors.index.json", what);
-            return;
-        }
-        const auto map = index->find("weight_map");
-        if (map == index->end() || !map->is_object() || map->empty()) {
-            problem("model.safetensors.index.json", "has no \"weight_map\" of tensor names to shard files");
+        if (!read_json_object(dir_ / index_file, what)) {
+            problem(index_file, what);
             return;
         }
         std::set<std::string> shards;
-        for (const auto& [name, shard] : map->items()) {
-            if (!shard.is_string()) {
-                problem("model.safetensors.index.json",
-                        "maps " + name + " to something other than a file name");
-                return;
+        try {
+            const SafetensorsIndex index =
+                parse_safetensors_index(read_file_text(dir_ / index_file), index_file);
+            for (const auto& [name, shard] : index.weight_map) {
+                shards.insert(shard);
             }
-            shards.insert(shard.get<std::string>());
+        } catch (const Error& e) {
+            add(e.what());
+            return;
         }
         bool all_there = true;
         for (const std::string& shard : shards) {

@@ -16,6 +16,7 @@
 
 #include "app/hub/blob-hash.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 
 namespace folio::hub {
 
@@ -262,6 +263,66 @@ std::optional<std::string> HubCache::resolve_revision(std::string_view repo,
     return std::nullopt;
 }
 
+std::optional<std::vector<TreeEntry>> parse_cached_tree(std::string_view text) {
+    std::string problem;
+    const std::optional<nlohmann::json> parsed = try_parse_json(text, problem);
+    if (!parsed) {
+        return std::nullopt;  // a damaged listing is fetched again
+    }
+    const nlohmann::json& data = *parsed;
+    const auto version = data.is_object() ? data.find("format_version") : data.end();
+    if (!data.is_object() || version == data.end() || json_int64(*version) != kTreeFormatVersion) {
+        return std::nullopt;  // written by a newer version: fetched again
+    }
+    const auto files = data.find("files");
+    if (files == data.end() || !files->is_object()) {
+        return std::nullopt;
+    }
+    // A size: a non-negative integer.
+    const auto size_of = [](const nlohmann::json& info, const char* key) -> std::optional<int64_t> {
+        const auto it = info.find(key);
+        const std::optional<int64_t> n = it == info.end() ? std::nullopt : json_int64(*it);
+        return n && *n >= 0 ? n : std::nullopt;
+    };
+    std::vector<TreeEntry> entries;
+    for (const auto& [path, info] : files->items()) {
+        if (!info.is_object()) {
+            return std::nullopt;
+        }
+        const auto blob_id = info.find("blob_id");
+        const std::optional<int64_t> size = size_of(info, "size");
+        if (!size || blob_id == info.end() || !blob_id->is_string()) {
+            return std::nullopt;
+        }
+        TreeEntry entry;
+        entry.path = path;
+        entry.size = *size;
+        entry.blob_id = blob_id->get<std::string>();
+        if (const auto lfs = info.find("lfs_sha256"); lfs != info.end() && lfs->is_string()) {
+            entry.lfs_sha256 = lfs->get<std::string>();
+            const std::optional<int64_t> lfs_size =
+                info.contains("lfs_size") ? size_of(info, "lfs_size") : size;
+            if (!lfs_size) {
+                return std::nullopt;
+            }
+            entry.lfs_size = *lfs_size;
+        }
+        if (const auto xet = info.find("xet_hash"); xet != info.end() && xet->is_string()) {
+            entry.xet_hash = xet->get<std::string>();
+        }
+        try {
+            check_repo_path(entry.path);
+        } catch (const Error&) {
+            return std::nullopt;
+        }
+        if (!blob_hash_kind(entry.blob_name())) {
+            return std::nullopt;
+        }
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
 std::optional<std::vector<TreeEntry>> HubCache::read_tree(std::string_view repo,
                                                           std::string_view commit) const {
     const std::optional<std::string> text =
@@ -269,39 +330,7 @@ std::optional<std::vector<TreeEntry>> HubCache::read_tree(std::string_view repo,
     if (!text) {
         return std::nullopt;
     }
-    const nlohmann::json data = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (!data.is_object() || data.find("format_version") == data.end() ||
-        *data.find("format_version") != kTreeFormatVersion) {
-        return std::nullopt;  // written by a newer version: fetched again
-    }
-    const auto files = data.find("files");
-    if (files == data.end() || !files->is_object()) {
-        return std::nullopt;
-    }
-    std::vector<TreeEntry> entries;
-    try {
-        for (const auto& [path, info] : files->items()) {
-            TreeEntry entry;
-            entry.path = path;
-            entry.size = info.at("size").get<int64_t>();
-            entry.blob_id = info.at("blob_id").get<std::string>();
-            if (info.contains("lfs_sha256") && info["lfs_sha256"].is_string()) {
-                entry.lfs_sha256 = info["lfs_sha256"].get<std::string>();
-                entry.lfs_size = info.value("lfs_size", entry.size);
-            }
-            if (info.contains("xet_hash") && info["xet_hash"].is_string()) {
-                entry.xet_hash = info["xet_hash"].get<std::string>();
-            }
-            check_repo_path(entry.path);
-            if (!blob_hash_kind(entry.blob_name())) {
-                return std::nullopt;
-            }
-            entries.push_back(std::move(entry));
-        }
-    } catch (const std::exception&) {
-        return std::nullopt;  // a damaged listing is fetched again
-    }
-    return entries;
+    return parse_cached_tree(*text);
 }
 
 void HubCache::write_tree(std::string_view repo, std::string_view commit,

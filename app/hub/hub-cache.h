@@ -42,6 +42,10 @@ struct TreeEntry {
     const std::string& blob_name() const { return lfs_sha256 ? *lfs_sha256 : blob_id; }
 };
 
+// A listing as HubCache::write_tree writes it (trees/COMMIT.json), checked as the Hub's answers are;
+// nullopt where it is damaged or of another format version (it is then fetched again).
+std::optional<std::vector<TreeEntry>> parse_cached_tree(std::string_view text);
+
 struct CachedSnapshot {
     std::string commit;
     std::vector<std::string> refs;  // branches and tags that point at it

@@ -8,10 +8,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/hub/blob-hash.h"
+#include "app/hub/hub-api.h"
 
 #ifndef FOLIO_VERSION
 #define FOLIO_VERSION "0"
@@ -400,10 +400,7 @@ namespace {
     const std::string code = first_header(heads, "x-error-code").value_or("");
     std::string detail = first_header(heads, "x-error-message").value_or("");
     if (detail.empty() && !body.empty()) {
-        const nlohmann::json json = nlohmann::json::parse(body, nullptr, false);
-        if (json.is_object() && json.contains("error") && json["error"].is_string()) {
-            detail = json["error"].get<std::string>();
-        }
+        detail = hub_error_message(body);
     }
     const std::string answered = settings.endpoint + " answered " + std::to_string(status) +
                                  (*status_text(status) ? std::string(" ") + status_text(status) : "") +
@@ -500,12 +497,7 @@ std::string HubClient::resolve_commit(std::string_view repo, std::string_view re
     const std::string url =
         settings_.endpoint + "/api/models/" + std::string(repo) + "/revision/" + url_quote(revision);
     const JsonResponse response = get_api(url, repo, revision, stop);
-    const nlohmann::json info = nlohmann::json::parse(response.body, nullptr, false);
-    if (!info.is_object() || !info.contains("sha") || !info["sha"].is_string() ||
-        !is_commit_hash(info["sha"].get<std::string>())) {
-        throw HubError(HubErrorKind::BadResponse, url + ": the answer has no commit hash (\"sha\")");
-    }
-    return info["sha"].get<std::string>();
+    return parse_revision_commit(response.body, url);
 }
 
 std::vector<TreeEntry> HubClient::list_files(std::string_view repo, std::string_view commit,
@@ -519,36 +511,9 @@ std::vector<TreeEntry> HubClient::list_files(std::string_view repo, std::string_
             throw HubError(HubErrorKind::BadResponse, *url + ": more than 10000 pages of files");
         }
         const JsonResponse response = get_api(*url, repo, commit, stop);
-        const nlohmann::json items = nlohmann::json::parse(response.body, nullptr, false);
-        if (!items.is_array()) {
-            throw HubError(HubErrorKind::BadResponse, *url + ": the answer is not a JSON array of files");
-        }
-        for (const nlohmann::json& item : items) {
-            try {
-                if (item.at("type").get<std::string>() != "file") {
-                    continue;
-                }
-                TreeEntry entry;
-                entry.path = item.at("path").get<std::string>();
-                entry.size = item.at("size").get<int64_t>();
-                entry.blob_id = item.at("oid").get<std::string>();
-                if (const auto lfs = item.find("lfs"); lfs != item.end() && lfs->is_object()) {
-                    entry.lfs_sha256 = lfs->at("oid").get<std::string>();
-                    entry.lfs_size = lfs->value("size", entry.size);
-                }
-                if (const auto xet = item.find("xetHash"); xet != item.end() && xet->is_string()) {
-                    entry.xet_hash = xet->get<std::string>();
-                }
-                check_repo_path(entry.path);
-                if (entry.size < 0 || !blob_hash_kind(entry.blob_name())) {
-                    throw HubError(HubErrorKind::BadResponse, "");
-                }
-                entries.push_back(std::move(entry));
-            } catch (const std::exception&) {
-                throw HubError(HubErrorKind::BadResponse,
-                               *url + ": a file entry the Hub would not send: " + item.dump().substr(0, 200));
-            }
-        }
+        std::vector<TreeEntry> page_entries = parse_tree_page(response.body, *url);
+        entries.insert(entries.end(), std::make_move_iterator(page_entries.begin()),
+                       std::make_move_iterator(page_entries.end()));
         url = response.next_page;
     }
     return entries;

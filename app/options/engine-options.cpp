@@ -11,6 +11,7 @@
 #include "app/options/cli-options.h"
 #include "engine/backend/quantization.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
 #include "engine/runtime/decode-graphs.h"
 
@@ -97,11 +98,12 @@ public:
     // A JSON value as FastDeploy's json.loads reads it.
     JsonValue json(std::string_view name) const {
         const std::string v = text(name);
-        JsonValue parsed = JsonValue::parse(v, nullptr, false);
-        if (parsed.is_discarded()) {
-            fail(flag_of(name), " expects JSON, got '", v, "'");
+        std::string problem;
+        std::optional<JsonValue> parsed = try_parse_json(v, problem);
+        if (!parsed) {
+            fail(flag_of(name), " expects JSON, got '", v, "' (", problem, ")");
         }
-        return parsed;
+        return std::move(*parsed);
     }
 
     JsonValue object(std::string_view name) const {
@@ -117,10 +119,11 @@ private:
 };
 
 int64_t json_integer(const JsonValue& value, std::string_view option, std::string_view key) {
-    if (!value.is_number_integer()) {
+    const std::optional<int64_t> n = json_int64(value);
+    if (!n) {
         fail(flag_of(option), ": \"", key, "\" expects an integer, got ", dump(value));
     }
-    return value.get<int64_t>();
+    return *n;
 }
 
 bool json_bool(const JsonValue& value, std::string_view option, std::string_view key) {

@@ -9,6 +9,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "engine/common/json-reader.h"
+
 namespace folio::server {
 
 namespace {
@@ -45,20 +47,15 @@ const char* type_name(const json& v) {
 }
 
 json parse_body(std::string_view body) {
-    json doc = json::parse(body.begin(), body.end(), nullptr, false);
-    if (doc.is_discarded()) {
-        // Parsed again with exceptions for the position of the fault.
-        try {
-            doc = json::parse(body.begin(), body.end());
-        } catch (const json::exception& e) {
-            bad_request(std::string("the body is not valid JSON: ") + e.what());
-        }
-        bad_request("the body is not valid JSON");
+    std::string problem;
+    std::optional<json> doc = try_parse_json(body, problem);
+    if (!doc) {
+        bad_request("the body is " + problem);
     }
-    if (!doc.is_object()) {
-        bad_request(std::string("the body must be a JSON object, got ") + type_name(doc));
+    if (!doc->is_object()) {
+        bad_request(std::string("the body must be a JSON object, got ") + type_name(*doc));
     }
-    return doc;
+    return std::move(*doc);
 }
 
 // The member when present and not null.
@@ -91,7 +88,10 @@ std::optional<int64_t> get_int(const json& obj, const char* key, const std::stri
         return std::nullopt;
     }
     if (v->is_number_integer()) {
-        return v->get<int64_t>();
+        if (const std::optional<int64_t> n = json_int64(*v)) {
+            return n;
+        }
+        bad_request(param + " must be a 64-bit integer, got " + v->dump(), param);
     }
     if (v->is_number_float()) {
         // JSON has one number type: 4096.0 is an integer, 0.5 is not.
@@ -351,7 +351,7 @@ void bad_request(const std::string& message, const std::string& param) {
     throw ApiError(400, "invalid_request_error", message, param);
 }
 
-ChatCompletionRequest parse_chat_completion(std::string_view body) {
+ChatCompletionRequest parse_chat_completion(std::string_view body) try {
     const json doc = parse_body(body);
     ChatCompletionRequest request;
     const json* messages = member(doc, "messages");
@@ -395,9 +395,12 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) {
     }
     request.generation = parse_generation(doc);
     return request;
+} catch (const json::exception& e) {
+    // Every value is read with its type checked; a read that was not still answers 400.
+    bad_request("the body cannot be read: " + json_error_text(e));
 }
 
-CompletionRequest parse_completion(std::string_view body) {
+CompletionRequest parse_completion(std::string_view body) try {
     const json doc = parse_body(body);
     CompletionRequest request;
     const json* prompt = member(doc, "prompt");
@@ -424,6 +427,9 @@ CompletionRequest parse_completion(std::string_view body) {
     }
     request.generation = parse_generation(doc);
     return request;
+} catch (const json::exception& e) {
+    // Every value is read with its type checked; a read that was not still answers 400.
+    bad_request("the body cannot be read: " + json_error_text(e));
 }
 
 std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param) {

@@ -7,6 +7,7 @@
 #include "engine/chat-template/jinja-parser.h"
 #include "engine/chat-template/jinja-value.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 
 namespace folio {
 
@@ -93,10 +94,7 @@ std::optional<ChatTemplate> ChatTemplate::find_in_folder(const std::filesystem::
         return std::nullopt;
     }
     const std::string origin = config_file.string();
-    const auto config = nlohmann::json::parse(read_file(config_file), nullptr, false);
-    if (config.is_discarded() || !config.is_object()) {
-        fail(origin, ": not a JSON object");
-    }
+    const nlohmann::json config = parse_json_object(read_file(config_file), origin);
     const auto found = config.find("chat_template");
     if (found == config.end() || found->is_null()) {
         return std::nullopt;

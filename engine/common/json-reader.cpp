@@ -1,5 +1,6 @@
 #include "engine/common/json-reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,25 +10,240 @@ namespace folio {
 
 using nlohmann::json;
 
+namespace {
+
+// The largest end at or before `end` that does not cut a UTF-8 character of `text`.
+size_t character_boundary(std::string_view text, size_t end) {
+    while (end > 0 && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
+        --end;
+    }
+    return end;
+}
+
+}  // namespace
+
 std::string describe_json(const json& value) {
     std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
     if (text.size() > 60) {
-        text = text.substr(0, 57) + "...";
+        // Cut on a character's boundary: the message stays valid UTF-8.
+        text = text.substr(0, character_boundary(text, 57)) + "...";
     }
     return std::string(value.type_name()) + " " + text;
 }
 
-json parse_json_object(std::string_view text, const std::string& origin) {
-    json value;
-    try {
-        value = json::parse(text.begin(), text.end());
-    } catch (const json::exception& e) {
-        fail(origin, ": not valid JSON: ", e.what());
+namespace {
+
+// Longest token an error message quotes, in bytes.
+constexpr size_t kMaxQuotedToken = 40;
+
+// The text with every byte that does not start a well-formed UTF-8 sequence replaced by U+FFFD.
+std::string valid_utf8(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        size_t n = 0;
+        uint32_t min = 0;
+        if (c < 0x80) {
+            n = 1;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 2;
+            min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 3;
+            min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 4;
+            min = 0x10000;
+        }
+        bool ok = n > 0 && i + n <= text.size();
+        uint32_t code = n == 1 ? c : (c & (0x7F >> n));
+        for (size_t k = 1; ok && k < n; ++k) {
+            const auto next = static_cast<unsigned char>(text[i + k]);
+            ok = (next & 0xC0) == 0x80;
+            code = (code << 6) | (next & 0x3F);
+        }
+        ok = ok && code >= min && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+        if (ok) {
+            out.append(text.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
     }
+    return out;
+}
+
+// The token cut to kMaxQuotedToken bytes (on a character's boundary), with "..." and its length where cut.
+std::string quoted_token(std::string_view token) {
+    if (token.size() <= kMaxQuotedToken) {
+        return std::string(token);
+    }
+    return std::string(token.substr(0, character_boundary(token, kMaxQuotedToken))) + "... (" +
+           std::to_string(token.size()) + " bytes)";
+}
+
+// The message with the token after `marker` cut as quoted_token does. The library writes
+// "last read: 'TOKEN'", then "; expected WHAT" for some faults.
+std::string cut_quoted(std::string message, std::string_view marker) {
+    const size_t start = message.find(marker);
+    if (start == std::string::npos) {
+        return message;
+    }
+    const size_t begin = start + marker.size();
+    size_t end = message.rfind("'; expected ");
+    if (end == std::string::npos || end < begin) {
+        end = message.rfind('\'');
+    }
+    if (end == std::string::npos || end < begin) {
+        return message;
+    }
+    return message.substr(0, begin) + quoted_token(std::string_view(message).substr(begin, end - begin)) +
+           message.substr(end);
+}
+
+// Line and column (both from 1) of a byte offset.
+std::string line_and_column(std::string_view text, size_t offset) {
+    offset = std::min(offset, text.size());
+    size_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < offset; ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            line_start = i + 1;
+        }
+    }
+    return "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+}
+
+// Where arrays and objects nest deeper than kMaxJsonDepth (strings skipped, so brackets in them do not
+// count), or nullopt; the parser reports every other fault.
+std::optional<size_t> too_deep_at(std::string_view text) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxJsonDepth) {
+                return i;
+            }
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string json_error_text(const json::exception& error) {
+    std::string message = error.what();
+    // The library's marker: "[json.exception.KIND.ID] ".
+    if (message.starts_with("[json.exception.")) {
+        const size_t end = message.find("] ");
+        if (end != std::string::npos) {
+            message.erase(0, end + 2);
+        }
+    }
+    // A parse error: "parse error at line L, column C: syntax error while parsing value - WHAT".
+    if (message.starts_with("parse error")) {
+        message.erase(0, std::string_view("parse error").size());
+        if (message.starts_with(" at ")) {
+            message.erase(0, 4);
+        } else if (message.starts_with(": ")) {
+            message.erase(0, 2);
+        }
+        const size_t syntax = message.find("syntax error");
+        const size_t dash = message.find(" - ", syntax == std::string::npos ? 0 : syntax);
+        if (syntax != std::string::npos && dash != std::string::npos) {
+            message.erase(syntax, dash + 3 - syntax);
+        }
+        message = cut_quoted(std::move(message), "last read: '");
+    } else if (message.starts_with("number overflow parsing '")) {
+        message = "a number too large for a double: " +
+                  quoted_token(std::string_view(message).substr(25, message.size() - 26));
+    }
+    return valid_utf8(message);
+}
+
+std::optional<json> try_parse_json(std::string_view text, std::string& problem,
+                                   const json::parser_callback_t& callback) {
+    if (const std::optional<size_t> at = too_deep_at(text)) {
+        problem = "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (" +
+                  line_and_column(text, *at) + ")";
+        return std::nullopt;
+    }
+    try {
+        return json::parse(text.begin(), text.end(), callback);
+    } catch (const json::out_of_range& e) {
+        problem = "not valid JSON: ";
+        // 406, a number that overflows a double: the parser gives no position, the number's text does.
+        const std::string what = e.what();
+        const size_t quote = what.find('\'');
+        if (e.id == 406 && quote != std::string::npos && what.size() > quote + 2) {
+            const size_t at = text.find(std::string_view(what).substr(quote + 1, what.size() - quote - 2));
+            if (at != std::string_view::npos) {
+                problem += line_and_column(text, at) + ": ";
+            }
+        }
+        problem += json_error_text(e);
+    } catch (const json::parse_error& e) {
+        // The library counts the character it stopped on into its line and column (a line's end reads as
+        // column 0 of the next line); the byte it stopped on is named instead.
+        std::string what = json_error_text(e);
+        if (what.starts_with("line ") && what.find(": ") != std::string::npos) {
+            what.erase(0, what.find(": ") + 2);
+        }
+        problem = "not valid JSON: " + line_and_column(text, e.byte > 0 ? e.byte - 1 : 0) + ": " + what;
+    } catch (const json::exception& e) {
+        problem = "not valid JSON: " + json_error_text(e);
+    }
+    return std::nullopt;
+}
+
+json parse_json(std::string_view text, std::string_view origin, const json::parser_callback_t& callback) {
+    std::string problem;
+    std::optional<json> value = try_parse_json(text, problem, callback);
+    if (!value) {
+        fail(origin, ": ", problem);
+    }
+    return std::move(*value);
+}
+
+json parse_json_object(std::string_view text, std::string_view origin) {
+    json value = parse_json(text, origin);
     if (!value.is_object()) {
         fail(origin, ": must be a JSON object, got ", describe_json(value));
     }
     return value;
+}
+
+void throw_json_read_error(std::string_view origin, const json::exception& error) {
+    fail(origin, ": unexpected JSON content: ", json_error_text(error));
+}
+
+std::optional<int64_t> json_int64(const json& value) {
+    if (value.is_number_unsigned()) {
+        const auto n = value.get<uint64_t>();
+        if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+            return std::nullopt;
+        }
+        return static_cast<int64_t>(n);
+    }
+    if (value.is_number_integer()) {
+        return value.get<int64_t>();
+    }
+    return std::nullopt;
 }
 
 const json* ObjectReader::find(std::string_view key) const {
@@ -63,17 +279,11 @@ int ObjectReader::as_integer(std::string_view key, const json& value) const {
 }
 
 int64_t ObjectReader::as_integer64(std::string_view key, const json& value) const {
-    if (value.is_number_unsigned()) {
-        const auto n = value.get<uint64_t>();
-        if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            type_error(key, "a 64-bit integer", value);
-        }
-        return static_cast<int64_t>(n);
+    const std::optional<int64_t> n = json_int64(value);
+    if (!n) {
+        type_error(key, value.is_number_integer() ? "a 64-bit integer" : "an integer", value);
     }
-    if (!value.is_number_integer()) {
-        type_error(key, "an integer", value);
-    }
-    return value.get<int64_t>();
+    return *n;
 }
 
 double ObjectReader::number(std::string_view key, double fallback) const {

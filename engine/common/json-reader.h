@@ -1,6 +1,8 @@
-// JSON configuration files as a model folder holds them (config.json, preprocessor_config.json, a
-// safetensors index): the document as one object, and its keys read with their types checked and a fallback
-// for an absent key, each error naming the file and the key.
+// JSON from outside Folio (a model folder's config.json, tokenizer files and safetensors headers, the Hub's
+// answers, the server's request bodies, options given as JSON): parsing that turns every fault of the text
+// and every exception of the JSON library into folio::Error naming where the text came from, and reads of an
+// object's keys with their types checked and a fallback for an absent key, each error naming the file and
+// the key.
 #pragma once
 
 #include <array>
@@ -17,9 +19,46 @@ namespace folio {
 // The value's type and its text, cut after 60 characters, for error messages.
 std::string describe_json(const nlohmann::json& value);
 
-// The JSON object text holds. Throws folio::Error naming `origin` where it is not valid JSON or not an
-// object.
-nlohmann::json parse_json_object(std::string_view text, const std::string& origin);
+// Arrays and objects nested deeper than this are refused before parsing: no configuration, tokenizer or
+// request comes near it, and readers that walk a value recursively stay within the stack.
+constexpr int kMaxJsonDepth = 512;
+
+// The message of a JSON library exception in words: without the library's marker
+// ("[json.exception.parse_error.101]"), a token it quotes cut to a few dozen characters, valid UTF-8.
+std::string json_error_text(const nlohmann::json::exception& error);
+
+// The JSON value `text` holds. Throws folio::Error naming `origin` (and the line and column where it can)
+// when the text is not valid JSON, holds a number too large for a double or nests deeper than
+// kMaxJsonDepth; no exception of the JSON library leaves it. `callback` is nlohmann's parser callback; a
+// folio::Error it throws passes through.
+nlohmann::json parse_json(std::string_view text, std::string_view origin,
+                          const nlohmann::json::parser_callback_t& callback = nullptr);
+
+// As parse_json without the exception: nullopt, and `problem` says what is wrong and where ("not valid JSON:
+// line 1, column 5: ..."), where the text is not JSON that Folio reads.
+std::optional<nlohmann::json> try_parse_json(std::string_view text, std::string& problem,
+                                             const nlohmann::json::parser_callback_t& callback = nullptr);
+
+// As parse_json, and the value must be an object.
+nlohmann::json parse_json_object(std::string_view text, std::string_view origin);
+
+// Throws folio::Error naming `origin` for an exception of the JSON library raised while reading values
+// parsed from it.
+[[noreturn]] void throw_json_read_error(std::string_view origin, const nlohmann::json::exception& error);
+
+// Runs `read`, the reading of values parsed from `origin`, and turns any JSON library exception that escapes
+// it (a key or type the reader did not check) into folio::Error naming `origin`.
+template <typename Read>
+decltype(auto) read_json_values(std::string_view origin, Read&& read) {
+    try {
+        return std::forward<Read>(read)();
+    } catch (const nlohmann::json::exception& e) {
+        throw_json_read_error(origin, e);
+    }
+}
+
+// The value as a 64-bit integer, or nullopt where it is not an integer (1.0 is not) or lies outside int64.
+std::optional<int64_t> json_int64(const nlohmann::json& value);
 
 // Reads the keys of one JSON object; `prefix` ("" or "vision_config.") qualifies key names in messages and
 // `origin` names the file. A key that is absent or null reads as its fallback unless a caller asks for the

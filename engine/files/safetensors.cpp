@@ -39,18 +39,11 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 
 // A non-negative JSON integer that fits in int64, or nullopt.
 std::optional<uint64_t> non_negative_integer(const json& value) {
-    if (value.is_number_unsigned()) {
-        const auto n = value.get<uint64_t>();
-        if (n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-            return n;
-        }
-    } else if (value.is_number_integer()) {
-        const auto n = value.get<int64_t>();
-        if (n >= 0) {
-            return static_cast<uint64_t>(n);
-        }
+    const std::optional<int64_t> n = json_int64(value);
+    if (!n || *n < 0) {
+        return std::nullopt;
     }
-    return std::nullopt;
+    return static_cast<uint64_t>(*n);
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -73,11 +66,7 @@ json parse_header_json(std::string_view text, const std::string& origin) {
         }
         return true;
     };
-    try {
-        return json::parse(text.begin(), text.end(), on_event);
-    } catch (const json::exception& e) {
-        fail(origin, ": header is not valid JSON: ", e.what());
-    }
+    return parse_json(text, origin + ": header", on_event);
 }
 
 std::map<std::string, std::string> parse_metadata(const json& value, const std::string& origin) {
@@ -342,6 +331,35 @@ const TensorView& SafetensorsFile::get(std::string_view name) const {
     return *tensor;
 }
 
+SafetensorsIndex parse_safetensors_index(std::string_view text, const std::string& origin) {
+    const json index = parse_json_object(text, origin);
+    return read_json_values(origin, [&] {
+        const auto map_it = index.find("weight_map");
+        if (map_it == index.end() || !map_it->is_object()) {
+            fail(origin, ": \"weight_map\" must be an object from tensor names to shard files, got ",
+                 map_it == index.end() ? std::string("nothing") : describe_json(*map_it));
+        }
+        if (map_it->empty()) {
+            fail(origin, ": \"weight_map\" is empty");
+        }
+        SafetensorsIndex result;
+        for (const auto& [name, shard_value] : map_it->items()) {
+            if (!shard_value.is_string()) {
+                fail(origin, ": weight_map entry '", name, "' must be a shard file name, got ",
+                     describe_json(shard_value));
+            }
+            const auto& shard = shard_value.get_ref<const std::string&>();
+            const std::filesystem::path shard_name(shard);
+            if (shard.empty() || shard_name.filename() != shard_name || shard == "." || shard == "..") {
+                fail(origin, ": weight_map entry '", name, "' names shard '", shard,
+                     "', which is not a file name inside the model folder");
+            }
+            result.weight_map.emplace_back(name, shard);
+        }
+        return result;
+    });
+}
+
 std::unique_ptr<TensorStore> TensorStore::open(const std::filesystem::path& model_dir) {
     std::error_code ec;
     if (!std::filesystem::is_directory(model_dir, ec)) {
@@ -363,31 +381,12 @@ std::unique_ptr<TensorStore> TensorStore::open(const std::filesystem::path& mode
     }
 
     const std::string origin = index_path.string();
-    const json index = parse_json_object(read_file_text(index_path), origin);
-    const auto map_it = index.find("weight_map");
-    if (map_it == index.end() || !map_it->is_object()) {
-        fail(origin, ": \"weight_map\" must be an object from tensor names to shard files, got ",
-             map_it == index.end() ? std::string("nothing") : describe_json(*map_it));
-    }
-    if (map_it->empty()) {
-        fail(origin, ": \"weight_map\" is empty");
-    }
-
+    const SafetensorsIndex index = parse_safetensors_index(read_file_text(index_path), origin);
     std::map<std::string, const SafetensorsFile*, std::less<>> shards;
-    for (const auto& [name, shard_value] : map_it->items()) {
-        if (!shard_value.is_string()) {
-            fail(origin, ": weight_map entry '", name, "' must be a shard file name, got ",
-                 describe_json(shard_value));
-        }
-        const auto& shard = shard_value.get_ref<const std::string&>();
-        const std::filesystem::path shard_name(shard);
-        if (shard.empty() || shard_name.filename() != shard_name || shard == "." || shard == "..") {
-            fail(origin, ": weight_map entry '", name, "' names shard '", shard,
-                 "', which is not a file name inside the model folder");
-        }
+    for (const auto& [name, shard] : index.weight_map) {
         auto shard_it = shards.find(shard);
         if (shard_it == shards.end()) {
-            const auto shard_path = model_dir / shard_name;
+            const auto shard_path = model_dir / shard;
             if (!is_file(shard_path)) {
                 fail(origin, ": weight_map puts tensor '", name, "' in shard '", shard,
                      "', which does not exist in ", model_dir.string());

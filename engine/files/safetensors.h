@@ -72,6 +72,15 @@ private:
     SafetensorsHeader header_;
 };
 
+// model.safetensors.index.json: which shard file holds each tensor.
+struct SafetensorsIndex {
+    std::vector<std::pair<std::string, std::string>> weight_map;  // tensor name, shard file name; not empty
+};
+
+// Parses an index's text: "weight_map" must be a non-empty object whose values are file names inside the
+// model folder (no folder part, not "." or ".."). `origin` names the file in error messages.
+SafetensorsIndex parse_safetensors_index(std::string_view text, const std::string& origin);
+
 // A model's weights: model.safetensors, or the shards that model.safetensors.index.json lists in its
 // weight_map, each shard opened once. Every tensor the index names must exist in its shard.
 class TensorStore {

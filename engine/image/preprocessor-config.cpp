@@ -6,8 +6,7 @@
 
 namespace folio {
 
-PreprocessorConfig parse_preprocessor_config(std::string_view json_text, const std::string& origin) {
-    const nlohmann::json root = parse_json_object(json_text, origin);
+static PreprocessorConfig read_preprocessor_config(const nlohmann::json& root, const std::string& origin) {
     const ObjectReader reader(root, "", origin);
     PreprocessorConfig config;
 
@@ -48,6 +47,11 @@ PreprocessorConfig parse_preprocessor_config(std::string_view json_text, const s
         fail(origin, ": \"resample\" must be a PIL resampling filter from 0 to 5, got ", config.resample);
     }
     return config;
+}
+
+PreprocessorConfig parse_preprocessor_config(std::string_view json_text, const std::string& origin) {
+    const nlohmann::json root = parse_json_object(json_text, origin);
+    return read_json_values(origin, [&] { return read_preprocessor_config(root, origin); });
 }
 
 PreprocessorConfig load_preprocessor_config(const std::filesystem::path& preprocessor_config_json) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 #include "engine/tokenizer/tokenizer-pipeline.h"
 #include "engine/tokenizer/unicode-text.h"
 
@@ -68,7 +69,8 @@ public:
     std::string string(const json& object, const char* key, std::string_view where) const {
         if (!object.contains(key) || !object[key].is_string()) {
             fail("tokenizer: ", source_, ": ", where, ".", key, " is ",
-                 object.contains(key) ? object[key].dump() : std::string("missing"), ", not a string");
+                 object.contains(key) ? describe_json(object[key]) : std::string("missing"),
+                 ", not a string");
         }
         const std::string value = object[key].get<std::string>();
         if (!is_valid_utf8(value)) {
@@ -88,7 +90,7 @@ public:
             return fallback;
         }
         if (!object[key].is_boolean()) {
-            fail("tokenizer: ", source_, ": ", where, ".", key, " is ", object[key].dump(),
+            fail("tokenizer: ", source_, ": ", where, ".", key, " is ", describe_json(object[key]),
                  ", not true or false");
         }
         return object[key].get<bool>();
@@ -97,11 +99,12 @@ public:
         if (!object.contains(key) || object[key].is_null()) {
             return fallback;
         }
-        if (!object[key].is_number_integer()) {
-            fail("tokenizer: ", source_, ": ", where, ".", key, " is ", object[key].dump(),
-                 ", not an integer");
+        const std::optional<int64_t> value = json_int64(object[key]);
+        if (!value) {
+            fail("tokenizer: ", source_, ": ", where, ".", key, " is ", describe_json(object[key]),
+                 ", not a 64-bit integer");
         }
-        return object[key].get<int64_t>();
+        return *value;
     }
     std::string type(const json& object, std::string_view where) const {
         return string(object, "type", where);
@@ -122,7 +125,7 @@ public:
         const json& pattern = object["pattern"];
         if (pattern.contains("Regex")) {
             fail("tokenizer: ", source_, ": ", where, " replaces a regular expression (",
-                 pattern["Regex"].dump(), "), which Folio does not support");
+                 describe_json(pattern["Regex"]), "), which Folio does not support");
         }
         const std::string text = string(pattern, "String", std::string(where) + ".pattern");
         if (text.empty()) {
@@ -245,7 +248,7 @@ BpeConfig read_bpe(const json& value, const JsonReader& r, bool& has_merges) {
     }
     if (m.contains("dropout") && !m["dropout"].is_null() &&
         !(m["dropout"].is_number() && m["dropout"].get<double>() == 0.0)) {
-        fail("tokenizer: ", r.source(), ": the BPE model has dropout ", m["dropout"].dump(),
+        fail("tokenizer: ", r.source(), ": the BPE model has dropout ", describe_json(m["dropout"]),
              ", which only training uses");
     }
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -262,15 +265,15 @@ BpeConfig read_bpe(const json& value, const JsonReader& r, bool& has_merges) {
         fail("tokenizer: ", r.source(), ": the BPE model has no vocab object");
     }
     for (const auto& [piece, id] : m["vocab"].items()) {
-        if (!id.is_number_integer()) {
-            fail("tokenizer: ", r.source(), ": the id of piece \"", piece, "\" is ", id.dump(),
+        const std::optional<int64_t> value_id = json_int64(id);
+        if (!value_id) {
+            fail("tokenizer: ", r.source(), ": the id of piece \"", piece, "\" is ", describe_json(id),
                  ", not an integer");
         }
-        const int64_t value_id = id.get<int64_t>();
-        if (value_id < 0 || value_id > INT32_MAX) {
-            fail("tokenizer: ", r.source(), ": piece \"", piece, "\" has id ", value_id);
+        if (*value_id < 0 || *value_id > INT32_MAX) {
+            fail("tokenizer: ", r.source(), ": piece \"", piece, "\" has id ", *value_id);
         }
-        config.vocab.emplace_back(piece, static_cast<int32_t>(value_id));
+        config.vocab.emplace_back(piece, static_cast<int32_t>(*value_id));
     }
     has_merges = m.contains("merges") && !m["merges"].is_null();
     if (has_merges) {
@@ -291,7 +294,7 @@ BpeConfig read_bpe(const json& value, const JsonReader& r, bool& has_merges) {
                        merge[1].is_string()) {
                 config.merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
             } else {
-                fail("tokenizer: ", r.source(), ": merge ", merge.dump(), " is not a pair of pieces");
+                fail("tokenizer: ", r.source(), ": merge ", describe_json(merge), " is not a pair of pieces");
             }
         }
     }
@@ -364,17 +367,20 @@ void read_post_processor(const json& value, const JsonReader& r, const std::vect
             continue;
         }
         if (!item.contains("SpecialToken") || !item["SpecialToken"].is_object()) {
-            fail("tokenizer: ", r.source(), ": TemplateProcessing's single template holds ", item.dump());
+            fail("tokenizer: ", r.source(), ": TemplateProcessing's single template holds ",
+                 describe_json(item));
         }
         const std::string name = r.string(item["SpecialToken"], "id", "SpecialToken");
         std::vector<int32_t> ids;
         if (special_tokens.is_object() && special_tokens.contains(name) &&
             special_tokens[name].contains("ids") && special_tokens[name]["ids"].is_array()) {
             for (const json& id : special_tokens[name]["ids"]) {
-                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-                    fail("tokenizer: ", r.source(), ": special token \"", name, "\" has id ", id.dump());
+                const std::optional<int64_t> n = json_int64(id);
+                if (!n || *n < 0 || *n > INT32_MAX) {
+                    fail("tokenizer: ", r.source(), ": special token \"", name, "\" has id ",
+                         describe_json(id));
                 }
-                ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+                ids.push_back(static_cast<int32_t>(*n));
             }
         } else {
             const auto it = std::find_if(added.begin(), added.end(),
@@ -389,15 +395,7 @@ void read_post_processor(const json& value, const JsonReader& r, const std::vect
     }
 }
 
-}  // namespace
-
-TokenizerJson parse_tokenizer_json(std::string_view text, std::string_view source) {
-    json root;
-    try {
-        root = json::parse(text);
-    } catch (const json::parse_error& e) {
-        fail("tokenizer: ", source, " is not valid JSON: ", e.what());
-    }
+TokenizerJson read_tokenizer_json(const json& root, std::string_view source) {
     const JsonReader r(source);
     r.object(root, "the file");
     TokenizerJson result;
@@ -412,7 +410,7 @@ TokenizerJson parse_tokenizer_json(std::string_view text, std::string_view sourc
             AddedToken token;
             const int64_t id = r.integer(t, "id", -1, "added token");
             if (id < 0 || id >= (int64_t{1} << 24)) {
-                fail("tokenizer: ", source, ": added token ", t.dump(), " has id ", id);
+                fail("tokenizer: ", source, ": added token ", describe_json(t), " has id ", id);
             }
             token.id = static_cast<int32_t>(id);
             token.content = r.string(t, "content", "added token");
@@ -435,6 +433,14 @@ TokenizerJson parse_tokenizer_json(std::string_view text, std::string_view sourc
     result.has_post_processor = !post_processor.is_null();
     read_post_processor(post_processor, r, pipeline.added_tokens, pipeline);
     return result;
+}
+
+}  // namespace
+
+TokenizerJson parse_tokenizer_json(std::string_view text, std::string_view source) {
+    const std::string origin = "tokenizer: " + std::string(source);
+    const json root = parse_json(text, origin);
+    return read_json_values(origin, [&] { return read_tokenizer_json(root, source); });
 }
 
 }  // namespace folio

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
 #include "engine/tokenizer/sentencepiece-model.h"
 
@@ -36,16 +37,7 @@ std::optional<json> read_json_object(const fs::path& path) {
     if (!is_file(path)) {
         return std::nullopt;
     }
-    json value;
-    try {
-        value = json::parse(read_file_text(path));
-    } catch (const json::parse_error& e) {
-        fail("tokenizer: ", path, " is not valid JSON: ", e.what());
-    }
-    if (!value.is_object()) {
-        fail("tokenizer: ", path, " holds a JSON ", value.type_name(), ", not an object");
-    }
-    return value;
+    return parse_json_object(read_file_text(path), "tokenizer: " + path.string());
 }
 
 // A token named in a config: a string or an AddedToken object {"content": ...}.
@@ -59,7 +51,7 @@ std::optional<std::string> token_content(const json& value, const fs::path& path
     if (value.is_object() && value.contains("content") && value["content"].is_string()) {
         return value["content"].get<std::string>();
     }
-    fail("tokenizer: ", path, ": ", key, " is ", value.dump(), ", not a token");
+    fail("tokenizer: ", path, ": ", key, " is ", describe_json(value), ", not a token");
 }
 
 std::optional<bool> config_flag(const json& config, const char* key, const fs::path& path) {
@@ -67,7 +59,7 @@ std::optional<bool> config_flag(const json& config, const char* key, const fs::p
         return std::nullopt;
     }
     if (!config[key].is_boolean()) {
-        fail("tokenizer: ", path, ": ", key, " is ", config[key].dump(), ", not true or false");
+        fail("tokenizer: ", path, ": ", key, " is ", describe_json(config[key]), ", not true or false");
     }
     return config[key].get<bool>();
 }
@@ -139,7 +131,7 @@ TokenConfig read_token_config(const fs::path& dir) {
             }
             if (!token.is_object() || !token.contains("content") || !token["content"].is_string()) {
                 fail("tokenizer: ", out.config_path, ": added_tokens_decoder[\"", key, "\"] is ",
-                     token.dump(), ", not an object with a content string");
+                     describe_json(token), ", not an object with a content string");
             }
             AddedToken added;
             added.id = static_cast<int32_t>(id);
@@ -163,18 +155,18 @@ TokenConfig read_token_config(const fs::path& dir) {
         special.insert(out.extra.begin(), out.extra.end());
         const size_t n_declared = out.added_tokens_decoder.size();
         for (const auto& [content, id] : added->items()) {
-            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (int64_t{1} << 24)) {
-                fail("tokenizer: ", added_path, ": the id of \"", content, "\" is ", id.dump());
+            const std::optional<int64_t> value = json_int64(id);
+            if (!value || *value < 0 || *value >= (int64_t{1} << 24)) {
+                fail("tokenizer: ", added_path, ": the id of \"", content, "\" is ", describe_json(id));
             }
             const auto declared = out.added_tokens_decoder.begin() + static_cast<std::ptrdiff_t>(n_declared);
             const std::string& text = content;
-            const int64_t value = id.get<int64_t>();
             if (std::any_of(out.added_tokens_decoder.begin(), declared,
-                            [&](const AddedToken& t) { return t.content == text || t.id == value; })) {
+                            [&](const AddedToken& t) { return t.content == text || t.id == *value; })) {
                 continue;
             }
             AddedToken token;
-            token.id = static_cast<int32_t>(id.get<int64_t>());
+            token.id = static_cast<int32_t>(*value);
             token.content = content;
             token.special = special.contains(content);
             token.normalized = !token.special;
@@ -189,12 +181,7 @@ std::optional<std::string> model_type_of(const fs::path& dir) {
     if (!is_file(path)) {
         return std::nullopt;
     }
-    json config;
-    try {
-        config = json::parse(read_file_text(path));
-    } catch (const json::parse_error& e) {
-        fail("tokenizer: ", path, " is not valid JSON: ", e.what());
-    }
+    const json config = parse_json(read_file_text(path), "tokenizer: " + path.string());
     if (config.is_object() && config.contains("model_type") && config["model_type"].is_string()) {
         return config["model_type"].get<std::string>();
     }
@@ -341,7 +328,10 @@ TokenizerPipeline read_tokenizer_pipeline(const fs::path& dir) {
     if (!has_json && !has_spm) {
         fail("tokenizer: ", dir, " has neither tokenizer.json nor tokenizer.model");
     }
-    TokenConfig tokens = read_token_config(dir);
+    // The token configuration files' values are read with their types checked; anything unchecked still
+    // ends as folio::Error naming the folder.
+    TokenConfig tokens =
+        read_json_values("tokenizer: " + dir.string(), [&] { return read_token_config(dir); });
     std::string class_name;
     if (tokens.config.contains("tokenizer_class") && tokens.config["tokenizer_class"].is_string()) {
         class_name = tokens.config["tokenizer_class"].get<std::string>();

@@ -1,14 +1,17 @@
 // Models on disk without the network: the catalogue and its file patterns, the Hugging Face settings from
-// the environment, the cache's layout (refs, listings, links, listing and removal), folder checks and the
-// --model locator.
+// the environment, the cache's layout (refs, listings, links, listing and removal), the Hub's answers read
+// from their JSON, folder checks and the --model locator.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "app/hub/blob-hash.h"
 #include "app/hub/folder-check.h"
+#include "app/hub/hub-api.h"
 #include "app/hub/hub-cache.h"
+#include "app/hub/hub-client.h"
 #include "app/hub/hub-settings.h"
 #include "app/hub/model-catalogue.h"
 #include "app/hub/model-locator.h"
@@ -167,6 +170,121 @@ TEST(HubCache, NamesAndPaths) {
     EXPECT_EQ(cache.snapshot_file("o/n", "c0", "a/b.json"), "/c/models--o--n/snapshots/c0/a/b.json");
 }
 
+// The HubError (BadResponse) `read` throws; a test failure where it throws nothing or something else.
+std::string bad_response(const std::function<void()>& read) {
+    try {
+        read();
+    } catch (const HubError& e) {
+        EXPECT_EQ(e.kind(), HubErrorKind::BadResponse) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no HubError";
+    return "";
+}
+
+TEST(HubApi, RevisionCommit) {
+    const std::string url = "https://hub/api/models/o/n/revision/main";
+    EXPECT_EQ(parse_revision_commit(R"({"sha": ")" + std::string(40, 'a') + R"(", "id": "o/n"})", url),
+              std::string(40, 'a'));
+    EXPECT_EQ(bad_response([&] { parse_revision_commit(R"({"sha": "main"})", url); }),
+              url + ": the answer has no commit hash (\"sha\")");
+    EXPECT_EQ(bad_response([&] { parse_revision_commit(R"({"sha": 5})", url); }),
+              url + ": the answer has no commit hash (\"sha\")");
+    const std::string message = bad_response([&] { parse_revision_commit("<html>", url); });
+    EXPECT_TRUE(message.starts_with(url + ": the answer is not valid JSON: line 1, column 1: ")) << message;
+    // A number too large for a double, anywhere in the answer.
+    const std::string overflow =
+        bad_response([&] { parse_revision_commit(R"({"downloads": 1e999, "sha": "x"})", url); });
+    EXPECT_EQ(
+        overflow,
+        url + ": the answer is not valid JSON: line 1, column 15: a number too large for a double: 1e999");
+}
+
+TEST(HubApi, TreePageChecksEveryEntry) {
+    const std::string url = "https://hub/api/models/o/n/tree/c?recursive=true";
+    const std::string oid(40, '1');
+    const std::string sha256(64, 'f');
+    const std::vector<TreeEntry> entries = parse_tree_page(
+        R"([{"type": "directory", "path": "sub", "oid": "x", "size": 0},
+            {"type": "file", "path": "config.json", "oid": ")" +
+            oid + R"(", "size": 10},
+            {"type": "file", "path": "sub/model.safetensors", "oid": ")" +
+            oid + R"(", "size": 135,
+             "lfs": {"oid": ")" +
+            sha256 + R"(", "size": 4096}, "xetHash": "xh"}])",
+        url);
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0].path, "config.json");
+    EXPECT_EQ(entries[0].size, 10);
+    EXPECT_EQ(entries[1].blob_name(), sha256);
+    EXPECT_EQ(entries[1].lfs_size, 4096);
+    EXPECT_EQ(entries[1].xet_hash, "xh");
+
+    const auto file = [&](const std::string& fields) {
+        return R"([{"type": "file", "path": "a.json", "oid": ")" + oid + "\", " + fields + "}]";
+    };
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(file(R"("size": 1e300)"), url);
+              }).find("\"size\" must be a non-negative integer"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(file(R"("size": 18446744073709551615)"), url);
+              }).find("\"size\" must be a non-negative integer"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(file(R"("size": "10")"), url);
+              }).find("\"size\" must be a non-negative integer"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(file(R"("size": 1, "lfs": {"oid": 3})"), url);
+              }).find("\"oid\" must be a string"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(file(R"("size": 1, "lfs": {"oid": ")" + sha256 + R"(", "size": -1})"), url);
+              }).find("\"size\" must be a non-negative integer"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(R"([{"type": "file", "path": "../x", "oid": ")" + oid + R"(", "size": 1}])",
+                                  url);
+              }).find("is not a file path inside a repository"),
+              std::string::npos);
+    EXPECT_NE(bad_response([&] {
+                  parse_tree_page(R"([{"type": "file", "path": "a", "oid": "nohash", "size": 1}])", url);
+              }).find("its oid is not a hash"),
+              std::string::npos);
+    EXPECT_EQ(bad_response([&] { parse_tree_page("[3]", url); }),
+              url + ": a file entry the Hub would not send (not an object): number 3");
+    EXPECT_EQ(bad_response([&] { parse_tree_page("{}", url); }),
+              url + ": the answer is not a JSON array of files");
+}
+
+TEST(HubApi, ErrorMessage) {
+    EXPECT_EQ(hub_error_message(R"({"error": "Repository not found"})"), "Repository not found");
+    EXPECT_EQ(hub_error_message(R"({"error": 404})"), "");
+    EXPECT_EQ(hub_error_message("<html>Bad gateway</html>"), "");
+    EXPECT_EQ(hub_error_message(R"({"error": "x", "n": 1e999})"), "");
+}
+
+TEST(HubCache, DamagedListingsAreFetchedAgain) {
+    const std::string oid(40, '1');
+    const auto listing = [&](const std::string& info) {
+        return R"({"format_version": 1, "files": {"a.json": )" + info + "}}";
+    };
+    const auto read = parse_cached_tree(listing(R"({"size": 5, "blob_id": ")" + oid + R"("})"));
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->at(0).size, 5);
+    EXPECT_FALSE(parse_cached_tree(listing(R"({"size": 1e300, "blob_id": ")" + oid + R"("})")));
+    EXPECT_FALSE(parse_cached_tree(listing(R"({"size": -1, "blob_id": ")" + oid + R"("})")));
+    EXPECT_FALSE(parse_cached_tree(listing(R"({"size": 5, "blob_id": 7})")));
+    EXPECT_FALSE(parse_cached_tree(listing(R"({"size": 5, "blob_id": ")" + oid + R"(", "lfs_sha256": ")" +
+                                           std::string(64, 'f') + R"(", "lfs_size": "x"})")));
+    EXPECT_FALSE(parse_cached_tree(listing("[]")));
+    EXPECT_FALSE(parse_cached_tree(R"({"format_version": 1e999, "files": {}})"));
+    EXPECT_FALSE(parse_cached_tree(R"({"format_version": 1.0, "files": {}})"));
+    EXPECT_FALSE(parse_cached_tree("{"));
+}
+
 TEST(HubCache, RefsListingsAndLinks) {
     TempDir dir;
     const HubCache cache(dir.path());
@@ -265,10 +383,12 @@ TEST(FolderCheck, NamesWhatIsMissingOrBroken) {
 
     write(dir / "m" / "config.json", "{\"model_type\": ");
     check = check_model_folder(dir / "m");
-    EXPECT_EQ(joined(check.problems),
-              "tokenizer.json or tokenizer.model is missing (the tokenizer)\n"
-              "model.safetensors or model.safetensors.index.json is missing (the weights)\n"
-              "config.json is not valid JSON\n");
+    EXPECT_EQ(
+        joined(check.problems),
+        "tokenizer.json or tokenizer.model is missing (the tokenizer)\n"
+        "model.safetensors or model.safetensors.index.json is missing (the weights)\n"
+        "config.json is not valid JSON: line 1, column 16: unexpected end of input; expected '[', '{', or a "
+        "literal\n");
 
     write_model(dir / "m");
     write(dir / "m" / "preprocessor_config.json", "[1, 2]");

@@ -261,7 +261,7 @@ TEST(SafetensorsErrors, DuplicateNames) {
 
 TEST(SafetensorsErrors, InvalidJson) {
     expect_header_error(raw_safetensors(R"({"a":{"dtype":"F32",)", 8),
-                        "test.safetensors: header is not valid JSON");
+                        "test.safetensors: header: not valid JSON: line 1, column 21: unexpected end of input");
     expect_header_error(raw_safetensors("[1, 2]"), "header must be a JSON object, got array [1,2]");
     expect_header_error(raw_safetensors(R"({"a": 5})"), "tensor 'a': entry must be an object, got number 5");
 }

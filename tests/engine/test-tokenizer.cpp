@@ -588,6 +588,39 @@ TEST(TokenizerLoad, BrokenTokenizerJsonNamesTheFile) {
     EXPECT_TRUE(contains(load_error(dir.path()), "seven"));
 }
 
+// The folder's token configuration files: a number too large, out of range or of the wrong type is a
+// folio::Error naming the file, never the JSON library's exception.
+TEST(TokenizerLoad, ConfigurationNumbersAndTypesNameTheFile) {
+    const std::string overflow = "2E0" + std::string(122, '1');
+    struct Case {
+        const char* file;
+        std::string text;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {"added_tokens.json", R"({"<|A|>": )" + overflow + "}", "a number too large for a double"},
+        {"added_tokens.json", R"({"<|A|>": 18446744073709551615})",
+         "the id of \"<|A|>\" is number 18446744073709551615"},
+        {"added_tokens.json", R"({"<|A|>": 1e300})", "the id of \"<|A|>\" is number 1e+300"},
+        {"added_tokens.json", R"({"<|A|>": "700"})", "the id of \"<|A|>\" is string \"700\""},
+        {"tokenizer_config.json", R"({"add_bos_token": )" + overflow + "}",
+         "a number too large for a double"},
+        {"tokenizer_config.json", R"({"add_bos_token": "yes"})",
+         "add_bos_token is string \"yes\", not true or false"},
+        {"special_tokens_map.json", R"({"bos_token": 5})", "bos_token is number 5, not a token"},
+        {"config.json", R"({"model_type": )" + overflow + "}", "a number too large for a double"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(std::string(c.file) + ": " + c.text.substr(0, 40));
+        TokenizerDir dir;
+        write_bytes(dir.path() / c.file, c.text);
+        const std::string error = load_error(dir.path());
+        EXPECT_TRUE(contains(error, c.file)) << error;
+        EXPECT_TRUE(contains(error, c.expected)) << error;
+        EXPECT_FALSE(contains(error, "json.exception")) << error;
+    }
+}
+
 TEST(TokenizerLoad, LongestAddedTokenWins) {
     TokenizerDir dir;
     write_bytes(dir.path() / "added_tokens.json", R"({"<|A|>": 700, "<|A|><|B|>": 701, "<|B|>": 702})");

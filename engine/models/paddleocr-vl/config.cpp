@@ -197,8 +197,7 @@ TextConfig read_text_config(const ObjectReader& reader) {
 
 }  // namespace
 
-ModelConfig parse_model_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_json_object(json_text, origin);
+static ModelConfig read_model_config(const json& root, const std::string& origin) {
     const ObjectReader top(root, "", origin);
     ModelConfig config;
     config.model_type = top.string("model_type", config.model_type);
@@ -232,6 +231,11 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& or
         }
     }
     return config;
+}
+
+ModelConfig parse_model_config(std::string_view json_text, const std::string& origin) {
+    const json root = parse_json_object(json_text, origin);
+    return read_json_values(origin, [&] { return read_model_config(root, origin); });
 }
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {

@@ -113,10 +113,11 @@ private:
         return v;
     }
     int integer(std::string_view key, const json& v, int lo, int hi) const {
-        if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+        const std::optional<int64_t> n = json_int64(v);
+        if (!n || *n < lo || *n > hi) {
             wrong(key, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", v);
         }
-        return static_cast<int>(v.get<int64_t>());
+        return static_cast<int>(*n);
     }
 
     ObjectReader reader_;
@@ -332,8 +333,7 @@ const char* layout_model_name(LayoutModelKind kind) {
     return kind == LayoutModelKind::V2 ? "PP-DocLayoutV2" : "PP-DocLayoutV3";
 }
 
-PpDocLayoutConfig parse_pp_doclayout_config(std::string_view json_text, const std::string& origin) {
-    const json root = parse_json_object(json_text, origin);
+static PpDocLayoutConfig read_pp_doclayout_config(const json& root, const std::string& origin) {
     const Fields f(root, "", origin);
     PpDocLayoutConfig c;
     const std::string type = f.string("model_type");
@@ -403,8 +403,12 @@ PpDocLayoutConfig parse_pp_doclayout_config(std::string_view json_text, const st
     return c;
 }
 
-LayoutPreprocessConfig parse_layout_preprocess_config(std::string_view json_text, const std::string& origin) {
+PpDocLayoutConfig parse_pp_doclayout_config(std::string_view json_text, const std::string& origin) {
     const json root = parse_json_object(json_text, origin);
+    return read_json_values(origin, [&] { return read_pp_doclayout_config(root, origin); });
+}
+
+static LayoutPreprocessConfig read_layout_preprocess_config(const json& root, const std::string& origin) {
     const Fields f(root, "", origin);
     LayoutPreprocessConfig c;
     if (const std::optional<Fields> size = f.object("size")) {
@@ -431,6 +435,11 @@ LayoutPreprocessConfig parse_layout_preprocess_config(std::string_view json_text
              " is not supported; the layout models resize bicubically (3)");
     }
     return c;
+}
+
+LayoutPreprocessConfig parse_layout_preprocess_config(std::string_view json_text, const std::string& origin) {
+    const json root = parse_json_object(json_text, origin);
+    return read_json_values(origin, [&] { return read_layout_preprocess_config(root, origin); });
 }
 
 LayoutModelFiles open_layout_model_files(const std::filesystem::path& dir) {

@@ -131,13 +131,18 @@ TEST_P(OpenAiProtocolRefuses, WithA400NamingTheField) {
         EXPECT_EQ(e.type(), "invalid_request_error");
         EXPECT_EQ(e.param(), b.param);
         EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Bodies, OpenAiProtocolRefuses,
     testing::Values(
-        BadBody{"malformed", R"({"messages": [)", true, "", "not valid JSON"},
+        BadBody{"malformed", R"({"messages": [)", true, "", "the body is not valid JSON: line 1, column 15"},
+        BadBody{"number_overflow", R"({"messages": [], "max_tokens": 1e999})", true, "",
+                "the body is not valid JSON: line 1, column 32: a number too large for a double: 1e999"},
+        BadBody{"huge_integer", chat_body({{"max_tokens", 18446744073709551615ull}}), true, "max_tokens",
+                "max_tokens must be a 64-bit integer, got 18446744073709551615"},
         BadBody{"not_an_object", "[1, 2]", true, "", "must be a JSON object, got an array"},
         BadBody{"no_messages", "{}", true, "messages", "messages is required"},
         BadBody{"messages_number", R"({"messages": 3})", true, "messages", "must be an array, got a number"},

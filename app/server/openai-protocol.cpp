@@ -47,11 +47,15 @@ const char* type_name(const json& v) {
 json parse_body(std::string_view body) {
     json doc = json::parse(body.begin(), body.end(), nullptr, false);
     if (doc.is_discarded()) {
-        // Parsed again with exceptions for the position of the fault.
+        // Parsed again with exceptions for the position of the fault, which alone is reported: the parser's
+        // own message names its internals.
         try {
             doc = json::parse(body.begin(), body.end());
-        } catch (const json::exception& e) {
-            bad_request(std::string("the body is not valid JSON: ") + e.what());
+        } catch (const json::parse_error& e) {
+            bad_request(e.byte >= body.size() ? "the body is not valid JSON: it ends early"
+                                              : "the body is not valid JSON: unexpected text at byte " +
+                                                    std::to_string(e.byte));
+        } catch (const json::exception&) {
         }
         bad_request("the body is not valid JSON");
     }
@@ -571,17 +575,25 @@ std::string error_event(const ApiError& error) {
     return "data: " + error_body(error) + "\n\n";
 }
 
+namespace {
+
+json model_json(const std::string& name, int64_t created, int64_t max_model_len) {
+    return {{"id", name},          {"object", "model"}, {"created", created},
+            {"owned_by", "folio"}, {"root", name},      {"max_model_len", max_model_len}};
+}
+
+}  // namespace
+
 std::string models_body(const std::vector<std::string>& names, int64_t created, int64_t max_model_len) {
     json data = json::array();
     for (const std::string& name : names) {
-        data.push_back({{"id", name},
-                        {"object", "model"},
-                        {"created", created},
-                        {"owned_by", "folio"},
-                        {"root", name},
-                        {"max_model_len", max_model_len}});
+        data.push_back(model_json(name, created, max_model_len));
     }
     return dump(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string model_body(const std::string& name, int64_t created, int64_t max_model_len) {
+    return dump(model_json(name, created, max_model_len));
 }
 
 }  // namespace folio::server

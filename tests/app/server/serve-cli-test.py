@@ -4,8 +4,15 @@
 Usage: serve-cli-test.py FOLIO_CLI MODEL_DIR OPENAI_CLIENT_PY
 Starts the server on free ports with an API key and a served model name, waits for its "serving" line, asks
 for the models, a chat completion whole and streamed (through openai-client.py), a request without the key,
-the health check and the metrics, then stops it with Ctrl-C (SIGINT) and expects exit status 0.
+the health check and the metrics, then stops it with Ctrl-C (SIGINT) and expects exit status 0. Then starts it
+on every interface without a key (a warning, the metrics still on 127.0.0.1), on IPv6's loopback where the
+machine has one (printed in brackets), and stops it with SIGTERM while a stream runs: the stream ends with an
+error event saying the server is stopping, and the server exits 0 within seconds.
 """
+import http.client
+import socket
+import threading
+import time
 import base64
 import json
 import re
@@ -100,7 +107,88 @@ def main():
         sys.stderr.write(rest)
     check(server.returncode == 0, "Ctrl-C stops the server with exit status 0 (got %s)" % server.returncode)
     check("interrupted, stopping" in rest, "the server says it stops")
+
+    exposed_and_terminated(folio_cli, model_dir)
+    if socket.has_ipv6:
+        try:
+            with socket.socket(socket.AF_INET6) as s6:
+                s6.bind(("::1", 0))
+            ipv6 = True
+        except OSError:
+            ipv6 = False
+        if ipv6:
+            ipv6_loopback(folio_cli, model_dir)
+        else:
+            print("skipped: this machine has no IPv6 loopback")
     return 0
+
+
+def start(folio_cli, model_dir, *flags):
+    """The server and the lines it printed up to its "serving" line, and that line's match."""
+    server = subprocess.Popen([folio_cli, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "0",
+                               "--max-model-len", "4096"] + list(flags), stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in server.stderr:
+        sys.stderr.write(line)
+        lines.append(line)
+        match = re.search(r"serving \S+ on http://(\S+):(\d+)/v1, metrics on http://(\S+):(\d+)/metrics", line)
+        if match:
+            # The warnings follow the serving line.
+            server.stderr_reader = threading.Thread(target=lambda: lines.extend(server.stderr), daemon=True)
+            server.stderr_reader.start()
+            return server, lines, match
+    raise SystemExit("FAILED: the server did not start: " + "".join(lines))
+
+
+def exposed_and_terminated(folio_cli, model_dir):
+    server, lines, match = start(folio_cli, model_dir, "--host", "0.0.0.0", "--log-requests")
+    try:
+        check(match.group(1) == "0.0.0.0" and match.group(3) == "127.0.0.1",
+              "--host 0.0.0.0 serves the API there and keeps the metrics on 127.0.0.1")
+        port = int(match.group(2))
+        time.sleep(0.3)
+        check(any("warning: listening on 0.0.0.0 without --api-key" in line for line in lines),
+              "a server open to the network without --api-key warns")
+
+        # A stream that runs for a while, read as it comes.
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("POST", "/v1/completions",
+                           json.dumps({"prompt": "Hello", "max_tokens": 4000, "ignore_eos": True, "stream": True}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        check(response.status == 200, "a long stream starts")
+        check(response.readline().startswith(b"data: "), "the stream's first event comes")
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        events = response.read().decode()
+        server.wait(timeout=30)
+        took = time.monotonic() - started
+    finally:
+        if server.poll() is None:
+            server.kill()
+    check("the server is stopping" in events and events.rstrip().endswith("data: [DONE]"),
+          "SIGTERM ends the stream with an error event saying the server is stopping")
+    check(server.returncode == 0 and took < 10, "SIGTERM stops the server with exit status 0 in %.1f s" % took)
+    server.stderr_reader.join(timeout=10)
+    text = "".join(lines)
+    check("terminated, stopping" in text and "stopped" in text, "the server says it stops and has stopped")
+    check(re.search(r'request: 127\.0\.0\.1:\d+ "POST /v1/completions" 200 prompt_tokens=\d+ completion_tokens=\d+ ',
+                    text) is not None, "--log-requests logs the stream")
+
+
+def ipv6_loopback(folio_cli, model_dir):
+    server, lines, match = start(folio_cli, model_dir, "--host", "::1", "--metrics-host", "::1")
+    try:
+        check(match.group(1) == "[::1]" and match.group(3) == "[::1]", "an IPv6 address is printed in brackets")
+        connection = http.client.HTTPConnection("::1", int(match.group(2)), timeout=30)
+        connection.request("GET", "/v1/models/" + urllib.request.quote(model_dir.rstrip("/").split("/")[-1]))
+        response = connection.getresponse()
+        check(response.status == 200 and json.loads(response.read())["object"] == "model",
+              "GET /v1/models/{id} over IPv6")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    check(server.returncode == 0, "the IPv6 server stops")
 
 
 if __name__ == "__main__":

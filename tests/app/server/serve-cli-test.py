@@ -10,6 +10,8 @@ machine has one (printed in brackets), and stops it with SIGTERM while a stream 
 error event saying the server is stopping, and the server exits 0 within seconds.
 """
 import http.client
+import os
+import shutil
 import socket
 import threading
 import time
@@ -97,6 +99,8 @@ def main():
         status, text = get("http://127.0.0.1:%d/metrics" % metrics_port)
         check(status == 200 and re.search(r"^fastdeploy:request_success_total 2$", text, re.M) is not None,
               "GET /metrics counts the two requests")
+
+        node_client(base, key, image, answers[0], metrics_port)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -121,6 +125,39 @@ def main():
         else:
             print("skipped: this machine has no IPv6 loopback")
     return 0
+
+
+def node_client(base, key, image, python_answer, metrics_port):
+    """The openai npm package as the client, where the machine has it (NODE_PATH may name its node_modules)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-client.cjs")
+    found = shutil.which("node") and subprocess.run(["node", "-e", "require('openai')"],
+                                                    capture_output=True).returncode == 0
+    if not found:
+        print("skipped: the openai npm package is not installed (npm install openai, NODE_PATH=.../node_modules)")
+        return
+    out = subprocess.run(["node", script, base + "/v1", "PaddleOCR-VL-0.9B", key, image], capture_output=True,
+                         text=True, timeout=300)
+    check(out.returncode == 0, "the openai npm client runs: " + out.stderr[-2000:])
+    result = json.loads(out.stdout)
+    check(result["whole"]["text"] == result["streamed"]["text"] and len(result["whole"]["text"]) >
+          len(python_answer["text"]), "the openai npm client gets the same answer, whole and streamed")
+    check(result["whole"]["finish"] == "length" and result["whole"]["completion_tokens"] > 12,
+          "max_completion_tokens 8192 is lowered to what the context leaves")
+    check(result["streamed"]["completion_tokens"] == result["whole"]["completion_tokens"],
+          "the streamed usage counts the same tokens")
+    check(result["retrieved"] == "PaddleOCR-VL-0.9B", "models.retrieve(id)")
+    check(result["over_context"] == {"status": 400, "code": "context_length_exceeded"},
+          "a prompt that leaves no room: 400 context_length_exceeded")
+    check(result["aborted"] != "finished", "the client aborts a long request")
+    cancelled = None
+    for _ in range(100):
+        _, text = get("http://127.0.0.1:%d/metrics" % metrics_port)
+        match = re.search(r"^folio:request_cancelled_total (\d+)$", text, re.M)
+        cancelled = int(match.group(1)) if match else None
+        if cancelled:
+            break
+        time.sleep(0.1)
+    check(cancelled == 1, "the aborted request is cancelled and counted so (%s)" % cancelled)
 
 
 def start(folio_cli, model_dir, *flags):

@@ -19,20 +19,27 @@
 namespace folio::cli {
 
 const char* const kServeUsage =
-    R"(  folio-cli serve --model DIR|ORG/NAME [--host 127.0.0.1] [--port 8180] [--metrics-port 8471]
-                  [--api-key KEY] [--served-model-name NAME] [--max-concurrency N] [--allow-image-urls]
-                  [--max-waiting-time SECONDS] [--max-body-size SIZE] [--device cpu|cuda[:N]] [--threads N]
-                  [engine options]
+    R"(  folio-cli serve --model DIR|ORG/NAME [--host 127.0.0.1] [--port 8180] [--metrics-host 127.0.0.1]
+                  [--metrics-port 8471] [--api-key KEY] [--served-model-name NAME] [--max-concurrency N]
+                  [--max-waiting-time SECONDS] [--max-connections N] [--max-body-size SIZE]
+                  [--max-image-pixels N] [--max-decode-threads N] [--allow-image-urls] [--log-requests]
+                  [--device cpu|cuda[:N]] [--threads N] [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
       (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
-      and /v1/completions, GET /v1/models and /health; GET /metrics in Prometheus' text format on the
-      metrics port. Listens on 127.0.0.1 unless --host says otherwise; port 0 takes any free port. With
-      --api-key, requests to /v1/ must send "Authorization: Bearer KEY". --max-concurrency requests are
-      served at once and as many more wait; beyond them, or past --max-waiting-time, a request is answered
-      429. Bodies over --max-body-size (64M) are refused. Ctrl-C (or SIGTERM) stops the server, ending the
-      requests in flight.
+      and /v1/completions, GET /v1/models, /v1/models/{id} and /health; GET /metrics in Prometheus' text
+      format on the metrics port. Listens on 127.0.0.1 unless --host says otherwise (it warns when another
+      address is served without --api-key); the metrics stay on 127.0.0.1 unless --metrics-host says
+      otherwise; port 0 takes any free port. With --api-key, requests to /v1/ must send
+      "Authorization: Bearer KEY". --max-concurrency requests are served at once and as many more wait for
+      a place; beyond them, or past --max-waiting-time, a request is answered 429. Idle and slow connections
+      do not take a place: they have --max-connections of their own, 10 s to send a request's headers, 60 s
+      for its body and 5 s idle between requests. Bodies over --max-body-size (64M, chunked or not) are
+      refused before they are read; images over --max-image-pixels (36 times the processor's max_pixels)
+      are refused from their header, and --max-decode-threads (4) are decoded at once. A max_tokens over
+      what the context leaves is lowered to it. A request whose client disconnects is cancelled.
+      --log-requests logs a line per request. SIGINT (Ctrl-C) or SIGTERM stops the server within a few
+      seconds: streams in flight end with an error event, other requests with 503.
 )";
-
 namespace {
 
 // The name clients give as "model": --served-model-name, else the Hub repository or the folder's name.
@@ -47,6 +54,25 @@ std::string served_name(const EngineOptions& options, const std::string& model_s
     const std::filesystem::path folder = std::filesystem::path(model_spec).lexically_normal();
     const std::string name = (folder.has_filename() ? folder : folder.parent_path()).filename().string();
     return name.empty() ? model_dir.filename().string() : name;
+}
+
+// Whether an address reaches this machine only: 127.0.0.0/8, ::1 or localhost.
+bool is_loopback(const std::string& host) {
+    return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+// The address as a URL writes it: an IPv6 address in brackets.
+std::string url_host(const std::string& host) {
+    return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+}
+
+// An image file's size from its header (a multi-page file's first page, which is the one decoded).
+std::optional<server::ImageSize> read_image_size(std::span<const uint8_t> bytes, std::string_view name) {
+    const ImageFileInfo info = probe_image(bytes, name);
+    if (info.pages.empty() || info.pages.front().width <= 0 || info.pages.front().height <= 0) {
+        return std::nullopt;
+    }
+    return server::ImageSize{info.pages.front().width, info.pages.front().height};
 }
 
 }  // namespace
@@ -64,14 +90,24 @@ int run_serve(int argc, char** argv, int first) {
         parse_engine_options(opt, describe_model(model_dir), CommandScope::Serve);
 
     server::ServerParams params;
-    params.host = engine_options.host;
+    // An IPv6 address may come in brackets, as a URL writes it.
+    const auto bare = [](std::string host) {
+        return host.size() > 2 && host.front() == '[' && host.back() == ']' ? host.substr(1, host.size() - 2)
+                                                                            : host;
+    };
+    params.host = bare(engine_options.host);
     params.port = engine_options.port.value_or(8180);
     params.metrics_port = engine_options.metrics_port.value_or(8471);
     params.api_key = engine_options.api_key;
     params.fetch_image_urls = engine_options.allow_image_urls;
+    params.metrics_host = bare(engine_options.metrics_host);
     params.max_concurrency = static_cast<int>(std::min<int64_t>(engine_options.max_concurrency, 4096));
     params.max_queued = params.max_concurrency;
     params.max_waiting_seconds = engine_options.max_waiting_time;
+    params.max_connections = static_cast<int>(std::min<int64_t>(engine_options.max_connections, 16384));
+    params.max_decode_threads = static_cast<int>(engine_options.max_decode_threads);
+    params.max_image_pixels = engine_options.max_image_pixels;
+    params.log_requests = engine_options.log_requests;
     if (opt.has("--max-body-size")) {
         const int64_t bytes = parse_byte_size("--max-body-size", opt.text("--max-body-size"));
         if (bytes < 1024) {
@@ -96,16 +132,26 @@ int run_serve(int argc, char** argv, int first) {
 
     EngineService service;
     load_service(service, opt, model_dir, engine_options);
-    server::OpenAiServer server(service, params, [](std::span<const uint8_t> bytes, std::string_view name) {
-        return decode_image(bytes, name);
-    });
+    server::OpenAiServer server(
+        service, params,
+        [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
+        read_image_size);
     server.start();
-    std::cerr << "folio-cli serve: serving " << params.model_names.front() << " on http://" << params.host
-              << ":" << server.port() << "/v1";
+    std::cerr << "folio-cli serve: serving " << params.model_names.front() << " on http://"
+              << url_host(params.host) << ":" << server.port() << "/v1";
     if (server.metrics_port() >= 0) {
-        std::cerr << ", metrics on http://" << params.host << ":" << server.metrics_port() << "/metrics";
+        std::cerr << ", metrics on http://" << url_host(params.metrics_host) << ":" << server.metrics_port()
+                  << "/metrics";
     }
     std::cerr << "; Ctrl-C stops" << std::endl;
+    if (!is_loopback(params.host) && params.api_key.empty()) {
+        std::cerr << "folio-cli serve: warning: listening on " << url_host(params.host)
+                  << " without --api-key: anyone who can reach this address can use the model" << std::endl;
+    }
+    if (server.metrics_port() >= 0 && !is_loopback(params.metrics_host)) {
+        std::cerr << "folio-cli serve: warning: the metrics on " << url_host(params.metrics_host)
+                  << " are open to anyone who can reach this address (they take no API key)" << std::endl;
+    }
 
     int signal = 0;
     sigwait(&stop_signals, &signal);
@@ -113,6 +159,7 @@ int run_serve(int argc, char** argv, int first) {
               << std::endl;
     server.stop();
     service.unload();
+    std::cerr << "folio-cli serve: stopped" << std::endl;
     return 0;
 }
 

@@ -151,9 +151,14 @@ int run_server_bench(const Options& opt) {
     params.port = 0;
     params.metrics_port = -1;
     params.max_concurrency = n_clients;
-    server::OpenAiServer server(service, params, [](std::span<const uint8_t> bytes, std::string_view name) {
-        return decode_image(bytes, name);
-    });
+    params.max_decode_threads = n_clients;
+    server::OpenAiServer server(
+        service, params,
+        [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
+        [](std::span<const uint8_t> bytes, std::string_view name) -> std::optional<server::ImageSize> {
+            const ImageFileInfo info = probe_image(bytes, name);
+            return server::ImageSize{info.pages.front().width, info.pages.front().height};
+        });
     server.start();
     const std::string body = nlohmann::json{
         {"messages",

@@ -13,6 +13,7 @@
 #include "engine/common/error.h"
 #include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
+#include "engine/image/image.h"
 #include "engine/runtime/decode-graphs.h"
 
 namespace folio::cli {
@@ -180,6 +181,26 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
         out.served_model_name = r.text("served_model_name");
         if (out.served_model_name->empty()) {
             fail("--served-model-name must not be empty");
+        }
+    }
+    out.max_connections = r.integer("max_connections", out.max_connections);
+    if (r.has("max_connections") && out.max_connections < 1) {
+        fail("--max-connections must be at least 1, got ", out.max_connections);
+    }
+    out.max_decode_threads = r.integer("max_decode_threads", out.max_decode_threads);
+    if (out.max_decode_threads < 1 || out.max_decode_threads > 1024) {
+        fail("--max-decode-threads must be 1 to 1024, got ", out.max_decode_threads);
+    }
+    out.max_image_pixels = r.integer("max_image_pixels", out.max_image_pixels);
+    if (r.has("max_image_pixels") &&
+        (out.max_image_pixels < 28 * 28 || out.max_image_pixels > kMaxImagePixels)) {
+        fail("--max-image-pixels must be ", 28 * 28, " to ", kMaxImagePixels, ", got ", out.max_image_pixels);
+    }
+    out.log_requests = r.flag("log_requests", false);
+    if (r.has("metrics_host")) {
+        out.metrics_host = r.text("metrics_host");
+        if (out.metrics_host.empty()) {
+            fail("--metrics-host must name an address, for example 127.0.0.1 or 0.0.0.0");
         }
     }
     out.allow_image_urls = r.flag("allow_image_urls", false);

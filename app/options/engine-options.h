@@ -88,6 +88,11 @@ struct EngineOptions {
     bool allow_image_urls = false;
     int64_t max_waiting_time = -1;
     int64_t max_concurrency = 512;
+    int64_t max_connections = 0;  // 0: from max_concurrency
+    std::string metrics_host = "127.0.0.1";
+    int64_t max_decode_threads = 4;
+    int64_t max_image_pixels = 0;  // 0: from the processor's max_pixels
+    bool log_requests = false;
 };
 
 // Parses and checks every engine option on the command line; throws folio::Error naming the option and what

@@ -577,17 +577,25 @@ std::string error_event(const ApiError& error) {
     return "data: " + error_body(error) + "\n\n";
 }
 
+namespace {
+
+json model_json(const std::string& name, int64_t created, int64_t max_model_len) {
+    return {{"id", name},          {"object", "model"}, {"created", created},
+            {"owned_by", "folio"}, {"root", name},      {"max_model_len", max_model_len}};
+}
+
+}  // namespace
+
 std::string models_body(const std::vector<std::string>& names, int64_t created, int64_t max_model_len) {
     json data = json::array();
     for (const std::string& name : names) {
-        data.push_back({{"id", name},
-                        {"object", "model"},
-                        {"created", created},
-                        {"owned_by", "folio"},
-                        {"root", name},
-                        {"max_model_len", max_model_len}});
+        data.push_back(model_json(name, created, max_model_len));
     }
     return dump(json{{"object", "list"}, {"data", std::move(data)}});
+}
+
+std::string model_body(const std::string& name, int64_t created, int64_t max_model_len) {
+    return dump(model_json(name, created, max_model_len));
 }
 
 }  // namespace folio::server

@@ -118,5 +118,7 @@ std::string error_event(const ApiError& error);
 inline constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
 
 std::string models_body(const std::vector<std::string>& names, int64_t created, int64_t max_model_len);
+// One model, as GET /v1/models/{id} answers.
+std::string model_body(const std::string& name, int64_t created, int64_t max_model_len);
 
 }  // namespace folio::server

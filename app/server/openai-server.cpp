@@ -15,6 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "app/server/http-connection.h"
 #include "app/server/image-fetch.h"
 #include "app/server/openai-protocol.h"
 #include "app/server/server-metrics.h"
@@ -27,111 +28,152 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Requests one connection may carry before the server closes it.
-constexpr size_t kKeepAliveRequests = 10000;
+// Connections waiting for a thread beyond the pool, and the pool's room for idle and slow connections.
+constexpr size_t kPendingConnections = 64;
+constexpr int kSpareConnections = 64;
 
-// Set while a pool thread serves a connection that is to be answered 429 (the queue was full, or it waited
-// longer than max_waiting_time).
-thread_local bool t_refuse = false;
-
-// httplib's task queue with bounds: n threads serve connections, up to max_queued more wait for one, and a
-// connection beyond that is served at once on the accepting thread with t_refuse set, so that it is answered
-// 429 and closed. The accepting thread is held meanwhile, which leaves further connections in the kernel's
-// backlog: nothing grows without bound.
-class BoundedPool : public httplib::TaskQueue {
+// Places for requests: max_serving served at once, up to max_waiting more waiting for one (each at most
+// max_waiting_seconds, -1 for no limit); a request beyond those is refused at once.
+class Admission {
 public:
-    BoundedPool(size_t n_threads, size_t max_queued, int64_t max_waiting_seconds)
-        : n_threads_(n_threads), max_queued_(max_queued), max_waiting_seconds_(max_waiting_seconds) {
-        for (size_t i = 0; i < n_threads; ++i) {
-            threads_.emplace_back([this] { work(); });
-        }
-    }
-    ~BoundedPool() override { shutdown(); }
-    BoundedPool(const BoundedPool&) = delete;
-    BoundedPool& operator=(const BoundedPool&) = delete;
+    Admission(int max_serving, int max_waiting, int64_t max_waiting_seconds)
+        : max_serving_(max_serving), max_waiting_(max_waiting), max_waiting_seconds_(max_waiting_seconds) {}
 
-    void enqueue(std::function<void()> fn) override {
-        {
-            const std::lock_guard lock(mutex_);
-            // An idle thread takes it at once; otherwise it waits while the queue has room.
-            if (!stopping_ && queue_.size() + n_busy_ < n_threads_ + max_queued_) {
-                queue_.push_back({std::move(fn), Clock::now()});
-                ready_.notify_one();
-                return;
-            }
+    enum class Result { Admitted, Full, TimedOut, Stopping, ClientGone };
+
+    // Waits for a place while the client is there; client_gone is asked now and then.
+    Result enter(const std::function<bool()>& client_gone) {
+        std::unique_lock lock(mutex_);
+        if (stopping_) {
+            return Result::Stopping;
         }
-        run(fn, true);
+        if (n_serving_ < max_serving_ && waiting_.empty()) {
+            ++n_serving_;
+            return Result::Admitted;
+        }
+        if (static_cast<int>(waiting_.size()) >= max_waiting_) {
+            return Result::Full;
+        }
+        const auto until = max_waiting_seconds_ >= 0
+                               ? Clock::now() + std::chrono::seconds(max_waiting_seconds_)
+                               : Clock::time_point::max();
+        const uint64_t ticket = next_ticket_++;
+        waiting_.push_back(ticket);
+        Result result = Result::Admitted;
+        for (;;) {
+            // First come, first served: a free place goes to the request that has waited longest.
+            if (n_serving_ < max_serving_ && waiting_.front() == ticket) {
+                break;
+            }
+            if (stopping_) {
+                result = Result::Stopping;
+                break;
+            }
+            if (Clock::now() >= until) {
+                result = Result::TimedOut;
+                break;
+            }
+            lock.unlock();
+            const bool gone = client_gone && client_gone();
+            lock.lock();
+            if (gone) {
+                result = Result::ClientGone;
+                break;
+            }
+            changed_.wait_until(lock, std::min(until, Clock::now() + std::chrono::milliseconds(200)));
+        }
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
+        if (result == Result::Admitted) {
+            ++n_serving_;
+        }
+        changed_.notify_all();
+        return result;
     }
 
-    void shutdown() override {
-        {
-            const std::lock_guard lock(mutex_);
-            if (stopping_ && threads_.empty()) {
-                return;
-            }
-            stopping_ = true;
-            ready_.notify_all();
-        }
-        for (std::thread& t : threads_) {
-            if (t.joinable()) {
-                t.join();
-            }
-        }
-        threads_.clear();
+    void leave() {
+        const std::lock_guard lock(mutex_);
+        --n_serving_;
+        changed_.notify_all();
+    }
+
+    void stop() {
+        const std::lock_guard lock(mutex_);
+        stopping_ = true;
+        changed_.notify_all();
+    }
+
+    std::pair<int, int> counts() {
+        const std::lock_guard lock(mutex_);
+        return {n_serving_, static_cast<int>(waiting_.size())};
     }
 
 private:
-    struct Task {
-        std::function<void()> fn;
-        Clock::time_point queued;
-    };
-
-    static void run(const std::function<void()>& fn, bool refuse) {
-        t_refuse = refuse;
-        fn();
-        t_refuse = false;
-    }
-
-    void work() {
-        for (;;) {
-            Task task;
-            {
-                std::unique_lock lock(mutex_);
-                ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-                if (queue_.empty()) {
-                    return;
-                }
-                task = std::move(queue_.front());
-                queue_.pop_front();
-                ++n_busy_;
-            }
-            const bool late = max_waiting_seconds_ >= 0 &&
-                              Clock::now() - task.queued > std::chrono::seconds(max_waiting_seconds_);
-            run(task.fn, late);
-            const std::lock_guard lock(mutex_);
-            --n_busy_;
-        }
-    }
-
-    const size_t n_threads_;
-    const size_t max_queued_;
+    const int max_serving_;
+    const int max_waiting_;
     const int64_t max_waiting_seconds_;
     std::mutex mutex_;
-    std::condition_variable ready_;
-    std::deque<Task> queue_;
+    std::condition_variable changed_;
+    int n_serving_ = 0;
+    std::deque<uint64_t> waiting_;  // the waiting requests' tickets, oldest first
+    uint64_t next_ticket_ = 0;
     bool stopping_ = false;
-    size_t n_busy_ = 0;  // threads serving a connection
-    std::vector<std::thread> threads_;
+};
+
+// A place among the requests served, given back when the exchange ends (a stream's after its last event).
+class AdmissionTicket {
+public:
+    explicit AdmissionTicket(Admission& admission) : admission_(&admission) {}
+    ~AdmissionTicket() { admission_->leave(); }
+    AdmissionTicket(const AdmissionTicket&) = delete;
+    AdmissionTicket& operator=(const AdmissionTicket&) = delete;
+
+private:
+    Admission* admission_;
+};
+
+// A count of threads that may decode images at once.
+class DecodeSlots {
+public:
+    explicit DecodeSlots(int n) : n_free_(std::max(1, n)) {}
+    void acquire() {
+        std::unique_lock lock(mutex_);
+        freed_.wait(lock, [&] { return n_free_ > 0; });
+        --n_free_;
+    }
+    void release() {
+        const std::lock_guard lock(mutex_);
+        ++n_free_;
+        freed_.notify_one();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable freed_;
+    int n_free_;
 };
 
 enum class Api { Chat, Completion };
 
-ApiError error_of(const RequestOutput& out) {
+ApiError stopping_error() {
+    return ApiError(503, "server_error", "the server is stopping", {}, "stopped");
+}
+
+// The error a request that did not end well is answered with; while the server stops, a request it cancelled
+// says so.
+ApiError error_of(const RequestOutput& out, bool stopping) {
+    if (stopping && (out.finish == FinishReason::Cancelled || out.error_kind == ErrorKind::Stopped)) {
+        return stopping_error();
+    }
     switch (out.error_kind) {
         case ErrorKind::InvalidRequest:
+            // A prompt that leaves no room in the context, as OpenAI's API names it.
+            if (out.error.find("max_model_len") != std::string::npos) {
+                return ApiError(400, "invalid_request_error", out.error, "messages",
+                                "context_length_exceeded");
+            }
             return ApiError(400, "invalid_request_error", out.error);
         case ErrorKind::Stopped:
-            return ApiError(503, "server_error", "the server is stopping", {}, "stopped");
+            return stopping_error();
         case ErrorKind::OutOfMemory:
             return ApiError(503, "server_error", "the device ran out of memory: " + out.error, {},
                             "out_of_memory");
@@ -155,55 +197,112 @@ void send_error(httplib::Response& res, const ApiError& error) {
     res.set_content(error_body(error), "application/json");
 }
 
+// The tokens of the generation request this thread last answered, for the request log; -1: none.
+thread_local Usage t_logged_usage{-1, -1};
+
+// The address as a URL writes it: an IPv6 address in brackets.
+std::string url_host(const std::string& host) {
+    return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+}
+
 }  // namespace
 
 // One request from its arrival to its last byte.
 struct Exchange {
+    explicit Exchange(std::atomic<int>& count) : n_open(count) { ++n_open; }
+    ~Exchange() { --n_open; }
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
+
+    std::atomic<int>& n_open;  // the server's count of exchanges not yet answered
     Api api = Api::Chat;
     ResponseHead head;
     GenerationRequest generation;
     RequestHandle handle;
+    std::unique_ptr<AdmissionTicket> ticket;  // its place among the requests served
     Clock::time_point arrived;
     std::optional<Clock::time_point> first_token_at;
     Clock::time_point last_write;
+    Clock::time_point last_look;           // when the client's connection was last looked at
     std::optional<RequestOutput> pending;  // taken before the headers, sent first
     int64_t n_tokens = 0;
+    bool prompt_counted = false;
     bool sent_first = false;
     bool recorded = false;
 };
 
 struct OpenAiServer::Impl {
-    Impl(EngineService& s, ServerParams p, ImageDecoder d)
-        : service(s), params(std::move(p)), decode(std::move(d)) {}
+    Impl(EngineService& s, ServerParams p, ImageDecoder d, ImageSizeReader r)
+        : service(s),
+          params(std::move(p)),
+          decode(std::move(d)),
+          read_size(std::move(r)),
+          admission(std::max(1, params.max_concurrency), std::max(0, params.max_queued),
+                    params.max_waiting_seconds),
+          decode_slots(params.max_decode_threads),
+          api(connection_limits(params, false)),
+          metrics_api(connection_limits(params, true)) {
+        max_image_pixels = params.max_image_pixels > 0 ? params.max_image_pixels
+                           : params.image_pixels.max_pixels > 0
+                               ? kImagePixelsOverMaxPixels * params.image_pixels.max_pixels
+                               : kMaxImagePixels;
+        max_image_pixels = std::min(max_image_pixels, kMaxImagePixels);
+    }
+
+    static ConnectionLimits connection_limits(const ServerParams& p, bool metrics) {
+        ConnectionLimits l;
+        const int requests = std::max(1, p.max_concurrency) + std::max(0, p.max_queued);
+        l.max_connections = metrics
+                                ? 16
+                                : static_cast<size_t>(p.max_connections > 0 ? p.max_connections
+                                                                            : requests + kSpareConnections);
+        l.max_pending = kPendingConnections;
+        l.header_timeout = p.header_timeout;
+        l.body_timeout = p.body_timeout;
+        l.keep_alive_timeout = p.keep_alive_timeout;
+        l.max_body_bytes = metrics ? 0 : p.max_body_bytes;
+        return l;
+    }
 
     EngineService& service;
     ServerParams params;
     ImageDecoder decode;
+    ImageSizeReader read_size;
+    int64_t max_image_pixels = 0;
+    Admission admission;
+    DecodeSlots decode_slots;
     ServerMetrics metrics;
-    httplib::Server api;
-    httplib::Server metrics_api;
+    HttpServer api;
+    HttpServer metrics_api;
     std::thread api_thread;
     std::thread metrics_thread;
     int bound_port = -1;
     int bound_metrics_port = -1;
     std::atomic<bool> api_ended{false};  // the listening loops have returned
     std::atomic<bool> metrics_ended{false};
+    std::atomic<bool> stopping{false};
+    std::atomic<int> n_exchanges{0};  // generation requests not yet answered to their last byte
     int64_t created = 0;
 
     std::mutex mutex;  // guards what follows
     std::unordered_map<int64_t, RequestHandle> active;
     std::mt19937_64 rng{std::random_device{}()};
-    bool stopped = false;
 
     void routes();
-    void serve_generation(const httplib::Request& req, httplib::Response& res, Api api);
+    void serve_generation(const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader, Api api);
     RequestSpec build_spec(Api kind, std::string_view body, GenerationRequest& generation);
+    Image checked_image(const std::vector<uint8_t>& bytes, const std::string& param);
     void check_model(const std::string& model) const;
+    std::optional<RequestOutput> next_output(Exchange& ex, bool& client_gone);
     void stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);
     bool write_events(Exchange& ex, httplib::DataSink& sink);
     void note_output(Exchange& ex, const RequestOutput& out);
-    void record(Exchange& ex, bool succeeded);
+    void record(Exchange& ex, RequestOutcome outcome);
     std::string new_id(const char* prefix);
+    std::string model_name() const {
+        return params.model_names.empty() ? "default" : params.model_names.front();
+    }
 };
 
 std::string OpenAiServer::Impl::new_id(const char* prefix) {
@@ -223,6 +322,37 @@ void OpenAiServer::Impl::check_model(const std::string& model) const {
         404, "invalid_request_error",
         "the model '" + model + "' does not exist; this server serves '" + params.model_names.front() + "'",
         "model", "model_not_found");
+}
+
+// The image's size is read from its header and checked before it is decoded, and at most
+// max_decode_threads images are decoded at once, so that the memory decoding takes is bounded.
+Image OpenAiServer::Impl::checked_image(const std::vector<uint8_t>& bytes, const std::string& param) {
+    std::optional<ImageSize> size;
+    try {
+        size = read_size(bytes, param);
+    } catch (const std::exception& e) {
+        bad_request(std::string("the image could not be decoded: ") + e.what(), param);
+    }
+    if (!size || size->width <= 0 || size->height <= 0) {
+        bad_request(param + ": the image's size cannot be read from its header", param);
+    }
+    if (size->width > max_image_pixels / size->height) {
+        bad_request(param + ": the image is " + std::to_string(size->width) + "x" +
+                        std::to_string(size->height) + " pixels, more than the " +
+                        std::to_string(max_image_pixels) +
+                        " this server decodes (--max-image-pixels); the model sees at most " +
+                        std::to_string(params.image_pixels.max_pixels) + " pixels of it",
+                    param);
+    }
+    decode_slots.acquire();
+    try {
+        Image image = decode(bytes, param);
+        decode_slots.release();
+        return image;
+    } catch (const std::exception& e) {
+        decode_slots.release();
+        bad_request(std::string("the image could not be decoded: ") + e.what(), param);
+    }
 }
 
 RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, GenerationRequest& generation) {
@@ -261,17 +391,16 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
                     remote && params.fetch_image_urls
                         ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
                         : decode_data_url(url, param);
-                try {
-                    message.images.push_back(decode(bytes, param));
-                } catch (const std::exception& e) {
-                    bad_request(std::string("the image could not be decoded: ") + e.what(), param);
-                }
+                message.images.push_back(checked_image(bytes, param));
             }
         }
         spec.input = std::move(chat);
     }
     GenerationOptions& options = spec.options;
     options.max_tokens = generation.max_tokens;
+    // A max_tokens over what the context leaves after the prompt is lowered to that, as FastDeploy and vLLM
+    // do (PaddleOCR's client asks for 8192); the request then ends with finish_reason "length".
+    options.fit_max_tokens = true;
     options.sampling = generation.sampling;
     if (!generation.seeded) {
         const std::lock_guard lock(mutex);
@@ -295,13 +424,18 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
 }
 
 void OpenAiServer::Impl::note_output(Exchange& ex, const RequestOutput& out) {
+    if (!ex.prompt_counted && ex.handle.n_prompt_tokens() > 0) {
+        ex.prompt_counted = true;
+        metrics.prompt_tokens(ex.handle.n_prompt_tokens());
+    }
     if (!out.tokens.empty() && !ex.first_token_at) {
         ex.first_token_at = Clock::now();
     }
     ex.n_tokens += static_cast<int64_t>(out.tokens.size());
+    metrics.generated_tokens(static_cast<int64_t>(out.tokens.size()));
 }
 
-void OpenAiServer::Impl::record(Exchange& ex, bool succeeded) {
+void OpenAiServer::Impl::record(Exchange& ex, RequestOutcome outcome) {
     if (ex.recorded) {
         return;
     }
@@ -311,7 +445,7 @@ void OpenAiServer::Impl::record(Exchange& ex, bool succeeded) {
         active.erase(ex.handle.id());
     }
     RequestRecord r;
-    r.succeeded = succeeded;
+    r.outcome = outcome;
     r.n_prompt_tokens = std::max<int64_t>(0, ex.handle.n_prompt_tokens());
     r.n_generated_tokens = ex.n_tokens;
     const auto seconds = [&](Clock::time_point t) {
@@ -321,27 +455,132 @@ void OpenAiServer::Impl::record(Exchange& ex, bool succeeded) {
     r.seconds_to_first_token = ex.first_token_at ? seconds(*ex.first_token_at) : -1.0;
     r.max_tokens = ex.generation.max_tokens.value_or(service.limits().max_model_len - r.n_prompt_tokens);
     metrics.request_ended(r);
+    t_logged_usage = {r.n_prompt_tokens, r.n_generated_tokens};
 }
 
-void OpenAiServer::Impl::serve_generation(const httplib::Request& req, httplib::Response& res, Api kind) {
+namespace {
+
+RequestOutcome outcome_of(const RequestOutput& out) {
+    if (ended_well(out)) {
+        return RequestOutcome::Succeeded;
+    }
+    return out.finish == FinishReason::Cancelled ? RequestOutcome::Cancelled : RequestOutcome::Failed;
+}
+
+}  // namespace
+
+// The request's next output; while none comes, whether its client has closed the connection is looked at
+// now and then, and a request whose client has gone is cancelled (its final output follows).
+std::optional<RequestOutput> OpenAiServer::Impl::next_output(Exchange& ex, bool& client_gone) {
+    constexpr auto kLookEvery = std::chrono::milliseconds(100);
+    Connection* connection = current_connection();
+    for (;;) {
+        if (!client_gone && connection && Clock::now() - ex.last_look >= kLookEvery) {
+            ex.last_look = Clock::now();
+            if (connection->peer_closed()) {
+                client_gone = true;
+                ex.handle.cancel();
+            }
+        }
+        std::optional<RequestOutput> out = ex.handle.wait_for(kLookEvery);
+        if (out) {
+            return out;
+        }
+        if (ex.handle.finished()) {
+            return ex.handle.poll();
+        }
+    }
+}
+
+void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Response& res,
+                                          const httplib::ContentReader& reader, Api kind) {
     metrics.request_received();
-    auto ex = std::make_shared<Exchange>();
+    Connection* connection = current_connection();
+    auto ex = std::make_shared<Exchange>(n_exchanges);
     ex->api = kind;
     ex->arrived = Clock::now();
     ex->head.id = new_id(kind == Api::Chat ? "chatcmpl-" : "cmpl-");
     ex->head.created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
+    bool client_gone = false;
     try {
-        RequestSpec spec = build_spec(kind, req.body, ex->generation);
-        ex->head.model = ex->generation.model.empty() && !params.model_names.empty()
-                             ? params.model_names.front()
-                             : ex->generation.model;
-        {
-            const std::lock_guard lock(mutex);
-            if (stopped) {
-                throw ApiError(503, "server_error", "the server is stopping", {}, "stopped");
+        // A place among the requests served, before the body is read: a refused request's body is left unread
+        // and its connection closed.
+        const Admission::Result admitted =
+            admission.enter([connection] { return connection && connection->peer_closed(); });
+        if (admitted != Admission::Result::Admitted) {
+            if (connection) {
+                connection->close_after(res);
             }
+            const auto [n_serving, n_waiting] = admission.counts();
+            switch (admitted) {
+                case Admission::Result::Stopping:
+                    throw stopping_error();
+                case Admission::Result::ClientGone:
+                    client_gone = true;
+                    throw ApiError(499, "invalid_request_error", "the client closed the connection", {},
+                                   "cancelled");
+                case Admission::Result::TimedOut:
+                    res.set_header("Retry-After", "1");
+                    throw ApiError(429, "rate_limit_exceeded",
+                                   "the server is busy: the request waited " +
+                                       std::to_string(params.max_waiting_seconds) +
+                                       " s for a place (--max-waiting-time); try again later",
+                                   {}, "too_many_requests");
+                default:
+                    res.set_header("Retry-After", "1");
+                    throw ApiError(429, "rate_limit_exceeded",
+                                   "the server is busy: " + std::to_string(n_serving) +
+                                       " requests are being served (" +
+                                       std::to_string(params.max_concurrency) + " at most) and " +
+                                       std::to_string(n_waiting) + " wait for a place (" +
+                                       std::to_string(params.max_queued) + " at most); try again later",
+                                   {}, "too_many_requests");
+            }
+        }
+        ex->ticket = std::make_unique<AdmissionTicket>(admission);
+
+        // The body, chunked or not, within max_body_bytes: reading stops as soon as it goes past.
+        std::string body;
+        bool too_large = false;
+        const bool read = reader([&](const char* data, size_t n) {
+            if (body.size() + n > params.max_body_bytes) {
+                too_large = true;
+                return false;
+            }
+            body.append(data, n);
+            return true;
+        });
+        if (!read) {
+            if (connection) {
+                connection->close_after(res);
+            }
+            if (too_large) {
+                throw ApiError(413, "invalid_request_error",
+                               "the request body is larger than the " +
+                                   std::to_string(params.max_body_bytes) +
+                                   " bytes the server takes (--max-body-size)",
+                               {}, "body_too_large");
+            }
+            if (connection && connection->timed_out()) {
+                throw ApiError(408, "invalid_request_error", "the request body did not arrive in time", {},
+                               "request_timeout");
+            }
+            throw ApiError(
+                400, "invalid_request_error",
+                "the request body could not be read: it ended early or its chunked encoding is malformed");
+        }
+        if (connection) {
+            connection->set_body_read();
+        }
+
+        RequestSpec spec = build_spec(kind, body, ex->generation);
+        body.clear();
+        body.shrink_to_fit();
+        ex->head.model = ex->generation.model.empty() ? model_name() : ex->generation.model;
+        if (stopping) {
+            throw stopping_error();
         }
         try {
             ex->handle = service.submit(std::move(spec), {});
@@ -351,21 +590,21 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request& req, httplib::
         {
             const std::lock_guard lock(mutex);
             active.emplace(ex->handle.id(), ex->handle);
-            if (stopped) {
+            if (stopping) {
                 ex->handle.cancel();
             }
         }
         // The first output before the headers: a refusal (a prompt over max_model_len, ...) is a status.
-        ex->pending = ex->handle.next();
+        ex->pending = next_output(*ex, client_gone);
         if (!ex->pending) {
             throw ApiError(500, "server_error", "the request ended without an output");
         }
         note_output(*ex, *ex->pending);
         if (ex->pending->finish && !ended_well(*ex->pending)) {
-            throw error_of(*ex->pending);
+            throw error_of(*ex->pending, stopping);
         }
     } catch (const ApiError& e) {
-        record(*ex, false);
+        record(*ex, client_gone ? RequestOutcome::Cancelled : RequestOutcome::Failed);
         send_error(res, e);
         return;
     }
@@ -379,7 +618,7 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request& req, httplib::
     ex->pending.reset();
     text += last.text;
     while (!last.finish) {
-        std::optional<RequestOutput> out = ex->handle.next();
+        std::optional<RequestOutput> out = next_output(*ex, client_gone);
         if (!out) {
             break;
         }
@@ -387,9 +626,17 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request& req, httplib::
         text += out->text;
         last = std::move(*out);
     }
+    if (client_gone) {
+        // Nobody reads this; the status is the request log's.
+        record(*ex, RequestOutcome::Cancelled);
+        connection->close_after(res);
+        send_error(
+            res, ApiError(499, "invalid_request_error", "the client closed the connection", {}, "cancelled"));
+        return;
+    }
     if (!ended_well(last)) {
-        record(*ex, false);
-        send_error(res, error_of(last));
+        record(*ex, outcome_of(last));
+        send_error(res, error_of(last, stopping));
         return;
     }
     const Usage usage{std::max<int64_t>(0, ex->handle.n_prompt_tokens()), ex->n_tokens};
@@ -397,7 +644,7 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request& req, httplib::
     res.set_content(kind == Api::Chat ? chat_completion_body(ex->head, text, finish, usage)
                                       : completion_body(ex->head, text, finish, usage),
                     "application/json");
-    record(*ex, true);
+    record(*ex, RequestOutcome::Succeeded);
 }
 
 // Writes the outputs that have come as events; false once the stream is over or the client is gone.
@@ -407,17 +654,28 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
         out = std::move(ex.pending);
         ex.pending.reset();
     } else {
-        out = ex.handle.wait_for(std::chrono::milliseconds(250));
+        out = ex.handle.wait_for(std::chrono::milliseconds(100));
         if (out) {
             note_output(ex, *out);
         }
     }
+    // A client that has closed its connection is looked for now and then, and a comment line sent while
+    // nothing new comes finds one that has gone without closing.
+    const Connection* connection = current_connection();
+    if (connection && Clock::now() - ex.last_look >= std::chrono::milliseconds(100)) {
+        ex.last_look = Clock::now();
+        if (connection->peer_closed()) {
+            ex.handle.cancel();
+            record(ex, RequestOutcome::Cancelled);
+            return false;
+        }
+    }
     if (!out) {
-        // Nothing new: a comment line now and then finds a client that has gone.
         if (Clock::now() - ex.last_write > std::chrono::seconds(1)) {
             ex.last_write = Clock::now();
             if (!sink.write(": keep-alive\n\n", 14)) {
                 ex.handle.cancel();
+                record(ex, RequestOutcome::Cancelled);
                 return false;
             }
         }
@@ -426,9 +684,8 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
     std::string events;
     const bool ended = out->finish.has_value();
     if (ended && !ended_well(*out)) {
-        events = error_event(error_of(*out));
+        events = error_event(error_of(*out, stopping));
         events += kDoneEvent;
-        record(ex, false);
     } else {
         std::optional<Usage> usage;
         const char* finish = ended ? finish_reason_text(*out->finish) : nullptr;
@@ -452,12 +709,12 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
         ex.last_write = Clock::now();
         if (!sink.write(events.data(), events.size())) {
             ex.handle.cancel();
-            record(ex, false);
+            record(ex, ended ? outcome_of(*out) : RequestOutcome::Cancelled);
             return false;
         }
     }
     if (ended) {
-        record(ex, ended_well(*out));
+        record(ex, outcome_of(*out));
         sink.done();
     }
     return true;
@@ -472,33 +729,38 @@ void OpenAiServer::Impl::stream(const std::shared_ptr<Exchange>& ex, httplib::Re
             // A stream that did not end well (the client went away, a write failed) ends its request.
             if (!success || !ex->recorded) {
                 ex->handle.cancel();
-                record(*ex, false);
+                record(*ex, RequestOutcome::Cancelled);
             }
+            ex->ticket.reset();
         });
 }
 
 void OpenAiServer::Impl::routes() {
-    api.new_task_queue = [this] {
-        const auto n_threads = static_cast<size_t>(std::max(1, params.max_concurrency));
-        // httplib takes the queue and deletes it when it stops.
-        return new BoundedPool(n_threads, static_cast<size_t>(std::max(0, params.max_queued)),  // NOLINT
-                               params.max_waiting_seconds);
+    api.error_body = [](int status, const std::string& message, const std::string& code) {
+        return error_body(ApiError(status, status == 429 ? "rate_limit_exceeded" : "invalid_request_error",
+                                   message, {}, code));
     };
-    api.set_payload_max_length(params.max_body_bytes);
-    // Clients such as PaddleOCR's keep their connections for many requests.
-    api.set_keep_alive_max_count(kKeepAliveRequests);
-    // Responses and stream events go out as they are written, not held for the client's acknowledgement.
-    api.set_tcp_nodelay(true);
-    api.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (t_refuse) {
-            res.set_header("Connection", "close");
-            res.set_header("Retry-After", "1");
-            send_error(res, ApiError(429, "rate_limit_exceeded",
-                                     "the server is busy: " + std::to_string(params.max_concurrency) +
-                                         " requests are being served and the queue is full; try again later",
-                                     {}, "too_many_requests"));
-            return httplib::Server::HandlerResponse::Handled;
+    metrics_api.error_body = api.error_body;
+    const auto log = [this](const RequestLogEntry& entry) {
+        const Usage usage = t_logged_usage;
+        t_logged_usage = {-1, -1};
+        if (!params.log_requests) {
+            return;
         }
+        char seconds[32];
+        std::snprintf(seconds, sizeof seconds, "%.3f", entry.seconds);
+        std::string line = "request: " + entry.remote + " \"" + entry.method + " " + entry.path + "\" " +
+                           std::to_string(entry.status);
+        if (usage.prompt_tokens >= 0) {
+            line += " prompt_tokens=" + std::to_string(usage.prompt_tokens) +
+                    " completion_tokens=" + std::to_string(usage.completion_tokens);
+        }
+        log_info(line + " " + seconds + "s");
+    };
+    api.on_response = log;
+    metrics_api.on_response = log;
+
+    api.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (!params.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
             const std::string expected = "Bearer " + params.api_key;
             const std::string given = req.get_header_value("Authorization");
@@ -510,6 +772,19 @@ void OpenAiServer::Impl::routes() {
                                          {}, "invalid_api_key"));
                 return httplib::Server::HandlerResponse::Handled;
             }
+        }
+        // Only the generation endpoints read a body (within its bounds); another request with a body is
+        // answered here, before httplib would read it whole, and its connection closed.
+        const bool generation =
+            req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
+        if (!generation && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                            req.method == "DELETE")) {
+            if (Connection* connection = current_connection()) {
+                connection->close_after(res);
+            }
+            send_error(res, ApiError(404, "invalid_request_error",
+                                     "no such endpoint: " + req.method + " " + req.path));
+            return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
     });
@@ -549,29 +824,58 @@ void OpenAiServer::Impl::routes() {
     });
     api.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
         const ServiceStatus status = service.status();
-        const bool healthy = status.state == ServiceState::Ready && status.can_continue;
+        const bool healthy = status.state == ServiceState::Ready && status.can_continue && !stopping;
         res.status = healthy ? 200 : 503;
-        res.set_content(healthy ? "" : std::string("not ready: ") + service_state_name(status.state),
+        res.set_content(healthy    ? ""
+                        : stopping ? std::string("stopping")
+                                   : std::string("not ready: ") + service_state_name(status.state),
                         "text/plain");
     });
     api.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(models_body({params.model_names.empty() ? "default" : params.model_names.front()},
-                                    created, service.limits().max_model_len),
+        res.set_content(models_body({model_name()}, created, service.limits().max_model_len),
                         "application/json");
     });
-    api.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        serve_generation(req, res, Api::Chat);
+    api.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+        const std::string id = req.matches[1];
+        const bool known = params.model_names.empty()
+                               ? id == model_name()
+                               : std::find(params.model_names.begin(), params.model_names.end(), id) !=
+                                     params.model_names.end();
+        if (!known) {
+            send_error(res, ApiError(404, "invalid_request_error",
+                                     "the model '" + id + "' does not exist; this server serves '" +
+                                         model_name() + "'",
+                                     "model", "model_not_found"));
+            return;
+        }
+        res.set_content(model_body(id, created, service.limits().max_model_len), "application/json");
     });
-    api.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-        serve_generation(req, res, Api::Completion);
+    api.Post("/v1/chat/completions",
+             [this](const httplib::Request& req, httplib::Response& res,
+                    const httplib::ContentReader& reader) { serve_generation(req, res, reader, Api::Chat); });
+    api.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& reader) {
+        serve_generation(req, res, reader, Api::Completion);
+    });
+    metrics_api.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (req.method != "GET" && req.method != "HEAD") {
+            if (Connection* connection = current_connection()) {
+                connection->close_after(res);
+            }
+            send_error(res, ApiError(404, "invalid_request_error",
+                                     "no such endpoint: " + req.method + " " + req.path));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
     });
     metrics_api.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics.text(service.stats()), "text/plain; version=0.0.4");
+        res.set_content(metrics.text(service.stats()), "text/plain; version=0.0.4; charset=utf-8");
     });
 }
 
-OpenAiServer::OpenAiServer(EngineService& service, ServerParams params, ImageDecoder decode)
-    : impl_(std::make_unique<Impl>(service, std::move(params), std::move(decode))) {
+OpenAiServer::OpenAiServer(EngineService& service, ServerParams params, ImageDecoder decode,
+                           ImageSizeReader read_size)
+    : impl_(std::make_unique<Impl>(service, std::move(params), std::move(decode), std::move(read_size))) {
     impl_->created =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
             .count();
@@ -603,9 +907,10 @@ int bind_server(httplib::Server& server, const std::string& host, int port, cons
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     if (bound < 0) {
-        fail("cannot listen on ", host, ":", port, " (", what,
+        const bool metrics = std::string_view(what) == "metrics";
+        fail("cannot listen on ", url_host(host), ":", port, " (", what,
              "): the address is in use or not available; choose another with --",
-             std::string_view(what) == "metrics" ? "metrics-port" : "port");
+             metrics ? "metrics-port" : "port", " or --", metrics ? "metrics-host" : "host");
     }
     return bound;
 }
@@ -616,7 +921,8 @@ void OpenAiServer::start() {
     Impl& s = *impl_;
     s.bound_port = bind_server(s.api, s.params.host, s.params.port, "API");
     if (s.params.metrics_port >= 0) {
-        s.bound_metrics_port = bind_server(s.metrics_api, s.params.host, s.params.metrics_port, "metrics");
+        s.bound_metrics_port =
+            bind_server(s.metrics_api, s.params.metrics_host, s.params.metrics_port, "metrics");
         s.metrics_thread = std::thread([&s] {
             s.metrics_api.listen_after_bind();
             s.metrics_ended = true;
@@ -641,14 +947,29 @@ int OpenAiServer::metrics_port() const {
     return impl_->bound_metrics_port;
 }
 
+int64_t OpenAiServer::max_image_pixels() const {
+    return impl_->max_image_pixels;
+}
+
 void OpenAiServer::stop() {
     Impl& s = *impl_;
+    // Idle connections close, requests still arriving are refused, waiting ones get 503, and those being
+    // served are cancelled: each answers the stop (an error event or 503) before its connection closes.
+    s.stopping = true;
+    s.api.begin_stop();
+    s.metrics_api.begin_stop();
+    s.admission.stop();
     {
         const std::lock_guard lock(s.mutex);
-        s.stopped = true;
         for (auto& [id, handle] : s.active) {
             handle.cancel();
         }
+    }
+    // httplib stops writing streams once its listening socket is closed: the answers go out first (a client
+    // that reads nothing is given up on after a while).
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (s.n_exchanges > 0 && Clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     s.api.stop();
     s.metrics_api.stop();

@@ -4,10 +4,10 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
+#include <cmath>
+#include <cstdio>
 #include <numeric>
-#include <sstream>
 
 namespace folio::server {
 
@@ -38,14 +38,129 @@ prometheus::Histogram& histogram(prometheus::Registry& registry, const char* nam
     return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add({}, buckets);
 }
 
+std::string number(double v) {
+    if (std::isnan(v)) {
+        return "NaN";
+    }
+    if (std::isinf(v)) {
+        return v > 0 ? "+Inf" : "-Inf";
+    }
+    char text[32];
+    if (v == std::floor(v) && std::abs(v) < 1e15) {
+        std::snprintf(text, sizeof text, "%.0f", v);
+    } else {
+        std::snprintf(text, sizeof text, "%.17g", v);
+    }
+    return text;
+}
+
+std::string escaped(const std::string& s, bool quotes) {
+    std::string out;
+    for (const char c : s) {
+        if (c == '\\') {
+            out += "\\\\";
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '"' && quotes) {
+            out += "\\\"";
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// A sample line: name{labels} value, with an extra label (a bucket's le) where given.
+void sample(std::string& out, const std::string& name,
+            const std::vector<prometheus::ClientMetric::Label>& labels, double value,
+            const char* extra_name = nullptr, const std::string& extra_value = {}) {
+    out.append(name);
+    if (!labels.empty() || extra_name) {
+        out.push_back('{');
+        bool first = true;
+        const auto label = [&](const std::string& label_name, const std::string& label_value) {
+            if (!first) {
+                out.push_back(',');
+            }
+            first = false;
+            out.append(label_name).append("=\"").append(escaped(label_value, true)).push_back('"');
+        };
+        for (const auto& l : labels) {
+            label(l.name, l.value);
+        }
+        if (extra_name) {
+            label(extra_name, extra_value);
+        }
+        out.push_back('}');
+    }
+    out.push_back(' ');
+    out.append(number(value)).push_back('\n');
+}
+
+// Prometheus' text format (0.0.4) as strict parsers read it: HELP and TYPE once before a family's samples,
+// a histogram's buckets (cumulative, +Inf last) before its _sum and _count.
+std::string serialize(const std::vector<prometheus::MetricFamily>& families) {
+    std::string out;
+    for (const prometheus::MetricFamily& family : families) {
+        const char* type = "untyped";
+        switch (family.type) {
+            case prometheus::MetricType::Counter:
+                type = "counter";
+                break;
+            case prometheus::MetricType::Gauge:
+                type = "gauge";
+                break;
+            case prometheus::MetricType::Histogram:
+                type = "histogram";
+                break;
+            case prometheus::MetricType::Summary:
+                type = "summary";
+                break;
+            default:
+                break;
+        }
+        out.append("# HELP ")
+            .append(family.name)
+            .append(" ")
+            .append(escaped(family.help, false))
+            .push_back('\n');
+        out.append("# TYPE ").append(family.name).append(" ").append(type).push_back('\n');
+        for (const prometheus::ClientMetric& m : family.metric) {
+            switch (family.type) {
+                case prometheus::MetricType::Counter:
+                    sample(out, family.name, m.label, m.counter.value);
+                    break;
+                case prometheus::MetricType::Gauge:
+                    sample(out, family.name, m.label, m.gauge.value);
+                    break;
+                case prometheus::MetricType::Histogram:
+                    for (const auto& bucket : m.histogram.bucket) {
+                        sample(out, family.name + "_bucket", m.label,
+                               static_cast<double>(bucket.cumulative_count), "le",
+                               number(bucket.upper_bound));
+                    }
+                    sample(out, family.name + "_sum", m.label, m.histogram.sample_sum);
+                    sample(out, family.name + "_count", m.label,
+                           static_cast<double>(m.histogram.sample_count));
+                    break;
+                default:
+                    sample(out, family.name, m.label, m.untyped.value);
+                    break;
+            }
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
     prometheus::Registry& r = *registry_;
     requests_ = &counter(r, "fastdeploy:requests_number", "Total number of received requests");
     successes_ = &counter(r, "fastdeploy:request_success_total", "Number of successfully processed requests");
-    failures_ = &counter(r, "folio:request_failure_total",
-                         "Requests that ended without success (refused, cancelled, disconnected or failed)");
+    failures_ = &counter(r, "folio:request_failure_total", "Requests refused, or that failed as they ran");
+    cancellations_ = &counter(r, "folio:request_cancelled_total",
+                              "Requests cancelled: their client went away, or the server stopped");
     prompt_tokens_ = &counter(r, "fastdeploy:prompt_tokens_total", "Total number of prompt tokens processed");
     generation_tokens_ =
         &counter(r, "fastdeploy:generation_tokens_total", "Total number of generated tokens");
@@ -53,7 +168,7 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
     waiting_ = &gauge(r, "fastdeploy:num_requests_waiting", "Number of requests currently waiting");
     cache_usage_ = &gauge(r, "fastdeploy:gpu_cache_usage_perc", "KV cache usage, 1 meaning every block used");
     free_blocks_ = &gauge(r, "fastdeploy:available_gpu_block_num", "Free KV cache blocks");
-    total_blocks_ = &gauge(r, "folio:kv_blocks_total", "KV cache blocks planned");
+    total_blocks_ = &gauge(r, "folio:kv_blocks", "KV cache blocks planned");
     prefix_hit_rate_ =
         &gauge(r, "folio:prefix_cache_hit_rate", "Prefix cache blocks found over blocks looked up");
     ttft_ = &histogram(r, "fastdeploy:time_to_first_token_seconds", "Time to the first token (TTFT)",
@@ -76,14 +191,30 @@ void ServerMetrics::request_received() {
     requests_->Increment();
 }
 
+void ServerMetrics::prompt_tokens(int64_t n) {
+    prompt_tokens_->Increment(static_cast<double>(n));
+}
+
+void ServerMetrics::generated_tokens(int64_t n) {
+    generation_tokens_->Increment(static_cast<double>(n));
+}
+
 void ServerMetrics::request_ended(const RequestRecord& record) {
-    (record.succeeded ? successes_ : failures_)->Increment();
-    prompt_tokens_->Increment(static_cast<double>(record.n_prompt_tokens));
-    generation_tokens_->Increment(static_cast<double>(record.n_generated_tokens));
+    switch (record.outcome) {
+        case RequestOutcome::Succeeded:
+            successes_->Increment();
+            break;
+        case RequestOutcome::Failed:
+            failures_->Increment();
+            break;
+        case RequestOutcome::Cancelled:
+            cancellations_->Increment();
+            break;
+    }
     if (record.n_prompt_tokens > 0) {
         prompt_lengths_->Observe(static_cast<double>(record.n_prompt_tokens));
     }
-    if (!record.succeeded) {
+    if (record.outcome != RequestOutcome::Succeeded) {
         return;
     }
     generation_lengths_->Observe(static_cast<double>(record.n_generated_tokens));
@@ -109,9 +240,7 @@ std::string ServerMetrics::text(const ServiceStats& stats) {
     free_blocks_->Set(static_cast<double>(stats.n_kv_blocks_free));
     total_blocks_->Set(static_cast<double>(stats.n_kv_blocks));
     prefix_hit_rate_->Set(stats.prefix_cache_hit_rate);
-    std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, registry_->Collect());
-    return out.str();
+    return serialize(registry_->Collect());
 }
 
 }  // namespace folio::server

@@ -1,6 +1,7 @@
-// The server's Prometheus metrics under FastDeploy's names (fastdeploy:...): requests received and
-// succeeded, running and waiting, tokens, KV cache use, and histograms of the time to the first token, the
-// time per output token and the whole request. Written in Prometheus' text format by prometheus-cpp.
+// The server's Prometheus metrics under FastDeploy's names (fastdeploy:...): requests received, succeeded,
+// failed and cancelled, running and waiting, tokens, KV cache use, and histograms of the time to the first
+// token, the time per output token and the whole request. Kept by prometheus-cpp, written in Prometheus' text
+// format here.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,15 @@ class Histogram;
 
 namespace folio::server {
 
+enum class RequestOutcome {
+    Succeeded,  // ended by a stop or its length
+    Failed,     // refused, or failed as it ran
+    Cancelled,  // its client went away, or the server stopped
+};
+
 // One request's figures as it ends.
 struct RequestRecord {
-    bool succeeded = false;  // ended by a stop or its length
+    RequestOutcome outcome = RequestOutcome::Failed;
     int64_t n_prompt_tokens = 0;
     int64_t n_generated_tokens = 0;
     double seconds_to_first_token = -1.0;  // -1: no token came
@@ -36,8 +43,12 @@ public:
     ServerMetrics& operator=(const ServerMetrics&) = delete;
 
     void request_received();
+    // Token counts as they come, so that the counters move while requests run.
+    void prompt_tokens(int64_t n);
+    void generated_tokens(int64_t n);
     void request_ended(const RequestRecord& record);
-    // Every metric in Prometheus' text format, the gauges from this snapshot of the service.
+    // Every metric in Prometheus' text format, the gauges from this snapshot of the service: each family's
+    // HELP and TYPE, a histogram's buckets before its _sum and _count.
     std::string text(const ServiceStats& stats);
 
 private:
@@ -45,6 +56,7 @@ private:
     prometheus::Counter* requests_ = nullptr;
     prometheus::Counter* successes_ = nullptr;
     prometheus::Counter* failures_ = nullptr;
+    prometheus::Counter* cancellations_ = nullptr;
     prometheus::Counter* prompt_tokens_ = nullptr;
     prometheus::Counter* generation_tokens_ = nullptr;
     prometheus::Gauge* running_ = nullptr;

@@ -4,8 +4,17 @@
 Usage: serve-cli-test.py FOLIO_CLI MODEL_DIR OPENAI_CLIENT_PY
 Starts the server on free ports with an API key and a served model name, waits for its "serving" line, asks
 for the models, a chat completion whole and streamed (through openai-client.py), a request without the key,
-the health check and the metrics, then stops it with Ctrl-C (SIGINT) and expects exit status 0.
+the health check and the metrics, then stops it with Ctrl-C (SIGINT) and expects exit status 0. Then starts it
+on every interface without a key (a warning, the metrics still on 127.0.0.1), on IPv6's loopback where the
+machine has one (printed in brackets), and stops it with SIGTERM while a stream runs: the stream ends with an
+error event saying the server is stopping, and the server exits 0 within seconds.
 """
+import http.client
+import os
+import shutil
+import socket
+import threading
+import time
 import base64
 import json
 import re
@@ -90,6 +99,8 @@ def main():
         status, text = get("http://127.0.0.1:%d/metrics" % metrics_port)
         check(status == 200 and re.search(r"^fastdeploy:request_success_total 2$", text, re.M) is not None,
               "GET /metrics counts the two requests")
+
+        node_client(base, key, image, answers[0], metrics_port)
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -100,7 +111,121 @@ def main():
         sys.stderr.write(rest)
     check(server.returncode == 0, "Ctrl-C stops the server with exit status 0 (got %s)" % server.returncode)
     check("interrupted, stopping" in rest, "the server says it stops")
+
+    exposed_and_terminated(folio_cli, model_dir)
+    if socket.has_ipv6:
+        try:
+            with socket.socket(socket.AF_INET6) as s6:
+                s6.bind(("::1", 0))
+            ipv6 = True
+        except OSError:
+            ipv6 = False
+        if ipv6:
+            ipv6_loopback(folio_cli, model_dir)
+        else:
+            print("skipped: this machine has no IPv6 loopback")
     return 0
+
+
+def node_client(base, key, image, python_answer, metrics_port):
+    """The openai npm package as the client, where the machine has it (NODE_PATH may name its node_modules)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-client.cjs")
+    found = shutil.which("node") and subprocess.run(["node", "-e", "require('openai')"],
+                                                    capture_output=True).returncode == 0
+    if not found:
+        print("skipped: the openai npm package is not installed (npm install openai, NODE_PATH=.../node_modules)")
+        return
+    out = subprocess.run(["node", script, base + "/v1", "PaddleOCR-VL-0.9B", key, image], capture_output=True,
+                         text=True, timeout=300)
+    check(out.returncode == 0, "the openai npm client runs: " + out.stderr[-2000:])
+    result = json.loads(out.stdout)
+    check(result["whole"]["text"] == result["streamed"]["text"] and len(result["whole"]["text"]) >
+          len(python_answer["text"]), "the openai npm client gets the same answer, whole and streamed")
+    check(result["whole"]["finish"] == "length" and result["whole"]["completion_tokens"] > 12,
+          "max_completion_tokens 8192 is lowered to what the context leaves")
+    check(result["streamed"]["completion_tokens"] == result["whole"]["completion_tokens"],
+          "the streamed usage counts the same tokens")
+    check(result["retrieved"] == "PaddleOCR-VL-0.9B", "models.retrieve(id)")
+    check(result["over_context"] == {"status": 400, "code": "context_length_exceeded"},
+          "a prompt that leaves no room: 400 context_length_exceeded")
+    check(result["aborted"] != "finished", "the client aborts a long request")
+    cancelled = None
+    for _ in range(100):
+        _, text = get("http://127.0.0.1:%d/metrics" % metrics_port)
+        match = re.search(r"^folio:request_cancelled_total (\d+)$", text, re.M)
+        cancelled = int(match.group(1)) if match else None
+        if cancelled:
+            break
+        time.sleep(0.1)
+    check(cancelled == 1, "the aborted request is cancelled and counted so (%s)" % cancelled)
+
+
+def start(folio_cli, model_dir, *flags):
+    """The server and the lines it printed up to its "serving" line, and that line's match."""
+    server = subprocess.Popen([folio_cli, "serve", "--model", model_dir, "--port", "0", "--metrics-port", "0",
+                               "--max-model-len", "4096"] + list(flags), stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in server.stderr:
+        sys.stderr.write(line)
+        lines.append(line)
+        match = re.search(r"serving \S+ on http://(\S+):(\d+)/v1, metrics on http://(\S+):(\d+)/metrics", line)
+        if match:
+            # The warnings follow the serving line.
+            server.stderr_reader = threading.Thread(target=lambda: lines.extend(server.stderr), daemon=True)
+            server.stderr_reader.start()
+            return server, lines, match
+    raise SystemExit("FAILED: the server did not start: " + "".join(lines))
+
+
+def exposed_and_terminated(folio_cli, model_dir):
+    server, lines, match = start(folio_cli, model_dir, "--host", "0.0.0.0", "--log-requests")
+    try:
+        check(match.group(1) == "0.0.0.0" and match.group(3) == "127.0.0.1",
+              "--host 0.0.0.0 serves the API there and keeps the metrics on 127.0.0.1")
+        port = int(match.group(2))
+        time.sleep(0.3)
+        check(any("warning: listening on 0.0.0.0 without --api-key" in line for line in lines),
+              "a server open to the network without --api-key warns")
+
+        # A stream that runs for a while, read as it comes.
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        connection.request("POST", "/v1/completions",
+                           json.dumps({"prompt": "Hello", "max_tokens": 4000, "ignore_eos": True, "stream": True}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        check(response.status == 200, "a long stream starts")
+        check(response.readline().startswith(b"data: "), "the stream's first event comes")
+        started = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        events = response.read().decode()
+        server.wait(timeout=30)
+        took = time.monotonic() - started
+    finally:
+        if server.poll() is None:
+            server.kill()
+    check("the server is stopping" in events and events.rstrip().endswith("data: [DONE]"),
+          "SIGTERM ends the stream with an error event saying the server is stopping")
+    check(server.returncode == 0 and took < 10, "SIGTERM stops the server with exit status 0 in %.1f s" % took)
+    server.stderr_reader.join(timeout=10)
+    text = "".join(lines)
+    check("terminated, stopping" in text and "stopped" in text, "the server says it stops and has stopped")
+    check(re.search(r'request: 127\.0\.0\.1:\d+ "POST /v1/completions" 200 prompt_tokens=\d+ completion_tokens=\d+ ',
+                    text) is not None, "--log-requests logs the stream")
+
+
+def ipv6_loopback(folio_cli, model_dir):
+    server, lines, match = start(folio_cli, model_dir, "--host", "::1", "--metrics-host", "::1")
+    try:
+        check(match.group(1) == "[::1]" and match.group(3) == "[::1]", "an IPv6 address is printed in brackets")
+        connection = http.client.HTTPConnection("::1", int(match.group(2)), timeout=30)
+        connection.request("GET", "/v1/models/" + urllib.request.quote(model_dir.rstrip("/").split("/")[-1]))
+        response = connection.getresponse()
+        check(response.status == 200 and json.loads(response.read())["object"] == "model",
+              "GET /v1/models/{id} over IPv6")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    check(server.returncode == 0, "the IPv6 server stops")
 
 
 if __name__ == "__main__":

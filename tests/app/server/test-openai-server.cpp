@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +31,7 @@
 #include "app/server/openai-server.h"
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/common/log.h"
 #include "engine/service/engine-service.h"
 #include "temp-dir.h"
 
@@ -127,6 +132,102 @@ bool have_command(const std::string& name) {
     return run_command("command -v " + name + " >/dev/null 2>&1").second == 0;
 }
 
+int connect_to(int port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        ADD_FAILURE() << "cannot connect to 127.0.0.1:" << port;
+    }
+    return fd;
+}
+
+bool send_all(int fd, const std::string& data) {
+    size_t sent = 0;
+    while (sent < data.size()) {
+        const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) {
+            return false;
+        }
+        sent += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+// One HTTP response read from a raw socket: its status (0: none came), headers and body, and how long it
+// took.
+struct RawReply {
+    int status = 0;
+    std::string head;
+    std::string body;
+    std::chrono::steady_clock::duration took{};
+};
+
+RawReply read_reply(int fd, std::chrono::milliseconds timeout = 10000ms) {
+    RawReply reply;
+    const auto started = std::chrono::steady_clock::now();
+    const auto deadline = started + timeout;
+    std::string data;
+    size_t body_at = std::string::npos;
+    size_t length = 0;
+    for (;;) {
+        if (body_at == std::string::npos) {
+            body_at = data.find("\r\n\r\n");
+            if (body_at != std::string::npos) {
+                reply.head = data.substr(0, body_at);
+                body_at += 4;
+                std::sscanf(reply.head.c_str(), "HTTP/1.1 %d", &reply.status);
+                const size_t cl = reply.head.find("Content-Length: ");
+                length = cl == std::string::npos ? 0 : std::stoul(reply.head.substr(cl + 16));
+            }
+        }
+        if (body_at != std::string::npos && data.size() >= body_at + length) {
+            reply.body = data.substr(body_at, length);
+            break;
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+            break;
+        }
+        char buffer[65536];
+        const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+        if (n <= 0) {
+            break;
+        }
+        data.append(buffer, static_cast<size_t>(n));
+    }
+    reply.took = std::chrono::steady_clock::now() - started;
+    return reply;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // the sanitizers' shadow memory and quarantine blur peak memory
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// The process's peak resident memory (VmHWM) in bytes, and a way to start measuring it afresh.
+int64_t peak_rss_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) {
+            return std::stoll(line.substr(6)) * 1024;
+        }
+    }
+    return -1;
+}
+
+bool reset_peak_rss() {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+    return static_cast<bool>(clear);
+}
+
 class OpenAiServerTest : public testing::Test {
 protected:
     static void SetUpTestSuite() {
@@ -156,10 +257,21 @@ protected:
         return p;
     }
 
-    std::unique_ptr<OpenAiServer> start(ServerParams p = params()) {
-        auto s = std::make_unique<OpenAiServer>(
+    static std::optional<server::ImageSize> image_size(std::span<const uint8_t> bytes,
+                                                       std::string_view name) {
+        const ImageFileInfo info = probe_image(bytes, name);
+        return server::ImageSize{info.pages.front().width, info.pages.front().height};
+    }
+
+    static std::unique_ptr<OpenAiServer> make_server(ServerParams p) {
+        return std::make_unique<OpenAiServer>(
             *service_, std::move(p),
-            [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); });
+            [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
+            image_size);
+    }
+
+    std::unique_ptr<OpenAiServer> start(ServerParams p = params()) {
+        auto s = make_server(std::move(p));
         s->start();
         return s;
     }
@@ -423,7 +535,7 @@ TEST_F(OpenAiServerTest, ErrorsAreOpenAiErrorObjectsWithTheirStatus) {
         {"image URL", "/v1/chat/completions", chat({"https://example.com/a.png"}, "OCR:", 4).dump(), key, 400,
          "not fetched"},
         {"body too large", "/v1/completions", json{{"prompt", std::string(300 * 1024, 'a')}}.dump(), key, 413,
-         "larger than the server takes"},
+         "larger than the 262144 bytes the server takes (--max-body-size)"},
         {"missing key", "/v1/completions", json{{"prompt", "a"}}.dump(), {}, 401, "an API key is required"},
         {"wrong key",
          "/v1/completions",
@@ -500,32 +612,62 @@ TEST_F(OpenAiServerTest, ImageUrlsAreFetchedOnlyWhenAllowed) {
     serving.join();
 }
 
-// One connection served at once and none waiting: while a client holds the one thread (its request's
-// headers half sent), another is answered 429, and served once the first has gone.
-TEST_F(OpenAiServerTest, OverloadIsAnswered429) {
+// Requests are admitted, not connections: with one place and none waiting, a client holding a connection with
+// half its headers sent and an idle keep-alive connection leave the place free; a request that runs holds it,
+// and another is answered 429 at once with the counts as they are, then served once the first has gone.
+TEST_F(OpenAiServerTest, AdmissionCountsRequestsNotConnections) {
     ServerParams p = params();
     p.max_concurrency = 1;
     p.max_queued = 0;
     const auto server = start(p);
-    const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(holder, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<uint16_t>(server->port()));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(holder, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+    const int holder = connect_to(server->port());
     const std::string half = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n";
     ASSERT_EQ(::send(holder, half.data(), half.size(), 0), static_cast<ssize_t>(half.size()));
-    std::this_thread::sleep_for(200ms);  // the pool's thread reads it
+    httplib::Client idle("127.0.0.1", server->port());
+    idle.set_keep_alive(true);
+    ASSERT_EQ(idle.Get("/health")->status, 200);  // now idle, kept alive
+    std::this_thread::sleep_for(200ms);
 
+    const auto served = post(server->port(), "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}});
+    ASSERT_TRUE(served);
+    EXPECT_EQ(served->status, 200) << served->body;
+
+    // A long stream holds the one place.
+    std::atomic<bool> streaming{false};
+    std::atomic<bool> stop_reading{false};
+    std::thread runner([&] {
+        httplib::Client client("127.0.0.1", server->port());
+        client.set_read_timeout(120, 0);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body =
+            json{{"prompt", "Hello"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            streaming = true;
+            return !stop_reading.load();
+        };
+        client.send(req);
+    });
+    for (int i = 0; i < 2000 && !streaming; ++i) {
+        std::this_thread::sleep_for(5ms);
+    }
+    ASSERT_TRUE(streaming);
+    const auto started = std::chrono::steady_clock::now();
     const auto busy = post(server->port(), "/v1/completions", {{"prompt", "a"}, {"max_tokens", 2}});
     ASSERT_TRUE(busy);
-    EXPECT_EQ(busy->status, 429);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    EXPECT_EQ(busy->status, 429) << busy->body;
     EXPECT_EQ(json::parse(busy->body)["error"]["code"], "too_many_requests");
+    EXPECT_NE(busy->body.find("1 requests are being served (1 at most) and 0 wait"), std::string::npos)
+        << busy->body;
     EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
 
+    stop_reading = true;
+    runner.join();
     ::close(holder);
-    // Served again once the first connection has gone, as Retry-After says.
+    // Served again once the stream's client has gone, as Retry-After says.
     int status = 429;
     for (int i = 0; i < 100 && status == 429; ++i) {
         std::this_thread::sleep_for(50ms);
@@ -533,6 +675,7 @@ TEST_F(OpenAiServerTest, OverloadIsAnswered429) {
         status = later ? later->status : -1;
     }
     EXPECT_EQ(status, 200);
+    wait_idle();
 }
 
 // A port in use is an error naming the address, and the option to change.
@@ -540,11 +683,9 @@ TEST_F(OpenAiServerTest, APortInUseIsAClearError) {
     const auto first = start();
     ServerParams p = params();
     p.port = first->port();
-    OpenAiServer second(*service_, p, [](std::span<const uint8_t> bytes, std::string_view name) {
-        return decode_image(bytes, name);
-    });
+    const auto second = make_server(p);
     try {
-        second.start();
+        second->start();
         FAIL() << "a second server listened on port " << p.port;
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:" + std::to_string(p.port)),
@@ -594,21 +735,511 @@ TEST_F(OpenAiServerTest, MetricsFollowTheRequests) {
     EXPECT_EQ(metric(text, "fastdeploy:e2e_request_latency_seconds_count"), 1);
     EXPECT_EQ(metric(text, "fastdeploy:num_requests_running"), 0);
     EXPECT_GT(metric(text, "fastdeploy:available_gpu_block_num"), 0);
-    EXPECT_EQ(metric(text, "fastdeploy:available_gpu_block_num"), metric(text, "folio:kv_blocks_total"));
+    EXPECT_EQ(metric(text, "fastdeploy:available_gpu_block_num"), metric(text, "folio:kv_blocks"));
 }
 
-// 2,000 requests from 32 keep-alive connections: every one answered, none lost, the cache empty after. A
-// suite of its own, left out of the ThreadSanitizer run for its time.
+// A non-streaming request whose client closes its connection is cancelled as it runs, counted cancelled in
+// the metrics, and its blocks are freed.
+TEST_F(OpenAiServerTest, ANonStreamingRequestWhoseClientGoesAwayIsCancelled) {
+    const auto server = start();
+    const ServiceStats before = service_->stats();
+    const int fd = connect_to(server->port());
+    const std::string body = json{{"prompt", "Hello"}, {"max_tokens", 4000}, {"ignore_eos", true}}.dump();
+    ASSERT_TRUE(send_all(fd,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                         "application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" + body));
+    for (int i = 0; i < 2000 && service_->stats().engine.runner.n_tokens == before.engine.runner.n_tokens;
+         ++i) {
+        std::this_thread::sleep_for(5ms);
+    }
+    ::close(fd);
+    for (int i = 0; i < 2400 && service_->stats().n_cancelled == before.n_cancelled; ++i) {
+        std::this_thread::sleep_for(25ms);
+    }
+    const ServiceStats after = service_->stats();
+    EXPECT_EQ(after.n_cancelled, before.n_cancelled + 1);
+    EXPECT_EQ(after.n_finished, before.n_finished) << "the request ran to its end";
+    wait_idle();
+    httplib::Client metrics("127.0.0.1", server->metrics_port());
+    const std::string text = metrics.Get("/metrics")->body;
+    EXPECT_EQ(metric(text, "folio:request_cancelled_total"), 1) << text;
+    EXPECT_EQ(metric(text, "fastdeploy:request_success_total"), 0);
+    EXPECT_EQ(metric(text, "folio:request_failure_total"), 0);
+    const ServiceStats idle = service_->stats();
+    EXPECT_EQ(idle.n_kv_blocks_free, idle.n_kv_blocks);
+}
+
+struct FramingCase {
+    std::string name;
+    std::string request;  // sent as it is
+    bool shut_write;      // the client then closes its side
+    int status;
+    std::string message;
+};
+
+// Requests whose framing is wrong are answered at once (not after a read timeout), before any body is read.
+TEST_F(OpenAiServerTest, MalformedFramingIsAnsweredAtOnce) {
+    ServerParams p = params();
+    p.max_body_bytes = 1 << 20;
+    const auto server = start(p);
+    const std::string head =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+    const std::string body = R"({"prompt": "a", "max_tokens": 2})";
+    const std::string n = std::to_string(body.size());
+    const std::vector<FramingCase> cases = {
+        {"two Content-Length", head + "Content-Length: " + n + "\r\nContent-Length: " + n + "\r\n\r\n" + body,
+         false, 400, "more than one Content-Length"},
+        {"negative Content-Length", head + "Content-Length: -5\r\n\r\n" + body, false, 400,
+         "not a byte count"},
+        {"Content-Length not a number", head + "Content-Length: 12abc\r\n\r\n" + body, false, 400,
+         "not a byte count"},
+        {"Content-Length with chunked",
+         head + "Content-Length: " + n + "\r\nTransfer-Encoding: chunked\r\n\r\n", false, 400,
+         "both Transfer-Encoding and Content-Length"},
+        {"Content-Length over the limit", head + "Content-Length: 300000000\r\n\r\n", false, 413,
+         "larger than the 1048576 bytes"},
+        {"no length", head + "\r\n" + body, false, 411, "Content-Length"},
+        {"body shorter than its length", head + "Content-Length: 100\r\n\r\n" + body, true, 400,
+         "could not be read"},
+        {"body longer than its length", head + "Content-Length: 10\r\n\r\n" + body, false, 400,
+         "not valid JSON"},
+        {"malformed chunk", head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", false, 400,
+         "chunked encoding is malformed"},
+    };
+    for (const FramingCase& c : cases) {
+        const int fd = connect_to(server->port());
+        ASSERT_TRUE(send_all(fd, c.request)) << c.name;
+        if (c.shut_write) {
+            ::shutdown(fd, SHUT_WR);
+        }
+        const RawReply reply = read_reply(fd);
+        ::close(fd);
+        EXPECT_EQ(reply.status, c.status) << c.name << ": " << reply.head << reply.body;
+        EXPECT_LT(reply.took, 2s) << c.name;
+        EXPECT_NE(reply.body.find(c.message), std::string::npos) << c.name << ": " << reply.body;
+        EXPECT_TRUE(json::parse(reply.body, nullptr, false).contains("error"))
+            << c.name << ": " << reply.body;
+    }
+    // A chunked body is refused as soon as it goes past the limit, while the client is still sending, and is
+    // never held whole.
+    ASSERT_TRUE(reset_peak_rss());
+    const int64_t peak_before = peak_rss_bytes();
+    const int fd = connect_to(server->port());
+    ASSERT_TRUE(send_all(fd, head + "Transfer-Encoding: chunked\r\n\r\n"));
+    std::atomic<int64_t> sent{0};
+    std::thread sender([&] {
+        const std::string chunk = "100000\r\n" + std::string(0x100000, 'a') + "\r\n";
+        for (int i = 0; i < 300 && send_all(fd, chunk); ++i) {
+            sent += 0x100000;
+        }
+    });
+    const RawReply reply = read_reply(fd, 20000ms);
+    ::shutdown(fd, SHUT_RDWR);
+    sender.join();
+    ::close(fd);
+    EXPECT_EQ(reply.status, 413) << reply.head << reply.body;
+    EXPECT_NE(reply.body.find("larger than the 1048576 bytes"), std::string::npos) << reply.body;
+    EXPECT_LT(sent.load(), int64_t{300} << 20) << "the whole body was taken";
+    if (!kSanitized) {
+        EXPECT_LT(peak_rss_bytes() - peak_before, int64_t{64} << 20);
+    }
+}
+
+// Headers that come too slowly and bodies that stop coming are answered 408 after their time limits.
+TEST_F(OpenAiServerTest, SlowHeadersAndBodiesTimeOut) {
+    ServerParams p = params();
+    p.header_timeout = 400ms;
+    p.body_timeout = 400ms;
+    const auto server = start(p);
+    const int slow_head = connect_to(server->port());
+    ASSERT_TRUE(send_all(slow_head, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    const RawReply head_reply = read_reply(slow_head, 5000ms);
+    ::close(slow_head);
+    EXPECT_EQ(head_reply.status, 408) << head_reply.body;
+    EXPECT_LT(head_reply.took, 2s);
+
+    const int slow_body = connect_to(server->port());
+    ASSERT_TRUE(send_all(slow_body,
+                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"));
+    const RawReply body_reply = read_reply(slow_body, 5000ms);
+    ::close(slow_body);
+    EXPECT_EQ(body_reply.status, 408) << body_reply.body;
+    EXPECT_NE(body_reply.body.find("did not arrive in time"), std::string::npos) << body_reply.body;
+    EXPECT_LT(body_reply.took, 2s);
+}
+
+// A PNG of width x height black pixels, compressed as it is written, never held decoded.
+std::vector<uint8_t> black_png(uint32_t width, uint32_t height) {
+    std::vector<uint8_t> idat;
+    z_stream z{};
+    EXPECT_EQ(deflateInit(&z, 9), Z_OK);
+    const std::vector<uint8_t> row(1 + size_t{3} * width, 0);
+    std::vector<uint8_t> out(1 << 16);
+    for (uint32_t y = 0; y < height; ++y) {
+        z.next_in = const_cast<uint8_t*>(row.data());
+        z.avail_in = static_cast<uInt>(row.size());
+        const int flush = y + 1 == height ? Z_FINISH : Z_NO_FLUSH;
+        do {
+            z.next_out = out.data();
+            z.avail_out = static_cast<uInt>(out.size());
+            deflate(&z, flush);
+            idat.insert(idat.end(), out.data(), out.data() + (out.size() - z.avail_out));
+        } while (z.avail_out == 0);
+    }
+    deflateEnd(&z);
+    const auto be32 = [](std::vector<uint8_t>& v, uint32_t x) {
+        for (int shift = 24; shift >= 0; shift -= 8) {
+            v.push_back(static_cast<uint8_t>(x >> shift));
+        }
+    };
+    std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    const auto chunk = [&](const char* type, const std::vector<uint8_t>& data) {
+        be32(png, static_cast<uint32_t>(data.size()));
+        std::vector<uint8_t> typed(type, type + 4);
+        typed.insert(typed.end(), data.begin(), data.end());
+        png.insert(png.end(), typed.begin(), typed.end());
+        be32(png, static_cast<uint32_t>(crc32(0, typed.data(), static_cast<uInt>(typed.size()))));
+    };
+    std::vector<uint8_t> header;
+    be32(header, width);
+    be32(header, height);
+    header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit RGB
+    chunk("IHDR", header);
+    chunk("IDAT", idat);
+    chunk("IEND", {});
+    return png;
+}
+
+// Sixteen small PNGs of 16000x16000 pixels at once (1.5 GB each to decode) are refused from their headers,
+// since the model sees at most max_pixels of them, and the process's memory hardly moves.
+TEST_F(OpenAiServerTest, HugeImagesAreRefusedFromTheirHeaders) {
+    const auto server = start();
+    EXPECT_EQ(server->max_image_pixels(), server::kImagePixelsOverMaxPixels * 1536 * 1536);
+    const std::string url = data_url(black_png(16000, 16000));
+    EXPECT_LT(url.size(), size_t{2} << 20);
+    const std::string body = chat({url}, "OCR:", 4).dump();
+    ASSERT_TRUE(reset_peak_rss());
+    const int64_t peak_before = peak_rss_bytes();
+    std::vector<int> statuses(16, 0);
+    std::vector<std::string> bodies(16);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 16; ++i) {
+        threads.emplace_back([&, i] {
+            httplib::Client client("127.0.0.1", server->port());
+            client.set_read_timeout(120, 0);
+            const auto res = client.Post("/v1/chat/completions", body, "application/json");
+            statuses[i] = res ? res->status : -1;
+            bodies[i] = res ? res->body : httplib::to_string(res.error());
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    const int64_t grown = peak_rss_bytes() - peak_before;
+    for (int i = 0; i < 16; ++i) {
+        EXPECT_EQ(statuses[i], 400) << bodies[i];
+        EXPECT_NE(bodies[i].find("16000x16000 pixels, more than the"), std::string::npos) << bodies[i];
+    }
+    // The bodies, their parsed copies and the decoded payloads: a few MiB each, nothing like a decode (the
+    // sanitizers' own memory is left out).
+    if (!kSanitized) {
+        EXPECT_LT(grown, int64_t{256} << 20) << "peak memory grew by " << (grown >> 20) << " MiB";
+    }
+
+    // Below the cap, an image is decoded and served.
+    ServerParams p = params();
+    p.max_image_pixels = 4000 * 4000;
+    const auto lower = start(p);
+    const auto small =
+        post(lower->port(), "/v1/chat/completions", chat({data_url(black_png(64, 48))}, "OCR:", 4));
+    ASSERT_TRUE(small);
+    EXPECT_EQ(small->status, 200) << small->body;
+    const auto over =
+        post(lower->port(), "/v1/chat/completions", chat({data_url(black_png(4001, 4000))}, "OCR:", 4));
+    ASSERT_TRUE(over);
+    EXPECT_EQ(over->status, 400) << over->body;
+    EXPECT_NE(over->body.find("--max-image-pixels"), std::string::npos) << over->body;
+}
+
+// A max_tokens over what the context leaves is lowered to it, and the answer ends with finish_reason length;
+// a prompt that leaves no room is a 400 with OpenAI's code context_length_exceeded.
+TEST_F(OpenAiServerTest, MaxTokensIsClampedToTheRoomLeft) {
+    const auto server = start();
+    std::string prompt;
+    for (int i = 0; i < 350; ++i) {  // about 3,500 tokens
+        prompt += "word another ";
+    }
+    const auto res =
+        post(server->port(), "/v1/completions",
+             {{"prompt", prompt}, {"max_tokens", 8192}, {"ignore_eos", true}, {"temperature", 0}});
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json answer = json::parse(res->body);
+    const int64_t n_prompt = answer["usage"]["prompt_tokens"];
+    EXPECT_GT(n_prompt, 2000);
+    EXPECT_LT(n_prompt, 4096);
+    EXPECT_EQ(answer["usage"]["completion_tokens"], 4096 - n_prompt);
+    EXPECT_EQ(answer["choices"][0]["finish_reason"], "length");
+
+    std::string too_long;
+    for (int i = 0; i < 3000; ++i) {
+        too_long += "word another ";
+    }
+    const auto refused = post(server->port(), "/v1/completions", {{"prompt", too_long}, {"max_tokens", 4}});
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400);
+    const json error = json::parse(refused->body)["error"];
+    EXPECT_EQ(error["code"], "context_length_exceeded") << refused->body;
+    EXPECT_NE(error["message"].get<std::string>().find("max_model_len"), std::string::npos);
+    wait_idle();
+}
+
+// GET /v1/models/{id} answers the model's object, or 404 naming the model; a malformed body's error names
+// where it went wrong, not the JSON parser's internals.
+TEST_F(OpenAiServerTest, ModelByIdAndPlainJsonErrors) {
+    ServerParams p = params();
+    p.model_names = {"paddleocr-vl-tiny", "PaddlePaddle/PaddleOCR-VL"};
+    const auto server = start(p);
+    httplib::Client client("127.0.0.1", server->port());
+    for (const char* id : {"paddleocr-vl-tiny", "PaddlePaddle/PaddleOCR-VL"}) {
+        const auto res = client.Get((std::string("/v1/models/") + id).c_str());
+        ASSERT_TRUE(res);
+        ASSERT_EQ(res->status, 200) << res->body;
+        const json model = json::parse(res->body);
+        EXPECT_EQ(model["id"], id);
+        EXPECT_EQ(model["object"], "model");
+        EXPECT_EQ(model["max_model_len"], 4096);
+    }
+    const auto missing = client.Get("/v1/models/gpt-5");
+    ASSERT_TRUE(missing);
+    EXPECT_EQ(missing->status, 404);
+    EXPECT_EQ(json::parse(missing->body)["error"]["code"], "model_not_found");
+
+    for (const std::string& body : {std::string("{\"messages\": ["), std::string("{\"prompt\": \"a\" x}")}) {
+        const auto res = client.Post("/v1/completions", body, "application/json");
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 400);
+        const std::string message = json::parse(res->body)["error"]["message"];
+        EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+        EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+        EXPECT_EQ(message.find("parse_error"), std::string::npos) << message;
+    }
+}
+
+// Stopping ends a stream in flight with an error event saying so, and answers a request still running 503,
+// in well under the time either would have taken.
+TEST_F(OpenAiServerTest, StoppingAnswersRequestsInFlight) {
+    auto server = start();
+    const int port = server->port();
+    std::string streamed;
+    int stream_status = 0;
+    int whole_status = 0;
+    std::string whole_body;
+    std::atomic<int> n_started{0};
+    std::thread stream_client([&] {
+        httplib::Client client("127.0.0.1", port);
+        client.set_read_timeout(120, 0);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body =
+            json{{"prompt", "Hello"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+        req.set_header("Content-Type", "application/json");
+        req.response_handler = [&](const httplib::Response& r) {
+            stream_status = r.status;
+            return true;
+        };
+        req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+            if (streamed.empty()) {
+                ++n_started;
+            }
+            streamed.append(data, n);
+            return true;
+        };
+        client.send(req);
+    });
+    std::thread whole_client([&] {
+        ++n_started;
+        const auto res =
+            post(port, "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 4000}, {"ignore_eos", true}});
+        whole_status = res ? res->status : -1;
+        whole_body = res ? res->body : "";
+    });
+    for (int i = 0; i < 2000 && (n_started < 2 || service_->stats().n_running[1] < 2); ++i) {
+        std::this_thread::sleep_for(5ms);
+    }
+    const auto stopping = std::chrono::steady_clock::now();
+    server->stop();
+    const auto took = std::chrono::steady_clock::now() - stopping;
+    stream_client.join();
+    whole_client.join();
+    EXPECT_LT(took, 5s);
+    EXPECT_EQ(stream_status, 200);
+    const Sse sse = parse_sse(streamed);
+    ASSERT_FALSE(sse.chunks.empty()) << streamed;
+    EXPECT_EQ(sse.chunks.back()["error"]["code"], "stopped") << streamed;
+    EXPECT_EQ(sse.chunks.back()["error"]["message"], "the server is stopping");
+    EXPECT_TRUE(sse.done);
+    EXPECT_EQ(whole_status, 503) << whole_body;
+    EXPECT_EQ(json::parse(whole_body)["error"]["code"], "stopped") << whole_body;
+    wait_idle();
+}
+
+// The metrics as strict parsers read them: each family's samples after its HELP and TYPE, a histogram's
+// buckets before its _sum and _count, no gauge named _total; token counters move while a request runs.
+TEST_F(OpenAiServerTest, MetricsExpositionIsStrictAndCountsTokensAsTheyCome) {
+    const auto server = start();
+    std::atomic<bool> stop_reading{false};
+    std::atomic<int> n_chunks{0};
+    std::thread runner([&] {
+        httplib::Client client("127.0.0.1", server->port());
+        client.set_read_timeout(120, 0);
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.body =
+            json{{"prompt", "Hello"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+        req.set_header("Content-Type", "application/json");
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            ++n_chunks;
+            return !stop_reading.load();
+        };
+        client.send(req);
+    });
+    for (int i = 0; i < 2000 && n_chunks < 3; ++i) {
+        std::this_thread::sleep_for(5ms);
+    }
+    httplib::Client metrics("127.0.0.1", server->metrics_port());
+    const std::string text = metrics.Get("/metrics")->body;
+    stop_reading = true;
+    runner.join();
+    EXPECT_GT(metric(text, "fastdeploy:generation_tokens_total"), 0) << text;
+    EXPECT_GT(metric(text, "fastdeploy:prompt_tokens_total"), 0);
+    EXPECT_EQ(metric(text, "fastdeploy:request_success_total"), 0);
+
+    std::string family;
+    std::string type;
+    bool seen_sum = false;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.rfind("# TYPE ", 0) == 0) {
+            std::istringstream words(line.substr(7));
+            words >> family >> type;
+            seen_sum = false;
+            if (type == "gauge") {
+                EXPECT_FALSE(family.ends_with("_total")) << family;
+            }
+            continue;
+        }
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        const std::string name = line.substr(0, line.find_first_of(" {"));
+        EXPECT_EQ(name.rfind(family, 0), 0u) << name << " outside its family " << family;
+        if (type == "histogram") {
+            if (name == family + "_bucket") {
+                EXPECT_FALSE(seen_sum) << "a bucket of " << family << " after its _sum or _count";
+            } else {
+                seen_sum = true;
+            }
+        }
+    }
+    wait_idle();
+}
+
+// --log-requests: a line for each request with its method, path, status, tokens and time.
+TEST_F(OpenAiServerTest, RequestsAreLoggedWhenAsked) {
+    std::mutex mutex;
+    std::vector<std::string> lines;
+    const LogSink previous = set_log_sink([&](std::string_view line) {
+        const std::lock_guard lock(mutex);
+        lines.emplace_back(line);
+    });
+    {
+        ServerParams p = params();
+        p.log_requests = true;
+        const auto server = start(p);
+        ASSERT_EQ(post(server->port(), "/v1/completions",
+                       {{"prompt", "a b"}, {"max_tokens", 3}, {"ignore_eos", true}})
+                      ->status,
+                  200);
+        ASSERT_EQ(httplib::Client("127.0.0.1", server->port()).Get("/v1/nothing")->status, 404);
+    }
+    set_log_sink(previous);
+    const std::lock_guard lock(mutex);
+    std::string all;
+    for (const std::string& l : lines) {
+        all += l + "\n";
+    }
+    EXPECT_TRUE(
+        std::regex_search(all, std::regex(R"(127\.0\.0\.1:\d+ "POST /v1/completions" 200 prompt_tokens=\d+ )"
+                                          R"(completion_tokens=3 \d+\.\d{3}s)")))
+        << all;
+    EXPECT_TRUE(std::regex_search(all, std::regex(R"("GET /v1/nothing" 404 \d+\.\d{3}s)"))) << all;
+}
+
+// 2,000 requests from 32 keep-alive connections, beside 8 idle keep-alive connections and 4 clients that send
+// their requests a byte at a time, with places for exactly the 32 busy ones and none to wait: every request
+// answered, none refused (429) while a place is free, none lost, the cache empty after. A suite of its own,
+// left out of the ThreadSanitizer run for its time.
 using OpenAiServerLoad = OpenAiServerTest;
 
 TEST_F(OpenAiServerLoad, LoadLosesNothingAndLeaksNoBlock) {
-    const auto server = start();
+    ServerParams p = params();
+    p.max_concurrency = 32 + 4;  // the busy connections and the slow clients, one request each at a time
+    p.max_queued = 0;
+    p.keep_alive_timeout = 600s;  // the idle connections stay for the whole run
+    const auto server = start(p);
     constexpr int kConnections = 32;
     constexpr int kPerConnection = 2000 / kConnections + 1;  // 2,016 in all
     std::atomic<int> n_ok{0};
     std::atomic<int> n_tokens{0};
     std::vector<std::string> failures(kConnections);
     std::vector<std::thread> threads;
+
+    // Idle keep-alive connections: one request each, then nothing.
+    std::vector<std::unique_ptr<httplib::Client>> idle;
+    for (int i = 0; i < 8; ++i) {
+        idle.push_back(std::make_unique<httplib::Client>("127.0.0.1", server->port()));
+        idle.back()->set_keep_alive(true);
+        const auto res = idle.back()->Get("/v1/models");
+        ASSERT_TRUE(res && res->status == 200);
+    }
+    // Slow clients: each request's bytes 2 ms apart, over and over while the busy connections run.
+    std::atomic<bool> busy_done{false};
+    std::atomic<int> n_slow_ok{0};
+    std::vector<std::string> slow_failures(4);
+    std::vector<std::thread> slow;
+    for (int c = 0; c < 4; ++c) {
+        slow.emplace_back([&, c] {
+            const std::string body =
+                json{{"prompt", "slow " + std::to_string(c)}, {"max_tokens", 2}, {"ignore_eos", true}}.dump();
+            const std::string request =
+                "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                "application/json\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body;
+            const int fd = connect_to(server->port());
+            while (!busy_done) {
+                for (const char byte : request) {
+                    if (!send_all(fd, std::string(1, byte))) {
+                        slow_failures[c] = "send failed";
+                        ::close(fd);
+                        return;
+                    }
+                    std::this_thread::sleep_for(2ms);
+                }
+                const RawReply reply = read_reply(fd, 300000ms);
+                if (reply.status != 200) {
+                    slow_failures[c] = std::to_string(reply.status) + " " + reply.body;
+                    break;
+                }
+                ++n_slow_ok;
+            }
+            ::close(fd);
+        });
+    }
     for (int c = 0; c < kConnections; ++c) {
         threads.emplace_back([&, c] {
             httplib::Client client("127.0.0.1", server->port());
@@ -644,10 +1275,22 @@ TEST_F(OpenAiServerLoad, LoadLosesNothingAndLeaksNoBlock) {
     for (std::thread& t : threads) {
         t.join();
     }
+    busy_done = true;
+    for (std::thread& t : slow) {
+        t.join();
+    }
     for (int c = 0; c < kConnections; ++c) {
         EXPECT_EQ(failures[c], "") << "connection " << c;
     }
+    for (int c = 0; c < 4; ++c) {
+        EXPECT_EQ(slow_failures[c], "") << "slow client " << c;
+    }
+    EXPECT_GE(n_slow_ok, 4);
     EXPECT_EQ(n_ok, kConnections * kPerConnection);
+    for (const auto& client : idle) {  // still open, and served at once
+        const auto res = client->Get("/health");
+        EXPECT_TRUE(res && res->status == 200);
+    }
     wait_idle();
     const ServiceStats stats = service_->stats();
     EXPECT_EQ(stats.n_kv_blocks_free, stats.n_kv_blocks);
@@ -655,8 +1298,9 @@ TEST_F(OpenAiServerLoad, LoadLosesNothingAndLeaksNoBlock) {
     httplib::Client metrics("127.0.0.1", server->metrics_port());
     metrics.set_read_timeout(120, 0);  // the sanitizers run slowly
     const std::string text = metrics.Get("/metrics")->body;
-    EXPECT_EQ(metric(text, "fastdeploy:request_success_total"), kConnections * kPerConnection);
-    EXPECT_EQ(metric(text, "fastdeploy:generation_tokens_total"), n_tokens.load());
+    EXPECT_EQ(metric(text, "fastdeploy:request_success_total"), kConnections * kPerConnection + n_slow_ok);
+    EXPECT_EQ(metric(text, "fastdeploy:generation_tokens_total"), n_tokens.load() + 2 * n_slow_ok);
+    EXPECT_EQ(metric(text, "folio:request_failure_total"), 0);
 }
 
 }  // namespace

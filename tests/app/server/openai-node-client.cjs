@@ -1,0 +1,57 @@
+// The official OpenAI client for Node (the openai npm package) against folio-cli serve.
+// Usage: node openai-node-client.cjs BASE_URL MODEL API_KEY IMAGE_DATA_URL
+// Prints one JSON object: the whole and streamed answers, the model retrieved by id, the error of a prompt
+// that leaves no room, and how an aborted request ended for the client.
+const OpenAI = require("openai");
+
+async function main() {
+    const [baseURL, model, apiKey, image] = process.argv.slice(2);
+    const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 120000 });
+    const messages = [{
+        role: "user",
+        content: [{ type: "image_url", image_url: { url: image } }, { type: "text", text: "OCR:" }],
+    }];
+    const result = {};
+    const whole = await client.chat.completions.create({ model, messages, max_completion_tokens: 8192,
+                                                         temperature: 0 });
+    result.whole = { text: whole.choices[0].message.content, finish: whole.choices[0].finish_reason,
+                     completion_tokens: whole.usage.completion_tokens };
+    const stream = await client.chat.completions.create({ model, messages, max_completion_tokens: 8192,
+                                                          temperature: 0, stream: true,
+                                                          stream_options: { include_usage: true } });
+    result.streamed = { text: "", finish: null, completion_tokens: null };
+    for await (const chunk of stream) {
+        for (const choice of chunk.choices) {
+            result.streamed.text += choice.delta.content || "";
+            if (choice.finish_reason) {
+                result.streamed.finish = choice.finish_reason;
+            }
+        }
+        if (chunk.usage) {
+            result.streamed.completion_tokens = chunk.usage.completion_tokens;
+        }
+    }
+    result.retrieved = (await client.models.retrieve(model)).id;
+    try {
+        await client.completions.create({ model, prompt: "word ".repeat(20000), max_tokens: 4 });
+        result.over_context = null;
+    } catch (e) {
+        result.over_context = { status: e.status, code: e.code };
+    }
+    // A long request given up by the client: the server cancels it.
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    try {
+        await client.completions.create({ model, prompt: "Hello", max_tokens: 4000, ignore_eos: true },
+                                        { signal: controller.signal });
+        result.aborted = "finished";
+    } catch (e) {
+        result.aborted = e.name;
+    }
+    console.log(JSON.stringify(result));
+}
+
+main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+});

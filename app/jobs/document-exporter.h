@@ -8,8 +8,8 @@
 #include <QStringList>
 #include <QThreadPool>
 
+#include "app/document-model/document-model.h"
 #include "app/export/document-writer.h"
-#include "app/jobs/document-model.h"
 
 namespace folio {
 

@@ -15,8 +15,8 @@
 #include <memory>
 #include <thread>
 
+#include "app/document-model/document-model.h"
 #include "app/documents/document-source.h"
-#include "app/jobs/document-model.h"
 #include "app/pipeline/block-task.h"
 #include "app/pipeline/document-pipeline.h"
 

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <memory>
 
+#include "app/document-model/document-model.h"
 #include "app/documents/document-source.h"
-#include "app/jobs/document-model.h"
 
 namespace folio {
 

@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "app/chat/chat-session.h"
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "ui/chat/chat-panel.h"

@@ -8,8 +8,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "app/document-model/document-model.h"
 #include "app/jobs/document-exporter.h"
-#include "app/jobs/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/preview-loader.h"
 #include "fixture-engine.h"

@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "ui/main-window/error-panel.h"

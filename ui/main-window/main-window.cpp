@@ -30,9 +30,9 @@
 #include <QVBoxLayout>
 #include <exception>
 
+#include "app/document-model/document-model.h"
 #include "app/documents/input-files.h"
 #include "app/jobs/document-exporter.h"
-#include "app/jobs/document-model.h"
 #include "app/jobs/installed-models.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/page-renderer.h"

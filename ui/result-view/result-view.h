@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "app/document-model/document-model.h"
 #include "app/export/document-writer.h"
-#include "app/jobs/document-model.h"
 
 class QPlainTextEdit;
 class QTabWidget;

@@ -1,4 +1,4 @@
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 
 #include <QFileInfo>
 #include <algorithm>

@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 #include <algorithm>
+#include <numeric>
 
 #include "engine/common/error.h"
 
@@ -9,11 +10,18 @@ namespace folio {
 
 DocumentModel::DocumentModel(QObject* parent) : QObject(parent) {}
 
+DocumentModel::~DocumentModel() = default;
+
 const DocumentEntry& DocumentModel::document(int doc) const {
     if (doc < 0 || doc >= documentCount()) {
         fail("no document ", doc);
     }
     return documents_[static_cast<size_t>(doc)];
+}
+
+bool DocumentModel::isOpen(int doc) const {
+    return doc >= 0 && doc < documentCount() &&
+           documents_[static_cast<size_t>(doc)].state != DocumentState::Closed;
 }
 
 bool DocumentModel::hasPage(int doc, int page) const {
@@ -41,7 +49,7 @@ const BlockResult* DocumentModel::block(int doc, int page, int blockId) const {
 
 int DocumentModel::findDocument(const QString& path) const {
     for (int i = 0; i < documentCount(); ++i) {
-        if (documents_[static_cast<size_t>(i)].path == path) {
+        if (documents_[static_cast<size_t>(i)].path == path && isOpen(i)) {
             return i;
         }
     }
@@ -55,11 +63,16 @@ PageEntry* DocumentModel::mutablePage(int doc, int page) {
     return &documents_[static_cast<size_t>(doc)].pages[static_cast<size_t>(page)];
 }
 
+DocumentEntry* DocumentModel::mutableDocument(int doc) {
+    return isOpen(doc) ? &documents_[static_cast<size_t>(doc)] : nullptr;
+}
+
 int DocumentModel::addDocument(const QString& path) {
     DocumentEntry entry;
     entry.path = path;
     entry.name = QFileInfo(path).fileName();
     entry.info.inputPath = path;
+    entry.undo = std::make_unique<QUndoStack>();
     documents_.push_back(std::move(entry));
     const int doc = documentCount() - 1;
     Q_EMIT documentAdded(doc);
@@ -67,10 +80,11 @@ int DocumentModel::addDocument(const QString& path) {
 }
 
 void DocumentModel::setDocumentState(int doc, DocumentState state, const QString& error) {
-    if (doc < 0 || doc >= documentCount()) {
+    DocumentEntry* found = mutableDocument(doc);
+    if (found == nullptr || state == DocumentState::Closed) {
         return;
     }
-    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    DocumentEntry& entry = *found;
     entry.state = state;
     if (!error.isEmpty()) {
         entry.error = error;
@@ -79,10 +93,11 @@ void DocumentModel::setDocumentState(int doc, DocumentState state, const QString
 }
 
 void DocumentModel::setPageSizes(int doc, const std::vector<QSize>& sizes) {
-    if (doc < 0 || doc >= documentCount()) {
+    DocumentEntry* found = mutableDocument(doc);
+    if (found == nullptr) {
         return;
     }
-    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    DocumentEntry& entry = *found;
     if (entry.pages.size() < sizes.size()) {
         entry.pages.resize(sizes.size());
     }
@@ -101,31 +116,120 @@ void DocumentModel::setPreview(int doc, int page, const QImage& preview) {
     }
 }
 
-void DocumentModel::resetResults(int doc) {
-    if (doc < 0 || doc >= documentCount()) {
+void DocumentModel::closeDocument(int doc) {
+    DocumentEntry* entry = mutableDocument(doc);
+    if (entry == nullptr) {
         return;
     }
-    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
-    entry.pagesDone = 0;
-    entry.error.clear();
+    for (size_t i = 0; i < entry->pages.size(); ++i) {
+        forgetPageImage(doc, static_cast<int>(i));
+    }
+    entry->pages.clear();
+    entry->pages.shrink_to_fit();
+    entry->pagesDone = 0;
+    entry->state = DocumentState::Closed;
+    entry->undo.reset();
+    Q_EMIT documentClosed(doc);
+}
+
+std::vector<int> DocumentModel::pagesToRun(int doc, RunScope scope) const {
+    std::vector<int> pages;
+    if (!isOpen(doc)) {
+        return pages;
+    }
+    const DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
     for (size_t i = 0; i < entry.pages.size(); ++i) {
-        PageEntry& p = entry.pages[i];
+        const PageEntry& p = entry.pages[i];
+        const bool keep = (scope == RunScope::Missing && (p.state == PageState::Done || p.edited)) ||
+                          (scope == RunScope::Unedited && p.edited);
+        if (!keep) {
+            pages.push_back(static_cast<int>(i));
+        }
+    }
+    return pages;
+}
+
+bool DocumentModel::hasPagesToRun(int doc, RunScope scope) const {
+    return isOpen(doc) && (document(doc).pages.empty() || !pagesToRun(doc, scope).empty());
+}
+
+int DocumentModel::editedPageCount(int doc) const {
+    if (!isOpen(doc)) {
+        return 0;
+    }
+    const std::vector<PageEntry>& pages = document(doc).pages;
+    return static_cast<int>(
+        std::count_if(pages.begin(), pages.end(), [](const PageEntry& p) { return p.edited; }));
+}
+
+bool DocumentModel::hasUnsavedEdits(int doc) const {
+    return isOpen(doc) && document(doc).undo && !document(doc).undo->isClean();
+}
+
+void DocumentModel::resetResults(int doc) {
+    if (!isOpen(doc)) {
+        return;
+    }
+    std::vector<int> all(document(doc).pages.size());
+    std::iota(all.begin(), all.end(), 0);
+    resetPages(doc, all);
+}
+
+void DocumentModel::resetPages(int doc, const std::vector<int>& pages) {
+    DocumentEntry* found = mutableDocument(doc);
+    if (found == nullptr) {
+        return;
+    }
+    DocumentEntry& entry = *found;
+    entry.error.clear();
+    for (const int i : pages) {
+        if (i < 0 || i >= static_cast<int>(entry.pages.size())) {
+            continue;
+        }
+        PageEntry& p = entry.pages[static_cast<size_t>(i)];
         p.result.blocks.clear();
+        p.result.spotting.clear();
         p.result.error.clear();
         p.result.image = QImage();
-        forgetPageImage(doc, static_cast<int>(i));
+        forgetPageImage(doc, i);
         p.state = PageState::Pending;
-        Q_EMIT pageChanged(doc, static_cast<int>(i));
+        p.edited = false;
+        ++p.generation;
+        Q_EMIT pageChanged(doc, i);
     }
+    countPagesDone(entry);
     Q_EMIT documentChanged(doc);
 }
 
-void DocumentModel::documentStarted(int doc, const DocumentInfo& info) {
-    if (doc < 0 || doc >= documentCount()) {
+void DocumentModel::countPagesDone(DocumentEntry& entry) {
+    entry.pagesDone =
+        static_cast<int>(std::count_if(entry.pages.begin(), entry.pages.end(), [](const PageEntry& p) {
+            return p.state == PageState::Done || p.state == PageState::Failed;
+        }));
+}
+
+void DocumentModel::runStopped(int doc) {
+    DocumentEntry* entry = mutableDocument(doc);
+    if (entry == nullptr) {
         return;
     }
-    DocumentEntry& entry = documents_[static_cast<size_t>(doc)];
+    for (size_t i = 0; i < entry->pages.size(); ++i) {
+        if (entry->pages[i].state == PageState::LaidOut) {
+            entry->pages[i].state = PageState::Partial;
+            Q_EMIT pageChanged(doc, static_cast<int>(i));
+        }
+    }
+}
+
+void DocumentModel::documentStarted(int doc, const DocumentInfo& info) {
+    DocumentEntry* found = mutableDocument(doc);
+    if (found == nullptr) {
+        return;
+    }
+    DocumentEntry& entry = *found;
     entry.info = info;
+    // A run of some pages counts those; the document keeps its whole length.
+    entry.info.pageCount = std::max(info.pageCount, static_cast<int>(entry.pages.size()));
     entry.state = DocumentState::Running;
     if (static_cast<int>(entry.pages.size()) < info.pageCount) {
         entry.pages.resize(static_cast<size_t>(info.pageCount));
@@ -134,13 +238,15 @@ void DocumentModel::documentStarted(int doc, const DocumentInfo& info) {
 }
 
 void DocumentModel::pageLaidOut(int doc, int page, const PageResult& result) {
-    if (doc >= 0 && doc < documentCount() && !hasPage(doc, page)) {
+    if (isOpen(doc) && !hasPage(doc, page)) {
         documents_[static_cast<size_t>(doc)].pages.resize(static_cast<size_t>(page) + 1);
     }
     if (PageEntry* p = mutablePage(doc, page)) {
         p->result = result;
         p->size = QSize(result.width, result.height);
         p->state = result.error.isEmpty() ? PageState::LaidOut : PageState::Failed;
+        p->edited = false;
+        ++p->generation;
         holdPageImage(doc, page);
         Q_EMIT pageChanged(doc, page);
     }
@@ -158,7 +264,7 @@ void DocumentModel::blockText(int doc, int page, int blockId, const QString& tex
 }
 
 void DocumentModel::pageFinished(int doc, int page, const PageResult& result) {
-    if (doc >= 0 && doc < documentCount() && !hasPage(doc, page)) {
+    if (isOpen(doc) && !hasPage(doc, page)) {
         documents_[static_cast<size_t>(doc)].pages.resize(static_cast<size_t>(page) + 1);
     }
     if (PageEntry* p = mutablePage(doc, page)) {
@@ -240,6 +346,8 @@ void DocumentModel::setBlockContent(int doc, int page, int blockId, const QStrin
     block.content = content;
     block.rawText = content;
     block.table.reset();  // an edited table is its HTML as typed
+    block.edited = true;
+    p->edited = true;
     Q_EMIT blockChanged(doc, page, blockId);
 }
 
@@ -263,6 +371,8 @@ void DocumentModel::removeBlock(int doc, int page, int blockId) {
             --b.groupId;
         }
     }
+    p->edited = true;
+    Q_EMIT blocksRenumbered(doc, page);
     Q_EMIT pageChanged(doc, page);
 }
 
@@ -279,8 +389,96 @@ int DocumentModel::addBlock(int doc, int page, BlockResult block) {
     }
     block.order = lastOrder + 1;
     blocks.push_back(std::move(block));
+    p->edited = true;
     Q_EMIT pageChanged(doc, page);
     return static_cast<int>(blocks.size()) - 1;
+}
+
+void DocumentModel::setPageEdited(int doc, int page) {
+    if (PageEntry* p = mutablePage(doc, page)) {
+        p->edited = true;
+    }
+}
+
+QUndoStack* DocumentModel::undoStack(int doc) const {
+    return isOpen(doc) ? documents_[static_cast<size_t>(doc)].undo.get() : nullptr;
+}
+
+void DocumentModel::editBlockText(int doc, int page, int blockId, const QString& content) {
+    const BlockResult* current = block(doc, page, blockId);
+    if (current == nullptr || current->content == content) {
+        return;
+    }
+    undoStack(doc)->push(new PageCommand(
+        *this, doc, page, tr("Edit block %1").arg(blockId + 1),
+        [this, doc, page, blockId, content] { setBlockContent(doc, page, blockId, content); }));
+}
+
+void DocumentModel::deleteBlock(int doc, int page, int blockId) {
+    if (block(doc, page, blockId) == nullptr) {
+        return;
+    }
+    undoStack(doc)->push(new PageCommand(*this, doc, page, tr("Delete block %1").arg(blockId + 1),
+                                         [this, doc, page, blockId] { removeBlock(doc, page, blockId); }));
+}
+
+PageSnapshot DocumentModel::snapshot(int doc, int page) const {
+    if (!hasPage(doc, page)) {
+        return {};
+    }
+    const PageEntry& p = this->page(doc, page);
+    return {p.result.blocks, p.edited};
+}
+
+void DocumentModel::restore(int doc, int page, const PageSnapshot& snapshot) {
+    PageEntry* p = mutablePage(doc, page);
+    if (p == nullptr) {
+        return;
+    }
+    p->result.blocks = snapshot.blocks;
+    p->edited = snapshot.edited;
+    Q_EMIT blocksRenumbered(doc, page);
+    Q_EMIT pageChanged(doc, page);
+}
+
+PageCommand::PageCommand(DocumentModel& model, int doc, int page, const QString& text,
+                         std::function<void()> action)
+    : QUndoCommand(text),
+      model_(model),
+      doc_(doc),
+      page_(page),
+      generation_(model.hasPage(doc, page) ? model.page(doc, page).generation : -1),
+      action_(std::move(action)) {}
+
+bool PageCommand::current() const {
+    return model_.hasPage(doc_, page_) && model_.page(doc_, page_).generation == generation_;
+}
+
+void PageCommand::redo() {
+    if (!current()) {
+        setObsolete(true);
+        return;
+    }
+    if (!done_ || !after_) {
+        before_ = model_.snapshot(doc_, page_);
+        done_ = true;
+        action_();
+        return;
+    }
+    model_.restore(doc_, page_, *after_);
+}
+
+void PageCommand::undo() {
+    if (!current()) {
+        setObsolete(true);
+        return;
+    }
+    if (resultComplete()) {
+        after_ = model_.snapshot(doc_, page_);
+    } else {
+        after_.reset();
+    }
+    model_.restore(doc_, page_, before_);
 }
 
 const char* documentStateName(DocumentState state) {
@@ -299,6 +497,8 @@ const char* documentStateName(DocumentState state) {
             return "failed";
         case DocumentState::Cancelled:
             return "cancelled";
+        case DocumentState::Closed:
+            return "closed";
     }
     return "";
 }

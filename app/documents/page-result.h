@@ -70,6 +70,8 @@ struct BlockResult {
     int nTokens = 0;  // tokens generated
     bool truncated = false;  // stopped at the new-token limit
     QString error;           // recognition failed for this block alone: why
+    bool edited = false;     // its text was changed by hand (the desktop app)
+    bool drawn = false;      // a box drawn by hand rather than found by layout (the desktop app)
 };
 
 // Where a page's time went, in milliseconds.

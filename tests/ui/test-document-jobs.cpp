@@ -1,12 +1,16 @@
 // The desktop app's logic without widgets, on the fixture models: documents opened with previews, a run
 // through the job controller (pages laid out before their text, text streamed, pages finished in order),
-// cancel, re-running a block with another task, a box drawn by hand, export, and failures reported.
+// cancel and a run that goes on from there, runs that keep the user's pages, re-running a block with another
+// task, a box drawn by hand, undo and redo of every block action, closing documents, export, and failures
+// reported.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QUndoStack>
+#include <map>
 
 #include "app/document-model/document-model.h"
 #include "app/jobs/document-exporter.h"
@@ -130,6 +134,263 @@ private Q_SLOTS:
         QVERIFY(!jobs.isRunning());
     }
 
+    // A cancelled run leaves its finished pages; Run with RunScope::Missing reads only the others, and the
+    // finished ones keep their results untouched.
+    void runAfterCancelKeepsFinishedPages() {
+        const QString path = tmp_.filePath(QStringLiteral("eight.pdf"));
+        test::writeTestPdf(path, 8);
+        DocumentModel model;
+        JobController jobs(service_, model);
+        PipelineOptions options = test::fixturePipelineOptions(false);
+        options.maxPagesInFlight = 2;
+        jobs.setPipelineOptions(options);
+        DocumentOptions documentOptions;
+        documentOptions.dpi = 72;
+        jobs.setDocumentOptions(documentOptions);
+        const int doc = model.addDocument(path);
+        QMetaObject::Connection stop = connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+            if (model.page(d, p).state == PageState::Done && model.document(d).pagesDone >= 2) {
+                jobs.cancel();
+            }
+        });
+        QVERIFY(runAndWait(jobs, {doc}).cancelled);
+        disconnect(stop);
+        QCOMPARE(model.document(doc).state, DocumentState::Cancelled);
+        QCOMPARE(model.document(doc).pages.size(), size_t{8});
+        std::map<int, std::pair<int, QString>> finished;  // page: generation, first block's content
+        for (int p = 0; p < 8; ++p) {
+            const PageEntry& page = model.page(doc, p);
+            QVERIFY2(page.state != PageState::LaidOut, "a stopped run leaves no page recognising");
+            if (page.state == PageState::Done) {
+                QVERIFY(!page.result.blocks.empty());
+                finished[p] = {page.generation, page.result.blocks.front().content};
+            }
+        }
+        const int done = static_cast<int>(finished.size());
+        QVERIFY2(done >= 2 && done < 8, qPrintable(QString::number(done)));
+        QCOMPARE(model.document(doc).pagesDone, done);
+        QCOMPARE(static_cast<int>(model.pagesToRun(doc, RunScope::Missing).size()), 8 - done);
+
+        // Only the missing pages are laid out again.
+        QList<int> laidOut;
+        connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+            if (model.page(d, p).state == PageState::LaidOut && !laidOut.contains(p)) {
+                laidOut << p;
+            }
+        });
+        QSignalSpy finishedSpy(&jobs, &JobController::jobFinished);
+        jobs.run({doc}, RunScope::Missing);
+        QVERIFY(finishedSpy.wait(240000));
+        QCOMPARE(finishedSpy.first().first().value<PipelineSummary>().pages, 8 - done);
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QCOMPARE(model.document(doc).pagesDone, 8);
+        QCOMPARE(laidOut.size(), 8 - done);
+        for (const auto& [p, kept] : finished) {
+            QVERIFY2(!laidOut.contains(p), qPrintable(QString::number(p)));
+            QCOMPARE(model.page(doc, p).generation, kept.first);
+            QCOMPARE(model.page(doc, p).result.blocks.front().content, kept.second);
+        }
+        for (int p = 0; p < 8; ++p) {
+            QCOMPARE(model.page(doc, p).state, PageState::Done);
+        }
+        // Nothing is missing now: a run of the missing pages queues nothing.
+        jobs.run({doc}, RunScope::Missing);
+        QVERIFY(!jobs.isRunning());
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+    }
+
+    // RunScope::Unedited keeps the pages the user changed; RunScope::All replaces them too.
+    void runsKeepEditedPages() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        useShortRuns(jobs);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        runAndWait(jobs, {doc});
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        model.editBlockText(doc, 0, 0, QStringLiteral("Mine"));
+        QVERIFY(model.page(doc, 0).edited);
+        QVERIFY(model.block(doc, 0, 0)->edited);
+        QCOMPARE(model.editedPageCount(doc), 1);
+        QVERIFY(!model.hasPagesToRun(doc, RunScope::Missing));
+        QCOMPARE(model.pagesToRun(doc, RunScope::Unedited), std::vector<int>{1});
+
+        const int generation0 = model.page(doc, 0).generation;
+        const int generation1 = model.page(doc, 1).generation;
+        QSignalSpy finished(&jobs, &JobController::jobFinished);
+        jobs.run({doc}, RunScope::Unedited);
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 1);
+        QCOMPARE(model.block(doc, 0, 0)->content, QStringLiteral("Mine"));
+        QCOMPARE(model.page(doc, 0).generation, generation0);
+        QVERIFY(model.page(doc, 1).generation > generation1);
+        QCOMPARE(model.document(doc).pagesDone, 2);
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+
+        jobs.run({doc}, RunScope::All);
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 2);
+        QVERIFY(model.block(doc, 0, 0)->content != QStringLiteral("Mine"));
+        QVERIFY(!model.page(doc, 0).edited);
+        QCOMPARE(model.editedPageCount(doc), 0);
+        // The edit's undo command lapsed with the page it changed.
+        QUndoStack* stack = model.undoStack(doc);
+        if (stack->canUndo()) {
+            stack->undo();
+        }
+        QVERIFY(model.block(doc, 0, 0)->content != QStringLiteral("Mine"));
+        QCOMPARE(stack->count(), 0);
+    }
+
+    // Every block action goes through the document's undo stack: undo puts the page back as it was, redo as
+    // the action left it.
+    void undoAndRedoEveryBlockAction() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        useShortRuns(jobs);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        runAndWait(jobs, {doc});
+        QUndoStack* stack = model.undoStack(doc);
+        QVERIFY(stack != nullptr);
+        QVERIFY(stack->isClean());
+        const auto contents = [&](int page) {
+            QStringList out;
+            for (const BlockResult& b : model.page(doc, page).result.blocks) {
+                out << QStringLiteral("%1|%2|%3").arg(b.label, b.task, b.content);
+            }
+            return out;
+        };
+        const QStringList original = contents(0);
+        QVERIFY(!original.isEmpty());
+        QSignalSpy recognized(&jobs, &JobController::blockRecognized);
+
+        // Edit.
+        model.editBlockText(doc, 0, 0, QStringLiteral("Edited"));
+        const QStringList edited = contents(0);
+        QCOMPARE(stack->count(), 1);
+        QVERIFY(!stack->isClean());
+        QVERIFY(model.hasUnsavedEdits(doc));
+        stack->undo();
+        QCOMPARE(contents(0), original);
+        QVERIFY(!model.page(doc, 0).edited);
+        stack->redo();
+        QCOMPARE(contents(0), edited);
+        QVERIFY(model.block(doc, 0, 0)->edited);
+
+        // Re-run as a table, to its end.
+        jobs.rerunBlock(doc, 0, 0, QStringLiteral("Table Recognition:"));
+        QVERIFY(recognized.wait(60000));
+        const QStringList rerun = contents(0);
+        QCOMPARE(model.block(doc, 0, 0)->label, QStringLiteral("table"));
+        QVERIFY(!model.block(doc, 0, 0)->edited);
+        stack->undo();
+        QCOMPARE(contents(0), edited);
+        stack->redo();
+        QCOMPARE(contents(0), rerun);
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
+
+        // A box drawn by hand.
+        const int before = static_cast<int>(model.page(doc, 0).result.blocks.size());
+        const int id = jobs.recognizeRegion(doc, 0, BlockBox{10, 10, 200, 80}, QStringLiteral("OCR:"));
+        QCOMPARE(id, before);
+        QVERIFY(model.block(doc, 0, id)->drawn);
+        QVERIFY(recognized.wait(60000));
+        const QStringList drawn = contents(0);
+        QCOMPARE(drawn.size(), before + 1);
+        stack->undo();
+        QCOMPARE(contents(0), rerun);
+        stack->redo();
+        QCOMPARE(contents(0), drawn);
+
+        // Delete.
+        model.deleteBlock(doc, 0, 0);
+        QCOMPARE(contents(0), drawn.mid(1));
+        stack->undo();
+        QCOMPARE(contents(0), drawn);
+        stack->redo();
+        QCOMPARE(contents(0), drawn.mid(1));
+
+        // All the way back, and forward again.
+        while (stack->canUndo()) {
+            stack->undo();
+        }
+        QCOMPARE(contents(0), original);
+        QVERIFY(stack->isClean());
+        while (stack->canRedo()) {
+            stack->redo();
+        }
+        QCOMPARE(contents(0), drawn.mid(1));
+        QCOMPARE(stack->count(), 4);
+
+        // A re-run undone while it runs stops its request; redo submits it again and it finishes.
+        recognized.clear();
+        jobs.rerunBlock(doc, 1, 0, QStringLiteral("OCR:"));
+        QVERIFY(jobs.isRecognizing(doc, 1, 0));
+        stack->undo();
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
+        stack->redo();
+        QVERIFY(jobs.isRecognizing(doc, 1, 0));
+        QVERIFY(recognized.wait(60000));
+        QCOMPARE(model.block(doc, 1, 0)->task, QStringLiteral("OCR:"));
+        QVERIFY(model.block(doc, 1, 0)->nTokens >= 1);
+
+        // A deletion while a drawn box is recognised keeps the request on its block, which moved.
+        recognized.clear();
+        const int box = jobs.recognizeRegion(doc, 1, BlockBox{20, 20, 220, 90}, QStringLiteral("OCR:"));
+        QVERIFY(box >= 1);
+        model.deleteBlock(doc, 1, 0);
+        QVERIFY(jobs.isRecognizing(doc, 1, box - 1));
+        QVERIFY(recognized.wait(60000));
+        QCOMPARE(recognized.first().at(2).toInt(), box - 1);
+        QVERIFY(model.block(doc, 1, box - 1)->nTokens >= 1);
+        QCOMPARE(model.block(doc, 1, box - 1)->box.x1, 20);
+    }
+
+    // Closing a document frees its pages and stops its requests; closing one in a run stops the run, and the
+    // run's other documents go on from where they were.
+    void closingADocument() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        useShortRuns(jobs);
+        const int first = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        runAndWait(jobs, {first});
+        QVERIFY(model.pageImagesHeld() > 0);
+        jobs.rerunBlock(first, 0, 0, QStringLiteral("OCR:"));
+        QCOMPARE(jobs.pendingBlockRequests(), 1);
+        QSignalSpy closed(&model, &DocumentModel::documentClosed);
+        model.closeDocument(first);
+        QCOMPARE(closed.size(), 1);
+        QVERIFY(!model.isOpen(first));
+        QCOMPARE(model.document(first).state, DocumentState::Closed);
+        QVERIFY(model.document(first).pages.empty());
+        QCOMPARE(model.pageImagesHeld(), 0);
+        QCOMPARE(model.undoStack(first), nullptr);
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
+        QCOMPARE(model.findDocument(QString::fromUtf8(test::kSamplePdf)), -1);
+
+        // Two documents in one run; the first closes as soon as a page of it is laid out.
+        const QString path = tmp_.filePath(QStringLiteral("four.pdf"));
+        test::writeTestPdf(path, 4);
+        const int a = model.addDocument(path);
+        const int b = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        QVERIFY(b != first);
+        QMetaObject::Connection closer =
+            connect(&model, &DocumentModel::pageChanged, this, [&](int d, int p) {
+                if (d == a && model.isOpen(a) && model.page(d, p).state == PageState::LaidOut) {
+                    model.closeDocument(a);
+                }
+            });
+        QSignalSpy finished(&jobs, &JobController::jobFinished);
+        jobs.run({a, b});
+        QVERIFY(finished.wait(240000));
+        disconnect(closer);
+        QVERIFY(finished.first().first().value<PipelineSummary>().cancelled);
+        QVERIFY(!model.isOpen(a));
+        // b goes on in a run of its own.
+        QTRY_COMPARE_WITH_TIMEOUT(model.document(b).state, DocumentState::Done, 240000);
+        QCOMPARE(model.document(b).pagesDone, 2);
+        QVERIFY(!jobs.isRunning());
+    }
+
     void blockActions() {
         DocumentModel model;
         JobController jobs(service_, model);
@@ -163,7 +424,7 @@ private Q_SLOTS:
         // Edit and delete.
         model.setBlockContent(doc, 1, id, QStringLiteral("Corrected text"));
         QCOMPARE(model.block(doc, 1, id)->content, QStringLiteral("Corrected text"));
-        jobs.removeBlock(doc, 1, 0);
+        model.deleteBlock(doc, 1, 0);
         QCOMPARE(static_cast<int>(model.page(doc, 1).result.blocks.size()), before);
         QCOMPARE(model.block(doc, 1, id - 1)->content, QStringLiteral("Corrected text"));
 

@@ -1,6 +1,8 @@
 // The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
-// its box, export writes the files, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// its box, export writes the files, keys act on the focused widget (Delete, undo and redo), Run and Re-run As
+// ask before replacing the user's changes, and the GUI thread never stalls for 100 ms while a 50-page PDF
+// runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -10,8 +12,10 @@
 #include <QInputDialog>
 #include <QListWidget>
 #include <QMap>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -128,6 +132,18 @@ class TestMainWindow : public QObject {
     JobController* jobs_ = nullptr;
     std::unique_ptr<MainWindow> window_;
     int doc_ = -1;
+
+    // Answers the next message box, once it shows, with its button of this object name (empty: Cancel).
+    void answerNextBox(const QString& button) {
+        QTimer::singleShot(0, this, [button] {
+            QTRY_VERIFY(qobject_cast<QMessageBox*>(QApplication::activeModalWidget()) != nullptr);
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            QAbstractButton* chosen =
+                button.isEmpty() ? box->button(QMessageBox::Cancel) : box->findChild<QPushButton*>(button);
+            QVERIFY(chosen != nullptr);
+            chosen->click();
+        });
+    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -288,6 +304,92 @@ private Q_SLOTS:
         QCOMPARE(window_->currentDocument(), before);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(before).state, DocumentState::Idle, 20000);
         window_->setRunOnOpen(true);
+    }
+
+    // Keys act on the widget that has the focus: Delete in the page view deletes the selected block (undone
+    // with Ctrl+Z, redone with Ctrl+Shift+Z); Delete in the document list closes the document, asking first
+    // while it has changes not exported, and leaves its blocks alone.
+    void keysActOnTheFocusedWidget() {
+        const QString path = tmp_.filePath(QStringLiteral("keys.pdf"));
+        QVERIFY(QFile::copy(QString::fromUtf8(test::kSamplePdf), path));
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QCOMPARE(model_->document(doc).path, path);
+        QVERIFY(finished.wait(240000));
+        window_->showPage(doc, 0);
+        const int blocks = static_cast<int>(model_->page(doc, 0).result.blocks.size());
+        QVERIFY(blocks >= 1);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+
+        window_->selectBlock(0, 0);
+        window_->pageView()->setFocus();
+        QTest::keyClick(window_->pageView(), Qt::Key_Delete);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        QTest::keyClick(window_->pageView(), Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks);
+        QTest::keyClick(window_->pageView(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        QVERIFY(model_->hasUnsavedEdits(doc));
+
+        // In the list, with a block selected on the page: the document is asked about, not the block deleted.
+        window_->selectBlock(0, 0);
+        window_->documentList()->setFocus();
+        const int listed = window_->documentList()->count();
+        answerNextBox(QString());  // Cancel
+        QTest::keyClick(window_->documentList(), Qt::Key_Delete);
+        QVERIFY(model_->isOpen(doc));
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        answerNextBox(QStringLiteral("closeDocument"));
+        QTest::keyClick(window_->documentList(), Qt::Key_Delete);
+        QVERIFY(!model_->isOpen(doc));
+        QCOMPARE(window_->documentList()->count(), listed - 1);
+        QVERIFY(window_->currentDocument() != doc);
+        QVERIFY(model_->isOpen(window_->currentDocument()));
+    }
+
+    // Run on a finished document whose pages have the user's changes asks first: the other pages only, or
+    // every page; Re-run As on an edited block asks too.
+    void runAsksBeforeReplacingEdits() {
+        const QString path = tmp_.filePath(QStringLiteral("ask.pdf"));
+        QVERIFY(QFile::copy(QString::fromUtf8(test::kSamplePdf), path));
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QVERIFY(finished.wait(240000));
+        finished.clear();
+        model_->editBlockText(doc, 0, 0, QStringLiteral("Kept by the user"));
+
+        // Re-run As on the edited block: cancelled, nothing runs.
+        window_->showPage(doc, 0);
+        window_->selectBlock(0, 0);
+        answerNextBox(QString());
+        window_->findChild<QAction*>(QStringLiteral("rerunText"))->trigger();
+        QCOMPARE(jobs_->pendingBlockRequests(), 0);
+        QCOMPARE(model_->block(doc, 0, 0)->content, QStringLiteral("Kept by the user"));
+
+        // Run: the question; Cancel runs nothing.
+        answerNextBox(QString());
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(!jobs_->isRunning());
+        // The other pages only.
+        answerNextBox(QStringLiteral("runUnedited"));
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(jobs_->isRunning());
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 1);
+        QCOMPARE(model_->block(doc, 0, 0)->content, QStringLiteral("Kept by the user"));
+        // Every page.
+        answerNextBox(QStringLiteral("runAll"));
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 2);
+        QVERIFY(model_->block(doc, 0, 0)->content != QStringLiteral("Kept by the user"));
+        // No changes of the user's now: Run replaces the pages without asking.
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(jobs_->isRunning());
+        QVERIFY(finished.wait(240000));
     }
 
     void guiThreadStaysResponsiveOn50Pages() {

@@ -20,6 +20,7 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -27,6 +28,8 @@
 #include <QStyle>
 #include <QThreadPool>
 #include <QToolBar>
+#include <QUndoGroup>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <exception>
 
@@ -71,6 +74,7 @@ MainWindow::MainWindow(DocumentModel& model, JobController& jobs, EngineHost& en
     preview_ = new PreviewLoader(model_, this);
     preview_->setDocumentOptions(jobs_.documentOptions());
     exporter_ = new DocumentExporter(model_, this);
+    undoGroup_ = new QUndoGroup(this);
     exportFolder_ = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
     createLayout();
     createActions();
@@ -186,14 +190,28 @@ void MainWindow::createActions() {
         });
     makeAction(QStringLiteral("export"), QT_TR_NOOP("&Export…"), QKeySequence(tr("Ctrl+E")),
                [this] { exportWithDialog(); });
+    makeAction(QStringLiteral("close"), QT_TR_NOOP("&Close Document"), QKeySequence::Close,
+               [this] { closeDocument(doc_); });
     makeAction(QStringLiteral("quit"), QT_TR_NOOP("&Quit"), QKeySequence::Quit, [this] { close(); });
     makeAction(QStringLiteral("chooseModel"), QT_TR_NOOP("Choose &Model Folder…"), {},
                [this] { chooseModelFolder(); });
 
     makeAction(QStringLiteral("run"), QT_TR_NOOP("&Run"), QKeySequence(tr("Ctrl+R")),
                [this] { runCurrent(); });
+    makeAction(QStringLiteral("runAll"), QT_TR_NOOP("Run &All Pages Again"), QKeySequence(tr("Ctrl+Shift+R")),
+               [this] { runCurrentAgain(); });
     makeAction(QStringLiteral("cancel"), QT_TR_NOOP("&Cancel"), QKeySequence(tr("Ctrl+.")),
                [this] { cancelJobs(); });
+
+    // Undo and redo act on the document in view: its stack is the group's active one.
+    QAction* undo = undoGroup_->createUndoAction(this);
+    undo->setObjectName(QStringLiteral("undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    addAction(undo);
+    QAction* redo = undoGroup_->createRedoAction(this);
+    redo->setObjectName(QStringLiteral("redo"));
+    redo->setShortcuts({QKeySequence(tr("Ctrl+Shift+Z")), QKeySequence(tr("Ctrl+Y"))});
+    addAction(redo);
 
     makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });
@@ -212,6 +230,38 @@ void MainWindow::createActions() {
                                 QKeySequence(tr("Ctrl+Shift+C")), [this] { copySelectedBlock(); });
     blockActions_ << makeAction(QStringLiteral("deleteBlock"), QT_TR_NOOP("&Delete Block"),
                                 QKeySequence::Delete, [this] { deleteSelectedBlock(); });
+    // Block actions act on the block selected in the page view or the result view: their keys only while
+    // one of those has the focus (Delete in the document list closes a document instead).
+    for (QAction* a : std::as_const(blockActions_)) {
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        removeAction(a);
+        pageView_->addAction(a);
+        resultView_->addAction(a);
+    }
+    QAction* closeSelected =
+        makeAction(QStringLiteral("closeSelected"), QT_TR_NOOP("&Close"), QKeySequence::Delete, [this] {
+            if (QListWidgetItem* item = documents_->currentItem()) {
+                closeDocument(item->data(Qt::UserRole).toInt());
+            }
+        });
+    closeSelected->setShortcutContext(Qt::WidgetShortcut);
+    removeAction(closeSelected);
+    documents_->addAction(closeSelected);
+    documents_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(documents_, &QWidget::customContextMenuRequested, this, [this, closeSelected](const QPoint& pos) {
+        QListWidgetItem* item = documents_->itemAt(pos);
+        if (item == nullptr) {
+            return;
+        }
+        showDocument(item->data(Qt::UserRole).toInt());
+        QMenu menu(this);
+        menu.addAction(action(QStringLiteral("run")));
+        menu.addAction(action(QStringLiteral("runAll")));
+        menu.addAction(action(QStringLiteral("export")));
+        menu.addSeparator();
+        menu.addAction(closeSelected);
+        menu.exec(documents_->viewport()->mapToGlobal(pos));
+    });
     QAction* draw =
         makeAction(QStringLiteral("drawBox"), QT_TR_NOOP("Draw &Box"), QKeySequence(tr("Ctrl+D")), [] {});
     draw->setCheckable(true);
@@ -274,14 +324,20 @@ void MainWindow::createMenus() {
     recentMenu_ = translatedMenu(fileMenu_, QT_TR_NOOP("Open &Recent"));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("export")));
+    fileMenu_->addAction(action(QStringLiteral("close")));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("chooseModel")));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("quit")));
     updateRecentMenu();
 
+    QMenu* editMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Edit"));
+    editMenu->addAction(action(QStringLiteral("undo")));
+    editMenu->addAction(action(QStringLiteral("redo")));
+
     QMenu* runMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Run"));
     runMenu->addAction(action(QStringLiteral("run")));
+    runMenu->addAction(action(QStringLiteral("runAll")));
     runMenu->addAction(action(QStringLiteral("cancel")));
 
     viewMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&View"));
@@ -353,7 +409,11 @@ void MainWindow::connectModel() {
         auto* item = new QListWidgetItem(documents_);
         item->setData(Qt::UserRole, doc);
         updateDocumentItem(doc);
+        if (QUndoStack* stack = model_.undoStack(doc)) {
+            undoGroup_->addStack(stack);
+        }
     });
+    connect(&model_, &DocumentModel::documentClosed, this, &MainWindow::onDocumentClosed);
     connect(&model_, &DocumentModel::documentChanged, this, [this](int doc) {
         updateDocumentItem(doc);
         if (doc == doc_ && pages_->count() != static_cast<int>(model_.document(doc).pages.size())) {
@@ -470,7 +530,10 @@ void MainWindow::connectModel() {
     });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
 
-    connect(exporter_, &DocumentExporter::finished, this, [this](int, const QStringList& files) {
+    connect(exporter_, &DocumentExporter::finished, this, [this](int doc, const QStringList& files) {
+        if (QUndoStack* stack = model_.undoStack(doc)) {
+            stack->setClean();  // the user's changes are in the exported files
+        }
         statusBar()->showMessage(tr("Exported %n file(s)", nullptr, static_cast<int>(files.size())), 6000);
         Q_EMIT exportFinished(files);
     });
@@ -622,11 +685,12 @@ void MainWindow::openFiles(const QStringList& paths) {
 }
 
 void MainWindow::showDocument(int doc) {
-    if (doc < 0 || doc >= model_.documentCount()) {
+    if (!model_.isOpen(doc)) {
         return;
     }
     const bool changed = doc != doc_;
     doc_ = doc;
+    undoGroup_->setActiveStack(model_.undoStack(doc));
     for (int row = 0; row < documents_->count(); ++row) {
         if (documents_->item(row)->data(Qt::UserRole).toInt() == doc) {
             const QSignalBlocker blocker(documents_);
@@ -747,29 +811,44 @@ void MainWindow::updateThumbnail(int page) {
     QPixmap pixmap = entry.preview.isNull() ? placeholderThumbnail(entry.size)
                                             : QPixmap::fromImage(entry.preview.scaled(
                                                   96, 128, Qt::KeepAspectRatio, Qt::SmoothTransformation));
-    if (entry.state == PageState::LaidOut || entry.state == PageState::Done ||
-        entry.state == PageState::Failed) {
-        // A small mark of the page's state: blue while recognising, green when done, red when failed.
+    QString state = tr("not run");
+    if (entry.state != PageState::Pending) {
+        // A small mark of the page's state: blue while recognising, amber where a run stopped part way,
+        // green when done, red when failed.
         QPainter painter(&pixmap);
         painter.setRenderHint(QPainter::Antialiasing);
-        const QColor mark = entry.state == PageState::Done     ? QColor(0x16, 0xa3, 0x4a)
-                            : entry.state == PageState::Failed ? QColor(0xdc, 0x26, 0x26)
-                                                               : QColor(0x25, 0x63, 0xeb);
+        QColor mark(0x25, 0x63, 0xeb);
+        state = tr("recognising");
+        if (entry.state == PageState::Done) {
+            mark = QColor(0x16, 0xa3, 0x4a);
+            state = tr("done");
+        } else if (entry.state == PageState::Failed) {
+            mark = QColor(0xdc, 0x26, 0x26);
+            state = tr("failed");
+        } else if (entry.state == PageState::Partial) {
+            mark = QColor(0xd9, 0x77, 0x06);
+            state = tr("partly recognised");
+        }
         painter.setPen(Qt::white);
         painter.setBrush(mark);
         painter.drawEllipse(QPointF(pixmap.width() - 9, pixmap.height() - 9), 6, 6);
     }
     item->setIcon(QIcon(pixmap));
-    item->setToolTip(tr("Page %1 · %2 blocks").arg(page + 1).arg(entry.result.blocks.size()));
+    item->setToolTip(tr("Page %1 · %2 · %3 blocks").arg(page + 1).arg(state).arg(entry.result.blocks.size()));
 }
 
 void MainWindow::updateActions() {
     const bool ready = engine_.state() == ServiceState::Ready;
     const bool hasDoc = doc_ >= 0;
     action(QStringLiteral("run"))->setEnabled(hasDoc && ready);
+    action(QStringLiteral("runAll"))->setEnabled(hasDoc && ready);
     action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning());
     action(QStringLiteral("export"))->setEnabled(hasDoc);
-    const BlockResult* block = model_.block(doc_, page_, block_);
+    action(QStringLiteral("close"))->setEnabled(hasDoc);
+    // A page still being recognised takes no edits: its run's result would replace them.
+    const bool recognising =
+        model_.hasPage(doc_, page_) && model_.page(doc_, page_).state == PageState::LaidOut;
+    const BlockResult* block = recognising ? nullptr : model_.block(doc_, page_, block_);
     const bool hasImage = model_.hasPage(doc_, page_) && !model_.page(doc_, page_).result.image.isNull();
     for (QAction* a : std::as_const(blockActions_)) {
         a->setEnabled(block != nullptr);
@@ -779,14 +858,108 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::runCurrent() {
-    if (doc_ >= 0) {
-        jobs_.run({doc_});
+    if (!model_.isOpen(doc_)) {
+        return;
+    }
+    // A document stopped part way goes on from where it was; one whose pages all have their results runs
+    // again, asking first where that would replace the user's changes.
+    if (model_.hasPagesToRun(doc_, RunScope::Missing)) {
+        if (model_.document(doc_).pagesDone > 0) {
+            statusBar()->showMessage(tr("Running the pages without a result"), 4000);
+        }
+        jobs_.run({doc_}, RunScope::Missing);
+        return;
+    }
+    runCurrentAgain();
+}
+
+void MainWindow::runCurrentAgain() {
+    if (!model_.isOpen(doc_)) {
+        return;
+    }
+    const int edited = model_.editedPageCount(doc_);
+    if (edited == 0) {
+        jobs_.run({doc_}, RunScope::All);
+        return;
+    }
+    QMessageBox box(
+        QMessageBox::Question, tr("Run again"),
+        tr("%n page(s) of “%1” have changes of yours: edited text, deleted blocks, boxes drawn or "
+           "blocks re-run. Running them again replaces those changes.",
+           nullptr, edited)
+            .arg(model_.document(doc_).name),
+        QMessageBox::Cancel, this);
+    QPushButton* keep = box.addButton(tr("Run the Other Pages"), QMessageBox::AcceptRole);
+    keep->setObjectName(QStringLiteral("runUnedited"));
+    QPushButton* all = box.addButton(tr("Run Every Page"), QMessageBox::DestructiveRole);
+    all->setObjectName(QStringLiteral("runAll"));
+    box.setDefaultButton(keep);
+    box.exec();
+    if (box.clickedButton() == keep) {
+        if (!model_.hasPagesToRun(doc_, RunScope::Unedited)) {
+            statusBar()->showMessage(tr("Every page has changes of yours: nothing else to run"), 5000);
+        }
+        jobs_.run({doc_}, RunScope::Unedited);
+    } else if (box.clickedButton() == all) {
+        jobs_.run({doc_}, RunScope::All);
     }
 }
 
 void MainWindow::cancelJobs() {
     jobs_.cancel();
     progressText_->setText(tr("Cancelling…"));
+}
+
+bool MainWindow::closeDocument(int doc) {
+    if (!model_.isOpen(doc)) {
+        return false;
+    }
+    if (model_.hasUnsavedEdits(doc)) {
+        QMessageBox box(QMessageBox::Question, tr("Close document"),
+                        tr("“%1” has changes of yours that were not exported. Close it and lose them?")
+                            .arg(model_.document(doc).name),
+                        QMessageBox::Cancel, this);
+        QPushButton* close = box.addButton(tr("Close Without Exporting"), QMessageBox::DestructiveRole);
+        close->setObjectName(QStringLiteral("closeDocument"));
+        box.setDefaultButton(QMessageBox::Cancel);
+        box.exec();
+        if (box.clickedButton() != close) {
+            return false;
+        }
+    }
+    model_.closeDocument(doc);
+    return true;
+}
+
+void MainWindow::onDocumentClosed(int doc) {
+    int row = -1;
+    for (int r = 0; r < documents_->count(); ++r) {
+        if (documents_->item(r)->data(Qt::UserRole).toInt() == doc) {
+            row = r;
+        }
+    }
+    if (row >= 0) {
+        const QSignalBlocker blocker(documents_);
+        delete documents_->takeItem(row);
+    }
+    if (doc != doc_) {
+        return;
+    }
+    // The next document in the list takes its place, or none.
+    doc_ = -1;
+    page_ = -1;
+    block_ = -1;
+    const int next = std::min(row, documents_->count() - 1);
+    if (next >= 0) {
+        showDocument(documents_->item(next)->data(Qt::UserRole).toInt());
+        return;
+    }
+    undoGroup_->setActiveStack(nullptr);
+    rebuildThumbnails();
+    pageView_->showPage(-1, -1);
+    resultView_->showDocument(-1);
+    setWindowTitle(QStringLiteral("Folio"));
+    updateActions();
 }
 
 void MainWindow::editSelectedBlock() {
@@ -799,7 +972,7 @@ void MainWindow::editSelectedBlock() {
         QInputDialog::getMultiLineText(this, tr("Edit block %1").arg(block_ + 1),
                                        tr("Text (Markdown; tables as HTML):"), block->content, &ok);
     if (ok) {
-        model_.setBlockContent(doc_, page_, block_, text);
+        model_.editBlockText(doc_, page_, block_, text);
     }
 }
 
@@ -817,15 +990,31 @@ void MainWindow::deleteSelectedBlock() {
     }
     const int removed = block_;
     block_ = -1;
-    jobs_.removeBlock(doc_, page_, removed);
+    model_.deleteBlock(doc_, page_, removed);
     resultView_->highlightBlock(-1, -1);
     updateActions();
 }
 
 void MainWindow::rerunSelectedBlock(const QString& prompt) {
-    if (model_.block(doc_, page_, block_) != nullptr) {
-        jobs_.rerunBlock(doc_, page_, block_, prompt);
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    if (block == nullptr) {
+        return;
     }
+    if (block->edited) {
+        QMessageBox box(
+            QMessageBox::Question, tr("Re-run block"),
+            tr("You edited the text of block %1. Running it again replaces your text (Undo brings "
+               "it back).")
+                .arg(block_ + 1),
+            QMessageBox::Cancel, this);
+        QPushButton* rerun = box.addButton(tr("Re-run"), QMessageBox::AcceptRole);
+        rerun->setObjectName(QStringLiteral("rerun"));
+        box.exec();
+        if (box.clickedButton() != rerun) {
+            return;
+        }
+    }
+    jobs_.rerunBlock(doc_, page_, block_, prompt);
 }
 
 void MainWindow::onRegionDrawn(const QRect& rect) {

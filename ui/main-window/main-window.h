@@ -24,6 +24,7 @@ class QMenu;
 class QProgressBar;
 class QLabel;
 class QSplitter;
+class QUndoGroup;
 
 namespace folio {
 
@@ -72,8 +73,14 @@ public:
     int selectedBlock() const { return block_; }
     // Selects a block in the page view and the result view (-1: none).
     void selectBlock(int page, int blockId);
+    // Runs the document in view: the pages without a result where some have theirs (a cancelled run goes on),
+    // else every page again, asking first where pages have the user's changes.
     void runCurrent();
+    // Every page again, asking first where pages have the user's changes (keep those, or run them too).
+    void runCurrentAgain();
     void cancelJobs();
+    // Closes a document, asking first where it has changes not exported; whether it closed.
+    bool closeDocument(int doc);
     void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats);
     // What exports write by default (the export dialog's choice until the user changes it) and the labels
     // whose blocks reach Markdown and HTML (the result view dims the others).
@@ -90,6 +97,7 @@ public:
     DocumentExporter* exporter() const { return exporter_; }
     PreviewLoader* previewLoader() const { return preview_; }
     QAction* action(const QString& name) const;  // by object name: "run", "cancel", "export", ...
+    QUndoGroup* undoGroup() const { return undoGroup_; }
 
     // An error for the problems panel (any part of the app).
     void reportError(const QString& message);
@@ -132,6 +140,7 @@ private:
     void copySelectedBlock();
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
+    void onDocumentClosed(int doc);
     void onRegionDrawn(const QRect& rect);
     void exportWithDialog();
     void chooseModelFolder();
@@ -145,6 +154,7 @@ private:
     EngineHost& engine_;
     PreviewLoader* preview_ = nullptr;
     DocumentExporter* exporter_ = nullptr;
+    QUndoGroup* undoGroup_ = nullptr;  // the documents' undo stacks, the one in view active
     EngineParamsFactory engineFactory_;
     QString deviceName_;
 

@@ -5,7 +5,10 @@
 //   folio [FILE|FOLDER...] [--model DIR|ORG/NAME] [--device cuda[:N]|cpu] [--threads N]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileInfo>
+#include <QSettings>
 #include <memory>
 
 #include "app/document-model/document-model.h"
@@ -117,6 +120,10 @@ int main(int argc, char** argv) {
                                           openModelManager);
                          dialog.exec();
                      });
+
+    // The last session's documents with their results; the session file sits beside the settings.
+    window.setSessionFile(
+        QFileInfo(QSettings().fileName()).absoluteDir().filePath(QStringLiteral("session.json")));
 
     window.show();
     binding.start();

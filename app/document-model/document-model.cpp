@@ -79,6 +79,32 @@ int DocumentModel::addDocument(const QString& path) {
     return doc;
 }
 
+int DocumentModel::addRestoredDocument(const QString& path, std::vector<PageEntry> pages, bool changedOnDisk,
+                                       qint64 savedFileSize, const QDateTime& savedFileModified) {
+    DocumentEntry entry;
+    entry.path = path;
+    entry.name = QFileInfo(path).fileName();
+    entry.info.inputPath = path;
+    entry.info.stem = QFileInfo(path).completeBaseName();
+    entry.info.pageCount = static_cast<int>(pages.size());
+    entry.pages = std::move(pages);
+    entry.changedOnDisk = changedOnDisk;
+    entry.savedFileSize = savedFileSize;
+    entry.savedFileModified = savedFileModified;
+    entry.undo = std::make_unique<QUndoStack>();
+    countPagesDone(entry);
+    const bool anyResult = std::any_of(entry.pages.begin(), entry.pages.end(),
+                                       [](const PageEntry& p) { return p.state != PageState::Pending; });
+    entry.state = entry.pages.empty()                                       ? DocumentState::Opening
+                  : entry.pagesDone == static_cast<int>(entry.pages.size()) ? DocumentState::Done
+                  : anyResult                                               ? DocumentState::Cancelled
+                                                                            : DocumentState::Idle;
+    documents_.push_back(std::move(entry));
+    const int doc = documentCount() - 1;
+    Q_EMIT documentAdded(doc);
+    return doc;
+}
+
 void DocumentModel::setDocumentState(int doc, DocumentState state, const QString& error) {
     DocumentEntry* found = mutableDocument(doc);
     if (found == nullptr || state == DocumentState::Closed) {
@@ -172,6 +198,7 @@ void DocumentModel::resetResults(int doc) {
     }
     std::vector<int> all(document(doc).pages.size());
     std::iota(all.begin(), all.end(), 0);
+    documents_[static_cast<size_t>(doc)].changedOnDisk = false;  // the results to come are the file's
     resetPages(doc, all);
 }
 

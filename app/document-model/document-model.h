@@ -3,6 +3,7 @@
 // for the user's block actions. Lives on the GUI thread.
 #pragma once
 
+#include <QDateTime>
 #include <QImage>
 #include <QObject>
 #include <QSize>
@@ -51,6 +52,11 @@ struct DocumentEntry {
     QString error;
     int pagesDone = 0;                 // pages with a result (done or failed)
     std::unique_ptr<QUndoStack> undo;  // the user's block actions; none once closed
+    // Restored from the session file, the file had changed since its results were saved: they may not match
+    // it (a run of every page replaces them). The saved results' file size and time.
+    bool changedOnDisk = false;
+    qint64 savedFileSize = -1;
+    QDateTime savedFileModified;
 };
 
 // A page's blocks as one undo command saw them before or after its action.
@@ -80,6 +86,9 @@ public:
 
     // A new document (not opened yet); its index.
     int addDocument(const QString& path);
+    // A document with its pages as a session file kept them; its index. Its state follows its pages.
+    int addRestoredDocument(const QString& path, std::vector<PageEntry> pages, bool changedOnDisk,
+                            qint64 savedFileSize, const QDateTime& savedFileModified);
     void setDocumentState(int doc, DocumentState state, const QString& error = {});
     // Pages as the document was opened: their sizes in page pixels.
     void setPageSizes(int doc, const std::vector<QSize>& sizes);

@@ -1,8 +1,8 @@
 // The desktop app's logic without widgets, on the fixture models: documents opened with previews, a run
 // through the job controller (pages laid out before their text, text streamed, pages finished in order),
 // cancel and a run that goes on from there, runs that keep the user's pages, re-running a block with another
-// task, a box drawn by hand, undo and redo of every block action, closing documents, export, and failures
-// reported.
+// task, a box drawn by hand, undo and redo of every block action, closing documents, the session file,
+// export, and failures reported.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -13,6 +13,7 @@
 #include <map>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/preview-loader.h"
@@ -389,6 +390,137 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(model.document(b).state, DocumentState::Done, 240000);
         QCOMPARE(model.document(b).pagesDone, 2);
         QVERIFY(!jobs.isRunning());
+    }
+
+    // The session file keeps each document's pages and blocks, the user's edits, deletions and drawn boxes
+    // included: a model restored from it shows them without a run, and a file changed since is flagged.
+    void sessionFileRoundTrip() {
+        const QString path = tmp_.filePath(QStringLiteral("kept.pdf"));
+        QVERIFY(QFile::copy(QString::fromUtf8(test::kSamplePdf), path));
+        DocumentModel model;
+        JobController jobs(service_, model);
+        useShortRuns(jobs);
+        const int doc = model.addDocument(path);
+        runAndWait(jobs, {doc});
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QSignalSpy recognized(&jobs, &JobController::blockRecognized);
+        model.editBlockText(doc, 0, 0, QStringLiteral("Edited by hand"));
+        const int drawn = jobs.recognizeRegion(doc, 1, BlockBox{12, 14, 180, 90}, QStringLiteral("OCR:"));
+        QVERIFY(recognized.wait(60000));
+        model.deleteBlock(doc, 1, 0);
+        // A table as recognition leaves one, and a block kept as an image.
+        BlockResult table = *model.block(doc, 0, 0);
+        table.label = QStringLiteral("table");
+        table.table = TableGrid{2,
+                                2,
+                                {{0, 0, 1, 2, QStringLiteral("head")},
+                                 {1, 0, 1, 1, QStringLiteral("a")},
+                                 {1, 1, 1, 1, QStringLiteral("b")}}};
+        QImage figure(40, 30, QImage::Format_RGB888);
+        figure.fill(QColor(10, 120, 200));
+        table.image = figure;
+        model.setBlock(doc, 0, table);
+
+        const QString file = tmp_.filePath(QStringLiteral("config/session.json"));
+        {
+            SessionStore store(model, file);
+            QSignalSpy failed(&store, &SessionStore::failed);
+            store.writeNow();
+            QVERIFY(failed.isEmpty());
+        }
+        QVERIFY(QFile::exists(file));
+        QCOMPARE(QDir(QFileInfo(file).absolutePath()).entryList(QDir::Files | QDir::Hidden).size(), 1);
+
+        DocumentModel restored;
+        SessionStore store(restored, file);
+        QStringList problems;
+        const QList<int> docs = store.restore(&problems);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+        QCOMPARE(docs.size(), 1);
+        const int back = docs.first();
+        QCOMPARE(restored.document(back).path, path);
+        QCOMPARE(restored.document(back).state, DocumentState::Done);
+        QCOMPARE(restored.document(back).pagesDone, 2);
+        QVERIFY(!restored.document(back).changedOnDisk);
+        QCOMPARE(restored.document(back).pages.size(), model.document(doc).pages.size());
+        for (int p = 0; p < 2; ++p) {
+            const PageEntry& a = model.page(doc, p);
+            const PageEntry& b = restored.page(back, p);
+            QCOMPARE(b.state, a.state);
+            QCOMPARE(b.size, a.size);
+            QCOMPARE(b.edited, a.edited);
+            QCOMPARE(b.result.dpi, a.result.dpi);
+            QCOMPARE(b.result.width, a.result.width);
+            QCOMPARE(b.result.blocks.size(), a.result.blocks.size());
+            for (size_t i = 0; i < a.result.blocks.size(); ++i) {
+                const BlockResult& x = a.result.blocks[i];
+                const BlockResult& y = b.result.blocks[i];
+                QCOMPARE(y.id, x.id);
+                QCOMPARE(y.label, x.label);
+                QCOMPARE(y.task, x.task);
+                QCOMPARE(y.content, x.content);
+                QCOMPARE(y.rawText, x.rawText);
+                QCOMPARE(y.box.x1, x.box.x1);
+                QCOMPARE(y.box.y2, x.box.y2);
+                QCOMPARE(y.polygon, x.polygon);
+                QCOMPARE(y.order, x.order);
+                QCOMPARE(y.groupId, x.groupId);
+                QCOMPARE(y.nTokens, x.nTokens);
+                QCOMPARE(y.edited, x.edited);
+                QCOMPARE(y.drawn, x.drawn);
+                QCOMPARE(y.table.has_value(), x.table.has_value());
+                QCOMPARE(y.image.isNull(), x.image.isNull());
+            }
+        }
+        const BlockResult* kept = restored.block(back, 0, 0);
+        QCOMPARE(kept->content, QStringLiteral("Edited by hand"));
+        QVERIFY(kept->edited);
+        QCOMPARE(kept->table->cells.size(), size_t{3});
+        QCOMPARE(kept->table->cells[0].columnSpan, 2);
+        QCOMPARE(kept->table->cells[2].text, QStringLiteral("b"));
+        QCOMPARE(kept->image.convertToFormat(QImage::Format_RGB888), figure);
+        QVERIFY(restored.block(back, 1, drawn - 1)->drawn);
+        QVERIFY(restored.page(back, 1).edited);
+        // Nothing to run; the page images are rendered again when needed.
+        QVERIFY(!restored.hasPagesToRun(back, RunScope::Missing));
+        QVERIFY(restored.needsPageImage(back, 0));
+
+        // The file changed since: its results come back flagged.
+        {
+            QFile pdf(path);
+            QVERIFY(pdf.open(QIODevice::Append));
+            pdf.write("\n% changed\n");
+        }
+        DocumentModel changed;
+        SessionStore again(changed, file);
+        const QList<int> changedDocs = again.restore();
+        QCOMPARE(changedDocs.size(), 1);
+        QVERIFY(changed.document(changedDocs.first()).changedOnDisk);
+        QCOMPARE(changed.block(changedDocs.first(), 0, 0)->content, QStringLiteral("Edited by hand"));
+
+        // A change to the model is written a moment later; a closed document leaves the file.
+        restored.closeDocument(back);
+        QTRY_VERIFY_WITH_TIMEOUT(parseSessionJson(
+                                     [&] {
+                                         QFile f(file);
+                                         return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+                                     }(),
+                                     file)
+                                     .empty(),
+                                 10000);
+
+        // A file that is gone is said, and left out.
+        QVERIFY(QFile::remove(path));
+        DocumentModel gone;
+        SessionStore none(gone, file);
+        {
+            SessionStore writer(changed, file);
+            writer.writeNow();
+        }
+        problems.clear();
+        QVERIFY(none.restore(&problems).isEmpty());
+        QCOMPARE(problems.size(), 1);
+        QVERIFY(problems.first().contains(QStringLiteral("kept.pdf")));
     }
 
     void blockActions() {

@@ -1,8 +1,8 @@
 // The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
-// its box, export writes the files, keys act on the focused widget (Delete, undo and redo), Run and Re-run As
-// ask before replacing the user's changes, and the GUI thread never stalls for 100 ms while a 50-page PDF
-// runs.
+// its box, export writes the files, a session file brings documents back with their results, keys act on the
+// focused widget (Delete, undo and redo), Run and Re-run As ask before replacing the user's changes, and the
+// GUI thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "ui/main-window/error-panel.h"
@@ -304,6 +305,37 @@ private Q_SLOTS:
         QCOMPARE(window_->currentDocument(), before);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(before).state, DocumentState::Idle, 20000);
         window_->setRunOnOpen(true);
+    }
+
+    // With a session file, the documents open now come back in a new window with their results and the
+    // user's edits, shown at once without a run.
+    void sessionBringsDocumentsBack() {
+        const QString file = tmp_.filePath(QStringLiteral("settings/session.json"));
+        window_->showDocument(doc_);
+        model_->editBlockText(doc_, 0, 0, QStringLiteral("Kept across launches"));
+        window_->setSessionFile(file);
+        window_->sessionStore()->writeNow();
+        QVERIFY(QFile::exists(file));
+
+        DocumentModel model;
+        JobController jobs(engine_->service(), model);
+        MainWindow window(model, jobs, *engine_);
+        window.setRunOnOpen(false);
+        window.setSessionFile(file);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        const int doc = model.findDocument(model_->document(doc_).path);
+        QVERIFY(doc >= 0);
+        QVERIFY(!jobs.isRunning());
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QCOMPARE(model.block(doc, 0, 0)->content, QStringLiteral("Kept across launches"));
+        QVERIFY(model.block(doc, 0, 0)->edited);
+        window.showPage(doc, 0);
+        QCOMPARE(window.pageView()->blockItemCount(),
+                 static_cast<int>(model.page(doc, 0).result.blocks.size()));
+        // The page's image comes back rendered again, and the thumbnails from the file.
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 0).result.image.isNull(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 1).preview.isNull(), 20000);
     }
 
     // Keys act on the widget that has the focus: Delete in the page view deletes the selected block (undone

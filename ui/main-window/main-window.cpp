@@ -34,6 +34,7 @@
 #include <exception>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/documents/input-files.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/installed-models.h"
@@ -648,6 +649,31 @@ void MainWindow::chooseModelFolder() {
     }
 }
 
+void MainWindow::setSessionFile(const QString& path) {
+    delete session_;
+    session_ = new SessionStore(model_, path, this);
+    connect(session_, &SessionStore::failed, this, [this](const QString& message) {
+        reportError(tr("The session was not saved: %1").arg(message));
+    });
+    QStringList problems;
+    const QList<int> restored = session_->restore(&problems);
+    for (const QString& problem : std::as_const(problems)) {
+        reportError(problem);
+    }
+    for (const int doc : restored) {
+        preview_->setDocumentOptions(jobs_.documentOptions());
+        preview_->load(doc);  // thumbnails; the pages' images are rendered again when shown
+        if (model_.document(doc).changedOnDisk) {
+            reportError(tr("“%1” changed since its results were saved: they show until you run it again "
+                           "(Run)")
+                            .arg(model_.document(doc).name));
+        }
+    }
+    if (!restored.isEmpty() && !model_.isOpen(doc_)) {
+        showDocument(restored.first());
+    }
+}
+
 void MainWindow::openFiles(const QStringList& paths) {
     QStringList files;
     for (const QString& path : paths) {
@@ -777,6 +803,9 @@ void MainWindow::updateDocumentItem(int doc) {
         } else if (pages > 0) {
             detail = tr("%1 · %n page(s)", nullptr, pages).arg(detail);
         }
+        if (entry.changedOnDisk) {
+            detail += tr(" · file changed");
+        }
         item->setText(entry.name + QStringLiteral("\n") + detail);
         item->setToolTip(entry.error.isEmpty() ? entry.path
                                                : entry.path + QStringLiteral("\n") + entry.error);
@@ -863,7 +892,7 @@ void MainWindow::runCurrent() {
     }
     // A document stopped part way goes on from where it was; one whose pages all have their results runs
     // again, asking first where that would replace the user's changes.
-    if (model_.hasPagesToRun(doc_, RunScope::Missing)) {
+    if (model_.hasPagesToRun(doc_, RunScope::Missing) && !model_.document(doc_).changedOnDisk) {
         if (model_.document(doc_).pagesDone > 0) {
             statusBar()->showMessage(tr("Running the pages without a result"), 4000);
         }
@@ -1118,6 +1147,9 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     jobs_.cancel();
+    if (session_ != nullptr) {
+        session_->writeNow();
+    }
     QMainWindow::closeEvent(event);
 }
 

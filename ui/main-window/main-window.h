@@ -36,6 +36,7 @@ class JobController;
 class PageView;
 class PreviewLoader;
 class ResultView;
+class SessionStore;
 
 // What the engine is loaded with for a model pair: the device and engine options are the app's choice.
 using EngineParamsFactory = std::function<ServiceParams(const ModelFolders&)>;
@@ -62,6 +63,11 @@ public:
     void setEngineFactory(EngineParamsFactory factory, const QString& deviceName);
     void loadModels(const ModelFolders& models);
     void findAndLoadModels();
+
+    // Keeps the open documents' results in a session file and opens the documents of the last session with
+    // theirs (checked against each file's size and time).
+    void setSessionFile(const QString& path);
+    SessionStore* sessionStore() const { return session_; }
 
     // Documents.
     void openFiles(const QStringList& paths);
@@ -155,6 +161,7 @@ private:
     PreviewLoader* preview_ = nullptr;
     DocumentExporter* exporter_ = nullptr;
     QUndoGroup* undoGroup_ = nullptr;  // the documents' undo stacks, the one in view active
+    SessionStore* session_ = nullptr;
     EngineParamsFactory engineFactory_;
     QString deviceName_;
 

@@ -462,7 +462,27 @@ void DocumentModel::restore(int doc, int page, const PageSnapshot& snapshot) {
     if (p == nullptr) {
         return;
     }
-    p->result.blocks = snapshot.blocks;
+    std::vector<BlockResult> blocks = snapshot.blocks;
+    // A block that was being recognised when the snapshot was taken keeps the result that came since.
+    for (BlockResult& b : blocks) {
+        if (!b.recognising) {
+            continue;
+        }
+        for (const BlockResult& now : p->result.blocks) {
+            if (!now.recognising && now.task == b.task && now.box.x1 == b.box.x1 && now.box.y1 == b.box.y1 &&
+                now.box.x2 == b.box.x2 && now.box.y2 == b.box.y2) {
+                const int id = b.id;
+                const int order = b.order;
+                const int group = b.groupId;
+                b = now;
+                b.id = id;
+                b.order = order;
+                b.groupId = group;
+                break;
+            }
+        }
+    }
+    p->result.blocks = std::move(blocks);
     p->edited = snapshot.edited;
     Q_EMIT blocksRenumbered(doc, page);
     Q_EMIT pageChanged(doc, page);

@@ -364,15 +364,32 @@ void JobController::cancelBlockRequests(int doc, int page, int blockId) {
     const auto matches = [&](const BlockRequest& r) {
         return r.doc == doc && (page < 0 || r.page == page) && (blockId < 0 || r.blockId == blockId);
     };
+    std::vector<std::pair<int, int>> stopped;  // page, block
     for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
         if (matches(*it)) {
             it->handle.cancel();
+            stopped.emplace_back(it->page, it->blockId);
             it = blockRequests_.erase(it);
         } else {
             ++it;
         }
     }
-    waitingForImage_.removeIf(matches);
+    for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
+        if (matches(*it)) {
+            stopped.emplace_back(it->page, it->blockId);
+            it = waitingForImage_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    // The blocks, where they are still there, no longer wait for text.
+    for (const auto& [p, b] : stopped) {
+        if (const BlockResult* block = model_.block(doc, p, b); block != nullptr && block->recognising) {
+            BlockResult stoppedBlock = *block;
+            stoppedBlock.recognising = false;
+            model_.setBlock(doc, p, stoppedBlock);
+        }
+    }
 }
 
 void JobController::onBlocksRenumbered(int doc, int page) {
@@ -407,6 +424,15 @@ void JobController::onBlocksRenumbered(int doc, int page) {
             }
         }
         ++it;
+    }
+    // Blocks put back as being recognised whose request is no longer under way wait for nothing.
+    const std::vector<BlockResult> blocks = model_.page(doc, page).result.blocks;
+    for (const BlockResult& b : blocks) {
+        if (b.recognising && !isRecognizing(doc, page, b.id)) {
+            BlockResult idle = b;
+            idle.recognising = false;
+            model_.setBlock(doc, page, idle);
+        }
     }
 }
 
@@ -558,6 +584,7 @@ void JobController::drain() {
                 continue;
             }
             BlockResult block = *current;
+            block.recognising = false;
             block.rawText = output->text;
             block.nTokens = output->nTokens;
             block.truncated = output->truncated;
@@ -619,6 +646,7 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
         waiting.label = choice->label;
         waiting.task = choice->prompt;
         waiting.edited = false;
+        waiting.recognising = true;
         model_.setBlock(doc, page, waiting);
         model_.setPageEdited(doc, page);
         waitingForImage_.append({doc, page, blockId, current->box, choice->prompt, {}});
@@ -635,7 +663,9 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
         Q_EMIT errorOccurred(QStringLiteral("The engine is not ready: load a model first"));
         return;
     }
-    BlockResult block = *current;
+    // A newer request for the same block replaces an older one.
+    cancelBlockRequests(doc, page, blockId);
+    BlockResult block = *model_.block(doc, page, blockId);
     QImage crop = cropBlock(pageImage, block.box, block.polygon);
     if (crop.isNull()) {
         Q_EMIT errorOccurred(QStringLiteral("The box of block %1 lies outside its page").arg(blockId + 1));
@@ -651,6 +681,7 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
     block.nTokens = 0;
     block.truncated = false;
     block.edited = false;
+    block.recognising = true;
     block.image = savedAsImage(block.label, recognition) ? crop : QImage();
     crop = cropForTask(crop, choice->prompt);
     model_.setBlock(doc, page, block);
@@ -658,8 +689,6 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
     RequestSpec spec =
         blockRequest(crop, block.label, choice->prompt, recognition, pipelineOptions_.sampling);
 
-    // A newer request for the same block replaces an older one.
-    cancelBlockRequests(doc, page, blockId);
     const int64_t serial = nextSerial_++;
     SubmitOptions options;
     options.priority = Priority::Interactive;
@@ -683,6 +712,8 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
         blockRequests_.insert(serial,
                               BlockRequest{doc, page, blockId, block.box, block.task, std::move(handle)});
     } catch (const std::exception& e) {
+        block.recognising = false;
+        model_.setBlock(doc, page, block);
         Q_EMIT errorOccurred(QString::fromUtf8(e.what()));
     }
 }

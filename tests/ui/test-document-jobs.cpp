@@ -344,6 +344,23 @@ private Q_SLOTS:
         QCOMPARE(recognized.first().at(2).toInt(), box - 1);
         QVERIFY(model.block(doc, 1, box - 1)->nTokens >= 1);
         QCOMPARE(model.block(doc, 1, box - 1)->box.x1, 20);
+        QVERIFY(!model.block(doc, 1, box - 1)->recognising);
+
+        // An edit made while a drawn box is recognised, undone after its text came: the box keeps its text.
+        recognized.clear();
+        const int late = jobs.recognizeRegion(doc, 1, BlockBox{30, 120, 230, 190}, QStringLiteral("OCR:"));
+        QVERIFY(model.block(doc, 1, late)->recognising);
+        model.editBlockText(doc, 1, 0, QStringLiteral("Meanwhile"));
+        QVERIFY(recognized.wait(60000));
+        const QString text = model.block(doc, 1, late)->content;
+        const int tokens = model.block(doc, 1, late)->nTokens;
+        QVERIFY(tokens >= 1);
+        stack->undo();
+        QVERIFY(model.block(doc, 1, 0)->content != QStringLiteral("Meanwhile"));
+        QVERIFY(!model.block(doc, 1, late)->recognising);
+        QCOMPARE(model.block(doc, 1, late)->nTokens, tokens);
+        QCOMPARE(model.block(doc, 1, late)->content, text);
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
     }
 
     // Closing a document frees its pages and stops its requests; closing one in a run stops the run, and the

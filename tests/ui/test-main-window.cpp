@@ -1,8 +1,8 @@
 // The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
 // its box, export writes the files, a session file brings documents back with their results, keys act on the
-// focused widget (Delete, undo and redo), Run and Re-run As ask before replacing the user's changes, and the
-// GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
+// the user's changes, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -30,6 +30,7 @@
 #include "app/document-model/session-file.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
+#include "screenshot.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/main-window.h"
 #include "ui/page-view/block-item.h"
@@ -134,11 +135,17 @@ class TestMainWindow : public QObject {
     std::unique_ptr<MainWindow> window_;
     int doc_ = -1;
 
-    // Answers the next message box, once it shows, with its button of this object name (empty: Cancel).
-    void answerNextBox(const QString& button) {
-        QTimer::singleShot(0, this, [button] {
+    // Answers the next message box, once it shows, with its button of this object name (empty: Cancel);
+    // saved as the screenshot `name` first where one is given.
+    void answerNextBox(const QString& button, const QString& name = {}) {
+        QTimer::singleShot(0, this, [button, name] {
             QTRY_VERIFY(qobject_cast<QMessageBox*>(QApplication::activeModalWidget()) != nullptr);
             auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            const QString dir = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
+            if (!name.isEmpty() && !dir.isEmpty()) {
+                QDir().mkpath(dir);
+                box->grab().save(QDir(dir).filePath(name + QStringLiteral(".png")));
+            }
             QAbstractButton* chosen =
                 button.isEmpty() ? box->button(QMessageBox::Cancel) : box->findChild<QPushButton*>(button);
             QVERIFY(chosen != nullptr);
@@ -338,6 +345,58 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 1).preview.isNull(), 20000);
     }
 
+    // After a cancel each page shows its real state (done, partly recognised, not run), and Run goes on with
+    // the pages not done, keeping the others.
+    void runAfterCancelGoesOn() {
+        const QString path = tmp_.filePath(QStringLiteral("twelve.pdf"));
+        test::writeTestPdf(path, 12);
+        PipelineOptions options = test::fixturePipelineOptions(false);
+        options.maxPagesInFlight = 2;
+        jobs_->setPipelineOptions(options);
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        QMetaObject::Connection stop = connect(model_, &DocumentModel::pageChanged, this, [&](int d, int) {
+            if (model_->document(d).path == path && model_->document(d).pagesDone >= 3) {
+                window_->cancelJobs();
+            }
+        });
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QVERIFY(finished.wait(240000));
+        disconnect(stop);
+        finished.clear();
+        QCOMPARE(model_->document(doc).state, DocumentState::Cancelled);
+        const int done = model_->document(doc).pagesDone;
+        QVERIFY2(done >= 3 && done < 12, qPrintable(QString::number(done)));
+        QStringList states;
+        for (int p = 0; p < 12; ++p) {
+            const QString tip = window_->pageList()->item(p)->toolTip();
+            const PageState state = model_->page(doc, p).state;
+            QVERIFY(state != PageState::LaidOut);
+            QVERIFY2(tip.contains(state == PageState::Done      ? QStringLiteral("done")
+                                  : state == PageState::Partial ? QStringLiteral("partly recognised")
+                                                                : QStringLiteral("not run")),
+                     qPrintable(tip));
+            states << tip;
+        }
+        window_->resultView()->flush();
+        QTest::qWait(300);
+        test::saveScreenshot(window_.get(), QStringLiteral("after-cancel"));
+        const QString firstDone = model_->page(doc, 0).result.blocks.empty()
+                                      ? QString()
+                                      : model_->page(doc, 0).result.blocks.front().content;
+        const int generation = model_->page(doc, 0).generation;
+
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.first().first().value<PipelineSummary>().pages, 12 - done);
+        QCOMPARE(model_->document(doc).pagesDone, 12);
+        QCOMPARE(model_->page(doc, 0).generation, generation);
+        if (!firstDone.isNull()) {
+            QCOMPARE(model_->page(doc, 0).result.blocks.front().content, firstDone);
+        }
+        jobs_->setPipelineOptions(test::fixturePipelineOptions(true));
+    }
+
     // Keys act on the widget that has the focus: Delete in the page view deletes the selected block (undone
     // with Ctrl+Z, redone with Ctrl+Shift+Z); Delete in the document list closes the document, asking first
     // while it has changes not exported, and leaves its blocks alone.
@@ -369,11 +428,12 @@ private Q_SLOTS:
         window_->selectBlock(0, 0);
         window_->documentList()->setFocus();
         const int listed = window_->documentList()->count();
-        answerNextBox(QString());  // Cancel
+        answerNextBox(QString(), QStringLiteral("close-document"));  // Cancel
         QTest::keyClick(window_->documentList(), Qt::Key_Delete);
         QVERIFY(model_->isOpen(doc));
         QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
         answerNextBox(QStringLiteral("closeDocument"));
+        window_->documentList()->setFocus();
         QTest::keyClick(window_->documentList(), Qt::Key_Delete);
         QVERIFY(!model_->isOpen(doc));
         QCOMPARE(window_->documentList()->count(), listed - 1);
@@ -396,13 +456,13 @@ private Q_SLOTS:
         // Re-run As on the edited block: cancelled, nothing runs.
         window_->showPage(doc, 0);
         window_->selectBlock(0, 0);
-        answerNextBox(QString());
+        answerNextBox(QString(), QStringLiteral("rerun-edited-block"));
         window_->findChild<QAction*>(QStringLiteral("rerunText"))->trigger();
         QCOMPARE(jobs_->pendingBlockRequests(), 0);
         QCOMPARE(model_->block(doc, 0, 0)->content, QStringLiteral("Kept by the user"));
 
         // Run: the question; Cancel runs nothing.
-        answerNextBox(QString());
+        answerNextBox(QString(), QStringLiteral("run-again"));
         window_->action(QStringLiteral("run"))->trigger();
         QVERIFY(!jobs_->isRunning());
         // The other pages only.

@@ -94,7 +94,7 @@ void PageView::rebuild() {
     for (const BlockResult& block : page.result.blocks) {
         auto* item = new BlockItem(block);
         item->setZValue(1 + block.id * 1e-4);
-        item->setStreaming(page.state == PageState::LaidOut && !block.task.isEmpty());
+        item->setStreaming((page.state == PageState::LaidOut && !block.task.isEmpty()) || block.recognising);
         s->addItem(item);
         items_.insert(block.id, item);
     }
@@ -132,9 +132,7 @@ void PageView::onBlockChanged(int doc, int page, int blockId) {
     }
     item->update(*block);
     const PageEntry& entry = model_.page(doc, page);
-    item->setStreaming(entry.state == PageState::LaidOut ||
-                       (block->content.isEmpty() && !block->task.isEmpty() && block->nTokens == 0 &&
-                        block->error.isEmpty()));
+    item->setStreaming(entry.state == PageState::LaidOut || block->recognising);
 }
 
 void PageView::selectBlock(int blockId) {

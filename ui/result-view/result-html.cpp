@@ -160,12 +160,11 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
         classes << QStringLiteral("error");
         inner = QStringLiteral("<p>%1</p>").arg(block.error.toHtmlEscaped());
     } else if (page.state == PageState::Partial && block.content.isEmpty() && !block.task.isEmpty() &&
-               block.nTokens == 0 && !follower) {
+               !block.recognising && !follower) {
         // The run stopped before this block: Run goes on with the page.
         classes << QStringLiteral("pending");
         inner = QStringLiteral("<p>not recognised: the run stopped first</p>");
-    } else if (page.state == PageState::LaidOut ||
-               (block.content.isEmpty() && !block.task.isEmpty() && block.nTokens == 0)) {
+    } else if (page.state == PageState::LaidOut || block.recognising) {
         // Still being recognised: the text so far, as text.
         if (block.content.isEmpty()) {
             classes << QStringLiteral("pending");

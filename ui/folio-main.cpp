@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     window.setSessionFile(
         QFileInfo(QSettings().fileName()).absoluteDir().filePath(QStringLiteral("session.json")));
 
+    window.restoreLayout();
     window.show();
     binding.start();
     if (!parser.positionalArguments().isEmpty()) {

@@ -2,7 +2,9 @@
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
 // its box, export writes the files, a session file brings documents back with their results, keys act on the
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
-// the user's changes, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// the user's changes, the result view follows the page, script messages stay out of the terminal, the
+// window's layout is kept and fitted to the screen, problems open small, and the GUI thread never stalls for
+// 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -16,6 +18,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScreen>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -397,6 +400,69 @@ private Q_SLOTS:
         jobs_->setPipelineOptions(test::fixturePipelineOptions(true));
     }
 
+    // The result view follows the page view's page (Page Down, thumbnails) to that page's results.
+    void resultViewFollowsThePage() {
+        const QString path = tmp_.filePath(QStringLiteral("twelve.pdf"));
+        const int doc = model_->findDocument(path);
+        QVERIFY(doc >= 0);
+        ResultView* view = window_->resultView();
+        const QString inView = QStringLiteral(
+            "(function () { var r = document.getElementById('page-%1').getBoundingClientRect();"
+            " return r.top >= 0 && r.top < window.innerHeight; })()");
+        window_->showDocument(doc);
+        window_->showPage(doc, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, inView.arg(0)).toBool(), 10000);
+        window_->showPage(doc, 11);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, QStringLiteral("window.scrollY")).toInt() > 0, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, inView.arg(11)).toBool(), 10000);
+        // Page Up back to the first page: the results scroll back with it.
+        for (int p = 10; p >= 0; --p) {
+            window_->action(QStringLiteral("previousPage"))->trigger();
+            QCOMPARE(window_->currentPage(), p);
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, QStringLiteral("window.scrollY")).toInt() < 40, 10000);
+        QVERIFY(evaluate(view, inView.arg(0)).toBool());
+    }
+
+    // The page's console messages (KaTeX's warnings) are counted, not printed; a script error is said in the
+    // problems panel once.
+    void scriptMessagesStayOutOfTheTerminal() {
+        ResultView* view = window_->resultView();
+        QSignalSpy errors(view, &ResultView::scriptError);
+        const int before = view->consoleMessages();
+        evaluate(view, QStringLiteral("console.warn('No character metrics for x'); true"));
+        QTRY_COMPARE_WITH_TIMEOUT(view->consoleMessages(), before + 1, 5000);
+        QVERIFY(errors.isEmpty());
+        evaluate(view, QStringLiteral("console.error('broken'); console.error('broken'); true"));
+        QTRY_COMPARE_WITH_TIMEOUT(view->consoleMessages(), before + 3, 5000);
+        QCOMPARE(errors.size(), 1);
+        QVERIFY(errors.first().first().toString().contains(QStringLiteral("broken")));
+    }
+
+    // The window keeps its size and panels between launches, and a layout larger than the screen is fitted.
+    void windowLayoutIsKeptAndFitsTheScreen() {
+        const QRect room = window_->screen()->availableGeometry();
+        QVERIFY(window_->frameGeometry().width() <= room.width());
+        window_->resize(1000, 700);
+        QTRY_COMPARE(window_->size(), QSize(1000, 700));
+        window_->saveLayout();
+        {
+            MainWindow other(*model_, *jobs_, *engine_);
+            other.restoreLayout();
+            QCOMPARE(other.size(), QSize(1000, 700));
+        }
+        window_->resize(room.width() + 600, room.height() + 400);
+        QTRY_VERIFY(window_->width() > room.width());
+        window_->saveLayout();
+        {
+            MainWindow other(*model_, *jobs_, *engine_);
+            other.restoreLayout();
+            QVERIFY2(other.width() <= room.width() && other.height() <= room.height(),
+                     qPrintable(QStringLiteral("%1x%2").arg(other.width()).arg(other.height())));
+        }
+        window_->resize(1480, 920);
+    }
+
     // Keys act on the widget that has the focus: Delete in the page view deletes the selected block (undone
     // with Ctrl+Z, redone with Ctrl+Shift+Z); Delete in the document list closes the document, asking first
     // while it has changes not exported, and leaves its blocks alone.
@@ -532,8 +598,12 @@ private Q_SLOTS:
 
     void errorsGoToThePanel() {
         const int before = window_->errorPanel()->count();
+        window_->errorPanel()->hide();
         window_->openFiles({tmp_.filePath(QStringLiteral("missing.pdf"))});
         QCOMPARE(window_->errorPanel()->count(), before + 1);
+        // The panel opens for it, a few lines high.
+        QVERIFY(window_->errorPanel()->isVisible());
+        QTRY_VERIFY(window_->errorPanel()->height() < window_->height() / 4);
         QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("missing.pdf")));
     }
 };

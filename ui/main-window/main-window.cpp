@@ -21,6 +21,8 @@
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScopedValueRollback>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -82,7 +84,39 @@ MainWindow::MainWindow(DocumentModel& model, JobController& jobs, EngineHost& en
     createMenus();
     connectModel();
     updateActions();
-    resize(1480, 920);
+    fitToScreen(QSize(1480, 920));
+}
+
+void MainWindow::fitToScreen(const QSize& wanted) {
+    // No larger than the screen's room (at 1.5x scale a 1480x920 window does not fit a 1920x1080 screen).
+    const QScreen* s = screen() != nullptr ? screen() : QGuiApplication::primaryScreen();
+    if (s == nullptr) {
+        resize(wanted);
+        return;
+    }
+    const QRect room = s->availableGeometry();
+    const QSize size = wanted.boundedTo(room.size() * 0.95);
+    resize(size);
+    move(room.center() - QPoint(size.width() / 2, size.height() / 2));
+}
+
+void MainWindow::saveLayout() const {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+}
+
+void MainWindow::restoreLayout() {
+    const QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!isMaximized() && !isFullScreen()) {
+        // A layout saved on a larger screen still fits this one.
+        const QScreen* s = screen() != nullptr ? screen() : QGuiApplication::primaryScreen();
+        if (s != nullptr && !s->availableGeometry().contains(frameGeometry())) {
+            fitToScreen(size());
+        }
+    }
 }
 
 MainWindow::~MainWindow() = default;
@@ -136,6 +170,9 @@ void MainWindow::createLayout() {
     errors_ = new ErrorPanel(this);
     addDockWidget(Qt::BottomDockWidgetArea, errors_);
     errors_->hide();
+    // It opens when something new is said, a few lines high, under the views rather than in their place.
+    connect(errors_, &ErrorPanel::opened, this,
+            [this] { resizeDocks({errors_}, {fontMetrics().height() * 7}, Qt::Vertical); });
 
     progressText_ = new QLabel(this);
     progress_ = new QProgressBar(this);
@@ -460,6 +497,8 @@ void MainWindow::connectModel() {
         menu.exec(pos);
     });
     connect(resultView_, &ResultView::blockActivated, this, &MainWindow::onResultBlockActivated);
+    connect(resultView_, &ResultView::scriptError, this,
+            [this](const QString& message) { errors_->addError(tr("The result view: %1").arg(message)); });
 
     connect(&jobs_, &JobController::errorOccurred, this, &MainWindow::reportError);
     connect(preview_, &PreviewLoader::openFailed, this,
@@ -467,6 +506,7 @@ void MainWindow::connectModel() {
     connect(preview_, &PreviewLoader::pageImageFailed, this,
             [this](int, int, const QString& message) { reportError(message); });
     connect(&jobs_, &JobController::pageImageNeeded, preview_, &PreviewLoader::loadPageImage);
+    connect(&jobs_, &JobController::documentStarted, this, [this](int doc) { runningDocument_ = doc; });
     connect(&jobs_, &JobController::runningChanged, this, [this](bool running) {
         progress_->setVisible(running);
         if (running) {
@@ -478,11 +518,15 @@ void MainWindow::connectModel() {
     connect(&jobs_, &JobController::progressChanged, this, [this](const PipelineProgress& p) {
         progress_->setRange(0, std::max(1, p.pagesTotal));
         progress_->setValue(p.pagesDone);
-        QString text = tr("%1 of %2 pages · %3 of %4 blocks")
-                           .arg(p.pagesDone)
-                           .arg(p.pagesTotal)
-                           .arg(p.blocksDone)
-                           .arg(p.blocksTotal);
+        // The run's progress, named where it is another document's than the one in view.
+        QString text = model_.isOpen(runningDocument_) && runningDocument_ != doc_
+                           ? model_.document(runningDocument_).name + QStringLiteral(": ")
+                           : QString();
+        text += tr("%1 of %2 pages · %3 of %4 blocks")
+                    .arg(p.pagesDone)
+                    .arg(p.pagesTotal)
+                    .arg(p.blocksDone)
+                    .arg(p.blocksTotal);
         if (p.etaSeconds) {
             text += tr(" · about %1 s left").arg(static_cast<int>(*p.etaSeconds + 0.5));
         }
@@ -726,6 +770,7 @@ void MainWindow::showDocument(int doc) {
     setWindowTitle(model_.document(doc).name + QStringLiteral(" — Folio"));
     resultView_->showDocument(doc);
     if (changed) {
+        statusBar()->clearMessage();  // messages about the document shown before
         page_ = -1;
         block_ = -1;
         rebuildThumbnails();
@@ -752,7 +797,11 @@ void MainWindow::showPage(int doc, int page) {
         pages_->setCurrentRow(page);
     }
     usePageImage(doc, page);
+    const bool pageChanged = pageView_->currentDocument() != doc || pageView_->currentPage() != page;
     pageView_->showPage(doc, page);
+    if (pageChanged && !followingResult_) {
+        resultView_->scrollToPage(page);
+    }
     updateActions();
     Q_EMIT currentPageChanged(doc, page);
 }
@@ -785,6 +834,8 @@ void MainWindow::onPageBlockClicked(int blockId) {
 }
 
 void MainWindow::onResultBlockActivated(int page, int blockId) {
+    // The result view is where the user is: it does not jump to the page's top.
+    const QScopedValueRollback following(followingResult_, true);
     selectBlock(page, blockId);
 }
 
@@ -1147,6 +1198,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     jobs_.cancel();
+    saveLayout();
     if (session_ != nullptr) {
         session_->writeNow();
     }

@@ -93,6 +93,11 @@ public:
     void setExportDefaults(const QList<ExportFormat>& formats, const QSet<QString>& markdownLabels);
     QList<ExportFormat> exportFormats() const { return exportFormats_; }
 
+    // The window's size, position and panels as the user left them (saved as the window closes), fitted
+    // to the screen.
+    void saveLayout() const;
+    void restoreLayout();
+
     // Parts, for tests and integration.
     PageView* pageView() const { return pageView_; }
     ResultView* resultView() const { return resultView_; }
@@ -147,6 +152,7 @@ private:
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);
+    void fitToScreen(const QSize& wanted);
     void onRegionDrawn(const QRect& rect);
     void exportWithDialog();
     void chooseModelFolder();
@@ -189,6 +195,8 @@ private:
     QList<std::pair<QPointer<QWidget>, const char*>> translatedTitles_;
 
     int doc_ = -1;
+    int runningDocument_ = -1;      // the document the run reports progress of
+    bool followingResult_ = false;  // a page shown because its result was clicked
     int page_ = -1;
     int block_ = -1;
     bool runOnOpen_ = true;

@@ -96,6 +96,11 @@ var folio = {
     if (scroll) e.scrollIntoView({ block: 'center' });
     return true;
   },
+  scrollToPage: function (p) {
+    var s = document.getElementById('page-' + p);
+    if (s) s.scrollIntoView({ block: 'start' });
+    return !!s;
+  },
   highlighted: function () {
     var e = document.querySelector('.block.selected');
     return e ? e.id : '';

@@ -29,7 +29,10 @@ int main(int argc, char** argv) {
     QCoreApplication::setOrganizationName(QStringLiteral("Folio"));
     QCoreApplication::setApplicationName(QStringLiteral("folio"));
     QCoreApplication::setApplicationVersion(QStringLiteral(FOLIO_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("folio"));
+    // The installed desktop entry's name (packaging/org.folio.Folio.desktop): Wayland's app id, the entry a
+    // desktop finds the window's icon and name in.
+    QApplication::setDesktopFileName(QStringLiteral("org.folio.Folio"));
+    QApplication::setWindowIcon(folio::applicationIcon());
 
     QCommandLineParser parser;
     parser.setApplicationDescription(

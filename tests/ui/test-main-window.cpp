@@ -3,8 +3,8 @@
 // its box, export writes the files, a session file brings documents back with their results, keys act on the
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
-// window's layout is kept and fitted to the screen, problems open small, and the GUI thread never stalls for
-// 100 ms while a 50-page PDF runs.
+// window's layout is kept and fitted to the screen, the window has its icon, problems open small, and the GUI
+// thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -594,6 +594,14 @@ private Q_SLOTS:
         qInfo("longest step on the GUI thread: %lld ms (wall clock %lld ms) over %lld ms; its events: %s",
               longest, longestWall, clock.elapsed(), qPrintable(longestEvents));
         QVERIFY2(longest < 100, qPrintable(QStringLiteral("%1 ms").arg(longest)));
+    }
+
+    // The window has Folio's icon (the icon theme's, else the one built in, at every size).
+    void windowHasItsIcon() {
+        QVERIFY(!window_->windowIcon().isNull());
+        QVERIFY(!QIcon(QStringLiteral(":/icons/org.folio.Folio-256.png")).pixmap(256).isNull());
+        QVERIFY(window_->windowIcon().availableSizes().contains(QSize(256, 256)) ||
+                !QIcon::themeName().isEmpty());
     }
 
     void errorsGoToThePanel() {

@@ -69,9 +69,18 @@ QPixmap placeholderThumbnail(const QSize& pageSize) {
 
 }  // namespace
 
+QIcon applicationIcon() {
+    QIcon icon;
+    for (const int size : {16, 24, 32, 48, 64, 128, 256}) {
+        icon.addFile(QStringLiteral(":/icons/org.folio.Folio-%1.png").arg(size), QSize(size, size));
+    }
+    return QIcon::fromTheme(QStringLiteral("org.folio.Folio"), icon);
+}
+
 MainWindow::MainWindow(DocumentModel& model, JobController& jobs, EngineHost& engine, QWidget* parent)
     : QMainWindow(parent), model_(model), jobs_(jobs), engine_(engine) {
     setWindowTitle(QStringLiteral("Folio"));
+    setWindowIcon(applicationIcon());
     setAcceptDrops(true);
     setDockNestingEnabled(true);
     preview_ = new PreviewLoader(model_, this);

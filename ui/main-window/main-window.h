@@ -8,6 +8,7 @@
 // selectedBlockImage() give it.
 #pragma once
 
+#include <QIcon>
 #include <QList>
 #include <QMainWindow>
 #include <QPointer>
@@ -37,6 +38,9 @@ class PageView;
 class PreviewLoader;
 class ResultView;
 class SessionStore;
+
+// Folio's icon: the icon theme's (installed with the desktop entry), else the one built in.
+QIcon applicationIcon();
 
 // What the engine is loaded with for a model pair: the device and engine options are the app's choice.
 using EngineParamsFactory = std::function<ServiceParams(const ModelFolders&)>;

@@ -2,6 +2,7 @@
 
 #include <QElapsedTimer>
 #include <QMetaObject>
+#include <QSet>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -349,6 +350,17 @@ void JobController::cancel() {
     requeueAfterCancel_.clear();
     if (pipeline_) {
         pipeline_->cancel();
+    }
+    // Re-runs and drawn boxes under way stop too (their blocks keep what they had so far).
+    QSet<int> docs;
+    for (const BlockRequest& request : std::as_const(blockRequests_)) {
+        docs.insert(request.doc);
+    }
+    for (const BlockRequest& request : std::as_const(waitingForImage_)) {
+        docs.insert(request.doc);
+    }
+    for (const int doc : std::as_const(docs)) {
+        cancelBlockRequests(doc);
     }
 }
 

@@ -40,8 +40,8 @@ public:
     // The results of those pages are cleared as they start; other pages keep theirs. A document with nothing
     // to run in the scope is not queued.
     void run(const QList<int>& documents, RunScope scope = RunScope::All);
-    // Stops the run under way (pages finished stay; pages laid out become Partial) and drops the queued
-    // documents.
+    // Stops the run under way (pages finished stay; pages laid out become Partial), drops the queued
+    // documents and stops the block requests under way.
     void cancel();
     bool isRunning() const { return worker_.joinable(); }
     // While held, queued documents wait (the engine applies new settings); releasing starts them.

@@ -540,6 +540,25 @@ private Q_SLOTS:
         QVERIFY(problems.first().contains(QStringLiteral("kept.pdf")));
     }
 
+    // Cancel stops the block requests under way too; their blocks no longer wait for text.
+    void cancelStopsBlockRequests() {
+        DocumentModel model;
+        JobController jobs(service_, model);
+        useShortRuns(jobs);
+        const int doc = model.addDocument(QString::fromUtf8(test::kSamplePdf));
+        runAndWait(jobs, {doc});
+        jobs.rerunBlock(doc, 0, 0, QStringLiteral("OCR:"));
+        const int drawn = jobs.recognizeRegion(doc, 1, BlockBox{10, 10, 200, 80}, QStringLiteral("OCR:"));
+        QCOMPARE(jobs.pendingBlockRequests(), 2);
+        QVERIFY(model.block(doc, 0, 0)->recognising);
+        jobs.cancel();
+        QCOMPARE(jobs.pendingBlockRequests(), 0);
+        QVERIFY(!model.block(doc, 0, 0)->recognising);
+        QVERIFY(!model.block(doc, 1, drawn)->recognising);
+        QSignalSpy recognized(&jobs, &JobController::blockRecognized);
+        QVERIFY(!recognized.wait(500));  // their outputs are dropped
+    }
+
     void blockActions() {
         DocumentModel model;
         JobController jobs(service_, model);

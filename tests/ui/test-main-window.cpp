@@ -613,6 +613,21 @@ private Q_SLOTS:
         QVERIFY(window_->errorPanel()->isVisible());
         QTRY_VERIFY(window_->errorPanel()->height() < window_->height() / 4);
         QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("missing.pdf")));
+
+        // A file that does not open shows as itself, not with the page of the document shown before.
+        const QString broken = tmp_.filePath(QStringLiteral("broken.pdf"));
+        QFile file(broken);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("%PDF-1.7\nnot really a PDF");
+        file.close();
+        QVERIFY(window_->pageView()->blockItemCount() > 0 || window_->currentDocument() >= 0);
+        window_->openFiles({broken});
+        const int doc = window_->currentDocument();
+        QCOMPARE(model_->document(doc).path, broken);
+        QCOMPARE(window_->pageView()->currentDocument(), doc);
+        QCOMPARE(window_->pageView()->blockItemCount(), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
+        QCOMPARE(window_->pageList()->count(), 0);
     }
 };
 

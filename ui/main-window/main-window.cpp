@@ -548,11 +548,7 @@ void MainWindow::connectModel() {
                                                  .arg(s.blocks)
                                                  .arg(s.seconds, 0, 'f', 1));
     });
-    connect(&jobs_, &JobController::blockRecognized, this, [this](int doc, int page, int blockId) {
-        if (doc == doc_ && page == page_ && blockId == block_) {
-            updateActions();
-        }
-    });
+    connect(&jobs_, &JobController::blockRecognized, this, [this] { updateActions(); });
 
     connect(&engine_, &EngineHost::loadProgress, engineStatus_, &EngineStatus::setLoading);
     connect(&engine_, &EngineHost::loaded, this, [this] {
@@ -785,6 +781,8 @@ void MainWindow::showDocument(int doc) {
         rebuildThumbnails();
         if (pages_->count() > 0) {
             showPage(doc, 0);
+        } else {
+            pageView_->showPage(doc, -1);  // nothing yet (or a file that did not open): not the last document
         }
     }
     updateActions();
@@ -931,7 +929,7 @@ void MainWindow::updateActions() {
     const bool hasDoc = doc_ >= 0;
     action(QStringLiteral("run"))->setEnabled(hasDoc && ready);
     action(QStringLiteral("runAll"))->setEnabled(hasDoc && ready);
-    action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning());
+    action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning() || jobs_.pendingBlockRequests() > 0);
     action(QStringLiteral("export"))->setEnabled(hasDoc);
     action(QStringLiteral("close"))->setEnabled(hasDoc);
     // A page still being recognised takes no edits: its run's result would replace them.
@@ -1104,6 +1102,7 @@ void MainWindow::rerunSelectedBlock(const QString& prompt) {
         }
     }
     jobs_.rerunBlock(doc_, page_, block_, prompt);
+    updateActions();
 }
 
 void MainWindow::onRegionDrawn(const QRect& rect) {
@@ -1122,6 +1121,7 @@ void MainWindow::onRegionDrawn(const QRect& rect) {
     if (id >= 0) {
         selectBlock(page_, id);
     }
+    updateActions();
     action(QStringLiteral("drawBox"))->setChecked(false);
 }
 

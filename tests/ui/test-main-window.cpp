@@ -3,14 +3,17 @@
 // its box, export writes the files, a session file brings documents back with their results, keys act on the
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
-// window's layout is kept and fitted to the screen, the window has its icon, problems open small, and the GUI
-// thread never stalls for 100 ms while a 50-page PDF runs.
+// window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
+// idle engine shows no rate, problems open small, and the GUI thread never stalls for 100 ms while a 50-page
+// PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QGraphicsRectItem>
+#include <QGraphicsScene>
 #include <QInputDialog>
 #include <QListWidget>
 #include <QMap>
@@ -34,6 +37,7 @@
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "screenshot.h"
+#include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/main-window.h"
 #include "ui/page-view/block-item.h"
@@ -602,6 +606,58 @@ private Q_SLOTS:
         QVERIFY(!QIcon(QStringLiteral(":/icons/org.folio.Folio-256.png")).pixmap(256).isNull());
         QVERIFY(window_->windowIcon().availableSizes().contains(QSize(256, 256)) ||
                 !QIcon::themeName().isEmpty());
+    }
+
+    // A box reaching past the page is drawn to the page's edge; a box being drawn stays on the page while its
+    // task is chosen.
+    void overlaysStayOnThePage() {
+        window_->showDocument(doc_);
+        window_->showPage(doc_, 1);
+        PageView* view = window_->pageView();
+        const QSize size = model_->page(doc_, 1).size;
+        BlockResult wide;
+        wide.label = QStringLiteral("text");
+        wide.box = {size.width() - 100, 20, size.width() + 400, 120};
+        const int id = model_->addBlock(doc_, 1, wide);
+        QVERIFY(view->blockItem(id) != nullptr);
+        QVERIFY(view->blockItem(id)->outlineRect().right() <= size.width());
+        QVERIFY(view->blockItem(id)->outlineRect().width() > 90);
+        model_->removeBlock(doc_, 1, id);
+
+        window_->action(QStringLiteral("drawBox"))->setChecked(true);
+        bool shown = false;
+        QTimer::singleShot(0, this, [&] {
+            QTRY_VERIFY(QApplication::activePopupWidget() != nullptr);
+            for (QGraphicsItem* item : view->scene()->items()) {
+                shown = shown || (item->type() == QGraphicsRectItem::Type && item->zValue() == 10);
+            }
+            QApplication::activePopupWidget()->close();
+        });
+        const QPoint from = view->mapFromScene(QPointF(40, 40));
+        const QPoint to = view->mapFromScene(QPointF(200, 140));
+        QTest::mousePress(view->viewport(), Qt::LeftButton, {}, from);
+        QTest::mouseMove(view->viewport(), to);
+        QTest::mouseRelease(view->viewport(), Qt::LeftButton, {}, to);
+        QVERIFY(shown);
+        for (QGraphicsItem* item : view->scene()->items()) {
+            QVERIFY(!(item->type() == QGraphicsRectItem::Type && item->zValue() == 10));
+        }
+        window_->action(QStringLiteral("drawBox"))->setChecked(false);
+    }
+
+    // The status bar's rate is the engine's while it works, and nothing once it is idle.
+    void idleEngineShowsNoRate() {
+        ServiceStats stats;
+        stats.tokens_per_second = 31.0;
+        stats.n_running[0] = 1;
+        window_->engineStatus()->setStats(stats);
+        QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
+                 qPrintable(window_->engineStatus()->text()));
+        stats.n_running[0] = 0;
+        window_->engineStatus()->setStats(stats);
+        QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("0 tok/s")) &&
+                     !window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
+                 qPrintable(window_->engineStatus()->text()));
     }
 
     void errorsGoToThePanel() {

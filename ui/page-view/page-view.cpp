@@ -92,7 +92,7 @@ void PageView::rebuild() {
     updatePixmap();
     const PageEntry& page = model_.page(doc_, page_);
     for (const BlockResult& block : page.result.blocks) {
-        auto* item = new BlockItem(block);
+        auto* item = new BlockItem(block, paper_->rect());
         item->setZValue(1 + block.id * 1e-4);
         item->setStreaming((page.state == PageState::LaidOut && !block.task.isEmpty()) || block.recognising);
         s->addItem(item);
@@ -236,12 +236,14 @@ void PageView::mouseMoveEvent(QMouseEvent* event) {
 void PageView::mouseReleaseEvent(QMouseEvent* event) {
     if (drawing_ != nullptr) {
         const QRectF drawn = drawing_->rect().intersected(paper_->rect());
-        const std::unique_ptr<QGraphicsRectItem> done(drawing_);  // out of the scene, owned here
-        scene()->removeItem(drawing_);
+        // The rectangle stays on the page while the task is chosen (the receiver's menu), then goes.
+        const std::unique_ptr<QGraphicsRectItem> done(drawing_);
         drawing_ = nullptr;
+        done->setRect(drawn);
         if (drawn.width() >= 4 && drawn.height() >= 4) {
             Q_EMIT regionDrawn(drawn.toAlignedRect());
         }
+        scene()->removeItem(done.get());
         event->accept();
         return;
     }

@@ -667,6 +667,44 @@ private Q_SLOTS:
         QCOMPARE(model.pageImagesHeld(), 2);
     }
 
+    // An export says which formats wrote nothing and why: an XLSX of a document without a table grid.
+    void exportSaysWhatItSkipped() {
+        PageResult page;
+        page.inputPath = tmp_.filePath(QStringLiteral("plain.png"));
+        page.width = 400;
+        page.height = 300;
+        BlockResult text;
+        text.label = QStringLiteral("text");
+        text.content = QStringLiteral("Hello");
+        text.rawText = text.content;
+        text.box = {10, 10, 200, 40};
+        text.order = 1;
+        page.blocks = {text};
+        const DocumentInfo info{page.inputPath, QStringLiteral("plain"), 1};
+        ExportOptions options;
+        options.outputDir = tmp_.filePath(QStringLiteral("skips"));
+        QStringList skipped;
+        QStringList files = DocumentExporter::write(
+            info, {page}, {ExportFormat::Markdown, ExportFormat::Xlsx}, options, {}, &skipped);
+        QCOMPARE(files.size(), 1);
+        QVERIFY(files.first().endsWith(QStringLiteral(".md")));
+        QCOMPARE(skipped, QStringList{QStringLiteral("XLSX: no table was recognised as a grid")});
+
+        BlockResult table = text;
+        table.id = 1;
+        table.order = 2;
+        table.label = QStringLiteral("table");
+        table.box = {10, 60, 300, 200};
+        table.table = TableGrid{1, 2, {{0, 0, 1, 1, QStringLiteral("a")}, {0, 1, 1, 1, QStringLiteral("b")}}};
+        table.content = QStringLiteral("<table><tr><td>a</td><td>b</td></tr></table>");
+        page.blocks.push_back(table);
+        skipped.clear();
+        files = DocumentExporter::write(info, {page}, {ExportFormat::Xlsx}, options, {}, &skipped);
+        QVERIFY(skipped.isEmpty());
+        QCOMPARE(files.size(), 1);
+        QVERIFY(files.first().endsWith(QStringLiteral(".xlsx")));
+    }
+
     void failuresAreReported() {
         DocumentModel model;
         JobController jobs(service_, model);

@@ -4,8 +4,8 @@
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
-// idle engine shows no rate, problems open small, and the GUI thread never stalls for 100 ms while a 50-page
-// PDF runs.
+// idle engine shows no rate, documents queued for a model that failed say so, problems open small, and the GUI
+// thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -658,6 +658,24 @@ private Q_SLOTS:
         QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("0 tok/s")) &&
                      !window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
                  qPrintable(window_->engineStatus()->text()));
+    }
+
+    // Documents queued for a model that failed to load say that they wait for one.
+    void documentsWaitingForAFailedModelSaySo() {
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.openFiles({QString::fromUtf8(test::kSamplePdf)});
+        QCOMPARE(model.document(0).state, DocumentState::Queued);
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        ServiceParams params = test::fixtureParams(1);
+        params.models.front().dir = tmp_.filePath(QStringLiteral("no-such-model")).toStdString();
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QCOMPARE(model.document(0).state, DocumentState::Queued);
+        QVERIFY2(window.documentList()->item(0)->text().contains(QStringLiteral("waiting for a model")),
+                 qPrintable(window.documentList()->item(0)->text()));
     }
 
     void errorsGoToThePanel() {

@@ -553,11 +553,17 @@ void MainWindow::connectModel() {
     connect(&engine_, &EngineHost::loadProgress, engineStatus_, &EngineStatus::setLoading);
     connect(&engine_, &EngineHost::loaded, this, [this] {
         engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        for (int doc = 0; doc < model_.documentCount(); ++doc) {
+            updateDocumentItem(doc);
+        }
         jobs_.startQueued();
         updateActions();
     });
     connect(&engine_, &EngineHost::loadFailed, this, [this](const QString& message) {
         engineStatus_->setUnloaded(tr("No model loaded"));
+        for (int doc = 0; doc < model_.documentCount(); ++doc) {
+            updateDocumentItem(doc);  // queued ones wait for a model now
+        }
         reportError(tr("The model could not be loaded: %1").arg(message));
         updateActions();
     });
@@ -864,6 +870,11 @@ void MainWindow::updateDocumentItem(int doc) {
         const DocumentEntry& entry = model_.document(doc);
         const int pages = static_cast<int>(entry.pages.size());
         QString detail = QString::fromLatin1(documentStateName(entry.state));
+        if (entry.state == DocumentState::Queued &&
+            (engine_.state() == ServiceState::Failed || engine_.state() == ServiceState::Empty)) {
+            // Queued for an engine that is not loading: it runs once a model loads.
+            detail = tr("waiting for a model");
+        }
         if (entry.state == DocumentState::Running || entry.state == DocumentState::Done ||
             entry.state == DocumentState::Cancelled) {
             detail = tr("%1 · %2/%3 pages").arg(detail).arg(entry.pagesDone).arg(pages);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "app/document-model/edited-table.h"
+#include "app/pipeline/table-html.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -372,7 +374,15 @@ void DocumentModel::setBlockContent(int doc, int page, int blockId, const QStrin
     BlockResult& block = p->result.blocks[static_cast<size_t>(blockId)];
     block.content = content;
     block.rawText = content;
-    block.table.reset();  // an edited table is its HTML as typed
+    block.table.reset();
+    if (block.label == QLatin1String("table")) {
+        // A table edited as HTML or Markdown becomes a grid again, shown and exported as recognised tables
+        // are (its content the grid's HTML; its text as typed stays in rawText).
+        if (std::optional<TableGrid> grid = parseEditedTable(content)) {
+            block.content = tableHtml(*grid);
+            block.table = std::move(grid);
+        }
+    }
     block.edited = true;
     p->edited = true;
     Q_EMIT blockChanged(doc, page, blockId);

@@ -13,7 +13,9 @@
 #include <map>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/edited-table.h"
 #include "app/document-model/session-file.h"
+#include "app/export/html-writer.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/preview-loader.h"
@@ -703,6 +705,85 @@ private Q_SLOTS:
         QVERIFY(skipped.isEmpty());
         QCOMPARE(files.size(), 1);
         QVERIFY(files.first().endsWith(QStringLiteral(".xlsx")));
+    }
+
+    // A table edited as HTML or Markdown is read back into a grid; other text is no table.
+    void editedTablesBecomeGrids_data() {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("columns");
+        QTest::addColumn<int>("cells");
+        QTest::addColumn<QString>("lastCell");
+        QTest::newRow("html") << "<table><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>"
+                              << 2 << 2 << 4 << "d";
+        QTest::newRow("html spans and entities") << "<table>\n<tr><th colspan=\"2\">Head &amp; "
+                                                    "more</th></tr>\n<tr><td rowspan=2>x</td><td>1</td></tr>"
+                                                    "<tr><td>2<br>two</td></tr></table>"
+                                                 << 3 << 2 << 4 << "2 two";
+        QTest::newRow("html without closing cells")
+            << "<TABLE><TR><TD>a<TD>b<TR><TD>c<TD>&lt;d&gt;</TABLE>" << 2 << 2 << 4 << "<d>";
+        QTest::newRow("markdown") << "| Name | Value |\n|---|:---:|\n| a | 1 |\n| b | 2 |\n"
+                                  << 3 << 2 << 6 << "2";
+        QTest::newRow("markdown without edge pipes")
+            << "Name | Value\n--- | ---\nx | y" << 2 << 2 << 4 << "y";
+        QTest::newRow("text with a pipe") << "a | b, not a table" << 0 << 0 << 0 << "";
+        QTest::newRow("plain text") << "Just a paragraph." << 0 << 0 << 0 << "";
+    }
+
+    void editedTablesBecomeGrids() {
+        QFETCH(QString, text);
+        QFETCH(int, rows);
+        QFETCH(int, columns);
+        QFETCH(int, cells);
+        QFETCH(QString, lastCell);
+        const std::optional<TableGrid> grid = parseEditedTable(text);
+        QCOMPARE(grid.has_value(), rows > 0);
+        if (!grid) {
+            return;
+        }
+        QCOMPARE(grid->nRows, rows);
+        QCOMPARE(grid->nColumns, columns);
+        QCOMPARE(static_cast<int>(grid->cells.size()), cells);
+        QCOMPARE(grid->cells.back().text, lastCell);
+    }
+
+    // An edited table block is a table everywhere: its HTML is the grid's (not its source, escaped), and the
+    // XLSX has it.
+    void anEditedTableIsATable() {
+        DocumentModel model;
+        const int doc = model.addDocument(tmp_.filePath(QStringLiteral("table.png")));
+        model.setPageSizes(doc, {QSize(400, 300)});
+        BlockResult block;
+        block.label = QStringLiteral("table");
+        block.box = {10, 10, 300, 200};
+        const int id = model.addBlock(doc, 0, block);
+        model.editBlockText(doc, 0, id, QStringLiteral("| A | B |\n|---|---|\n| 1 | 2 |"));
+        const BlockResult* edited = model.block(doc, 0, id);
+        QVERIFY(edited->table.has_value());
+        QCOMPARE(edited->table->cells.size(), size_t{4});
+        QVERIFY(edited->content.startsWith(QStringLiteral("<table>")));
+        QVERIFY(edited->rawText.startsWith(QStringLiteral("| A | B |")));
+        const QString html = htmlOfBlock(*edited, {}, 400);
+        QVERIFY2(html.contains(QStringLiteral("<td>1</td>")) && !html.contains(QStringLiteral("&lt;")),
+                 qPrintable(html));
+
+        PageResult page = model.page(doc, 0).result;
+        page.width = 400;
+        page.height = 300;
+        page.inputPath = model.document(doc).path;
+        ExportOptions options;
+        options.outputDir = tmp_.filePath(QStringLiteral("edited-table"));
+        QStringList skipped;
+        const QStringList files =
+            DocumentExporter::write({page.inputPath, QStringLiteral("table"), 1}, {page},
+                                    {ExportFormat::Xlsx}, options, {}, &skipped);
+        QVERIFY(skipped.isEmpty());
+        QCOMPARE(files.size(), 1);
+
+        // Undo gives the block back as it was: no grid, no text.
+        model.undoStack(doc)->undo();
+        QVERIFY(!model.block(doc, 0, id)->table.has_value());
+        QVERIFY(model.block(doc, 0, id)->content.isEmpty());
     }
 
     void failuresAreReported() {

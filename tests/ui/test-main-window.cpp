@@ -4,8 +4,8 @@
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
-// idle engine shows no rate, documents queued for a model that failed say so, problems open small, and the GUI
-// thread never stalls for 100 ms while a 50-page PDF runs.
+// idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
+// at the model's, problems open small, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -35,6 +35,7 @@
 #include "app/document-model/document-model.h"
 #include "app/document-model/session-file.h"
 #include "app/jobs/job-controller.h"
+#include "engine/models/model-registry.h"
 #include "fixture-engine.h"
 #include "screenshot.h"
 #include "ui/main-window/engine-status.h"
@@ -676,6 +677,32 @@ private Q_SLOTS:
         QCOMPARE(model.document(0).state, DocumentState::Queued);
         QVERIFY2(window.documentList()->item(0)->text().contains(QStringLiteral("waiting for a model")),
                  qPrintable(window.documentList()->item(0)->text()));
+    }
+
+    // A context length beyond the model's is capped at the model's, and said, rather than failing the load.
+    void contextLengthIsCappedAtTheModels() {
+        const int64_t context = describe_model(test::kRecognitionDir).max_context;
+        QVERIFY(context > 0);
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.setEngineFactory(
+            [context](const ModelFolders&) {
+                ServiceParams params = test::fixtureParams(1);
+                params.engine.max_model_len = context * 4;
+                return params;
+            },
+            QStringLiteral("CPU"));
+        QSignalSpy loaded(&engine, &EngineHost::loaded);
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        const int before = window.errorPanel()->count();
+        window.loadModels(test::fixtureFolders());
+        QCOMPARE(window.errorPanel()->count(), before + 1);
+        QVERIFY(window.errorPanel()->message(before).contains(QStringLiteral("Context length")));
+        QVERIFY(window.errorPanel()->message(before).contains(QString::number(context)));
+        QVERIFY(loaded.wait(120000));
+        QVERIFY(failed.isEmpty());
     }
 
     void errorsGoToThePanel() {

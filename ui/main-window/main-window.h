@@ -156,6 +156,8 @@ private:
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);
+    // Caps the engine's context length at the recognition model's (saying so).
+    void capContextLength(ServiceParams& params);
     void fitToScreen(const QSize& wanted);
     void onRegionDrawn(const QRect& rect);
     void exportWithDialog();

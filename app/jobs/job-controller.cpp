@@ -256,7 +256,13 @@ void JobController::run(const QList<int>& documents, RunScope scope) {
             continue;
         }
         if (!model_.hasPagesToRun(doc, scope)) {
-            continue;  // every page in the scope has its result
+            // Every page in the scope has its result (a run cancelled after its last page): nothing to run.
+            const DocumentEntry& entry = model_.document(doc);
+            if (entry.pagesDone == static_cast<int>(entry.pages.size()) &&
+                entry.state == DocumentState::Cancelled) {
+                model_.setDocumentState(doc, DocumentState::Done);
+            }
+            continue;
         }
         queue_.push_back(doc);
         queuedScopes_.insert(doc, scope);

@@ -5,12 +5,15 @@
 //   folio [FILE|FOLDER...] [--model DIR|ORG/NAME] [--device cuda[:N]|cpu] [--threads N]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileInfo>
+#include <QSettings>
 #include <memory>
 
+#include "app/document-model/document-model.h"
 #include "app/hub/hub-settings.h"
 #include "app/i18n/translation-loader.h"
-#include "app/jobs/document-model.h"
 #include "app/jobs/engine-host.h"
 #include "app/jobs/job-controller.h"
 #include "app/settings/settings.h"
@@ -26,7 +29,10 @@ int main(int argc, char** argv) {
     QCoreApplication::setOrganizationName(QStringLiteral("Folio"));
     QCoreApplication::setApplicationName(QStringLiteral("folio"));
     QCoreApplication::setApplicationVersion(QStringLiteral(FOLIO_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("folio"));
+    // The installed desktop entry's name (packaging/org.folio.Folio.desktop): Wayland's app id, the entry a
+    // desktop finds the window's icon and name in.
+    QApplication::setDesktopFileName(QStringLiteral("org.folio.Folio"));
+    QApplication::setWindowIcon(folio::applicationIcon());
 
     QCommandLineParser parser;
     parser.setApplicationDescription(
@@ -118,6 +124,11 @@ int main(int argc, char** argv) {
                          dialog.exec();
                      });
 
+    // The last session's documents with their results; the session file sits beside the settings.
+    window.setSessionFile(
+        QFileInfo(QSettings().fileName()).absoluteDir().filePath(QStringLiteral("session.json")));
+
+    window.restoreLayout();
     window.show();
     binding.start();
     if (!parser.positionalArguments().isEmpty()) {

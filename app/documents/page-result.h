@@ -68,8 +68,11 @@ struct BlockResult {
     QImage image;     // blocks kept as images (image, header_image, footer_image; charts and seals when their
                       // recognition is off): the crop, saved as a file by the exporters
     int nTokens = 0;  // tokens generated
-    bool truncated = false;  // stopped at the new-token limit
-    QString error;           // recognition failed for this block alone: why
+    bool truncated = false;    // stopped at the new-token limit
+    QString error;             // recognition failed for this block alone: why
+    bool edited = false;       // its text was changed by hand (the desktop app)
+    bool drawn = false;        // a box drawn by hand rather than found by layout (the desktop app)
+    bool recognising = false;  // a request of its own (a re-run, a drawn box) is under way (the desktop app)
 };
 
 // Where a page's time went, in milliseconds.

@@ -20,9 +20,29 @@ DocumentExporter::~DocumentExporter() {
     pool_.waitForDone();
 }
 
+namespace {
+
+QString formatTitle(ExportFormat format) {
+    switch (format) {
+        case ExportFormat::Markdown:
+            return QStringLiteral("Markdown");
+        case ExportFormat::Json:
+            return QStringLiteral("JSON");
+        case ExportFormat::Html:
+            return QStringLiteral("HTML");
+        case ExportFormat::SearchablePdf:
+            return QStringLiteral("searchable PDF");
+        case ExportFormat::Xlsx:
+            return QStringLiteral("XLSX");
+    }
+    return {};
+}
+
+}  // namespace
+
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                                     const QList<ExportFormat>& formats, const ExportOptions& options,
-                                    const QString& password) {
+                                    const QString& password, QStringList* skipped) {
     if (!QDir().mkpath(options.outputDir)) {
         fail("cannot create the folder ", options.outputDir.toStdString());
     }
@@ -50,9 +70,16 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
                 writer->addPage(page);
             }
         }
-        for (auto& writer : writers) {
-            writer->finish();
-            files << writer->files();
+        for (size_t i = 0; i < writers.size(); ++i) {
+            writers[i]->finish();
+            const QStringList written = writers[i]->files();
+            files << written;
+            if (written.isEmpty() && skipped != nullptr) {
+                const ExportFormat format = formats[static_cast<qsizetype>(i)];
+                skipped->append(format == ExportFormat::Xlsx
+                                    ? QStringLiteral("XLSX: no table was recognised as a grid")
+                                    : QStringLiteral("%1: nothing to write").arg(formatTitle(format)));
+            }
         }
     } catch (...) {
         for (auto& writer : writers) {
@@ -80,21 +107,22 @@ void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& format
     ++busy_;
     pool_.start([this, doc, info, pages = std::move(pages), formats, options, password = password_] {
         QStringList files;
+        QStringList skipped;
         QString error;
         try {
             if (pages.empty()) {
                 fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
             }
-            files = write(info, pages, formats, options, password);
+            files = write(info, pages, formats, options, password, &skipped);
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
         QMetaObject::invokeMethod(
             this,
-            [this, doc, files, error] {
+            [this, doc, files, skipped, error] {
                 --busy_;
                 if (error.isEmpty()) {
-                    Q_EMIT finished(doc, files);
+                    Q_EMIT finished(doc, files, skipped);
                 } else {
                     Q_EMIT failed(doc, error);
                 }

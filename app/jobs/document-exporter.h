@@ -8,8 +8,8 @@
 #include <QStringList>
 #include <QThreadPool>
 
+#include "app/document-model/document-model.h"
 #include "app/export/document-writer.h"
-#include "app/jobs/document-model.h"
 
 namespace folio {
 
@@ -28,14 +28,16 @@ public:
     // The password of encrypted PDFs, for rendering their pages again.
     void setPassword(const QString& password) { password_ = password; }
 
-    // Writes pages synchronously: the files written. Throws folio::Error naming the file that failed, leaving
-    // no partial file.
+    // Writes pages synchronously: the files written; the formats that wrote nothing, each with why, go to
+    // `skipped` when given ("XLSX: no table was recognised as a grid"). Throws folio::Error naming the file
+    // that failed, leaving no partial file.
     static QStringList write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                              const QList<ExportFormat>& formats, const ExportOptions& options,
-                             const QString& password = {});
+                             const QString& password = {}, QStringList* skipped = nullptr);
 
 Q_SIGNALS:
-    void finished(int doc, const QStringList& files);
+    // The files written, and the formats that wrote nothing with why.
+    void finished(int doc, const QStringList& files, const QStringList& skipped);
     void failed(int doc, const QString& message);
 
 private:

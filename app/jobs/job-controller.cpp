@@ -2,6 +2,7 @@
 
 #include <QElapsedTimer>
 #include <QMetaObject>
+#include <QSet>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -68,6 +69,54 @@ struct EvBlockOutput {
 };
 using Event = std::variant<EvDocStarted, EvLaidOut, EvText, EvPageDone, EvDocDone, EvProgress, EvRunEnded,
                            EvBlockOutput>;
+
+// A document's pages narrowed to some of them (positions in the document's page list): what a run that
+// continues a document, or keeps its edited pages, reads.
+class PageSubsetInput final : public DocumentInput {
+public:
+    PageSubsetInput(std::unique_ptr<DocumentInput> input, const std::vector<int>& positions)
+        : input_(std::move(input)) {
+        for (int i = 0; i < input_->selectedCount(); ++i) {
+            const int position = DocumentModel::pagePosition(input_->pageIndex(i));
+            if (std::binary_search(positions.begin(), positions.end(), position)) {
+                selected_.push_back(i);
+            }
+        }
+    }
+
+    QString path() const override { return input_->path(); }
+    int pageCount() const override { return input_->pageCount(); }
+    int selectedCount() const override { return static_cast<int>(selected_.size()); }
+    int pageIndex(int i) const override { return input_->pageIndex(selected_.at(static_cast<size_t>(i))); }
+    PageInput page(int i) override { return input_->page(selected_.at(static_cast<size_t>(i))); }
+
+private:
+    std::unique_ptr<DocumentInput> input_;
+    std::vector<int> selected_;
+};
+
+// A block request as an undo command: undone while it runs, it is stopped (its block goes back to what it
+// was) and a redo submits it again.
+class BlockRequestCommand final : public PageCommand {
+public:
+    BlockRequestCommand(DocumentModel& model, JobController& jobs, int doc, int page, int blockId,
+                        const QString& text, std::function<void()> action)
+        : PageCommand(model, doc, page, text, std::move(action)), jobs_(jobs), blockId_(blockId) {}
+
+    void undo() override {
+        running_ = jobs_.isRecognizing(document(), pageIndex(), blockId_);
+        jobs_.cancelBlockRequests(document(), pageIndex(), blockId_);
+        PageCommand::undo();
+    }
+
+protected:
+    bool resultComplete() const override { return !running_; }
+
+private:
+    JobController& jobs_;
+    int blockId_;
+    bool running_ = false;
+};
 
 }  // namespace
 
@@ -167,7 +216,7 @@ JobController::JobController(EngineService& service, DocumentModel& model, QObje
         if (waitingForImage_.isEmpty() || model_.page(doc, page).result.image.isNull()) {
             return;
         }
-        QList<WaitingRerun> ready;
+        QList<BlockRequest> ready;
         for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
             if (it->doc == doc && it->page == page) {
                 ready.append(*it);
@@ -176,10 +225,12 @@ JobController::JobController(EngineService& service, DocumentModel& model, QObje
                 ++it;
             }
         }
-        for (const WaitingRerun& rerun : std::as_const(ready)) {
-            rerunBlock(rerun.doc, rerun.page, rerun.blockId, rerun.prompt);
+        for (const BlockRequest& rerun : std::as_const(ready)) {
+            submitBlock(rerun.doc, rerun.page, rerun.blockId, rerun.prompt);
         }
     });
+    connect(&model_, &DocumentModel::blocksRenumbered, this, &JobController::onBlocksRenumbered);
+    connect(&model_, &DocumentModel::documentClosed, this, &JobController::onDocumentClosed);
 }
 
 JobController::~JobController() {
@@ -193,20 +244,28 @@ JobController::~JobController() {
     if (worker_.joinable()) {
         worker_.join();
     }
+    for (BlockRequest& request : blockRequests_) {
+        request.handle.cancel();
+    }
 }
 
-void JobController::run(const QList<int>& documents) {
+void JobController::run(const QList<int>& documents, RunScope scope) {
     for (const int doc : documents) {
-        if (doc < 0 || doc >= model_.documentCount() || queue_.contains(doc) ||
+        if (!model_.isOpen(doc) || queue_.contains(doc) ||
             (isRunning() && jobDocuments_.values().contains(doc))) {
             continue;
         }
-        // Re-runs and drawn boxes of the document are forgotten.
-        for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
-            it = it->doc == doc ? blockRequests_.erase(it) : std::next(it);
+        if (!model_.hasPagesToRun(doc, scope)) {
+            // Every page in the scope has its result (a run cancelled after its last page): nothing to run.
+            const DocumentEntry& entry = model_.document(doc);
+            if (entry.pagesDone == static_cast<int>(entry.pages.size()) &&
+                entry.state == DocumentState::Cancelled) {
+                model_.setDocumentState(doc, DocumentState::Done);
+            }
+            continue;
         }
-        waitingForImage_.removeIf([doc](const WaitingRerun& rerun) { return rerun.doc == doc; });
         queue_.push_back(doc);
+        queuedScopes_.insert(doc, scope);
         model_.setDocumentState(doc, DocumentState::Queued);
     }
     startNext();
@@ -230,14 +289,37 @@ void JobController::startNext() {
     }
     jobDocuments_.clear();
     QStringList inputs;
+    std::map<QString, std::vector<int>> subsets;  // documents that run some of their pages: which
     for (const int doc : std::as_const(queue_)) {
         const QString path = model_.document(doc).path;
+        const RunScope scope = queuedScopes_.value(doc, RunScope::All);
         jobDocuments_.insert(path, doc);
         inputs << path;
-        model_.resetResults(doc);
+        const std::vector<int> pages = model_.pagesToRun(doc, scope);
+        // Re-runs and drawn boxes on the pages that run again are stopped.
+        for (const int page : pages) {
+            cancelBlockRequests(doc, page);
+        }
+        if (scope == RunScope::All || pages.size() == model_.document(doc).pages.size()) {
+            model_.resetResults(doc);
+        } else {
+            model_.resetPages(doc, pages);
+            subsets.emplace(path, pages);
+        }
     }
     queue_.clear();
+    queuedScopes_.clear();
     DocumentOpener opener = opener_ ? opener_ : sourceOpener(documentOptions_, PageRange());
+    if (!subsets.empty()) {
+        opener = [base = std::move(opener), subsets](const QString& path) -> std::unique_ptr<DocumentInput> {
+            std::unique_ptr<DocumentInput> input = base(path);
+            const auto it = subsets.find(path);
+            if (it == subsets.end()) {
+                return input;
+            }
+            return std::make_unique<PageSubsetInput>(std::move(input), it->second);
+        };
+    }
     try {
         pipeline_ = std::make_unique<DocumentPipeline>(service_, std::move(opener), pipelineOptions_);
     } catch (const std::exception& e) {
@@ -266,12 +348,130 @@ void JobController::startNext() {
 
 void JobController::cancel() {
     for (const int doc : std::as_const(queue_)) {
-        model_.setDocumentState(doc, DocumentState::Idle);
+        model_.setDocumentState(
+            doc, model_.document(doc).pagesDone > 0 ? DocumentState::Cancelled : DocumentState::Idle);
     }
     queue_.clear();
+    queuedScopes_.clear();
+    requeueAfterCancel_.clear();
     if (pipeline_) {
         pipeline_->cancel();
     }
+    // Re-runs and drawn boxes under way stop too (their blocks keep what they had so far).
+    QSet<int> docs;
+    for (const BlockRequest& request : std::as_const(blockRequests_)) {
+        docs.insert(request.doc);
+    }
+    for (const BlockRequest& request : std::as_const(waitingForImage_)) {
+        docs.insert(request.doc);
+    }
+    for (const int doc : std::as_const(docs)) {
+        cancelBlockRequests(doc);
+    }
+}
+
+bool JobController::isRecognizing(int doc, int page, int blockId) const {
+    const auto matches = [&](const BlockRequest& r) {
+        return r.doc == doc && r.page == page && r.blockId == blockId;
+    };
+    return std::any_of(blockRequests_.begin(), blockRequests_.end(), matches) ||
+           std::any_of(waitingForImage_.begin(), waitingForImage_.end(), matches);
+}
+
+void JobController::cancelBlockRequests(int doc, int page, int blockId) {
+    const auto matches = [&](const BlockRequest& r) {
+        return r.doc == doc && (page < 0 || r.page == page) && (blockId < 0 || r.blockId == blockId);
+    };
+    std::vector<std::pair<int, int>> stopped;  // page, block
+    for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
+        if (matches(*it)) {
+            it->handle.cancel();
+            stopped.emplace_back(it->page, it->blockId);
+            it = blockRequests_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
+        if (matches(*it)) {
+            stopped.emplace_back(it->page, it->blockId);
+            it = waitingForImage_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    // The blocks, where they are still there, no longer wait for text.
+    for (const auto& [p, b] : stopped) {
+        if (const BlockResult* block = model_.block(doc, p, b); block != nullptr && block->recognising) {
+            BlockResult stoppedBlock = *block;
+            stoppedBlock.recognising = false;
+            model_.setBlock(doc, p, stoppedBlock);
+        }
+    }
+}
+
+void JobController::onBlocksRenumbered(int doc, int page) {
+    // Each request follows its block (the same box and task); one whose block is gone stops.
+    const auto find = [&](const BlockRequest& r) {
+        const std::vector<BlockResult>& blocks = model_.page(doc, page).result.blocks;
+        for (const BlockResult& b : blocks) {
+            if (b.box.x1 == r.box.x1 && b.box.y1 == r.box.y1 && b.box.x2 == r.box.x2 &&
+                b.box.y2 == r.box.y2 && b.task == r.prompt) {
+                return b.id;
+            }
+        }
+        return -1;
+    };
+    for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
+        if (it->doc == doc && it->page == page) {
+            it->blockId = find(*it);
+            if (it->blockId < 0) {
+                it->handle.cancel();
+                it = blockRequests_.erase(it);
+                continue;
+            }
+        }
+        ++it;
+    }
+    for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
+        if (it->doc == doc && it->page == page) {
+            it->blockId = find(*it);
+            if (it->blockId < 0) {
+                it = waitingForImage_.erase(it);
+                continue;
+            }
+        }
+        ++it;
+    }
+    // Blocks put back as being recognised whose request is no longer under way wait for nothing.
+    const std::vector<BlockResult> blocks = model_.page(doc, page).result.blocks;
+    for (const BlockResult& b : blocks) {
+        if (b.recognising && !isRecognizing(doc, page, b.id)) {
+            BlockResult idle = b;
+            idle.recognising = false;
+            model_.setBlock(doc, page, idle);
+        }
+    }
+}
+
+void JobController::onDocumentClosed(int doc) {
+    cancelBlockRequests(doc);
+    queue_.removeAll(doc);
+    queuedScopes_.remove(doc);
+    requeueAfterCancel_.removeAll(doc);
+    if (!isRunning() || !jobDocuments_.values().contains(doc)) {
+        return;
+    }
+    // The pipeline runs its documents as one: it stops, and the others of the run go on from where they
+    // were once it has.
+    for (const int other : std::as_const(jobDocuments_)) {
+        const DocumentState state = model_.document(other).state;
+        if (other != doc && model_.isOpen(other) &&
+            (state == DocumentState::Queued || state == DocumentState::Running)) {
+            requeueAfterCancel_.append(other);
+        }
+    }
+    pipeline_->cancel();
 }
 
 void JobController::drain() {
@@ -304,6 +504,9 @@ void JobController::drain() {
 
         if (const auto* started = std::get_if<EvDocStarted>(&event)) {
             const int doc = docOf(started->info.inputPath);
+            if (!model_.isOpen(doc)) {
+                continue;
+            }
             model_.documentStarted(doc, started->info);
             Q_EMIT documentStarted(doc);
         } else if (const auto* laidOut = std::get_if<EvLaidOut>(&event)) {
@@ -318,6 +521,9 @@ void JobController::drain() {
                              textEvent->blockId, text);
         } else if (const auto* pageDone = std::get_if<EvPageDone>(&event)) {
             const int doc = docOf(pageDone->info.inputPath);
+            if (!model_.isOpen(doc)) {
+                continue;
+            }
             const int page = DocumentModel::pagePosition(pageDone->page.pageIndex);
             model_.pageFinished(doc, page, pageDone->page);
             const QString where = QStringLiteral("%1, page %2").arg(model_.document(doc).name).arg(page + 1);
@@ -334,6 +540,9 @@ void JobController::drain() {
             }
         } else if (const auto* docDone = std::get_if<EvDocDone>(&event)) {
             const int doc = docOf(docDone->info.inputPath);
+            if (!model_.isOpen(doc)) {
+                continue;
+            }
             DocumentState state = DocumentState::Done;
             if (!docDone->outcome.error.isEmpty()) {
                 state = DocumentState::Failed;
@@ -360,6 +569,7 @@ void JobController::drain() {
                 if (state == DocumentState::Queued || state == DocumentState::Running) {
                     model_.setDocumentState(doc, cancelled ? DocumentState::Cancelled : DocumentState::Done);
                 }
+                model_.runStopped(doc);
             }
             if (!ended->error.isEmpty()) {
                 for (const int doc : std::as_const(jobDocuments_)) {
@@ -370,23 +580,29 @@ void JobController::drain() {
             ended->summary.cancelled = ended->summary.cancelled || cancelled;
             Q_EMIT runningChanged(false);
             Q_EMIT jobFinished(ended->summary);
+            const QList<int> requeue = std::exchange(requeueAfterCancel_, {});
+            run(requeue, RunScope::Missing);
             startNext();
         } else if (const auto* output = std::get_if<EvBlockOutput>(&event)) {
             const auto it = blockRequests_.find(output->serial);
             if (it == blockRequests_.end()) {
                 continue;
             }
-            const BlockRequest request = *it;
+            const BlockRequest& request = *it;
             if (!output->finished) {
                 model_.blockText(request.doc, request.page, request.blockId, output->text);
                 continue;
             }
+            const int rdoc = request.doc;
+            const int rpage = request.page;
+            const int rblock = request.blockId;
             blockRequests_.erase(it);
-            const BlockResult* current = model_.block(request.doc, request.page, request.blockId);
+            const BlockResult* current = model_.block(rdoc, rpage, rblock);
             if (current == nullptr) {
                 continue;
             }
             BlockResult block = *current;
+            block.recognising = false;
             block.rawText = output->text;
             block.nTokens = output->nTokens;
             block.truncated = output->truncated;
@@ -395,18 +611,46 @@ void JobController::drain() {
                 finalizeBlock(block);
             } else {
                 Q_EMIT errorOccurred(QStringLiteral("%1, page %2, block %3: %4")
-                                         .arg(model_.document(request.doc).name)
-                                         .arg(request.page + 1)
-                                         .arg(request.blockId + 1)
+                                         .arg(model_.document(rdoc).name)
+                                         .arg(rpage + 1)
+                                         .arg(rblock + 1)
                                          .arg(output->error));
             }
-            model_.setBlock(request.doc, request.page, block);
-            Q_EMIT blockRecognized(request.doc, request.page, request.blockId);
+            model_.setBlock(rdoc, rpage, block);
+            Q_EMIT blockRecognized(rdoc, rpage, rblock);
         }
     }
 }
 
+bool JobController::canRecognize(int doc, int page) {
+    if (model_.page(doc, page).result.image.isNull() && !model_.needsPageImage(doc, page)) {
+        Q_EMIT errorOccurred(QStringLiteral("%1, page %2: run the document before recognising its blocks")
+                                 .arg(model_.document(doc).name)
+                                 .arg(page + 1));
+        return false;
+    }
+    if (service_.status().state != ServiceState::Ready) {
+        Q_EMIT errorOccurred(QStringLiteral("The engine is not ready: load a model first"));
+        return false;
+    }
+    return true;
+}
+
 void JobController::rerunBlock(int doc, int page, int blockId, const QString& prompt) {
+    const BlockTaskChoice* choice = findBlockTask(prompt);
+    if (choice == nullptr || model_.block(doc, page, blockId) == nullptr) {
+        Q_EMIT errorOccurred(QStringLiteral("No such block or task to run: %1").arg(prompt));
+        return;
+    }
+    if (!canRecognize(doc, page)) {
+        return;
+    }
+    model_.undoStack(doc)->push(new BlockRequestCommand(
+        model_, *this, doc, page, blockId, tr("Re-run block %1 as %2").arg(blockId + 1).arg(choice->name),
+        [this, doc, page, blockId, prompt] { submitBlock(doc, page, blockId, prompt); }));
+}
+
+void JobController::submitBlock(int doc, int page, int blockId, const QString& prompt) {
     const BlockTaskChoice* choice = findBlockTask(prompt);
     const BlockResult* current = model_.block(doc, page, blockId);
     if (choice == nullptr || current == nullptr) {
@@ -415,7 +659,15 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
     }
     const QImage& pageImage = model_.page(doc, page).result.image;
     if (pageImage.isNull() && model_.needsPageImage(doc, page)) {
-        waitingForImage_.append({doc, page, blockId, prompt});
+        // The block takes its task now, so that it is found again if its page's blocks are renumbered.
+        BlockResult waiting = *current;
+        waiting.label = choice->label;
+        waiting.task = choice->prompt;
+        waiting.edited = false;
+        waiting.recognising = true;
+        model_.setBlock(doc, page, waiting);
+        model_.setPageEdited(doc, page);
+        waitingForImage_.append({doc, page, blockId, current->box, choice->prompt, {}});
         Q_EMIT pageImageNeeded(doc, page);
         return;
     }
@@ -429,7 +681,9 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
         Q_EMIT errorOccurred(QStringLiteral("The engine is not ready: load a model first"));
         return;
     }
-    BlockResult block = *current;
+    // A newer request for the same block replaces an older one.
+    cancelBlockRequests(doc, page, blockId);
+    BlockResult block = *model_.block(doc, page, blockId);
     QImage crop = cropBlock(pageImage, block.box, block.polygon);
     if (crop.isNull()) {
         Q_EMIT errorOccurred(QStringLiteral("The box of block %1 lies outside its page").arg(blockId + 1));
@@ -444,19 +698,16 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
     block.error.clear();
     block.nTokens = 0;
     block.truncated = false;
+    block.edited = false;
+    block.recognising = true;
     block.image = savedAsImage(block.label, recognition) ? crop : QImage();
     crop = cropForTask(crop, choice->prompt);
     model_.setBlock(doc, page, block);
+    model_.setPageEdited(doc, page);
     RequestSpec spec =
         blockRequest(crop, block.label, choice->prompt, recognition, pipelineOptions_.sampling);
 
     const int64_t serial = nextSerial_++;
-    // A newer request for the same block replaces an older one.
-    for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
-        it = it->doc == doc && it->page == page && it->blockId == blockId ? blockRequests_.erase(it)
-                                                                          : std::next(it);
-    }
-    blockRequests_.insert(serial, BlockRequest{doc, page, blockId});
     SubmitOptions options;
     options.priority = Priority::Interactive;
     options.on_output = [inbox = inbox_, serial, text = std::make_shared<std::string>(),
@@ -475,9 +726,12 @@ void JobController::rerunBlock(int doc, int page, int blockId, const QString& pr
         inbox->pushBlockOutput(std::move(out));
     };
     try {
-        service_.submit(std::move(spec), std::move(options));
+        RequestHandle handle = service_.submit(std::move(spec), std::move(options));
+        blockRequests_.insert(serial,
+                              BlockRequest{doc, page, blockId, block.box, block.task, std::move(handle)});
     } catch (const std::exception& e) {
-        blockRequests_.remove(serial);
+        block.recognising = false;
+        model_.setBlock(doc, page, block);
         Q_EMIT errorOccurred(QString::fromUtf8(e.what()));
     }
 }
@@ -491,40 +745,20 @@ int JobController::recognizeRegion(int doc, int page, const BlockBox& box, const
     BlockResult block;
     block.label = choice->label;
     block.score = 1.0F;
+    block.drawn = true;
     block.box = {std::clamp(box.x1, 0, size.width()), std::clamp(box.y1, 0, size.height()),
                  std::clamp(box.x2, 0, size.width()), std::clamp(box.y2, 0, size.height())};
-    if (block.box.width() < 4 || block.box.height() < 4) {
+    if (block.box.width() < 4 || block.box.height() < 4 || !canRecognize(doc, page)) {
         return -1;
     }
-    const int id = model_.addBlock(doc, page, block);
-    rerunBlock(doc, page, id, choice->prompt);
+    const int id = static_cast<int>(model_.page(doc, page).result.blocks.size());
+    model_.undoStack(doc)->push(
+        new BlockRequestCommand(model_, *this, doc, page, id, tr("Draw a box as %1").arg(choice->name),
+                                [this, doc, page, block, prompt = choice->prompt] {
+                                    const int added = model_.addBlock(doc, page, block);
+                                    submitBlock(doc, page, added, prompt);
+                                }));
     return id;
-}
-
-void JobController::removeBlock(int doc, int page, int blockId) {
-    for (auto it = waitingForImage_.begin(); it != waitingForImage_.end();) {
-        if (it->doc == doc && it->page == page && it->blockId == blockId) {
-            it = waitingForImage_.erase(it);
-            continue;
-        }
-        if (it->doc == doc && it->page == page && it->blockId > blockId) {
-            --it->blockId;
-        }
-        ++it;
-    }
-    for (auto it = blockRequests_.begin(); it != blockRequests_.end();) {
-        if (it->doc == doc && it->page == page) {
-            if (it->blockId == blockId) {
-                it = blockRequests_.erase(it);
-                continue;
-            }
-            if (it->blockId > blockId) {
-                --it->blockId;
-            }
-        }
-        ++it;
-    }
-    model_.removeBlock(doc, page, blockId);
 }
 
 }  // namespace folio

@@ -15,8 +15,8 @@
 #include <memory>
 #include <thread>
 
+#include "app/document-model/document-model.h"
 #include "app/documents/document-source.h"
-#include "app/jobs/document-model.h"
 #include "app/pipeline/block-task.h"
 #include "app/pipeline/document-pipeline.h"
 
@@ -36,10 +36,12 @@ public:
     // How documents are opened; default: files on disk (sourceOpener). Tests give generated documents.
     void setOpener(DocumentOpener opener) { opener_ = std::move(opener); }
 
-    // Queues the model's documents for a run; they start when the one under way ends. Their results are
-    // cleared.
-    void run(const QList<int>& documents);
-    // Stops the run under way (pages finished stay) and drops the queued documents.
+    // Queues the model's documents for a run of the scope's pages; they start when the run under way ends.
+    // The results of those pages are cleared as they start; other pages keep theirs. A document with nothing
+    // to run in the scope is not queued.
+    void run(const QList<int>& documents, RunScope scope = RunScope::All);
+    // Stops the run under way (pages finished stay; pages laid out become Partial), drops the queued
+    // documents and stops the block requests under way.
     void cancel();
     bool isRunning() const { return worker_.joinable(); }
     // While held, queued documents wait (the engine applies new settings); releasing starts them.
@@ -49,14 +51,18 @@ public:
 
     // Runs one block again with another task (a prompt of blockTaskChoices()); its label follows the task.
     // Needs the page image (pages that went through layout): where the model let go of it, the request waits
-    // for it (pageImageNeeded asks for it).
+    // for it (pageImageNeeded asks for it). Undoable: a command on the document's undo stack.
     void rerunBlock(int doc, int page, int blockId, const QString& prompt);
-    // A box drawn on a page (page pixels) as a new block, recognised with the task; its id, or -1.
+    // A box drawn on a page (page pixels) as a new block, recognised with the task; its id, or -1. Undoable.
     int recognizeRegion(int doc, int page, const BlockBox& box, const QString& prompt);
-    // Removes a block, keeping requests under way for the page's other blocks pointed at them.
-    void removeBlock(int doc, int page, int blockId);
-    // Block requests under way (re-runs and drawn boxes).
-    int pendingBlockRequests() const { return static_cast<int>(blockRequests_.size()); }
+    // Block requests under way or waiting for their page's image (re-runs and drawn boxes).
+    int pendingBlockRequests() const {
+        return static_cast<int>(blockRequests_.size() + waitingForImage_.size());
+    }
+    // Whether a request for this block is under way or waiting.
+    bool isRecognizing(int doc, int page, int blockId) const;
+    // Stops the block requests of a document (all of them with blockId -1).
+    void cancelBlockRequests(int doc, int page = -1, int blockId = -1);
 
 public Q_SLOTS:
     // Starts queued documents once the engine is ready (run() queues them while it loads).
@@ -77,12 +83,23 @@ Q_SIGNALS:
 private:
     struct Inbox;
     struct Observer;
+    // A block request's block: its position, and its box and task, which find it again when the page's
+    // blocks were renumbered (a deletion, undo, redo).
     struct BlockRequest {
         int doc = 0;
         int page = 0;
         int blockId = 0;
+        BlockBox box;
+        QString prompt;
+        RequestHandle handle;
     };
 
+    // Whether the page can have a block request now; where not, says why (errorOccurred).
+    bool canRecognize(int doc, int page);
+    // Submits the block's request (the work of rerunBlock, without the undo command).
+    void submitBlock(int doc, int page, int blockId, const QString& prompt);
+    void onBlocksRenumbered(int doc, int page);
+    void onDocumentClosed(int doc);
     void startNext();
     void drain();
     int docOf(const QString& path) const { return jobDocuments_.value(path, -1); }
@@ -90,13 +107,7 @@ private:
     EngineService& service_;
     DocumentModel& model_;
     bool held_ = false;
-    struct WaitingRerun {
-        int doc = 0;
-        int page = 0;
-        int blockId = 0;
-        QString prompt;
-    };
-    QList<WaitingRerun> waitingForImage_;
+    QList<BlockRequest> waitingForImage_;
     PipelineOptions pipelineOptions_;
     DocumentOptions documentOptions_;
     DocumentOpener opener_;
@@ -105,7 +116,9 @@ private:
     std::unique_ptr<Observer> observer_;
     std::thread worker_;
     QList<int> queue_;
-    QHash<QString, int> jobDocuments_;  // the run's inputs: path to document
+    QHash<int, RunScope> queuedScopes_;  // each queued document's scope
+    QHash<QString, int> jobDocuments_;   // the run's inputs: path to document
+    QList<int> requeueAfterCancel_;      // documents of a run cancelled for another's closing, to go on
     PipelineProgress progress_;
     QHash<int64_t, BlockRequest> blockRequests_;  // serial to block
     int64_t nextSerial_ = 1;

@@ -10,6 +10,13 @@ namespace folio {
 
 PreviewLoader::PreviewLoader(DocumentModel& model, QObject* parent) : QObject(parent), model_(model) {
     pool_.setMaxThreadCount(2);
+    // A document closed while its previews render: the rest are not rendered.
+    connect(&model_, &DocumentModel::documentClosed, this, [this](int doc) {
+        if (const auto it = closed_.find(doc); it != closed_.end()) {
+            it.value()->store(true);
+            closed_.erase(it);
+        }
+    });
 }
 
 PreviewLoader::~PreviewLoader() {
@@ -50,7 +57,9 @@ void PreviewLoader::load(int doc) {
     const QString path = model_.document(doc).path;
     const DocumentOptions options = options_;
     const std::shared_ptr<std::atomic<bool>> stopping = stopping_;
-    pool_.start([this, doc, path, options, stopping] {
+    const auto closed = std::make_shared<std::atomic<bool>>(false);
+    closed_.insert(doc, closed);
+    pool_.start([this, doc, path, options, stopping, closed] {
         std::unique_ptr<DocumentSource> source;
         std::vector<QSize> sizes;
         try {
@@ -90,7 +99,7 @@ void PreviewLoader::load(int doc) {
         } catch (const std::exception&) {
             return;  // thumbnails stay blank; the pipeline reports the problem when it runs
         }
-        for (int i = 0; i < source->pageCount() && !stopping->load(); ++i) {
+        for (int i = 0; i < source->pageCount() && !stopping->load() && !closed->load(); ++i) {
             QImage preview;
             try {
                 preview = source->renderPage(i).image;

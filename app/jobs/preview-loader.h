@@ -2,14 +2,15 @@
 // pipeline's resolution and small previews for thumbnails, delivered to the model on the GUI thread.
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QSet>
 #include <QThreadPool>
 #include <atomic>
 #include <memory>
 
+#include "app/document-model/document-model.h"
 #include "app/documents/document-source.h"
-#include "app/jobs/document-model.h"
 
 namespace folio {
 
@@ -42,6 +43,7 @@ private:
     DocumentOptions options_;
     QThreadPool pool_;
     QSet<std::pair<int, int>> imagesUnderWay_;
+    QHash<int, std::shared_ptr<std::atomic<bool>>> closed_;  // per document loaded: set once it closes
     std::shared_ptr<std::atomic<bool>> stopping_ = std::make_shared<std::atomic<bool>>(false);
 };
 

@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "app/chat/chat-session.h"
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "ui/chat/chat-panel.h"
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     // are drawn by hand as a user does with Draw Box, each recognised by the fixture model (its text is
     // noise).
     while (!model.page(doc, 0).result.blocks.empty()) {
-        jobs.removeBlock(doc, 0, 0);
+        model.deleteBlock(doc, 0, 0);
     }
     struct Part {
         double x1, y1, x2, y2;

@@ -1,17 +1,27 @@
 // The main window on the fixture models, with Qt WebEngine (run under Xvfb): a PDF opened runs at once, the
 // page view has one overlay per block, clicking a box highlights its result and clicking a result selects
-// its box, export writes the files, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// its box, export writes the files, a session file brings documents back with their results, keys act on the
+// focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
+// the user's changes, the result view follows the page, script messages stay out of the terminal, the
+// window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
+// idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
+// at the model's, problems open small, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
 #include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QGraphicsRectItem>
+#include <QGraphicsScene>
 #include <QInputDialog>
 #include <QListWidget>
 #include <QMap>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScreen>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -22,9 +32,13 @@
 #include <algorithm>
 #include <memory>
 
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/jobs/job-controller.h"
+#include "engine/models/model-registry.h"
 #include "fixture-engine.h"
+#include "screenshot.h"
+#include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/main-window.h"
 #include "ui/page-view/block-item.h"
@@ -128,6 +142,24 @@ class TestMainWindow : public QObject {
     JobController* jobs_ = nullptr;
     std::unique_ptr<MainWindow> window_;
     int doc_ = -1;
+
+    // Answers the next message box, once it shows, with its button of this object name (empty: Cancel);
+    // saved as the screenshot `name` first where one is given.
+    void answerNextBox(const QString& button, const QString& name = {}) {
+        QTimer::singleShot(0, this, [button, name] {
+            QTRY_VERIFY(qobject_cast<QMessageBox*>(QApplication::activeModalWidget()) != nullptr);
+            auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+            const QString dir = qEnvironmentVariable("FOLIO_SCREENSHOT_DIR");
+            if (!name.isEmpty() && !dir.isEmpty()) {
+                QDir().mkpath(dir);
+                box->grab().save(QDir(dir).filePath(name + QStringLiteral(".png")));
+            }
+            QAbstractButton* chosen =
+                button.isEmpty() ? box->button(QMessageBox::Cancel) : box->findChild<QPushButton*>(button);
+            QVERIFY(chosen != nullptr);
+            chosen->click();
+        });
+    }
 
 private Q_SLOTS:
     void initTestCase() {
@@ -290,6 +322,239 @@ private Q_SLOTS:
         window_->setRunOnOpen(true);
     }
 
+    // With a session file, the documents open now come back in a new window with their results and the
+    // user's edits, shown at once without a run.
+    void sessionBringsDocumentsBack() {
+        const QString file = tmp_.filePath(QStringLiteral("settings/session.json"));
+        window_->showDocument(doc_);
+        model_->editBlockText(doc_, 0, 0, QStringLiteral("Kept across launches"));
+        window_->setSessionFile(file);
+        window_->sessionStore()->writeNow();
+        QVERIFY(QFile::exists(file));
+
+        DocumentModel model;
+        JobController jobs(engine_->service(), model);
+        MainWindow window(model, jobs, *engine_);
+        window.setRunOnOpen(false);
+        window.setSessionFile(file);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        const int doc = model.findDocument(model_->document(doc_).path);
+        QVERIFY(doc >= 0);
+        QVERIFY(!jobs.isRunning());
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QCOMPARE(model.block(doc, 0, 0)->content, QStringLiteral("Kept across launches"));
+        QVERIFY(model.block(doc, 0, 0)->edited);
+        window.showPage(doc, 0);
+        QCOMPARE(window.pageView()->blockItemCount(),
+                 static_cast<int>(model.page(doc, 0).result.blocks.size()));
+        // The page's image comes back rendered again, and the thumbnails from the file.
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 0).result.image.isNull(), 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 1).preview.isNull(), 20000);
+    }
+
+    // After a cancel each page shows its real state (done, partly recognised, not run), and Run goes on with
+    // the pages not done, keeping the others.
+    void runAfterCancelGoesOn() {
+        const QString path = tmp_.filePath(QStringLiteral("twelve.pdf"));
+        test::writeTestPdf(path, 12);
+        PipelineOptions options = test::fixturePipelineOptions(false);
+        options.maxPagesInFlight = 2;
+        jobs_->setPipelineOptions(options);
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        QMetaObject::Connection stop = connect(model_, &DocumentModel::pageChanged, this, [&](int d, int) {
+            if (model_->document(d).path == path && model_->document(d).pagesDone >= 3) {
+                window_->cancelJobs();
+            }
+        });
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QVERIFY(finished.wait(240000));
+        disconnect(stop);
+        finished.clear();
+        QCOMPARE(model_->document(doc).state, DocumentState::Cancelled);
+        const int done = model_->document(doc).pagesDone;
+        QVERIFY2(done >= 3 && done < 12, qPrintable(QString::number(done)));
+        QStringList states;
+        for (int p = 0; p < 12; ++p) {
+            const QString tip = window_->pageList()->item(p)->toolTip();
+            const PageState state = model_->page(doc, p).state;
+            QVERIFY(state != PageState::LaidOut);
+            QVERIFY2(tip.contains(state == PageState::Done      ? QStringLiteral("done")
+                                  : state == PageState::Partial ? QStringLiteral("partly recognised")
+                                                                : QStringLiteral("not run")),
+                     qPrintable(tip));
+            states << tip;
+        }
+        window_->resultView()->flush();
+        QTest::qWait(300);
+        test::saveScreenshot(window_.get(), QStringLiteral("after-cancel"));
+        const QString firstDone = model_->page(doc, 0).result.blocks.empty()
+                                      ? QString()
+                                      : model_->page(doc, 0).result.blocks.front().content;
+        const int generation = model_->page(doc, 0).generation;
+
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.first().first().value<PipelineSummary>().pages, 12 - done);
+        QCOMPARE(model_->document(doc).pagesDone, 12);
+        QCOMPARE(model_->page(doc, 0).generation, generation);
+        if (!firstDone.isNull()) {
+            QCOMPARE(model_->page(doc, 0).result.blocks.front().content, firstDone);
+        }
+        jobs_->setPipelineOptions(test::fixturePipelineOptions(true));
+    }
+
+    // The result view follows the page view's page (Page Down, thumbnails) to that page's results.
+    void resultViewFollowsThePage() {
+        const QString path = tmp_.filePath(QStringLiteral("twelve.pdf"));
+        const int doc = model_->findDocument(path);
+        QVERIFY(doc >= 0);
+        ResultView* view = window_->resultView();
+        const QString inView = QStringLiteral(
+            "(function () { var r = document.getElementById('page-%1').getBoundingClientRect();"
+            " return r.top >= 0 && r.top < window.innerHeight; })()");
+        window_->showDocument(doc);
+        window_->showPage(doc, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, inView.arg(0)).toBool(), 10000);
+        window_->showPage(doc, 11);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, QStringLiteral("window.scrollY")).toInt() > 0, 10000);
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, inView.arg(11)).toBool(), 10000);
+        // Page Up back to the first page: the results scroll back with it.
+        for (int p = 10; p >= 0; --p) {
+            window_->action(QStringLiteral("previousPage"))->trigger();
+            QCOMPARE(window_->currentPage(), p);
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(evaluate(view, QStringLiteral("window.scrollY")).toInt() < 40, 10000);
+        QVERIFY(evaluate(view, inView.arg(0)).toBool());
+    }
+
+    // The page's console messages (KaTeX's warnings) are counted, not printed; a script error is said in the
+    // problems panel once.
+    void scriptMessagesStayOutOfTheTerminal() {
+        ResultView* view = window_->resultView();
+        QSignalSpy errors(view, &ResultView::scriptError);
+        const int before = view->consoleMessages();
+        evaluate(view, QStringLiteral("console.warn('No character metrics for x'); true"));
+        QTRY_COMPARE_WITH_TIMEOUT(view->consoleMessages(), before + 1, 5000);
+        QVERIFY(errors.isEmpty());
+        evaluate(view, QStringLiteral("console.error('broken'); console.error('broken'); true"));
+        QTRY_COMPARE_WITH_TIMEOUT(view->consoleMessages(), before + 3, 5000);
+        QCOMPARE(errors.size(), 1);
+        QVERIFY(errors.first().first().toString().contains(QStringLiteral("broken")));
+    }
+
+    // The window keeps its size and panels between launches, and a layout larger than the screen is fitted.
+    void windowLayoutIsKeptAndFitsTheScreen() {
+        const QRect room = window_->screen()->availableGeometry();
+        QVERIFY(window_->frameGeometry().width() <= room.width());
+        window_->resize(1000, 700);
+        QTRY_COMPARE(window_->size(), QSize(1000, 700));
+        window_->saveLayout();
+        {
+            MainWindow other(*model_, *jobs_, *engine_);
+            other.restoreLayout();
+            QCOMPARE(other.size(), QSize(1000, 700));
+        }
+        window_->resize(room.width() + 600, room.height() + 400);
+        QTRY_VERIFY(window_->width() > room.width());
+        window_->saveLayout();
+        {
+            MainWindow other(*model_, *jobs_, *engine_);
+            other.restoreLayout();
+            QVERIFY2(other.width() <= room.width() && other.height() <= room.height(),
+                     qPrintable(QStringLiteral("%1x%2").arg(other.width()).arg(other.height())));
+        }
+        window_->resize(1480, 920);
+    }
+
+    // Keys act on the widget that has the focus: Delete in the page view deletes the selected block (undone
+    // with Ctrl+Z, redone with Ctrl+Shift+Z); Delete in the document list closes the document, asking first
+    // while it has changes not exported, and leaves its blocks alone.
+    void keysActOnTheFocusedWidget() {
+        const QString path = tmp_.filePath(QStringLiteral("keys.pdf"));
+        QVERIFY(QFile::copy(QString::fromUtf8(test::kSamplePdf), path));
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QCOMPARE(model_->document(doc).path, path);
+        QVERIFY(finished.wait(240000));
+        window_->showPage(doc, 0);
+        const int blocks = static_cast<int>(model_->page(doc, 0).result.blocks.size());
+        QVERIFY(blocks >= 1);
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+
+        window_->selectBlock(0, 0);
+        window_->pageView()->setFocus();
+        QTest::keyClick(window_->pageView(), Qt::Key_Delete);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        QTest::keyClick(window_->pageView(), Qt::Key_Z, Qt::ControlModifier);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks);
+        QTest::keyClick(window_->pageView(), Qt::Key_Z, Qt::ControlModifier | Qt::ShiftModifier);
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        QVERIFY(model_->hasUnsavedEdits(doc));
+
+        // In the list, with a block selected on the page: the document is asked about, not the block deleted.
+        window_->selectBlock(0, 0);
+        window_->documentList()->setFocus();
+        const int listed = window_->documentList()->count();
+        answerNextBox(QString(), QStringLiteral("close-document"));  // Cancel
+        QTest::keyClick(window_->documentList(), Qt::Key_Delete);
+        QVERIFY(model_->isOpen(doc));
+        QCOMPARE(static_cast<int>(model_->page(doc, 0).result.blocks.size()), blocks - 1);
+        answerNextBox(QStringLiteral("closeDocument"));
+        window_->documentList()->setFocus();
+        QTest::keyClick(window_->documentList(), Qt::Key_Delete);
+        QVERIFY(!model_->isOpen(doc));
+        QCOMPARE(window_->documentList()->count(), listed - 1);
+        QVERIFY(window_->currentDocument() != doc);
+        QVERIFY(model_->isOpen(window_->currentDocument()));
+    }
+
+    // Run on a finished document whose pages have the user's changes asks first: the other pages only, or
+    // every page; Re-run As on an edited block asks too.
+    void runAsksBeforeReplacingEdits() {
+        const QString path = tmp_.filePath(QStringLiteral("ask.pdf"));
+        QVERIFY(QFile::copy(QString::fromUtf8(test::kSamplePdf), path));
+        QSignalSpy finished(jobs_, &JobController::jobFinished);
+        window_->openFiles({path});
+        const int doc = window_->currentDocument();
+        QVERIFY(finished.wait(240000));
+        finished.clear();
+        model_->editBlockText(doc, 0, 0, QStringLiteral("Kept by the user"));
+
+        // Re-run As on the edited block: cancelled, nothing runs.
+        window_->showPage(doc, 0);
+        window_->selectBlock(0, 0);
+        answerNextBox(QString(), QStringLiteral("rerun-edited-block"));
+        window_->findChild<QAction*>(QStringLiteral("rerunText"))->trigger();
+        QCOMPARE(jobs_->pendingBlockRequests(), 0);
+        QCOMPARE(model_->block(doc, 0, 0)->content, QStringLiteral("Kept by the user"));
+
+        // Run: the question; Cancel runs nothing.
+        answerNextBox(QString(), QStringLiteral("run-again"));
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(!jobs_->isRunning());
+        // The other pages only.
+        answerNextBox(QStringLiteral("runUnedited"));
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(jobs_->isRunning());
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 1);
+        QCOMPARE(model_->block(doc, 0, 0)->content, QStringLiteral("Kept by the user"));
+        // Every page.
+        answerNextBox(QStringLiteral("runAll"));
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(finished.wait(240000));
+        QCOMPARE(finished.takeFirst().first().value<PipelineSummary>().pages, 2);
+        QVERIFY(model_->block(doc, 0, 0)->content != QStringLiteral("Kept by the user"));
+        // No changes of the user's now: Run replaces the pages without asking.
+        window_->action(QStringLiteral("run"))->trigger();
+        QVERIFY(jobs_->isRunning());
+        QVERIFY(finished.wait(240000));
+    }
+
     void guiThreadStaysResponsiveOn50Pages() {
         const QString path = tmp_.filePath(QStringLiteral("fifty.pdf"));
         test::writeTestPdf(path, 50);
@@ -336,11 +601,134 @@ private Q_SLOTS:
         QVERIFY2(longest < 100, qPrintable(QStringLiteral("%1 ms").arg(longest)));
     }
 
+    // The window has Folio's icon (the icon theme's, else the one built in, at every size).
+    void windowHasItsIcon() {
+        QVERIFY(!window_->windowIcon().isNull());
+        QVERIFY(!QIcon(QStringLiteral(":/icons/org.folio.Folio-256.png")).pixmap(256).isNull());
+        QVERIFY(window_->windowIcon().availableSizes().contains(QSize(256, 256)) ||
+                !QIcon::themeName().isEmpty());
+    }
+
+    // A box reaching past the page is drawn to the page's edge; a box being drawn stays on the page while its
+    // task is chosen.
+    void overlaysStayOnThePage() {
+        window_->showDocument(doc_);
+        window_->showPage(doc_, 1);
+        PageView* view = window_->pageView();
+        const QSize size = model_->page(doc_, 1).size;
+        BlockResult wide;
+        wide.label = QStringLiteral("text");
+        wide.box = {size.width() - 100, 20, size.width() + 400, 120};
+        const int id = model_->addBlock(doc_, 1, wide);
+        QVERIFY(view->blockItem(id) != nullptr);
+        QVERIFY(view->blockItem(id)->outlineRect().right() <= size.width());
+        QVERIFY(view->blockItem(id)->outlineRect().width() > 90);
+        model_->removeBlock(doc_, 1, id);
+
+        window_->action(QStringLiteral("drawBox"))->setChecked(true);
+        bool shown = false;
+        QTimer::singleShot(0, this, [&] {
+            QTRY_VERIFY(QApplication::activePopupWidget() != nullptr);
+            for (QGraphicsItem* item : view->scene()->items()) {
+                shown = shown || (item->type() == QGraphicsRectItem::Type && item->zValue() == 10);
+            }
+            QApplication::activePopupWidget()->close();
+        });
+        const QPoint from = view->mapFromScene(QPointF(40, 40));
+        const QPoint to = view->mapFromScene(QPointF(200, 140));
+        QTest::mousePress(view->viewport(), Qt::LeftButton, {}, from);
+        QTest::mouseMove(view->viewport(), to);
+        QTest::mouseRelease(view->viewport(), Qt::LeftButton, {}, to);
+        QVERIFY(shown);
+        for (QGraphicsItem* item : view->scene()->items()) {
+            QVERIFY(!(item->type() == QGraphicsRectItem::Type && item->zValue() == 10));
+        }
+        window_->action(QStringLiteral("drawBox"))->setChecked(false);
+    }
+
+    // The status bar's rate is the engine's while it works, and nothing once it is idle.
+    void idleEngineShowsNoRate() {
+        ServiceStats stats;
+        stats.tokens_per_second = 31.0;
+        stats.n_running[0] = 1;
+        window_->engineStatus()->setStats(stats);
+        QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
+                 qPrintable(window_->engineStatus()->text()));
+        stats.n_running[0] = 0;
+        window_->engineStatus()->setStats(stats);
+        QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("0 tok/s")) &&
+                     !window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
+                 qPrintable(window_->engineStatus()->text()));
+    }
+
+    // Documents queued for a model that failed to load say that they wait for one.
+    void documentsWaitingForAFailedModelSaySo() {
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.openFiles({QString::fromUtf8(test::kSamplePdf)});
+        QCOMPARE(model.document(0).state, DocumentState::Queued);
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        ServiceParams params = test::fixtureParams(1);
+        params.models.front().dir = tmp_.filePath(QStringLiteral("no-such-model")).toStdString();
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QCOMPARE(model.document(0).state, DocumentState::Queued);
+        QVERIFY2(window.documentList()->item(0)->text().contains(QStringLiteral("waiting for a model")),
+                 qPrintable(window.documentList()->item(0)->text()));
+    }
+
+    // A context length beyond the model's is capped at the model's, and said, rather than failing the load.
+    void contextLengthIsCappedAtTheModels() {
+        const int64_t context = describe_model(test::kRecognitionDir).max_context;
+        QVERIFY(context > 0);
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.setEngineFactory(
+            [context](const ModelFolders&) {
+                ServiceParams params = test::fixtureParams(1);
+                params.engine.max_model_len = context * 4;
+                return params;
+            },
+            QStringLiteral("CPU"));
+        QSignalSpy loaded(&engine, &EngineHost::loaded);
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        const int before = window.errorPanel()->count();
+        window.loadModels(test::fixtureFolders());
+        QCOMPARE(window.errorPanel()->count(), before + 1);
+        QVERIFY(window.errorPanel()->message(before).contains(QStringLiteral("Context length")));
+        QVERIFY(window.errorPanel()->message(before).contains(QString::number(context)));
+        QVERIFY(loaded.wait(120000));
+        QVERIFY(failed.isEmpty());
+    }
+
     void errorsGoToThePanel() {
         const int before = window_->errorPanel()->count();
+        window_->errorPanel()->hide();
         window_->openFiles({tmp_.filePath(QStringLiteral("missing.pdf"))});
         QCOMPARE(window_->errorPanel()->count(), before + 1);
+        // The panel opens for it, a few lines high.
+        QVERIFY(window_->errorPanel()->isVisible());
+        QTRY_VERIFY(window_->errorPanel()->height() < window_->height() / 4);
         QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("missing.pdf")));
+
+        // A file that does not open shows as itself, not with the page of the document shown before.
+        const QString broken = tmp_.filePath(QStringLiteral("broken.pdf"));
+        QFile file(broken);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("%PDF-1.7\nnot really a PDF");
+        file.close();
+        QVERIFY(window_->pageView()->blockItemCount() > 0 || window_->currentDocument() >= 0);
+        window_->openFiles({broken});
+        const int doc = window_->currentDocument();
+        QCOMPARE(model_->document(doc).path, broken);
+        QCOMPARE(window_->pageView()->currentDocument(), doc);
+        QCOMPARE(window_->pageView()->blockItemCount(), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
+        QCOMPARE(window_->pageList()->count(), 0);
     }
 };
 

@@ -13,8 +13,8 @@
 #include <QTest>
 #include <memory>
 
+#include "app/document-model/document-model.h"
 #include "app/i18n/translation-loader.h"
-#include "app/jobs/document-model.h"
 #include "app/jobs/engine-host.h"
 #include "app/jobs/job-controller.h"
 #include "app/settings/settings.h"

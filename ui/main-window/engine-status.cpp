@@ -72,7 +72,13 @@ void EngineStatus::setStats(const ServiceStats& s) {
     const double kv =
         s.n_kv_blocks > 0 ? 100.0 * static_cast<double>(s.n_kv_blocks_used) / s.n_kv_blocks : 0.0;
     cache_->setText(tr("KV %1%").arg(kv, 0, 'f', 0));
-    rate_->setText(tr("%1 tok/s").arg(s.tokens_per_second, 0, 'f', 0));
+    // The service takes its snapshot after each step: an idle engine's last one still has the rate of the
+    // last work, which is no rate now.
+    int64_t busy = 0;
+    for (size_t i = 0; i < s.n_running.size(); ++i) {
+        busy += s.n_running[i] + s.n_waiting[i];
+    }
+    rate_->setText(tr("%1 tok/s").arg(busy > 0 ? s.tokens_per_second : 0.0, 0, 'f', 0));
 }
 
 QString EngineStatus::text() const {

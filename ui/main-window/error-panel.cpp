@@ -38,6 +38,7 @@ void ErrorPanel::addError(const QString& message) {
     list_->scrollToItem(item);
     if (!isVisible()) {
         show();
+        Q_EMIT opened();
     }
     Q_EMIT countChanged(count());
 }

@@ -22,6 +22,8 @@ public:
 
 Q_SIGNALS:
     void countChanged(int count);
+    // The panel was hidden and shows now, for something new.
+    void opened();
 
 protected:
     void changeEvent(QEvent* event) override;

@@ -20,6 +20,9 @@
 #include <QMimeData>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
+#include <QScopedValueRollback>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -27,17 +30,21 @@
 #include <QStyle>
 #include <QThreadPool>
 #include <QToolBar>
+#include <QUndoGroup>
+#include <QUndoStack>
 #include <QVBoxLayout>
 #include <exception>
 
+#include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/documents/input-files.h"
 #include "app/jobs/document-exporter.h"
-#include "app/jobs/document-model.h"
 #include "app/jobs/installed-models.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/page-renderer.h"
 #include "app/jobs/preview-loader.h"
 #include "app/pipeline/block-crop.h"
+#include "engine/models/model-registry.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/export-dialog.h"
@@ -63,21 +70,63 @@ QPixmap placeholderThumbnail(const QSize& pageSize) {
 
 }  // namespace
 
+QIcon applicationIcon() {
+    QIcon icon;
+    for (const int size : {16, 24, 32, 48, 64, 128, 256}) {
+        icon.addFile(QStringLiteral(":/icons/org.folio.Folio-%1.png").arg(size), QSize(size, size));
+    }
+    return QIcon::fromTheme(QStringLiteral("org.folio.Folio"), icon);
+}
+
 MainWindow::MainWindow(DocumentModel& model, JobController& jobs, EngineHost& engine, QWidget* parent)
     : QMainWindow(parent), model_(model), jobs_(jobs), engine_(engine) {
     setWindowTitle(QStringLiteral("Folio"));
+    setWindowIcon(applicationIcon());
     setAcceptDrops(true);
     setDockNestingEnabled(true);
     preview_ = new PreviewLoader(model_, this);
     preview_->setDocumentOptions(jobs_.documentOptions());
     exporter_ = new DocumentExporter(model_, this);
+    undoGroup_ = new QUndoGroup(this);
     exportFolder_ = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
     createLayout();
     createActions();
     createMenus();
     connectModel();
     updateActions();
-    resize(1480, 920);
+    fitToScreen(QSize(1480, 920));
+}
+
+void MainWindow::fitToScreen(const QSize& wanted) {
+    // No larger than the screen's room (at 1.5x scale a 1480x920 window does not fit a 1920x1080 screen).
+    const QScreen* s = screen() != nullptr ? screen() : QGuiApplication::primaryScreen();
+    if (s == nullptr) {
+        resize(wanted);
+        return;
+    }
+    const QRect room = s->availableGeometry();
+    const QSize size = wanted.boundedTo(room.size() * 0.95);
+    resize(size);
+    move(room.center() - QPoint(size.width() / 2, size.height() / 2));
+}
+
+void MainWindow::saveLayout() const {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+}
+
+void MainWindow::restoreLayout() {
+    const QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!isMaximized() && !isFullScreen()) {
+        // A layout saved on a larger screen still fits this one.
+        const QScreen* s = screen() != nullptr ? screen() : QGuiApplication::primaryScreen();
+        if (s != nullptr && !s->availableGeometry().contains(frameGeometry())) {
+            fitToScreen(size());
+        }
+    }
 }
 
 MainWindow::~MainWindow() = default;
@@ -131,6 +180,9 @@ void MainWindow::createLayout() {
     errors_ = new ErrorPanel(this);
     addDockWidget(Qt::BottomDockWidgetArea, errors_);
     errors_->hide();
+    // It opens when something new is said, a few lines high, under the views rather than in their place.
+    connect(errors_, &ErrorPanel::opened, this,
+            [this] { resizeDocks({errors_}, {fontMetrics().height() * 7}, Qt::Vertical); });
 
     progressText_ = new QLabel(this);
     progress_ = new QProgressBar(this);
@@ -186,14 +238,28 @@ void MainWindow::createActions() {
         });
     makeAction(QStringLiteral("export"), QT_TR_NOOP("&Export…"), QKeySequence(tr("Ctrl+E")),
                [this] { exportWithDialog(); });
+    makeAction(QStringLiteral("close"), QT_TR_NOOP("&Close Document"), QKeySequence::Close,
+               [this] { closeDocument(doc_); });
     makeAction(QStringLiteral("quit"), QT_TR_NOOP("&Quit"), QKeySequence::Quit, [this] { close(); });
     makeAction(QStringLiteral("chooseModel"), QT_TR_NOOP("Choose &Model Folder…"), {},
                [this] { chooseModelFolder(); });
 
     makeAction(QStringLiteral("run"), QT_TR_NOOP("&Run"), QKeySequence(tr("Ctrl+R")),
                [this] { runCurrent(); });
+    makeAction(QStringLiteral("runAll"), QT_TR_NOOP("Run &All Pages Again"), QKeySequence(tr("Ctrl+Shift+R")),
+               [this] { runCurrentAgain(); });
     makeAction(QStringLiteral("cancel"), QT_TR_NOOP("&Cancel"), QKeySequence(tr("Ctrl+.")),
                [this] { cancelJobs(); });
+
+    // Undo and redo act on the document in view: its stack is the group's active one.
+    QAction* undo = undoGroup_->createUndoAction(this);
+    undo->setObjectName(QStringLiteral("undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    addAction(undo);
+    QAction* redo = undoGroup_->createRedoAction(this);
+    redo->setObjectName(QStringLiteral("redo"));
+    redo->setShortcuts({QKeySequence(tr("Ctrl+Shift+Z")), QKeySequence(tr("Ctrl+Y"))});
+    addAction(redo);
 
     makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });
@@ -212,6 +278,38 @@ void MainWindow::createActions() {
                                 QKeySequence(tr("Ctrl+Shift+C")), [this] { copySelectedBlock(); });
     blockActions_ << makeAction(QStringLiteral("deleteBlock"), QT_TR_NOOP("&Delete Block"),
                                 QKeySequence::Delete, [this] { deleteSelectedBlock(); });
+    // Block actions act on the block selected in the page view or the result view: their keys only while
+    // one of those has the focus (Delete in the document list closes a document instead).
+    for (QAction* a : std::as_const(blockActions_)) {
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        removeAction(a);
+        pageView_->addAction(a);
+        resultView_->addAction(a);
+    }
+    QAction* closeSelected =
+        makeAction(QStringLiteral("closeSelected"), QT_TR_NOOP("&Close"), QKeySequence::Delete, [this] {
+            if (QListWidgetItem* item = documents_->currentItem()) {
+                closeDocument(item->data(Qt::UserRole).toInt());
+            }
+        });
+    closeSelected->setShortcutContext(Qt::WidgetShortcut);
+    removeAction(closeSelected);
+    documents_->addAction(closeSelected);
+    documents_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(documents_, &QWidget::customContextMenuRequested, this, [this, closeSelected](const QPoint& pos) {
+        QListWidgetItem* item = documents_->itemAt(pos);
+        if (item == nullptr) {
+            return;
+        }
+        showDocument(item->data(Qt::UserRole).toInt());
+        QMenu menu(this);
+        menu.addAction(action(QStringLiteral("run")));
+        menu.addAction(action(QStringLiteral("runAll")));
+        menu.addAction(action(QStringLiteral("export")));
+        menu.addSeparator();
+        menu.addAction(closeSelected);
+        menu.exec(documents_->viewport()->mapToGlobal(pos));
+    });
     QAction* draw =
         makeAction(QStringLiteral("drawBox"), QT_TR_NOOP("Draw &Box"), QKeySequence(tr("Ctrl+D")), [] {});
     draw->setCheckable(true);
@@ -274,14 +372,20 @@ void MainWindow::createMenus() {
     recentMenu_ = translatedMenu(fileMenu_, QT_TR_NOOP("Open &Recent"));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("export")));
+    fileMenu_->addAction(action(QStringLiteral("close")));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("chooseModel")));
     fileMenu_->addSeparator();
     fileMenu_->addAction(action(QStringLiteral("quit")));
     updateRecentMenu();
 
+    QMenu* editMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Edit"));
+    editMenu->addAction(action(QStringLiteral("undo")));
+    editMenu->addAction(action(QStringLiteral("redo")));
+
     QMenu* runMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Run"));
     runMenu->addAction(action(QStringLiteral("run")));
+    runMenu->addAction(action(QStringLiteral("runAll")));
     runMenu->addAction(action(QStringLiteral("cancel")));
 
     viewMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&View"));
@@ -353,7 +457,11 @@ void MainWindow::connectModel() {
         auto* item = new QListWidgetItem(documents_);
         item->setData(Qt::UserRole, doc);
         updateDocumentItem(doc);
+        if (QUndoStack* stack = model_.undoStack(doc)) {
+            undoGroup_->addStack(stack);
+        }
     });
+    connect(&model_, &DocumentModel::documentClosed, this, &MainWindow::onDocumentClosed);
     connect(&model_, &DocumentModel::documentChanged, this, [this](int doc) {
         updateDocumentItem(doc);
         if (doc == doc_ && pages_->count() != static_cast<int>(model_.document(doc).pages.size())) {
@@ -399,6 +507,8 @@ void MainWindow::connectModel() {
         menu.exec(pos);
     });
     connect(resultView_, &ResultView::blockActivated, this, &MainWindow::onResultBlockActivated);
+    connect(resultView_, &ResultView::scriptError, this,
+            [this](const QString& message) { errors_->addError(tr("The result view: %1").arg(message)); });
 
     connect(&jobs_, &JobController::errorOccurred, this, &MainWindow::reportError);
     connect(preview_, &PreviewLoader::openFailed, this,
@@ -406,6 +516,7 @@ void MainWindow::connectModel() {
     connect(preview_, &PreviewLoader::pageImageFailed, this,
             [this](int, int, const QString& message) { reportError(message); });
     connect(&jobs_, &JobController::pageImageNeeded, preview_, &PreviewLoader::loadPageImage);
+    connect(&jobs_, &JobController::documentStarted, this, [this](int doc) { runningDocument_ = doc; });
     connect(&jobs_, &JobController::runningChanged, this, [this](bool running) {
         progress_->setVisible(running);
         if (running) {
@@ -417,11 +528,15 @@ void MainWindow::connectModel() {
     connect(&jobs_, &JobController::progressChanged, this, [this](const PipelineProgress& p) {
         progress_->setRange(0, std::max(1, p.pagesTotal));
         progress_->setValue(p.pagesDone);
-        QString text = tr("%1 of %2 pages · %3 of %4 blocks")
-                           .arg(p.pagesDone)
-                           .arg(p.pagesTotal)
-                           .arg(p.blocksDone)
-                           .arg(p.blocksTotal);
+        // The run's progress, named where it is another document's than the one in view.
+        QString text = model_.isOpen(runningDocument_) && runningDocument_ != doc_
+                           ? model_.document(runningDocument_).name + QStringLiteral(": ")
+                           : QString();
+        text += tr("%1 of %2 pages · %3 of %4 blocks")
+                    .arg(p.pagesDone)
+                    .arg(p.pagesTotal)
+                    .arg(p.blocksDone)
+                    .arg(p.blocksTotal);
         if (p.etaSeconds) {
             text += tr(" · about %1 s left").arg(static_cast<int>(*p.etaSeconds + 0.5));
         }
@@ -434,20 +549,22 @@ void MainWindow::connectModel() {
                                                  .arg(s.blocks)
                                                  .arg(s.seconds, 0, 'f', 1));
     });
-    connect(&jobs_, &JobController::blockRecognized, this, [this](int doc, int page, int blockId) {
-        if (doc == doc_ && page == page_ && blockId == block_) {
-            updateActions();
-        }
-    });
+    connect(&jobs_, &JobController::blockRecognized, this, [this] { updateActions(); });
 
     connect(&engine_, &EngineHost::loadProgress, engineStatus_, &EngineStatus::setLoading);
     connect(&engine_, &EngineHost::loaded, this, [this] {
         engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        for (int doc = 0; doc < model_.documentCount(); ++doc) {
+            updateDocumentItem(doc);
+        }
         jobs_.startQueued();
         updateActions();
     });
     connect(&engine_, &EngineHost::loadFailed, this, [this](const QString& message) {
         engineStatus_->setUnloaded(tr("No model loaded"));
+        for (int doc = 0; doc < model_.documentCount(); ++doc) {
+            updateDocumentItem(doc);  // queued ones wait for a model now
+        }
         reportError(tr("The model could not be loaded: %1").arg(message));
         updateActions();
     });
@@ -470,10 +587,22 @@ void MainWindow::connectModel() {
     });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
 
-    connect(exporter_, &DocumentExporter::finished, this, [this](int, const QStringList& files) {
-        statusBar()->showMessage(tr("Exported %n file(s)", nullptr, static_cast<int>(files.size())), 6000);
-        Q_EMIT exportFinished(files);
-    });
+    connect(
+        exporter_, &DocumentExporter::finished, this,
+        [this](int doc, const QStringList& files, const QStringList& skipped) {
+            if (QUndoStack* stack = model_.undoStack(doc)) {
+                stack->setClean();  // the user's changes are in the exported files
+            }
+            // What was written, and what was not and why (an XLSX without tables).
+            QString message = tr("Exported %n file(s)", nullptr, static_cast<int>(files.size()));
+            if (!skipped.isEmpty()) {
+                message += tr("; not written: %1").arg(skipped.join(QStringLiteral("; ")));
+                errors_->addError(tr("Export of “%1”: not written: %2")
+                                      .arg(model_.document(doc).name, skipped.join(QStringLiteral("; "))));
+            }
+            statusBar()->showMessage(message, 10000);
+            Q_EMIT exportFinished(files);
+        });
     connect(exporter_, &DocumentExporter::failed, this,
             [this](int, const QString& message) { reportError(tr("Export failed: %1").arg(message)); });
 }
@@ -539,10 +668,36 @@ void MainWindow::loadModels(const ModelFolders& models) {
         reportError(QString::fromUtf8(e.what()));
         return;
     }
+    capContextLength(params);
     PipelineOptions options = jobs_.pipelineOptions();
     options.useLayout = !models.layout.isEmpty();
     jobs_.setPipelineOptions(options);
     engine_.load(std::move(params), models, deviceName_);
+}
+
+void MainWindow::capContextLength(ServiceParams& params) {
+    // A context length beyond the model's would fail the load: the model's own is taken, and said.
+    for (const ModelSlot& slot : params.models) {
+        if (slot.role != ModelRole::Recognition || slot.dir.empty()) {
+            continue;
+        }
+        int64_t context = 0;
+        try {
+            context = describe_model(slot.dir).max_context;
+        } catch (const std::exception&) {
+            return;  // the load says what is wrong with the folder
+        }
+        if (context > 0 && params.engine.max_model_len > context) {
+            const QString message = tr("The context length (Settings > Engine > Context length) is %1 "
+                                       "tokens; the model was made for "
+                                       "%2, which the engine uses")
+                                        .arg(params.engine.max_model_len)
+                                        .arg(context);
+            params.engine.max_model_len = context;
+            statusBar()->showMessage(message, 10000);
+            errors_->addError(message);
+        }
+    }
 }
 
 void MainWindow::findAndLoadModels() {
@@ -585,6 +740,31 @@ void MainWindow::chooseModelFolder() {
     }
 }
 
+void MainWindow::setSessionFile(const QString& path) {
+    delete session_;
+    session_ = new SessionStore(model_, path, this);
+    connect(session_, &SessionStore::failed, this, [this](const QString& message) {
+        reportError(tr("The session was not saved: %1").arg(message));
+    });
+    QStringList problems;
+    const QList<int> restored = session_->restore(&problems);
+    for (const QString& problem : std::as_const(problems)) {
+        reportError(problem);
+    }
+    for (const int doc : restored) {
+        preview_->setDocumentOptions(jobs_.documentOptions());
+        preview_->load(doc);  // thumbnails; the pages' images are rendered again when shown
+        if (model_.document(doc).changedOnDisk) {
+            reportError(tr("“%1” changed since its results were saved: they show until you run it again "
+                           "(Run)")
+                            .arg(model_.document(doc).name));
+        }
+    }
+    if (!restored.isEmpty() && !model_.isOpen(doc_)) {
+        showDocument(restored.first());
+    }
+}
+
 void MainWindow::openFiles(const QStringList& paths) {
     QStringList files;
     for (const QString& path : paths) {
@@ -622,11 +802,12 @@ void MainWindow::openFiles(const QStringList& paths) {
 }
 
 void MainWindow::showDocument(int doc) {
-    if (doc < 0 || doc >= model_.documentCount()) {
+    if (!model_.isOpen(doc)) {
         return;
     }
     const bool changed = doc != doc_;
     doc_ = doc;
+    undoGroup_->setActiveStack(model_.undoStack(doc));
     for (int row = 0; row < documents_->count(); ++row) {
         if (documents_->item(row)->data(Qt::UserRole).toInt() == doc) {
             const QSignalBlocker blocker(documents_);
@@ -636,11 +817,14 @@ void MainWindow::showDocument(int doc) {
     setWindowTitle(model_.document(doc).name + QStringLiteral(" — Folio"));
     resultView_->showDocument(doc);
     if (changed) {
+        statusBar()->clearMessage();  // messages about the document shown before
         page_ = -1;
         block_ = -1;
         rebuildThumbnails();
         if (pages_->count() > 0) {
             showPage(doc, 0);
+        } else {
+            pageView_->showPage(doc, -1);  // nothing yet (or a file that did not open): not the last document
         }
     }
     updateActions();
@@ -662,7 +846,11 @@ void MainWindow::showPage(int doc, int page) {
         pages_->setCurrentRow(page);
     }
     usePageImage(doc, page);
+    const bool pageChanged = pageView_->currentDocument() != doc || pageView_->currentPage() != page;
     pageView_->showPage(doc, page);
+    if (pageChanged && !followingResult_) {
+        resultView_->scrollToPage(page);
+    }
     updateActions();
     Q_EMIT currentPageChanged(doc, page);
 }
@@ -695,6 +883,8 @@ void MainWindow::onPageBlockClicked(int blockId) {
 }
 
 void MainWindow::onResultBlockActivated(int page, int blockId) {
+    // The result view is where the user is: it does not jump to the page's top.
+    const QScopedValueRollback following(followingResult_, true);
     selectBlock(page, blockId);
 }
 
@@ -707,11 +897,19 @@ void MainWindow::updateDocumentItem(int doc) {
         const DocumentEntry& entry = model_.document(doc);
         const int pages = static_cast<int>(entry.pages.size());
         QString detail = QString::fromLatin1(documentStateName(entry.state));
+        if (entry.state == DocumentState::Queued &&
+            (engine_.state() == ServiceState::Failed || engine_.state() == ServiceState::Empty)) {
+            // Queued for an engine that is not loading: it runs once a model loads.
+            detail = tr("waiting for a model");
+        }
         if (entry.state == DocumentState::Running || entry.state == DocumentState::Done ||
             entry.state == DocumentState::Cancelled) {
             detail = tr("%1 · %2/%3 pages").arg(detail).arg(entry.pagesDone).arg(pages);
         } else if (pages > 0) {
             detail = tr("%1 · %n page(s)", nullptr, pages).arg(detail);
+        }
+        if (entry.changedOnDisk) {
+            detail += tr(" · file changed");
         }
         item->setText(entry.name + QStringLiteral("\n") + detail);
         item->setToolTip(entry.error.isEmpty() ? entry.path
@@ -747,29 +945,44 @@ void MainWindow::updateThumbnail(int page) {
     QPixmap pixmap = entry.preview.isNull() ? placeholderThumbnail(entry.size)
                                             : QPixmap::fromImage(entry.preview.scaled(
                                                   96, 128, Qt::KeepAspectRatio, Qt::SmoothTransformation));
-    if (entry.state == PageState::LaidOut || entry.state == PageState::Done ||
-        entry.state == PageState::Failed) {
-        // A small mark of the page's state: blue while recognising, green when done, red when failed.
+    QString state = tr("not run");
+    if (entry.state != PageState::Pending) {
+        // A small mark of the page's state: blue while recognising, amber where a run stopped part way,
+        // green when done, red when failed.
         QPainter painter(&pixmap);
         painter.setRenderHint(QPainter::Antialiasing);
-        const QColor mark = entry.state == PageState::Done     ? QColor(0x16, 0xa3, 0x4a)
-                            : entry.state == PageState::Failed ? QColor(0xdc, 0x26, 0x26)
-                                                               : QColor(0x25, 0x63, 0xeb);
+        QColor mark(0x25, 0x63, 0xeb);
+        state = tr("recognising");
+        if (entry.state == PageState::Done) {
+            mark = QColor(0x16, 0xa3, 0x4a);
+            state = tr("done");
+        } else if (entry.state == PageState::Failed) {
+            mark = QColor(0xdc, 0x26, 0x26);
+            state = tr("failed");
+        } else if (entry.state == PageState::Partial) {
+            mark = QColor(0xd9, 0x77, 0x06);
+            state = tr("partly recognised");
+        }
         painter.setPen(Qt::white);
         painter.setBrush(mark);
         painter.drawEllipse(QPointF(pixmap.width() - 9, pixmap.height() - 9), 6, 6);
     }
     item->setIcon(QIcon(pixmap));
-    item->setToolTip(tr("Page %1 · %2 blocks").arg(page + 1).arg(entry.result.blocks.size()));
+    item->setToolTip(tr("Page %1 · %2 · %3 blocks").arg(page + 1).arg(state).arg(entry.result.blocks.size()));
 }
 
 void MainWindow::updateActions() {
     const bool ready = engine_.state() == ServiceState::Ready;
     const bool hasDoc = doc_ >= 0;
     action(QStringLiteral("run"))->setEnabled(hasDoc && ready);
-    action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning());
+    action(QStringLiteral("runAll"))->setEnabled(hasDoc && ready);
+    action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning() || jobs_.pendingBlockRequests() > 0);
     action(QStringLiteral("export"))->setEnabled(hasDoc);
-    const BlockResult* block = model_.block(doc_, page_, block_);
+    action(QStringLiteral("close"))->setEnabled(hasDoc);
+    // A page still being recognised takes no edits: its run's result would replace them.
+    const bool recognising =
+        model_.hasPage(doc_, page_) && model_.page(doc_, page_).state == PageState::LaidOut;
+    const BlockResult* block = recognising ? nullptr : model_.block(doc_, page_, block_);
     const bool hasImage = model_.hasPage(doc_, page_) && !model_.page(doc_, page_).result.image.isNull();
     for (QAction* a : std::as_const(blockActions_)) {
         a->setEnabled(block != nullptr);
@@ -779,14 +992,108 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::runCurrent() {
-    if (doc_ >= 0) {
-        jobs_.run({doc_});
+    if (!model_.isOpen(doc_)) {
+        return;
+    }
+    // A document stopped part way goes on from where it was; one whose pages all have their results runs
+    // again, asking first where that would replace the user's changes.
+    if (model_.hasPagesToRun(doc_, RunScope::Missing) && !model_.document(doc_).changedOnDisk) {
+        if (model_.document(doc_).pagesDone > 0) {
+            statusBar()->showMessage(tr("Running the pages without a result"), 4000);
+        }
+        jobs_.run({doc_}, RunScope::Missing);
+        return;
+    }
+    runCurrentAgain();
+}
+
+void MainWindow::runCurrentAgain() {
+    if (!model_.isOpen(doc_)) {
+        return;
+    }
+    const int edited = model_.editedPageCount(doc_);
+    if (edited == 0) {
+        jobs_.run({doc_}, RunScope::All);
+        return;
+    }
+    QMessageBox box(
+        QMessageBox::Question, tr("Run again"),
+        tr("%n page(s) of “%1” have changes of yours: edited text, deleted blocks, boxes drawn or "
+           "blocks re-run. Running them again replaces those changes.",
+           nullptr, edited)
+            .arg(model_.document(doc_).name),
+        QMessageBox::Cancel, this);
+    QPushButton* keep = box.addButton(tr("Run the Other Pages"), QMessageBox::AcceptRole);
+    keep->setObjectName(QStringLiteral("runUnedited"));
+    QPushButton* all = box.addButton(tr("Run Every Page"), QMessageBox::DestructiveRole);
+    all->setObjectName(QStringLiteral("runAll"));
+    box.setDefaultButton(keep);
+    box.exec();
+    if (box.clickedButton() == keep) {
+        if (!model_.hasPagesToRun(doc_, RunScope::Unedited)) {
+            statusBar()->showMessage(tr("Every page has changes of yours: nothing else to run"), 5000);
+        }
+        jobs_.run({doc_}, RunScope::Unedited);
+    } else if (box.clickedButton() == all) {
+        jobs_.run({doc_}, RunScope::All);
     }
 }
 
 void MainWindow::cancelJobs() {
     jobs_.cancel();
     progressText_->setText(tr("Cancelling…"));
+}
+
+bool MainWindow::closeDocument(int doc) {
+    if (!model_.isOpen(doc)) {
+        return false;
+    }
+    if (model_.hasUnsavedEdits(doc)) {
+        QMessageBox box(QMessageBox::Question, tr("Close document"),
+                        tr("“%1” has changes of yours that were not exported. Close it and lose them?")
+                            .arg(model_.document(doc).name),
+                        QMessageBox::Cancel, this);
+        QPushButton* close = box.addButton(tr("Close Without Exporting"), QMessageBox::DestructiveRole);
+        close->setObjectName(QStringLiteral("closeDocument"));
+        box.setDefaultButton(QMessageBox::Cancel);
+        box.exec();
+        if (box.clickedButton() != close) {
+            return false;
+        }
+    }
+    model_.closeDocument(doc);
+    return true;
+}
+
+void MainWindow::onDocumentClosed(int doc) {
+    int row = -1;
+    for (int r = 0; r < documents_->count(); ++r) {
+        if (documents_->item(r)->data(Qt::UserRole).toInt() == doc) {
+            row = r;
+        }
+    }
+    if (row >= 0) {
+        const QSignalBlocker blocker(documents_);
+        delete documents_->takeItem(row);
+    }
+    if (doc != doc_) {
+        return;
+    }
+    // The next document in the list takes its place, or none.
+    doc_ = -1;
+    page_ = -1;
+    block_ = -1;
+    const int next = std::min(row, documents_->count() - 1);
+    if (next >= 0) {
+        showDocument(documents_->item(next)->data(Qt::UserRole).toInt());
+        return;
+    }
+    undoGroup_->setActiveStack(nullptr);
+    rebuildThumbnails();
+    pageView_->showPage(-1, -1);
+    resultView_->showDocument(-1);
+    setWindowTitle(QStringLiteral("Folio"));
+    updateActions();
 }
 
 void MainWindow::editSelectedBlock() {
@@ -799,7 +1106,7 @@ void MainWindow::editSelectedBlock() {
         QInputDialog::getMultiLineText(this, tr("Edit block %1").arg(block_ + 1),
                                        tr("Text (Markdown; tables as HTML):"), block->content, &ok);
     if (ok) {
-        model_.setBlockContent(doc_, page_, block_, text);
+        model_.editBlockText(doc_, page_, block_, text);
     }
 }
 
@@ -817,15 +1124,32 @@ void MainWindow::deleteSelectedBlock() {
     }
     const int removed = block_;
     block_ = -1;
-    jobs_.removeBlock(doc_, page_, removed);
+    model_.deleteBlock(doc_, page_, removed);
     resultView_->highlightBlock(-1, -1);
     updateActions();
 }
 
 void MainWindow::rerunSelectedBlock(const QString& prompt) {
-    if (model_.block(doc_, page_, block_) != nullptr) {
-        jobs_.rerunBlock(doc_, page_, block_, prompt);
+    const BlockResult* block = model_.block(doc_, page_, block_);
+    if (block == nullptr) {
+        return;
     }
+    if (block->edited) {
+        QMessageBox box(
+            QMessageBox::Question, tr("Re-run block"),
+            tr("You edited the text of block %1. Running it again replaces your text (Undo brings "
+               "it back).")
+                .arg(block_ + 1),
+            QMessageBox::Cancel, this);
+        QPushButton* rerun = box.addButton(tr("Re-run"), QMessageBox::AcceptRole);
+        rerun->setObjectName(QStringLiteral("rerun"));
+        box.exec();
+        if (box.clickedButton() != rerun) {
+            return;
+        }
+    }
+    jobs_.rerunBlock(doc_, page_, block_, prompt);
+    updateActions();
 }
 
 void MainWindow::onRegionDrawn(const QRect& rect) {
@@ -844,6 +1168,7 @@ void MainWindow::onRegionDrawn(const QRect& rect) {
     if (id >= 0) {
         selectBlock(page_, id);
     }
+    updateActions();
     action(QStringLiteral("drawBox"))->setChecked(false);
 }
 
@@ -929,6 +1254,10 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     jobs_.cancel();
+    saveLayout();
+    if (session_ != nullptr) {
+        session_->writeNow();
+    }
     QMainWindow::closeEvent(event);
 }
 

@@ -8,6 +8,7 @@
 // selectedBlockImage() give it.
 #pragma once
 
+#include <QIcon>
 #include <QList>
 #include <QMainWindow>
 #include <QPointer>
@@ -24,6 +25,7 @@ class QMenu;
 class QProgressBar;
 class QLabel;
 class QSplitter;
+class QUndoGroup;
 
 namespace folio {
 
@@ -35,6 +37,10 @@ class JobController;
 class PageView;
 class PreviewLoader;
 class ResultView;
+class SessionStore;
+
+// Folio's icon: the icon theme's (installed with the desktop entry), else the one built in.
+QIcon applicationIcon();
 
 // What the engine is loaded with for a model pair: the device and engine options are the app's choice.
 using EngineParamsFactory = std::function<ServiceParams(const ModelFolders&)>;
@@ -62,6 +68,11 @@ public:
     void loadModels(const ModelFolders& models);
     void findAndLoadModels();
 
+    // Keeps the open documents' results in a session file and opens the documents of the last session with
+    // theirs (checked against each file's size and time).
+    void setSessionFile(const QString& path);
+    SessionStore* sessionStore() const { return session_; }
+
     // Documents.
     void openFiles(const QStringList& paths);
     void setRunOnOpen(bool on) { runOnOpen_ = on; }
@@ -72,13 +83,24 @@ public:
     int selectedBlock() const { return block_; }
     // Selects a block in the page view and the result view (-1: none).
     void selectBlock(int page, int blockId);
+    // Runs the document in view: the pages without a result where some have theirs (a cancelled run goes on),
+    // else every page again, asking first where pages have the user's changes.
     void runCurrent();
+    // Every page again, asking first where pages have the user's changes (keep those, or run them too).
+    void runCurrentAgain();
     void cancelJobs();
+    // Closes a document, asking first where it has changes not exported; whether it closed.
+    bool closeDocument(int doc);
     void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats);
     // What exports write by default (the export dialog's choice until the user changes it) and the labels
     // whose blocks reach Markdown and HTML (the result view dims the others).
     void setExportDefaults(const QList<ExportFormat>& formats, const QSet<QString>& markdownLabels);
     QList<ExportFormat> exportFormats() const { return exportFormats_; }
+
+    // The window's size, position and panels as the user left them (saved as the window closes), fitted
+    // to the screen.
+    void saveLayout() const;
+    void restoreLayout();
 
     // Parts, for tests and integration.
     PageView* pageView() const { return pageView_; }
@@ -90,6 +112,7 @@ public:
     DocumentExporter* exporter() const { return exporter_; }
     PreviewLoader* previewLoader() const { return preview_; }
     QAction* action(const QString& name) const;  // by object name: "run", "cancel", "export", ...
+    QUndoGroup* undoGroup() const { return undoGroup_; }
 
     // An error for the problems panel (any part of the app).
     void reportError(const QString& message);
@@ -132,6 +155,10 @@ private:
     void copySelectedBlock();
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
+    void onDocumentClosed(int doc);
+    // Caps the engine's context length at the recognition model's (saying so).
+    void capContextLength(ServiceParams& params);
+    void fitToScreen(const QSize& wanted);
     void onRegionDrawn(const QRect& rect);
     void exportWithDialog();
     void chooseModelFolder();
@@ -145,6 +172,8 @@ private:
     EngineHost& engine_;
     PreviewLoader* preview_ = nullptr;
     DocumentExporter* exporter_ = nullptr;
+    QUndoGroup* undoGroup_ = nullptr;  // the documents' undo stacks, the one in view active
+    SessionStore* session_ = nullptr;
     EngineParamsFactory engineFactory_;
     QString deviceName_;
 
@@ -172,6 +201,8 @@ private:
     QList<std::pair<QPointer<QWidget>, const char*>> translatedTitles_;
 
     int doc_ = -1;
+    int runningDocument_ = -1;      // the document the run reports progress of
+    bool followingResult_ = false;  // a page shown because its result was clicked
     int page_ = -1;
     int block_ = -1;
     bool runOnOpen_ = true;

@@ -9,7 +9,8 @@
 
 namespace folio {
 
-BlockItem::BlockItem(const BlockResult& block, QGraphicsItem* parent) : QGraphicsItem(parent) {
+BlockItem::BlockItem(const BlockResult& block, const QRectF& page, QGraphicsItem* parent)
+    : QGraphicsItem(parent), page_(page) {
     setFlags(ItemIsSelectable);
     setAcceptHoverEvents(true);
     update(block);
@@ -22,6 +23,11 @@ void BlockItem::update(const BlockResult& block) {
         outline.closeSubpath();
     } else {
         outline.addRect(QRectF(block.box.x1, block.box.y1, block.box.width(), block.box.height()));
+    }
+    if (!page_.isEmpty() && !page_.contains(outline.boundingRect())) {
+        QPainterPath page;
+        page.addRect(page_);
+        outline = outline.intersected(page);
     }
     // Streamed text changes only the tooltip: no repaint then.
     const bool changed = outline != outline_ || label_ != block.label || order_ != block.order;

@@ -11,7 +11,10 @@ namespace folio {
 
 class BlockItem : public QGraphicsItem {
 public:
-    explicit BlockItem(const BlockResult& block, QGraphicsItem* parent = nullptr);
+    // page: the page's rectangle in page pixels; the outline is clipped to it (a box reaching past the page's
+    // edge is drawn to the edge). Empty: no clipping.
+    explicit BlockItem(const BlockResult& block, const QRectF& page = {}, QGraphicsItem* parent = nullptr);
+    QRectF outlineRect() const { return outline_.boundingRect(); }
 
     static constexpr int kType = UserType + 1;
     int type() const override { return kType; }
@@ -37,6 +40,7 @@ private:
     QString label_;
     int order_ = 0;
     QPainterPath outline_;
+    QRectF page_;
     bool hovered_ = false;
     bool streaming_ = false;
 };

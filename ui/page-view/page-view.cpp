@@ -92,9 +92,9 @@ void PageView::rebuild() {
     updatePixmap();
     const PageEntry& page = model_.page(doc_, page_);
     for (const BlockResult& block : page.result.blocks) {
-        auto* item = new BlockItem(block);
+        auto* item = new BlockItem(block, paper_->rect());
         item->setZValue(1 + block.id * 1e-4);
-        item->setStreaming(page.state == PageState::LaidOut && !block.task.isEmpty());
+        item->setStreaming((page.state == PageState::LaidOut && !block.task.isEmpty()) || block.recognising);
         s->addItem(item);
         items_.insert(block.id, item);
     }
@@ -132,9 +132,7 @@ void PageView::onBlockChanged(int doc, int page, int blockId) {
     }
     item->update(*block);
     const PageEntry& entry = model_.page(doc, page);
-    item->setStreaming(entry.state == PageState::LaidOut ||
-                       (block->content.isEmpty() && !block->task.isEmpty() && block->nTokens == 0 &&
-                        block->error.isEmpty()));
+    item->setStreaming(entry.state == PageState::LaidOut || block->recognising);
 }
 
 void PageView::selectBlock(int blockId) {
@@ -238,12 +236,14 @@ void PageView::mouseMoveEvent(QMouseEvent* event) {
 void PageView::mouseReleaseEvent(QMouseEvent* event) {
     if (drawing_ != nullptr) {
         const QRectF drawn = drawing_->rect().intersected(paper_->rect());
-        const std::unique_ptr<QGraphicsRectItem> done(drawing_);  // out of the scene, owned here
-        scene()->removeItem(drawing_);
+        // The rectangle stays on the page while the task is chosen (the receiver's menu), then goes.
+        const std::unique_ptr<QGraphicsRectItem> done(drawing_);
         drawing_ = nullptr;
+        done->setRect(drawn);
         if (drawn.width() >= 4 && drawn.height() >= 4) {
             Q_EMIT regionDrawn(drawn.toAlignedRect());
         }
+        scene()->removeItem(done.get());
         event->accept();
         return;
     }

@@ -6,7 +6,7 @@
 #include <QHash>
 #include <QPointer>
 
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 
 class QGraphicsPixmapItem;
 class QGraphicsRectItem;

@@ -96,6 +96,11 @@ var folio = {
     if (scroll) e.scrollIntoView({ block: 'center' });
     return true;
   },
+  scrollToPage: function (p) {
+    var s = document.getElementById('page-' + p);
+    if (s) s.scrollIntoView({ block: 'start' });
+    return !!s;
+  },
   highlighted: function () {
     var e = document.querySelector('.block.selected');
     return e ? e.id : '';
@@ -159,8 +164,12 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
     if (!block.error.isEmpty()) {
         classes << QStringLiteral("error");
         inner = QStringLiteral("<p>%1</p>").arg(block.error.toHtmlEscaped());
-    } else if (page.state == PageState::LaidOut ||
-               (block.content.isEmpty() && !block.task.isEmpty() && block.nTokens == 0)) {
+    } else if (page.state == PageState::Partial && block.content.isEmpty() && !block.task.isEmpty() &&
+               !block.recognising && !follower) {
+        // The run stopped before this block: Run goes on with the page.
+        classes << QStringLiteral("pending");
+        inner = QStringLiteral("<p>not recognised: the run stopped first</p>");
+    } else if (page.state == PageState::LaidOut || block.recognising) {
         // Still being recognised: the text so far, as text.
         if (block.content.isEmpty()) {
             classes << QStringLiteral("pending");
@@ -199,7 +208,7 @@ QString resultPageHtml(const PageEntry& page, int pageNumber, const QSet<QString
                QStringLiteral("<div class=\"state error\">%1</div>").arg(page.result.error.toHtmlEscaped());
     }
     if (page.state == PageState::Pending) {
-        return html + QStringLiteral("<div class=\"state\">Waiting for layout…</div>");
+        return html + QStringLiteral("<div class=\"state\">Not recognised yet.</div>");
     }
     if (page.result.blocks.empty()) {
         return html + QStringLiteral("<div class=\"state\">No blocks on this page.</div>");

@@ -6,7 +6,7 @@
 #include <QString>
 #include <QUrl>
 
-#include "app/jobs/document-model.h"
+#include "app/document-model/document-model.h"
 
 namespace folio {
 

@@ -15,7 +15,13 @@ void ResultPage::javaScriptConsoleMessage(JavaScriptConsoleMessageLevel level, c
         }
         return;
     }
-    QWebEnginePage::javaScriptConsoleMessage(level, message, line, source);
+    // KaTeX warns about every formula it types in a way it does not like (tens of megabytes in a long
+    // session): not the terminal's business. Script errors go to the problems panel, each once.
+    ++consoleMessages_;
+    if (level == ErrorMessageLevel && errorsSaid_.size() < 20 && !errorsSaid_.contains(message)) {
+        errorsSaid_.insert(message);
+        Q_EMIT scriptError(QStringLiteral("%1 (%2:%3)").arg(message, source).arg(line));
+    }
 }
 
 bool ResultPage::acceptNavigationRequest(const QUrl& url, NavigationType type, bool isMainFrame) {

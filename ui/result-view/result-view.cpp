@@ -52,6 +52,7 @@ ResultView::ResultView(const DocumentModel& model, QWidget* parent) : QWidget(pa
         highlighted_ = {page, blockId};
         Q_EMIT blockActivated(page, blockId);
     });
+    connect(page_, &ResultPage::scriptError, this, &ResultView::scriptError);
     connect(source_, &QPlainTextEdit::cursorPositionChanged, this, &ResultView::onSourceCursor);
     connect(tabs_, &QTabWidget::currentChanged, this, [this] {
         if (tabs_->currentWidget() == source_ && sourceDirty_) {
@@ -213,6 +214,15 @@ void ResultView::rebuildSource() {
     if (highlighted_.first >= 0) {
         highlightBlock(highlighted_.first, highlighted_.second);
     }
+}
+
+void ResultView::scrollToPage(int page) {
+    flush();  // the page's section exists before the scroll
+    run(QStringLiteral("folio.scrollToPage(%1);").arg(page));
+}
+
+int ResultView::consoleMessages() const {
+    return page_->consoleMessages();
 }
 
 void ResultView::highlightBlock(int page, int blockId) {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "app/document-model/document-model.h"
 #include "app/export/document-writer.h"
-#include "app/jobs/document-model.h"
 
 class QPlainTextEdit;
 class QTabWidget;
@@ -30,6 +30,10 @@ public:
     int currentDocument() const { return doc_; }
     // Scrolls to a block's result and highlights it in both tabs (blockId -1: none).
     void highlightBlock(int page, int blockId);
+    // Scrolls the rendered document to a page's results (the page view went to it).
+    void scrollToPage(int page);
+    // Messages the page's scripts logged (KaTeX's warnings, ...): counted, kept out of the terminal.
+    int consoleMessages() const;
     std::pair<int, int> highlightedBlock() const { return highlighted_; }
 
     // The web page finished loading its shell (KaTeX included) and shows the document.
@@ -47,6 +51,8 @@ Q_SIGNALS:
     // The user clicked a block's result, in either tab.
     void blockActivated(int page, int blockId);
     void ready();
+    // A script error in the page, once per message.
+    void scriptError(const QString& message);
 
 protected:
     void changeEvent(QEvent* event) override;

@@ -1,0 +1,355 @@
+#include "app/document-model/session-file.h"
+
+#include <QBuffer>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <exception>
+
+#include "app/export/staged-file.h"
+#include "engine/common/error.h"
+
+namespace folio {
+
+namespace {
+
+constexpr int kVersion = 1;
+constexpr int kWriteDelayMs = 1500;
+
+const char* pageStateKey(PageState state) {
+    switch (state) {
+        case PageState::Pending:
+            return "pending";
+        case PageState::LaidOut:
+        case PageState::Partial:
+            return "partial";  // a run under way when the file was written stopped there
+        case PageState::Done:
+            return "done";
+        case PageState::Failed:
+            return "failed";
+    }
+    return "pending";
+}
+
+PageState pageStateOf(const QString& key) {
+    if (key == QLatin1String("done")) {
+        return PageState::Done;
+    }
+    if (key == QLatin1String("failed")) {
+        return PageState::Failed;
+    }
+    if (key == QLatin1String("partial")) {
+        return PageState::Partial;
+    }
+    return PageState::Pending;
+}
+
+QJsonArray boxJson(const BlockBox& box) {
+    return {box.x1, box.y1, box.x2, box.y2};
+}
+
+QJsonArray polygonJson(const QPolygonF& polygon) {
+    QJsonArray points;
+    for (const QPointF& p : polygon) {
+        points.append(QJsonArray{p.x(), p.y()});
+    }
+    return points;
+}
+
+QPolygonF polygonOf(const QJsonArray& points) {
+    QPolygonF polygon;
+    for (const QJsonValue& p : points) {
+        const QJsonArray xy = p.toArray();
+        polygon << QPointF(xy.at(0).toDouble(), xy.at(1).toDouble());
+    }
+    return polygon;
+}
+
+QString pngBase64(const QImage& image) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    image.save(&buffer, "PNG");
+    return QString::fromLatin1(bytes.toBase64());
+}
+
+QJsonObject blockJson(const BlockResult& b) {
+    QJsonObject o{{QStringLiteral("id"), b.id},
+                  {QStringLiteral("label"), b.label},
+                  {QStringLiteral("score"), static_cast<double>(b.score)},
+                  {QStringLiteral("box"), boxJson(b.box)},
+                  {QStringLiteral("order"), b.order},
+                  {QStringLiteral("group"), b.groupId},
+                  {QStringLiteral("task"), b.task},
+                  {QStringLiteral("raw"), b.rawText},
+                  {QStringLiteral("content"), b.content},
+                  {QStringLiteral("tokens"), b.nTokens},
+                  {QStringLiteral("truncated"), b.truncated},
+                  {QStringLiteral("error"), b.error},
+                  {QStringLiteral("edited"), b.edited},
+                  {QStringLiteral("drawn"), b.drawn}};
+    if (!b.polygon.isEmpty()) {
+        o.insert(QStringLiteral("polygon"), polygonJson(b.polygon));
+    }
+    if (b.table) {
+        QJsonArray cells;
+        for (const TableCell& c : b.table->cells) {
+            cells.append(QJsonArray{c.row, c.column, c.rowSpan, c.columnSpan, c.text});
+        }
+        o.insert(QStringLiteral("table"), QJsonObject{{QStringLiteral("rows"), b.table->nRows},
+                                                      {QStringLiteral("columns"), b.table->nColumns},
+                                                      {QStringLiteral("cells"), cells}});
+    }
+    if (!b.image.isNull()) {
+        o.insert(QStringLiteral("png"), pngBase64(b.image));
+    }
+    return o;
+}
+
+BlockResult blockOf(const QJsonObject& o) {
+    BlockResult b;
+    b.id = o.value(QStringLiteral("id")).toInt();
+    b.label = o.value(QStringLiteral("label")).toString();
+    b.score = static_cast<float>(o.value(QStringLiteral("score")).toDouble());
+    const QJsonArray box = o.value(QStringLiteral("box")).toArray();
+    b.box = {box.at(0).toInt(), box.at(1).toInt(), box.at(2).toInt(), box.at(3).toInt()};
+    b.polygon = polygonOf(o.value(QStringLiteral("polygon")).toArray());
+    b.order = o.value(QStringLiteral("order")).toInt();
+    b.groupId = o.value(QStringLiteral("group")).toInt(-1);
+    b.task = o.value(QStringLiteral("task")).toString();
+    b.rawText = o.value(QStringLiteral("raw")).toString();
+    b.content = o.value(QStringLiteral("content")).toString();
+    b.nTokens = o.value(QStringLiteral("tokens")).toInt();
+    b.truncated = o.value(QStringLiteral("truncated")).toBool();
+    b.error = o.value(QStringLiteral("error")).toString();
+    b.edited = o.value(QStringLiteral("edited")).toBool();
+    b.drawn = o.value(QStringLiteral("drawn")).toBool();
+    if (o.contains(QStringLiteral("table"))) {
+        const QJsonObject t = o.value(QStringLiteral("table")).toObject();
+        TableGrid grid;
+        grid.nRows = t.value(QStringLiteral("rows")).toInt();
+        grid.nColumns = t.value(QStringLiteral("columns")).toInt();
+        for (const QJsonValue& v : t.value(QStringLiteral("cells")).toArray()) {
+            const QJsonArray c = v.toArray();
+            grid.cells.push_back(
+                {c.at(0).toInt(), c.at(1).toInt(), c.at(2).toInt(1), c.at(3).toInt(1), c.at(4).toString()});
+        }
+        b.table = std::move(grid);
+    }
+    if (o.contains(QStringLiteral("png"))) {
+        b.image.loadFromData(QByteArray::fromBase64(o.value(QStringLiteral("png")).toString().toLatin1()),
+                             "PNG");
+    }
+    return b;
+}
+
+QJsonObject pageJson(const PageEntry& p) {
+    const PageResult& r = p.result;
+    QJsonArray blocks;
+    for (const BlockResult& b : r.blocks) {
+        blocks.append(blockJson(b));
+    }
+    QJsonArray spotting;
+    for (const SpottedLine& line : r.spotting) {
+        spotting.append(QJsonObject{{QStringLiteral("text"), line.text},
+                                    {QStringLiteral("quad"), polygonJson(line.quad)}});
+    }
+    return {{QStringLiteral("width"), p.size.width()},
+            {QStringLiteral("height"), p.size.height()},
+            {QStringLiteral("state"), QString::fromLatin1(pageStateKey(p.state))},
+            {QStringLiteral("edited"), p.edited},
+            {QStringLiteral("input"), r.inputPath},
+            {QStringLiteral("pageIndex"), r.pageIndex},
+            {QStringLiteral("pageCount"), r.pageCount},
+            {QStringLiteral("renderedWidth"), r.width},
+            {QStringLiteral("renderedHeight"), r.height},
+            {QStringLiteral("dpi"), r.dpi},
+            {QStringLiteral("error"), r.error},
+            {QStringLiteral("blocks"), blocks},
+            {QStringLiteral("spotting"), spotting}};
+}
+
+PageEntry pageOf(const QJsonObject& o) {
+    PageEntry p;
+    p.size = QSize(o.value(QStringLiteral("width")).toInt(-1), o.value(QStringLiteral("height")).toInt(-1));
+    p.state = pageStateOf(o.value(QStringLiteral("state")).toString());
+    p.edited = o.value(QStringLiteral("edited")).toBool();
+    PageResult& r = p.result;
+    r.inputPath = o.value(QStringLiteral("input")).toString();
+    r.pageIndex = o.value(QStringLiteral("pageIndex")).toInt(-1);
+    r.pageCount = o.value(QStringLiteral("pageCount")).toInt(1);
+    r.width = o.value(QStringLiteral("renderedWidth")).toInt();
+    r.height = o.value(QStringLiteral("renderedHeight")).toInt();
+    r.dpi = o.value(QStringLiteral("dpi")).toInt();
+    r.error = o.value(QStringLiteral("error")).toString();
+    for (const QJsonValue& b : o.value(QStringLiteral("blocks")).toArray()) {
+        r.blocks.push_back(blockOf(b.toObject()));
+    }
+    for (const QJsonValue& v : o.value(QStringLiteral("spotting")).toArray()) {
+        const QJsonObject line = v.toObject();
+        r.spotting.push_back({line.value(QStringLiteral("text")).toString(),
+                              polygonOf(line.value(QStringLiteral("quad")).toArray())});
+    }
+    return p;
+}
+
+}  // namespace
+
+QByteArray sessionJson(const std::vector<SessionDocument>& documents) {
+    QJsonArray docs;
+    for (const SessionDocument& d : documents) {
+        QJsonArray pages;
+        for (const PageEntry& p : d.pages) {
+            pages.append(pageJson(p));
+        }
+        docs.append(
+            QJsonObject{{QStringLiteral("path"), d.path},
+                        {QStringLiteral("size"), static_cast<double>(d.fileSize)},
+                        {QStringLiteral("modified"), d.fileModified.toUTC().toString(Qt::ISODateWithMs)},
+                        {QStringLiteral("pages"), pages}});
+    }
+    const QJsonObject root{{QStringLiteral("folioSession"), kVersion}, {QStringLiteral("documents"), docs}};
+    return QJsonDocument(root).toJson(QJsonDocument::Compact);
+}
+
+std::vector<SessionDocument> parseSessionJson(const QByteArray& json, const QString& where) {
+    QJsonParseError error{};
+    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
+    if (doc.isNull()) {
+        fail(where.toStdString(), ": not a session file (", error.errorString().toStdString(), " at byte ",
+             error.offset, ")");
+    }
+    const QJsonObject root = doc.object();
+    const int version = root.value(QStringLiteral("folioSession")).toInt(0);
+    if (version != kVersion) {
+        fail(where.toStdString(), ": session file version ", version, ", expected ", kVersion);
+    }
+    std::vector<SessionDocument> documents;
+    for (const QJsonValue& v : root.value(QStringLiteral("documents")).toArray()) {
+        const QJsonObject o = v.toObject();
+        SessionDocument d;
+        d.path = o.value(QStringLiteral("path")).toString();
+        d.fileSize = static_cast<qint64>(o.value(QStringLiteral("size")).toDouble(-1));
+        d.fileModified =
+            QDateTime::fromString(o.value(QStringLiteral("modified")).toString(), Qt::ISODateWithMs);
+        for (const QJsonValue& p : o.value(QStringLiteral("pages")).toArray()) {
+            d.pages.push_back(pageOf(p.toObject()));
+        }
+        if (!d.path.isEmpty()) {
+            documents.push_back(std::move(d));
+        }
+    }
+    return documents;
+}
+
+SessionStore::SessionStore(DocumentModel& model, QString path, QObject* parent)
+    : QObject(parent), model_(model), path_(std::move(path)) {
+    writer_.setMaxThreadCount(1);
+    timer_.setSingleShot(true);
+    timer_.setInterval(kWriteDelayMs);
+    connect(&timer_, &QTimer::timeout, this, &SessionStore::startWrite);
+    connect(&model_, &DocumentModel::documentAdded, this, &SessionStore::scheduleWrite);
+    connect(&model_, &DocumentModel::documentChanged, this, &SessionStore::scheduleWrite);
+    connect(&model_, &DocumentModel::documentClosed, this, &SessionStore::scheduleWrite);
+    connect(&model_, &DocumentModel::pageChanged, this, &SessionStore::scheduleWrite);
+    connect(&model_, &DocumentModel::blockChanged, this, &SessionStore::scheduleWrite);
+}
+
+SessionStore::~SessionStore() {
+    writer_.waitForDone();
+}
+
+void SessionStore::startWrite() {
+    std::vector<SessionDocument> documents = collect();
+    writer_.start([this, documents = std::move(documents)] {
+        try {
+            StagedFile file(path_);
+            file.file().write(sessionJson(documents));
+            file.commit();
+        } catch (const std::exception& e) {
+            const QString message = QString::fromUtf8(e.what());
+            QMetaObject::invokeMethod(
+                this, [this, message] { Q_EMIT failed(message); }, Qt::QueuedConnection);
+        }
+    });
+}
+
+void SessionStore::scheduleWrite() {
+    // Started once, not restarted: a stream of changes still writes every couple of seconds.
+    if (!restoring_ && !timer_.isActive()) {
+        timer_.start();
+    }
+}
+
+std::vector<SessionDocument> SessionStore::collect() const {
+    std::vector<SessionDocument> documents;
+    for (int doc = 0; doc < model_.documentCount(); ++doc) {
+        if (!model_.isOpen(doc)) {
+            continue;
+        }
+        const DocumentEntry& entry = model_.document(doc);
+        const QFileInfo info(entry.path);
+        SessionDocument d;
+        d.path = entry.path;
+        d.fileSize = info.exists() ? info.size() : -1;
+        d.fileModified = info.lastModified().toUTC();
+        d.pages = entry.pages;
+        for (PageEntry& p : d.pages) {
+            p.preview = QImage();  // made again from the file
+            p.result.image = QImage();
+        }
+        if (entry.changedOnDisk) {
+            d.fileSize = entry.savedFileSize;  // still the saved results' file, until a run replaces them
+            d.fileModified = entry.savedFileModified;
+        }
+        documents.push_back(std::move(d));
+    }
+    return documents;
+}
+
+void SessionStore::writeNow() {
+    timer_.stop();
+    startWrite();
+    writer_.waitForDone();
+}
+
+QList<int> SessionStore::restore(QStringList* problems) {
+    QList<int> added;
+    QFile file(path_);
+    if (!file.exists()) {
+        return added;
+    }
+    std::vector<SessionDocument> documents;
+    try {
+        if (!file.open(QIODevice::ReadOnly)) {
+            fail(path_.toStdString(), ": ", file.errorString().toStdString());
+        }
+        documents = parseSessionJson(file.readAll(), path_);
+    } catch (const std::exception& e) {
+        if (problems != nullptr) {
+            problems->append(QString::fromUtf8(e.what()));
+        }
+        return added;
+    }
+    restoring_ = true;
+    for (SessionDocument& d : documents) {
+        const QFileInfo info(d.path);
+        if (!info.exists()) {
+            if (problems != nullptr) {
+                problems->append(tr("%1 is gone: its results were not restored").arg(d.path));
+            }
+            continue;
+        }
+        if (model_.findDocument(d.path) >= 0) {
+            continue;
+        }
+        const bool changed = info.size() != d.fileSize || info.lastModified().toUTC() != d.fileModified;
+        added << model_.addRestoredDocument(d.path, std::move(d.pages), changed, d.fileSize, d.fileModified);
+    }
+    restoring_ = false;
+    return added;
+}
+
+}  // namespace folio

@@ -1,0 +1,66 @@
+// The desktop app's session: each open document's pages and blocks, the user's edits and drawn boxes
+// included, kept in a JSON file beside the settings, so that a document opened again shows its results
+// without running. Each document records its file's size and modification time: a file changed since is
+// restored with its results flagged (DocumentEntry::changedOnDisk), for the app to offer a new run.
+#pragma once
+
+#include <QDateTime>
+#include <QHash>
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+#include <QTimer>
+#include <vector>
+
+#include "app/document-model/document-model.h"
+
+namespace folio {
+
+// One document as the session file keeps it.
+struct SessionDocument {
+    QString path;
+    qint64 fileSize = -1;
+    QDateTime fileModified;        // UTC, to the millisecond
+    std::vector<PageEntry> pages;  // sizes, states, results (no page images nor previews), edited marks
+};
+
+// The session file's text for these documents (JSON, version 1). Images of blocks kept as images are PNGs.
+QByteArray sessionJson(const std::vector<SessionDocument>& documents);
+// Reads a session file's text; throws folio::Error naming `where` and what is wrong.
+std::vector<SessionDocument> parseSessionJson(const QByteArray& json, const QString& where);
+
+// Keeps the model's open documents in a session file: written a moment after the model changes (at most every
+// couple of seconds, on a thread of its own, under a temporary name renamed over the file), and read back
+// into the model by restore().
+class SessionStore : public QObject {
+    Q_OBJECT
+
+public:
+    SessionStore(DocumentModel& model, QString path, QObject* parent = nullptr);
+    ~SessionStore() override;
+
+    const QString& path() const { return path_; }
+    // Adds the session file's documents to the model, each with its pages and blocks as they were saved; a
+    // document whose file is gone is left out (said in `problems`), one whose file changed is flagged. The
+    // new documents' indices.
+    QList<int> restore(QStringList* problems = nullptr);
+    // Writes the file now and waits for it (quitting, tests).
+    void writeNow();
+
+Q_SIGNALS:
+    // The file could not be written or read: why.
+    void failed(const QString& message);
+
+private:
+    void scheduleWrite();
+    void startWrite();
+    std::vector<SessionDocument> collect() const;
+
+    DocumentModel& model_;
+    QString path_;
+    QTimer timer_;
+    QThreadPool writer_;  // one thread: writes in order
+    bool restoring_ = false;
+};
+
+}  // namespace folio

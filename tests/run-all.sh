@@ -6,6 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash packaging/install-deps.sh
+# The official OpenAI client for Node (the openai npm package), which the server's tests use beside their own
+# clients; kept in the build folder, once.
+if command -v npm >/dev/null && [ ! -f build/npm/node_modules/openai/package.json ]; then
+    npm install --prefix build/npm --no-audit --no-fund --silent openai@4 || echo "openai npm package: not installed"
+fi
+export NODE_PATH="$PWD/build/npm/node_modules${NODE_PATH:+:$NODE_PATH}"
 jobs=$(nproc)
 # Paths relative to the checkout in ccache's keys, so that a fresh clone reuses what an earlier one compiled.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"

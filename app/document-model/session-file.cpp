@@ -6,6 +6,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 
 #include "app/export/staged-file.h"
@@ -108,6 +110,21 @@ QJsonObject blockJson(const BlockResult& b) {
     return o;
 }
 
+// A table grid read back is used as the views and exports use any grid (cells index rows and columns), so one
+// whose cells lie outside it, or that is larger than any page holds, is dropped; the block keeps its text.
+constexpr int kMaxTableSide = 10000;
+
+bool gridHolds(const TableGrid& grid) {
+    if (grid.nRows < 1 || grid.nColumns < 1 || grid.nRows > kMaxTableSide || grid.nColumns > kMaxTableSide ||
+        static_cast<int64_t>(grid.cells.size()) > int64_t{grid.nRows} * grid.nColumns) {
+        return false;
+    }
+    return std::all_of(grid.cells.begin(), grid.cells.end(), [&](const TableCell& c) {
+        return c.row >= 0 && c.column >= 0 && c.rowSpan >= 1 && c.columnSpan >= 1 &&
+               c.rowSpan <= grid.nRows - c.row && c.columnSpan <= grid.nColumns - c.column;
+    });
+}
+
 BlockResult blockOf(const QJsonObject& o) {
     BlockResult b;
     b.id = o.value(QStringLiteral("id")).toInt();
@@ -136,7 +153,9 @@ BlockResult blockOf(const QJsonObject& o) {
             grid.cells.push_back(
                 {c.at(0).toInt(), c.at(1).toInt(), c.at(2).toInt(1), c.at(3).toInt(1), c.at(4).toString()});
         }
-        b.table = std::move(grid);
+        if (gridHolds(grid)) {
+            b.table = std::move(grid);
+        }
     }
     if (o.contains(QStringLiteral("png"))) {
         b.image.loadFromData(QByteArray::fromBase64(o.value(QStringLiteral("png")).toString().toLatin1()),

@@ -178,6 +178,12 @@ PageRange PageRange::parse(std::string_view text) {
         }
         parser.advance();
     }
+    // Written out ("-5" as "1-5"), a range may grow; what it prints must parse again.
+    const size_t written = range.toString().size();
+    if (written > kMaxTextLength) {
+        fail("page range of ", text.size(), " characters is ", written,
+             " characters written out, longer than the limit of ", kMaxTextLength);
+    }
     return range;
 }
 

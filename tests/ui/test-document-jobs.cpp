@@ -542,6 +542,58 @@ private Q_SLOTS:
         QVERIFY(problems.first().contains(QStringLiteral("kept.pdf")));
     }
 
+    // A damaged session file is refused naming the file, and a table grid whose cells lie outside it (or one
+    // too large for any page) is dropped while its block keeps its text.
+    void damagedSessionFiles_data() {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<bool>("parses");
+        QTest::addColumn<bool>("keepsTable");
+        const auto session = [](const QByteArray& table) {
+            return QByteArrayLiteral(
+                       R"({"folioSession":1,"documents":[{"path":"/tmp/a.pdf","size":1,"pages":[)"
+                       R"({"blocks":[{"id":0,"label":"table","box":[0,0,10,10],"content":"t",)"
+                       R"("table":)") +
+                   table + QByteArrayLiteral("}]}]}]}");
+        };
+        QTest::newRow("truncated") << QByteArrayLiteral(R"({"folioSession":1,"documents":[)") << false
+                                   << false;
+        QTest::newRow("not json") << QByteArrayLiteral("\x00\xff") << false << false;
+        QTest::newRow("other version") << QByteArrayLiteral(R"({"folioSession":99})") << false << false;
+        QTest::newRow("good table") << session(
+                                           R"({"rows":1,"columns":2,"cells":[[0,0,1,1,"a"],[0,1,1,1,"b"]]})")
+                                    << true << true;
+        QTest::newRow("cell outside")
+            << session(R"({"rows":1,"columns":1,"cells":[[0,5,1,1,"a"]]})") << true << false;
+        QTest::newRow("span outside")
+            << session(R"({"rows":2,"columns":2,"cells":[[1,0,2,1,"a"]]})") << true << false;
+        QTest::newRow("negative") << session(R"({"rows":1,"columns":1,"cells":[[-1,0,1,1,"a"]]})") << true
+                                  << false;
+        QTest::newRow("huge") << session(R"({"rows":2000000000,"columns":2000000000,"cells":[]})") << true
+                              << false;
+    }
+
+    void damagedSessionFiles() {
+        QFETCH(QByteArray, json);
+        QFETCH(bool, parses);
+        QFETCH(bool, keepsTable);
+        const QString where = QStringLiteral("/home/u/.config/Folio/session.json");
+        if (!parses) {
+            try {
+                parseSessionJson(json, where);
+                QFAIL("a damaged session file was read");
+            } catch (const Error& e) {
+                QVERIFY2(QString::fromUtf8(e.what()).contains(where), e.what());
+            }
+            return;
+        }
+        const std::vector<SessionDocument> docs = parseSessionJson(json, where);
+        QCOMPARE(docs.size(), size_t{1});
+        QCOMPARE(docs[0].pages.size(), size_t{1});
+        const BlockResult& block = docs[0].pages[0].result.blocks.at(0);
+        QCOMPARE(block.content, QStringLiteral("t"));
+        QCOMPARE(block.table.has_value(), keepsTable);
+    }
+
     // Cancel stops the block requests under way too; their blocks no longer wait for text.
     void cancelStopsBlockRequests() {
         DocumentModel model;

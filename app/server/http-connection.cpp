@@ -368,6 +368,18 @@ void Connection::get_local_ip_and_port(std::string& ip, int& port) const {
     }
 }
 
+// Why a wait ends when no data came.
+Connection::Wait Connection::wait_after(Fill result) {
+    switch (result) {
+        case Fill::TimedOut:
+            return Wait::TimedOut;
+        case Fill::Stopping:
+            return Wait::Stopping;
+        default:
+            return Wait::Closed;
+    }
+}
+
 Connection::Wait Connection::wait_for_request(Clock::time_point deadline) {
     // Blank lines before a request are ignored (RFC 9112, 2.2).
     for (;;) {
@@ -377,15 +389,8 @@ Connection::Wait Connection::wait_for_request(Clock::time_point deadline) {
         if (offset_ < buffer_.size()) {
             return Wait::Ready;
         }
-        switch (fill(deadline)) {
-            case Fill::Data:
-                break;
-            case Fill::TimedOut:
-                return Wait::TimedOut;
-            case Fill::Stopping:
-                return Wait::Stopping;
-            default:
-                return Wait::Closed;
+        if (const Fill got = fill(deadline); got != Fill::Data) {
+            return wait_after(got);
         }
     }
 }
@@ -403,15 +408,8 @@ Connection::Wait Connection::read_head(Clock::time_point deadline, size_t max_by
             return Wait::TooLarge;
         }
         searched = data.size();
-        switch (fill(deadline)) {
-            case Fill::Data:
-                break;
-            case Fill::TimedOut:
-                return Wait::TimedOut;
-            case Fill::Stopping:
-                return Wait::Stopping;
-            default:
-                return Wait::Closed;
+        if (const Fill got = fill(deadline); got != Fill::Data) {
+            return wait_after(got);
         }
     }
 }

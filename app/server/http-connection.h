@@ -79,6 +79,7 @@ public:
 private:
     enum class Fill { Data, Closed, TimedOut, Stopping, Error };
     Fill fill(std::chrono::steady_clock::time_point deadline);
+    static Wait wait_after(Fill result);
     bool wait(short events, std::chrono::steady_clock::time_point deadline) const;
 
     int fd_;

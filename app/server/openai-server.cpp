@@ -197,6 +197,16 @@ void send_error(httplib::Response& res, const ApiError& error) {
     res.set_content(error_body(error), "application/json");
 }
 
+// A 404 for a method and path the server has no endpoint for; the connection closes after it, since a body
+// may follow that was not read.
+void refuse_endpoint(const httplib::Request& req, httplib::Response& res) {
+    if (Connection* connection = current_connection()) {
+        connection->close_after(res);
+    }
+    send_error(res,
+               ApiError(404, "invalid_request_error", "no such endpoint: " + req.method + " " + req.path));
+}
+
 // The tokens of the generation request this thread last answered, for the request log; -1: none.
 thread_local Usage t_logged_usage{-1, -1};
 
@@ -779,11 +789,7 @@ void OpenAiServer::Impl::routes() {
             req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
         if (!generation && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
                             req.method == "DELETE")) {
-            if (Connection* connection = current_connection()) {
-                connection->close_after(res);
-            }
-            send_error(res, ApiError(404, "invalid_request_error",
-                                     "no such endpoint: " + req.method + " " + req.path));
+            refuse_endpoint(req, res);
             return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;
@@ -859,11 +865,7 @@ void OpenAiServer::Impl::routes() {
     });
     metrics_api.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
         if (req.method != "GET" && req.method != "HEAD") {
-            if (Connection* connection = current_connection()) {
-                connection->close_after(res);
-            }
-            send_error(res, ApiError(404, "invalid_request_error",
-                                     "no such endpoint: " + req.method + " " + req.path));
+            refuse_endpoint(req, res);
             return httplib::Server::HandlerResponse::Handled;
         }
         return httplib::Server::HandlerResponse::Unhandled;

@@ -99,13 +99,10 @@ void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens,
     if (limits_.max_image_tokens > 0 && format_) {
         for (size_t i = 0; i < r.images.grids.size(); ++i) {
             const int64_t n = format_->n_image_tokens(r.images.grids[i]);
-            // A video's frames each take at most what an image may.
-            const int64_t bound = limits_.max_image_tokens * r.images.grids[i].t;
-            if (n > bound) {
+            // A step takes an image or a video whole, so a video's frames together fit the same bound.
+            if (n > limits_.max_image_tokens) {
                 fail(r.images.kind(i) == MediaKind::Video ? "video " : "image ", i, " takes ", n,
-                     " tokens, more than ",
-                     r.images.kind(i) == MediaKind::Video ? "its frames' bound of " : "the largest image of ",
-                     bound);
+                     " tokens, more than the largest image of ", limits_.max_image_tokens);
             }
         }
     }

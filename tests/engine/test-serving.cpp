@@ -758,6 +758,14 @@ TEST_F(Serving, RequestBuilderTakesVideosWhereTheModelDoes) {
     EXPECT_NE(message_of(builder, {Chat{{bad}}, {}}).find("message 0 video 0: frame 1"), std::string::npos);
     bad.videos = {Video{}};
     EXPECT_NE(message_of(builder, {Chat{{bad}}, {}}).find("0 frames"), std::string::npos);
+    // A step takes a video whole: its frames together within the largest image's tokens.
+    ChatMessage only_video{ChatMessage::Role::User, "Describe.", {}, {video}};
+    const int64_t video_tokens = r.images.grids[1].n_patches() / 4;
+    EXPECT_NE(message_of(RequestBuilder(format, {100000, 4, video_tokens - 1}), {Chat{{only_video}}, {}})
+                  .find("video 0 takes " + std::to_string(video_tokens) + " tokens"),
+              std::string::npos);
+    EXPECT_EQ(message_of(RequestBuilder(format, {100000, 4, video_tokens}), {Chat{{only_video}}, {}}),
+              "accepted");
 }
 
 // The service on the fixture folder, through the PaddleOCR-VL factory: requests built from images and a task

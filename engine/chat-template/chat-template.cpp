@@ -100,7 +100,7 @@ std::optional<ChatTemplate> ChatTemplate::find_in_folder(const std::filesystem::
         return std::nullopt;
     }
     if (found->is_string()) {
-        return parse(found->get<std::string>(), origin);
+        return parse(found->get_ref<const std::string&>(), origin);
     }
     if (found->is_array()) {
         for (const auto& entry : *found) {
@@ -109,7 +109,7 @@ std::optional<ChatTemplate> ChatTemplate::find_in_folder(const std::filesystem::
                 if (text == entry.end() || !text->is_string()) {
                     fail(origin, ": the \"default\" chat template is not a string");
                 }
-                return parse(text->get<std::string>(), origin);
+                return parse(text->get_ref<const std::string&>(), origin);
             }
         }
         fail(origin, ": \"chat_template\" lists no template named \"default\"");

@@ -95,27 +95,27 @@ std::optional<ChatTemplate> ChatTemplate::find_in_folder(const std::filesystem::
     }
     const std::string origin = config_file.string();
     const nlohmann::json config = parse_json_object(read_file(config_file), origin);
-    const auto found = config.find("chat_template");
-    if (found == config.end() || found->is_null()) {
+    // Read through references (at), not iterators, which GCC's sanitizer builds take for possibly null.
+    if (!config.contains("chat_template") || config.at("chat_template").is_null()) {
         return std::nullopt;
     }
-    if (found->is_string()) {
-        return parse(found->get_ref<const std::string&>(), origin);
+    const nlohmann::json& found = config.at("chat_template");
+    if (found.is_string()) {
+        return parse(found.get_ref<const std::string&>(), origin);
     }
-    if (found->is_array()) {
-        for (const auto& entry : *found) {
+    if (found.is_array()) {
+        for (const nlohmann::json& entry : found) {
             if (entry.is_object() && entry.value("name", nlohmann::json()) == "default") {
-                const auto text = entry.find("template");
-                if (text == entry.end() || !text->is_string()) {
+                if (!entry.contains("template") || !entry.at("template").is_string()) {
                     fail(origin, ": the \"default\" chat template is not a string");
                 }
-                return parse(text->get_ref<const std::string&>(), origin);
+                return parse(entry.at("template").get_ref<const std::string&>(), origin);
             }
         }
         fail(origin, ": \"chat_template\" lists no template named \"default\"");
     }
     fail(origin, ": \"chat_template\" must be a string or a list of {name, template}, not ",
-         found->type_name());
+         found.type_name());
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {

@@ -19,6 +19,8 @@ __device__ inline float activation_value(KernelActivation act, float v) {
             return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
         case KernelActivation::Sigmoid:
             return 1.0f / (1.0f + expf(-v));
+        case KernelActivation::QuickGelu:
+            return v / (1.0f + expf(-1.702f * v));
     }
     return v;
 }

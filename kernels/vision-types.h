@@ -7,7 +7,7 @@
 namespace folio::kernels {
 
 // folio::Activation, value for value.
-enum class KernelActivation : int { None, Relu, Silu, Gelu, Sigmoid };
+enum class KernelActivation : int { None, Relu, Silu, Gelu, Sigmoid, QuickGelu };
 
 // The sizes of a 4-D tensor [n, c, h, w].
 struct Dims4 {

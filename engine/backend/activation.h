@@ -11,6 +11,7 @@ enum class Activation {
     Gelu,  // GELU, exact erf form
     Sigmoid,
     GeluTanh,  // GELU, tanh approximation
+    QuickGelu, // x · sigmoid(1.702 x), CLIP's approximation
     Swiglu,    // silu(first half) ⊙ second half of each row (stacked gate and up projections): linear only
 };
 

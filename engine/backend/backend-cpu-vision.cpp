@@ -31,6 +31,8 @@ float activation_value(Activation act, float v) {
             return 1.0f / (1.0f + std::exp(-v));
         case Activation::GeluTanh:
             return 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+        case Activation::QuickGelu:
+            return v / (1.0f + std::exp(-1.702f * v));
         case Activation::Swiglu:
             break;
     }

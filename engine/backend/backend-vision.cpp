@@ -20,6 +20,8 @@ const char* activation_name(Activation act) {
             return "sigmoid";
         case Activation::GeluTanh:
             return "gelu_tanh";
+        case Activation::QuickGelu:
+            return "quick_gelu";
         case Activation::Swiglu:
             return "swiglu";
     }

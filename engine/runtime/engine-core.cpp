@@ -321,7 +321,7 @@ void EngineCore::add(Request request, int64_t id) {
     }
     std::unique_ptr<Sequence> seq = make_sequence(id, request, model_, &hash_threads_, &n_images_hashed_);
     scheduler_->add(std::move(seq));
-    runner_->add_request(id, request.prompt.modality, std::move(request.images), request.sampling);
+    runner_->add_request(id, request.prompt, std::move(request.images), request.sampling);
     if (runner_->needs_history(id)) {
         history_requests_.insert(id);
     }

@@ -38,11 +38,15 @@ ModelRunner::ModelRunner(GenerativeModel& model, const KvCacheParams& cache_para
     decode_.record_all();
 }
 
-void ModelRunner::add_request(int64_t id, std::span<const TokenModality> modality, PreprocessedImages images,
+void ModelRunner::add_request(int64_t id, const PromptTokens& prompt, PreprocessedImages images,
                               const SamplingParams& sampling) {
+    const std::vector<TokenModality>& modality = prompt.modality;
     RequestState state;
     state.positions = model_.prompt_positions(modality, images.grids);
-    state.modality.assign(modality.begin(), modality.end());
+    state.modality = model_.step_modality(prompt);
+    if (state.modality.size() != modality.size()) {
+        fail("model runner: ", state.modality.size(), " step modalities for ", modality.size(), " tokens");
+    }
     for (int64_t i = 0, image = 0; i < static_cast<int64_t>(modality.size()); ++i) {
         if (is_media(modality[i]) && (i == 0 || !is_media(modality[i - 1]))) {
             state.image_begin.push_back(i);

@@ -63,7 +63,7 @@ public:
     ModelRunner(GenerativeModel& model, const KvCacheParams& cache_params, const RunnerParams& params);
 
     // The model-side state of a request: its images, the prompt's image flags and its sampler.
-    void add_request(int64_t id, std::span<const TokenModality> modality, PreprocessedImages images,
+    void add_request(int64_t id, const PromptTokens& prompt, PreprocessedImages images,
                      const SamplingParams& sampling);
     void remove_request(int64_t id);
 

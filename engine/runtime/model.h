@@ -88,6 +88,12 @@ public:
     // an encoder); measured on the backend, for the memory plan.
     virtual int64_t image_activation_bytes(int64_t n_image_tokens) = 0;
 
+    // The modality each prompt token has in a decoder step (DecoderStep::modality): the prompt's by default.
+    // A model may treat more tokens as media there (a mixture of experts that routes an image's start and
+    // end markers with its features), without changing the runs that positions and features follow.
+    virtual std::vector<TokenModality> step_modality(const PromptTokens& prompt) const {
+        return prompt.modality;
+    }
     // Rotary positions of a prompt whose image and video runs belong to the grids, in order. Throws
     // folio::Error when the runs and the grids do not match.
     virtual PromptPositions prompt_positions(std::span<const TokenModality> modality,

@@ -27,7 +27,8 @@ inline std::filesystem::path tiny_model_dir() {
 
 class Reference {
 public:
-    Reference() : file_(SafetensorsFile::open(fixtures_dir() / "reference.safetensors")) {}
+    Reference() : Reference(fixtures_dir() / "reference.safetensors") {}
+    explicit Reference(const std::filesystem::path& file) : file_(SafetensorsFile::open(file)) {}
     std::vector<float> f32(const std::string& name) const { return to_f32(file_->get(name)); }
     std::vector<int64_t> i64(const std::string& name) const { return to_i64(file_->get(name)); }
     const std::vector<int64_t>& shape(const std::string& name) const { return file_->get(name).shape; }

@@ -39,6 +39,8 @@ kernels::KernelActivation kernel_activation(Activation act) {
             return kernels::KernelActivation::Gelu;
         case Activation::Sigmoid:
             return kernels::KernelActivation::Sigmoid;
+        case Activation::QuickGelu:
+            return kernels::KernelActivation::QuickGelu;
         case Activation::GeluTanh:
         case Activation::Swiglu:
             break;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/common/error.h"
-#include "engine/models/paddleocr-vl/layers.h"
+#include "engine/models/layers.h"
 #include "engine/models/paddleocr-vl/positions.h"
 
 namespace folio {

@@ -1,4 +1,4 @@
-#include "engine/models/paddleocr-vl/layers.h"
+#include "engine/models/layers.h"
 
 #include "engine/common/error.h"
 
@@ -21,11 +21,17 @@ void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLa
 }
 
 void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
-                        const Tensor& norm_w, const Tensor& norm_b, float eps) {
+                        const Tensor& norm_w, const Tensor& norm_b, float eps, Activation act) {
     LinearSpec up = layer_normed(norm_w, norm_b, eps);
-    up.activation = Activation::GeluTanh;
-    up.bf16_output = true;
-    apply(backend, fc2, apply(backend, fc1, x, up), {.residual = &x});  // through [n, d_ff]
+    // The linear operation fuses the activations its epilogues have; any other runs as a pass of its own.
+    const bool fused = act == Activation::GeluTanh || act == Activation::None;
+    up.activation = fused ? act : Activation::None;
+    up.bf16_output = fused;
+    Tensor h = apply(backend, fc1, x, up);  // [n, d_ff]
+    if (!fused) {
+        backend.apply_activation(h, act);
+    }
+    apply(backend, fc2, h, {.residual = &x});
 }
 
 void rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,

@@ -1,5 +1,5 @@
-// PaddleOCR-VL's layer halves, each a few backend operations: the vision encoder's attention and MLP, and the
-// language model's gated MLP, with their residual adds.
+// Transformer layer halves the models share, each a few backend operations: a vision encoder's attention and
+// MLP, and a language model's gated MLP, with their residual adds.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,12 @@ void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLa
                               const Tensor& sin, std::span<const AttentionSegment> segments, float scale,
                               AttentionPrecision precision);
 
-// x += gelu_tanh(layer_norm(x) · fc1ᵀ + b1) · fc2ᵀ + b2: the vision MLP, its hidden values in bfloat16 where
-// the backend keeps them so.  x [n, d], fc1 [d_ff, d], fc2 [d, d_ff], norm_w/norm_b [d]
+// x += act(layer_norm(x) · fc1ᵀ + b1) · fc2ᵀ + b2: a vision MLP (act GELU-tanh by default), its hidden
+// values in bfloat16 where the backend keeps them so.  x [n, d], fc1 [d_ff, d], fc2 [d, d_ff], norm_w/norm_b
+// [d]
 void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
-                        const Tensor& norm_w, const Tensor& norm_b, float eps);
+                        const Tensor& norm_w, const Tensor& norm_b, float eps,
+                        Activation act = Activation::GeluTanh);
 
 // x += swiglu(rms_norm(x) · gate_upᵀ + b1) · downᵀ + b2: the language model's gated MLP, the gated values in
 // bfloat16 where the backend keeps them so.  x [n, d], gate_up [2 d_ff, d] (the gate's rows first), down

@@ -1,0 +1,65 @@
+// ERNIE-4.5-VL's vision side: the vision transformer over each image's (or video frame's) 14x14 patches with
+// 2D rotary positions, and the variable-resolution resampler that merges each 2x2 window of patches (the
+// spatial merge) and each pair of frames (the temporal merge; an image is paired with itself) into one token
+// of the language model.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/models/ernie45-vl/config.h"
+#include "engine/models/linear.h"
+
+namespace folio {
+
+// Tokens of the language model an image or video of this grid gives: its 2x2 windows, once per pair of
+// frames (an image's single frame counts as a pair).
+int64_t ernie45_vl_media_tokens(const ImageGrid& grid, const Ernie45VlVisionConfig& config);
+
+class Ernie45VlVision {
+public:
+    Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& config);
+
+    // The vision transformer over patches in raster order (frame, row, column of each item, items one after
+    // another), attention within each item.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
+    Tensor encode(const Tensor& patches, std::span<const ImageGrid> grids);
+    // The resampler: windows merged, frames paired, projected to the language model and normed.
+    // features [n_patches, vision_hidden] (raster order)  ->  [sum of ernie45_vl_media_tokens, hidden]
+    Tensor resample(const Tensor& features, std::span<const ImageGrid> grids);
+
+private:
+    struct Block {
+        Tensor norm1_w, norm1_b;  // [vd]
+        Linear qkv;               // [3 vd, vd]
+        Linear proj;              // [vd, vd]
+        Tensor norm2_w, norm2_b;  // [vd]
+        Linear fc1;               // [v_ff, vd]
+        Linear fc2;               // [vd, v_ff]
+    };
+    struct MergeMlp {
+        Linear fc1, fc2;
+        Tensor ln_w, ln_b;
+    };
+
+    std::pair<Tensor, Tensor> rope(std::span<const ImageGrid> grids);
+
+    Backend& backend_;
+    Ernie45VlConfig config_;
+    AttentionPrecision precision_;
+    Activation act_;
+    Tensor patch_w_;  // [vd, patch_dim]
+    std::vector<Block> blocks_;
+    Tensor ln_w_, ln_b_;  // [vd]
+    MergeMlp spatial_;    // [4 vd] -> [4 vd]
+    MergeMlp temporal_;   // [8 vd] -> [4 vd]
+    Linear mlp_;          // [hidden, 4 vd]
+    Tensor after_norm_;   // [hidden]
+    Tensor axis_rope_;    // [2 side, head_dim / 4]: cos then sin by axis index
+    int64_t rope_side_ = 0;
+};
+
+}  // namespace folio

@@ -6,6 +6,7 @@
 
 #include "app/options/device-memory.h"
 #include "engine/common/error.h"
+#include "engine/models/model-registry.h"
 
 namespace folio::cli {
 
@@ -27,6 +28,17 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     params.device.make_backend = [opt] { return make_backend(opt); };
     params.device.free_memory = device_free_memory(opt);
     ModelSlot slot{ModelRole::Recognition, model_dir, engine_options.load};
+    // A chat model's folder (ERNIE-4.5-VL) loads in a chat slot; anything else as recognition, whose loader
+    // names what is wrong with a folder it cannot read.
+    std::error_code error;
+    if (!model_dir.empty() && std::filesystem::exists(model_dir / "config.json", error)) {
+        try {
+            if (ModelRegistry::builtin().describe(model_dir).role == ModelRole::Chat) {
+                slot.role = ModelRole::Chat;
+            }
+        } catch (const Error&) {
+        }
+    }
     slot.tokenizer_dir = engine_options.tokenizer.value_or(std::filesystem::path());
     slot.chat_template = engine_options.chat_template;
     slot.adjust_preprocessor = [engine_options](PreprocessorConfig& pre) {

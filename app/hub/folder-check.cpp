@@ -61,6 +61,9 @@ std::optional<ModelKind> kind_of_config(const nlohmann::json& config) {
     if (model_type.starts_with("pp_doclayout")) {
         return ModelKind::Layout;
     }
+    if (model_type == "ernie4_5_vl_moe") {
+        return ModelKind::Chat;
+    }
     if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
         for (const auto& name : *it) {
             if (name.is_string() && name.get<std::string>().ends_with("ForObjectDetection")) {

@@ -11,6 +11,8 @@ const char* model_kind_name(ModelKind kind) {
             return "recognition";
         case ModelKind::Layout:
             return "layout";
+        case ModelKind::Chat:
+            return "chat";
     }
     return "unknown";
 }
@@ -25,6 +27,8 @@ const std::vector<CatalogueEntry>& model_catalogue() {
          "PaddlePaddle/PP-DocLayoutV3_safetensors"},
         {"PaddlePaddle/PP-DocLayoutV2_safetensors", "PP-DocLayoutV2", ModelKind::Layout, ""},
         {"PaddlePaddle/PP-DocLayoutV3_safetensors", "PP-DocLayoutV3", ModelKind::Layout, ""},
+        {"baidu/ERNIE-4.5-VL-28B-A3B-PT", "ERNIE-4.5-VL 28B-A3B", ModelKind::Chat, ""},
+        {"baidu/ERNIE-4.5-VL-28B-A3B-Thinking", "ERNIE-4.5-VL 28B-A3B Thinking", ModelKind::Chat, ""},
     };
     return catalogue;
 }
@@ -53,6 +57,7 @@ const std::vector<std::string>& fetch_patterns(ModelKind kind) {
         "added_tokens.json",
         "chat_template.jinja",
         "chat_template.json",
+        "video_preprocessor_config.json",
         "*.safetensors",
         "model.safetensors.index.json",
     };

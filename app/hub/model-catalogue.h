@@ -10,7 +10,7 @@
 
 namespace folio::hub {
 
-enum class ModelKind { Recognition, Layout };
+enum class ModelKind { Recognition, Layout, Chat };
 const char* model_kind_name(ModelKind kind);
 
 struct CatalogueEntry {
@@ -20,7 +20,7 @@ struct CatalogueEntry {
     std::string layout_repo;  // a recognition model's layout model; empty for a layout model
 };
 
-// Every model Folio knows, recognition models first.
+// Every model Folio knows, recognition models first, then layout models, then chat models.
 const std::vector<CatalogueEntry>& model_catalogue();
 // The entry of a repository ("ORG/NAME", compared without regard to case, as the Hub does); nullptr when
 // Folio does not know it.

@@ -63,10 +63,22 @@ void check_weight(const Weight& w, const char* op) {
                    w.dense.shape != std::vector<int64_t>{w.n_out, w.n_in} || !w.dense.fits_buffer()))) {
         fail(op, ": ", weight_string(w), " holds no values of its type");
     }
+    if (!dense) {
+        const QuantizedLayout layout = quantized_layout(w.type, w.n_out, w.n_in, w.group_size);
+        if (w.data_offset < 0 ||
+            w.data_offset + layout.n_packed_bytes > static_cast<int64_t>(w.data->n_bytes()) ||
+            w.scales.n_elements() != layout.n_scales) {
+            fail(op, ": ", weight_string(w), " at byte ", w.data_offset, " does not fit its ",
+                 w.data->n_bytes(), "-byte buffer and ", w.scales.n_elements(), " scales");
+        }
+    }
 }
 
 void check_write_weight(const Weight& dst, const QuantizedWeights& w) {
     validate(w);
+    if (dst.data_offset != 0) {
+        fail("write_weight: into a view of some rows of a weight");
+    }
     if (dst.type != w.type || dst.n_out != w.n_out || dst.n_in != w.n_in || dst.group_size != w.group_size) {
         fail("write_weight: ", quantization_name(w.type), " [", w.n_out, ", ", w.n_in, "] in groups of ",
              w.group_size, " into ", weight_string(dst), " in groups of ", dst.group_size);
@@ -196,6 +208,40 @@ void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const 
         if (r < 0 || r >= dst.rows()) {
             fail("scatter_rows: row ", r, " outside ", shape_string(dst.shape));
         }
+    }
+}
+
+void check_route_experts(const Tensor& logits, const Tensor& score_bias, int k, float norm_min) {
+    const int64_t n_experts = logits.shape.size() == 2 ? logits.shape[1] : -1;
+    if (logits.dtype != ScalarType::F32 || score_bias.dtype != ScalarType::F32 || n_experts <= 0 ||
+        score_bias.n_elements() != n_experts || k <= 0 || k > n_experts || !(norm_min >= 0.0f)) {
+        fail("route_experts: logits ", shape_string(logits.shape), ", score_bias ",
+             shape_string(score_bias.shape), ", top ", k, ", norm_min ", norm_min);
+    }
+}
+
+std::vector<int64_t> check_expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts,
+                                              int64_t n_rows, int64_t x_step, Activation act) {
+    check_weight(w, "expert_rows_linear");
+    const int64_t m = experts.n_elements();
+    if (x.dtype != ScalarType::F32 || x.shape.size() != 2 || experts.dtype != ScalarType::I32 ||
+        n_rows <= 0 || x_step <= 0 || w.n_out % n_rows != 0 || x.row_size() != w.n_in ||
+        x.rows() * x_step != m || (act != Activation::None && act != Activation::Swiglu) ||
+        (act == Activation::Swiglu && n_rows % 2)) {
+        fail("expert_rows_linear: x ", shape_string(x.shape), ", ", weight_string(w), " in blocks of ",
+             n_rows, " rows, experts ", shape_string(experts.shape), ", x_step ", x_step, ", ",
+             activation_name(act));
+    }
+    return {m, act == Activation::Swiglu ? n_rows / 2 : n_rows};
+}
+
+void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& weights) {
+    if (x.dtype != ScalarType::F32 || src.dtype != ScalarType::F32 || weights.dtype != ScalarType::F32 ||
+        x.shape.size() != 2 || src.shape.size() != 2 || weights.shape.size() != 2 ||
+        weights.shape[0] != x.shape[0] || src.shape[1] != x.shape[1] ||
+        src.shape[0] != x.shape[0] * weights.shape[1]) {
+        fail("add_expert_outputs: x ", shape_string(x.shape), ", src ", shape_string(src.shape), ", weights ",
+             shape_string(weights.shape));
     }
 }
 

@@ -47,6 +47,12 @@ void check_gather_rows(const Tensor& src, std::span<const int64_t> rows);
 // src [rows.size(), row of dst], every row inside dst.
 void check_scatter_rows(const Tensor& dst, std::span<const int64_t> rows, const Tensor& src);
 // Returns the taps per row.
+// The mixture-of-experts operations' arguments; each returns the shape of its result.
+void check_route_experts(const Tensor& logits, const Tensor& score_bias, int k, float norm_min);
+std::vector<int64_t> check_expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts,
+                                              int64_t n_rows, int64_t x_step, Activation act);
+void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& weights);
+
 int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                                 std::span<const float> weights);
 

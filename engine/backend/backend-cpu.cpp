@@ -11,6 +11,7 @@
 #include "engine/backend/backend-checks.h"
 #include "engine/backend/backend-cpu-vision.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/expert-routing.h"
 #include "engine/common/error.h"
 #include "engine/common/thread-pool.h"
 
@@ -539,6 +540,73 @@ public:
         }
     }
 
+    ExpertRouting route_experts(const Tensor& logits, const Tensor& score_bias, int k,
+                                float norm_min) override {
+        check_route_experts(logits, score_bias, k, norm_min);
+        const ExpertChoice choice =
+            route_top_k(std::span(logits.f32(), logits.n_elements()),
+                        std::span(score_bias.f32(), score_bias.n_elements()), k, norm_min);
+        const int64_t n = logits.rows();
+        return {upload_i32(choice.experts, {n, k}), upload(choice.weights, {n, k})};
+    }
+
+    Tensor expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts, int64_t n_rows,
+                              int64_t x_step, Activation act) override {
+        const std::vector<int64_t> shape = check_expert_rows_linear(x, w, experts, n_rows, x_step, act);
+        const int64_t m = shape[0], n_out = shape[1], in = w.n_in, n_experts = w.n_out / n_rows;
+        for (int64_t r = 0; r < m; ++r) {
+            if (experts.i32()[r] < 0 || experts.i32()[r] >= n_experts) {
+                fail("expert_rows_linear: expert ", experts.i32()[r], " of row ", r, " outside ", n_experts,
+                     " experts");
+            }
+        }
+        Tensor y = alloc(shape);  // [m, n_out]
+        pool_.parallel_for(m, 1, [&](int64_t begin, int64_t end) {
+            std::vector<float> row(static_cast<size_t>(in)), sums(static_cast<size_t>(n_rows));
+            for (int64_t r = begin; r < end; ++r) {
+                const int32_t e = experts.i32()[r];
+                const float* xr = x.f32() + (r / x_step) * in;
+                for (int64_t o = 0; o < n_rows; ++o) {
+                    const int64_t wr = e * n_rows + o;
+                    const float* wv = w.dense.empty() ? nullptr : w.dense.f32() + wr * in;
+                    if (wv == nullptr) {
+                        dequantize_row(w.type, static_cast<const int8_t*>(w.data->data()) + w.data_offset,
+                                       w.scales.empty() ? nullptr : w.scales.f32(), in, w.group_size, wr,
+                                       row.data());
+                        wv = row.data();
+                    }
+                    float acc = 0.0f;
+                    for (int64_t c = 0; c < in; ++c) {
+                        acc += xr[c] * wv[c];
+                    }
+                    sums[static_cast<size_t>(o)] = acc;
+                }
+                float* yr = y.f32() + r * n_out;
+                for (int64_t o = 0; o < n_out; ++o) {
+                    const float g = sums[static_cast<size_t>(o)];
+                    yr[o] = act == Activation::Swiglu
+                                ? g / (1.0f + std::exp(-g)) * sums[static_cast<size_t>(o + n_out)]
+                                : g;
+                }
+            }
+        });
+        return y;
+    }
+
+    void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) override {
+        check_add_expert_outputs(x, src, weights);
+        const int64_t d = x.row_size(), k = weights.shape[1];
+        for (int64_t i = 0; i < x.rows(); ++i) {
+            for (int64_t c = 0; c < d; ++c) {
+                float sum = 0.0f;
+                for (int64_t j = 0; j < k; ++j) {
+                    sum += weights.f32()[i * k + j] * src.f32()[(i * k + j) * d + c];
+                }
+                x.f32()[i * d + c] += sum;
+            }
+        }
+    }
+
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
         check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();
@@ -589,7 +657,7 @@ private:
     Tensor packed_product(const Tensor& x, const Weight& w, const Tensor* b) {
         const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
         Tensor y = alloc({n, out});
-        const auto* qd = static_cast<const int8_t*>(w.data->data());
+        const auto* qd = static_cast<const int8_t*>(w.data->data()) + w.data_offset;
         const float* bd = b ? b->f32() : nullptr;
         pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
             std::vector<float> rows(static_cast<size_t>(4 * in));

@@ -1,5 +1,6 @@
 #include "engine/backend/backend.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/backend/backend-checks.h"
@@ -77,6 +78,25 @@ std::vector<int32_t> Backend::sample_rows(const Tensor& logits, std::span<const 
     Tensor out = upload_i32(std::vector<int32_t>(rows.size(), 0), {n});
     sample_rows_to(logits, rows, history, out);
     return read_back(out)->wait();
+}
+
+Weight weight_rows(const Weight& w, int64_t first, int64_t n) {
+    if (first < 0 || n < 0 || first + n > w.n_out) {
+        fail("weight_rows: rows [", first, ", ", first + n, ") of a weight of ", w.n_out, " rows");
+    }
+    Weight out = w;
+    out.n_out = n;
+    if (w.type == Quantization::None) {
+        out.dense = w.dense.view(first * w.n_in, {n, w.n_in});
+        return out;
+    }
+    const QuantizedLayout layout = quantized_layout(w.type, w.n_out, w.n_in, w.group_size);
+    out.data_offset = w.data_offset + first * (layout.n_packed_bytes / std::max<int64_t>(w.n_out, 1));
+    if (!w.scales.empty()) {
+        const int64_t per_row = layout.n_scales / std::max<int64_t>(w.n_out, 1);
+        out.scales = w.scales.view(first * per_row, {n * per_row});
+    }
+    return out;
 }
 
 Weight dense_weight(const Tensor& w) {

@@ -50,6 +50,7 @@ struct Weight {
     int64_t group_size = 0;
     Tensor dense;                  // float32 [n_out, n_in] where type is None
     std::shared_ptr<Buffer> data;  // the packed values of the other types, laid out as QuantizedWeights::q
+    int64_t data_offset = 0;       // bytes of data before row 0 (a view of some rows of a larger weight)
     Tensor scales;                 // as QuantizedWeights::scales
 
     bool empty() const { return dense.empty() && data == nullptr; }
@@ -57,6 +58,14 @@ struct Weight {
 
 // A float32 weight over w's values, sharing its buffer.  w [n_out, n_in]
 Weight dense_weight(const Tensor& w);
+// Rows [first, first + n) of w, sharing its memory (one expert's rows of a pool stacked in one weight).
+Weight weight_rows(const Weight& w, int64_t first, int64_t n);
+
+// A mixture of experts' routing on the backend: each token's chosen experts and their weights.
+struct ExpertRouting {
+    Tensor experts;  // [n, k] int32
+    Tensor weights;  // [n, k]
+};
 
 // Rotary embedding in rotate-half form (pair i of a head is its values i and i + head_dim / 2) from int32
 // positions of n_axes axes a token: frequency i turns with the token's position on axis pair_axis[i] (a
@@ -302,6 +311,23 @@ public:
     // x [n, d], src [n_src, d], rows and weights [n · taps]
     virtual void add_weighted_rows(Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                                    std::span<const float> weights) = 0;
+
+    // Mixture of experts, every operation recordable (their inputs and outputs stay on the backend).
+    // Routing (route_top_k of engine/backend/expert-routing.h): for each row the k experts of the largest
+    // softmax(logits) + score_bias and their probabilities over the chosen ones' sum, at least norm_min.
+    // logits [n, n_experts], score_bias [n_experts]  ->  experts [n, k] int32, weights [n, k]
+    virtual ExpertRouting route_experts(const Tensor& logits, const Tensor& score_bias, int k,
+                                        float norm_min) = 0;
+    // Products with one expert's rows of a pool stacked in one weight: row r of the result is the rows
+    // [e · n_rows, (e + 1) · n_rows) of w, e = experts[r], times row r / x_step of x, then act: None, or
+    // Swiglu (the block's first half the gate, the second the up rows).
+    // x [m / x_step, n_in], w [n_experts · n_rows, n_in], experts [m] int32  ->  [m, n_rows] (Swiglu:
+    // n_rows / 2)
+    virtual Tensor expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts, int64_t n_rows,
+                                      int64_t x_step, Activation act) = 0;
+    // x[i] += Σ_j weights[i, j] · src[i · k + j], k the columns of weights, the sum taken over j in order.
+    // x [n, d], src [n · k, d], weights [n, k]
+    virtual void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) = 0;
 
     // Recording: between begin_recording() and end_recording() the backend records the work it is given
     // instead of running it; tensors made meanwhile live in memory kept for recorded work. Nothing may be

@@ -3,6 +3,7 @@
 #include "engine/common/error.h"
 #include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
+#include "engine/models/ernie45-vl/ernie45-vl-family.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl-family.h"
 #include "engine/models/pp-doclayout/pp-doclayout-family.h"
 
@@ -50,6 +51,7 @@ const ModelRegistry& ModelRegistry::builtin() {
         ModelRegistry r;
         r.add(make_paddleocr_vl_family());
         r.add(make_pp_doclayout_family());
+        r.add(make_ernie45_vl_family());
         return r;
     }();
     return registry;

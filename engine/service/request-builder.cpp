@@ -19,8 +19,10 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
             content.push_back({{"type", "video"}});
         }
         content.push_back({{"type", "text"}, {"text", m.text}});
-        out.push_back({{"role", m.role == ChatMessage::Role::User ? "user" : "assistant"},
-                       {"content", std::move(content)}});
+        const char* role = m.role == ChatMessage::Role::System ? "system"
+                           : m.role == ChatMessage::Role::User ? "user"
+                                                               : "assistant";
+        out.push_back({{"role", role}, {"content", std::move(content)}});
     }
     return out;
 }
@@ -151,9 +153,9 @@ Request RequestBuilder::build(RequestSpec spec) const {
         int64_t n_items = 0, n_videos = 0;
         for (size_t m = 0; m < chat->messages.size(); ++m) {
             const ChatMessage& message = chat->messages[m];
-            if (message.role == ChatMessage::Role::Assistant &&
+            if (message.role != ChatMessage::Role::User &&
                 (!message.images.empty() || !message.videos.empty())) {
-                fail("message ", m, ": the assistant's turns carry no images or videos");
+                fail("message ", m, ": only the user's turns carry images or videos");
             }
             if (!message.videos.empty() && f.special.video_token_id < 0) {
                 fail("message ", m, ": the model takes no video");

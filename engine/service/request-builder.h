@@ -24,7 +24,7 @@
 namespace folio {
 
 struct ChatMessage {
-    enum class Role { User, Assistant };
+    enum class Role { System, User, Assistant };
     ChatMessage() = default;
     ChatMessage(Role message_role, std::string message_text, std::vector<Image> message_images = {},
                 std::vector<Video> message_videos = {})

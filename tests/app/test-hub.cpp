@@ -3,6 +3,7 @@
 // from their JSON, folder checks and the --model locator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -73,6 +74,25 @@ TEST(ModelCatalogue, PairsEachRecognitionModelWithItsLayoutModel) {
         }
     }
     EXPECT_EQ(find_catalogue_entry("PaddlePaddle/PaddleOCR-VL-2"), nullptr);
+}
+
+TEST(ModelCatalogue, ListsTheChatModels) {
+    for (const char* repo : {"baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ernie-4.5-vl-28b-a3b-thinking"}) {
+        const CatalogueEntry* entry = find_catalogue_entry(repo);
+        ASSERT_NE(entry, nullptr) << repo;
+        EXPECT_EQ(entry->kind, ModelKind::Chat);
+        EXPECT_TRUE(entry->layout_repo.empty());
+    }
+    // A chat model's folder is told apart by its config, and needs what a recognition model needs.
+    TempDir dir;
+    write(dir / "c" / "config.json", R"({"model_type": "ernie4_5_vl_moe"})");
+    EXPECT_EQ(detect_model_kind(dir / "c"), ModelKind::Chat);
+    const auto& chat = fetch_patterns(ModelKind::Chat);
+    EXPECT_TRUE(std::any_of(chat.begin(), chat.end(),
+                            [](const std::string& p) { return glob_match(p, "tokenizer.model"); }));
+    EXPECT_TRUE(std::any_of(chat.begin(), chat.end(), [](const std::string& p) {
+        return glob_match(p, "model-00001-of-00012.safetensors");
+    }));
 }
 
 TEST(ModelCatalogue, PatternsFetchTheTopLevelModelFilesOnly) {

@@ -32,6 +32,7 @@ public:
     std::vector<float> f32(const std::string& name) const { return to_f32(file_->get(name)); }
     std::vector<int64_t> i64(const std::string& name) const { return to_i64(file_->get(name)); }
     const std::vector<int64_t>& shape(const std::string& name) const { return file_->get(name).shape; }
+    bool has(const std::string& name) const { return file_->find(name) != nullptr; }
 
 private:
     std::unique_ptr<SafetensorsFile> file_;

@@ -2,6 +2,7 @@
 // tests/fixtures/make_ernie45_vl_fixtures.py).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/images/image-loader.h"
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
 #include "engine/common/mapped-file.h"
@@ -17,102 +19,36 @@
 #include "engine/models/ernie45-vl/ernie45-vl.h"
 #include "engine/models/ernie45-vl/moe.h"
 #include "engine/models/ernie45-vl/weights.h"
+#include "engine/models/model-registry.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/kv-cache.h"
+#include "engine/service/request-builder.h"
+#include "ernie45-vl-fixture.h"
 #include "fixture-reference.h"
+#include "safetensors-writer.h"
+#include "temp-dir.h"
 
 namespace folio {
 namespace {
 
 using testing::relative_error;
 
-std::filesystem::path ernie_dir() {
-    return testing::fixtures_dir().parent_path() / "ernie45-vl";
-}
-
-struct Fixture {
-    Fixture()
-        : store(TensorStore::open(ernie_dir() / "ernie45-vl-tiny")),
-          config(load_ernie45_vl_config(ernie_dir() / "ernie45-vl-tiny" / "config.json")),
-          backend(make_cpu_backend(2)),
-          model([this] {
-              const auto weights = make_ernie45_vl_weight_source(*store, config);
-              return std::make_unique<Ernie45Vl>(*backend, config, *weights);
-          }()),
-          reference(ernie_dir() / "reference.safetensors"),
-          meta(nlohmann::json::parse(read_file_text(ernie_dir() / "reference.json"))) {}
-
-    std::unique_ptr<TensorStore> store;
-    Ernie45VlConfig config;
-    std::unique_ptr<Backend> backend;
-    std::unique_ptr<Ernie45Vl> model;
-    testing::Reference reference;
-    nlohmann::json meta;
-};
+using testing::ernie_dir;
+using Fixture = testing::ErnieFixture;
 
 Fixture& fixture() {
-    static Fixture f;
+    static Fixture f(make_cpu_backend(2));
     return f;
-}
-
-// The reference's patches (each 2x2 window's patches one after another) in raster order, as Folio's
-// preprocessing gives them.  [n_patches, patch_dim] for the grids, in order
-std::vector<float> raster_patches(const std::vector<float>& windowed, const std::vector<ImageGrid>& grids,
-                                  int64_t patch_dim) {
-    std::vector<float> out(windowed.size());
-    int64_t base = 0, src = 0;
-    for (const ImageGrid& g : grids) {
-        for (int64_t t = 0; t < g.t; ++t) {
-            for (int64_t wy = 0; wy < g.h / 2; ++wy) {
-                for (int64_t wx = 0; wx < g.w / 2; ++wx) {
-                    for (int64_t dy = 0; dy < 2; ++dy) {
-                        for (int64_t dx = 0; dx < 2; ++dx, ++src) {
-                            const int64_t dst = base + (t * g.h + 2 * wy + dy) * g.w + 2 * wx + dx;
-                            std::copy_n(windowed.begin() + src * patch_dim, patch_dim,
-                                        out.begin() + dst * patch_dim);
-                        }
-                    }
-                }
-            }
-        }
-        base += g.n_patches();
-    }
-    return out;
 }
 
 class Ernie45VlTest : public ::testing::TestWithParam<std::string> {
 protected:
     Fixture& f = fixture();
 
-    PromptTokens prompt() const {
-        PromptTokens p;
-        for (const int64_t id : f.reference.i64(GetParam() + ".input_ids")) {
-            p.ids.push_back(static_cast<int32_t>(id));
-            p.modality.push_back(id == f.config.image_token_id ? TokenModality::Image : TokenModality::Text);
-        }
-        return p;
-    }
-    bool has_images() const { return !f.meta["prompts"][GetParam()]["images"].empty(); }
-    std::vector<ImageGrid> grids() const {
-        std::vector<ImageGrid> out;
-        if (has_images()) {
-            const std::vector<int64_t> g = f.reference.i64(GetParam() + ".grid_thw");
-            for (size_t i = 0; i + 2 < g.size(); i += 3) {
-                out.push_back({g[i], g[i + 1], g[i + 2]});
-            }
-        }
-        return out;
-    }
-    PreprocessedImages images() const {
-        PreprocessedImages out;
-        out.grids = grids();
-        for (const auto& name : f.meta["prompts"][GetParam()]["images"]) {
-            const std::vector<float> px = f.reference.f32("pixel_values." + name.get<std::string>());
-            out.pixel_values.insert(out.pixel_values.end(), px.begin(), px.end());
-        }
-        out.pixel_values = raster_patches(out.pixel_values, out.grids, f.config.vision.patch_dim());
-        return out;
-    }
+    PromptTokens prompt() const { return f.prompt(GetParam()); }
+    bool has_images() const { return f.has_images(GetParam()); }
+    std::vector<ImageGrid> grids() const { return f.grids(GetParam()); }
+    PreprocessedImages images() const { return f.images(GetParam()); }
 };
 
 TEST_P(Ernie45VlTest, PositionsMatchReference) {
@@ -154,37 +90,9 @@ TEST_P(Ernie45VlTest, ImageFeaturesMatchReference) {
 }
 
 TEST_P(Ernie45VlTest, PromptLogitsMatchReference) {
-    const PromptTokens p = prompt();
-    const PreprocessedImages im = images();
-    Backend& backend = *f.backend;
-    Tensor embeds = f.model->embed(p.ids);
-    if (!im.grids.empty()) {
-        const std::span<const float> part(im.pixel_values);
-        std::vector<int64_t> rows;
-        for (size_t i = 0; i < p.ids.size(); ++i) {
-            if (is_media(p.modality[i])) {
-                rows.push_back(static_cast<int64_t>(i));
-            }
-        }
-        backend.scatter_rows(embeds, rows, f.model->encode_images(std::span(&part, 1), im.grids));
-    }
-    const PromptPositions positions = f.model->prompt_positions(p.modality, im.grids);
-    const auto n = static_cast<int64_t>(p.ids.size());
-    const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-    PagedKvCache cache(backend, f.model->kv_cache_params(n_blocks, block_size));
-    KvBatch batch;
-    batch.seqs.push_back({0, n, n, 0});
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
-    }
-    for (int64_t t = 0; t < n; ++t) {
-        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
-    }
-    const std::vector<int32_t> flat(positions.pos.begin(), positions.pos.end());
-    const Tensor logits = f.model->logits(
-        f.model->forward_text(std::move(embeds), flat, f.model->step_modality(p), cache, batch));
+    const Tensor logits = f.prompt_logits(GetParam());
     EXPECT_EQ(logits.shape, f.reference.shape(GetParam() + ".logits"));
-    const double err = relative_error(backend.download(logits), f.reference.f32(GetParam() + ".logits"));
+    const double err = relative_error(f.backend->download(logits), f.reference.f32(GetParam() + ".logits"));
     std::cout << GetParam() << ": prompt logits relative error " << err << "\n";
     EXPECT_LT(err, 1e-4);
 }
@@ -199,9 +107,77 @@ TEST_P(Ernie45VlTest, GreedyTokensMatchReference) {
     EXPECT_EQ(tokens, expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Ernie45VlTest,
-                         ::testing::Values("text", "text_thinking_off", "system_text", "one_image",
-                                           "two_images", "multi_turn"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, Ernie45VlTest, ::testing::ValuesIn(testing::ernie_prompt_keys()));
+
+// The path a user takes: the folder through the model registry, PNG files, the folder's chat template and
+// tokenizer, the request builder's preprocessing, generation.
+TEST(Ernie45VlFolder, ChatFromFilesMatchesReference) {
+    Fixture& f = fixture();
+    const std::filesystem::path dir = ernie_dir() / "ernie45-vl-tiny";
+    const ModelFamily& family = ModelRegistry::builtin().family_of(dir);
+    EXPECT_EQ(family.name(), "ernie-4.5-vl");
+    EXPECT_EQ(family.role(), ModelRole::Chat);
+    std::atomic<bool> cancelled{false};
+    LoadContext context([](const LoadProgress&) {}, cancelled);
+    const std::unique_ptr<LoadedModel> loaded =
+        family.load(ModelSlot(ModelRole::Chat, dir), *f.backend, context);
+    EXPECT_EQ(context.progress().bytes_read, context.progress().bytes_total);
+    EXPECT_TRUE(loaded->description().takes(Modality::Video));
+    const RequestBuilder builder(loaded->prompt_format(), {4096, 8, loaded->max_image_tokens()});
+    for (const std::string key : {"text", "system_text", "two_images"}) {
+        const nlohmann::json& entry = f.meta["prompts"][key];
+        Chat chat;
+        for (const auto& m : entry["messages"]) {
+            ChatMessage message;
+            const std::string role = m["role"];
+            message.role = role == "system" ? ChatMessage::Role::System
+                           : role == "user" ? ChatMessage::Role::User
+                                            : ChatMessage::Role::Assistant;
+            for (const auto& part : m["content"]) {
+                if (part["type"] == "image") {
+                    message.images.push_back(load_image(testing::fixtures_dir() / "images" /
+                                                        (part["name"].get<std::string>() + ".png")));
+                } else {
+                    message.text = part["text"];
+                }
+            }
+            chat.messages.push_back(std::move(message));
+        }
+        EXPECT_EQ(render_chat(*loaded->prompt_format(), chat.messages), entry["text"].get<std::string>())
+            << key;
+        const Request request = builder.build(RequestSpec(std::move(chat)));
+        EXPECT_EQ(std::vector<int64_t>(request.prompt.ids.begin(), request.prompt.ids.end()),
+                  f.reference.i64(key + ".input_ids"))
+            << key;
+        const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+        GenerateParams params;
+        params.max_tokens = static_cast<int>(expected.size());
+        const GenerateResult result = generate(*loaded->generative(), request.prompt, request.images, params,
+                                               [](int32_t) { return true; });
+        EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected) << key;
+    }
+}
+
+TEST(Ernie45VlFolder, RefusesAPaddleCheckpoint) {
+    // A folder whose tensors carry PaddlePaddle's names: the message names the transformers repository.
+    Fixture& f = fixture();
+    const test::TempDir tmp;
+    std::filesystem::copy_file(ernie_dir() / "ernie45-vl-tiny" / "config.json", tmp.path() / "config.json");
+    test::write_file(tmp.path() / "model.safetensors",
+                     test::safetensors_image({test::make_tensor("ernie.embed_tokens.weight", "F32", {2, 2},
+                                                                std::vector<float>(4, 0.0f))}));
+    const ModelFamily& family = ModelRegistry::builtin().family_of(tmp.path());
+    std::atomic<bool> cancelled{false};
+    LoadContext context([](const LoadProgress&) {}, cancelled);
+    std::string message;
+    try {
+        family.load(ModelSlot(ModelRole::Chat, tmp.path()), *f.backend, context);
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    EXPECT_NE(message.find("PaddlePaddle"), std::string::npos) << message;
+    EXPECT_NE(message.find("baidu/ERNIE-4.5-VL-28B-A3B-PT"), std::string::npos) << message;
+}
 
 TEST(Ernie45VlRouting, TopKByBiasedScoresWeightsByProbabilities) {
     // Two tokens over four experts: the bias moves expert 3 ahead of expert 1 for the first token but the

@@ -23,8 +23,8 @@
 #include "engine/backend/cuda/make-cuda-backend.h"
 #include "engine/backend/sampling.h"
 #include "engine/common/error.h"
+#include "engine/models/layers.h"
 #include "engine/models/linear.h"
-#include "engine/models/paddleocr-vl/layers.h"
 #include "engine/runtime/rope.h"
 #include "kernels/cuda-check.h"
 #include "kernels/elementwise.h"
@@ -1407,6 +1407,80 @@ TEST_F(BackendOpsTest, AddWeightedRows) {
                                          std::span(weights).first(2)),
                  Error)
         << "row sizes 3 and 2";
+}
+
+// Routing, the products with each row's expert and the weighted sum of the mixture of experts, and one
+// expert's rows of a stacked weight as an ordinary linear layer, in every weight format.
+TEST_F(BackendOpsTest, MixtureOfExperts) {
+    for (const int n_experts : {8, 64, 160}) {
+        for (const int k : {1, 6}) {
+            const int64_t n = 37;
+            const Pair logits = random({n, n_experts}, 0.0f, 2.0f), bias = random({n_experts}, 0.0f, 0.05f);
+            const ExpertRouting c = cpu_->route_experts(logits.cpu, bias.cpu, k, 1e-12f);
+            const ExpertRouting g = gpu_->route_experts(logits.gpu, bias.gpu, k, 1e-12f);
+            EXPECT_EQ(gpu_->download_i32(g.experts), cpu_->download_i32(c.experts))
+                << n_experts << " top " << k;
+            expect_close("route_experts", g.weights, c.weights, kF32Bound, dims({n, n_experts, k}));
+        }
+    }
+    const Pair bad_logits = random({2, 4}), bad_bias = random({4});
+    EXPECT_THROW(gpu_->route_experts(bad_logits.gpu, bad_bias.gpu, 5, 0.0f), Error) << "top 5 of 4";
+
+    const std::vector<LinearCase> formats = {{Quantization::None, 128, 48, 0},
+                                             {Quantization::Bf16, 128, 48, 0},
+                                             {Quantization::Wint8, 128, 48, 0},
+                                             {Quantization::Wint4, 128, 48, 64}};
+    std::mt19937 rng(seed_++);
+    for (const LinearCase& f : formats) {
+        const int64_t n_experts = 5, n_rows = 2 * f.out, n = 3, k = 2;
+        const std::vector<float> values = random_values(n_experts * n_rows * f.in, seed_++);
+        Weight w_cpu, w_gpu;
+        if (f.type == Quantization::None) {
+            w_cpu = dense_weight(cpu_->upload(values, {n_experts * n_rows, f.in}));
+            w_gpu = dense_weight(gpu_->upload(values, {n_experts * n_rows, f.in}));
+        } else {
+            const auto q = quantize(values, n_experts * n_rows, f.in, f.type, f.group_size);
+            w_cpu = cpu_->upload(q);
+            w_gpu = gpu_->upload(q);
+        }
+        std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+        for (int32_t& e : chosen) {
+            e = static_cast<int32_t>(rng() % n_experts);
+        }
+        const Pair experts = upload_i32(chosen, {n, k});
+        const Pair x = random({n, f.in});
+        const std::string where = label(quantization_name(f.type), " ", dims({n, k, f.in, n_rows}));
+        const double bound = f.type == Quantization::None ? kF32Bound : kQuantizedBound;
+        const Tensor h_cpu =
+            cpu_->expert_rows_linear(x.cpu, w_cpu, experts.cpu, n_rows, k, Activation::Swiglu);
+        const Tensor h_gpu =
+            gpu_->expert_rows_linear(x.gpu, w_gpu, experts.gpu, n_rows, k, Activation::Swiglu);
+        expect_close("expert_rows_linear", h_gpu, h_cpu, bound, where + " swiglu");
+        const Tensor y_cpu = cpu_->expert_rows_linear(x.cpu, w_cpu, experts.cpu, n_rows, k, Activation::None);
+        const Tensor y_gpu = gpu_->expert_rows_linear(x.gpu, w_gpu, experts.gpu, n_rows, k, Activation::None);
+        expect_close("expert_rows_linear", y_gpu, y_cpu, bound, where);
+        // Row r of the plain product is expert chosen[r]'s rows of the stacked weight as a linear layer.
+        const std::vector<float> y_rows = cpu_->download(y_cpu);  // [n k, n_rows]
+        for (int64_t r = 0; r < n * k; ++r) {
+            const int32_t e = chosen[static_cast<size_t>(r)];
+            const Tensor one = gpu_->linear(x.gpu.view((r / k) * f.in, {1, f.in}),
+                                            weight_rows(w_gpu, e * n_rows, n_rows), LinearSpec{});
+            const std::vector<float> expected(y_rows.begin() + r * n_rows, y_rows.begin() + (r + 1) * n_rows);
+            expect_close("weight_rows", one, cpu_->upload(expected, {1, n_rows}), bound, where);
+        }
+        Pair sums = random({n, n_rows});
+        const Pair mix = random({n, k});
+        cpu_->add_expert_outputs(sums.cpu, y_cpu, mix.cpu);
+        gpu_->add_expert_outputs(sums.gpu, y_gpu, mix.gpu);
+        expect_close("add_expert_outputs", sums.gpu, sums.cpu, bound, where);
+    }
+    const Weight w = dense_weight(gpu_->upload(random_values(4 * 8, 3), {4, 8}));
+    const Pair x = random({2, 8});
+    const Pair one_each = upload_i32({0, 1}, {2});
+    EXPECT_THROW(gpu_->expert_rows_linear(x.gpu, w, one_each.gpu, 3, 1, Activation::None), Error)
+        << "4 rows in 3s";
+    EXPECT_THROW(gpu_->expert_rows_linear(x.gpu, w, one_each.gpu, 2, 2, Activation::None), Error)
+        << "x_step 2";
 }
 
 TEST_F(BackendOpsTest, GatherAndScatterRows) {

@@ -21,8 +21,15 @@ QString bytesText(qint64 bytes) {
 }
 
 QString kindText(hub::ModelKind kind) {
-    return kind == hub::ModelKind::Layout ? ModelManagerDialog::tr("layout")
-                                          : ModelManagerDialog::tr("recognition");
+    switch (kind) {
+        case hub::ModelKind::Layout:
+            return ModelManagerDialog::tr("layout");
+        case hub::ModelKind::Chat:
+            return ModelManagerDialog::tr("chat");
+        case hub::ModelKind::Recognition:
+            break;
+    }
+    return ModelManagerDialog::tr("recognition");
 }
 
 }  // namespace

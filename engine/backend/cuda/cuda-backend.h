@@ -129,6 +129,13 @@ public:
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override;
     void scatter_rows(Tensor& dst, const Tensor& rows, const Tensor& src) override;
 
+    // The mixture-of-experts operations (cuda-moe.cpp).
+    ExpertRouting route_experts(const Tensor& logits, const Tensor& score_bias, int k,
+                                float norm_min) override;
+    Tensor expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts, int64_t n_rows,
+                              int64_t x_step, Activation act) override;
+    void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) override;
+
     // The vision operations (cuda-vision.cpp).
     Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dParams& p) override;
     Tensor pool2d(const Tensor& x, const Pool2dParams& p) override;

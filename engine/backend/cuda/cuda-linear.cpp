@@ -188,7 +188,7 @@ const void* CudaBackend::device_weights(const Weight& w, const char* op) {
         fail(op, ": ", quantization_name(w.type), " w [", w.n_out, ", ", w.n_in,
              "] is not in this backend's device memory");
     }
-    return w.data->data();
+    return static_cast<const std::byte*>(w.data->data()) + w.data_offset;
 }
 
 void CudaBackend::quantized_linear(const Tensor& x, const Weight& w, const Tensor* b, Tensor& y,

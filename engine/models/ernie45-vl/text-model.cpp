@@ -105,7 +105,7 @@ Tensor Ernie45VlTextModel::forward(Tensor embeds, const DecoderStep& step, Paged
         apply(backend_, L.o_proj, reshaped(a, {n, n_head * hd}), {.residual = &x});
         if (L.moe) {
             const Tensor xn = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);  // [n, d]
-            L.moe->add(x, xn, vision);
+            L.moe->add(x, xn, vision, step.batch == nullptr);
         } else {
             rms_norm_mlp_add(backend_, x, L.gate_up_proj, L.down_proj, L.post_norm, tc.rms_norm_eps);
         }

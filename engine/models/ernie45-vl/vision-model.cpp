@@ -6,7 +6,7 @@
 
 #include "engine/common/error.h"
 #include "engine/models/layers.h"
-#include "engine/models/paddleocr-vl/positions.h"
+#include "engine/models/vision-rope.h"
 
 namespace folio {
 
@@ -67,13 +67,9 @@ Ernie45VlVision::Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& c
 std::pair<Tensor, Tensor> Ernie45VlVision::rope(std::span<const ImageGrid> grids) {
     const int64_t hd = config_.vision.head_dim();
     int64_t side = 0, n = 0;
-    std::vector<ImageGrid> frames;  // every frame a grid of its own: positions are per frame
     for (const ImageGrid& g : grids) {
         side = std::max({side, g.h, g.w});
         n += g.n_patches();
-        for (int64_t t = 0; t < g.t; ++t) {
-            frames.push_back({1, g.h, g.w});
-        }
     }
     if (n == 0) {
         return {backend_.alloc({0, hd}), backend_.alloc({0, hd})};
@@ -86,8 +82,9 @@ std::pair<Tensor, Tensor> Ernie45VlVision::rope(std::span<const ImageGrid> grids
         axis_rope_ = backend_.upload(both, {2 * side, hd / 4});
         rope_side_ = side;
     }
-    // A patch's rows (y, x, y, x) of the cos half, then the same rows of the sin half.
-    const std::vector<int64_t> rows = vision_rope_rows(frames, 2, rope_side_);
+    // A patch's rows (y, x, y, x) of the cos half, then the same rows of the sin half; every frame of a video
+    // has the same positions.
+    const std::vector<int64_t> rows = vision_rope_rows(grids, 2, rope_side_);
     const Tensor tables = backend_.gather_rows(axis_rope_, rows);  // [2 * n * 4, hd / 4]
     return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
 }
@@ -97,9 +94,12 @@ Tensor Ernie45VlVision::encode(const Tensor& patches, std::span<const ImageGrid>
     const int64_t n_head = vc.num_heads, hd = vc.head_dim();
     std::vector<AttentionSegment> segments;
     int64_t n = 0;
+    // Attention within each frame: a video's frames see each other only through the temporal merge.
     for (const ImageGrid& g : grids) {
-        segments.push_back({n, g.n_patches(), n, g.n_patches(), false, 0});
-        n += g.n_patches();
+        for (int64_t t = 0; t < g.t; ++t) {
+            segments.push_back({n, g.h * g.w, n, g.h * g.w, false, 0});
+            n += g.h * g.w;
+        }
     }
     if (patches.rows() != n || patches.row_size() != vc.patch_dim()) {
         fail("ERNIE-4.5-VL vision: patches ", shape_string(patches.shape), " for ", n, " patches of ",

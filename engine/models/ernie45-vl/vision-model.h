@@ -25,7 +25,7 @@ public:
     Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& config);
 
     // The vision transformer over patches in raster order (frame, row, column of each item, items one after
-    // another), attention within each item.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
+    // another), attention within each frame.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
     Tensor encode(const Tensor& patches, std::span<const ImageGrid> grids);
     // The resampler: windows merged, frames paired, projected to the language model and normed.
     // features [n_patches, vision_hidden] (raster order)  ->  [sum of ernie45_vl_media_tokens, hidden]

@@ -53,22 +53,6 @@ MropePositions compute_mrope_positions(std::span<const TokenModality> modality,
     return out;
 }
 
-RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float theta) {
-    if (head_dim % 4 != 0) {
-        fail("vision head_dim ", head_dim, " is not a multiple of 4");
-    }
-    const std::vector<float> inv = rope_inverse_frequencies(head_dim / 2, theta);  // head_dim / 4 values
-    RopeTables tables;
-    for (int64_t k = 0; k < n_positions; ++k) {
-        for (const float f : inv) {
-            const float angle = static_cast<float>(k) * f;
-            tables.cos.push_back(std::cos(angle));
-            tables.sin.push_back(std::sin(angle));
-        }
-    }
-    return tables;
-}
-
 namespace {
 
 int64_t total_patches(std::span<const ImageGrid> grids) {
@@ -100,28 +84,6 @@ std::vector<AxisTaps> axis_taps(int64_t size, int side) {
 }
 
 }  // namespace
-
-std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_copies, int64_t copy_offset) {
-    const auto n_rows = static_cast<size_t>(4 * total_patches(grids));
-    std::vector<int64_t> rows(n_rows * static_cast<size_t>(std::max(n_copies, 1)));
-    int64_t* out = rows.data();
-    for (const ImageGrid& g : grids) {
-        for (int64_t t = 0; t < g.t; ++t) {
-            for (int64_t y = 0; y < g.h; ++y) {
-                for (int64_t x = 0; x < g.w; ++x) {
-                    out[0] = y, out[1] = x, out[2] = y, out[3] = x;
-                    out += 4;
-                }
-            }
-        }
-    }
-    for (int c = 1; c < n_copies; ++c) {
-        for (size_t i = 0; i < n_rows; ++i) {
-            rows[c * n_rows + i] = rows[i] + c * copy_offset;
-        }
-    }
-    return rows;
-}
 
 PositionTaps vision_position_taps(std::span<const ImageGrid> grids, int side) {
     const auto n = static_cast<size_t>(4 * total_patches(grids));

@@ -1,0 +1,223 @@
+#include <cfloat>
+#include <climits>
+
+#include "engine/common/error.h"
+#include "kernels/cuda-check.h"
+#include "kernels/moe.h"
+#include "kernels/reduce.cuh"
+#include "kernels/weight-unpack.cuh"
+
+namespace folio::kernels {
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kWarpsPerBlock = kBlock / kWarpSize;
+constexpr int kExpertsPerLane = kMaxExperts / kWarpSize;
+
+// One warp a row: the softmax over the experts, then k rounds of a warp-wide arg-max of the biased scores.
+__global__ void route_experts_kernel(const float* logits, const float* score_bias, int32_t* experts,
+                                     float* weights, int64_t n, int n_experts, int k, float norm_min) {
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (row >= n) {
+        return;
+    }
+    const float* l = logits + row * n_experts;
+    float p[kExpertsPerLane];
+    float score[kExpertsPerLane];
+    float max = -FLT_MAX;
+#pragma unroll
+    for (int i = 0; i < kExpertsPerLane; ++i) {
+        const int e = lane + i * kWarpSize;
+        p[i] = e < n_experts ? l[e] : -FLT_MAX;
+        max = fmaxf(max, p[i]);
+    }
+    max = warp_max(max);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kExpertsPerLane; ++i) {
+        const int e = lane + i * kWarpSize;
+        p[i] = e < n_experts ? expf(p[i] - max) : 0.0f;
+        sum += p[i];
+    }
+    sum = warp_sum(sum);
+#pragma unroll
+    for (int i = 0; i < kExpertsPerLane; ++i) {
+        const int e = lane + i * kWarpSize;
+        p[i] /= sum;
+        score[i] = e < n_experts ? p[i] + score_bias[e] : -FLT_MAX;
+    }
+    float chosen = 0.0f;
+    for (int j = 0; j < k; ++j) {
+        float best = -FLT_MAX, best_p = 0.0f;
+        int best_e = INT_MAX;
+#pragma unroll
+        for (int i = 0; i < kExpertsPerLane; ++i) {
+            const int e = lane + i * kWarpSize;
+            if (e < n_experts && (score[i] > best || (score[i] == best && e < best_e))) {
+                best = score[i], best_e = e, best_p = p[i];
+            }
+        }
+        for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+            const float other = __shfl_xor_sync(0xffffffffu, best, offset);
+            const int other_e = __shfl_xor_sync(0xffffffffu, best_e, offset);
+            const float other_p = __shfl_xor_sync(0xffffffffu, best_p, offset);
+            if (other > best || (other == best && other_e < best_e)) {
+                best = other, best_e = other_e, best_p = other_p;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kExpertsPerLane; ++i) {
+            if (lane + i * kWarpSize == best_e) {
+                score[i] = -FLT_MAX;
+            }
+        }
+        chosen += best_p;
+        if (lane == j % kWarpSize) {
+            experts[row * k + j] = best_e;
+            weights[row * k + j] = best_p;
+        }
+    }
+    chosen = fmaxf(chosen, norm_min);
+    __syncwarp();
+    for (int j = lane; j < k; j += kWarpSize) {
+        weights[row * k + j] /= chosen;
+    }
+}
+
+template <QuantizedFormat kType>
+__device__ inline float expert_weight(const ExpertWeights& w, int64_t row, int64_t c) {
+    return weight_at<kType>(w.q, w.scales, row, c, w.n_in, w.group_size);
+}
+
+// Column c of weight row `row`.
+template <bool kDense, QuantizedFormat kType>
+__device__ inline float weight_value(const ExpertWeights& w, int64_t row, int64_t c) {
+    if constexpr (kDense) {
+        return w.dense[row * w.n_in + c];
+    } else {
+        return expert_weight<kType>(w, row, c);
+    }
+}
+
+// One warp an output column of one row: the dot product over the inputs (a SwiGLU's gate and up columns
+// together).
+template <bool kDense, QuantizedFormat kType, bool kSwiglu>
+__global__ void expert_rows_linear_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
+                                          int64_t m, int64_t x_step) {
+    const int64_t n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int64_t r = blockIdx.y;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (o >= n_out || r >= m) {
+        return;
+    }
+    const int32_t e = experts[r];
+    if (e < 0 || e >= w.n_experts) {
+        if (lane == 0) {
+            y[r * n_out + o] = 0.0f;
+        }
+        return;
+    }
+    const float* xr = x + (r / x_step) * w.n_in;
+    const int64_t row = e * w.n_rows + o;
+    float acc = 0.0f, up = 0.0f;
+    for (int64_t c = lane; c < w.n_in; c += kWarpSize) {
+        const float xv = xr[c];
+        acc = fmaf(xv, weight_value<kDense, kType>(w, row, c), acc);
+        if constexpr (kSwiglu) {
+            up = fmaf(xv, weight_value<kDense, kType>(w, row + n_out, c), up);
+        }
+    }
+    acc = warp_sum(acc);
+    if constexpr (kSwiglu) {
+        up = warp_sum(up);
+    }
+    if (lane == 0) {
+        y[r * n_out + o] = kSwiglu ? acc / (1.0f + expf(-acc)) * up : acc;
+    }
+}
+
+__global__ void add_expert_outputs_kernel(float* x, const float* src, const float* weights, int64_t n,
+                                          int64_t k, int64_t d) {
+    const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int64_t i = blockIdx.y;
+    if (c >= d || i >= n) {
+        return;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < k; ++j) {
+        sum += weights[i * k + j] * src[(i * k + j) * d + c];
+    }
+    x[i * d + c] += sum;
+}
+
+template <bool kDense, QuantizedFormat kType>
+void launch_expert_rows(const float* x, const ExpertWeights& w, const int32_t* experts, float* y, int64_t m,
+                        int64_t x_step, bool swiglu, cudaStream_t stream) {
+    const int64_t n_out = swiglu ? w.n_rows / 2 : w.n_rows;
+    const dim3 grid(static_cast<unsigned>((n_out + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                    static_cast<unsigned>(m));
+    if (swiglu) {
+        expert_rows_linear_kernel<kDense, kType, true>
+            <<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+    } else {
+        expert_rows_linear_kernel<kDense, kType, false>
+            <<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void route_experts_f32(const float* logits, const float* score_bias, int32_t* experts, float* weights,
+                       int64_t n, int n_experts, int k, float norm_min, cudaStream_t stream) {
+    if (n_experts <= 0 || n_experts > kMaxExperts || k <= 0 || k > n_experts) {
+        fail("route_experts: top ", k, " of ", n_experts, " experts (at most ", kMaxExperts, ")");
+    }
+    if (n == 0) {
+        return;
+    }
+    const auto blocks = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
+    route_experts_kernel<<<blocks, kBlock, 0, stream>>>(logits, score_bias, experts, weights, n, n_experts, k,
+                                                        norm_min);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_t* experts, float* y,
+                            int64_t m, int64_t x_step, bool swiglu, cudaStream_t stream) {
+    if (m == 0 || w.n_rows == 0) {
+        return;
+    }
+    if (m > 65535) {
+        fail("expert_rows_linear: ", m, " rows, more than a launch takes (65535)");
+    }
+    if (w.dense != nullptr) {
+        launch_expert_rows<true, QuantizedFormat::Bf16>(x, w, experts, y, m, x_step, swiglu, stream);
+        return;
+    }
+    switch (w.format) {
+        case QuantizedFormat::Bf16:
+            launch_expert_rows<false, QuantizedFormat::Bf16>(x, w, experts, y, m, x_step, swiglu, stream);
+            return;
+        case QuantizedFormat::Wint8:
+            launch_expert_rows<false, QuantizedFormat::Wint8>(x, w, experts, y, m, x_step, swiglu, stream);
+            return;
+        case QuantizedFormat::Wint4:
+            launch_expert_rows<false, QuantizedFormat::Wint4>(x, w, experts, y, m, x_step, swiglu, stream);
+            return;
+    }
+}
+
+void add_expert_outputs_f32(float* x, const float* src, const float* weights, int64_t n, int64_t k, int64_t d,
+                            cudaStream_t stream) {
+    if (n * d == 0) {
+        return;
+    }
+    const dim3 grid(static_cast<unsigned>((d + kBlock - 1) / kBlock), static_cast<unsigned>(n));
+    add_expert_outputs_kernel<<<grid, kBlock, 0, stream>>>(x, src, weights, n, k, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace folio::kernels

@@ -34,6 +34,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/service/engine-service.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "temp-dir.h"
 
 namespace {
@@ -396,6 +397,95 @@ TEST_F(OpenAiServerTest, TextCompletionsStreamAndNot) {
     const Sse sse = parse_sse(res->body);
     EXPECT_TRUE(sse.done);
     EXPECT_EQ(sse.text, answer["choices"][0]["text"]);
+}
+
+// A stop string ends the answer at the token that completed it, and usage.completion_tokens counts the tokens
+// up to that one, whole and streamed (the last chunk of include_usage), whatever the engine ran past it. A
+// character of byte fallback pieces completes a stop string on its last byte, not when a later piece comes.
+TEST_F(OpenAiServerTest, UsageAfterAStopStringCountsTheTokensUpToIt) {
+    const auto server = start();
+    const auto tokenizer = Tokenizer::load(kModelDir);
+    constexpr int kTokens = 48;
+    struct Case {
+        std::string prompt;
+        std::string stop;
+        size_t n_tokens = 0;  // up to the one that completes the stop string
+        std::string text;     // before the stop string
+        size_t n_generated = 0;
+    };
+    std::optional<Case> by_byte;   // completed by a byte piece (the last of a character)
+    std::optional<Case> by_piece;  // completed by a piece of the vocabulary
+    const auto is_byte = [&](int32_t id) {
+        return tokenizer->token_text(id).value_or("").starts_with("<0x");
+    };
+    for (const char* prompt : {"Hello there", "Hello", "OCR:", "Tables and figures", "a b c", "Stop here"}) {
+        GenerationOptions options;
+        options.max_tokens = kTokens;
+        options.ignore_eos = true;
+        RequestHandle handle = service_->submit({RawText{prompt}, options});
+        std::vector<int32_t> ids;
+        while (std::optional<RequestOutput> out = handle.next()) {
+            ids.insert(ids.end(), out->tokens.begin(), out->tokens.end());
+        }
+        const std::span<const int32_t> all(ids);
+        for (size_t k = 2; k + 1 < ids.size(); ++k) {
+            const std::string before = tokenizer->decode(all.first(k - 1), true);
+            const std::string upto = tokenizer->decode(all.first(k), true);
+            if (upto.find("\xEF\xBF\xBD") != std::string::npos || upto.empty()) {
+                continue;
+            }
+            // Its last character, or what its last piece adds.
+            size_t start = upto.size() - 1;
+            while (start > 0 && (static_cast<unsigned char>(upto[start]) & 0xC0) == 0x80) {
+                --start;
+            }
+            const bool byte_case = is_byte(ids[k - 1]);
+            const bool piece_case =
+                !is_byte(ids[k - 1]) && upto.starts_with(before) && upto.size() > before.size();
+            if (piece_case) {
+                start = before.size();
+            }
+            const std::string stop = upto.substr(start);
+            if (!(byte_case || piece_case) || upto.find(stop) != start ||
+                stop.find_first_not_of(' ') == std::string::npos) {
+                continue;
+            }
+            std::optional<Case>& slot = byte_case ? by_byte : by_piece;
+            if (!slot) {
+                slot = Case{prompt, stop, k, upto.substr(0, start), ids.size()};
+            }
+        }
+    }
+    ASSERT_TRUE(by_byte) << "no greedy answer of the fixture model has a character of byte pieces";
+    ASSERT_TRUE(by_piece);
+    for (const Case& c : {*by_byte, *by_piece}) {
+        SCOPED_TRACE(c.prompt + " stopping at " + testing::PrintToString(c.stop));
+        ASSERT_LT(c.n_tokens, c.n_generated);
+        const json body = {{"prompt", c.prompt},
+                           {"max_tokens", kTokens},
+                           {"ignore_eos", true},
+                           {"temperature", 0},
+                           {"stop", {c.stop}}};
+        const auto whole = post(server->port(), "/v1/completions", body);
+        ASSERT_TRUE(whole);
+        ASSERT_EQ(whole->status, 200) << whole->body;
+        const json answer = json::parse(whole->body);
+        EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+        EXPECT_EQ(answer["choices"][0]["text"], c.text);
+        EXPECT_EQ(answer["usage"]["completion_tokens"], c.n_tokens);
+
+        json streamed = body;
+        streamed["stream"] = true;
+        streamed["stream_options"] = {{"include_usage", true}};
+        const auto res = post(server->port(), "/v1/completions", streamed);
+        ASSERT_TRUE(res);
+        const Sse sse = parse_sse(res->body);
+        ASSERT_TRUE(sse.done);
+        EXPECT_EQ(sse.text, c.text);
+        ASSERT_GE(sse.chunks.size(), 2u);
+        EXPECT_EQ(sse.chunks.back()["usage"]["completion_tokens"], c.n_tokens);
+        EXPECT_EQ(sse.chunks[sse.chunks.size() - 2]["choices"][0]["finish_reason"], "stop");
+    }
 }
 
 TEST_F(OpenAiServerTest, CurlAndPythonsStandardLibraryAreClients) {

@@ -233,8 +233,9 @@ struct Exchange {
     Clock::time_point arrived;
     std::optional<Clock::time_point> first_token_at;
     Clock::time_point last_write;
-    Clock::time_point last_look;           // when the client's connection was last looked at
-    std::optional<RequestOutput> pending;  // taken before the headers, sent first
+    Clock::time_point last_look;               // when the client's connection was last looked at
+    std::optional<RequestOutput> pending;      // taken before the headers, sent first
+    std::optional<ReasoningStream> reasoning;  // a chat answer's reasoning split from its content
     int64_t n_tokens = 0;
     bool prompt_counted = false;
     bool sent_first = false;
@@ -387,6 +388,7 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
                         "messages");
         }
         Chat chat;
+        chat.template_kwargs = std::move(request.chat_template_kwargs);
         for (size_t m = 0; m < request.messages.size(); ++m) {
             ChatTurn& turn = request.messages[m];
             ChatMessage& message = chat.messages.emplace_back();
@@ -586,6 +588,9 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
         }
 
         RequestSpec spec = build_spec(kind, body, ex->generation);
+        if (kind == Api::Chat && params.reasoning_parser && ex->generation.enable_thinking) {
+            ex->reasoning.emplace(*params.reasoning_parser);
+        }
         body.clear();
         body.shrink_to_fit();
         ex->head.model = ex->generation.model.empty() ? model_name() : ex->generation.model;
@@ -651,7 +656,12 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
     }
     const Usage usage{std::max<int64_t>(0, ex->handle.n_prompt_tokens()), ex->n_tokens};
     const char* finish = finish_reason_text(*last.finish);
-    res.set_content(kind == Api::Chat ? chat_completion_body(ex->head, text, finish, usage)
+    std::optional<ReasoningSplit> reasoning;
+    if (ex->reasoning) {
+        reasoning = split_reasoning(*params.reasoning_parser, text);
+    }
+    res.set_content(kind == Api::Chat ? chat_completion_body(ex->head, text, finish, usage,
+                                                             reasoning ? &*reasoning : nullptr)
                                       : completion_body(ex->head, text, finish, usage),
                     "application/json");
     record(*ex, RequestOutcome::Succeeded);
@@ -702,9 +712,22 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
         if (ended) {
             usage = Usage{std::max<int64_t>(0, ex.handle.n_prompt_tokens()), ex.n_tokens};
         }
-        if (!out->text.empty() || ended || !ex.sent_first) {
-            events = ex.api == Api::Chat ? chat_chunk_event(ex.head, out->text, !ex.sent_first, finish, usage)
-                                         : completion_chunk_event(ex.head, out->text, finish, usage);
+        std::string text = std::move(out->text);
+        std::optional<std::string> reasoning;
+        if (ex.reasoning) {
+            ReasoningSplit split = ex.reasoning->push(text);
+            if (ended) {
+                const ReasoningSplit rest = ex.reasoning->finish();
+                split.reasoning += rest.reasoning;
+                split.content += rest.content;
+            }
+            text = std::move(split.content);
+            reasoning = std::move(split.reasoning);
+        }
+        if (!text.empty() || (reasoning && !reasoning->empty()) || ended || !ex.sent_first) {
+            events = ex.api == Api::Chat
+                         ? chat_chunk_event(ex.head, text, !ex.sent_first, finish, usage, reasoning)
+                         : completion_chunk_event(ex.head, text, finish, usage);
             ex.sent_first = true;
         }
         if (ended) {

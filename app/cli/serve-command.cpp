@@ -11,6 +11,7 @@
 #include "app/images/image-loader.h"
 #include "app/options/engine-options.h"
 #include "app/server/openai-server.h"
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/common/error.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/model-registry.h"
@@ -23,7 +24,8 @@ const char* const kServeUsage =
                   [--metrics-port 8471] [--api-key KEY] [--served-model-name NAME] [--max-concurrency N]
                   [--max-waiting-time SECONDS] [--max-connections N] [--max-body-size SIZE]
                   [--max-image-pixels N] [--max-decode-threads N] [--allow-image-urls] [--log-requests]
-                  [--device cpu|cuda[:N]] [--threads N] [engine options]
+                  [--reasoning-parser deepseek_r1|ernie-45-vl] [--device cpu|cuda[:N]] [--threads N]
+                  [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
       (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
       and /v1/completions, GET /v1/models, /v1/models/{id} and /health; GET /metrics in Prometheus' text
@@ -37,8 +39,10 @@ const char* const kServeUsage =
       refused before they are read; images over --max-image-pixels (36 times the processor's max_pixels)
       are refused from their header, and --max-decode-threads (4) are decoded at once. A max_tokens over
       what the context leaves is lowered to it. A request whose client disconnects is cancelled.
-      --log-requests logs a line per request. SIGINT (Ctrl-C) or SIGTERM stops the server within a few
-      seconds: streams in flight end with an error event, other requests with 503.
+      --log-requests logs a line per request. --reasoning-parser splits each chat answer at </think> into
+      reasoning_content and content, as vLLM (deepseek_r1) and FastDeploy (ernie-45-vl) do, unless the
+      request's chat_template_kwargs set enable_thinking false. SIGINT (Ctrl-C) or SIGTERM stops the server
+      within a few seconds: streams in flight end with an error event, other requests with 503.
 )";
 namespace {
 
@@ -108,6 +112,9 @@ int run_serve(int argc, char** argv, int first) {
     params.max_decode_threads = static_cast<int>(engine_options.max_decode_threads);
     params.max_image_pixels = engine_options.max_image_pixels;
     params.log_requests = engine_options.log_requests;
+    if (!engine_options.reasoning_parser.empty()) {
+        params.reasoning_parser = find_reasoning_format(engine_options.reasoning_parser);
+    }
     if (opt.has("--max-body-size")) {
         const int64_t bytes = parse_byte_size("--max-body-size", opt.text("--max-body-size"));
         if (bytes < 1024) {

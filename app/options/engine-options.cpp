@@ -10,6 +10,7 @@
 
 #include "app/options/cli-options.h"
 #include "engine/backend/quantization.h"
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/common/error.h"
 #include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
@@ -306,15 +307,6 @@ void check_without_effect(const Reader& r, const EngineConfig& c) {
          {"enable_mm", "enable_expert_parallel", "disable_custom_all_reduce", "enable_custom_all_reduce"}) {
         r.flag(name, false);
     }
-    if (r.has("reasoning_parser")) {
-        static constexpr std::array<std::string_view, 4> kParsers = {"ernie-45-vl", "ernie-45-vl-thinking",
-                                                                     "ernie_x1", "qwen3"};
-        const std::string parser = lower(r.text("reasoning_parser"));
-        if (std::find(kParsers.begin(), kParsers.end(), parser) == kParsers.end()) {
-            fail("--reasoning-parser expects ernie-45-vl, ernie-45-vl-thinking, ernie_x1 or qwen3, got '",
-                 r.text("reasoning_parser"), "'");
-        }
-    }
     const double ratio = r.real("kv_cache_ratio", 0.75);
     if (!(ratio > 0.0 && ratio <= 1.0)) {
         fail("--kv-cache-ratio must be in (0, 1], got ", ratio);
@@ -573,7 +565,12 @@ EngineOptions parse_engine_options(const Options& opt, const ModelDescription& m
         out.tokenizer = r.text("tokenizer");
     }
     if (r.has("reasoning_parser")) {
-        out.reasoning_parser = lower(r.text("reasoning_parser"));
+        const std::optional<ReasoningFormat> format = find_reasoning_format(r.text("reasoning_parser"));
+        if (!format) {
+            fail("--reasoning-parser expects ", reasoning_format_names(), ", got '",
+                 r.text("reasoning_parser"), "'");
+        }
+        out.reasoning_parser = reasoning_format_name(*format);
     }
 
     EngineConfig& c = out.engine;

@@ -76,7 +76,7 @@ struct EngineOptions {
     std::optional<std::filesystem::path> tokenizer;  // --tokenizer: another folder's tokenizer
     std::optional<int64_t> image_min_pixels;         // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
-    std::string reasoning_parser;  // empty: none
+    std::string reasoning_parser;  // deepseek_r1 or ernie-45-vl (serve splits chat answers); empty: none
     // --chat-template: a template file or the template's text, in place of the model folder's.
     std::shared_ptr<const ChatTemplate> chat_template;
     // serve only (parsed and checked there)

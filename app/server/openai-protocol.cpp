@@ -274,8 +274,13 @@ GenerationRequest parse_generation(const json& body) {
             bad_request("mm_processor_kwargs.min_pixels is above max_pixels", "mm_processor_kwargs");
         }
     }
-    if (const json* kwargs = member(body, "chat_template_kwargs"); kwargs && !kwargs->is_object()) {
-        wrong_type("chat_template_kwargs", "an object", *kwargs);
+    if (const json* kwargs = member(body, "chat_template_kwargs")) {
+        if (!kwargs->is_object()) {
+            wrong_type("chat_template_kwargs", "an object", *kwargs);
+        }
+        if (const json* thinking = member(*kwargs, "enable_thinking"); thinking && thinking->is_boolean()) {
+            g.enable_thinking = thinking->get<bool>();
+        }
     }
     return g;
 }
@@ -394,6 +399,11 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
         bad_request("messages must end with a user message", "messages");
     }
     request.generation = parse_generation(doc);
+    if (const json* kwargs = member(doc, "chat_template_kwargs")) {
+        for (const auto& [key, value] : kwargs->items()) {
+            request.chat_template_kwargs[key] = nlohmann::ordered_json::parse(value.dump());
+        }
+    }
     return request;
 } catch (const json::exception& e) {
     // Every value is read with its type checked; a read that was not still answers 400.
@@ -515,10 +525,15 @@ std::string error_body(const ApiError& error) {
 }
 
 std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
-                                 const Usage& usage) {
+                                 const Usage& usage, const ReasoningSplit* reasoning) {
+    json message = {{"role", "assistant"}, {"content", text}};
+    if (reasoning) {
+        message["content"] = reasoning->content_null ? json(nullptr) : json(reasoning->content);
+        message["reasoning_content"] = reasoning->reasoning;
+    }
     json body = head_json(head, "chat.completion");
     body["choices"] = json::array({{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", text}}},
+                                    {"message", std::move(message)},
                                     {"logprobs", nullptr},
                                     {"finish_reason", finish_json(finish_reason)}}});
     body["usage"] = usage_json(usage);
@@ -537,10 +552,14 @@ std::string completion_body(const ResponseHead& head, const std::string& text, c
 }
 
 std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
-                             const char* finish_reason, const std::optional<Usage>& usage) {
+                             const char* finish_reason, const std::optional<Usage>& usage,
+                             const std::optional<std::string>& reasoning) {
     json delta = {{"content", text}};
     if (first) {
         delta["role"] = "assistant";
+    }
+    if (reasoning && !reasoning->empty()) {
+        delta["reasoning_content"] = *reasoning;
     }
     json chunk = head_json(head, "chat.completion.chunk");
     chunk["choices"] = json::array({{{"index", 0},

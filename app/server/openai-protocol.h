@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/runtime/engine-core.h"
 #include "engine/service/request-builder.h"
 
@@ -55,6 +56,7 @@ struct GenerationRequest {
     bool ignore_eos = false;  // vLLM's extra parameter: generate max_tokens whatever the model says
     std::optional<int64_t> image_min_pixels;  // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
+    bool enable_thinking = true;  // false where chat_template_kwargs.enable_thinking is: no reasoning parsed
 };
 
 struct ChatTurn {
@@ -66,6 +68,9 @@ struct ChatTurn {
 struct ChatCompletionRequest {
     GenerationRequest generation;
     std::vector<ChatTurn> messages;  // system and developer turns left out, as the chat template does
+    // Variables for the chat template (vLLM's and FastDeploy's chat_template_kwargs), such as
+    // enable_thinking.
+    nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
 };
 
 struct CompletionRequest {
@@ -102,14 +107,17 @@ struct ResponseHead {
 };
 
 std::string error_body(const ApiError& error);
+// With a reasoning split (--reasoning-parser), the message has its reasoning_content beside the content.
 std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
-                                 const Usage& usage);
+                                 const Usage& usage, const ReasoningSplit* reasoning = nullptr);
 std::string completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
                             const Usage& usage);
 // One server-sent event "data: {...}\n\n" of a chat stream: the first carries the role, the last the
-// finish_reason and the usage.
+// finish_reason and the usage; with a reasoning parser the delta carries the reasoning_content it has beside
+// its content.
 std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
-                             const char* finish_reason, const std::optional<Usage>& usage);
+                             const char* finish_reason, const std::optional<Usage>& usage,
+                             const std::optional<std::string>& reasoning = std::nullopt);
 std::string completion_chunk_event(const ResponseHead& head, const std::string& text,
                                    const char* finish_reason, const std::optional<Usage>& usage);
 // The chunk with no choices and the usage (stream_options.include_usage).

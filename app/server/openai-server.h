@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/image/image.h"
 #include "engine/service/engine-service.h"
 #include "engine/service/request-builder.h"
@@ -69,6 +70,9 @@ struct ServerParams {
     // The image bounds of the model's preprocessing, filled in where a request's mm_processor_kwargs give
     // one.
     ImagePixelBounds image_pixels;
+    // --reasoning-parser: chat answers carry reasoning_content beside content, whole and streamed, unless a
+    // request's chat_template_kwargs turn enable_thinking off.
+    std::optional<ReasoningFormat> reasoning_parser;
 };
 
 class OpenAiServer {

@@ -27,12 +27,19 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
     return out;
 }
 
-std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages) {
+std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages,
+                        const nlohmann::ordered_json& kwargs) {
     if (!format.chat_template) {
         fail("the model has no chat template; give the prompt as text");
     }
+    if (!kwargs.is_object()) {
+        fail("chat_template_kwargs must be an object, got ", kwargs.type_name());
+    }
     nlohmann::ordered_json context =
         format.template_values.is_object() ? format.template_values : nlohmann::ordered_json::object();
+    for (const auto& [key, value] : kwargs.items()) {
+        context[key] = value;
+    }
     context["messages"] = chat_template_messages(messages);
     context["add_generation_prompt"] = true;
     return format.chat_template->render(context);
@@ -192,7 +199,7 @@ Request RequestBuilder::build(RequestSpec spec) const {
                 message.videos[i] = Video{};
             }
         }
-        r.prompt = expand(render_chat(f, chat->messages), r.images);
+        r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs), r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);
     } else {

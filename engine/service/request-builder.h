@@ -46,6 +46,9 @@ struct ImageTask {
 };
 struct Chat {
     std::vector<ChatMessage> messages;  // the last one the user's
+    // Variables the template is given beside the model's values (a request's chat_template_kwargs, such as
+    // enable_thinking), over those of the same name; "messages" and "add_generation_prompt" are the chat's.
+    nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
 };
 // Text tokenized as it is, without the chat template.
 struct RawText {
@@ -98,8 +101,10 @@ struct RequestLimits {
 nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages);
 
 // The format's chat template rendered over the messages with the generation prompt, each image as the
-// template places it (one placeholder). Throws folio::Error naming the template where it fails.
-std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages);
+// template places it (one placeholder), with the kwargs (an object) as further variables. Throws folio::Error
+// naming the template where it fails, and for kwargs that are not an object.
+std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages,
+                        const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object());
 
 class RequestBuilder {
 public:

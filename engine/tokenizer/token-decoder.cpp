@@ -7,12 +7,7 @@
 
 namespace folio {
 
-namespace {
-
-constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
-
-// The value of a byte fallback token "<0xXX>", or -1.
-int byte_value(std::string_view token) {
+int byte_fallback_value(std::string_view token) {
     if (token.size() != 6 || !token.starts_with("<0x") || token.back() != '>') {
         return -1;
     }
@@ -20,6 +15,10 @@ int byte_value(std::string_view token) {
     const auto [end, error] = std::from_chars(token.data() + 3, token.data() + 5, value, 16);
     return error == std::errc() && end == token.data() + 5 ? value : -1;
 }
+
+namespace {
+
+constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 
 std::vector<std::string> byte_fallback(std::vector<std::string> tokens) {
     std::vector<std::string> out;
@@ -39,7 +38,7 @@ std::vector<std::string> byte_fallback(std::vector<std::string> tokens) {
         bytes.clear();
     };
     for (std::string& token : tokens) {
-        const int value = byte_value(token);
+        const int value = byte_fallback_value(token);
         if (value >= 0) {
             bytes.push_back(static_cast<char>(value));
             continue;

@@ -6,9 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace folio {
+
+// The byte a byte fallback token "<0xXX>" stands for, or -1 for any other token.
+int byte_fallback_value(std::string_view token);
 
 enum class PrependScheme { Always, First, Never };
 
@@ -31,6 +35,12 @@ public:
     bool strips_end() const {
         return std::any_of(steps_.begin(), steps_.end(), [](const TokenDecoderStep& s) {
             return s.kind == TokenDecoderStep::Kind::Strip && s.stop > 0;
+        });
+    }
+    // Whether a ByteFallback step turns "<0xXX>" tokens into bytes.
+    bool has_byte_fallback() const {
+        return std::any_of(steps_.begin(), steps_.end(), [](const TokenDecoderStep& s) {
+            return s.kind == TokenDecoderStep::Kind::ByteFallback;
         });
     }
     std::string decode(std::vector<std::string> tokens) const;

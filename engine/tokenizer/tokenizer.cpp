@@ -4,6 +4,7 @@
 
 #include "engine/common/error.h"
 #include "engine/tokenizer/added-vocabulary.h"
+#include "engine/tokenizer/token-decoder.h"
 #include "engine/tokenizer/tokenizer-pipeline.h"
 #include "engine/tokenizer/unicode-text.h"
 
@@ -154,6 +155,20 @@ std::string Tokenizer::decode_tokens(std::span<const int32_t> ids, bool skip_spe
             tokens.push_back(*piece);
         }
     }
+    return run_decoder(std::move(tokens), continuation);
+}
+
+std::string Tokenizer::decode_pieces(std::span<const std::string> pieces, bool continuation) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(pieces.size() + 1);
+    if (continuation) {
+        tokens.emplace_back(kSentinel);
+    }
+    tokens.insert(tokens.end(), pieces.begin(), pieces.end());
+    return run_decoder(std::move(tokens), continuation);
+}
+
+std::string Tokenizer::run_decoder(std::vector<std::string> tokens, bool continuation) const {
     std::string text = pipeline_->decoder.decode(std::move(tokens));
     if (continuation) {
         if (!text.starts_with(kSentinel)) {
@@ -178,55 +193,93 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view token) const {
     return pipeline_->model->token_to_id(token);
 }
 
-bool Tokenizer::is_byte_piece(int32_t id) const {
-    if (added_->find(id) != nullptr) {
-        return false;
-    }
-    const std::string* piece = pipeline_->model->id_to_token(id);
-    return piece != nullptr && piece->size() == 6 && piece->starts_with("<0x") && piece->back() == '>';
-}
-
 bool Tokenizer::is_special(int32_t id) const {
     const AddedToken* token = added_->find(id);
     return token != nullptr && token->special;
 }
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special)
-    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+    : tokenizer_(tokenizer),
+      skip_special_(skip_special),
+      byte_fallback_(tokenizer.pipeline_->decoder.has_byte_fallback()) {}
 
 std::string IncrementalDetokenizer::push(int32_t id) {
     if (skip_special_ && tokenizer_.is_special(id)) {
-        return {};
+        return {};  // decode() leaves it out before the decoder, so it does not end a byte run either
     }
-    ids_.push_back(id);
-    if (tokenizer_.is_byte_piece(id)) {
-        return {};
+    std::optional<std::string> token = tokenizer_.token_text(id);
+    if (!token) {
+        return {};  // an id without a token decodes to nothing
     }
-    std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
-    if (text.size() <= prefix_.size() || text.ends_with(kReplacementCharacter) ||
-        !text.starts_with(prefix_)) {
+    const int byte = byte_fallback_ ? byte_fallback_value(*token) : -1;
+    if (byte < 0) {
+        replace_unfinished_run();
+        run_.clear();
+        run_invalid_ = false;
+        tokens_.push_back(std::move(*token));
+        return take_new_text();
+    }
+    if (run_invalid_) {
+        // The reference gives every byte of a run that is not UTF-8 a U+FFFD of its own.
+        tokens_.emplace_back(kReplacementCharacter);
+        return take_new_text();
+    }
+    run_.push_back(static_cast<char>(byte));
+    tokens_.push_back(std::move(*token));
+    const Utf8Prefix prefix = utf8_prefix(run_);
+    if (prefix.invalid) {
+        replace_unfinished_run();
+    } else if (prefix.n_complete < run_.size()) {
+        return {};  // the middle of a character
+    }
+    return take_new_text();
+}
+
+void IncrementalDetokenizer::replace_unfinished_run() {
+    if (run_invalid_) {
+        return;
+    }
+    const size_t n_complete = utf8_prefix(run_).n_complete;
+    if (n_complete == run_.size()) {
+        return;
+    }
+    // The bytes after the whole characters are the last tokens, none of them in the text given so far.
+    const size_t n_unfinished = run_.size() - n_complete;
+    tokens_.resize(tokens_.size() - n_unfinished);
+    for (size_t i = 0; i < n_unfinished; ++i) {
+        tokens_.emplace_back(kReplacementCharacter);
+    }
+    run_invalid_ = true;
+}
+
+std::string IncrementalDetokenizer::take_new_text() {
+    std::string text = tokenizer_.decode_pieces(tokens_, continuation_);
+    if (text.size() <= prefix_.size() || !text.starts_with(prefix_)) {
         return {};
     }
     std::string piece = text.substr(prefix_.size());
-    // Keep the ids after the old prefix as the context of the next piece.
-    // Without a sentinel the decoder keeps, the text is decoded from its first id each time.
+    // Keep the tokens after the old prefix as the context of the next piece: every cut falls between whole
+    // characters. Without a sentinel the decoder keeps, the text is decoded from its first token each time.
     if (prefix_size_ > 0 && tokenizer_.continuation_sentinel_) {
-        ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_size_));
+        tokens_.erase(tokens_.begin(), tokens_.begin() + static_cast<std::ptrdiff_t>(prefix_size_));
         continuation_ = true;
     }
-    prefix_size_ = ids_.size();
-    prefix_ = tokenizer_.decode_tokens(ids_, false, continuation_);
+    prefix_size_ = tokens_.size();
+    prefix_ = tokenizer_.decode_pieces(tokens_, continuation_);
     return piece;
 }
 
 std::string IncrementalDetokenizer::flush() {
-    const std::string text = tokenizer_.decode_tokens(ids_, false, continuation_);
+    replace_unfinished_run();
+    const std::string text = tokenizer_.decode_pieces(tokens_, continuation_);
     std::string rest =
         text.size() > prefix_.size() && text.starts_with(prefix_) ? text.substr(prefix_.size()) : "";
-    ids_.clear();
+    tokens_.clear();
     prefix_size_ = 0;
     prefix_.clear();
     continuation_ = false;
+    run_.clear();
+    run_invalid_ = false;
     return rest;
 }
 

@@ -57,12 +57,13 @@ private:
     Tokenizer();
     static std::unique_ptr<Tokenizer> from_pipeline(TokenizerPipeline pipeline,
                                                     std::filesystem::path model_dir);
-    // Whether the id is a byte fallback piece "<0xXX>" of the vocabulary.
-    bool is_byte_piece(int32_t id) const;
-    // decode(), or with continuation the text the ids add after earlier ones: the decoder then runs behind a
-    // sentinel token, so that rules for the start of a text (a first token's "▁", a leading strip) do not
+    // decode(), or with continuation the text the tokens add after earlier ones: the decoder then runs behind
+    // a sentinel token, so that rules for the start of a text (a first token's "▁", a leading strip) do not
     // apply to them.
     std::string decode_tokens(std::span<const int32_t> ids, bool skip_special, bool continuation) const;
+    std::string decode_pieces(std::span<const std::string> tokens, bool continuation) const;
+    // The decoder on tokens that start with the sentinel where continuation is set.
+    std::string run_decoder(std::vector<std::string> tokens, bool continuation) const;
     void encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
 
     std::unique_ptr<TokenizerPipeline> pipeline_;
@@ -76,24 +77,37 @@ private:
 };
 
 // Turns generated ids into text as they come, on the same rules as Tokenizer::decode: each push() decodes
-// the ids since the last text it returned together with those before it, and returns what is new. A run of
-// byte fallback pieces is held back until it ends, because like the reference decoder the whole run becomes
-// one U+FFFD per byte when it is not valid UTF-8 as a whole. Every returned piece is valid UTF-8, and all
-// pieces followed by flush() equal decode() of all ids.
+// the tokens since the last text it returned together with those before it, and returns what is new. A run
+// of byte fallback pieces gives each character as soon as its last byte comes, and U+FFFD for each byte
+// from the one that shows the run is not UTF-8 (a byte that starts no character or does not continue the
+// one begun, or the run ending in the middle of a character), as the reference decoder turns such a run into
+// one U+FFFD per byte. Every returned piece is valid UTF-8, and all pieces followed by flush() equal decode()
+// of all ids, but for one case: a run that turns out not to be UTF-8 after whole characters were given keeps
+// those characters, where decode() has U+FFFD for their bytes too (text once streamed is not taken back).
 class IncrementalDetokenizer {
 public:
     explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = true);
     std::string push(int32_t id);
-    // The rest (U+FFFD for each byte of a run that never completed).
+    // The rest (U+FFFD for each byte of a run that never completed its last character).
     std::string flush();
 
 private:
+    // The text the window adds since the last returned piece, when there is new text; nothing else.
+    std::string take_new_text();
+    // The run of byte pieces ends or has shown it is not UTF-8: the bytes after its whole characters each
+    // become a U+FFFD token.
+    void replace_unfinished_run();
+
     const Tokenizer& tokenizer_;
     bool skip_special_;
-    std::vector<int32_t> ids_;   // the ids since the start of the text before the last returned piece
-    size_t prefix_size_ = 0;     // of those, the ids that made prefix_
-    std::string prefix_;         // the text of ids_[0..prefix_size_)
-    bool continuation_ = false;  // ids_ no longer starts at the first id
+    bool byte_fallback_;  // the decoder turns "<0xXX>" pieces into bytes
+    std::vector<std::string>
+        tokens_;                 // the tokens since the start of the text before the last returned piece
+    size_t prefix_size_ = 0;     // of those, the tokens that made prefix_
+    std::string prefix_;         // the text of tokens_[0..prefix_size_)
+    bool continuation_ = false;  // tokens_ no longer starts at the first token
+    std::string run_;            // the bytes of the byte pieces since the last other token
+    bool run_invalid_ = false;   // run_ is not UTF-8 whatever follows
 };
 
 }  // namespace folio

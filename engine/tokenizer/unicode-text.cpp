@@ -103,6 +103,46 @@ bool is_valid_utf8(std::string_view bytes) {
     return true;
 }
 
+Utf8Prefix utf8_prefix(std::string_view bytes) {
+    size_t i = 0;
+    while (i < bytes.size()) {
+        const auto lead = static_cast<unsigned char>(bytes[i]);
+        if (lead < 0x80) {
+            ++i;
+            continue;
+        }
+        // The continuation bytes a lead takes, and the range of the first: the ranges leave out overlong
+        // forms, surrogates and code points above U+10FFFF (RFC 3629's table).
+        size_t n_continuation = 0;
+        unsigned char low = 0x80;
+        unsigned char high = 0xBF;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            n_continuation = 1;
+        } else if (lead >= 0xE0 && lead <= 0xEF) {
+            n_continuation = 2;
+            low = lead == 0xE0 ? 0xA0 : 0x80;
+            high = lead == 0xED ? 0x9F : 0xBF;
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            n_continuation = 3;
+            low = lead == 0xF0 ? 0x90 : 0x80;
+            high = lead == 0xF4 ? 0x8F : 0xBF;
+        } else {
+            return {i, true};
+        }
+        for (size_t k = 1; k <= n_continuation; ++k) {
+            if (i + k >= bytes.size()) {
+                return {i, false};
+            }
+            const auto byte = static_cast<unsigned char>(bytes[i + k]);
+            if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xBF)) {
+                return {i, true};
+            }
+        }
+        i += n_continuation + 1;
+    }
+    return {i, false};
+}
+
 bool is_unicode_whitespace(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||

@@ -21,6 +21,15 @@ CodePoint code_point_at(std::string_view s, size_t pos);
 void append_utf8(std::string& out, uint32_t code_point);
 bool is_valid_utf8(std::string_view bytes);
 
+// How far bytes are well-formed UTF-8: n_complete bytes of whole characters from the start, then either
+// nothing, the start of a character that more bytes may finish (invalid false), or bytes that no continuation
+// makes well-formed (invalid true: a byte that starts no character, a continuation out of its range).
+struct Utf8Prefix {
+    size_t n_complete = 0;
+    bool invalid = false;
+};
+Utf8Prefix utf8_prefix(std::string_view bytes);
+
 // Unicode White_Space (Rust's char::is_whitespace, regex \s).
 bool is_unicode_whitespace(uint32_t code_point);
 // Regex \w: Alphabetic, marks, decimal digits, connector punctuation, Join_Control.

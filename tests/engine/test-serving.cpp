@@ -585,6 +585,52 @@ TEST_F(Serving, RefusesBadRequestsWithClearErrors) {
     }
 }
 
+// A chat's template kwargs (a request's chat_template_kwargs) reach the template as variables beside the
+// model's values, over those of the same name, as transformers' apply_chat_template passes them; the chat's
+// own messages and generation prompt stay.
+TEST_F(Serving, ChatTemplateKwargsAreTemplateVariables) {
+    PromptFormat format;
+    format.tokenizer = tokenizer_.get();
+    format.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::parse(
+        "{{ bos_token }}{% for m in messages %}{{ m['content'][0]['text'] }}{% endfor %}"
+        "{% if add_generation_prompt %}Assistant: {% endif %}"
+        "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n"
+        "{% else %}<think>\n{% endif %}",
+        "inline template"));
+    format.template_values = special_token_values(*tokenizer_);
+    const ChatMessage hi{ChatMessage::Role::User, "Hi", {}};
+    const std::string bos = format.template_values.value("bos_token", "");
+    ASSERT_FALSE(bos.empty());
+    EXPECT_EQ(render_chat(format, {hi}), bos + "HiAssistant: <think>\n");
+    EXPECT_EQ(render_chat(format, {hi}, {{"enable_thinking", false}}),
+              bos + "HiAssistant: <think>\n\n</think>\n\n");
+    EXPECT_EQ(render_chat(format, {hi}, {{"enable_thinking", true}}), bos + "HiAssistant: <think>\n");
+    EXPECT_EQ(render_chat(format, {hi}, {{"bos_token", "[B]"}}), "[B]HiAssistant: <think>\n");
+    EXPECT_EQ(render_chat(format, {hi},
+                          {{"messages", nlohmann::ordered_json::array()}, {"add_generation_prompt", false}}),
+              bos + "HiAssistant: <think>\n");
+    try {
+        render_chat(format, {hi}, nlohmann::ordered_json::array({1, 2}));
+        ADD_FAILURE() << "kwargs that are not an object were taken";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("chat_template_kwargs must be an object"), std::string::npos)
+            << e.what();
+    }
+
+    // Through the request builder: the prompt's ids are the rendered text's.
+    format.special = {files_->config().image_token_id, files_->config().vision_start_token_id,
+                      files_->config().vision_end_token_id};
+    format.preprocessor = files_->preprocessor();
+    format.n_image_tokens = [](const ImageGrid& g) { return g.n_patches() / 4; };
+    const RequestBuilder builder(format, {512, 3, 0});
+    const Request thinking = builder.build({Chat{{hi}}, {}});
+    const Request plain = builder.build({Chat{{hi}, {{"enable_thinking", false}}}, {}});
+    EXPECT_EQ(plain.prompt.ids,
+              tokenizer_->encode(render_chat(format, {hi}, {{"enable_thinking", false}}), true));
+    EXPECT_EQ(thinking.prompt.ids, tokenizer_->encode(render_chat(format, {hi}), true));
+    EXPECT_GT(plain.prompt.ids.size(), thinking.prompt.ids.size());
+}
+
 // The chat through the folder's chat_template.jinja: one user turn is the single-turn prompt, and a
 // conversation alternates "User: ...\n" and "Assistant: ...<|end_of_sentence|>".
 TEST_F(Serving, RequestBuilderFollowsTheChatTemplate) {

@@ -22,6 +22,7 @@
 #include "engine/tokenizer/precompiled-charsmap.h"
 #include "engine/tokenizer/sentencepiece-model.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/unicode-text.h"
 
 namespace folio {
 namespace {
@@ -133,20 +134,131 @@ TEST(Utf8Validator, AcceptsAndRejects) {
     EXPECT_FALSE(valid_utf8("\x80"));
 }
 
-// Pushes ids one by one; every chunk must be valid UTF-8 and all of them must make decode()'s text.
+TEST(Utf8Prefix, WholeCharactersThenAStartOrAFault) {
+    const auto check = [](std::string_view bytes, size_t n_complete, bool invalid) {
+        const Utf8Prefix p = utf8_prefix(bytes);
+        EXPECT_EQ(p.n_complete, n_complete) << testing::PrintToString(std::string(bytes));
+        EXPECT_EQ(p.invalid, invalid) << testing::PrintToString(std::string(bytes));
+    };
+    check("", 0, false);
+    check("a\xC3\xA9", 3, false);
+    check("a\xF0\x9F\x99", 1, false);      // an emoji's first three bytes
+    check("a\xF0\x9F\x99\x82", 5, false);  // and its last
+    check("\x80", 0, true);                // a continuation byte first
+    check("ab\xC0", 2, true);              // never in UTF-8: C0, C1, F5 and above
+    check("\xF5", 0, true);
+    check("\xE0\x80", 0, true);  // overlong
+    check("\xED\xA0", 0, true);  // a surrogate
+    check("\xF4\x90", 0, true);  // above U+10FFFF
+    check("\xE6\x41", 0, true);  // a lead byte without its continuation
+    check("\xE6\xB7\xB7\xF0\x9F", 3, false);
+    // Whatever follows a fault, the answer stays at it.
+    check("\xE6\xB7\xB7\x80\xC3\xA9", 3, true);
+}
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
+// The byte of a byte fallback piece "<0xXX>", or -1.
+int byte_of(const Tokenizer& tokenizer, int32_t id) {
+    const std::optional<std::string> token = tokenizer.token_text(id);
+    if (!token || token->size() != 6 || !token->starts_with("<0x") || token->back() != '>') {
+        return -1;
+    }
+    return std::stoi(token->substr(3, 2), nullptr, 16);
+}
+
+// The longest start of bytes that is well-formed UTF-8.
+size_t n_valid_utf8(std::string_view bytes) {
+    size_t n = bytes.size();
+    while (n > 0 && !valid_utf8(bytes.substr(0, n))) {
+        --n;
+    }
+    return n;
+}
+
+// The runs of byte pieces that reach the decoder (skipped special tokens and ids without a token do not end
+// a run): the index after each run's last id, and its bytes.
+std::vector<std::pair<size_t, std::string>> byte_runs(const Tokenizer& tokenizer,
+                                                      std::span<const int32_t> ids, bool skip_special) {
+    std::vector<std::pair<size_t, std::string>> runs;
+    std::string bytes;
+    size_t end = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (!tokenizer.token_text(ids[i]) || (skip_special && tokenizer.is_special(ids[i]))) {
+            continue;
+        }
+        const int byte = byte_of(tokenizer, ids[i]);
+        if (byte >= 0) {
+            bytes.push_back(static_cast<char>(byte));
+            end = i + 1;
+        } else if (!bytes.empty()) {
+            runs.emplace_back(end, std::move(bytes));
+            bytes.clear();
+        }
+    }
+    if (!bytes.empty()) {
+        runs.emplace_back(end, std::move(bytes));
+    }
+    return runs;
+}
+
+// What streaming ids gives: decode()'s text, except that a run of byte pieces that is not UTF-8 as a whole
+// keeps the whole characters before the byte that shows it (already streamed when that byte comes), where
+// decode() has U+FFFD for each of the run's bytes.
+std::string expected_stream(const Tokenizer& tokenizer, std::span<const int32_t> ids, bool skip_special) {
+    std::string text = tokenizer.decode(ids, skip_special);
+    const auto runs = byte_runs(tokenizer, ids, skip_special);
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+        const std::string& bytes = run->second;
+        const size_t n_kept = n_valid_utf8(bytes);
+        if (n_kept == bytes.size() || n_kept == 0) {
+            continue;
+        }
+        // The run's U+FFFDs end where the text of the ids up to its end ends.
+        const size_t end = tokenizer.decode(ids.first(run->first), skip_special).size();
+        const size_t start = end - bytes.size() * kReplacement.size();
+        std::string replacements;
+        for (size_t i = 0; i < bytes.size(); ++i) {
+            replacements += kReplacement;
+        }
+        EXPECT_EQ(text.substr(start, replacements.size()), replacements);
+        text.replace(start, n_kept * kReplacement.size(), bytes.substr(0, n_kept));
+    }
+    return text;
+}
+
+// Pushes ids one by one: every chunk must be valid UTF-8, all of them must make the streamed text (decode()'s
+// but for runs of byte pieces that turn out not to be UTF-8), and a byte piece that completes a character
+// must bring the text up to date on its own step.
 void expect_incremental_matches(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
                                 bool skip_special) {
     IncrementalDetokenizer detokenizer(tokenizer, skip_special);
     std::string text;
-    for (const int32_t id : ids) {
-        const std::string chunk = detokenizer.push(id);
-        EXPECT_TRUE(valid_utf8(chunk)) << "after id " << id;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string chunk = detokenizer.push(ids[i]);
+        EXPECT_TRUE(valid_utf8(chunk)) << "after id " << ids[i];
         text += chunk;
+        const std::span<const int32_t> so_far(ids.data(), i + 1);
+        const auto runs = byte_runs(tokenizer, so_far, skip_special);
+        if (byte_of(tokenizer, ids[i]) >= 0 && !runs.empty() && runs.back().first == i + 1 &&
+            valid_utf8(runs.back().second)) {
+            EXPECT_EQ(text, expected_stream(tokenizer, so_far, skip_special))
+                << "the character completed by id " << i << " was not given";
+        }
     }
     const std::string rest = detokenizer.flush();
     EXPECT_TRUE(valid_utf8(rest));
     text += rest;
-    EXPECT_EQ(text, tokenizer.decode(ids, skip_special));
+    EXPECT_EQ(text, expected_stream(tokenizer, ids, skip_special));
+    // Where every run is UTF-8, or shows it is not before a whole character, that is decode()'s text.
+    bool kept = false;
+    for (const auto& [end, bytes] : byte_runs(tokenizer, ids, skip_special)) {
+        const size_t n_kept = n_valid_utf8(bytes);
+        kept = kept || (n_kept > 0 && n_kept < bytes.size());
+    }
+    if (!kept) {
+        EXPECT_EQ(text, tokenizer.decode(ids, skip_special));
+    }
 }
 
 // The folders of tests/fixtures/tokenizers, each with the reference.json that transformers made on it.
@@ -371,8 +483,9 @@ TEST_F(TinyTokenizerTest, EncodingInvalidUtf8Throws) {
     EXPECT_THROW(tokenizer_->encode("ab\xC3"), Error);
 }
 
-TEST_F(TinyTokenizerTest, IncrementalHoldsASplitEmojiUntilItsRunEnds) {
-    // "🙂" is F0 9F 99 82, four byte fallback pieces in this vocabulary.
+TEST_F(TinyTokenizerTest, IncrementalGivesACharacterOnTheByteThatCompletesIt) {
+    // "🙂" is F0 9F 99 82, four byte fallback pieces in this vocabulary: nothing after the first three, the
+    // emoji after the fourth, whether or not another piece follows.
     std::vector<int32_t> emoji;
     for (const char* byte : {"<0xF0>", "<0x9F>", "<0x99>", "<0x82>"}) {
         emoji.push_back(tokenizer_->token_id(byte));
@@ -380,23 +493,89 @@ TEST_F(TinyTokenizerTest, IncrementalHoldsASplitEmojiUntilItsRunEnds) {
     const int32_t space = tokenizer_->token_id("\xE2\x96\x81");
     IncrementalDetokenizer detokenizer(*tokenizer_);
     EXPECT_EQ(detokenizer.push(tokenizer_->token_id("a")), "a");
-    for (const int32_t id : emoji) {
-        EXPECT_EQ(detokenizer.push(id), "");
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(detokenizer.push(emoji[i]), "") << "byte " << i + 1;
     }
-    EXPECT_EQ(detokenizer.push(space), "\xF0\x9F\x99\x82 ");
+    EXPECT_EQ(detokenizer.push(emoji[3]), "\xF0\x9F\x99\x82");
+    EXPECT_EQ(detokenizer.push(space), " ");
     EXPECT_EQ(detokenizer.flush(), "");
 
+    IncrementalDetokenizer at_end(*tokenizer_);
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(at_end.push(emoji[i]), "");
+    }
+    EXPECT_EQ(at_end.push(emoji[3]), "\xF0\x9F\x99\x82");
+    EXPECT_EQ(at_end.flush(), "");
+
+    // Two emoji in one run: each on its own last byte.
+    IncrementalDetokenizer twice(*tokenizer_);
+    std::string given;
+    for (int round = 0; round < 2; ++round) {
+        for (size_t i = 0; i < 4; ++i) {
+            const std::string chunk = twice.push(emoji[i]);
+            EXPECT_EQ(chunk, i == 3 ? "\xF0\x9F\x99\x82" : "") << "round " << round << " byte " << i + 1;
+            given += chunk;
+        }
+    }
+    EXPECT_EQ(twice.flush(), "");
+    EXPECT_EQ(given, tokenizer_->decode(std::vector<int32_t>{emoji[0], emoji[1], emoji[2], emoji[3], emoji[0],
+                                                             emoji[1], emoji[2], emoji[3]}));
+
+    // A run that ends in the middle of a character: one U+FFFD a byte, as decode() has it.
     IncrementalDetokenizer cut(*tokenizer_);
     for (size_t i = 0; i < 3; ++i) {
         EXPECT_EQ(cut.push(emoji[i]), "");
     }
     EXPECT_EQ(cut.flush(), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
-
-    IncrementalDetokenizer at_end(*tokenizer_);
-    for (const int32_t id : emoji) {
-        EXPECT_EQ(at_end.push(id), "");
+    IncrementalDetokenizer cut_by_a_piece(*tokenizer_);
+    for (size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(cut_by_a_piece.push(emoji[i]), "");
     }
-    EXPECT_EQ(at_end.flush(), "\xF0\x9F\x99\x82");
+    EXPECT_EQ(cut_by_a_piece.push(tokenizer_->token_id("a")),
+              "\xEF\xBF\xBD\xEF\xBF\xBD"
+              "a");
+}
+
+TEST_F(TinyTokenizerTest, IncrementalGivesReplacementsAsSoonAsARunCannotBeUtf8) {
+    const auto id = [&](const char* token) { return tokenizer_->token_id(token); };
+    // A continuation byte with nothing before it: U+FFFD at once, and every byte of the run after it one
+    // more, whatever they make (the reference turns the whole run into one U+FFFD a byte).
+    IncrementalDetokenizer lone(*tokenizer_);
+    EXPECT_EQ(lone.push(id("<0x80>")), kReplacement);
+    for (const char* byte : {"<0xE6>", "<0xB7>", "<0xB7>"}) {
+        EXPECT_EQ(lone.push(id(byte)), kReplacement) << byte;
+    }
+    EXPECT_EQ(lone.push(id("a")), "a");
+    EXPECT_EQ(lone.flush(), "");
+    const std::vector<int32_t> lone_ids = {id("<0x80>"), id("<0xE6>"), id("<0xB7>"), id("<0xB7>"), id("a")};
+    expect_incremental_matches(*tokenizer_, lone_ids, true);
+    EXPECT_EQ(tokenizer_->decode(lone_ids), std::string(kReplacement) + std::string(kReplacement) +
+                                                std::string(kReplacement) + std::string(kReplacement) + "a");
+
+    // A lead byte that a wrong byte follows: both are U+FFFD on the byte that shows it.
+    IncrementalDetokenizer wrong(*tokenizer_);
+    EXPECT_EQ(wrong.push(id("<0xE6>")), "");
+    EXPECT_EQ(wrong.push(id("<0x41>")), std::string(kReplacement) + std::string(kReplacement));
+    // Bytes no UTF-8 has (C0, F5) and a surrogate's first two bytes (ED A0).
+    IncrementalDetokenizer never(*tokenizer_);
+    EXPECT_EQ(never.push(id("<0xC0>")), kReplacement);
+    IncrementalDetokenizer surrogate(*tokenizer_);
+    EXPECT_EQ(surrogate.push(id("<0xED>")), "");
+    EXPECT_EQ(surrogate.push(id("<0xA0>")), std::string(kReplacement) + std::string(kReplacement));
+
+    // "涷" (E6 B7 B7) is given when its last byte comes; when F0 9F and then "a" follow, the run as a whole
+    // is not UTF-8 and decode() has five U+FFFD, but the character given stays and only the two bytes after
+    // it become U+FFFD.
+    IncrementalDetokenizer kept(*tokenizer_);
+    EXPECT_EQ(kept.push(id("<0xE6>")), "");
+    EXPECT_EQ(kept.push(id("<0xB7>")), "");
+    EXPECT_EQ(kept.push(id("<0xB7>")), "\xE6\xB7\xB7");
+    EXPECT_EQ(kept.push(id("<0xF0>")), "");
+    EXPECT_EQ(kept.push(id("<0x9F>")), "");
+    EXPECT_EQ(kept.push(id("a")), std::string(kReplacement) + std::string(kReplacement) + "a");
+    EXPECT_EQ(kept.flush(), "");
+    expect_incremental_matches(
+        *tokenizer_, {id("<0xE6>"), id("<0xB7>"), id("<0xB7>"), id("<0xF0>"), id("<0x9F>"), id("a")}, true);
 }
 
 TEST_F(TinyTokenizerTest, IncrementalSkipsSpecialTokensInsideAByteRun) {

@@ -2,8 +2,9 @@
 """A client of the OpenAI API on Python's standard library alone.
 
 Usage: openai-client.py URL BODY.json [API_KEY]
-Posts the body to URL; prints {"text": ..., "completion_tokens": ..., "finish_reason": ...} as JSON. A body
-with "stream": true is read as server-sent events, line by line as they come.
+Posts the body to URL; prints {"text": ..., "completion_tokens": ..., "finish_reason": ..., "reasoning": ...} as
+JSON ("reasoning": the reasoning_content, None where the answer has none). A body with "stream": true is read as
+server-sent events, line by line as they come.
 """
 import json
 import sys
@@ -27,9 +28,11 @@ def main():
                 choice = answer["choices"][0]
                 text = choice["message"]["content"] if "message" in choice else choice["text"]
                 result = {"text": text, "completion_tokens": answer["usage"]["completion_tokens"],
-                          "finish_reason": choice["finish_reason"]}
+                          "finish_reason": choice["finish_reason"],
+                          "reasoning": choice.get("message", {}).get("reasoning_content")}
             else:
-                result = {"text": "", "completion_tokens": None, "finish_reason": None, "done": False}
+                result = {"text": "", "completion_tokens": None, "finish_reason": None, "done": False,
+                          "reasoning": None}
                 for raw in response:
                     line = raw.decode("utf-8").rstrip("\n")
                     if not line.startswith("data: "):
@@ -42,6 +45,8 @@ def main():
                     for choice in chunk.get("choices", []):
                         delta = choice.get("delta", {})
                         result["text"] += delta.get("content") or choice.get("text") or ""
+                        if "reasoning_content" in delta:
+                            result["reasoning"] = (result["reasoning"] or "") + delta["reasoning_content"]
                         if choice.get("finish_reason"):
                             result["finish_reason"] = choice["finish_reason"]
                     if chunk.get("usage"):

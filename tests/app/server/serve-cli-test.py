@@ -113,6 +113,7 @@ def main():
     check("interrupted, stopping" in rest, "the server says it stops")
 
     exposed_and_terminated(folio_cli, model_dir)
+    reasoning_parser(folio_cli, model_dir, client, image)
     if socket.has_ipv6:
         try:
             with socket.socket(socket.AF_INET6) as s6:
@@ -211,6 +212,60 @@ def exposed_and_terminated(folio_cli, model_dir):
     check("terminated, stopping" in text and "stopped" in text, "the server says it stops and has stopped")
     check(re.search(r'request: 127\.0\.0\.1:\d+ "POST /v1/completions" 200 prompt_tokens=\d+ completion_tokens=\d+ ',
                     text) is not None, "--log-requests logs the stream")
+
+
+def reasoning_parser(folio_cli, model_dir, client, image):
+    """--reasoning-parser deepseek_r1: chat answers carry reasoning_content (the fixture model never writes
+    </think>, so the whole answer is reasoning), except with enable_thinking false; an unknown name is an
+    error listing the known ones."""
+    refused = subprocess.run([folio_cli, "serve", "--model", model_dir, "--port", "0", "--reasoning-parser",
+                              "qwen3"], capture_output=True, text=True, timeout=60)
+    check(refused.returncode != 0 and "--reasoning-parser expects deepseek_r1 or ernie-45-vl, got 'qwen3'"
+          in refused.stderr, "an unknown --reasoning-parser is refused naming the known ones: " + refused.stderr)
+    server, lines, match = start(folio_cli, model_dir, "--reasoning-parser", "deepseek_r1",
+                                 "--served-model-name", "reasoner")
+    try:
+        base = "http://127.0.0.1:%s" % match.group(2)
+        request = {"model": "reasoner", "max_completion_tokens": 16, "temperature": 0,
+                   "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image}},
+                                                             {"type": "text", "text": "OCR:"}]}]}
+        answers = {}
+        for name, extra in (("whole", {}), ("streamed", {"stream": True}),
+                            ("plain", {"chat_template_kwargs": {"enable_thinking": False}})):
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+                json.dump(dict(request, **extra), f)
+                f.flush()
+                out = subprocess.run([sys.executable, client, base + "/v1/chat/completions", f.name],
+                                     capture_output=True, text=True, timeout=120)
+            check(out.returncode == 0, "a chat answer with --reasoning-parser (%s): %s" % (name, out.stdout + out.stderr))
+            answers[name] = json.loads(out.stdout)
+        plain = answers["plain"]
+        check(plain["reasoning"] is None and plain["text"], "enable_thinking false: content, no reasoning_content")
+        check(answers["whole"]["reasoning"] == plain["text"] and answers["whole"]["text"] is None,
+              "deepseek_r1 without </think>: the answer is reasoning_content, content null")
+        check(answers["streamed"]["reasoning"] == plain["text"] and answers["streamed"]["text"] == "",
+              "streamed: the deltas' reasoning_content adds up to the answer")
+
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-reasoning.cjs")
+        found = shutil.which("node") and subprocess.run(["node", "-e", "require('openai')"],
+                                                        capture_output=True).returncode == 0
+        if not found:
+            print("skipped: the openai npm package is not installed (npm install openai, NODE_PATH=.../node_modules)")
+        else:
+            out = subprocess.run(["node", script, base + "/v1", "reasoner", image], capture_output=True, text=True,
+                                 timeout=300)
+            check(out.returncode == 0, "the openai npm client reads reasoning_content: " + out.stderr[-2000:])
+            result = json.loads(out.stdout)
+            check(result["whole"] == {"content": None, "reasoning": plain["text"]},
+                  "openai npm: message.reasoning_content holds the answer (%s)" % result["whole"])
+            check(result["streamed"] == {"content": "", "reasoning": plain["text"]},
+                  "openai npm: the streamed deltas' reasoning_content adds up (%s)" % result["streamed"])
+            check(result["plain"] == {"content": plain["text"]} and result["plain_streamed"] ==
+                  {"content": plain["text"]}, "openai npm: enable_thinking false gives content alone")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    check(server.returncode == 0, "the reasoning server stops")
 
 
 def ipv6_loopback(folio_cli, model_dir):

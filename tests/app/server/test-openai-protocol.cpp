@@ -270,4 +270,51 @@ TEST(OpenAiProtocol, WritesBodiesAndEventsAsOpenAiDoes) {
     EXPECT_EQ(models["data"][0]["max_model_len"], 4096);
 }
 
+// chat_template_kwargs come through as the template's variables, enable_thinking read from them; a value
+// that is not an object is refused.
+TEST(OpenAiProtocol, ChatTemplateKwargs) {
+    const srv::ChatCompletionRequest plain = srv::parse_chat_completion(chat_body());
+    EXPECT_TRUE(plain.chat_template_kwargs.empty());
+    EXPECT_TRUE(plain.generation.enable_thinking);
+    const srv::ChatCompletionRequest r = srv::parse_chat_completion(
+        chat_body({{"chat_template_kwargs", {{"enable_thinking", false}, {"style", {{"depth", 2}}}}}}));
+    EXPECT_FALSE(r.generation.enable_thinking);
+    EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
+    EXPECT_EQ(r.chat_template_kwargs["style"]["depth"], 2);
+    EXPECT_TRUE(srv::parse_chat_completion(chat_body({{"chat_template_kwargs", {{"enable_thinking", true}}}}))
+                    .generation.enable_thinking);
+    try {
+        srv::parse_chat_completion(chat_body({{"chat_template_kwargs", json::array()}}));
+        ADD_FAILURE() << "chat_template_kwargs as an array was taken";
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status(), 400);
+        EXPECT_EQ(e.param(), "chat_template_kwargs");
+    }
+}
+
+// With a reasoning split the message has reasoning_content beside content (null where deepseek_r1 found no
+// content), and a delta carries the reasoning it has.
+TEST(OpenAiProtocol, WritesReasoningContent) {
+    const srv::ResponseHead head{"chatcmpl-2", 1700000000, "ocr"};
+    const folio::ReasoningSplit split{"thought", "answer", false};
+    json message = json::parse(srv::chat_completion_body(head, "thought</think>answer", "stop", {1, 2},
+                                                         &split))["choices"][0]["message"];
+    EXPECT_EQ(message["content"], "answer");
+    EXPECT_EQ(message["reasoning_content"], "thought");
+    const folio::ReasoningSplit no_content{"thought", "", true};
+    message = json::parse(
+        srv::chat_completion_body(head, "thought", "stop", {1, 2}, &no_content))["choices"][0]["message"];
+    EXPECT_TRUE(message["content"].is_null());
+    EXPECT_EQ(message["reasoning_content"], "thought");
+
+    json delta = json::parse(srv::chat_chunk_event(head, "", true, nullptr, std::nullopt, "thou")
+                                 .substr(6))["choices"][0]["delta"];
+    EXPECT_EQ(delta["reasoning_content"], "thou");
+    EXPECT_EQ(delta["content"], "");
+    delta = json::parse(srv::chat_chunk_event(head, "ans", false, nullptr, std::nullopt, "")
+                            .substr(6))["choices"][0]["delta"];
+    EXPECT_FALSE(delta.contains("reasoning_content"));
+    EXPECT_EQ(delta["content"], "ans");
+}
+
 }  // namespace

@@ -31,9 +31,12 @@
 #include "app/server/openai-protocol.h"
 #include "app/server/openai-server.h"
 #include "engine/backend/backend.h"
+#include "engine/chat-template/chat-template.h"
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/service/engine-service.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "temp-dir.h"
 
 namespace {
@@ -396,6 +399,261 @@ TEST_F(OpenAiServerTest, TextCompletionsStreamAndNot) {
     const Sse sse = parse_sse(res->body);
     EXPECT_TRUE(sse.done);
     EXPECT_EQ(sse.text, answer["choices"][0]["text"]);
+}
+
+// A stop string ends the answer at the token that completed it, and usage.completion_tokens counts the tokens
+// up to that one, whole and streamed (the last chunk of include_usage), whatever the engine ran past it. A
+// character of byte fallback pieces completes a stop string on its last byte, not when a later piece comes.
+TEST_F(OpenAiServerTest, UsageAfterAStopStringCountsTheTokensUpToIt) {
+    const auto server = start();
+    const auto tokenizer = Tokenizer::load(kModelDir);
+    constexpr int kTokens = 48;
+    struct Case {
+        std::string prompt;
+        std::string stop;
+        size_t n_tokens = 0;  // up to the one that completes the stop string
+        std::string text;     // before the stop string
+        size_t n_generated = 0;
+    };
+    std::optional<Case> by_byte;   // completed by a byte piece (the last of a character)
+    std::optional<Case> by_piece;  // completed by a piece of the vocabulary
+    const auto is_byte = [&](int32_t id) {
+        return tokenizer->token_text(id).value_or("").starts_with("<0x");
+    };
+    for (const char* prompt : {"Hello there", "Hello", "OCR:", "Tables and figures", "a b c", "Stop here"}) {
+        GenerationOptions options;
+        options.max_tokens = kTokens;
+        options.ignore_eos = true;
+        RequestHandle handle = service_->submit({RawText{prompt}, options});
+        std::vector<int32_t> ids;
+        while (std::optional<RequestOutput> out = handle.next()) {
+            ids.insert(ids.end(), out->tokens.begin(), out->tokens.end());
+        }
+        const std::span<const int32_t> all(ids);
+        for (size_t k = 2; k + 1 < ids.size(); ++k) {
+            const std::string before = tokenizer->decode(all.first(k - 1), true);
+            const std::string upto = tokenizer->decode(all.first(k), true);
+            if (upto.find("\xEF\xBF\xBD") != std::string::npos || upto.empty()) {
+                continue;
+            }
+            // Its last character, or what its last piece adds.
+            size_t start = upto.size() - 1;
+            while (start > 0 && (static_cast<unsigned char>(upto[start]) & 0xC0) == 0x80) {
+                --start;
+            }
+            const bool byte_case = is_byte(ids[k - 1]);
+            const bool piece_case =
+                !is_byte(ids[k - 1]) && upto.starts_with(before) && upto.size() > before.size();
+            if (piece_case) {
+                start = before.size();
+            }
+            const std::string stop = upto.substr(start);
+            if (!(byte_case || piece_case) || upto.find(stop) != start ||
+                stop.find_first_not_of(' ') == std::string::npos) {
+                continue;
+            }
+            std::optional<Case>& slot = byte_case ? by_byte : by_piece;
+            if (!slot) {
+                slot = Case{prompt, stop, k, upto.substr(0, start), ids.size()};
+            }
+        }
+    }
+    ASSERT_TRUE(by_byte) << "no greedy answer of the fixture model has a character of byte pieces";
+    ASSERT_TRUE(by_piece);
+    for (const Case& c : {*by_byte, *by_piece}) {
+        SCOPED_TRACE(c.prompt + " stopping at " + testing::PrintToString(c.stop));
+        ASSERT_LT(c.n_tokens, c.n_generated);
+        const json body = {{"prompt", c.prompt},
+                           {"max_tokens", kTokens},
+                           {"ignore_eos", true},
+                           {"temperature", 0},
+                           {"stop", {c.stop}}};
+        const auto whole = post(server->port(), "/v1/completions", body);
+        ASSERT_TRUE(whole);
+        ASSERT_EQ(whole->status, 200) << whole->body;
+        const json answer = json::parse(whole->body);
+        EXPECT_EQ(answer["choices"][0]["finish_reason"], "stop");
+        EXPECT_EQ(answer["choices"][0]["text"], c.text);
+        EXPECT_EQ(answer["usage"]["completion_tokens"], c.n_tokens);
+
+        json streamed = body;
+        streamed["stream"] = true;
+        streamed["stream_options"] = {{"include_usage", true}};
+        const auto res = post(server->port(), "/v1/completions", streamed);
+        ASSERT_TRUE(res);
+        const Sse sse = parse_sse(res->body);
+        ASSERT_TRUE(sse.done);
+        EXPECT_EQ(sse.text, c.text);
+        ASSERT_GE(sse.chunks.size(), 2u);
+        EXPECT_EQ(sse.chunks.back()["usage"]["completion_tokens"], c.n_tokens);
+        EXPECT_EQ(sse.chunks[sse.chunks.size() - 2]["choices"][0]["finish_reason"], "stop");
+    }
+}
+
+// The reasoning and content of a chat stream's deltas, and whether any delta had reasoning_content.
+struct StreamedReasoning {
+    std::string content;
+    std::string reasoning;
+    bool has_reasoning_field = false;
+};
+
+StreamedReasoning streamed_reasoning(const Sse& sse) {
+    StreamedReasoning r;
+    for (const json& chunk : sse.chunks) {
+        if (!chunk.contains("choices") || chunk["choices"].empty()) {
+            continue;
+        }
+        const json& delta = chunk["choices"][0]["delta"];
+        r.content += delta.value("content", "");
+        if (delta.contains("reasoning_content")) {
+            r.has_reasoning_field = true;
+            r.reasoning += delta["reasoning_content"].get<std::string>();
+        }
+    }
+    return r;
+}
+
+// With --reasoning-parser a chat answer carries reasoning_content beside content, whole and streamed; the
+// fixture model never writes </think>, so deepseek_r1 gives the whole answer as reasoning (content null) and
+// ernie-45-vl as content when whole and as reasoning when streamed, as vLLM and FastDeploy do. Without the
+// parser, with enable_thinking false in chat_template_kwargs and on /v1/completions nothing changes.
+TEST_F(OpenAiServerTest, AReasoningParserSplitsChatAnswers) {
+    const std::vector<uint8_t> image = png(72, 48, 21);
+    const Alone alone = run_alone({image}, "OCR:", 14);
+    ASSERT_FALSE(alone.text.empty());
+    ASSERT_EQ(alone.text.find("</think>"), std::string::npos);
+    ASSERT_FALSE(alone.text.starts_with("<think>"));
+    const json body = chat({data_url(image)}, "OCR:", 14);
+    json streamed = body;
+    streamed["stream"] = true;
+    json not_thinking = body;
+    not_thinking["chat_template_kwargs"] = {{"enable_thinking", false}};
+
+    const auto whole_message = [&](int port, const json& request) {
+        const auto res = post(port, "/v1/chat/completions", request);
+        EXPECT_TRUE(res);
+        EXPECT_EQ(res ? res->status : 0, 200) << (res ? res->body : "");
+        return res ? json::parse(res->body)["choices"][0]["message"] : json();
+    };
+    const auto stream_of = [&](int port, const json& request) {
+        const auto res = post(port, "/v1/chat/completions", request);
+        EXPECT_TRUE(res);
+        const Sse sse = parse_sse(res ? res->body : "");
+        EXPECT_TRUE(sse.done);
+        return streamed_reasoning(sse);
+    };
+
+    {
+        const auto server = start();
+        const json message = whole_message(server->port(), body);
+        EXPECT_EQ(message["content"], alone.text);
+        EXPECT_FALSE(message.contains("reasoning_content"));
+        const StreamedReasoning s = stream_of(server->port(), streamed);
+        EXPECT_EQ(s.content, alone.text);
+        EXPECT_FALSE(s.has_reasoning_field);
+    }
+    {
+        ServerParams p = params();
+        p.reasoning_parser = ReasoningFormat::DeepSeekR1;
+        const auto server = start(p);
+        const json message = whole_message(server->port(), body);
+        EXPECT_TRUE(message["content"].is_null()) << message.dump();
+        EXPECT_EQ(message["reasoning_content"], alone.text);
+        const StreamedReasoning s = stream_of(server->port(), streamed);
+        EXPECT_EQ(s.reasoning, alone.text);
+        EXPECT_EQ(s.content, "");
+
+        const json plain = whole_message(server->port(), not_thinking);
+        EXPECT_EQ(plain["content"], alone.text);
+        EXPECT_FALSE(plain.contains("reasoning_content"));
+        json plain_streamed = not_thinking;
+        plain_streamed["stream"] = true;
+        const StreamedReasoning ps = stream_of(server->port(), plain_streamed);
+        EXPECT_EQ(ps.content, alone.text);
+        EXPECT_FALSE(ps.has_reasoning_field);
+
+        const auto completion = post(server->port(), "/v1/completions",
+                                     {{"prompt", "Hello there"}, {"max_tokens", 6}, {"temperature", 0}});
+        ASSERT_TRUE(completion);
+        ASSERT_EQ(completion->status, 200) << completion->body;
+        EXPECT_FALSE(json::parse(completion->body)["choices"][0].contains("reasoning_content"));
+    }
+    {
+        ServerParams p = params();
+        p.reasoning_parser = ReasoningFormat::Ernie45Vl;
+        const auto server = start(p);
+        const json message = whole_message(server->port(), body);
+        EXPECT_EQ(message["content"], alone.text);
+        EXPECT_EQ(message["reasoning_content"], "");
+        const StreamedReasoning s = stream_of(server->port(), streamed);
+        EXPECT_EQ(s.reasoning, alone.text);
+        EXPECT_EQ(s.content, "");
+    }
+}
+
+// chat_template_kwargs reach the chat template as variables: a template that closes the reasoning when
+// enable_thinking is false makes a longer prompt, and the answer then has no reasoning_content.
+TEST(OpenAiServerTemplateKwargs, ChatTemplateKwargsReachTheTemplate) {
+    std::ifstream in(kModelDir / "chat_template.jinja");
+    std::stringstream source;
+    source << in.rdbuf();
+    ASSERT_FALSE(source.str().empty());
+    const std::string tmpl = source.str() +
+                             "{%- if enable_thinking is defined and not enable_thinking -%}"
+                             "{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}";
+    EngineService service;
+    ServiceParams sp;
+    sp.device.make_backend = [] { return make_cpu_backend(2); };
+    ModelSlot slot{ModelRole::Recognition, kModelDir, {}};
+    slot.chat_template = std::make_shared<const ChatTemplate>(ChatTemplate::parse(tmpl, "kwargs template"));
+    sp.models.push_back(std::move(slot));
+    sp.engine.max_model_len = 2048;
+    sp.engine.max_num_seqs = 4;
+    service.load(sp);
+    ASSERT_EQ(service.wait_loaded(120s), ServiceState::Ready) << service.status().error;
+    ServerParams p;
+    p.port = 0;
+    p.metrics_port = -1;
+    p.image_pixels = {28 * 28, 1536 * 1536};
+    p.reasoning_parser = ReasoningFormat::DeepSeekR1;
+    OpenAiServer server(
+        service, p,
+        [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
+        [](std::span<const uint8_t>, std::string_view) { return std::optional<server::ImageSize>(); });
+    server.start();
+    const auto ask = [&](const json& kwargs) {
+        json body = {
+            {"messages", {{{"role", "user"}, {"content", "Hello"}}}}, {"max_tokens", 4}, {"temperature", 0}};
+        if (!kwargs.is_null()) {
+            body["chat_template_kwargs"] = kwargs;
+        }
+        httplib::Client client("127.0.0.1", server.port());
+        client.set_read_timeout(120, 0);
+        const auto res = client.Post("/v1/chat/completions", body.dump(), "application/json");
+        EXPECT_TRUE(res);
+        EXPECT_EQ(res ? res->status : 0, 200) << (res ? res->body : "");
+        return res ? json::parse(res->body) : json();
+    };
+    const json thinking = ask(nullptr);
+    const json closed = ask({{"enable_thinking", false}});
+    const json open = ask({{"enable_thinking", true}});
+    EXPECT_GT(closed["usage"]["prompt_tokens"].get<int64_t>(),
+              thinking["usage"]["prompt_tokens"].get<int64_t>() + 3);
+    EXPECT_EQ(open["usage"]["prompt_tokens"], thinking["usage"]["prompt_tokens"]);
+    EXPECT_TRUE(thinking["choices"][0]["message"].contains("reasoning_content"));
+    EXPECT_FALSE(closed["choices"][0]["message"].contains("reasoning_content"));
+    EXPECT_TRUE(closed["choices"][0]["message"]["content"].is_string());
+    // A kwargs value that is not an object is refused.
+    httplib::Client client("127.0.0.1", server.port());
+    const auto bad = client.Post(
+        "/v1/chat/completions",
+        json{{"messages", {{{"role", "user"}, {"content", "Hello"}}}}, {"chat_template_kwargs", "yes"}}
+            .dump(),
+        "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_NE(bad->body.find("chat_template_kwargs must be an object"), std::string::npos) << bad->body;
+    server.stop();
 }
 
 TEST_F(OpenAiServerTest, CurlAndPythonsStandardLibraryAreClients) {

@@ -1,0 +1,129 @@
+// A generation request from its body to the engine's request: the model it names, its images checked and
+// decoded, its chat (with chat_template_kwargs) or text, and its generation options.
+#include <cstdio>
+
+#include "app/server/image-fetch.h"
+#include "app/server/openai-server-impl.h"
+
+namespace folio::server {
+
+std::string OpenAiServer::Impl::new_id(const char* prefix) {
+    const std::lock_guard lock(mutex);
+    char hex[33];
+    std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    return std::string(prefix) + hex;
+}
+
+void OpenAiServer::Impl::check_model(const std::string& model) const {
+    if (model.empty() || params.model_names.empty() ||
+        std::find(params.model_names.begin(), params.model_names.end(), model) != params.model_names.end()) {
+        return;
+    }
+    throw ApiError(
+        404, "invalid_request_error",
+        "the model '" + model + "' does not exist; this server serves '" + params.model_names.front() + "'",
+        "model", "model_not_found");
+}
+
+// The image's size is read from its header and checked before it is decoded, and at most
+// max_decode_threads images are decoded at once, so that the memory decoding takes is bounded.
+Image OpenAiServer::Impl::checked_image(const std::vector<uint8_t>& bytes, const std::string& param) {
+    std::optional<ImageSize> size;
+    try {
+        size = read_size(bytes, param);
+    } catch (const std::exception& e) {
+        bad_request(std::string("the image could not be decoded: ") + e.what(), param);
+    }
+    if (!size || size->width <= 0 || size->height <= 0) {
+        bad_request(param + ": the image's size cannot be read from its header", param);
+    }
+    if (size->width > max_image_pixels / size->height) {
+        bad_request(param + ": the image is " + std::to_string(size->width) + "x" +
+                        std::to_string(size->height) + " pixels, more than the " +
+                        std::to_string(max_image_pixels) +
+                        " this server decodes (--max-image-pixels); the model sees at most " +
+                        std::to_string(params.image_pixels.max_pixels) + " pixels of it",
+                    param);
+    }
+    decode_slots.acquire();
+    try {
+        Image image = decode(bytes, param);
+        decode_slots.release();
+        return image;
+    } catch (const std::exception& e) {
+        decode_slots.release();
+        bad_request(std::string("the image could not be decoded: ") + e.what(), param);
+    }
+}
+
+RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, GenerationRequest& generation) {
+    RequestSpec spec;
+    if (kind == Api::Completion) {
+        CompletionRequest request = parse_completion(body);
+        generation = std::move(request.generation);
+        check_model(generation.model);
+        spec.input = RawText{std::move(request.prompt)};
+    } else {
+        ChatCompletionRequest request = parse_chat_completion(body);
+        generation = std::move(request.generation);
+        check_model(generation.model);
+        int64_t n_images = 0;
+        for (const ChatTurn& turn : request.messages) {
+            n_images += static_cast<int64_t>(turn.image_urls.size());
+        }
+        const int64_t limit = service.limits().limit_mm_per_prompt;
+        if (n_images > limit) {
+            bad_request(std::to_string(n_images) + " images in one request, more than limit_mm_per_prompt " +
+                            std::to_string(limit),
+                        "messages");
+        }
+        Chat chat;
+        chat.template_kwargs = std::move(request.chat_template_kwargs);
+        for (size_t m = 0; m < request.messages.size(); ++m) {
+            ChatTurn& turn = request.messages[m];
+            ChatMessage& message = chat.messages.emplace_back();
+            message.role = turn.role;
+            message.text = std::move(turn.text);
+            for (size_t i = 0; i < turn.image_urls.size(); ++i) {
+                const std::string param =
+                    "messages[" + std::to_string(m) + "] image " + std::to_string(i + 1);
+                const std::string& url = turn.image_urls[i];
+                const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+                const std::vector<uint8_t> bytes =
+                    remote && params.fetch_image_urls
+                        ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
+                        : decode_data_url(url, param);
+                message.images.push_back(checked_image(bytes, param));
+            }
+        }
+        spec.input = std::move(chat);
+    }
+    GenerationOptions& options = spec.options;
+    options.max_tokens = generation.max_tokens;
+    // A max_tokens over what the context leaves after the prompt is lowered to that, as FastDeploy and vLLM
+    // do (PaddleOCR's client asks for 8192); the request then ends with finish_reason "length".
+    options.fit_max_tokens = true;
+    options.sampling = generation.sampling;
+    if (!generation.seeded) {
+        const std::lock_guard lock(mutex);
+        options.sampling.seed = rng();
+    }
+    options.stop_strings = generation.stop;
+    options.skip_special_tokens = generation.skip_special_tokens;
+    options.ignore_eos = generation.ignore_eos;
+    if (generation.image_min_pixels || generation.image_max_pixels) {
+        ImagePixelBounds bounds = params.image_pixels;
+        bounds.min_pixels = generation.image_min_pixels.value_or(bounds.min_pixels);
+        bounds.max_pixels = generation.image_max_pixels.value_or(bounds.max_pixels);
+        if (bounds.min_pixels > bounds.max_pixels) {
+            bad_request("mm_processor_kwargs: min_pixels " + std::to_string(bounds.min_pixels) +
+                            " is above max_pixels " + std::to_string(bounds.max_pixels),
+                        "mm_processor_kwargs");
+        }
+        spec.image_pixels = bounds;
+    }
+    return spec;
+}
+
+}  // namespace folio::server

@@ -5,7 +5,8 @@
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
 // idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
-// at the model's, problems open small, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// at the model's, problems open small, the exported HTML shows its formulas typeset with no script and
+// offline, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -28,12 +29,15 @@
 #include <QTest>
 #include <QThread>
 #include <QTimer>
+#include <QWebEngineScript>
+#include <QWebEngineSettings>
 #include <QWebEngineView>
 #include <algorithm>
 #include <memory>
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/session-file.h"
+#include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
@@ -54,6 +58,22 @@ QVariant evaluate(ResultView* view, const QString& script) {
     QVariant result;
     bool done = false;
     view->webView()->page()->runJavaScript(script, [&](const QVariant& value) {
+        result = value;
+        done = true;
+    });
+    QElapsedTimer timer;
+    timer.start();
+    while (!done && timer.elapsed() < 10000) {
+        QTest::qWait(10);
+    }
+    return result;
+}
+
+// The value a script run beside the page's own (which may be off) returns.
+QVariant evaluateBeside(QWebEngineView* view, const QString& script) {
+    QVariant result;
+    bool done = false;
+    view->page()->runJavaScript(script, QWebEngineScript::ApplicationWorld, [&](const QVariant& value) {
         result = value;
         done = true;
     });
@@ -729,6 +749,64 @@ private Q_SLOTS:
         QCOMPARE(window_->pageView()->blockItemCount(), 0);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
         QCOMPARE(window_->pageList()->count(), 0);
+    }
+
+    // The exported HTML shows its formulas typeset with the page's scripts off: KaTeX's HTML in the file, its
+    // stylesheet and fonts loaded from katex/ beside it.
+    void exportedFormulasShowOffline() {
+        PageResult page;
+        page.inputPath = tmp_.filePath(QStringLiteral("formulas.png"));
+        page.width = 1000;
+        page.height = 1400;
+        const auto block = [](int id, const char* label, const char* content) {
+            BlockResult b;
+            b.id = id;
+            b.order = id + 1;
+            b.label = QString::fromLatin1(label);
+            b.content = QString::fromUtf8(content);
+            b.rawText = b.content;
+            b.box = {10, 10 + 100 * id, 900, 90 + 100 * id};
+            return b;
+        };
+        page.blocks = {block(0, "paragraph_title", "Formulas"),
+                       block(1, "display_formula", "$$ \\int_0^1 x^2\\,dx = \\frac{1}{3} $$"),
+                       block(2, "text", "The area of a circle is $ \\pi r^2 $ for its radius $ r $.")};
+        const QString out = tmp_.filePath(QStringLiteral("formulas"));
+        QStringList notes;
+        const QStringList files =
+            DocumentExporter::write({page.inputPath, QStringLiteral("formulas"), 1}, {page},
+                                    {ExportFormat::Html}, {out, {}}, {}, &notes);
+        QVERIFY2(notes.isEmpty(), qPrintable(notes.join(QLatin1Char('\n'))));
+        QCOMPARE(files.size(), 1);
+
+        QWebEngineView view;
+        view.settings()->setAttribute(QWebEngineSettings::JavascriptEnabled, false);
+        view.resize(760, 420);
+        QSignalSpy loaded(&view, &QWebEngineView::loadFinished);
+        view.load(QUrl::fromLocalFile(files.first()));
+        view.show();
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(loaded.first().at(0).toBool());
+        QCOMPARE(evaluateBeside(&view, QStringLiteral("document.querySelectorAll('.katex').length")).toInt(),
+                 3);
+        QCOMPARE(evaluateBeside(&view, QStringLiteral("document.querySelectorAll('.katex-display').length"))
+                     .toInt(),
+                 1);
+        QVERIFY(evaluateBeside(&view, QStringLiteral("getComputedStyle(document.querySelector('.katex'))"
+                                                     ".fontFamily"))
+                    .toString()
+                    .contains(QStringLiteral("KaTeX_Main")));
+        // The fonts the formulas use came from katex/fonts beside the page.
+        const QString loadedFonts = QStringLiteral(
+            "Array.from(document.fonts).filter(f => f.status === 'loaded').map(f => f.family).join(',')");
+        QTRY_VERIFY_WITH_TIMEOUT(
+            evaluateBeside(&view, loadedFonts).toString().contains(QStringLiteral("KaTeX_Main")), 10000);
+        QVERIFY(evaluateBeside(&view, loadedFonts).toString().contains(QStringLiteral("KaTeX_Math")));
+        QVERIFY(!evaluateBeside(&view,
+                                QStringLiteral("Array.from(document.fonts).some(f => f.status === 'error')"))
+                     .toBool());
+        QTest::qWait(200);
+        test::saveScreenshot(&view, QStringLiteral("exported-formulas"));
     }
 };
 

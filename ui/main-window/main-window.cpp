@@ -587,22 +587,22 @@ void MainWindow::connectModel() {
     });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
 
-    connect(
-        exporter_, &DocumentExporter::finished, this,
-        [this](int doc, const QStringList& files, const QStringList& skipped) {
-            if (QUndoStack* stack = model_.undoStack(doc)) {
-                stack->setClean();  // the user's changes are in the exported files
-            }
-            // What was written, and what was not and why (an XLSX without tables).
-            QString message = tr("Exported %n file(s)", nullptr, static_cast<int>(files.size()));
-            if (!skipped.isEmpty()) {
-                message += tr("; not written: %1").arg(skipped.join(QStringLiteral("; ")));
-                errors_->addError(tr("Export of “%1”: not written: %2")
-                                      .arg(model_.document(doc).name, skipped.join(QStringLiteral("; "))));
-            }
-            statusBar()->showMessage(message, 10000);
-            Q_EMIT exportFinished(files);
-        });
+    connect(exporter_, &DocumentExporter::finished, this,
+            [this](int doc, const QStringList& files, const QStringList& notes) {
+                if (QUndoStack* stack = model_.undoStack(doc)) {
+                    stack->setClean();  // the user's changes are in the exported files
+                }
+                // What was written, and what was not or only in a simpler form, and why (an XLSX without
+                // tables, formulas left as LaTeX without KaTeX).
+                QString message = tr("Exported %n file(s)", nullptr, static_cast<int>(files.size()));
+                if (!notes.isEmpty()) {
+                    message += QStringLiteral("; ") + notes.join(QStringLiteral("; "));
+                    errors_->addError(tr("Export of “%1”: %2")
+                                          .arg(model_.document(doc).name, notes.join(QStringLiteral("; "))));
+                }
+                statusBar()->showMessage(message, 10000);
+                Q_EMIT exportFinished(files);
+            });
     connect(exporter_, &DocumentExporter::failed, this,
             [this](int, const QString& message) { reportError(tr("Export failed: %1").arg(message)); });
 }

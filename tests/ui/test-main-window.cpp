@@ -5,8 +5,9 @@
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
 // idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
-// at the model's, problems open small, the exported HTML shows its formulas typeset with no script and
-// offline, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// at the model's, problems open small, every engine error offers the setting that may fix it, the exported
+// HTML shows its formulas typeset with no script and offline, and the GUI thread never stalls for 100 ms
+// while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -39,6 +40,7 @@
 #include "app/document-model/session-file.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
+#include "app/settings/error-setting.h"
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
 #include "screenshot.h"
@@ -749,6 +751,81 @@ private Q_SLOTS:
         QCOMPARE(window_->pageView()->blockItemCount(), 0);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
         QCOMPARE(window_->pageList()->count(), 0);
+    }
+
+    // Every engine error says which setting may fix it and offers it: no device, a model folder that does
+    // not load, a layout folder that does not load, a KV cache that does not fit the GPU memory share, the
+    // device running out of memory during a run. The panel's button names the setting and asks for it, as a
+    // double-click does; a problem no setting fixes offers none.
+    void engineErrorsOfferTheirSetting() {
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.resize(1100, 700);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        ErrorPanel* panel = window.errorPanel();
+        QSignalSpy asked(&window, &MainWindow::settingRequested);
+        const auto lastSetting = [panel] { return panel->setting(panel->count() - 1); };
+
+        window.loadModels(test::fixtureFolders());  // no engine factory: no device to load on
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kDevice));
+
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        ServiceParams params = test::fixtureParams(1);
+        params.models.front().dir = tmp_.filePath(QStringLiteral("no-such-model")).toStdString();
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kModel));
+
+        const QString missingLayout = tmp_.filePath(QStringLiteral("no-such-layout"));
+        params = test::fixtureParams(1);
+        params.models.back().dir = missingLayout.toStdString();
+        ModelFolders folders = test::fixtureFolders();
+        folders.layout = missingLayout;
+        engine.load(std::move(params), folders, QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QVERIFY2(panel->message(panel->count() - 1).contains(missingLayout),
+                 qPrintable(panel->message(panel->count() - 1)));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kLayoutModel));
+
+        // Far too little memory for the KV cache: the planner's error, the GPU memory utilization's.
+        params = test::fixtureParams(1);
+        params.engine.gpu_memory_utilization = 1e-6;
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(120000));
+        QVERIFY2(panel->message(panel->count() - 1).contains(QStringLiteral("memory")),
+                 qPrintable(panel->message(panel->count() - 1)));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kGpuMemory));
+        QVERIFY(panel->settingButton()->isVisible());
+        QVERIFY2(panel->settingButton()->text().contains(QStringLiteral("Engine › GPU memory utilization")),
+                 qPrintable(panel->settingButton()->text()));
+        test::saveScreenshot(&window, QStringLiteral("problem-offers-setting"));
+        QTest::mouseClick(panel->settingButton(), Qt::LeftButton);
+        QCOMPARE(asked.count(), 1);
+        QCOMPARE(asked.last().at(0).toString(), QString::fromLatin1(setting_key::kGpuMemory));
+
+        // A block that ran out of device memory during a run, as the jobs report it.
+        Q_EMIT jobs.errorOccurred(
+            QStringLiteral("sample.pdf, page 1, block 2 (text): CUDA error: out of memory"));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kGpuMemory));
+
+        // A problem no setting fixes offers none; the earlier ones still do, on a double-click.
+        window.openFiles({tmp_.filePath(QStringLiteral("missing-too.pdf"))});
+        QVERIFY(lastSetting().isEmpty());
+        QVERIFY(!panel->settingButton()->isVisible());
+        auto* list = panel->findChild<QListWidget*>();
+        QVERIFY(list != nullptr);
+        QListWidgetItem* modelProblem = list->item(1);
+        list->scrollToItem(modelProblem);
+        const QRect rect = list->visualItemRect(modelProblem);
+        QVERIFY(rect.isValid());
+        QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, rect.center());
+        QTest::mouseDClick(list->viewport(), Qt::LeftButton, {}, rect.center());
+        QCOMPARE(asked.count(), 2);
+        QCOMPARE(asked.last().at(0).toString(), QString::fromLatin1(setting_key::kModel));
+        QVERIFY(panel->settingButton()->isVisible());  // the problem double-clicked is the current one
     }
 
     // The exported HTML shows its formulas typeset with the page's scripts off: KaTeX's HTML in the file, its

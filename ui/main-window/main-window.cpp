@@ -183,6 +183,14 @@ void MainWindow::createLayout() {
     // It opens when something new is said, a few lines high, under the views rather than in their place.
     connect(errors_, &ErrorPanel::opened, this,
             [this] { resizeDocks({errors_}, {fontMetrics().height() * 7}, Qt::Vertical); });
+    // A problem's setting opens the settings dialog there (the whole dialog where only that is connected).
+    connect(errors_, &ErrorPanel::settingRequested, this, [this](const QString& setting) {
+        if (isSignalConnected(QMetaMethod::fromSignal(&MainWindow::settingRequested))) {
+            Q_EMIT settingRequested(setting);
+        } else {
+            emitSignalOrSay(&MainWindow::settingsRequested, tr("Settings"));
+        }
+    });
 
     progressText_ = new QLabel(this);
     progress_ = new QProgressBar(this);
@@ -510,7 +518,8 @@ void MainWindow::connectModel() {
     connect(resultView_, &ResultView::scriptError, this,
             [this](const QString& message) { errors_->addError(tr("The result view: %1").arg(message)); });
 
-    connect(&jobs_, &JobController::errorOccurred, this, &MainWindow::reportError);
+    connect(&jobs_, &JobController::errorOccurred, this,
+            [this](const QString& message) { reportEngineError(message, EngineErrorSource::Running); });
     connect(preview_, &PreviewLoader::openFailed, this,
             [this](int, const QString& message) { reportError(message); });
     connect(preview_, &PreviewLoader::pageImageFailed, this,
@@ -565,7 +574,8 @@ void MainWindow::connectModel() {
         for (int doc = 0; doc < model_.documentCount(); ++doc) {
             updateDocumentItem(doc);  // queued ones wait for a model now
         }
-        reportError(tr("The model could not be loaded: %1").arg(message));
+        reportError(tr("The model could not be loaded: %1").arg(message),
+                    settingForEngineError(message, EngineErrorSource::Loading, engine_.models().layout));
         updateActions();
     });
     connect(&engine_, &EngineHost::reconfigured, this, [this] {
@@ -578,10 +588,12 @@ void MainWindow::connectModel() {
         if (engine_.state() == ServiceState::Ready) {
             engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
             reportError(
-                tr("The settings could not be applied; the engine keeps its previous ones: %1").arg(message));
+                tr("The settings could not be applied; the engine keeps its previous ones: %1").arg(message),
+                settingForEngineError(message, EngineErrorSource::Reconfiguring));
         } else {
             engineStatus_->setUnloaded(tr("No model loaded"));
-            reportError(tr("The engine stopped while applying the settings: %1").arg(message));
+            reportError(tr("The engine stopped while applying the settings: %1").arg(message),
+                        settingForEngineError(message, EngineErrorSource::Reconfiguring));
         }
         updateActions();
     });
@@ -658,14 +670,14 @@ void MainWindow::setEngineFactory(EngineParamsFactory factory, const QString& de
 
 void MainWindow::loadModels(const ModelFolders& models) {
     if (!engineFactory_) {
-        reportError(tr("No device is set up to load models on"));
+        reportError(tr("No device is set up to load models on"), QLatin1String(setting_key::kDevice));
         return;
     }
     ServiceParams params;
     try {
         params = engineFactory_(models);
     } catch (const std::exception& e) {
-        reportError(QString::fromUtf8(e.what()));
+        reportEngineError(QString::fromUtf8(e.what()), EngineErrorSource::Loading, models.layout);
         return;
     }
     capContextLength(params);
@@ -695,7 +707,7 @@ void MainWindow::capContextLength(ServiceParams& params) {
                                         .arg(context);
             params.engine.max_model_len = context;
             statusBar()->showMessage(message, 10000);
-            errors_->addError(message);
+            errors_->addError(message, QLatin1String(setting_key::kContextLength));
         }
     }
 }
@@ -713,7 +725,7 @@ void MainWindow::findAndLoadModels() {
                     return;
                 }
                 engineStatus_->setUnloaded(tr("No model installed"));
-                reportError(why);
+                reportEngineError(why, EngineErrorSource::Loading);
                 statusBar()->showMessage(
                     tr("No PaddleOCR-VL model found: choose a model folder (File menu) or "
                        "download one with the model manager"));
@@ -732,11 +744,11 @@ void MainWindow::chooseModelFolder() {
         QString note;
         const ModelFolders models = modelsForFolder(folder, &note);
         if (!note.isEmpty()) {
-            reportError(note);
+            reportEngineError(note, EngineErrorSource::Loading, models.layout);
         }
         loadModels(models);
     } catch (const std::exception& e) {
-        reportError(QString::fromUtf8(e.what()));
+        reportEngineError(QString::fromUtf8(e.what()), EngineErrorSource::Loading);
     }
 }
 
@@ -1205,8 +1217,13 @@ void MainWindow::exportWithDialog() {
     exportDocument(doc_, exportFolder_, exportFormats_);
 }
 
-void MainWindow::reportError(const QString& message) {
-    errors_->addError(message);
+void MainWindow::reportEngineError(const QString& message, EngineErrorSource source,
+                                   const QString& layoutFolder) {
+    reportError(message, settingForEngineError(message, source, layoutFolder));
+}
+
+void MainWindow::reportError(const QString& message, const QString& setting) {
+    errors_->addError(message, setting);
     statusBar()->showMessage(message.section(QLatin1Char('\n'), 0, 0), 6000);
 }
 

@@ -68,7 +68,7 @@ void copyFile(const QString& from, const QString& to) {
     const QString partial = to + QStringLiteral(".partial");
     QFile::remove(partial);
     QFile in(from);
-    if (!QFile::copy(from, partial)) {
+    if (!in.copy(partial)) {
         fail(to.toStdString(), ": cannot copy KaTeX's file ", from.toStdString(),
              " there: ", in.errorString().toStdString());
     }

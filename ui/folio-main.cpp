@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
                              values.layoutModel.clear();  // the one released with it
                              const QList<folio::SettingsProblem> problems = settings.apply(values);
                              for (const folio::SettingsProblem& problem : problems) {
-                                 window.reportError(problem.message);
+                                 window.reportError(problem.message,
+                                                    folio::settingForProblemKey(problem.key));
                              }
                          });
         dialog.exec();

@@ -1,7 +1,9 @@
 #include "app/settings/error-setting.h"
 
+#include <QList>
 #include <QRegularExpression>
 #include <stdexcept>
+#include <utility>
 
 #include "engine/common/failure.h"
 
@@ -58,6 +60,26 @@ QString settingForEngineError(const QString& message, EngineErrorSource source, 
             return QLatin1String(setting_key::kGpuMemory);  // the Engine page, whose options were applied
         case EngineErrorSource::Running:
             return {};
+    }
+    return {};
+}
+
+QString settingForProblemKey(const QString& settingsKey) {
+    using namespace setting_key;
+    static const QList<std::pair<QLatin1String, const char*>> kKeys = {
+        {QLatin1String("models/recognition"), kModel},
+        {QLatin1String("models/layout"), kLayoutModel},
+        {QLatin1String("engine/device"), kDevice},
+        {QLatin1String("engine/quantization"), kQuantization},
+        {QLatin1String("engine/gpu_memory_utilization"), kGpuMemory},
+        {QLatin1String("engine/max_model_len"), kContextLength},
+        {QLatin1String("engine/max_num_seqs"), kSequences},
+        {QLatin1String("engine/max_num_batched_tokens"), kBatchedTokens},
+    };
+    for (const auto& [key, field] : kKeys) {
+        if (settingsKey == key) {
+            return QLatin1String(field);
+        }
     }
     return {};
 }

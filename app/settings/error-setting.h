@@ -33,4 +33,8 @@ enum class EngineErrorSource {
 QString settingForEngineError(const QString& message, EngineErrorSource source,
                               const QString& layoutFolder = {});
 
+// The field key of a settings problem's key (SettingsProblem::key, "engine/max_num_seqs"); empty for a
+// setting the dialog has no field key for.
+QString settingForProblemKey(const QString& settingsKey);
+
 }  // namespace folio

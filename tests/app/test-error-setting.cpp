@@ -10,6 +10,7 @@
 
 #include "app/options/engine-options.h"
 #include "app/settings/error-setting.h"
+#include "app/settings/settings.h"
 #include "engine/models/model-registry.h"
 #include "engine/runtime/memory-planner.h"
 
@@ -92,7 +93,8 @@ private Q_SLOTS:
             << "cudaGetDeviceCount: no CUDA-capable device is detected" << loading << QString() << "device";
         QTest::newRow("not loaded yet")
             << "The engine is not ready: load a model first" << running << QString() << "model";
-        QTest::newRow("chat before a model") << "The model is not loaded yet." << running << QString() << "model";
+        QTest::newRow("chat before a model")
+            << "The model is not loaded yet." << running << QString() << "model";
         QTest::newRow("no layout model") << "engine service: no layout model is loaded; load one beside the "
                                             "recognition model"
                                          << running << QString() << "layout";
@@ -101,6 +103,28 @@ private Q_SLOTS:
         QTest::newRow("a page that does not render")
             << "scan.pdf: page 4: cannot render the page" << running << QString() << "";
         QTest::newRow("nothing said") << "" << loading << QString() << "";
+    }
+
+    // The problems Settings::apply() names by their stored keys open the same fields.
+    void settingForProblemKey() {
+        QTemporaryDir dir;
+        Settings settings(QDir(dir.path()).filePath(QStringLiteral("problems.ini")));
+        const auto fieldsOf = [&settings](const SettingsValues& values) {
+            QStringList fields;
+            for (const SettingsProblem& problem : settings.apply(values)) {
+                fields << folio::settingForProblemKey(problem.key);
+            }
+            return fields;
+        };
+        SettingsValues seqs = Settings::defaults(QStringLiteral("cpu"));
+        seqs.maxNumSeqs = 100000;
+        QCOMPARE(fieldsOf(seqs), QStringList{QString::fromLatin1(setting_key::kSequences)});
+        SettingsValues memory = Settings::defaults(QStringLiteral("cpu"));
+        memory.gpuMemoryUtilization = 2.0;
+        QCOMPARE(fieldsOf(memory), QStringList{QString::fromLatin1(setting_key::kGpuMemory)});
+        QCOMPARE(folio::settingForProblemKey(QStringLiteral("models/recognition")),
+                 QString::fromLatin1(setting_key::kModel));
+        QVERIFY(folio::settingForProblemKey(QStringLiteral("documents/dpi")).isEmpty());
     }
 
     void settingForEngineError() {

@@ -6,7 +6,7 @@ packages=(
     build-essential cmake ninja-build pkg-config git ccache
     clang libclang-rt-14-dev clang-tidy clang-format
     qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
-    qt6-webengine-dev libjs-katex
+    qt6-webengine-dev qt6-declarative-dev libjs-katex
     libpoppler-qt6-dev libqpdf-dev libxlsxwriter-dev
     fonts-wqy-microhei
     libopencv-dev

@@ -27,6 +27,10 @@
         <source>XLSX (tables)</source>
         <translation>XLSX（表格）</translation>
     </message>
+    <message>
+        <source>Chat: %1</source>
+        <translation>对话：%1</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatMessageView</name>
@@ -222,6 +226,58 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Clear</source>
         <translation>清除</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Engine</source>
+        <translation>引擎</translation>
+    </message>
+    <message>
+        <source>Layout model</source>
+        <translation>版面模型</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>Quantization</source>
+        <translation>量化</translation>
+    </message>
+    <message>
+        <source>GPU memory utilization</source>
+        <translation>GPU 显存占用比例</translation>
+    </message>
+    <message>
+        <source>Context length</source>
+        <translation>上下文长度</translation>
+    </message>
+    <message>
+        <source>Concurrent sequences</source>
+        <translation>并发序列数</translation>
+    </message>
+    <message>
+        <source>Tokens per step</source>
+        <translation>每步 token 数</translation>
+    </message>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Settings › %1 › %2</source>
+        <translation>设置 › %1 › %2</translation>
+    </message>
+    <message>
+        <source>Double-click to open %1</source>
+        <translation>双击打开%1</translation>
+    </message>
+    <message>
+        <source>Open %1…</source>
+        <translation>打开%1…</translation>
     </message>
 </context>
 <context>
@@ -462,6 +518,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Export failed: %1</source>
         <translation>导出失败：%1</translation>
+    </message>
+    <message>
+        <source>Export of “%1”: %2</source>
+        <translation>“%1”的导出：%2</translation>
     </message>
     <message>
         <source>No device is set up to load models on</source>

@@ -16,6 +16,7 @@
 #include "app/i18n/translation-loader.h"
 #include "app/jobs/engine-host.h"
 #include "app/jobs/job-controller.h"
+#include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
 #include "ui/chat/chat-panel.h"
 #include "ui/main-window/main-window.h"
@@ -76,6 +77,21 @@ int main(int argc, char** argv) {
     QObject::connect(&settings, &folio::Settings::languageChanged, chatDock,
                      [chatDock] { chatDock->setWindowTitle(QObject::tr("Chat")); });
     chat->setPageProvider([&window] { return window.currentPageImage(); });
+    // A chat turn's engine error that a setting may fix (out of memory, no model) goes to the problems panel
+    // too, which offers the setting; the chat says every error where it happened.
+    const auto chatProblem = [&window](const QString& message) {
+        const QString setting = folio::settingForEngineError(message, folio::EngineErrorSource::Running);
+        if (!setting.isEmpty()) {
+            window.reportError(QObject::tr("Chat: %1").arg(message), setting);
+        }
+    };
+    QObject::connect(chat->session(), &folio::ChatSession::failed, &window, chatProblem);
+    QObject::connect(chat->session(), &folio::ChatSession::answerFinished, &window,
+                     [chatProblem](const QString&, int, folio::ChatTurn::State state, const QString& error) {
+                         if (state == folio::ChatTurn::State::Failed) {
+                             chatProblem(error);
+                         }
+                     });
     QObject::connect(&window, &folio::MainWindow::currentPageChanged, chat, [&model, chat](int doc, int) {
         if (doc >= 0 && doc < model.documentCount()) {
             chat->setDocument(model.document(doc).path);
@@ -101,7 +117,8 @@ int main(int argc, char** argv) {
                              values.layoutModel.clear();  // the one released with it
                              const QList<folio::SettingsProblem> problems = settings.apply(values);
                              for (const folio::SettingsProblem& problem : problems) {
-                                 window.reportError(problem.message);
+                                 window.reportError(problem.message,
+                                                    folio::settingForProblemKey(problem.key));
                              }
                          });
         dialog.exec();
@@ -110,19 +127,24 @@ int main(int argc, char** argv) {
     // A first start without a model: the model manager, once the window shows.
     QObject::connect(&window, &folio::MainWindow::modelsMissing, &window, openModelManager,
                      Qt::QueuedConnection);
+    // The settings dialog, at the setting a problem calls for where one does (empty: as it was left).
+    const auto openSettings = [&window, &settings, &engine, openModelManager](const QString& setting) {
+        folio::SettingsDialog dialog(settings, &window);
+        // The loaded model's context bounds max_model_len.
+        for (const folio::ModelDescription& loaded : engine.service().models()) {
+            if (loaded.max_context > 0) {
+                dialog.setModelContext(loaded.max_context);
+            }
+        }
+        QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog, openModelManager);
+        if (!setting.isEmpty()) {
+            dialog.showSetting(setting);
+        }
+        dialog.exec();
+    };
     QObject::connect(&window, &folio::MainWindow::settingsRequested, &window,
-                     [&window, &settings, &engine, openModelManager] {
-                         folio::SettingsDialog dialog(settings, &window);
-                         // The loaded model's context bounds max_model_len.
-                         for (const folio::ModelDescription& loaded : engine.service().models()) {
-                             if (loaded.max_context > 0) {
-                                 dialog.setModelContext(loaded.max_context);
-                             }
-                         }
-                         QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog,
-                                          openModelManager);
-                         dialog.exec();
-                     });
+                     [openSettings] { openSettings(QString()); });
+    QObject::connect(&window, &folio::MainWindow::settingRequested, &window, openSettings);
 
     // The last session's documents with their results; the session file sits beside the settings.
     window.setSessionFile(

@@ -107,22 +107,18 @@ LayoutArgs parse(int argc, char** argv, int first) {
     return args;
 }
 
-// The pipeline's rules for the model, which know the 25 PP-DocLayout labels by their ids.
+// The pipeline's rules for the model; its labels reach them as block kinds by name (layout_label_kinds).
 LayoutRules rules_for(const PpDocLayoutConfig& config) {
-    bool standard = config.labels.size() == std::size(kLayoutLabels);
-    for (size_t i = 0; standard && i < config.labels.size(); ++i) {
-        standard = config.labels[i] == kLayoutLabels[i];
-    }
-    if (!standard) {
-        fail("the model's ", config.labels.size(),
-             " labels are not PP-DocLayout's 25, which PaddleOCR-VL's rules "
-             "are written for; use --raw");
-    }
     return config.kind == LayoutModelKind::V2 ? paddleocr_vl_layout_rules() : paddleocr_vl_1_5_layout_rules();
 }
 
+// A detection's label: the model's own name for a raw detection, the block kind after the rules.
+std::string label_name(const LayoutDetection& d, const PpDocLayoutConfig& config, bool raw) {
+    return raw ? config.labels.at(static_cast<size_t>(d.label)) : std::string(layout_label_name(d.label));
+}
+
 nlohmann::json block_json(const LayoutDetection& d, const PpDocLayoutConfig& config) {
-    nlohmann::json block = {{"label", config.labels.at(static_cast<size_t>(d.label))},
+    nlohmann::json block = {{"label", label_name(d, config, false)},
                             {"score", d.score},
                             {"box", {d.box[0], d.box[1], d.box[2], d.box[3]}},
                             {"order", d.order}};
@@ -170,7 +166,7 @@ cv::Scalar label_colour(int label) {
 }
 
 void write_overlay(const Image& page, const std::vector<LayoutDetection>& dets,
-                   const PpDocLayoutConfig& config, const std::filesystem::path& path) {
+                   const PpDocLayoutConfig& config, bool raw, const std::filesystem::path& path) {
     cv::Mat rgb(page.height, page.width, CV_8UC3, const_cast<uint8_t*>(page.rgb.data()));
     cv::Mat canvas;
     cv::cvtColor(rgb, canvas, cv::COLOR_RGB2BGR);
@@ -189,7 +185,7 @@ void write_overlay(const Image& page, const std::vector<LayoutDetection>& dets,
                           cv::Point(static_cast<int>(d.box[2]), static_cast<int>(d.box[3])), colour,
                           thickness, cv::LINE_AA);
         }
-        std::string text = config.labels.at(static_cast<size_t>(d.label));
+        std::string text = label_name(d, config, raw);
         if (d.order > 0) {
             text = std::to_string(d.order) + " " + text;
         }
@@ -251,7 +247,7 @@ int run_layout(int argc, char** argv, int first) {
                 }
             }
             if (args.overlay) {
-                write_overlay(image, dets, config,
+                write_overlay(image, dets, config, args.raw,
                               *args.overlay / (args.images[start + i].stem().string() + ".png"));
             }
             pages.push_back(std::move(page));

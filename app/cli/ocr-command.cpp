@@ -165,6 +165,10 @@ public:
                             written_ << file;
                         }
                     }
+                    for (const QString& note : writer->notes()) {
+                        line("note: " + QFileInfo(document.inputPath).fileName().toStdString() + ": " +
+                             note.toStdString());
+                    }
                 }
             } catch (const std::exception& e) {
                 w.error = e.what();

@@ -47,6 +47,9 @@ public:
     virtual void abort() = 0;
     // The files finish() wrote (absolute paths).
     virtual QStringList files() const = 0;
+    // What the files finish() wrote hold in a simpler form than asked, and why, in a sentence each that
+    // names the format ("HTML: formulas left as LaTeX: ...").
+    virtual QStringList notes() const { return {}; }
 };
 
 // A writer of the format; throws folio::Error for a format this build cannot write.

@@ -1,5 +1,7 @@
 #include "app/export/html-writer.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QStringList>
 #include <algorithm>
 #include <utility>
@@ -174,8 +176,48 @@ QString htmlOfBlock(const BlockResult& block, const QString& imageLink, int page
     return paragraphs(content, label);
 }
 
-HtmlWriter::HtmlWriter(ExportOptions options)
-    : StreamingWriter(std::move(options), QStringLiteral(".html"), true) {}
+HtmlWriter::HtmlWriter(ExportOptions options, QString katexDir)
+    : StreamingWriter(std::move(options), QStringLiteral(".html"), true), katexDir_(std::move(katexDir)) {}
+
+void HtmlWriter::begin(const DocumentInfo& document) {
+    typeset_ = 0;
+    leftAsLatex_ = 0;
+    notes_.clear();
+    madeKatexFolder_.clear();
+    StreamingWriter::begin(document);
+}
+
+void HtmlWriter::finish() {
+    if (typeset_ > 0) {
+        // Before the page is moved into place: where the files cannot be copied, the export fails whole.
+        const QString folder = QDir(options().outputDir).filePath(QStringLiteral("katex"));
+        if (!QFileInfo::exists(folder)) {
+            madeKatexFolder_ = folder;
+        }
+        try {
+            katex_->copyAssets(folder);
+        } catch (...) {
+            abort();
+            throw;
+        }
+    }
+    StreamingWriter::finish();
+    if (leftAsLatex_ > 0) {
+        const QString formulas =
+            leftAsLatex_ == 1 ? QStringLiteral("1 formula") : QStringLiteral("%1 formulas").arg(leftAsLatex_);
+        const QString why =
+            katex_->problem().isEmpty() ? QStringLiteral("KaTeX could not typeset them") : katex_->problem();
+        notes_ << QStringLiteral("HTML: %1 left as LaTeX: %2").arg(formulas, why);
+    }
+}
+
+void HtmlWriter::abort() {
+    StreamingWriter::abort();
+    if (!madeKatexFolder_.isEmpty()) {
+        QDir(madeKatexFolder_).removeRecursively();
+        madeKatexFolder_.clear();
+    }
+}
 
 QString HtmlWriter::opening() {
     return QStringLiteral(
@@ -191,14 +233,30 @@ QString HtmlWriter::closing() {
 
 QString HtmlWriter::pageText(const PageResult& page, const std::vector<QString>& imageLinks, int,
                              int pagesBefore) {
-    QString out = QStringLiteral("<section class=\"page\" id=\"page-%1\">\n").arg(pagesBefore + 1);
+    QString blocks;
     for (size_t i = 0; i < page.blocks.size(); ++i) {
         const BlockResult& block = page.blocks[i];
         if (labels().contains(block.label) && markdownLabels().contains(block.label)) {
-            out += htmlOfBlock(block, i < imageLinks.size() ? imageLinks[i] : QString(), page.width);
+            blocks += htmlOfBlock(block, i < imageLinks.size() ? imageLinks[i] : QString(), page.width);
         }
     }
-    return out + QStringLiteral("</section>\n");
+    QString out;
+    if (blocks.contains(QLatin1String("<span class=\"math "))) {
+        if (!katex_) {
+            katex_ = std::make_unique<KatexTypesetter>(katexDir_);
+        }
+        int typeset = 0;
+        int left = 0;
+        blocks = katex_->typesetMathSpans(blocks, &typeset, &left);
+        if (typeset > 0 && typeset_ == 0) {
+            // A stylesheet link may stand in the body; it comes only where there are formulas to style.
+            out += QStringLiteral("<link rel=\"stylesheet\" href=\"katex/katex.min.css\">\n");
+        }
+        typeset_ += typeset;
+        leftAsLatex_ += left;
+    }
+    out += QStringLiteral("<section class=\"page\" id=\"page-%1\">\n").arg(pagesBefore + 1);
+    return out + blocks + QStringLiteral("</section>\n");
 }
 
 }  // namespace folio

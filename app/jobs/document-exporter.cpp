@@ -42,7 +42,7 @@ QString formatTitle(ExportFormat format) {
 
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                                     const QList<ExportFormat>& formats, const ExportOptions& options,
-                                    const QString& password, QStringList* skipped) {
+                                    const QString& password, QStringList* notes) {
     if (!QDir().mkpath(options.outputDir)) {
         fail("cannot create the folder ", options.outputDir.toStdString());
     }
@@ -74,12 +74,17 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
             writers[i]->finish();
             const QStringList written = writers[i]->files();
             files << written;
-            if (written.isEmpty() && skipped != nullptr) {
-                const ExportFormat format = formats[static_cast<qsizetype>(i)];
-                skipped->append(format == ExportFormat::Xlsx
-                                    ? QStringLiteral("XLSX: no table was recognised as a grid")
-                                    : QStringLiteral("%1: nothing to write").arg(formatTitle(format)));
+            if (notes == nullptr) {
+                continue;
             }
+            if (written.isEmpty()) {
+                const ExportFormat format = formats[static_cast<qsizetype>(i)];
+                notes->append(
+                    format == ExportFormat::Xlsx
+                        ? QStringLiteral("XLSX not written: no table was recognised as a grid")
+                        : QStringLiteral("%1 not written: nothing to write").arg(formatTitle(format)));
+            }
+            notes->append(writers[i]->notes());
         }
     } catch (...) {
         for (auto& writer : writers) {
@@ -107,22 +112,22 @@ void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& format
     ++busy_;
     pool_.start([this, doc, info, pages = std::move(pages), formats, options, password = password_] {
         QStringList files;
-        QStringList skipped;
+        QStringList notes;
         QString error;
         try {
             if (pages.empty()) {
                 fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
             }
-            files = write(info, pages, formats, options, password, &skipped);
+            files = write(info, pages, formats, options, password, &notes);
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
         QMetaObject::invokeMethod(
             this,
-            [this, doc, files, skipped, error] {
+            [this, doc, files, notes, error] {
                 --busy_;
                 if (error.isEmpty()) {
-                    Q_EMIT finished(doc, files, skipped);
+                    Q_EMIT finished(doc, files, notes);
                 } else {
                     Q_EMIT failed(doc, error);
                 }

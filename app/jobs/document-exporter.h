@@ -28,16 +28,17 @@ public:
     // The password of encrypted PDFs, for rendering their pages again.
     void setPassword(const QString& password) { password_ = password; }
 
-    // Writes pages synchronously: the files written; the formats that wrote nothing, each with why, go to
-    // `skipped` when given ("XLSX: no table was recognised as a grid"). Throws folio::Error naming the file
-    // that failed, leaving no partial file.
+    // Writes pages synchronously: the files written. What was not written or was written in a simpler form,
+    // each with why, goes to `notes` when given ("XLSX not written: no table was recognised as a grid",
+    // "HTML: 2 formulas left as LaTeX: ..."). Throws folio::Error naming the file that failed, leaving no
+    // partial file.
     static QStringList write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                              const QList<ExportFormat>& formats, const ExportOptions& options,
-                             const QString& password = {}, QStringList* skipped = nullptr);
+                             const QString& password = {}, QStringList* notes = nullptr);
 
 Q_SIGNALS:
-    // The files written, and the formats that wrote nothing with why.
-    void finished(int doc, const QStringList& files, const QStringList& skipped);
+    // The files written, and what was not written or was written in a simpler form, with why.
+    void finished(int doc, const QStringList& files, const QStringList& notes);
     void failed(int doc, const QString& message);
 
 private:

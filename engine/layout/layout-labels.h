@@ -3,7 +3,11 @@
 #pragma once
 
 #include <array>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace folio {
 
@@ -22,5 +26,19 @@ std::string_view layout_label_name(int label);
 
 // The class id of a label name; throws folio::Error for a name that is not one of the 25.
 int layout_label_id(std::string_view name);
+
+// The kind a label no other rule places becomes: text, read with OCR and written as paragraphs, so that no
+// block of a model's own label is dropped.
+inline constexpr std::string_view kGenericLayoutLabel = "text";
+
+// The block kind (an id of the 25) of a model's label name, matched without regard to case, spaces or
+// hyphens, and through the names other PP-DocLayout checkpoints give the same kinds ("formula",
+// "table_title", ...); nothing for a name it does not know.
+std::optional<int> layout_kind_of_name(std::string_view name);
+
+// The block kind of each class of a layout model, from its id2label in id order: by name first; a name that
+// matches no kind takes the kind of its id where the model has the 25 labels of PP-DocLayoutV2/V3 (names
+// such as LABEL_7), else the generic kind.
+std::vector<int> layout_label_kinds(std::span<const std::string> names);
 
 }  // namespace folio

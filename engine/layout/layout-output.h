@@ -16,6 +16,9 @@ struct LayoutRawOutput {
     int n_classes = 0;
     // [n_queries, n_classes] class logits.
     std::vector<float> logits;
+    // The block kind (a label id of layout-labels.h) of each class, from the model's id2label names
+    // (layout_label_kinds); empty where the classes are the 25 labels in their order.
+    std::vector<int> class_kinds;
     // [n_queries, 4] boxes as cx, cy, w, h relative to the page (0..1 inside it).
     std::vector<float> pred_boxes;
     // [n_queries, n_queries] reading-order logits: sigmoid(order_logits[i][j]) is the belief that query i
@@ -47,7 +50,8 @@ struct LayoutRawOutput {
 
 // One detected layout block of a page.
 struct LayoutDetection {
-    // Class id, an index into the model's labels (layout-labels.h).
+    // Post-processed: the model's class id. After detect_layout_blocks: the block kind, an id of the 25
+    // labels (layout-labels.h), which the class's name gave (LayoutRawOutput::class_kinds).
     int label = 0;
     float score = 0.0F;
     // x1, y1, x2, y2 in page pixels.

@@ -46,6 +46,18 @@ OverlapFilter paddleocr_vl_overlap_filter(bool use_polygons) {
 
 }  // namespace
 
+void label_by_kind(std::vector<LayoutDetection>& detections, const std::vector<int>& class_kinds) {
+    if (class_kinds.empty()) {
+        return;
+    }
+    for (LayoutDetection& d : detections) {
+        if (d.label < 0 || static_cast<std::size_t>(d.label) >= class_kinds.size()) {
+            fail("layout: class ", d.label, " outside the model's ", class_kinds.size(), " labels");
+        }
+        d.label = class_kinds[static_cast<std::size_t>(d.label)];
+    }
+}
+
 float LayoutRules::lowest_threshold() const {
     float lowest = default_threshold;
     for (const float t : thresholds) {
@@ -113,6 +125,7 @@ std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, in
     const float threshold = rules.lowest_threshold();
     std::vector<LayoutDetection> detections =
         post_process_layout_boxes(raw, page_width, page_height, threshold, input);
+    label_by_kind(detections, raw.class_kinds);
     if (raw.has_masks()) {
         return apply_layout_rules(
             std::move(detections), page_width, page_height, rules, [&](std::vector<LayoutDetection>& kept) {

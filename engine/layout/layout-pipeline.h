@@ -43,6 +43,10 @@ LayoutRules paddleocr_vl_layout_rules();
 // PaddleOCR-VL-1.5 with PP-DocLayoutV3.
 LayoutRules paddleocr_vl_1_5_layout_rules();
 
+// Each detection's model class as its block kind (LayoutRawOutput::class_kinds; empty: left as they are), so
+// that the rules, written for the 25 labels, see kinds. Throws folio::Error for a class beyond the list.
+void label_by_kind(std::vector<LayoutDetection>& detections, const std::vector<int>& class_kinds);
+
 // The rules in PaddleX's order on post-processed detections (in reading order): round the boxes, per-label
 // thresholds, NMS, the large-image filter, merge modes, unclip, clip to the page, then the pipeline's overlap
 // filter and block_order. The list that comes out is in reading order; LayoutDetection::order becomes the
@@ -53,10 +57,11 @@ std::vector<LayoutDetection> apply_layout_rules(
     std::vector<LayoutDetection> detections, int page_width, int page_height, const LayoutRules& rules,
     const std::function<void(std::vector<LayoutDetection>&)>& outline = {});
 
-// post_process_layout at rules.lowest_threshold(), then apply_layout_rules, the polygons made only for the
-// detections that NMS and the merge modes keep (the same blocks, outlines and order): a page's final blocks.
-// Raw outputs without masks are taken without outlines whatever the rules say (no block is dropped or kept
-// for its outline), as PaddleX does for a model without masks.
+// post_process_layout at rules.lowest_threshold(), each detection's class then taken as its block kind
+// (raw.class_kinds), then apply_layout_rules, the polygons made only for the detections that NMS and the
+// merge modes keep (the same blocks, outlines and order): a page's final blocks, labelled by kind. Raw
+// outputs without masks are taken without outlines whatever the rules say (no block is dropped or kept for
+// its outline), as PaddleX does for a model without masks.
 std::vector<LayoutDetection> detect_layout_blocks(const LayoutRawOutput& raw, int page_width, int page_height,
                                                   const LayoutRules& rules, LayoutInputSize input = {});
 

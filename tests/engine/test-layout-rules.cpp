@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -52,6 +53,42 @@ TEST(LayoutLabels, NamesAndIds) {
     EXPECT_THROW(layout_label_name(25), Error);
     EXPECT_THROW(layout_label_name(-1), Error);
     EXPECT_THROW(layout_label_id("formula"), Error);
+}
+
+// A model's labels map to block kinds by name, without regard to case, spaces or hyphens, and through the
+// names other PP-DocLayout checkpoints use.
+TEST(LayoutLabels, KindsByName) {
+    const std::vector<std::string> small = {"text", "table", "image", "doc_title", "display_formula"};
+    EXPECT_EQ(layout_label_kinds(small),
+              (std::vector<int>{kText, kTable, kImage, layout_label_id("doc_title"),
+                                layout_label_id("display_formula")}));
+    EXPECT_EQ(layout_kind_of_name("Paragraph Title"), kTitle);
+    EXPECT_EQ(layout_kind_of_name("inline-formula"), kInlineFormula);
+    EXPECT_EQ(layout_kind_of_name("formula"), layout_label_id("display_formula"));
+    EXPECT_EQ(layout_kind_of_name("table_title"), layout_label_id("figure_title"));
+    EXPECT_EQ(layout_kind_of_name("Figure"), kImage);
+    EXPECT_FALSE(layout_kind_of_name("stamp").has_value());
+    EXPECT_FALSE(layout_kind_of_name("LABEL_3").has_value());
+}
+
+// A name that matches no kind: the generic kind, unless the model has the 25 labels, where its id is its
+// kind.
+TEST(LayoutLabels, UnknownNamesFallBack) {
+    const std::vector<std::string> odd = {"stamp", "Table", "LABEL_2"};
+    EXPECT_EQ(layout_label_kinds(odd), (std::vector<int>{kText, kTable, kText}));
+    std::vector<std::string> placeholders;
+    for (int i = 0; i < kLayoutLabelCount; ++i) {
+        placeholders.push_back("LABEL_" + std::to_string(i));
+    }
+    placeholders[3] = "table";  // a name is taken over its id
+    std::vector<int> expected(kLayoutLabelCount);
+    for (int i = 0; i < kLayoutLabelCount; ++i) {
+        expected[static_cast<std::size_t>(i)] = i;
+    }
+    expected[3] = kTable;
+    EXPECT_EQ(layout_label_kinds(placeholders), expected);
+    EXPECT_EQ(layout_label_kinds(std::vector<std::string>(kLayoutLabels.begin(), kLayoutLabels.end())).size(),
+              static_cast<std::size_t>(kLayoutLabelCount));
 }
 
 TEST(LayoutRules, RoundingIsHalfToEvenAndNaNBecomesIntegerIndefinite) {
@@ -439,6 +476,35 @@ TEST(LayoutPipeline, DetectLayoutBlocksFromRawOutputs) {
     EXPECT_EQ(out[2].label, kText);
     EXPECT_EQ(out[2].box, (std::array<float, 4>{100, 165, 300, 185}));
     EXPECT_EQ(out[2].order, 3);
+}
+
+// A model of its own labels: class 0 "table", 1 "text", 2 "stamp" (no kind of the 25). The blocks come out by
+// kind: the table under the table's rules, the stamp as generic text rather than dropped.
+TEST(LayoutPipeline, ClassesBecomeTheirNamesKinds) {
+    LayoutRawOutput raw;
+    raw.n_queries = 3;
+    raw.n_classes = 3;
+    raw.class_kinds = layout_label_kinds(std::vector<std::string>{"table", "text", "stamp"});
+    raw.logits = {
+        3.0F,  -9.0F, -9.0F,  // query 0: table
+        -9.0F, 3.0F,  -9.0F,  // query 1: text
+        -9.0F, -9.0F, 3.0F,   // query 2: stamp
+    };
+    raw.pred_boxes = {
+        0.5F, 0.2F, 0.8F, 0.2F,  // x 40..360, y 20..60
+        0.5F, 0.5F, 0.8F, 0.2F,  // y 80..120
+        0.5F, 0.8F, 0.8F, 0.2F,  // y 140..180
+    };
+    raw.order_logits = {0.0F, 5.0F, 5.0F, -5.0F, 0.0F, 5.0F, -5.0F, -5.0F, 0.0F};
+    const std::vector<LayoutDetection> out = detect_layout_blocks(raw, 400, 200, paddleocr_vl_layout_rules());
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[0].label, kTable);
+    EXPECT_EQ(out[1].label, kText);
+    EXPECT_EQ(out[2].label, kText);
+    EXPECT_EQ(names(out), (std::vector<int>{0, 1, 2}));  // a table takes no place in the reading order
+
+    raw.class_kinds = {0, 1};  // a class beyond the kinds is refused, not guessed
+    EXPECT_THROW(detect_layout_blocks(raw, 400, 200, paddleocr_vl_layout_rules()), Error);
 }
 
 // The V3 preset on outputs without masks: no outline is required. At 0.3 the image (0.43) passes too; it lies

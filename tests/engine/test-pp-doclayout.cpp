@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/images/image-loader.h"
 #include "engine/backend/backend.h"
 #include "engine/files/safetensors.h"
+#include "engine/layout/layout-labels.h"
 #include "engine/layout/layout-pipeline.h"
 #include "engine/layout/layout-postprocess.h"
 #include "engine/models/pp-doclayout/pp-doclayout.h"
@@ -174,7 +176,8 @@ TEST_P(PpDocLayoutTest, OutlinesFittedAfterNmsGiveTheSameBlocks) {
     for (size_t i = 0; i < raw.size(); ++i) {
         const int height = ref["target_sizes"][i][0].get<int>();
         const int width = ref["target_sizes"][i][1].get<int>();
-        const std::vector<LayoutDetection> all = post_process_layout(raw[i], width, height, threshold, input);
+        std::vector<LayoutDetection> all = post_process_layout(raw[i], width, height, threshold, input);
+        label_by_kind(all, raw[i].class_kinds);
         const std::vector<LayoutDetection> first = apply_layout_rules(all, width, height, rules);
         const std::vector<LayoutDetection> after = detect_layout_blocks(raw[i], width, height, rules, input);
         ASSERT_EQ(after.size(), first.size()) << "page " << i;
@@ -194,6 +197,86 @@ TEST_P(PpDocLayoutTest, OutlinesFittedAfterNmsGiveTheSameBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PpDocLayoutTest, ::testing::Values("pp-doclayout-v3-tiny"));
+
+// PaddleOCR-VL-1.5's rules at the reference's threshold (the random fixture models score low), every block
+// kept whether its mask gives an outline or not.
+LayoutRules fixture_rules(const nlohmann::json& ref) {
+    LayoutRules rules = paddleocr_vl_1_5_layout_rules();
+    const auto threshold = ref["threshold"].get<float>();
+    rules.thresholds.assign(rules.thresholds.size(), threshold);
+    rules.default_threshold = threshold;
+    rules.drop_without_polygon = false;
+    return rules;
+}
+
+// The fixtures' five labels (text, table, image, doc_title, display_formula at ids 0..4) reach the rules as
+// those kinds by name, not as the kinds of ids 0..4 (abstract, algorithm, ...); with labels no kind matches,
+// every block becomes the generic kind and none is dropped for it.
+TEST(PpDocLayoutLabels, FixtureLabelsMapByName) {
+    for (const std::string name : {"pp-doclayout-v2-tiny", "pp-doclayout-v3-tiny"}) {
+        const LayoutFixture fx(name);
+        std::unique_ptr<Backend> backend = make_cpu_backend();
+        const PpDocLayout model(*backend, fx.model_dir);
+        ASSERT_EQ(model.config().labels.size(), 5u) << name;
+        std::vector<int> expected;
+        for (const std::string& label : model.config().labels) {
+            expected.push_back(layout_label_id(label));
+        }
+        const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+        const std::vector<LayoutRawOutput> raw = model.forward(pixels);
+        ASSERT_FALSE(raw.empty());
+        EXPECT_EQ(raw[0].class_kinds, expected) << name;
+        const nlohmann::json ref = nlohmann::json::parse(std::ifstream(fx.reference_dir / "reference.json"));
+        const LayoutRules rules = fixture_rules(ref);
+        const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
+        size_t n_blocks = 0;
+        for (size_t i = 0; i < raw.size(); ++i) {
+            const int height = ref["target_sizes"][i][0].get<int>();
+            const int width = ref["target_sizes"][i][1].get<int>();
+            for (const LayoutDetection& d : detect_layout_blocks(raw[i], width, height, rules, input)) {
+                EXPECT_NE(std::find(expected.begin(), expected.end(), d.label), expected.end())
+                    << name << ": block of kind " << layout_label_name(d.label);
+                ++n_blocks;
+            }
+        }
+        EXPECT_GT(n_blocks, 0u) << name;
+    }
+}
+
+TEST(PpDocLayoutLabels, UnknownLabelsBecomeTheGenericKind) {
+    const LayoutFixture fx("pp-doclayout-v3-tiny");
+    const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "layout-own-labels";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const char* file : {"model.safetensors", "preprocessor_config.json"}) {
+        std::filesystem::copy_file(fx.model_dir / file, dir / file);
+    }
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(fx.model_dir / "config.json"));
+    config["id2label"] = {{"0", "stamp"}, {"1", "barcode"}, {"2", "LABEL_2"}, {"3", "logo"}, {"4", "margin"}};
+    config["label2id"] = {{"stamp", 0}, {"barcode", 1}, {"LABEL_2", 2}, {"logo", 3}, {"margin", 4}};
+    std::ofstream(dir / "config.json") << config.dump(1);
+
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout model(*backend, dir);
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const std::vector<LayoutRawOutput> raw = model.forward(pixels);
+    const int text = layout_label_id(kGenericLayoutLabel);
+    EXPECT_EQ(raw.at(0).class_kinds, std::vector<int>(5, text));
+    const nlohmann::json ref = nlohmann::json::parse(std::ifstream(fx.reference_dir / "reference.json"));
+    const LayoutRules rules = fixture_rules(ref);
+    const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};
+    size_t n_blocks = 0;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        const int height = ref["target_sizes"][i][0].get<int>();
+        const int width = ref["target_sizes"][i][1].get<int>();
+        for (const LayoutDetection& d : detect_layout_blocks(raw[i], width, height, rules, input)) {
+            EXPECT_EQ(d.label, text);
+            ++n_blocks;
+        }
+    }
+    EXPECT_GT(n_blocks, 0u);
+    std::filesystem::remove_all(dir);
+}
 
 // V2 sorts its queries with torch.argsort, which leaves the order of equal keys to the implementation: its
 // detector outputs are compared as sets of rows, each of the reference's rows matched to the nearest of ours.

@@ -721,7 +721,8 @@ private Q_SLOTS:
         QCOMPARE(model.pageImagesHeld(), 2);
     }
 
-    // An export says which formats wrote nothing and why: an XLSX of a document without a table grid.
+    // An export says which formats wrote nothing and why (an XLSX of a document without a table grid), and
+    // what it wrote in a simpler form (an HTML page's formulas left as LaTeX where KaTeX is missing).
     void exportSaysWhatItSkipped() {
         PageResult page;
         page.inputPath = tmp_.filePath(QStringLiteral("plain.png"));
@@ -742,7 +743,7 @@ private Q_SLOTS:
             info, {page}, {ExportFormat::Markdown, ExportFormat::Xlsx}, options, {}, &skipped);
         QCOMPARE(files.size(), 1);
         QVERIFY(files.first().endsWith(QStringLiteral(".md")));
-        QCOMPARE(skipped, QStringList{QStringLiteral("XLSX: no table was recognised as a grid")});
+        QCOMPARE(skipped, QStringList{QStringLiteral("XLSX not written: no table was recognised as a grid")});
 
         BlockResult table = text;
         table.id = 1;
@@ -757,6 +758,29 @@ private Q_SLOTS:
         QVERIFY(skipped.isEmpty());
         QCOMPARE(files.size(), 1);
         QVERIFY(files.first().endsWith(QStringLiteral(".xlsx")));
+
+        // Without KaTeX (FOLIO_KATEX_DIR naming an empty folder) the HTML is written with its formulas as
+        // LaTeX, and the export says so and why.
+        BlockResult formula = text;
+        formula.id = 2;
+        formula.order = 3;
+        formula.label = QStringLiteral("display_formula");
+        formula.content = QStringLiteral("$$ E=mc^2 $$");
+        page.blocks.push_back(formula);
+        const QString nowhere = tmp_.filePath(QStringLiteral("no-katex"));
+        QVERIFY(QDir().mkpath(nowhere));
+        qputenv("FOLIO_KATEX_DIR", nowhere.toUtf8());
+        skipped.clear();
+        files = DocumentExporter::write(info, {page}, {ExportFormat::Html}, options, {}, &skipped);
+        qunsetenv("FOLIO_KATEX_DIR");
+        QCOMPARE(files.size(), 1);
+        QCOMPARE(skipped,
+                 QStringList{QStringLiteral("HTML: 1 formula left as LaTeX: KaTeX's files are not in "
+                                            "%1 (Debian's libjs-katex)")
+                                 .arg(nowhere)});
+        QFile html(files.first());
+        QVERIFY(html.open(QIODevice::ReadOnly));
+        QVERIFY(html.readAll().contains("<span class=\"math display\">$$ E=mc^2 $$</span>"));
     }
 
     // A table edited as HTML or Markdown is read back into a grid; other text is no table.

@@ -5,7 +5,9 @@
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
 // idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
-// at the model's, problems open small, and the GUI thread never stalls for 100 ms while a 50-page PDF runs.
+// at the model's, problems open small, every engine error offers the setting that may fix it, the exported
+// HTML shows its formulas typeset with no script and offline, and the GUI thread never stalls for 100 ms
+// while a 50-page PDF runs.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
@@ -28,13 +30,17 @@
 #include <QTest>
 #include <QThread>
 #include <QTimer>
+#include <QWebEngineScript>
+#include <QWebEngineSettings>
 #include <QWebEngineView>
 #include <algorithm>
 #include <memory>
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/session-file.h"
+#include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
+#include "app/settings/error-setting.h"
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
 #include "screenshot.h"
@@ -54,6 +60,22 @@ QVariant evaluate(ResultView* view, const QString& script) {
     QVariant result;
     bool done = false;
     view->webView()->page()->runJavaScript(script, [&](const QVariant& value) {
+        result = value;
+        done = true;
+    });
+    QElapsedTimer timer;
+    timer.start();
+    while (!done && timer.elapsed() < 10000) {
+        QTest::qWait(10);
+    }
+    return result;
+}
+
+// The value a script run beside the page's own (which may be off) returns.
+QVariant evaluateBeside(QWebEngineView* view, const QString& script) {
+    QVariant result;
+    bool done = false;
+    view->page()->runJavaScript(script, QWebEngineScript::ApplicationWorld, [&](const QVariant& value) {
         result = value;
         done = true;
     });
@@ -729,6 +751,139 @@ private Q_SLOTS:
         QCOMPARE(window_->pageView()->blockItemCount(), 0);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
         QCOMPARE(window_->pageList()->count(), 0);
+    }
+
+    // Every engine error says which setting may fix it and offers it: no device, a model folder that does
+    // not load, a layout folder that does not load, a KV cache that does not fit the GPU memory share, the
+    // device running out of memory during a run. The panel's button names the setting and asks for it, as a
+    // double-click does; a problem no setting fixes offers none.
+    void engineErrorsOfferTheirSetting() {
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        window.resize(1100, 700);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        ErrorPanel* panel = window.errorPanel();
+        QSignalSpy asked(&window, &MainWindow::settingRequested);
+        const auto lastSetting = [panel] { return panel->setting(panel->count() - 1); };
+
+        window.loadModels(test::fixtureFolders());  // no engine factory: no device to load on
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kDevice));
+
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        ServiceParams params = test::fixtureParams(1);
+        params.models.front().dir = tmp_.filePath(QStringLiteral("no-such-model")).toStdString();
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kModel));
+
+        const QString missingLayout = tmp_.filePath(QStringLiteral("no-such-layout"));
+        params = test::fixtureParams(1);
+        params.models.back().dir = missingLayout.toStdString();
+        ModelFolders folders = test::fixtureFolders();
+        folders.layout = missingLayout;
+        engine.load(std::move(params), folders, QStringLiteral("CPU"));
+        QVERIFY(failed.wait(60000));
+        QVERIFY2(panel->message(panel->count() - 1).contains(missingLayout),
+                 qPrintable(panel->message(panel->count() - 1)));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kLayoutModel));
+
+        // Far too little memory for the KV cache: the planner's error, the GPU memory utilization's.
+        params = test::fixtureParams(1);
+        params.engine.gpu_memory_utilization = 1e-6;
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("CPU"));
+        QVERIFY(failed.wait(120000));
+        QVERIFY2(panel->message(panel->count() - 1).contains(QStringLiteral("memory")),
+                 qPrintable(panel->message(panel->count() - 1)));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kGpuMemory));
+        QVERIFY(panel->settingButton()->isVisible());
+        QVERIFY2(panel->settingButton()->text().contains(QStringLiteral("Engine › GPU memory utilization")),
+                 qPrintable(panel->settingButton()->text()));
+        test::saveScreenshot(&window, QStringLiteral("problem-offers-setting"));
+        QTest::mouseClick(panel->settingButton(), Qt::LeftButton);
+        QCOMPARE(asked.count(), 1);
+        QCOMPARE(asked.last().at(0).toString(), QString::fromLatin1(setting_key::kGpuMemory));
+
+        // A block that ran out of device memory during a run, as the jobs report it.
+        Q_EMIT jobs.errorOccurred(
+            QStringLiteral("sample.pdf, page 1, block 2 (text): CUDA error: out of memory"));
+        QCOMPARE(lastSetting(), QString::fromLatin1(setting_key::kGpuMemory));
+
+        // A problem no setting fixes offers none; the earlier ones still do, on a double-click.
+        window.openFiles({tmp_.filePath(QStringLiteral("missing-too.pdf"))});
+        QVERIFY(lastSetting().isEmpty());
+        QVERIFY(!panel->settingButton()->isVisible());
+        auto* list = panel->findChild<QListWidget*>();
+        QVERIFY(list != nullptr);
+        QListWidgetItem* modelProblem = list->item(1);
+        list->scrollToItem(modelProblem);
+        const QRect rect = list->visualItemRect(modelProblem);
+        QVERIFY(rect.isValid());
+        QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, rect.center());
+        QTest::mouseDClick(list->viewport(), Qt::LeftButton, {}, rect.center());
+        QCOMPARE(asked.count(), 2);
+        QCOMPARE(asked.last().at(0).toString(), QString::fromLatin1(setting_key::kModel));
+        QVERIFY(panel->settingButton()->isVisible());  // the problem double-clicked is the current one
+    }
+
+    // The exported HTML shows its formulas typeset with the page's scripts off: KaTeX's HTML in the file, its
+    // stylesheet and fonts loaded from katex/ beside it.
+    void exportedFormulasShowOffline() {
+        PageResult page;
+        page.inputPath = tmp_.filePath(QStringLiteral("formulas.png"));
+        page.width = 1000;
+        page.height = 1400;
+        const auto block = [](int id, const char* label, const char* content) {
+            BlockResult b;
+            b.id = id;
+            b.order = id + 1;
+            b.label = QString::fromLatin1(label);
+            b.content = QString::fromUtf8(content);
+            b.rawText = b.content;
+            b.box = {10, 10 + 100 * id, 900, 90 + 100 * id};
+            return b;
+        };
+        page.blocks = {block(0, "paragraph_title", "Formulas"),
+                       block(1, "display_formula", "$$ \\int_0^1 x^2\\,dx = \\frac{1}{3} $$"),
+                       block(2, "text", "The area of a circle is $ \\pi r^2 $ for its radius $ r $.")};
+        const QString out = tmp_.filePath(QStringLiteral("formulas"));
+        QStringList notes;
+        const QStringList files =
+            DocumentExporter::write({page.inputPath, QStringLiteral("formulas"), 1}, {page},
+                                    {ExportFormat::Html}, {out, {}}, {}, &notes);
+        QVERIFY2(notes.isEmpty(), qPrintable(notes.join(QLatin1Char('\n'))));
+        QCOMPARE(files.size(), 1);
+
+        QWebEngineView view;
+        view.settings()->setAttribute(QWebEngineSettings::JavascriptEnabled, false);
+        view.resize(760, 420);
+        QSignalSpy loaded(&view, &QWebEngineView::loadFinished);
+        view.load(QUrl::fromLocalFile(files.first()));
+        view.show();
+        QVERIFY(loaded.wait(30000));
+        QVERIFY(loaded.first().at(0).toBool());
+        QCOMPARE(evaluateBeside(&view, QStringLiteral("document.querySelectorAll('.katex').length")).toInt(),
+                 3);
+        QCOMPARE(evaluateBeside(&view, QStringLiteral("document.querySelectorAll('.katex-display').length"))
+                     .toInt(),
+                 1);
+        QVERIFY(evaluateBeside(&view, QStringLiteral("getComputedStyle(document.querySelector('.katex'))"
+                                                     ".fontFamily"))
+                    .toString()
+                    .contains(QStringLiteral("KaTeX_Main")));
+        // The fonts the formulas use came from katex/fonts beside the page.
+        const QString loadedFonts = QStringLiteral(
+            "Array.from(document.fonts).filter(f => f.status === 'loaded').map(f => f.family).join(',')");
+        QTRY_VERIFY_WITH_TIMEOUT(
+            evaluateBeside(&view, loadedFonts).toString().contains(QStringLiteral("KaTeX_Main")), 10000);
+        QVERIFY(evaluateBeside(&view, loadedFonts).toString().contains(QStringLiteral("KaTeX_Math")));
+        QVERIFY(!evaluateBeside(&view,
+                                QStringLiteral("Array.from(document.fonts).some(f => f.status === 'error')"))
+                     .toBool());
+        QTest::qWait(200);
+        test::saveScreenshot(&view, QStringLiteral("exported-formulas"));
     }
 };
 

@@ -1,10 +1,12 @@
 // The settings dialog over Settings: it shows the stored values, applies edits (persisted, with what the
-// engine must do), refuses values out of FastDeploy's ranges showing the message, and restores the defaults.
+// engine must do), refuses values out of FastDeploy's ranges showing the message, restores the defaults, and
+// opens at the setting a problem calls for, on its page with its field focused.
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "app/settings/error-setting.h"
 #include "screenshot.h"
 #include "ui/settings/settings-dialog.h"
 
@@ -112,6 +114,42 @@ private Q_SLOTS:
         dialog.setDevices(devices());
         dialog.setValues(settings.values());
         QCOMPARE(dialog.values().device, QStringLiteral("cuda:3"));
+    }
+
+    // Each setting a problem may call for opens on its page, its field focused once the dialog shows.
+    void showSettingOpensItsPage_data() {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("page");
+        QTest::newRow("model") << QString::fromLatin1(setting_key::kModel) << QStringLiteral("Model");
+        QTest::newRow("layout") << QString::fromLatin1(setting_key::kLayoutModel) << QStringLiteral("Model");
+        QTest::newRow("device") << QString::fromLatin1(setting_key::kDevice) << QStringLiteral("Model");
+        QTest::newRow("quantization")
+            << QString::fromLatin1(setting_key::kQuantization) << QStringLiteral("Model");
+        QTest::newRow("gpu") << QString::fromLatin1(setting_key::kGpuMemory) << QStringLiteral("Engine");
+        QTest::newRow("len") << QString::fromLatin1(setting_key::kContextLength) << QStringLiteral("Engine");
+        QTest::newRow("seqs") << QString::fromLatin1(setting_key::kSequences) << QStringLiteral("Engine");
+        QTest::newRow("batched") << QString::fromLatin1(setting_key::kBatchedTokens)
+                                 << QStringLiteral("Engine");
+    }
+
+    void showSettingOpensItsPage() {
+        QFETCH(QString, key);
+        QFETCH(QString, page);
+        Settings settings(dir_.filePath(QStringLiteral("show.ini")));
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.tabs()->setCurrentIndex(dialog.tabs()->count() - 1);  // elsewhere to start with
+        QVERIFY(dialog.showSetting(key));
+        QCOMPARE(dialog.tabs()->tabText(dialog.tabs()->currentIndex()), page);
+        QWidget* field = dialog.settingField(key);
+        QVERIFY(field != nullptr);
+        dialog.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&dialog));
+        QTRY_COMPARE(dialog.focusWidget(), field);
+        if (key == QLatin1String(setting_key::kGpuMemory) || key == QLatin1String(setting_key::kModel)) {
+            saveScreenshot(&dialog, QStringLiteral("settings-at-") + key);
+        }
+        QVERIFY(!dialog.showSetting(QStringLiteral("no-such-setting")));
     }
 };
 

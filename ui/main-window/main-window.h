@@ -3,7 +3,8 @@
 // in the status bar. Opening files or dropping them starts their run once the engine is ready.
 //
 // Integration points for other parts of the app: addPanel() docks a panel (chat, ...); the Tools and Help
-// menus take more actions; settingsRequested() and modelManagerRequested() come from their menu items;
+// menus take more actions; settingsRequested() and modelManagerRequested() come from their menu items, and
+// settingRequested() from a problem that a setting may fix;
 // currentPageChanged() and blockSelected() tell what the user looks at, and currentPageImage() and
 // selectedBlockImage() give it.
 #pragma once
@@ -17,6 +18,7 @@
 
 #include "app/export/document-writer.h"
 #include "app/jobs/engine-host.h"
+#include "app/settings/error-setting.h"
 
 class QAction;
 class QActionGroup;
@@ -114,11 +116,18 @@ public:
     QAction* action(const QString& name) const;  // by object name: "run", "cancel", "export", ...
     QUndoGroup* undoGroup() const { return undoGroup_; }
 
-    // An error for the problems panel (any part of the app).
-    void reportError(const QString& message);
+    // An error for the problems panel (any part of the app); `setting`: the key of the setting that may fix
+    // it (app/settings/error-setting.h), which the panel offers to open.
+    void reportError(const QString& message, const QString& setting = {});
+    // An engine error (a model that does not load, memory, the device), offered with the setting it calls
+    // for (settingForEngineError); layoutFolder: the layout model's folder, where loading names it.
+    void reportEngineError(const QString& message, EngineErrorSource source,
+                           const QString& layoutFolder = {});
 
 Q_SIGNALS:
     void settingsRequested();
+    // The settings dialog, open at one setting (a key of app/settings/error-setting.h): a problem's setting.
+    void settingRequested(const QString& setting);
     void modelManagerRequested();
     // No model was found installed (a first start): the app offers its model manager.
     void modelsMissing();

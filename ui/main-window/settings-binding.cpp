@@ -138,7 +138,9 @@ void SettingsBinding::applyEngineChange() {
         jobs_.setHeld(true);
         engine_.reconfigure(engineConfig);
     } catch (const std::exception& e) {
-        window_.reportError(tr("The settings could not be applied: %1").arg(QString::fromUtf8(e.what())));
+        const QString message = QString::fromUtf8(e.what());
+        window_.reportError(tr("The settings could not be applied: %1").arg(message),
+                            settingForEngineError(message, EngineErrorSource::Reconfiguring));
     }
 }
 
@@ -153,11 +155,11 @@ void SettingsBinding::loadConfiguredModels() {
         QString note;
         const ModelFolders models = modelsForFolder(model, &note, v.layoutModel);
         if (!note.isEmpty()) {
-            window_.reportError(note);
+            window_.reportEngineError(note, EngineErrorSource::Loading, v.layoutModel);
         }
         window_.loadModels(models);
     } catch (const std::exception& e) {
-        window_.reportError(QString::fromUtf8(e.what()));
+        window_.reportEngineError(QString::fromUtf8(e.what()), EngineErrorSource::Loading, v.layoutModel);
     }
 }
 

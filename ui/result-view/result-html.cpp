@@ -137,11 +137,6 @@ QString plainParagraphs(const QString& text) {
 
 }  // namespace
 
-QString katexDirectory() {
-    const QString env = qEnvironmentVariable("FOLIO_KATEX_DIR");
-    return env.isEmpty() ? QStringLiteral("/usr/share/javascript/katex") : env;
-}
-
 QUrl resultShellBaseUrl() {
     return QUrl::fromLocalFile(katexDirectory() + QLatin1Char('/'));
 }

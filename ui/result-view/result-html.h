@@ -7,11 +7,10 @@
 #include <QUrl>
 
 #include "app/document-model/document-model.h"
+#include "app/export/katex-typesetter.h"
 
 namespace folio {
 
-// Where KaTeX's files are (Debian's libjs-katex); FOLIO_KATEX_DIR overrides.
-QString katexDirectory();
 // The shell: <!DOCTYPE html> (KaTeX needs standards mode), KaTeX, the style and the script.
 QString resultShellHtml();
 // The base URL that the shell's relative KaTeX links resolve against.

@@ -6,9 +6,11 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QPushButton>
+#include <QShowEvent>
 #include <QVBoxLayout>
 
 #include "app/i18n/translation-loader.h"
+#include "app/settings/error-setting.h"
 
 namespace folio {
 
@@ -71,6 +73,57 @@ SettingsDialog::SettingsDialog(Settings& settings, QWidget* parent)
     retranslate();
     setValues(settings_.values());
     resize(640, 560);
+}
+
+SettingsDialog::~SettingsDialog() {
+    // A field that has the focus loses it as the dialog goes (editingFinished), after its members are gone:
+    // nothing of the dialog may answer it then.
+    for (QWidget* field : findChildren<QWidget*>()) {
+        field->disconnect(this);
+    }
+}
+
+QWidget* SettingsDialog::settingField(const QString& key) const {
+    using namespace setting_key;
+    const QMap<QString, QWidget*> fields = {
+        {QLatin1String(kModel), model_},          {QLatin1String(kLayoutModel), layoutModel_},
+        {QLatin1String(kDevice), device_},        {QLatin1String(kQuantization), quantization_},
+        {QLatin1String(kGpuMemory), gpuMemory_},  {QLatin1String(kContextLength), maxModelLen_},
+        {QLatin1String(kSequences), maxNumSeqs_}, {QLatin1String(kBatchedTokens), maxBatchedTokens_},
+    };
+    return fields.value(key, nullptr);
+}
+
+bool SettingsDialog::showSetting(const QString& key) {
+    QWidget* field = settingField(key);
+    if (field == nullptr) {
+        return false;
+    }
+    for (int i = 0; i < tabs_->count(); ++i) {
+        if (tabs_->widget(i)->isAncestorOf(field)) {
+            tabs_->setCurrentIndex(i);
+        }
+    }
+    if (QLabel* old = labels_.value(shownSetting_, nullptr)) {
+        old->setStyleSheet(QString());
+    }
+    shownSetting_ = key;
+    // The setting's name marked, so that it is found at a glance.
+    if (QLabel* label = labels_.value(key, nullptr)) {
+        label->setStyleSheet(
+            QStringLiteral("background-color: #fff1b8; border-radius: 3px; padding: 2px 4px;"));
+    }
+    if (isVisible()) {
+        field->setFocus(Qt::OtherFocusReason);
+    }
+    return true;
+}
+
+void SettingsDialog::showEvent(QShowEvent* event) {
+    QDialog::showEvent(event);
+    if (QWidget* field = settingField(shownSetting_)) {
+        field->setFocus(Qt::OtherFocusReason);
+    }
 }
 
 QWidget* SettingsDialog::buildGeneral() {

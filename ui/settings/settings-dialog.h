@@ -27,6 +27,7 @@ class SettingsDialog : public QDialog {
 
 public:
     explicit SettingsDialog(Settings& settings, QWidget* parent = nullptr);
+    ~SettingsDialog() override;
 
     // The devices offered (computeDevices() by default).
     void setDevices(const QList<ComputeDevice>& devices);
@@ -44,6 +45,12 @@ public:
     QString problemText() const { return problems_->text(); }
 
     QTabWidget* tabs() const { return tabs_; }
+    // Shows the page of one setting (a key of app/settings/error-setting.h: "model", "gpu", ...) with its
+    // field focused and its name marked, for a problem that setting may fix; false for a key it does not
+    // know.
+    bool showSetting(const QString& key);
+    // The field of a setting's key; null for a key it does not know.
+    QWidget* settingField(const QString& key) const;
 
 Q_SIGNALS:
     // "Manage models…": the app opens the model manager and calls setModel() with the choice.
@@ -51,6 +58,7 @@ Q_SIGNALS:
 
 protected:
     void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void retranslate();
@@ -65,6 +73,7 @@ private:
 
     Settings& settings_;
     std::optional<int64_t> modelContext_;
+    QString shownSetting_;  // the setting showSetting() marked
     // Thresholds typed in the labels table that are not numbers.
     mutable QStringList badThresholds_;
 

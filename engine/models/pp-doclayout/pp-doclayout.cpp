@@ -9,6 +9,7 @@
 #include "engine/common/error.h"
 #include "engine/files/safetensors.h"
 #include "engine/image/image-preprocess.h"
+#include "engine/layout/layout-labels.h"
 #include "engine/models/pp-doclayout/detr-decoder.h"
 #include "engine/models/pp-doclayout/hgnet-backbone.h"
 #include "engine/models/pp-doclayout/hybrid-encoder.h"
@@ -131,6 +132,7 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, con
             std::make_unique<ReadingOrder>(weights, files_.config.reading_order, files_.config.num_queries);
     }
     n_weight_bytes_ = weights.n_bytes();
+    class_kinds_ = layout_label_kinds(files_.config.labels);
 }
 
 PpDocLayout::~PpDocLayout() = default;
@@ -174,6 +176,7 @@ std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r, co
         LayoutRawOutput& page = out[b];
         page.n_queries = static_cast<int>(q);
         page.n_classes = static_cast<int>(labels);
+        page.class_kinds = class_kinds_;
         page.logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(b * q * labels),
                            logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * labels));
         page.pred_boxes.assign(boxes.begin() + static_cast<std::ptrdiff_t>(b * q * 4),

@@ -3,15 +3,19 @@
 // and the factory.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QImageReader>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include "app/export/document-writer.h"
+#include "app/export/html-writer.h"
+#include "app/export/katex-typesetter.h"
 #include "engine/common/error.h"
 #include "export-test-pages.h"
 
@@ -42,6 +46,11 @@ QStringList filesUnder(const QString& dir) {
         }
     }
     return files;
+}
+
+// Whether Debian's libjs-katex is where the HTML writer looks for it.
+bool katexInstalled() {
+    return QFileInfo::exists(QDir(katexDirectory()).filePath(QStringLiteral("katex.min.js")));
 }
 
 DocumentInfo document() {
@@ -89,6 +98,8 @@ private Q_SLOTS:
     void singleImageMarkdown();
     void jsonFields();
     void htmlDocument();
+    void htmlFormulasTypeset();
+    void htmlFormulasWithoutKatex();
     void figureNamesStayApart();
     void factory();
     void unwritableFolder();
@@ -117,6 +128,13 @@ void TestWriters::finishWritesFiles() {
     QVERIFY(!QFile::exists(QDir(dir.path()).filePath(expected.front())));
     writer->finish();
     QStringList files = filesUnder(dir.path());
+    // KaTeX's stylesheet and fonts beside the HTML for its formula, shared by the folder's pages and so not
+    // among the document's files.
+    const QStringList katex = files.filter(QRegularExpression(QStringLiteral("^katex/")));
+    for (const QString& file : katex) {
+        files.removeAll(file);
+    }
+    QCOMPARE(!katex.isEmpty(), static_cast<ExportFormat>(format) == ExportFormat::Html && katexInstalled());
     QCOMPARE(files, expected);
     QStringList reported;
     for (const QString& path : writer->files()) {
@@ -295,12 +313,96 @@ void TestWriters::htmlDocument() {
     QVERIFY(html.startsWith(QLatin1String("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">")));
     QVERIFY(html.endsWith(QLatin1String("</body>\n</html>\n")));
     QVERIFY(html.contains(QLatin1String("<h1>Report &lt;1&gt; &amp; &quot;more&quot;</h1>")));
-    QVERIFY(
-        html.contains(QLatin1String("<p>Energy  <span class=\"math inline\">$ E=mc^2 $</span> holds.</p>")));
+    if (katexInstalled()) {
+        // Typeset as the page is written: KaTeX's HTML with the source in its MathML's annotation.
+        QVERIFY(html.contains(QLatin1String("<p>Energy  <span class=\"katex\">")));
+        QVERIFY(
+            html.contains(QLatin1String("<annotation encoding=\"application/x-tex\">E=mc^2</annotation>")));
+        QVERIFY(!html.contains(QLatin1String("<span class=\"math")));
+    } else {
+        QVERIFY(html.contains(
+            QLatin1String("<p>Energy  <span class=\"math inline\">$ E=mc^2 $</span> holds.</p>")));
+    }
     QVERIFY(html.contains(QLatin1String("<img src=\"imgs/doc/img_in_image_box_100_120_400_420.jpg\"")));
     QVERIFY(html.contains(QLatin1String("<td>b</td>")));
     QVERIFY(!html.contains(QLatin1String(">1</p>")));  // the footer is left out
     QCOMPARE(html.count(QLatin1String("<section class=\"page\"")), 2);
+}
+
+// Display and inline formulas typeset by KaTeX into HTML that needs no script: its stylesheet linked once,
+// before the first page with a formula, and copied with every font it names into katex/ beside the page.
+void TestWriters::htmlFormulasTypeset() {
+    if (!katexInstalled()) {
+        QSKIP("Debian's libjs-katex is not installed: formulas stay LaTeX (htmlFormulasWithoutKatex)");
+    }
+    QTemporaryDir dir;
+    const std::unique_ptr<DocumentWriter> writer = makeDocumentWriter(ExportFormat::Html, {dir.path(), {}});
+    writer->begin(document());
+    writer->addPage(test::makePage({test::makeBlock("text", {0, 0, 900, 40}, "No formula here.")}));
+    writer->addPage(test::makePage(
+        {
+            test::makeBlock("display_formula", {0, 0, 900, 90}, "\\[\\frac{a}{b} < \\sqrt{x}\\]"),
+            test::makeBlock("text", {0, 100, 900, 140}, "Area \\(\\pi r^2\\) and \\(\\frac{1}{\\) here."),
+        },
+        1));
+    writer->finish();
+    QVERIFY(writer->notes().isEmpty());
+    const QString html = readAll(QDir(dir.path()).filePath(QStringLiteral("doc.html")));
+    QCOMPARE(html.count(QLatin1String("<link rel=\"stylesheet\" href=\"katex/katex.min.css\">")), 1);
+    QVERIFY(html.indexOf(QLatin1String("<link rel=")) > html.indexOf(QLatin1String("id=\"page-1\"")));
+    QVERIFY(html.indexOf(QLatin1String("<link rel=")) < html.indexOf(QLatin1String("id=\"page-2\"")));
+    QCOMPARE(html.count(QLatin1String("<span class=\"katex-display\">")), 1);
+    QVERIFY(html.contains(
+        QLatin1String("<math xmlns=\"http://www.w3.org/1998/Math/MathML\" display=\"block\">")));
+    // The escaped source reached KaTeX unescaped: "<" is KaTeX's own entity again in the annotation.
+    QVERIFY(html.contains(QLatin1String("\\frac{a}{b} &lt; \\sqrt{x}</annotation>")));
+    QVERIFY(html.contains(QLatin1String("\\pi r^2</annotation>")));
+    // LaTeX KaTeX cannot parse is shown as KaTeX shows it: the source, marked.
+    QVERIFY(html.contains(QLatin1String("class=\"katex-error\"")));
+    QVERIFY(!html.contains(QLatin1String("<span class=\"math")));
+    QVERIFY(!html.contains(QLatin1String("<script")));
+
+    const QDir katex(QDir(dir.path()).filePath(QStringLiteral("katex")));
+    const QString css = readAll(katex.filePath(QStringLiteral("katex.min.css")));
+    QVERIFY(css.contains(QLatin1String(".katex")));
+    const QRegularExpression font(QStringLiteral("url\\((fonts/[^)]+)\\)"));
+    int fonts = 0;
+    for (QRegularExpressionMatchIterator it = font.globalMatch(css); it.hasNext();) {
+        const QString name = it.next().captured(1);
+        if (QFileInfo::exists(QDir(katexDirectory()).filePath(name))) {
+            QVERIFY2(QFileInfo(katex.filePath(name)).size() > 0, qPrintable(name));
+            ++fonts;
+        }
+    }
+    QVERIFY(fonts >= 20);  // KaTeX_Main-Regular, KaTeX_Math-Italic, ... in each format installed
+    QCOMPARE(writer->files().size(), 1);  // the page; the shared folder is not the document's
+}
+
+// Without KaTeX the page keeps the LaTeX in its math spans, as before, and the writer says why.
+void TestWriters::htmlFormulasWithoutKatex() {
+    QTemporaryDir dir;
+    QTemporaryDir nowhere;
+    HtmlWriter writer({dir.path(), {}}, nowhere.path());
+    writer.begin(document());
+    for (const PageResult& page : twoPages()) {
+        writer.addPage(page);
+    }
+    writer.finish();
+    const QString html = readAll(QDir(dir.path()).filePath(QStringLiteral("doc.html")));
+    QVERIFY(
+        html.contains(QLatin1String("<p>Energy  <span class=\"math inline\">$ E=mc^2 $</span> holds.</p>")));
+    QVERIFY(!html.contains(QLatin1String("katex")));
+    QVERIFY(!QFileInfo::exists(QDir(dir.path()).filePath(QStringLiteral("katex"))));
+    QCOMPARE(
+        writer.notes(),
+        QStringList{QStringLiteral("HTML: 1 formula left as LaTeX: KaTeX's files are not in %1 (Debian's "
+                                   "libjs-katex)")
+                        .arg(nowhere.path())});
+    // A document without formulas needs no note.
+    writer.begin({QStringLiteral("/in/plain.pdf"), QStringLiteral("plain"), 1});
+    writer.addPage(test::makePage({test::makeBlock("text", {0, 0, 900, 40}, "Plain.")}));
+    writer.finish();
+    QVERIFY(writer.notes().isEmpty());
 }
 
 // A name used twice in a document gets a suffix; documents in one folder keep separate figure folders.

@@ -382,7 +382,9 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
             turn.role = ChatMessage::Role::User;
         } else if (r == "assistant") {
             turn.role = ChatMessage::Role::Assistant;
-        } else if (r != "system" && r != "developer") {
+        } else if (r == "system" || r == "developer") {
+            turn.role = ChatMessage::Role::System;
+        } else {
             refuse(at + ".role", "'" + r + "' is not supported; use system, user or assistant");
         }
         if (const json* content = member(m, "content")) {
@@ -390,9 +392,8 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
         } else if (turn.role == ChatMessage::Role::User) {
             bad_request(at + ".content is required", at + ".content");
         }
-        if (r == "system" || r == "developer") {
-            continue;  // PaddleOCR-VL's chat template has no system turn
-        }
+        // A system turn goes to the chat template, which places it (ERNIE-4.5-VL's) or leaves it out
+        // (PaddleOCR-VL's).
         request.messages.push_back(std::move(turn));
     }
     if (request.messages.empty() || request.messages.back().role != ChatMessage::Role::User) {

@@ -67,7 +67,7 @@ struct ChatTurn {
 
 struct ChatCompletionRequest {
     GenerationRequest generation;
-    std::vector<ChatTurn> messages;  // system and developer turns left out, as the chat template does
+    std::vector<ChatTurn> messages;  // developer turns as system turns
     // Variables for the chat template (vLLM's and FastDeploy's chat_template_kwargs), such as
     // enable_thinking.
     nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();

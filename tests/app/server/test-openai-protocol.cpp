@@ -86,7 +86,7 @@ TEST(OpenAiProtocol, TopPZeroIsGreedy) {
     EXPECT_NO_THROW(folio::validate(g.sampling));
 }
 
-TEST(OpenAiProtocol, SystemTurnsAreLeftOutAsTheTemplateDoes) {
+TEST(OpenAiProtocol, SystemTurnsGoToTheTemplate) {
     const json body = {
         {"messages",
          {{{"role", "system"}, {"content", "be brief"}},
@@ -95,11 +95,13 @@ TEST(OpenAiProtocol, SystemTurnsAreLeftOutAsTheTemplateDoes) {
           {{"role", "user"},
            {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}}};
     const srv::ChatCompletionRequest r = srv::parse_chat_completion(body.dump());
-    ASSERT_EQ(r.messages.size(), 3u);
-    EXPECT_EQ(r.messages[0].text, "hello");
-    EXPECT_EQ(r.messages[1].role, folio::ChatMessage::Role::Assistant);
-    EXPECT_EQ(r.messages[1].text, "hi");
-    EXPECT_EQ(r.messages[2].text, "ab");
+    ASSERT_EQ(r.messages.size(), 4u);
+    EXPECT_EQ(r.messages[0].role, folio::ChatMessage::Role::System);
+    EXPECT_EQ(r.messages[0].text, "be brief");
+    EXPECT_EQ(r.messages[1].text, "hello");
+    EXPECT_EQ(r.messages[2].role, folio::ChatMessage::Role::Assistant);
+    EXPECT_EQ(r.messages[2].text, "hi");
+    EXPECT_EQ(r.messages[3].text, "ab");
 }
 
 TEST(OpenAiProtocol, ParsesATextCompletion) {

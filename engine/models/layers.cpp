@@ -1,5 +1,7 @@
 #include "engine/models/layers.h"
 
+#include <cmath>
+
 #include "engine/common/error.h"
 
 namespace folio {
@@ -32,6 +34,26 @@ void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Li
         backend.apply_activation(h, act);
     }
     apply(backend, fc2, h, {.residual = &x});
+}
+
+void rms_norm_paged_attention_add(Backend& backend, Tensor& x, const PagedAttentionLayer& attention,
+                                  const DecoderStep& step, PagedKvCache& cache, int layer) {
+    const int64_t n = x.rows(), hd = attention.head_dim, block_size = cache.params().block_size;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    // The input norm and the qkv product, q returned, k and v turned and stored at the step's cache rows.
+    LinearSpec qkv_spec = rms_normed(attention.norm_w, attention.eps);
+    qkv_spec.output = LinearOutputKind::RopeToCache;
+    qkv_spec.rope_to_cache = {&step.positions, &step.slots, &attention.rope, &cache.keys(layer),
+                              &cache.values(layer)};
+    const Tensor q = apply(backend, attention.qkv, x, qkv_spec);  // [n, n_head, hd]
+    const Tensor a =
+        step.batch != nullptr
+            ? backend.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
+                                      step.batch->block_tables, block_size, scale, attention.precision)
+            : backend.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
+                                             step.block_tables, block_size, scale,
+                                             attention.precision);  // [n, n_head, hd]
+    apply(backend, attention.out, reshaped(a, {n, attention.n_head * hd}), {.residual = &x});
 }
 
 void rms_norm_mlp_add(Backend& backend, Tensor& x, const Linear& gate_up, const Linear& down,

@@ -7,6 +7,8 @@
 
 #include "engine/backend/backend.h"
 #include "engine/models/linear.h"
+#include "engine/runtime/kv-cache.h"
+#include "engine/runtime/model.h"
 
 namespace folio {
 
@@ -34,6 +36,26 @@ void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLa
 void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
                         const Tensor& norm_w, const Tensor& norm_b, float eps,
                         Activation act = Activation::GeluTanh);
+
+// The attention half of a decoder layer over the paged KV cache: its RMSNorm, the stacked q, k and v
+// projection (q, k and v rows, n_head, n_kv_head and n_kv_head heads of head_dim), RoPE and the output
+// projection.
+struct PagedAttentionLayer {
+    const Tensor& norm_w;  // [d]
+    float eps = 0.0f;
+    const Linear& qkv;  // [(n_head + 2 n_kv_head) head_dim, d]
+    const Linear& out;  // [d, n_head head_dim]
+    int64_t n_head = 0;
+    int64_t head_dim = 0;
+    const RopeParams& rope;
+    AttentionPrecision precision = AttentionPrecision::F32;
+};
+
+// x += attention(rms_norm(x) · qkvᵀ) · outᵀ for layer `layer` of the cache: k and v turned and stored at the
+// step's cache rows, q attending through the step's batch (a prompt step) or its device-side lengths and
+// block tables (a decode step).  x [n, d]
+void rms_norm_paged_attention_add(Backend& backend, Tensor& x, const PagedAttentionLayer& attention,
+                                  const DecoderStep& step, PagedKvCache& cache, int layer);
 
 // x += swiglu(rms_norm(x) · gate_upᵀ + b1) · downᵀ + b2: the language model's gated MLP, the gated values in
 // bfloat16 where the backend keeps them so.  x [n, d], gate_up [2 d_ff, d] (the gate's rows first), down

@@ -59,4 +59,27 @@ std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_co
     return rows;
 }
 
+std::pair<Tensor, Tensor> VisionRope::rows(Backend& backend, std::span<const ImageGrid> grids) {
+    const int64_t hd = head_dim_;
+    int64_t side = 0, n = 0;
+    for (const ImageGrid& g : grids) {
+        side = std::max({side, g.h, g.w});
+        n += g.n_patches();
+    }
+    if (n == 0) {
+        return {backend.alloc({0, hd}), backend.alloc({0, hd})};
+    }
+    if (side > side_) {
+        const RopeTables axis = vision_axis_rope_tables(side, static_cast<int>(hd), theta_);
+        std::vector<float> both = axis.cos;
+        both.insert(both.end(), axis.sin.begin(), axis.sin.end());
+        axis_ = backend.upload(both, {2 * side, hd / 4});
+        side_ = side;
+    }
+    // A patch's rows (y, x, y, x) of the cos half, then the same rows of the sin half.
+    const std::vector<int64_t> rows = vision_rope_rows(grids, 2, side_);
+    const Tensor tables = backend.gather_rows(axis_, rows);  // [2 * n * 4, hd / 4]
+    return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
+}
+
 }  // namespace folio

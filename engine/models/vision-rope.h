@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
+
+#include "engine/backend/backend.h"
 
 namespace folio {
 
@@ -27,5 +30,21 @@ RopeTables vision_axis_rope_tables(int64_t n_positions, int head_dim, float thet
 // cos then sin).  ->  [n_copies, n_patches * 4]
 std::vector<int64_t> vision_rope_rows(std::span<const ImageGrid> grids, int n_copies = 1,
                                       int64_t copy_offset = 0);
+
+// The rotary rows of packed images' patches, gathered on the backend from axis tables kept there (cos rows
+// then sin rows) for the longest side seen so far: their rows do not depend on how many there are.
+class VisionRope {
+public:
+    VisionRope(int64_t head_dim, float theta) : head_dim_(head_dim), theta_(theta) {}
+
+    // cos, sin [n_patches, head_dim] for the grids' patches in raster order (every frame alike).
+    std::pair<Tensor, Tensor> rows(Backend& backend, std::span<const ImageGrid> grids);
+
+private:
+    int64_t head_dim_ = 0;
+    float theta_ = 0.0f;
+    Tensor axis_;  // [2 side_, head_dim / 4]
+    int64_t side_ = 0;
+};
 
 }  // namespace folio

@@ -27,7 +27,8 @@ Ernie45VlVision::Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& c
     : backend_(weights.backend()),
       config_(config),
       precision_(attention_precision(weights.params())),
-      act_(config.vision.hidden_act == "quick_gelu" ? Activation::QuickGelu : Activation::GeluTanh) {
+      act_(config.vision.hidden_act == "quick_gelu" ? Activation::QuickGelu : Activation::GeluTanh),
+      rope_(config.vision.head_dim(), config.vision.rope_theta) {
     const ModelLoadParams& load = weights.params();
     const Quantization q = load.quantize_vision ? load.quantization : Quantization::None;
     const Ernie45VlVisionConfig& vc = config.vision;
@@ -64,31 +65,6 @@ Ernie45VlVision::Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& c
     after_norm_ = weights.load(rp + "after_norm.weight", {config.text.hidden_size});
 }
 
-std::pair<Tensor, Tensor> Ernie45VlVision::rope(std::span<const ImageGrid> grids) {
-    const int64_t hd = config_.vision.head_dim();
-    int64_t side = 0, n = 0;
-    for (const ImageGrid& g : grids) {
-        side = std::max({side, g.h, g.w});
-        n += g.n_patches();
-    }
-    if (n == 0) {
-        return {backend_.alloc({0, hd}), backend_.alloc({0, hd})};
-    }
-    if (side > rope_side_) {
-        const RopeTables axis =
-            vision_axis_rope_tables(side, static_cast<int>(hd), config_.vision.rope_theta);
-        std::vector<float> both = axis.cos;
-        both.insert(both.end(), axis.sin.begin(), axis.sin.end());
-        axis_rope_ = backend_.upload(both, {2 * side, hd / 4});
-        rope_side_ = side;
-    }
-    // A patch's rows (y, x, y, x) of the cos half, then the same rows of the sin half; every frame of a video
-    // has the same positions.
-    const std::vector<int64_t> rows = vision_rope_rows(grids, 2, rope_side_);
-    const Tensor tables = backend_.gather_rows(axis_rope_, rows);  // [2 * n * 4, hd / 4]
-    return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
-}
-
 Tensor Ernie45VlVision::encode(const Tensor& patches, std::span<const ImageGrid> grids) {
     const Ernie45VlVisionConfig& vc = config_.vision;
     const int64_t n_head = vc.num_heads, hd = vc.head_dim();
@@ -106,7 +82,7 @@ Tensor Ernie45VlVision::encode(const Tensor& patches, std::span<const ImageGrid>
              vc.patch_dim(), " values");
     }
     Tensor x = backend_.linear(patches, patch_w_, nullptr);  // [n, vd]
-    const auto [cos, sin] = rope(grids);                     // [n, hd] each
+    const auto [cos, sin] = rope_.rows(backend_, grids);     // [n, hd] each
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const Block& B : blocks_) {
         layer_norm_attention_add(backend_, x, {B.norm1_w, B.norm1_b, vc.eps, B.qkv, B.proj, n_head}, cos, sin,

@@ -13,6 +13,7 @@
 #include "engine/image/image-preprocess.h"
 #include "engine/models/ernie45-vl/config.h"
 #include "engine/models/linear.h"
+#include "engine/models/vision-rope.h"
 
 namespace folio {
 
@@ -45,8 +46,6 @@ private:
         Tensor ln_w, ln_b;
     };
 
-    std::pair<Tensor, Tensor> rope(std::span<const ImageGrid> grids);
-
     Backend& backend_;
     Ernie45VlConfig config_;
     AttentionPrecision precision_;
@@ -58,8 +57,7 @@ private:
     MergeMlp temporal_;   // [8 vd] -> [4 vd]
     Linear mlp_;          // [hidden, 4 vd]
     Tensor after_norm_;   // [hidden]
-    Tensor axis_rope_;    // [2 side, head_dim / 4]: cos then sin by axis index
-    int64_t rope_side_ = 0;
+    VisionRope rope_;     // the patches' 2D rotary rows, every frame alike
 };
 
 }  // namespace folio

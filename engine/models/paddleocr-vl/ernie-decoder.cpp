@@ -73,28 +73,15 @@ KvCacheParams ErnieDecoder::kv_cache_params(int64_t n_blocks, int64_t block_size
 
 Tensor ErnieDecoder::forward(Tensor embeds, const DecoderStep& step, PagedKvCache& cache) {
     const TextConfig& tc = config_;
-    const int64_t n = embeds.rows(), hd = tc.head_dim, n_head = tc.num_attention_heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const int64_t block_size = cache.params().block_size;
 
     Tensor x = std::move(embeds);  // [n, d]; the residual stream
     for (size_t l = 0; l < layers_.size(); ++l) {
         const TextLayer& L = layers_[l];
         const auto layer = static_cast<int>(l);
-        // The input norm and the qkv product, q returned, k and v turned and stored at the step's cache rows.
-        LinearSpec qkv_spec = rms_normed(L.input_norm, tc.rms_norm_eps);
-        qkv_spec.output = LinearOutputKind::RopeToCache;
-        qkv_spec.rope_to_cache = {&step.positions, &step.slots, &rope_, &cache.keys(layer),
-                                  &cache.values(layer)};
-        const Tensor q = apply(backend_, L.qkv_proj, x, qkv_spec);  // [n, n_head, hd]
-        const Tensor a =
-            step.batch != nullptr
-                ? backend_.paged_attention(q, cache.keys(layer), cache.values(layer), step.batch->seqs,
-                                           step.batch->block_tables, block_size, scale, precision_)
-                : backend_.paged_decode_attention(q, cache.keys(layer), cache.values(layer), step.seq_lens,
-                                                  step.block_tables, block_size, scale,
-                                                  precision_);  // [n, n_head, hd]
-        apply(backend_, L.o_proj, reshaped(a, {n, n_head * hd}), {.residual = &x});
+        rms_norm_paged_attention_add(backend_, x,
+                                     {L.input_norm, tc.rms_norm_eps, L.qkv_proj, L.o_proj,
+                                      tc.num_attention_heads, tc.head_dim, rope_, precision_},
+                                     step, cache, layer);
         rms_norm_mlp_add(backend_, x, L.gate_up_proj, L.down_proj, L.post_norm, tc.rms_norm_eps);
     }
     return x;

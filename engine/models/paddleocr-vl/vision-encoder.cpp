@@ -11,7 +11,10 @@
 namespace folio {
 
 VisionEncoder::VisionEncoder(WeightLoader& weights, const VisionConfig& config)
-    : backend_(weights.backend()), config_(config), precision_(attention_precision(weights.params())) {
+    : backend_(weights.backend()),
+      config_(config),
+      precision_(attention_precision(weights.params())),
+      rope_(config.head_dim(), config.rope_theta) {
     const ModelLoadParams& load = weights.params();
     const Quantization q = load.quantize_vision ? load.quantization : Quantization::None;
     const VisionConfig& vc = config;
@@ -40,29 +43,6 @@ VisionEncoder::VisionEncoder(WeightLoader& weights, const VisionConfig& config)
     }
     post_ln_w_ = weights.load(vp + "post_layernorm.weight", {vd});
     post_ln_b_ = weights.load(vp + "post_layernorm.bias", {vd});
-}
-
-std::pair<Tensor, Tensor> VisionEncoder::rope(std::span<const ImageGrid> grids) {
-    const int64_t hd = config_.head_dim();
-    int64_t side = 0, n = 0;
-    for (const ImageGrid& g : grids) {
-        side = std::max({side, g.h, g.w});
-        n += g.n_patches();
-    }
-    if (n == 0) {
-        return {backend_.alloc({0, hd}), backend_.alloc({0, hd})};
-    }
-    if (side > rope_side_) {
-        const RopeTables axis = vision_axis_rope_tables(side, static_cast<int>(hd), config_.rope_theta);
-        std::vector<float> both = axis.cos;
-        both.insert(both.end(), axis.sin.begin(), axis.sin.end());
-        axis_rope_ = backend_.upload(both, {2 * side, hd / 4});
-        rope_side_ = side;
-    }
-    // A patch's cos row from rows (y, x, y, x), its sin row from the same rows of the sin half.
-    const std::vector<int64_t> rows = vision_rope_rows(grids, 2, rope_side_);
-    const Tensor tables = backend_.gather_rows(axis_rope_, rows);  // [2 * n * 4, hd / 4]
-    return {tables.view(0, {n, hd}), tables.view(n * hd, {n, hd})};
 }
 
 Tensor VisionEncoder::encode(std::span<const std::span<const float>> pixels,
@@ -107,7 +87,7 @@ Tensor VisionEncoder::encode_patches(const Tensor& patches, std::span<const Imag
     // The learned position grid, resampled onto each image: four bilinear taps a patch.
     const PositionTaps taps = vision_position_taps(grids, static_cast<int>(vc.image_size / vc.patch_size));
     backend_.add_weighted_rows(x, position_grid_, taps.rows, taps.weights);
-    const auto [cos, sin] = rope(grids);  // [n, hd] each
+    const auto [cos, sin] = rope_.rows(backend_, grids);  // [n, hd] each
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (const VisionLayer& L : layers_) {
         layer_norm_attention_add(backend_, x,

@@ -12,6 +12,7 @@
 #include "engine/image/image-preprocess.h"
 #include "engine/models/linear.h"
 #include "engine/models/paddleocr-vl/config.h"
+#include "engine/models/vision-rope.h"
 
 namespace folio {
 
@@ -47,9 +48,6 @@ private:
     int64_t patches_of(std::span<const ImageGrid> grids, int64_t n_values, const char* what) const;
     // The encoder over uploaded patches.  patches [n_patches, patch_dim]  ->  [n_patches, vision_hidden]
     Tensor encode_patches(const Tensor& patches, std::span<const ImageGrid> grids);
-    // The rotary tables for the grids' patches, gathered on the backend from its axis tables
-    // (vision_rope_rows).  ->  cos, sin [n_patches, head_dim]
-    std::pair<Tensor, Tensor> rope(std::span<const ImageGrid> grids);
 
     Backend& backend_;
     VisionConfig config_;
@@ -58,10 +56,7 @@ private:
     Tensor position_grid_;      // [side * side, vision_hidden], resampled onto each image
     std::vector<VisionLayer> layers_;
     Tensor post_ln_w_, post_ln_b_;  // [vision_hidden]
-    // The axis tables on the backend, cos rows then sin rows, for the longest side seen so far: their rows
-    // do not depend on how many there are.  [2 * rope_side_, head_dim / 4]
-    Tensor axis_rope_;
-    int64_t rope_side_ = 0;
+    VisionRope rope_;               // the patches' 2D rotary rows
 };
 
 }  // namespace folio

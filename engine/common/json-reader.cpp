@@ -93,8 +93,20 @@ std::string cut_quoted(std::string message, std::string_view marker) {
         return message;
     }
     const size_t begin = start + marker.size();
-    size_t end = message.rfind("'; expected ");
-    if (end == std::string::npos || end < begin) {
+    // The token may itself hold "'; expected ", so the clause is recognised by what the library can expect.
+    static constexpr std::string_view kExpected[] = {
+        "'[', '{', or a literal", "end of input", "'['",          "'{'",          "']'",          "'}'",
+        "':'",                    "','",          "string literal", "number literal", "true literal",
+        "false literal",          "null literal", "<parse error>",  "<uninitialized>", "unknown token"};
+    size_t end = std::string::npos;
+    for (const std::string_view name : kExpected) {
+        const std::string clause = "'; expected " + std::string(name);
+        if (message.ends_with(clause) && message.size() - clause.size() >= begin) {
+            end = message.size() - clause.size();
+            break;
+        }
+    }
+    if (end == std::string::npos) {
         end = message.rfind('\'');
     }
     if (end == std::string::npos || end < begin) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "app/cli/chat-bench.h"
 #include "app/cli/document-bench.h"
 #include "app/cli/layout-bench.h"
 #include "app/options/device-memory.h"
@@ -42,14 +43,17 @@ const char* const kBenchUsage =
       With --document, the document pipeline end to end as `ocr` runs it (render, layout, blocks,
       recognition, assembly; nothing written): pages/s and each page's time in each step. Each block's output
       stops at --block-tokens (default 60); random weights take prompts through --tokenizer's tokenizer.
+  folio-cli bench --family ernie-4.5-vl [--num-layers N] | --model DIR   [--device cpu|cuda[:N]]
+                  [--batch N,N,...] [--prefill-tokens N] [--decode-tokens N] [engine options]
+      A chat model (ERNIE-4.5-VL; full-size random weights with --family, --num-layers of its 28 where
+      fewer fit): prefill of one --prefill-tokens prompt (default 1024), then decode at each batch size
+      (default 1,8,32) from 16-token prompts for --decode-tokens tokens (default 64), and the batch-1 floor:
+      the bytes of weights one token reads over the measured copy bandwidth. --quantization wint8|wint4 and
+      --dtype choose the weights' format (bfloat16 on a GPU by default).
 )";
 
-namespace {
-
-// Decode throughput at one batch size through the service, its engine rebuilt for the batch: `batch`
-// requests of n_prompt distinct tokens, timed from when every request has its first token to the end.
-nlohmann::json bench_decode(EngineService& service, const ModelConfig& cfg, const EngineConfig& base,
-                            int64_t batch, int64_t n_prompt, int64_t n_decode) {
+nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const EngineConfig& base, int64_t batch,
+                            int64_t n_prompt, int64_t n_decode) {
     EngineConfig config = base;
     config.max_num_seqs = batch;
     config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
@@ -67,7 +71,7 @@ nlohmann::json bench_decode(EngineService& service, const ModelConfig& cfg, cons
     for (int64_t b = 0; b < batch; ++b) {
         Request request;
         for (int64_t i = 0; i < n_prompt; ++i) {
-            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % cfg.text.vocab_size));
+            request.prompt.ids.push_back(static_cast<int32_t>((b * n_prompt + i) % vocab_size));
             request.prompt.modality.push_back(TokenModality::Text);
         }
         request.max_tokens = n_decode + 1;
@@ -110,6 +114,8 @@ nlohmann::json bench_decode(EngineService& service, const ModelConfig& cfg, cons
             {"decode_model_seconds", after.runner.text_seconds - before.text_seconds},
             {"decode_sample_seconds", after.runner.sample_seconds - before.sample_seconds}};
 }
+
+namespace {
 
 // The crops of one page of the standard "page20" workload: five block shapes a layout model finds on a
 // page (text lines, a heading, a paragraph, a footer line, a figure), four of each.
@@ -347,7 +353,6 @@ double bf16_product_rate(Backend& backend) {
     }
 }
 
-// Bytes per second a device-to-device copy of a large tensor moves (each byte read once and written once).
 double copy_bandwidth(Backend& backend) {
     constexpr int64_t kFloats = int64_t{128} << 20;  // 512 MiB
     constexpr int kRepeats = 5;
@@ -364,6 +369,9 @@ double copy_bandwidth(Backend& backend) {
 }
 
 int run_bench(const Options& opt) {
+    if (wants_chat_bench(opt)) {
+        return run_chat_bench(opt);
+    }
     opt.allow(with_engine_flags({"--device", "--model", "--threads", "--image-size", "--prefill-tokens",
                                  "--decode-tokens", "--batch", "--pages", "--blocks-per-page",
                                  "--block-tokens", "--block-image", "--layout-model", "--document", "--dpi",
@@ -492,7 +500,7 @@ int run_bench(const Options& opt) {
 
     nlohmann::json decode = nlohmann::json::array();
     for (const int64_t b : batches) {
-        decode.push_back(bench_decode(service, cfg, engine_cfg, b, n_prefill, n_decode));
+        decode.push_back(bench_decode(service, cfg.text.vocab_size, engine_cfg, b, n_prefill, n_decode));
     }
     nlohmann::json document_report;
     if (document.n_pages > 0) {

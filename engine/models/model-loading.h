@@ -38,6 +38,9 @@ struct ModelSlot {
     // weights: the first family of the role, PaddleOCR-VL for recognition).
     std::string family;
     std::filesystem::path dir;  // empty: the full-size architecture with seeded random weights (benchmarks)
+    // With random weights, config.json text whose values replace the full-size defaults (a benchmark's fewer
+    // layers, say); ignored where dir is given.
+    std::string random_config = "{}";
     ModelLoadParams load;
     // Another folder's tokenizer; empty: dir's. With random weights (dir empty) it makes the model take
     // prompts, its special tokens at the tokenizer's ids.

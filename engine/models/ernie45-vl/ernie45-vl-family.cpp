@@ -49,7 +49,7 @@ public:
         context.set_phase(LoadPhase::Opening);
         std::unique_ptr<WeightSource> weights;
         if (slot.dir.empty()) {
-            config_ = parse_ernie45_vl_config("{}", "full-size defaults");
+            config_ = parse_ernie45_vl_config(slot.random_config, "full-size defaults");
             preprocessor_ = parse_preprocessor_config(kDefaultPreprocessor, "reference defaults");
             weights = make_random_weight_source(2026);
         } else {

@@ -54,6 +54,35 @@ PromptPositions ernie45_vl_positions(std::span<const TokenModality> modality,
     return out;
 }
 
+int64_t ernie45_vl_decode_bytes(const Ernie45VlTextConfig& tc, const ModelLoadParams& load) {
+    constexpr auto f32 = static_cast<int64_t>(sizeof(float));
+    const auto linear = [&](int64_t n_out, int64_t n_in) {
+        return quantized_bytes(layer_quantization(load.quantization, n_in, load), n_out, n_in, load.group_size);
+    };
+    const int64_t d = tc.hidden_size, hd = tc.head_dim;
+    const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
+    const int64_t attention = linear(q_dim, d) + 2 * linear(kv_dim, d) + linear(d, q_dim) + 2 * d * f32;
+    const int64_t ff = tc.moe_intermediate_size[0];
+    const int64_t expert = linear(2 * ff, d) + linear(d, ff);
+    const int64_t shared = tc.n_shared_experts > 0
+                               ? linear(2 * ff * tc.n_shared_experts, d) + linear(d, ff * tc.n_shared_experts)
+                               : 0;
+    int64_t bytes = 0;
+    for (int layer = 0; layer < tc.num_hidden_layers; ++layer) {
+        bytes += attention;
+        if (tc.sparse_layers.at(static_cast<size_t>(layer))) {
+            bytes += tc.n_experts * d * f32 + shared + tc.n_experts_per_token * expert;
+        } else {
+            bytes += linear(2 * tc.intermediate_size, d) + linear(d, tc.intermediate_size);
+        }
+    }
+    const int64_t head = tc.tie_word_embeddings && !load.bf16_weights
+                             ? tc.vocab_size * d * f32
+                             : quantized_bytes(layer_quantization(Quantization::None, d, load), tc.vocab_size, d,
+                                               load.group_size);
+    return bytes + d * f32 + head;
+}
+
 Ernie45Vl::Ernie45Vl(Backend& backend, const Ernie45VlConfig& config, WeightSource& weights,
                      const ModelLoadParams& load, QuantizationObserver* observer)
     : Ernie45Vl(backend, config, WeightLoader(backend, weights, load, observer)) {}

@@ -24,6 +24,12 @@ class WeightSource;
 PromptPositions ernie45_vl_positions(std::span<const TokenModality> modality,
                                      std::span<const ImageGrid> grids, const Ernie45VlVisionConfig& config);
 
+// Bytes of weights one text token's decode step reads at batch 1, as loaded with `load`: every layer's
+// attention projections and norms, layer 0's dense MLP, the text router, the shared experts and the
+// n_experts_per_token chosen text experts of each sparse layer, the final norm and the LM head (the tied
+// embedding table in float32 unless weights are bfloat16).
+int64_t ernie45_vl_decode_bytes(const Ernie45VlTextConfig& config, const ModelLoadParams& load);
+
 class Ernie45Vl : public GenerativeModel {
 public:
     Ernie45Vl(Backend& backend, const Ernie45VlConfig& config, WeightSource& weights,

@@ -52,7 +52,7 @@ public:
         context.set_phase(LoadPhase::Opening);
         std::unique_ptr<WeightSource> weights;
         if (slot.dir.empty()) {
-            config_ = parse_model_config("{}", "full-size defaults");
+            config_ = parse_model_config(slot.random_config, "full-size defaults");
             preprocessor_ = parse_preprocessor_config("{}", "reference defaults");
             weights = make_random_weight_source(2026);
             // Every weight is read as float32, whatever it is stored as.

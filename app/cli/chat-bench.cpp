@@ -1,0 +1,164 @@
+#include "app/cli/chat-bench.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "app/cli/bench.h"
+#include "app/options/device-memory.h"
+#include "app/options/engine-options.h"
+#include "engine/common/clock.h"
+#include "engine/common/error.h"
+#include "engine/models/ernie45-vl/config.h"
+#include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/engine-service.h"
+
+namespace folio::cli {
+
+namespace {
+
+constexpr std::string_view kErnie = "ernie-4.5-vl";
+
+std::vector<int64_t> batch_sizes(const Options& opt) {
+    std::vector<int64_t> batches;
+    std::stringstream list(opt.text("--batch", "1,8,32"));
+    for (std::string item; std::getline(list, item, ',');) {
+        try {
+            batches.push_back(std::stoll(item));
+        } catch (const std::exception&) {
+            fail("--batch expects numbers separated by commas, got '", item, "'");
+        }
+        if (batches.back() < 1) {
+            fail("--batch sizes must be at least 1, got ", batches.back());
+        }
+    }
+    return batches;
+}
+
+}  // namespace
+
+bool wants_chat_bench(const Options& opt) {
+    if (opt.has("--family")) {
+        return true;
+    }
+    return opt.has("--model") && !opt.has("--layout-model") && !opt.has("--document") &&
+           describe_model(opt.text("--model")).role == ModelRole::Chat;
+}
+
+int run_chat_bench(const Options& opt) {
+    opt.allow(with_engine_flags(
+        {"--device", "--model", "--family", "--num-layers", "--threads", "--batch", "--prefill-tokens",
+         "--decode-tokens"}));
+    const bool random = !opt.has("--model");
+    if (random == !opt.has("--family")) {
+        fail(random ? "bench needs --family NAME (random weights) or --model DIR"
+                    : "--family and --model exclude each other: --model's folder names its family");
+    }
+    if (random && opt.text("--family") != kErnie) {
+        fail("--family: the chat benchmark knows '", kErnie, "', got '", opt.text("--family"), "'");
+    }
+    if (!random && opt.has("--num-layers")) {
+        fail("--num-layers goes with --family: a model folder's config.json says how many layers it has");
+    }
+    const int64_t n_prefill = opt.integer("--prefill-tokens", 1024);
+    const int64_t n_decode = opt.integer("--decode-tokens", 64);
+    if (n_prefill < 1 || n_decode < 2) {
+        fail("--prefill-tokens must be at least 1 and --decode-tokens at least 2");
+    }
+    const std::vector<int64_t> batches = batch_sizes(opt);
+
+    std::string random_config = "{}";
+    Ernie45VlConfig config;
+    if (random) {
+        nlohmann::json text = nlohmann::json::object();
+        if (opt.has("--num-layers")) {
+            const int64_t n_layers = opt.integer("--num-layers", 0);
+            if (n_layers < 1 || n_layers > 28) {
+                fail("--num-layers must be 1 to 28, got ", n_layers);
+            }
+            text["num_hidden_layers"] = n_layers;
+        }
+        random_config = nlohmann::json{{"text_config", text}}.dump();
+        config = parse_ernie45_vl_config(random_config, "--num-layers");
+    } else {
+        config = load_ernie45_vl_config(std::filesystem::path(opt.text("--model")) / "config.json");
+    }
+    const std::filesystem::path model_dir = random ? std::filesystem::path() : std::filesystem::path(opt.text("--model"));
+    const ModelFamily* family = ModelRegistry::builtin().find(kErnie);
+    if (!random && &ModelRegistry::builtin().family_of(model_dir) != family) {
+        fail(model_dir.string(), ": the chat benchmark measures ", kErnie, " models");
+    }
+    const ModelDescription description = family->describe(model_dir);
+    const EngineOptions engine_options = parse_engine_options(opt, description);
+    const ModelLoadParams& load = engine_options.load;
+    EngineConfig engine_cfg = engine_options.engine;
+    // Prefill runs as one chunk, as long as the prompt.
+    engine_cfg.max_num_batched_tokens = std::max(engine_cfg.max_num_batched_tokens, n_prefill);
+
+    EngineService service;
+    ServiceParams params;
+    params.device.make_backend = [opt] { return make_backend(opt); };
+    params.device.free_memory = device_free_memory(opt);
+    ModelSlot slot(ModelRole::Chat, model_dir, load);
+    slot.family = std::string(family->name());
+    slot.random_config = random_config;
+    params.models.push_back(std::move(slot));
+    params.engine = engine_cfg;
+    const auto start = std::chrono::steady_clock::now();
+    service.load(std::move(params));
+    if (service.wait_loaded(std::chrono::hours(24)) != ServiceState::Ready) {
+        fail(service.status().error);
+    }
+    const double load_seconds = seconds_since(start);
+
+    const int64_t vocab = config.text.vocab_size;
+    const nlohmann::json prefill = bench_decode(service, vocab, engine_cfg, 1, n_prefill, 2);
+    nlohmann::json decode = nlohmann::json::array();
+    for (const int64_t b : batches) {
+        decode.push_back(bench_decode(service, vocab, engine_cfg, b, 16, n_decode));
+    }
+    double bandwidth = 0.0;
+    int64_t n_weight_bytes = 0, peak_bytes = 0;
+    std::string device;
+    service.run_on_engine_thread([&](EngineContext& context) {
+        const GenerativeModel* model = context.models.front()->generative();
+        n_weight_bytes = model->n_weight_bytes();
+        bandwidth = copy_bandwidth(context.backend);
+        peak_bytes = context.backend.memory_stats().peak;
+        device = context.backend.name();
+    });
+    const int64_t step_bytes = ernie45_vl_decode_bytes(config.text, load);
+    const double floor = bandwidth / static_cast<double>(step_bytes);
+    nlohmann::json report = {
+        {"model", random ? "full-size ERNIE-4.5-VL architecture, random weights" : opt.text("--model")},
+        {"num_hidden_layers", config.text.num_hidden_layers},
+        {"device", device},
+        {"quantization", quantization_name(load.quantization)},
+        {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},
+        {"weight_bytes", n_weight_bytes},
+        {"peak_bytes", peak_bytes},
+        {"load_seconds", load_seconds},
+        {"copy_bandwidth_bytes_per_second", bandwidth},
+        {"decode_weight_bytes_per_step", step_bytes},
+        {"decode_floor_tokens_per_second", floor},
+        {"prefill",
+         {{"tokens", n_prefill},
+          {"seconds", prefill["prefill_seconds"]},
+          {"tokens_per_second", prefill["prefill_tokens_per_second"]}}},
+        {"decode", decode},
+    };
+    if (!decode.empty() && decode.front()["batch"] == 1) {
+        report["decode_batch1_floor_over_measured"] = floor / decode.front()["tokens_per_second"].get<double>();
+    }
+    std::cout << report.dump(2) << std::endl;
+    return 0;
+}
+
+}  // namespace folio::cli

@@ -1,14 +1,20 @@
 #include "engine/files/weight-source.h"
 
+#include <algorithm>
 #include <random>
+
+#include "engine/common/thread-pool.h"
 
 namespace folio {
 
 namespace {
 
+// Values are drawn in blocks of kBlock, each from a generator seeded by the source's seed, the tensor's place
+// in the load order and the block's index, so that the blocks fill in parallel and the values do not depend
+// on how many threads there are.
 class RandomWeightSource final : public WeightSource {
 public:
-    RandomWeightSource(uint64_t seed, float std) : rng_(seed), std_(std) {}
+    RandomWeightSource(uint64_t seed, float std) : seed_(seed), std_(std), pool_(0) {}
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
         int64_t n = 1;
@@ -18,18 +24,40 @@ public:
         std::vector<float> values(static_cast<size_t>(n));
         const bool is_bias = name.ends_with(".bias");
         const bool is_norm = shape.size() == 1 && !is_bias;
-        std::normal_distribution<float> normal(0.0f, is_norm ? 0.1f : std_);
-        for (float& v : values) {
-            v = (is_norm ? 1.0f : 0.0f) + normal(rng_);
-        }
+        const float mean = is_norm ? 1.0f : 0.0f;
+        const float std = is_norm ? 0.1f : std_;
+        const uint64_t tensor = n_tensors_++;
+        const int64_t n_blocks = (n + kBlock - 1) / kBlock;
+        pool_.parallel_for(n_blocks, 1, [&](int64_t begin, int64_t end) {
+            for (int64_t block = begin; block < end; ++block) {
+                std::mt19937_64 rng(mix(seed_ ^ mix(tensor * 0x100000001b3ULL + static_cast<uint64_t>(block))));
+                std::normal_distribution<float> normal(mean, std);
+                const int64_t stop = std::min(n, (block + 1) * kBlock);
+                for (int64_t i = block * kBlock; i < stop; ++i) {
+                    values[static_cast<size_t>(i)] = normal(rng);
+                }
+            }
+        });
         return values;
     }
 
     bool has(const std::string& /*name*/) const override { return false; }
 
 private:
-    std::mt19937_64 rng_;
+    static constexpr int64_t kBlock = int64_t{1} << 18;
+
+    // splitmix64's finaliser: nearby inputs give unrelated seeds.
+    static uint64_t mix(uint64_t x) {
+        x += 0x9e3779b97f4a7c15ULL;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+        return x ^ (x >> 31);
+    }
+
+    uint64_t seed_;
     float std_;
+    uint64_t n_tensors_ = 0;
+    ThreadPool pool_;
 };
 
 }  // namespace

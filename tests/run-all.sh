@@ -16,23 +16,34 @@ jobs=$(nproc)
 # Paths relative to the checkout in ccache's keys, so that a fresh clone reuses what an earlier one compiled.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 
-echo "== release build and tests"
+# Each phase's time, printed when it ends.
+phase_start=0
+phase_name="dependencies"
+phase() {
+    echo "== $phase_name: $((SECONDS - phase_start)) s"
+    echo "== $1"
+    phase_start=$SECONDS
+    phase_name=$1
+}
+
+phase "release build and tests"
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$jobs"
 ctest --preset ci -j "$jobs"
 
-echo "== ASan + UBSan build and tests"
+phase "ASan + UBSan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --preset asan -j "$jobs" -L "unit|model|server"
 
-echo "== ThreadSanitizer build and tests (the engine service and the threaded runtime)"
+phase "ThreadSanitizer build and tests (the engine service and the threaded runtime)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp ctest --preset tsan -j "$jobs"
 
-echo "== fuzzers"
+phase "fuzzers"
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j "$jobs" --target fuzzers
 bash tests/fuzz/run-fuzzers.sh build/fuzz  # FOLIO_FUZZ_SECONDS a target, 30 unless set
+phase "all passed"

@@ -129,6 +129,9 @@ int run_chat_bench(const Options& opt) {
     std::string device;
     service.run_on_engine_thread([&](EngineContext& context) {
         const GenerativeModel* model = context.models.front()->generative();
+        if (model == nullptr) {
+            fail("bench: the service's model is not generative");
+        }
         n_weight_bytes = model->n_weight_bytes();
         bandwidth = copy_bandwidth(context.backend);
         peak_bytes = context.backend.memory_stats().peak;

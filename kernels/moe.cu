@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cstdint>
 
 #include "engine/common/error.h"
 #include "kernels/cuda-check.h"
@@ -139,6 +141,83 @@ __global__ void expert_rows_linear_kernel(const float* x, ExpertWeights w, const
     }
 }
 
+// The packed formats' product, eight columns a lane at a time: each lane loads kChunks chunks of eight
+// weights (one 16-, 8- or 4-byte word each) before it multiplies, as the quantized GEMV does, so that a warp
+// keeps several loads in flight; the levels' dot product is scaled once per chunk. n_in is a multiple of 8 (of
+// the group size for WINT4, whose chunks then share a group).
+template <QuantizedFormat kType, bool kSwiglu>
+__global__ void expert_rows_packed_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
+                                          int64_t m, int64_t x_step) {
+    constexpr int kChunks = 4;
+    constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
+    const int64_t n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int64_t r = blockIdx.y;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (o >= n_out || r >= m) {
+        return;
+    }
+    const int32_t e = experts[r];
+    if (e < 0 || e >= w.n_experts) {
+        if (lane == 0) {
+            y[r * n_out + o] = 0.0f;
+        }
+        return;
+    }
+    const float* xr = x + (r / x_step) * w.n_in;
+    const int64_t row = e * w.n_rows + o;
+    const int shift = kType == QuantizedFormat::Wint4 ? group_shift(w.group_size) : 0;
+    const uint64_t policy = evict_normal_policy();
+    float acc = 0.0f, up = 0.0f;
+    for (int64_t c0 = int64_t{lane} * 8; c0 < w.n_in; c0 += kStride * kChunks) {
+        Packed8 g[kChunks], u[kChunks];
+#pragma unroll
+        for (int k = 0; k < kChunks; ++k) {
+            const int64_t c = c0 + k * kStride;
+            if (c < w.n_in) {
+                g[k] = load_packed8<kType>(w.q, w.scales, row, c, w.n_in, shift, policy);
+                if constexpr (kSwiglu) {
+                    u[k] = load_packed8<kType>(w.q, w.scales, row + n_out, c, w.n_in, shift, policy);
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kChunks; ++k) {
+            const int64_t c = c0 + k * kStride;
+            if (c >= w.n_in) {
+                break;
+            }
+            const float4 lo = *reinterpret_cast<const float4*>(xr + c);
+            const float4 hi = *reinterpret_cast<const float4*>(xr + c + 4);
+            const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            float levels[8];
+            unpack8_levels<kType>(g[k], levels);
+            float dot = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                dot = fmaf(xv[i], levels[i], dot);
+            }
+            acc = kType == QuantizedFormat::Bf16 ? acc + dot : fmaf(g[k].scale, dot, acc);
+            if constexpr (kSwiglu) {
+                unpack8_levels<kType>(u[k], levels);
+                dot = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    dot = fmaf(xv[i], levels[i], dot);
+                }
+                up = kType == QuantizedFormat::Bf16 ? up + dot : fmaf(u[k].scale, dot, up);
+            }
+        }
+    }
+    acc = warp_sum(acc);
+    if constexpr (kSwiglu) {
+        up = warp_sum(up);
+    }
+    if (lane == 0) {
+        y[r * n_out + o] = kSwiglu ? acc / (1.0f + expf(-acc)) * up : acc;
+    }
+}
+
 __global__ void add_expert_outputs_kernel(float* x, const float* src, const float* weights, int64_t n,
                                           int64_t k, int64_t d) {
     const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -159,6 +238,18 @@ void launch_expert_rows(const float* x, const ExpertWeights& w, const int32_t* e
     const int64_t n_out = swiglu ? w.n_rows / 2 : w.n_rows;
     const dim3 grid(static_cast<unsigned>((n_out + kWarpsPerBlock - 1) / kWarpsPerBlock),
                     static_cast<unsigned>(m));
+    const int64_t chunk = kType == QuantizedFormat::Wint4 ? std::max<int64_t>(w.group_size, 8) : 8;
+    const bool x_aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    if (!kDense && x_aligned && w.n_in % chunk == 0 &&
+        (kType != QuantizedFormat::Wint4 || w.group_size % 8 == 0)) {
+        if (swiglu) {
+            expert_rows_packed_kernel<kType, true><<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+        } else {
+            expert_rows_packed_kernel<kType, false><<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+        }
+        CUDA_CHECK(cudaGetLastError());
+        return;
+    }
     if (swiglu) {
         expert_rows_linear_kernel<kDense, kType, true>
             <<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);

@@ -46,6 +46,14 @@ __device__ inline uint64_t evict_first_policy() {
     return policy;
 }
 
+// The L2 policy of weights that several rows of a step read (a mixture of experts' chosen experts, which
+// tokens of a batch share): kept as any other line is.
+__device__ inline uint64_t evict_normal_policy() {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
+}
+
 // 16, 8 or 4 bytes of weights at p, aligned to their size, loaded under policy.
 __device__ inline uint4 load_weights_16(const void* p, uint64_t policy) {
     uint4 v;

@@ -1429,7 +1429,12 @@ TEST_F(BackendOpsTest, MixtureOfExperts) {
     const std::vector<LinearCase> formats = {{Quantization::None, 128, 48, 0},
                                              {Quantization::Bf16, 128, 48, 0},
                                              {Quantization::Wint8, 128, 48, 0},
-                                             {Quantization::Wint4, 128, 48, 64}};
+                                             {Quantization::Wint4, 128, 48, 64},
+                                             // Rows longer than a warp's four chunks of 256 columns, with a
+                                             // partial last round.
+                                             {Quantization::Bf16, 1288, 24, 0},
+                                             {Quantization::Wint8, 1288, 24, 0},
+                                             {Quantization::Wint4, 1344, 24, 64}};
     std::mt19937 rng(seed_++);
     for (const LinearCase& f : formats) {
         const int64_t n_experts = 5, n_rows = 2 * f.out, n = 3, k = 2;

@@ -65,6 +65,13 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     if (status.state != ServiceState::Ready) {
         fail(status.error);
     }
+    // The request defaults the model's generation_config.json gives (--generation-config).
+    for (const ModelDescription& model : service.models()) {
+        if (!model.generation.empty()) {
+            std::cerr << opt.program() << ": " << model.name
+                      << ": request defaults: " << describe_generation_defaults(model.generation) << "\n";
+        }
+    }
 }
 
 }  // namespace folio::cli

@@ -11,7 +11,7 @@ import sys
 
 
 def generate(folio_cli, model, *flags):
-    result = subprocess.run([folio_cli, "generate", "--model", model, "--prompt", "Hello", "--max-tokens", "12",
+    result = subprocess.run([folio_cli, "generate", "--model", model, "--prompt", "What is in the picture?", "--max-tokens", "12",
                              "--max-model-len", "1024", *flags], capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         raise SystemExit("FAILED: folio-cli generate %s exited %d:\n%s" % (" ".join(flags), result.returncode,
@@ -40,6 +40,7 @@ def main():
         differing += hot != left_out
     check(differing > 0, "flags given win over the folder's values")
     greedy, _ = generate(folio_cli, model, "--temperature", "0")
+    check(greedy.strip() != "", "the greedy answer has text")
     for seed in ("1", "2"):
         plain, stderr = generate(folio_cli, model, "--seed", seed, "--generation-config", "vllm")
         check(plain == greedy and "request defaults" not in stderr,

@@ -57,14 +57,14 @@ struct Served {
         server->start();
     }
 
-    // The answer to "Hello" with the body's other fields, and its completion tokens and finish reason.
+    // The answer to a question with the body's other fields, and its completion tokens and finish reason.
     struct Answer {
         std::string text;
         int64_t n_tokens = 0;
         std::string finish;
     };
     Answer ask(const json& fields) const {
-        json body = {{"messages", {{{"role", "user"}, {"content", "Hello"}}}}};
+        json body = {{"messages", {{{"role", "user"}, {"content", "What is in the picture?"}}}}};
         body.update(fields);
         httplib::Client client("127.0.0.1", server->port());
         client.set_read_timeout(120, 0);
@@ -134,6 +134,7 @@ TEST(OpenAiServerDefaults, DoSampleFalseIsGreedyUnlessTheRequestSamples) {
     const Served served{folder_with(dir, R"({"do_sample": false, "temperature": 0.9, "top_p": 0.5})")};
     ASSERT_TRUE(served.error.empty()) << served.error;
     const auto greedy = served.ask({{"max_tokens", 12}, {"temperature", 0}});
+    ASSERT_FALSE(greedy.text.empty());
     int n_differing = 0;
     for (int seed = 1; seed <= 4; ++seed) {
         EXPECT_EQ(served.ask({{"max_tokens", 12}, {"seed", seed}}).text, greedy.text) << "seed " << seed;
@@ -160,7 +161,7 @@ TEST(OpenAiServerDefaults, TheFileEosIdsStopAndItsMaxNewTokensBoundsAnAnswer) {
             options.sampling.temperature = 1.0f;
             options.sampling.seed = static_cast<uint64_t>(seed);
             Chat chat;
-            chat.messages.emplace_back(ChatMessage::Role::User, "Hello");
+            chat.messages.emplace_back(ChatMessage::Role::User, "What is in the picture?");
             RequestHandle handle = plain.service.submit(RequestSpec(chat, options), {});
             tokens.clear();
             while (std::optional<RequestOutput> out = handle.next()) {

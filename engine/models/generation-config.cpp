@@ -61,6 +61,7 @@ GenerationDefaults parse_generation_config(std::string_view text, const std::str
     return read_json_values(origin, [&] {
         const ObjectReader reader(root, "", origin);
         GenerationDefaults d;
+        d.origin = origin;
         if (const auto t = read_number(reader, "temperature")) {
             if (*t < 0.0) {
                 out_of_range(reader, "temperature", "a number >= 0", *t);
@@ -138,6 +139,15 @@ GenerationDefaults load_generation_defaults(const std::filesystem::path& model_d
         return {};
     }
     return parse_generation_config(read_file_text(file), file.string());
+}
+
+void check_generation_token_ids(const GenerationDefaults& defaults, int64_t n_vocab) {
+    for (const int32_t id : defaults.eos_token_ids) {
+        if (id >= n_vocab) {
+            fail(defaults.origin, ": \"eos_token_id\" ", id, " is not a token of the model's vocabulary of ",
+                 n_vocab);
+        }
+    }
 }
 
 SamplingParams apply_generation_defaults(const GenerationDefaults& defaults, SamplingParams sampling,

@@ -26,6 +26,7 @@ struct GenerationDefaults {
     std::optional<bool> do_sample;
     std::vector<int32_t> eos_token_ids;     // ids that end an answer beside the model's end of text
     std::optional<int64_t> max_new_tokens;  // a request's max_tokens where it gives none
+    std::string origin;                     // the file read; empty where none was
 
     bool empty() const;
 };
@@ -67,6 +68,9 @@ struct SamplingDefaultsUse {
 // top_k; repetition_penalty applies either way, as in transformers.
 SamplingParams apply_generation_defaults(const GenerationDefaults& defaults, SamplingParams sampling,
                                          const SamplingDefaultsUse& use);
+
+// Throws folio::Error naming the file where an eos_token_id is not a token of a vocabulary of n_vocab.
+void check_generation_token_ids(const GenerationDefaults& defaults, int64_t n_vocab);
 
 // Appends to a model's end-of-text ids those of `extra` it lacks (a family adds generation_config.json's).
 template <typename Id>

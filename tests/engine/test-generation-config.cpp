@@ -88,6 +88,11 @@ TEST(GenerationConfig, BadValuesNameTheFileAndTheKey) {
               std::string::npos);
     EXPECT_NE(error(R"({"max_new_tokens": 0})").find("\"max_new_tokens\" must be at least 1"),
               std::string::npos);
+    const GenerationDefaults large = parse_generation_config(R"({"eos_token_id": [2, 700]})", "/m/g.json");
+    EXPECT_EQ(large.origin, "/m/g.json");
+    EXPECT_NO_THROW(check_generation_token_ids(large, 701));
+    EXPECT_EQ(error_of([&] { check_generation_token_ids(large, 610); }),
+              "/m/g.json: \"eos_token_id\" 700 is not a token of the model's vocabulary of 610");
     EXPECT_NE(error("[1, 2]").find("/m/generation_config.json"), std::string::npos);
     EXPECT_NE(error("{\"temperature\": ").find("/m/generation_config.json"), std::string::npos);
 }

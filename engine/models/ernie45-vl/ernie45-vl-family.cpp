@@ -84,6 +84,7 @@ public:
             slot.adjust_preprocessor(preprocessor_);
         }
         generation_ = load_generation_defaults(slot.dir, slot.generation_config);
+        check_generation_token_ids(generation_, config_.text.vocab_size);
         add_stop_ids(config_.text.eos_token_ids, generation_.eos_token_ids);
         context.set_phase(LoadPhase::Weights);
         const TensorStore* store = store_.get();

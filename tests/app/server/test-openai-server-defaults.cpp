@@ -188,6 +188,14 @@ TEST(OpenAiServerDefaults, TheFileEosIdsStopAndItsMaxNewTokensBoundsAnAnswer) {
     ignoring["ignore_eos"] = true;
     EXPECT_EQ(eos.ask(ignoring).n_tokens, 6);
 
+    // An id the model does not have stops the load, naming the file.
+    const test::TempDir bad_dir;
+    const Served bad{folder_with(bad_dir, R"({"eos_token_id": 9999})")};
+    EXPECT_NE(bad.error.find((bad_dir.path() / "generation_config.json").string() +
+                             ": \"eos_token_id\" 9999 is not a token of the model's vocabulary of 610"),
+              std::string::npos)
+        << bad.error;
+
     // max_new_tokens 2 for a request without max_tokens; a request's max_tokens wins.
     const test::TempDir length_dir;
     const Served bounded{folder_with(length_dir, R"({"do_sample": false, "max_new_tokens": 2})")};

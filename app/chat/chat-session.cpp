@@ -122,6 +122,11 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     GenerationOptions options;
     options.max_tokens = maxNewTokens_;
     options.fit_max_tokens = true;
+    // The model's generation_config.json chooses how to sample (ERNIE-4.5-VL: temperature 0.2, top_p 0.8);
+    // without one the answer is greedy. Each answer draws its own seed.
+    options.model_defaults = SamplingDefaultsUse::all();
+    options.model_defaults.max_tokens = false;
+    options.sampling.seed = seeds_();
     SubmitOptions submit;
     submit.priority = Priority::Interactive;
     submit.on_output = [relay = relay_](const RequestOutput& output) {

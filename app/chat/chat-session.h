@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 
 #include "engine/service/engine-service.h"
 
@@ -86,6 +87,7 @@ private:
     QString document_;
     std::optional<Active> active_;
     int64_t maxNewTokens_ = 2048;
+    std::mt19937_64 seeds_{std::random_device{}()};  // one seed per answer, for sampling models
 };
 
 }  // namespace folio

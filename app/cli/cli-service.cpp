@@ -41,6 +41,7 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     }
     slot.tokenizer_dir = engine_options.tokenizer.value_or(std::filesystem::path());
     slot.chat_template = engine_options.chat_template;
+    slot.generation_config = engine_options.generation_config;
     slot.adjust_preprocessor = [engine_options](PreprocessorConfig& pre) {
         apply_preprocessing(engine_options, pre);
     };
@@ -63,6 +64,13 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     const ServiceStatus status = service.status();
     if (status.state != ServiceState::Ready) {
         fail(status.error);
+    }
+    // The request defaults the model's generation_config.json gives (--generation-config).
+    for (const ModelDescription& model : service.models()) {
+        if (!model.generation.empty()) {
+            std::cerr << opt.program() << ": " << model.name
+                      << ": request defaults: " << describe_generation_defaults(model.generation) << "\n";
+        }
     }
 }
 

@@ -36,8 +36,10 @@ constexpr const char* kUsage = R"(usage:
       Runs PaddleOCR-VL on the images with the task prompt ("OCR:", "Table Recognition:",
       "Formula Recognition:", "Chart Recognition:"). One prompt takes every image and streams its text
       to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
-      with the same one (a single --image), and print their texts when done. Without --max-tokens a
-      request may run to max_model_len; a --max-tokens that does not fit it is refused. --model takes a
+      with the same one (a single --image), and print their texts when done. Sampling flags left out take
+      the model folder's generation_config.json values (--generation-config vllm: greedy decoding).
+      Without --max-tokens a request may run to max_model_len (or the file's max_new_tokens); a
+      --max-tokens that does not fit it is refused. --model takes a
       model folder, or a Hub repository already downloaded (folio-cli model pull).
 )";
 
@@ -59,6 +61,9 @@ int run_generate(const Options& opt) {
     options.sampling.top_p = static_cast<float>(opt.real("--top-p", 1.0));
     options.sampling.repetition_penalty = static_cast<float>(opt.real("--repetition-penalty", 1.0));
     options.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
+    // What the flags leave out comes from the model's generation_config.json (--generation-config).
+    options.model_defaults = {!opt.has("--temperature"), !opt.has("--top-p"), !opt.has("--top-k"),
+                              !opt.has("--repetition-penalty"), !opt.has("--max-tokens")};
     options.stop_strings = opt.all("--stop");
 
     // Which images each prompt takes.

@@ -238,10 +238,18 @@ void refuse_unsupported(const Reader& r, const ModelLoadParams& load) {
             "is on disk (folio-cli model pull ORG/NAME --revision R downloads another revision; got '",
             r.text("revision"), "')");
     }
-    for (const std::string_view name : {"tool_call_parser", "tool_parser_plugin"}) {
-        if (r.has(name)) {
-            fail(flag_of(name), " is not supported yet: Folio has no tool calling");
+    // FastDeploy's tool-call parsers of the ERNIE models are accepted: requests that offer tools are refused
+    // (400), so no answer holds tool calls to parse. Any other parser, and a parser plugin, is refused.
+    if (r.has("tool_call_parser")) {
+        const std::string parser = lower(r.text("tool_call_parser"));
+        if (parser != "ernie-45-vl-thinking" && parser != "ernie_x1") {
+            fail("--tool-call-parser ", r.text("tool_call_parser"),
+                 " is not supported yet: Folio has no tool calling (ernie-45-vl-thinking and ernie_x1 are "
+                 "accepted, with no effect)");
         }
+    }
+    if (r.has("tool_parser_plugin")) {
+        fail("--tool-parser-plugin is not supported yet: Folio has no tool calling");
     }
     if (r.has("speculative_config")) {
         const JsonValue spec = r.object("speculative_config");
@@ -557,6 +565,10 @@ EngineOptions parse_engine_options(const Options& opt, const ModelDescription& m
     if (r.has("chat_template")) {
         out.chat_template =
             std::make_shared<const ChatTemplate>(parse_chat_template_option(r.text("chat_template")));
+    }
+    if (r.has("generation_config")) {
+        out.generation_config =
+            GenerationConfigSource::parse(r.text("generation_config"), "--generation-config");
     }
     if (r.has("tokenizer")) {
         if (r.text("tokenizer").empty()) {

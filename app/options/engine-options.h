@@ -16,6 +16,7 @@
 
 #include "engine/chat-template/chat-template.h"
 #include "engine/image/preprocessor-config.h"
+#include "engine/models/generation-config.h"
 #include "engine/models/linear.h"
 #include "engine/models/model-description.h"
 #include "engine/runtime/engine-core.h"
@@ -79,6 +80,9 @@ struct EngineOptions {
     std::string reasoning_parser;  // deepseek_r1 or ernie-45-vl (serve splits chat answers); empty: none
     // --chat-template: a template file or the template's text, in place of the model folder's.
     std::shared_ptr<const ChatTemplate> chat_template;
+    // --generation-config (vLLM's): where the request defaults come from; auto: the model folder's
+    // generation_config.json.
+    GenerationConfigSource generation_config;
     // serve only (parsed and checked there)
     std::optional<int> port;
     std::optional<int> metrics_port;

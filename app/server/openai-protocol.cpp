@@ -130,25 +130,30 @@ GenerationRequest parse_generation(const json& body) {
     const auto max_completion = get_int(body, "max_completion_tokens", "max_completion_tokens");
     const auto max_tokens = get_int(body, "max_tokens", "max_tokens");
     g.max_tokens = max_completion ? max_completion : max_tokens;
+    g.model_defaults.max_tokens = !g.max_tokens;
     if (g.max_tokens && *g.max_tokens < 1) {
         const char* param = max_completion ? "max_completion_tokens" : "max_tokens";
         bad_request(std::string(param) + " must be at least 1, got " + std::to_string(*g.max_tokens), param);
     }
 
-    // OpenAI's defaults: temperature 1, top_p 1.
+    // OpenAI's defaults, temperature 1 and top_p 1, where neither the body nor the model's
+    // generation_config.json (applied as the engine builds the request) gives a value.
     g.sampling.temperature = 1.0f;
     if (const auto t = get_number(body, "temperature")) {
         check_range(*t, 0.0, 2.0, "temperature", "between 0 and 2");
         g.sampling.temperature = static_cast<float>(*t);
+        g.model_defaults.temperature = false;
     }
     if (const auto p = get_number(body, "top_p")) {
         check_range(*p, 0.0, 1.0, "top_p", "between 0 and 1");
         if (*p == 0.0) {
             // Only the most likely token is left (FastDeploy's clients send top_p 0 for greedy decoding).
             g.sampling.temperature = 0.0f;
+            g.model_defaults.temperature = false;
         } else {
             g.sampling.top_p = static_cast<float>(*p);
         }
+        g.model_defaults.top_p = false;
     }
     if (const auto k = get_int(body, "top_k", "top_k")) {
         if (*k < -1 || *k > std::numeric_limits<int>::max()) {
@@ -156,6 +161,7 @@ GenerationRequest parse_generation(const json& body) {
                         "top_k");
         }
         g.sampling.top_k = *k <= 0 ? 0 : static_cast<int>(*k);
+        g.model_defaults.top_k = false;
     }
     if (const auto r = get_number(body, "repetition_penalty")) {
         if (!(*r > 0.0) || !std::isfinite(*r)) {
@@ -163,6 +169,7 @@ GenerationRequest parse_generation(const json& body) {
                         "repetition_penalty");
         }
         g.sampling.repetition_penalty = static_cast<float>(*r);
+        g.model_defaults.repetition_penalty = false;
     }
     for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
         if (const auto v = get_number(body, penalty)) {

@@ -48,7 +48,9 @@ struct GenerationRequest {
     std::string model;                  // empty when the body has none
     std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens
     SamplingParams sampling;            // temperature 1, top_p 1 unless given
-    bool seeded = false;                // a seed was given
+    // The values the body left out, which the model's generation_config.json fills in where it has them.
+    SamplingDefaultsUse model_defaults = SamplingDefaultsUse::all();
+    bool seeded = false;  // a seed was given
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage alone

@@ -105,6 +105,7 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
     // do (PaddleOCR's client asks for 8192); the request then ends with finish_reason "length".
     options.fit_max_tokens = true;
     options.sampling = generation.sampling;
+    options.model_defaults = generation.model_defaults;
     if (!generation.seeded) {
         const std::lock_guard lock(mutex);
         options.sampling.seed = rng();

@@ -14,8 +14,12 @@ struct NamedFormat {
     std::string_view name;
     ReasoningFormat format;
 };
+// ernie-45-vl-thinking (FastDeploy's parser for ERNIE-4.5-VL-28B-A3B-Thinking) splits the answer at
+// "</think>" as ernie-45-vl does; its tool-call handling has nothing to find, as requests with tools are
+// refused.
 constexpr NamedFormat kFormats[] = {{"deepseek_r1", ReasoningFormat::DeepSeekR1},
-                                    {"ernie-45-vl", ReasoningFormat::Ernie45Vl}};
+                                    {"ernie-45-vl", ReasoningFormat::Ernie45Vl},
+                                    {"ernie-45-vl-thinking", ReasoningFormat::Ernie45Vl}};
 
 // The length of the longest end of text that begins tag without being all of it.
 size_t partial_tag_at_end(std::string_view text, std::string_view tag) {

@@ -10,6 +10,7 @@
 //   ernie-45-vl (FastDeploy's ErnieVLReasoningParser): the text before "</think>" is reasoning, a "<think>"
 //     kept as it is. Without "</think>" a whole answer is all content and its reasoning empty, while a stream
 //     gives its text as reasoning until "</think>" comes (it cannot wait for the end): FastDeploy does both.
+//     ernie-45-vl-thinking (the -Thinking checkpoint's parser) is read the same way.
 #pragma once
 
 #include <optional>
@@ -24,7 +25,7 @@ enum class ReasoningFormat { DeepSeekR1, Ernie45Vl };
 // The format of a --reasoning-parser name (vLLM's and FastDeploy's names, in any case); nothing for another.
 std::optional<ReasoningFormat> find_reasoning_format(std::string_view name);
 const char* reasoning_format_name(ReasoningFormat format);
-// Every name, as an error message lists them: "deepseek_r1 or ernie-45-vl".
+// Every name, as an error message lists them: "deepseek_r1, ernie-45-vl or ernie-45-vl-thinking".
 std::string reasoning_format_names();
 
 struct ReasoningSplit {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/models/generation-config.h"
+
 namespace folio {
 
 // Recognition: a document model (PaddleOCR-VL); Chat: a model for conversation; Layout: a layout detector.
@@ -25,6 +27,8 @@ struct ModelDescription {
     std::vector<std::string> tasks;  // task prompts it is made for ("OCR:", ...); empty for a chat model
     int64_t max_context = 0;         // positions a generative model was made for; 0 for a layout model
     std::vector<Modality> modalities;
+    // The folder's generation_config.json: the defaults of every request to the model (empty: none).
+    GenerationDefaults generation;
 
     bool takes(Modality modality) const;
 };

@@ -17,6 +17,7 @@
 #include "engine/common/error.h"
 #include "engine/files/weight-source.h"
 #include "engine/image/preprocessor-config.h"
+#include "engine/models/generation-config.h"
 #include "engine/models/linear.h"
 #include "engine/models/model-description.h"
 #include "engine/models/prompt-format.h"
@@ -51,6 +52,9 @@ struct ModelSlot {
     int layout_batch = 4;
     // Changes to the folder's preprocessing (a front end's image pixel bounds); may throw folio::Error.
     std::function<void(PreprocessorConfig&)> adjust_preprocessor;
+    // Where the request defaults come from (--generation-config): the folder's generation_config.json unless
+    // a front end says otherwise.
+    GenerationConfigSource generation_config;
 };
 
 // A slot loads in the phases opening (its files), weights (every tensor kept as it is stored) and, where it

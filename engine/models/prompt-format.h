@@ -12,6 +12,7 @@
 #include "engine/chat-template/chat-template.h"
 #include "engine/image/image-preprocess.h"
 #include "engine/image/preprocessor-config.h"
+#include "engine/models/generation-config.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace folio {
@@ -28,8 +29,8 @@ struct SpecialTokenIds {
 
 // What building a prompt needs of a model: its tokenizer, its chat template with the values the template
 // is given beside the messages (the tokenizer's special tokens, template options), the template's special
-// ids, the image processor and the placeholder tokens an image takes. n_image_tokens must be safe to call
-// from any thread.
+// ids, the image processor, the placeholder tokens an image takes and the model's generation defaults.
+// n_image_tokens must be safe to call from any thread.
 struct PromptFormat {
     const Tokenizer* tokenizer = nullptr;
     std::shared_ptr<const ChatTemplate> chat_template;
@@ -37,6 +38,8 @@ struct PromptFormat {
     SpecialTokenIds special;
     PreprocessorConfig preprocessor;
     std::function<int64_t(const ImageGrid&)> n_image_tokens;
+    // The request defaults of the model's generation_config.json, which the request builder applies.
+    GenerationDefaults generation;
 };
 
 // The tokenizer's special tokens as a chat template is given them beside the messages (bos_token,

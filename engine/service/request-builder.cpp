@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <variant>
 
 #include "engine/common/error.h"
 #include "engine/image/image-preprocess.h"
@@ -142,6 +143,17 @@ Request RequestBuilder::build(RequestSpec spec) const {
     Request r;
     const GenerationOptions& o = spec.options;
     r.sampling = o.sampling;
+    std::optional<int64_t> n_new_tokens = o.max_tokens;
+    bool fit_max_tokens = o.fit_max_tokens;
+    if (format_ && !std::holds_alternative<Request>(spec.input)) {
+        const GenerationDefaults& defaults = format_->generation;
+        r.sampling = apply_generation_defaults(defaults, o.sampling, o.model_defaults);
+        if (!n_new_tokens && o.model_defaults.max_tokens && defaults.max_new_tokens) {
+            n_new_tokens = defaults.max_new_tokens;
+            // The model's default length is a bound, lowered to what the context leaves.
+            fit_max_tokens = true;
+        }
+    }
     r.stop_strings = o.stop_strings;
     r.stop_ids = o.stop_ids;
     r.ignore_eos = o.ignore_eos;
@@ -212,7 +224,7 @@ Request RequestBuilder::build(RequestSpec spec) const {
         }
         return r;
     }
-    check(r, o.max_tokens, o.fit_max_tokens);
+    check(r, n_new_tokens, fit_max_tokens);
     r.image_hashes = hash_images(r.images);
     return r;
 }

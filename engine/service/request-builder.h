@@ -58,6 +58,9 @@ struct RawText {
 struct GenerationOptions {
     std::optional<int64_t> max_tokens;  // none: as many as max_model_len leaves
     SamplingParams sampling;
+    // The values of `sampling` (and max_tokens where it is none) the model's generation_config.json fills in:
+    // those the user or client left unset. None by default: the values above as they are.
+    SamplingDefaultsUse model_defaults;
     std::vector<std::string> stop_strings;
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
     bool ignore_eos = false;

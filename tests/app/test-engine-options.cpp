@@ -298,9 +298,9 @@ const std::vector<Refused>& refused_cases() {
          "--quantization: \"kv_cache_quant_type\" is not supported"},
         {{"--dtype", "float16"}, "--dtype expects float32 or bfloat16, got 'float16'"},
         {{"--reasoning-parser", "deepseek"},
-         "--reasoning-parser expects deepseek_r1 or ernie-45-vl, got 'deepseek'"},
+         "--reasoning-parser expects deepseek_r1, ernie-45-vl or ernie-45-vl-thinking, got 'deepseek'"},
         {{"--reasoning-parser", "qwen3"},
-         "--reasoning-parser expects deepseek_r1 or ernie-45-vl, got 'qwen3'"},
+         "--reasoning-parser expects deepseek_r1, ernie-45-vl or ernie-45-vl-thinking, got 'qwen3'"},
         {{"--guided-decoding-backend", "outlines"},
          "--guided-decoding-backend expects off, auto, xgrammar or guidance"},
         {{"--splitwise-role", "both"}, "--splitwise-role expects mixed, prefill or decode, got 'both'"},
@@ -321,8 +321,8 @@ const std::vector<Refused>& refused_cases() {
         {{"--splitwise-role", "prefill"}, "--splitwise-role prefill is not supported"},
         {{"--chat-template", "x.jinja"},
          "--chat-template: no file 'x.jinja', and the value is no template text (it has no {{ or {%)"},
-        {{"--tool-call-parser", "ernie-x1"},
-         "--tool-call-parser is not supported yet: Folio has no tool calling"},
+        {{"--tool-call-parser", "qwen3"},
+         "--tool-call-parser qwen3 is not supported yet: Folio has no tool calling"},
         {{"--tool-parser-plugin", "p.py"}, "--tool-parser-plugin is not supported yet"},
         {{"--revision", "v1.0"},
          "--revision is not supported: Folio reads the model from the --model folder"},
@@ -371,6 +371,8 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
         {"limit_mm_per_prompt", R"({"image": 2})"},
         {"mm_processor_kwargs", R"({"image_max_pixels": 1000000})"},
         {"reasoning_parser", "ernie-45-vl"},
+        {"generation_config", "vllm"},
+        {"tool_call_parser", "ernie-45-vl-thinking"},
         {"speculative_config", "{}"},
         {"quantization", "wint8"},
         {"graph_optimization_config", R"({"use_cudagraph": false})"},
@@ -393,7 +395,7 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
     };
     // Options refused whatever their value, or outside serve (chat_template: "1" is neither a file nor a
     // template).
-    const std::vector<std::string> always_refused = {"chat_template", "tool_call_parser",
+    const std::vector<std::string> always_refused = {"chat_template", "generation_config", "tool_call_parser",
                                                      "tool_parser_plugin"};
     // Switches refused when on.
     const std::vector<std::string> refused_on = {"dynamic_load_weight", "enable_logprob"};
@@ -433,6 +435,22 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
             EXPECT_NE(error_of({flag, "{"}), "(accepted)");
         }
     }
+}
+
+// --generation-config as vLLM takes it: auto (the model folder's file), vllm (none), or a folder holding one.
+TEST(EngineOptions, GenerationConfigIsAutoVllmOrAFolder) {
+    using Kind = folio::GenerationConfigSource::Kind;
+    EXPECT_EQ(parse({}).generation_config.kind, Kind::Model);
+    EXPECT_EQ(parse({"--generation-config", "auto"}).generation_config.kind, Kind::Model);
+    EXPECT_EQ(parse({"--generation-config=vllm"}).generation_config.kind, Kind::None);
+    const std::string ernie = std::string(FOLIO_FIXTURES_DIR) + "/../ernie45-vl/ernie45-vl-tiny";
+    const EngineOptions folder = parse({"--generation_config", ernie});
+    EXPECT_EQ(folder.generation_config.kind, Kind::Folder);
+    EXPECT_EQ(folder.generation_config.folder, ernie);
+    EXPECT_EQ(
+        error_of({"--generation-config", "/nonexistent"}),
+        "--generation-config /nonexistent: no generation_config.json in that folder (expected auto, vllm "
+        "or a folder holding generation_config.json)");
 }
 
 TEST(EngineOptions, ServerOptionsParseOnServe) {

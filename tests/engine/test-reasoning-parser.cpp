@@ -64,11 +64,12 @@ TEST(ReasoningParser, NamesAsVllmAndFastDeployGiveThem) {
     EXPECT_EQ(find_reasoning_format("DeepSeek_R1"), ReasoningFormat::DeepSeekR1);
     EXPECT_EQ(find_reasoning_format("ernie-45-vl"), ReasoningFormat::Ernie45Vl);
     EXPECT_EQ(find_reasoning_format("ERNIE-45-VL"), ReasoningFormat::Ernie45Vl);
+    EXPECT_EQ(find_reasoning_format("ernie-45-vl-thinking"), ReasoningFormat::Ernie45Vl);
     EXPECT_EQ(find_reasoning_format("qwen3"), std::nullopt);
     EXPECT_EQ(find_reasoning_format(""), std::nullopt);
     EXPECT_STREQ(reasoning_format_name(ReasoningFormat::DeepSeekR1), "deepseek_r1");
     EXPECT_STREQ(reasoning_format_name(ReasoningFormat::Ernie45Vl), "ernie-45-vl");
-    EXPECT_EQ(reasoning_format_names(), "deepseek_r1 or ernie-45-vl");
+    EXPECT_EQ(reasoning_format_names(), "deepseek_r1, ernie-45-vl or ernie-45-vl-thinking");
 }
 
 TEST(ReasoningParser, DeepSeekR1SplitsAtTheClosingTag) {

@@ -20,8 +20,10 @@ constexpr std::string_view kTransformersRepository = "baidu/ERNIE-4.5-VL-28B-A3B
 constexpr std::string_view kDefaultPreprocessor =
     R"({"size": {"shortest_edge": 3136, "longest_edge": 4842768}, "patch_size": 14, "merge_size": 2})";
 
-ModelDescription describe_ernie45_vl(const std::filesystem::path& dir, const Ernie45VlConfig& config) {
+ModelDescription describe_ernie45_vl(const std::filesystem::path& dir, const Ernie45VlConfig& config,
+                                     GenerationDefaults generation) {
     ModelDescription d;
+    d.generation = std::move(generation);
     d.family = std::string(kFamilyName);
     d.name = dir.empty() ? "ERNIE-4.5-VL (random weights)" : dir.filename().string();
     d.model_type = config.model_type;
@@ -81,6 +83,9 @@ public:
         if (slot.adjust_preprocessor) {
             slot.adjust_preprocessor(preprocessor_);
         }
+        generation_ = load_generation_defaults(slot.dir, slot.generation_config);
+        check_generation_token_ids(generation_, config_.text.vocab_size);
+        add_stop_ids(config_.text.eos_token_ids, generation_.eos_token_ids);
         context.set_phase(LoadPhase::Weights);
         const TensorStore* store = store_.get();
         ProgressWeightSource counted(
@@ -92,7 +97,7 @@ public:
             context);
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<Ernie45Vl>(backend, config_, counted, slot.load, &quantization);
-        description_ = describe_ernie45_vl(slot.dir, config_);
+        description_ = describe_ernie45_vl(slot.dir, config_, generation_);
     }
 
     ModelRole role() const override { return ModelRole::Chat; }
@@ -111,6 +116,7 @@ public:
         f.preprocessor = preprocessor_;
         const Ernie45Vl* model = model_.get();
         f.n_image_tokens = [model](const ImageGrid& grid) { return model->n_image_tokens(grid); };
+        f.generation = generation_;
         return f;
     }
     ModelDescription description() const override { return description_; }
@@ -125,6 +131,7 @@ private:
     std::shared_ptr<const ChatTemplate> chat_template_;
     Ernie45VlConfig config_;
     PreprocessorConfig preprocessor_;
+    GenerationDefaults generation_;
     std::unique_ptr<Ernie45Vl> model_;
     ModelDescription description_;
 };
@@ -140,9 +147,10 @@ public:
     }
     ModelDescription describe(const std::filesystem::path& dir) const override {
         if (dir.empty()) {
-            return describe_ernie45_vl(dir, parse_ernie45_vl_config("{}", "full-size defaults"));
+            return describe_ernie45_vl(dir, parse_ernie45_vl_config("{}", "full-size defaults"), {});
         }
-        return describe_ernie45_vl(dir, load_ernie45_vl_config(dir / "config.json"));
+        return describe_ernie45_vl(dir, load_ernie45_vl_config(dir / "config.json"),
+                                   load_generation_defaults(dir));
     }
     std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
                                       LoadContext& context) const override {

@@ -25,8 +25,9 @@ bool file_mentions(const std::filesystem::path& file, std::string_view text) {
 }
 
 ModelDescription describe_paddleocr_vl(const std::filesystem::path& dir, const ModelConfig& config,
-                                       const Tokenizer* tokenizer) {
+                                       const Tokenizer* tokenizer, GenerationDefaults generation) {
     ModelDescription d;
+    d.generation = std::move(generation);
     d.family = std::string(kFamilyName);
     d.name = dir.empty() ? "PaddleOCR-VL (random weights)" : dir.filename().string();
     d.model_type = config.model_type;
@@ -85,6 +86,9 @@ public:
         if (slot.adjust_preprocessor) {
             slot.adjust_preprocessor(preprocessor_);
         }
+        generation_ = load_generation_defaults(slot.dir, slot.generation_config);
+        check_generation_token_ids(generation_, config_.text.vocab_size);
+        add_stop_ids(config_.text.eos_token_ids, generation_.eos_token_ids);
         context.set_phase(LoadPhase::Weights);
         const ModelFiles* files = files_.get();
         ProgressWeightSource counted(
@@ -96,7 +100,7 @@ public:
             context);
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<PaddleOcrVl>(backend, config_, counted, slot.load, &quantization);
-        description_ = describe_paddleocr_vl(slot.dir, config_, tokenizer_.get());
+        description_ = describe_paddleocr_vl(slot.dir, config_, tokenizer_.get(), generation_);
         if (slot.chat_template) {
             chat_template_ = slot.chat_template;
         } else if (tokenizer_) {
@@ -121,6 +125,7 @@ public:
         f.preprocessor = preprocessor_;
         const PaddleOcrVl* model = model_.get();
         f.n_image_tokens = [model](const ImageGrid& grid) { return model->n_image_tokens(grid); };
+        f.generation = generation_;
         return f;
     }
     ModelDescription description() const override { return description_; }
@@ -135,6 +140,7 @@ private:
     std::shared_ptr<const ChatTemplate> chat_template_;
     ModelConfig config_;
     PreprocessorConfig preprocessor_;
+    GenerationDefaults generation_;
     std::unique_ptr<PaddleOcrVl> model_;
     ModelDescription description_;
 };
@@ -154,9 +160,10 @@ public:
     }
     ModelDescription describe(const std::filesystem::path& dir) const override {
         if (dir.empty()) {
-            return describe_paddleocr_vl(dir, parse_model_config("{}", "full-size defaults"), nullptr);
+            return describe_paddleocr_vl(dir, parse_model_config("{}", "full-size defaults"), nullptr, {});
         }
-        return describe_paddleocr_vl(dir, load_model_config(dir / "config.json"), nullptr);
+        return describe_paddleocr_vl(dir, load_model_config(dir / "config.json"), nullptr,
+                                     load_generation_defaults(dir));
     }
     std::unique_ptr<LoadedModel> load(const ModelSlot& slot, Backend& backend,
                                       LoadContext& context) const override {

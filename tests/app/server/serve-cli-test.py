@@ -220,7 +220,7 @@ def reasoning_parser(folio_cli, model_dir, client, image):
     error listing the known ones."""
     refused = subprocess.run([folio_cli, "serve", "--model", model_dir, "--port", "0", "--reasoning-parser",
                               "qwen3"], capture_output=True, text=True, timeout=60)
-    check(refused.returncode != 0 and "--reasoning-parser expects deepseek_r1 or ernie-45-vl, got 'qwen3'"
+    check(refused.returncode != 0 and "--reasoning-parser expects deepseek_r1, ernie-45-vl or ernie-45-vl-thinking, got 'qwen3'"
           in refused.stderr, "an unknown --reasoning-parser is refused naming the known ones: " + refused.stderr)
     server, lines, match = start(folio_cli, model_dir, "--reasoning-parser", "deepseek_r1",
                                  "--served-model-name", "reasoner")

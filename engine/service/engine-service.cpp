@@ -379,7 +379,7 @@ void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
         served.cores.push_back(
             std::make_unique<EngineCore>(*m.generative(), config, m.tokenizer(), on_phase));
         const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
-                                           config.max_image_tokens};
+                                           config.max_image_tokens, config.limit_video_per_prompt};
         made.push_back(std::make_shared<const RequestBuilder>(m.prompt_format(), request_limits));
         made_limits.push_back(request_limits);
         names.push_back(m.description().name);

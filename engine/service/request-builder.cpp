@@ -28,7 +28,7 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
 }
 
 std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages,
-                        const nlohmann::ordered_json& kwargs) {
+                        const nlohmann::ordered_json& kwargs, bool add_generation_prompt) {
     if (!format.chat_template) {
         fail("the model has no chat template; give the prompt as text");
     }
@@ -41,8 +41,18 @@ std::string render_chat(const PromptFormat& format, const std::vector<ChatMessag
         context[key] = value;
     }
     context["messages"] = chat_template_messages(messages);
-    context["add_generation_prompt"] = true;
+    context["add_generation_prompt"] = add_generation_prompt;
     return format.chat_template->render(context);
+}
+
+void check_media_counts(int64_t n_images, int64_t n_videos, const RequestLimits& limits) {
+    if (n_images > limits.limit_mm_per_prompt) {
+        fail(n_images, " images in one request, more than limit_mm_per_prompt ", limits.limit_mm_per_prompt);
+    }
+    if (n_videos > limits.limit_video_per_prompt) {
+        fail(n_videos, n_videos == 1 ? " video" : " videos",
+             " in one request, more than limit_mm_per_prompt's video limit ", limits.limit_video_per_prompt);
+    }
 }
 
 std::vector<uint64_t> hash_images(const PreprocessedImages& images) {
@@ -100,11 +110,8 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
 }
 
 void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const {
-    const auto n_images = static_cast<int64_t>(r.images.grids.size());
-    if (n_images > limits_.limit_mm_per_prompt) {
-        fail(n_images, r.images.n_videos() > 0 ? " images and videos" : " images",
-             " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
-    }
+    const auto n_videos = static_cast<int64_t>(r.images.n_videos());
+    check_media_counts(static_cast<int64_t>(r.images.grids.size()) - n_videos, n_videos, limits_);
     if (limits_.max_image_tokens > 0 && format_) {
         for (size_t i = 0; i < r.images.grids.size(); ++i) {
             const int64_t n = format_->n_image_tokens(r.images.grids[i]);
@@ -154,10 +161,12 @@ Request RequestBuilder::build(RequestSpec spec) const {
     }
     if (auto* chat = std::get_if<Chat>(&spec.input)) {
         const PromptFormat& f = format("a chat");
-        if (chat->messages.empty() || chat->messages.back().role != ChatMessage::Role::User) {
+        // Without the generation prompt the chat may end with the assistant's turn, which the model continues.
+        if (chat->messages.empty() ||
+            (chat->add_generation_prompt && chat->messages.back().role != ChatMessage::Role::User)) {
             fail("a chat must end with the user's message");
         }
-        int64_t n_items = 0, n_videos = 0;
+        int64_t n_images = 0, n_videos = 0;
         for (size_t m = 0; m < chat->messages.size(); ++m) {
             const ChatMessage& message = chat->messages[m];
             if (message.role != ChatMessage::Role::User &&
@@ -167,13 +176,10 @@ Request RequestBuilder::build(RequestSpec spec) const {
             if (!message.videos.empty() && f.special.video_token_id < 0) {
                 fail("message ", m, ": the model takes no video");
             }
-            n_items += static_cast<int64_t>(message.images.size() + message.videos.size());
+            n_images += static_cast<int64_t>(message.images.size());
             n_videos += static_cast<int64_t>(message.videos.size());
         }
-        if (n_items > limits_.limit_mm_per_prompt) {
-            fail(n_items, n_videos > 0 ? " images and videos" : " images",
-                 " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
-        }
+        check_media_counts(n_images, n_videos, limits_);
         PreprocessorConfig bounded = f.preprocessor;
         if (spec.image_pixels) {
             const ImagePixelBounds& b = *spec.image_pixels;
@@ -199,7 +205,8 @@ Request RequestBuilder::build(RequestSpec spec) const {
                 message.videos[i] = Video{};
             }
         }
-        r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs), r.images);
+        r.prompt =
+            expand(render_chat(f, chat->messages, chat->template_kwargs, chat->add_generation_prompt), r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);
     } else {

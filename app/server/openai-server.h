@@ -70,6 +70,8 @@ struct ServerParams {
     // The image bounds of the model's preprocessing, filled in where a request's mm_processor_kwargs give
     // one.
     ImagePixelBounds image_pixels;
+    // The most frames a video may have (video_frames parts), as the model's video sampling keeps at most.
+    int64_t max_video_frames = 180;
     // --reasoning-parser: chat answers carry reasoning_content beside content, whole and streamed, unless a
     // request's chat_template_kwargs turn enable_thinking off.
     std::optional<ReasoningFormat> reasoning_parser;

@@ -176,7 +176,7 @@ int run_generate(const Options& opt) {
             continue;
         }
         if (ids) {
-            std::cout << nlohmann::json{{"prompt_ids", handles[r].prompt_ids()}, {"ids", tokens}}.dump() << std::endl;
+            std::cout << nlohmann::ordered_json{{"prompt_ids", handles[r].prompt_ids()}, {"ids", tokens}}.dump() << std::endl;
         } else if (stream) {
             std::cout << std::endl;
         } else {

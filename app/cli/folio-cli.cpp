@@ -86,13 +86,7 @@ std::vector<folio::Chat> generate_chats(const Options& opt, const folio::cli::En
         if (opt.has("--image")) {
             fail("--image goes with --prompt; with --messages give images as image_url parts");
         }
-        folio::VideoSampling sampling = model_video_sampling(model_dir);
-        if (engine_options.video_fps) {
-            sampling.fps = engine_options.video_fps;
-        }
-        sampling.min_frames = engine_options.video_min_frames.value_or(sampling.min_frames);
-        sampling.max_frames = engine_options.video_max_frames.value_or(sampling.max_frames);
-        folio::check_video_sampling(sampling, "--mm-processor-kwargs");
+        const folio::VideoSampling sampling = video_sampling(model_dir, engine_options);
         for (const std::string& file : files) {
             add(load_messages_file(file, sampling));
         }

@@ -114,28 +114,34 @@ std::vector<ChatMessage> load_messages_file(const std::filesystem::path& file, c
     return out;
 }
 
-VideoSampling model_video_sampling(const std::filesystem::path& model_dir) {
+VideoSampling video_sampling(const std::filesystem::path& model_dir, const EngineOptions& options) {
     VideoSampling sampling;
     const std::filesystem::path file = model_dir / "video_preprocessor_config.json";
-    if (!std::filesystem::exists(file)) {
-        return sampling;
-    }
-    std::string problem;
-    const std::optional<nlohmann::json> doc = try_parse_json(read_file_text(file), problem);
-    if (!doc || !doc->is_object()) {
-        fail(file.string(), ": ", doc ? "expected a JSON object" : problem);
-    }
-    for (const auto& [key, bound] : {std::pair{"min_frames", &sampling.min_frames},
-                                     std::pair{"max_frames", &sampling.max_frames}}) {
-        const auto it = doc->find(key);
-        if (it == doc->end() || it->is_null()) {
-            continue;
+    if (std::filesystem::exists(file)) {
+        std::string problem;
+        const std::optional<nlohmann::json> doc = try_parse_json(read_file_text(file), problem);
+        if (!doc || !doc->is_object()) {
+            fail(file.string(), ": ", doc ? "expected a JSON object" : problem);
         }
-        if (!it->is_number_integer()) {
-            fail(file.string(), ": ", key, " must be an integer, got ", it->dump());
+        for (const auto& [key, bound] : {std::pair{"min_frames", &sampling.min_frames},
+                                         std::pair{"max_frames", &sampling.max_frames}}) {
+            const auto it = doc->find(key);
+            if (it == doc->end() || it->is_null()) {
+                continue;
+            }
+            if (!it->is_number_integer()) {
+                fail(file.string(), ": ", key, " must be an integer, got ", it->dump());
+            }
+            *bound = it->get<int64_t>();
         }
-        *bound = it->get<int64_t>();
+        check_video_sampling(sampling, file.string().c_str());
     }
+    if (options.video_fps) {
+        sampling.fps = options.video_fps;
+    }
+    sampling.min_frames = options.video_min_frames.value_or(sampling.min_frames);
+    sampling.max_frames = options.video_max_frames.value_or(sampling.max_frames);
+    check_video_sampling(sampling, "--mm-processor-kwargs");
     return sampling;
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "app/options/engine-options.h"
 #include "engine/image/video-sampling.h"
 #include "engine/service/request-builder.h"
 
@@ -17,9 +18,9 @@ namespace folio::cli {
 // sampling.max_frames frames. Throws folio::Error naming the file, the message and the part at fault.
 std::vector<ChatMessage> load_messages_file(const std::filesystem::path& file, const VideoSampling& sampling);
 
-// How the model samples video files: VideoSampling's defaults, with the min_frames and max_frames of the
-// folder's video_preprocessor_config.json where it has them. Throws folio::Error naming the file where it
-// cannot be read or holds bounds of the wrong type.
-VideoSampling model_video_sampling(const std::filesystem::path& model_dir);
+// How the model samples video files: VideoSampling's defaults, the min_frames and max_frames of the folder's
+// video_preprocessor_config.json where it has them, then --mm-processor-kwargs' video_fps, video_min_frames and
+// video_max_frames. Throws folio::Error naming the file or the option where they do not make bounds.
+VideoSampling video_sampling(const std::filesystem::path& model_dir, const EngineOptions& options);
 
 }  // namespace folio::cli

@@ -65,16 +65,36 @@ Image OpenAiServer::Impl::url_image(const std::string& url, const std::string& p
     return checked_image(bytes, param);
 }
 
-// A video_frames part: its frames decoded as images are, at the rate given.
+// A video_url part: a data URL of a video file (or an http(s) URL where image URLs are fetched) sampled as the
+// model samples videos. A video_frames part: its frames decoded as images are, at the rate given.
 Video OpenAiServer::Impl::part_video(const MediaPart& part) {
+    const VideoSampling& sampling = params.video_sampling;
     if (!part.is_frames()) {
-        bad_request(part.param + ": video_url is not taken; send the video's frames as a video_frames part",
-                    part.param);
+        if (!params.decode_video) {
+            bad_request(part.param + ": video_url is not taken by this server; send the video's frames as a "
+                                     "video_frames part",
+                        part.param);
+        }
+        const std::string& url = part.url;
+        const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+        const std::vector<uint8_t> bytes =
+            remote && params.fetch_image_urls
+                ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, part.param)
+                : decode_data_url(url, part.param, "video");
+        decode_slots.acquire();
+        try {
+            Video video = params.decode_video(bytes, part.param, sampling);
+            decode_slots.release();
+            return video;
+        } catch (const std::exception& e) {
+            decode_slots.release();
+            bad_request(std::string("the video could not be decoded: ") + e.what(), part.param);
+        }
     }
     const auto n_frames = static_cast<int64_t>(part.frames.size());
-    if (n_frames > params.max_video_frames) {
+    if (n_frames > sampling.max_frames) {
         bad_request(part.param + ".frames: " + std::to_string(n_frames) + " frames, more than the " +
-                        std::to_string(params.max_video_frames) + " a video may have",
+                        std::to_string(sampling.max_frames) + " a video may have",
                     part.param + ".frames");
     }
     Video video;

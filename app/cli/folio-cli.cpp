@@ -67,7 +67,8 @@ std::vector<folio::Chat> generate_chats(const Options& opt, const folio::cli::En
     nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
     if (opt.has("--chat-template-kwargs")) {
         std::string problem;
-        const std::optional<nlohmann::json> parsed = folio::try_parse_json(opt.text("--chat-template-kwargs"), problem);
+        const std::optional<nlohmann::json> parsed =
+            folio::try_parse_json(opt.text("--chat-template-kwargs"), problem);
         if (!parsed || !parsed->is_object()) {
             fail("--chat-template-kwargs expects a JSON object such as '{\"enable_thinking\": false}', got '",
                  opt.text("--chat-template-kwargs"), "'", parsed ? "" : " (" + problem + ")");
@@ -132,10 +133,12 @@ int run_generate(const Options& opt) {
     options.sampling.seed = static_cast<uint64_t>(opt.integer("--seed", 0));
     options.stop_strings = opt.all("--stop");
 
-    const folio::cli::EngineOptions engine_options = parse_engine_options(opt, folio::describe_model(model_dir));
+    const folio::cli::EngineOptions engine_options =
+        parse_engine_options(opt, folio::describe_model(model_dir));
     std::vector<folio::Chat> chats = generate_chats(opt, engine_options, model_dir);
     // What each request is called in the batch's output: its prompt or its file.
-    const std::vector<std::string> names = opt.has("--messages") ? opt.all("--messages") : opt.all("--prompt");
+    const std::vector<std::string> names =
+        opt.has("--messages") ? opt.all("--messages") : opt.all("--prompt");
     const bool ids = opt.has("--ids");
 
     folio::EngineService service;
@@ -170,7 +173,9 @@ int run_generate(const Options& opt) {
             continue;
         }
         if (ids) {
-            std::cout << nlohmann::ordered_json{{"prompt_ids", handles[r].prompt_ids()}, {"ids", tokens}}.dump() << std::endl;
+            std::cout
+                << nlohmann::ordered_json{{"prompt_ids", handles[r].prompt_ids()}, {"ids", tokens}}.dump()
+                << std::endl;
         } else if (stream) {
             std::cout << std::endl;
         } else {
@@ -220,8 +225,9 @@ int main(int argc, char** argv) {
             }
             return run_model(argc, argv, 2);
         }
-        const Options options = command == "generate" ? Options(argc, argv, 2, {"--ids", "--no-generation-prompt"})
-                                                      : Options(argc, argv, 2);
+        const Options options = command == "generate"
+                                    ? Options(argc, argv, 2, {"--ids", "--no-generation-prompt"})
+                                    : Options(argc, argv, 2);
         if (options.has("--help")) {
             std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
                       << kServeUsage << kServerBenchUsage << "\n"

@@ -72,14 +72,16 @@ Video read_video(const server::MediaPart& part, const std::filesystem::path& bas
     Video video;
     video.fps = part.fps;
     for (size_t f = 0; f < part.frames.size(); ++f) {
-        video.frames.push_back(read_image(part.frames[f], base, where + ".frames[" + std::to_string(f) + "]"));
+        video.frames.push_back(
+            read_image(part.frames[f], base, where + ".frames[" + std::to_string(f) + "]"));
     }
     return video;
 }
 
 }  // namespace
 
-std::vector<ChatMessage> load_messages_file(const std::filesystem::path& file, const VideoSampling& sampling) {
+std::vector<ChatMessage> load_messages_file(const std::filesystem::path& file,
+                                            const VideoSampling& sampling) {
     const std::string name = file.string();
     std::string problem;
     const std::optional<nlohmann::json> doc = try_parse_json(read_file_text(file), problem);
@@ -123,8 +125,8 @@ VideoSampling video_sampling(const std::filesystem::path& model_dir, const Engin
         if (!doc || !doc->is_object()) {
             fail(file.string(), ": ", doc ? "expected a JSON object" : problem);
         }
-        for (const auto& [key, bound] : {std::pair{"min_frames", &sampling.min_frames},
-                                         std::pair{"max_frames", &sampling.max_frames}}) {
+        for (const auto& [key, bound] :
+             {std::pair{"min_frames", &sampling.min_frames}, std::pair{"max_frames", &sampling.max_frames}}) {
             const auto it = doc->find(key);
             if (it == doc->end() || it->is_null()) {
                 continue;

@@ -136,9 +136,8 @@ int run_serve(int argc, char** argv, int first) {
     apply_preprocessing(engine_options, pre);
     params.image_pixels = {pre.min_pixels, pre.max_pixels};
     params.video_sampling = video_sampling(model_dir, engine_options);
-    params.decode_video = [](std::span<const uint8_t> bytes, std::string_view name, const VideoSampling& sampling) {
-        return decode_video(bytes, name, sampling);
-    };
+    params.decode_video = [](std::span<const uint8_t> bytes, std::string_view name,
+                             const VideoSampling& sampling) { return decode_video(bytes, name, sampling); };
 
     // SIGINT and SIGTERM wait for sigwait below: every thread started from here on has them blocked.
     sigset_t stop_signals;

@@ -34,7 +34,8 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
      "{\"image\": 4, \"video\": 1}", "images and videos per request, each counted alone (a number: images)"},
     {"mm_processor_kwargs", kModel, Json, Implemented, "'{\"image_min_pixels\": N, \"video_fps\": F, ...}'",
      "preprocessor_config.json's",
-     "pixel bounds of each image's resize; generate: video_fps, video_min_frames, video_max_frames sample video "
+     "pixel bounds of each image's resize; generate: video_fps, video_min_frames, video_max_frames sample "
+     "video "
      "files (other video_* keys: no effect)"},
     {"enable_mm", kModel, Switch, NoEffect, "", "on", "no effect: implied by the multimodal model"},
     {"reasoning_parser", kModel, Text, Implemented, "deepseek_r1|ernie-45-vl", "none",

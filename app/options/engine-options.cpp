@@ -373,8 +373,9 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
         return;
     }
     // Keys FastDeploy takes that have no effect here.
-    static constexpr std::array<std::string_view, 5> kVideoKeys = {
-        "video_min_pixels", "video_max_pixels", "video_target_frames", "video_frames_sample", "video_max_tokens"};
+    static constexpr std::array<std::string_view, 5> kVideoKeys = {"video_min_pixels", "video_max_pixels",
+                                                                   "video_target_frames",
+                                                                   "video_frames_sample", "video_max_tokens"};
     const JsonValue kwargs = r.object("mm_processor_kwargs");
     for (const auto& [key, value] : kwargs.items()) {
         if (key == "image_min_pixels" || key == "image_max_pixels") {

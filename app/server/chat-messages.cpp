@@ -99,8 +99,9 @@ void parse_content(const json& content, const std::string& param, ChatTurn& turn
             continue;
         }
         if (kind != "image_url" && kind != "video_url" && kind != "video_frames") {
-            bad_request(at + ".type: '" + kind + "' is not supported; use text, image_url, video_url or video_frames",
-                        at + ".type");
+            bad_request(
+                at + ".type: '" + kind + "' is not supported; use text, image_url, video_url or video_frames",
+                at + ".type");
         }
         if (turn.role != ChatMessage::Role::User) {
             bad_request(at + ": only user messages may hold images and videos", at);
@@ -137,7 +138,8 @@ std::vector<ChatTurn> parse_chat_messages(const json& messages) {
         } else if (role == "system" || role == "developer") {
             turn.role = ChatMessage::Role::System;
         } else {
-            bad_request(at + ".role: '" + role + "' is not supported; use system, user or assistant", at + ".role");
+            bad_request(at + ".role: '" + role + "' is not supported; use system, user or assistant",
+                        at + ".role");
         }
         if (const json* content = member(m, "content")) {
             parse_content(*content, at + ".content", turn);

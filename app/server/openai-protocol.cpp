@@ -374,12 +374,14 @@ CompletionRequest parse_completion(std::string_view body) try {
 
 std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param, std::string_view kind) {
     constexpr std::string_view kData = "data:";
-    const std::string example = "(data:" + std::string(kind) + (kind == "video" ? "/mp4" : "/png") + ";base64,...)";
+    const std::string example =
+        "(data:" + std::string(kind) + (kind == "video" ? "/mp4" : "/png") + ";base64,...)";
     if (url.substr(0, 7) == "http://" || url.substr(0, 8) == "https://") {
-        bad_request(param + ": " + std::string(kind) +
-                        " URLs are not fetched (folio-cli serve --allow-image-urls fetches images); send the " +
-                        std::string(kind) + " as a data URL " + example,
-                    param);
+        bad_request(
+            param + ": " + std::string(kind) +
+                " URLs are not fetched (folio-cli serve --allow-image-urls fetches images); send the " +
+                std::string(kind) + " as a data URL " + example,
+            param);
     }
     if (url.substr(0, kData.size()) != kData) {
         bad_request(param + ": expected a data URL " + example, param);

@@ -59,20 +59,22 @@ Image OpenAiServer::Impl::checked_image(const std::vector<uint8_t>& bytes, const
 
 Image OpenAiServer::Impl::url_image(const std::string& url, const std::string& param) {
     const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
-    const std::vector<uint8_t> bytes = remote && params.fetch_image_urls
-                                           ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
-                                           : decode_data_url(url, param);
+    const std::vector<uint8_t> bytes =
+        remote && params.fetch_image_urls
+            ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
+            : decode_data_url(url, param);
     return checked_image(bytes, param);
 }
 
-// A video_url part: a data URL of a video file (or an http(s) URL where image URLs are fetched) sampled as the
-// model samples videos. A video_frames part: its frames decoded as images are, at the rate given.
+// A video_url part: a data URL of a video file (or an http(s) URL where image URLs are fetched) sampled as
+// the model samples videos. A video_frames part: its frames decoded as images are, at the rate given.
 Video OpenAiServer::Impl::part_video(const MediaPart& part) {
     const VideoSampling& sampling = params.video_sampling;
     if (!part.is_frames()) {
         if (!params.decode_video) {
-            bad_request(part.param + ": video_url is not taken by this server; send the video's frames as a "
-                                     "video_frames part",
+            bad_request(part.param +
+                            ": video_url is not taken by this server; send the video's frames as a "
+                            "video_frames part",
                         part.param);
         }
         const std::string& url = part.url;

@@ -1,11 +1,11 @@
 #include "engine/image/image-preprocess.h"
 
 #include <algorithm>
-#include <numeric>
 #include <array>
 #include <climits>
 #include <cmath>
 #include <cstddef>
+#include <numeric>
 #include <string>
 
 #include "engine/common/error.h"

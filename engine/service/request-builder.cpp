@@ -168,7 +168,8 @@ Request RequestBuilder::build(RequestSpec spec) const {
     }
     if (auto* chat = std::get_if<Chat>(&spec.input)) {
         const PromptFormat& f = format("a chat");
-        // Without the generation prompt the chat may end with the assistant's turn, which the model continues.
+        // Without the generation prompt the chat may end with the assistant's turn, which the model
+        // continues.
         if (chat->messages.empty() ||
             (chat->add_generation_prompt && chat->messages.back().role != ChatMessage::Role::User)) {
             fail("a chat must end with the user's message");
@@ -212,8 +213,8 @@ Request RequestBuilder::build(RequestSpec spec) const {
                 message.videos[i] = Video{};
             }
         }
-        r.prompt =
-            expand(render_chat(f, chat->messages, chat->template_kwargs, chat->add_generation_prompt), r.images);
+        r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs, chat->add_generation_prompt),
+                          r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);
     } else {

@@ -105,8 +105,9 @@ const std::vector<Accepted>& accepted_cases() {
          [](E o) {
              return o.engine.max_num_seqs == 8 && o.engine.max_model_len == 16384 &&
                     o.engine.enable_prefix_caching && o.engine.enable_chunked_prefill &&
-                    o.engine.use_cudagraph && o.engine.limit_mm_per_prompt == 4 && o.engine.limit_video_per_prompt == 1 &&
-                    o.engine.max_num_batched_tokens == 8192 && !o.load.bf16_weights;
+                    o.engine.use_cudagraph && o.engine.limit_mm_per_prompt == 4 &&
+                    o.engine.limit_video_per_prompt == 1 && o.engine.max_num_batched_tokens == 8192 &&
+                    !o.load.bf16_weights;
          }},
         {{"--device", "cuda"}, [](E o) { return o.engine.max_num_seqs == 256 && o.load.bf16_weights; }},
         // switches: bare, any case, words, =value, --no-
@@ -199,8 +200,8 @@ const std::vector<Accepted>& accepted_cases() {
          [](E o) { return o.image_min_pixels == 3136 && o.image_max_pixels == 1003520; }},
         {{"--mm-processor-kwargs", R"({"video_max_frames": 30, "video_fps": 2})"},
          [](E o) {
-             return !o.image_min_pixels && !o.image_max_pixels && o.video_fps == 2.0 && o.video_max_frames == 30 &&
-                    !o.video_min_frames;
+             return !o.image_min_pixels && !o.image_max_pixels && o.video_fps == 2.0 &&
+                    o.video_max_frames == 30 && !o.video_min_frames;
          }},
         {{"--graph-optimization-config", R"({"use_cudagraph": false, "graph_opt_level": 2})"},
          [](E o) { return !o.engine.use_cudagraph; }},

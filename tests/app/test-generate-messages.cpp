@@ -1,7 +1,7 @@
-// folio-cli generate --messages on the ERNIE-4.5-VL fixture: the reference's prompts written as OpenAI message
-// files (images as paths, file:// URLs and data URLs, the clip as video_frames) give, through --ids, the
-// reference's prompt ids and greedy tokens; --no-generation-prompt ends the prompt where the template says;
-// the parts' errors name the file, the message and the part; images and videos are limited apart.
+// folio-cli generate --messages on the ERNIE-4.5-VL fixture: the reference's prompts written as OpenAI
+// message files (images as paths, file:// URLs and data URLs, the clip as video_frames) give, through --ids,
+// the reference's prompt ids and greedy tokens; --no-generation-prompt ends the prompt where the template
+// says; the parts' errors name the file, the message and the part; images and videos are limited apart.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -21,8 +21,8 @@
 
 namespace {
 
-using nlohmann::json;
 using folio::testing::fixtures_dir;
+using nlohmann::json;
 
 const std::filesystem::path kErnieDir = fixtures_dir().parent_path() / "ernie45-vl";
 const std::filesystem::path kModel = kErnieDir / "ernie45-vl-tiny";
@@ -33,7 +33,8 @@ struct CliRun {
 };
 
 CliRun folio_cli(const std::string& args) {
-    const std::string command = std::string(FOLIO_CLI_PATH) + " generate --model " + kModel.string() + " " + args + " 2>&1";
+    const std::string command =
+        std::string(FOLIO_CLI_PATH) + " generate --model " + kModel.string() + " " + args + " 2>&1";
     CliRun run;
     FILE* pipe = ::popen(command.c_str(), "r");
     if (pipe == nullptr) {
@@ -90,7 +91,8 @@ protected:
                 if (type == "text") {
                     content.push_back(part);
                 } else if (type == "image") {
-                    content.push_back({{"type", "image_url"}, {"image_url", {{"url", image_url(part["name"])}}}});
+                    content.push_back(
+                        {{"type", "image_url"}, {"image_url", {{"url", image_url(part["name"])}}}});
                 } else {
                     content.push_back({{"type", "video_frames"}, {"frames", clip_frames()}, {"fps", 2}});
                 }
@@ -130,9 +132,9 @@ protected:
             for (int y = 0; y < h; ++y) {
                 for (int x = 0; x < w; ++x) {
                     const size_t at = static_cast<size_t>(((f * h + y) * w + x) * 3);
-                    bgr.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uint8_t>(values[at + 2]),
-                                                        static_cast<uint8_t>(values[at + 1]),
-                                                        static_cast<uint8_t>(values[at]));
+                    bgr.at<cv::Vec3b>(y, x) =
+                        cv::Vec3b(static_cast<uint8_t>(values[at + 2]), static_cast<uint8_t>(values[at + 1]),
+                                  static_cast<uint8_t>(values[at]));
                 }
             }
             const std::filesystem::path file = dir_.path() / ("frame" + std::to_string(f) + ".png");
@@ -157,7 +159,8 @@ protected:
         const std::vector<json> lines = id_lines(run.out);
         ASSERT_EQ(lines.size(), keys.size()) << run.out;
         for (size_t i = 0; i < keys.size(); ++i) {
-            EXPECT_EQ(lines[i]["prompt_ids"].get<std::vector<int64_t>>(), reference_.i64(keys[i] + ".input_ids"))
+            EXPECT_EQ(lines[i]["prompt_ids"].get<std::vector<int64_t>>(),
+                      reference_.i64(keys[i] + ".input_ids"))
                 << keys[i];
             EXPECT_EQ(lines[i]["ids"].get<std::vector<int64_t>>(), reference_.i64(keys[i] + ".greedy_tokens"))
                 << keys[i];
@@ -175,7 +178,8 @@ TEST_F(GenerateMessages, ThinkingPromptsGiveTheReferenceIds) {
 }
 
 TEST_F(GenerateMessages, ThinkingOffPromptsGiveTheReferenceIds) {
-    expect_reference({"text_thinking_off", "one_image", "multi_turn", "video"}, R"({"enable_thinking":false})");
+    expect_reference({"text_thinking_off", "one_image", "multi_turn", "video"},
+                     R"({"enable_thinking":false})");
 }
 
 TEST_F(GenerateMessages, PromptIsOneUserTurnThroughTheTemplate) {
@@ -195,8 +199,10 @@ TEST_F(GenerateMessages, NoGenerationPromptEndsWithTheMessages) {
     ASSERT_TRUE(text.ends_with(generation_prompt)) << text;
     const std::unique_ptr<folio::Tokenizer> tokenizer = folio::Tokenizer::load(kModel);
     const std::vector<int64_t> reference_ids = reference_.i64("text.input_ids");
-    ASSERT_EQ(tokenizer->encode(text, true), std::vector<int32_t>(reference_ids.begin(), reference_ids.end()));
-    const CliRun run = folio_cli("--ids --max-tokens 2 --no-generation-prompt --messages " + messages_file("text").string());
+    ASSERT_EQ(tokenizer->encode(text, true),
+              std::vector<int32_t>(reference_ids.begin(), reference_ids.end()));
+    const CliRun run =
+        folio_cli("--ids --max-tokens 2 --no-generation-prompt --messages " + messages_file("text").string());
     ASSERT_EQ(run.status, 0) << run.out;
     const std::vector<json> lines = id_lines(run.out);
     ASSERT_EQ(lines.size(), 1u) << run.out;
@@ -206,7 +212,8 @@ TEST_F(GenerateMessages, NoGenerationPromptEndsWithTheMessages) {
     const std::filesystem::path continued = dir_.path() / "continued.json";
     write_text(continued, R"({"messages": [{"role": "user", "content": "Hi"},
                                            {"role": "assistant", "content": "Hello"}]})");
-    const CliRun open = folio_cli("--ids --max-tokens 2 --no-generation-prompt --messages " + continued.string());
+    const CliRun open =
+        folio_cli("--ids --max-tokens 2 --no-generation-prompt --messages " + continued.string());
     ASSERT_EQ(open.status, 0) << open.out;
     const std::vector<json> open_lines = id_lines(open.out);
     ASSERT_EQ(open_lines.size(), 1u) << open.out;
@@ -243,14 +250,16 @@ TEST_F(GenerateMessages, ErrorsNameTheFileTheMessageAndThePart) {
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}])");
     EXPECT_NE(out.find(at + ": image URLs are not fetched"), std::string::npos) << out;
     // More frames than the sampling keeps.
-    const std::string frames = R"([{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text",
+    const std::string frames =
+        R"([{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text",
         "text": "a"}, {"type": "video_frames", "frames": ["a.png", "b.png", "c.png"], "fps": 2}]}])";
     out = error_of(frames, R"(--mm-processor-kwargs '{"video_min_frames": 1, "video_max_frames": 2}')");
     EXPECT_NE(out.find(at + ".frames: 3 frames, more than the 2 a video may have"), std::string::npos) << out;
     out = error_of("[1, 2");
     EXPECT_NE(out.find(file.string() + ": "), std::string::npos) << out;
     out = error_of(R"({"model": "x"})");
-    EXPECT_NE(out.find("expected an array of messages or an object with \"messages\""), std::string::npos) << out;
+    EXPECT_NE(out.find("expected an array of messages or an object with \"messages\""), std::string::npos)
+        << out;
     out = error_of("[]", "--prompt x");
     EXPECT_NE(out.find("--prompt and --messages do not go together"), std::string::npos) << out;
     out = error_of(R"([{"role": "user", "content": "a"}])", "--chat-template-kwargs '[1]'");
@@ -290,8 +299,9 @@ TEST_F(GenerateMessages, ImagesAndVideosAreLimitedApart) {
         << images.out;
     // The default allows one video.
     const CliRun default_limit = folio_cli("--max-tokens 1 --messages " + messages(0, 2));
-    EXPECT_NE(default_limit.out.find("2 videos in one request, more than limit_mm_per_prompt's video limit 1"),
-              std::string::npos)
+    EXPECT_NE(
+        default_limit.out.find("2 videos in one request, more than limit_mm_per_prompt's video limit 1"),
+        std::string::npos)
         << default_limit.out;
 }
 

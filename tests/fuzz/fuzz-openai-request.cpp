@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(!chat.messages.empty() && chat.messages.back().role == folio::ChatMessage::Role::User);
         check_generation(chat.generation);
         for (const auto& turn : chat.messages) {
-            check(turn.role == folio::ChatMessage::Role::User || (turn.images.empty() && turn.videos.empty()));
+            check(turn.role == folio::ChatMessage::Role::User ||
+                  (turn.images.empty() && turn.videos.empty()));
             for (const auto& video : turn.videos) {
                 check(video.url.empty() != video.frames.empty() && (video.frames.empty() || video.fps > 0.0));
             }

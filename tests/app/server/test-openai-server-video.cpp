@@ -1,7 +1,7 @@
-// The OpenAI-compatible server on the ERNIE-4.5-VL fixture with videos: video_frames parts (the reference's clip
-// as PNG data URLs) give the reference's prompt and the service's own answer; video_url parts take a video
-// file's data URL where the server decodes videos and are refused where it does not; images and videos are
-// limited each on their own; a part's frames beyond max_frames are refused naming the part.
+// The OpenAI-compatible server on the ERNIE-4.5-VL fixture with videos: video_frames parts (the reference's
+// clip as PNG data URLs) give the reference's prompt and the service's own answer; video_url parts take a
+// video file's data URL where the server decodes videos and are refused where it does not; images and videos
+// are limited each on their own; a part's frames beyond max_frames are refused naming the part.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -64,12 +64,13 @@ protected:
                 for (int x = 0; x < w; ++x) {
                     const size_t at = static_cast<size_t>(((f * h + y) * w + x) * 3);
                     for (size_t c = 0; c < 3; ++c) {
-                        frame.rgb[(static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)) * 3 +
+                        frame.rgb[(static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)) *
+                                      3 +
                                   c] = static_cast<uint8_t>(values[at + c]);
                     }
-                    bgr.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uint8_t>(values[at + 2]),
-                                                        static_cast<uint8_t>(values[at + 1]),
-                                                        static_cast<uint8_t>(values[at]));
+                    bgr.at<cv::Vec3b>(y, x) =
+                        cv::Vec3b(static_cast<uint8_t>(values[at + 2]), static_cast<uint8_t>(values[at + 1]),
+                                  static_cast<uint8_t>(values[at]));
                 }
             }
             std::vector<uint8_t> png;
@@ -88,7 +89,8 @@ protected:
             [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
             [](std::span<const uint8_t> bytes, std::string_view name) {
                 const ImageFileInfo info = probe_image(bytes, name);
-                return std::optional<server::ImageSize>(server::ImageSize{info.pages.at(0).width, info.pages.at(0).height});
+                return std::optional<server::ImageSize>(
+                    server::ImageSize{info.pages.at(0).width, info.pages.at(0).height});
             });
         s->start();
         return s;
@@ -111,7 +113,8 @@ protected:
         return client.Post("/v1/chat/completions", b.dump(), "application/json");
     }
 
-    static void expect_refused(const httplib::Result& res, const std::string& param, const std::string& message) {
+    static void expect_refused(const httplib::Result& res, const std::string& param,
+                               const std::string& message) {
         ASSERT_TRUE(res);
         EXPECT_EQ(res->status, 400) << res->body;
         const json error = json::parse(res->body)["error"];
@@ -160,10 +163,11 @@ TEST_F(OpenAiServerVideo, VideoFramesGiveTheReferencePromptAndTheServicesAnswer)
 
 TEST_F(OpenAiServerVideo, ImagesAndVideosAreLimitedApart) {
     const auto server = start({});
-    const json image = {{"type", "image_url"},
-                        {"image_url",
-                         {{"url", server::encode_data_url(
-                                      file_bytes(folio::testing::fixtures_dir() / "images" / "small.png"), "image/png")}}}};
+    const json image = {
+        {"type", "image_url"},
+        {"image_url",
+         {{"url", server::encode_data_url(file_bytes(folio::testing::fixtures_dir() / "images" / "small.png"),
+                                          "image/png")}}}};
     const auto both = post(*server, body(json::array({image, frames_part()}), "Compare."));
     ASSERT_TRUE(both);
     EXPECT_EQ(both->status, 200) << both->body;
@@ -183,13 +187,14 @@ TEST_F(OpenAiServerVideo, FramesBeyondMaxFramesAndBadFramesAreRefused) {
                    "messages[0].content[0].frames", "5 frames, more than the 4 a video may have");
     json bad = frames_part();
     bad["frames"] = json::array({frame_urls_[0], "data:text/plain;base64,aGVsbG8="});
-    expect_refused(post(*server, body(json::array({bad}), "What happens?")), "messages[0].content[0].frames[1]",
-                   "the data URL's media type must be an image");
+    expect_refused(post(*server, body(json::array({bad}), "What happens?")),
+                   "messages[0].content[0].frames[1]", "the data URL's media type must be an image");
     server->stop();
 }
 
 TEST_F(OpenAiServerVideo, VideoUrlsTakeAVideoFilesDataUrlWhereTheServerDecodesVideos) {
-    const std::filesystem::path clip = folio::testing::fixtures_dir().parent_path() / "video" / "testsrc-64x48-10fps.mp4";
+    const std::filesystem::path clip =
+        folio::testing::fixtures_dir().parent_path() / "video" / "testsrc-64x48-10fps.mp4";
     const json part = {{"type", "video_url"},
                        {"video_url", {{"url", server::encode_data_url(file_bytes(clip), "video/mp4")}}}};
     {
@@ -200,18 +205,17 @@ TEST_F(OpenAiServerVideo, VideoUrlsTakeAVideoFilesDataUrlWhereTheServerDecodesVi
     }
     ServerParams p;
     p.video_sampling = {2.0, 4, 8};
-    p.decode_video = [](std::span<const uint8_t> bytes, std::string_view name, const VideoSampling& sampling) {
-        return decode_video(bytes, name, sampling);
-    };
+    p.decode_video = [](std::span<const uint8_t> bytes, std::string_view name,
+                        const VideoSampling& sampling) { return decode_video(bytes, name, sampling); };
     const auto server = start(p);
     const auto res = post(*server, body(json::array({part}), "What happens?"));
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 200) << res->body;
     json image_as_video = part;
-    image_as_video["video_url"]["url"] =
-        server::encode_data_url(file_bytes(folio::testing::fixtures_dir() / "images" / "small.png"), "image/png");
-    expect_refused(post(*server, body(json::array({image_as_video}), "What happens?")), "messages[0].content[0]",
-                   "the data URL's media type must be a video");
+    image_as_video["video_url"]["url"] = server::encode_data_url(
+        file_bytes(folio::testing::fixtures_dir() / "images" / "small.png"), "image/png");
+    expect_refused(post(*server, body(json::array({image_as_video}), "What happens?")),
+                   "messages[0].content[0]", "the data URL's media type must be a video");
     server->stop();
 }
 

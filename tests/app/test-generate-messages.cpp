@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -264,6 +265,37 @@ TEST_F(GenerateMessages, ErrorsNameTheFileTheMessageAndThePart) {
     EXPECT_NE(out.find("--prompt and --messages do not go together"), std::string::npos) << out;
     out = error_of(R"([{"role": "user", "content": "a"}])", "--chat-template-kwargs '[1]'");
     EXPECT_NE(out.find("--chat-template-kwargs expects a JSON object"), std::string::npos) << out;
+}
+
+// A video file, by path and as a data URL, sampled as --mm-processor-kwargs says: twice the frames, twice the
+// video's placeholder tokens.
+TEST_F(GenerateMessages, VideoFilesAreSampledAsTheKwargsSay) {
+    const std::filesystem::path clip = fixtures_dir().parent_path() / "video" / "testsrc-64x48-10fps.mp4";
+    std::ifstream in(clip, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+    const int64_t video_token = meta_["config"]["video_token_id"];
+    for (const std::string& url : {clip.string(), folio::server::encode_data_url(bytes, "video/mp4")}) {
+        const std::filesystem::path file = dir_.path() / "clip.json";
+        write_text(file, json::array({{{"role", "user"},
+                                       {"content",
+                                        {{{"type", "video_url"}, {"video_url", {{"url", url}}}},
+                                         {{"type", "text"}, {"text", "What happens?"}}}}}})
+                             .dump());
+        std::vector<int64_t> n_video_tokens;
+        for (const int n_frames : {2, 4}) {
+            const std::string kwargs = "'{\"video_min_frames\": " + std::to_string(n_frames) +
+                                       ", \"video_max_frames\": " + std::to_string(n_frames) + "}'";
+            const CliRun run = folio_cli("--ids --max-tokens 1 --mm-processor-kwargs " + kwargs +
+                                         " --messages " + file.string());
+            ASSERT_EQ(run.status, 0) << run.out;
+            const std::vector<json> lines = id_lines(run.out);
+            ASSERT_EQ(lines.size(), 1u) << run.out;
+            const std::vector<int64_t> ids = lines[0]["prompt_ids"];
+            n_video_tokens.push_back(std::count(ids.begin(), ids.end(), video_token));
+        }
+        EXPECT_GT(n_video_tokens[0], 0) << url.substr(0, 64);
+        EXPECT_EQ(n_video_tokens[1], 2 * n_video_tokens[0]) << url.substr(0, 64);
+    }
 }
 
 // --limit-mm-per-prompt counts images and videos each on their own.

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "app/cli/bench.h"
 #include "app/cli/cli-service.h"
 #include "app/cli/layout-command.h"
+#include "app/cli/messages-file.h"
 #include "app/cli/model-command.h"
 #include "app/cli/ocr-command.h"
 #include "app/cli/serve-command.h"
@@ -18,6 +20,7 @@
 #include "app/options/cli-options.h"
 #include "app/options/engine-options.h"
 #include "engine/common/error.h"
+#include "engine/common/json-reader.h"
 #include "engine/models/model-registry.h"
 #include "engine/service/engine-service.h"
 
@@ -31,27 +34,96 @@ constexpr const char* kUsage = R"(usage:
   folio-cli generate --model DIR|ORG/NAME [--image FILE ...] --prompt TEXT [--prompt TEXT ...]
                      [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                      [--repetition-penalty R] [--seed S] [--stop TEXT ...] [--device cpu|cuda[:N]]
-                     [--threads N]
+                     [--threads N] [--chat-template-kwargs JSON] [--no-generation-prompt] [--ids]
                      [engine options]
-      Runs PaddleOCR-VL on the images with the task prompt ("OCR:", "Table Recognition:",
-      "Formula Recognition:", "Chart Recognition:"). One prompt takes every image and streams its text
-      to stdout; several prompts run as a batch, each with its own image (one --image per prompt) or all
-      with the same one (a single --image), and print their texts when done. Sampling flags left out take
-      the model folder's generation_config.json values (--generation-config vllm: greedy decoding).
-      Without --max-tokens a request may run to max_model_len (or the file's max_new_tokens); a
-      --max-tokens that does not fit it is refused. --model takes a
+  folio-cli generate --model DIR|ORG/NAME --messages FILE.json [--messages FILE.json ...] [the same options]
+      Each --prompt is one user turn through the model's chat template, with the images (PaddleOCR-VL's
+      task prompts: "OCR:", "Table Recognition:", "Formula Recognition:", "Chart Recognition:"). One
+      prompt takes every image and streams its text to stdout; several prompts run as a batch, each with
+      its own image (one --image per prompt) or all with the same one (a single --image), and print their
+      texts when done. Each --messages file is one chat request: OpenAI's messages (a JSON array, or an
+      object with "messages"), roles system, user and assistant, content a string or an array of parts
+      {"type": "text", "text": T}, {"type": "image_url", "image_url": {"url": PATH|data URL}},
+      {"type": "video_url", "video_url": {"url": PATH}} and {"type": "video_frames", "frames": [PATH, ...],
+      "fps": F} (frames as images, with the rate they were taken at); paths relative to the file's folder,
+      or file:// URLs. --chat-template-kwargs gives the template variables ('{"enable_thinking": false}');
+      --no-generation-prompt leaves the assistant's turn unopened; --mm-processor-kwargs' video_fps,
+      video_min_frames and video_max_frames sample video files (defaults from the model's
+      video_preprocessor_config.json). --ids prints one JSON line a request, {"prompt_ids": [...], "ids":
+      [...]}: the prompt's ids with images and videos expanded, and the generated ids. Without --max-tokens
+      a request may run to max_model_len (or the file's max_new_tokens); a --max-tokens that does not fit it
+      is refused. Sampling flags left out take the model folder's generation_config.json values
+      (--generation-config vllm: greedy decoding). --model takes a
       model folder, or a Hub repository already downloaded (folio-cli model pull).
 )";
 
-int run_generate(const Options& opt) {
-    opt.allow(
-        with_engine_flags({"--model", "--device", "--image", "--prompt", "--max-tokens", "--temperature",
-                           "--top-k", "--top-p", "--repetition-penalty", "--seed", "--threads", "--stop"}));
-    const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
+// The requests --prompt (with --image) or --messages give, as chats.
+std::vector<folio::Chat> generate_chats(const Options& opt, const folio::cli::EngineOptions& engine_options,
+                                        const std::filesystem::path& model_dir) {
     const std::vector<std::string> tasks = opt.all("--prompt");
-    if (tasks.empty()) {
-        fail("missing required option --prompt");
+    const std::vector<std::string> files = opt.all("--messages");
+    if (tasks.empty() == files.empty()) {
+        fail(tasks.empty() ? "missing required option --prompt or --messages"
+                           : "--prompt and --messages do not go together; give the prompt as a user message");
     }
+    nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+    if (opt.has("--chat-template-kwargs")) {
+        std::string problem;
+        const std::optional<nlohmann::json> parsed =
+            folio::try_parse_json(opt.text("--chat-template-kwargs"), problem);
+        if (!parsed || !parsed->is_object()) {
+            fail("--chat-template-kwargs expects a JSON object such as '{\"enable_thinking\": false}', got '",
+                 opt.text("--chat-template-kwargs"), "'", parsed ? "" : " (" + problem + ")");
+        }
+        kwargs = nlohmann::ordered_json::parse(parsed->dump());
+    }
+    const bool generation_prompt = !opt.has("--no-generation-prompt");
+    std::vector<folio::Chat> chats;
+    const auto add = [&](std::vector<folio::ChatMessage> messages) {
+        folio::Chat& chat = chats.emplace_back();
+        chat.messages = std::move(messages);
+        chat.template_kwargs = kwargs;
+        chat.add_generation_prompt = generation_prompt;
+    };
+    if (!files.empty()) {
+        if (opt.has("--image")) {
+            fail("--image goes with --prompt; with --messages give images as image_url parts");
+        }
+        const folio::VideoSampling sampling = video_sampling(model_dir, engine_options);
+        for (const std::string& file : files) {
+            add(load_messages_file(file, sampling));
+        }
+        return chats;
+    }
+    // Which images each prompt takes.
+    const std::vector<std::string> image_paths = opt.all("--image");
+    std::vector<std::vector<std::string>> request_images(tasks.size());
+    if (tasks.size() == 1) {
+        request_images[0] = image_paths;
+    } else if (image_paths.size() == tasks.size() || image_paths.size() == 1) {
+        for (size_t i = 0; i < tasks.size(); ++i) {
+            request_images[i] = {image_paths[image_paths.size() == 1 ? 0 : i]};
+        }
+    } else if (!image_paths.empty()) {
+        fail(tasks.size(), " prompts need one --image each or a single --image for all, got ",
+             image_paths.size());
+    }
+    for (size_t r = 0; r < tasks.size(); ++r) {
+        folio::ChatMessage message(folio::ChatMessage::Role::User, tasks[r]);
+        for (const auto& path : request_images[r]) {
+            message.images.push_back(folio::load_image(path));
+        }
+        add({std::move(message)});
+    }
+    return chats;
+}
+
+int run_generate(const Options& opt) {
+    opt.allow(with_engine_flags({"--model", "--device", "--image", "--prompt", "--messages", "--max-tokens",
+                                 "--temperature", "--top-k", "--top-p", "--repetition-penalty", "--seed",
+                                 "--threads", "--stop", "--chat-template-kwargs", "--no-generation-prompt",
+                                 "--ids"}));
+    const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
     folio::GenerationOptions options;
     if (opt.has("--max-tokens")) {
         options.max_tokens = opt.integer("--max-tokens", 0);
@@ -66,62 +138,56 @@ int run_generate(const Options& opt) {
                               !opt.has("--repetition-penalty"), !opt.has("--max-tokens")};
     options.stop_strings = opt.all("--stop");
 
-    // Which images each prompt takes.
-    const std::vector<std::string> image_paths = opt.all("--image");
-    std::vector<std::vector<std::string>> request_images(tasks.size());
-    if (tasks.size() == 1) {
-        request_images[0] = image_paths;
-    } else if (image_paths.size() == tasks.size() || image_paths.size() == 1) {
-        for (size_t i = 0; i < tasks.size(); ++i) {
-            request_images[i] = {image_paths[image_paths.size() == 1 ? 0 : i]};
-        }
-    } else if (!image_paths.empty()) {
-        fail(tasks.size(), " prompts need one --image each or a single --image for all, got ",
-             image_paths.size());
-    }
-    std::vector<folio::RequestSpec> specs;
-    for (size_t r = 0; r < tasks.size(); ++r) {
-        folio::ImageTask task;
-        for (const auto& path : request_images[r]) {
-            task.images.push_back(folio::load_image(path));
-        }
-        task.task = tasks[r];
-        specs.push_back({std::move(task), options});
-    }
+    const folio::cli::EngineOptions engine_options =
+        parse_engine_options(opt, folio::describe_model(model_dir));
+    std::vector<folio::Chat> chats = generate_chats(opt, engine_options, model_dir);
+    // What each request is called in the batch's output: its prompt or its file.
+    const std::vector<std::string> names =
+        opt.has("--messages") ? opt.all("--messages") : opt.all("--prompt");
+    const bool ids = opt.has("--ids");
 
     folio::EngineService service;
-    load_service(service, opt, model_dir, parse_engine_options(opt, folio::describe_model(model_dir)));
+    load_service(service, opt, model_dir, engine_options);
     const auto start = std::chrono::steady_clock::now();
     std::vector<folio::RequestHandle> handles;
-    for (folio::RequestSpec& spec : specs) {
-        handles.push_back(service.submit(std::move(spec), {}));
+    for (folio::Chat& chat : chats) {
+        folio::SubmitOptions submit;
+        submit.keep_prompt_ids = ids;
+        handles.push_back(service.submit({std::move(chat), options}, std::move(submit)));
     }
-    const bool stream = tasks.size() == 1;
+    const bool stream = handles.size() == 1 && !ids;
     int status = 0;
     for (size_t r = 0; r < handles.size(); ++r) {
         std::string text;
-        size_t n_tokens = 0;
+        std::vector<int32_t> tokens;
         std::optional<folio::RequestOutput> last;
         while (std::optional<folio::RequestOutput> out = handles[r].next()) {
             if (stream) {
                 std::cout << out->text << std::flush;
             }
             text += out->text;
-            n_tokens += out->tokens.size();
+            tokens.insert(tokens.end(), out->tokens.begin(), out->tokens.end());
             last = std::move(out);
         }
-        if (stream) {
-            std::cout << std::endl;
-        } else {
-            std::cout << "=== request " << r << ": " << tasks[r] << "\n" << text << "\n";
-        }
-        const folio::FinishReason finish = last && last->finish ? *last->finish : folio::FinishReason::Error;
         if (last && !last->error.empty()) {
+            if (stream) {
+                std::cout << std::endl;
+            }
             std::cerr << "folio-cli generate: request " << r << ": error: " << last->error << "\n";
             status = 1;
             continue;
         }
-        std::cerr << "folio-cli: request " << r << ": " << n_tokens << " tokens ("
+        if (ids) {
+            std::cout
+                << nlohmann::ordered_json{{"prompt_ids", handles[r].prompt_ids()}, {"ids", tokens}}.dump()
+                << std::endl;
+        } else if (stream) {
+            std::cout << std::endl;
+        } else {
+            std::cout << "=== request " << r << ": " << names[r] << "\n" << text << "\n";
+        }
+        const folio::FinishReason finish = last && last->finish ? *last->finish : folio::FinishReason::Error;
+        std::cerr << "folio-cli: request " << r << ": " << tokens.size() << " tokens ("
                   << folio::finish_reason_name(finish) << "), prompt " << handles[r].n_prompt_tokens()
                   << " tokens\n";
     }
@@ -164,7 +230,9 @@ int main(int argc, char** argv) {
             }
             return run_model(argc, argv, 2);
         }
-        const Options options(argc, argv, 2);
+        const Options options = command == "generate"
+                                    ? Options(argc, argv, 2, {"--ids", "--no-generation-prompt"})
+                                    : Options(argc, argv, 2);
         if (options.has("--help")) {
             std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
                       << kServeUsage << kServerBenchUsage << "\n"

@@ -7,8 +7,10 @@
 #include <iostream>
 
 #include "app/cli/cli-service.h"
+#include "app/cli/messages-file.h"
 #include "app/cli/model-command.h"
 #include "app/images/image-loader.h"
+#include "app/images/video-loader.h"
 #include "app/options/engine-options.h"
 #include "app/server/openai-server.h"
 #include "engine/chat-template/reasoning-parser.h"
@@ -43,6 +45,10 @@ const char* const kServeUsage =
       reasoning_content and content, as vLLM (deepseek_r1) and FastDeploy (ernie-45-vl) do, unless the
       request's chat_template_kwargs set enable_thinking false. SIGINT (Ctrl-C) or SIGTERM stops the server
       within a few seconds: streams in flight end with an error event, other requests with 503.
+      Chat messages take text, image_url, video_url (a data URL of a video file, sampled as
+      --mm-processor-kwargs' video_fps, video_min_frames and video_max_frames say) and video_frames parts
+      ({"type": "video_frames", "frames": [data URL, ...], "fps": F}); --limit-mm-per-prompt counts images
+      and videos each on their own.
 )";
 namespace {
 
@@ -129,6 +135,9 @@ int run_serve(int argc, char** argv, int first) {
     PreprocessorConfig pre = load_preprocessor_config(model_dir / "preprocessor_config.json");
     apply_preprocessing(engine_options, pre);
     params.image_pixels = {pre.min_pixels, pre.max_pixels};
+    params.video_sampling = video_sampling(model_dir, engine_options);
+    params.decode_video = [](std::span<const uint8_t> bytes, std::string_view name,
+                             const VideoSampling& sampling) { return decode_video(bytes, name, sampling); };
 
     // SIGINT and SIGTERM wait for sigwait below: every thread started from here on has them blocked.
     sigset_t stop_signals;

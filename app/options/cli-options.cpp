@@ -24,7 +24,7 @@ std::string normalise_flag(std::string flag) {
 
 }  // namespace
 
-Options::Options(int argc, char** argv, int first) {
+Options::Options(int argc, char** argv, int first, std::initializer_list<std::string_view> switches) {
     if (argc > 0 && argv[0] != nullptr && argv[0][0] != '\0') {
         program_ = std::filesystem::path(argv[0]).filename().string();
     }
@@ -47,6 +47,13 @@ Options::Options(int argc, char** argv, int first) {
                 fail("option --help takes no value");
             }
             values_[flag].push_back("");
+            continue;
+        }
+        if (std::find(switches.begin(), switches.end(), flag) != switches.end()) {
+            if (value) {
+                fail("option ", flag, " takes no value");
+            }
+            values_[flag].push_back("true");
             continue;
         }
         if (!is_engine_switch(flag) && flag.starts_with("--no-") && is_engine_switch("--" + flag.substr(5))) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,8 @@ namespace folio::cli {
 // (--no-enable-prefix-caching); -tp is --tensor-parallel-size, as in FastDeploy.
 class Options {
 public:
-    Options(int argc, char** argv, int first);
+    // switches: the command's own flags that take no value (--ids), "true" where given.
+    Options(int argc, char** argv, int first, std::initializer_list<std::string_view> switches = {});
 
     void allow(const std::vector<std::string>& known) const {
         for (const auto& entry : values_) {

@@ -30,10 +30,13 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"block_size", kModel, Integer, Implemented, "N", "64", "tokens per KV-cache block"},
     {"use_warmup", kModel, Integer, NoEffect, "0|1", "0",
      "no effect: the engine always profiles a prefill and records its decode graphs at start"},
-    {"limit_mm_per_prompt", kModel, Json, Implemented, "'{\"image\": N, \"video\": N}'|N", "{\"image\": 4}",
-     "images per request (video: no effect, Folio takes no video)"},
-    {"mm_processor_kwargs", kModel, Json, Implemented, "'{\"image_min_pixels\": N, \"image_max_pixels\": N}'",
-     "preprocessor_config.json's", "pixel bounds of each image's resize (video_* keys: no effect)"},
+    {"limit_mm_per_prompt", kModel, Json, Implemented, "'{\"image\": N, \"video\": M}'|N",
+     "{\"image\": 4, \"video\": 1}", "images and videos per request, each counted alone (a number: images)"},
+    {"mm_processor_kwargs", kModel, Json, Implemented, "'{\"image_min_pixels\": N, \"video_fps\": F, ...}'",
+     "preprocessor_config.json's",
+     "pixel bounds of each image's resize; generate: video_fps, video_min_frames, video_max_frames sample "
+     "video "
+     "files (other video_* keys: no effect)"},
     {"enable_mm", kModel, Switch, NoEffect, "", "on", "no effect: implied by the multimodal model"},
     {"reasoning_parser", kModel, Text, Implemented, "deepseek_r1|ernie-45-vl", "none",
      "serve: chat answers carry reasoning_content beside content (generate prints the whole text)"},

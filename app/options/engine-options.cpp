@@ -347,7 +347,8 @@ void check_without_effect(const Reader& r, const EngineConfig& c) {
     }
 }
 
-// --limit-mm-per-prompt: FastDeploy's {"image": N, "video": N}, or Folio's older plain number of images.
+// --limit-mm-per-prompt: FastDeploy's {"image": N, "video": M}, each modality counted alone, or Folio's older
+// plain number of images.
 void parse_limit_mm(const Reader& r, EngineConfig& c) {
     if (!r.has("limit_mm_per_prompt")) {
         return;
@@ -364,9 +365,7 @@ void parse_limit_mm(const Reader& r, EngineConfig& c) {
             if (n < 0) {
                 fail("--limit-mm-per-prompt: \"", key, "\" must not be negative, got ", n);
             }
-            if (key == "image") {
-                c.limit_mm_per_prompt = n;
-            }
+            (key == "image" ? c.limit_mm_per_prompt : c.limit_video_per_prompt) = n;
         }
     } else {
         fail("--limit-mm-per-prompt expects '{\"image\": N, \"video\": N}' or a number, got '",
@@ -381,9 +380,10 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
     if (!r.has("mm_processor_kwargs")) {
         return;
     }
-    static constexpr std::array<std::string_view, 8> kVideoKeys = {
-        "video_min_pixels", "video_max_pixels",    "video_fps",           "video_min_frames",
-        "video_max_frames", "video_target_frames", "video_frames_sample", "video_max_tokens"};
+    // Keys FastDeploy takes that have no effect here.
+    static constexpr std::array<std::string_view, 5> kVideoKeys = {"video_min_pixels", "video_max_pixels",
+                                                                   "video_target_frames",
+                                                                   "video_frames_sample", "video_max_tokens"};
     const JsonValue kwargs = r.object("mm_processor_kwargs");
     for (const auto& [key, value] : kwargs.items()) {
         if (key == "image_min_pixels" || key == "image_max_pixels") {
@@ -392,14 +392,30 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
                 fail("--mm-processor-kwargs: \"", key, "\" must be at least 1, got ", n);
             }
             (key == "image_min_pixels" ? out.image_min_pixels : out.image_max_pixels) = n;
+        } else if (key == "video_fps") {
+            if (!value.is_number() || !(value.get<double>() > 0.0) || !std::isfinite(value.get<double>())) {
+                fail("--mm-processor-kwargs: \"video_fps\" must be a number above 0, got ", dump(value));
+            }
+            out.video_fps = value.get<double>();
+        } else if (key == "video_min_frames" || key == "video_max_frames") {
+            const int64_t n = json_integer(value, "mm_processor_kwargs", key);
+            if (n < 1) {
+                fail("--mm-processor-kwargs: \"", key, "\" must be at least 1, got ", n);
+            }
+            (key == "video_min_frames" ? out.video_min_frames : out.video_max_frames) = n;
         } else if (std::find(kVideoKeys.begin(), kVideoKeys.end(), key) == kVideoKeys.end()) {
             fail("--mm-processor-kwargs: unknown key \"", key,
-                 "\" (Folio takes image_min_pixels, image_max_pixels and, without effect, video_* keys)");
+                 "\" (Folio takes image_min_pixels, image_max_pixels, video_fps, video_min_frames, "
+                 "video_max_frames and, without effect, other video_* keys)");
         }
     }
     if (out.image_min_pixels && out.image_max_pixels && *out.image_min_pixels > *out.image_max_pixels) {
         fail("--mm-processor-kwargs: image_min_pixels ", *out.image_min_pixels, " exceeds image_max_pixels ",
              *out.image_max_pixels);
+    }
+    if (out.video_min_frames && out.video_max_frames && *out.video_min_frames > *out.video_max_frames) {
+        fail("--mm-processor-kwargs: video_min_frames ", *out.video_min_frames, " exceeds video_max_frames ",
+             *out.video_max_frames);
     }
 }
 

@@ -77,6 +77,9 @@ struct EngineOptions {
     std::optional<std::filesystem::path> tokenizer;  // --tokenizer: another folder's tokenizer
     std::optional<int64_t> image_min_pixels;         // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
+    std::optional<double> video_fps;  // mm_processor_kwargs: how video files are sampled (generate)
+    std::optional<int64_t> video_min_frames;
+    std::optional<int64_t> video_max_frames;
     std::string reasoning_parser;  // deepseek_r1 or ernie-45-vl (serve splits chat answers); empty: none
     // --chat-template: a template file or the template's text, in place of the model folder's.
     std::shared_ptr<const ChatTemplate> chat_template;

@@ -42,10 +42,6 @@ const char* type_name(const json& v) {
     }
 }
 
-[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const json& v) {
-    bad_request(param + " must be " + wanted + ", got " + type_name(v), param);
-}
-
 json parse_body(std::string_view body) {
     std::string problem;
     std::optional<json> doc = try_parse_json(body, problem);
@@ -292,48 +288,6 @@ GenerationRequest parse_generation(const json& body) {
     return g;
 }
 
-// A message's content: a string, or an array of text and image parts.
-void parse_content(const json& content, const std::string& param, ChatTurn& turn) {
-    if (content.is_string()) {
-        turn.text = content.get<std::string>();
-        return;
-    }
-    if (!content.is_array()) {
-        wrong_type(param, "a string or an array of parts", content);
-    }
-    for (size_t i = 0; i < content.size(); ++i) {
-        const json& part = content[i];
-        const std::string at = param + "[" + std::to_string(i) + "]";
-        if (!part.is_object()) {
-            wrong_type(at, "an object", part);
-        }
-        const json* type = member(part, "type");
-        if (!type || !type->is_string()) {
-            bad_request(at + ".type must be a string", at + ".type");
-        }
-        const std::string kind = type->get<std::string>();
-        if (kind == "text") {
-            const json* text = member(part, "text");
-            if (!text || !text->is_string()) {
-                bad_request(at + ".text must be a string", at + ".text");
-            }
-            turn.text += text->get<std::string>();
-        } else if (kind == "image_url") {
-            if (turn.role != ChatMessage::Role::User) {
-                bad_request(at + ": only user messages may hold images", at);
-            }
-            const json* image = member(part, "image_url");
-            const json* url = image && image->is_object() ? member(*image, "url") : image;
-            if (!url || !url->is_string()) {
-                bad_request(at + ".image_url.url must be a string", at + ".image_url");
-            }
-            turn.image_urls.push_back(url->get<std::string>());
-        } else {
-            refuse(at + ".type", "'" + kind + "' is not supported; use text or image_url");
-        }
-    }
-}
-
 json usage_json(const Usage& usage) {
     return {{"prompt_tokens", usage.prompt_tokens},
             {"completion_tokens", usage.completion_tokens},
@@ -363,6 +317,10 @@ void bad_request(const std::string& message, const std::string& param) {
     throw ApiError(400, "invalid_request_error", message, param);
 }
 
+void wrong_type(const std::string& param, const char* wanted, const nlohmann::json& value) {
+    bad_request(param + " must be " + wanted + ", got " + type_name(value), param);
+}
+
 ChatCompletionRequest parse_chat_completion(std::string_view body) try {
     const json doc = parse_body(body);
     ChatCompletionRequest request;
@@ -373,36 +331,7 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
     if (!messages->is_array()) {
         wrong_type("messages", "an array", *messages);
     }
-    for (size_t i = 0; i < messages->size(); ++i) {
-        const json& m = (*messages)[i];
-        const std::string at = "messages[" + std::to_string(i) + "]";
-        if (!m.is_object()) {
-            wrong_type(at, "an object", m);
-        }
-        const json* role = member(m, "role");
-        if (!role || !role->is_string()) {
-            bad_request(at + ".role must be a string", at + ".role");
-        }
-        const std::string r = role->get<std::string>();
-        ChatTurn turn;
-        if (r == "user") {
-            turn.role = ChatMessage::Role::User;
-        } else if (r == "assistant") {
-            turn.role = ChatMessage::Role::Assistant;
-        } else if (r == "system" || r == "developer") {
-            turn.role = ChatMessage::Role::System;
-        } else {
-            refuse(at + ".role", "'" + r + "' is not supported; use system, user or assistant");
-        }
-        if (const json* content = member(m, "content")) {
-            parse_content(*content, at + ".content", turn);
-        } else if (turn.role == ChatMessage::Role::User) {
-            bad_request(at + ".content is required", at + ".content");
-        }
-        // A system turn goes to the chat template, which places it (ERNIE-4.5-VL's) or leaves it out
-        // (PaddleOCR-VL's).
-        request.messages.push_back(std::move(turn));
-    }
+    request.messages = parse_chat_messages(*messages);
     if (request.messages.empty() || request.messages.back().role != ChatMessage::Role::User) {
         bad_request("messages must end with a user message", "messages");
     }
@@ -450,16 +379,19 @@ CompletionRequest parse_completion(std::string_view body) try {
     bad_request("the body cannot be read: " + json_error_text(e));
 }
 
-std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param) {
+std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param, std::string_view kind) {
     constexpr std::string_view kData = "data:";
+    const std::string example =
+        "(data:" + std::string(kind) + (kind == "video" ? "/mp4" : "/png") + ";base64,...)";
     if (url.substr(0, 7) == "http://" || url.substr(0, 8) == "https://") {
-        bad_request(param +
-                        ": image URLs are not fetched (folio-cli serve --allow-image-urls fetches them); "
-                        "send the image as a data URL (data:image/png;base64,...)",
-                    param);
+        bad_request(
+            param + ": " + std::string(kind) +
+                " URLs are not fetched (folio-cli serve --allow-image-urls fetches images); send the " +
+                std::string(kind) + " as a data URL " + example,
+            param);
     }
     if (url.substr(0, kData.size()) != kData) {
-        bad_request(param + ": expected a data URL (data:image/png;base64,...)", param);
+        bad_request(param + ": expected a data URL " + example, param);
     }
     const size_t comma = url.find(',');
     if (comma == std::string_view::npos) {
@@ -468,16 +400,17 @@ std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& pa
     const std::string_view meta = url.substr(kData.size(), comma - kData.size());
     constexpr std::string_view kBase64 = ";base64";
     if (meta.size() < kBase64.size() || meta.substr(meta.size() - kBase64.size()) != kBase64) {
-        bad_request(param + ": the data URL must be base64 (data:image/png;base64,...)", param);
+        bad_request(param + ": the data URL must be base64 " + example, param);
     }
     const std::string_view media = meta.substr(0, meta.size() - kBase64.size());
-    if (media.substr(0, 6) != "image/") {
-        bad_request(param + ": the data URL's media type must be an image, got '" + std::string(media) + "'",
+    if (media.substr(0, kind.size() + 1) != std::string(kind) + "/") {
+        bad_request(param + ": the data URL's media type must be " + (kind == "image" ? "an " : "a ") +
+                        std::string(kind) + ", got '" + std::string(media) + "'",
                     param);
     }
     std::string data(url.substr(comma + 1));
     if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max() - 4)) {
-        bad_request(param + ": the image is too large", param);
+        bad_request(param + ": the " + std::string(kind) + " is too large", param);
     }
     // Padding left out by some encoders is put back: OpenSSL's decoder wants whole groups of four.
     const auto n_symbols = std::count_if(data.begin(), data.end(),

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/server/chat-messages.h"
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/runtime/engine-core.h"
 #include "engine/service/request-builder.h"
@@ -42,6 +43,8 @@ private:
 
 // 400 invalid_request_error naming the field.
 [[noreturn]] void bad_request(const std::string& message, const std::string& param = {});
+// 400 for a field of the wrong JSON type: "param must be WANTED, got a string".
+[[noreturn]] void wrong_type(const std::string& param, const char* wanted, const nlohmann::json& value);
 
 // What a chat or text completion asks of the generation, with the defaults of OpenAI's API.
 struct GenerationRequest {
@@ -59,12 +62,6 @@ struct GenerationRequest {
     std::optional<int64_t> image_min_pixels;  // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
     bool enable_thinking = true;  // false where chat_template_kwargs.enable_thinking is: no reasoning parsed
-};
-
-struct ChatTurn {
-    ChatMessage::Role role = ChatMessage::Role::User;
-    std::string text;
-    std::vector<std::string> image_urls;  // a user turn's images, in order
 };
 
 struct ChatCompletionRequest {
@@ -87,8 +84,10 @@ ChatCompletionRequest parse_chat_completion(std::string_view body);
 CompletionRequest parse_completion(std::string_view body);
 
 // The bytes of a data URL ("data:image/png;base64,...."); throws ApiError (400) naming param for anything
-// else: a URL of another scheme, a media type that is not an image, a payload that is not base64.
-std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param);
+// else: a URL of another scheme, a media type not of the kind ("image" or "video"), a payload that is not
+// base64.
+std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param,
+                                     std::string_view kind = "image");
 
 // bytes as a data URL of the media type ("image/png"): what a client sends, for benchmarks and tests.
 std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type);

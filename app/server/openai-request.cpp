@@ -57,6 +57,56 @@ Image OpenAiServer::Impl::checked_image(const std::vector<uint8_t>& bytes, const
     }
 }
 
+Image OpenAiServer::Impl::url_image(const std::string& url, const std::string& param) {
+    const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+    const std::vector<uint8_t> bytes =
+        remote && params.fetch_image_urls
+            ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
+            : decode_data_url(url, param);
+    return checked_image(bytes, param);
+}
+
+// A video_url part: a data URL of a video file (or an http(s) URL where image URLs are fetched) sampled as
+// the model samples videos. A video_frames part: its frames decoded as images are, at the rate given.
+Video OpenAiServer::Impl::part_video(const MediaPart& part) {
+    const VideoSampling& sampling = params.video_sampling;
+    if (!part.is_frames()) {
+        if (!params.decode_video) {
+            bad_request(part.param +
+                            ": video_url is not taken by this server; send the video's frames as a "
+                            "video_frames part",
+                        part.param);
+        }
+        const std::string& url = part.url;
+        const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+        const std::vector<uint8_t> bytes =
+            remote && params.fetch_image_urls
+                ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, part.param)
+                : decode_data_url(url, part.param, "video");
+        decode_slots.acquire();
+        try {
+            Video video = params.decode_video(bytes, part.param, sampling);
+            decode_slots.release();
+            return video;
+        } catch (const std::exception& e) {
+            decode_slots.release();
+            bad_request(std::string("the video could not be decoded: ") + e.what(), part.param);
+        }
+    }
+    const auto n_frames = static_cast<int64_t>(part.frames.size());
+    if (n_frames > sampling.max_frames) {
+        bad_request(part.param + ".frames: " + std::to_string(n_frames) + " frames, more than the " +
+                        std::to_string(sampling.max_frames) + " a video may have",
+                    part.param + ".frames");
+    }
+    Video video;
+    video.fps = part.fps;
+    for (size_t f = 0; f < part.frames.size(); ++f) {
+        video.frames.push_back(url_image(part.frames[f], part.param + ".frames[" + std::to_string(f) + "]"));
+    }
+    return video;
+}
+
 RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, GenerationRequest& generation) {
     RequestSpec spec;
     if (kind == Api::Completion) {
@@ -68,33 +118,28 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
         ChatCompletionRequest request = parse_chat_completion(body);
         generation = std::move(request.generation);
         check_model(generation.model);
-        int64_t n_images = 0;
+        int64_t n_images = 0, n_videos = 0;
         for (const ChatTurn& turn : request.messages) {
-            n_images += static_cast<int64_t>(turn.image_urls.size());
+            n_images += static_cast<int64_t>(turn.images.size());
+            n_videos += static_cast<int64_t>(turn.videos.size());
         }
-        const int64_t limit = service.limits().limit_mm_per_prompt;
-        if (n_images > limit) {
-            bad_request(std::to_string(n_images) + " images in one request, more than limit_mm_per_prompt " +
-                            std::to_string(limit),
-                        "messages");
+        // Counted before anything is decoded.
+        try {
+            check_media_counts(n_images, n_videos, service.limits());
+        } catch (const Error& e) {
+            bad_request(e.what(), "messages");
         }
         Chat chat;
         chat.template_kwargs = std::move(request.chat_template_kwargs);
-        for (size_t m = 0; m < request.messages.size(); ++m) {
-            ChatTurn& turn = request.messages[m];
+        for (ChatTurn& turn : request.messages) {
             ChatMessage& message = chat.messages.emplace_back();
             message.role = turn.role;
             message.text = std::move(turn.text);
-            for (size_t i = 0; i < turn.image_urls.size(); ++i) {
-                const std::string param =
-                    "messages[" + std::to_string(m) + "] image " + std::to_string(i + 1);
-                const std::string& url = turn.image_urls[i];
-                const bool remote = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
-                const std::vector<uint8_t> bytes =
-                    remote && params.fetch_image_urls
-                        ? fetch_image_url(url, {params.max_body_bytes, params.fetch_timeout, 3}, param)
-                        : decode_data_url(url, param);
-                message.images.push_back(checked_image(bytes, param));
+            for (const MediaPart& part : turn.images) {
+                message.images.push_back(url_image(part.url, part.param));
+            }
+            for (const MediaPart& part : turn.videos) {
+                message.videos.push_back(part_video(part));
             }
         }
         spec.input = std::move(chat);

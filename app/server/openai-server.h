@@ -19,6 +19,7 @@
 
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/image/image.h"
+#include "engine/image/video-sampling.h"
 #include "engine/service/engine-service.h"
 #include "engine/service/request-builder.h"
 
@@ -70,6 +71,13 @@ struct ServerParams {
     // The image bounds of the model's preprocessing, filled in where a request's mm_processor_kwargs give
     // one.
     ImagePixelBounds image_pixels;
+    // How video files are sampled (video_url parts), and the most frames a video_frames part may have
+    // (max_frames).
+    VideoSampling video_sampling;
+    // Video file bytes to sampled frames, throwing folio::Error naming `name`; empty: video_url parts are
+    // refused (video_frames parts are still taken). http(s) video URLs are fetched where image URLs are.
+    std::function<Video(std::span<const uint8_t> bytes, std::string_view name, const VideoSampling& sampling)>
+        decode_video;
     // --reasoning-parser: chat answers carry reasoning_content beside content, whole and streamed, unless a
     // request's chat_template_kwargs turn enable_thinking off.
     std::optional<ReasoningFormat> reasoning_parser;

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <cstddef>
+#include <numeric>
 #include <string>
 
 #include "engine/common/error.h"
@@ -464,7 +465,8 @@ void append_video(PreprocessedImages& out, const Video& video, const Preprocesso
     const Image& resized = storage.front().rgb.empty() ? first : storage.front();
     check_multiple(resized, cfg.patch_size, what);
     const auto n_temporal = static_cast<size_t>(cfg.temporal_patch_size);
-    while (frames.size() % n_temporal != 0) {
+    const size_t multiple = std::lcm(n_temporal, static_cast<size_t>(std::max(cfg.video_frame_multiple, 1)));
+    while (frames.size() % multiple != 0) {
         frames.push_back(frames.back());
     }
     const ImageGrid grid{static_cast<int64_t>(frames.size() / n_temporal), resized.height / cfg.patch_size,

@@ -21,6 +21,9 @@ struct PreprocessorConfig {
     int patch_size = 14;
     int merge_size = 2;
     int temporal_patch_size = 1;
+    // A video's frames are padded, by repeating the last, to a multiple of this and of temporal_patch_size:
+    // ERNIE-4.5-VL's resampler merges frames in pairs (the model's, not the file's).
+    int video_frame_multiple = 1;
     std::array<float, 3> image_mean{0.48145466f, 0.4578275f, 0.40821073f};
     std::array<float, 3> image_std{0.26862954f, 0.26130258f, 0.27577711f};
     double rescale_factor = 1.0 / 255;

@@ -25,6 +25,10 @@ struct SpecialTokenIds {
     int32_t vision_start_token_id = -1;
     int32_t vision_end_token_id = -1;
     int32_t video_token_id = -1;  // -1: the model takes no video
+    // Where a video's run is marked by tokens of its own (ERNIE-4.5-VL's <|VIDEO_START|>); -1: the vision
+    // start and end tokens mark videos too.
+    int32_t video_start_token_id = -1;
+    int32_t video_end_token_id = -1;
 };
 
 // What building a prompt needs of a model: its tokenizer, its chat template with the values the template

@@ -153,8 +153,9 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     if (config.block_size < 1) {
         fail("block_size must be at least 1, got ", config.block_size);
     }
-    if (config.limit_mm_per_prompt < 0) {
-        fail("limit_mm_per_prompt must not be negative, got ", config.limit_mm_per_prompt);
+    if (config.limit_mm_per_prompt < 0 || config.limit_video_per_prompt < 0) {
+        fail("limit_mm_per_prompt must not be negative, got ", config.limit_mm_per_prompt, " images and ",
+             config.limit_video_per_prompt, " videos");
     }
     if (config.max_model_len > max_context) {
         fail("max_model_len ", config.max_model_len, " exceeds the model's context of ", max_context);
@@ -282,9 +283,14 @@ void EngineCore::check_request(const Request& request) const {
             fail("token id ", id, " outside the vocabulary of ", vocab_size);
         }
     }
-    if (static_cast<int64_t>(request.images.grids.size()) > config_.limit_mm_per_prompt) {
-        fail(request.images.grids.size(), " images in one request, more than limit_mm_per_prompt ",
-             config_.limit_mm_per_prompt);
+    const auto n_videos = static_cast<int64_t>(request.images.n_videos());
+    if (static_cast<int64_t>(request.images.grids.size()) - n_videos > config_.limit_mm_per_prompt) {
+        fail(static_cast<int64_t>(request.images.grids.size()) - n_videos,
+             " images in one request, more than limit_mm_per_prompt ", config_.limit_mm_per_prompt);
+    }
+    if (n_videos > config_.limit_video_per_prompt) {
+        fail(n_videos, " videos in one request, more than limit_mm_per_prompt's video limit ",
+             config_.limit_video_per_prompt);
     }
     model_.check_images(request.images);
     if (request.max_tokens < 1) {

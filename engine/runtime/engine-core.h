@@ -38,6 +38,7 @@ struct EngineConfig {
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
     int64_t limit_mm_per_prompt = 4;      // images per request
+    int64_t limit_video_per_prompt = 1;   // videos per request
     int64_t num_gpu_blocks_override = 0;  // 0: planned from memory
     bool use_cudagraph = true;            // decode steps recorded and replayed where the backend can
     // The decode batch sizes recorded; empty: FastDeploy's capture sizes up to max_num_seqs.

@@ -30,6 +30,7 @@ GenerateResult generate(GenerativeModel& model, const PromptTokens& prompt, cons
     config.enable_chunked_prefill = false;
     config.enable_prefix_caching = false;
     config.limit_mm_per_prompt = static_cast<int64_t>(images.grids.size());
+    config.limit_video_per_prompt = static_cast<int64_t>(images.n_videos());
     config.num_gpu_blocks_override = (config.max_model_len + config.block_size - 1) / config.block_size;
     EngineCore engine(model, config);
 

@@ -42,12 +42,14 @@ struct RequestState {
     OutputCallback on_output;
     std::atomic<bool> cancel_requested{false};
     std::atomic<int64_t> n_prompt_tokens{-1};  // once built
+    bool keep_prompt_ids = false;
 
     std::mutex mutex;  // guards what follows
     std::condition_variable ready;
     std::deque<RequestOutput> outputs;
     bool delivered_final = false;
     bool taken_final = false;
+    std::vector<int32_t> prompt_ids;  // with keep_prompt_ids, once built
 };
 
 namespace {
@@ -196,6 +198,10 @@ void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, co
             Request request = made.build(std::move(spec));
             request.priority = priority;
             state->n_prompt_tokens.store(static_cast<int64_t>(request.prompt.ids.size()));
+            if (state->keep_prompt_ids) {
+                const std::lock_guard lock(state->mutex);
+                state->prompt_ids = request.prompt.ids;
+            }
             prepared.emplace(state, std::move(request));
         } catch (const std::exception& e) {
             ended = final_output(state->id, FinishReason::Error, ErrorKind::InvalidRequest, e.what());
@@ -379,7 +385,7 @@ void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
         served.cores.push_back(
             std::make_unique<EngineCore>(*m.generative(), config, m.tokenizer(), on_phase));
         const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
-                                           config.max_image_tokens};
+                                           config.max_image_tokens, config.limit_video_per_prompt};
         made.push_back(std::make_shared<const RequestBuilder>(m.prompt_format(), request_limits));
         made_limits.push_back(request_limits);
         names.push_back(m.description().name);
@@ -661,6 +667,14 @@ std::optional<RequestOutput> RequestHandle::next() {
     return out;
 }
 
+std::vector<int32_t> RequestHandle::prompt_ids() const {
+    if (!state_) {
+        return {};
+    }
+    const std::lock_guard lock(state_->mutex);
+    return state_->prompt_ids;
+}
+
 int64_t RequestHandle::n_prompt_tokens() const {
     return state_ ? state_->n_prompt_tokens.load() : -1;
 }
@@ -737,6 +751,7 @@ RequestHandle EngineService::submit(RequestSpec spec, SubmitOptions options) {
     auto state = std::make_shared<RequestState>();
     state->group = options.group;
     state->on_output = std::move(options.on_output);
+    state->keep_prompt_ids = options.keep_prompt_ids;
     {
         const std::lock_guard lock(impl_->mutex);
         if (!impl_->accepting) {

@@ -82,6 +82,8 @@ struct SubmitOptions {
     // is built); what it throws is caught and counted, and the request goes on. Without it, outputs queue in
     // the handle.
     OutputCallback on_output;
+    // The built prompt's token ids kept for RequestHandle::prompt_ids (folio-cli generate --ids).
+    bool keep_prompt_ids = false;
 };
 
 // What work on the engine thread may use, between steps.
@@ -111,6 +113,9 @@ public:
     // The prompt's tokens once the request is built (before its first output), -1 until then or when it was
     // refused.
     int64_t n_prompt_tokens() const;
+    // The prompt's token ids, images and videos expanded, once the request is built, where it was submitted
+    // with keep_prompt_ids; empty otherwise.
+    std::vector<int32_t> prompt_ids() const;
     // Whether the final output was delivered (to the queue or the callback).
     bool finished() const;
     // Ends the request: its final output says FinishReason::Cancelled unless it had already ended. Does

@@ -29,7 +29,7 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
 }
 
 std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages,
-                        const nlohmann::ordered_json& kwargs) {
+                        const nlohmann::ordered_json& kwargs, bool add_generation_prompt) {
     if (!format.chat_template) {
         fail("the model has no chat template; give the prompt as text");
     }
@@ -42,8 +42,18 @@ std::string render_chat(const PromptFormat& format, const std::vector<ChatMessag
         context[key] = value;
     }
     context["messages"] = chat_template_messages(messages);
-    context["add_generation_prompt"] = true;
+    context["add_generation_prompt"] = add_generation_prompt;
     return format.chat_template->render(context);
+}
+
+void check_media_counts(int64_t n_images, int64_t n_videos, const RequestLimits& limits) {
+    if (n_images > limits.limit_mm_per_prompt) {
+        fail(n_images, " images in one request, more than limit_mm_per_prompt ", limits.limit_mm_per_prompt);
+    }
+    if (n_videos > limits.limit_video_per_prompt) {
+        fail(n_videos, n_videos == 1 ? " video" : " videos",
+             " in one request, more than limit_mm_per_prompt's video limit ", limits.limit_video_per_prompt);
+    }
 }
 
 std::vector<uint64_t> hash_images(const PreprocessedImages& images) {
@@ -73,8 +83,15 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
     const auto count = [&](int32_t id) { return id < 0 ? 0 : std::count(ids.begin(), ids.end(), id); };
     const auto n_media = static_cast<std::ptrdiff_t>(images.grids.size());
     const std::ptrdiff_t n_videos = images.n_videos();
+    // Videos marked by their own start and end tokens are counted apart from the images'.
+    const bool video_marks = special.video_start_token_id >= 0;
+    const std::ptrdiff_t n_marked = video_marks ? n_media - n_videos : n_media;
+    const bool marks_match =
+        count(special.vision_start_token_id) == n_marked && count(special.vision_end_token_id) == n_marked &&
+        (!video_marks || (count(special.video_start_token_id) == n_videos &&
+                          (special.video_end_token_id < 0 || count(special.video_end_token_id) == n_videos)));
     if (count(special.image_token_id) != n_media - n_videos || count(special.video_token_id) != n_videos ||
-        count(special.vision_start_token_id) != n_media || count(special.vision_end_token_id) != n_media) {
+        !marks_match) {
         fail("the prompt has ", count(special.image_token_id), " image and ", count(special.video_token_id),
              " video placeholders for ", n_media - n_videos, " images and ", n_videos,
              " videos (the chat template dropped some, or the text holds such tokens of its own)");
@@ -101,11 +118,8 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
 }
 
 void RequestBuilder::check(Request& r, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const {
-    const auto n_images = static_cast<int64_t>(r.images.grids.size());
-    if (n_images > limits_.limit_mm_per_prompt) {
-        fail(n_images, r.images.n_videos() > 0 ? " images and videos" : " images",
-             " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
-    }
+    const auto n_videos = static_cast<int64_t>(r.images.n_videos());
+    check_media_counts(static_cast<int64_t>(r.images.grids.size()) - n_videos, n_videos, limits_);
     if (limits_.max_image_tokens > 0 && format_) {
         for (size_t i = 0; i < r.images.grids.size(); ++i) {
             const int64_t n = format_->n_image_tokens(r.images.grids[i]);
@@ -166,10 +180,13 @@ Request RequestBuilder::build(RequestSpec spec) const {
     }
     if (auto* chat = std::get_if<Chat>(&spec.input)) {
         const PromptFormat& f = format("a chat");
-        if (chat->messages.empty() || chat->messages.back().role != ChatMessage::Role::User) {
+        // Without the generation prompt the chat may end with the assistant's turn, which the model
+        // continues.
+        if (chat->messages.empty() ||
+            (chat->add_generation_prompt && chat->messages.back().role != ChatMessage::Role::User)) {
             fail("a chat must end with the user's message");
         }
-        int64_t n_items = 0, n_videos = 0;
+        int64_t n_images = 0, n_videos = 0;
         for (size_t m = 0; m < chat->messages.size(); ++m) {
             const ChatMessage& message = chat->messages[m];
             if (message.role != ChatMessage::Role::User &&
@@ -179,13 +196,10 @@ Request RequestBuilder::build(RequestSpec spec) const {
             if (!message.videos.empty() && f.special.video_token_id < 0) {
                 fail("message ", m, ": the model takes no video");
             }
-            n_items += static_cast<int64_t>(message.images.size() + message.videos.size());
+            n_images += static_cast<int64_t>(message.images.size());
             n_videos += static_cast<int64_t>(message.videos.size());
         }
-        if (n_items > limits_.limit_mm_per_prompt) {
-            fail(n_items, n_videos > 0 ? " images and videos" : " images",
-                 " in one request, more than limit_mm_per_prompt ", limits_.limit_mm_per_prompt);
-        }
+        check_media_counts(n_images, n_videos, limits_);
         PreprocessorConfig bounded = f.preprocessor;
         if (spec.image_pixels) {
             const ImagePixelBounds& b = *spec.image_pixels;
@@ -211,7 +225,8 @@ Request RequestBuilder::build(RequestSpec spec) const {
                 message.videos[i] = Video{};
             }
         }
-        r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs), r.images);
+        r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs, chat->add_generation_prompt),
+                          r.images);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
         r.prompt = expand(raw->text, r.images);
     } else {

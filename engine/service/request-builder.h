@@ -1,7 +1,7 @@
 // From what a client has to a request the engine takes: images and a task, a multi-turn chat with images in
 // any turn (rendered as the model's chat template renders it), raw text, or a request already made. Images
 // are preprocessed and hashed here, off the engine thread, and the limits are checked against the model and
-// the engine (max_model_len, limit_mm_per_prompt, the largest image, max_tokens).
+// the engine (max_model_len, the images and videos a prompt may hold, the largest image, max_tokens).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +49,9 @@ struct Chat {
     // Variables the template is given beside the model's values (a request's chat_template_kwargs, such as
     // enable_thinking), over those of the same name; "messages" and "add_generation_prompt" are the chat's.
     nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+    // The template's generation prompt (the assistant's turn opened) after the messages; without it the
+    // prompt ends where the last message does.
+    bool add_generation_prompt = true;
 };
 // Text tokenized as it is, without the chat template.
 struct RawText {
@@ -94,20 +97,25 @@ struct RequestSpec {
 // What the request must fit.
 struct RequestLimits {
     int64_t max_model_len = 0;
-    int64_t limit_mm_per_prompt = 0;
-    int64_t max_image_tokens = 0;  // 0: no bound of its own
+    int64_t limit_mm_per_prompt = 0;  // images
+    int64_t max_image_tokens = 0;     // 0: no bound of its own
+    int64_t limit_video_per_prompt = 1;
 };
+
+// Throws folio::Error where a request's images or videos are more than the limits allow, each counted alone.
+void check_media_counts(int64_t n_images, int64_t n_videos, const RequestLimits& limits);
 
 // The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type":
 // "video"}...,
 // {"type": "text", "text"}]}, a user turn's images and videos before its text.
 nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages);
 
-// The format's chat template rendered over the messages with the generation prompt, each image as the
-// template places it (one placeholder), with the kwargs (an object) as further variables. Throws folio::Error
-// naming the template where it fails, and for kwargs that are not an object.
+// The format's chat template rendered over the messages, with the generation prompt unless told otherwise,
+// each image as the template places it (one placeholder), with the kwargs (an object) as further variables.
+// Throws folio::Error naming the template where it fails, and for kwargs that are not an object.
 std::string render_chat(const PromptFormat& format, const std::vector<ChatMessage>& messages,
-                        const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object());
+                        const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object(),
+                        bool add_generation_prompt = true);
 
 class RequestBuilder {
 public:

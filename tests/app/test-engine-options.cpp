@@ -106,7 +106,8 @@ const std::vector<Accepted>& accepted_cases() {
              return o.engine.max_num_seqs == 8 && o.engine.max_model_len == 16384 &&
                     o.engine.enable_prefix_caching && o.engine.enable_chunked_prefill &&
                     o.engine.use_cudagraph && o.engine.limit_mm_per_prompt == 4 &&
-                    o.engine.max_num_batched_tokens == 8192 && !o.load.bf16_weights;
+                    o.engine.limit_video_per_prompt == 1 && o.engine.max_num_batched_tokens == 8192 &&
+                    !o.load.bf16_weights;
          }},
         {{"--device", "cuda"}, [](E o) { return o.engine.max_num_seqs == 256 && o.load.bf16_weights; }},
         // switches: bare, any case, words, =value, --no-
@@ -190,12 +191,18 @@ const std::vector<Accepted>& accepted_cases() {
         {{"--limit-mm-per-prompt", R"({"image": 100, "video": 100})"},
          [](E o) { return o.engine.limit_mm_per_prompt == 100; }},
         {{"--limit-mm-per-prompt={\"image\": 0}"}, [](E o) { return o.engine.limit_mm_per_prompt == 0; }},
-        {{"--limit-mm-per-prompt", R"({"video": 3})"}, [](E o) { return o.engine.limit_mm_per_prompt == 4; }},
+        {{"--limit-mm-per-prompt", R"({"video": 3})"},
+         [](E o) { return o.engine.limit_mm_per_prompt == 4 && o.engine.limit_video_per_prompt == 3; }},
+        {{"--limit-mm-per-prompt", R"({"image": 2, "video": 0})"},
+         [](E o) { return o.engine.limit_mm_per_prompt == 2 && o.engine.limit_video_per_prompt == 0; }},
         {{"--limit-mm-per-prompt", "2"}, [](E o) { return o.engine.limit_mm_per_prompt == 2; }},
         {{"--mm-processor-kwargs", R"({"image_min_pixels": 3136, "image_max_pixels": 1003520})"},
          [](E o) { return o.image_min_pixels == 3136 && o.image_max_pixels == 1003520; }},
         {{"--mm-processor-kwargs", R"({"video_max_frames": 30, "video_fps": 2})"},
-         [](E o) { return !o.image_min_pixels && !o.image_max_pixels; }},
+         [](E o) {
+             return !o.image_min_pixels && !o.image_max_pixels && o.video_fps == 2.0 &&
+                    o.video_max_frames == 30 && !o.video_min_frames;
+         }},
         {{"--graph-optimization-config", R"({"use_cudagraph": false, "graph_opt_level": 2})"},
          [](E o) { return !o.engine.use_cudagraph; }},
         {{"--graph-optimization-config", R"({"use_cudagraph":true, "graph_opt_level":0})", "--use-cudagraph"},
@@ -276,6 +283,10 @@ const std::vector<Refused>& refused_cases() {
         {{"--mm-processor-kwargs", R"({"image_min_pixels": 9, "image_max_pixels": 8})"},
          "image_min_pixels 9 exceeds image_max_pixels 8"},
         {{"--mm-processor-kwargs", R"({"resize": 1})"}, "--mm-processor-kwargs: unknown key \"resize\""},
+        {{"--mm-processor-kwargs", R"({"video_fps": 0})"},
+         "--mm-processor-kwargs: \"video_fps\" must be a number above 0, got 0"},
+        {{"--mm-processor-kwargs", R"({"video_min_frames": 9, "video_max_frames": 8})"},
+         "--mm-processor-kwargs: video_min_frames 9 exceeds video_max_frames 8"},
         {{"--mm-processor-kwargs", "3"}, "--mm-processor-kwargs expects a JSON object"},
         {{"--graph-optimization-config", R"({"graph_opt_level": 3})"},
          "graph_opt_level must be 0, 1 or 2, got 3"},

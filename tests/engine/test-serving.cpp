@@ -629,6 +629,19 @@ TEST_F(Serving, ChatTemplateKwargsAreTemplateVariables) {
               tokenizer_->encode(render_chat(format, {hi}, {{"enable_thinking", false}}), true));
     EXPECT_EQ(thinking.prompt.ids, tokenizer_->encode(render_chat(format, {hi}), true));
     EXPECT_GT(plain.prompt.ids.size(), thinking.prompt.ids.size());
+
+    // Without the generation prompt the text ends with the messages, and the chat may end with the
+    // assistant's turn; with it, it may not.
+    EXPECT_EQ(render_chat(format, {hi}, nlohmann::ordered_json::object(), false), bos + "Hi<think>\n");
+    Chat open{{hi}};
+    open.add_generation_prompt = false;
+    EXPECT_EQ(builder.build({open, {}}).prompt.ids, tokenizer_->encode(bos + "Hi<think>\n", true));
+    const ChatMessage answer{ChatMessage::Role::Assistant, "Yes", {}};
+    Chat continued{{hi, answer}};
+    continued.add_generation_prompt = false;
+    EXPECT_EQ(builder.build({continued, {}}).prompt.ids, tokenizer_->encode(bos + "HiYes<think>\n", true));
+    continued.add_generation_prompt = true;
+    EXPECT_THROW(builder.build({continued, {}}), Error);
 }
 
 // The chat through the folder's chat_template.jinja: one user turn is the single-turn prompt, and a
@@ -812,6 +825,20 @@ TEST_F(Serving, RequestBuilderTakesVideosWhereTheModelDoes) {
               std::string::npos);
     EXPECT_EQ(message_of(RequestBuilder(format, {100000, 4, video_tokens}), {Chat{{only_video}}, {}}),
               "accepted");
+    // Images and videos are counted each on their own: one of each fits limits of one image and one video, a
+    // second video does not, and no video fits a video limit of 0 whatever the image limit.
+    EXPECT_EQ(message_of(RequestBuilder(format, {100000, 1, 0, 1}), {Chat{{message}}, {}}), "accepted");
+    ChatMessage two_videos{ChatMessage::Role::User, "Describe.", {}, {video, video}};
+    EXPECT_NE(message_of(RequestBuilder(format, {100000, 4, 0, 1}), {Chat{{two_videos}}, {}})
+                  .find("2 videos in one request, more than limit_mm_per_prompt's video limit 1"),
+              std::string::npos);
+    EXPECT_NE(message_of(RequestBuilder(format, {100000, 4, 0, 0}), {Chat{{only_video}}, {}})
+                  .find("1 video in one request, more than limit_mm_per_prompt's video limit 0"),
+              std::string::npos);
+    ChatMessage two_images{ChatMessage::Role::User, "Describe.", {pages_[0], pages_[1]}, {video}};
+    EXPECT_NE(message_of(RequestBuilder(format, {100000, 1, 0, 4}), {Chat{{two_images}}, {}})
+                  .find("2 images in one request, more than limit_mm_per_prompt 1"),
+              std::string::npos);
 }
 
 // The service on the fixture folder, through the PaddleOCR-VL factory: requests built from images and a task

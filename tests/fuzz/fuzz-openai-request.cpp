@@ -36,9 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(!chat.messages.empty() && chat.messages.back().role == folio::ChatMessage::Role::User);
         check_generation(chat.generation);
         for (const auto& turn : chat.messages) {
-            for (const std::string& url : turn.image_urls) {
+            check(turn.role == folio::ChatMessage::Role::User ||
+                  (turn.images.empty() && turn.videos.empty()));
+            for (const auto& video : turn.videos) {
+                check(video.url.empty() != video.frames.empty() && (video.frames.empty() || video.fps > 0.0));
+            }
+            for (const auto& image : turn.images) {
                 try {
-                    check(!folio::server::decode_data_url(url, "image").empty());
+                    check(!folio::server::decode_data_url(image.url, "image").empty());
                 } catch (const folio::server::ApiError& e) {
                     check(e.status() == 400);
                 }

@@ -80,6 +80,9 @@ public:
                      "tokenizer_config.json's chat_template); ERNIE-4.5-VL's prompts come from its template");
             }
         }
+        // The resampler merges a video's frames in pairs; an odd count repeats the last, as the reference's
+        // video processor pads it.
+        preprocessor_.video_frame_multiple = static_cast<int>(config_.vision.temporal_merge_size);
         if (slot.adjust_preprocessor) {
             slot.adjust_preprocessor(preprocessor_);
         }
@@ -112,7 +115,7 @@ public:
         f.chat_template = chat_template_;
         f.template_values = special_token_values(*tokenizer_);
         f.special = {config_.image_token_id, config_.image_start_token_id, config_.image_end_token_id,
-                     config_.video_token_id};
+                     config_.video_token_id, config_.video_start_token_id, config_.video_end_token_id};
         f.preprocessor = preprocessor_;
         const Ernie45Vl* model = model_.get();
         f.n_image_tokens = [model](const ImageGrid& grid) { return model->n_image_tokens(grid); };

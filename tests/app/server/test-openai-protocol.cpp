@@ -30,7 +30,10 @@ TEST(OpenAiProtocol, ParsesAChatWithAnImageAndTheDefaults) {
     ASSERT_EQ(r.messages.size(), 1u);
     EXPECT_EQ(r.messages[0].role, folio::ChatMessage::Role::User);
     EXPECT_EQ(r.messages[0].text, "OCR:");
-    EXPECT_EQ(r.messages[0].image_urls, std::vector<std::string>{"data:image/png;base64,iVBORw0KGgo="});
+    ASSERT_EQ(r.messages[0].images.size(), 1u);
+    EXPECT_EQ(r.messages[0].images[0].url, "data:image/png;base64,iVBORw0KGgo=");
+    EXPECT_EQ(r.messages[0].images[0].param, "messages[0].content[0]");
+    EXPECT_TRUE(r.messages[0].videos.empty());
     const srv::GenerationRequest& g = r.generation;
     EXPECT_EQ(g.model, "ocr");
     EXPECT_FALSE(g.max_tokens.has_value());
@@ -104,6 +107,45 @@ TEST(OpenAiProtocol, SystemTurnsGoToTheTemplate) {
     EXPECT_EQ(r.messages[3].text, "ab");
 }
 
+// Every part kind in one turn: the images in order, then the videos in order (a file's and frames), the texts
+// joined; the parts' places are kept for errors.
+TEST(OpenAiProtocol, ParsesEveryPartKind) {
+    const json messages = json::parse(R"([
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [
+            {"type": "video_frames", "frames": ["f0.png", "f1.png", "f2.png"], "fps": 2.5},
+            {"type": "image_url", "image_url": {"url": "a.png"}},
+            {"type": "text", "text": "Compare "},
+            {"type": "video_url", "video_url": {"url": "clip.mp4"}},
+            {"type": "image_url", "image_url": "b.png"},
+            {"type": "text", "text": "them."}]}])");
+    const std::vector<srv::ChatTurn> turns = srv::parse_chat_messages(messages);
+    ASSERT_EQ(turns.size(), 2u);
+    EXPECT_EQ(turns[0].role, folio::ChatMessage::Role::System);
+    EXPECT_EQ(turns[0].text, "be brief");
+    const srv::ChatTurn& user = turns[1];
+    EXPECT_EQ(user.text, "Compare them.");
+    ASSERT_EQ(user.images.size(), 2u);
+    EXPECT_EQ(user.images[0].url, "a.png");
+    EXPECT_EQ(user.images[0].param, "messages[1].content[1]");
+    EXPECT_EQ(user.images[1].url, "b.png");
+    EXPECT_EQ(user.images[1].param, "messages[1].content[4]");
+    ASSERT_EQ(user.videos.size(), 2u);
+    EXPECT_TRUE(user.videos[0].is_frames());
+    EXPECT_EQ(user.videos[0].frames, (std::vector<std::string>{"f0.png", "f1.png", "f2.png"}));
+    EXPECT_EQ(user.videos[0].fps, 2.5);
+    EXPECT_EQ(user.videos[0].param, "messages[1].content[0]");
+    EXPECT_FALSE(user.videos[1].is_frames());
+    EXPECT_EQ(user.videos[1].url, "clip.mp4");
+    EXPECT_EQ(user.videos[1].param, "messages[1].content[3]");
+    // A chat body takes the same parts.
+    const srv::ChatCompletionRequest r = srv::parse_chat_completion(json{{"messages", messages}}.dump());
+    ASSERT_EQ(r.messages.size(), 2u);
+    EXPECT_EQ(r.messages[1].videos.size(), 2u);
+    // The turns alone may end with the assistant's (a prompt continued); a chat body may not.
+    EXPECT_EQ(srv::parse_chat_messages(json::parse(R"([{"role": "assistant", "content": "x"}])")).size(), 1u);
+}
+
 TEST(OpenAiProtocol, ParsesATextCompletion) {
     EXPECT_EQ(srv::parse_completion(R"({"prompt": "Hello", "max_tokens": 3})").prompt, "Hello");
     EXPECT_EQ(srv::parse_completion(R"({"prompt": ["Hello"]})").prompt, "Hello");
@@ -159,7 +201,38 @@ INSTANTIATE_TEST_SUITE_P(
         BadBody{
             "image_url_number",
             R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": 1}}]}]})",
-            true, "messages[0].content[0].image_url", "must be a string"},
+            true, "messages[0].content[0].image_url.url", "must be a string, got a number"},
+        BadBody{"image_url_missing",
+                R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", true,
+                "messages[0].content[0].image_url", "is required"},
+        BadBody{"video_url_number",
+                R"({"messages": [{"role": "user", "content": [{"type": "video_url", "video_url": 3}]}]})",
+                true, "messages[0].content[0].video_url", "an object with a url, got a number"},
+        BadBody{"part_not_object",
+                R"({"messages": [{"role": "user", "content": ["hi", {"type": "video_frames", "fps": 2}]}]})",
+                true, "messages[0].content[0]", "must be an object, got a string"},
+        BadBody{
+            "frames_empty",
+            R"({"messages": [{"role": "user", "content": [{"type": "video_frames", "frames": [], "fps": 2}]}]})",
+            true, "messages[0].content[0].frames", "at least one frame"},
+        BadBody{"frame_number",
+                R"({"messages": [{"role": "user", "content": [{"type": "video_frames", "frames": ["a", 5],
+                    "fps": 2}]}]})",
+                true, "messages[0].content[0].frames[1]", "must be an image URL, got a number"},
+        BadBody{"fps_missing",
+                R"({"messages": [{"role": "user", "content": [{"type": "video_frames", "frames": ["a"]}]}]})",
+                true, "messages[0].content[0].fps", "the rate the frames were taken at"},
+        BadBody{
+            "fps_zero",
+            R"({"messages": [{"role": "user", "content": [{"type": "video_frames", "frames": ["a"], "fps": 0}]}]})",
+            true, "messages[0].content[0].fps", "above 0, got 0"},
+        BadBody{"assistant_image",
+                R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": [{"type":
+                    "image_url", "image_url": {"url": "x"}}]}, {"role": "user", "content": "b"}]})",
+                true, "messages[1].content[0]", "only user messages may hold images and videos"},
+        BadBody{"text_number",
+                R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 1}]}]})", true,
+                "messages[0].content[0].text", "must be a string, got a number"},
         BadBody{"max_tokens_text", chat_body({{"max_tokens", "ten"}}), true, "max_tokens",
                 "must be an integer, got a string"},
         BadBody{"max_tokens_fraction", chat_body({{"max_tokens", 1.5}}), true, "max_tokens",

@@ -64,7 +64,24 @@ void ChatSession::clearHistory() {
     Q_EMIT documentChanged(document_);
 }
 
-Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
+std::optional<ReasoningFormat> ChatSession::reasoningFormatOf(const std::string& family) {
+    // ERNIE-4.5-VL's template opens "<think>" unless enable_thinking is false: FastDeploy's parser.
+    if (family == "ernie-4.5-vl") {
+        return ReasoningFormat::Ernie45Vl;
+    }
+    return std::nullopt;
+}
+
+QString ChatSession::chatModel() const {
+    for (const ModelDescription& model : service_.models()) {
+        if (model.role == ModelRole::Chat) {
+            return QString::fromStdString(model.name);
+        }
+    }
+    return {};
+}
+
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -77,7 +94,7 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
         kept.append(&turn);
     }
     // The newest images first, as many as a request may carry; older turns keep their text alone.
-    const int64_t limit = std::max<int64_t>(service_.limits().limit_mm_per_prompt, 0);
+    const int64_t limit = std::max<int64_t>(service_.limits(model).limit_mm_per_prompt, 0);
     int64_t imagesLeft = limit;
     QList<int> imagesOf(kept.size(), 0);
     for (qsizetype i = kept.size() - 1; i >= 0; --i) {
@@ -119,6 +136,17 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     QList<ChatTurn> turns = histories_.value(document_);
     turns.append(question);
 
+    // The chat model where one is loaded, with its family's reasoning parser.
+    std::string model;
+    std::optional<ReasoningFormat> reasoning;
+    for (const ModelDescription& described : service_.models()) {
+        if (described.role == ModelRole::Chat) {
+            model = described.name;
+            reasoning = reasoningFormatOf(described.family);
+            break;
+        }
+    }
+
     GenerationOptions options;
     options.max_tokens = maxNewTokens_;
     options.fit_max_tokens = true;
@@ -133,7 +161,9 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     };
     RequestHandle handle;
     try {
-        handle = service_.submit(RequestSpec(buildChat(turns), options), std::move(submit));
+        RequestSpec spec(buildChat(turns, model), options);
+        spec.model = model;
+        handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {
         Q_EMIT failed(QString::fromStdString(e.what()));
         return false;
@@ -147,7 +177,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     const QString document = document_;
     const int index = static_cast<int>(turns.size() - 1);
     histories_.insert(document, turns);
-    active_ = Active{document, index, std::move(handle)};
+    active_ = Active{document, index, std::move(handle), AnswerStream(reasoning)};
     Q_EMIT turnAdded(document, index - 1);
     Q_EMIT turnAdded(document, index);
     Q_EMIT busyChanged(true);
@@ -180,10 +210,15 @@ void ChatSession::onOutput(const RequestOutput& output) {
     if (answer.promptTokens < 0) {
         answer.promptTokens = active_->handle.n_prompt_tokens();
     }
-    if (!output.text.empty()) {
-        const QString delta = QString::fromStdString(output.text);
-        answer.text += delta;
-        Q_EMIT answerDelta(document, index, delta);
+    const bool complete = output.finish && (*output.finish == FinishReason::Stop);
+    const AnswerStream::Delta delta =
+        active_->stream.push(answer, output.text, static_cast<int64_t>(output.tokens.size()),
+                             output.finish.has_value(), complete);
+    if (!delta.reasoning.isEmpty()) {
+        Q_EMIT reasoningDelta(document, index, delta.reasoning, answer.reasoningTokens);
+    }
+    if (!delta.text.isEmpty()) {
+        Q_EMIT answerDelta(document, index, delta.text);
     }
     if (!output.finish) {
         return;

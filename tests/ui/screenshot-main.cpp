@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
 
     bool loaded = false;
     QObject::connect(&engine, &EngineHost::loaded, [&] { loaded = true; });
-    engine.load(test::fixtureParams(), test::fixtureFolders(), QStringLiteral("CPU"));
+    // The chat panel's model beside them: the ERNIE-4.5-VL fixture.
+    engine.load(test::fixtureParams(2, true), test::fixtureFolders(true), QStringLiteral("CPU"));
     waitFor([&] { return loaded && window->resultView()->isReady(); }, 120000);
     if (!loaded) {
         std::fprintf(stderr, "folio-screenshot: the fixture models did not load\n");
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
     }
 
     if (argc >= 3) {
-        // The chat panel docked beside the page, a question about it answered (noise from the random model).
+        // The chat panel docked beside the page, a question about it answered by the chat model (noise from the
+        // random model, streamed as its thought).
         auto* dock = new QDockWidget(QObject::tr("Chat"), window.get());
         dock->setObjectName(QStringLiteral("chatPanel"));
         auto* chat = new ChatPanel(engine.service(), dock);

@@ -68,6 +68,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
       role_(turn.role),
       state_(turn.state),
       who_(new QLabel(this)),
+      thought_(new QToolButton(this)),
+      reasoningBody_(new MessageText(false, this)),
       body_(new MessageText(turn.role == ChatTurn::Role::Assistant, this)),
       status_(new QLabel(this)),
       copy_(new QToolButton(this)),
@@ -90,6 +92,28 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     copy_->setVisible(role_ == ChatTurn::Role::Assistant);
     connect(copy_, &QToolButton::clicked, this, &ChatMessageView::copy);
 
+    // The thought, folded: the arrow button unfolds it in a muted, indented block above the answer.
+    thought_->setObjectName(QStringLiteral("reasoningToggle"));
+    thought_->setCheckable(true);
+    thought_->setAutoRaise(true);
+    thought_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    thought_->setArrowType(Qt::RightArrow);
+    thought_->setVisible(false);
+    connect(thought_, &QToolButton::toggled, this, [this](bool on) {
+        thought_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+        if (on) {
+            reasoningBody_->setContent(reasoning_);
+        }
+        reasoningBody_->setVisible(on);
+        retranslate();
+    });
+    reasoningBody_->setObjectName(QStringLiteral("reasoning"));
+    reasoningBody_->setVisible(false);
+    reasoningBody_->setContentsMargins(12, 0, 0, 0);
+    QPalette muted = reasoningBody_->palette();
+    muted.setColor(QPalette::Text, muted.color(QPalette::PlaceholderText));
+    reasoningBody_->setPalette(muted);
+
     auto* header = new QHBoxLayout;
     header->addWidget(who_);
     header->addStretch(1);
@@ -111,6 +135,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     layout->setContentsMargins(8, 6, 8, 6);
     layout->addLayout(header);
     layout->addWidget(thumbnails_);
+    layout->addWidget(thought_, 0, Qt::AlignLeft);
+    layout->addWidget(reasoningBody_);
     layout->addWidget(body_);
     layout->addWidget(status_);
     setTurn(turn);
@@ -120,8 +146,38 @@ void ChatMessageView::setTurn(const ChatTurn& turn) {
     state_ = turn.state;
     text_ = turn.text;
     error_ = turn.error;
+    reasoning_ = turn.reasoning;
+    reasoningTokens_ = turn.reasoningTokens;
     showText();
+    showReasoning();
     retranslate();
+}
+
+void ChatMessageView::appendReasoning(const QString& delta, qint64 tokens) {
+    reasoning_ += delta;
+    reasoningTokens_ = tokens;
+    showReasoning();
+    retranslate();
+}
+
+bool ChatMessageView::reasoningExpanded() const {
+    return thought_->isChecked();
+}
+
+void ChatMessageView::setReasoningExpanded(bool expanded) {
+    thought_->setChecked(expanded);
+}
+
+QWidget* ChatMessageView::reasoningBody() const {
+    return reasoningBody_;
+}
+
+void ChatMessageView::showReasoning() {
+    // Laid out only while unfolded: a long thought streaming in costs nothing folded.
+    if (thought_->isChecked()) {
+        reasoningBody_->setContent(reasoning_);
+    }
+    thought_->setVisible(!reasoning_.isEmpty());
 }
 
 void ChatMessageView::appendText(const QString& delta) {
@@ -151,6 +207,15 @@ void ChatMessageView::retranslate() {
     who_->setText(role_ == ChatTurn::Role::User ? tr("You") : tr("Folio"));
     copy_->setText(tr("Copy"));
     copy_->setToolTip(tr("Copy the answer"));
+    const bool thinking = state_ == ChatTurn::State::Streaming && text_.isEmpty();
+    if (thinking) {
+        thought_->setText(reasoningTokens_ == 1 ? tr("Thinking… (1 token)")
+                                                : tr("Thinking… (%1 tokens)").arg(reasoningTokens_));
+    } else {
+        thought_->setText(reasoningTokens_ == 1 ? tr("Thought for 1 token")
+                                                : tr("Thought for %1 tokens").arg(reasoningTokens_));
+    }
+    thought_->setToolTip(thought_->isChecked() ? tr("Hide the reasoning") : tr("Show the reasoning"));
     switch (state_) {
         case ChatTurn::State::Streaming:
             status_->setText(tr("Writing…"));

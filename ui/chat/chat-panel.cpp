@@ -1,6 +1,11 @@
 #include "ui/chat/chat-panel.h"
 
 #include <QAction>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFrame>
+#include <QMimeData>
+#include <algorithm>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -31,6 +36,9 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
       messages_(new QWidget),
       messagesLayout_(new QVBoxLayout(messages_)),
       placeholder_(new QLabel(messages_)),
+      modelNote_(new QFrame(this)),
+      modelNoteText_(new QLabel(modelNote_)),
+      downloadChat_(new QPushButton(modelNote_)),
       attachmentBar_(new QWidget(this)),
       attachmentLayout_(new QHBoxLayout(attachmentBar_)),
       notice_(new QLabel(this)),
@@ -49,6 +57,19 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     header->addWidget(title_);
     header->addStretch(1);
     header->addWidget(newButton_);
+
+    // Without a chat model: which model answers instead, and the way to get one.
+    modelNote_->setObjectName(QStringLiteral("modelNote"));
+    modelNote_->setFrameShape(QFrame::StyledPanel);
+    modelNoteText_->setWordWrap(true);
+    downloadChat_->setObjectName(QStringLiteral("downloadChatModel"));
+    connect(downloadChat_, &QPushButton::clicked, this, &ChatPanel::chatModelDownloadRequested);
+    auto* noteLayout = new QVBoxLayout(modelNote_);
+    noteLayout->setContentsMargins(8, 6, 8, 6);
+    noteLayout->addWidget(modelNoteText_);
+    noteLayout->addWidget(downloadChat_, 0, Qt::AlignRight);
+    modelNote_->setVisible(false);
+    setAcceptDrops(true);
 
     messagesLayout_->setContentsMargins(4, 4, 4, 4);
     messagesLayout_->setSpacing(6);
@@ -94,6 +115,7 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(header);
+    layout->addWidget(modelNote_);
     layout->addWidget(scroll_, 1);
     layout->addWidget(notice_);
     layout->addWidget(attachmentBar_);
@@ -112,6 +134,13 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
                     scrollToEnd();
                 }
             });
+    connect(session_, &ChatSession::reasoningDelta, this,
+            [this](const QString& document, int index, const QString& delta, qint64 tokens) {
+                if (document == session_->document() && index < views_.size()) {
+                    views_[index]->appendReasoning(delta, tokens);
+                    scrollToEnd();
+                }
+            });
     connect(session_, &ChatSession::answerFinished, this, [this](const QString& document, int index) {
         if (document == session_->document() && index < views_.size()) {
             views_[index]->setTurn(session_->history()[index]);
@@ -125,6 +154,44 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
 
     retranslate();
     rebuild();
+    updateModel();
+}
+
+void ChatPanel::updateModel() {
+    const bool ready = session_->engineReady();
+    const QString chat = session_->chatModel();
+    modelNote_->setVisible(ready && chat.isEmpty());
+    title_->setText(chat.isEmpty() ? tr("Chat") : tr("Chat · %1").arg(chat));
+}
+
+void ChatPanel::showEvent(QShowEvent* event) {
+    updateModel();
+    QWidget::showEvent(event);
+}
+
+void ChatPanel::dragEnterEvent(QDragEnterEvent* event) {
+    const QMimeData* data = event->mimeData();
+    const bool files = data->hasUrls() && std::any_of(data->urls().begin(), data->urls().end(),
+                                                      [](const QUrl& url) { return url.isLocalFile(); });
+    if (files || data->hasImage()) {
+        event->acceptProposedAction();
+    }
+}
+
+void ChatPanel::dropEvent(QDropEvent* event) {
+    const QMimeData* data = event->mimeData();
+    QStringList paths;
+    for (const QUrl& url : data->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    if (!paths.isEmpty()) {
+        attachFilePaths(paths);
+    } else if (data->hasImage()) {
+        attachImage(qvariant_cast<QImage>(data->imageData()), tr("Dropped image"));
+    }
+    event->acceptProposedAction();
 }
 
 void ChatPanel::setPageProvider(PageProvider provider) {
@@ -207,6 +274,7 @@ void ChatPanel::send() {
         return;
     }
     notice_->setVisible(false);
+    updateModel();
     if (session_->send(text, attachments_)) {
         input_->clear();
         clearAttachments();
@@ -327,7 +395,11 @@ void ChatPanel::changeEvent(QEvent* event) {
 }
 
 void ChatPanel::retranslate() {
-    title_->setText(tr("Chat"));
+    updateModel();
+    modelNoteText_->setText(
+        tr("No chat model is installed: the OCR model answers, which reads text well but is not made for "
+           "conversation. A chat model (ERNIE-4.5-VL) loads beside it where memory allows."));
+    downloadChat_->setText(tr("Download a chat model…"));
     newButton_->setText(tr("New conversation"));
     newButton_->setToolTip(tr("Forget this document's conversation"));
     placeholder_->setText(

@@ -1,8 +1,12 @@
 // The chat panel: a conversation about the current document's pages or any image, kept per document. The user
 // attaches the current page, a region of it (dragged in a picker, or handed over by the page view through
-// attachImage) or image files, asks, and watches the answer stream in; Stop ends it, Copy takes an answer.
+// attachImage) or image files (chosen, or dropped on the panel), asks, and watches the answer stream in, a
+// reasoning model's thought folded above it; Stop ends it, Copy takes an answer. The panel talks to the chat
+// model where one is loaded; without one it uses the OCR model and says so, offering to download a chat
+// model.
 #pragma once
 
+#include <QFrame>
 #include <QImage>
 #include <QLabel>
 #include <QList>
@@ -41,6 +45,14 @@ public:
     void setDraft(const QString& text);
     // The views of the current history, in order (tests).
     QList<ChatMessageView*> messageViews() const { return views_; }
+    // The note shown while no chat model is loaded, and its download button (tests).
+    QWidget* modelNote() const { return modelNote_; }
+    QString modelNoteText() const { return modelNoteText_->text(); }
+    QPushButton* downloadChatModelButton() const { return downloadChat_; }
+
+Q_SIGNALS:
+    // The user asked to download a chat model (the model manager, on its chat models).
+    void chatModelDownloadRequested();
 
 public Q_SLOTS:
     // Attaches an image with a short name (a region the page view selected, a figure).
@@ -57,10 +69,16 @@ public Q_SLOTS:
     void send();
     void stop();
     void newConversation();
+    // Says which model answers: the chat model, or the OCR model with the offer of a chat model. Called when
+    // the engine's models change.
+    void updateModel();
 
 protected:
     void changeEvent(QEvent* event) override;
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void retranslate();
@@ -83,6 +101,9 @@ private:
     QWidget* messages_;
     QVBoxLayout* messagesLayout_;
     QLabel* placeholder_;
+    QFrame* modelNote_;
+    QLabel* modelNoteText_;
+    QPushButton* downloadChat_;
     QWidget* attachmentBar_;
     QHBoxLayout* attachmentLayout_;
     QLabel* notice_;

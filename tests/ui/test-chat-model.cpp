@@ -1,0 +1,254 @@
+// The chat panel's model: with a chat model (the ERNIE-4.5-VL fixture) loaded beside the OCR model, questions
+// go to it and its thought is split from the answer and folded above it; without one the OCR model answers
+// and the panel offers to download a chat model. Images dropped on the panel are attached.
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QUrl>
+#include <QtTest>
+#include <chrono>
+#include <filesystem>
+
+#include "app/chat/answer-stream.h"
+#include "app/chat/chat-session.h"
+#include "app/settings/settings.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/engine-service.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "screenshot.h"
+#include "ui/chat/chat-message-view.h"
+#include "ui/chat/chat-panel.h"
+
+using namespace folio;
+using folio::test::saveScreenshot;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* const kOcrDir = FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny";
+const char* const kChatDir = FOLIO_FIXTURES_ROOT "/ernie45-vl/ernie45-vl-tiny";
+
+SettingsValues values() {
+    SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+    v.maxModelLen = 4096;
+    v.maxNumSeqs = 4;
+    v.maxNumBatchedTokens = 4096;
+    return v;
+}
+
+int64_t tokensOf(const char* modelDir, const std::string& text) {
+    const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(modelDir);
+    return static_cast<int64_t>(tokenizer->encode(text, /*add_special_tokens=*/true).size());
+}
+
+// What the view shows of a streaming answer, as the panel feeds it.
+void feed(ChatMessageView& view, const ChatTurn& turn, const AnswerStream::Delta& delta) {
+    if (!delta.reasoning.isEmpty()) {
+        view.appendReasoning(delta.reasoning, turn.reasoningTokens);
+    }
+    if (!delta.text.isEmpty()) {
+        view.appendText(delta.text);
+    }
+}
+
+}  // namespace
+
+class TestChatModel : public QObject {
+    Q_OBJECT
+
+    EngineService ocrOnly_;
+    EngineService withChat_;
+
+private Q_SLOTS:
+    void initTestCase() {
+        // Loaded as the app loads them from its settings: the OCR model alone, and with the chat model.
+        ocrOnly_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2));
+        QCOMPARE(ocrOnly_.wait_loaded(120s), ServiceState::Ready);
+        withChat_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2, kChatDir));
+        QCOMPARE(withChat_.wait_loaded(120s), ServiceState::Ready);
+        QCOMPARE(withChat_.models().size(), size_t{2});
+    }
+
+    void familiesImplyTheirReasoningParser() {
+        QCOMPARE(ChatSession::reasoningFormatOf("ernie-4.5-vl"), std::optional(ReasoningFormat::Ernie45Vl));
+        QCOMPARE(ChatSession::reasoningFormatOf("paddleocr-vl"), std::nullopt);
+    }
+
+    void questionsGoToTheChatModel() {
+        ChatPanel panel(withChat_);
+        panel.resize(420, 560);
+        const QString chatName = QString::fromStdString(describe_model(kChatDir).name);
+        QCOMPARE(panel.session()->chatModel(), chatName);
+        QVERIFY(!panel.modelNote()->isVisibleTo(&panel));
+        panel.session()->setMaxNewTokens(12);
+        QSignalSpy thoughts(panel.session(), &ChatSession::reasoningDelta);
+        QSignalSpy deltas(panel.session(), &ChatSession::answerDelta);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("Hello there"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = panel.session()->history();
+        QCOMPARE(history.size(), 2);
+        const ChatTurn& answer = history[1];
+        QCOMPARE(answer.state, ChatTurn::State::Done);
+        // The ERNIE template's prompt, which opens the thought: the request went to the chat model.
+        const std::string prompt = "<|begin_of_sentence|>User: Hello there\nAssistant: <think>";
+        QCOMPARE(answer.promptTokens, tokensOf(kChatDir, prompt));
+        // The answer's start streams as thought (the ernie-45-vl parser) until "</think>" comes.
+        QVERIFY(thoughts.count() >= 1);
+        QString thought;
+        for (const QList<QVariant>& delta : thoughts) {
+            thought += delta.at(2).toString();
+        }
+        QString text;
+        for (const QList<QVariant>& delta : deltas) {
+            text += delta.at(2).toString();
+        }
+        if (answer.reasoning.isEmpty()) {
+            QCOMPARE(answer.text, thought + text);  // ended without "</think>": all answer
+        } else {
+            QCOMPARE(answer.reasoning, thought);
+            QCOMPARE(answer.text, text);
+            QVERIFY(answer.reasoningTokens > 0 && answer.reasoningTokens <= 12);
+        }
+        ChatMessageView* view = panel.messageViews()[1];
+        QCOMPARE(view->reasoning(), answer.reasoning);
+        QCOMPARE(view->text(), answer.text);
+        QCOMPARE(view->reasoningToggle()->isVisibleTo(view), !answer.reasoning.isEmpty());
+        QVERIFY(!view->reasoningBody()->isVisibleTo(view));
+
+        // The next request carries the answer without its thought.
+        panel.setDraft(QStringLiteral("And then?"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        const QList<ChatTurn> both = panel.session()->history();
+        QCOMPARE(both.size(), 4);
+        const std::string second = "<|begin_of_sentence|>User: Hello there\nAssistant: " +
+                                   both[1].text.trimmed().toStdString() +
+                                   "<|end_of_sentence|>User: And then?\nAssistant: <think>";
+        QCOMPARE(both[3].promptTokens, tokensOf(kChatDir, second));
+        saveScreenshot(&panel, QStringLiteral("chat-model"));
+    }
+
+    void thoughtIsFoldedAboveTheAnswer() {
+        // An ERNIE answer as the engine streams it, split as the session splits it.
+        AnswerStream stream(ReasoningFormat::Ernie45Vl);
+        ChatTurn turn;
+        turn.role = ChatTurn::Role::Assistant;
+        turn.state = ChatTurn::State::Streaming;
+        ChatMessageView view(turn);
+        view.resize(400, 300);
+        feed(view, turn, stream.push(turn, "The user asks about", 4, false, false));
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about"));
+        QVERIFY(turn.text.isEmpty());
+        QVERIFY(view.reasoningToggle()->isVisibleTo(&view));
+        QCOMPARE(view.reasoningToggle()->text(), QStringLiteral("Thinking… (4 tokens)"));
+        QVERIFY(!view.reasoningExpanded());
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+        feed(view, turn, stream.push(turn, " the title.</thi", 4, false, false));  // the tag held back
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about the title."));
+        feed(view, turn, stream.push(turn, "nk>\n\nThe title is **Report", 6, false, false));
+        feed(view, turn, stream.push(turn, " page 1**.", 4, true, true));
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about the title."));
+        QCOMPARE(turn.text, QStringLiteral("\n\nThe title is **Report page 1**."));
+        QCOMPARE(turn.reasoningTokens, 14);  // the outputs up to the one that closed the thought
+        QCOMPARE(view.reasoning(), turn.reasoning);
+        QCOMPARE(view.text(), turn.text);
+        turn.state = ChatTurn::State::Done;
+        view.setTurn(turn);
+        QCOMPARE(view.reasoningToggle()->text(), QStringLiteral("Thought for 14 tokens"));
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+        saveScreenshot(&view, QStringLiteral("chat-reasoning-folded"));
+        // A click unfolds the thought above the answer; another folds it again.
+        view.reasoningToggle()->click();
+        QVERIFY(view.reasoningExpanded());
+        QVERIFY(view.reasoningBody()->isVisibleTo(&view));
+        auto* body = qobject_cast<QTextEdit*>(view.reasoningBody());
+        QVERIFY(body != nullptr);
+        QCOMPARE(body->toPlainText(), turn.reasoning);
+        // Above the answer's text.
+        for (QTextEdit* text : view.findChildren<QTextEdit*>()) {
+            if (text != body) {
+                QCOMPARE(text->toPlainText(), QStringLiteral("The title is Report page 1."));
+                QVERIFY(body->geometry().bottom() < text->geometry().top());
+            }
+        }
+        saveScreenshot(&view, QStringLiteral("chat-reasoning-open"));
+        view.reasoningToggle()->click();
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+
+        // Without "</think>": an answer that ended by itself is all answer; one cut short keeps its thought.
+        AnswerStream whole(ReasoningFormat::Ernie45Vl);
+        ChatTurn plain;
+        whole.push(plain, "Just an answer.", 4, true, true);
+        QCOMPARE(plain.text, QStringLiteral("Just an answer."));
+        QVERIFY(plain.reasoning.isEmpty());
+        QCOMPARE(plain.reasoningTokens, 0);
+        AnswerStream cut(ReasoningFormat::Ernie45Vl);
+        ChatTurn unfinished;
+        cut.push(unfinished, "Still thinking", 2, true, false);
+        QCOMPARE(unfinished.reasoning, QStringLiteral("Still thinking"));
+        QVERIFY(unfinished.text.isEmpty());
+        // A model without reasoning: all text, "</think>" included.
+        AnswerStream none;
+        ChatTurn ocr;
+        none.push(ocr, "a</think>b", 3, true, true);
+        QCOMPARE(ocr.text, QStringLiteral("a</think>b"));
+        QVERIFY(ocr.reasoning.isEmpty());
+    }
+
+    void withoutAChatModelTheOcrModelAnswersAndADownloadIsOffered() {
+        ChatPanel panel(ocrOnly_);
+        panel.resize(420, 560);
+        QVERIFY(panel.session()->chatModel().isEmpty());
+        QVERIFY(panel.modelNote()->isVisibleTo(&panel));
+        QVERIFY(panel.modelNoteText().contains(QStringLiteral("No chat model")));
+        QSignalSpy download(&panel, &ChatPanel::chatModelDownloadRequested);
+        panel.downloadChatModelButton()->click();
+        QCOMPARE(download.count(), 1);
+        saveScreenshot(&panel, QStringLiteral("chat-no-model"));
+        // The OCR model answers: its prompt, no thought.
+        panel.session()->setMaxNewTokens(4);
+        QSignalSpy thoughts(panel.session(), &ChatSession::reasoningDelta);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("Hello there"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const ChatTurn answer = panel.session()->history()[1];
+        QCOMPARE(answer.state, ChatTurn::State::Done);
+        QCOMPARE(thoughts.count(), 0);
+        QCOMPARE(answer.promptTokens,
+                 tokensOf(kOcrDir, "<|begin_of_sentence|>User: Hello there\nAssistant: "));
+
+        // An engine not loaded yet says nothing about the model.
+        EngineService empty;
+        ChatPanel idle(empty);
+        QVERIFY(!idle.modelNote()->isVisibleTo(&idle));
+    }
+
+    void droppedImagesAreAttached() {
+        ChatPanel panel(ocrOnly_);
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(QStringLiteral(FOLIO_FIXTURES_DIR "/images/small.png"))});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &drop);
+        QCOMPARE(panel.attachments().size(), 1);
+        QCOMPARE(panel.attachments()[0].size(), QImage(FOLIO_FIXTURES_DIR "/images/small.png").size());
+        // An image dragged from another application as pixels.
+        QMimeData pixels;
+        QImage red(30, 20, QImage::Format_RGB32);
+        red.fill(Qt::red);
+        pixels.setImageData(red);
+        QDropEvent dropPixels(QPointF(10, 10), Qt::CopyAction, &pixels, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &dropPixels);
+        QCOMPARE(panel.attachments().size(), 2);
+        QCOMPARE(panel.attachments()[1].size(), QSize(30, 20));
+    }
+};
+
+QTEST_MAIN(TestChatModel)
+#include "test-chat-model.moc"

@@ -6,6 +6,7 @@
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QUrl>
+#include <QVBoxLayout>
 #include <QtTest>
 #include <chrono>
 #include <filesystem>
@@ -137,8 +138,14 @@ private Q_SLOTS:
         ChatTurn turn;
         turn.role = ChatTurn::Role::Assistant;
         turn.state = ChatTurn::State::Streaming;
-        ChatMessageView view(turn);
-        view.resize(400, 300);
+        // In a column as the panel stacks its messages.
+        QWidget column;
+        auto* layout = new QVBoxLayout(&column);
+        auto* viewOwned = new ChatMessageView(turn, &column);
+        ChatMessageView& view = *viewOwned;
+        layout->addWidget(viewOwned);
+        layout->addStretch(1);
+        column.resize(400, 260);
         feed(view, turn, stream.push(turn, "The user asks about", 4, false, false));
         QCOMPARE(turn.reasoning, QStringLiteral("The user asks about"));
         QVERIFY(turn.text.isEmpty());
@@ -159,7 +166,7 @@ private Q_SLOTS:
         view.setTurn(turn);
         QCOMPARE(view.reasoningToggle()->text(), QStringLiteral("Thought for 14 tokens"));
         QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
-        saveScreenshot(&view, QStringLiteral("chat-reasoning-folded"));
+        saveScreenshot(&column, QStringLiteral("chat-reasoning-folded"));
         // A click unfolds the thought above the answer; another folds it again.
         view.reasoningToggle()->click();
         QVERIFY(view.reasoningExpanded());
@@ -174,7 +181,7 @@ private Q_SLOTS:
                 QVERIFY(body->geometry().bottom() < text->geometry().top());
             }
         }
-        saveScreenshot(&view, QStringLiteral("chat-reasoning-open"));
+        saveScreenshot(&column, QStringLiteral("chat-reasoning-open"));
         view.reasoningToggle()->click();
         QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
 
@@ -243,6 +250,9 @@ private Q_SLOTS:
         QImage red(30, 20, QImage::Format_RGB32);
         red.fill(Qt::red);
         pixels.setImageData(red);
+        QDragEnterEvent enterPixels(QPoint(10, 10), Qt::CopyAction, &pixels, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enterPixels);
+        QVERIFY(enterPixels.isAccepted());
         QDropEvent dropPixels(QPointF(10, 10), Qt::CopyAction, &pixels, Qt::LeftButton, Qt::NoModifier);
         QCoreApplication::sendEvent(&panel, &dropPixels);
         QCOMPARE(panel.attachments().size(), 2);

@@ -98,6 +98,7 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     thought_->setAutoRaise(true);
     thought_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     thought_->setArrowType(Qt::RightArrow);
+    thought_->setStyleSheet(QStringLiteral("QToolButton { border: none; }"));
     thought_->setVisible(false);
     connect(thought_, &QToolButton::toggled, this, [this](bool on) {
         thought_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
@@ -109,10 +110,15 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     });
     reasoningBody_->setObjectName(QStringLiteral("reasoning"));
     reasoningBody_->setVisible(false);
-    reasoningBody_->setContentsMargins(12, 0, 0, 0);
+    // A rule down its left side sets the thought apart from the answer below it.
+    reasoningBody_->setStyleSheet(
+        QStringLiteral("QTextBrowser { border: none; border-left: 2px solid palette(mid); padding-left: 6px; }"));
     QPalette muted = reasoningBody_->palette();
     muted.setColor(QPalette::Text, muted.color(QPalette::PlaceholderText));
     reasoningBody_->setPalette(muted);
+    QPalette mutedButton = thought_->palette();
+    mutedButton.setColor(QPalette::ButtonText, mutedButton.color(QPalette::PlaceholderText));
+    thought_->setPalette(mutedButton);
 
     auto* header = new QHBoxLayout;
     header->addWidget(who_);
@@ -188,7 +194,9 @@ void ChatMessageView::appendText(const QString& delta) {
 void ChatMessageView::showText() {
     body_->setContent(text_);
     copy_->setEnabled(!text_.isEmpty());
-    body_->setVisible(!text_.isEmpty() || role_ == ChatTurn::Role::Assistant);
+    // An answer still being written keeps its place; a finished one without text (all thought) has none.
+    body_->setVisible(!text_.isEmpty() ||
+                      (role_ == ChatTurn::Role::Assistant && state_ == ChatTurn::State::Streaming));
 }
 
 void ChatMessageView::copy() {
@@ -230,7 +238,13 @@ void ChatMessageView::retranslate() {
             status_->setStyleSheet(QStringLiteral("color: #b00020;"));
             break;
         case ChatTurn::State::Done:
-            status_->clear();
+            // A thought that used up the new tokens before "</think>".
+            if (text_.isEmpty() && !reasoning_.isEmpty()) {
+                status_->setText(tr("The answer ran out of tokens while still reasoning."));
+                status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+            } else {
+                status_->clear();
+            }
             break;
     }
     status_->setVisible(!status_->text().isEmpty());

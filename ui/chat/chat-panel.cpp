@@ -170,26 +170,27 @@ void ChatPanel::showEvent(QShowEvent* event) {
 }
 
 void ChatPanel::dragEnterEvent(QDragEnterEvent* event) {
-    const QMimeData* data = event->mimeData();
-    const bool files = data->hasUrls() && std::any_of(data->urls().begin(), data->urls().end(),
-                                                      [](const QUrl& url) { return url.isLocalFile(); });
-    if (files || data->hasImage()) {
+    const QMimeData* mime = event->mimeData();
+    const QList<QUrl> urls = mime->urls();
+    const bool files =
+        std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); });
+    if (files || mime->hasImage()) {
         event->acceptProposedAction();
     }
 }
 
 void ChatPanel::dropEvent(QDropEvent* event) {
-    const QMimeData* data = event->mimeData();
+    const QMimeData* mime = event->mimeData();
     QStringList paths;
-    for (const QUrl& url : data->urls()) {
+    for (const QUrl& url : mime->urls()) {
         if (url.isLocalFile()) {
             paths << url.toLocalFile();
         }
     }
     if (!paths.isEmpty()) {
         attachFilePaths(paths);
-    } else if (data->hasImage()) {
-        attachImage(qvariant_cast<QImage>(data->imageData()), tr("Dropped image"));
+    } else if (mime->hasImage()) {
+        attachImage(qvariant_cast<QImage>(mime->imageData()), tr("Dropped image"));
     }
     event->acceptProposedAction();
 }
@@ -397,7 +398,7 @@ void ChatPanel::changeEvent(QEvent* event) {
 void ChatPanel::retranslate() {
     updateModel();
     modelNoteText_->setText(
-        tr("No chat model is installed: the OCR model answers, which reads text well but is not made for "
+        tr("No chat model is loaded: the OCR model answers, which reads text well but is not made for "
            "conversation. A chat model (ERNIE-4.5-VL) loads beside it where memory allows."));
     downloadChat_->setText(tr("Download a chat model…"));
     newButton_->setText(tr("New conversation"));

@@ -121,28 +121,27 @@ int main(int argc, char** argv) {
             }
             dialog.setCatalogue(std::move(entries));
         }
-        QObject::connect(&dialog, &folio::ModelManagerDialog::modelChosen, &window,
-                         [&window, &settings](const QString& folder, const QString&) {
-                             folio::SettingsValues values = settings.values();
-                             bool chatModel = false;
-                             try {
-                                 chatModel = folio::describe_model(folder.toStdString()).role ==
-                                             folio::ModelRole::Chat;
-                             } catch (const std::exception&) {
-                                 // loading the folder says what is wrong with it
-                             }
-                             if (chatModel) {
-                                 values.chatModel = folder;
-                             } else {
-                                 values.model = folder;
-                                 values.layoutModel.clear();  // the one released with it
-                             }
-                             const QList<folio::SettingsProblem> problems = settings.apply(values);
-                             for (const folio::SettingsProblem& problem : problems) {
-                                 window.reportError(problem.message,
-                                                    folio::settingForProblemKey(problem.key));
-                             }
-                         });
+        QObject::connect(
+            &dialog, &folio::ModelManagerDialog::modelChosen, &window,
+            [&window, &settings](const QString& folder, const QString&) {
+                folio::SettingsValues values = settings.values();
+                bool chatModel = false;
+                try {
+                    chatModel = folio::describe_model(folder.toStdString()).role == folio::ModelRole::Chat;
+                } catch (const std::exception&) {
+                    // loading the folder says what is wrong with it
+                }
+                if (chatModel) {
+                    values.chatModel = folder;
+                } else {
+                    values.model = folder;
+                    values.layoutModel.clear();  // the one released with it
+                }
+                const QList<folio::SettingsProblem> problems = settings.apply(values);
+                for (const folio::SettingsProblem& problem : problems) {
+                    window.reportError(problem.message, folio::settingForProblemKey(problem.key));
+                }
+            });
         dialog.exec();
     };
     QObject::connect(&window, &folio::MainWindow::modelManagerRequested, &window,

@@ -1,7 +1,7 @@
-// An answer's outputs as its chat turn takes them. Without a reasoning format the text is the answer; with one
-// (a reasoning model's family) it is split as the engine's reasoning parser splits a stream: the thought up to
-// "</think>", with the tokens it took, then the answer. An answer that ends without "</think>" is all answer,
-// as the parser splits a whole one; one cut short (max tokens, stopped) keeps its thought as thought.
+// An answer's outputs as its chat turn takes them. Without a reasoning format the text is the answer; with
+// one (a reasoning model's family) it is split as the engine's reasoning parser splits a stream: the thought
+// up to "</think>", with the tokens it took, then the answer. An answer that ends without "</think>" is all
+// answer, as the parser splits a whole one; one cut short (max tokens, stopped) keeps its thought as thought.
 #pragma once
 
 #include <QString>

@@ -211,9 +211,8 @@ void ChatSession::onOutput(const RequestOutput& output) {
         answer.promptTokens = active_->handle.n_prompt_tokens();
     }
     const bool complete = output.finish && (*output.finish == FinishReason::Stop);
-    const AnswerStream::Delta delta =
-        active_->stream.push(answer, output.text, static_cast<int64_t>(output.tokens.size()),
-                             output.finish.has_value(), complete);
+    const AnswerStream::Delta delta = active_->stream.push(
+        answer, output.text, static_cast<int64_t>(output.tokens.size()), output.finish.has_value(), complete);
     if (!delta.reasoning.isEmpty()) {
         Q_EMIT reasoningDelta(document, index, delta.reasoning, answer.reasoningTokens);
     }

@@ -133,9 +133,9 @@ void EngineHost::poll() {
 bool EngineHost::dropChatModel(const ServiceStatus& status) {
     const auto chat = std::find_if(params_.models.begin(), params_.models.end(),
                                    [](const ModelSlot& slot) { return slot.role == ModelRole::Chat; });
-    const bool hasOther = std::any_of(params_.models.begin(), params_.models.end(), [](const ModelSlot& slot) {
-        return slot.role == ModelRole::Recognition;
-    });
+    const bool hasOther =
+        std::any_of(params_.models.begin(), params_.models.end(),
+                    [](const ModelSlot& slot) { return slot.role == ModelRole::Recognition; });
     const QString error = QString::fromStdString(status.error);
     const bool memory = status.error_kind == ErrorKind::OutOfMemory ||
                         error.contains(QLatin1String("not enough memory"), Qt::CaseInsensitive) ||

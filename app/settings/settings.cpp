@@ -290,7 +290,8 @@ EngineImpact Settings::impactOf(const SettingsValues& before, const SettingsValu
     EngineImpact impact = EngineImpact::None;
     for (const QString& key : changedKeys(before, after)) {
         if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) ||
-            key == QLatin1String(kChatModel) || key == QLatin1String(kDevice) || key == QLatin1String(kQuantization)) {
+            key == QLatin1String(kChatModel) || key == QLatin1String(kDevice) ||
+            key == QLatin1String(kQuantization)) {
             return EngineImpact::Reload;
         }
         if (key.startsWith(QLatin1String("engine/"))) {

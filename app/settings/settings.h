@@ -97,9 +97,9 @@ public:
     static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelDescription& model);
 
     // What EngineService::load needs to run the values' model from modelDir (and the layout model from
-    // layoutDir, the chat model from chatDir in a chat slot beside it): the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free
-    // memory, the quantization, and the engine options checked against the model's context. Throws
-    // folio::Error naming the file or the option that is wrong.
+    // layoutDir, the chat model from chatDir in a chat slot beside it): the device's backend (the CPU with
+    // cpuThreads threads, 0 for every core) and its free memory, the quantization, and the engine options
+    // checked against the model's context. Throws folio::Error naming the file or the option that is wrong.
     static ServiceParams serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                        const std::optional<std::filesystem::path>& layoutDir = std::nullopt,
                                        int cpuThreads = 0,

@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
     }
 
     if (argc >= 3) {
-        // The chat panel docked beside the page, a question about it answered by the chat model (noise from the
-        // random model, streamed as its thought).
+        // The chat panel docked beside the page, a question about it answered by the chat model (noise from
+        // the random model, streamed as its thought).
         auto* dock = new QDockWidget(QObject::tr("Chat"), window.get());
         dock->setObjectName(QStringLiteral("chatPanel"));
         auto* chat = new ChatPanel(engine.service(), dock);

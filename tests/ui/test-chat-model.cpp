@@ -13,6 +13,7 @@
 
 #include "app/chat/answer-stream.h"
 #include "app/chat/chat-session.h"
+#include "app/jobs/engine-host.h"
 #include "app/settings/settings.h"
 #include "engine/models/model-registry.h"
 #include "engine/service/engine-service.h"
@@ -125,9 +126,9 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
         const QList<ChatTurn> both = panel.session()->history();
         QCOMPARE(both.size(), 4);
-        const std::string second = "<|begin_of_sentence|>User: Hello there\nAssistant: " +
-                                   both[1].text.trimmed().toStdString() +
-                                   "<|end_of_sentence|>User: And then?\nAssistant: <think>";
+        const std::string second =
+            "<|begin_of_sentence|>User: Hello there\nAssistant: " + both[1].text.trimmed().toStdString() +
+            "<|end_of_sentence|>User: And then?\nAssistant: <think>";
         QCOMPARE(both[3].promptTokens, tokensOf(kChatDir, second));
         saveScreenshot(&panel, QStringLiteral("chat-model"));
     }
@@ -146,6 +147,7 @@ private Q_SLOTS:
         layout->addWidget(viewOwned);
         layout->addStretch(1);
         column.resize(400, 260);
+        column.show();
         feed(view, turn, stream.push(turn, "The user asks about", 4, false, false));
         QCOMPARE(turn.reasoning, QStringLiteral("The user asks about"));
         QVERIFY(turn.text.isEmpty());
@@ -178,7 +180,7 @@ private Q_SLOTS:
         for (QTextEdit* text : view.findChildren<QTextEdit*>()) {
             if (text != body) {
                 QCOMPARE(text->toPlainText(), QStringLiteral("The title is Report page 1."));
-                QVERIFY(body->geometry().bottom() < text->geometry().top());
+                QTRY_VERIFY(body->geometry().bottom() < text->geometry().top());
             }
         }
         saveScreenshot(&column, QStringLiteral("chat-reasoning-open"));
@@ -232,6 +234,58 @@ private Q_SLOTS:
         EngineService empty;
         ChatPanel idle(empty);
         QVERIFY(!idle.modelNote()->isVisibleTo(&idle));
+    }
+
+    // Where the memory plan cannot hold both models, the app says so, naming both and the memory, and the OCR
+    // model loads alone. The device's free memory is set just above what the OCR model alone needs (found by
+    // loading it with less and less), which leaves too little for the chat model's weights beside it.
+    void theChatModelGivesWayWhenMemoryCannotHoldBoth() {
+        const auto params = [](int64_t free, bool withChat) {
+            ServiceParams p = Settings::serviceParams(
+                values(), kOcrDir, std::nullopt, 2,
+                withChat ? std::optional<std::filesystem::path>(kChatDir) : std::nullopt);
+            p.device.free_memory = [free] { return free; };
+            return p;
+        };
+        const auto loadsAlone = [&](int64_t free) {
+            EngineService service;
+            service.load(params(free, false));
+            return service.wait_loaded(60s) == ServiceState::Ready;
+        };
+        int64_t low = 1 << 20;
+        int64_t high = int64_t{1} << 30;
+        QVERIFY(loadsAlone(high));
+        QVERIFY(!loadsAlone(low));
+        while (high - low > (64 << 10)) {
+            const int64_t mid = (low + high) / 2;
+            (loadsAlone(mid) ? high : low) = mid;
+        }
+        const int64_t free = high + (512 << 10);
+        QVERIFY(loadsAlone(free));
+
+        EngineHost host;
+        ModelFolders folders;
+        folders.recognition = QString::fromUtf8(kOcrDir);
+        folders.description = QStringLiteral("PaddleOCR-VL tiny");
+        folders.chat = QString::fromUtf8(kChatDir);
+        folders.chatDescription = QStringLiteral("ERNIE-4.5-VL tiny");
+        QSignalSpy dropped(&host, &EngineHost::chatModelDropped);
+        QSignalSpy loaded(&host, &EngineHost::loaded);
+        QSignalSpy failed(&host, &EngineHost::loadFailed);
+        host.load(params(free, true), folders, QStringLiteral("CPU"));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        QCOMPARE(failed.count(), 0);
+        QCOMPARE(dropped.count(), 1);
+        const QString message = dropped.first().at(0).toString();
+        QVERIFY2(message.contains(QStringLiteral("ERNIE-4.5-VL tiny")) &&
+                     message.contains(QStringLiteral("PaddleOCR-VL tiny")) &&
+                     message.contains(QStringLiteral("not enough memory")) &&
+                     message.contains(QStringLiteral("MiB")),
+                 qPrintable(message));
+        QVERIFY(host.models().chat.isEmpty());
+        QCOMPARE(host.service().models().size(), size_t{1});
+        ChatSession session(host.service());
+        QVERIFY(session.chatModel().isEmpty());
     }
 
     void droppedImagesAreAttached() {

@@ -111,8 +111,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     reasoningBody_->setObjectName(QStringLiteral("reasoning"));
     reasoningBody_->setVisible(false);
     // A rule down its left side sets the thought apart from the answer below it.
-    reasoningBody_->setStyleSheet(
-        QStringLiteral("QTextBrowser { border: none; border-left: 2px solid palette(mid); padding-left: 6px; }"));
+    reasoningBody_->setStyleSheet(QStringLiteral(
+        "QTextBrowser { border: none; border-left: 2px solid palette(mid); padding-left: 6px; }"));
     QPalette muted = reasoningBody_->palette();
     muted.setColor(QPalette::Text, muted.color(QPalette::PlaceholderText));
     reasoningBody_->setPalette(muted);

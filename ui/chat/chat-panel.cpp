@@ -3,18 +3,18 @@
 #include <QAction>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFrame>
-#include <QMimeData>
-#include <algorithm>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFrame>
 #include <QImageReader>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QMenu>
+#include <QMimeData>
 #include <QScrollBar>
 #include <QTimer>
+#include <algorithm>
 
 #include "ui/chat/chat-message-view.h"
 #include "ui/chat/region-picker.h"

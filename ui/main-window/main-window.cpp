@@ -331,9 +331,8 @@ void MainWindow::connectModel() {
         updateActions();
     });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
-    connect(&engine_, &EngineHost::chatModelDropped, this, [this](const QString& message) {
-        reportError(message, QLatin1String(setting_key::kChatModel));
-    });
+    connect(&engine_, &EngineHost::chatModelDropped, this,
+            [this](const QString& message) { reportError(message, QLatin1String(setting_key::kChatModel)); });
 
     connect(exporter_, &DocumentExporter::finished, this,
             [this](int doc, const QStringList& files, const QStringList& notes) {

@@ -67,8 +67,8 @@ public:
 
     // The engine: how to load a model pair, and loading the models found on disk (in the background).
     void setEngineFactory(EngineParamsFactory factory, const QString& deviceName);
-    // The chat model loaded beside the recognition model (Settings' chatModel: a folder or ORG/NAME; empty: the
-    // first chat model installed, else none), looked for each time models load.
+    // The chat model loaded beside the recognition model (Settings' chatModel: a folder or ORG/NAME; empty:
+    // the first chat model installed, else none), looked for each time models load.
     void setChatModelSpec(const QString& spec) { chatSpec_ = spec; }
     void loadModels(const ModelFolders& models);
     void findAndLoadModels();

@@ -86,11 +86,15 @@ SettingsDialog::~SettingsDialog() {
 QWidget* SettingsDialog::settingField(const QString& key) const {
     using namespace setting_key;
     const QMap<QString, QWidget*> fields = {
-        {QLatin1String(kModel), model_},          {QLatin1String(kLayoutModel), layoutModel_},
+        {QLatin1String(kModel), model_},
+        {QLatin1String(kLayoutModel), layoutModel_},
         {QLatin1String(kChatModel), chatModel_},
-        {QLatin1String(kDevice), device_},        {QLatin1String(kQuantization), quantization_},
-        {QLatin1String(kGpuMemory), gpuMemory_},  {QLatin1String(kContextLength), maxModelLen_},
-        {QLatin1String(kSequences), maxNumSeqs_}, {QLatin1String(kBatchedTokens), maxBatchedTokens_},
+        {QLatin1String(kDevice), device_},
+        {QLatin1String(kQuantization), quantization_},
+        {QLatin1String(kGpuMemory), gpuMemory_},
+        {QLatin1String(kContextLength), maxModelLen_},
+        {QLatin1String(kSequences), maxNumSeqs_},
+        {QLatin1String(kBatchedTokens), maxBatchedTokens_},
     };
     return fields.value(key, nullptr);
 }
@@ -467,7 +471,8 @@ void SettingsDialog::retranslate() {
 
     labels_[QStringLiteral("model")]->setText(withOption(tr("Model"), tr("a folder, or ORG/NAME on disk")));
     labels_[QStringLiteral("layout")]->setText(withOption(tr("Layout model"), tr("empty: the model's pair")));
-    labels_[QStringLiteral("chat")]->setText(withOption(tr("Chat model"), tr("a folder, or ORG/NAME on disk")));
+    labels_[QStringLiteral("chat")]->setText(
+        withOption(tr("Chat model"), tr("a folder, or ORG/NAME on disk")));
     labels_[QStringLiteral("device")]->setText(tr("Device"));
     labels_[QStringLiteral("quantization")]->setText(
         withOption(tr("Quantization"), QStringLiteral("quantization")));

@@ -20,6 +20,7 @@
 #include "app/document-model/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
+#include "ui/chat/chat-message-view.h"
 #include "ui/chat/chat-panel.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/main-window.h"
@@ -154,6 +155,10 @@ int main(int argc, char** argv) {
         chat->setDraft(QStringLiteral("What is this page about?"));
         chat->send();
         waitFor([&] { return !answered.isEmpty(); }, 120000);
+        // The answer's thought unfolded above it.
+        if (!chat->messageViews().isEmpty()) {
+            chat->messageViews().last()->setReasoningExpanded(true);
+        }
         chat->setDraft(QStringLiteral("Which formula does it give?"));
         pause(800);
         if (!save(*window, QString::fromLocal8Bit(argv[2]))) {

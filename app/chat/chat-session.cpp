@@ -93,14 +93,17 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         }
         kept.append(&turn);
     }
-    // The newest images first, as many as a request may carry; older turns keep their text alone.
+    // The newest attachments first (a turn's videos before its images), as many as a request may carry;
+    // older turns keep their text alone.
     const int64_t limit = std::max<int64_t>(service_.limits(model).limit_mm_per_prompt, 0);
-    int64_t imagesLeft = limit;
-    QList<int> imagesOf(kept.size(), 0);
+    int64_t left = limit;
+    QList<std::pair<int, int>> taken(kept.size(), {0, 0});  // videos, images
     for (qsizetype i = kept.size() - 1; i >= 0; --i) {
-        const int n = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), imagesLeft));
-        imagesOf[i] = n;
-        imagesLeft -= n;
+        const int n_videos = static_cast<int>(std::min<int64_t>(kept[i]->videos.size(), left));
+        left -= n_videos;
+        const int n_images = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), left));
+        left -= n_images;
+        taken[i] = {n_videos, n_images};
     }
     Chat chat;
     for (qsizetype i = 0; i < kept.size(); ++i) {
@@ -109,20 +112,23 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         message.role =
             turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
         message.text = turn.text.toStdString();
-        for (int k = 0; k < imagesOf[i]; ++k) {
+        for (int k = 0; k < taken[i].second; ++k) {
             message.images.push_back(toEngineImage(opaque(turn.images[k])));
+        }
+        for (int k = 0; k < taken[i].first; ++k) {
+            message.videos.push_back(turn.videos[k]);
         }
         chat.messages.push_back(std::move(message));
     }
     return chat;
 }
 
-bool ChatSession::send(const QString& text, const QList<QImage>& images) {
+bool ChatSession::send(const QString& text, const QList<QImage>& images, const QList<Video>& videos) {
     if (active_) {
         Q_EMIT failed(tr("An answer is still being written: stop it first."));
         return false;
     }
-    if (text.trimmed().isEmpty() && images.isEmpty()) {
+    if (text.trimmed().isEmpty() && images.isEmpty() && videos.isEmpty()) {
         return false;
     }
     if (service_.status().state != ServiceState::Ready) {
@@ -133,18 +139,35 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     question.role = ChatTurn::Role::User;
     question.text = text.trimmed();
     question.images = images;
+    question.videos = videos;
     QList<ChatTurn> turns = histories_.value(document_);
     turns.append(question);
 
     // The chat model where one is loaded, with its family's reasoning parser.
     std::string model;
     std::optional<ReasoningFormat> reasoning;
-    for (const ModelDescription& described : service_.models()) {
+    const std::vector<ModelDescription> models = service_.models();
+    const ModelDescription* answering = nullptr;
+    for (const ModelDescription& described : models) {
         if (described.role == ModelRole::Chat) {
+            answering = &described;
             model = described.name;
             reasoning = reasoningFormatOf(described.family);
             break;
         }
+    }
+    if (answering == nullptr) {
+        for (const ModelDescription& described : models) {
+            if (described.role != ModelRole::Layout) {
+                answering = &described;
+                break;
+            }
+        }
+    }
+    if (!videos.isEmpty() && answering != nullptr && !answering->takes(Modality::Video)) {
+        Q_EMIT failed(tr("%1 does not take videos: install a chat model (ERNIE-4.5-VL) to ask about one.")
+                          .arg(QString::fromStdString(answering->name)));
+        return false;
     }
 
     GenerationOptions options;

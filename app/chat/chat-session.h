@@ -38,9 +38,9 @@ public:
     QList<ChatTurn> history(const QString& key) const { return histories_.value(key); }
     void clearHistory();
 
-    // Sends a question with its images; false (and failed() emitted) when the engine is not ready or another
-    // answer is under way.
-    bool send(const QString& text, const QList<QImage>& images = {});
+    // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
+    // another answer is under way, or videos go to a model that does not take them.
+    bool send(const QString& text, const QList<QImage>& images = {}, const QList<Video>& videos = {});
     // Ends the answer under way; its text so far is kept.
     void stop();
     bool busy() const { return active_.has_value(); }

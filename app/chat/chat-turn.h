@@ -1,5 +1,5 @@
-// One turn of a chat: a question with its attachments, or an answer with its state and, from a reasoning
-// model, the thought before it.
+// One turn of a chat: a question with its attachments (images, videos), or an answer with its state and, from
+// a reasoning model, the thought before it.
 #pragma once
 
 #include <QImage>
@@ -7,6 +7,8 @@
 #include <QMetaType>
 #include <QString>
 #include <cstdint>
+
+#include "engine/image/image.h"
 
 namespace folio {
 
@@ -20,6 +22,7 @@ struct ChatTurn {
     QString reasoning;
     int64_t reasoningTokens = 0;
     QList<QImage> images;  // a user turn's attachments
+    QList<Video> videos;   // a user turn's videos, sampled frames (the chat model alone takes them)
     State state = State::Done;
     QString error;  // Failed: why
     // An answer's prompt as the engine took it: the tokens of the conversation before it, images included

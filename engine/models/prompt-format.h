@@ -24,6 +24,10 @@ struct SpecialTokenIds {
     int32_t vision_start_token_id = -1;
     int32_t vision_end_token_id = -1;
     int32_t video_token_id = -1;  // -1: the model takes no video
+    // A video's own start and end tokens (ERNIE-4.5-VL's <|VIDEO_START|>, <|VIDEO_END|>); -1: a video is
+    // marked with the image's.
+    int32_t video_start_token_id = -1;
+    int32_t video_end_token_id = -1;
 };
 
 // What building a prompt needs of a model: its tokenizer, its chat template with the values the template

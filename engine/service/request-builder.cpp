@@ -72,8 +72,15 @@ PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedI
     const auto count = [&](int32_t id) { return id < 0 ? 0 : std::count(ids.begin(), ids.end(), id); };
     const auto n_media = static_cast<std::ptrdiff_t>(images.grids.size());
     const std::ptrdiff_t n_videos = images.n_videos();
+    // Videos between the image's start and end tokens, or between their own.
+    const bool video_marks = special.video_start_token_id >= 0 && special.video_end_token_id >= 0;
+    const std::ptrdiff_t n_image_marks = video_marks ? n_media - n_videos : n_media;
+    const bool marks_match = count(special.vision_start_token_id) == n_image_marks &&
+                             count(special.vision_end_token_id) == n_image_marks &&
+                             (!video_marks || (count(special.video_start_token_id) == n_videos &&
+                                               count(special.video_end_token_id) == n_videos));
     if (count(special.image_token_id) != n_media - n_videos || count(special.video_token_id) != n_videos ||
-        count(special.vision_start_token_id) != n_media || count(special.vision_end_token_id) != n_media) {
+        !marks_match) {
         fail("the prompt has ", count(special.image_token_id), " image and ", count(special.video_token_id),
              " video placeholders for ", n_media - n_videos, " images and ", n_videos,
              " videos (the chat template dropped some, or the text holds such tokens of its own)");

@@ -13,6 +13,7 @@
 
 #include "app/chat/answer-stream.h"
 #include "app/chat/chat-session.h"
+#include "app/documents/page-image.h"
 #include "app/jobs/engine-host.h"
 #include "app/settings/settings.h"
 #include "engine/models/model-registry.h"
@@ -131,6 +132,46 @@ private Q_SLOTS:
             "<|end_of_sentence|>User: And then?\nAssistant: <think>";
         QCOMPARE(both[3].promptTokens, tokensOf(kChatDir, second));
         saveScreenshot(&panel, QStringLiteral("chat-model"));
+    }
+
+    // A video's sampled frames go to the chat model with the question; the OCR model does not take videos.
+    void videosGoToTheChatModel() {
+        Video video;
+        video.fps = 2.0;
+        for (int i = 0; i < 4; ++i) {
+            QImage frame(56, 56, QImage::Format_RGB888);
+            frame.fill(QColor(40 * i, 120, 200));
+            video.frames.push_back(toEngineImage(frame));
+        }
+        ChatSession session(withChat_);
+        session.setMaxNewTokens(2);
+        QSignalSpy finished(&session, &ChatSession::answerFinished);
+        QVERIFY(session.send(QStringLiteral("Hello there"), {}, {video}));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = session.history();
+        QCOMPARE(history[0].videos.size(), 1);
+        QVERIFY2(history[1].state == ChatTurn::State::Done, qPrintable(history[1].error));
+        // The template's video markers and the frames' placeholders expanded, beyond the text's tokens.
+        const std::string text =
+            "<|begin_of_sentence|>User: Video 1:<|VIDEO_START|><|VIDEO_PLACEHOLDER|>"
+            "<|VIDEO_END|>Hello there\nAssistant: <think>";
+        QVERIFY2(history[1].promptTokens > tokensOf(kChatDir, text),
+                 qPrintable(QString::number(history[1].promptTokens)));
+        // The question shows the video's first frame.
+        ChatMessageView view(history[0]);
+        int videoThumbnails = 0;
+        for (const QLabel* label : view.findChildren<QLabel*>()) {
+            videoThumbnails += label->toolTip() == QStringLiteral("Video: 4 frames") ? 1 : 0;
+        }
+        QCOMPARE(videoThumbnails, 1);
+
+        ChatSession ocr(ocrOnly_);
+        QSignalSpy refused(&ocr, &ChatSession::failed);
+        QVERIFY(!ocr.send(QStringLiteral("Hello there"), {}, {video}));
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.first().at(0).toString().contains(QStringLiteral("does not take videos")),
+                 qPrintable(refused.first().at(0).toString()));
+        QVERIFY(ocr.history().isEmpty());
     }
 
     void thoughtIsFoldedAboveTheAnswer() {

@@ -10,6 +10,8 @@
 #include <QVBoxLayout>
 #include <QtMath>
 
+#include "app/documents/page-image.h"
+
 namespace folio {
 
 namespace {
@@ -134,8 +136,22 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
         thumb->setFrameShape(QFrame::Box);
         thumbs->addWidget(thumb);
     }
+    // A video shows its first frame.
+    for (const Video& video : turn.videos) {
+        if (video.frames.empty()) {
+            continue;
+        }
+        auto* thumb = new QLabel(thumbnails_);
+        thumb->setPixmap(QPixmap::fromImage(
+            toQImage(video.frames.front())
+                .scaled(kThumbnail, kThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        thumb->setToolTip(tr("Video: %1 frames").arg(video.frames.size()));
+        thumb->setFrameShape(QFrame::Box);
+        thumb->setLineWidth(2);
+        thumbs->addWidget(thumb);
+    }
     thumbs->addStretch(1);
-    thumbnails_->setVisible(!turn.images.isEmpty());
+    thumbnails_->setVisible(!turn.images.isEmpty() || !turn.videos.isEmpty());
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(8, 6, 8, 6);

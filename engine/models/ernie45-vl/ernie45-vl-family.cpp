@@ -107,7 +107,7 @@ public:
         f.chat_template = chat_template_;
         f.template_values = special_token_values(*tokenizer_);
         f.special = {config_.image_token_id, config_.image_start_token_id, config_.image_end_token_id,
-                     config_.video_token_id};
+                     config_.video_token_id, config_.video_start_token_id, config_.video_end_token_id};
         f.preprocessor = preprocessor_;
         const Ernie45Vl* model = model_.get();
         f.n_image_tokens = [model](const ImageGrid& grid) { return model->n_image_tokens(grid); };

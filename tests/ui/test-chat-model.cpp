@@ -174,6 +174,47 @@ private Q_SLOTS:
         QVERIFY(ocr.history().isEmpty());
     }
 
+    // A video file dropped on the panel: its sampled frames (a whole number of pairs) go with the question.
+    void droppedVideoGoesToTheChatModel() {
+        const QString file = QStringLiteral(FOLIO_FIXTURES_ROOT "/video/testsrc-64x48-10fps.mp4");
+        ChatPanel panel(withChat_);
+        panel.session()->setMaxNewTokens(2);
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(file)});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enter);
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &drop);
+        QCOMPARE(panel.attachments().size(), 0);
+        QCOMPARE(panel.videoAttachments().size(), 1);
+        const qsizetype n_frames = static_cast<qsizetype>(panel.videoAttachments()[0].frames.size());
+        QVERIFY2(n_frames >= 16 && n_frames % 2 == 0, qPrintable(QString::number(n_frames)));
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("What happens?"));
+        panel.resize(420, 560);
+        saveScreenshot(&panel, QStringLiteral("chat-video-attached"));
+        panel.send();
+        QVERIFY(panel.videoAttachments().isEmpty());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = panel.session()->history();
+        QCOMPARE(history[0].videos.size(), 1);
+        QVERIFY2(history[1].state == ChatTurn::State::Done, qPrintable(history[1].error));
+        saveScreenshot(&panel, QStringLiteral("chat-video-sent"));
+
+        // The OCR model alone: the question stays, and the panel says why.
+        ChatPanel ocr(ocrOnly_);
+        ocr.attachFilePaths({file});
+        ocr.setDraft(QStringLiteral("What happens?"));
+        ocr.send();
+        QVERIFY(ocr.session()->history().isEmpty());
+        QCOMPARE(ocr.videoAttachments().size(), 1);
+        QCOMPARE(ocr.draft(), QStringLiteral("What happens?"));
+        // A file that is not a video is reported.
+        ocr.clearAttachments();
+        ocr.attachFilePaths({QStringLiteral(FOLIO_FIXTURES_ROOT "/video/not-a-video.mp4")});
+        QVERIFY(ocr.videoAttachments().isEmpty());
+    }
+
     void thoughtIsFoldedAboveTheAnswer() {
         // An ERNIE answer as the engine streams it, split as the session splits it.
         AnswerStream stream(ReasoningFormat::Ernie45Vl);

@@ -15,7 +15,10 @@
 #include <QScrollBar>
 #include <QTimer>
 #include <algorithm>
+#include <exception>
 
+#include "app/documents/page-image.h"
+#include "app/images/video-loader.h"
 #include "ui/chat/chat-message-view.h"
 #include "ui/chat/region-picker.h"
 
@@ -241,14 +244,41 @@ void ChatPanel::attachRegion() {
 
 void ChatPanel::attachFiles() {
     const QStringList paths = QFileDialog::getOpenFileNames(
-        this, tr("Attach images"), QString(),
-        tr("Images (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp);;All files (*)"));
+        this, tr("Attach images or videos"), QString(),
+        tr("Images and videos (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp *.mp4 *.mov *.mkv *.webm *.avi "
+           "*.m4v);;All files (*)"));
     attachFilePaths(paths);
 }
 
+void ChatPanel::attachVideo(const Video& video, const QString& name) {
+    if (video.frames.empty()) {
+        return;
+    }
+    videos_.append(video);
+    videoNames_.append(name);
+    refreshAttachments();
+}
+
 void ChatPanel::attachFilePaths(const QStringList& paths) {
+    static const QStringList kVideoSuffixes = {QStringLiteral("mp4"), QStringLiteral("mov"),
+                                               QStringLiteral("mkv"), QStringLiteral("webm"),
+                                               QStringLiteral("avi"), QStringLiteral("m4v")};
     QStringList failures;
     for (const QString& path : paths) {
+        if (kVideoSuffixes.contains(QFileInfo(path).suffix().toLower())) {
+            try {
+                Video video = load_video(path.toStdString(), VideoSampling{});
+                // ERNIE-4.5-VL's encoder merges frames in pairs: an odd count's last frame is repeated, as
+                // transformers' processor does.
+                if (video.frames.size() % 2 == 1) {
+                    video.frames.push_back(video.frames.back());
+                }
+                attachVideo(video, QFileInfo(path).fileName());
+            } catch (const std::exception& e) {
+                failures << QString::fromUtf8(e.what());
+            }
+            continue;
+        }
         QImageReader reader(path);
         reader.setAutoTransform(true);
         const QImage image = reader.read();
@@ -266,17 +296,19 @@ void ChatPanel::attachFilePaths(const QStringList& paths) {
 void ChatPanel::clearAttachments() {
     attachments_.clear();
     attachmentNames_.clear();
+    videos_.clear();
+    videoNames_.clear();
     refreshAttachments();
 }
 
 void ChatPanel::send() {
     const QString text = input_->toPlainText().trimmed();
-    if (text.isEmpty() && attachments_.isEmpty()) {
+    if (text.isEmpty() && attachments_.isEmpty() && videos_.isEmpty()) {
         return;
     }
     notice_->setVisible(false);
     updateModel();
-    if (session_->send(text, attachments_)) {
+    if (session_->send(text, attachments_, videos_)) {
         input_->clear();
         clearAttachments();
     }
@@ -338,8 +370,25 @@ void ChatPanel::refreshAttachments() {
         });
         attachmentLayout_->addWidget(chip);
     }
+    for (qsizetype i = 0; i < videos_.size(); ++i) {
+        auto* chip = new QToolButton(attachmentBar_);
+        chip->setIcon(QPixmap::fromImage(
+            toQImage(videos_[i].frames.front())
+                .scaled(kChipThumbnail, kChipThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        chip->setIconSize(QSize(kChipThumbnail, kChipThumbnail));
+        chip->setText(tr("%1 (%2 frames)").arg(videoNames_[i]).arg(videos_[i].frames.size()) +
+                      QStringLiteral("  ×"));
+        chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        chip->setToolTip(tr("Remove %1").arg(videoNames_[i]));
+        connect(chip, &QToolButton::clicked, this, [this, i] {
+            videos_.removeAt(i);
+            videoNames_.removeAt(i);
+            refreshAttachments();
+        });
+        attachmentLayout_->addWidget(chip);
+    }
     attachmentLayout_->addStretch(1);
-    attachmentBar_->setVisible(!attachments_.isEmpty());
+    attachmentBar_->setVisible(!attachments_.isEmpty() || !videos_.isEmpty());
     updateButtons();
 }
 
@@ -347,7 +396,8 @@ void ChatPanel::updateButtons() {
     const bool busy = session_->busy();
     stopButton_->setVisible(busy);
     sendButton_->setVisible(!busy);
-    sendButton_->setEnabled(!input_->toPlainText().trimmed().isEmpty() || !attachments_.isEmpty());
+    sendButton_->setEnabled(!input_->toPlainText().trimmed().isEmpty() || !attachments_.isEmpty() ||
+                            !videos_.isEmpty());
     const bool hasPage = static_cast<bool>(pageProvider_);
     attachPageAction_->setEnabled(hasPage);
     attachRegionAction_->setEnabled(hasPage);
@@ -404,13 +454,13 @@ void ChatPanel::retranslate() {
     newButton_->setText(tr("New conversation"));
     newButton_->setToolTip(tr("Forget this document's conversation"));
     placeholder_->setText(
-        tr("Ask about the current page, a region of it, or any image.\nAttach one, type a question and press "
-           "Enter."));
+        tr("Ask about the current page, a region of it, or any image or video.\nAttach one, type a question "
+           "and press Enter."));
     input_->setPlaceholderText(tr("Ask a question…"));
     attachButton_->setText(tr("Attach"));
     attachPageAction_->setText(tr("Current page"));
     attachRegionAction_->setText(tr("Region of the page…"));
-    attachFilesAction_->setText(tr("Image files…"));
+    attachFilesAction_->setText(tr("Image or video files…"));
     sendButton_->setText(tr("Send"));
     stopButton_->setText(tr("Stop"));
     stopButton_->setToolTip(tr("Stop the answer; what it wrote so far stays"));

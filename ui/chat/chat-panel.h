@@ -1,8 +1,8 @@
 // The chat panel: a conversation about the current document's pages or any image, kept per document. The user
 // attaches the current page, a region of it (dragged in a picker, or handed over by the page view through
-// attachImage) or image files (chosen, or dropped on the panel), asks, and watches the answer stream in, a
-// reasoning model's thought folded above it; Stop ends it, Copy takes an answer. The panel talks to the chat
-// model where one is loaded; without one it uses the OCR model and says so, offering to download a chat
+// attachImage), image or video files (chosen, or dropped on the panel), asks, and watches the answer stream
+// in, a reasoning model's thought folded above it; Stop ends it, Copy takes an answer. The panel talks to the
+// chat model where one is loaded; without one it uses the OCR model and says so, offering to download a chat
 // model.
 #pragma once
 
@@ -40,6 +40,7 @@ public:
 
     // What send() would attach now.
     QList<QImage> attachments() const { return attachments_; }
+    QList<Video> videoAttachments() const { return videos_; }
     // The question being written.
     QString draft() const;
     void setDraft(const QString& text);
@@ -60,10 +61,13 @@ public Q_SLOTS:
     void attachCurrentPage();
     // Opens the region picker on the current page.
     void attachRegion();
-    // Opens a file dialog for image files.
+    // Opens a file dialog for image and video files.
     void attachFiles();
-    // Attaches image files; those that cannot be read are reported.
+    // Attaches image and video files (a video as the frames sampled from it, 2 a second as FastDeploy samples
+    // them for ERNIE-4.5-VL); those that cannot be read are reported.
     void attachFilePaths(const QStringList& paths);
+    // Attaches a video's sampled frames.
+    void attachVideo(const Video& video, const QString& name);
     void clearAttachments();
     // Sends the draft with the attachments.
     void send();
@@ -93,6 +97,8 @@ private:
     PageProvider pageProvider_;
     QList<QImage> attachments_;
     QStringList attachmentNames_;
+    QList<Video> videos_;
+    QStringList videoNames_;
     QList<ChatMessageView*> views_;
 
     QLabel* title_;

@@ -81,7 +81,7 @@ QString ChatSession::chatModel() const {
     return {};
 }
 
-Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model) const {
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -94,12 +94,13 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         kept.append(&turn);
     }
     // The newest attachments first (a turn's videos before its images), as many as a request may carry;
-    // older turns keep their text alone.
+    // older turns keep their text alone, and a model without video gets none of the earlier turns' videos.
     const int64_t limit = std::max<int64_t>(service_.limits(model).limit_mm_per_prompt, 0);
     int64_t left = limit;
     QList<std::pair<int, int>> taken(kept.size(), {0, 0});  // videos, images
     for (qsizetype i = kept.size() - 1; i >= 0; --i) {
-        const int n_videos = static_cast<int>(std::min<int64_t>(kept[i]->videos.size(), left));
+        const int n_videos =
+            takesVideo ? static_cast<int>(std::min<int64_t>(kept[i]->videos.size(), left)) : 0;
         left -= n_videos;
         const int n_images = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), left));
         left -= n_images;
@@ -184,7 +185,8 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     };
     RequestHandle handle;
     try {
-        RequestSpec spec(buildChat(turns, model), options);
+        RequestSpec spec(buildChat(turns, model, answering == nullptr || answering->takes(Modality::Video)),
+                         options);
         spec.model = model;
         handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {

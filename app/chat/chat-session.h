@@ -83,7 +83,7 @@ private:
     };
 
     void onOutput(const RequestOutput& output);
-    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model) const;
+    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const;
 
     EngineService& service_;
     std::shared_ptr<Relay> relay_;

@@ -229,6 +229,10 @@ Attach one, type a question and press Enter.</source>
         <translation>询问当前页面、页面中的某个区域，或任意图像或视频。
 附加一项，输入问题后按 Enter。</translation>
     </message>
+    <message>
+        <source>Reading %1…</source>
+        <translation>正在读取 %1…</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatSession</name>

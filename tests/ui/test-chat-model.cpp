@@ -185,8 +185,10 @@ private Q_SLOTS:
         QCoreApplication::sendEvent(&panel, &enter);
         QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
         QCoreApplication::sendEvent(&panel, &drop);
+        QCOMPARE(panel.videosLoading(), 1);  // read in the background
+        QTRY_COMPARE_WITH_TIMEOUT(panel.videoAttachments().size(), 1, 30000);
+        QCOMPARE(panel.videosLoading(), 0);
         QCOMPARE(panel.attachments().size(), 0);
-        QCOMPARE(panel.videoAttachments().size(), 1);
         const qsizetype n_frames = static_cast<qsizetype>(panel.videoAttachments()[0].frames.size());
         QVERIFY2(n_frames >= 16 && n_frames % 2 == 0, qPrintable(QString::number(n_frames)));
         QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
@@ -204,6 +206,7 @@ private Q_SLOTS:
         // The OCR model alone: the question stays, and the panel says why.
         ChatPanel ocr(ocrOnly_);
         ocr.attachFilePaths({file});
+        QTRY_COMPARE_WITH_TIMEOUT(ocr.videoAttachments().size(), 1, 30000);
         ocr.setDraft(QStringLiteral("What happens?"));
         ocr.send();
         QVERIFY(ocr.session()->history().isEmpty());
@@ -212,7 +215,14 @@ private Q_SLOTS:
         // A file that is not a video is reported.
         ocr.clearAttachments();
         ocr.attachFilePaths({QStringLiteral(FOLIO_FIXTURES_ROOT "/video/not-a-video.mp4")});
+        QTRY_COMPARE_WITH_TIMEOUT(ocr.videosLoading(), 0, 30000);
         QVERIFY(ocr.videoAttachments().isEmpty());
+        // A panel closed while a video is read waits for it and takes nothing.
+        {
+            ChatPanel closing(ocrOnly_);
+            closing.attachFilePaths({file});
+        }
+        QTest::qWait(50);
     }
 
     void thoughtIsFoldedAboveTheAnswer() {

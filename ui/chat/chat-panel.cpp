@@ -259,6 +259,38 @@ void ChatPanel::attachVideo(const Video& video, const QString& name) {
     refreshAttachments();
 }
 
+void ChatPanel::loadVideo(const QString& path) {
+    ++videosLoading_;
+    const QString name = QFileInfo(path).fileName();
+    showMessage(tr("Reading %1…").arg(name), false);
+    videoLoads_.start([this, path, name] {
+        Video video;
+        QString error;
+        try {
+            video = load_video(path.toStdString(), VideoSampling{});
+            // ERNIE-4.5-VL's encoder merges frames in pairs: an odd count's last frame is repeated, as
+            // transformers' processor does.
+            if (video.frames.size() % 2 == 1) {
+                video.frames.push_back(video.frames.back());
+            }
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, video = std::move(video), name, error] {
+                --videosLoading_;
+                if (error.isEmpty()) {
+                    attachVideo(video, name);
+                    notice_->setVisible(false);
+                } else {
+                    showMessage(tr("Cannot attach %1").arg(error), true);
+                }
+            },
+            Qt::QueuedConnection);
+    });
+}
+
 void ChatPanel::attachFilePaths(const QStringList& paths) {
     static const QStringList kVideoSuffixes = {QStringLiteral("mp4"), QStringLiteral("mov"),
                                                QStringLiteral("mkv"), QStringLiteral("webm"),
@@ -266,17 +298,7 @@ void ChatPanel::attachFilePaths(const QStringList& paths) {
     QStringList failures;
     for (const QString& path : paths) {
         if (kVideoSuffixes.contains(QFileInfo(path).suffix().toLower())) {
-            try {
-                Video video = load_video(path.toStdString(), VideoSampling{});
-                // ERNIE-4.5-VL's encoder merges frames in pairs: an odd count's last frame is repeated, as
-                // transformers' processor does.
-                if (video.frames.size() % 2 == 1) {
-                    video.frames.push_back(video.frames.back());
-                }
-                attachVideo(video, QFileInfo(path).fileName());
-            } catch (const std::exception& e) {
-                failures << QString::fromUtf8(e.what());
-            }
+            loadVideo(path);
             continue;
         }
         QImageReader reader(path);

@@ -13,6 +13,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QThreadPool>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QWidget>
@@ -41,6 +42,8 @@ public:
     // What send() would attach now.
     QList<QImage> attachments() const { return attachments_; }
     QList<Video> videoAttachments() const { return videos_; }
+    // Video files being read (off the GUI thread).
+    int videosLoading() const { return videosLoading_; }
     // The question being written.
     QString draft() const;
     void setDraft(const QString& text);
@@ -65,6 +68,7 @@ public Q_SLOTS:
     void attachFiles();
     // Attaches image and video files (a video as the frames sampled from it, 2 a second as FastDeploy samples
     // them for ERNIE-4.5-VL); those that cannot be read are reported.
+    // Videos are read in the background and attached when their frames are in.
     void attachFilePaths(const QStringList& paths);
     // Attaches a video's sampled frames.
     void attachVideo(const Video& video, const QString& name);
@@ -92,6 +96,7 @@ private:
     void updateButtons();
     void showMessage(const QString& message, bool error);
     void scrollToEnd();
+    void loadVideo(const QString& path);
 
     ChatSession* session_;
     PageProvider pageProvider_;
@@ -120,6 +125,9 @@ private:
     QAction* attachFilesAction_;
     QPushButton* sendButton_;
     QPushButton* stopButton_;
+    int videosLoading_ = 0;
+    // Last, so that it is destroyed first: it waits for a video being read, whose result then goes nowhere.
+    QThreadPool videoLoads_;
 };
 
 }  // namespace folio

@@ -158,9 +158,10 @@ int main(int argc, char** argv) {
     // The settings dialog, at the setting a problem calls for where one does (empty: as it was left).
     const auto openSettings = [&window, &settings, &engine, openModelManager](const QString& setting) {
         folio::SettingsDialog dialog(settings, &window);
-        // The loaded model's context bounds max_model_len.
+        // The loaded recognition model's context bounds max_model_len (a chat model beside it takes the
+        // context up to its own).
         for (const folio::ModelDescription& loaded : engine.service().models()) {
-            if (loaded.max_context > 0) {
+            if (loaded.role == folio::ModelRole::Recognition && loaded.max_context > 0) {
                 dialog.setModelContext(loaded.max_context);
             }
         }

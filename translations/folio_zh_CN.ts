@@ -58,6 +58,38 @@
         <source>Stopped</source>
         <translation>已停止</translation>
     </message>
+    <message>
+        <source>Thinking… (1 token)</source>
+        <translation>思考中…（1 个 token）</translation>
+    </message>
+    <message>
+        <source>Thinking… (%1 tokens)</source>
+        <translation>思考中…（%1 个 token）</translation>
+    </message>
+    <message>
+        <source>Thought for 1 token</source>
+        <translation>思考了 1 个 token</translation>
+    </message>
+    <message>
+        <source>Thought for %1 tokens</source>
+        <translation>思考了 %1 个 token</translation>
+    </message>
+    <message>
+        <source>Hide the reasoning</source>
+        <translation>隐藏推理过程</translation>
+    </message>
+    <message>
+        <source>Show the reasoning</source>
+        <translation>显示推理过程</translation>
+    </message>
+    <message>
+        <source>The answer ran out of tokens while still reasoning.</source>
+        <translation>回答在推理阶段就用完了 token。</translation>
+    </message>
+    <message>
+        <source>Video: %1 frames</source>
+        <translation>视频：%1 帧</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatPanel</name>
@@ -155,6 +187,52 @@ Attach one, type a question and press Enter.</source>
         <source>Stop the answer; what it wrote so far stays</source>
         <translation>停止生成回答；已生成的内容会保留</translation>
     </message>
+    <message>
+        <source>Chat · %1</source>
+        <translation>对话 · %1</translation>
+    </message>
+    <message>
+        <source>No chat model is loaded: the OCR model answers, which reads text well but is not made for conversation. A chat model (ERNIE-4.5-VL) loads beside it where memory allows.</source>
+        <translation>未加载对话模型：由 OCR 模型回答，它擅长识别文字，但并非为对话而设计。内存允许时，对话模型（ERNIE-4.5-VL）会与它一同加载。</translation>
+    </message>
+    <message>
+        <source>Download a chat model…</source>
+        <translation>下载对话模型…</translation>
+    </message>
+    <message>
+        <source>Dropped image</source>
+        <translation>拖入的图像</translation>
+    </message>
+    <message>
+        <source>Attach images or videos</source>
+        <translation>附加图像或视频</translation>
+    </message>
+    <message>
+        <source>Images and videos (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp *.mp4 *.mov *.mkv *.webm *.avi *.m4v);;All files (*)</source>
+        <translation>图像和视频 (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp *.mp4 *.mov *.mkv *.webm *.avi *.m4v);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>%1 (%2 frames)</source>
+        <translation>%1（%2 帧）</translation>
+    </message>
+    <message>
+        <source>Remove %1</source>
+        <translation>移除 %1</translation>
+    </message>
+    <message>
+        <source>Image or video files…</source>
+        <translation>图像或视频文件…</translation>
+    </message>
+    <message>
+        <source>Ask about the current page, a region of it, or any image or video.
+Attach one, type a question and press Enter.</source>
+        <translation>询问当前页面、页面中的某个区域，或任意图像或视频。
+附加一项，输入问题后按 Enter。</translation>
+    </message>
+    <message>
+        <source>Reading %1…</source>
+        <translation>正在读取 %1…</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatSession</name>
@@ -174,12 +252,27 @@ Attach one, type a question and press Enter.</source>
         <source>The request failed.</source>
         <translation>请求失败。</translation>
     </message>
+    <message>
+        <source>%1 does not take videos: install a chat model (ERNIE-4.5-VL) to ask about one.</source>
+        <translation>%1 不接受视频：请安装对话模型（ERNIE-4.5-VL）后再询问视频。</translation>
+    </message>
 </context>
 <context>
     <name>folio::ComputeDevices</name>
     <message>
         <source>CPU (%1 threads)</source>
         <translation>CPU（%1 线程）</translation>
+    </message>
+</context>
+<context>
+    <name>folio::EngineHost</name>
+    <message>
+        <source>The chat model %1 and the OCR model %2 do not fit in the memory of %3 together: %4
+
+%2 runs alone and the chat uses it. To run both, free memory other programs use, lower the context length or the concurrent sequences, quantize the weights (WINT8, WINT4) or choose a smaller chat model.</source>
+        <translation>对话模型 %1 与 OCR 模型 %2 无法同时放入 %3 的内存：%4
+
+%2 单独运行，对话也使用它。若要同时运行两者，请释放其他程序占用的内存、降低上下文长度或并发序列数、量化权重（WINT8、WINT4），或选择更小的对话模型。</translation>
     </message>
 </context>
 <context>
@@ -278,6 +371,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Open %1…</source>
         <translation>打开%1…</translation>
+    </message>
+    <message>
+        <source>Chat model</source>
+        <translation>对话模型</translation>
     </message>
 </context>
 <context>
@@ -585,6 +682,10 @@ Attach one, type a question and press Enter.</source>
         <source>Exporting to %1…</source>
         <translation>正在导出到 %1…</translation>
     </message>
+    <message>
+        <source>The chat model could not be found: %1</source>
+        <translation>找不到对话模型：%1</translation>
+    </message>
 </context>
 <context>
     <name>folio::ModelInventory</name>
@@ -832,6 +933,10 @@ Attach one, type a question and press Enter.</source>
         <source>Language: expected en or zh_CN, got &quot;%1&quot;</source>
         <translation>语言：应为 en 或 zh_CN，实际为“%1”</translation>
     </message>
+    <message>
+        <source>Chat model: &quot;%1&quot; is neither a folder nor a Hub repository (ORG/NAME)</source>
+        <translation>对话模型：“%1”既不是文件夹，也不是 Hub 仓库（ORG/NAME）</translation>
+    </message>
 </context>
 <context>
     <name>folio::SettingsBinding</name>
@@ -1029,6 +1134,26 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>These are FastDeploy&apos;s serving options, with its names and ranges. The KV cache takes what GPU memory utilization leaves after the weights.</source>
         <translation>这些是 FastDeploy 的服务参数，名称与取值范围与其一致。KV 缓存使用显存占用比例中扣除权重后剩余的部分。</translation>
+    </message>
+    <message>
+        <source>Chat model</source>
+        <translation>对话模型</translation>
+    </message>
+    <message>
+        <source>The first chat model installed (ERNIE-4.5-VL), else none</source>
+        <translation>第一个已安装的对话模型（ERNIE-4.5-VL），没有则不使用</translation>
+    </message>
+    <message>
+        <source>Chat models…</source>
+        <translation>对话模型…</translation>
+    </message>
+    <message>
+        <source>Download or choose a chat model</source>
+        <translation>下载或选择对话模型</translation>
+    </message>
+    <message>
+        <source>Choose a chat model folder</source>
+        <translation>选择对话模型文件夹</translation>
     </message>
 </context>
 </TS>

@@ -13,11 +13,13 @@
 
 #include "app/document-model/document-model.h"
 #include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
 #include "app/i18n/translation-loader.h"
 #include "app/jobs/engine-host.h"
 #include "app/jobs/job-controller.h"
 #include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
+#include "engine/models/model-registry.h"
 #include "ui/chat/chat-panel.h"
 #include "ui/main-window/main-window.h"
 #include "ui/main-window/settings-binding.h"
@@ -106,37 +108,67 @@ int main(int argc, char** argv) {
     overrides.cpuThreads = threads;
     folio::SettingsBinding binding(settings, window, engine, jobs, overrides);
 
-    // The model manager: installed models and downloads; the model chosen becomes the settings' model, which
-    // loads it.
-    const auto openModelManager = [&window, &settings] {
+    // The model manager: installed models and downloads; the model chosen becomes the settings' model (a chat
+    // model the chat model), which loads it. chatOnly: opened from the chat panel, on the chat models.
+    const auto openModelManager = [&window, &settings](bool chatOnly) {
         folio::ModelManagerDialog dialog(folio::hub::hub_settings_from_environment(), &window);
-        QObject::connect(&dialog, &folio::ModelManagerDialog::modelChosen, &window,
-                         [&window, &settings](const QString& folder, const QString&) {
-                             folio::SettingsValues values = settings.values();
-                             values.model = folder;
-                             values.layoutModel.clear();  // the one released with it
-                             const QList<folio::SettingsProblem> problems = settings.apply(values);
-                             for (const folio::SettingsProblem& problem : problems) {
-                                 window.reportError(problem.message,
-                                                    folio::settingForProblemKey(problem.key));
-                             }
-                         });
+        if (chatOnly) {
+            std::vector<folio::hub::CatalogueEntry> entries;
+            for (const folio::hub::CatalogueEntry& entry : folio::hub::model_catalogue()) {
+                if (entry.kind == folio::hub::ModelKind::Chat) {
+                    entries.push_back(entry);
+                }
+            }
+            dialog.setCatalogue(std::move(entries));
+        }
+        QObject::connect(
+            &dialog, &folio::ModelManagerDialog::modelChosen, &window,
+            [&window, &settings](const QString& folder, const QString&) {
+                folio::SettingsValues values = settings.values();
+                bool chatModel = false;
+                try {
+                    chatModel = folio::describe_model(folder.toStdString()).role == folio::ModelRole::Chat;
+                } catch (const std::exception&) {
+                    // loading the folder says what is wrong with it
+                }
+                if (chatModel) {
+                    values.chatModel = folder;
+                } else {
+                    values.model = folder;
+                    values.layoutModel.clear();  // the one released with it
+                }
+                const QList<folio::SettingsProblem> problems = settings.apply(values);
+                for (const folio::SettingsProblem& problem : problems) {
+                    window.reportError(problem.message, folio::settingForProblemKey(problem.key));
+                }
+            });
         dialog.exec();
     };
-    QObject::connect(&window, &folio::MainWindow::modelManagerRequested, &window, openModelManager);
+    QObject::connect(&window, &folio::MainWindow::modelManagerRequested, &window,
+                     [openModelManager] { openModelManager(false); });
+    QObject::connect(chat, &folio::ChatPanel::chatModelDownloadRequested, &window,
+                     [openModelManager] { openModelManager(true); });
+    // The chat says which model answers once models load or fail.
+    QObject::connect(&engine, &folio::EngineHost::loaded, chat, &folio::ChatPanel::updateModel);
+    QObject::connect(&engine, &folio::EngineHost::loadFailed, chat, &folio::ChatPanel::updateModel);
     // A first start without a model: the model manager, once the window shows.
-    QObject::connect(&window, &folio::MainWindow::modelsMissing, &window, openModelManager,
-                     Qt::QueuedConnection);
+    QObject::connect(
+        &window, &folio::MainWindow::modelsMissing, &window, [openModelManager] { openModelManager(false); },
+        Qt::QueuedConnection);
     // The settings dialog, at the setting a problem calls for where one does (empty: as it was left).
     const auto openSettings = [&window, &settings, &engine, openModelManager](const QString& setting) {
         folio::SettingsDialog dialog(settings, &window);
-        // The loaded model's context bounds max_model_len.
+        // The loaded recognition model's context bounds max_model_len (a chat model beside it takes the
+        // context up to its own).
         for (const folio::ModelDescription& loaded : engine.service().models()) {
-            if (loaded.max_context > 0) {
+            if (loaded.role == folio::ModelRole::Recognition && loaded.max_context > 0) {
                 dialog.setModelContext(loaded.max_context);
             }
         }
-        QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog, openModelManager);
+        QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog,
+                         [openModelManager] { openModelManager(false); });
+        QObject::connect(&dialog, &folio::SettingsDialog::manageChatModelsRequested, &dialog,
+                         [openModelManager] { openModelManager(true); });
         if (!setting.isEmpty()) {
             dialog.showSetting(setting);
         }

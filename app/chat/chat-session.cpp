@@ -64,7 +64,24 @@ void ChatSession::clearHistory() {
     Q_EMIT documentChanged(document_);
 }
 
-Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
+std::optional<ReasoningFormat> ChatSession::reasoningFormatOf(const std::string& family) {
+    // ERNIE-4.5-VL's template opens "<think>" unless enable_thinking is false: FastDeploy's parser.
+    if (family == "ernie-4.5-vl") {
+        return ReasoningFormat::Ernie45Vl;
+    }
+    return std::nullopt;
+}
+
+QString ChatSession::chatModel() const {
+    for (const ModelDescription& model : service_.models()) {
+        if (model.role == ModelRole::Chat) {
+            return QString::fromStdString(model.name);
+        }
+    }
+    return {};
+}
+
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -76,14 +93,18 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
         }
         kept.append(&turn);
     }
-    // The newest images first, as many as a request may carry; older turns keep their text alone.
-    const int64_t limit = std::max<int64_t>(service_.limits().limit_mm_per_prompt, 0);
-    int64_t imagesLeft = limit;
-    QList<int> imagesOf(kept.size(), 0);
+    // The newest attachments first (a turn's videos before its images), as many as a request may carry;
+    // older turns keep their text alone, and a model without video gets none of the earlier turns' videos.
+    const int64_t limit = std::max<int64_t>(service_.limits(model).limit_mm_per_prompt, 0);
+    int64_t left = limit;
+    QList<std::pair<int, int>> taken(kept.size(), {0, 0});  // videos, images
     for (qsizetype i = kept.size() - 1; i >= 0; --i) {
-        const int n = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), imagesLeft));
-        imagesOf[i] = n;
-        imagesLeft -= n;
+        const int n_videos =
+            takesVideo ? static_cast<int>(std::min<int64_t>(kept[i]->videos.size(), left)) : 0;
+        left -= n_videos;
+        const int n_images = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), left));
+        left -= n_images;
+        taken[i] = {n_videos, n_images};
     }
     Chat chat;
     for (qsizetype i = 0; i < kept.size(); ++i) {
@@ -92,20 +113,23 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns) const {
         message.role =
             turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
         message.text = turn.text.toStdString();
-        for (int k = 0; k < imagesOf[i]; ++k) {
+        for (int k = 0; k < taken[i].second; ++k) {
             message.images.push_back(toEngineImage(opaque(turn.images[k])));
+        }
+        for (int k = 0; k < taken[i].first; ++k) {
+            message.videos.push_back(turn.videos[k]);
         }
         chat.messages.push_back(std::move(message));
     }
     return chat;
 }
 
-bool ChatSession::send(const QString& text, const QList<QImage>& images) {
+bool ChatSession::send(const QString& text, const QList<QImage>& images, const QList<Video>& videos) {
     if (active_) {
         Q_EMIT failed(tr("An answer is still being written: stop it first."));
         return false;
     }
-    if (text.trimmed().isEmpty() && images.isEmpty()) {
+    if (text.trimmed().isEmpty() && images.isEmpty() && videos.isEmpty()) {
         return false;
     }
     if (service_.status().state != ServiceState::Ready) {
@@ -116,8 +140,36 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     question.role = ChatTurn::Role::User;
     question.text = text.trimmed();
     question.images = images;
+    question.videos = videos;
     QList<ChatTurn> turns = histories_.value(document_);
     turns.append(question);
+
+    // The chat model where one is loaded, with its family's reasoning parser.
+    std::string model;
+    std::optional<ReasoningFormat> reasoning;
+    const std::vector<ModelDescription> models = service_.models();
+    const ModelDescription* answering = nullptr;
+    for (const ModelDescription& described : models) {
+        if (described.role == ModelRole::Chat) {
+            answering = &described;
+            model = described.name;
+            reasoning = reasoningFormatOf(described.family);
+            break;
+        }
+    }
+    if (answering == nullptr) {
+        for (const ModelDescription& described : models) {
+            if (described.role != ModelRole::Layout) {
+                answering = &described;
+                break;
+            }
+        }
+    }
+    if (!videos.isEmpty() && answering != nullptr && !answering->takes(Modality::Video)) {
+        Q_EMIT failed(tr("%1 does not take videos: install a chat model (ERNIE-4.5-VL) to ask about one.")
+                          .arg(QString::fromStdString(answering->name)));
+        return false;
+    }
 
     GenerationOptions options;
     options.max_tokens = maxNewTokens_;
@@ -138,7 +190,10 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     };
     RequestHandle handle;
     try {
-        handle = service_.submit(RequestSpec(buildChat(turns), options), std::move(submit));
+        RequestSpec spec(buildChat(turns, model, answering == nullptr || answering->takes(Modality::Video)),
+                         options);
+        spec.model = model;
+        handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {
         Q_EMIT failed(QString::fromStdString(e.what()));
         return false;
@@ -152,7 +207,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images) {
     const QString document = document_;
     const int index = static_cast<int>(turns.size() - 1);
     histories_.insert(document, turns);
-    active_ = Active{document, index, std::move(handle)};
+    active_ = Active{document, index, std::move(handle), AnswerStream(reasoning)};
     Q_EMIT turnAdded(document, index - 1);
     Q_EMIT turnAdded(document, index);
     Q_EMIT busyChanged(true);
@@ -185,10 +240,14 @@ void ChatSession::onOutput(const RequestOutput& output) {
     if (answer.promptTokens < 0) {
         answer.promptTokens = active_->handle.n_prompt_tokens();
     }
-    if (!output.text.empty()) {
-        const QString delta = QString::fromStdString(output.text);
-        answer.text += delta;
-        Q_EMIT answerDelta(document, index, delta);
+    const bool complete = output.finish && (*output.finish == FinishReason::Stop);
+    const AnswerStream::Delta delta = active_->stream.push(
+        answer, output.text, static_cast<int64_t>(output.tokens.size()), output.finish.has_value(), complete);
+    if (!delta.reasoning.isEmpty()) {
+        Q_EMIT reasoningDelta(document, index, delta.reasoning, answer.reasoningTokens);
+    }
+    if (!delta.text.isEmpty()) {
+        Q_EMIT answerDelta(document, index, delta.text);
     }
     if (!output.finish) {
         return;

@@ -1,6 +1,9 @@
 // A conversation with the engine about pages and images, kept per document: each send() submits the whole
 // conversation as one interactive request (ahead of any document's blocks), the answer's text arrives on the
-// engine thread and is re-emitted as queued signals on the session's thread, and stop() ends it.
+// engine thread and is re-emitted as queued signals on the session's thread, and stop() ends it. Requests go
+// to the loaded chat model (ModelRole::Chat, ERNIE-4.5-VL) where there is one, else to the recognition model.
+// A reasoning model's answer is split as the family's reasoning parser splits it (ERNIE-4.5-VL: ernie-45-vl):
+// the thought before "</think>" apart from the answer, streamed as it arrives.
 #pragma once
 
 #include <QHash>
@@ -13,22 +16,12 @@
 #include <optional>
 #include <random>
 
+#include "app/chat/answer-stream.h"
+#include "app/chat/chat-turn.h"
+#include "engine/chat-template/reasoning-parser.h"
 #include "engine/service/engine-service.h"
 
 namespace folio {
-
-struct ChatTurn {
-    enum class Role { User, Assistant };
-    enum class State { Streaming, Done, Stopped, Failed };
-    Role role = Role::User;
-    QString text;
-    QList<QImage> images;  // a user turn's attachments
-    State state = State::Done;
-    QString error;  // Failed: why
-    // An answer's prompt as the engine took it: the tokens of the conversation before it, images included
-    // (-1 until the engine has built it). It tells how much of the context the conversation uses.
-    int64_t promptTokens = -1;
-};
 
 class ChatSession : public QObject {
     Q_OBJECT
@@ -46,9 +39,9 @@ public:
     QList<ChatTurn> history(const QString& key) const { return histories_.value(key); }
     void clearHistory();
 
-    // Sends a question with its images; false (and failed() emitted) when the engine is not ready or another
-    // answer is under way.
-    bool send(const QString& text, const QList<QImage>& images = {});
+    // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
+    // another answer is under way, or videos go to a model that does not take them.
+    bool send(const QString& text, const QList<QImage>& images = {}, const QList<Video>& videos = {});
     // Ends the answer under way; its text so far is kept.
     void stop();
     bool busy() const { return active_.has_value(); }
@@ -57,11 +50,22 @@ public:
     void setMaxNewTokens(int64_t n) { maxNewTokens_ = n; }
     int64_t maxNewTokens() const { return maxNewTokens_; }
 
+    // The loaded chat model's name (ModelDescription::name) that questions go to; empty where none is loaded
+    // (questions then go to the recognition model) or the engine is not ready.
+    QString chatModel() const;
+    bool engineReady() const { return service_.status().state == ServiceState::Ready; }
+
+    // The reasoning parser a model family's answers are split with (ernie-4.5-vl: ernie-45-vl); none for a
+    // family whose answers have no reasoning part.
+    static std::optional<ReasoningFormat> reasoningFormatOf(const std::string& family);
+
 Q_SIGNALS:
     // A turn was added to a document's history (the question, then its answer, Streaming).
     void turnAdded(const QString& document, int index);
     // More text of the answer at `index`.
     void answerDelta(const QString& document, int index, const QString& delta);
+    // More of the reasoning before the answer at `index`; tokens: the reasoning's tokens so far.
+    void reasoningDelta(const QString& document, int index, const QString& delta, qint64 tokens);
     // The answer ended: Done, Stopped or Failed (with its error).
     void answerFinished(const QString& document, int index, folio::ChatTurn::State state,
                         const QString& error);
@@ -76,10 +80,11 @@ private:
         QString document;
         int index = 0;
         RequestHandle handle;
+        AnswerStream stream;
     };
 
     void onOutput(const RequestOutput& output);
-    Chat buildChat(const QList<ChatTurn>& turns) const;
+    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const;
 
     EngineService& service_;
     std::shared_ptr<Relay> relay_;
@@ -91,5 +96,3 @@ private:
 };
 
 }  // namespace folio
-
-Q_DECLARE_METATYPE(folio::ChatTurn::State)

@@ -1,5 +1,6 @@
 #include "app/jobs/engine-host.h"
 
+#include <algorithm>
 #include <exception>
 
 namespace folio {
@@ -92,6 +93,7 @@ void EngineHost::load(ServiceParams params, const ModelFolders& models, const QS
     statsTimer_.stop();
     models_ = models;
     deviceName_ = deviceName;
+    params_ = params;
     try {
         service_.load(std::move(params));
     } catch (const std::exception& e) {
@@ -116,6 +118,9 @@ void EngineHost::poll() {
             break;
         case ServiceState::Failed:
             loadTimer_.stop();
+            if (dropChatModel(status)) {
+                break;
+            }
             Q_EMIT loadFailed(QString::fromStdString(status.error));
             break;
         case ServiceState::Empty:
@@ -123,6 +128,34 @@ void EngineHost::poll() {
             Q_EMIT loadFailed(QStringLiteral("Loading was cancelled"));
             break;
     }
+}
+
+bool EngineHost::dropChatModel(const ServiceStatus& status) {
+    const auto chat = std::find_if(params_.models.begin(), params_.models.end(),
+                                   [](const ModelSlot& slot) { return slot.role == ModelRole::Chat; });
+    const bool hasOther =
+        std::any_of(params_.models.begin(), params_.models.end(),
+                    [](const ModelSlot& slot) { return slot.role == ModelRole::Recognition; });
+    const QString error = QString::fromStdString(status.error);
+    const bool memory = status.error_kind == ErrorKind::OutOfMemory ||
+                        error.contains(QLatin1String("not enough memory"), Qt::CaseInsensitive) ||
+                        error.contains(QLatin1String("out of memory"), Qt::CaseInsensitive);
+    if (chat == params_.models.end() || !hasOther || !memory) {
+        return false;
+    }
+    const QString chatName = models_.chatDescription.isEmpty() ? models_.chat : models_.chatDescription;
+    Q_EMIT chatModelDropped(
+        tr("The chat model %1 and the OCR model %2 do not fit in the memory of %3 together: %4\n\n%2 runs "
+           "alone and the chat uses it. To run both, free memory other programs use, lower the context "
+           "length or the concurrent sequences, quantize the weights (WINT8, WINT4) or choose a smaller chat "
+           "model.")
+            .arg(chatName, models_.description, deviceName_, error));
+    params_.models.erase(chat);
+    models_.chat.clear();
+    models_.chatDescription.clear();
+    ServiceParams params = params_;
+    load(std::move(params), models_, deviceName_);
+    return true;
 }
 
 }  // namespace folio

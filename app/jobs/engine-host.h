@@ -11,11 +11,14 @@
 
 namespace folio {
 
-// A model pair the app runs: the recognition model and the layout model beside it.
+// The models the app runs: the recognition model, the layout model beside it, and the chat model the chat
+// panel talks to.
 struct ModelFolders {
     QString recognition;
     QString layout;       // empty: whole pages without layout
     QString description;  // for the status bar and messages
+    QString chat;         // empty: the chat uses the recognition model
+    QString chatDescription;
 };
 
 class EngineHost : public QObject {
@@ -48,12 +51,18 @@ Q_SIGNALS:
     void loadProgress(const QString& phase, int percent);
     void loaded();
     void loadFailed(const QString& message);
+    // The chat model and the recognition model did not fit in memory together: the message says which and
+    // why; the recognition model (and layout model) load again alone, ending in loaded() or loadFailed().
+    void chatModelDropped(const QString& message);
     void reconfigured();
     void reconfigureFailed(const QString& message);
     void statsChanged(const folio::ServiceStats& stats);
 
 private:
     void poll();
+    // Loads the models again without the chat model after a load that ran out of memory with it; false
+    // where the failure was another one or there was no chat model.
+    bool dropChatModel(const ServiceStatus& status);
 
     EngineService service_;
     std::thread reconfigurer_;
@@ -62,6 +71,7 @@ private:
     QTimer statsTimer_;
     QString deviceName_;
     ModelFolders models_;
+    ServiceParams params_;  // the last load's, for loading again without the chat model
 };
 
 }  // namespace folio

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "app/hub/hub-settings.h"
+#include "app/hub/model-catalogue.h"
 #include "app/hub/model-locator.h"
 
 namespace folio {
@@ -68,6 +69,40 @@ std::optional<ModelFolders> findInstalledModels(QString* why) {
                problems.join(QStringLiteral("\n"));
     }
     return std::nullopt;
+}
+
+QStringList chatRepos() {
+    QStringList repos;
+    for (const hub::CatalogueEntry& entry : hub::model_catalogue()) {
+        if (entry.kind == hub::ModelKind::Chat) {
+            repos << QString::fromStdString(entry.repo);
+        }
+    }
+    return repos;
+}
+
+bool addChatModel(ModelFolders& folders, const QString& spec) {
+    const hub::HubSettings settings = hub::hub_settings_from_environment();
+    hub::LocateOptions options;
+    options.kind = hub::ModelKind::Chat;
+    const auto take = [&](const hub::LocatedModel& model) {
+        folders.chat = QString::fromStdString(model.dir.string());
+        folders.chatDescription =
+            QString::fromStdString(model.repo.empty() ? model.dir.filename().string() : model.repo);
+    };
+    if (!spec.trimmed().isEmpty()) {
+        take(hub::locate_model(spec.trimmed().toStdString(), settings, options));
+        return true;
+    }
+    for (const QString& repo : chatRepos()) {
+        try {
+            take(hub::locate_model(repo.toStdString(), settings, options));
+            return true;
+        } catch (const std::exception&) {
+            // not installed, or incomplete: the next one
+        }
+    }
+    return false;
 }
 
 }  // namespace folio

@@ -21,4 +21,12 @@ std::optional<ModelFolders> findInstalledModels(QString* why);
 // Throws folio::Error naming what is wrong with either folder.
 ModelFolders modelsForFolder(const QString& spec, QString* note, const QString& layoutSpec = {});
 
+// Adds the chat model to the folders: the folder or ORG/NAME spec names (throws folio::Error naming what is
+// wrong with it), or with an empty spec the first of the catalogue's chat models installed. False where spec
+// is empty and none is installed. Reads the disk.
+bool addChatModel(ModelFolders& folders, const QString& spec);
+
+// The catalogue's chat repositories, in its order.
+QStringList chatRepos();
+
 }  // namespace folio

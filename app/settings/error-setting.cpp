@@ -69,6 +69,7 @@ QString settingForProblemKey(const QString& settingsKey) {
     static const QList<std::pair<QLatin1String, const char*>> kKeys = {
         {QLatin1String("models/recognition"), kModel},
         {QLatin1String("models/layout"), kLayoutModel},
+        {QLatin1String("models/chat"), kChatModel},
         {QLatin1String("engine/device"), kDevice},
         {QLatin1String("engine/quantization"), kQuantization},
         {QLatin1String("engine/gpu_memory_utilization"), kGpuMemory},

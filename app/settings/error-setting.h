@@ -14,6 +14,7 @@ namespace folio {
 namespace setting_key {
 inline constexpr char kModel[] = "model";
 inline constexpr char kLayoutModel[] = "layout";
+inline constexpr char kChatModel[] = "chat";
 inline constexpr char kDevice[] = "device";
 inline constexpr char kQuantization[] = "quantization";
 inline constexpr char kGpuMemory[] = "gpu";

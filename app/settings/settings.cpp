@@ -20,6 +20,7 @@ namespace {
 // QSettings keys.
 constexpr auto kModel = "models/recognition";
 constexpr auto kLayoutModel = "models/layout";
+constexpr auto kChatModel = "models/chat";
 constexpr auto kDevice = "engine/device";
 constexpr auto kQuantization = "engine/quantization";
 constexpr auto kGpuMemory = "engine/gpu_memory_utilization";
@@ -149,6 +150,7 @@ void Settings::load() {
     SettingsValues v = d;
     v.model = s.value(kModel, d.model).toString();
     v.layoutModel = s.value(kLayoutModel, d.layoutModel).toString();
+    v.chatModel = s.value(kChatModel, d.chatModel).toString();
     v.quantization = s.value(kQuantization, d.quantization).toString();
     v.gpuMemoryUtilization = s.value(kGpuMemory, d.gpuMemoryUtilization).toDouble();
     v.maxModelLen = s.value(kMaxModelLen, d.maxModelLen).toInt();
@@ -175,6 +177,7 @@ void Settings::store(const SettingsValues& v) {
     QSettings& s = *store_;
     s.setValue(kModel, v.model);
     s.setValue(kLayoutModel, v.layoutModel);
+    s.setValue(kChatModel, v.chatModel);
     s.setValue(kDevice, v.device);
     s.setValue(kQuantization, v.quantization);
     s.setValue(kGpuMemory, v.gpuMemoryUtilization);
@@ -207,6 +210,11 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     if (!layout.isEmpty() && !QFileInfo(layout).isDir() && !hub::is_repo_id(layout.toStdString())) {
         add(kLayoutModel,
             tr("Layout model: \"%1\" is neither a folder nor a Hub repository (ORG/NAME)").arg(layout));
+    }
+    const QString chat = v.chatModel.trimmed();
+    if (!chat.isEmpty() && !QFileInfo(chat).isDir() && !hub::is_repo_id(chat.toStdString())) {
+        add(kChatModel,
+            tr("Chat model: \"%1\" is neither a folder nor a Hub repository (ORG/NAME)").arg(chat));
     }
     if (!isDevice(v.device)) {
         add(kDevice, tr("Device: expected cpu or cuda:N, got \"%1\"").arg(v.device));
@@ -262,6 +270,7 @@ QStringList Settings::changedKeys(const SettingsValues& a, const SettingsValues&
     };
     check(a.model != b.model, kModel);
     check(a.layoutModel != b.layoutModel, kLayoutModel);
+    check(a.chatModel != b.chatModel, kChatModel);
     check(a.device != b.device, kDevice);
     check(a.quantization != b.quantization, kQuantization);
     check(a.gpuMemoryUtilization != b.gpuMemoryUtilization, kGpuMemory);
@@ -281,7 +290,8 @@ EngineImpact Settings::impactOf(const SettingsValues& before, const SettingsValu
     EngineImpact impact = EngineImpact::None;
     for (const QString& key : changedKeys(before, after)) {
         if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) ||
-            key == QLatin1String(kDevice) || key == QLatin1String(kQuantization)) {
+            key == QLatin1String(kChatModel) || key == QLatin1String(kDevice) ||
+            key == QLatin1String(kQuantization)) {
             return EngineImpact::Reload;
         }
         if (key.startsWith(QLatin1String("engine/"))) {
@@ -296,6 +306,7 @@ QList<SettingsProblem> Settings::apply(const SettingsValues& values, std::option
     v.markdownLabels = sorted(v.markdownLabels);
     v.model = v.model.trimmed();
     v.layoutModel = v.layoutModel.trimmed();
+    v.chatModel = v.chatModel.trimmed();
     const QList<SettingsProblem> problems = validate(v, modelContext);
     if (!problems.isEmpty()) {
         return problems;
@@ -319,7 +330,8 @@ cli::EngineOptions Settings::engineOptions(const SettingsValues& values, const M
 }
 
 ServiceParams Settings::serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
-                                      const std::optional<std::filesystem::path>& layoutDir, int cpuThreads) {
+                                      const std::optional<std::filesystem::path>& layoutDir, int cpuThreads,
+                                      const std::optional<std::filesystem::path>& chatDir) {
     const cli::EngineOptions options = engineOptions(values, describe_model(modelDir));
     const std::string device = values.device.toStdString();
     ServiceParams params;
@@ -332,6 +344,11 @@ ServiceParams Settings::serviceParams(const SettingsValues& values, const std::f
         cli::apply_preprocessing(options, pre);
     };
     params.models.push_back(std::move(recognition));
+    if (chatDir) {
+        // The same weight quantization; the engine plans both caches together and gives each model the
+        // context length up to its own.
+        params.models.push_back({ModelRole::Chat, *chatDir, options.load});
+    }
     if (layoutDir) {
         params.models.push_back({ModelRole::Layout, *layoutDir, {}});
     }

@@ -28,8 +28,11 @@ enum class EngineImpact {
 struct SettingsValues {
     // Models: a folder, or ORG/NAME found in the Hugging Face cache or Folio's models folder; empty: the
     // first recognition model installed. The layout model, empty: the one the catalogue pairs with the model.
+    // The chat model the chat panel talks to (ERNIE-4.5-VL), loaded beside the recognition model; empty: the
+    // first chat model installed, else none (the chat then uses the recognition model).
     QString model;
     QString layoutModel;
+    QString chatModel;
     // "cpu" or "cuda:N".
     QString device = QStringLiteral("cpu");
     QString quantization = QStringLiteral("none");  // none, wint8, wint4
@@ -94,12 +97,13 @@ public:
     static cli::EngineOptions engineOptions(const SettingsValues& values, const ModelDescription& model);
 
     // What EngineService::load needs to run the values' model from modelDir (and the layout model from
-    // layoutDir): the device's backend (the CPU with cpuThreads threads, 0 for every core) and its free
-    // memory, the quantization, and the engine options checked against the model's context. Throws
-    // folio::Error naming the file or the option that is wrong.
+    // layoutDir, the chat model from chatDir in a chat slot beside it): the device's backend (the CPU with
+    // cpuThreads threads, 0 for every core) and its free memory, the quantization, and the engine options
+    // checked against the model's context. Throws folio::Error naming the file or the option that is wrong.
     static ServiceParams serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                        const std::optional<std::filesystem::path>& layoutDir = std::nullopt,
-                                       int cpuThreads = 0);
+                                       int cpuThreads = 0,
+                                       const std::optional<std::filesystem::path>& chatDir = std::nullopt);
 
     // Where the values are kept.
     QString fileName() const;

@@ -42,6 +42,7 @@ private Q_SLOTS:
     void valuesPersist() {
         SettingsValues v = Settings::defaults(QStringLiteral("cuda:1"));
         v.model = QStringLiteral("PaddlePaddle/PaddleOCR-VL-1.5");
+        v.chatModel = QStringLiteral("baidu/ERNIE-4.5-VL-28B-A3B-Thinking");
         v.quantization = QStringLiteral("wint4");
         v.gpuMemoryUtilization = 0.75;
         v.maxModelLen = 8192;
@@ -61,6 +62,7 @@ private Q_SLOTS:
         SettingsValues expected = v;
         expected.markdownLabels.sort();
         QCOMPARE(reread.values().model, expected.model);
+        QCOMPARE(reread.values().chatModel, expected.chatModel);
         QCOMPARE(reread.values().device, QStringLiteral("cuda:1"));
         QCOMPARE(reread.values().layoutThresholds, expected.layoutThresholds);
         QCOMPARE(reread.values().markdownLabels, expected.markdownLabels);
@@ -121,6 +123,10 @@ private Q_SLOTS:
         v.model = QStringLiteral("not a repo/at all/");
         QVERIFY(messageOf(v).startsWith(QStringLiteral("models/recognition: ")));
         v = Settings::defaults();
+        v.chatModel = QStringLiteral("not a repo/at all/");
+        QCOMPARE(messageOf(v), QStringLiteral("models/chat: Chat model: \"not a repo/at all/\" is neither a "
+                                              "folder nor a Hub repository (ORG/NAME)"));
+        v = Settings::defaults();
         v.language = QStringLiteral("fr");
         QVERIFY(messageOf(v).startsWith(QStringLiteral("interface/language: ")));
     }
@@ -161,6 +167,7 @@ private Q_SLOTS:
                  [](SettingsValues& s) {
                      s.layoutModel = QStringLiteral("PaddlePaddle/PP-DocLayoutV3_safetensors");
                  },
+                 [](SettingsValues& s) { s.chatModel = QStringLiteral("baidu/ERNIE-4.5-VL-28B-A3B-PT"); },
              }) {
             v = base;
             v.maxNumSeqs = 64;
@@ -193,6 +200,23 @@ private Q_SLOTS:
         QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::None);
         QCOMPARE(language.count(), 1);
         QCOMPARE(language.first().at(0).toString(), QStringLiteral("zh_CN"));
+    }
+
+    // The chat model loads in a chat slot beside the recognition model, with the same weight quantization.
+    void chatModelLoadsInAChatSlot() {
+        SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+        v.maxModelLen = 4096;
+        v.quantization = QStringLiteral("wint8");
+        const std::filesystem::path recognition = FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny";
+        const std::filesystem::path chat = FOLIO_FIXTURES_ROOT "/ernie45-vl/ernie45-vl-tiny";
+        const ServiceParams alone = Settings::serviceParams(v, recognition);
+        QCOMPARE(alone.models.size(), size_t{1});
+        const ServiceParams both = Settings::serviceParams(v, recognition, std::nullopt, 1, chat);
+        QCOMPARE(both.models.size(), size_t{2});
+        QCOMPARE(both.models[0].role, ModelRole::Recognition);
+        QCOMPARE(both.models[1].role, ModelRole::Chat);
+        QCOMPARE(both.models[1].dir, chat);
+        QCOMPARE(both.models[1].load.quantization, Quantization::Wint8);
     }
 
     void handEditedFileOutOfRangeFallsBackToDefaults() {

@@ -158,6 +158,52 @@ TEST(Ernie45VlFolder, ChatFromFilesMatchesReference) {
     }
 }
 
+// A video in a chat, as the desktop app's chat sends the frames it sampled: the folder's template marks it
+// with
+// <|VIDEO_START|> and <|VIDEO_END|>, which the request builder takes for the video's, and the prompt and the
+// answer are the reference's.
+TEST(Ernie45VlFolder, VideoChatFromFramesMatchesReference) {
+    Fixture& f = fixture();
+    const std::filesystem::path dir = ernie_dir() / "ernie45-vl-tiny";
+    std::atomic<bool> cancelled{false};
+    LoadContext context([](const LoadProgress&) {}, cancelled);
+    const std::unique_ptr<LoadedModel> loaded =
+        ModelRegistry::builtin().family_of(dir).load(ModelSlot(ModelRole::Chat, dir), *f.backend, context);
+    const RequestBuilder builder(loaded->prompt_format(), {4096, 8, loaded->max_image_tokens()});
+    const std::vector<int64_t> shape = f.reference.shape("video_frames.clip");  // [frames, height, width, 3]
+    ASSERT_EQ(shape.size(), 4u);
+    const std::vector<int64_t> levels = f.reference.i64("video_frames.clip");
+    Video video;
+    const int64_t frame_size = shape[1] * shape[2] * 3;
+    for (int64_t i = 0; i < shape[0]; ++i) {
+        Image frame = make_image(static_cast<int>(shape[2]), static_cast<int>(shape[1]));
+        for (int64_t k = 0; k < frame_size; ++k) {
+            frame.rgb[static_cast<size_t>(k)] =
+                static_cast<uint8_t>(levels[static_cast<size_t>(i * frame_size + k)]);
+        }
+        video.frames.push_back(std::move(frame));
+    }
+    // An odd count's last frame repeated, as the reference's processor pads the clip to whole frame pairs.
+    if (video.frames.size() % 2 == 1) {
+        video.frames.push_back(video.frames.back());
+    }
+    const nlohmann::json& entry = f.meta["prompts"]["video"];
+    Chat chat;
+    chat.messages.push_back(ChatMessage(ChatMessage::Role::User, "What happens?", {}, {video}));
+    chat.template_kwargs = entry["chat_template_kwargs"];
+    EXPECT_EQ(render_chat(*loaded->prompt_format(), chat.messages, chat.template_kwargs),
+              entry["text"].get<std::string>());
+    const Request request = builder.build(RequestSpec(std::move(chat)));
+    EXPECT_EQ(std::vector<int64_t>(request.prompt.ids.begin(), request.prompt.ids.end()),
+              f.reference.i64("video.input_ids"));
+    const std::vector<int64_t> expected = f.reference.i64("video.greedy_tokens");
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(expected.size());
+    const GenerateResult result =
+        generate(*loaded->generative(), request.prompt, request.images, params, [](int32_t) { return true; });
+    EXPECT_EQ(std::vector<int64_t>(result.tokens.begin(), result.tokens.end()), expected);
+}
+
 TEST(Ernie45VlFolder, RefusesAPaddleCheckpoint) {
     // A folder whose tensors carry PaddlePaddle's names: the message names the transformers repository.
     Fixture& f = fixture();

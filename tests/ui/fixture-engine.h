@@ -18,20 +18,32 @@ namespace folio::test {
 
 inline const char* const kRecognitionDir = FOLIO_FIXTURES_DIR "/paddleocr-vl-tiny";
 inline const char* const kLayoutDir = FOLIO_FIXTURES_ROOT "/layout/pp-doclayout-v3-tiny";
+inline const char* const kChatDir = FOLIO_FIXTURES_ROOT "/ernie45-vl/ernie45-vl-tiny";
 inline const char* const kSamplePdf = FOLIO_SOURCE_DIR "/resources/samples/sample.pdf";
 
-inline ServiceParams fixtureParams(int threads = 2) {
+// withChat: the ERNIE-4.5-VL fixture beside them as the chat model.
+inline ServiceParams fixtureParams(int threads = 2, bool withChat = false) {
     ServiceParams params;
     params.device.make_backend = [threads] { return make_cpu_backend(threads); };
     params.models.push_back({ModelRole::Recognition, kRecognitionDir, {}});
+    if (withChat) {
+        params.models.push_back({ModelRole::Chat, kChatDir, {}});
+    }
     params.models.push_back({ModelRole::Layout, kLayoutDir, {}});
     params.engine.max_model_len = 4096;
     return params;
 }
 
-inline ModelFolders fixtureFolders() {
-    return {QString::fromUtf8(kRecognitionDir), QString::fromUtf8(kLayoutDir),
-            QStringLiteral("fixture models")};
+inline ModelFolders fixtureFolders(bool withChat = false) {
+    ModelFolders folders;
+    folders.recognition = QString::fromUtf8(kRecognitionDir);
+    folders.layout = QString::fromUtf8(kLayoutDir);
+    folders.description = QStringLiteral("fixture models");
+    if (withChat) {
+        folders.chat = QString::fromUtf8(kChatDir);
+        folders.chatDescription = QStringLiteral("ernie45-vl-tiny");
+    }
+    return folders;
 }
 
 // Short runs: few new tokens, small crops. lowThresholds: every candidate of the random layout model counts,

@@ -20,6 +20,7 @@
 #include "app/document-model/document-model.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
+#include "ui/chat/chat-message-view.h"
 #include "ui/chat/chat-panel.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/main-window.h"
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
 
     bool loaded = false;
     QObject::connect(&engine, &EngineHost::loaded, [&] { loaded = true; });
-    engine.load(test::fixtureParams(), test::fixtureFolders(), QStringLiteral("CPU"));
+    // The chat panel's model beside them: the ERNIE-4.5-VL fixture.
+    engine.load(test::fixtureParams(2, true), test::fixtureFolders(true), QStringLiteral("CPU"));
     waitFor([&] { return loaded && window->resultView()->isReady(); }, 120000);
     if (!loaded) {
         std::fprintf(stderr, "folio-screenshot: the fixture models did not load\n");
@@ -138,7 +140,8 @@ int main(int argc, char** argv) {
     }
 
     if (argc >= 3) {
-        // The chat panel docked beside the page, a question about it answered (noise from the random model).
+        // The chat panel docked beside the page, a question about it answered by the chat model (noise from
+        // the random model, streamed as its thought).
         auto* dock = new QDockWidget(QObject::tr("Chat"), window.get());
         dock->setObjectName(QStringLiteral("chatPanel"));
         auto* chat = new ChatPanel(engine.service(), dock);
@@ -152,6 +155,10 @@ int main(int argc, char** argv) {
         chat->setDraft(QStringLiteral("What is this page about?"));
         chat->send();
         waitFor([&] { return !answered.isEmpty(); }, 120000);
+        // The answer's thought unfolded above it.
+        if (!chat->messageViews().isEmpty()) {
+            chat->messageViews().last()->setReasoningExpanded(true);
+        }
         chat->setDraft(QStringLiteral("Which formula does it give?"));
         pause(800);
         if (!save(*window, QString::fromLocal8Bit(argv[2]))) {

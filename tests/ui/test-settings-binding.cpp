@@ -122,6 +122,24 @@ private Q_SLOTS:
         QCOMPARE(engine_->service().limits().max_model_len, 2048);
     }
 
+    // A chat model in the settings loads beside the document models, in a chat slot the chat panel talks to;
+    // clearing it (and none installed) loads them alone.
+    void aChatModelLoadsBesideTheDocumentModels() {
+        QSignalSpy loaded(engine_, &EngineHost::loaded);
+        change([](SettingsValues& v) { v.chatModel = QString::fromUtf8(test::kChatDir); });
+        QVERIFY(loaded.wait(60000));
+        QCOMPARE(engine_->models().recognition, QString::fromUtf8(test::kRecognitionDir));
+        QCOMPARE(engine_->models().chat, QString::fromUtf8(test::kChatDir));
+        const std::vector<ModelDescription> models = engine_->service().models();
+        QCOMPARE(models.size(), size_t{3});
+        QCOMPARE(models[1].role, ModelRole::Chat);
+        QCOMPARE(models[1].family, std::string("ernie-4.5-vl"));
+        change([](SettingsValues& v) { v.chatModel.clear(); });
+        QVERIFY(loaded.wait(60000));
+        QVERIFY(engine_->models().chat.isEmpty());
+        QCOMPARE(engine_->service().models().size(), size_t{2});
+    }
+
     void anEngineChangeWaitsForTheRunToEnd() {
         const QString path = tmp_.filePath(QStringLiteral("ten.pdf"));
         test::writeTestPdf(path, 10);

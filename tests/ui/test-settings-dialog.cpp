@@ -62,6 +62,43 @@ private Q_SLOTS:
         QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::Reload);
     }
 
+    // The chat model sits on the model page beside the OCR model; a new one loads the models again.
+    void chatModelIsAppliedAndReloads() {
+        Settings settings(dir_.filePath(QStringLiteral("chat.ini")));
+        QVERIFY(settings.apply(Settings::defaults(QStringLiteral("cuda:0"))).isEmpty());
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.setValues(settings.values());
+        auto* field = dialog.findChild<QLineEdit*>(QStringLiteral("chatModel"));
+        QVERIFY(field != nullptr);
+        QCOMPARE(dialog.settingField(QString::fromLatin1(setting_key::kChatModel)), field);
+        QVERIFY(field->text().isEmpty());
+        QSignalSpy changed(&settings, &Settings::changed);
+        field->setText(QStringLiteral("  baidu/ERNIE-4.5-VL-28B-A3B-Thinking "));
+        QVERIFY(dialog.apply());
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.first().at(0).toStringList(), QStringList{QStringLiteral("models/chat")});
+        QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reload);
+        const Settings reread(dir_.filePath(QStringLiteral("chat.ini")));
+        QCOMPARE(reread.values().chatModel, QStringLiteral("baidu/ERNIE-4.5-VL-28B-A3B-Thinking"));
+        // Restoring the defaults keeps the user's models; the chat model's own button asks for the model
+        // manager on the chat models.
+        QSignalSpy manage(&dialog, &SettingsDialog::manageChatModelsRequested);
+        const auto click = [&dialog](const QString& text) {
+            for (QPushButton* button : dialog.findChildren<QPushButton*>()) {
+                if (button->text() == text) {
+                    button->click();
+                    return true;
+                }
+            }
+            return false;
+        };
+        QVERIFY(click(QStringLiteral("Restore defaults")));
+        QCOMPARE(field->text(), QStringLiteral("baidu/ERNIE-4.5-VL-28B-A3B-Thinking"));
+        QVERIFY(click(QStringLiteral("Chat models…")));
+        QCOMPARE(manage.count(), 1);
+    }
+
     void refusesOutOfRangeValues() {
         Settings settings(dir_.filePath(QStringLiteral("refuse.ini")));
         SettingsDialog dialog(settings);
@@ -122,6 +159,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("page");
         QTest::newRow("model") << QString::fromLatin1(setting_key::kModel) << QStringLiteral("Model");
         QTest::newRow("layout") << QString::fromLatin1(setting_key::kLayoutModel) << QStringLiteral("Model");
+        QTest::newRow("chat") << QString::fromLatin1(setting_key::kChatModel) << QStringLiteral("Model");
         QTest::newRow("device") << QString::fromLatin1(setting_key::kDevice) << QStringLiteral("Model");
         QTest::newRow("quantization")
             << QString::fromLatin1(setting_key::kQuantization) << QStringLiteral("Model");

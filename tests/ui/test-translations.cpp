@@ -32,6 +32,17 @@ private Q_SLOTS:
         QCOMPARE(loader.setLanguage(QStringLiteral("zh_CN")), QStringLiteral("zh_CN"));
         QCOMPARE(QCoreApplication::translate("folio::ChatPanel", "Send"), QStringLiteral("发送"));
         QCOMPARE(QCoreApplication::translate("folio::SettingsDialog", "Settings"), QStringLiteral("设置"));
+        QCOMPARE(QCoreApplication::translate("folio::ChatMessageView", "Thought for %1 tokens"),
+                 QStringLiteral("思考了 %1 个 token"));
+        QCOMPARE(
+            QCoreApplication::translate("folio::EngineHost",
+                                        "The chat model %1 and the OCR model %2 do not fit in the memory of "
+                                        "%3 together: %4\n\n%2 runs alone and the chat uses it. To run "
+                                        "both, free memory other programs use, lower the context length or "
+                                        "the concurrent sequences, quantize the weights (WINT8, WINT4) or "
+                                        "choose a smaller chat model.")
+                .left(9),
+            QStringLiteral("对话模型 %1 与"));
         QCOMPARE(loader.setLanguage(QStringLiteral("en")), QStringLiteral("en"));
         QCOMPARE(QCoreApplication::translate("folio::ChatPanel", "Send"), QStringLiteral("Send"));
     }

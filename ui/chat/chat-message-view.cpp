@@ -10,6 +10,8 @@
 #include <QVBoxLayout>
 #include <QtMath>
 
+#include "app/documents/page-image.h"
+
 namespace folio {
 
 namespace {
@@ -68,6 +70,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
       role_(turn.role),
       state_(turn.state),
       who_(new QLabel(this)),
+      thought_(new QToolButton(this)),
+      reasoningBody_(new MessageText(false, this)),
       body_(new MessageText(turn.role == ChatTurn::Role::Assistant, this)),
       status_(new QLabel(this)),
       copy_(new QToolButton(this)),
@@ -90,6 +94,34 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     copy_->setVisible(role_ == ChatTurn::Role::Assistant);
     connect(copy_, &QToolButton::clicked, this, &ChatMessageView::copy);
 
+    // The thought, folded: the arrow button unfolds it in a muted, indented block above the answer.
+    thought_->setObjectName(QStringLiteral("reasoningToggle"));
+    thought_->setCheckable(true);
+    thought_->setAutoRaise(true);
+    thought_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    thought_->setArrowType(Qt::RightArrow);
+    thought_->setStyleSheet(QStringLiteral("QToolButton { border: none; }"));
+    thought_->setVisible(false);
+    connect(thought_, &QToolButton::toggled, this, [this](bool on) {
+        thought_->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+        if (on) {
+            reasoningBody_->setContent(reasoning_);
+        }
+        reasoningBody_->setVisible(on);
+        retranslate();
+    });
+    reasoningBody_->setObjectName(QStringLiteral("reasoning"));
+    reasoningBody_->setVisible(false);
+    // A rule down its left side sets the thought apart from the answer below it.
+    reasoningBody_->setStyleSheet(QStringLiteral(
+        "QTextBrowser { border: none; border-left: 2px solid palette(mid); padding-left: 6px; }"));
+    QPalette muted = reasoningBody_->palette();
+    muted.setColor(QPalette::Text, muted.color(QPalette::PlaceholderText));
+    reasoningBody_->setPalette(muted);
+    QPalette mutedButton = thought_->palette();
+    mutedButton.setColor(QPalette::ButtonText, mutedButton.color(QPalette::PlaceholderText));
+    thought_->setPalette(mutedButton);
+
     auto* header = new QHBoxLayout;
     header->addWidget(who_);
     header->addStretch(1);
@@ -104,13 +136,29 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
         thumb->setFrameShape(QFrame::Box);
         thumbs->addWidget(thumb);
     }
+    // A video shows its first frame.
+    for (const Video& video : turn.videos) {
+        if (video.frames.empty()) {
+            continue;
+        }
+        auto* thumb = new QLabel(thumbnails_);
+        thumb->setPixmap(QPixmap::fromImage(
+            toQImage(video.frames.front())
+                .scaled(kThumbnail, kThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        thumb->setToolTip(tr("Video: %1 frames").arg(video.frames.size()));
+        thumb->setFrameShape(QFrame::Box);
+        thumb->setLineWidth(2);
+        thumbs->addWidget(thumb);
+    }
     thumbs->addStretch(1);
-    thumbnails_->setVisible(!turn.images.isEmpty());
+    thumbnails_->setVisible(!turn.images.isEmpty() || !turn.videos.isEmpty());
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(8, 6, 8, 6);
     layout->addLayout(header);
     layout->addWidget(thumbnails_);
+    layout->addWidget(thought_, 0, Qt::AlignLeft);
+    layout->addWidget(reasoningBody_);
     layout->addWidget(body_);
     layout->addWidget(status_);
     setTurn(turn);
@@ -120,8 +168,38 @@ void ChatMessageView::setTurn(const ChatTurn& turn) {
     state_ = turn.state;
     text_ = turn.text;
     error_ = turn.error;
+    reasoning_ = turn.reasoning;
+    reasoningTokens_ = turn.reasoningTokens;
     showText();
+    showReasoning();
     retranslate();
+}
+
+void ChatMessageView::appendReasoning(const QString& delta, qint64 tokens) {
+    reasoning_ += delta;
+    reasoningTokens_ = tokens;
+    showReasoning();
+    retranslate();
+}
+
+bool ChatMessageView::reasoningExpanded() const {
+    return thought_->isChecked();
+}
+
+void ChatMessageView::setReasoningExpanded(bool expanded) {
+    thought_->setChecked(expanded);
+}
+
+QWidget* ChatMessageView::reasoningBody() const {
+    return reasoningBody_;
+}
+
+void ChatMessageView::showReasoning() {
+    // Laid out only while unfolded: a long thought streaming in costs nothing folded.
+    if (thought_->isChecked()) {
+        reasoningBody_->setContent(reasoning_);
+    }
+    thought_->setVisible(!reasoning_.isEmpty());
 }
 
 void ChatMessageView::appendText(const QString& delta) {
@@ -132,7 +210,9 @@ void ChatMessageView::appendText(const QString& delta) {
 void ChatMessageView::showText() {
     body_->setContent(text_);
     copy_->setEnabled(!text_.isEmpty());
-    body_->setVisible(!text_.isEmpty() || role_ == ChatTurn::Role::Assistant);
+    // An answer still being written keeps its place; a finished one without text (all thought) has none.
+    body_->setVisible(!text_.isEmpty() ||
+                      (role_ == ChatTurn::Role::Assistant && state_ == ChatTurn::State::Streaming));
 }
 
 void ChatMessageView::copy() {
@@ -151,6 +231,15 @@ void ChatMessageView::retranslate() {
     who_->setText(role_ == ChatTurn::Role::User ? tr("You") : tr("Folio"));
     copy_->setText(tr("Copy"));
     copy_->setToolTip(tr("Copy the answer"));
+    const bool thinking = state_ == ChatTurn::State::Streaming && text_.isEmpty();
+    if (thinking) {
+        thought_->setText(reasoningTokens_ == 1 ? tr("Thinking… (1 token)")
+                                                : tr("Thinking… (%1 tokens)").arg(reasoningTokens_));
+    } else {
+        thought_->setText(reasoningTokens_ == 1 ? tr("Thought for 1 token")
+                                                : tr("Thought for %1 tokens").arg(reasoningTokens_));
+    }
+    thought_->setToolTip(thought_->isChecked() ? tr("Hide the reasoning") : tr("Show the reasoning"));
     switch (state_) {
         case ChatTurn::State::Streaming:
             status_->setText(tr("Writing…"));
@@ -165,7 +254,13 @@ void ChatMessageView::retranslate() {
             status_->setStyleSheet(QStringLiteral("color: #b00020;"));
             break;
         case ChatTurn::State::Done:
-            status_->clear();
+            // A thought that used up the new tokens before "</think>".
+            if (text_.isEmpty() && !reasoning_.isEmpty()) {
+                status_->setText(tr("The answer ran out of tokens while still reasoning."));
+                status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+            } else {
+                status_->clear();
+            }
             break;
     }
     status_->setVisible(!status_->text().isEmpty());

@@ -1,4 +1,5 @@
-// One turn of a chat as the chat panel shows it: who speaks, the attached images as thumbnails, the text
+// One turn of a chat as the chat panel shows it: who speaks, the attached images as thumbnails, a reasoning
+// model's thought folded above the answer (a button that says how long it thought and unfolds it), the text
 // (an answer rendered as Markdown as it streams), its state, and a button that copies an answer.
 #pragma once
 
@@ -21,6 +22,15 @@ public:
     void setTurn(const ChatTurn& turn);
     void appendText(const QString& delta);
     QString text() const { return text_; }
+    // More of the thought before the answer; tokens: its tokens so far.
+    void appendReasoning(const QString& delta, qint64 tokens);
+    QString reasoning() const { return reasoning_; }
+    // Whether the thought is unfolded; it starts folded.
+    bool reasoningExpanded() const;
+    void setReasoningExpanded(bool expanded);
+    // The fold's button and the thought's text (tests).
+    QToolButton* reasoningToggle() const { return thought_; }
+    QWidget* reasoningBody() const;
     // Puts the text on the clipboard.
     void copy();
 
@@ -33,12 +43,17 @@ protected:
 private:
     void retranslate();
     void showText();
+    void showReasoning();
 
     ChatTurn::Role role_;
     ChatTurn::State state_;
     QString text_;
     QString error_;
+    QString reasoning_;
+    qint64 reasoningTokens_ = 0;
     QLabel* who_;
+    QToolButton* thought_;
+    MessageText* reasoningBody_;
     MessageText* body_;
     QLabel* status_;
     QToolButton* copy_;

@@ -1,16 +1,24 @@
 #include "ui/chat/chat-panel.h"
 
 #include <QAction>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFrame>
 #include <QImageReader>
 #include <QKeyEvent>
 #include <QLabel>
 #include <QMenu>
+#include <QMimeData>
 #include <QScrollBar>
 #include <QTimer>
+#include <algorithm>
+#include <exception>
 
+#include "app/documents/page-image.h"
+#include "app/images/video-loader.h"
 #include "ui/chat/chat-message-view.h"
 #include "ui/chat/region-picker.h"
 
@@ -31,6 +39,9 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
       messages_(new QWidget),
       messagesLayout_(new QVBoxLayout(messages_)),
       placeholder_(new QLabel(messages_)),
+      modelNote_(new QFrame(this)),
+      modelNoteText_(new QLabel(modelNote_)),
+      downloadChat_(new QPushButton(modelNote_)),
       attachmentBar_(new QWidget(this)),
       attachmentLayout_(new QHBoxLayout(attachmentBar_)),
       notice_(new QLabel(this)),
@@ -49,6 +60,19 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     header->addWidget(title_);
     header->addStretch(1);
     header->addWidget(newButton_);
+
+    // Without a chat model: which model answers instead, and the way to get one.
+    modelNote_->setObjectName(QStringLiteral("modelNote"));
+    modelNote_->setFrameShape(QFrame::StyledPanel);
+    modelNoteText_->setWordWrap(true);
+    downloadChat_->setObjectName(QStringLiteral("downloadChatModel"));
+    connect(downloadChat_, &QPushButton::clicked, this, &ChatPanel::chatModelDownloadRequested);
+    auto* noteLayout = new QVBoxLayout(modelNote_);
+    noteLayout->setContentsMargins(8, 6, 8, 6);
+    noteLayout->addWidget(modelNoteText_);
+    noteLayout->addWidget(downloadChat_, 0, Qt::AlignRight);
+    modelNote_->setVisible(false);
+    setAcceptDrops(true);
 
     messagesLayout_->setContentsMargins(4, 4, 4, 4);
     messagesLayout_->setSpacing(6);
@@ -94,6 +118,7 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(header);
+    layout->addWidget(modelNote_);
     layout->addWidget(scroll_, 1);
     layout->addWidget(notice_);
     layout->addWidget(attachmentBar_);
@@ -112,6 +137,13 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
                     scrollToEnd();
                 }
             });
+    connect(session_, &ChatSession::reasoningDelta, this,
+            [this](const QString& document, int index, const QString& delta, qint64 tokens) {
+                if (document == session_->document() && index < views_.size()) {
+                    views_[index]->appendReasoning(delta, tokens);
+                    scrollToEnd();
+                }
+            });
     connect(session_, &ChatSession::answerFinished, this, [this](const QString& document, int index) {
         if (document == session_->document() && index < views_.size()) {
             views_[index]->setTurn(session_->history()[index]);
@@ -125,6 +157,45 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
 
     retranslate();
     rebuild();
+    updateModel();
+}
+
+void ChatPanel::updateModel() {
+    const bool ready = session_->engineReady();
+    const QString chat = session_->chatModel();
+    modelNote_->setVisible(ready && chat.isEmpty());
+    title_->setText(chat.isEmpty() ? tr("Chat") : tr("Chat · %1").arg(chat));
+}
+
+void ChatPanel::showEvent(QShowEvent* event) {
+    updateModel();
+    QWidget::showEvent(event);
+}
+
+void ChatPanel::dragEnterEvent(QDragEnterEvent* event) {
+    const QMimeData* mime = event->mimeData();
+    const QList<QUrl> urls = mime->urls();
+    const bool files =
+        std::any_of(urls.begin(), urls.end(), [](const QUrl& url) { return url.isLocalFile(); });
+    if (files || mime->hasImage()) {
+        event->acceptProposedAction();
+    }
+}
+
+void ChatPanel::dropEvent(QDropEvent* event) {
+    const QMimeData* mime = event->mimeData();
+    QStringList paths;
+    for (const QUrl& url : mime->urls()) {
+        if (url.isLocalFile()) {
+            paths << url.toLocalFile();
+        }
+    }
+    if (!paths.isEmpty()) {
+        attachFilePaths(paths);
+    } else if (mime->hasImage()) {
+        attachImage(qvariant_cast<QImage>(mime->imageData()), tr("Dropped image"));
+    }
+    event->acceptProposedAction();
 }
 
 void ChatPanel::setPageProvider(PageProvider provider) {
@@ -173,14 +244,59 @@ void ChatPanel::attachRegion() {
 
 void ChatPanel::attachFiles() {
     const QStringList paths = QFileDialog::getOpenFileNames(
-        this, tr("Attach images"), QString(),
-        tr("Images (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp);;All files (*)"));
+        this, tr("Attach images or videos"), QString(),
+        tr("Images and videos (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp *.mp4 *.mov *.mkv *.webm *.avi "
+           "*.m4v);;All files (*)"));
     attachFilePaths(paths);
 }
 
+void ChatPanel::attachVideo(const Video& video, const QString& name) {
+    if (video.frames.empty()) {
+        return;
+    }
+    videos_.append(video);
+    videoNames_.append(name);
+    refreshAttachments();
+}
+
+void ChatPanel::loadVideo(const QString& path) {
+    ++videosLoading_;
+    const QString name = QFileInfo(path).fileName();
+    showMessage(tr("Reading %1…").arg(name), false);
+    videoLoads_.start([this, path, name] {
+        Video video;
+        QString error;
+        try {
+            // An odd count of frames is padded by the model's preprocessing where its encoder pairs them.
+            video = load_video(path.toStdString(), VideoSampling{});
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, video = std::move(video), name, error] {
+                --videosLoading_;
+                if (error.isEmpty()) {
+                    attachVideo(video, name);
+                    notice_->setVisible(false);
+                } else {
+                    showMessage(tr("Cannot attach %1").arg(error), true);
+                }
+            },
+            Qt::QueuedConnection);
+    });
+}
+
 void ChatPanel::attachFilePaths(const QStringList& paths) {
+    static const QStringList kVideoSuffixes = {QStringLiteral("mp4"), QStringLiteral("mov"),
+                                               QStringLiteral("mkv"), QStringLiteral("webm"),
+                                               QStringLiteral("avi"), QStringLiteral("m4v")};
     QStringList failures;
     for (const QString& path : paths) {
+        if (kVideoSuffixes.contains(QFileInfo(path).suffix().toLower())) {
+            loadVideo(path);
+            continue;
+        }
         QImageReader reader(path);
         reader.setAutoTransform(true);
         const QImage image = reader.read();
@@ -198,16 +314,19 @@ void ChatPanel::attachFilePaths(const QStringList& paths) {
 void ChatPanel::clearAttachments() {
     attachments_.clear();
     attachmentNames_.clear();
+    videos_.clear();
+    videoNames_.clear();
     refreshAttachments();
 }
 
 void ChatPanel::send() {
     const QString text = input_->toPlainText().trimmed();
-    if (text.isEmpty() && attachments_.isEmpty()) {
+    if (text.isEmpty() && attachments_.isEmpty() && videos_.isEmpty()) {
         return;
     }
     notice_->setVisible(false);
-    if (session_->send(text, attachments_)) {
+    updateModel();
+    if (session_->send(text, attachments_, videos_)) {
         input_->clear();
         clearAttachments();
     }
@@ -269,8 +388,25 @@ void ChatPanel::refreshAttachments() {
         });
         attachmentLayout_->addWidget(chip);
     }
+    for (qsizetype i = 0; i < videos_.size(); ++i) {
+        auto* chip = new QToolButton(attachmentBar_);
+        chip->setIcon(QPixmap::fromImage(
+            toQImage(videos_[i].frames.front())
+                .scaled(kChipThumbnail, kChipThumbnail, Qt::KeepAspectRatio, Qt::SmoothTransformation)));
+        chip->setIconSize(QSize(kChipThumbnail, kChipThumbnail));
+        chip->setText(tr("%1 (%2 frames)").arg(videoNames_[i]).arg(videos_[i].frames.size()) +
+                      QStringLiteral("  ×"));
+        chip->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+        chip->setToolTip(tr("Remove %1").arg(videoNames_[i]));
+        connect(chip, &QToolButton::clicked, this, [this, i] {
+            videos_.removeAt(i);
+            videoNames_.removeAt(i);
+            refreshAttachments();
+        });
+        attachmentLayout_->addWidget(chip);
+    }
     attachmentLayout_->addStretch(1);
-    attachmentBar_->setVisible(!attachments_.isEmpty());
+    attachmentBar_->setVisible(!attachments_.isEmpty() || !videos_.isEmpty());
     updateButtons();
 }
 
@@ -278,7 +414,8 @@ void ChatPanel::updateButtons() {
     const bool busy = session_->busy();
     stopButton_->setVisible(busy);
     sendButton_->setVisible(!busy);
-    sendButton_->setEnabled(!input_->toPlainText().trimmed().isEmpty() || !attachments_.isEmpty());
+    sendButton_->setEnabled(!input_->toPlainText().trimmed().isEmpty() || !attachments_.isEmpty() ||
+                            !videos_.isEmpty());
     const bool hasPage = static_cast<bool>(pageProvider_);
     attachPageAction_->setEnabled(hasPage);
     attachRegionAction_->setEnabled(hasPage);
@@ -327,17 +464,21 @@ void ChatPanel::changeEvent(QEvent* event) {
 }
 
 void ChatPanel::retranslate() {
-    title_->setText(tr("Chat"));
+    updateModel();
+    modelNoteText_->setText(
+        tr("No chat model is loaded: the OCR model answers, which reads text well but is not made for "
+           "conversation. A chat model (ERNIE-4.5-VL) loads beside it where memory allows."));
+    downloadChat_->setText(tr("Download a chat model…"));
     newButton_->setText(tr("New conversation"));
     newButton_->setToolTip(tr("Forget this document's conversation"));
     placeholder_->setText(
-        tr("Ask about the current page, a region of it, or any image.\nAttach one, type a question and press "
-           "Enter."));
+        tr("Ask about the current page, a region of it, or any image or video.\nAttach one, type a question "
+           "and press Enter."));
     input_->setPlaceholderText(tr("Ask a question…"));
     attachButton_->setText(tr("Attach"));
     attachPageAction_->setText(tr("Current page"));
     attachRegionAction_->setText(tr("Region of the page…"));
-    attachFilesAction_->setText(tr("Image files…"));
+    attachFilesAction_->setText(tr("Image or video files…"));
     sendButton_->setText(tr("Send"));
     stopButton_->setText(tr("Stop"));
     stopButton_->setToolTip(tr("Stop the answer; what it wrote so far stays"));

@@ -1,14 +1,19 @@
 // The chat panel: a conversation about the current document's pages or any image, kept per document. The user
 // attaches the current page, a region of it (dragged in a picker, or handed over by the page view through
-// attachImage) or image files, asks, and watches the answer stream in; Stop ends it, Copy takes an answer.
+// attachImage), image or video files (chosen, or dropped on the panel), asks, and watches the answer stream
+// in, a reasoning model's thought folded above it; Stop ends it, Copy takes an answer. The panel talks to the
+// chat model where one is loaded; without one it uses the OCR model and says so, offering to download a chat
+// model.
 #pragma once
 
+#include <QFrame>
 #include <QImage>
 #include <QLabel>
 #include <QList>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QThreadPool>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <QWidget>
@@ -36,11 +41,22 @@ public:
 
     // What send() would attach now.
     QList<QImage> attachments() const { return attachments_; }
+    QList<Video> videoAttachments() const { return videos_; }
+    // Video files being read (off the GUI thread).
+    int videosLoading() const { return videosLoading_; }
     // The question being written.
     QString draft() const;
     void setDraft(const QString& text);
     // The views of the current history, in order (tests).
     QList<ChatMessageView*> messageViews() const { return views_; }
+    // The note shown while no chat model is loaded, and its download button (tests).
+    QWidget* modelNote() const { return modelNote_; }
+    QString modelNoteText() const { return modelNoteText_->text(); }
+    QPushButton* downloadChatModelButton() const { return downloadChat_; }
+
+Q_SIGNALS:
+    // The user asked to download a chat model (the model manager, on its chat models).
+    void chatModelDownloadRequested();
 
 public Q_SLOTS:
     // Attaches an image with a short name (a region the page view selected, a figure).
@@ -48,19 +64,29 @@ public Q_SLOTS:
     void attachCurrentPage();
     // Opens the region picker on the current page.
     void attachRegion();
-    // Opens a file dialog for image files.
+    // Opens a file dialog for image and video files.
     void attachFiles();
-    // Attaches image files; those that cannot be read are reported.
+    // Attaches image and video files (a video as the frames sampled from it, 2 a second as FastDeploy samples
+    // them for ERNIE-4.5-VL); those that cannot be read are reported.
+    // Videos are read in the background and attached when their frames are in.
     void attachFilePaths(const QStringList& paths);
+    // Attaches a video's sampled frames.
+    void attachVideo(const Video& video, const QString& name);
     void clearAttachments();
     // Sends the draft with the attachments.
     void send();
     void stop();
     void newConversation();
+    // Says which model answers: the chat model, or the OCR model with the offer of a chat model. Called when
+    // the engine's models change.
+    void updateModel();
 
 protected:
     void changeEvent(QEvent* event) override;
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void retranslate();
@@ -70,11 +96,14 @@ private:
     void updateButtons();
     void showMessage(const QString& message, bool error);
     void scrollToEnd();
+    void loadVideo(const QString& path);
 
     ChatSession* session_;
     PageProvider pageProvider_;
     QList<QImage> attachments_;
     QStringList attachmentNames_;
+    QList<Video> videos_;
+    QStringList videoNames_;
     QList<ChatMessageView*> views_;
 
     QLabel* title_;
@@ -83,6 +112,9 @@ private:
     QWidget* messages_;
     QVBoxLayout* messagesLayout_;
     QLabel* placeholder_;
+    QFrame* modelNote_;
+    QLabel* modelNoteText_;
+    QPushButton* downloadChat_;
     QWidget* attachmentBar_;
     QHBoxLayout* attachmentLayout_;
     QLabel* notice_;
@@ -93,6 +125,9 @@ private:
     QAction* attachFilesAction_;
     QPushButton* sendButton_;
     QPushButton* stopButton_;
+    int videosLoading_ = 0;
+    // Last, so that it is destroyed first: it waits for a video being read, whose result then goes nowhere.
+    QThreadPool videoLoads_;
 };
 
 }  // namespace folio

@@ -71,6 +71,9 @@ QString ErrorPanel::settingTitle(const QString& setting) {
     } else if (setting == QLatin1String(kLayoutModel)) {
         page = model;
         field = tr("Layout model");
+    } else if (setting == QLatin1String(kChatModel)) {
+        page = model;
+        field = tr("Chat model");
     } else if (setting == QLatin1String(kDevice)) {
         page = model;
         field = tr("Device");

@@ -28,10 +28,25 @@ void MainWindow::setEngineFactory(EngineParamsFactory factory, const QString& de
     deviceName_ = deviceName;
 }
 
-void MainWindow::loadModels(const ModelFolders& models) {
+QString MainWindow::modelsTitle(const ModelFolders& models) {
+    return models.chat.isEmpty() ? models.description
+                                 : QStringLiteral("%1 + %2").arg(models.description, models.chatDescription);
+}
+
+void MainWindow::loadModels(const ModelFolders& given) {
     if (!engineFactory_) {
         reportError(tr("No device is set up to load models on"), QLatin1String(setting_key::kDevice));
         return;
+    }
+    ModelFolders models = given;
+    if (models.chat.isEmpty()) {
+        // A chat model that cannot be found leaves the document models loading; the chat then uses those.
+        try {
+            addChatModel(models, chatSpec_);
+        } catch (const std::exception& e) {
+            reportError(tr("The chat model could not be found: %1").arg(QString::fromUtf8(e.what())),
+                        QLatin1String(setting_key::kChatModel));
+        }
     }
     ServiceParams params;
     try {

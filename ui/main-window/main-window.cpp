@@ -295,7 +295,7 @@ void MainWindow::connectModel() {
 
     connect(&engine_, &EngineHost::loadProgress, engineStatus_, &EngineStatus::setLoading);
     connect(&engine_, &EngineHost::loaded, this, [this] {
-        engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        engineStatus_->setDevice(engine_.deviceName(), modelsTitle(engine_.models()));
         for (int doc = 0; doc < model_.documentCount(); ++doc) {
             updateDocumentItem(doc);
         }
@@ -312,14 +312,14 @@ void MainWindow::connectModel() {
         updateActions();
     });
     connect(&engine_, &EngineHost::reconfigured, this, [this] {
-        engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+        engineStatus_->setDevice(engine_.deviceName(), modelsTitle(engine_.models()));
         statusBar()->showMessage(tr("Settings applied to the engine"), 6000);
         jobs_.startQueued();
         updateActions();
     });
     connect(&engine_, &EngineHost::reconfigureFailed, this, [this](const QString& message) {
         if (engine_.state() == ServiceState::Ready) {
-            engineStatus_->setDevice(engine_.deviceName(), engine_.models().description);
+            engineStatus_->setDevice(engine_.deviceName(), modelsTitle(engine_.models()));
             reportError(
                 tr("The settings could not be applied; the engine keeps its previous ones: %1").arg(message),
                 settingForEngineError(message, EngineErrorSource::Reconfiguring));
@@ -331,6 +331,8 @@ void MainWindow::connectModel() {
         updateActions();
     });
     connect(&engine_, &EngineHost::statsChanged, engineStatus_, &EngineStatus::setStats);
+    connect(&engine_, &EngineHost::chatModelDropped, this,
+            [this](const QString& message) { reportError(message, QLatin1String(setting_key::kChatModel)); });
 
     connect(exporter_, &DocumentExporter::finished, this,
             [this](int doc, const QStringList& files, const QStringList& notes) {

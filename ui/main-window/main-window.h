@@ -67,6 +67,9 @@ public:
 
     // The engine: how to load a model pair, and loading the models found on disk (in the background).
     void setEngineFactory(EngineParamsFactory factory, const QString& deviceName);
+    // The chat model loaded beside the recognition model (Settings' chatModel: a folder or ORG/NAME; empty:
+    // the first chat model installed, else none), looked for each time models load.
+    void setChatModelSpec(const QString& spec) { chatSpec_ = spec; }
     void loadModels(const ModelFolders& models);
     void findAndLoadModels();
 
@@ -167,6 +170,8 @@ private:
     void onDocumentClosed(int doc);
     // Caps the engine's context length at the recognition model's (saying so).
     void capContextLength(ServiceParams& params);
+    // The models as the status bar names them: "PaddleOCR-VL-1.5 + ERNIE-4.5-VL-28B-A3B-PT".
+    static QString modelsTitle(const ModelFolders& models);
     void fitToScreen(const QSize& wanted);
     void onRegionDrawn(const QRect& rect);
     void exportWithDialog();
@@ -185,6 +190,7 @@ private:
     SessionStore* session_ = nullptr;
     EngineParamsFactory engineFactory_;
     QString deviceName_;
+    QString chatSpec_;
 
     QListWidget* documents_ = nullptr;
     QListWidget* pages_ = nullptr;

@@ -170,10 +170,15 @@ ServiceParams SettingsBinding::paramsFor(const ModelFolders& models) const {
     if (!models.layout.isEmpty()) {
         layout = std::filesystem::path(models.layout.toStdString());
     }
-    return Settings::serviceParams(v, models.recognition.toStdString(), layout, overrides_.cpuThreads);
+    std::optional<std::filesystem::path> chat;
+    if (!models.chat.isEmpty()) {
+        chat = std::filesystem::path(models.chat.toStdString());
+    }
+    return Settings::serviceParams(v, models.recognition.toStdString(), layout, overrides_.cpuThreads, chat);
 }
 
 void SettingsBinding::updateFactory() {
+    window_.setChatModelSpec(settings_.values().chatModel);
     window_.setEngineFactory([this](const ModelFolders& models) { return paramsFor(models); },
                              deviceTitle(device()));
 }

@@ -86,10 +86,15 @@ SettingsDialog::~SettingsDialog() {
 QWidget* SettingsDialog::settingField(const QString& key) const {
     using namespace setting_key;
     const QMap<QString, QWidget*> fields = {
-        {QLatin1String(kModel), model_},          {QLatin1String(kLayoutModel), layoutModel_},
-        {QLatin1String(kDevice), device_},        {QLatin1String(kQuantization), quantization_},
-        {QLatin1String(kGpuMemory), gpuMemory_},  {QLatin1String(kContextLength), maxModelLen_},
-        {QLatin1String(kSequences), maxNumSeqs_}, {QLatin1String(kBatchedTokens), maxBatchedTokens_},
+        {QLatin1String(kModel), model_},
+        {QLatin1String(kLayoutModel), layoutModel_},
+        {QLatin1String(kChatModel), chatModel_},
+        {QLatin1String(kDevice), device_},
+        {QLatin1String(kQuantization), quantization_},
+        {QLatin1String(kGpuMemory), gpuMemory_},
+        {QLatin1String(kContextLength), maxModelLen_},
+        {QLatin1String(kSequences), maxNumSeqs_},
+        {QLatin1String(kBatchedTokens), maxBatchedTokens_},
     };
     return fields.value(key, nullptr);
 }
@@ -151,16 +156,26 @@ QWidget* SettingsDialog::buildModel() {
     modelRow->addWidget(browseModel_);
     modelRow->addWidget(manageModels_);
     layoutModel_ = new QLineEdit(page);
+    // The chat model, beside the OCR model, with the same choices.
+    chatModel_ = new QLineEdit(page);
+    chatModel_->setObjectName(QStringLiteral("chatModel"));
+    browseChatModel_ = new QPushButton(page);
+    manageChatModels_ = new QPushButton(page);
+    auto* chatRow = new QHBoxLayout;
+    chatRow->addWidget(chatModel_, 1);
+    chatRow->addWidget(browseChatModel_);
+    chatRow->addWidget(manageChatModels_);
     device_ = new QComboBox(page);
     quantization_ = new QComboBox(page);
     for (const char* q : {"none", "wint8", "wint4"}) {
         quantization_->addItem(QString(), QString::fromLatin1(q));
     }
-    for (const char* key : {"model", "layout", "device", "quantization"}) {
+    for (const char* key : {"model", "layout", "chat", "device", "quantization"}) {
         labels_[QString::fromLatin1(key)] = formLabel(page);
     }
     form->addRow(labels_[QStringLiteral("model")], modelRow);
     form->addRow(labels_[QStringLiteral("layout")], layoutModel_);
+    form->addRow(labels_[QStringLiteral("chat")], chatRow);
     form->addRow(labels_[QStringLiteral("device")], device_);
     form->addRow(labels_[QStringLiteral("quantization")], quantization_);
     connect(browseModel_, &QPushButton::clicked, this, [this] {
@@ -170,8 +185,16 @@ QWidget* SettingsDialog::buildModel() {
             model_->setText(dir);
         }
     });
+    connect(browseChatModel_, &QPushButton::clicked, this, [this] {
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Choose a chat model folder"), chatModel_->text());
+        if (!dir.isEmpty()) {
+            chatModel_->setText(dir);
+        }
+    });
     connect(manageModels_, &QPushButton::clicked, this, &SettingsDialog::manageModelsRequested);
-    for (QLineEdit* edit : {model_, layoutModel_}) {
+    connect(manageChatModels_, &QPushButton::clicked, this, &SettingsDialog::manageChatModelsRequested);
+    for (QLineEdit* edit : {model_, layoutModel_, chatModel_}) {
         connect(edit, &QLineEdit::textChanged, this, &SettingsDialog::updateNote);
     }
     for (QComboBox* combo : {device_, quantization_}) {
@@ -288,6 +311,7 @@ SettingsValues SettingsDialog::values() const {
     v.language = language_->currentData().toString();
     v.model = model_->text().trimmed();
     v.layoutModel = layoutModel_->text().trimmed();
+    v.chatModel = chatModel_->text().trimmed();
     v.device = device_->currentData().toString();
     v.quantization = quantization_->currentData().toString();
     v.gpuMemoryUtilization = gpuMemory_->value();
@@ -329,6 +353,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     language_->setCurrentIndex(std::max(0, language_->findData(v.language)));
     model_->setText(v.model);
     layoutModel_->setText(v.layoutModel);
+    chatModel_->setText(v.chatModel);
     int device = device_->findData(v.device);
     if (device < 0) {
         // A device no longer present keeps its place in the list, so that the value is not lost silently.
@@ -417,6 +442,7 @@ void SettingsDialog::restoreDefaults() {
     const SettingsValues current = values();
     defaults.model = current.model;
     defaults.layoutModel = current.layoutModel;
+    defaults.chatModel = current.chatModel;
     defaults.language = current.language;
     setValues(defaults);
 }
@@ -445,13 +471,19 @@ void SettingsDialog::retranslate() {
 
     labels_[QStringLiteral("model")]->setText(withOption(tr("Model"), tr("a folder, or ORG/NAME on disk")));
     labels_[QStringLiteral("layout")]->setText(withOption(tr("Layout model"), tr("empty: the model's pair")));
+    labels_[QStringLiteral("chat")]->setText(
+        withOption(tr("Chat model"), tr("a folder, or ORG/NAME on disk")));
     labels_[QStringLiteral("device")]->setText(tr("Device"));
     labels_[QStringLiteral("quantization")]->setText(
         withOption(tr("Quantization"), QStringLiteral("quantization")));
     model_->setPlaceholderText(tr("The first PaddleOCR-VL model installed"));
     layoutModel_->setPlaceholderText(tr("The layout model released with the model"));
+    chatModel_->setPlaceholderText(tr("The first chat model installed (ERNIE-4.5-VL), else none"));
     browseModel_->setText(tr("Browse…"));
     manageModels_->setText(tr("Manage models…"));
+    browseChatModel_->setText(tr("Browse…"));
+    manageChatModels_->setText(tr("Chat models…"));
+    manageChatModels_->setToolTip(tr("Download or choose a chat model"));
     quantization_->setItemText(0, tr("None (bfloat16 weights)"));
     quantization_->setItemText(1, tr("WINT8 (8-bit weights, about half the memory)"));
     quantization_->setItemText(2, tr("WINT4 (4-bit weights, for 4 GB cards)"));

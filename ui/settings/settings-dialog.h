@@ -55,6 +55,8 @@ public:
 Q_SIGNALS:
     // "Manage models…": the app opens the model manager and calls setModel() with the choice.
     void manageModelsRequested();
+    // The model manager on the chat models (the chat model's button).
+    void manageChatModelsRequested();
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -88,6 +90,9 @@ private:
     QPushButton* browseModel_;
     QPushButton* manageModels_;
     QLineEdit* layoutModel_;
+    QLineEdit* chatModel_;
+    QPushButton* browseChatModel_;
+    QPushButton* manageChatModels_;
     QComboBox* device_;
     QComboBox* quantization_;
     QDoubleSpinBox* gpuMemory_;

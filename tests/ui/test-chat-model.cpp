@@ -1,0 +1,410 @@
+// The chat panel's model: with a chat model (the ERNIE-4.5-VL fixture) loaded beside the OCR model, questions
+// go to it and its thought is split from the answer and folded above it; without one the OCR model answers
+// and the panel offers to download a chat model. Images dropped on the panel are attached.
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QUrl>
+#include <QVBoxLayout>
+#include <QtTest>
+#include <chrono>
+#include <filesystem>
+
+#include "app/chat/answer-stream.h"
+#include "app/chat/chat-session.h"
+#include "app/documents/page-image.h"
+#include "app/jobs/engine-host.h"
+#include "app/settings/settings.h"
+#include "engine/models/model-registry.h"
+#include "engine/service/engine-service.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "screenshot.h"
+#include "ui/chat/chat-message-view.h"
+#include "ui/chat/chat-panel.h"
+
+using namespace folio;
+using folio::test::saveScreenshot;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* const kOcrDir = FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny";
+const char* const kChatDir = FOLIO_FIXTURES_ROOT "/ernie45-vl/ernie45-vl-tiny";
+
+SettingsValues values() {
+    SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+    v.maxModelLen = 4096;
+    v.maxNumSeqs = 4;
+    v.maxNumBatchedTokens = 4096;
+    return v;
+}
+
+int64_t tokensOf(const char* modelDir, const std::string& text) {
+    const std::unique_ptr<Tokenizer> tokenizer = Tokenizer::load(modelDir);
+    return static_cast<int64_t>(tokenizer->encode(text, /*add_special_tokens=*/true).size());
+}
+
+// What the view shows of a streaming answer, as the panel feeds it.
+void feed(ChatMessageView& view, const ChatTurn& turn, const AnswerStream::Delta& delta) {
+    if (!delta.reasoning.isEmpty()) {
+        view.appendReasoning(delta.reasoning, turn.reasoningTokens);
+    }
+    if (!delta.text.isEmpty()) {
+        view.appendText(delta.text);
+    }
+}
+
+}  // namespace
+
+class TestChatModel : public QObject {
+    Q_OBJECT
+
+    EngineService ocrOnly_;
+    EngineService withChat_;
+
+private Q_SLOTS:
+    void initTestCase() {
+        // Loaded as the app loads them from its settings: the OCR model alone, and with the chat model.
+        ocrOnly_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2));
+        QCOMPARE(ocrOnly_.wait_loaded(120s), ServiceState::Ready);
+        withChat_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2, kChatDir));
+        QCOMPARE(withChat_.wait_loaded(120s), ServiceState::Ready);
+        QCOMPARE(withChat_.models().size(), size_t{2});
+    }
+
+    void familiesImplyTheirReasoningParser() {
+        QCOMPARE(ChatSession::reasoningFormatOf("ernie-4.5-vl"), std::optional(ReasoningFormat::Ernie45Vl));
+        QCOMPARE(ChatSession::reasoningFormatOf("paddleocr-vl"), std::nullopt);
+    }
+
+    void questionsGoToTheChatModel() {
+        ChatPanel panel(withChat_);
+        panel.resize(420, 560);
+        const QString chatName = QString::fromStdString(describe_model(kChatDir).name);
+        QCOMPARE(panel.session()->chatModel(), chatName);
+        QVERIFY(!panel.modelNote()->isVisibleTo(&panel));
+        panel.session()->setMaxNewTokens(12);
+        QSignalSpy thoughts(panel.session(), &ChatSession::reasoningDelta);
+        QSignalSpy deltas(panel.session(), &ChatSession::answerDelta);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("Hello there"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = panel.session()->history();
+        QCOMPARE(history.size(), 2);
+        const ChatTurn& answer = history[1];
+        QCOMPARE(answer.state, ChatTurn::State::Done);
+        // The ERNIE template's prompt, which opens the thought: the request went to the chat model.
+        const std::string prompt = "<|begin_of_sentence|>User: Hello there\nAssistant: <think>";
+        QCOMPARE(answer.promptTokens, tokensOf(kChatDir, prompt));
+        // The answer's start streams as thought (the ernie-45-vl parser) until "</think>" comes.
+        QVERIFY(thoughts.count() >= 1);
+        QString thought;
+        for (const QList<QVariant>& delta : thoughts) {
+            thought += delta.at(2).toString();
+        }
+        QString text;
+        for (const QList<QVariant>& delta : deltas) {
+            text += delta.at(2).toString();
+        }
+        if (answer.reasoning.isEmpty()) {
+            QCOMPARE(answer.text, thought + text);  // ended without "</think>": all answer
+        } else {
+            QCOMPARE(answer.reasoning, thought);
+            QCOMPARE(answer.text, text);
+            QVERIFY(answer.reasoningTokens > 0 && answer.reasoningTokens <= 12);
+        }
+        ChatMessageView* view = panel.messageViews()[1];
+        QCOMPARE(view->reasoning(), answer.reasoning);
+        QCOMPARE(view->text(), answer.text);
+        QCOMPARE(view->reasoningToggle()->isVisibleTo(view), !answer.reasoning.isEmpty());
+        QVERIFY(!view->reasoningBody()->isVisibleTo(view));
+
+        // The next request carries the answer without its thought.
+        panel.setDraft(QStringLiteral("And then?"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        const QList<ChatTurn> both = panel.session()->history();
+        QCOMPARE(both.size(), 4);
+        const std::string second =
+            "<|begin_of_sentence|>User: Hello there\nAssistant: " + both[1].text.trimmed().toStdString() +
+            "<|end_of_sentence|>User: And then?\nAssistant: <think>";
+        QCOMPARE(both[3].promptTokens, tokensOf(kChatDir, second));
+        saveScreenshot(&panel, QStringLiteral("chat-model"));
+    }
+
+    // A video's sampled frames go to the chat model with the question; the OCR model does not take videos.
+    void videosGoToTheChatModel() {
+        Video video;
+        video.fps = 2.0;
+        for (int i = 0; i < 4; ++i) {
+            QImage frame(56, 56, QImage::Format_RGB888);
+            frame.fill(QColor(40 * i, 120, 200));
+            video.frames.push_back(toEngineImage(frame));
+        }
+        ChatSession session(withChat_);
+        session.setMaxNewTokens(2);
+        QSignalSpy finished(&session, &ChatSession::answerFinished);
+        QVERIFY(session.send(QStringLiteral("Hello there"), {}, {video}));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = session.history();
+        QCOMPARE(history[0].videos.size(), 1);
+        QVERIFY2(history[1].state == ChatTurn::State::Done, qPrintable(history[1].error));
+        // The template's video markers and the frames' placeholders expanded, beyond the text's tokens.
+        const std::string text =
+            "<|begin_of_sentence|>User: Video 1:<|VIDEO_START|><|VIDEO_PLACEHOLDER|>"
+            "<|VIDEO_END|>Hello there\nAssistant: <think>";
+        QVERIFY2(history[1].promptTokens > tokensOf(kChatDir, text),
+                 qPrintable(QString::number(history[1].promptTokens)));
+        // The question shows the video's first frame.
+        ChatMessageView view(history[0]);
+        int videoThumbnails = 0;
+        for (const QLabel* label : view.findChildren<QLabel*>()) {
+            videoThumbnails += label->toolTip() == QStringLiteral("Video: 4 frames") ? 1 : 0;
+        }
+        QCOMPARE(videoThumbnails, 1);
+
+        ChatSession ocr(ocrOnly_);
+        QSignalSpy refused(&ocr, &ChatSession::failed);
+        QVERIFY(!ocr.send(QStringLiteral("Hello there"), {}, {video}));
+        QCOMPARE(refused.count(), 1);
+        QVERIFY2(refused.first().at(0).toString().contains(QStringLiteral("does not take videos")),
+                 qPrintable(refused.first().at(0).toString()));
+        QVERIFY(ocr.history().isEmpty());
+    }
+
+    // A video file dropped on the panel: its sampled frames (a whole number of pairs) go with the question.
+    void droppedVideoGoesToTheChatModel() {
+        const QString file = QStringLiteral(FOLIO_FIXTURES_ROOT "/video/testsrc-64x48-10fps.mp4");
+        ChatPanel panel(withChat_);
+        panel.session()->setMaxNewTokens(2);
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(file)});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enter);
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &drop);
+        QCOMPARE(panel.videosLoading(), 1);  // read in the background
+        QTRY_COMPARE_WITH_TIMEOUT(panel.videoAttachments().size(), 1, 30000);
+        QCOMPARE(panel.videosLoading(), 0);
+        QCOMPARE(panel.attachments().size(), 0);
+        const qsizetype n_frames = static_cast<qsizetype>(panel.videoAttachments()[0].frames.size());
+        QVERIFY2(n_frames >= 16 && n_frames % 2 == 0, qPrintable(QString::number(n_frames)));
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("What happens?"));
+        panel.resize(420, 560);
+        saveScreenshot(&panel, QStringLiteral("chat-video-attached"));
+        panel.send();
+        QVERIFY(panel.videoAttachments().isEmpty());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const QList<ChatTurn> history = panel.session()->history();
+        QCOMPARE(history[0].videos.size(), 1);
+        QVERIFY2(history[1].state == ChatTurn::State::Done, qPrintable(history[1].error));
+        saveScreenshot(&panel, QStringLiteral("chat-video-sent"));
+
+        // The OCR model alone: the question stays, and the panel says why.
+        ChatPanel ocr(ocrOnly_);
+        ocr.attachFilePaths({file});
+        QTRY_COMPARE_WITH_TIMEOUT(ocr.videoAttachments().size(), 1, 30000);
+        ocr.setDraft(QStringLiteral("What happens?"));
+        ocr.send();
+        QVERIFY(ocr.session()->history().isEmpty());
+        QCOMPARE(ocr.videoAttachments().size(), 1);
+        QCOMPARE(ocr.draft(), QStringLiteral("What happens?"));
+        // A file that is not a video is reported.
+        ocr.clearAttachments();
+        ocr.attachFilePaths({QStringLiteral(FOLIO_FIXTURES_ROOT "/video/not-a-video.mp4")});
+        QTRY_COMPARE_WITH_TIMEOUT(ocr.videosLoading(), 0, 30000);
+        QVERIFY(ocr.videoAttachments().isEmpty());
+        // A panel closed while a video is read waits for it and takes nothing.
+        {
+            ChatPanel closing(ocrOnly_);
+            closing.attachFilePaths({file});
+        }
+        QTest::qWait(50);
+    }
+
+    void thoughtIsFoldedAboveTheAnswer() {
+        // An ERNIE answer as the engine streams it, split as the session splits it.
+        AnswerStream stream(ReasoningFormat::Ernie45Vl);
+        ChatTurn turn;
+        turn.role = ChatTurn::Role::Assistant;
+        turn.state = ChatTurn::State::Streaming;
+        // In a column as the panel stacks its messages.
+        QWidget column;
+        auto* layout = new QVBoxLayout(&column);
+        auto* viewOwned = new ChatMessageView(turn, &column);
+        ChatMessageView& view = *viewOwned;
+        layout->addWidget(viewOwned);
+        layout->addStretch(1);
+        column.resize(400, 260);
+        column.show();
+        feed(view, turn, stream.push(turn, "The user asks about", 4, false, false));
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about"));
+        QVERIFY(turn.text.isEmpty());
+        QVERIFY(view.reasoningToggle()->isVisibleTo(&view));
+        QCOMPARE(view.reasoningToggle()->text(), QStringLiteral("Thinking… (4 tokens)"));
+        QVERIFY(!view.reasoningExpanded());
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+        feed(view, turn, stream.push(turn, " the title.</thi", 4, false, false));  // the tag held back
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about the title."));
+        feed(view, turn, stream.push(turn, "nk>\n\nThe title is **Report", 6, false, false));
+        feed(view, turn, stream.push(turn, " page 1**.", 4, true, true));
+        QCOMPARE(turn.reasoning, QStringLiteral("The user asks about the title."));
+        QCOMPARE(turn.text, QStringLiteral("\n\nThe title is **Report page 1**."));
+        QCOMPARE(turn.reasoningTokens, 14);  // the outputs up to the one that closed the thought
+        QCOMPARE(view.reasoning(), turn.reasoning);
+        QCOMPARE(view.text(), turn.text);
+        turn.state = ChatTurn::State::Done;
+        view.setTurn(turn);
+        QCOMPARE(view.reasoningToggle()->text(), QStringLiteral("Thought for 14 tokens"));
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+        saveScreenshot(&column, QStringLiteral("chat-reasoning-folded"));
+        // A click unfolds the thought above the answer; another folds it again.
+        view.reasoningToggle()->click();
+        QVERIFY(view.reasoningExpanded());
+        QVERIFY(view.reasoningBody()->isVisibleTo(&view));
+        auto* body = qobject_cast<QTextEdit*>(view.reasoningBody());
+        QVERIFY(body != nullptr);
+        QCOMPARE(body->toPlainText(), turn.reasoning);
+        // Above the answer's text.
+        for (QTextEdit* text : view.findChildren<QTextEdit*>()) {
+            if (text != body) {
+                QCOMPARE(text->toPlainText(), QStringLiteral("The title is Report page 1."));
+                QTRY_VERIFY(body->geometry().bottom() < text->geometry().top());
+            }
+        }
+        saveScreenshot(&column, QStringLiteral("chat-reasoning-open"));
+        view.reasoningToggle()->click();
+        QVERIFY(!view.reasoningBody()->isVisibleTo(&view));
+
+        // Without "</think>": an answer that ended by itself is all answer; one cut short keeps its thought.
+        AnswerStream whole(ReasoningFormat::Ernie45Vl);
+        ChatTurn plain;
+        whole.push(plain, "Just an answer.", 4, true, true);
+        QCOMPARE(plain.text, QStringLiteral("Just an answer."));
+        QVERIFY(plain.reasoning.isEmpty());
+        QCOMPARE(plain.reasoningTokens, 0);
+        AnswerStream cut(ReasoningFormat::Ernie45Vl);
+        ChatTurn unfinished;
+        cut.push(unfinished, "Still thinking", 2, true, false);
+        QCOMPARE(unfinished.reasoning, QStringLiteral("Still thinking"));
+        QVERIFY(unfinished.text.isEmpty());
+        // A model without reasoning: all text, "</think>" included.
+        AnswerStream none;
+        ChatTurn ocr;
+        none.push(ocr, "a</think>b", 3, true, true);
+        QCOMPARE(ocr.text, QStringLiteral("a</think>b"));
+        QVERIFY(ocr.reasoning.isEmpty());
+    }
+
+    void withoutAChatModelTheOcrModelAnswersAndADownloadIsOffered() {
+        ChatPanel panel(ocrOnly_);
+        panel.resize(420, 560);
+        QVERIFY(panel.session()->chatModel().isEmpty());
+        QVERIFY(panel.modelNote()->isVisibleTo(&panel));
+        QVERIFY(panel.modelNoteText().contains(QStringLiteral("No chat model")));
+        QSignalSpy download(&panel, &ChatPanel::chatModelDownloadRequested);
+        panel.downloadChatModelButton()->click();
+        QCOMPARE(download.count(), 1);
+        saveScreenshot(&panel, QStringLiteral("chat-no-model"));
+        // The OCR model answers: its prompt, no thought.
+        panel.session()->setMaxNewTokens(4);
+        QSignalSpy thoughts(panel.session(), &ChatSession::reasoningDelta);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("Hello there"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const ChatTurn answer = panel.session()->history()[1];
+        QCOMPARE(answer.state, ChatTurn::State::Done);
+        QCOMPARE(thoughts.count(), 0);
+        QCOMPARE(answer.promptTokens,
+                 tokensOf(kOcrDir, "<|begin_of_sentence|>User: Hello there\nAssistant: "));
+
+        // An engine not loaded yet says nothing about the model.
+        EngineService empty;
+        ChatPanel idle(empty);
+        QVERIFY(!idle.modelNote()->isVisibleTo(&idle));
+    }
+
+    // Where the memory plan cannot hold both models, the app says so, naming both and the memory, and the OCR
+    // model loads alone. The device's free memory is set just above what the OCR model alone needs (found by
+    // loading it with less and less), which leaves too little for the chat model's weights beside it.
+    void theChatModelGivesWayWhenMemoryCannotHoldBoth() {
+        const auto params = [](int64_t free, bool withChat) {
+            ServiceParams p = Settings::serviceParams(
+                values(), kOcrDir, std::nullopt, 2,
+                withChat ? std::optional<std::filesystem::path>(kChatDir) : std::nullopt);
+            p.device.free_memory = [free] { return free; };
+            return p;
+        };
+        const auto loadsAlone = [&](int64_t free) {
+            EngineService service;
+            service.load(params(free, false));
+            return service.wait_loaded(60s) == ServiceState::Ready;
+        };
+        int64_t low = 1 << 20;
+        int64_t high = int64_t{1} << 30;
+        QVERIFY(loadsAlone(high));
+        QVERIFY(!loadsAlone(low));
+        while (high - low > (64 << 10)) {
+            const int64_t mid = (low + high) / 2;
+            (loadsAlone(mid) ? high : low) = mid;
+        }
+        const int64_t free = high + (512 << 10);
+        QVERIFY(loadsAlone(free));
+
+        EngineHost host;
+        ModelFolders folders;
+        folders.recognition = QString::fromUtf8(kOcrDir);
+        folders.description = QStringLiteral("PaddleOCR-VL tiny");
+        folders.chat = QString::fromUtf8(kChatDir);
+        folders.chatDescription = QStringLiteral("ERNIE-4.5-VL tiny");
+        QSignalSpy dropped(&host, &EngineHost::chatModelDropped);
+        QSignalSpy loaded(&host, &EngineHost::loaded);
+        QSignalSpy failed(&host, &EngineHost::loadFailed);
+        host.load(params(free, true), folders, QStringLiteral("CPU"));
+        QTRY_COMPARE_WITH_TIMEOUT(loaded.count(), 1, 60000);
+        QCOMPARE(failed.count(), 0);
+        QCOMPARE(dropped.count(), 1);
+        const QString message = dropped.first().at(0).toString();
+        QVERIFY2(message.contains(QStringLiteral("ERNIE-4.5-VL tiny")) &&
+                     message.contains(QStringLiteral("PaddleOCR-VL tiny")) &&
+                     message.contains(QStringLiteral("not enough memory")) &&
+                     message.contains(QStringLiteral("MiB")),
+                 qPrintable(message));
+        QVERIFY(host.models().chat.isEmpty());
+        QCOMPARE(host.service().models().size(), size_t{1});
+        ChatSession session(host.service());
+        QVERIFY(session.chatModel().isEmpty());
+    }
+
+    void droppedImagesAreAttached() {
+        ChatPanel panel(ocrOnly_);
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(QStringLiteral(FOLIO_FIXTURES_DIR "/images/small.png"))});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enter);
+        QVERIFY(enter.isAccepted());
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &drop);
+        QCOMPARE(panel.attachments().size(), 1);
+        QCOMPARE(panel.attachments()[0].size(), QImage(FOLIO_FIXTURES_DIR "/images/small.png").size());
+        // An image dragged from another application as pixels.
+        QMimeData pixels;
+        QImage red(30, 20, QImage::Format_RGB32);
+        red.fill(Qt::red);
+        pixels.setImageData(red);
+        QDragEnterEvent enterPixels(QPoint(10, 10), Qt::CopyAction, &pixels, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enterPixels);
+        QVERIFY(enterPixels.isAccepted());
+        QDropEvent dropPixels(QPointF(10, 10), Qt::CopyAction, &pixels, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &dropPixels);
+        QCOMPARE(panel.attachments().size(), 2);
+        QCOMPARE(panel.attachments()[1].size(), QSize(30, 20));
+    }
+};
+
+QTEST_MAIN(TestChatModel)
+#include "test-chat-model.moc"

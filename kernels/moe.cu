@@ -103,27 +103,52 @@ __device__ inline float weight_value(const ExpertWeights& w, int64_t row, int64_
     }
 }
 
+// What one warp of an expert_rows kernel computes: output column o of row r, from weight row `row` (o of
+// expert experts[r]) and input row xr. Inactive past the ends, and for a row whose expert is out of range,
+// whose output is written as zero here.
+struct ExpertRowTask {
+    bool active = false;
+    int64_t n_out = 0, o = 0, r = 0, row = 0;
+    int lane = 0;
+    const float* xr = nullptr;
+};
+
+template <bool kSwiglu>
+__device__ inline ExpertRowTask expert_row_task(const float* x, const ExpertWeights& w,
+                                                const int32_t* experts, float* y, int64_t m, int64_t x_step) {
+    ExpertRowTask t;
+    t.n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
+    t.o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    t.r = blockIdx.y;
+    t.lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (t.o >= t.n_out || t.r >= m) {
+        return t;
+    }
+    const int32_t e = experts[t.r];
+    if (e < 0 || e >= w.n_experts) {
+        if (t.lane == 0) {
+            y[t.r * t.n_out + t.o] = 0.0f;
+        }
+        return t;
+    }
+    t.active = true;
+    t.xr = x + (t.r / x_step) * w.n_in;
+    t.row = e * w.n_rows + t.o;
+    return t;
+}
+
 // One warp an output column of one row: the dot product over the inputs (a SwiGLU's gate and up columns
 // together).
 template <bool kDense, QuantizedFormat kType, bool kSwiglu>
 __global__ void expert_rows_linear_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
                                           int64_t m, int64_t x_step) {
-    const int64_t n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-    const int64_t r = blockIdx.y;
-    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-    if (o >= n_out || r >= m) {
+    const ExpertRowTask t = expert_row_task<kSwiglu>(x, w, experts, y, m, x_step);
+    if (!t.active) {
         return;
     }
-    const int32_t e = experts[r];
-    if (e < 0 || e >= w.n_experts) {
-        if (lane == 0) {
-            y[r * n_out + o] = 0.0f;
-        }
-        return;
-    }
-    const float* xr = x + (r / x_step) * w.n_in;
-    const int64_t row = e * w.n_rows + o;
+    const int64_t n_out = t.n_out, o = t.o, r = t.r, row = t.row;
+    const int lane = t.lane;
+    const float* xr = t.xr;
     float acc = 0.0f, up = 0.0f;
     for (int64_t c = lane; c < w.n_in; c += kWarpSize) {
         const float xv = xr[c];
@@ -143,29 +168,20 @@ __global__ void expert_rows_linear_kernel(const float* x, ExpertWeights w, const
 
 // The packed formats' product, eight columns a lane at a time: each lane loads kChunks chunks of eight
 // weights (one 16-, 8- or 4-byte word each) before it multiplies, as the quantized GEMV does, so that a warp
-// keeps several loads in flight; the levels' dot product is scaled once per chunk. n_in is a multiple of 8 (of
-// the group size for WINT4, whose chunks then share a group).
+// keeps several loads in flight; the levels' dot product is scaled once per chunk. n_in is a multiple of 8
+// (of the group size for WINT4, whose chunks then share a group).
 template <QuantizedFormat kType, bool kSwiglu>
 __global__ void expert_rows_packed_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
                                           int64_t m, int64_t x_step) {
     constexpr int kChunks = 4;
     constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
-    const int64_t n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-    const int64_t r = blockIdx.y;
-    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-    if (o >= n_out || r >= m) {
+    const ExpertRowTask t = expert_row_task<kSwiglu>(x, w, experts, y, m, x_step);
+    if (!t.active) {
         return;
     }
-    const int32_t e = experts[r];
-    if (e < 0 || e >= w.n_experts) {
-        if (lane == 0) {
-            y[r * n_out + o] = 0.0f;
-        }
-        return;
-    }
-    const float* xr = x + (r / x_step) * w.n_in;
-    const int64_t row = e * w.n_rows + o;
+    const int64_t n_out = t.n_out, o = t.o, r = t.r, row = t.row;
+    const int lane = t.lane;
+    const float* xr = t.xr;
     const int shift = kType == QuantizedFormat::Wint4 ? group_shift(w.group_size) : 0;
     const uint64_t policy = evict_normal_policy();
     float acc = 0.0f, up = 0.0f;

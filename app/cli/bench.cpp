@@ -52,8 +52,8 @@ const char* const kBenchUsage =
       --dtype choose the weights' format (bfloat16 on a GPU by default).
 )";
 
-nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const EngineConfig& base, int64_t batch,
-                            int64_t n_prompt, int64_t n_decode) {
+nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const EngineConfig& base,
+                            int64_t batch, int64_t n_prompt, int64_t n_decode) {
     EngineConfig config = base;
     config.max_num_seqs = batch;
     config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
@@ -353,6 +353,22 @@ double bf16_product_rate(Backend& backend) {
     }
 }
 
+std::vector<int64_t> parse_batch_sizes(const Options& opt, const std::string& fallback) {
+    std::vector<int64_t> batches;
+    std::stringstream list(opt.text("--batch", fallback));
+    for (std::string item; std::getline(list, item, ',');) {
+        try {
+            batches.push_back(std::stoll(item));
+        } catch (const std::exception&) {
+            fail("--batch expects numbers separated by commas, got '", item, "'");
+        }
+        if (batches.back() < 1) {
+            fail("--batch sizes must be at least 1, got ", batches.back());
+        }
+    }
+    return batches;
+}
+
 double copy_bandwidth(Backend& backend) {
     constexpr int64_t kFloats = int64_t{128} << 20;  // 512 MiB
     constexpr int kRepeats = 5;
@@ -412,19 +428,8 @@ int run_bench(const Options& opt) {
     if (document.n_pages < 0 || document.block_tokens < 1) {
         fail("--pages must not be negative and --block-tokens must be at least 1");
     }
-    std::vector<int64_t> batches;
     const bool layout = opt.has("--layout-model");
-    std::stringstream batch_list(opt.text("--batch", layout ? "1,8,32" : "1"));
-    for (std::string item; std::getline(batch_list, item, ',');) {
-        try {
-            batches.push_back(std::stoll(item));
-        } catch (const std::exception&) {
-            fail("--batch expects numbers separated by commas, got '", item, "'");
-        }
-        if (batches.back() < 1) {
-            fail("--batch sizes must be at least 1, got ", batches.back());
-        }
-    }
+    const std::vector<int64_t> batches = parse_batch_sizes(opt, layout ? "1,8,32" : "1");
     if (layout) {
         const std::unique_ptr<Backend> backend = make_backend(opt);
         const nlohmann::json report =

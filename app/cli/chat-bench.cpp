@@ -6,7 +6,6 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,22 +25,6 @@ namespace {
 
 constexpr std::string_view kErnie = "ernie-4.5-vl";
 
-std::vector<int64_t> batch_sizes(const Options& opt) {
-    std::vector<int64_t> batches;
-    std::stringstream list(opt.text("--batch", "1,8,32"));
-    for (std::string item; std::getline(list, item, ',');) {
-        try {
-            batches.push_back(std::stoll(item));
-        } catch (const std::exception&) {
-            fail("--batch expects numbers separated by commas, got '", item, "'");
-        }
-        if (batches.back() < 1) {
-            fail("--batch sizes must be at least 1, got ", batches.back());
-        }
-    }
-    return batches;
-}
-
 }  // namespace
 
 bool wants_chat_bench(const Options& opt) {
@@ -53,9 +36,8 @@ bool wants_chat_bench(const Options& opt) {
 }
 
 int run_chat_bench(const Options& opt) {
-    opt.allow(with_engine_flags(
-        {"--device", "--model", "--family", "--num-layers", "--threads", "--batch", "--prefill-tokens",
-         "--decode-tokens"}));
+    opt.allow(with_engine_flags({"--device", "--model", "--family", "--num-layers", "--threads", "--batch",
+                                 "--prefill-tokens", "--decode-tokens"}));
     const bool random = !opt.has("--model");
     if (random == !opt.has("--family")) {
         fail(random ? "bench needs --family NAME (random weights) or --model DIR"
@@ -72,7 +54,7 @@ int run_chat_bench(const Options& opt) {
     if (n_prefill < 1 || n_decode < 2) {
         fail("--prefill-tokens must be at least 1 and --decode-tokens at least 2");
     }
-    const std::vector<int64_t> batches = batch_sizes(opt);
+    const std::vector<int64_t> batches = parse_batch_sizes(opt, "1,8,32");
 
     std::string random_config = "{}";
     Ernie45VlConfig config;
@@ -90,7 +72,8 @@ int run_chat_bench(const Options& opt) {
     } else {
         config = load_ernie45_vl_config(std::filesystem::path(opt.text("--model")) / "config.json");
     }
-    const std::filesystem::path model_dir = random ? std::filesystem::path() : std::filesystem::path(opt.text("--model"));
+    const std::filesystem::path model_dir =
+        random ? std::filesystem::path() : std::filesystem::path(opt.text("--model"));
     const ModelFamily* family = ModelRegistry::builtin().find(kErnie);
     if (!random && &ModelRegistry::builtin().family_of(model_dir) != family) {
         fail(model_dir.string(), ": the chat benchmark measures ", kErnie, " models");
@@ -158,7 +141,8 @@ int run_chat_bench(const Options& opt) {
         {"decode", decode},
     };
     if (!decode.empty() && decode.front()["batch"] == 1) {
-        report["decode_batch1_floor_over_measured"] = floor / decode.front()["tokens_per_second"].get<double>();
+        report["decode_batch1_floor_over_measured"] =
+            floor / decode.front()["tokens_per_second"].get<double>();
     }
     std::cout << report.dump(2) << std::endl;
     return 0;

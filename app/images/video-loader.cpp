@@ -4,6 +4,7 @@
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 #include <vector>
 
 #include "engine/common/error.h"
@@ -84,9 +84,11 @@ std::vector<Image> decode_frames(const std::string& name, const std::vector<int6
         }
         ++position;
         Image image = to_image(frame, name, index);
-        if (!frames.empty() && (image.width != frames.front().width || image.height != frames.front().height)) {
-            fail(name, ": frame ", index, " is ", image.width, "x", image.height, ", the first sampled frame ",
-                 frames.front().width, "x", frames.front().height, "; videos whose frame size changes are not "
+        if (!frames.empty() &&
+            (image.width != frames.front().width || image.height != frames.front().height)) {
+            fail(name, ": frame ", index, " is ", image.width, "x", image.height,
+                 ", the first sampled frame ", frames.front().width, "x", frames.front().height,
+                 "; videos whose frame size changes are not "
                  "supported");
         }
         bytes += static_cast<int64_t>(image.rgb.size());
@@ -147,13 +149,15 @@ Video load_video(const std::filesystem::path& file, const VideoSampling& samplin
         indices = sample_frame_indices(n_frames, fps, sampling);
         frames = decode_frames(name, indices);
         if (frames.size() < indices.size()) {
-            fail(name, ": the video ends after ", frames.size(), " of the ", indices.size(), " frames sampled");
+            fail(name, ": the video ends after ", frames.size(), " of the ", indices.size(),
+                 " frames sampled");
         }
     }
     Video video;
     video.frames = std::move(frames);
     // The rate of the frames kept: the video's, spread over the frames sampled.
-    video.fps = fps > 0.0 ? fps * static_cast<double>(video.frames.size()) / static_cast<double>(n_frames) : 0.0;
+    video.fps =
+        fps > 0.0 ? fps * static_cast<double>(video.frames.size()) / static_cast<double>(n_frames) : 0.0;
     return video;
 }
 

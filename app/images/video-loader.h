@@ -18,9 +18,9 @@ inline constexpr int64_t kMaxVideoFileBytes = int64_t{4} << 30;
 inline constexpr int64_t kMaxVideoFrameBytes = int64_t{4} << 30;
 
 // Decodes the sampled frames of a video file. Where the container's frame count is missing or longer than the
-// stream, the frames are counted by reading the stream and sampled from that count. Throws folio::Error naming
-// the file for a missing, empty or oversized file, one that does not decode as a video, frames of more than
-// kMaxImagePixels pixels or of changing size, and frames that would hold more than kMaxVideoFrameBytes.
+// stream, the frames are counted by reading the stream and sampled from that count. Throws folio::Error
+// naming the file for a missing, empty or oversized file, one that does not decode as a video, frames of more
+// than kMaxImagePixels pixels or of changing size, and frames that would hold more than kMaxVideoFrameBytes.
 Video load_video(const std::filesystem::path& file, const VideoSampling& sampling);
 
 // The same for a video in memory (a data URL's bytes), through a temporary file that is removed afterwards;

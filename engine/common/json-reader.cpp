@@ -94,10 +94,22 @@ std::string cut_quoted(std::string message, std::string_view marker) {
     }
     const size_t begin = start + marker.size();
     // The token may itself hold "'; expected ", so the clause is recognised by what the library can expect.
-    static constexpr std::string_view kExpected[] = {
-        "'[', '{', or a literal", "end of input", "'['",          "'{'",          "']'",          "'}'",
-        "':'",                    "','",          "string literal", "number literal", "true literal",
-        "false literal",          "null literal", "<parse error>",  "<uninitialized>", "unknown token"};
+    static constexpr std::string_view kExpected[] = {"'[', '{', or a literal",
+                                                     "end of input",
+                                                     "'['",
+                                                     "'{'",
+                                                     "']'",
+                                                     "'}'",
+                                                     "':'",
+                                                     "','",
+                                                     "string literal",
+                                                     "number literal",
+                                                     "true literal",
+                                                     "false literal",
+                                                     "null literal",
+                                                     "<parse error>",
+                                                     "<uninitialized>",
+                                                     "unknown token"};
     size_t end = std::string::npos;
     for (const std::string_view name : kExpected) {
         const std::string clause = "'; expected " + std::string(name);

@@ -30,7 +30,8 @@ public:
         const int64_t n_blocks = (n + kBlock - 1) / kBlock;
         pool_.parallel_for(n_blocks, 1, [&](int64_t begin, int64_t end) {
             for (int64_t block = begin; block < end; ++block) {
-                std::mt19937_64 rng(mix(seed_ ^ mix(tensor * 0x100000001b3ULL + static_cast<uint64_t>(block))));
+                std::mt19937_64 rng(
+                    mix(seed_ ^ mix(tensor * 0x100000001b3ULL + static_cast<uint64_t>(block))));
                 std::normal_distribution<float> normal(mean, std);
                 const int64_t stop = std::min(n, (block + 1) * kBlock);
                 for (int64_t i = block * kBlock; i < stop; ++i) {

@@ -14,8 +14,8 @@ void check_video_sampling(const VideoSampling& sampling, const char* what) {
     }
     if (sampling.min_frames < 1 || sampling.min_frames > sampling.max_frames ||
         sampling.max_frames > kMaxVideoFrames) {
-        fail(what, ": the frame bounds must satisfy 1 <= min_frames <= max_frames <= ", kMaxVideoFrames, ", got ",
-             sampling.min_frames, " and ", sampling.max_frames);
+        fail(what, ": the frame bounds must satisfy 1 <= min_frames <= max_frames <= ", kMaxVideoFrames,
+             ", got ", sampling.min_frames, " and ", sampling.max_frames);
     }
 }
 
@@ -32,8 +32,8 @@ std::vector<int64_t> sample_frame_indices(int64_t n_frames, double video_fps, co
         }
         n = static_cast<double>(n_frames) / video_fps * *sampling.fps;
     }
-    n = std::min({std::max(n, static_cast<double>(sampling.min_frames)), static_cast<double>(sampling.max_frames),
-                  static_cast<double>(n_frames)});
+    n = std::min({std::max(n, static_cast<double>(sampling.min_frames)),
+                  static_cast<double>(sampling.max_frames), static_cast<double>(n_frames)});
     // torch.arange(0, end, step): ceil(end / step) values start + i * step, each rounded to float32.
     const double step = static_cast<double>(n_frames) / n;
     const auto count = static_cast<int64_t>(std::ceil(static_cast<double>(n_frames) / step));

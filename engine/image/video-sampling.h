@@ -19,10 +19,10 @@ struct VideoSampling {
 };
 
 // The indices of the frames to keep, ascending, of a video of n_frames frames taken at video_fps frames a
-// second: n = n_frames / video_fps * fps (n_frames without a rate), clamped to [min_frames, max_frames] and to
-// n_frames, then every n_frames / n-th frame (the index truncated after float32 rounding, as torch.arange(0,
-// n_frames, n_frames / n).int() gives). Throws folio::Error for a non-positive count, a rate that is not
-// positive and finite when one is needed, or bounds that are not 1 <= min_frames <= max_frames <=
+// second: n = n_frames / video_fps * fps (n_frames without a rate), clamped to [min_frames, max_frames] and
+// to n_frames, then every n_frames / n-th frame (the index truncated after float32 rounding, as
+// torch.arange(0, n_frames, n_frames / n).int() gives). Throws folio::Error for a non-positive count, a rate
+// that is not positive and finite when one is needed, or bounds that are not 1 <= min_frames <= max_frames <=
 // kMaxVideoFrames.
 std::vector<int64_t> sample_frame_indices(int64_t n_frames, double video_fps, const VideoSampling& sampling);
 

@@ -46,7 +46,7 @@ std::string greedy_answer(EngineService& service) {
     return text;
 }
 
-// The chat's answer to "What is in the picture?".
+// The chat's answer to "What is in the picture?", its reasoning and text together.
 QString chat_answer(EngineService& service) {
     ChatSession session(service);
     session.setMaxNewTokens(kMaxTokens);
@@ -55,7 +55,8 @@ QString chat_answer(EngineService& service) {
         return QStringLiteral("<no answer>");
     }
     const QList<ChatTurn> history = session.history();
-    return history.size() == 2 ? history[1].text : QStringLiteral("<no answer>");
+    // The whole generated text: a reasoning model's answer cut off while thinking is all thought.
+    return history.size() == 2 ? history[1].reasoning + history[1].text : QStringLiteral("<no answer>");
 }
 
 }  // namespace

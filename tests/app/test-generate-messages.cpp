@@ -33,9 +33,10 @@ struct CliRun {
     int status = -1;
 };
 
+// Greedy: the fixture's generation_config.json would sample at temperature 0.2.
 CliRun folio_cli(const std::string& args) {
-    const std::string command =
-        std::string(FOLIO_CLI_PATH) + " generate --model " + kModel.string() + " " + args + " 2>&1";
+    const std::string command = std::string(FOLIO_CLI_PATH) + " generate --model " + kModel.string() +
+                                " --temperature 0 " + args + " 2>&1";
     CliRun run;
     FILE* pipe = ::popen(command.c_str(), "r");
     if (pipe == nullptr) {

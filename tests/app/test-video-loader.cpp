@@ -1,5 +1,5 @@
-// Video files through OpenCV's FFmpeg reader: the frames transformers' sampling picks, decoded as FFmpeg's own
-// command line decodes them, and clear errors for files that are not videos.
+// Video files through OpenCV's FFmpeg reader: the frames transformers' sampling picks, decoded as FFmpeg's
+// own command line decodes them, and clear errors for files that are not videos.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -25,8 +25,8 @@ TEST(VideoSampling, IndicesEqualTheReference) {
         sampling.fps = c["fps"].is_null() ? std::nullopt : std::optional<double>(c["fps"].get<double>());
         sampling.min_frames = c["min_frames"].get<int64_t>();
         sampling.max_frames = c["max_frames"].get<int64_t>();
-        const auto indices =
-            sample_frame_indices(c["total_num_frames"].get<int64_t>(), c["video_fps"].get<double>(), sampling);
+        const auto indices = sample_frame_indices(c["total_num_frames"].get<int64_t>(),
+                                                  c["video_fps"].get<double>(), sampling);
         EXPECT_EQ(indices, c["indices"].get<std::vector<int64_t>>()) << c.dump();
     }
 }

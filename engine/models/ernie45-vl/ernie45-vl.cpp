@@ -57,7 +57,8 @@ PromptPositions ernie45_vl_positions(std::span<const TokenModality> modality,
 int64_t ernie45_vl_decode_bytes(const Ernie45VlTextConfig& tc, const ModelLoadParams& load) {
     constexpr auto f32 = static_cast<int64_t>(sizeof(float));
     const auto linear = [&](int64_t n_out, int64_t n_in) {
-        return quantized_bytes(layer_quantization(load.quantization, n_in, load), n_out, n_in, load.group_size);
+        return quantized_bytes(layer_quantization(load.quantization, n_in, load), n_out, n_in,
+                               load.group_size);
     };
     const int64_t d = tc.hidden_size, hd = tc.head_dim;
     const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
@@ -78,8 +79,8 @@ int64_t ernie45_vl_decode_bytes(const Ernie45VlTextConfig& tc, const ModelLoadPa
     }
     const int64_t head = tc.tie_word_embeddings && !load.bf16_weights
                              ? tc.vocab_size * d * f32
-                             : quantized_bytes(layer_quantization(Quantization::None, d, load), tc.vocab_size, d,
-                                               load.group_size);
+                             : quantized_bytes(layer_quantization(Quantization::None, d, load), tc.vocab_size,
+                                               d, load.group_size);
     return bytes + d * f32 + head;
 }
 

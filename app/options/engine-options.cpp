@@ -381,17 +381,20 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
         return;
     }
     // Keys FastDeploy takes that have no effect here.
-    static constexpr std::array<std::string_view, 5> kVideoKeys = {"video_min_pixels", "video_max_pixels",
-                                                                   "video_target_frames",
+    static constexpr std::array<std::string_view, 3> kVideoKeys = {"video_target_frames",
                                                                    "video_frames_sample", "video_max_tokens"};
     const JsonValue kwargs = r.object("mm_processor_kwargs");
     for (const auto& [key, value] : kwargs.items()) {
-        if (key == "image_min_pixels" || key == "image_max_pixels") {
+        if (key == "image_min_pixels" || key == "image_max_pixels" || key == "video_min_pixels" ||
+            key == "video_max_pixels") {
             const int64_t n = json_integer(value, "mm_processor_kwargs", key);
             if (n < 1) {
                 fail("--mm-processor-kwargs: \"", key, "\" must be at least 1, got ", n);
             }
-            (key == "image_min_pixels" ? out.image_min_pixels : out.image_max_pixels) = n;
+            (key == "image_min_pixels"   ? out.image_min_pixels
+             : key == "image_max_pixels" ? out.image_max_pixels
+             : key == "video_min_pixels" ? out.video_min_pixels
+                                         : out.video_max_pixels) = n;
         } else if (key == "video_fps") {
             if (!value.is_number() || !(value.get<double>() > 0.0) || !std::isfinite(value.get<double>())) {
                 fail("--mm-processor-kwargs: \"video_fps\" must be a number above 0, got ", dump(value));
@@ -405,8 +408,8 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
             (key == "video_min_frames" ? out.video_min_frames : out.video_max_frames) = n;
         } else if (std::find(kVideoKeys.begin(), kVideoKeys.end(), key) == kVideoKeys.end()) {
             fail("--mm-processor-kwargs: unknown key \"", key,
-                 "\" (Folio takes image_min_pixels, image_max_pixels, video_fps, video_min_frames, "
-                 "video_max_frames and, without effect, other video_* keys)");
+                 "\" (Folio takes image_min_pixels, image_max_pixels, video_min_pixels, video_max_pixels, "
+                 "video_fps, video_min_frames, video_max_frames and, without effect, other video_* keys)");
         }
     }
     if (out.image_min_pixels && out.image_max_pixels && *out.image_min_pixels > *out.image_max_pixels) {
@@ -701,6 +704,16 @@ void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre) 
     if (pre.min_pixels > pre.max_pixels) {
         fail("--mm-processor-kwargs: image pixel bounds ", pre.min_pixels, "..", pre.max_pixels,
              " (with the model's preprocessor_config.json) are empty");
+    }
+    if (options.video_min_pixels || options.video_max_pixels) {
+        // A model without bounds of its own for videos resizes them as images.
+        const bool own = pre.video_max_pixels > 0;
+        pre.video_min_pixels = options.video_min_pixels.value_or(own ? pre.video_min_pixels : pre.min_pixels);
+        pre.video_max_pixels = options.video_max_pixels.value_or(own ? pre.video_max_pixels : pre.max_pixels);
+        if (pre.video_min_pixels > pre.video_max_pixels) {
+            fail("--mm-processor-kwargs: video pixel bounds ", pre.video_min_pixels, "..",
+                 pre.video_max_pixels, " (with the model's video_preprocessor_config.json) are empty");
+        }
     }
 }
 

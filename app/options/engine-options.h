@@ -77,6 +77,8 @@ struct EngineOptions {
     std::optional<std::filesystem::path> tokenizer;  // --tokenizer: another folder's tokenizer
     std::optional<int64_t> image_min_pixels;         // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
+    std::optional<int64_t> video_min_pixels;  // mm_processor_kwargs: a video frame's resize bounds
+    std::optional<int64_t> video_max_pixels;
     std::optional<double> video_fps;  // mm_processor_kwargs: how video files are sampled (generate)
     std::optional<int64_t> video_min_frames;
     std::optional<int64_t> video_max_frames;

@@ -439,8 +439,13 @@ void append_image(PreprocessedImages& out, const Image& original, const Preproce
     set_kind(out, MediaKind::Image);
 }
 
-void append_video(PreprocessedImages& out, const Video& video, const PreprocessorConfig& cfg,
+void append_video(PreprocessedImages& out, const Video& video, const PreprocessorConfig& image_cfg,
                   std::string_view what) {
+    PreprocessorConfig cfg = image_cfg;
+    if (cfg.video_max_pixels > 0) {
+        cfg.min_pixels = cfg.video_min_pixels;
+        cfg.max_pixels = cfg.video_max_pixels;
+    }
     check_config(cfg);
     out.level_values = channel_levels(cfg);
     if (video.frames.empty() || static_cast<int64_t>(video.frames.size()) > kMaxVideoFrames) {

@@ -24,6 +24,10 @@ struct PreprocessorConfig {
     // A video's frames are padded, by repeating the last, to a multiple of this and of temporal_patch_size:
     // ERNIE-4.5-VL's resampler merges frames in pairs (the model's, not the file's).
     int video_frame_multiple = 1;
+    // A video's frames are resized within these bounds (a video processor's own, such as ERNIE-4.5-VL's
+    // video_preprocessor_config.json); 0: within the images' min_pixels and max_pixels.
+    int64_t video_min_pixels = 0;
+    int64_t video_max_pixels = 0;
     std::array<float, 3> image_mean{0.48145466f, 0.4578275f, 0.40821073f};
     std::array<float, 3> image_std{0.26862954f, 0.26130258f, 0.27577711f};
     double rescale_factor = 1.0 / 255;

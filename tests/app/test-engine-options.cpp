@@ -504,6 +504,30 @@ TEST(EngineOptions, ImagePixelBoundsApply) {
                  folio::Error);
 }
 
+// A video frame's bounds: over the model's own where it has them, else from the images' for the bound not
+// given.
+TEST(EngineOptions, VideoPixelBoundsApply) {
+    folio::PreprocessorConfig ernie;
+    ernie.video_min_pixels = 3136;
+    ernie.video_max_pixels = 9408;
+    folio::cli::apply_preprocessing(parse({"--mm-processor-kwargs", R"({"video_max_pixels": 200704})"}),
+                                    ernie);
+    EXPECT_EQ(ernie.video_max_pixels, 200704);
+    EXPECT_EQ(ernie.video_min_pixels, 3136);
+    EXPECT_EQ(ernie.max_pixels, 1536 * 1536);  // the images' untouched
+    folio::PreprocessorConfig plain;
+    folio::cli::apply_preprocessing(parse({"--mm-processor-kwargs", R"({"video_min_pixels": 50176})"}),
+                                    plain);
+    EXPECT_EQ(plain.video_min_pixels, 50176);
+    EXPECT_EQ(plain.video_max_pixels, plain.max_pixels);
+    folio::PreprocessorConfig empty = ernie;
+    EXPECT_THROW(
+        folio::cli::apply_preprocessing(
+            parse({"--mm-processor-kwargs", R"({"video_min_pixels": 300000, "video_max_pixels": 9408})"}),
+            empty),
+        folio::Error);
+}
+
 // --help lists every option (the server's on serve), under FastDeploy's groups.
 TEST(EngineOptions, HelpListsEveryOption) {
     const std::string offline = folio::cli::engine_usage();

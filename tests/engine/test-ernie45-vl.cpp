@@ -123,6 +123,11 @@ TEST(Ernie45VlFolder, ChatFromFilesMatchesReference) {
         family.load(ModelSlot(ModelRole::Chat, dir), *f.backend, context);
     EXPECT_EQ(context.progress().bytes_read, context.progress().bytes_total);
     EXPECT_TRUE(loaded->description().takes(Modality::Video));
+    // Video frames resize within video_preprocessor_config.json's size, images within the image processor's.
+    const PreprocessorConfig pre = loaded->prompt_format()->preprocessor;
+    EXPECT_EQ(pre.video_min_pixels, 3136);
+    EXPECT_EQ(pre.video_max_pixels, 9408);
+    EXPECT_NE(pre.max_pixels, pre.video_max_pixels);
     const RequestBuilder builder(loaded->prompt_format(), {4096, 8, loaded->max_image_tokens()});
     for (const std::string key : {"text", "system_text", "two_images"}) {
         const nlohmann::json& entry = f.meta["prompts"][key];

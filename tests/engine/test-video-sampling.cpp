@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/image/image-preprocess.h"
 #include "engine/image/image.h"
+#include "engine/image/preprocessor-config.h"
 #include "engine/image/video-sampling.h"
 
 namespace folio {
@@ -45,6 +47,33 @@ TEST(VideoSampling, RefusesWhatCannotBeSampled) {
     sampling.min_frames = 2;
     sampling.fps = -1.0;
     EXPECT_THROW(sample_frame_indices(100, 30.0, sampling), Error);
+}
+
+// A video's frames are resized within the video bounds where the model has them (ERNIE-4.5-VL's video
+// processor: smart_resize with its size's shortest_edge and longest_edge), else within the images'.
+TEST(VideoPreprocess, FramesResizeWithinTheVideoBounds) {
+    PreprocessorConfig cfg;
+    cfg.min_pixels = 3136;
+    cfg.max_pixels = 37632;
+    Video video;
+    video.frames.assign(2, make_image(300, 200));
+    PreprocessedImages as_images;
+    append_video(as_images, video, cfg, "video");
+    ASSERT_EQ(as_images.grids.size(), 1u);
+    // 300x200 within 37632 pixels and multiples of 28: 224x140.
+    EXPECT_EQ(as_images.grids[0].h, 10);
+    EXPECT_EQ(as_images.grids[0].w, 16);
+    cfg.video_min_pixels = 3136;
+    cfg.video_max_pixels = 9408;
+    PreprocessedImages as_video;
+    append_video(as_video, video, cfg, "video");
+    // Within 9408 pixels: 112x56.
+    EXPECT_EQ(as_video.grids[0].h, 4);
+    EXPECT_EQ(as_video.grids[0].w, 8);
+    // Images keep theirs.
+    PreprocessedImages image;
+    append_image(image, video.frames[0], cfg, "image");
+    EXPECT_EQ(image.grids[0].h, 10);
 }
 
 }  // namespace

@@ -19,6 +19,27 @@ constexpr std::string_view kTransformersRepository = "baidu/ERNIE-4.5-VL-28B-A3B
 // The reference image processor's pixel bounds, for a folder without preprocessor_config.json.
 constexpr std::string_view kDefaultPreprocessor =
     R"({"size": {"shortest_edge": 3136, "longest_edge": 4842768}, "patch_size": 14, "merge_size": 2})";
+// The reference video processor's, for a folder without video_preprocessor_config.json.
+constexpr std::string_view kDefaultVideoPreprocessor =
+    R"({"size": {"shortest_edge": 234416, "longest_edge": 937664}, "patch_size": 14, "merge_size": 2})";
+
+// A video's pixel bounds from the folder's video_preprocessor_config.json (its size's shortest_edge and
+// longest_edge, as the reference's video processor reads them), else the reference's defaults.
+void set_video_bounds(PreprocessorConfig& preprocessor, const std::filesystem::path& dir) {
+    const std::filesystem::path file = dir / "video_preprocessor_config.json";
+    std::error_code error;
+    const PreprocessorConfig video =
+        !dir.empty() && std::filesystem::exists(file, error)
+            ? load_preprocessor_config(file)
+            : parse_preprocessor_config(kDefaultVideoPreprocessor, "reference defaults");
+    if (video.patch_size != preprocessor.patch_size || video.merge_size != preprocessor.merge_size) {
+        fail(file.string(), ": patch_size ", video.patch_size, " and merge_size ", video.merge_size,
+             " differ from the image processor's ", preprocessor.patch_size, " and ",
+             preprocessor.merge_size);
+    }
+    preprocessor.video_min_pixels = video.min_pixels;
+    preprocessor.video_max_pixels = video.max_pixels;
+}
 
 ModelDescription describe_ernie45_vl(const std::filesystem::path& dir, const Ernie45VlConfig& config,
                                      GenerationDefaults generation) {
@@ -83,6 +104,7 @@ public:
         // The resampler merges a video's frames in pairs; an odd count repeats the last, as the reference's
         // video processor pads it.
         preprocessor_.video_frame_multiple = static_cast<int>(config_.vision.temporal_merge_size);
+        set_video_bounds(preprocessor_, slot.dir);
         if (slot.adjust_preprocessor) {
             slot.adjust_preprocessor(preprocessor_);
         }

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "engine/backend/tensor.h"
 #include "engine/common/error.h"
+#include "engine/common/thread-pool.h"
 
 namespace folio {
 
@@ -13,6 +15,8 @@ namespace {
 
 constexpr float kInt8Max = 127.0f;
 constexpr float kInt4Max = 7.0f;
+// Weights of at least this many values are quantized on a pool of threads.
+constexpr int64_t kParallelValues = int64_t{1} << 22;
 
 int8_t quantize_value(float w, float inv_scale, float limit) {
     return static_cast<int8_t>(std::clamp(std::nearbyint(w * inv_scale), -limit, limit));
@@ -119,39 +123,48 @@ QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in,
     q.n_out = n_out;
     q.n_in = n_in;
     q.group_size = layout.group_size;
-    if (type == Quantization::Bf16) {
-        q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
-        for (size_t i = 0; i < w.size(); ++i) {
-            const uint16_t h = to_bf16(w[i]);
-            std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
-        }
-        return q;
-    }
+    q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
+    q.scales.resize(static_cast<size_t>(layout.n_scales));
     const int64_t n_groups = n_in / q.group_size;
     const float limit = type == Quantization::Wint8 ? kInt8Max : kInt4Max;
-    q.scales.resize(static_cast<size_t>(layout.n_scales));
-    q.q.resize(static_cast<size_t>(layout.n_packed_bytes));
-    std::vector<int8_t> row(static_cast<size_t>(n_in));
-    for (int64_t r = 0; r < n_out; ++r) {
-        for (int64_t g = 0; g < n_groups; ++g) {
-            const auto group = w.subspan(static_cast<size_t>(r * n_in + g * q.group_size),
-                                         static_cast<size_t>(q.group_size));
-            const float scale = scale_of(group, limit);
-            const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-            q.scales[r * n_groups + g] = scale;
-            for (int64_t c = 0; c < q.group_size; ++c) {
-                row[g * q.group_size + c] = quantize_value(group[c], inv, limit);
+    // Rows [begin, end), each on its own: the same bytes however the rows are split.
+    const auto quantize_rows = [&](int64_t begin, int64_t end) {
+        if (type == Quantization::Bf16) {
+            for (int64_t i = begin * n_in; i < end * n_in; ++i) {
+                const uint16_t h = to_bf16(w[static_cast<size_t>(i)]);
+                std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
+            }
+            return;
+        }
+        std::vector<int8_t> row(static_cast<size_t>(n_in));
+        for (int64_t r = begin; r < end; ++r) {
+            for (int64_t g = 0; g < n_groups; ++g) {
+                const auto group = w.subspan(static_cast<size_t>(r * n_in + g * q.group_size),
+                                             static_cast<size_t>(q.group_size));
+                const float scale = scale_of(group, limit);
+                const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+                q.scales[r * n_groups + g] = scale;
+                for (int64_t c = 0; c < q.group_size; ++c) {
+                    row[g * q.group_size + c] = quantize_value(group[c], inv, limit);
+                }
+            }
+            if (type == Quantization::Wint8) {
+                std::copy(row.begin(), row.end(), q.q.begin() + r * n_in);
+            } else {
+                for (int64_t c = 0; c < n_in / 2; ++c) {
+                    const auto lo = static_cast<uint8_t>(row[2 * c] & 0x0f);
+                    const auto hi = static_cast<uint8_t>(row[2 * c + 1] & 0x0f);
+                    q.q[r * (n_in / 2) + c] = static_cast<int8_t>(lo | (hi << 4));
+                }
             }
         }
-        if (type == Quantization::Wint8) {
-            std::copy(row.begin(), row.end(), q.q.begin() + r * n_in);
-        } else {
-            for (int64_t c = 0; c < n_in / 2; ++c) {
-                const auto lo = static_cast<uint8_t>(row[2 * c] & 0x0f);
-                const auto hi = static_cast<uint8_t>(row[2 * c + 1] & 0x0f);
-                q.q[r * (n_in / 2) + c] = static_cast<int8_t>(lo | (hi << 4));
-            }
-        }
+    };
+    // A checkpoint's large layers on every core: loading quantizes billions of values.
+    if (n_out * n_in >= kParallelValues) {
+        ThreadPool pool(0);
+        pool.parallel_for(n_out, std::max<int64_t>(1, kParallelValues / 16 / n_in), quantize_rows);
+    } else {
+        quantize_rows(0, n_out);
     }
     return q;
 }

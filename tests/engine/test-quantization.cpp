@@ -145,6 +145,31 @@ TEST(Quantization, ZeroRowsStayZero) {
     }
 }
 
+// A large weight, quantized on several threads, gives the bytes its rows give quantized one block at a time.
+TEST(Quantization, LargeWeightsEqualTheirRowsQuantizedAlone) {
+    constexpr int64_t kOut = 2048, kIn = 2304;  // 4.7 M values: past the threaded size
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> w(static_cast<size_t>(kOut * kIn));
+    for (float& v : w) {
+        v = normal(rng);
+    }
+    for (const Quantization type : {Quantization::Bf16, Quantization::Wint8, Quantization::Wint4}) {
+        const QuantizedWeights whole = quantize(w, kOut, kIn, type, 64);
+        constexpr int64_t kBlock = 128;
+        std::vector<int8_t> q;
+        std::vector<float> scales;
+        for (int64_t r = 0; r < kOut; r += kBlock) {
+            const QuantizedWeights part =
+                quantize(std::span<const float>(w).subspan(r * kIn, kBlock * kIn), kBlock, kIn, type, 64);
+            q.insert(q.end(), part.q.begin(), part.q.end());
+            scales.insert(scales.end(), part.scales.begin(), part.scales.end());
+        }
+        EXPECT_EQ(whole.q, q) << quantization_name(type);
+        EXPECT_EQ(whole.scales, scales) << quantization_name(type);
+    }
+}
+
 TEST(Quantization, ByteCountsOfEachFormat) {
     EXPECT_EQ(quantized_bytes(Quantization::None, 10, 128, 64), 10 * 128 * 4);
     EXPECT_EQ(quantized_bytes(Quantization::Wint8, 10, 128, 64), 10 * 128 + 10 * 4);

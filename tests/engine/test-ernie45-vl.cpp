@@ -230,6 +230,36 @@ TEST(Ernie45VlFolder, RefusesAPaddleCheckpoint) {
     EXPECT_NE(message.find("baidu/ERNIE-4.5-VL-28B-A3B-PT"), std::string::npos) << message;
 }
 
+// A config.json that asks for more experts than the checkpoint holds: the load stops, naming the folder, the
+// tensor and both shapes.
+TEST(Ernie45VlFolder, RefusesExpertCountsTheCheckpointDoesNotHave) {
+    Fixture& f = fixture();
+    const test::TempDir tmp;
+    const std::filesystem::path source = ernie_dir() / "ernie45-vl-tiny";
+    for (const char* name : {"model.safetensors", "tokenizer.model", "tokenizer_config.json",
+                             "chat_template.jinja", "preprocessor_config.json"}) {
+        std::filesystem::copy_file(source / name, tmp.path() / name);
+    }
+    nlohmann::json config = nlohmann::json::parse(read_file_text(source / "config.json"));
+    nlohmann::json& text = config.contains("text_config") ? config["text_config"] : config;
+    const int n_experts = text["moe_num_experts"].get<int>();
+    text["moe_num_experts"] = n_experts + 2;
+    test::write_file(tmp.path() / "config.json", config.dump());
+    std::atomic<bool> cancelled{false};
+    LoadContext context([](const LoadProgress&) {}, cancelled);
+    std::string message;
+    try {
+        ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, tmp.path()), *f.backend, context);
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    EXPECT_NE(message.find(tmp.path().string()), std::string::npos) << message;
+    // The first tensor sized by the expert count: the score-correction biases of both pools.
+    const std::string shapes = "has shape [2, " + std::to_string(n_experts) + "], expected [2, " +
+                               std::to_string(n_experts + 2) + "] from config.json";
+    EXPECT_NE(message.find(shapes), std::string::npos) << message;
+}
+
 TEST(Ernie45VlRouting, TopKByBiasedScoresWeightsByProbabilities) {
     // Two tokens over four experts: the bias moves expert 3 ahead of expert 1 for the first token but the
     // weights stay the softmax probabilities, renormalised over the chosen experts.

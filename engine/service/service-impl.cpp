@@ -1,0 +1,505 @@
+#include "engine/service/service-impl.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <iterator>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/common/error.h"
+#include "engine/common/log.h"
+#include "engine/models/model-registry.h"
+
+namespace folio::detail {
+
+void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
+    {
+        const std::lock_guard state_lock(state.mutex);
+        if (state.delivered_final) {
+            return;
+        }
+        state.delivered_final = out.finish.has_value();
+        if (out.finish || state.group != 0) {
+            const std::lock_guard lock(mutex);
+            if (out.finish) {
+                live.erase(state.id);
+                const bool failed = *out.finish == FinishReason::Error;
+                const bool cancelled = *out.finish == FinishReason::Cancelled;
+                (failed ? stats.n_failed : cancelled ? stats.n_cancelled : stats.n_finished) += 1;
+            }
+            const auto group = groups.find(state.group);
+            if (group != groups.end()) {
+                GroupProgress& g = group->second;
+                g.n_tokens += static_cast<int64_t>(out.tokens.size());
+                if (out.finish) {
+                    (*out.finish == FinishReason::Error       ? g.n_failed
+                     : *out.finish == FinishReason::Cancelled ? g.n_cancelled
+                                                              : g.n_finished) += 1;
+                }
+            }
+        }
+        if (!state.on_output) {
+            state.outputs.push_back(out);
+        }
+    }
+    if (!state.on_output) {
+        state.ready.notify_all();
+        return;
+    }
+    try {
+        state.on_output(out);
+    } catch (const std::exception& e) {
+        ++n_callback_errors;
+        log_info("engine service: the output callback of request " + std::to_string(state.id) +
+                 " threw: " + e.what());
+    } catch (...) {
+        ++n_callback_errors;
+        log_info("engine service: the output callback of request " + std::to_string(state.id) + " threw");
+    }
+}
+
+void ServiceImpl::prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
+                                  RequestSpec& spec, Priority priority) {
+    std::optional<RequestOutput> ended;
+    std::optional<Prepared> prepared;
+    if (state->cancel_requested.load()) {
+        ended = final_output(state->id, FinishReason::Cancelled, ErrorKind::None, {});
+    } else {
+        try {
+            Request request = made.build(std::move(spec));
+            request.priority = priority;
+            state->n_prompt_tokens.store(static_cast<int64_t>(request.prompt.ids.size()));
+            if (state->keep_prompt_ids) {
+                const std::lock_guard lock(state->mutex);
+                state->prompt_ids = request.prompt.ids;
+            }
+            prepared.emplace(state, std::move(request));
+        } catch (const std::exception& e) {
+            ended = final_output(state->id, FinishReason::Error, ErrorKind::InvalidRequest, e.what());
+        }
+    }
+    {
+        const std::lock_guard lock(mutex);
+        if (stop.load() && prepared) {
+            prepared.reset();
+            ended = stopped_output(state->id);
+        }
+        // Ended or not, its turn in the group passes, which may hand on later ones prepared before it.
+        std::vector<std::pair<int64_t, Prepared>> ready =
+            order.end(state->group, state->id, std::move(prepared));
+        for (auto& entry : ready) {
+            pending.push_back(std::move(entry.second));
+        }
+        if (!ready.empty()) {
+            wake.notify_all();
+        }
+    }
+    if (ended) {
+        deliver(*state, *ended);
+    }
+}
+
+void ServiceImpl::run(const ServiceParams& params) {
+    LoadContext context(
+        [this, &params](const LoadProgress& p) {
+            {
+                const std::lock_guard lock(mutex);
+                status.progress = p;
+                changed.notify_all();
+            }
+            if (params.on_progress) {
+                params.on_progress(p);
+            }
+        },
+        stop);
+    // Released in reverse order, on this thread, however loading ends.
+    std::unique_ptr<Backend> backend;
+    std::vector<std::unique_ptr<LoadedModel>> models;
+    std::vector<std::unique_ptr<EngineCore>> cores;
+    std::optional<Served> served;
+    try {
+        context.check_cancelled();
+        backend = params.device.make_backend();
+        if (!backend) {
+            fail("the device gave no backend");
+        }
+        // What other processes use now, before Folio's models: the plan leaves it.
+        int64_t other_bytes = 0;
+        if (params.device.free_memory) {
+            other_bytes = std::max<int64_t>(
+                0, backend->total_memory() - params.device.free_memory() - backend->memory_stats().in_use);
+        }
+        const ModelFactory& factory = params.factory ? *params.factory : ModelRegistry::builtin();
+        std::vector<LoadedModel*> generative;
+        int64_t reserved = 0;
+        const int n_models = static_cast<int>(params.models.size());
+        for (int i = 0; i < n_models; ++i) {
+            context.set_model(i, n_models);
+            models.push_back(factory.load(params.models[static_cast<size_t>(i)], *backend, context));
+            if (models.back()->generative()) {
+                generative.push_back(models.back().get());
+            } else {
+                reserved += models.back()->reserved_activation_bytes();
+            }
+        }
+        if (generative.empty()) {
+            fail("no generative model among the ", n_models, " model slots");
+        }
+        std::set<std::string> names;
+        for (LoadedModel* m : generative) {
+            if (!names.insert(m->description().name).second) {
+                fail("two generative models are both named \"", m->description().name,
+                     "\"; requests could not tell them apart");
+            }
+        }
+        served.emplace(Served{*backend, {}, std::move(generative), cores, other_bytes, reserved, {}});
+        for (const std::unique_ptr<LoadedModel>& m : models) {
+            served->models.push_back(m.get());
+        }
+        configured = params.engine;
+        build_engines(*served, params.engine, [&](CorePhase phase) {
+            context.set_phase(phase == CorePhase::MemoryPlan ? LoadPhase::MemoryPlan
+                                                             : LoadPhase::GraphCapture);
+        });
+        context.set_phase(LoadPhase::Ready);
+        publish(*served, params.device.free_memory ? params.device.free_memory() : -1, 0);
+        {
+            const std::lock_guard lock(mutex);
+            status.state = ServiceState::Ready;
+            accepting = true;
+            descriptions.clear();
+            for (const std::unique_ptr<LoadedModel>& m : models) {
+                descriptions.push_back(m->description());
+                if (m->layout() != nullptr && !layouts.info()) {
+                    layouts.attach(*m->layout(), m->description());  // the first layout slot serves
+                }
+            }
+            stats.vram_other_bytes = other_bytes;
+            changed.notify_all();
+        }
+    } catch (const std::exception& e) {
+        const bool cancelled = dynamic_cast<const LoadCancelled*>(&e) != nullptr;
+        const std::string message = e.what();
+        cores.clear();
+        models.clear();
+        backend.reset();
+        const std::lock_guard lock(mutex);
+        if (cancelled) {
+            status = ServiceStatus{};
+        } else {
+            status.state = ServiceState::Failed;
+            status.error_kind = classify_failure(e);
+            status.error = message;
+        }
+        changed.notify_all();
+        return;
+    }
+    serve(*served, params.device);
+    // Stopping: no request is being built once the queue is idle (none is posted after stop), then every
+    // request left ends, and the engine, the models and the backend go, in that order.
+    prepare->wait_idle();
+    end_live();
+    cores.clear();
+    models.clear();
+    backend.reset();
+}
+
+void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
+                                const std::function<void(CorePhase)>& on_phase) {
+    const size_t n = served.generative.size();
+    std::vector<EngineConfig> configs;
+    for (LoadedModel* m : served.generative) {
+        EngineConfig config = base;
+        config.other_process_bytes = served.other_bytes;
+        config.reserved_bytes += served.reserved_bytes;
+        if (config.max_image_tokens == 0) {
+            config.max_image_tokens = m->max_image_tokens();
+        }
+        if (n > 1) {
+            // Models side by side: each takes the configured context up to its own.
+            config.max_model_len = std::min(config.max_model_len, m->generative()->limits().max_context);
+        }
+        configs.push_back(std::move(config));
+    }
+    if (n > 1 && base.num_gpu_blocks_override == 0) {
+        // One plan for every cache: the weights of all models and the largest engine's step (their steps run
+        // one at a time) leave the rest to share equally, each engine taking no more than it can use.
+        if (on_phase) {
+            on_phase(CorePhase::MemoryPlan);
+        }
+        MemoryPlanParams mp;
+        mp.total_bytes = served.backend.total_memory();
+        mp.utilization = base.gpu_memory_utilization;
+        mp.other_bytes = served.other_bytes;
+        mp.reserved_bytes = configs.front().reserved_bytes;
+        std::vector<CacheDemand> demands;
+        for (size_t i = 0; i < n; ++i) {
+            GenerativeModel& model = *served.generative[i]->generative();
+            const EngineConfig& c = configs[i];
+            mp.activation_peak_bytes = std::max(mp.activation_peak_bytes, measure_activation_peak(model, c));
+            const int64_t blocks_per_seq = (c.max_model_len + c.block_size - 1) / c.block_size;
+            demands.push_back({kv_block_bytes(model.kv_cache_params(0, c.block_size)),
+                               c.max_num_seqs * blocks_per_seq, 1.0});
+        }
+        mp.weight_bytes = served.backend.memory_stats().in_use;  // every model loaded
+        const std::vector<MemoryPlan> plans = plan_kv_caches(mp, demands);
+        for (size_t i = 0; i < n; ++i) {
+            configs[i].joint_plan = plans[i];
+        }
+    }
+    std::vector<std::shared_ptr<const RequestBuilder>> made;
+    std::vector<RequestLimits> made_limits;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < n; ++i) {
+        LoadedModel& m = *served.generative[i];
+        const EngineConfig& config = configs[i];
+        served.cores.push_back(
+            std::make_unique<EngineCore>(*m.generative(), config, m.tokenizer(), on_phase));
+        const RequestLimits request_limits{config.max_model_len, config.limit_mm_per_prompt,
+                                           config.max_image_tokens, config.limit_video_per_prompt};
+        made.push_back(std::make_shared<const RequestBuilder>(m.prompt_format(), request_limits));
+        made_limits.push_back(request_limits);
+        names.push_back(m.description().name);
+    }
+    const std::lock_guard lock(mutex);
+    builders = std::move(made);
+    limits = std::move(made_limits);
+    engine_models = std::move(names);
+}
+
+void ServiceImpl::serve(Served& served, const DeviceSpec& device) {
+    std::unordered_map<int64_t, std::shared_ptr<RequestState>>& in_core = served.in_core;
+    auto last_probe = std::chrono::steady_clock::now();
+    int64_t free_bytes = device.free_memory ? device.free_memory() : -1;
+    publish(served, free_bytes, 0);
+    for (;;) {
+        std::vector<Prepared> taken;
+        std::vector<int64_t> cancelled;
+        std::vector<std::pair<Job, std::promise<void>>> work;
+        {
+            std::unique_lock lock(mutex);
+            wake.wait(lock, [&] {
+                return stop.load() || !pending.empty() || !cancels.empty() || !jobs.empty() ||
+                       layouts.has_work() || served.has_unfinished();
+            });
+            if (stop.load()) {
+                return;
+            }
+            taken.swap(pending);
+            if (taken.size() > 1 && !served.has_unfinished()) {
+                // An idle engine starts the first request alone, an interactive one before the rest: its
+                // first token comes after a step of its own instead of after every other prompt's, and the
+                // rest follow in the next step.
+                const auto first =
+                    std::min_element(taken.begin(), taken.end(), [](const auto& a, const auto& b) {
+                        const bool a_chat = a.second.priority == Priority::Interactive;
+                        const bool b_chat = b.second.priority == Priority::Interactive;
+                        return a_chat != b_chat ? a_chat : a.first->id < b.first->id;
+                    });
+                std::iter_swap(taken.begin(), first);
+                std::move(taken.begin() + 1, taken.end(), std::back_inserter(pending));
+                taken.resize(1);
+            }
+            cancelled.swap(cancels);
+            work.swap(jobs);
+        }
+        for (auto& [fn, done] : work) {
+            try {
+                fn(served);
+                done.set_value();
+            } catch (...) {
+                done.set_exception(std::current_exception());
+            }
+        }
+        if (served.cores.empty()) {
+            return;  // reconfigure could not build the engines: the service failed
+        }
+        if (!stop.load()) {
+            layouts.run_pass();  // one pass of waiting layout pages between two steps
+        }
+        // In the order they were submitted, as far as their preparation allows.
+        std::sort(taken.begin(), taken.end(),
+                  [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
+        for (auto& [state, request] : taken) {
+            EngineCore& core = *served.cores.at(state->engine);
+            try {
+                core.add(std::move(request), state->id);
+                in_core.emplace(state->id, state);
+                if (state->cancel_requested.load()) {
+                    core.cancel(state->id);
+                }
+            } catch (const std::exception& e) {
+                const ErrorKind kind =
+                    core.fatal_error() != ErrorKind::None ? core.fatal_error() : ErrorKind::InvalidRequest;
+                deliver(*state, final_output(state->id, FinishReason::Error, kind, e.what()));
+            }
+        }
+        for (const int64_t id : cancelled) {
+            if (const auto it = in_core.find(id); it != in_core.end()) {
+                served.cores.at(it->second->engine)->cancel(id);
+            }
+        }
+        // Each engine with work takes a step in turn.
+        std::vector<RequestOutput> outputs;
+        try {
+            for (const std::unique_ptr<EngineCore>& core : served.cores) {
+                if (core->has_unfinished()) {
+                    std::vector<RequestOutput> out = core->step();
+                    std::move(out.begin(), out.end(), std::back_inserter(outputs));
+                }
+            }
+        } catch (const std::exception& e) {
+            // A failure outside any step's recovery: the engine cannot be trusted to go on.
+            for (auto& [id, state] : in_core) {
+                deliver(*state, final_output(id, FinishReason::Error, ErrorKind::Failed, e.what()));
+            }
+            in_core.clear();
+            const std::lock_guard lock(mutex);
+            status.state = ServiceState::Failed;
+            status.error_kind = ErrorKind::Failed;
+            status.error = e.what();
+            status.can_continue = false;
+            accepting = false;
+            changed.notify_all();
+            return;
+        }
+        // The snapshot first, so that a client seeing an output sees the statistics of its step.
+        int64_t n_new = 0;
+        for (const RequestOutput& out : outputs) {
+            n_new += static_cast<int64_t>(out.tokens.size());
+        }
+        if (device.free_memory &&
+            std::chrono::steady_clock::now() - last_probe > std::chrono::milliseconds(500)) {
+            free_bytes = device.free_memory();
+            last_probe = std::chrono::steady_clock::now();
+        }
+        publish(served, free_bytes, n_new);
+        for (const RequestOutput& out : outputs) {
+            const auto it = in_core.find(out.id);
+            if (it == in_core.end()) {
+                continue;
+            }
+            const std::shared_ptr<RequestState> state = it->second;
+            if (out.finish) {
+                in_core.erase(it);
+            }
+            deliver(*state, out);
+        }
+        for (const std::unique_ptr<EngineCore>& core : served.cores) {
+            if (core->fatal_error() == ErrorKind::None) {
+                continue;
+            }
+            const std::lock_guard lock(mutex);
+            if (status.state != ServiceState::Failed) {
+                status.state = ServiceState::Failed;
+                status.error_kind = core->fatal_error();
+                status.error = std::string("the engine stopped after a failure: ") +
+                               error_kind_name(core->fatal_error());
+                status.can_continue = false;
+                accepting = false;
+                changed.notify_all();
+            }
+        }
+    }
+}
+
+void ServiceImpl::publish(const Served& served, int64_t free_bytes, int64_t n_new_tokens) {
+    const int64_t used_bytes = served.backend.memory_stats().in_use;
+    std::vector<EngineStats> engines;
+    for (const std::unique_ptr<EngineCore>& core : served.cores) {
+        engines.push_back(core->stats());
+    }
+    const std::lock_guard lock(mutex);
+    rate.add(std::chrono::steady_clock::now(), n_new_tokens);
+    stats.n_kv_blocks = stats.n_kv_blocks_free = stats.n_kv_blocks_used = 0;
+    stats.n_running = {};
+    stats.n_waiting = {};
+    stats.engines.clear();
+    int64_t n_lookup = 0, n_hit = 0;
+    for (size_t i = 0; i < served.cores.size(); ++i) {
+        const EngineStats& engine = engines[i];
+        const Scheduler& scheduler = served.cores[i]->scheduler();
+        ModelEngineStats& e = stats.engines.emplace_back();
+        e.model = i < engine_models.size() ? engine_models[i] : std::string();
+        e.n_kv_blocks = engine.n_kv_blocks;
+        e.n_kv_blocks_used = engine.n_kv_blocks - engine.n_free_blocks;
+        e.memory_plan = served.cores[i]->memory_plan();
+        stats.n_kv_blocks += engine.n_kv_blocks;
+        stats.n_kv_blocks_free += engine.n_free_blocks;
+        stats.n_kv_blocks_used += e.n_kv_blocks_used;
+        for (const Priority p : {Priority::Interactive, Priority::Batch}) {
+            const auto k = static_cast<size_t>(p);
+            stats.n_running[k] += scheduler.n_running(p);
+            stats.n_waiting[k] += scheduler.n_waiting(p);
+            e.n_running += scheduler.n_running(p);
+            e.n_waiting += scheduler.n_waiting(p);
+        }
+        n_lookup += engine.n_prefix_lookup_blocks;
+        n_hit += engine.n_prefix_hit_blocks;
+    }
+    stats.vram_used_bytes = used_bytes;
+    stats.vram_free_bytes = free_bytes;
+    stats.prefix_cache_hit_rate =
+        n_lookup > 0 ? static_cast<double>(n_hit) / static_cast<double>(n_lookup) : 0.0;
+    if (!served.cores.empty()) {
+        stats.memory_plan = served.cores.front()->memory_plan();
+        stats.engine = engines.front();
+    }
+}
+
+void ServiceImpl::end_live() {
+    std::vector<std::shared_ptr<RequestState>> left;
+    {
+        const std::lock_guard lock(mutex);
+        for (const auto& entry : live) {
+            left.push_back(entry.second);
+        }
+        pending.clear();
+        order.clear();
+        cancels.clear();
+        for (auto& job : jobs) {
+            job.second.set_exception(
+                std::make_exception_ptr(Error("engine service: stopped before the work ran")));
+        }
+        jobs.clear();
+        layouts.stop();
+    }
+    for (const std::shared_ptr<RequestState>& state : left) {
+        deliver(*state, stopped_output(state->id));
+    }
+}
+
+void ServiceImpl::shutdown() {
+    {
+        const std::lock_guard lock(mutex);
+        accepting = false;
+        stop = true;
+    }
+    wake.notify_all();
+    if (engine_thread.joinable()) {
+        engine_thread.join();
+    }
+    prepare->wait_idle();
+    end_live();
+    const std::lock_guard lock(mutex);
+    status = ServiceStatus{};
+    builders.clear();
+    limits.clear();
+    engine_models.clear();
+    descriptions.clear();
+    stats = ServiceStats{};
+    stop = false;
+    changed.notify_all();
+}
+
+void ServiceImpl::cancel_locked(RequestState& state) {
+    state.cancel_requested = true;
+    cancels.push_back(state.id);
+}
+
+}  // namespace folio::detail

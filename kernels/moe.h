@@ -43,4 +43,26 @@ void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_
 void add_expert_outputs_f32(float* x, const float* src, const float* weights, int64_t n, int64_t k, int64_t d,
                             cudaStream_t stream);
 
+// Two pools' routings as one: row i takes b's experts, numbered from b_first, and weights where use_b[i] is
+// non-zero, a's otherwise.  a_*, b_* [n, k], use_b [n]  ->  experts, weights [n, k]
+void merge_expert_routings_f32(const int32_t* a_experts, const float* a_weights, const int32_t* b_experts,
+                               const float* b_weights, const int32_t* use_b, int32_t b_first,
+                               int32_t* experts, float* weights, int64_t n, int64_t k, cudaStream_t stream);
+
+// The (token, choice) pairs of a routing grouped by expert: slots [offsets[e], offsets[e + 1]) hold expert
+// e's pairs, rows[s] is the token of slot s and slots[p] the slot of pair p. Within an expert the pairs come
+// in no set order. Every expert is in [0, n_experts); cursor is scratch.
+// experts [n_pairs], k choices a token  ->  offsets [n_experts + 1], rows [n_pairs], slots [n_pairs]; cursor
+// [n_experts]
+void order_by_expert_i32(const int32_t* experts, int64_t n_pairs, int64_t k, int n_experts, int32_t* offsets,
+                         int32_t* rows, int32_t* slots, int32_t* cursor, cudaStream_t stream);
+
+// Products of rows grouped by expert on the tensor cores: for each expert j of w (global number first + j),
+// rows [offsets[first + j], offsets[first + j + 1]) of y are those rows of x times expert j's rows of w,
+// then a SwiGLU of each block's halves where swiglu is set (y then has n_rows / 2 columns). Inputs and
+// weights are rounded to bfloat16 (WINT8/WINT4 dequantized first), the sums kept in float32. Other rows of y
+// are not written. x [m, n_in], offsets [first + w.n_experts + 1]  ->  y [m, n_rows or n_rows / 2]
+void grouped_expert_linear_f32(const float* x, const ExpertWeights& w, const int32_t* offsets, int first,
+                               float* y, int64_t m, bool swiglu, cudaStream_t stream);
+
 }  // namespace folio::kernels

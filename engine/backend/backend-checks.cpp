@@ -245,6 +245,43 @@ void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& 
     }
 }
 
+void check_merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
+                                 int b_first) {
+    const bool routing_ok = a.experts.dtype == ScalarType::I32 && b.experts.dtype == ScalarType::I32 &&
+                            a.weights.dtype == ScalarType::F32 && b.weights.dtype == ScalarType::F32 &&
+                            a.experts.shape.size() == 2 && a.experts.shape == a.weights.shape &&
+                            b.experts.shape == a.experts.shape && b.weights.shape == a.experts.shape;
+    if (!routing_ok || use_b.dtype != ScalarType::I32 || use_b.n_elements() != a.experts.shape[0] ||
+        b_first < 0) {
+        fail("merge_expert_routings: experts ", shape_string(a.experts.shape), " and ",
+             shape_string(b.experts.shape), ", weights ", shape_string(a.weights.shape), " and ",
+             shape_string(b.weights.shape), ", use_b ", shape_string(use_b.shape), ", b_first ", b_first);
+    }
+}
+
+void check_order_by_expert(const Tensor& experts, int n_experts) {
+    if (experts.dtype != ScalarType::I32 || experts.shape.size() != 2 || experts.shape[1] <= 0 ||
+        n_experts <= 0 || experts.n_elements() > INT32_MAX) {
+        fail("order_by_expert: experts ", shape_string(experts.shape), " over ", n_experts, " experts");
+    }
+}
+
+void check_grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                                 int64_t n_rows, Activation act, const Tensor& y) {
+    check_weight(w, "grouped_expert_linear");
+    const int64_t n_w = n_rows > 0 ? w.n_out / n_rows : 0;
+    const int64_t n_y = act == Activation::Swiglu ? n_rows / 2 : n_rows;
+    if (x.dtype != ScalarType::F32 || x.shape.size() != 2 || x.row_size() != w.n_in || n_rows <= 0 ||
+        w.n_out % n_rows != 0 || (act != Activation::None && act != Activation::Swiglu) ||
+        (act == Activation::Swiglu && n_rows % 2) || offsets.dtype != ScalarType::I32 ||
+        offsets.shape.size() != 1 || first < 0 || first + n_w + 1 > offsets.n_elements() ||
+        y.dtype != ScalarType::F32 || y.shape.size() != 2 || y.shape[0] != x.shape[0] || y.shape[1] != n_y) {
+        fail("grouped_expert_linear: x ", shape_string(x.shape), ", ", weight_string(w), " in blocks of ",
+             n_rows, " rows from expert ", first, ", offsets ", shape_string(offsets.shape), ", y ",
+             shape_string(y.shape), ", ", activation_name(act));
+    }
+}
+
 int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                                 std::span<const float> weights) {
     const auto n_taps = static_cast<int64_t>(rows.size());

@@ -52,6 +52,11 @@ void check_route_experts(const Tensor& logits, const Tensor& score_bias, int k, 
 std::vector<int64_t> check_expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts,
                                               int64_t n_rows, int64_t x_step, Activation act);
 void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& weights);
+void check_merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
+                                 int b_first);
+void check_order_by_expert(const Tensor& experts, int n_experts);
+void check_grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                                 int64_t n_rows, Activation act, const Tensor& y);
 
 int64_t check_add_weighted_rows(const Tensor& x, const Tensor& src, std::span<const int64_t> rows,
                                 std::span<const float> weights);

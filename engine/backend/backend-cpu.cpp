@@ -607,6 +607,68 @@ public:
         }
     }
 
+    ExpertRouting merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
+                                        int b_first) override {
+        check_merge_expert_routings(a, b, use_b, b_first);
+        const int64_t n = a.experts.shape[0], k = a.experts.shape[1];
+        std::vector<int32_t> experts(static_cast<size_t>(n * k));
+        std::vector<float> weights(experts.size());
+        for (int64_t i = 0; i < n * k; ++i) {
+            const bool from_b = use_b.i32()[i / k] != 0;
+            experts[static_cast<size_t>(i)] = from_b ? b.experts.i32()[i] + b_first : a.experts.i32()[i];
+            weights[static_cast<size_t>(i)] = from_b ? b.weights.f32()[i] : a.weights.f32()[i];
+        }
+        return {upload_i32(experts, {n, k}), upload(weights, {n, k})};
+    }
+
+    // A counting sort, stable: within an expert the pairs keep their order.
+    ExpertOrder order_by_expert(const Tensor& experts, int n_experts) override {
+        check_order_by_expert(experts, n_experts);
+        const int64_t n_pairs = experts.n_elements(), k = experts.shape[1];
+        std::vector<int32_t> offsets(static_cast<size_t>(n_experts) + 1, 0);
+        for (int64_t p = 0; p < n_pairs; ++p) {
+            const int32_t e = experts.i32()[p];
+            if (e < 0 || e >= n_experts) {
+                fail("order_by_expert: expert ", e, " of pair ", p, " outside ", n_experts, " experts");
+            }
+            ++offsets[static_cast<size_t>(e) + 1];
+        }
+        for (size_t e = 0; e + 1 < offsets.size(); ++e) {
+            offsets[e + 1] += offsets[e];
+        }
+        std::vector<int32_t> cursor(offsets.begin(), offsets.end() - 1);
+        std::vector<int32_t> rows(static_cast<size_t>(n_pairs)), slots(rows.size());
+        for (int64_t p = 0; p < n_pairs; ++p) {
+            const int32_t s = cursor[static_cast<size_t>(experts.i32()[p])]++;
+            rows[static_cast<size_t>(s)] = static_cast<int32_t>(p / k);
+            slots[static_cast<size_t>(p)] = s;
+        }
+        return {upload_i32(offsets, {n_experts + 1}), upload_i32(rows, {n_pairs}),
+                upload_i32(slots, {n_pairs})};
+    }
+
+    void grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                               int64_t n_rows, Activation act, Tensor& y) override {
+        check_grouped_expert_linear(x, w, offsets, first, n_rows, act, y);
+        const int64_t n_w = w.n_out / n_rows, d = x.row_size(), n_y = y.row_size();
+        LinearSpec spec;
+        spec.activation = act;
+        for (int64_t j = 0; j < n_w; ++j) {
+            const int32_t begin = offsets.i32()[first + j], end = offsets.i32()[first + j + 1];
+            if (begin < 0 || end < begin || end > x.rows()) {
+                fail("grouped_expert_linear: expert ", first + j, "'s rows [", begin, ", ", end, ") outside ",
+                     x.rows(), " rows");
+            }
+            if (begin == end) {
+                continue;
+            }
+            const Tensor rows = x.view(begin * d, {end - begin, d});
+            const Tensor out = linear(rows, weight_rows(w, j * n_rows, n_rows), spec);  // [end - begin, n_y]
+            std::memcpy(y.f32() + begin * n_y, out.f32(),
+                        static_cast<size_t>((end - begin) * n_y) * sizeof(float));
+        }
+    }
+
     void scatter_rows(Tensor& dst, std::span<const int64_t> rows, const Tensor& src) override {
         check_scatter_rows(dst, rows, src);
         const int64_t d = dst.row_size();

@@ -67,6 +67,14 @@ struct ExpertRouting {
     Tensor weights;  // [n, k]
 };
 
+// A routing's (token, choice) pairs grouped by expert, on the backend: the slots [offsets[e], offsets[e + 1])
+// hold expert e's pairs (in no set order within an expert).
+struct ExpertOrder {
+    Tensor offsets;  // [n_experts + 1] int32
+    Tensor rows;     // [n k] int32: the token of each slot
+    Tensor slots;    // [n k] int32: the slot of each pair, pair i k + j being token i's choice j
+};
+
 // Rotary embedding in rotate-half form (pair i of a head is its values i and i + head_dim / 2) from int32
 // positions of n_axes axes a token: frequency i turns with the token's position on axis pair_axis[i] (a
 // text model's one axis; a multimodal RoPE's temporal, height and width axes, in contiguous sections or
@@ -328,6 +336,23 @@ public:
     // x[i] += Σ_j weights[i, j] · src[i · k + j], k the columns of weights, the sum taken over j in order.
     // x [n, d], src [n · k, d], weights [n, k]
     virtual void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) = 0;
+    // Two pools' routings as one (a model whose text and vision tokens have experts of their own): row i
+    // takes b's experts, numbered from b_first, and b's weights where use_b[i] is non-zero, a's otherwise.
+    // a and b: experts and weights [n, k], use_b [n] int32  ->  experts [n, k] int32, weights [n, k]
+    virtual ExpertRouting merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b,
+                                                const Tensor& use_b, int b_first) = 0;
+    // The pairs of a routing grouped by expert, for the grouped products of a prompt step. Every expert is
+    // in [0, n_experts) (route_experts' and merge_expert_routings' are).  experts [n, k] int32
+    virtual ExpertOrder order_by_expert(const Tensor& experts, int n_experts) = 0;
+    // Products of rows grouped by expert: for each expert j of w (the experts' n_rows rows one after
+    // another), the rows [offsets[first + j], offsets[first + j + 1]) of y are those rows of x times j's
+    // rows, then act (None, or Swiglu of each block's halves); y's other rows are left as they are. Backends
+    // may round x and packed weights to bfloat16, as a linear layer of more than a few rows does; float32
+    // weights keep the product in float32.
+    // x [m, n_in], w [n_w · n_rows, n_in], offsets [first + n_w + 1 or more] int32  ->  y [m, n_rows]
+    // (Swiglu: n_rows / 2)
+    virtual void grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                                       int64_t n_rows, Activation act, Tensor& y) = 0;
 
     // Recording: between begin_recording() and end_recording() the backend records the work it is given
     // instead of running it; tensors made meanwhile live in memory kept for recorded work. Nothing may be

@@ -12,6 +12,7 @@
 
 #include "app/images/image-loader.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/expert-routing.h"
 #include "engine/common/error.h"
 #include "engine/common/mapped-file.h"
 #include "engine/files/safetensors.h"

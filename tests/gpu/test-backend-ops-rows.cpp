@@ -311,6 +311,145 @@ TEST_F(BackendOpsTest, MixtureOfExperts) {
         << "x_step 2";
 }
 
+// A prompt step's experts: two pools' routings merged, the pairs grouped by expert, and the grouped
+// products of each pool's experts over its rows, in every weight format, against the CPU backend; then the
+// whole path (ordered, grouped, put back and summed) against the products with each row's expert.
+TEST_F(BackendOpsTest, GroupedExperts) {
+    std::mt19937 rng(seed_++);
+    const int64_t n = 29, k = 3, n_a = 6;
+    std::vector<int32_t> a_experts(static_cast<size_t>(n * k)), b_experts(a_experts.size()), use_b(n);
+    for (size_t i = 0; i < a_experts.size(); ++i) {
+        a_experts[i] = static_cast<int32_t>(rng() % n_a);
+        b_experts[i] = static_cast<int32_t>(rng() % 4);
+    }
+    for (int32_t& v : use_b) {
+        v = static_cast<int32_t>(rng() % 3 == 0);
+    }
+    const Pair ae = upload_i32(a_experts, {n, k}), be = upload_i32(b_experts, {n, k}),
+               pick = upload_i32(use_b, {n});
+    const Pair aw = random({n, k}), bw = random({n, k});
+    const ExpertRouting merged_cpu =
+        cpu_->merge_expert_routings({ae.cpu, aw.cpu}, {be.cpu, bw.cpu}, pick.cpu, 6);
+    const ExpertRouting merged_gpu =
+        gpu_->merge_expert_routings({ae.gpu, aw.gpu}, {be.gpu, bw.gpu}, pick.gpu, 6);
+    EXPECT_EQ(gpu_->download_i32(merged_gpu.experts), cpu_->download_i32(merged_cpu.experts));
+    EXPECT_EQ(gpu_->download(merged_gpu.weights), cpu_->download(merged_cpu.weights));
+    const std::vector<int32_t> merged = cpu_->download_i32(merged_cpu.experts);
+    for (size_t i = 0; i < merged.size(); ++i) {
+        EXPECT_EQ(merged[i], use_b[i / k] != 0 ? b_experts[i] + 6 : a_experts[i]) << "pair " << i;
+    }
+
+    // The order: the same offsets; each slot holds a pair of its expert, and slots[p] points back at p's
+    // token.
+    const int n_experts = 10;
+    const ExpertOrder oc = cpu_->order_by_expert(merged_cpu.experts, n_experts);
+    const ExpertOrder og = gpu_->order_by_expert(merged_gpu.experts, n_experts);
+    const std::vector<int32_t> offsets = gpu_->download_i32(og.offsets);
+    EXPECT_EQ(offsets, cpu_->download_i32(oc.offsets));
+    const std::vector<int32_t> rows = gpu_->download_i32(og.rows), slots = gpu_->download_i32(og.slots);
+    ASSERT_EQ(rows.size(), merged.size());
+    std::vector<int> seen(merged.size(), 0);
+    for (size_t p = 0; p < merged.size(); ++p) {
+        const int32_t s = slots[p];
+        ASSERT_GE(s, 0);
+        ASSERT_LT(static_cast<size_t>(s), merged.size());
+        ++seen[static_cast<size_t>(s)];
+        EXPECT_EQ(rows[static_cast<size_t>(s)], static_cast<int32_t>(p / k)) << "pair " << p;
+        EXPECT_GE(s, offsets[static_cast<size_t>(merged[p])]) << "pair " << p;
+        EXPECT_LT(s, offsets[static_cast<size_t>(merged[p]) + 1]) << "pair " << p;
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<std::ptrdiff_t>(seen.size()))
+        << "a slot each";
+    EXPECT_THROW(cpu_->order_by_expert(merged_cpu.experts, 9), Error) << "expert 9 of 9";
+
+    // The grouped products: pool a (experts [0, 6)) with one weight, pool b ([6, 10)) with another, each
+    // writing only its rows of the shared output. Sizes across the tiles: experts with more rows than a tile,
+    // an expert with none, outputs and inputs that are not multiples of a tile.
+    const std::vector<LinearCase> formats = {{Quantization::None, 72, 40, 0},
+                                             {Quantization::Bf16, 136, 40, 0},
+                                             {Quantization::Wint8, 96, 72, 0},
+                                             {Quantization::Wint4, 128, 40, 64},
+                                             {Quantization::Wint4, 2560, 24, 128}};
+    for (const LinearCase& f : formats) {
+        // 300 tokens: several row tiles an expert.
+        for (const int64_t m_tokens : {int64_t{29}, int64_t{300}}) {
+            std::vector<int32_t> chosen(static_cast<size_t>(m_tokens * k));
+            for (int32_t& e : chosen) {
+                e = static_cast<int32_t>(rng() % n_experts);
+                e = e == 3 ? 4 : e;  // expert 3 gets no rows
+            }
+            const Pair experts = upload_i32(chosen, {m_tokens, k});
+            const ExpertOrder order_cpu = cpu_->order_by_expert(experts.cpu, n_experts);
+            const ExpertOrder order_gpu = gpu_->order_by_expert(experts.gpu, n_experts);
+            const Pair x = random({m_tokens, f.in});
+            const Tensor sorted_cpu = cpu_->gather_rows(x.cpu, order_cpu.rows);
+            const Tensor sorted_gpu = gpu_->gather_rows(x.gpu, order_gpu.rows);
+            const int64_t n_rows = 2 * f.out, m = m_tokens * k;
+            Weight w_cpu[2], w_gpu[2];
+            const int64_t pool_experts[2] = {6, 4};
+            for (int pool = 0; pool < 2; ++pool) {
+                const int64_t total = pool_experts[pool] * n_rows;
+                const std::vector<float> values = random_values(total * f.in, seed_++);
+                if (f.type == Quantization::None) {
+                    w_cpu[pool] = dense_weight(cpu_->upload(values, {total, f.in}));
+                    w_gpu[pool] = dense_weight(gpu_->upload(values, {total, f.in}));
+                } else {
+                    const auto q = quantize(values, total, f.in, f.type, f.group_size);
+                    w_cpu[pool] = cpu_->upload(q);
+                    w_gpu[pool] = gpu_->upload(q);
+                }
+            }
+            const std::string where = label(quantization_name(f.type), " ", dims({m, f.in, n_rows}));
+            for (const Activation act : {Activation::Swiglu, Activation::None}) {
+                const int64_t n_y = act == Activation::Swiglu ? f.out : n_rows;
+                Tensor y_cpu = cpu_->alloc({m, n_y}), y_gpu = gpu_->alloc({m, n_y});
+                for (int pool = 0; pool < 2; ++pool) {
+                    const int first = pool == 0 ? 0 : 6;
+                    cpu_->grouped_expert_linear(sorted_cpu, w_cpu[pool], order_cpu.offsets, first, n_rows,
+                                                act, y_cpu);
+                    gpu_->grouped_expert_linear(sorted_gpu, w_gpu[pool], order_gpu.offsets, first, n_rows,
+                                                act, y_gpu);
+                }
+                // Rows in the CPU's order: the GPU's order within an expert may differ, so compare by pair.
+                const Tensor by_pair_cpu = cpu_->gather_rows(y_cpu, order_cpu.slots);
+                const Tensor by_pair_gpu = gpu_->gather_rows(y_gpu, order_gpu.slots);
+                expect_close("grouped_expert_linear", by_pair_gpu, by_pair_cpu, kBf16TensorCoreBound,
+                             where + (act == Activation::Swiglu ? " swiglu" : ""));
+            }
+        }
+    }
+
+    // The whole prompt path of one pool against the products with each row's expert.
+    const int64_t in = 64, n_rows = 48, n_pool = 8;
+    const std::vector<float> values = random_values(n_pool * n_rows * in, seed_++);
+    const Weight w = gpu_->upload(quantize(values, n_pool * n_rows, in, Quantization::Bf16, 0));
+    std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+    for (int32_t& e : chosen) {
+        e = static_cast<int32_t>(rng() % n_pool);
+    }
+    const Pair experts = upload_i32(chosen, {n, k});
+    const Pair x = random({n, in}), mix = random({n, k});
+    const ExpertOrder order = gpu_->order_by_expert(experts.gpu, static_cast<int>(n_pool));
+    Tensor grouped = gpu_->alloc({n * k, n_rows});
+    gpu_->grouped_expert_linear(gpu_->gather_rows(x.gpu, order.rows), w, order.offsets, 0, n_rows,
+                                Activation::None, grouped);
+    Pair sums = random({n, n_rows});
+    gpu_->add_expert_outputs(sums.gpu, gpu_->gather_rows(grouped, order.slots), mix.gpu);
+    const Tensor each = gpu_->expert_rows_linear(x.gpu, w, experts.gpu, n_rows, k, Activation::None);
+    cpu_->add_expert_outputs(sums.cpu, cpu_->upload(gpu_->download(each), each.shape), mix.cpu);
+    expect_close("grouped experts, put back", sums.gpu, sums.cpu, kBf16TensorCoreBound,
+                 dims({n, k, in, n_rows}));
+
+    Tensor y_bad = gpu_->alloc({n * k, n_rows});
+    EXPECT_THROW(gpu_->grouped_expert_linear(x.gpu, w, order.offsets, 0, n_rows, Activation::None, y_bad),
+                 Error)
+        << "x of n rows, y of n k";
+    EXPECT_THROW(gpu_->grouped_expert_linear(gpu_->gather_rows(x.gpu, order.rows), w, order.offsets, 3,
+                                             n_rows, Activation::None, y_bad),
+                 Error)
+        << "experts 3 to 11 of 8 offsets";
+}
+
 TEST_F(BackendOpsTest, Swiglu) {
     for (const auto& [n, d] :
          std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 7}, {5, 1024}, {130, 33}}) {

@@ -25,6 +25,7 @@
 #include "kernels/attention.h"
 #include "kernels/cuda-check.h"
 #include "kernels/gemm-lt.h"
+#include "kernels/moe.h"
 #include "kernels/quantized-linear.h"
 #include "kernels/rotary.h"
 
@@ -135,6 +136,11 @@ public:
     Tensor expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts, int64_t n_rows,
                               int64_t x_step, Activation act) override;
     void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) override;
+    ExpertRouting merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
+                                        int b_first) override;
+    ExpertOrder order_by_expert(const Tensor& experts, int n_experts) override;
+    void grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                               int64_t n_rows, Activation act, Tensor& y) override;
 
     // The vision operations (cuda-vision.cpp).
     Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dParams& p) override;
@@ -229,6 +235,8 @@ private:
 
     // The device address of a quantized weight's values, after checking that this backend holds them.
     static const void* device_weights(const Weight& w, const char* op);
+    // The expert kernels' view of w, its experts' n_rows rows one after another.
+    static kernels::ExpertWeights expert_weights(const Weight& w, int64_t n_rows, const char* op);
 
     // Scratch of at least n_bytes (whole floats), or an empty tensor for none.
     Tensor alloc_bytes(int64_t n_bytes, const char* op);

@@ -5,6 +5,32 @@
 
 namespace folio::cuda {
 
+namespace {
+
+kernels::QuantizedFormat packed_format(Quantization type) {
+    return type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
+           : type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
+                                         : kernels::QuantizedFormat::Wint4;
+}
+
+}  // namespace
+
+kernels::ExpertWeights CudaBackend::expert_weights(const Weight& w, int64_t n_rows, const char* op) {
+    kernels::ExpertWeights ew;
+    ew.n_in = w.n_in;
+    ew.group_size = w.group_size;
+    ew.n_rows = n_rows;
+    ew.n_experts = w.n_out / n_rows;
+    if (w.type == Quantization::None) {
+        ew.dense = device_f32(w.dense, op);
+    } else {
+        ew.format = packed_format(w.type);
+        ew.q = static_cast<const int8_t*>(device_weights(w, op));
+        ew.scales = w.scales.n_elements() > 0 ? device_f32(w.scales, op) : nullptr;
+    }
+    return ew;
+}
+
 ExpertRouting CudaBackend::route_experts(const Tensor& logits, const Tensor& score_bias, int k,
                                          float norm_min) {
     const char* op = "route_experts";
@@ -22,22 +48,8 @@ Tensor CudaBackend::expert_rows_linear(const Tensor& x, const Weight& w, const T
     const char* op = "expert_rows_linear";
     const std::vector<int64_t> shape = check_expert_rows_linear(x, w, experts, n_rows, x_step, act);
     Tensor y = alloc_uninitialized(shape, op);  // [m, n_rows or n_rows / 2]
-    kernels::ExpertWeights ew;
-    ew.n_in = w.n_in;
-    ew.group_size = w.group_size;
-    ew.n_rows = n_rows;
-    ew.n_experts = w.n_out / n_rows;
-    if (w.type == Quantization::None) {
-        ew.dense = device_f32(w.dense, op);
-    } else {
-        ew.format = w.type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
-                    : w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
-                                                    : kernels::QuantizedFormat::Wint4;
-        ew.q = static_cast<const int8_t*>(device_weights(w, op));
-        ew.scales = w.scales.n_elements() > 0 ? device_f32(w.scales, op) : nullptr;
-    }
-    kernels::expert_rows_linear_f32(device_f32(x, op), ew, device_i32(experts, op), y.f32(), shape[0], x_step,
-                                    act == Activation::Swiglu, stream());
+    kernels::expert_rows_linear_f32(device_f32(x, op), expert_weights(w, n_rows, op), device_i32(experts, op),
+                                    y.f32(), shape[0], x_step, act == Activation::Swiglu, stream());
     return y;
 }
 
@@ -46,6 +58,66 @@ void CudaBackend::add_expert_outputs(Tensor& x, const Tensor& src, const Tensor&
     check_add_expert_outputs(x, src, weights);
     kernels::add_expert_outputs_f32(device_f32(x, op), device_f32(src, op), device_f32(weights, op), x.rows(),
                                     weights.shape[1], x.row_size(), stream());
+}
+
+ExpertRouting CudaBackend::merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b,
+                                                 const Tensor& use_b, int b_first) {
+    const char* op = "merge_expert_routings";
+    check_merge_expert_routings(a, b, use_b, b_first);
+    const int64_t n = a.experts.shape[0], k = a.experts.shape[1];
+    ExpertRouting out{alloc_uninitialized({n, k}, op, ScalarType::I32), alloc_uninitialized({n, k}, op)};
+    kernels::merge_expert_routings_f32(device_i32(a.experts, op), device_f32(a.weights, op),
+                                       device_i32(b.experts, op), device_f32(b.weights, op),
+                                       device_i32(use_b, op), b_first, out.experts.i32(), out.weights.f32(),
+                                       n, k, stream());
+    return out;
+}
+
+ExpertOrder CudaBackend::order_by_expert(const Tensor& experts, int n_experts) {
+    const char* op = "order_by_expert";
+    check_order_by_expert(experts, n_experts);
+    const int64_t n_pairs = experts.n_elements();
+    ExpertOrder out{alloc_uninitialized({n_experts + 1}, op, ScalarType::I32),
+                    alloc_uninitialized({n_pairs}, op, ScalarType::I32),
+                    alloc_uninitialized({n_pairs}, op, ScalarType::I32)};
+    Tensor cursor = alloc_uninitialized({n_experts}, op, ScalarType::I32);
+    kernels::order_by_expert_i32(device_i32(experts, op), n_pairs, experts.shape[1], n_experts,
+                                 out.offsets.i32(), out.rows.i32(), out.slots.i32(), cursor.i32(), stream());
+    return out;
+}
+
+void CudaBackend::grouped_expert_linear(const Tensor& x, const Weight& w, const Tensor& offsets, int first,
+                                        int64_t n_rows, Activation act, Tensor& y) {
+    const char* op = "grouped_expert_linear";
+    check_grouped_expert_linear(x, w, offsets, first, n_rows, act, y);
+    if (w.type == Quantization::None) {
+        // Float32 weights stay float32, as every product with them does: each expert's rows through the
+        // linear layer, at the cost of reading the offsets back.
+        const std::vector<int32_t> at = download_i32(offsets);
+        const int64_t n_w = w.n_out / n_rows, d = x.row_size(), n_y = y.row_size();
+        LinearSpec spec;
+        spec.activation = act;
+        for (int64_t j = 0; j < n_w; ++j) {
+            const int64_t begin = at[static_cast<size_t>(first + j)],
+                          end = at[static_cast<size_t>(first + j + 1)];
+            if (begin < 0 || end < begin || end > x.rows()) {
+                fail(op, ": expert ", first + j, "'s rows [", begin, ", ", end, ") outside ", x.rows(),
+                     " rows");
+            }
+            if (begin < end) {
+                const Tensor out =
+                    linear(x.view(begin * d, {end - begin, d}), weight_rows(w, j * n_rows, n_rows),
+                           spec);  // [end - begin, n_y]
+                CUDA_CHECK(cudaMemcpyAsync(device_f32(y, op) + begin * n_y, device_f32(out, op),
+                                           static_cast<size_t>((end - begin) * n_y) * sizeof(float),
+                                           cudaMemcpyDeviceToDevice, stream()));
+            }
+        }
+        return;
+    }
+    kernels::grouped_expert_linear_f32(device_f32(x, op), expert_weights(w, n_rows, op),
+                                       device_i32(offsets, op), first, device_f32(y, op), x.rows(),
+                                       act == Activation::Swiglu, stream());
 }
 
 }  // namespace folio::cuda

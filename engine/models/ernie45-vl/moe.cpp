@@ -1,7 +1,7 @@
 #include "engine/models/ernie45-vl/moe.h"
 
 #include <algorithm>
-#include <numeric>
+#include <vector>
 
 #include "engine/common/error.h"
 
@@ -23,8 +23,9 @@ MoeBlock::MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie
     for (int pool = 0; pool < 2; ++pool) {
         Pool& P = pools_[pool];
         P.router = weights.load(prefix + (pool == 0 ? "gate.weight" : "gate.weight_1"), {n_experts, d});
-        P.host_bias.assign(biases.begin() + pool * n_experts, biases.begin() + (pool + 1) * n_experts);
-        P.score_bias = backend_.upload(P.host_bias, {n_experts});
+        P.score_bias = backend_.upload(
+            std::span(biases).subspan(static_cast<size_t>(pool * n_experts), static_cast<size_t>(n_experts)),
+            {n_experts});
         P.d_ff = config.moe_intermediate_size[static_cast<size_t>(pool)];
         std::vector<std::string> gate_up, down;
         for (int64_t e = 0; e < n_experts; ++e) {
@@ -74,66 +75,47 @@ void MoeBlock::add_decode(Tensor& x, const Tensor& xn) const {
 }
 
 void MoeBlock::add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const {
-    const int64_t n = xn.rows(), d = xn.row_size();
-    // Each pool routes its own tokens; the choices are then made global (pool p's expert e is
-    // p * n_experts + e) so that one pass runs every chosen expert over its tokens.
-    std::vector<int32_t> expert(static_cast<size_t>(n * k_));  // [n, k]: global expert numbers
-    std::vector<float> weight(static_cast<size_t>(n * k_));    // [n, k]
+    const int64_t n = xn.rows();
+    if (n == 0) {
+        return;
+    }
+    const auto n_vision =
+        static_cast<int64_t>(std::count_if(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; }));
+    const bool has_pool[2] = {n_vision<n, n_vision> 0};
+    // Each pool present routes every token by its own router; a token keeps its own pool's choice. With both
+    // pools, pool p's expert e is numbered p · n_experts + e, so that one ordering groups all the pairs.
+    ExpertRouting routed[2];
     for (int pool = 0; pool < 2; ++pool) {
-        std::vector<int64_t> rows;  // the pool's tokens
-        for (int64_t i = 0; i < n; ++i) {
-            if ((!vision.empty() && vision[static_cast<size_t>(i)] != 0) == (pool == 1)) {
-                rows.push_back(i);
-            }
+        if (has_pool[pool]) {
+            const Pool& P = pools_[pool];
+            const Tensor logits = backend_.linear(xn, P.router, nullptr);  // [n, n_experts]
+            routed[pool] = backend_.route_experts(logits, P.score_bias, k_, norm_min_);
         }
-        if (rows.empty()) {
+    }
+    const bool both = has_pool[0] && has_pool[1];
+    ExpertRouting routing = has_pool[0] ? routed[0] : routed[1];  // [n, k]
+    if (both) {
+        const std::vector<int32_t> use_vision(vision.begin(), vision.end());
+        routing = backend_.merge_expert_routings(routed[0], routed[1], backend_.upload_i32(use_vision, {n}),
+                                                 static_cast<int>(n_experts_));
+    }
+    const int n_numbered = static_cast<int>(both ? 2 * n_experts_ : n_experts_);
+    const ExpertOrder order = backend_.order_by_expert(routing.experts, n_numbered);
+    const Tensor sorted_x = backend_.gather_rows(xn, order.rows);  // [n k, d], grouped by expert
+    Tensor out = backend_.alloc({n * k_, d_});                     // [n k, d], grouped by expert
+    for (int pool = 0; pool < 2; ++pool) {
+        if (!has_pool[pool]) {
             continue;
         }
         const Pool& P = pools_[pool];
-        const Tensor pool_x = static_cast<int64_t>(rows.size()) == n ? xn : backend_.gather_rows(xn, rows);
-        const std::vector<float> logits =
-            backend_.download(backend_.linear(pool_x, P.router, nullptr));  // [m, n_experts]
-        const ExpertChoice choice = route_top_k(logits, P.host_bias, k_, norm_min_);
-        for (size_t r = 0; r < rows.size(); ++r) {
-            for (int j = 0; j < k_; ++j) {
-                const size_t at = static_cast<size_t>(rows[r] * k_ + j);
-                expert[at] = static_cast<int32_t>(pool * n_experts_) + choice.experts[r * k_ + j];
-                weight[at] = choice.weights[r * k_ + j];
-            }
-        }
+        const int first = both ? static_cast<int>(pool * n_experts_) : 0;
+        Tensor h = backend_.alloc({n * k_, P.d_ff});  // [n k, d_ff]: the pool's rows written
+        backend_.grouped_expert_linear(sorted_x, P.gate_up.w, order.offsets, first, 2 * P.d_ff,
+                                       Activation::Swiglu, h);
+        backend_.grouped_expert_linear(h, P.down.w, order.offsets, first, d_, Activation::None, out);
     }
-    // The (token, choice) pairs sorted by expert, so that each expert's tokens are consecutive rows.
-    std::vector<int64_t> pairs(static_cast<size_t>(n * k_));
-    std::iota(pairs.begin(), pairs.end(), 0);
-    std::stable_sort(pairs.begin(), pairs.end(), [&](int64_t a, int64_t b) {
-        return expert[static_cast<size_t>(a)] < expert[static_cast<size_t>(b)];
-    });
-    std::vector<int64_t> token_rows(pairs.size()), sorted_row_of_pair(pairs.size());
-    for (size_t s = 0; s < pairs.size(); ++s) {
-        token_rows[s] = pairs[s] / k_;
-        sorted_row_of_pair[static_cast<size_t>(pairs[s])] = static_cast<int64_t>(s);
-    }
-    const Tensor sorted_x = backend_.gather_rows(xn, token_rows);  // [n k, d]
-    LinearSpec gated;
-    gated.activation = Activation::Swiglu;
-    std::vector<Tensor> outputs;
-    for (size_t s = 0; s < pairs.size();) {
-        const int32_t e = expert[static_cast<size_t>(pairs[s])];
-        size_t end = s;
-        while (end < pairs.size() && expert[static_cast<size_t>(pairs[end])] == e) {
-            ++end;
-        }
-        const Pool& P = pools_[e / n_experts_];
-        const int64_t local = e % n_experts_;
-        const Tensor rows = sorted_x.view(static_cast<int64_t>(s) * d, {static_cast<int64_t>(end - s), d});
-        const Weight gate_up = weight_rows(P.gate_up.w, local * 2 * P.d_ff, 2 * P.d_ff);
-        const Weight down = weight_rows(P.down.w, local * d, d);
-        outputs.push_back(backend_.linear(backend_.linear(rows, gate_up, gated), down, LinearSpec{}));
-        s = end;
-    }
-    const Tensor expert_out =
-        outputs.size() == 1 ? outputs.front() : backend_.concat(outputs, 0);  // [n k, d]
-    backend_.add_weighted_rows(x, expert_out, sorted_row_of_pair, weight);
+    // Back in (token, choice) order, each token's outputs summed by its weights.
+    backend_.add_expert_outputs(x, backend_.gather_rows(out, order.slots), routing.weights);  // [n k, d]
 }
 
 }  // namespace folio

@@ -5,10 +5,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/expert-routing.h"
 #include "engine/models/ernie45-vl/config.h"
 #include "engine/models/linear.h"
 
@@ -20,19 +18,18 @@ public:
     // numbered first), each pool's experts stacked in one weight, and the shared experts.
     MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie45VlTextConfig& config);
 
-    // x += shared(xn) + Σ_k weight_k · expert_k(xn). A prompt step routes each token by its pool's router on
-    // the host and runs every chosen expert over its tokens; a decode step (every token text, its inputs on
-    // the backend) routes and runs the experts on the backend, so that it can be recorded.
+    // x += shared(xn) + Σ_k weight_k · expert_k(xn), routed on the backend. A prompt step groups its
+    // (token, choice) pairs by expert and runs each pool's experts in one grouped product; a decode step
+    // (every token text) runs each token's chosen experts' rows directly, so that it can be recorded.
     // x, xn [n, d]; vision [n]: whether a row is routed to the vision pool (empty: all text)
     void add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const;
 
 private:
     struct Pool {
-        Tensor router;                 // [n_experts, d], float32
-        Tensor score_bias;             // [n_experts]
-        std::vector<float> host_bias;  // the same on the host
-        Linear gate_up;                // [n_experts · 2 d_ff, d]: each expert's gate rows, then its up rows
-        Linear down;                   // [n_experts · d, d_ff]
+        Tensor router;      // [n_experts, d], float32
+        Tensor score_bias;  // [n_experts]
+        Linear gate_up;     // [n_experts · 2 d_ff, d]: each expert's gate rows, then its up rows
+        Linear down;        // [n_experts · d, d_ff]
         int64_t d_ff = 0;
     };
 

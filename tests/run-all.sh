@@ -35,7 +35,7 @@ phase "ASan + UBSan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --preset asan -j "$jobs" -L "unit|model|server"
+    ctest --preset asan -j "$jobs"
 
 phase "ThreadSanitizer build and tests (the engine service and the threaded runtime)"
 cmake --preset tsan >/dev/null

@@ -4,7 +4,8 @@
 # e.g. cmake --preset fuzz && cmake --build --preset fuzz --target fuzzers)
 # SECONDS defaults to $FOLIO_FUZZ_SECONDS, else 30 (CI). Before a change to a parser lands, every target runs
 # 10 minutes: FOLIO_FUZZ_SECONDS=600 (README.md).
-# Inputs that crash are kept in BUILD_DIR/fuzz-artifacts/TARGET/.
+# Inputs that crash are kept in BUILD_DIR/fuzz-artifacts/TARGET/. The targets run side by side, one a core
+# (FOLIO_FUZZ_JOBS sets how many at once).
 set -euo pipefail
 
 seconds=${2:-${FOLIO_FUZZ_SECONDS:-30}}
@@ -25,26 +26,56 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-failed=()
+# The targets run FOLIO_FUZZ_JOBS at a time (default: one a core), each on one core.
+jobs=${FOLIO_FUZZ_JOBS:-$(nproc)}
+if [[ ! "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "FOLIO_FUZZ_JOBS must be a positive count, not '$jobs'" >&2
+    exit 2
+fi
+
+# run_target TARGET: fuzzes TARGET, its output in $work/TARGET.log and its exit status in $work/TARGET.status.
+run_target() {
+    local target=$1
+    local corpus="$work/$target"
+    local artifacts="$build_dir/fuzz-artifacts/$target"
+    mkdir -p "$corpus" "$artifacts"
+    cp "$fuzz_dir/corpus/$target/"* "$corpus/"
+    local options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
+                   -artifact_prefix="$artifacts/")
+    if [[ -f "$fuzz_dir/$target.dict" ]]; then
+        options+=(-dict="$fuzz_dir/$target.dict")
+    fi
+    local status=0
+    "$build_dir/tests/fuzz/$target" "${options[@]}" "$corpus" >"$work/$target.log" 2>&1 || status=$?
+    echo "$status" >"$work/$target.status"
+}
+
 for target in "${targets[@]}"; do
     binary="$build_dir/tests/fuzz/$target"
     if [[ ! -x "$binary" ]]; then
         echo "$binary: not built (cmake --build $build_dir --target fuzzers)" >&2
         exit 2
     fi
-    corpus="$work/$target"
-    artifacts="$build_dir/fuzz-artifacts/$target"
-    mkdir -p "$corpus" "$artifacts"
-    cp "$fuzz_dir/corpus/$target/"* "$corpus/"
-    options=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1
-             -artifact_prefix="$artifacts/")
-    if [[ -f "$fuzz_dir/$target.dict" ]]; then
-        options+=(-dict="$fuzz_dir/$target.dict")
+done
+
+echo "== ${#targets[@]} targets, ${seconds}s each, $jobs at a time"
+running=0
+for target in "${targets[@]}"; do
+    if ((running >= jobs)); then
+        wait -n || true
+        running=$((running - 1))
     fi
-    echo "== $target: ${seconds}s"
-    if ! "$binary" "${options[@]}" "$corpus" >"$work/$target.log" 2>&1; then
+    run_target "$target" &
+    running=$((running + 1))
+done
+wait
+
+failed=()
+for target in "${targets[@]}"; do
+    echo "== $target"
+    if [[ "$(cat "$work/$target.status" 2>/dev/null)" != 0 ]]; then
         tail -n 60 "$work/$target.log" >&2
-        echo "$target: FAILED, crashing input in $artifacts" >&2
+        echo "$target: FAILED, crashing input in $build_dir/fuzz-artifacts/$target" >&2
         failed+=("$target")
     else
         grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$work/$target.log" || true

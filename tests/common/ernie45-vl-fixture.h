@@ -55,6 +55,37 @@ inline std::vector<float> raster_patches(const std::vector<float>& windowed,
     return out;
 }
 
+// Logits at every prompt position of model, the images encoded and in place; the cache in blocks of 8 slots
+// in reverse order, so that attention must follow the block table.  ->  [n_prompt, vocab]
+inline Tensor ernie_prompt_logits(Backend& backend, Ernie45Vl& model, const PromptTokens& p,
+                                  const PreprocessedImages& im) {
+    Tensor embeds = model.embed(p.ids);
+    if (!im.grids.empty()) {
+        const std::span<const float> part(im.pixel_values);
+        std::vector<int64_t> rows;
+        for (size_t i = 0; i < p.ids.size(); ++i) {
+            if (is_media(p.modality[i])) {
+                rows.push_back(static_cast<int64_t>(i));
+            }
+        }
+        backend.scatter_rows(embeds, rows, model.encode_images(std::span(&part, 1), im.grids));
+    }
+    const PromptPositions positions = model.prompt_positions(p.modality, im.grids);
+    const auto n = static_cast<int64_t>(p.ids.size());
+    const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
+    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
+    KvBatch batch;
+    batch.seqs.push_back({0, n, n, 0});
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
+    }
+    for (int64_t t = 0; t < n; ++t) {
+        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
+    }
+    const std::vector<int32_t> flat(positions.pos.begin(), positions.pos.end());
+    return model.logits(model.forward_text(std::move(embeds), flat, model.step_modality(p), cache, batch));
+}
+
 // The fixture model on a backend with the reference's tensors and prompts.
 struct ErnieFixture {
     explicit ErnieFixture(std::unique_ptr<Backend> b)
@@ -108,37 +139,9 @@ struct ErnieFixture {
         return out;
     }
 
-    // Logits at every prompt position, the images encoded and in place; the cache in blocks of 8 slots in
-    // reverse order, so that attention must follow the block table.  ->  [n_prompt, vocab]
+    // Logits at every prompt position (ernie_prompt_logits).  ->  [n_prompt, vocab]
     Tensor prompt_logits(const std::string& key) const {
-        const PromptTokens p = prompt(key);
-        const PreprocessedImages im = images(key);
-        Tensor embeds = model->embed(p.ids);
-        if (!im.grids.empty()) {
-            const std::span<const float> part(im.pixel_values);
-            std::vector<int64_t> rows;
-            for (size_t i = 0; i < p.ids.size(); ++i) {
-                if (is_media(p.modality[i])) {
-                    rows.push_back(static_cast<int64_t>(i));
-                }
-            }
-            backend->scatter_rows(embeds, rows, model->encode_images(std::span(&part, 1), im.grids));
-        }
-        const PromptPositions positions = model->prompt_positions(p.modality, im.grids);
-        const auto n = static_cast<int64_t>(p.ids.size());
-        const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-        PagedKvCache cache(*backend, model->kv_cache_params(n_blocks, block_size));
-        KvBatch batch;
-        batch.seqs.push_back({0, n, n, 0});
-        for (int64_t b = 0; b < n_blocks; ++b) {
-            batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
-        }
-        for (int64_t t = 0; t < n; ++t) {
-            batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
-        }
-        const std::vector<int32_t> flat(positions.pos.begin(), positions.pos.end());
-        return model->logits(
-            model->forward_text(std::move(embeds), flat, model->step_modality(p), cache, batch));
+        return ernie_prompt_logits(*backend, *model, prompt(key), images(key));
     }
 
     std::unique_ptr<TensorStore> store;

@@ -3,7 +3,7 @@
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
 #   tests/gpu/run-on-gpu.sh BUNDLE OUT
-#       [tests|full|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
+#       [tests|full|full-ernie|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
 # documents runs the document pipeline end to end on the PDF FOLIO_BENCH_PDF (default BUNDLE/bench.pdf), four
 # times over, with each full-size layout model.
 # timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
@@ -59,6 +59,15 @@ for step in "$@"; do
         echo "full-size reference: exit $?"
         FOLIO_FULL_SIZE_DIR=/tmp/folio-full-size "$bundle/bin/test-full-size" > "$out/test-full-size.log" 2>&1
         echo "test-full-size: exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' "$out/test-full-size.log" | tr '\n' ' ')"
+        ;;
+    full-ernie)
+        timeout 400 python3 tests/gpu/make_full_size_ernie45_vl_reference.py /tmp/folio-full-size-ernie \
+            > "$out/full-size-ernie-reference.json" 2> "$out/full-size-ernie-reference.log"
+        echo "full-size ERNIE-4.5-VL reference: exit $?"
+        FOLIO_FULL_SIZE_ERNIE_DIR=/tmp/folio-full-size-ernie "$bundle/bin/test-full-size" --gtest_filter='*Ernie*' \
+            > "$out/test-full-size-ernie.log" 2>&1
+        echo "test-full-size (ERNIE-4.5-VL): exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' \
+            "$out/test-full-size-ernie.log" | tr '\n' ' ')"
         ;;
     bench)
         "${bench[@]}" --pages 100 > "$out/bench.json" 2> "$out/bench.log"

@@ -5,6 +5,8 @@
 // kMinMargin (bfloat16 logits of random weights can tie exactly), its choice is arbitrary: the tokens are
 // compared up to that step, and the test says how far that was. Skipped where no CUDA device is present or
 // FOLIO_FULL_SIZE_DIR does not name the script's output.
+// The same for the full-width ERNIE-4.5-VL architecture (its decoder cut to the layers the script was given)
+// from tests/gpu/make_full_size_ernie45_vl_reference.py, with FOLIO_FULL_SIZE_ERNIE_DIR naming its output.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,11 +14,14 @@
 #include <iostream>
 
 #include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/ernie45-vl/weights.h"
 #include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
 #include "engine/models/paddleocr-vl/model-files.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl.h"
 #include "engine/runtime/generator.h"
+#include "ernie45-vl-fixture.h"
 #include "fixture-model.h"
 #include "kernels/elementwise.h"
 
@@ -25,6 +30,27 @@ namespace {
 
 constexpr double kLogitsBound = 2e-2;
 constexpr float kMinMargin = 0.25f;
+
+// The generated tokens against the reference's greedy tokens, up to its first choice closer than kMinMargin.
+void expect_greedy_tokens(const SafetensorsFile& reference, const std::string& key,
+                          const std::vector<int32_t>& generated) {
+    const std::vector<int64_t> greedy = to_i64(reference.get(key + ".greedy_tokens"));
+    const std::vector<float> margins = to_f32(reference.get(key + ".margins"));
+    size_t n_decidable = 0;
+    while (n_decidable < margins.size() && margins[n_decidable] >= kMinMargin) {
+        ++n_decidable;
+    }
+    const std::vector<int64_t> tokens(generated.begin(), generated.end());
+    size_t n_same = 0;
+    while (n_same < std::min(tokens.size(), greedy.size()) && tokens[n_same] == greedy[n_same]) {
+        ++n_same;
+    }
+    std::cout << key << ": " << n_same << " of " << greedy.size() << " greedy tokens as the reference; its first "
+              << n_decidable << " choices have a margin of at least " << kMinMargin << "\n";
+    ASSERT_GE(tokens.size(), n_decidable);
+    EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n_decidable)),
+              std::vector<int64_t>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(n_decidable)));
+}
 
 class FullSize : public ::testing::TestWithParam<std::string> {
 protected:
@@ -73,30 +99,73 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
     std::cout << key << ": last-position logits relative error " << err << "\n";
     EXPECT_LT(err, kLogitsBound);
 
-    const std::vector<int64_t> greedy = to_i64(reference->get(key + ".greedy_tokens"));
-    const std::vector<float> margins = to_f32(reference->get(key + ".margins"));
-    size_t n_decidable = 0;
-    while (n_decidable < margins.size() && margins[n_decidable] >= kMinMargin) {
-        ++n_decidable;
-    }
     GenerateParams params;
-    params.max_tokens = static_cast<int>(greedy.size());
+    params.max_tokens = 64;
     const GenerateResult result = generate(model, prompt, images, params, [](int32_t) { return true; });
-    const std::vector<int64_t> tokens(result.tokens.begin(), result.tokens.end());
-    size_t n_same = 0;
-    while (n_same < std::min(tokens.size(), greedy.size()) && tokens[n_same] == greedy[n_same]) {
-        ++n_same;
-    }
-    std::cout << key << ": " << n_same << " of " << greedy.size()
-              << " greedy tokens as the reference; its first " << n_decidable
-              << " choices have a margin of at least " << kMinMargin << "\n";
-    ASSERT_GE(tokens.size(), n_decidable);
-    EXPECT_EQ(
-        std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n_decidable)),
-        std::vector<int64_t>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(n_decidable)));
+    expect_greedy_tokens(*reference, key, result.tokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Prompts, FullSize, ::testing::Values("text", "one_image", "two_images"));
+
+class FullSizeErnie : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+        const char* dir = std::getenv("FOLIO_FULL_SIZE_ERNIE_DIR");
+        if (dir == nullptr || *dir == '\0') {
+            GTEST_SKIP() << "skipped: FOLIO_FULL_SIZE_ERNIE_DIR does not name "
+                            "make_full_size_ernie45_vl_reference.py's output";
+        }
+        dir_ = dir;
+    }
+
+    std::filesystem::path dir_;
+};
+
+TEST_P(FullSizeErnie, LogitsAndGreedyTokensMatchTheReference) {
+    const std::string& key = GetParam();
+    const auto store = TensorStore::open(dir_ / "model");
+    const Ernie45VlConfig config = load_ernie45_vl_config(dir_ / "model" / "config.json");
+    const auto reference = SafetensorsFile::open(dir_ / "reference.safetensors");
+    const auto backend = make_cuda_backend();
+    ModelLoadParams load;
+    load.bf16_weights = true;
+    const auto weights = make_ernie45_vl_weight_source(*store, config);
+    Ernie45Vl model(*backend, config, *weights, load);
+
+    PromptTokens prompt;
+    for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
+        prompt.ids.push_back(static_cast<int32_t>(id));
+        prompt.modality.push_back(id == config.image_token_id ? TokenModality::Image : TokenModality::Text);
+    }
+    PreprocessedImages images;
+    if (reference->find(key + ".pixel_values") != nullptr) {
+        const std::vector<int64_t> grids = to_i64(reference->get(key + ".grid_thw"));
+        for (size_t i = 0; i + 2 < grids.size(); i += 3) {
+            images.grids.push_back({grids[i], grids[i + 1], grids[i + 2]});
+            images.kinds.push_back(MediaKind::Image);
+        }
+        images.pixel_values = testing::raster_patches(to_f32(reference->get(key + ".pixel_values")), images.grids,
+                                                      config.vision.patch_dim());
+    }
+
+    const std::vector<float> all = backend->download(testing::ernie_prompt_logits(*backend, model, prompt, images));
+    const std::vector<float> expected = to_f32(reference->get(key + ".logits"));
+    const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
+    const double err = testing::relative_error(last, expected);
+    std::cout << "ERNIE-4.5-VL, " << config.text.num_hidden_layers << " layers, " << key
+              << ": last-position logits relative error " << err << "\n";
+    EXPECT_LT(err, kLogitsBound);
+
+    GenerateParams params;
+    params.max_tokens = 32;
+    const GenerateResult result = generate(model, prompt, images, params, [](int32_t) { return true; });
+    expect_greedy_tokens(*reference, key, result.tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prompts, FullSizeErnie, ::testing::Values("text", "one_image", "two_images"));
 
 }  // namespace
 }  // namespace folio

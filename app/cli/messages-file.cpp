@@ -1,5 +1,7 @@
 #include "app/cli/messages-file.h"
 
+#include <QString>
+#include <QUrl>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -35,8 +37,14 @@ Source source_of(const std::string& url, const std::filesystem::path& base, cons
         fail(where, ": ", kind, " URLs are not fetched; give a file path or a data URL, got '", url, "'");
     }
     std::string path = url;
-    if (path.starts_with("file://")) {
-        path.erase(0, 7);  // file:///tmp/a.png is /tmp/a.png
+    if (path.starts_with("file:")) {
+        // Percent-decoded, as a URL's path is: file:///tmp/a%20b.png is "/tmp/a b.png".
+        const QUrl u(QString::fromStdString(url), QUrl::StrictMode);
+        if (!u.isValid() || (!u.host().isEmpty() && u.host() != QStringLiteral("localhost"))) {
+            fail(where, ": '", url,
+                 "' is not a file URL of this machine (file:///path, or file://localhost/path)");
+        }
+        path = u.path(QUrl::FullyDecoded).toStdString();
     }
     if (path.empty()) {
         fail(where, ": an empty path");

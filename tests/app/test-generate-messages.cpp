@@ -83,7 +83,8 @@ protected:
           meta_(json::parse(std::ifstream(kErnieDir / "reference.json"))) {}
 
     // The reference's messages as an OpenAI messages file: its images alternately as a path relative to the
-    // file (a copy beside it), a file:// URL and a data URL; the clip as video_frames of PNG files.
+    // file (a copy beside it), a percent-encoded file:// URL and a data URL; the clip as video_frames of PNG
+    // files.
     std::filesystem::path messages_file(const std::string& key) {
         json messages = json::array();
         for (const json& m : meta_["prompts"][key]["messages"]) {
@@ -113,8 +114,16 @@ protected:
                 std::filesystem::copy_file(image, dir_.path() / (name + ".png"),
                                            std::filesystem::copy_options::overwrite_existing);
                 return name + ".png";
-            case 1:
-                return "file://" + image.string();
+            case 1: {
+                // A file URL whose name needs percent-encoding.
+                const std::filesystem::path copy = dir_.path() / (name + " #1.png");
+                std::filesystem::copy_file(image, copy, std::filesystem::copy_options::overwrite_existing);
+                std::string url = "file://";
+                for (const char c : copy.string()) {
+                    url += c == ' ' ? std::string("%20") : c == '#' ? std::string("%23") : std::string(1, c);
+                }
+                return url;
+            }
             default: {
                 std::ifstream in(image, std::ios::binary);
                 const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
@@ -251,6 +260,10 @@ TEST_F(GenerateMessages, ErrorsNameTheFileTheMessageAndThePart) {
     out = error_of(R"([{"role": "system", "content": "s"},
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}])");
     EXPECT_NE(out.find(at + ": image URLs are not fetched"), std::string::npos) << out;
+    out = error_of(R"([{"role": "system", "content": "s"},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "file://server/a.png"}}]}])");
+    EXPECT_NE(out.find(at + ": 'file://server/a.png' is not a file URL of this machine"), std::string::npos)
+        << out;
     // More frames than the sampling keeps.
     const std::string frames =
         R"([{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text",

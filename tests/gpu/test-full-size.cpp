@@ -14,10 +14,10 @@
 #include <iostream>
 
 #include "engine/backend/cuda/make-cuda-backend.h"
-#include "engine/models/ernie45-vl/ernie45-vl.h"
-#include "engine/models/ernie45-vl/weights.h"
 #include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
+#include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/ernie45-vl/weights.h"
 #include "engine/models/paddleocr-vl/model-files.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl.h"
 #include "engine/runtime/generator.h"
@@ -45,11 +45,13 @@ void expect_greedy_tokens(const SafetensorsFile& reference, const std::string& k
     while (n_same < std::min(tokens.size(), greedy.size()) && tokens[n_same] == greedy[n_same]) {
         ++n_same;
     }
-    std::cout << key << ": " << n_same << " of " << greedy.size() << " greedy tokens as the reference; its first "
-              << n_decidable << " choices have a margin of at least " << kMinMargin << "\n";
+    std::cout << key << ": " << n_same << " of " << greedy.size()
+              << " greedy tokens as the reference; its first " << n_decidable
+              << " choices have a margin of at least " << kMinMargin << "\n";
     ASSERT_GE(tokens.size(), n_decidable);
-    EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n_decidable)),
-              std::vector<int64_t>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(n_decidable)));
+    EXPECT_EQ(
+        std::vector<int64_t>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(n_decidable)),
+        std::vector<int64_t>(greedy.begin(), greedy.begin() + static_cast<std::ptrdiff_t>(n_decidable)));
 }
 
 class FullSize : public ::testing::TestWithParam<std::string> {
@@ -81,7 +83,8 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
     ChatPromptTokens prompt;
     for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
         prompt.ids.push_back(static_cast<int32_t>(id));
-        prompt.modality.push_back(id == files->config().image_token_id ? TokenModality::Image : TokenModality::Text);
+        prompt.modality.push_back(id == files->config().image_token_id ? TokenModality::Image
+                                                                       : TokenModality::Text);
     }
     PreprocessedImages images;
     if (reference->find(key + ".pixel_values") != nullptr) {
@@ -147,11 +150,12 @@ TEST_P(FullSizeErnie, LogitsAndGreedyTokensMatchTheReference) {
             images.grids.push_back({grids[i], grids[i + 1], grids[i + 2]});
             images.kinds.push_back(MediaKind::Image);
         }
-        images.pixel_values = testing::raster_patches(to_f32(reference->get(key + ".pixel_values")), images.grids,
-                                                      config.vision.patch_dim());
+        images.pixel_values = testing::raster_patches(to_f32(reference->get(key + ".pixel_values")),
+                                                      images.grids, config.vision.patch_dim());
     }
 
-    const std::vector<float> all = backend->download(testing::ernie_prompt_logits(*backend, model, prompt, images));
+    const std::vector<float> all =
+        backend->download(testing::ernie_prompt_logits(*backend, model, prompt, images));
     const std::vector<float> expected = to_f32(reference->get(key + ".logits"));
     const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
     const double err = testing::relative_error(last, expected);

@@ -264,17 +264,35 @@ GenerationRequest parse_generation(const json& body) {
         }
         for (const auto& [key, value] : kwargs->items()) {
             const std::string param = "mm_processor_kwargs." + key;
-            if (key != "min_pixels" && key != "max_pixels") {
-                refuse(param, "only min_pixels and max_pixels are taken");
+            if (key == "video_fps") {
+                if (!value.is_number() || !(value.get<double>() > 0.0) ||
+                    !std::isfinite(value.get<double>())) {
+                    bad_request(param + " must be a number above 0", param);
+                }
+                g.video_fps = value.get<double>();
+                continue;
             }
-            const std::optional<int64_t> pixels = get_int(*kwargs, key.c_str(), param);
-            if (pixels && *pixels < 1) {
-                bad_request(param + " must be at least 1, got " + std::to_string(*pixels), param);
+            if (key != "min_pixels" && key != "max_pixels" && key != "video_min_frames" &&
+                key != "video_max_frames") {
+                refuse(param,
+                       "only min_pixels, max_pixels, video_fps, video_min_frames and video_max_frames are "
+                       "taken");
             }
-            (key == "min_pixels" ? g.image_min_pixels : g.image_max_pixels) = pixels;
+            const std::optional<int64_t> n = get_int(*kwargs, key.c_str(), param);
+            if (n && *n < 1) {
+                bad_request(param + " must be at least 1, got " + std::to_string(*n), param);
+            }
+            (key == "min_pixels"         ? g.image_min_pixels
+             : key == "max_pixels"       ? g.image_max_pixels
+             : key == "video_min_frames" ? g.video_min_frames
+                                         : g.video_max_frames) = n;
         }
         if (g.image_min_pixels && g.image_max_pixels && *g.image_min_pixels > *g.image_max_pixels) {
             bad_request("mm_processor_kwargs.min_pixels is above max_pixels", "mm_processor_kwargs");
+        }
+        if (g.video_min_frames && g.video_max_frames && *g.video_min_frames > *g.video_max_frames) {
+            bad_request("mm_processor_kwargs.video_min_frames is above video_max_frames",
+                        "mm_processor_kwargs");
         }
     }
     if (const json* kwargs = member(body, "chat_template_kwargs")) {

@@ -61,6 +61,9 @@ struct GenerationRequest {
     bool ignore_eos = false;  // vLLM's extra parameter: generate max_tokens whatever the model says
     std::optional<int64_t> image_min_pixels;  // mm_processor_kwargs
     std::optional<int64_t> image_max_pixels;
+    std::optional<double> video_fps;  // mm_processor_kwargs: how this request's video_url parts are sampled
+    std::optional<int64_t> video_min_frames;
+    std::optional<int64_t> video_max_frames;
     bool enable_thinking = true;  // false where chat_template_kwargs.enable_thinking is: no reasoning parsed
 };
 

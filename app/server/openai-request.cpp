@@ -67,9 +67,8 @@ Image OpenAiServer::Impl::url_image(const std::string& url, const std::string& p
 }
 
 // A video_url part: a data URL of a video file (or an http(s) URL where image URLs are fetched) sampled as
-// the model samples videos. A video_frames part: its frames decoded as images are, at the rate given.
-Video OpenAiServer::Impl::part_video(const MediaPart& part) {
-    const VideoSampling& sampling = params.video_sampling;
+// sampling says. A video_frames part: its frames decoded as images are, at the rate given.
+Video OpenAiServer::Impl::part_video(const MediaPart& part, const VideoSampling& sampling) {
     if (!part.is_frames()) {
         if (!params.decode_video) {
             bad_request(part.param +
@@ -129,6 +128,18 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
         } catch (const Error& e) {
             bad_request(e.what(), "messages");
         }
+        // The server's video sampling, with what the request's mm_processor_kwargs change.
+        VideoSampling sampling = params.video_sampling;
+        if (generation.video_fps) {
+            sampling.fps = generation.video_fps;
+        }
+        sampling.min_frames = generation.video_min_frames.value_or(sampling.min_frames);
+        sampling.max_frames = generation.video_max_frames.value_or(sampling.max_frames);
+        try {
+            check_video_sampling(sampling, "mm_processor_kwargs");
+        } catch (const Error& e) {
+            bad_request(e.what(), "mm_processor_kwargs");
+        }
         Chat chat;
         chat.template_kwargs = std::move(request.chat_template_kwargs);
         for (ChatTurn& turn : request.messages) {
@@ -139,7 +150,7 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
                 message.images.push_back(url_image(part.url, part.param));
             }
             for (const MediaPart& part : turn.videos) {
-                message.videos.push_back(part_video(part));
+                message.videos.push_back(part_video(part, sampling));
             }
         }
         spec.input = std::move(chat);

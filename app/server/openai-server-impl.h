@@ -130,7 +130,7 @@ struct OpenAiServer::Impl {
     Image checked_image(const std::vector<uint8_t>& bytes, const std::string& param);
     // An image part's URL (a data URL, or http(s) where allowed) decoded; a video part's frames.
     Image url_image(const std::string& url, const std::string& param);
-    Video part_video(const MediaPart& part);
+    Video part_video(const MediaPart& part, const VideoSampling& sampling);
     void check_model(const std::string& model) const;
     std::optional<RequestOutput> next_output(Exchange& ex, bool& client_gone);
     void stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);

@@ -192,6 +192,7 @@ TEST_F(OpenAiServerVideo, FramesBeyondMaxFramesAndBadFramesAreRefused) {
     server->stop();
 }
 
+// video_url parts are sampled as the server says, or as a request's mm_processor_kwargs say.
 TEST_F(OpenAiServerVideo, VideoUrlsTakeAVideoFilesDataUrlWhereTheServerDecodesVideos) {
     const std::filesystem::path clip =
         folio::testing::fixtures_dir().parent_path() / "video" / "testsrc-64x48-10fps.mp4";
@@ -208,9 +209,40 @@ TEST_F(OpenAiServerVideo, VideoUrlsTakeAVideoFilesDataUrlWhereTheServerDecodesVi
     p.decode_video = [](std::span<const uint8_t> bytes, std::string_view name,
                         const VideoSampling& sampling) { return decode_video(bytes, name, sampling); };
     const auto server = start(p);
-    const auto res = post(*server, body(json::array({part}), "What happens?"));
-    ASSERT_TRUE(res);
-    EXPECT_EQ(res->status, 200) << res->body;
+    // The clip's 33 frames at 10 fps: 7 frames at the server's 2 fps, padded to 8; 6 where a request allows
+    // no more; 4 at a request's 1 fps (the server's minimum), 6 with a request's own minimum of 6. Each pair
+    // of frames is the same number of prompt tokens.
+    const auto prompt_tokens = [&](const json& kwargs) {
+        json b = body(json::array({part}), "What happens?");
+        if (!kwargs.empty()) {
+            b["mm_processor_kwargs"] = kwargs;
+        }
+        const auto res = post(*server, b);
+        EXPECT_TRUE(res);
+        EXPECT_EQ(res ? res->status : 0, 200) << (res ? res->body : "");
+        return res && res->status == 200 ? json::parse(res->body)["usage"]["prompt_tokens"].get<int64_t>()
+                                         : -1;
+    };
+    const int64_t eight = prompt_tokens(json::object());
+    const int64_t six = prompt_tokens({{"video_max_frames", 6}});
+    const int64_t four = prompt_tokens({{"video_fps", 1}});
+    EXPECT_GT(six - four, 0);
+    EXPECT_EQ(eight - six, six - four);
+    EXPECT_EQ(prompt_tokens({{"video_fps", 1}, {"video_min_frames", 6}}), six);
+    expect_refused(post(*server,
+                        [&] {
+                            json b = body(json::array({part}), "What happens?");
+                            b["mm_processor_kwargs"] = {{"video_min_frames", 9}, {"video_max_frames", 8}};
+                            return b;
+                        }()),
+                   "mm_processor_kwargs", "video_min_frames is above video_max_frames");
+    expect_refused(post(*server,
+                        [&] {
+                            json b = body(json::array({part}), "What happens?");
+                            b["mm_processor_kwargs"] = {{"video_fps", 0}};
+                            return b;
+                        }()),
+                   "mm_processor_kwargs.video_fps", "must be a number above 0");
     json image_as_video = part;
     image_as_video["video_url"]["url"] = server::encode_data_url(
         file_bytes(folio::testing::fixtures_dir() / "images" / "small.png"), "image/png");

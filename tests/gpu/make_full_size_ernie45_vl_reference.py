@@ -4,7 +4,7 @@ from the repository root:
     python3 tests/gpu/make_full_size_ernie45_vl_reference.py OUT_DIR [N_LAYERS]
 Every width is the released model's (Ernie4_5_VLMoeConfig's defaults: hidden size 2560, 64 text and 64 vision
 experts a layer, 6 chosen, the full vision transformer and resampler); only the decoder is cut to its first
-N_LAYERS layers (default 4: the dense layer 0, then mixture-of-experts layers), since the call that draws,
+N_LAYERS layers (default 3: the dense layer 0, then two mixture-of-experts layers), since the call that draws,
 saves and runs it must also load it into Folio. The prompts are tokenized with the ERNIE-4.5-VL fixture's
 tokenizer (tests/fixtures/ernie45-vl/ernie45-vl-tiny), whose special tokens the config names, so the ids are
 those of a real chat prompt through the processor. Writes OUT_DIR/model (config.json in transformers' layout,
@@ -67,7 +67,7 @@ def randomize(model):
 
 def main():
     out = sys.argv[1]
-    n_layers = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    n_layers = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     model_dir = os.path.join(out, "model")
     os.makedirs(model_dir, exist_ok=True)
     torch.manual_seed(SEED)

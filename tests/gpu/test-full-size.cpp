@@ -129,14 +129,28 @@ protected:
 
 TEST_P(FullSizeErnie, LogitsAndGreedyTokensMatchTheReference) {
     const std::string& key = GetParam();
-    const auto store = TensorStore::open(dir_ / "model");
-    const Ernie45VlConfig config = load_ernie45_vl_config(dir_ / "model" / "config.json");
+    // Loaded once for the prompts: the weights are gigabytes.
+    struct Loaded {
+        explicit Loaded(const std::filesystem::path& dir)
+            : store(TensorStore::open(dir / "model")),
+              config(load_ernie45_vl_config(dir / "model" / "config.json")),
+              backend(make_cuda_backend()),
+              model([this] {
+                  ModelLoadParams load;
+                  load.bf16_weights = true;
+                  const auto weights = make_ernie45_vl_weight_source(*store, config);
+                  return std::make_unique<Ernie45Vl>(*backend, config, *weights, load);
+              }()) {}
+        std::unique_ptr<TensorStore> store;
+        Ernie45VlConfig config;
+        std::unique_ptr<Backend> backend;
+        std::unique_ptr<Ernie45Vl> model;
+    };
+    static Loaded loaded(dir_);
+    const Ernie45VlConfig& config = loaded.config;
+    Backend* backend = loaded.backend.get();
+    Ernie45Vl& model = *loaded.model;
     const auto reference = SafetensorsFile::open(dir_ / "reference.safetensors");
-    const auto backend = make_cuda_backend();
-    ModelLoadParams load;
-    load.bf16_weights = true;
-    const auto weights = make_ernie45_vl_weight_source(*store, config);
-    Ernie45Vl model(*backend, config, *weights, load);
 
     PromptTokens prompt;
     for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {

@@ -12,6 +12,7 @@
 #include "engine/models/paddleocr-vl/positions.h"
 #include "engine/runtime/kv-cache.h"
 #include "fixture-reference.h"
+#include "reversed-blocks.h"
 
 namespace folio::testing {
 
@@ -73,14 +74,7 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
     const auto n = static_cast<int64_t>(prompt.ids.size());
     const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
     PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
-    KvBatch batch;
-    batch.seqs.push_back({0, n, n, 0});
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        batch.block_tables.push_back(static_cast<int32_t>(n_blocks - 1 - b));
-    }
-    for (int64_t t = 0; t < n; ++t) {
-        batch.slots.push_back(batch.block_tables[t / block_size] * block_size + t % block_size);
-    }
+    const KvBatch batch = reversed_block_batch(n, block_size);
     const std::vector<int32_t> flat(positions.pos.begin(), positions.pos.end());  // [n, 3]
     return model.logits(model.forward_text(std::move(embeds), flat, prompt.modality, cache, batch));
 }

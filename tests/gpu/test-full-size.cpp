@@ -31,6 +31,17 @@ namespace {
 constexpr double kLogitsBound = 2e-2;
 constexpr float kMinMargin = 0.25f;
 
+// The last prompt position of all (logits at every position) against the reference's, within kLogitsBound.
+void expect_last_logits(const std::vector<float>& all, const SafetensorsFile& reference,
+                        const std::string& key, const std::string& label) {
+    const std::vector<float> expected = to_f32(reference.get(key + ".logits"));
+    ASSERT_GE(all.size(), expected.size());
+    const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
+    const double err = testing::relative_error(last, expected);
+    std::cout << label << ": last-position logits relative error " << err << "\n";
+    EXPECT_LT(err, kLogitsBound);
+}
+
 // The generated tokens against the reference's greedy tokens, up to its first choice closer than kMinMargin.
 void expect_greedy_tokens(const SafetensorsFile& reference, const std::string& key,
                           const std::vector<int32_t>& generated) {
@@ -95,12 +106,8 @@ TEST_P(FullSize, LogitsAndGreedyTokensMatchTheReference) {
         }
     }
 
-    const std::vector<float> all = backend->download(testing::prompt_logits(model, prompt, images));
-    const std::vector<float> expected = to_f32(reference->get(key + ".logits"));
-    const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
-    const double err = testing::relative_error(last, expected);
-    std::cout << key << ": last-position logits relative error " << err << "\n";
-    EXPECT_LT(err, kLogitsBound);
+    expect_last_logits(backend->download(testing::prompt_logits(model, prompt, images)), *reference, key,
+                       key);
 
     GenerateParams params;
     params.max_tokens = 64;
@@ -168,14 +175,9 @@ TEST_P(FullSizeErnie, LogitsAndGreedyTokensMatchTheReference) {
                                                       images.grids, config.vision.patch_dim());
     }
 
-    const std::vector<float> all =
-        backend->download(testing::ernie_prompt_logits(*backend, model, prompt, images));
-    const std::vector<float> expected = to_f32(reference->get(key + ".logits"));
-    const std::vector<float> last(all.end() - static_cast<std::ptrdiff_t>(expected.size()), all.end());
-    const double err = testing::relative_error(last, expected);
-    std::cout << "ERNIE-4.5-VL, " << config.text.num_hidden_layers << " layers, " << key
-              << ": last-position logits relative error " << err << "\n";
-    EXPECT_LT(err, kLogitsBound);
+    expect_last_logits(backend->download(testing::ernie_prompt_logits(*backend, model, prompt, images)),
+                       *reference, key,
+                       "ERNIE-4.5-VL, " + std::to_string(config.text.num_hidden_layers) + " layers, " + key);
 
     GenerateParams params;
     params.max_tokens = 32;

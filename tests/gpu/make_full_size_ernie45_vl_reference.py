@@ -27,6 +27,7 @@ from transformers.models.ernie4_5_vl_moe.image_processing_pil_ernie4_5_vl_moe im
     Ernie4_5_VLMoeImageProcessorPil,
 )
 from transformers.models.ernie4_5_vl_moe.processing_ernie4_5_vl_moe import Ernie4_5_VLMoeProcessor
+from transformers.models.ernie4_5_vl_moe.video_processing_ernie4_5_vl_moe import Ernie4_5_VLMoeVideoProcessor
 
 SEED = 20261202
 N_GREEDY = 32
@@ -84,7 +85,7 @@ def main():
     with open(os.path.join(model_dir, "chat_template.jinja")) as f:
         template = f.read()
     processor = Ernie4_5_VLMoeProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                        chat_template=template)
+                                        video_processor=Ernie4_5_VLMoeVideoProcessor(), chat_template=template)
 
     rng = np.random.default_rng(SEED)
     prompts = {"text": ([], "Describe the weather today in three short sentences."),

@@ -81,7 +81,9 @@ void MoeBlock::add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> 
     }
     const auto n_vision =
         static_cast<int64_t>(std::count_if(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; }));
-    const bool has_pool[2] = {n_vision<n, n_vision> 0};
+    const bool has_text = n_vision < n;
+    const bool has_vision = n_vision > 0;
+    const bool has_pool[2] = {has_text, has_vision};
     // Each pool present routes every token by its own router; a token keeps its own pool's choice. With both
     // pools, pool p's expert e is numbered p · n_experts + e, so that one ordering groups all the pairs.
     ExpertRouting routed[2];

@@ -66,6 +66,9 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
     const double engine_seconds = seconds_since(engine_start);  // the cache planned, decode steps recorded
     std::atomic<int64_t> n_started{0}, n_tokens{0};
     std::atomic<bool> timing{false};
+    // The decode starts when the last request has its first token, taken where the outputs arrive, so that
+    // tokens are counted from then even where the whole decode is over before this thread would notice.
+    std::atomic<int64_t> decode_start_ns{0};
     std::vector<RequestHandle> handles;
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < batch; ++b) {
@@ -83,23 +86,28 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
             }
             if (first && !out.tokens.empty()) {
                 first = false;
-                ++n_started;
+                if (++n_started == batch) {
+                    decode_start_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+                    timing = true;
+                    n_tokens += static_cast<int64_t>(out.tokens.size()) - 1;  // any after the first
+                }
             }
         };
         handles.push_back(service.submit({std::move(request), {}}, std::move(options)));
     }
-    while (n_started < batch) {
+    while (!timing) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    const double ttft = seconds_since(start);
+    const std::chrono::steady_clock::time_point decode_start{
+        std::chrono::steady_clock::duration(decode_start_ns.load())};
+    const double ttft = std::chrono::duration<double>(decode_start - start).count();
     const RunnerStats before = service.stats().engine.runner;
-    timing = true;
-    const auto decode_start = std::chrono::steady_clock::now();
     while (
         !std::all_of(handles.begin(), handles.end(), [](const RequestHandle& h) { return h.finished(); })) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    const double seconds = seconds_since(decode_start);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     const EngineStats after = service.stats().engine;
     const auto n_timed = n_tokens.load();
     return {{"batch", batch},

@@ -102,35 +102,23 @@ __device__ inline int tile_weight_base(int wn, int t) {
     }
 }
 
-template <bool kDense, QuantizedFormat kType>
+template <QuantizedFormat kType>
 __device__ inline void load_weight_chunk(const GroupedArgs& a, int64_t row, int64_t c, int shift,
                                          uint64_t policy, float v[8]) {
     if (a.vector_w && c + 8 <= a.w.n_in) {
-        if constexpr (kDense) {
-            const float4 lo = *reinterpret_cast<const float4*>(a.w.dense + row * a.w.n_in + c);
-            const float4 hi = *reinterpret_cast<const float4*>(a.w.dense + row * a.w.n_in + c + 4);
-            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w, v[4] = hi.x, v[5] = hi.y, v[6] = hi.z,
-            v[7] = hi.w;
-        } else {
-            unpack8<kType>(load_packed8<kType>(a.w.q, a.w.scales, row, c, a.w.n_in, shift, policy), v);
-        }
+        unpack8<kType>(load_packed8<kType>(a.w.q, a.w.scales, row, c, a.w.n_in, shift, policy), v);
         return;
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-        if (c + i >= a.w.n_in) {
-            v[i] = 0.0f;
-        } else if constexpr (kDense) {
-            v[i] = a.w.dense[row * a.w.n_in + c + i];
-        } else {
-            v[i] = weight_at<kType>(a.w.q, a.w.scales, row, c + i, a.w.n_in, a.w.group_size);
-        }
+        v[i] = c + i < a.w.n_in ? weight_at<kType>(a.w.q, a.w.scales, row, c + i, a.w.n_in, a.w.group_size)
+                                : 0.0f;
     }
 }
 
 // Block (x, y): weight tile x of the expert and row tile that tile number y names, counting every expert's
 // row tiles in order; blocks past the last tile return at once.
-template <bool kDense, QuantizedFormat kType, bool kSwiglu>
+template <QuantizedFormat kType, bool kSwiglu>
 __global__ void __launch_bounds__(kGemmThreads) grouped_expert_kernel(GroupedArgs a) {
     __shared__ int64_t s_row0, s_row_end, s_expert;
     __shared__ __align__(16) uint16_t xs[kTileRows * kRowStride];
@@ -196,7 +184,7 @@ __global__ void __launch_bounds__(kGemmThreads) grouped_expert_kernel(GroupedArg
             for (int h = 0; h < 2; ++h) {
                 float v[8] = {};
                 if (w_local >= 0) {
-                    load_weight_chunk<kDense, kType>(a, w_row, k0 + fill_col + h * 8, shift, policy, v);
+                    load_weight_chunk<kType>(a, w_row, k0 + fill_col + h * 8, shift, policy, v);
                 }
 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
@@ -263,7 +251,7 @@ __global__ void __launch_bounds__(kGemmThreads) grouped_expert_kernel(GroupedArg
     }
 }
 
-template <bool kDense, QuantizedFormat kType>
+template <QuantizedFormat kType>
 void launch_grouped(const GroupedArgs& a, int64_t m, bool swiglu, cudaStream_t stream) {
     const int64_t tiles = (m + kTileRows - 1) / kTileRows + a.w.n_experts;  // at least the row tiles needed
     const int64_t col_tiles = swiglu ? (a.n_out + kTileWeights / 2 - 1) / (kTileWeights / 2)
@@ -274,9 +262,9 @@ void launch_grouped(const GroupedArgs& a, int64_t m, bool swiglu, cudaStream_t s
     }
     const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(tiles));
     if (swiglu) {
-        grouped_expert_kernel<kDense, kType, true><<<grid, kGemmThreads, 0, stream>>>(a);
+        grouped_expert_kernel<kType, true><<<grid, kGemmThreads, 0, stream>>>(a);
     } else {
-        grouped_expert_kernel<kDense, kType, false><<<grid, kGemmThreads, 0, stream>>>(a);
+        grouped_expert_kernel<kType, false><<<grid, kGemmThreads, 0, stream>>>(a);
     }
     CUDA_CHECK(cudaGetLastError());
 }
@@ -331,21 +319,19 @@ void grouped_expert_linear_f32(const float* x, const ExpertWeights& w, const int
     a.n_out = swiglu ? w.n_rows / 2 : w.n_rows;
     a.vector_x = reinterpret_cast<uintptr_t>(x) % 16 == 0 && w.n_in % 4 == 0;
     if (w.dense != nullptr) {
-        a.vector_w = reinterpret_cast<uintptr_t>(w.dense) % 16 == 0 && w.n_in % 4 == 0;
-        launch_grouped<true, QuantizedFormat::Bf16>(a, m, swiglu, stream);
-        return;
+        fail("grouped_expert_linear: float32 weights are multiplied expert by expert in float32, not here");
     }
     // load_packed8's words: eight columns aligned to their size, within one WINT4 group.
     a.vector_w = w.n_in % 8 == 0 && (w.format != QuantizedFormat::Wint4 || w.group_size % 8 == 0);
     switch (w.format) {
         case QuantizedFormat::Bf16:
-            launch_grouped<false, QuantizedFormat::Bf16>(a, m, swiglu, stream);
+            launch_grouped<QuantizedFormat::Bf16>(a, m, swiglu, stream);
             return;
         case QuantizedFormat::Wint8:
-            launch_grouped<false, QuantizedFormat::Wint8>(a, m, swiglu, stream);
+            launch_grouped<QuantizedFormat::Wint8>(a, m, swiglu, stream);
             return;
         case QuantizedFormat::Wint4:
-            launch_grouped<false, QuantizedFormat::Wint4>(a, m, swiglu, stream);
+            launch_grouped<QuantizedFormat::Wint4>(a, m, swiglu, stream);
             return;
     }
 }

@@ -59,9 +59,10 @@ void order_by_expert_i32(const int32_t* experts, int64_t n_pairs, int64_t k, int
 
 // Products of rows grouped by expert on the tensor cores: for each expert j of w (global number first + j),
 // rows [offsets[first + j], offsets[first + j + 1]) of y are those rows of x times expert j's rows of w,
-// then a SwiGLU of each block's halves where swiglu is set (y then has n_rows / 2 columns). Inputs and
-// weights are rounded to bfloat16 (WINT8/WINT4 dequantized first), the sums kept in float32. Other rows of y
-// are not written. x [m, n_in], offsets [first + w.n_experts + 1]  ->  y [m, n_rows or n_rows / 2]
+// then a SwiGLU of each block's halves where swiglu is set (y then has n_rows / 2 columns). Packed weights
+// only (bfloat16, WINT8, WINT4; float32 ones throw): inputs and weights are rounded to bfloat16 (WINT8/WINT4
+// dequantized first), the sums kept in float32. Other rows of y are not written.
+// x [m, n_in], offsets [first + w.n_experts + 1]  ->  y [m, n_rows or n_rows / 2]
 void grouped_expert_linear_f32(const float* x, const ExpertWeights& w, const int32_t* offsets, int first,
                                float* y, int64_t m, bool swiglu, cudaStream_t stream);
 

@@ -1,5 +1,6 @@
 #include "engine/models/layers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/common/error.h"
@@ -23,17 +24,32 @@ void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLa
 }
 
 void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
-                        const Tensor& norm_w, const Tensor& norm_b, float eps, Activation act) {
+                        const Tensor& norm_w, const Tensor& norm_b, float eps, Activation act,
+                        int64_t chunk_rows) {
+    if (chunk_rows < 1) {
+        fail("layer_norm_mlp_add: chunks of ", chunk_rows, " rows");
+    }
     LinearSpec up = layer_normed(norm_w, norm_b, eps);
     // The linear operation fuses the activations its epilogues have; any other runs as a pass of its own.
     const bool fused = act == Activation::GeluTanh || act == Activation::None;
     up.activation = fused ? act : Activation::None;
     up.bf16_output = fused;
-    Tensor h = apply(backend, fc1, x, up);  // [n, d_ff]
-    if (!fused) {
-        backend.apply_activation(h, act);
+    const auto add = [&](Tensor& rows) {
+        Tensor h = apply(backend, fc1, rows, up);  // [rows, d_ff]
+        if (!fused) {
+            backend.apply_activation(h, act);
+        }
+        apply(backend, fc2, h, {.residual = &rows});
+    };
+    const int64_t n = x.rows(), d = x.row_size();
+    if (n <= chunk_rows) {
+        add(x);
+        return;
     }
-    apply(backend, fc2, h, {.residual = &x});
+    for (int64_t first = 0; first < n; first += chunk_rows) {
+        Tensor part = x.view(first * d, {std::min(chunk_rows, n - first), d});  // x's rows, in place
+        add(part);
+    }
 }
 
 void rms_norm_paged_attention_add(Backend& backend, Tensor& x, const PagedAttentionLayer& attention,

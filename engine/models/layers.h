@@ -30,12 +30,16 @@ void layer_norm_attention_add(Backend& backend, Tensor& x, const NormAttentionLa
                               const Tensor& sin, std::span<const AttentionSegment> segments, float scale,
                               AttentionPrecision precision);
 
+// Rows a vision MLP takes at a time: its hidden values, d_ff wide, are the largest activations of a large
+// image's encoder, so they are held for this many rows, not for all of them.
+constexpr int64_t kMlpChunkRows = 8192;
+
 // x += act(layer_norm(x) · fc1ᵀ + b1) · fc2ᵀ + b2: a vision MLP (act GELU-tanh by default), its hidden
-// values in bfloat16 where the backend keeps them so.  x [n, d], fc1 [d_ff, d], fc2 [d, d_ff], norm_w/norm_b
-// [d]
+// values in bfloat16 where the backend keeps them so, chunk_rows rows at a time.  x [n, d], fc1 [d_ff, d],
+// fc2 [d, d_ff], norm_w/norm_b [d]
 void layer_norm_mlp_add(Backend& backend, Tensor& x, const Linear& fc1, const Linear& fc2,
                         const Tensor& norm_w, const Tensor& norm_b, float eps,
-                        Activation act = Activation::GeluTanh);
+                        Activation act = Activation::GeluTanh, int64_t chunk_rows = kMlpChunkRows);
 
 // The attention half of a decoder layer over the paged KV cache: its RMSNorm, the stacked q, k and v
 // projection (q, k and v rows, n_head, n_kv_head and n_kv_head heads of head_dim), RoPE and the output

@@ -192,6 +192,13 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
     }
     cache.n_blocks = plan_.n_blocks;
     log_info(describe(plan_, config.block_size));
+    if (plan_.n_blocks * config.block_size < config.max_model_len) {
+        log_info(
+            "kv cache: " + std::to_string(plan_.n_blocks * config.block_size) +
+            " tokens fit, fewer than max_model_len " + std::to_string(config.max_model_len) +
+            "; a request that could grow past them is refused (lower max_model_len, or give the engine " +
+            "more device memory)");
+    }
 
     pool_ = std::make_unique<BlockPool>(static_cast<int32_t>(plan_.n_blocks));
     kv_ = std::make_unique<KvCacheManager>(*pool_, config.block_size, config.enable_prefix_caching);
@@ -223,13 +230,12 @@ int64_t EngineCore::max_step_tokens() const {
     return folio::max_step_tokens(config_);
 }
 
-// Activations grow linearly with the tokens of a step, so a prefill of up to kProfileTokens tokens is
-// measured and scaled to the largest step (max_step_tokens), the logits of max_num_seqs rows are measured on
-// their own, and so is the image encoder, which the model measures for the most image tokens a step can take.
-int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& config) {
-    constexpr int64_t kProfileTokens = 256;
+namespace {
+
+// The activation peak of one prefill of n tokens at positions 0..n-1 (its own cache not counted); the
+// hidden states it ends with go to hidden.
+int64_t prefill_peak(GenerativeModel& model, const EngineConfig& config, int64_t n, Tensor& hidden) {
     Backend& backend = model.backend();
-    const int64_t n = std::min(config.max_num_batched_tokens, kProfileTokens);
     const int64_t n_blocks = (n + config.block_size - 1) / config.block_size;
     PagedKvCache cache(backend, model.kv_cache_params(n_blocks, config.block_size));
     KvBatch batch;
@@ -244,14 +250,37 @@ int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& conf
                          static_cast<int32_t>(i));
     }
     const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+    hidden = Tensor{};
     backend.reset_peak();
-    int64_t before = backend.memory_stats().in_use;
-    const Tensor hidden = model.forward_text(model.embed(ids), positions, {}, cache, batch);  // [n, hidden]
-    const int64_t text_peak = backend.memory_stats().peak - before;
+    const int64_t before = backend.memory_stats().in_use;
+    hidden = model.forward_text(model.embed(ids), positions, {}, cache, batch);  // [n, hidden]
+    return backend.memory_stats().peak - before;
+}
+
+}  // namespace
+
+// Activations grow linearly with the tokens of a step, past the workspaces every step holds: prefills of
+// kProfileTokens and half as many tokens (fewer where max_num_batched_tokens is smaller) give both parts,
+// extrapolated to the largest step (max_step_tokens). The logits of max_num_seqs rows are measured on their
+// own, and so is the image encoder, which the model measures for the most image tokens a step can take.
+int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& config) {
+    constexpr int64_t kProfileTokens = 256;
+    Backend& backend = model.backend();
+    const int64_t n = std::min(config.max_num_batched_tokens, kProfileTokens);
+    const int64_t n_step = max_step_tokens(config);
+    Tensor hidden;
+    int64_t text_peak = 0;
+    if (n >= 2) {
+        const PeakSample small{n / 2, prefill_peak(model, config, n / 2, hidden)};
+        const PeakSample large{n, prefill_peak(model, config, n, hidden)};
+        text_peak = extrapolate_peak(small, large, n_step);
+    } else {
+        text_peak = prefill_peak(model, config, n, hidden) * n_step / n;
+    }
 
     const std::vector<int64_t> rows(static_cast<size_t>(config.max_num_seqs), 0);
     backend.reset_peak();
-    before = backend.memory_stats().in_use;
+    const int64_t before = backend.memory_stats().in_use;
     const Tensor logits = model.logits(backend.gather_rows(hidden, rows));  // [max_num_seqs, vocab]
     // Sampling where the logits are may hold a copy of them.
     backend.sample_rows(
@@ -259,9 +288,12 @@ int64_t measure_activation_peak(GenerativeModel& model, const EngineConfig& conf
     const int64_t logits_peak = backend.memory_stats().peak - before;
 
     // The image encoder runs before the decoder in a step, on at most max_step_tokens image tokens.
-    const int64_t n_step = max_step_tokens(config);
-    const int64_t vision_peak = model.image_activation_bytes(n_step);
-    return std::max(text_peak * n_step / n + logits_peak, vision_peak);
+    const int64_t vision_peak = model.image_activation_bytes(n_step, config.limit_video_per_prompt > 0);
+    log_info("activations: " + std::to_string(text_peak >> 20) + " MiB for a step of " +
+             std::to_string(n_step) + " tokens, " + std::to_string(logits_peak >> 20) + " MiB for " +
+             std::to_string(config.max_num_seqs) + " rows of logits, " + std::to_string(vision_peak >> 20) +
+             " MiB for the image encoder");
+    return std::max(text_peak + logits_peak, vision_peak);
 }
 
 void EngineCore::validate(const Request& request) const {

@@ -111,4 +111,31 @@ std::string describe(const MemoryPlan& plan, int64_t block_size) {
            std::to_string(plan.n_blocks * block_size) + " tokens";
 }
 
+int64_t extrapolate_peak(PeakSample small, PeakSample large, int64_t n) {
+    if (small.n < 1 || large.n <= small.n || small.bytes < 0 || large.bytes < 0 || n < 0) {
+        fail("extrapolate_peak: samples of ", small.bytes, " bytes at ", small.n, " and ", large.bytes,
+             " bytes at ", large.n, ", asked at ", n);
+    }
+    const double slope = static_cast<double>(std::max<int64_t>(large.bytes - small.bytes, 0)) /
+                         static_cast<double>(large.n - small.n);
+    const auto fixed = std::max<int64_t>(
+        large.bytes - static_cast<int64_t>(std::ceil(slope * static_cast<double>(large.n))), 0);
+    return fixed + static_cast<int64_t>(std::ceil(slope * static_cast<double>(n)));
+}
+
+int64_t extrapolate_chunked_peak(PeakSample whole_small, PeakSample whole_large, PeakSample chunked_small,
+                                 PeakSample chunked_large, int64_t chunk, int64_t n) {
+    if (chunk < 1) {
+        fail("extrapolate_chunked_peak: chunks of ", chunk);
+    }
+    const int64_t up_to_chunk = extrapolate_peak(whole_small, whole_large, std::min(n, chunk));
+    if (n <= chunk) {
+        return up_to_chunk;
+    }
+    // What the chunked samples add per unit, past the chunk.
+    const int64_t past = extrapolate_peak(chunked_small, chunked_large, n - chunk) -
+                         extrapolate_peak(chunked_small, chunked_large, 0);
+    return up_to_chunk + past;
+}
+
 }  // namespace folio

@@ -47,4 +47,21 @@ std::vector<MemoryPlan> plan_kv_caches(const MemoryPlanParams& params, std::span
 
 std::string describe(const MemoryPlan& plan, int64_t block_size);
 
+// A peak of activations measured at n units of work (tokens, patches).
+struct PeakSample {
+    int64_t n = 0;
+    int64_t bytes = 0;
+};
+
+// The peak at n units from two samples (0 < small.n < large.n), as a fixed part (workspaces, tables) plus a
+// part linear in n: scaling one small sample in proportion would scale its fixed part with it. The slope
+// and the fixed part are never negative. Throws folio::Error for samples out of order.
+int64_t extrapolate_peak(PeakSample small, PeakSample large, int64_t n);
+
+// The peak at n units of work a part of which runs chunk units at a time (a vision MLP over rows): up to
+// chunk units it grows as the whole samples (run unchunked) grow, past them as the chunked samples (run in
+// chunks smaller than either sample) grow.
+int64_t extrapolate_chunked_peak(PeakSample whole_small, PeakSample whole_large, PeakSample chunked_small,
+                                 PeakSample chunked_large, int64_t chunk, int64_t n);
+
 }  // namespace folio

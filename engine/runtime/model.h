@@ -85,8 +85,8 @@ public:
     virtual Tensor encode_images(std::span<const std::span<const float>> values,
                                  std::span<const ImageGrid> grids) = 0;
     // The most bytes of activations encoding images of n_image_tokens tokens in one step takes (0 without
-    // an encoder); measured on the backend, for the memory plan.
-    virtual int64_t image_activation_bytes(int64_t n_image_tokens) = 0;
+    // an encoder), videos among them where with_video is set; measured on the backend, for the memory plan.
+    virtual int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) = 0;
 
     // The modality each prompt token has in a decoder step (DecoderStep::modality): the prompt's by default.
     // A model may treat more tokens as media there (a mixture of experts that routes an image's start and

@@ -80,8 +80,9 @@ public:
     Tensor encode_images(std::span<const std::span<const float>>, std::span<const ImageGrid> grids) override {
         return features(grids);
     }
-    int64_t image_activation_bytes(int64_t n_image_tokens) override {
+    int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) override {
         profiled_image_tokens = n_image_tokens;
+        profiled_with_video = with_video;
         return image_activation;
     }
 
@@ -156,6 +157,7 @@ public:
     int64_t n_pending_embeds = 0;
     int64_t n_decode_steps = 0;
     int64_t profiled_image_tokens = -1;
+    bool profiled_with_video = false;
     mutable int64_t n_position_calls = 0;
     mutable int64_t n_position_grids = 0;
 

@@ -8,12 +8,15 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/common/log.h"
 #include "engine/runtime/engine-core.h"
 #include "engine/runtime/generator.h"
+#include "engine/runtime/kv-cache.h"
 #include "engine/runtime/model.h"
 #include "fake-model.h"
 
@@ -300,8 +303,28 @@ TEST_F(EngineCoreTest, LimitsAndMemoryPlanComeFromTheModel) {
     {
         EngineCore core(model_, planned);
         EXPECT_EQ(model_.profiled_image_tokens, 48 + 16 - 1) << "the budget and an image taken whole past it";
+        EXPECT_EQ(model_.profiled_with_video, planned.limit_video_per_prompt > 0);
         EXPECT_GT(core.memory_plan().n_blocks, 0);
     }
+    for (const int64_t n_videos : {0, 2}) {
+        planned.limit_video_per_prompt = n_videos;
+        const EngineCore core(model_, planned);
+        EXPECT_EQ(model_.profiled_with_video, n_videos > 0)
+            << "a video's frames counted only where one may come";
+    }
+    // An encoder that leaves two blocks, 8 tokens of max_model_len's 64: planned, and said.
+    planned.limit_video_per_prompt = 0;
+    model_.image_activation = backend_->total_memory() / 2;
+    const int64_t left = EngineCore(model_, planned).memory_plan().kv_bytes;
+    const int64_t block = kv_block_bytes(model_.kv_cache_params(0, planned.block_size));
+    model_.image_activation += left - 2 * block - block / 2;
+    std::string logged;
+    const LogSink quiet = set_log_sink([&](std::string_view m) { logged += std::string(m) + "\n"; });
+    const EngineCore starved(model_, planned);
+    set_log_sink(quiet);
+    EXPECT_EQ(starved.memory_plan().n_blocks, 2);
+    EXPECT_NE(logged.find("kv cache: 8 tokens fit, fewer than max_model_len 64"), std::string::npos)
+        << logged;
     // An image encoder that would take all the memory leaves none for the cache.
     model_.image_activation = backend_->total_memory();
     EXPECT_THROW(EngineCore core(model_, planned), Error);

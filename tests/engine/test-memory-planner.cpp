@@ -121,6 +121,37 @@ TEST(MemoryPlanner, SeveralEnginesShareTheCacheMemory) {
     EXPECT_THROW(plan_kv_caches(p, equal), Error) << "nothing left for any cache";
 }
 
+TEST(MemoryPlanner, PeaksExtrapolateTheirLinearPartOnly) {
+    // 1 MB of workspace plus 1000 bytes a patch, sampled at 16 and 256 patches.
+    const PeakSample small{16, 1'000'000 + 16'000}, large{256, 1'000'000 + 256'000};
+    EXPECT_EQ(extrapolate_peak(small, large, 24'576), 1'000'000 + 24'576'000);
+    EXPECT_EQ(extrapolate_peak(small, large, 256), large.bytes);
+    EXPECT_GT(small.bytes * 24'576 / small.n, 1'500'000'000)
+        << "in proportion, the workspace counts 1536 times";
+    // A peak that does not grow keeps its size; the fixed part is never negative.
+    EXPECT_EQ(extrapolate_peak({16, 500}, {256, 500}, 100'000), 500);
+    EXPECT_GE(extrapolate_peak({16, 100}, {256, 5000}, 256), 5000) << "never below what was measured";
+    EXPECT_EQ(extrapolate_peak({16, 0}, {32, 3200}, 64), 12'800)
+        << "no negative fixed part: the slope from 0";
+    EXPECT_THROW(extrapolate_peak({16, 1}, {16, 2}, 1), Error);
+    EXPECT_THROW(extrapolate_peak({0, 1}, {16, 2}, 1), Error);
+    EXPECT_THROW(extrapolate_peak({1, -1}, {16, 2}, 1), Error);
+}
+
+TEST(MemoryPlanner, ChunkedWorkGrowsSlowerPastItsChunk) {
+    // 1 MB fixed, 1000 bytes a row of which 600 are an MLP's hidden values that chunks of 100 rows bound.
+    const PeakSample whole_small{16, 1'016'000}, whole_large{256, 1'256'000};
+    const PeakSample chunked_small{128, 1'000'000 + 60'000 + 128 * 400},
+        chunked_large{256, 1'000'000 + 60'000 + 256 * 400};
+    EXPECT_EQ(extrapolate_chunked_peak(whole_small, whole_large, chunked_small, chunked_large, 1000, 800),
+              extrapolate_peak(whole_small, whole_large, 800))
+        << "within one chunk nothing changes";
+    EXPECT_EQ(extrapolate_chunked_peak(whole_small, whole_large, chunked_small, chunked_large, 1000, 11'000),
+              1'000'000 + 1000 * 1000 + 10'000 * 400);
+    EXPECT_THROW(extrapolate_chunked_peak(whole_small, whole_large, chunked_small, chunked_large, 0, 5),
+                 Error);
+}
+
 TEST(KvCache, BlockBytesFollowTheElementType) {
     KvCacheParams params{18, 2, 128, 0, 16};
     EXPECT_EQ(kv_block_bytes(params), int64_t{2} * 18 * 16 * 2 * 128 * 4);

@@ -323,7 +323,10 @@ TEST_F(Serving, PlansTheCacheFromMemoryAndSaysSo) {
     set_log_sink(quiet);
     // The host has far more memory than 4 sequences of 256 tokens need, so that is what is planned.
     EXPECT_EQ(engine.memory_plan().n_blocks, 4 * 256 / 16);
-    EXPECT_EQ(logged, "kv cache: 64 blocks, 1024 tokens\n");
+    // The activations the plan keeps back come first, then the cache.
+    EXPECT_EQ(logged.rfind("activations: ", 0), 0u) << logged;
+    EXPECT_NE(logged.find(" MiB for the image encoder\n"), std::string::npos) << logged;
+    EXPECT_TRUE(logged.ends_with("\nkv cache: 64 blocks, 1024 tokens\n")) << logged;
     EXPECT_EQ(engine.stats().n_kv_blocks, 64);
 }
 

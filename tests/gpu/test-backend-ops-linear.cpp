@@ -422,11 +422,17 @@ TEST_F(BackendOpsTest, LayerNormMlpAdd) {
                 const Linear fc2_cpu{w2_cpu, with_bias ? b2.cpu : Tensor{}};
                 const Linear fc1_gpu{w1_gpu, with_bias ? b1.gpu : Tensor{}};
                 const Linear fc2_gpu{w2_gpu, with_bias ? b2.gpu : Tensor{}};
+                Tensor chunked = gpu_->upload(gpu_->download(x.gpu), x.gpu.shape);
                 layer_norm_mlp_add(*cpu_, x.cpu, fc1_cpu, fc2_cpu, norm_w.cpu, norm_b.cpu, 1e-6f);
                 layer_norm_mlp_add(*gpu_, x.gpu, fc1_gpu, fc2_gpu, norm_w.gpu, norm_b.gpu, 1e-6f);
                 const double bound = linear_bound(n);
                 expect_close(label("layer_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
+                // Chunks of 4 rows, each a view into the residual rows.
+                layer_norm_mlp_add(*gpu_, chunked, fc1_gpu, fc2_gpu, norm_w.gpu, norm_b.gpu, 1e-6f,
+                                   Activation::GeluTanh, 4);
+                expect_close(label("layer_norm_mlp_add in chunks ", quantization_name(c.type)), chunked,
+                             x.cpu, bound, where);
             }
         }
     }

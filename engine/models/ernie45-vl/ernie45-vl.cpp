@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/common/error.h"
+#include "engine/runtime/memory-planner.h"
 
 namespace folio {
 
@@ -177,16 +178,29 @@ Tensor Ernie45Vl::encode_images(std::span<const std::span<const uint8_t>> levels
     return vision_.resample(vision_.encode(patches, grids), grids);
 }
 
-// A 4x4-patch image through the vision side, its peak scaled to the patches of n_image_tokens tokens.
-int64_t Ernie45Vl::image_activation_bytes(int64_t n_image_tokens) {
-    const ImageGrid grid{1, 4, 4};
-    const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * config_.vision.patch_dim()), 0.0f);
-    const std::span<const float> part(pixels);
-    backend_.reset_peak();
-    const int64_t before = backend_.memory_stats().in_use;
-    encode_images(std::span(&part, 1), std::span(&grid, 1));
+// Images of 4x4 to 16x16 patches through the vision side, whole and with the MLPs in chunks of 16 rows,
+// their peaks extrapolated to the patches of n_image_tokens tokens: a token merges m x m patches of an
+// image, and of a video twice as many (two frames).
+int64_t Ernie45Vl::image_activation_bytes(int64_t n_image_tokens, bool with_video) {
+    constexpr int64_t kSmallChunk = 16;
+    const auto peak = [this](int64_t side, int64_t chunk) {
+        vision_.set_mlp_chunk_rows(chunk);
+        const ImageGrid grid{1, side, side};
+        const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * config_.vision.patch_dim()),
+                                        0.0f);
+        const std::span<const float> part(pixels);
+        backend_.reset_peak();
+        const int64_t before = backend_.memory_stats().in_use;
+        encode_images(std::span(&part, 1), std::span(&grid, 1));
+        return PeakSample{grid.n_patches(), backend_.memory_stats().peak - before};
+    };
     const int64_t m = config_.vision.spatial_merge_size;
-    return (backend_.memory_stats().peak - before) * n_image_tokens * m * m / grid.n_patches();
+    const int64_t per_token = m * m * (with_video ? config_.vision.temporal_merge_size : 1);
+    const int64_t bytes =
+        extrapolate_chunked_peak(peak(4, kMlpChunkRows), peak(16, kMlpChunkRows), peak(8, kSmallChunk),
+                                 peak(16, kSmallChunk), kMlpChunkRows, n_image_tokens * per_token);
+    vision_.set_mlp_chunk_rows(kMlpChunkRows);
+    return bytes;
 }
 
 }  // namespace folio

@@ -49,7 +49,7 @@ public:
                          std::span<const ImageGrid> grids) override;
     Tensor encode_images(std::span<const std::span<const float>> values,
                          std::span<const ImageGrid> grids) override;
-    int64_t image_activation_bytes(int64_t n_image_tokens) override;
+    int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) override;
 
     int n_position_axes() const override { return 3; }
     // Image and video start and end markers go to the vision experts with the features between them.

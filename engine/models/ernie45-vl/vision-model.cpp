@@ -87,7 +87,7 @@ Tensor Ernie45VlVision::encode(const Tensor& patches, std::span<const ImageGrid>
     for (const Block& B : blocks_) {
         layer_norm_attention_add(backend_, x, {B.norm1_w, B.norm1_b, vc.eps, B.qkv, B.proj, n_head}, cos, sin,
                                  segments, scale, precision_);
-        layer_norm_mlp_add(backend_, x, B.fc1, B.fc2, B.norm2_w, B.norm2_b, vc.eps, act_);
+        layer_norm_mlp_add(backend_, x, B.fc1, B.fc2, B.norm2_w, B.norm2_b, vc.eps, act_, mlp_chunk_rows_);
     }
     return backend_.layer_norm(x, ln_w_, ln_b_, vc.eps);
 }

@@ -12,6 +12,7 @@
 #include "engine/backend/backend.h"
 #include "engine/image/image-preprocess.h"
 #include "engine/models/ernie45-vl/config.h"
+#include "engine/models/layers.h"
 #include "engine/models/linear.h"
 #include "engine/models/vision-rope.h"
 
@@ -31,6 +32,8 @@ public:
     // The resampler: windows merged, frames paired, projected to the language model and normed.
     // features [n_patches, vision_hidden] (raster order)  ->  [sum of ernie45_vl_media_tokens, hidden]
     Tensor resample(const Tensor& features, std::span<const ImageGrid> grids);
+    // Rows each MLP takes at a time (kMlpChunkRows unless the memory plan's measurement sets fewer).
+    void set_mlp_chunk_rows(int64_t rows) { mlp_chunk_rows_ = rows; }
 
 private:
     struct Block {
@@ -50,6 +53,7 @@ private:
     Ernie45VlConfig config_;
     AttentionPrecision precision_;
     Activation act_;
+    int64_t mlp_chunk_rows_ = kMlpChunkRows;
     Tensor patch_w_;  // [vd, patch_dim]
     std::vector<Block> blocks_;
     Tensor ln_w_, ln_b_;  // [vd]

@@ -4,6 +4,7 @@
 
 #include "engine/common/error.h"
 #include "engine/models/paddleocr-vl/positions.h"
+#include "engine/runtime/memory-planner.h"
 
 namespace folio {
 
@@ -115,18 +116,26 @@ PromptPositions PaddleOcrVl::prompt_positions(std::span<const TokenModality> mod
     return compute_mrope_positions(modality, grids, config_.vision.spatial_merge_size);
 }
 
-// An 8x8-patch image through the vision encoder and the projector, its peak scaled to the patches of
-// n_image_tokens tokens: activations grow linearly with the patches.
-int64_t PaddleOcrVl::image_activation_bytes(int64_t n_image_tokens) {
-    constexpr int64_t kProfilePatchSide = 8;
+// Images of 8x8 and 16x16 patches through the vision encoder and the projector, whole and with the MLPs in
+// chunks of 16 rows, their peaks extrapolated to the patches of n_image_tokens tokens: activations grow
+// linearly with the patches past fixed workspaces, the MLPs' only up to a chunk.
+int64_t PaddleOcrVl::image_activation_bytes(int64_t n_image_tokens, bool /*with_video*/) {
+    constexpr int64_t kSmallChunk = 16;
     const VisionConfig& vc = config_.vision;
-    const ImageGrid grid{1, kProfilePatchSide, kProfilePatchSide};
-    const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * vc.patch_dim()), 0.0f);
-    backend_.reset_peak();
-    const int64_t before = backend_.memory_stats().in_use;
-    project(encode_vision(pixels, std::span(&grid, 1)), std::span(&grid, 1));
-    const int64_t max_patches = n_image_tokens * vc.spatial_merge_size * vc.spatial_merge_size;
-    return (backend_.memory_stats().peak - before) * max_patches / grid.n_patches();
+    const auto peak = [&](int64_t side, int64_t chunk) {
+        vision_.set_mlp_chunk_rows(chunk);
+        const ImageGrid grid{1, side, side};
+        const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * vc.patch_dim()), 0.0f);
+        backend_.reset_peak();
+        const int64_t before = backend_.memory_stats().in_use;
+        project(encode_vision(pixels, std::span(&grid, 1)), std::span(&grid, 1));
+        return PeakSample{grid.n_patches(), backend_.memory_stats().peak - before};
+    };
+    const int64_t bytes = extrapolate_chunked_peak(
+        peak(8, kMlpChunkRows), peak(16, kMlpChunkRows), peak(8, kSmallChunk), peak(16, kSmallChunk),
+        kMlpChunkRows, n_image_tokens * vc.spatial_merge_size * vc.spatial_merge_size);
+    vision_.set_mlp_chunk_rows(kMlpChunkRows);
+    return bytes;
 }
 
 }  // namespace folio

@@ -71,7 +71,7 @@ public:
                          std::span<const ImageGrid> grids) override {
         return project(encode_vision(values, grids), grids);
     }
-    int64_t image_activation_bytes(int64_t n_image_tokens) override;
+    int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) override;
     // 3D mRoPE positions (compute_mrope_positions).
     int n_position_axes() const override { return 3; }
     PromptPositions prompt_positions(std::span<const TokenModality> modality,

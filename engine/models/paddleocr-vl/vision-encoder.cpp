@@ -93,7 +93,8 @@ Tensor VisionEncoder::encode_patches(const Tensor& patches, std::span<const Imag
         layer_norm_attention_add(backend_, x,
                                  {L.ln1_w, L.ln1_b, vc.layer_norm_eps, L.qkv_proj, L.o_proj, n_head}, cos,
                                  sin, segments, scale, precision_);
-        layer_norm_mlp_add(backend_, x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps);
+        layer_norm_mlp_add(backend_, x, L.fc1, L.fc2, L.ln2_w, L.ln2_b, vc.layer_norm_eps,
+                           Activation::GeluTanh, mlp_chunk_rows_);
     }
     return backend_.layer_norm(x, post_ln_w_, post_ln_b_, vc.layer_norm_eps);
 }

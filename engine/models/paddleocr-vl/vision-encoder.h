@@ -10,6 +10,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/image/image-preprocess.h"
+#include "engine/models/layers.h"
 #include "engine/models/linear.h"
 #include "engine/models/paddleocr-vl/config.h"
 #include "engine/models/vision-rope.h"
@@ -42,6 +43,8 @@ public:
     // level_values; only the levels go to the backend's device.
     Tensor encode(std::span<const std::span<const uint8_t>> levels, const ChannelLevels& level_values,
                   std::span<const ImageGrid> grids);
+    // Rows each MLP takes at a time (kMlpChunkRows unless the memory plan's measurement sets fewer).
+    void set_mlp_chunk_rows(int64_t rows) { mlp_chunk_rows_ = rows; }
 
 private:
     // Patches of the grids, after checking that n_values (of what) fill them.
@@ -57,6 +60,7 @@ private:
     std::vector<VisionLayer> layers_;
     Tensor post_ln_w_, post_ln_b_;  // [vision_hidden]
     VisionRope rope_;               // the patches' 2D rotary rows
+    int64_t mlp_chunk_rows_ = kMlpChunkRows;
 };
 
 }  // namespace folio

@@ -88,6 +88,12 @@ TEST_P(Ernie45VlTest, ImageFeaturesMatchReference) {
         relative_error(f.backend->download(features), f.reference.f32(GetParam() + ".image_features"));
     std::cout << GetParam() << ": image features relative error " << err << "\n";
     EXPECT_LT(err, 1e-4);
+    // The MLPs 3 rows at a time and the resampler 2 windows and 2 tokens at a time give the same features.
+    f.model->set_vision_chunk_rows(3, 2);
+    const Tensor chunked = f.model->encode_images(std::span(&part, 1), im.grids);
+    f.model->set_vision_chunk_rows(kMlpChunkRows, kResampleChunkRows);
+    EXPECT_EQ(chunked.shape, features.shape);
+    EXPECT_LT(relative_error(f.backend->download(chunked), f.backend->download(features)), 1e-6);
 }
 
 TEST_P(Ernie45VlTest, PromptLogitsMatchReference) {

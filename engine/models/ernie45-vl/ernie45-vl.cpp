@@ -178,13 +178,13 @@ Tensor Ernie45Vl::encode_images(std::span<const std::span<const uint8_t>> levels
     return vision_.resample(vision_.encode(patches, grids), grids);
 }
 
-// Images of 4x4 to 16x16 patches through the vision side, whole and with the MLPs in chunks of 16 rows,
-// their peaks extrapolated to the patches of n_image_tokens tokens: a token merges m x m patches of an
-// image, and of a video twice as many (two frames).
+// Images of 4x4 to 16x16 patches through the vision side, whole and with the MLPs and the resampler in small
+// chunks, their peaks extrapolated to the patches of n_image_tokens tokens: a token merges m x m patches of
+// an image, and of a video twice as many (two frames). Up to a chunk's patches everything grows as the whole
+// samples grow; past it, as the chunked ones do.
 int64_t Ernie45Vl::image_activation_bytes(int64_t n_image_tokens, bool with_video) {
-    constexpr int64_t kSmallChunk = 16;
-    const auto peak = [this](int64_t side, int64_t chunk) {
-        vision_.set_mlp_chunk_rows(chunk);
+    const auto peak = [this](int64_t side, bool chunked) {
+        set_vision_chunk_rows(chunked ? 16 : kMlpChunkRows, chunked ? 4 : kResampleChunkRows);
         const ImageGrid grid{1, side, side};
         const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * config_.vision.patch_dim()),
                                         0.0f);
@@ -195,11 +195,12 @@ int64_t Ernie45Vl::image_activation_bytes(int64_t n_image_tokens, bool with_vide
         return PeakSample{grid.n_patches(), backend_.memory_stats().peak - before};
     };
     const int64_t m = config_.vision.spatial_merge_size;
-    const int64_t per_token = m * m * (with_video ? config_.vision.temporal_merge_size : 1);
+    const int64_t patches_per_token = m * m * (with_video ? config_.vision.temporal_merge_size : 1);
+    const int64_t chunk_patches = std::max(kMlpChunkRows, kResampleChunkRows * patches_per_token);
     const int64_t bytes =
-        extrapolate_chunked_peak(peak(4, kMlpChunkRows), peak(16, kMlpChunkRows), peak(8, kSmallChunk),
-                                 peak(16, kSmallChunk), kMlpChunkRows, n_image_tokens * per_token);
-    vision_.set_mlp_chunk_rows(kMlpChunkRows);
+        extrapolate_chunked_peak(peak(4, false), peak(16, false), peak(8, true), peak(16, true),
+                                 chunk_patches, n_image_tokens * patches_per_token);
+    set_vision_chunk_rows(kMlpChunkRows, kResampleChunkRows);
     return bytes;
 }
 

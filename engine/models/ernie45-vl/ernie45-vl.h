@@ -50,6 +50,10 @@ public:
     Tensor encode_images(std::span<const std::span<const float>> values,
                          std::span<const ImageGrid> grids) override;
     int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) override;
+    // Rows the vision MLPs and windows and tokens the resampler take at a time (Ernie45VlVision).
+    void set_vision_chunk_rows(int64_t mlp_rows, int64_t resample_rows) {
+        vision_.set_chunk_rows(mlp_rows, resample_rows);
+    }
 
     int n_position_axes() const override { return 3; }
     // Image and video start and end markers go to the vision experts with the features between them.

@@ -136,12 +136,31 @@ Tensor Ernie45VlVision::resample(const Tensor& features, std::span<const ImageGr
         Tensor h = apply(backend_, M.fc1, x, up);
         return backend_.layer_norm(apply(backend_, M.fc2, h), M.ln_w, M.ln_b, vc.eps);
     };
-    const Tensor windows = reshaped(backend_.gather_rows(features, window_rows), {window0, m * m * vd});
-    const Tensor spatial = merge(spatial_, windows);  // [n_windows, 4 vd]
-    const Tensor parts[] = {backend_.gather_rows(spatial, first_rows),
-                            backend_.gather_rows(spatial, second_rows)};
-    const Tensor temporal = merge(temporal_, backend_.concat(parts, 1));  // [n_tokens, 4 vd]
-    return backend_.rms_norm(apply(backend_, mlp_, temporal), after_norm_, config_.text.rms_norm_eps);
+    // Windows and tokens are merged chunk_rows at a time: each is independent of the others, and a large
+    // image's merged rows, several times its features' width, would otherwise all be held at once.
+    const int64_t chunk = resample_chunk_rows_;
+    const auto joined = [&](std::vector<Tensor>& pieces) {
+        Tensor all = pieces.size() == 1 ? pieces.front() : backend_.concat(pieces, 0);
+        pieces.clear();
+        return all;
+    };
+    std::vector<Tensor> pieces;
+    for (int64_t w = 0; w < window0; w += chunk) {
+        const int64_t n = std::min(chunk, window0 - w);
+        const std::span<const int64_t> rows = std::span(window_rows).subspan(w * m * m, n * m * m);
+        pieces.push_back(merge(spatial_, reshaped(backend_.gather_rows(features, rows), {n, m * m * vd})));
+    }
+    const Tensor spatial = joined(pieces);  // [n_windows, 4 vd]
+    const auto n_tokens = static_cast<int64_t>(first_rows.size());
+    for (int64_t t = 0; t < n_tokens; t += chunk) {
+        const auto n = static_cast<size_t>(std::min(chunk, n_tokens - t));
+        const Tensor parts[] = {backend_.gather_rows(spatial, std::span(first_rows).subspan(t, n)),
+                                backend_.gather_rows(spatial, std::span(second_rows).subspan(t, n))};
+        const Tensor temporal = merge(temporal_, backend_.concat(parts, 1));  // [n, 4 vd]
+        pieces.push_back(
+            backend_.rms_norm(apply(backend_, mlp_, temporal), after_norm_, config_.text.rms_norm_eps));
+    }
+    return joined(pieces);  // [n_tokens, hidden]
 }
 
 }  // namespace folio

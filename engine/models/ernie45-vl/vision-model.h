@@ -22,6 +22,10 @@ namespace folio {
 // frames (an image's single frame counts as a pair).
 int64_t ernie45_vl_media_tokens(const ImageGrid& grid, const Ernie45VlVisionConfig& config);
 
+// Windows and tokens the resampler merges at a time: a large image's merged rows are several times its
+// features' width, so they are held for this many rows, not for all of them.
+constexpr int64_t kResampleChunkRows = 2048;
+
 class Ernie45VlVision {
 public:
     Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& config);
@@ -32,8 +36,12 @@ public:
     // The resampler: windows merged, frames paired, projected to the language model and normed.
     // features [n_patches, vision_hidden] (raster order)  ->  [sum of ernie45_vl_media_tokens, hidden]
     Tensor resample(const Tensor& features, std::span<const ImageGrid> grids);
-    // Rows each MLP takes at a time (kMlpChunkRows unless the memory plan's measurement sets fewer).
-    void set_mlp_chunk_rows(int64_t rows) { mlp_chunk_rows_ = rows; }
+    // Rows each MLP takes at a time, and windows and tokens the resampler takes at a time (kMlpChunkRows
+    // and kResampleChunkRows unless the memory plan's measurement sets fewer).
+    void set_chunk_rows(int64_t mlp_rows, int64_t resample_rows) {
+        mlp_chunk_rows_ = mlp_rows;
+        resample_chunk_rows_ = resample_rows;
+    }
 
 private:
     struct Block {
@@ -54,6 +62,7 @@ private:
     AttentionPrecision precision_;
     Activation act_;
     int64_t mlp_chunk_rows_ = kMlpChunkRows;
+    int64_t resample_chunk_rows_ = kResampleChunkRows;
     Tensor patch_w_;  // [vd, patch_dim]
     std::vector<Block> blocks_;
     Tensor ln_w_, ln_b_;  // [vd]

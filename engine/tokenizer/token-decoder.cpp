@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "engine/tokenizer/byte-level.h"
 #include "engine/tokenizer/normalizer.h"
 #include "engine/tokenizer/unicode-text.h"
 
@@ -116,6 +117,14 @@ std::string TokenDecoder::decode(std::vector<std::string> tokens) const {
                     token = strip_token(token, step.strip_char, step.start, step.stop);
                 }
                 break;
+            case TokenDecoderStep::Kind::ByteLevel: {
+                std::string bytes;
+                for (const std::string& token : tokens) {
+                    bytes.append(byte_level_bytes(token));
+                }
+                tokens.assign(1, utf8_lossy(bytes));
+                break;
+            }
             case TokenDecoderStep::Kind::Metaspace:
                 for (size_t i = 0; i < tokens.size(); ++i) {
                     // In the first token every replacement character goes, as in the reference.

@@ -17,7 +17,8 @@ int byte_fallback_value(std::string_view token);
 enum class PrependScheme { Always, First, Never };
 
 struct TokenDecoderStep {
-    enum class Kind { Replace, ByteFallback, Fuse, Strip, Metaspace };
+    // ByteLevel: every token's bytes (byte_level_bytes) joined and read as UTF-8 (utf8_lossy), one token.
+    enum class Kind { Replace, ByteFallback, Fuse, Strip, Metaspace, ByteLevel };
     Kind kind = Kind::Fuse;
     std::string pattern;        // Replace
     std::string content;        // Replace: the replacement; Metaspace: the replacement character
@@ -41,6 +42,12 @@ public:
     bool has_byte_fallback() const {
         return std::any_of(steps_.begin(), steps_.end(), [](const TokenDecoderStep& s) {
             return s.kind == TokenDecoderStep::Kind::ByteFallback;
+        });
+    }
+    // Whether a ByteLevel step turns tokens into bytes.
+    bool has_byte_level() const {
+        return std::any_of(steps_.begin(), steps_.end(), [](const TokenDecoderStep& s) {
+            return s.kind == TokenDecoderStep::Kind::ByteLevel;
         });
     }
     std::string decode(std::vector<std::string> tokens) const;

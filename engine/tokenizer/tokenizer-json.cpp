@@ -1,5 +1,5 @@
 // tokenizer.json: the tokenizers library's serialization, read for the components of the SentencePiece-style
-// family; any other component is refused by name.
+// and byte-level families; any other component is refused by name.
 #include <algorithm>
 #include <climits>
 #include <nlohmann/json.hpp>
@@ -217,27 +217,85 @@ MetaspaceSplit read_metaspace(const json& m, const JsonReader& r) {
     return metaspace;
 }
 
-std::optional<MetaspaceSplit> read_pre_tokenizer(const json& value, const JsonReader& r) {
+SplitRule read_split(const json& s, const JsonReader& r) {
+    if (r.flag(s, "invert", false, "Split")) {
+        fail("tokenizer: ", r.source(), ": an inverted Split pre-tokenizer is not supported");
+    }
+    if (!s.contains("pattern") || !s["pattern"].is_object()) {
+        fail("tokenizer: ", r.source(), ": the Split pre-tokenizer's pattern is missing or not an object");
+    }
+    const json& pattern = s["pattern"];
+    const bool literal = pattern.contains("String");
+    const std::string text = r.string(pattern, literal ? "String" : "Regex", "Split.pattern");
+    SplitRule rule;
+    rule.pattern = std::make_shared<const RegexSplitter>(text, literal, r.source());
+    const std::string behavior = r.string(s, "behavior", "Split");
+    if (behavior == "Isolated") {
+        rule.behavior = SplitBehavior::Isolated;
+    } else if (behavior == "Removed") {
+        rule.behavior = SplitBehavior::Removed;
+    } else if (behavior == "MergedWithPrevious") {
+        rule.behavior = SplitBehavior::MergedWithPrevious;
+    } else if (behavior == "MergedWithNext") {
+        rule.behavior = SplitBehavior::MergedWithNext;
+    } else if (behavior == "Contiguous") {
+        rule.behavior = SplitBehavior::Contiguous;
+    } else {
+        fail("tokenizer: ", r.source(), ": the Split behavior \"", behavior,
+             "\" is not Isolated, Removed, MergedWithPrevious, MergedWithNext or Contiguous");
+    }
+    return rule;
+}
+
+struct PreTokenizers {
+    std::optional<MetaspaceSplit> metaspace;
+    std::optional<ByteLevelSplit> byte_level;
+};
+
+// Metaspace alone, or Split pre-tokenizers followed by ByteLevel (a Sequence, or ByteLevel alone).
+PreTokenizers read_pre_tokenizer(const json& value, const JsonReader& r) {
+    PreTokenizers out;
     if (value.is_null()) {
-        return std::nullopt;
+        return out;
     }
     const json& p = r.object(value, "pre_tokenizer");
     const std::string type = r.type(p, "pre_tokenizer");
-    if (type == "Metaspace") {
-        return read_metaspace(p, r);
-    }
-    if (type == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].is_array()) {
-        const json& list = p["pretokenizers"];
-        if (list.empty()) {
-            return std::nullopt;
+    std::vector<const json*> list;
+    if (type == "Sequence") {
+        if (!p.contains("pretokenizers") || !p["pretokenizers"].is_array()) {
+            fail("tokenizer: ", r.source(), ": the pre-tokenizer Sequence has no list of pre-tokenizers");
         }
-        if (list.size() == 1) {
-            return read_pre_tokenizer(list[0], r);
+        for (const json& item : p["pretokenizers"]) {
+            list.push_back(&r.object(item, "a pre-tokenizer of the Sequence"));
         }
-        r.unsupported("pre-tokenizer", "Sequence of " + std::to_string(list.size()) + " pre-tokenizers",
-                      "Metaspace alone");
+    } else {
+        list.push_back(&p);
     }
-    r.unsupported("pre-tokenizer", type, "Metaspace");
+    if (list.empty()) {
+        return out;
+    }
+    const std::string first = r.type(*list.front(), "pre_tokenizer");
+    if (list.size() == 1 && first == "Metaspace") {
+        out.metaspace = read_metaspace(*list.front(), r);
+        return out;
+    }
+    ByteLevelSplit byte_level;
+    for (size_t i = 0; i < list.size(); ++i) {
+        const json& item = *list[i];
+        const std::string item_type = r.type(item, "pre_tokenizer");
+        const bool last = i + 1 == list.size();
+        if (item_type == "Split" && !last) {
+            byte_level.splits.push_back(read_split(item, r));
+        } else if (item_type == "ByteLevel" && last) {
+            byte_level.add_prefix_space = r.flag(item, "add_prefix_space", true, "ByteLevel");
+            byte_level.use_regex = r.flag(item, "use_regex", true, "ByteLevel");
+        } else {
+            r.unsupported("pre-tokenizer", list.size() == 1 ? item_type : "Sequence with " + item_type,
+                          "Metaspace alone, or Split pre-tokenizers followed by ByteLevel");
+        }
+    }
+    out.byte_level = std::move(byte_level);
+    return out;
 }
 
 BpeConfig read_bpe(const json& value, const JsonReader& r, bool& has_merges) {
@@ -335,13 +393,15 @@ void read_decoder(const json& value, const JsonReader& r, TokenDecoder& out) {
         }
         step.start = static_cast<size_t>(start);
         step.stop = static_cast<size_t>(stop);
+    } else if (type == "ByteLevel") {
+        step.kind = TokenDecoderStep::Kind::ByteLevel;
     } else if (type == "Metaspace") {
         step.kind = TokenDecoderStep::Kind::Metaspace;
         const MetaspaceSplit metaspace = read_metaspace(d, r);
         step.content = metaspace.replacement;
         step.prepend_scheme = metaspace.prepend_scheme;
     } else {
-        r.unsupported("decoder", type, "Sequence, Replace, ByteFallback, Fuse, Strip, Metaspace");
+        r.unsupported("decoder", type, "Sequence, Replace, ByteFallback, Fuse, Strip, Metaspace, ByteLevel");
     }
     out.add(std::move(step));
 }
@@ -353,8 +413,20 @@ void read_post_processor(const json& value, const JsonReader& r, const std::vect
     }
     const json& p = r.object(value, "post_processor");
     const std::string type = r.type(p, "post_processor");
+    if (type == "Sequence") {
+        if (!p.contains("processors") || !p["processors"].is_array()) {
+            fail("tokenizer: ", r.source(), ": the post-processor Sequence has no list of processors");
+        }
+        for (const json& item : p["processors"]) {
+            read_post_processor(item, r, added, out);
+        }
+        return;
+    }
+    if (type == "ByteLevel") {
+        return;  // it trims offsets, which ids do not have
+    }
     if (type != "TemplateProcessing") {
-        r.unsupported("post-processor", type, "TemplateProcessing");
+        r.unsupported("post-processor", type, "TemplateProcessing, ByteLevel, Sequence");
     }
     if (!p.contains("single") || !p["single"].is_array()) {
         fail("tokenizer: ", r.source(), ": TemplateProcessing has no single template");
@@ -423,7 +495,9 @@ TokenizerJson read_tokenizer_json(const json& root, std::string_view source) {
         }
     }
     read_normalizer(root.value("normalizer", json()), r, pipeline.normalizer);
-    pipeline.pre_tokenizer = read_pre_tokenizer(root.value("pre_tokenizer", json()), r);
+    PreTokenizers pre_tokenizers = read_pre_tokenizer(root.value("pre_tokenizer", json()), r);
+    pipeline.pre_tokenizer = std::move(pre_tokenizers.metaspace);
+    pipeline.byte_level = std::move(pre_tokenizers.byte_level);
     if (!root.contains("model")) {
         fail("tokenizer: ", source, " has no model");
     }

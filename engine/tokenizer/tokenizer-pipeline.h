@@ -1,6 +1,7 @@
-// A tokenizer as the tokenizers library runs it, in the SentencePiece-style family: added tokens split off,
-// the pieces between them normalized, pre-tokenized by Metaspace, encoded by BPE; ids decoded through the
-// decoder's steps. The pipeline is read from a model folder's files by read_tokenizer_pipeline.
+// A tokenizer as the tokenizers library runs it, in the SentencePiece-style and byte-level families: added
+// tokens split off, the pieces between them normalized, pre-tokenized by Metaspace or by regular-expression
+// splits and ByteLevel, encoded by BPE; ids decoded through the decoder's steps. The pipeline is read from a
+// model folder's files by read_tokenizer_pipeline.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "engine/tokenizer/added-vocabulary.h"
 #include "engine/tokenizer/bpe-model.h"
+#include "engine/tokenizer/byte-level.h"
 #include "engine/tokenizer/normalizer.h"
 #include "engine/tokenizer/token-decoder.h"
 
@@ -23,9 +25,25 @@ struct MetaspaceSplit {
     bool split = true;
 };
 
+// A Split pre-tokenizer (invert false).
+struct SplitRule {
+    std::shared_ptr<const RegexSplitter> pattern;
+    SplitBehavior behavior = SplitBehavior::Isolated;
+};
+
+// Split pre-tokenizers in order, then ByteLevel: each piece gets a leading space where add_prefix_space is
+// set and it has none, is split by GPT-2's expression where use_regex is set, and its bytes become code
+// points.
+struct ByteLevelSplit {
+    std::vector<SplitRule> splits;
+    bool add_prefix_space = false;
+    bool use_regex = true;
+};
+
 struct TokenizerPipeline {
     Normalizer normalizer;
     std::optional<MetaspaceSplit> pre_tokenizer;
+    std::optional<ByteLevelSplit> byte_level;  // in place of Metaspace
     std::unique_ptr<BpeModel> model;
     TokenDecoder decoder;
     std::vector<AddedToken> added_tokens;

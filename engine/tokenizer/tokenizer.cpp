@@ -4,6 +4,7 @@
 
 #include "engine/common/error.h"
 #include "engine/tokenizer/added-vocabulary.h"
+#include "engine/tokenizer/byte-level.h"
 #include "engine/tokenizer/token-decoder.h"
 #include "engine/tokenizer/tokenizer-pipeline.h"
 #include "engine/tokenizer/unicode-text.h"
@@ -98,6 +99,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
 
 void Tokenizer::encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const {
     const BpeModel& model = *pipeline_->model;
+    if (pipeline_->byte_level) {
+        encode_byte_level(text, ids);
+        return;
+    }
     if (!pipeline_->pre_tokenizer) {
         model.encode(text, ids);
         return;
@@ -123,6 +128,37 @@ void Tokenizer::encode_piece(std::string_view text, bool at_start, std::vector<i
         pos = word.find(metaspace.replacement, pos + metaspace.replacement.size());
     }
     model.encode(std::string_view(word).substr(begin), ids);
+}
+
+void Tokenizer::encode_byte_level(std::string_view text, std::vector<int32_t>& ids) const {
+    static const RegexSplitter gpt2(kGpt2SplitPattern, false, "GPT-2's pre-tokenizer");
+    const ByteLevelSplit& byte_level = *pipeline_->byte_level;
+    std::vector<std::string_view> pieces{text};
+    for (const SplitRule& rule : byte_level.splits) {
+        std::vector<std::string_view> next;
+        for (const std::string_view piece : pieces) {
+            const std::vector<std::string_view> parts = rule.pattern->split(piece, rule.behavior);
+            next.insert(next.end(), parts.begin(), parts.end());
+        }
+        pieces = std::move(next);
+    }
+    for (const std::string_view piece : pieces) {
+        std::string spaced;
+        std::string_view words = piece;
+        if (byte_level.add_prefix_space && !piece.starts_with(' ')) {
+            spaced.reserve(piece.size() + 1);
+            spaced.push_back(' ');
+            spaced.append(piece);
+            words = spaced;
+        }
+        if (!byte_level.use_regex) {
+            pipeline_->model->encode(byte_level_encode(words), ids);
+            continue;
+        }
+        for (const std::string_view word : gpt2.split(words, SplitBehavior::Isolated)) {
+            pipeline_->model->encode(byte_level_encode(word), ids);
+        }
+    }
 }
 
 std::optional<std::string> Tokenizer::token_text(int32_t id) const {
@@ -201,7 +237,8 @@ bool Tokenizer::is_special(int32_t id) const {
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special)
     : tokenizer_(tokenizer),
       skip_special_(skip_special),
-      byte_fallback_(tokenizer.pipeline_->decoder.has_byte_fallback()) {}
+      byte_fallback_(tokenizer.pipeline_->decoder.has_byte_fallback()),
+      byte_level_(tokenizer.pipeline_->decoder.has_byte_level()) {}
 
 std::string IncrementalDetokenizer::push(int32_t id) {
     if (skip_special_ && tokenizer_.is_special(id)) {
@@ -210,6 +247,17 @@ std::string IncrementalDetokenizer::push(int32_t id) {
     std::optional<std::string> token = tokenizer_.token_text(id);
     if (!token) {
         return {};  // an id without a token decodes to nothing
+    }
+    if (byte_level_) {
+        // A token's bytes may end inside a character that the next token finishes: nothing is given until
+        // the bytes since the last piece are whole characters, or show that they never will be.
+        pending_ += byte_level_bytes(*token);
+        tokens_.push_back(std::move(*token));
+        if (utf8_unfinished_tail(pending_) > 0) {
+            return {};
+        }
+        pending_.clear();
+        return take_new_text();
     }
     const int byte = byte_fallback_ ? byte_fallback_value(*token) : -1;
     if (byte < 0) {
@@ -280,6 +328,7 @@ std::string IncrementalDetokenizer::flush() {
     continuation_ = false;
     run_.clear();
     run_invalid_ = false;
+    pending_.clear();
     return rest;
 }
 

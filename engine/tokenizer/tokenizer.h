@@ -65,6 +65,7 @@ private:
     // The decoder on tokens that start with the sentinel where continuation is set.
     std::string run_decoder(std::vector<std::string> tokens, bool continuation) const;
     void encode_piece(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
+    void encode_byte_level(std::string_view text, std::vector<int32_t>& ids) const;
 
     std::unique_ptr<TokenizerPipeline> pipeline_;
     std::unique_ptr<AddedVocabulary> added_;
@@ -108,6 +109,8 @@ private:
     bool continuation_ = false;  // tokens_ no longer starts at the first token
     std::string run_;            // the bytes of the byte pieces since the last other token
     bool run_invalid_ = false;   // run_ is not UTF-8 whatever follows
+    bool byte_level_;            // the decoder turns each token into bytes (ByteLevel)
+    std::string pending_;        // ByteLevel: the bytes since the last returned piece
 };
 
 }  // namespace folio

@@ -81,7 +81,16 @@ QString ChatSession::chatModel() const {
     return {};
 }
 
-Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const {
+void ChatSession::setDocumentContext(const QString& key, std::shared_ptr<const DocumentContext> context) {
+    if (context) {
+        contexts_.insert(key, std::move(context));
+    } else {
+        contexts_.remove(key);
+    }
+}
+
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo,
+                            const QString& documentPart) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -112,7 +121,9 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         ChatMessage message;
         message.role =
             turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
-        message.text = turn.text.toStdString();
+        // The document part opens the first question, so that every question of the conversation shares it.
+        const bool opens = i == 0 && turn.role == ChatTurn::Role::User && !documentPart.isEmpty();
+        message.text = (opens ? documentPart + QStringLiteral("\n\n") + turn.text : turn.text).toStdString();
         for (int k = 0; k < taken[i].second; ++k) {
             message.images.push_back(toEngineImage(opaque(turn.images[k])));
         }
@@ -171,6 +182,31 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
         return false;
     }
 
+    // Ask the document: the passages that fit beside the conversation and the answer.
+    QString documentPart;
+    QList<int> leftOut;
+    const std::shared_ptr<const DocumentContext> context = contexts_.value(document_);
+    if (context && !context->empty()) {
+        const int64_t context_len = service_.limits(model).max_model_len;
+        int64_t conversation = 256;  // the template's own tokens
+        for (const ChatTurn& turn : turns) {
+            conversation += estimateTokens(turn.text) + 8;
+        }
+        const int64_t answerRoom = std::min<int64_t>(maxNewTokens_, context_len / 4);
+        const DocumentSelection selection =
+            context->select(question.text, context_len - answerRoom - conversation);
+        if (selection.text.isEmpty()) {
+            Q_EMIT failed(
+                tr("Not even one page of the document fits in the model's context of %1 tokens beside "
+                   "this conversation: start a new conversation, or load the model with a longer "
+                   "context.")
+                    .arg(context_len));
+            return false;
+        }
+        documentPart = selection.text;
+        leftOut = selection.leftOut;
+    }
+
     GenerationOptions options;
     options.max_tokens = maxNewTokens_;
     options.fit_max_tokens = true;
@@ -190,8 +226,9 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     };
     RequestHandle handle;
     try {
-        RequestSpec spec(buildChat(turns, model, answering == nullptr || answering->takes(Modality::Video)),
-                         options);
+        RequestSpec spec(
+            buildChat(turns, model, answering == nullptr || answering->takes(Modality::Video), documentPart),
+            options);
         spec.model = model;
         handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {
@@ -203,6 +240,8 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     ChatTurn answer;
     answer.role = ChatTurn::Role::Assistant;
     answer.state = ChatTurn::State::Streaming;
+    answer.fromDocument = !documentPart.isEmpty();
+    answer.pagesLeftOut = leftOut;
     turns.append(answer);
     const QString document = document_;
     const int index = static_cast<int>(turns.size() - 1);
@@ -239,6 +278,9 @@ void ChatSession::onOutput(const RequestOutput& output) {
     ChatTurn& answer = histories_[document][index];
     if (answer.promptTokens < 0) {
         answer.promptTokens = active_->handle.n_prompt_tokens();
+    }
+    if (answer.cachedTokens < 0 && output.n_cached_tokens >= 0) {
+        answer.cachedTokens = output.n_cached_tokens;
     }
     const bool complete = output.finish && (*output.finish == FinishReason::Stop);
     const AnswerStream::Delta delta = active_->stream.push(

@@ -18,6 +18,7 @@
 
 #include "app/chat/answer-stream.h"
 #include "app/chat/chat-turn.h"
+#include "app/chat/document-context.h"
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/service/engine-service.h"
 
@@ -45,6 +46,15 @@ public:
     // Ends the answer under way; its text so far is kept.
     void stop();
     bool busy() const { return active_.has_value(); }
+
+    // Ask the document: where a document has a context, its questions are answered from its blocks (the
+    // document part goes ahead of the conversation's first question, the same for every question while the
+    // whole document fits, so that the engine's prefix cache holds it), and the answers cite them. Null
+    // turns it off.
+    void setDocumentContext(const QString& key, std::shared_ptr<const DocumentContext> context);
+    std::shared_ptr<const DocumentContext> documentContext(const QString& key) const {
+        return contexts_.value(key);
+    }
 
     // The most new tokens an answer takes (fewer where max_model_len leaves fewer).
     void setMaxNewTokens(int64_t n) { maxNewTokens_ = n; }
@@ -84,11 +94,13 @@ private:
     };
 
     void onOutput(const RequestOutput& output);
-    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo) const;
+    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo,
+                   const QString& documentPart) const;
 
     EngineService& service_;
     std::shared_ptr<Relay> relay_;
     QHash<QString, QList<ChatTurn>> histories_;
+    QHash<QString, std::shared_ptr<const DocumentContext>> contexts_;
     QString document_;
     std::optional<Active> active_;
     int64_t maxNewTokens_ = 2048;

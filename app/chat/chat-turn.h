@@ -28,6 +28,12 @@ struct ChatTurn {
     // An answer's prompt as the engine took it: the tokens of the conversation before it, images included
     // (-1 until the engine has built it). It tells how much of the context the conversation uses.
     int64_t promptTokens = -1;
+    // Of those, the tokens the engine found in its prefix cache and did not compute again (-1 until known).
+    int64_t cachedTokens = -1;
+    // Asked of the document (Ask the document): the answer cites its blocks; pagesLeftOut are the pages that
+    // did not fit in the context, from 0.
+    bool fromDocument = false;
+    QList<int> pagesLeftOut;
 };
 
 }  // namespace folio

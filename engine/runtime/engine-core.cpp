@@ -475,6 +475,7 @@ void EngineCore::run_step(std::vector<RequestOutput>& outputs) {
         out.id = update.id;
         out.tokens.push_back(*update.token);
         out.finish = update.finish;
+        out.n_cached_tokens = update.n_cached;
         const auto text = texts_.find(update.id);
         if (text != texts_.end()) {
             const bool stop_string = push_text(text->second, *update.token, out.text);

@@ -95,6 +95,9 @@ struct RequestOutput {
     ErrorKind error_kind =
         ErrorKind::None;  // with FinishReason::Error, or Cancelled when the service stopped
     std::string error;    // why the request ended early
+    // With the first token: the prompt's tokens found in the prefix cache, whose keys and values were not
+    // computed again (OpenAI's usage.prompt_tokens_details.cached_tokens); -1 with other outputs.
+    int64_t n_cached_tokens = -1;
 };
 
 struct EngineStats {

@@ -401,6 +401,9 @@ std::vector<SequenceUpdate> Scheduler::update_from_output(const SchedulerOutput&
         SequenceUpdate& update = updates.emplace_back();
         update.id = seq->id;
         update.token = sampled[i];
+        if (n_done == seq->n_prompt) {
+            update.n_cached = seq->n_cached;
+        }
         if (std::find(seq->stop_ids.begin(), seq->stop_ids.end(), sampled[i]) != seq->stop_ids.end()) {
             update.finish = FinishReason::Stop;
         } else if (n_done + 1 - seq->n_prompt >= seq->max_tokens || n_done + 1 >= config_.max_model_len) {

@@ -56,6 +56,9 @@ struct SequenceUpdate {
     int64_t id = 0;
     std::optional<int32_t> token;  // the token it sampled
     std::optional<FinishReason> finish;
+    // With a sequence's first token: of its prompt, the tokens the prefix cache held when it was admitted;
+    // -1 with later tokens.
+    int64_t n_cached = -1;
 };
 
 class Scheduler {

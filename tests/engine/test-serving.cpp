@@ -121,14 +121,21 @@ TEST_F(Serving, TheSamePageAskedTwiceReusesTheImagePrefix) {
         ++common;
     }
     ASSERT_GT(common, 16u) << "the prompts share the image";
+    std::vector<int64_t> cached;  // each request's first output says what the prefix cache held
     for (const Request* r : {&ocr, &table}) {
-        engine.submit(*r);
+        const int64_t id = engine.submit(*r);
         while (engine.has_unfinished()) {
-            engine.step();
+            for (const RequestOutput& out : engine.step()) {
+                if (out.id == id && out.n_cached_tokens >= 0) {
+                    cached.push_back(out.n_cached_tokens);
+                }
+            }
         }
     }
     const EngineStats s = engine.stats();
     EXPECT_EQ(s.n_prefix_hit_blocks, static_cast<int64_t>(common / 4));
+    EXPECT_EQ(cached, (std::vector<int64_t>{0, static_cast<int64_t>(common / 4 * 4)}))
+        << "once, with the first token: nothing for the first request, the shared blocks for the second";
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include "app/chat/answer-stream.h"
 #include "app/chat/chat-session.h"
+#include "app/chat/document-context.h"
 #include "app/documents/page-image.h"
 #include "app/jobs/engine-host.h"
 #include "app/settings/settings.h"
@@ -223,6 +224,53 @@ private Q_SLOTS:
             closing.attachFilePaths({file});
         }
         QTest::qWait(50);
+    }
+
+    // Ask the document: the document's blocks go ahead of the first question, the answer is marked as from
+    // the document, and the second question's prompt finds the document in the prefix cache, so that only
+    // its new turn is computed.
+    void askTheDocumentComputesOnlyTheNewTurn() {
+        std::vector<PageResult> pages(2);
+        for (int p = 0; p < 2; ++p) {
+            for (int b = 0; b < 4; ++b) {
+                BlockResult block;
+                block.id = b;
+                block.label = QStringLiteral("text");
+                block.content =
+                    QStringLiteral("Paragraph %1 of page %2: sales in the north grew by %3 units.")
+                        .arg(b + 1)
+                        .arg(p + 1)
+                        .arg(10 * b + p);
+                pages[p].blocks.push_back(block);
+            }
+        }
+        const auto context = std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages));
+        ChatSession session(withChat_);
+        session.setMaxNewTokens(6);
+        session.setDocumentContext(QString(), context);
+        QSignalSpy finished(&session, &ChatSession::answerFinished);
+        QVERIFY(session.send(QStringLiteral("Where did sales grow?")));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(session.send(QStringLiteral("By how much on page 2?")));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        const QList<ChatTurn> history = session.history();
+        QCOMPARE(history.size(), 4);
+        const ChatTurn& first = history[1];
+        const ChatTurn& second = history[3];
+        QVERIFY2(first.state == ChatTurn::State::Done, qPrintable(first.error));
+        QVERIFY2(second.state == ChatTurn::State::Done, qPrintable(second.error));
+        QVERIFY(first.fromDocument && second.fromDocument);
+        QVERIFY(first.pagesLeftOut.isEmpty());
+        const int64_t document = tokensOf(kChatDir, context->select(QString(), 1 << 30).text.toStdString());
+        QVERIFY2(first.promptTokens > document, qPrintable(QString::number(first.promptTokens)));
+        QCOMPARE(first.cachedTokens, 0);
+        // The first prompt, the document with it, is in the cache but for its last partial block.
+        const int64_t computed = second.promptTokens - second.cachedTokens;
+        qInfo("second question: %lld prompt tokens, %lld computed (the first prompt had %lld)",
+              static_cast<long long>(second.promptTokens), static_cast<long long>(computed),
+              static_cast<long long>(first.promptTokens));
+        QVERIFY(second.cachedTokens >= first.promptTokens - EngineConfig{}.block_size);
+        QVERIFY(computed <= second.promptTokens - first.promptTokens + EngineConfig{}.block_size);
     }
 
     void thoughtIsFoldedAboveTheAnswer() {

@@ -35,6 +35,10 @@
 <context>
     <name>folio::ChatMessageView</name>
     <message>
+        <source>Answered from part of the document: pages %1 did not fit in the context.</source>
+        <translation>仅依据文档的一部分作答：第 %1 页未能放入上下文。</translation>
+    </message>
+    <message>
         <source>You</source>
         <translation>你</translation>
     </message>
@@ -93,6 +97,22 @@
 </context>
 <context>
     <name>folio::ChatPanel</name>
+    <message>
+        <source>This document has no recognised text to ask about yet: run it first.</source>
+        <translation>此文档还没有可供提问的识别文本：请先运行识别。</translation>
+    </message>
+    <message>
+        <source>The document has no block %1.</source>
+        <translation>文档中没有区块 %1。</translation>
+    </message>
+    <message>
+        <source>Ask the document</source>
+        <translation>询问文档</translation>
+    </message>
+    <message>
+        <source>Answer from the document&apos;s recognised text, citing the blocks each answer comes from; a click on a citation shows its block</source>
+        <translation>依据文档的识别文本作答，并引用每个回答所依据的区块；点击引用即可显示该区块</translation>
+    </message>
     <message>
         <source>Image %1</source>
         <translation>图片 %1</translation>
@@ -236,6 +256,10 @@ Attach one, type a question and press Enter.</source>
 </context>
 <context>
     <name>folio::ChatSession</name>
+    <message>
+        <source>Not even one page of the document fits in the model&apos;s context of %1 tokens beside this conversation: start a new conversation, or load the model with a longer context.</source>
+        <translation>在本次对话之外，模型 %1 个 token 的上下文连一页文档也放不下：请开始新的对话，或以更长的上下文加载模型。</translation>
+    </message>
     <message>
         <source>An answer is still being written: stop it first.</source>
         <translation>仍在生成回答，请先停止。</translation>

@@ -79,6 +79,20 @@ int main(int argc, char** argv) {
     QObject::connect(&settings, &folio::Settings::languageChanged, chatDock,
                      [chatDock] { chatDock->setWindowTitle(QObject::tr("Chat")); });
     chat->setPageProvider([&window] { return window.currentPageImage(); });
+    // Ask the document: the current document's recognised blocks; a citation clicked selects its block.
+    chat->setDocumentContextProvider([&window, &model]() -> std::shared_ptr<const folio::DocumentContext> {
+        const int doc = window.currentDocument();
+        if (doc < 0 || !model.isOpen(doc)) {
+            return nullptr;
+        }
+        std::vector<folio::PageResult> pages;
+        for (const folio::PageEntry& page : model.document(doc).pages) {
+            pages.push_back(page.result);
+        }
+        return std::make_shared<const folio::DocumentContext>(folio::DocumentContext::fromPages(pages));
+    });
+    QObject::connect(chat, &folio::ChatPanel::citationActivated, &window,
+                     [&window](int page, int blockId) { window.selectBlock(page, blockId); });
     // A chat turn's engine error that a setting may fix (out of memory, no model) goes to the problems panel
     // too, which offers the setting; the chat says every error where it happened.
     const auto chatProblem = [&window](const QString& message) {

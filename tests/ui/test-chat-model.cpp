@@ -5,6 +5,7 @@
 #include <QDropEvent>
 #include <QMimeData>
 #include <QSignalSpy>
+#include <QTextBrowser>
 #include <QUrl>
 #include <QVBoxLayout>
 #include <QtTest>
@@ -271,6 +272,54 @@ private Q_SLOTS:
               static_cast<long long>(first.promptTokens));
         QVERIFY(second.cachedTokens >= first.promptTokens - EngineConfig{}.block_size);
         QVERIFY(computed <= second.promptTokens - first.promptTokens + EngineConfig{}.block_size);
+    }
+
+    // The panel's switch sends questions with the document's blocks; a citation in the answer selects its
+    // block, one the document lacks is said to be missing, and a document without text is refused.
+    void askTheDocumentFromThePanel() {
+        ChatPanel panel(withChat_);
+        panel.session()->setMaxNewTokens(4);
+        QVERIFY(!panel.askDocumentButton()->isEnabled());
+        std::shared_ptr<const DocumentContext> context;
+        panel.setDocumentContextProvider([&context] { return context; });
+        QVERIFY(panel.askDocumentButton()->isEnabled());
+        panel.askDocumentButton()->setChecked(true);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("What is this?"));
+        panel.send();
+        QCOMPARE(finished.count(), 0);
+        QVERIFY2(panel.session()->history().isEmpty(), "nothing to ask about: refused");
+        QCOMPARE(panel.draft(), QStringLiteral("What is this?"));
+
+        std::vector<PageResult> pages(2);
+        BlockResult block;
+        block.id = 7;
+        block.label = QStringLiteral("text");
+        block.content = QStringLiteral("The warranty lasts two years.");
+        pages[1].blocks.push_back(block);
+        context = std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        QVERIFY(panel.session()->history()[1].fromDocument);
+        ChatMessageView* answer = panel.messageViews().last();
+        QSignalSpy activated(&panel, &ChatPanel::citationActivated);
+        // The model's answer is random; the view's citations are what the panel acts on.
+        answer->setTurn([&] {
+            ChatTurn turn = panel.session()->history()[1];
+            turn.text = QStringLiteral("Two years [p2.b1], not [p5.b3].");
+            return turn;
+        }());
+        QVERIFY(answer->shownText().contains(QStringLiteral("[p2.b1](folio-cite:p2.b1)")));
+        auto* text = answer->findChild<QTextBrowser*>(QStringLiteral("text"));
+        QVERIFY(text);
+        Q_EMIT text->anchorClicked(QUrl(QStringLiteral("folio-cite:p2.b1")));
+        QCOMPARE(activated.count(), 1);
+        QCOMPARE(activated[0][0].toInt(), 1);
+        QCOMPARE(activated[0][1].toInt(), 7);
+        Q_EMIT answer->citationClicked(QStringLiteral("p5.b3"));
+        QCOMPARE(activated.count(), 1);  // a block the document does not have selects nothing
+        panel.resize(420, 480);
+        saveScreenshot(&panel, QStringLiteral("chat-ask-the-document"));
     }
 
     void thoughtIsFoldedAboveTheAnswer() {

@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QPixmap>
 #include <QTextBrowser>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <QtMath>
 
@@ -93,6 +94,13 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     copy_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     copy_->setVisible(role_ == ChatTurn::Role::Assistant);
     connect(copy_, &QToolButton::clicked, this, &ChatMessageView::copy);
+    pagesLeftOut_ = turn.pagesLeftOut;
+    body_->setObjectName(QStringLiteral("text"));
+    connect(body_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+        if (url.scheme() == QLatin1String(kCitationScheme)) {
+            Q_EMIT citationClicked(url.path());
+        }
+    });
 
     // The thought, folded: the arrow button unfolds it in a muted, indented block above the answer.
     thought_->setObjectName(QStringLiteral("reasoningToggle"));
@@ -170,6 +178,7 @@ void ChatMessageView::setTurn(const ChatTurn& turn) {
     error_ = turn.error;
     reasoning_ = turn.reasoning;
     reasoningTokens_ = turn.reasoningTokens;
+    pagesLeftOut_ = turn.pagesLeftOut;
     showText();
     showReasoning();
     retranslate();
@@ -207,8 +216,17 @@ void ChatMessageView::appendText(const QString& delta) {
     showText();
 }
 
+void ChatMessageView::setCitations(std::shared_ptr<const DocumentContext> context) {
+    citations_ = std::move(context);
+    showText();
+}
+
+QString ChatMessageView::shownText() const {
+    return citations_ ? linkCitations(text_, *citations_) : text_;
+}
+
 void ChatMessageView::showText() {
-    body_->setContent(text_);
+    body_->setContent(shownText());
     copy_->setEnabled(!text_.isEmpty());
     // An answer still being written keeps its place; a finished one without text (all thought) has none.
     body_->setVisible(!text_.isEmpty() ||
@@ -257,6 +275,16 @@ void ChatMessageView::retranslate() {
             // A thought that used up the new tokens before "</think>".
             if (text_.isEmpty() && !reasoning_.isEmpty()) {
                 status_->setText(tr("The answer ran out of tokens while still reasoning."));
+                status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
+            } else if (!pagesLeftOut_.isEmpty()) {
+                // The stated rule cut the document: say which pages the answer could not see.
+                QStringList pages;
+                for (const int page : pagesLeftOut_) {
+                    pages.append(QString::number(page + 1));
+                }
+                status_->setText(
+                    tr("Answered from part of the document: pages %1 did not fit in the context.")
+                        .arg(pages.join(QStringLiteral(", "))));
                 status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
             } else {
                 status_->clear();

@@ -7,7 +7,10 @@
 #include <QLabel>
 #include <QToolButton>
 
+#include <memory>
+
 #include "app/chat/chat-session.h"
+#include "app/chat/document-context.h"
 
 namespace folio {
 
@@ -33,9 +36,15 @@ public:
     QWidget* reasoningBody() const;
     // Puts the text on the clipboard.
     void copy();
+    // An answer asked of the document: its citations of the context's blocks become links.
+    void setCitations(std::shared_ptr<const DocumentContext> context);
+    // The text as shown (Markdown, citations linked).
+    QString shownText() const;
 
 Q_SIGNALS:
     void copied();
+    // A citation's link was clicked: the reference ("p3.b5").
+    void citationClicked(const QString& ref);
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -50,6 +59,8 @@ private:
     QString text_;
     QString error_;
     QString reasoning_;
+    std::shared_ptr<const DocumentContext> citations_;
+    QList<int> pagesLeftOut_;
     qint64 reasoningTokens_ = 0;
     QLabel* who_;
     QToolButton* thought_;

@@ -47,6 +47,7 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
       notice_(new QLabel(this)),
       input_(new QPlainTextEdit(this)),
       attachButton_(new QToolButton(this)),
+      askDocument_(new QToolButton(this)),
       sendButton_(new QPushButton(this)),
       stopButton_(new QPushButton(this)) {
     QFont titleFont = title_->font();
@@ -110,8 +111,14 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     sendButton_->setDefault(true);
     connect(sendButton_, &QPushButton::clicked, this, &ChatPanel::send);
     connect(stopButton_, &QPushButton::clicked, this, &ChatPanel::stop);
+    askDocument_->setObjectName(QStringLiteral("askDocument"));
+    askDocument_->setCheckable(true);
+    askDocument_->setIcon(QIcon::fromTheme(QStringLiteral("document-preview")));
+    askDocument_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    askDocument_->setEnabled(false);
     auto* actions = new QHBoxLayout;
     actions->addWidget(attachButton_);
+    actions->addWidget(askDocument_);
     actions->addStretch(1);
     actions->addWidget(stopButton_);
     actions->addWidget(sendButton_);
@@ -201,6 +208,11 @@ void ChatPanel::dropEvent(QDropEvent* event) {
 void ChatPanel::setPageProvider(PageProvider provider) {
     pageProvider_ = std::move(provider);
     updateButtons();
+}
+
+void ChatPanel::setDocumentContextProvider(DocumentContextProvider provider) {
+    contextProvider_ = std::move(provider);
+    askDocument_->setEnabled(static_cast<bool>(contextProvider_));
 }
 
 void ChatPanel::setDocument(const QString& key) {
@@ -326,6 +338,16 @@ void ChatPanel::send() {
     }
     notice_->setVisible(false);
     updateModel();
+    // Ask the document: the document's blocks as they are now (pages finish and are edited meanwhile).
+    std::shared_ptr<const DocumentContext> context;
+    if (askDocument_->isChecked()) {
+        context = contextProvider_ ? contextProvider_() : nullptr;
+        if (!context || context->empty()) {
+            showMessage(tr("This document has no recognised text to ask about yet: run it first."), true);
+            return;
+        }
+    }
+    session_->setDocumentContext(session_->document(), context);
     if (session_->send(text, attachments_, videos_)) {
         input_->clear();
         clearAttachments();
@@ -356,6 +378,19 @@ void ChatPanel::rebuild() {
 void ChatPanel::addView(const ChatTurn& turn) {
     auto* view = new ChatMessageView(turn, messages_);
     connect(view, &ChatMessageView::copied, this, [this] { showMessage(tr("Answer copied."), false); });
+    if (turn.fromDocument) {
+        const std::shared_ptr<const DocumentContext> context =
+            session_->documentContext(session_->document());
+        view->setCitations(context);
+        connect(view, &ChatMessageView::citationClicked, this, [this, context](const QString& ref) {
+            const DocumentPassage* passage = context ? context->find(ref) : nullptr;
+            if (passage == nullptr) {
+                showMessage(tr("The document has no block %1.").arg(ref), true);
+                return;
+            }
+            Q_EMIT citationActivated(passage->page, passage->blockId);
+        });
+    }
     // Before the stretch that keeps the messages at the top.
     messagesLayout_->insertWidget(messagesLayout_->count() - 1, view);
     views_.append(view);
@@ -476,6 +511,10 @@ void ChatPanel::retranslate() {
            "and press Enter."));
     input_->setPlaceholderText(tr("Ask a question…"));
     attachButton_->setText(tr("Attach"));
+    askDocument_->setText(tr("Ask the document"));
+    askDocument_->setToolTip(
+        tr("Answer from the document's recognised text, citing the blocks each answer "
+           "comes from; a click on a citation shows its block"));
     attachPageAction_->setText(tr("Current page"));
     attachRegionAction_->setText(tr("Region of the page…"));
     attachFilesAction_->setText(tr("Image or video files…"));

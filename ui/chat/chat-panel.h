@@ -1,7 +1,9 @@
 // The chat panel: a conversation about the current document's pages or any image, kept per document. The user
 // attaches the current page, a region of it (dragged in a picker, or handed over by the page view through
 // attachImage), image or video files (chosen, or dropped on the panel), asks, and watches the answer stream
-// in, a reasoning model's thought folded above it; Stop ends it, Copy takes an answer. The panel talks to the
+// in, a reasoning model's thought folded above it; Stop ends it, Copy takes an answer. With "Ask the
+// document" on, questions are answered from the document's recognised blocks, and the answer's citations
+// are links that select their block. The panel talks to the
 // chat model where one is loaded; without one it uses the OCR model and says so, offering to download a chat
 // model.
 #pragma once
@@ -19,7 +21,10 @@
 #include <QWidget>
 #include <functional>
 
+#include <memory>
+
 #include "app/chat/chat-session.h"
+#include "app/chat/document-context.h"
 
 namespace folio {
 
@@ -31,11 +36,16 @@ class ChatPanel : public QWidget {
 public:
     // The image of the page the user is looking at; a null image when there is none.
     using PageProvider = std::function<QImage()>;
+    // The current document's recognised blocks (Ask the document); null or empty where it has none.
+    using DocumentContextProvider = std::function<std::shared_ptr<const DocumentContext>()>;
 
     explicit ChatPanel(EngineService& service, QWidget* parent = nullptr);
 
     ChatSession* session() const { return session_; }
     void setPageProvider(PageProvider provider);
+    void setDocumentContextProvider(DocumentContextProvider provider);
+    // The "Ask the document" switch (tests).
+    QToolButton* askDocumentButton() const { return askDocument_; }
     // The document the conversation is about (its path; "" for none): each keeps its own history.
     void setDocument(const QString& key);
 
@@ -57,6 +67,8 @@ public:
 Q_SIGNALS:
     // The user asked to download a chat model (the model manager, on its chat models).
     void chatModelDownloadRequested();
+    // A citation in an answer was clicked: the block it names (page position from 0, block id).
+    void citationActivated(int page, int blockId);
 
 public Q_SLOTS:
     // Attaches an image with a short name (a region the page view selected, a figure).
@@ -100,6 +112,7 @@ private:
 
     ChatSession* session_;
     PageProvider pageProvider_;
+    DocumentContextProvider contextProvider_;
     QList<QImage> attachments_;
     QStringList attachmentNames_;
     QList<Video> videos_;
@@ -123,6 +136,7 @@ private:
     QAction* attachPageAction_;
     QAction* attachRegionAction_;
     QAction* attachFilesAction_;
+    QToolButton* askDocument_;
     QPushButton* sendButton_;
     QPushButton* stopButton_;
     int videosLoading_ = 0;

@@ -57,6 +57,9 @@ void OpenAiServer::Impl::note_output(Exchange& ex, const RequestOutput& out) {
         ex.first_token_at = Clock::now();
     }
     ex.n_tokens += static_cast<int64_t>(out.tokens.size());
+    if (out.n_cached_tokens >= 0) {
+        ex.n_cached = out.n_cached_tokens;
+    }
     metrics.generated_tokens(static_cast<int64_t>(out.tokens.size()));
 }
 
@@ -256,7 +259,7 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
         send_error(res, error_of(last, stopping));
         return;
     }
-    const Usage usage{std::max<int64_t>(0, ex->handle.n_prompt_tokens()), ex->n_tokens};
+    const Usage usage{std::max<int64_t>(0, ex->handle.n_prompt_tokens()), ex->n_tokens, ex->n_cached};
     const char* finish = finish_reason_text(*last.finish);
     std::optional<ReasoningSplit> reasoning;
     if (ex->reasoning) {
@@ -312,7 +315,7 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
         std::optional<Usage> usage;
         const char* finish = ended ? finish_reason_text(*out->finish) : nullptr;
         if (ended) {
-            usage = Usage{std::max<int64_t>(0, ex.handle.n_prompt_tokens()), ex.n_tokens};
+            usage = Usage{std::max<int64_t>(0, ex.handle.n_prompt_tokens()), ex.n_tokens, ex.n_cached};
         }
         std::string text = std::move(out->text);
         std::optional<std::string> reasoning;

@@ -307,9 +307,13 @@ GenerationRequest parse_generation(const json& body) {
 }
 
 json usage_json(const Usage& usage) {
-    return {{"prompt_tokens", usage.prompt_tokens},
-            {"completion_tokens", usage.completion_tokens},
-            {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+    json out = {{"prompt_tokens", usage.prompt_tokens},
+                {"completion_tokens", usage.completion_tokens},
+                {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+    if (usage.cached_tokens >= 0) {
+        out["prompt_tokens_details"] = {{"cached_tokens", usage.cached_tokens}};
+    }
+    return out;
 }
 
 json finish_json(const char* finish_reason) {

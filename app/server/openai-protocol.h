@@ -101,6 +101,9 @@ const char* finish_reason_text(FinishReason reason);
 struct Usage {
     int64_t prompt_tokens = 0;
     int64_t completion_tokens = 0;
+    // Of the prompt, the tokens found in the prefix cache (usage.prompt_tokens_details.cached_tokens); -1:
+    // unknown, left out.
+    int64_t cached_tokens = -1;
 };
 
 // Bodies and stream events. id is the response's ("chatcmpl-...", "cmpl-..."), created its Unix time.

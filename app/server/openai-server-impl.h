@@ -61,6 +61,7 @@ struct Exchange {
     std::optional<RequestOutput> pending;      // taken before the headers, sent first
     std::optional<ReasoningStream> reasoning;  // a chat answer's reasoning split from its content
     int64_t n_tokens = 0;
+    int64_t n_cached = -1;  // prompt tokens the prefix cache held, once the first token says
     bool prompt_counted = false;
     bool sent_first = false;
     bool recorded = false;

@@ -324,6 +324,9 @@ TEST(OpenAiProtocol, WritesBodiesAndEventsAsOpenAiDoes) {
     EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
     EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
     EXPECT_EQ(body["usage"]["total_tokens"], 34);
+    EXPECT_FALSE(body["usage"].contains("prompt_tokens_details")) << "unknown: left out";
+    const json cached = json::parse(srv::chat_completion_body(head, "text", "stop", {26, 8, 16}));
+    EXPECT_EQ(cached["usage"]["prompt_tokens_details"]["cached_tokens"], 16);
 
     const std::string first = srv::chat_chunk_event(head, "te", true, nullptr, std::nullopt);
     ASSERT_EQ(first.substr(0, 6), "data: ");

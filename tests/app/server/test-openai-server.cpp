@@ -353,6 +353,25 @@ TEST_F(OpenAiServerTest, ChatCompletionMatchesTheServiceAlone) {
     EXPECT_GT(alone.n_prompt, 4);
 }
 
+TEST_F(OpenAiServerTest, UsageTellsThePromptTokensTheCacheHeld) {
+    const auto server = start();
+    const std::vector<uint8_t> image = png(420, 280, 5);
+    std::vector<int64_t> cached, prompt;
+    for (int i = 0; i < 2; ++i) {
+        const auto res = post(server->port(), "/v1/chat/completions", chat({data_url(image)}, "OCR:", 4));
+        ASSERT_TRUE(res && res->status == 200) << (res ? res->body : httplib::to_string(res.error()));
+        const json usage = json::parse(res->body)["usage"];
+        cached.push_back(usage["prompt_tokens_details"]["cached_tokens"].get<int64_t>());
+        prompt.push_back(usage["prompt_tokens"].get<int64_t>());
+    }
+    const int64_t block = EngineConfig{}.block_size;
+    ASSERT_GT(prompt[0], block) << "a whole block to find again";
+    EXPECT_EQ(cached[0], 0);
+    // The same request again: every whole block of its prompt before its last token, which is computed to
+    // sample from, as OpenAI's prompt_tokens_details says it.
+    EXPECT_EQ(cached[1], (prompt[1] - 1) / block * block);
+}
+
 TEST_F(OpenAiServerTest, StreamedChunksAddUpToTheWholeAnswer) {
     const auto server = start();
     const std::vector<uint8_t> image = png(80, 56, 2);

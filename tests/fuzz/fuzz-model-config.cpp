@@ -8,6 +8,7 @@
 
 #include "engine/common/error.h"
 #include "engine/image/preprocessor-config.h"
+#include "engine/models/llama/config.h"
 #include "engine/models/paddleocr-vl/config.h"
 
 namespace {
@@ -41,6 +42,23 @@ void check_model_config(const folio::ModelConfig& config) {
     check(v.spatial_merge_size > 0 && v.layer_norm_eps > 0 && v.rope_theta > 0);
 }
 
+void check_llama_config(const folio::LlamaConfig& c) {
+    check(c.vocab_size > 0 && c.hidden_size > 0 && c.intermediate_size > 0 && c.num_hidden_layers > 0);
+    check(c.num_attention_heads > 0 && c.num_key_value_heads > 0 &&
+          c.num_attention_heads % c.num_key_value_heads == 0);
+    check(c.head_dim > 0 && c.head_dim % 2 == 0 && c.rms_norm_eps > 0 && c.rope.theta > 0 &&
+          c.rope.factor > 0);
+    for (const int id : c.eos_token_ids) {
+        check(id >= 0 && id < c.vocab_size);
+    }
+    check(c.bos_token_id >= -1 && c.bos_token_id < c.vocab_size);
+    if (c.head_dim <= 4096) {
+        for (const float f : folio::llama_rope_inverse_frequencies(c)) {
+            check(f == f);  // no NaN
+        }
+    }
+}
+
 void check_preprocessor_config(const folio::PreprocessorConfig& config) {
     check(config.min_pixels > 0 && config.min_pixels <= config.max_pixels);
     check(config.max_pixels <= folio::kMaxPreprocessorPixels);
@@ -57,6 +75,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     try {
         check_model_config(folio::parse_model_config(text, "config.json"));
+    } catch (const folio::Error&) {
+    }
+    try {
+        check_llama_config(folio::parse_llama_config(text, "config.json"));
     } catch (const folio::Error&) {
     }
     try {

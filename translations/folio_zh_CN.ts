@@ -102,6 +102,10 @@
         <translation>此文档还没有可供提问的识别文本：请先运行识别。</translation>
     </message>
     <message>
+        <source>Asking the document needs a chat model: download one with the button above.</source>
+        <translation>询问文档需要对话模型：请用上方的按钮下载一个。</translation>
+    </message>
+    <message>
         <source>The document has no block %1.</source>
         <translation>文档中没有区块 %1。</translation>
     </message>

@@ -396,6 +396,22 @@ private Q_SLOTS:
         QVERIFY(ocr.reasoning.isEmpty());
     }
 
+    void askingTheDocumentNeedsAChatModel() {
+        ChatPanel panel(ocrOnly_);
+        std::vector<PageResult> pages(1);
+        BlockResult block;
+        block.label = QStringLiteral("text");
+        block.content = QStringLiteral("Some text.");
+        pages[0].blocks.push_back(block);
+        const auto context = std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages));
+        panel.setDocumentContextProvider([context] { return context; });
+        panel.askDocumentButton()->setChecked(true);
+        panel.setDraft(QStringLiteral("What does it say?"));
+        panel.send();
+        QVERIFY(panel.session()->history().isEmpty());
+        QCOMPARE(panel.draft(), QStringLiteral("What does it say?"));
+    }
+
     void withoutAChatModelTheOcrModelAnswersAndADownloadIsOffered() {
         ChatPanel panel(ocrOnly_);
         panel.resize(420, 560);

@@ -341,6 +341,12 @@ void ChatPanel::send() {
     // Ask the document: the document's blocks as they are now (pages finish and are edited meanwhile).
     std::shared_ptr<const DocumentContext> context;
     if (askDocument_->isChecked()) {
+        if (session_->chatModel().isEmpty()) {
+            // The OCR model reads pages; it does not answer questions about them.
+            showMessage(tr("Asking the document needs a chat model: download one with the button above."),
+                        true);
+            return;
+        }
         context = contextProvider_ ? contextProvider_() : nullptr;
         if (!context || context->empty()) {
             showMessage(tr("This document has no recognised text to ask about yet: run it first."), true);

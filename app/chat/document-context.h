@@ -1,8 +1,9 @@
-// "Ask the document": a document's recognised blocks as the part of a conversation that the chat model
-// answers from, each block behind a short reference ("p3.b5": page 3, its fifth block given), and the
-// citations of those references that come back in the answers. A document longer than the context is cut by a
-// stated rule: whole pages, those holding most of the question's words first, and the prompt and the chat
-// panel name the pages left out.
+// "Ask the document" in the desktop app: a document's recognised blocks as the part of a conversation that
+// the chat model answers from, each block behind a short reference ("p3.b5": page 3, its fifth block given),
+// and the citations of those references that come back in the answers; the Qt face of app/ask's
+// DocumentPassages, which holds the rules. A document longer than the context is cut by a stated rule: whole
+// pages, those holding most of the question's words first, and the prompt and the chat panel name the pages
+// left out.
 #pragma once
 
 #include <QList>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "app/ask/document-passages.h"
 #include "app/documents/page-result.h"
 
 namespace folio {
@@ -35,6 +37,8 @@ struct DocumentSelection {
 // token for 4 bytes, Chinese near one for each 3-byte character). Budgets are set in these units.
 int64_t estimateTokens(const QString& text);
 
+struct CitationSpan;
+
 class DocumentContext {
 public:
     DocumentContext() = default;
@@ -54,7 +58,11 @@ public:
     DocumentSelection select(const QString& question, int64_t tokenBudget) const;
 
 private:
-    std::vector<DocumentPassage> passages_;
+    friend QList<CitationSpan> findCitations(const QString& answer, const DocumentContext& context);
+    friend QString linkCitations(const QString& answer, const DocumentContext& context);
+
+    DocumentPassages core_;
+    std::vector<DocumentPassage> passages_;  // core_'s, as QStrings
 };
 
 // A bracket of citations in an answer: "[p3.b5]" or "[p3.b5, p4.b1]". A bracket holding anything else is not
@@ -70,7 +78,6 @@ QList<CitationSpan> findCitations(const QString& answer, const DocumentContext& 
 // The answer with each known reference a Markdown link to kCitationScheme:REF (so that a click can select
 // the block); unknown references are kept as text, struck through, so that the reader sees the model
 // named a block the document does not have.
-inline constexpr const char* kCitationScheme = "folio-cite";
 QString linkCitations(const QString& answer, const DocumentContext& context);
 
 }  // namespace folio

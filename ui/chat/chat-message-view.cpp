@@ -97,7 +97,8 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     pagesLeftOut_ = turn.pagesLeftOut;
     body_->setObjectName(QStringLiteral("text"));
     connect(body_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
-        if (url.scheme() == QLatin1String(kCitationScheme)) {
+        if (url.scheme() ==
+            QLatin1String(kCitationScheme.data(), static_cast<qsizetype>(kCitationScheme.size()))) {
             Q_EMIT citationClicked(url.path());
         }
     });

@@ -1,0 +1,350 @@
+#include "app/ask/document-passages.h"
+
+#include <unicode/uchar.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "engine/common/error.h"
+#include "engine/tokenizer/unicode-text.h"
+
+namespace folio {
+
+namespace {
+
+constexpr std::string_view kInstructions =
+    "Answer from the document below. It is split into blocks, each starting with its reference in brackets, "
+    "such as [p1.b1] for the first block of page 1. After each statement, cite the blocks it comes from by "
+    "their references in brackets, for example [p2.b3] or [p2.b3, p4.b1]. If the document does not answer "
+    "the question, say so.";
+constexpr int64_t kNoteTokens = 64;
+
+std::string lower(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t pos = 0; pos < text.size();) {
+        const CodePoint c = code_point_at(text, pos);
+        append_utf8(out, static_cast<uint32_t>(u_tolower(static_cast<UChar32>(c.value))));
+        pos += c.size;
+    }
+    return out;
+}
+
+// The words of a question that rank pages: letters or digits, 3 or more, lower case.
+std::set<std::string> question_words(std::string_view question) {
+    std::set<std::string> words;
+    const std::string text = lower(question);
+    std::string word;
+    int n = 0;
+    const auto flush = [&] {
+        if (n >= 3) {
+            words.insert(word);
+        }
+        word.clear();
+        n = 0;
+    };
+    for (size_t pos = 0; pos < text.size();) {
+        const CodePoint c = code_point_at(text, pos);
+        if (u_isalnum(static_cast<UChar32>(c.value))) {
+            word.append(text.substr(pos, c.size));
+            ++n;
+        } else {
+            flush();
+        }
+        pos += c.size;
+    }
+    flush();
+    return words;
+}
+
+size_t count(std::string_view text, std::string_view word) {
+    size_t n = 0;
+    for (size_t pos = text.find(word); pos != std::string_view::npos;
+         pos = text.find(word, pos + word.size())) {
+        ++n;
+    }
+    return n;
+}
+
+// Runs of pages as ranges, numbered from 1: "4-9, 12".
+std::string page_list(const std::vector<int>& pages) {
+    std::string out;
+    for (size_t i = 0; i < pages.size();) {
+        size_t j = i;
+        while (j + 1 < pages.size() && pages[j + 1] == pages[j] + 1) {
+            ++j;
+        }
+        if (!out.empty()) {
+            out += ", ";
+        }
+        out += std::to_string(pages[i] + 1);
+        if (j != i) {
+            out += '-';
+            out += std::to_string(pages[j] + 1);
+        }
+        i = j + 1;
+    }
+    return out;
+}
+
+std::string trimmed(std::string_view s) {
+    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+    while (!s.empty() && space(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && space(s.back())) {
+        s.remove_suffix(1);
+    }
+    return std::string(s);
+}
+
+}  // namespace
+
+int64_t estimate_tokens(std::string_view text) {
+    return (static_cast<int64_t>(text.size()) + 2) / 3;
+}
+
+void DocumentPassages::add(int page, int block_id, std::string text) {
+    text = trimmed(text);
+    if (text.empty() || page < 0) {
+        return;
+    }
+    if (static_cast<size_t>(page) >= n_on_page_.size()) {
+        n_on_page_.resize(static_cast<size_t>(page) + 1, 0);
+    }
+    const int n = ++n_on_page_[static_cast<size_t>(page)];
+    std::string ref = "p";
+    ref += std::to_string(page + 1);
+    ref += ".b";
+    ref += std::to_string(n);
+    passages_.push_back({std::move(ref), page, block_id, std::move(text)});
+}
+
+const Passage* DocumentPassages::find(std::string_view ref) const {
+    const auto it =
+        std::find_if(passages_.begin(), passages_.end(), [&](const Passage& p) { return p.ref == ref; });
+    return it == passages_.end() ? nullptr : &*it;
+}
+
+PassageSelection DocumentPassages::select(std::string_view question, int64_t token_budget) const {
+    // Each page's passages as the prompt has them, its tokens and its score.
+    struct Page {
+        std::string text;
+        int64_t tokens = 0;
+        size_t score = 0;
+    };
+    std::map<int, Page> pages;
+    for (const Passage& p : passages_) {
+        pages[p.page].text += "[" + p.ref + "] " + p.text + "\n";
+    }
+    const std::set<std::string> words = question_words(question);
+    for (auto& [index, page] : pages) {
+        page.tokens = estimate_tokens(page.text);
+        const std::string text = lower(page.text);
+        for (const std::string& w : words) {
+            page.score += count(text, w);
+        }
+    }
+    const std::string head = std::string(kInstructions) + "\n\n<document>\n";
+    const std::string tail = "</document>";
+    const int64_t fixed = estimate_tokens(head + tail) + kNoteTokens;
+    int64_t all = fixed;
+    std::vector<int> order;
+    for (const auto& [index, page] : pages) {
+        all += page.tokens;
+        order.push_back(index);
+    }
+    if (all > token_budget) {
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return pages.at(a).score > pages.at(b).score; });
+    }
+    PassageSelection selection;
+    int64_t used = fixed;
+    for (const int index : order) {
+        if (used + pages.at(index).tokens <= token_budget) {
+            used += pages.at(index).tokens;
+            selection.pages.push_back(index);
+        } else {
+            selection.left_out.push_back(index);
+        }
+    }
+    std::sort(selection.pages.begin(), selection.pages.end());
+    std::sort(selection.left_out.begin(), selection.left_out.end());
+    if (selection.pages.empty()) {
+        return selection;
+    }
+    std::string text = head;
+    for (const int index : selection.pages) {
+        text += pages.at(index).text;
+    }
+    text += tail;
+    if (!selection.left_out.empty()) {
+        text += "\nThe document is longer than the context: pages ";
+        text += page_list(selection.left_out);
+        text += " are left out.";
+    }
+    selection.estimated_tokens = estimate_tokens(text);
+    selection.text = std::move(text);
+    return selection;
+}
+
+DocumentPassages DocumentPassages::from_ocr_json(const nlohmann::json& document, std::string_view where) {
+    const nlohmann::json pages = document.is_array() ? document : nlohmann::json::array({document});
+    DocumentPassages out;
+    for (size_t p = 0; p < pages.size(); ++p) {
+        const nlohmann::json& page = pages[p];
+        std::string at(where);
+        if (document.is_array()) {
+            at += '[';
+            at += std::to_string(p);
+            at += ']';
+        }
+        if (!page.is_object()) {
+            fail(at, " is not a page object (folio-cli ocr's JSON: pages with parsing_res_list)");
+        }
+        const auto list = page.find("parsing_res_list");
+        if (list == page.end() || !list->is_array()) {
+            fail(at, " has no parsing_res_list array");
+        }
+        for (size_t b = 0; b < list->size(); ++b) {
+            const nlohmann::json& block = (*list)[b];
+            const std::string block_at = at + ".parsing_res_list[" + std::to_string(b) + "]";
+            if (!block.is_object()) {
+                fail(block_at, " is not an object");
+            }
+            const auto content = block.find("block_content");
+            if (content == block.end() || content->is_null()) {
+                continue;
+            }
+            if (!content->is_string()) {
+                fail(block_at, ".block_content is not a string");
+            }
+            int id = static_cast<int>(b);
+            if (const auto given = block.find("block_id");
+                given != block.end() && given->is_number_integer()) {
+                id = given->get<int>();
+            }
+            const std::string& text = content->get_ref<const std::string&>();
+            if (!is_valid_utf8(text)) {
+                fail(block_at, ".block_content is not valid UTF-8");
+            }
+            out.add(static_cast<int>(p), id, html_to_text(text));
+        }
+    }
+    return out;
+}
+
+DocumentPassages DocumentPassages::from_text(std::string_view text) {
+    DocumentPassages out;
+    std::string paragraph;
+    int id = 0;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        const size_t end = std::min(text.find('\n', pos), text.size());
+        const std::string line = trimmed(text.substr(pos, end - pos));
+        if (line.empty()) {
+            out.add(0, id++, paragraph);
+            paragraph.clear();
+        } else {
+            paragraph += (paragraph.empty() ? "" : "\n") + line;
+        }
+        pos = end + 1;
+    }
+    out.add(0, id, paragraph);
+    return out;
+}
+
+std::vector<Citation> find_citations(std::string_view answer, const DocumentPassages& passages) {
+    static const std::regex bracket(R"(\[\s*(p\d+\.b\d+(?:\s*[,;]\s*p\d+\.b\d+)*)\s*\])", std::regex::icase);
+    static const std::regex ref(R"(p\d+\.b\d+)", std::regex::icase);
+    std::vector<Citation> out;
+    const std::string text(answer);
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), bracket); it != std::sregex_iterator();
+         ++it) {
+        Citation c;
+        c.start = static_cast<size_t>(it->position(0));
+        c.length = static_cast<size_t>(it->length(0));
+        const std::string inside = (*it)[1].str();
+        for (auto r = std::sregex_iterator(inside.begin(), inside.end(), ref); r != std::sregex_iterator();
+             ++r) {
+            std::string name = r->str();
+            std::transform(name.begin(), name.end(), name.begin(), [](char ch) {
+                return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+            });
+            c.known.push_back(passages.find(name) != nullptr);
+            c.refs.push_back(std::move(name));
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::string link_citations(std::string_view answer, const DocumentPassages& passages) {
+    std::string out;
+    size_t at = 0;
+    for (const Citation& c : find_citations(answer, passages)) {
+        out.append(answer.substr(at, c.start - at));
+        out += "\\[";
+        for (size_t i = 0; i < c.refs.size(); ++i) {
+            out += i > 0 ? ", " : "";
+            out += c.known[i] ? "[" + c.refs[i] + "](" + std::string(kCitationScheme) + ":" + c.refs[i] + ")"
+                              : "~~" + c.refs[i] + "~~";
+        }
+        out += "\\]";
+        at = c.start + c.length;
+    }
+    out.append(answer.substr(at));
+    return out;
+}
+
+std::string html_to_text(std::string_view html) {
+    std::string out;
+    out.reserve(html.size());
+    for (size_t i = 0; i < html.size();) {
+        if (html[i] == '<') {
+            const size_t end = html.find('>', i);
+            if (end == std::string_view::npos) {
+                out.append(html.substr(i));
+                break;
+            }
+            std::string tag = lower(html.substr(i + 1, end - i - 1));
+            if (tag.starts_with("/tr") || tag.starts_with("br") || tag.starts_with("/p") ||
+                tag.starts_with("/div")) {
+                while (out.ends_with(" | ")) {
+                    out.resize(out.size() - 3);
+                }
+                out += '\n';
+            } else if (tag.starts_with("/td") || tag.starts_with("/th")) {
+                out += " | ";
+            }
+            i = end + 1;
+            continue;
+        }
+        if (html[i] == '&') {
+            static const std::pair<std::string_view, std::string_view> entities[] = {
+                {"&amp;", "&"},   {"&lt;", "<"},  {"&gt;", ">"},
+                {"&quot;", "\""}, {"&#39;", "'"}, {"&nbsp;", " "}};
+            bool replaced = false;
+            for (const auto& [entity, value] : entities) {
+                if (html.substr(i, entity.size()) == entity) {
+                    out += value;
+                    i += entity.size();
+                    replaced = true;
+                    break;
+                }
+            }
+            if (replaced) {
+                continue;
+            }
+        }
+        out += html[i++];
+    }
+    while (out.ends_with(" | ")) {
+        out.resize(out.size() - 3);
+    }
+    return trimmed(out);
+}
+
+}  // namespace folio

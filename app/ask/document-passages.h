@@ -1,0 +1,83 @@
+// "Ask the document", without Qt: a document's recognised blocks as passages behind short references
+// ("p3.b5": page 3, its fifth block with text), the part of a conversation a chat model answers from, with a
+// stated rule for a document longer than the context (whole pages, those holding most of the question's words
+// first, the pages left out named), and the citations of those references in answers. The desktop app
+// (app/chat/document-context) and the server (a chat request's "document") build their passages their own
+// way and share the rest.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace folio {
+
+struct Passage {
+    std::string ref;  // "p3.b5"
+    int page = 0;     // position in the document, from 0
+    int block_id = 0;
+    std::string text;  // plain text
+};
+
+struct PassageSelection {
+    std::string text;           // instructions and the passages, ahead of the first question
+    std::vector<int> pages;     // pages given, ascending
+    std::vector<int> left_out;  // pages that did not fit, ascending
+    int64_t estimated_tokens = 0;
+};
+
+// A conservative count of the tokens a text takes: one for every 3 bytes of its UTF-8 (English runs near one
+// token for 4 bytes, Chinese near one for each 3-byte character). Budgets are set in these units.
+int64_t estimate_tokens(std::string_view text);
+
+class DocumentPassages {
+public:
+    DocumentPassages() = default;
+    // Adds a block's text to a page (pages in order; empty text is skipped): its reference is the page's
+    // next number.
+    void add(int page, int block_id, std::string text);
+
+    bool empty() const { return passages_.empty(); }
+    const std::vector<Passage>& passages() const { return passages_; }
+    const Passage* find(std::string_view ref) const;
+
+    // The document part for a question within token_budget (estimate_tokens): every page where all fit;
+    // otherwise whole pages in order of how many of the question's words (letters or digits, 3 or more, any
+    // case) they hold, ties by page order, while they fit, then given in page order with the pages left out
+    // named (64 tokens are kept for that note). Empty text where not even one page fits.
+    PassageSelection select(std::string_view question, int64_t token_budget) const;
+
+    // A document as folio-cli ocr writes its JSON (an array of pages, or PaddleOCR's one page object): each
+    // page's parsing_res_list in order, each block's block_content as plain text (HTML tables as rows of
+    // cells, tags and entities removed). Throws folio::Error naming `where` and the entry at fault.
+    static DocumentPassages from_ocr_json(const nlohmann::json& document, std::string_view where);
+    // Plain text as one page, each paragraph (lines up to a blank line) a block.
+    static DocumentPassages from_text(std::string_view text);
+
+private:
+    std::vector<Passage> passages_;
+    std::vector<int> n_on_page_;  // blocks given so far on each page
+};
+
+// A bracket of citations in an answer: "[p3.b5]" or "[p3.b5, p4.b1]", any case; a bracket holding anything
+// else is not a citation. Offsets are bytes of the answer.
+struct Citation {
+    size_t start = 0;               // of the '['
+    size_t length = 0;              // through the ']'
+    std::vector<std::string> refs;  // lower case
+    std::vector<bool> known;        // each ref is a passage of the document
+};
+std::vector<Citation> find_citations(std::string_view answer, const DocumentPassages& passages);
+
+// The answer with each known reference a Markdown link to kCitationScheme:REF; unknown references struck
+// through (~~p9.b9~~), so that the reader sees the model named a block the document does not have.
+inline constexpr std::string_view kCitationScheme = "folio-cite";
+std::string link_citations(std::string_view answer, const DocumentPassages& passages);
+
+// Text with HTML markup removed: tags (a table's rows and cells become lines of cells joined by " | ") and
+// the common entities.
+std::string html_to_text(std::string_view html);
+
+}  // namespace folio

@@ -192,7 +192,7 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
             connection->set_body_read();
         }
 
-        RequestSpec spec = build_spec(kind, body, ex->generation);
+        RequestSpec spec = build_spec(kind, body, *ex);
         if (kind == Api::Chat && params.reasoning_parser && ex->generation.enable_thinking) {
             ex->reasoning.emplace(*params.reasoning_parser);
         }
@@ -265,9 +265,28 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
     if (ex->reasoning) {
         reasoning = split_reasoning(*params.reasoning_parser, text);
     }
-    res.set_content(kind == Api::Chat ? chat_completion_body(ex->head, text, finish, usage,
-                                                             reasoning ? &*reasoning : nullptr)
-                                      : completion_body(ex->head, text, finish, usage),
+    // Ask the document: the blocks the answer cites, and the pages its prompt held and left out.
+    nlohmann::json message_extra = nlohmann::json::object(), body_extra = nlohmann::json::object();
+    if (ex->document) {
+        const std::string& content = reasoning ? reasoning->content : text;
+        nlohmann::json citations = nlohmann::json::array();
+        for (const Citation& c : find_citations(content, *ex->document)) {
+            for (size_t i = 0; i < c.refs.size(); ++i) {
+                if (const Passage* p = c.known[i] ? ex->document->find(c.refs[i]) : nullptr) {
+                    citations.push_back(
+                        {{"ref", p->ref}, {"page_index", p->page}, {"block_id", p->block_id}});
+                } else {
+                    citations.push_back({{"ref", c.refs[i]}, {"page_index", nullptr}, {"block_id", nullptr}});
+                }
+            }
+        }
+        message_extra["citations"] = std::move(citations);
+        body_extra["document"] = {{"pages", ex->document_pages}, {"pages_left_out", ex->document_left_out}};
+    }
+    res.set_content(kind == Api::Chat
+                        ? chat_completion_body(ex->head, text, finish, usage,
+                                               reasoning ? &*reasoning : nullptr, message_extra, body_extra)
+                        : completion_body(ex->head, text, finish, usage),
                     "application/json");
     record(*ex, RequestOutcome::Succeeded);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "engine/common/error.h"
 #include "engine/common/json-reader.h"
 
 namespace folio::server {
@@ -363,6 +364,22 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
             request.chat_template_kwargs[key] = nlohmann::ordered_json::parse(value.dump());
         }
     }
+    if (const json* document = member(doc, "document")) {
+        if (document->is_string()) {
+            request.document = DocumentPassages::from_text(document->get_ref<const std::string&>());
+        } else if (document->is_array() || document->is_object()) {
+            try {
+                request.document = DocumentPassages::from_ocr_json(*document, "document");
+            } catch (const Error& e) {
+                bad_request(e.what(), "document");
+            }
+        } else {
+            wrong_type("document", "the JSON folio-cli ocr writes (an array of pages) or text", *document);
+        }
+        if (request.document->empty()) {
+            bad_request("document has no text to answer from", "document");
+        }
+    }
     return request;
 } catch (const json::exception& e) {
     // Every value is read with its type checked; a read that was not still answers 400.
@@ -488,13 +505,16 @@ std::string error_body(const ApiError& error) {
 }
 
 std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
-                                 const Usage& usage, const ReasoningSplit* reasoning) {
+                                 const Usage& usage, const ReasoningSplit* reasoning,
+                                 const json& message_extra, const json& body_extra) {
     json message = {{"role", "assistant"}, {"content", text}};
     if (reasoning) {
         message["content"] = reasoning->content_null ? json(nullptr) : json(reasoning->content);
         message["reasoning_content"] = reasoning->reasoning;
     }
+    message.update(message_extra);
     json body = head_json(head, "chat.completion");
+    body.update(body_extra);
     body["choices"] = json::array({{{"index", 0},
                                     {"message", std::move(message)},
                                     {"logprobs", nullptr},

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/ask/document-passages.h"
 #include "app/server/chat-messages.h"
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/runtime/engine-core.h"
@@ -73,6 +74,9 @@ struct ChatCompletionRequest {
     // Variables for the chat template (vLLM's and FastDeploy's chat_template_kwargs), such as
     // enable_thinking.
     nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+    // Ask the document (Folio's extension): "document" as the JSON folio-cli ocr writes (its pages, or one
+    // page object) or as plain text; the answer comes from its blocks and cites them.
+    std::optional<DocumentPassages> document;
 };
 
 struct CompletionRequest {
@@ -115,8 +119,11 @@ struct ResponseHead {
 
 std::string error_body(const ApiError& error);
 // With a reasoning split (--reasoning-parser), the message has its reasoning_content beside the content.
+// message_extra: fields added to the answer's message (a document's citations); body_extra: to the body.
 std::string chat_completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
-                                 const Usage& usage, const ReasoningSplit* reasoning = nullptr);
+                                 const Usage& usage, const ReasoningSplit* reasoning = nullptr,
+                                 const nlohmann::json& message_extra = nlohmann::json::object(),
+                                 const nlohmann::json& body_extra = nlohmann::json::object());
 std::string completion_body(const ResponseHead& head, const std::string& text, const char* finish_reason,
                             const Usage& usage);
 // One server-sent event "data: {...}\n\n" of a chat stream: the first carries the role, the last the

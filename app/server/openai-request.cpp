@@ -106,7 +106,8 @@ Video OpenAiServer::Impl::part_video(const MediaPart& part, const VideoSampling&
     return video;
 }
 
-RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, GenerationRequest& generation) {
+RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exchange& ex) {
+    GenerationRequest& generation = ex.generation;
     RequestSpec spec;
     if (kind == Api::Completion) {
         CompletionRequest request = parse_completion(body);
@@ -140,12 +141,39 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Gene
         } catch (const Error& e) {
             bad_request(e.what(), "mm_processor_kwargs");
         }
+        // Ask the document: the passages that fit beside the messages and the answer open the first user
+        // message, the same text for every turn of a conversation while the whole document fits.
+        std::string document_part;
+        if (request.document) {
+            const int64_t context = service.limits().max_model_len;
+            int64_t conversation = 256;  // the template's own tokens
+            for (const ChatTurn& turn : request.messages) {
+                conversation += estimate_tokens(turn.text) + 8;
+            }
+            const int64_t answer = generation.max_tokens.value_or(context / 4);
+            const PassageSelection selection =
+                request.document->select(request.messages.back().text, context - answer - conversation);
+            if (selection.text.empty()) {
+                bad_request("not even one page of the document fits in the context of " +
+                                std::to_string(context) + " tokens beside the messages and max_tokens " +
+                                std::to_string(answer),
+                            "document");
+            }
+            document_part = selection.text;
+            ex.document_pages = selection.pages;
+            ex.document_left_out = selection.left_out;
+            ex.document = std::make_shared<const DocumentPassages>(std::move(*request.document));
+        }
         Chat chat;
         chat.template_kwargs = std::move(request.chat_template_kwargs);
         for (ChatTurn& turn : request.messages) {
             ChatMessage& message = chat.messages.emplace_back();
             message.role = turn.role;
             message.text = std::move(turn.text);
+            if (!document_part.empty() && turn.role == ChatMessage::Role::User) {
+                message.text = document_part + "\n\n" + message.text;
+                document_part.clear();
+            }
             for (const MediaPart& part : turn.images) {
                 message.images.push_back(url_image(part.url, part.param));
             }

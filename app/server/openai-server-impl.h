@@ -62,6 +62,10 @@ struct Exchange {
     std::optional<ReasoningStream> reasoning;  // a chat answer's reasoning split from its content
     int64_t n_tokens = 0;
     int64_t n_cached = -1;  // prompt tokens the prefix cache held, once the first token says
+    // Ask the document: the request's passages and the pages given and left out of its prompt.
+    std::shared_ptr<const DocumentPassages> document;
+    std::vector<int> document_pages;
+    std::vector<int> document_left_out;
     bool prompt_counted = false;
     bool sent_first = false;
     bool recorded = false;
@@ -127,7 +131,7 @@ struct OpenAiServer::Impl {
     void routes();
     void serve_generation(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader, Api api);
-    RequestSpec build_spec(Api kind, std::string_view body, GenerationRequest& generation);
+    RequestSpec build_spec(Api kind, std::string_view body, Exchange& ex);
     Image checked_image(const std::vector<uint8_t>& bytes, const std::string& param);
     // An image part's URL (a data URL, or http(s) where allowed) decoded; a video part's frames.
     Image url_image(const std::string& url, const std::string& param);

@@ -147,6 +147,10 @@ def node_client(base, key, image, python_answer, metrics_port):
     check(result["streamed"]["completion_tokens"] == result["whole"]["completion_tokens"],
           "the streamed usage counts the same tokens")
     check(result["retrieved"] == "PaddleOCR-VL-0.9B", "models.retrieve(id)")
+    document = result["document"]
+    check(document["pages"] == [0] and document["citations"], "a document asked through the npm client: %s" % document)
+    check(0 < document["cached"] < document["prompt_tokens"],
+          "asked again, the document's prompt is found in the prefix cache: %s" % document)
     check(result["over_context"] == {"status": 400, "code": "context_length_exceeded"},
           "a prompt that leaves no room: 400 context_length_exceeded")
     check(result["aborted"] != "finished", "the client aborts a long request")

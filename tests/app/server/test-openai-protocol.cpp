@@ -81,6 +81,30 @@ TEST(OpenAiProtocol, ParsesEverySamplingField) {
 }
 
 // PaddleOCR's FastDeploy client asks for greedy decoding with temperature 1 and top_p 0.
+TEST(OpenAiProtocol, ReadsADocumentToAnswerFrom) {
+    const json messages = json::array({{{"role", "user"}, {"content", "Where?"}}});
+    const auto with = [&](const json& document) {
+        return srv::parse_chat_completion(json{{"messages", messages}, {"document", document}}.dump());
+    };
+    const srv::ChatCompletionRequest text = with("First.\n\nSecond.");
+    ASSERT_TRUE(text.document);
+    EXPECT_EQ(text.document->passages().size(), 2u);
+    const json page = {{"parsing_res_list", json::array({{{"block_content", "A block."}, {"block_id", 4}}})}};
+    const srv::ChatCompletionRequest ocr = with(json::array({page, page}));
+    ASSERT_TRUE(ocr.document);
+    EXPECT_EQ(ocr.document->passages().back().ref, "p2.b1");
+    EXPECT_FALSE(srv::parse_chat_completion(json{{"messages", messages}}.dump()).document);
+    for (const json& bad : {json(5), json(""), json::array({{{"parsing_res_list", 1}}})}) {
+        try {
+            with(bad);
+            ADD_FAILURE() << bad.dump() << " accepted";
+        } catch (const srv::ApiError& e) {
+            EXPECT_EQ(e.status(), 400);
+            EXPECT_EQ(e.param(), "document") << e.what();
+        }
+    }
+}
+
 TEST(OpenAiProtocol, TopPZeroIsGreedy) {
     const srv::GenerationRequest g =
         srv::parse_chat_completion(chat_body({{"temperature", 1}, {"top_p", 0}, {"top_k", -1}})).generation;

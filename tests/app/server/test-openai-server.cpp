@@ -353,6 +353,39 @@ TEST_F(OpenAiServerTest, ChatCompletionMatchesTheServiceAlone) {
     EXPECT_GT(alone.n_prompt, 4);
 }
 
+// Ask the document through the server: the document's blocks go ahead of the question (the prompt grows by
+// them), the answer says which pages it was given and lists its citations, and a document that cannot fit
+// beside max_tokens is refused by name.
+TEST_F(OpenAiServerTest, AnswersFromADocument) {
+    const auto server = start();
+    const json question = {{"messages", {{{"role", "user"}, {"content", "What grew?"}}}}, {"max_tokens", 4},
+                           {"temperature", 0}};
+    const json page = {{"parsing_res_list",
+                        json::array({{{"block_content", "Sales grew by 12% in the north."}, {"block_id", 3}},
+                                     {{"block_content", "<table><tr><td>North</td><td>40</td></tr></table>"},
+                                      {"block_id", 5}}})}};
+    json asked = question;
+    asked["document"] = json::array({page, page});
+    const auto plain = post(server->port(), "/v1/chat/completions", question);
+    const auto res = post(server->port(), "/v1/chat/completions", asked);
+    ASSERT_TRUE(plain && plain->status == 200);
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json body = json::parse(res->body);
+    EXPECT_EQ(body["document"]["pages"], json::array({0, 1}));
+    EXPECT_EQ(body["document"]["pages_left_out"], json::array());
+    EXPECT_TRUE(body["choices"][0]["message"]["citations"].is_array());
+    EXPECT_GT(body["usage"]["prompt_tokens"].get<int64_t>(),
+              json::parse(plain->body)["usage"]["prompt_tokens"].get<int64_t>() + 30);
+
+    json too_long = asked;
+    too_long["max_tokens"] = 4000;  // of the context's 4096
+    const auto refused = post(server->port(), "/v1/chat/completions", too_long);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 400) << refused->body;
+    EXPECT_EQ(json::parse(refused->body)["error"]["param"], "document") << refused->body;
+}
+
 TEST_F(OpenAiServerTest, UsageTellsThePromptTokensTheCacheHeld) {
     const auto server = start();
     const std::vector<uint8_t> image = png(420, 280, 5);

@@ -261,6 +261,10 @@ Attach one, type a question and press Enter.</source>
 <context>
     <name>folio::ChatSession</name>
     <message>
+        <source>This document has no recognised text to ask about yet: run it first.</source>
+        <translation>此文档还没有可供提问的识别文本：请先运行识别。</translation>
+    </message>
+    <message>
         <source>Not even one page of the document fits in the model&apos;s context of %1 tokens beside this conversation: start a new conversation, or load the model with a longer context.</source>
         <translation>在本次对话之外，模型 %1 个 token 的上下文连一页文档也放不下：请开始新的对话，或以更长的上下文加载模型。</translation>
     </message>

@@ -135,7 +135,8 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
     return chat;
 }
 
-bool ChatSession::send(const QString& text, const QList<QImage>& images, const QList<Video>& videos) {
+bool ChatSession::send(const QString& text, const QList<QImage>& images, const QList<Video>& videos,
+                       bool fromDocument) {
     if (active_) {
         Q_EMIT failed(tr("An answer is still being written: stop it first."));
         return false;
@@ -186,7 +187,11 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     QString documentPart;
     QList<int> leftOut;
     const std::shared_ptr<const DocumentContext> context = contexts_.value(document_);
-    if (context && !context->empty()) {
+    if (fromDocument && (!context || context->empty())) {
+        Q_EMIT failed(tr("This document has no recognised text to ask about yet: run it first."));
+        return false;
+    }
+    if (fromDocument) {
         const int64_t context_len = service_.limits(model).max_model_len;
         int64_t conversation = 256;  // the template's own tokens
         for (const ChatTurn& turn : turns) {

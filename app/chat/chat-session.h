@@ -42,15 +42,17 @@ public:
 
     // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
     // another answer is under way, or videos go to a model that does not take them.
-    bool send(const QString& text, const QList<QImage>& images = {}, const QList<Video>& videos = {});
+    // fromDocument: answered from the document's context (setDocumentContext), which must have text.
+    bool send(const QString& text, const QList<QImage>& images = {}, const QList<Video>& videos = {},
+              bool fromDocument = false);
     // Ends the answer under way; its text so far is kept.
     void stop();
     bool busy() const { return active_.has_value(); }
 
-    // Ask the document: where a document has a context, its questions are answered from its blocks (the
+    // Ask the document: a document's context, which questions sent fromDocument are answered from (the
     // document part goes ahead of the conversation's first question, the same for every question while the
-    // whole document fits, so that the engine's prefix cache holds it), and the answers cite them. Null
-    // turns it off.
+    // whole document fits, so that the engine's prefix cache holds it), and whose blocks the answers cite.
+    // It stays for the links of earlier answers when later questions are not about it; null removes it.
     void setDocumentContext(const QString& key, std::shared_ptr<const DocumentContext> context);
     std::shared_ptr<const DocumentContext> documentContext(const QString& key) const {
         return contexts_.value(key);

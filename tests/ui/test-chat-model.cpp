@@ -250,12 +250,17 @@ private Q_SLOTS:
         session.setMaxNewTokens(6);
         session.setDocumentContext(QString(), context);
         QSignalSpy finished(&session, &ChatSession::answerFinished);
-        QVERIFY(session.send(QStringLiteral("Where did sales grow?")));
+        QVERIFY(session.send(QStringLiteral("Where did sales grow?"), {}, {}, true));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
-        QVERIFY(session.send(QStringLiteral("By how much on page 2?")));
+        QVERIFY(session.send(QStringLiteral("By how much on page 2?"), {}, {}, true));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+        // Not about the document: its context stays for the earlier answers' links, and this one has none.
+        QVERIFY(session.send(QStringLiteral("Hello?")));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
+        QVERIFY(!session.history()[5].fromDocument);
+        QVERIFY(session.documentContext(QString()));
         const QList<ChatTurn> history = session.history();
-        QCOMPARE(history.size(), 4);
+        QCOMPARE(history.size(), 6);
         const ChatTurn& first = history[1];
         const ChatTurn& second = history[3];
         QVERIFY2(first.state == ChatTurn::State::Done, qPrintable(first.error));

@@ -353,8 +353,10 @@ void ChatPanel::send() {
             return;
         }
     }
-    session_->setDocumentContext(session_->document(), context);
-    if (session_->send(text, attachments_, videos_)) {
+    if (context) {
+        session_->setDocumentContext(session_->document(), context);
+    }
+    if (session_->send(text, attachments_, videos_, context != nullptr)) {
         input_->clear();
         clearAttachments();
     }

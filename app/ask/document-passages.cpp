@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "engine/common/error.h"
@@ -256,26 +255,81 @@ DocumentPassages DocumentPassages::from_text(std::string_view text) {
     return out;
 }
 
+namespace {
+
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+// The length of a reference "p<digits>.b<digits>" (any case) at text[pos], 0 where none starts there.
+size_t ref_length(std::string_view text, size_t pos) {
+    size_t i = pos;
+    const auto letter = [&](char lower) {
+        if (i < text.size() && (text[i] == lower || text[i] == lower - 'a' + 'A')) {
+            ++i;
+            return true;
+        }
+        return false;
+    };
+    const auto digits = [&] {
+        const size_t start = i;
+        while (i < text.size() && is_digit(text[i])) {
+            ++i;
+        }
+        return i > start;
+    };
+    if (!letter('p') || !digits() || i >= text.size() || text[i++] != '.' || !letter('b') || !digits()) {
+        return 0;
+    }
+    return i - pos;
+}
+
+}  // namespace
+
 std::vector<Citation> find_citations(std::string_view answer, const DocumentPassages& passages) {
-    static const std::regex bracket(R"(\[\s*(p\d+\.b\d+(?:\s*[,;]\s*p\d+\.b\d+)*)\s*\])", std::regex::icase);
-    static const std::regex ref(R"(p\d+\.b\d+)", std::regex::icase);
+    // A bracket of one or more references separated by commas or semicolons (spaces allowed), nothing else.
     std::vector<Citation> out;
-    const std::string text(answer);
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), bracket); it != std::sregex_iterator();
-         ++it) {
+    for (size_t open = answer.find('['); open != std::string_view::npos; open = answer.find('[', open + 1)) {
         Citation c;
-        c.start = static_cast<size_t>(it->position(0));
-        c.length = static_cast<size_t>(it->length(0));
-        const std::string inside = (*it)[1].str();
-        for (auto r = std::sregex_iterator(inside.begin(), inside.end(), ref); r != std::sregex_iterator();
-             ++r) {
-            std::string name = r->str();
+        size_t i = open + 1;
+        bool closed = false;
+        while (true) {
+            while (i < answer.size() && is_space(answer[i])) {
+                ++i;
+            }
+            const size_t n = ref_length(answer, i);
+            if (n == 0) {
+                break;
+            }
+            std::string name(answer.substr(i, n));
             std::transform(name.begin(), name.end(), name.begin(), [](char ch) {
                 return ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
             });
             c.known.push_back(passages.find(name) != nullptr);
             c.refs.push_back(std::move(name));
+            i += n;
+            while (i < answer.size() && is_space(answer[i])) {
+                ++i;
+            }
+            if (i < answer.size() && answer[i] == ']') {
+                closed = true;
+                break;
+            }
+            if (i >= answer.size() || (answer[i] != ',' && answer[i] != ';')) {
+                break;
+            }
+            ++i;
         }
+        if (!closed) {
+            continue;
+        }
+        c.start = open;
+        c.length = i + 1 - open;
+        open = i;
         out.push_back(std::move(c));
     }
     return out;

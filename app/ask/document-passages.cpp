@@ -225,11 +225,11 @@ DocumentPassages DocumentPassages::from_ocr_json(const nlohmann::json& document,
                 given != block.end() && given->is_number_integer()) {
                 id = given->get<int>();
             }
-            const std::string& text = content->get_ref<const std::string&>();
-            if (!is_valid_utf8(text)) {
+            const std::string* text = content->get_ptr<const std::string*>();
+            if (text == nullptr || !is_valid_utf8(*text)) {
                 fail(block_at, ".block_content is not valid UTF-8");
             }
-            out.add(static_cast<int>(p), id, html_to_text(text));
+            out.add(static_cast<int>(p), id, html_to_text(*text));
         }
     }
     return out;

@@ -366,7 +366,7 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
     }
     if (const json* document = member(doc, "document")) {
         if (document->is_string()) {
-            request.document = DocumentPassages::from_text(document->get_ref<const std::string&>());
+            request.document = DocumentPassages::from_text(document->get<std::string>());
         } else if (document->is_array() || document->is_object()) {
             try {
                 request.document = DocumentPassages::from_ocr_json(*document, "document");

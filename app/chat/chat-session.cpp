@@ -64,12 +64,8 @@ void ChatSession::clearHistory() {
     Q_EMIT documentChanged(document_);
 }
 
-std::optional<ReasoningFormat> ChatSession::reasoningFormatOf(const std::string& family) {
-    // ERNIE-4.5-VL's template opens "<think>" unless enable_thinking is false: FastDeploy's parser.
-    if (family == "ernie-4.5-vl") {
-        return ReasoningFormat::Ernie45Vl;
-    }
-    return std::nullopt;
+std::optional<ReasoningFormat> ChatSession::reasoningFormatOf(const ModelDescription& model) {
+    return find_reasoning_format(model.reasoning_parser);
 }
 
 QString ChatSession::chatModel() const {
@@ -165,7 +161,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
         if (described.role == ModelRole::Chat) {
             answering = &described;
             model = described.name;
-            reasoning = reasoningFormatOf(described.family);
+            reasoning = reasoningFormatOf(described);
             break;
         }
     }

@@ -67,9 +67,9 @@ public:
     QString chatModel() const;
     bool engineReady() const { return service_.status().state == ServiceState::Ready; }
 
-    // The reasoning parser a model family's answers are split with (ernie-4.5-vl: ernie-45-vl); none for a
-    // family whose answers have no reasoning part.
-    static std::optional<ReasoningFormat> reasoningFormatOf(const std::string& family);
+    // The reasoning parser a model's answers are split with (its description's); none for a model whose
+    // answers have no reasoning part.
+    static std::optional<ReasoningFormat> reasoningFormatOf(const ModelDescription& model);
 
 Q_SIGNALS:
     // A turn was added to a document's history (the question, then its answer, Streaming).

@@ -75,4 +75,14 @@ std::string read_file_text(const std::filesystem::path& path) {
     return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
+bool file_mentions(const std::filesystem::path& path, std::string_view text) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) {
+        return false;
+    }
+    const MappedFile file(path);
+    const std::string_view bytes(reinterpret_cast<const char*>(file.data()), file.size());
+    return bytes.find(text) != std::string_view::npos;
+}
+
 }  // namespace folio

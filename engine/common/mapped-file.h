@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace folio {
 
@@ -26,5 +27,7 @@ private:
 
 // The whole file's bytes. Throws folio::Error naming the file where it cannot be read.
 std::string read_file_text(const std::filesystem::path& path);
+// Whether path is a regular file whose bytes hold text (false where there is no such file).
+bool file_mentions(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace folio

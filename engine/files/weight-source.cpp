@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <random>
 
+#include "engine/backend/tensor.h"
+#include "engine/common/error.h"
 #include "engine/common/thread-pool.h"
+#include "engine/files/safetensors.h"
 
 namespace folio {
 
@@ -61,7 +64,29 @@ private:
     ThreadPool pool_;
 };
 
+class StoreWeightSource final : public WeightSource {
+public:
+    explicit StoreWeightSource(const TensorStore& store) : store_(store) {}
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        const TensorView& view = store_.get(name);
+        if (view.shape != shape) {
+            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
+                 ", expected ", shape_string(shape), " from config.json");
+        }
+        return to_f32(view);
+    }
+    bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
+
+private:
+    const TensorStore& store_;
+};
+
 }  // namespace
+
+std::unique_ptr<WeightSource> make_store_weight_source(const TensorStore& store) {
+    return std::make_unique<StoreWeightSource>(store);
+}
 
 std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std) {
     return std::make_unique<RandomWeightSource>(seed, std);

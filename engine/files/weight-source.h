@@ -19,6 +19,12 @@ public:
     virtual bool has(const std::string& name) const = 0;
 };
 
+class TensorStore;
+
+// The store's tensors as they are saved (a checkpoint whose layout is the model's own, as Llama's is); a
+// tensor of another shape than the model expects is an error naming the folder, the tensor and both shapes.
+std::unique_ptr<WeightSource> make_store_weight_source(const TensorStore& store);
+
 // Normal(0, std) values for matrices, 1 + small noise for norm weights, small values for biases.
 std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std = 0.02f);
 

@@ -29,6 +29,9 @@ struct ModelDescription {
     std::vector<Modality> modalities;
     // The folder's generation_config.json: the defaults of every request to the model (empty: none).
     GenerationDefaults generation;
+    // The reasoning parser its answers split into thought and answer with ("deepseek_r1", "ernie-45-vl";
+    // reasoning-parser.h); empty: its answers are not split.
+    std::string reasoning_parser;
 
     bool takes(Modality modality) const;
 };

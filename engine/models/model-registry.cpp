@@ -4,6 +4,7 @@
 #include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
 #include "engine/models/ernie45-vl/ernie45-vl-family.h"
+#include "engine/models/llama/llama-family.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl-family.h"
 #include "engine/models/pp-doclayout/pp-doclayout-family.h"
 
@@ -52,6 +53,7 @@ const ModelRegistry& ModelRegistry::builtin() {
         r.add(make_paddleocr_vl_family());
         r.add(make_pp_doclayout_family());
         r.add(make_ernie45_vl_family());
+        r.add(make_llama_family());
         return r;
     }();
     return registry;

@@ -44,6 +44,12 @@ struct PromptFormat {
     std::function<int64_t(const ImageGrid&)> n_image_tokens;
     // The request defaults of the model's generation_config.json, which the request builder applies.
     GenerationDefaults generation;
+    // A message's content as the template reads it: a list of typed parts, as the multimodal processors give
+    // it, or (text models) a string, as an OpenAI chat of strings reaches transformers' apply_chat_template.
+    bool text_content = false;
+    // Whether the rendered chat is tokenized with the tokenizer's special tokens added: a processor's call
+    // adds them, apply_chat_template does not (its template writes them itself).
+    bool chat_special_tokens = true;
 };
 
 // The tokenizer's special tokens as a chat template is given them beside the messages (bos_token,

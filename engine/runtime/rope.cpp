@@ -53,12 +53,20 @@ RotaryLayout& RotaryLayout::interleaved(std::span<const std::pair<int, int>> axi
 }
 
 RopeParams RotaryLayout::upload(Backend& backend, int64_t head_dim, float theta) const {
-    if (head_dim <= 0 || head_dim % 2 != 0 || n_frequencies() != head_dim / 2) {
+    if (head_dim <= 0 || head_dim % 2 != 0) {
         fail("rotary layout: ", n_frequencies(), " frequencies for head_dim ", head_dim);
     }
+    return upload(backend, head_dim, rope_inverse_frequencies(static_cast<int>(head_dim), theta));
+}
+
+RopeParams RotaryLayout::upload(Backend& backend, int64_t head_dim, std::span<const float> inv_freq) const {
+    if (head_dim <= 0 || head_dim % 2 != 0 || n_frequencies() != head_dim / 2 ||
+        static_cast<int64_t>(inv_freq.size()) != head_dim / 2) {
+        fail("rotary layout: ", n_frequencies(), " frequencies and ", inv_freq.size(),
+             " inverse frequencies for head_dim ", head_dim);
+    }
     RopeParams params;
-    params.inv_freq =
-        backend.upload(rope_inverse_frequencies(static_cast<int>(head_dim), theta), {head_dim / 2});
+    params.inv_freq = backend.upload(inv_freq, {head_dim / 2});
     params.pair_axis = backend.upload_i32(pair_axis_, {head_dim / 2});
     params.n_axes = n_axes_;
     return params;

@@ -37,6 +37,8 @@ public:
     // The backend's parameters for a head of head_dim values; throws folio::Error unless the layout covers
     // exactly head_dim / 2 frequencies.
     RopeParams upload(Backend& backend, int64_t head_dim, float theta) const;
+    // The same with the frequencies given (a scaled RoPE's); throws unless there are head_dim / 2 of them.
+    RopeParams upload(Backend& backend, int64_t head_dim, std::span<const float> inv_freq) const;
 
 private:
     void check_axis(int axis, int count) const;

@@ -9,9 +9,20 @@
 
 namespace folio {
 
-nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages) {
+nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages, bool text_content) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const ChatMessage& m : messages) {
+        const char* role = m.role == ChatMessage::Role::System ? "system"
+                           : m.role == ChatMessage::Role::User ? "user"
+                                                               : "assistant";
+        if (text_content) {
+            if (!m.images.empty() || !m.videos.empty()) {
+                fail("the model reads text only; a ", role, " message has ", m.images.size(), " images and ",
+                     m.videos.size(), " videos");
+            }
+            out.push_back({{"role", role}, {"content", m.text}});
+            continue;
+        }
         nlohmann::ordered_json content = nlohmann::ordered_json::array();
         for (size_t i = 0; i < m.images.size(); ++i) {
             content.push_back({{"type", "image"}});
@@ -20,9 +31,6 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
             content.push_back({{"type", "video"}});
         }
         content.push_back({{"type", "text"}, {"text", m.text}});
-        const char* role = m.role == ChatMessage::Role::System ? "system"
-                           : m.role == ChatMessage::Role::User ? "user"
-                                                               : "assistant";
         out.push_back({{"role", role}, {"content", std::move(content)}});
     }
     return out;
@@ -41,7 +49,7 @@ std::string render_chat(const PromptFormat& format, const std::vector<ChatMessag
     for (const auto& [key, value] : kwargs.items()) {
         context[key] = value;
     }
-    context["messages"] = chat_template_messages(messages);
+    context["messages"] = chat_template_messages(messages, format.text_content);
     context["add_generation_prompt"] = add_generation_prompt;
     return format.chat_template->render(context);
 }
@@ -76,10 +84,11 @@ const PromptFormat& RequestBuilder::format(const char* what) const {
     return *format_;
 }
 
-PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedImages& images) const {
+PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedImages& images,
+                                    bool add_special_tokens) const {
     const PromptFormat& f = format("a prompt");
     const SpecialTokenIds& special = f.special;
-    const std::vector<int32_t> ids = f.tokenizer->encode(text, /*add_special_tokens=*/true);
+    const std::vector<int32_t> ids = f.tokenizer->encode(text, add_special_tokens);
     const auto count = [&](int32_t id) { return id < 0 ? 0 : std::count(ids.begin(), ids.end(), id); };
     const auto n_media = static_cast<std::ptrdiff_t>(images.grids.size());
     const std::ptrdiff_t n_videos = images.n_videos();
@@ -226,9 +235,9 @@ Request RequestBuilder::build(RequestSpec spec) const {
             }
         }
         r.prompt = expand(render_chat(f, chat->messages, chat->template_kwargs, chat->add_generation_prompt),
-                          r.images);
+                          r.images, f.chat_special_tokens);
     } else if (auto* raw = std::get_if<RawText>(&spec.input)) {
-        r.prompt = expand(raw->text, r.images);
+        r.prompt = expand(raw->text, r.images, true);
     } else {
         Request& prepared = std::get<Request>(spec.input);
         const int64_t max_tokens = prepared.max_tokens;

@@ -90,18 +90,21 @@ TEST(ModelRegistryTest, ArchitecturesPickTheFamilyWithoutModelType) {
     const nlohmann::json ocr = {{"architectures", {"PaddleOCRVLForConditionalGeneration"}}};
     ASSERT_NE(registry.match(ocr), nullptr);
     EXPECT_EQ(registry.match(ocr)->name(), "paddleocr-vl");
-    const nlohmann::json llama = {{"model_type", "llama"}, {"architectures", {"LlamaForCausalLM"}}};
-    EXPECT_EQ(registry.match(llama), nullptr);
+    const nlohmann::json llama = {{"architectures", {"LlamaForCausalLM"}}};
+    ASSERT_NE(registry.match(llama), nullptr);
+    EXPECT_EQ(registry.match(llama)->name(), "llama");
+    const nlohmann::json qwen = {{"model_type", "qwen2"}, {"architectures", {"Qwen2ForCausalLM"}}};
+    EXPECT_EQ(registry.match(qwen), nullptr);
 }
 
 TEST(ModelRegistryTest, UnknownFoldersAreRefusedByName) {
     TempDir dir;
-    write_text(dir / "config.json", R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})");
+    write_text(dir / "config.json", R"({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"]})");
     const std::string unknown = error_of([&] { describe_model(dir.path()); });
     EXPECT_NE(unknown.find((dir / "config.json").string()), std::string::npos) << unknown;
-    EXPECT_NE(unknown.find("\"llama\""), std::string::npos) << unknown;
-    EXPECT_NE(unknown.find("LlamaForCausalLM"), std::string::npos) << unknown;
-    EXPECT_NE(unknown.find("paddleocr-vl, pp-doclayout"), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("\"qwen2\""), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("Qwen2ForCausalLM"), std::string::npos) << unknown;
+    EXPECT_NE(unknown.find("paddleocr-vl, pp-doclayout, ernie-4.5-vl, llama"), std::string::npos) << unknown;
 
     write_text(dir / "config.json", "{\"model_type\": ");
     const std::string broken = error_of([&] { describe_model(dir.path()); });

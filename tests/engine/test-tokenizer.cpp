@@ -256,6 +256,7 @@ std::vector<LayoutCase> layout_cases() {
         {"json-identity", "", "TokenizersBackend", "TokenizersBackend (tokenizer.json)"},
         {"json-nfkc-model", "", "TokenizersBackend", "TokenizersBackend (tokenizer.json)"},
         {"json-llama-nfkc", "", "LlamaTokenizer", "LlamaTokenizer (tokenizer.json)"},
+        {"json-byte-level", "", "TokenizersBackend", "TokenizersBackend (tokenizer.json)"},
         {"paddleocr-vl-tiny", "paddleocr-vl-tiny.reference.json", "TokenizersBackend",
          "TokenizersBackend (tokenizer.model)"},
     };

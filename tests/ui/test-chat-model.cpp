@@ -75,9 +75,10 @@ private Q_SLOTS:
         QCOMPARE(withChat_.models().size(), size_t{2});
     }
 
-    void familiesImplyTheirReasoningParser() {
-        QCOMPARE(ChatSession::reasoningFormatOf("ernie-4.5-vl"), std::optional(ReasoningFormat::Ernie45Vl));
-        QCOMPARE(ChatSession::reasoningFormatOf("paddleocr-vl"), std::nullopt);
+    void modelsImplyTheirReasoningParser() {
+        QCOMPARE(ChatSession::reasoningFormatOf(describe_model(kChatDir)),
+                 std::optional(ReasoningFormat::Ernie45Vl));
+        QCOMPARE(ChatSession::reasoningFormatOf(describe_model(kOcrDir)), std::nullopt);
     }
 
     void questionsGoToTheChatModel() {

@@ -51,6 +51,8 @@ ModelDescription describe_ernie45_vl(const std::filesystem::path& dir, const Ern
     d.role = ModelRole::Chat;
     d.max_context = config.text.max_position_embeddings;
     d.modalities = {Modality::Text, Modality::Image, Modality::Video};
+    // Its template opens "<think>" unless enable_thinking is false: FastDeploy's parser.
+    d.reasoning_parser = "ernie-45-vl";
     return d;
 }
 

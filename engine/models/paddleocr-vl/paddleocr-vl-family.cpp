@@ -16,14 +16,6 @@ constexpr std::string_view kFamilyName = "paddleocr-vl";
 // Versions 1.5 and later add the spotting and seal tasks, with the location tokens spotting answers in.
 constexpr std::string_view kLocationToken = "<|LOC_BEGIN|>";
 
-bool file_mentions(const std::filesystem::path& file, std::string_view text) {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(file, error)) {
-        return false;
-    }
-    return read_file_text(file).find(text) != std::string::npos;
-}
-
 ModelDescription describe_paddleocr_vl(const std::filesystem::path& dir, const ModelConfig& config,
                                        const Tokenizer* tokenizer, GenerationDefaults generation) {
     ModelDescription d;

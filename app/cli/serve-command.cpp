@@ -96,8 +96,8 @@ int run_serve(int argc, char** argv, int first) {
     opt.allow(with_engine_flags({"--model", "--device", "--threads", "--max-body-size", "--device-memory"}));
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
-    const EngineOptions engine_options =
-        parse_engine_options(opt, describe_model(model_dir), CommandScope::Serve);
+    const ModelDescription described = describe_model(model_dir);
+    const EngineOptions engine_options = parse_engine_options(opt, described, CommandScope::Serve);
 
     server::ServerParams params;
     // An IPv6 address may come in brackets, as a URL writes it.
@@ -132,9 +132,16 @@ int run_serve(int argc, char** argv, int first) {
     if (params.model_names.front() != model_spec) {
         params.model_names.push_back(model_spec);
     }
-    PreprocessorConfig pre = load_preprocessor_config(model_dir / "preprocessor_config.json");
-    apply_preprocessing(engine_options, pre);
-    params.image_pixels = {pre.min_pixels, pre.max_pixels};
+    if (described.takes(Modality::Image)) {
+        // The folder's image pixel bounds, else the reference processor's defaults.
+        const std::filesystem::path file = model_dir / "preprocessor_config.json";
+        std::error_code error;
+        PreprocessorConfig pre = std::filesystem::exists(file, error)
+                                     ? load_preprocessor_config(file)
+                                     : parse_preprocessor_config("{}", "reference defaults");
+        apply_preprocessing(engine_options, pre);
+        params.image_pixels = {pre.min_pixels, pre.max_pixels};
+    }
     params.video_sampling = video_sampling(model_dir, engine_options);
     params.decode_video = [](std::span<const uint8_t> bytes, std::string_view name,
                              const VideoSampling& sampling) { return decode_video(bytes, name, sampling); };

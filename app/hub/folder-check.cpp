@@ -10,6 +10,7 @@
 #include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
 #include "engine/files/safetensors.h"
+#include "engine/models/model-registry.h"
 
 namespace folio::hub {
 
@@ -55,21 +56,17 @@ std::optional<nlohmann::json> read_json_object(const fs::path& path, std::string
     return value;
 }
 
+// The role of the model family the registry picks for the config; a config no family knows is read as a
+// recognition model's, whose loader names what is wrong with it.
 std::optional<ModelKind> kind_of_config(const nlohmann::json& config) {
-    const auto type = config.find("model_type");
-    const std::string model_type = type != config.end() && type->is_string() ? type->get<std::string>() : "";
-    if (model_type.starts_with("pp_doclayout")) {
-        return ModelKind::Layout;
-    }
-    if (model_type == "ernie4_5_vl_moe") {
-        return ModelKind::Chat;
-    }
-    if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
-        for (const auto& name : *it) {
-            if (name.is_string() && name.get<std::string>().ends_with("ForObjectDetection")) {
-                return ModelKind::Layout;
-            }
-        }
+    const ModelFamily* family = ModelRegistry::builtin().match(config);
+    switch (family ? family->role() : ModelRole::Recognition) {
+        case ModelRole::Layout:
+            return ModelKind::Layout;
+        case ModelRole::Chat:
+            return ModelKind::Chat;
+        case ModelRole::Recognition:
+            break;
     }
     return ModelKind::Recognition;
 }

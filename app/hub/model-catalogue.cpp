@@ -29,6 +29,7 @@ const std::vector<CatalogueEntry>& model_catalogue() {
         {"PaddlePaddle/PP-DocLayoutV3_safetensors", "PP-DocLayoutV3", ModelKind::Layout, ""},
         {"baidu/ERNIE-4.5-VL-28B-A3B-PT", "ERNIE-4.5-VL 28B-A3B", ModelKind::Chat, ""},
         {"baidu/ERNIE-4.5-VL-28B-A3B-Thinking", "ERNIE-4.5-VL 28B-A3B Thinking", ModelKind::Chat, ""},
+        {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "DeepSeek-R1-Distill-Llama 8B", ModelKind::Chat, ""},
     };
     return catalogue;
 }

@@ -17,8 +17,8 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
                                                                : "assistant";
         if (text_content) {
             if (!m.images.empty() || !m.videos.empty()) {
-                fail("the model reads text only; a ", role, " message has ", m.images.size(), " images and ",
-                     m.videos.size(), " videos");
+                const size_t n = m.images.size() + m.videos.size();
+                fail("the model reads text only; it takes no images or videos (", n, " in a ", role, " message)");
             }
             out.push_back({{"role", role}, {"content", m.text}});
             continue;

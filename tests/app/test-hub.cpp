@@ -77,7 +77,8 @@ TEST(ModelCatalogue, PairsEachRecognitionModelWithItsLayoutModel) {
 }
 
 TEST(ModelCatalogue, ListsTheChatModels) {
-    for (const char* repo : {"baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ernie-4.5-vl-28b-a3b-thinking"}) {
+    for (const char* repo : {"baidu/ERNIE-4.5-VL-28B-A3B-PT", "baidu/ernie-4.5-vl-28b-a3b-thinking",
+                             "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"}) {
         const CatalogueEntry* entry = find_catalogue_entry(repo);
         ASSERT_NE(entry, nullptr) << repo;
         EXPECT_EQ(entry->kind, ModelKind::Chat);
@@ -87,6 +88,8 @@ TEST(ModelCatalogue, ListsTheChatModels) {
     TempDir dir;
     write(dir / "c" / "config.json", R"({"model_type": "ernie4_5_vl_moe"})");
     EXPECT_EQ(detect_model_kind(dir / "c"), ModelKind::Chat);
+    write(dir / "l" / "config.json", R"({"model_type": "llama", "architectures": ["LlamaForCausalLM"]})");
+    EXPECT_EQ(detect_model_kind(dir / "l"), ModelKind::Chat);
     const auto& chat = fetch_patterns(ModelKind::Chat);
     EXPECT_TRUE(std::any_of(chat.begin(), chat.end(),
                             [](const std::string& p) { return glob_match(p, "tokenizer.model"); }));

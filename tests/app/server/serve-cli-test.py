@@ -114,6 +114,8 @@ def main():
 
     exposed_and_terminated(folio_cli, model_dir)
     reasoning_parser(folio_cli, model_dir, client, image)
+    if len(sys.argv) > 4:
+        llama_reasoning(folio_cli, sys.argv[4])
     if socket.has_ipv6:
         try:
             with socket.socket(socket.AF_INET6) as s6:
@@ -270,6 +272,60 @@ def reasoning_parser(folio_cli, model_dir, client, image):
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
     check(server.returncode == 0, "the reasoning server stops")
+
+
+def llama_reasoning(folio_cli, llama_dir):
+    """DeepSeek-R1-Distill's layout: a Llama model whose template opens the answer's thought. The prompt is
+    tokenized as the reference does (no second BOS), the greedy answer is the reference's, and deepseek_r1
+    puts it in reasoning_content for curl and for the openai npm client; an image is refused."""
+    with open(os.path.join(os.path.dirname(llama_dir), "reference.json")) as f:
+        reference = json.load(f)["prompts"]["hello"]
+    server, lines, match = start(folio_cli, llama_dir, "--reasoning-parser", "deepseek_r1",
+                                 "--served-model-name", "r1-distill")
+    try:
+        base = "http://127.0.0.1:%s" % match.group(2)
+        n = len(reference["greedy_tokens"])
+        request = {"model": "r1-distill", "max_completion_tokens": n, "temperature": 0,
+                   "messages": [{"role": "user", "content": reference["messages"][0]["content"]}]}
+        out = subprocess.run(["curl", "-sS", "-H", "Content-Type: application/json", "-d", json.dumps(request),
+                              base + "/v1/chat/completions"], capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0, "curl: a chat completion from the Llama model: " + out.stderr)
+        answer = json.loads(out.stdout)
+        check(answer["usage"]["prompt_tokens"] == reference["n_ids"],
+              "the prompt has the reference's %d tokens (%s)" % (reference["n_ids"], answer["usage"]))
+        message = answer["choices"][0]["message"]
+        check(message["reasoning_content"] == reference["greedy_text"] and message["content"] is None,
+              "curl: the greedy answer is the reference's, all of it reasoning_content (%s)" % message)
+
+        image = "data:image/png;base64," + base64.b64encode(png(64, 32)).decode()
+        refused = dict(request, messages=[{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": image}}, {"type": "text", "text": "What is this?"}]}])
+        out = subprocess.run(["curl", "-sS", "-w", "\n%{http_code}", "-H", "Content-Type: application/json", "-d",
+                              json.dumps(refused), base + "/v1/chat/completions"], capture_output=True, text=True,
+                             timeout=120)
+        body, status = out.stdout.rsplit("\n", 1)
+        check(status == "400" and "text only" in json.loads(body)["error"]["message"],
+              "an image for a text model is a 400 saying the model reads text only: " + out.stdout)
+
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-reasoning.cjs")
+        found = shutil.which("node") and subprocess.run(["node", "-e", "require('openai')"],
+                                                        capture_output=True).returncode == 0
+        if not found:
+            print("skipped: the openai npm package is not installed (npm install openai, NODE_PATH=.../node_modules)")
+        else:
+            out = subprocess.run(["node", script, base + "/v1", "r1-distill", "-",
+                                  reference["messages"][0]["content"], str(n)],
+                                 capture_output=True, text=True, timeout=300)
+            check(out.returncode == 0, "the openai npm client asks the Llama model: " + out.stderr[-2000:])
+            result = json.loads(out.stdout)
+            check(result["whole"] == {"content": None, "reasoning": reference["greedy_text"]},
+                  "openai npm: message.reasoning_content is the reference's answer (%s)" % result["whole"])
+            check(result["streamed"] == {"content": "", "reasoning": reference["greedy_text"]},
+                  "openai npm: the streamed reasoning_content adds up to it (%s)" % result["streamed"])
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    check(server.returncode == 0, "the Llama server stops")
 
 
 def ipv6_loopback(folio_cli, model_dir):

@@ -1,5 +1,6 @@
-// The quantized linear layer's entry points: the GEMV up to kQuantizedGemvMaxRows rows (quantized-gemv.cu),
-// above them WINT8/WINT4 dequantized to bfloat16 in blocks of rows and multiplied on the tensor cores.
+// The quantized linear layer's entry points: the GEMV for the few rows quantized_gemv_takes gives it
+// (quantized-gemv.cu), otherwise WINT8/WINT4 dequantized to bfloat16 in blocks of rows and multiplied on the
+// tensor cores.
 #include <algorithm>
 
 #include <cuda_bf16.h>
@@ -11,6 +12,8 @@
 #include "kernels/norm.h"
 #include "kernels/quantized-gemv.h"
 #include "kernels/quantized-linear.h"
+
+#include <cstdlib>
 #include "kernels/weight-unpack.cuh"
 
 namespace folio::kernels {
@@ -134,8 +137,15 @@ int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
 
 }  // namespace
 
+bool quantized_gemv_takes(int64_t n, int64_t n_in, QuantizedFormat format) {
+    if (n > kQuantizedGemvMaxRows) {
+        return false;
+    }
+    return format == QuantizedFormat::Bf16 ? n == 1 || (n <= 4 && n_in <= 3072) : n <= 4 || n * n_in <= 8192;
+}
+
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
-    if (a.n <= kQuantizedGemvMaxRows) {
+    if (quantized_gemv_takes(a.n, a.n_in, a.format)) {
         return a.input == LinearInput::Plain || gemv_takes_norm(a) ? 0 : a.n * a.n_in;
     }
     const int64_t product = a.output == LinearOutput::Plain ? 0
@@ -214,15 +224,17 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         fail("quantized_linear_f32: ", a.n_out, " output rows for ", a.rope.n_head, " q and ",
              a.rope.n_kv_head, " k/v heads of ", a.rope.head_dim);
     }
-    const bool tensor_cores = a.n > kQuantizedGemvMaxRows;
+    const bool tensor_cores = !quantized_gemv_takes(a.n, a.n_in, a.format);
     if (a.x_bf16 != nullptr && (!tensor_cores || a.input != LinearInput::Plain)) {
-        fail("quantized_linear_f32: a bfloat16 input takes a plain input above ", kQuantizedGemvMaxRows,
-             " rows, got ", a.n, " rows and input ", static_cast<int>(a.input));
+        fail("quantized_linear_f32: a bfloat16 input takes a plain input on the tensor cores, got ", a.n,
+             " rows of ", a.n_in, " and input ", static_cast<int>(a.input));
     }
     if (a.y_bf16 != nullptr && (!tensor_cores || a.output != LinearOutput::Swiglu || a.b != nullptr)) {
-        fail("quantized_linear_f32: a bfloat16 output takes a SwiGLU output without a bias above ",
-             kQuantizedGemvMaxRows, " rows, got ", a.n, " rows, output ", static_cast<int>(a.output),
-             a.b != nullptr ? " and a bias" : "");
+        fail(
+            "quantized_linear_f32: a bfloat16 output takes a SwiGLU output without a bias on the tensor "
+            "cores, got ",
+            a.n, " rows of ", a.n_in, ", output ", static_cast<int>(a.output),
+            a.b != nullptr ? " and a bias" : "");
     }
     const int64_t needed = quantized_linear_scratch_floats(a);
     if (n_scratch < needed) {

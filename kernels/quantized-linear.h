@@ -16,10 +16,17 @@ namespace folio::kernels {
 // The packed layouts (folio::Quantization, whose header needs C++20, which device code is not built with).
 enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 
-// Rows of x up to which quantized_linear_f32 reads the packed weights directly (one pass over the weights
-// for all rows); above it, it multiplies bfloat16 weights on the tensor cores through cuBLAS, WINT8/WINT4
-// dequantized to bfloat16 in blocks of rows first.
+// Rows of x up to which quantized_linear_f32 may read the packed weights directly (one pass over the weights
+// for all rows, quantized_gemv_takes); otherwise it multiplies bfloat16 weights on the tensor cores through
+// cuBLAS, WINT8/WINT4 dequantized to bfloat16 in blocks of rows first.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
+// Whether quantized_linear_f32 multiplies n rows of n_in inputs with the GEMV rather than on the tensor
+// cores. Each warp of the GEMV reads all of x for every weight row it dots, which the L1 cache serves while x
+// is small; the tensor cores' product reads x once. Bfloat16 weights keep the GEMV for one row, and for up to
+// four rows of at most 3072 inputs; WINT8/WINT4 on the tensor cores dequantize their rows first, which the
+// GEMV's single read of the packed weights outweighs up to four rows of any width, and up to 8192 inputs in
+// all.
+bool quantized_gemv_takes(int64_t n, int64_t n_in, QuantizedFormat format);
 
 // What a linear layer multiplies: x itself, or x transformed on its way in (the norm before a layer). The
 // GEMV of a single row applies an RMSNorm itself as it reads x (every warp sums the squares of the columns it
@@ -56,10 +63,10 @@ struct QuantizedLinearArgs {
     LinearEpilogue epilogue = LinearEpilogue::Store;
     LinearInput input = LinearInput::Plain;
     LinearOutput output = LinearOutput::Plain;
-    // Above kQuantizedGemvMaxRows rows only: in place of x with a Plain input, the input already in bfloat16
-    // bits [n, n_in], so that no rounding pass runs; in place of y for a Swiglu output without a bias, the
-    // gated rows in bfloat16 bits [n, n_out / 2], gated from the product rounded to bfloat16 as cuBLASLt
-    // writes it.
+    // On the tensor cores only (quantized_gemv_takes false): in place of x with a Plain input, the input
+    // already in bfloat16 bits [n, n_in], so that no rounding pass runs; in place of y for a Swiglu output
+    // without a bias, the gated rows in bfloat16 bits [n, n_out / 2], gated from the product rounded to
+    // bfloat16 as cuBLASLt writes it.
     const uint16_t* x_bf16 = nullptr;
     uint16_t* y_bf16 = nullptr;
     const float* norm_w = nullptr;  // [n_in], for LinearInput::RmsNorm and LayerNorm
@@ -71,10 +78,10 @@ struct QuantizedLinearArgs {
     RopeCacheArgs rope;
 };
 
-// scratch [n_scratch] floats, used when n > kQuantizedGemvMaxRows: the input rounded to bfloat16 (unless
+// scratch [n_scratch] floats, used on the tensor cores: the input rounded to bfloat16 (unless
 // x_bf16 holds it), for WINT8/WINT4 a block of dequantized weight rows, multiplied on the tensor cores with
 // float32 accumulation and the epilogue fused (gemm), and the product before a SwiGLU or RopeToCache output;
-// up to kQuantizedGemvMaxRows rows, the transformed input if there is one that the GEMV does not apply itself
+// through the GEMV, the transformed input if there is one that the GEMV does not apply itself
 // (it applies the output itself). quantized_linear_scratch_floats() says how much.
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& args);
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& args, float* scratch, int64_t n_scratch,

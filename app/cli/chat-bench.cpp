@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "engine/common/error.h"
 #include "engine/models/ernie45-vl/config.h"
 #include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/llama/config.h"
+#include "engine/models/llama/llama.h"
 #include "engine/models/model-registry.h"
 #include "engine/service/engine-service.h"
 
@@ -24,6 +27,62 @@ namespace folio::cli {
 namespace {
 
 constexpr std::string_view kErnie = "ernie-4.5-vl";
+constexpr std::string_view kLlama = "llama";
+
+// What the benchmark needs of a chat model's architecture: its vocabulary, depth, the weights a decode step
+// reads, and the random model's config.json overrides.
+struct BenchArchitecture {
+    std::string name;
+    std::string random_config = "{}";
+    int64_t vocab_size = 0;
+    int n_layers = 0;
+    std::function<int64_t(const ModelLoadParams&)> step_bytes;
+};
+
+// The architecture of --family's full-size model (with --num-layers of its layers) or of --model's folder.
+BenchArchitecture bench_architecture(const Options& opt, std::string_view family,
+                                     const std::filesystem::path& model_dir) {
+    const bool random = model_dir.empty();
+    BenchArchitecture out;
+    if (family == kErnie) {
+        const int64_t max_layers = 28;
+        nlohmann::json text = nlohmann::json::object();
+        if (random && opt.has("--num-layers")) {
+            const int64_t n_layers = opt.integer("--num-layers", 0);
+            if (n_layers < 1 || n_layers > max_layers) {
+                fail("--num-layers must be 1 to ", max_layers, ", got ", n_layers);
+            }
+            text["num_hidden_layers"] = n_layers;
+        }
+        out.random_config = nlohmann::json{{"text_config", text}}.dump();
+        const Ernie45VlConfig config = random ? parse_ernie45_vl_config(out.random_config, "--num-layers")
+                                              : load_ernie45_vl_config(model_dir / "config.json");
+        out.name = "ERNIE-4.5-VL";
+        out.vocab_size = config.text.vocab_size;
+        out.n_layers = config.text.num_hidden_layers;
+        out.step_bytes = [text = config.text](const ModelLoadParams& load) {
+            return ernie45_vl_decode_bytes(text, load);
+        };
+        return out;
+    }
+    nlohmann::json overrides = nlohmann::json::object();
+    if (random && opt.has("--num-layers")) {
+        const int64_t max_layers = llama_full_size_config().num_hidden_layers;
+        const int64_t n_layers = opt.integer("--num-layers", 0);
+        if (n_layers < 1 || n_layers > max_layers) {
+            fail("--num-layers must be 1 to ", max_layers, ", got ", n_layers);
+        }
+        overrides["num_hidden_layers"] = n_layers;
+    }
+    out.random_config = overrides.dump();
+    const LlamaConfig config =
+        random ? llama_full_size_config(out.random_config) : load_llama_config(model_dir / "config.json");
+    out.name = "Llama (DeepSeek-R1-Distill-Llama-8B)";
+    out.vocab_size = config.vocab_size;
+    out.n_layers = config.num_hidden_layers;
+    out.step_bytes = [config](const ModelLoadParams& load) { return llama_decode_bytes(config, load); };
+    return out;
+}
 
 }  // namespace
 
@@ -43,8 +102,9 @@ int run_chat_bench(const Options& opt) {
         fail(random ? "bench needs --family NAME (random weights) or --model DIR"
                     : "--family and --model exclude each other: --model's folder names its family");
     }
-    if (random && opt.text("--family") != kErnie) {
-        fail("--family: the chat benchmark knows '", kErnie, "', got '", opt.text("--family"), "'");
+    if (random && opt.text("--family") != kErnie && opt.text("--family") != kLlama) {
+        fail("--family: the chat benchmark knows '", kErnie, "' and '", kLlama, "', got '",
+             opt.text("--family"), "'");
     }
     if (!random && opt.has("--num-layers")) {
         fail("--num-layers goes with --family: a model folder's config.json says how many layers it has");
@@ -56,28 +116,14 @@ int run_chat_bench(const Options& opt) {
     }
     const std::vector<int64_t> batches = parse_batch_sizes(opt, "1,8,32");
 
-    std::string random_config = "{}";
-    Ernie45VlConfig config;
-    if (random) {
-        nlohmann::json text = nlohmann::json::object();
-        if (opt.has("--num-layers")) {
-            const int64_t n_layers = opt.integer("--num-layers", 0);
-            if (n_layers < 1 || n_layers > 28) {
-                fail("--num-layers must be 1 to 28, got ", n_layers);
-            }
-            text["num_hidden_layers"] = n_layers;
-        }
-        random_config = nlohmann::json{{"text_config", text}}.dump();
-        config = parse_ernie45_vl_config(random_config, "--num-layers");
-    } else {
-        config = load_ernie45_vl_config(std::filesystem::path(opt.text("--model")) / "config.json");
-    }
     const std::filesystem::path model_dir =
         random ? std::filesystem::path() : std::filesystem::path(opt.text("--model"));
-    const ModelFamily* family = ModelRegistry::builtin().find(kErnie);
-    if (!random && &ModelRegistry::builtin().family_of(model_dir) != family) {
-        fail(model_dir.string(), ": the chat benchmark measures ", kErnie, " models");
+    const ModelFamily* family = random ? ModelRegistry::builtin().find(opt.text("--family"))
+                                       : &ModelRegistry::builtin().family_of(model_dir);
+    if (family == nullptr || (family->name() != kErnie && family->name() != kLlama)) {
+        fail(model_dir.string(), ": the chat benchmark measures ", kErnie, " and ", kLlama, " models");
     }
+    const BenchArchitecture arch = bench_architecture(opt, family->name(), model_dir);
     const ModelDescription description = family->describe(model_dir);
     const EngineOptions engine_options = parse_engine_options(opt, description);
     const ModelLoadParams& load = engine_options.load;
@@ -91,7 +137,7 @@ int run_chat_bench(const Options& opt) {
     params.device.free_memory = device_free_memory(opt);
     ModelSlot slot(ModelRole::Chat, model_dir, load);
     slot.family = std::string(family->name());
-    slot.random_config = random_config;
+    slot.random_config = arch.random_config;
     params.models.push_back(std::move(slot));
     params.engine = engine_cfg;
     const auto start = std::chrono::steady_clock::now();
@@ -101,7 +147,7 @@ int run_chat_bench(const Options& opt) {
     }
     const double load_seconds = seconds_since(start);
 
-    const int64_t vocab = config.text.vocab_size;
+    const int64_t vocab = arch.vocab_size;
     const nlohmann::json prefill = bench_decode(service, vocab, engine_cfg, 1, n_prefill, 2);
     nlohmann::json decode = nlohmann::json::array();
     for (const int64_t b : batches) {
@@ -120,11 +166,11 @@ int run_chat_bench(const Options& opt) {
         peak_bytes = context.backend.memory_stats().peak;
         device = context.backend.name();
     });
-    const int64_t step_bytes = ernie45_vl_decode_bytes(config.text, load);
+    const int64_t step_bytes = arch.step_bytes(load);
     const double floor = bandwidth / static_cast<double>(step_bytes);
     nlohmann::json report = {
-        {"model", random ? "full-size ERNIE-4.5-VL architecture, random weights" : opt.text("--model")},
-        {"num_hidden_layers", config.text.num_hidden_layers},
+        {"model", random ? "full-size " + arch.name + " architecture, random weights" : opt.text("--model")},
+        {"num_hidden_layers", arch.n_layers},
         {"device", device},
         {"quantization", quantization_name(load.quantization)},
         {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},

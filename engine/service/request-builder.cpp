@@ -18,7 +18,8 @@ nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& me
         if (text_content) {
             if (!m.images.empty() || !m.videos.empty()) {
                 const size_t n = m.images.size() + m.videos.size();
-                fail("the model reads text only; it takes no images or videos (", n, " in a ", role, " message)");
+                fail("the model reads text only; it takes no images or videos (", n, " in a ", role,
+                     " message)");
             }
             out.push_back({{"role", role}, {"content", m.text}});
             continue;

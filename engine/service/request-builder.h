@@ -105,7 +105,8 @@ struct RequestLimits {
 // Throws folio::Error where a request's images or videos are more than the limits allow, each counted alone.
 void check_media_counts(int64_t n_images, int64_t n_videos, const RequestLimits& limits);
 
-// The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type": "video"}...,
+// The messages as a chat template takes them: {"role", "content": [{"type": "image"}..., {"type":
+// "video"}...,
 // {"type": "text", "text"}]}, a user turn's images and videos before its text; with text_content, the content
 // is the message's text (a message with images or videos is then an error).
 nlohmann::ordered_json chat_template_messages(const std::vector<ChatMessage>& messages,
@@ -132,7 +133,8 @@ private:
     // Tokenizes the template text and repeats each image or video placeholder once per token of its item; the
     // placeholders must come in the order of the items.
     // add_special_tokens: the tokenizer's own special tokens (a BOS its post-processor adds) around the text.
-    PromptTokens expand(const std::string& text, const PreprocessedImages& images, bool add_special_tokens) const;
+    PromptTokens expand(const std::string& text, const PreprocessedImages& images,
+                        bool add_special_tokens) const;
     void check(Request& request, const std::optional<int64_t>& max_tokens, bool fit_max_tokens) const;
 
     std::optional<PromptFormat> format_;

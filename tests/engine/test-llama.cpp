@@ -144,8 +144,9 @@ TEST(LlamaFolder, RefusesWeightsOfAnotherShape) {
     Fixture& f = fixture();
     std::atomic<bool> cancelled{false};
     LoadContext context([](const LoadProgress&) {}, cancelled);
-    const std::string error = error_of(
-        [&] { ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, dir.path() / "m"), *f.backend, context); });
+    const std::string error = error_of([&] {
+        ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, dir.path() / "m"), *f.backend, context);
+    });
     EXPECT_NE(error.find("mlp.gate_proj.weight' has shape [160, 64], expected [128, 64]"), std::string::npos)
         << error;
 }
@@ -153,16 +154,19 @@ TEST(LlamaFolder, RefusesWeightsOfAnotherShape) {
 TEST(LlamaFolder, RefusesAnotherLayoutNamingIt) {
     const test::TempDir dir;
     std::filesystem::create_directories(dir.path() / "m");
-    for (const char* file : {"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}) {
+    for (const char* file :
+         {"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}) {
         std::filesystem::copy_file(llama_model_dir() / file, dir.path() / "m" / file);
     }
-    test::write_safetensors(dir.path() / "m" / "model.safetensors",
-                            {test::make_tensor("llama.embed.weight", "F32", {2, 2}, std::vector<float>(4, 0.0f))});
+    test::write_safetensors(
+        dir.path() / "m" / "model.safetensors",
+        {test::make_tensor("llama.embed.weight", "F32", {2, 2}, std::vector<float>(4, 0.0f))});
     Fixture& f = fixture();
     std::atomic<bool> cancelled{false};
     LoadContext context([](const LoadProgress&) {}, cancelled);
-    const std::string error = error_of(
-        [&] { ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, dir.path() / "m"), *f.backend, context); });
+    const std::string error = error_of([&] {
+        ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, dir.path() / "m"), *f.backend, context);
+    });
     EXPECT_NE(error.find("not in transformers' layout"), std::string::npos) << error;
 }
 

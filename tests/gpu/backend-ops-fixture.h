@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -48,8 +49,24 @@ constexpr double kQuantizedBound = 1e-4;
 // kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
 // The bound of a linear layer's output for n rows of activations.
-constexpr double linear_bound(int64_t n) {
-    return n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+// The bound of a linear layer of n rows of n_in inputs: float32 weights take cuBLAS's float32 product, up to
+// kQuantizedGemvMaxRows rows exactly and with the tensor cores' bound above.
+inline double linear_bound(int64_t n, int64_t n_in, Quantization type) {
+    if (type == Quantization::None) {
+        return n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
+    }
+    const kernels::QuantizedFormat format = type == Quantization::Wint8   ? kernels::QuantizedFormat::Wint8
+                                            : type == Quantization::Wint4 ? kernels::QuantizedFormat::Wint4
+                                                                          : kernels::QuantizedFormat::Bf16;
+    return kernels::quantized_gemv_takes(n, n_in, format) ? kQuantizedBound : kBf16TensorCoreBound;
+}
+// The same for layers in turn of these input sizes: the tensor cores' bound if any of them takes them.
+inline double linear_bound(int64_t n, std::initializer_list<int64_t> n_ins, Quantization type) {
+    double bound = 0.0;
+    for (const int64_t n_in : n_ins) {
+        bound = std::max(bound, linear_bound(n, n_in, type));
+    }
+    return bound;
 }
 // A bfloat16 cache holds what the CPU's float32 cache holds rounded to 8 significant bits: a relative
 // error up to 2^-9 of each element, beside the float32 paths' own.

@@ -3,7 +3,7 @@
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
 #   tests/gpu/run-on-gpu.sh BUNDLE OUT
-#       [tests|full|full-ernie|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
+#       [tests|full|full-ernie|full-llama|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
 # documents runs the document pipeline end to end on the PDF FOLIO_BENCH_PDF (default BUNDLE/bench.pdf), four
 # times over, with each full-size layout model.
 # timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
@@ -20,7 +20,7 @@ bench=("$bundle/bin/folio-bench" --device cuda --batch 1,8,64,256 --prefill-toke
 for step in "$@"; do
     case $step in
     tests)
-        for t in test-kernels test-backend-ops test-cuda-model test-serving-cuda; do
+        for t in test-kernels test-backend-ops test-cuda-model test-cuda-ernie45-vl test-cuda-llama test-serving-cuda; do
             "$bundle/bin/$t" > "$out/$t.log" 2>&1
             echo "$t: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.log" | tr '\n' ' ')"
         done
@@ -68,6 +68,15 @@ for step in "$@"; do
             > "$out/test-full-size-ernie.log" 2>&1
         echo "test-full-size (ERNIE-4.5-VL): exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' \
             "$out/test-full-size-ernie.log" | tr '\n' ' ')"
+        ;;
+    full-llama)
+        timeout 400 python3 tests/gpu/make_full_size_llama_reference.py /tmp/folio-full-size-llama \
+            > "$out/full-size-llama-reference.json" 2> "$out/full-size-llama-reference.log"
+        echo "full-size Llama reference: exit $?"
+        FOLIO_FULL_SIZE_LLAMA_DIR=/tmp/folio-full-size-llama "$bundle/bin/test-full-size" --gtest_filter='*Llama*' \
+            > "$out/test-full-size-llama.log" 2>&1
+        echo "test-full-size (Llama): exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' \
+            "$out/test-full-size-llama.log" | tr '\n' ' ')"
         ;;
     bench)
         "${bench[@]}" --pages 100 > "$out/bench.json" 2> "$out/bench.log"

@@ -201,7 +201,7 @@ TEST_F(BackendOpsTest, LayerNormAttentionAdd) {
                 layer_norm_attention_add(*gpu_, x.gpu,
                                          {norm_w.gpu, norm_b.gpu, 1e-6f, qkv_l_gpu, out_l_gpu, c.n_head},
                                          cos.gpu, sin.gpu, c.segments, scale, precision);
-                const double bound = linear_bound(c.n);
+                const double bound = linear_bound(c.n, d, c.type);
                 expect_close(label("layer_norm_attention_add ", quantization_name(c.type), " ",
                                    precision_name(precision)),
                              x.gpu, x.cpu, bound, label(c.name, with_bias ? " bias" : ""));
@@ -388,7 +388,7 @@ TEST_F(BackendOpsTest, RopeQkvToCache) {
                               .bias = &b.cpu,
                               .output = LinearOutputKind::RopeToCache,
                               .rope_to_cache = {&pos.cpu, &slot.cpu, &rope_cpu, &k_cache.cpu, &v_cache.cpu}});
-            const double bound = linear_bound(c.n);
+            const double bound = linear_bound(c.n, c.in, c.type);
             const std::string format = quantization_name(c.type);
             expect_close(label("linear rms_norm rope_to_cache (q) ", format), linear_q_gpu, linear_q_cpu,
                          bound, where);

@@ -26,13 +26,23 @@ TEST_F(BackendOpsTest, Linear) {
 
 TEST_F(BackendOpsTest, QuantizedLinear) {
     const std::vector<LinearCase> cases = {
-        {Quantization::Wint8, 1, 7, 0},       {Quantization::Wint8, 7, 96, 0},
-        {Quantization::Wint8, 96, 1000, 0},   {Quantization::Wint8, 1000, 7, 0},
-        {Quantization::Wint8, 1024, 1, 0},    {Quantization::Wint4, 64, 7, 64},
-        {Quantization::Wint4, 192, 1000, 64}, {Quantization::Wint4, 1024, 96, 128},
-        {Quantization::Wint4, 128, 1, 128},   {Quantization::Bf16, 1, 7, 0},
-        {Quantization::Bf16, 96, 1000, 0},    {Quantization::Bf16, 1000, 7, 0},
+        {Quantization::Wint8, 1, 7, 0},
+        {Quantization::Wint8, 7, 96, 0},
+        {Quantization::Wint8, 96, 1000, 0},
+        {Quantization::Wint8, 1000, 7, 0},
+        {Quantization::Wint8, 1024, 1, 0},
+        {Quantization::Wint4, 64, 7, 64},
+        {Quantization::Wint4, 192, 1000, 64},
+        {Quantization::Wint4, 1024, 96, 128},
+        {Quantization::Wint4, 128, 1, 128},
+        {Quantization::Bf16, 1, 7, 0},
+        {Quantization::Bf16, 96, 1000, 0},
+        {Quantization::Bf16, 1000, 7, 0},
         {Quantization::Bf16, 1024, 96, 0},
+        // Wide enough that the GEMV hands a few rows to the tensor cores (quantized_gemv_takes).
+        {Quantization::Wint4, 4096, 64, 128},
+        {Quantization::Wint8, 4096, 40, 0},
+        {Quantization::Bf16, 4096, 40, 0},
     };
     for (const LinearCase& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
@@ -43,9 +53,8 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
                 const Pair x = random({n, c.in}), b = random({c.out});
                 const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
                 const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, with_bias ? &b.gpu : nullptr);
-                const bool tensor_cores = n > kernels::kQuantizedGemvMaxRows;
                 expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu,
-                             tensor_cores ? kBf16TensorCoreBound : kQuantizedBound,
+                             linear_bound(n, c.in, c.type),
                              label(dims({n, c.in, c.out}), with_bias ? " bias" : ""));
             }
         }
@@ -164,7 +173,7 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
         const Weight w_cpu = cpu_->upload(w);
         const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 8, 9, 130}) {
-            const double bound = linear_bound(n);
+            const double bound = linear_bound(n, c.in, c.type);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair x = random({n, c.in}), b = random({c.out});
@@ -209,7 +218,7 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
         const Weight w_cpu = cpu_->upload(w);
         const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 130}) {
-            const double bound = linear_bound(n);
+            const double bound = linear_bound(n, c.in, c.type);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair b = random({c.out});
@@ -339,7 +348,8 @@ TEST_F(BackendOpsTest, LinearSpecCombinations) {
                                       static_cast<int>(activation), with_bias ? " bias" : "",
                                       with_residual ? " residual" : "", bf16_output ? " bf16 output" : "");
                             // A bfloat16 output adds its rounding (2^-9) to the tensor cores' bound.
-                            expect_close(label("linear spec ", format), y_gpu, y_cpu, linear_bound(n), where);
+                            expect_close(label("linear spec ", format), y_gpu, y_cpu,
+                                         linear_bound(n, in, type), where);
                             if (with_residual) {
                                 EXPECT_EQ(y_gpu.buffer, residual.gpu.buffer) << where;
                             }
@@ -380,12 +390,12 @@ TEST_F(BackendOpsTest, LinearSpecCombinations) {
                      .output = LinearOutputKind::RopeToCache,
                      .rope_to_cache = {&pos.cpu, &slot.cpu, &rope_cpu, &k_cache.cpu, &v_cache.cpu}});
                 const std::string where = label(dims({n, in, out}), " norm ", static_cast<int>(norm));
-                expect_close(label("linear spec rope_to_cache (q) ", format), q_gpu, q_cpu, linear_bound(n),
-                             where);
+                expect_close(label("linear spec rope_to_cache (q) ", format), q_gpu, q_cpu,
+                             linear_bound(n, in, type), where);
                 expect_close(label("linear spec rope_to_cache (k) ", format), k_cache.gpu, k_cache.cpu,
-                             linear_bound(n), where);
+                             linear_bound(n, in, type), where);
                 expect_close(label("linear spec rope_to_cache (v) ", format), v_cache.gpu, v_cache.cpu,
-                             linear_bound(n), where);
+                             linear_bound(n, in, type), where);
             }
         }
     }
@@ -425,7 +435,7 @@ TEST_F(BackendOpsTest, LayerNormMlpAdd) {
                 Tensor chunked = gpu_->upload(gpu_->download(x.gpu), x.gpu.shape);
                 layer_norm_mlp_add(*cpu_, x.cpu, fc1_cpu, fc2_cpu, norm_w.cpu, norm_b.cpu, 1e-6f);
                 layer_norm_mlp_add(*gpu_, x.gpu, fc1_gpu, fc2_gpu, norm_w.gpu, norm_b.gpu, 1e-6f);
-                const double bound = linear_bound(n);
+                const double bound = linear_bound(n, {c.d, c.d_ff}, c.type);
                 expect_close(label("layer_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
                 // Chunks of 4 rows, each a view into the residual rows.
@@ -471,7 +481,7 @@ TEST_F(BackendOpsTest, RmsNormMlpAdd) {
                                  {w2_cpu, with_bias ? b2.cpu : Tensor{}}, norm_w.cpu, 1e-6f);
                 rms_norm_mlp_add(*gpu_, x.gpu, {w1_gpu, with_bias ? b1.gpu : Tensor{}},
                                  {w2_gpu, with_bias ? b2.gpu : Tensor{}}, norm_w.gpu, 1e-6f);
-                const double bound = linear_bound(n);
+                const double bound = linear_bound(n, {c.d, c.d_ff}, c.type);
                 expect_close(label("rms_norm_mlp_add ", quantization_name(c.type)), x.gpu, x.cpu, bound,
                              where);
             }

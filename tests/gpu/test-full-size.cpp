@@ -6,24 +6,31 @@
 // compared up to that step, and the test says how far that was. Skipped where no CUDA device is present or
 // FOLIO_FULL_SIZE_DIR does not name the script's output.
 // The same for the full-width ERNIE-4.5-VL architecture (its decoder cut to the layers the script was given)
-// from tests/gpu/make_full_size_ernie45_vl_reference.py, with FOLIO_FULL_SIZE_ERNIE_DIR naming its output.
+// from tests/gpu/make_full_size_ernie45_vl_reference.py, with FOLIO_FULL_SIZE_ERNIE_DIR naming its output;
+// and for the full-size Llama architecture (DeepSeek-R1-Distill-Llama-8B's) from
+// tests/gpu/make_full_size_llama_reference.py, with FOLIO_FULL_SIZE_LLAMA_DIR naming its output, loaded as
+// a user's folder is (the model registry, bfloat16 weights).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 
 #include "engine/backend/cuda/make-cuda-backend.h"
 #include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
 #include "engine/models/ernie45-vl/ernie45-vl.h"
 #include "engine/models/ernie45-vl/weights.h"
+#include "engine/models/model-registry.h"
 #include "engine/models/paddleocr-vl/model-files.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl.h"
 #include "engine/runtime/generator.h"
 #include "ernie45-vl-fixture.h"
 #include "fixture-model.h"
 #include "kernels/elementwise.h"
+#include "reversed-blocks.h"
 
 namespace folio {
 namespace {
@@ -186,6 +193,70 @@ TEST_P(FullSizeErnie, LogitsAndGreedyTokensMatchTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Prompts, FullSizeErnie, ::testing::Values("text", "one_image", "two_images"));
+
+class FullSizeLlama : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+        const char* dir = std::getenv("FOLIO_FULL_SIZE_LLAMA_DIR");
+        if (dir == nullptr || *dir == '\0') {
+            GTEST_SKIP() << "skipped: FOLIO_FULL_SIZE_LLAMA_DIR does not name "
+                            "make_full_size_llama_reference.py's output";
+        }
+        dir_ = dir;
+    }
+
+    std::filesystem::path dir_;
+};
+
+TEST_P(FullSizeLlama, LogitsAndGreedyTokensMatchTheReference) {
+    const std::string& key = GetParam();
+    // Loaded once for the prompts, through the registry as a user's folder is: the weights are gigabytes.
+    struct Loaded {
+        explicit Loaded(const std::filesystem::path& dir) : backend(make_cuda_backend()) {
+            ModelLoadParams load;
+            load.bf16_weights = true;
+            std::atomic<bool> cancelled{false};
+            LoadContext context([](const LoadProgress&) {}, cancelled);
+            model = ModelRegistry::builtin().load(ModelSlot(ModelRole::Chat, dir, load), *backend, context);
+        }
+        std::unique_ptr<Backend> backend;
+        std::unique_ptr<LoadedModel> model;
+    };
+    static Loaded loaded(dir_ / "model");
+    GenerativeModel& model = *loaded.model->generative();
+    Backend& backend = *loaded.backend;
+    const auto reference = SafetensorsFile::open(dir_ / "reference.safetensors");
+
+    PromptTokens prompt;
+    for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
+        prompt.ids.push_back(static_cast<int32_t>(id));
+    }
+    prompt.modality.assign(prompt.ids.size(), TokenModality::Text);
+    const auto n = static_cast<int64_t>(prompt.ids.size());
+    const int64_t block_size = 16, n_blocks = (n + block_size - 1) / block_size;
+    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
+    const KvBatch batch = testing::reversed_block_batch(n, block_size);
+    std::vector<int32_t> positions(static_cast<size_t>(n));
+    std::iota(positions.begin(), positions.end(), 0);
+    const Tensor hidden = model.forward_text(model.embed(prompt.ids), positions, {}, cache, batch);
+    const std::vector<int64_t> last_row = {n - 1};
+    const Tensor last = backend.gather_rows(hidden, last_row);
+    expect_last_logits(
+        backend.download(model.logits(last)), *reference, key,
+        "Llama, " + loaded.model->description().name + ", " + key + " (" + std::to_string(n) + " tokens)");
+
+    GenerateParams params;
+    params.max_tokens = 32;
+    // Nothing stops the answer: the reference's greedy tokens go on past end-of-sequence tokens.
+    params.stop_ids = {static_cast<int32_t>(model.limits().vocab_size)};
+    const GenerateResult result = generate(model, prompt, {}, params, [](int32_t) { return true; });
+    expect_greedy_tokens(*reference, key, result.tokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prompts, FullSizeLlama, ::testing::Values("chat", "long"));
 
 }  // namespace
 }  // namespace folio

@@ -80,7 +80,8 @@ def main():
                 except Exception as e:
                     outputs.append({"error": f"{type(e).__name__}: {e}"})
         results.append({"name": case["name"], "outputs": outputs})
-    document = {"jinja2_version": jinja2.__version__, "results": results}
+    # The day strftime_now wrote into the outputs, which a later reader of the file puts today's in place of.
+    document = {"jinja2_version": jinja2.__version__, "rendered_on": strftime_now("%d %b %Y"), "results": results}
     text = json.dumps(document, ensure_ascii=False, indent=1) + "\n"
     if len(sys.argv) == 3:
         with open(sys.argv[2], "w", encoding="utf-8") as f:

@@ -78,10 +78,11 @@ public:
     std::unique_ptr<QueueMark> mark_queue() override;
 
     using Backend::linear;
-    // Each spec onto the product's fused kernels (cuda-linear.cpp): packed weights through the GEMV up to
-    // kQuantizedGemvMaxRows rows (a single row's RMSNorm inside it, SwiGLU and RoPE-to-cache in its epilogue)
-    // and through cuBLASLt above (GELU and the residual add in its epilogue); float32 weights through
-    // cublasSgemm. What no kernel fuses runs as its parts (linear_in_parts).
+    // Each spec onto the product's fused kernels (cuda-linear.cpp): packed weights through the GEMV for the
+    // few rows kernels::quantized_gemv_takes gives it (a single row's RMSNorm inside it, SwiGLU and
+    // RoPE-to-cache in its epilogue) and through cuBLASLt otherwise (GELU and the residual add in its
+    // epilogue); float32 weights through cublasSgemm. What no kernel fuses runs as its parts
+    // (linear_in_parts).
     Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) override;
 
     Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) override;
@@ -227,7 +228,7 @@ private:
     // A float32 copy of a bfloat16 tensor; t itself where it is float32.
     Tensor widened(const Tensor& t, const char* op);
 
-    // y = epilogue(norm(x) · wᵀ + b) for bfloat16 w above kQuantizedGemvMaxRows rows, written in bfloat16 by
+    // y = epilogue(norm(x) · wᵀ + b) for bfloat16 w on the tensor cores, written in bfloat16 by
     // cuBLASLt: the norm (or the rounding of a float32 x) as one bfloat16 pass, the bias rounded to bfloat16
     // beside that output.  ->  [n, w.n_out] bfloat16
     Tensor bf16_linear(const Tensor& x, const Weight& w, const LinearSpec& spec,

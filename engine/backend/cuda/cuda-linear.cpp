@@ -17,6 +17,12 @@ kernels::LinearInput linear_input(LinearNorm norm) {
 }
 
 // Whether spec asks for the product alone, with at most a bias.
+kernels::QuantizedFormat quantized_format(Quantization type) {
+    return type == Quantization::Wint8   ? kernels::QuantizedFormat::Wint8
+           : type == Quantization::Wint4 ? kernels::QuantizedFormat::Wint4
+                                         : kernels::QuantizedFormat::Bf16;
+}
+
 bool plain_product(const LinearSpec& spec) {
     return spec.norm == LinearNorm::None && spec.activation == Activation::None &&
            spec.output == LinearOutputKind::Plain && spec.residual == nullptr;
@@ -28,7 +34,7 @@ Tensor CudaBackend::linear(const Tensor& x_in, const Weight& w, const LinearSpec
     check_linear(x_in, w, spec);
     const char* op = "linear";
     const int64_t n = x_in.rows();
-    const bool tensor_cores = n > kernels::kQuantizedGemvMaxRows;
+    const bool tensor_cores = !kernels::quantized_gemv_takes(n, w.n_in, quantized_format(w.type));
     // bfloat16 rows go to the tensor cores as they are; the GEMV and cublasSgemm read float32.
     const Tensor x = tensor_cores && w.type != Quantization::None ? x_in : widened(x_in, op);
     if (w.type == Quantization::None) {
@@ -209,9 +215,7 @@ kernels::QuantizedLinearArgs CudaBackend::linear_args(const Weight& w, const Ten
                                                       const LinearInputSpec& input,
                                                       const LinearOutputSpec& output) {
     kernels::QuantizedLinearArgs args;
-    args.format = w.type == Quantization::Bf16    ? kernels::QuantizedFormat::Bf16
-                  : w.type == Quantization::Wint8 ? kernels::QuantizedFormat::Wint8
-                                                  : kernels::QuantizedFormat::Wint4;
+    args.format = quantized_format(w.type);
     args.q = static_cast<const int8_t*>(device_weights(w, "linear"));
     args.scales = device_f32(w.scales, "linear");
     args.b = b ? device_f32(*b, "linear") : nullptr;

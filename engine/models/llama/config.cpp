@@ -175,4 +175,17 @@ std::vector<float> llama_rope_inverse_frequencies(const LlamaConfig& config) {
     return out;
 }
 
+LlamaConfig llama_full_size_config(std::string_view overrides) {
+    static constexpr std::string_view kFullSize = R"({
+      "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 4096,
+      "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+      "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192},
+      "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001})";
+    json config = parse_json_object(kFullSize, "full-size defaults");
+    config.merge_patch(parse_json_object(overrides, "the random model's config"));
+    return parse_llama_config(config.dump(), "full-size defaults");
+}
+
 }  // namespace folio

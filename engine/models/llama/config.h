@@ -49,6 +49,9 @@ struct LlamaConfig {
 // ids outside the vocabulary. rope_parameters (transformers 5) is read before rope_theta and rope_scaling.
 LlamaConfig parse_llama_config(std::string_view json_text, const std::string& origin);
 LlamaConfig load_llama_config(const std::string& path);
+// DeepSeek-R1-Distill-Llama-8B's architecture with `overrides` (a JSON object of config.json keys: fewer
+// layers, say) in place: the full-size model of random weights.
+LlamaConfig llama_full_size_config(std::string_view overrides = "{}");
 
 // The head's head_dim / 2 inverse frequencies, 1 / theta^(2i / head_dim) scaled as the rope type says,
 // computed in double and rounded once.

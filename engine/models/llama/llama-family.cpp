@@ -2,7 +2,6 @@
 
 #include "engine/chat-template/chat-template.h"
 #include "engine/common/error.h"
-#include "engine/common/json-reader.h"
 #include "engine/common/mapped-file.h"
 #include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
@@ -16,30 +15,16 @@ namespace folio {
 namespace {
 
 constexpr std::string_view kFamilyName = "llama";
-// DeepSeek-R1-Distill-Llama-8B's architecture: the full-size model of random weights (benchmarks).
-constexpr std::string_view kFullSizeConfig = R"({
-  "model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "hidden_size": 4096,
-  "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-  "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
-  "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                   "original_max_position_embeddings": 8192},
-  "tie_word_embeddings": false, "bos_token_id": 128000, "eos_token_id": 128001})";
 // The token a reasoning model's thought ends with (DeepSeek-R1's).
 constexpr std::string_view kThinkEnd = "</think>";
-
-// The full-size configuration with `overrides` (config.json keys: fewer layers, say) in place.
-LlamaConfig full_size_config(const std::string& overrides) {
-    nlohmann::json config = parse_json_object(kFullSizeConfig, "full-size defaults");
-    config.merge_patch(parse_json_object(overrides, "the random model's config"));
-    return parse_llama_config(config.dump(), "full-size defaults");
-}
 
 // deepseek_r1 where the model's tokens hold the end of a thought (a DeepSeek-R1 distillation); none for a
 // plain Llama.
 std::string reasoning_parser_of(const std::filesystem::path& dir, const Tokenizer* tokenizer) {
-    const bool thinks = tokenizer ? tokenizer->find_token(kThinkEnd).has_value()
-                                  : !dir.empty() && (file_mentions(dir / "tokenizer_config.json", kThinkEnd) ||
-                                                     file_mentions(dir / "tokenizer.json", kThinkEnd));
+    const bool thinks = tokenizer
+                            ? tokenizer->find_token(kThinkEnd).has_value()
+                            : !dir.empty() && (file_mentions(dir / "tokenizer_config.json", kThinkEnd) ||
+                                               file_mentions(dir / "tokenizer.json", kThinkEnd));
     return thinks ? "deepseek_r1" : "";
 }
 
@@ -63,34 +48,37 @@ public:
         context.set_phase(LoadPhase::Opening);
         std::unique_ptr<WeightSource> weights;
         if (slot.dir.empty()) {
-            config_ = full_size_config(slot.random_config);
+            config_ = llama_full_size_config(slot.random_config);
             weights = make_random_weight_source(2026);
         } else {
             config_ = load_llama_config(slot.dir / "config.json");
             store_ = TensorStore::open(slot.dir);
             if (store_->find("model.embed_tokens.weight") == nullptr) {
                 fail(store_->dir().string(),
-                     ": the weights are not in transformers' layout (no model.embed_tokens.weight); Folio reads "
+                     ": the weights are not in transformers' layout (no model.embed_tokens.weight); Folio "
+                     "reads "
                      "LlamaForCausalLM checkpoints as transformers saves them");
             }
             weights = make_store_weight_source(*store_);
             context.add_total(static_cast<int64_t>(store_->n_bytes()));
         }
-        const std::filesystem::path tokenizer_dir = slot.tokenizer_dir.empty() ? slot.dir : slot.tokenizer_dir;
+        const std::filesystem::path tokenizer_dir =
+            slot.tokenizer_dir.empty() ? slot.dir : slot.tokenizer_dir;
         if (!tokenizer_dir.empty()) {
             tokenizer_ = Tokenizer::load(tokenizer_dir);
             if (tokenizer_->n_vocab() > config_.vocab_size) {
-                fail(tokenizer_dir.string(), ": a tokenizer of ", tokenizer_->n_vocab(), " tokens for a model of ",
-                     config_.vocab_size);
+                fail(tokenizer_dir.string(), ": a tokenizer of ", tokenizer_->n_vocab(),
+                     " tokens for a model of ", config_.vocab_size);
             }
             if (slot.chat_template) {
                 chat_template_ = slot.chat_template;
             } else if (auto found = ChatTemplate::find_in_folder(tokenizer_dir)) {
                 chat_template_ = std::make_shared<const ChatTemplate>(std::move(*found));
             } else {
-                fail(tokenizer_dir.string(),
-                     ": no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json's ",
-                     "chat_template); give one with --chat-template");
+                fail(
+                    tokenizer_dir.string(),
+                    ": no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json's ",
+                    "chat_template); give one with --chat-template");
             }
         }
         generation_ = load_generation_defaults(slot.dir, slot.generation_config);
@@ -151,7 +139,7 @@ public:
     }
     ModelDescription describe(const std::filesystem::path& dir) const override {
         if (dir.empty()) {
-            return describe_llama(dir, full_size_config("{}"), nullptr, {});
+            return describe_llama(dir, llama_full_size_config(), nullptr, {});
         }
         return describe_llama(dir, load_llama_config(dir / "config.json"), nullptr,
                               load_generation_defaults(dir));

@@ -43,12 +43,12 @@ int64_t llama_decode_bytes(const LlamaConfig& c, const ModelLoadParams& load) {
     };
     const int64_t d = c.hidden_size, hd = c.head_dim, ff = c.intermediate_size;
     const int64_t q_dim = c.num_attention_heads * hd, kv_dim = c.num_key_value_heads * hd;
-    const int64_t layer = linear(q_dim + 2 * kv_dim, d) + linear(d, q_dim) + linear(2 * ff, d) + linear(d, ff) +
-                          2 * d * f32;
+    const int64_t layer =
+        linear(q_dim + 2 * kv_dim, d) + linear(d, q_dim) + linear(2 * ff, d) + linear(d, ff) + 2 * d * f32;
     const int64_t head = c.tie_word_embeddings && !load.bf16_weights
                              ? c.vocab_size * d * f32
-                             : quantized_bytes(layer_quantization(Quantization::None, d, load), c.vocab_size, d,
-                                               load.group_size);
+                             : quantized_bytes(layer_quantization(Quantization::None, d, load), c.vocab_size,
+                                               d, load.group_size);
     return c.num_hidden_layers * layer + d * f32 + head;
 }
 

@@ -23,8 +23,8 @@ int64_t llama_decode_bytes(const LlamaConfig& config, const ModelLoadParams& loa
 class Llama : public GenerativeModel {
 public:
     // The WINT8/WINT4 layers are quantized after every other weight is loaded, a pass the observer hears of.
-    Llama(Backend& backend, const LlamaConfig& config, WeightSource& weights, const ModelLoadParams& load = {},
-          QuantizationObserver* observer = nullptr);
+    Llama(Backend& backend, const LlamaConfig& config, WeightSource& weights,
+          const ModelLoadParams& load = {}, QuantizationObserver* observer = nullptr);
 
     const LlamaConfig& config() const { return config_; }
     Backend& backend() const override { return backend_; }

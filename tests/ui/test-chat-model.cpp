@@ -33,6 +33,7 @@ namespace {
 
 const char* const kOcrDir = FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny";
 const char* const kChatDir = FOLIO_FIXTURES_ROOT "/ernie45-vl/ernie45-vl-tiny";
+const char* const kLlamaDir = FOLIO_FIXTURES_ROOT "/llama/llama-tiny";
 
 SettingsValues values() {
     SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
@@ -64,6 +65,7 @@ class TestChatModel : public QObject {
 
     EngineService ocrOnly_;
     EngineService withChat_;
+    EngineService withLlama_;
 
 private Q_SLOTS:
     void initTestCase() {
@@ -73,12 +75,54 @@ private Q_SLOTS:
         withChat_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2, kChatDir));
         QCOMPARE(withChat_.wait_loaded(120s), ServiceState::Ready);
         QCOMPARE(withChat_.models().size(), size_t{2});
+        withLlama_.load(Settings::serviceParams(values(), kOcrDir, std::nullopt, 2, kLlamaDir));
+        QCOMPARE(withLlama_.wait_loaded(120s), ServiceState::Ready);
     }
 
     void modelsImplyTheirReasoningParser() {
         QCOMPARE(ChatSession::reasoningFormatOf(describe_model(kChatDir)),
                  std::optional(ReasoningFormat::Ernie45Vl));
         QCOMPARE(ChatSession::reasoningFormatOf(describe_model(kOcrDir)), std::nullopt);
+        QCOMPARE(ChatSession::reasoningFormatOf(describe_model(kLlamaDir)),
+                 std::optional(ReasoningFormat::DeepSeekR1));
+    }
+
+    // A text chat model (DeepSeek-R1-Distill's layout): the question goes to it through its template,
+    // tokenized as the reference tokenizes it, and the answer streams as thought (deepseek_r1: the prompt
+    // opened it).
+    void questionsGoToTheLlamaModel() {
+        ChatPanel panel(withLlama_);
+        panel.resize(420, 560);
+        QCOMPARE(panel.session()->chatModel(), QString::fromStdString(describe_model(kLlamaDir).name));
+        panel.session()->setMaxNewTokens(8);
+        QSignalSpy thoughts(panel.session(), &ChatSession::reasoningDelta);
+        QSignalSpy finished(panel.session(), &ChatSession::answerFinished);
+        panel.setDraft(QStringLiteral("Hello there"));
+        panel.send();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const ChatTurn answer = panel.session()->history()[1];
+        QVERIFY2(answer.state == ChatTurn::State::Done, qPrintable(answer.error));
+        // The reference's prompt ids for this question (tests/fixtures/llama/reference.json, "hello").
+        const std::string prompt =
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello there<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n<think>\n";
+        QCOMPARE(answer.promptTokens,
+                 static_cast<int64_t>(Tokenizer::load(kLlamaDir)->encode(prompt, false).size()));
+        QCOMPARE(answer.promptTokens, 27);
+        QVERIFY(thoughts.count() >= 1);
+        QVERIFY(!answer.reasoning.isEmpty());
+        saveScreenshot(&panel, QStringLiteral("chat-llama"));
+
+        // An image for a model that reads text only is refused with a message, before anything runs.
+        ChatSession session(withLlama_);
+        QSignalSpy failed(&session, &ChatSession::answerFinished);
+        QImage image(32, 32, QImage::Format_RGB888);
+        image.fill(Qt::white);
+        session.send(QStringLiteral("What is this?"), {image});
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
+        const ChatTurn refused = session.history().last();
+        QCOMPARE(refused.state, ChatTurn::State::Failed);
+        QVERIFY2(refused.error.contains(QStringLiteral("text only")), qPrintable(refused.error));
     }
 
     void questionsGoToTheChatModel() {
@@ -231,7 +275,16 @@ private Q_SLOTS:
     // Ask the document: the document's blocks go ahead of the first question, the answer is marked as from
     // the document, and the second question's prompt finds the document in the prefix cache, so that only
     // its new turn is computed.
+    void askTheDocumentComputesOnlyTheNewTurn_data() {
+        QTest::addColumn<bool>("llama");
+        QTest::newRow("ERNIE-4.5-VL") << false;
+        QTest::newRow("Llama") << true;
+    }
+
     void askTheDocumentComputesOnlyTheNewTurn() {
+        QFETCH(bool, llama);
+        EngineService& service = llama ? withLlama_ : withChat_;
+        const char* const chatDir = llama ? kLlamaDir : kChatDir;
         std::vector<PageResult> pages(2);
         for (int p = 0; p < 2; ++p) {
             for (int b = 0; b < 4; ++b) {
@@ -247,7 +300,7 @@ private Q_SLOTS:
             }
         }
         const auto context = std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages));
-        ChatSession session(withChat_);
+        ChatSession session(service);
         session.setMaxNewTokens(6);
         session.setDocumentContext(QString(), context);
         QSignalSpy finished(&session, &ChatSession::answerFinished);
@@ -268,7 +321,7 @@ private Q_SLOTS:
         QVERIFY2(second.state == ChatTurn::State::Done, qPrintable(second.error));
         QVERIFY(first.fromDocument && second.fromDocument);
         QVERIFY(first.pagesLeftOut.isEmpty());
-        const int64_t document = tokensOf(kChatDir, context->select(QString(), 1 << 30).text.toStdString());
+        const int64_t document = tokensOf(chatDir, context->select(QString(), 1 << 30).text.toStdString());
         QVERIFY2(first.promptTokens > document, qPrintable(QString::number(first.promptTokens)));
         QCOMPARE(first.cachedTokens, 0);
         // The first prompt, the document with it, is in the cache but for its last partial block.

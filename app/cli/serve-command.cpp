@@ -26,8 +26,8 @@ const char* const kServeUsage =
                   [--metrics-port 8471] [--api-key KEY] [--served-model-name NAME] [--max-concurrency N]
                   [--max-waiting-time SECONDS] [--max-connections N] [--max-body-size SIZE]
                   [--max-image-pixels N] [--max-decode-threads N] [--allow-image-urls] [--log-requests]
-                  [--reasoning-parser deepseek_r1|ernie-45-vl] [--device cpu|cuda[:N]] [--threads N]
-                  [engine options]
+                  [--reasoning-parser deepseek_r1|ernie-45-vl] [--documents-dir DIR]
+                  [--device cpu|cuda[:N]] [--threads N] [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
       (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
       and /v1/completions, GET /v1/models, /v1/models/{id} and /health; GET /metrics in Prometheus' text
@@ -49,6 +49,11 @@ const char* const kServeUsage =
       --mm-processor-kwargs' video_fps, video_min_frames and video_max_frames say) and video_frames parts
       ({"type": "video_frames", "frames": [data URL, ...], "fps": F}); --limit-mm-per-prompt counts images
       and videos each on their own.
+      Ask the document: a chat request's "document" (Folio's extension) is the JSON folio-cli ocr writes, or
+      plain text, or {"name": NAME} for NAME.json in --documents-dir (a folio-cli ocr output folder). Its
+      blocks open the first user message as far as the context allows, pages nearest the question's words
+      first; the answer's message lists the blocks it cites ("citations") and the body says which pages
+      were given and left out ("document").
 )";
 namespace {
 
@@ -93,7 +98,8 @@ int run_serve(int argc, char** argv, int first) {
         std::cout << kServeUsage << "\n" << engine_usage(CommandScope::Serve);
         return 0;
     }
-    opt.allow(with_engine_flags({"--model", "--device", "--threads", "--max-body-size", "--device-memory"}));
+    opt.allow(with_engine_flags(
+        {"--model", "--device", "--threads", "--max-body-size", "--device-memory", "--documents-dir"}));
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
     const ModelDescription described = describe_model(model_dir);
@@ -120,6 +126,14 @@ int run_serve(int argc, char** argv, int first) {
     params.log_requests = engine_options.log_requests;
     if (!engine_options.reasoning_parser.empty()) {
         params.reasoning_parser = find_reasoning_format(engine_options.reasoning_parser);
+    }
+    if (opt.has("--documents-dir")) {
+        params.documents_dir = opt.text("--documents-dir");
+        std::error_code error;
+        if (!std::filesystem::is_directory(params.documents_dir, error)) {
+            fail("--documents-dir ", params.documents_dir.string(), ": ",
+                 std::filesystem::exists(params.documents_dir, error) ? "is not a folder" : "does not exist");
+        }
     }
     if (opt.has("--max-body-size")) {
         const int64_t bytes = parse_byte_size("--max-body-size", opt.text("--max-body-size"));

@@ -365,6 +365,13 @@ ChatCompletionRequest parse_chat_completion(std::string_view body) try {
         }
     }
     if (const json* document = member(doc, "document")) {
+        if (document->is_object() && document->size() == 1 && document->contains("name")) {
+            if (!document->at("name").is_string()) {
+                wrong_type("document.name", "a string", document->at("name"));
+            }
+            request.document_name = document->at("name").get<std::string>();
+            return request;
+        }
         if (document->is_string()) {
             request.document = DocumentPassages::from_text(document->get<std::string>());
         } else if (document->is_array() || document->is_object()) {

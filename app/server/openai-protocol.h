@@ -75,8 +75,10 @@ struct ChatCompletionRequest {
     // enable_thinking.
     nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
     // Ask the document (Folio's extension): "document" as the JSON folio-cli ocr writes (its pages, or one
-    // page object) or as plain text; the answer comes from its blocks and cites them.
+    // page object) or as plain text; the answer comes from its blocks and cites them. {"name": NAME} names
+    // a document the server reads from its documents folder instead (document_name).
     std::optional<DocumentPassages> document;
+    std::optional<std::string> document_name;
 };
 
 struct CompletionRequest {

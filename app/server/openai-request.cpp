@@ -1,9 +1,12 @@
 // A generation request from its body to the engine's request: the model it names, its images checked and
 // decoded, its chat (with chat_template_kwargs) or text, and its generation options.
 #include <cstdio>
+#include <filesystem>
 
 #include "app/server/image-fetch.h"
 #include "app/server/openai-server-impl.h"
+#include "engine/common/json-reader.h"
+#include "engine/common/mapped-file.h"
 
 namespace folio::server {
 
@@ -24,6 +27,40 @@ void OpenAiServer::Impl::check_model(const std::string& model) const {
         404, "invalid_request_error",
         "the model '" + model + "' does not exist; this server serves '" + params.model_names.front() + "'",
         "model", "model_not_found");
+}
+
+DocumentPassages OpenAiServer::Impl::named_document(const std::string& name) const {
+    if (params.documents_dir.empty()) {
+        bad_request(
+            "documents by name need a documents folder (folio-cli serve --documents-dir DIR); send the "
+            "document's JSON or text as \"document\" instead",
+            "document.name");
+    }
+    // A plain file name: no folder part, nothing hidden, nothing that climbs out of the folder.
+    const bool plain = !name.empty() && name.size() <= 200 && name.front() != '.' &&
+                       name.find_first_of(std::string_view("/\\\0:", 4)) == std::string::npos;
+    if (!plain) {
+        bad_request(
+            "document.name must be a document's file name without .json (no folders), got '" + name + "'",
+            "document.name");
+    }
+    const std::filesystem::path file = params.documents_dir / (name + ".json");
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(file, error)) {
+        throw ApiError(404, "invalid_request_error",
+                       "no document named '" + name + "' in the documents folder (" + name + ".json)",
+                       "document.name", "document_not_found");
+    }
+    constexpr uintmax_t kMaxDocumentBytes = uintmax_t{256} << 20;
+    if (std::filesystem::file_size(file, error) > kMaxDocumentBytes) {
+        bad_request("the document '" + name + "' is larger than 256 MiB", "document.name");
+    }
+    try {
+        return DocumentPassages::from_ocr_json(parse_json(read_file_text(file), file.string()),
+                                               name + ".json");
+    } catch (const Error& e) {
+        bad_request(std::string("the document '") + name + "' cannot be read: " + e.what(), "document.name");
+    }
 }
 
 // The image's size is read from its header and checked before it is decoded, and at most
@@ -144,6 +181,13 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
         // Ask the document: the passages that fit beside the messages and the answer open the first user
         // message, the same text for every turn of a conversation while the whole document fits.
         std::string document_part;
+        if (request.document_name) {
+            request.document = named_document(*request.document_name);
+            if (request.document->empty()) {
+                bad_request("the document '" + *request.document_name + "' has no text to answer from",
+                            "document.name");
+            }
+        }
         if (request.document) {
             const int64_t context = service.limits().max_model_len;
             int64_t conversation = 256;  // the template's own tokens

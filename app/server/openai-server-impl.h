@@ -137,6 +137,9 @@ struct OpenAiServer::Impl {
     Image url_image(const std::string& url, const std::string& param);
     Video part_video(const MediaPart& part, const VideoSampling& sampling);
     void check_model(const std::string& model) const;
+    // The document NAME.json of the documents folder, as {"document": {"name": NAME}} asks for it; a name
+    // that is not a plain file name, or no such document, answers 400 or 404 naming it.
+    DocumentPassages named_document(const std::string& name) const;
     std::optional<RequestOutput> next_output(Exchange& ex, bool& client_gone);
     void stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);
     bool write_events(Exchange& ex, httplib::DataSink& sink);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -65,6 +66,9 @@ struct ServerParams {
     // The names a request's "model" may give (the first is the one /v1/models lists); a request without one
     // is served too.
     std::vector<std::string> model_names;
+    // The folder a chat request's {"document": {"name": NAME}} reads NAME.json from (what folio-cli ocr
+    // writes); empty: documents are only taken in the request.
+    std::filesystem::path documents_dir;
     // Images given as http(s) URLs are fetched within these limits when allowed, else refused.
     bool fetch_image_urls = false;
     std::chrono::seconds fetch_timeout{20};

@@ -115,7 +115,7 @@ def main():
     exposed_and_terminated(folio_cli, model_dir)
     reasoning_parser(folio_cli, model_dir, client, image)
     if len(sys.argv) > 4:
-        llama_reasoning(folio_cli, sys.argv[4])
+        llama_reasoning(folio_cli, sys.argv[4], model_dir)
     if socket.has_ipv6:
         try:
             with socket.socket(socket.AF_INET6) as s6:
@@ -274,14 +274,23 @@ def reasoning_parser(folio_cli, model_dir, client, image):
     check(server.returncode == 0, "the reasoning server stops")
 
 
-def llama_reasoning(folio_cli, llama_dir):
+def llama_reasoning(folio_cli, llama_dir, ocr_model_dir):
     """DeepSeek-R1-Distill's layout: a Llama model whose template opens the answer's thought. The prompt is
     tokenized as the reference does (no second BOS), the greedy answer is the reference's, and deepseek_r1
-    puts it in reasoning_content for curl and for the openai npm client; an image is refused."""
+    puts it in reasoning_content for curl and for the openai npm client; an image is refused. A document
+    folio-cli ocr wrote is asked about by its name in --documents-dir."""
     with open(os.path.join(os.path.dirname(llama_dir), "reference.json")) as f:
         reference = json.load(f)["prompts"]["hello"]
+    documents = tempfile.mkdtemp(prefix="folio-documents-")
+    with open(os.path.join(documents, "scan.png"), "wb") as f:
+        f.write(png(64, 48))
+    out = subprocess.run([folio_cli, "ocr", os.path.join(documents, "scan.png"), "-o", documents, "--model",
+                          ocr_model_dir, "--no-layout", "--format", "json", "--max-new-tokens", "8"],
+                         capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0 and os.path.exists(os.path.join(documents, "scan.json")),
+          "folio-cli ocr writes the document's JSON: " + out.stderr[-1000:])
     server, lines, match = start(folio_cli, llama_dir, "--reasoning-parser", "deepseek_r1",
-                                 "--served-model-name", "r1-distill")
+                                 "--served-model-name", "r1-distill", "--documents-dir", documents)
     try:
         base = "http://127.0.0.1:%s" % match.group(2)
         n = len(reference["greedy_tokens"])
@@ -306,6 +315,16 @@ def llama_reasoning(folio_cli, llama_dir):
         body, status = out.stdout.rsplit("\n", 1)
         check(status == "400" and "text only" in json.loads(body)["error"]["message"],
               "an image for a text model is a 400 saying the model reads text only: " + out.stdout)
+
+        asked = dict(request, document={"name": "scan"})
+        out = subprocess.run(["curl", "-sS", "-H", "Content-Type: application/json", "-d", json.dumps(asked),
+                              base + "/v1/chat/completions"], capture_output=True, text=True, timeout=120)
+        answer = json.loads(out.stdout)
+        check(answer.get("document", {}).get("pages") == [0] and
+              answer["usage"]["prompt_tokens"] > reference["n_ids"] and
+              isinstance(answer["choices"][0]["message"].get("citations"), list),
+              "curl: the document folio-cli ocr wrote, named in --documents-dir, goes ahead of the question (%s)"
+              % {k: answer.get(k) for k in ("document", "usage", "error")})
 
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-reasoning.cjs")
         found = shutil.which("node") and subprocess.run(["node", "-e", "require('openai')"],

@@ -57,6 +57,60 @@ TEST_F(OpenAiServerTest, AnswersFromADocument) {
     EXPECT_EQ(json::parse(refused->body)["error"]["param"], "document") << refused->body;
 }
 
+// A document named by the request, read from the server's documents folder (folio-cli ocr's NAME.json):
+// the same prompt as the document sent whole; names that are not plain file names, documents not there and
+// servers without the folder are refused naming document.name.
+TEST_F(OpenAiServerTest, AnswersFromADocumentNamedInTheDocumentsFolder) {
+    const test::TempDir dir;
+    const json page = {
+        {"parsing_res_list", json::array({{{"block_content", "Revenue rose in March."}, {"block_id", 0}},
+                                          {{"block_content", "Costs fell by a third."}, {"block_id", 1}}})}};
+    std::ofstream(dir / "report.json") << json::array({page, page}).dump();
+    std::ofstream(dir / "broken.json") << R"([{"parsing_res_list": 3}])";
+    ServerParams p = params();
+    p.documents_dir = dir.path();
+    const auto server = start(p);
+    const json question = {
+        {"messages", {{{"role", "user"}, {"content", "What rose?"}}}}, {"max_tokens", 4}, {"temperature", 0}};
+    json by_name = question, sent = question;
+    by_name["document"] = {{"name", "report"}};
+    sent["document"] = json::array({page, page});
+    const auto named = post(server->port(), "/v1/chat/completions", by_name);
+    const auto whole = post(server->port(), "/v1/chat/completions", sent);
+    ASSERT_TRUE(named && whole);
+    ASSERT_EQ(named->status, 200) << named->body;
+    ASSERT_EQ(whole->status, 200) << whole->body;
+    EXPECT_EQ(json::parse(named->body)["usage"]["prompt_tokens"],
+              json::parse(whole->body)["usage"]["prompt_tokens"]);
+    EXPECT_EQ(json::parse(named->body)["document"]["pages"], json::array({0, 1}));
+
+    const auto refused = [&](const json& document, int status, const std::string& says) {
+        json asked = question;
+        asked["document"] = document;
+        const auto res = post(server->port(), "/v1/chat/completions", asked);
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, status) << res->body;
+        const json error = json::parse(res->body)["error"];
+        EXPECT_EQ(error["param"], "document.name") << res->body;
+        EXPECT_NE(error["message"].get<std::string>().find(says), std::string::npos) << res->body;
+    };
+    refused({{"name", "missing"}}, 404, "no document named 'missing'");
+    refused({{"name", "../report"}}, 400, "no folders");
+    refused({{"name", ".hidden"}}, 400, "no folders");
+    refused({{"name", "broken"}}, 400, "cannot be read");
+    json not_text = question;
+    not_text["document"] = {{"name", 3}};
+    const auto wrong = post(server->port(), "/v1/chat/completions", not_text);
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 400) << wrong->body;
+
+    const auto plain_server = start();
+    const auto no_folder = post(plain_server->port(), "/v1/chat/completions", by_name);
+    ASSERT_TRUE(no_folder);
+    EXPECT_EQ(no_folder->status, 400) << no_folder->body;
+    EXPECT_NE(no_folder->body.find("--documents-dir"), std::string::npos) << no_folder->body;
+}
+
 TEST_F(OpenAiServerTest, UsageTellsThePromptTokensTheCacheHeld) {
     const auto server = start();
     const std::vector<uint8_t> image = png(420, 280, 5);

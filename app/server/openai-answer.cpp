@@ -268,20 +268,7 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
     // Ask the document: the blocks the answer cites, and the pages its prompt held and left out.
     nlohmann::json message_extra = nlohmann::json::object(), body_extra = nlohmann::json::object();
     if (ex->document) {
-        const std::string& content = reasoning ? reasoning->content : text;
-        nlohmann::json citations = nlohmann::json::array();
-        for (const Citation& c : find_citations(content, *ex->document)) {
-            for (size_t i = 0; i < c.refs.size(); ++i) {
-                if (const Passage* p = c.known[i] ? ex->document->find(c.refs[i]) : nullptr) {
-                    citations.push_back(
-                        {{"ref", p->ref}, {"page_index", p->page}, {"block_id", p->block_id}});
-                } else {
-                    citations.push_back({{"ref", c.refs[i]}, {"page_index", nullptr}, {"block_id", nullptr}});
-                }
-            }
-        }
-        message_extra["citations"] = std::move(citations);
-        body_extra["document"] = {{"pages", ex->document_pages}, {"pages_left_out", ex->document_left_out}};
+        document_fields(*ex, reasoning ? reasoning->content : text, message_extra, body_extra);
     }
     res.set_content(kind == Api::Chat
                         ? chat_completion_body(ex->head, text, finish, usage,
@@ -289,6 +276,22 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
                         : completion_body(ex->head, text, finish, usage),
                     "application/json");
     record(*ex, RequestOutcome::Succeeded);
+}
+
+void OpenAiServer::Impl::document_fields(const Exchange& ex, const std::string& content,
+                                         nlohmann::json& message_extra, nlohmann::json& body_extra) const {
+    nlohmann::json citations = nlohmann::json::array();
+    for (const Citation& c : find_citations(content, *ex.document)) {
+        for (size_t i = 0; i < c.refs.size(); ++i) {
+            if (const Passage* p = c.known[i] ? ex.document->find(c.refs[i]) : nullptr) {
+                citations.push_back({{"ref", p->ref}, {"page_index", p->page}, {"block_id", p->block_id}});
+            } else {
+                citations.push_back({{"ref", c.refs[i]}, {"page_index", nullptr}, {"block_id", nullptr}});
+            }
+        }
+    }
+    message_extra["citations"] = std::move(citations);
+    body_extra["document"] = {{"pages", ex.document_pages}, {"pages_left_out", ex.document_left_out}};
 }
 
 // Writes the outputs that have come as events; false once the stream is over or the client is gone.
@@ -348,10 +351,18 @@ bool OpenAiServer::Impl::write_events(Exchange& ex, httplib::DataSink& sink) {
             text = std::move(split.content);
             reasoning = std::move(split.reasoning);
         }
+        // Ask the document: the answer's content gathered, its citations on the last chunk.
+        nlohmann::json delta_extra = nlohmann::json::object(), chunk_extra = nlohmann::json::object();
+        if (ex.document) {
+            ex.streamed_content += text;
+            if (ended) {
+                document_fields(ex, ex.streamed_content, delta_extra, chunk_extra);
+            }
+        }
         if (!text.empty() || (reasoning && !reasoning->empty()) || ended || !ex.sent_first) {
-            events = ex.api == Api::Chat
-                         ? chat_chunk_event(ex.head, text, !ex.sent_first, finish, usage, reasoning)
-                         : completion_chunk_event(ex.head, text, finish, usage);
+            events = ex.api == Api::Chat ? chat_chunk_event(ex.head, text, !ex.sent_first, finish, usage,
+                                                            reasoning, delta_extra, chunk_extra)
+                                         : completion_chunk_event(ex.head, text, finish, usage);
             ex.sent_first = true;
         }
         if (ended) {

@@ -543,7 +543,8 @@ std::string completion_body(const ResponseHead& head, const std::string& text, c
 
 std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
                              const char* finish_reason, const std::optional<Usage>& usage,
-                             const std::optional<std::string>& reasoning) {
+                             const std::optional<std::string>& reasoning, const json& delta_extra,
+                             const json& chunk_extra) {
     json delta = {{"content", text}};
     if (first) {
         delta["role"] = "assistant";
@@ -551,7 +552,13 @@ std::string chat_chunk_event(const ResponseHead& head, const std::string& text, 
     if (reasoning && !reasoning->empty()) {
         delta["reasoning_content"] = *reasoning;
     }
+    for (const auto& [key, value] : delta_extra.items()) {
+        delta[key] = value;
+    }
     json chunk = head_json(head, "chat.completion.chunk");
+    for (const auto& [key, value] : chunk_extra.items()) {
+        chunk[key] = value;
+    }
     chunk["choices"] = json::array({{{"index", 0},
                                      {"delta", std::move(delta)},
                                      {"logprobs", nullptr},

@@ -130,10 +130,13 @@ std::string completion_body(const ResponseHead& head, const std::string& text, c
                             const Usage& usage);
 // One server-sent event "data: {...}\n\n" of a chat stream: the first carries the role, the last the
 // finish_reason and the usage; with a reasoning parser the delta carries the reasoning_content it has beside
-// its content.
+// its content. delta_extra and chunk_extra: fields added to the delta and the chunk (the last chunk's
+// citations and document, as the whole answer has them in its message and body).
 std::string chat_chunk_event(const ResponseHead& head, const std::string& text, bool first,
                              const char* finish_reason, const std::optional<Usage>& usage,
-                             const std::optional<std::string>& reasoning = std::nullopt);
+                             const std::optional<std::string>& reasoning = std::nullopt,
+                             const nlohmann::json& delta_extra = nlohmann::json::object(),
+                             const nlohmann::json& chunk_extra = nlohmann::json::object());
 std::string completion_chunk_event(const ResponseHead& head, const std::string& text,
                                    const char* finish_reason, const std::optional<Usage>& usage);
 // The chunk with no choices and the usage (stream_options.include_usage).

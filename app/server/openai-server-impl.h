@@ -64,6 +64,7 @@ struct Exchange {
     int64_t n_cached = -1;  // prompt tokens the prefix cache held, once the first token says
     // Ask the document: the request's passages and the pages given and left out of its prompt.
     std::shared_ptr<const DocumentPassages> document;
+    std::string streamed_content;  // a stream's content so far, where it has a document
     std::vector<int> document_pages;
     std::vector<int> document_left_out;
     bool prompt_counted = false;
@@ -140,6 +141,10 @@ struct OpenAiServer::Impl {
     // The document NAME.json of the documents folder, as {"document": {"name": NAME}} asks for it; a name
     // that is not a plain file name, or no such document, answers 400 or 404 naming it.
     DocumentPassages named_document(const std::string& name) const;
+    // The answer's citations of the exchange's document (message_extra["citations"]) and the pages its
+    // prompt held and left out (body_extra["document"]).
+    void document_fields(const Exchange& ex, const std::string& content, nlohmann::json& message_extra,
+                         nlohmann::json& body_extra) const;
     std::optional<RequestOutput> next_output(Exchange& ex, bool& client_gone);
     void stream(const std::shared_ptr<Exchange>& ex, httplib::Response& res);
     bool write_events(Exchange& ex, httplib::DataSink& sink);

@@ -40,9 +40,16 @@ async function main() {
                               "Costs fell by 3% over the same months, mostly in transport." };
     const first = await client.chat.completions.create(asked);
     const second = await client.chat.completions.create(asked);
+    // Streamed, the last chunk carries the citations in its delta and the pages beside its choices.
+    let last = null;
+    for await (const chunk of await client.chat.completions.create({ ...asked, stream: true })) {
+        last = chunk;
+    }
     result.document = { pages: first.document.pages, citations: Array.isArray(first.choices[0].message.citations),
                         cached: second.usage.prompt_tokens_details.cached_tokens,
-                        prompt_tokens: second.usage.prompt_tokens };
+                        prompt_tokens: second.usage.prompt_tokens,
+                        streamed_pages: last.document.pages,
+                        streamed_citations: Array.isArray(last.choices[0].delta.citations) };
     try {
         await client.completions.create({ model, prompt: "word ".repeat(20000), max_tokens: 4 });
         result.over_context = null;

@@ -151,6 +151,8 @@ def node_client(base, key, image, python_answer, metrics_port):
     check(result["retrieved"] == "PaddleOCR-VL-0.9B", "models.retrieve(id)")
     document = result["document"]
     check(document["pages"] == [0] and document["citations"], "a document asked through the npm client: %s" % document)
+    check(document["streamed_pages"] == [0] and document["streamed_citations"],
+          "streamed through the npm client, the last chunk has the pages and the citations: %s" % document)
     check(0 < document["cached"] < document["prompt_tokens"],
           "asked again, the document's prompt is found in the prefix cache: %s" % document)
     check(result["over_context"] == {"status": 400, "code": "context_length_exceeded"},
@@ -344,6 +346,7 @@ def llama_reasoning(folio_cli, llama_dir, ocr_model_dir):
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
+        shutil.rmtree(documents, ignore_errors=True)
     check(server.returncode == 0, "the Llama server stops")
 
 

@@ -49,6 +49,19 @@ TEST_F(OpenAiServerTest, AnswersFromADocument) {
     EXPECT_GT(body["usage"]["prompt_tokens"].get<int64_t>(),
               json::parse(plain->body)["usage"]["prompt_tokens"].get<int64_t>() + 30);
 
+    // Streamed, the last chunk has the citations in its delta and the pages beside its choices.
+    json streamed = asked;
+    streamed["stream"] = true;
+    const auto events = post(server->port(), "/v1/chat/completions", streamed);
+    ASSERT_TRUE(events && events->status == 200);
+    const Sse sse = parse_sse(events->body);
+    ASSERT_TRUE(sse.done && !sse.chunks.empty());
+    const json& last = sse.chunks.back();
+    EXPECT_FALSE(last["choices"][0]["finish_reason"].is_null()) << last;
+    EXPECT_EQ(last["choices"][0]["delta"]["citations"], body["choices"][0]["message"]["citations"]) << last;
+    EXPECT_EQ(last["document"], body["document"]) << last;
+    EXPECT_EQ(sse.text, body["choices"][0]["message"]["content"]);
+
     json too_long = asked;
     too_long["max_tokens"] = 4000;  // of the context's 4096
     const auto refused = post(server->port(), "/v1/chat/completions", too_long);

@@ -1,3 +1,5 @@
+#include <cuda_bf16.h>
+
 #include "kernels/chained-launch.cuh"
 #include "kernels/cuda-check.h"
 #include "kernels/rows.h"
@@ -10,20 +12,31 @@ namespace {
 
 constexpr int kBlock = 256;
 
-// One thread per copied value; row index i of the list, column j.
+__device__ inline float as_float(float x) {
+    return x;
+}
+
+__device__ inline float as_float(__nv_bfloat16 x) {
+    return __bfloat162float(x);
+}
+
+// One thread per copied value; row index i of the list, column j. T: float or bfloat16 (a table kept in
+// bfloat16), widened to float32.
 // out [n_rows, d] <- src [n_src, d] at rows [n_rows]
-__global__ void gather_rows_f32_kernel(const float* src, const int64_t* rows, float* out, int64_t n_rows,
+template <typename T>
+__global__ void gather_rows_f32_kernel(const T* src, const int64_t* rows, float* out, int64_t n_rows,
                                        int64_t d) {
     const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (k < n_rows * d) {
         const int64_t i = k / d, j = k % d;
-        out[k] = src[rows[i] * d + j];
+        out[k] = as_float(src[rows[i] * d + j]);
     }
 }
 
 // out [n_rows, d] <- src [n_src, d] at int32 rows [n_rows], a negative row -p - 1 standing for pending[p]
 // (p < n_pending); a row outside src comes out zero. Chained.
-__global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows, float* out, int64_t n_rows,
+template <typename T>
+__global__ void gather_rows_i32_f32_kernel(const T* src, const int32_t* rows, float* out, int64_t n_rows,
                                            int64_t d, int64_t n_src, const int32_t* pending,
                                            int64_t n_pending) {
     wait_for_prior_grids();
@@ -35,7 +48,7 @@ __global__ void gather_rows_i32_f32_kernel(const float* src, const int32_t* rows
         if (row < 0 && -row <= n_pending) {
             row = pending[-row - 1];
         }
-        out[k] = row >= 0 && row < n_src ? src[row * d + j] : 0.0f;
+        out[k] = row >= 0 && row < n_src ? as_float(src[row * d + j]) : 0.0f;
     }
 }
 
@@ -94,6 +107,16 @@ void gather_rows_f32(const float* src, const int64_t* rows, float* out, int64_t 
     CUDA_CHECK(cudaGetLastError());
 }
 
+void gather_rows_bf16(const uint16_t* src, const int64_t* rows, float* out, int64_t n_rows, int64_t d,
+                      cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    gather_rows_f32_kernel<<<n_blocks(n_rows * d), kBlock, 0, stream>>>(
+        reinterpret_cast<const __nv_bfloat16*>(src), rows, out, n_rows, d);
+    CUDA_CHECK(cudaGetLastError());
+}
+
 void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,
                       int64_t n_rows, int64_t d, cudaStream_t stream) {
     if (n_rows * d == 0) {
@@ -118,8 +141,18 @@ void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int6
     if (n_rows * d == 0) {
         return;
     }
-    launch_chained(gather_rows_i32_f32_kernel, dim3(n_blocks(n_rows * d)), dim3(kBlock), 0, stream, src, rows,
-                   out, n_rows, d, n_src, pending, n_pending);
+    launch_chained(gather_rows_i32_f32_kernel<float>, dim3(n_blocks(n_rows * d)), dim3(kBlock), 0, stream,
+                   src, rows, out, n_rows, d, n_src, pending, n_pending);
+}
+
+void gather_rows_i32_bf16(const uint16_t* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
+                          int64_t n_src, const int32_t* pending, int64_t n_pending, cudaStream_t stream) {
+    if (n_rows * d == 0) {
+        return;
+    }
+    launch_chained(gather_rows_i32_f32_kernel<__nv_bfloat16>, dim3(n_blocks(n_rows * d)), dim3(kBlock), 0,
+                   stream, reinterpret_cast<const __nv_bfloat16*>(src), rows, out, n_rows, d, n_src, pending,
+                   n_pending);
 }
 
 void add_weighted_rows_f32(float* x, const float* src, const int64_t* rows, const float* weights,

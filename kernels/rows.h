@@ -1,4 +1,5 @@
-// Host entry points of the row gather and scatter. Row-major float32 in device memory, enqueued on stream.
+// Host entry points of the row gather and scatter. Row-major float32 in device memory (a gathered table may
+// be bfloat16), enqueued on stream.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,11 @@ void gather_rows_f32(const float* src, const int64_t* rows, float* out, int64_t 
 // [n_pending] (device)
 void gather_rows_i32_f32(const float* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
                          int64_t n_src, const int32_t* pending, int64_t n_pending, cudaStream_t stream);
+// Both from a table of bfloat16 values (its bits), widened to float32 rows.
+void gather_rows_bf16(const uint16_t* src, const int64_t* rows, float* out, int64_t n_rows, int64_t d,
+                      cudaStream_t stream);
+void gather_rows_i32_bf16(const uint16_t* src, const int32_t* rows, float* out, int64_t n_rows, int64_t d,
+                          int64_t n_src, const int32_t* pending, int64_t n_pending, cudaStream_t stream);
 // dst[rows[i]] = src[src_rows[i]] for i < n_rows, src_rows[i] = i where src_rows is null; rows must be
 // distinct.  dst [n_dst, d], rows, src_rows [n_rows] (device), src [n_src, d]
 void scatter_rows_f32(float* dst, const int64_t* rows, const float* src, const int64_t* src_rows,

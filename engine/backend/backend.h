@@ -301,7 +301,8 @@ public:
     std::vector<int32_t> argmax_rows(const Tensor& x);
     std::vector<int32_t> sample_rows(const Tensor& logits, std::span<const RowSampling> rows,
                                      std::span<const int32_t> history);
-    // out[i] = src[rows[i]].  src [n_src, d]  ->  [rows.size(), d]
+    // out[i] = src[rows[i]], in float32 whether src is float32 or (where the backend keeps bfloat16, a table
+    // uploaded by upload_kv) bfloat16.  src [n_src, d]  ->  [rows.size(), d]
     virtual Tensor gather_rows(const Tensor& src, std::span<const int64_t> rows) = 0;
     // The same with the row indices in an int32 tensor on the backend.  rows [n]
     virtual Tensor gather_rows(const Tensor& src, const Tensor& rows) = 0;

@@ -28,6 +28,19 @@ Tensor WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
     return backend_.upload(values, std::move(shape));
 }
 
+Tensor WeightLoader::load_embedding(const std::string& name, int64_t vocab, int64_t d, bool keep_values,
+                                    std::vector<float>& values) {
+    std::vector<float> table = weights_.load(name, {vocab, d});
+    n_params_ += static_cast<int64_t>(table.size());
+    const bool bf16 = load_.bf16_weights && backend_.kv_dtype(AttentionPrecision::Bf16) == ScalarType::BF16;
+    n_weight_bytes_ += static_cast<int64_t>(table.size()) * (bf16 ? 2 : 4);
+    // upload_kv rounds to the element type as a bfloat16 cache is rounded.
+    Tensor out =
+        bf16 ? backend_.upload_kv(table, {vocab, d}, ScalarType::BF16) : backend_.upload(table, {vocab, d});
+    values = keep_values ? std::move(table) : std::vector<float>{};
+    return out;
+}
+
 Tensor WeightLoader::load_optional_bias(const std::string& name, int64_t n, bool present) {
     return present ? load(name, {n}) : Tensor{};
 }

@@ -60,6 +60,11 @@ public:
         : backend_(backend), weights_(weights), load_(load), observer_(observer) {}
 
     Tensor load(const std::string& name, std::vector<int64_t> shape);
+    // A token embedding table [vocab, d]: in bfloat16 where the weights are bfloat16 and the backend keeps
+    // bfloat16 (its rows are read one at a time, and it is half of float32's memory), else float32. With
+    // keep_values, its float32 values stay in `values` for the caller (a tied head made from them).
+    Tensor load_embedding(const std::string& name, int64_t vocab, int64_t d, bool keep_values,
+                          std::vector<float>& values);
     Tensor load_optional_bias(const std::string& name, int64_t n, bool present);
     Linear load_linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool bias,
                        Quantization quantization);

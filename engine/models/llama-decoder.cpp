@@ -26,7 +26,11 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.n_heads * hd, kv_dim = tc.n_kv_heads * hd;
     const std::string& tp = tc.prefix;
-    embed_tokens_ = weights.load(tp + "embed_tokens.weight", {tc.vocab_size, d});
+    const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
+    // The table's values stay on the host where the head is a bfloat16 copy of it.
+    std::vector<float> table;
+    embed_tokens_ = weights.load_embedding(tp + "embed_tokens.weight", tc.vocab_size, d,
+                                           !untied_head && weights.params().bf16_weights, table);
     for (int l = 0; l < tc.n_layers; ++l) {
         const std::string p = tp + "layers." + std::to_string(l) + ".";
         DecoderLayer& L = layers_.emplace_back();
@@ -41,12 +45,10 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
         L.down_proj = weights.load_linear(p + "mlp.down_proj", d, ff, tc.mlp_bias, q);
     }
     final_norm_ = weights.load(tp + "norm.weight", {d});
-    const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
     if (untied_head) {
         lm_head_ = weights.load_linear("lm_head", tc.vocab_size, d, false, Quantization::None);
     } else if (weights.params().bf16_weights) {
         // A bfloat16 copy of the tied table: decoding reads the head every step, the embedding only by row.
-        const std::vector<float> table = backend_.download(embed_tokens_);
         lm_head_.w = backend_.upload(quantize(table, tc.vocab_size, d, Quantization::Bf16, d));
         weights.add_bytes(quantized_bytes(Quantization::Bf16, tc.vocab_size, d, d));
     } else {

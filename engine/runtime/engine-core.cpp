@@ -217,7 +217,7 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
 }
 
 int64_t max_step_tokens(const EngineConfig& config) {
-    if (!config.enable_chunked_prefill) {
+    if (!config.enable_chunked_prefill || !config.takes_images) {
         return config.max_num_batched_tokens;
     }
     const int64_t largest_image = config.max_image_tokens > 0

@@ -50,6 +50,8 @@ struct EngineConfig {
     // The most tokens one image may take; a step that reaches into an image takes it whole, so the memory
     // plan counts max_num_batched_tokens plus such an image. 0: max_model_len.
     int64_t max_image_tokens = 0;
+    // Whether the model takes images at all; a text model's steps hold max_num_batched_tokens at most.
+    bool takes_images = true;
     // Bytes other processes use on the device, and bytes of activations other models loaded with this one
     // keep (a layout model): the memory plan leaves both.
     int64_t other_process_bytes = 0;

@@ -40,8 +40,9 @@ MemoryPlan plan_kv_cache(const MemoryPlanParams& p) {
              mib(p.weight_bytes), ", activations ", mib(p.activation_peak_bytes), " and other models' ",
              mib(p.reserved_bytes), ", leaves ", mib(std::max<int64_t>(plan.kv_bytes, 0)),
              " where one block needs ", p.block_bytes,
-             " bytes; a smaller max_num_batched_tokens (fewer activations), WINT8 or WINT4 weights or a higher "
-             "gpu_memory_utilization leave more");
+             " bytes; fewer batched tokens a step (less for activations), quantized weights or a larger "
+             "share of "
+             "the device's memory leave more");
     }
     return plan;
 }

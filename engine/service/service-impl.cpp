@@ -220,6 +220,7 @@ void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
         if (config.max_image_tokens == 0) {
             config.max_image_tokens = m->max_image_tokens();
         }
+        config.takes_images = m->description().takes(Modality::Image);
         if (n > 1) {
             // Models side by side: each takes the configured context up to its own.
             config.max_model_len = std::min(config.max_model_len, m->generative()->limits().max_context);

@@ -376,6 +376,10 @@ TEST_F(EngineCoreTest, AnImageOverTheTokenBudgetIsTakenWhole) {
     EXPECT_EQ(out.at(id).tokens, chain(3, 3));
     ASSERT_EQ(model_.encoded.size(), 1u) << "the image was encoded once, whole";
     EXPECT_THROW(core.validate(image_request(3, 21, 3)), Error) << "over max_image_tokens";
+    // A text model plans its steps by max_num_batched_tokens alone.
+    c.max_image_tokens = 0;
+    c.takes_images = false;
+    EXPECT_EQ(EngineCore(model_, c).max_step_tokens(), 4);
 }
 
 // One request whose image the model cannot encode, among many batched with it: it alone ends, with the

@@ -42,8 +42,8 @@ TEST(MemoryPlanner, RefusesWithTheNumbersWhenNothingFits) {
             << m;
         EXPECT_NE(m.find("weights 3072 MiB, activations 1024 MiB and other models' 0 MiB"), std::string::npos)
             << m;
-        // What would leave room, in the options' names.
-        EXPECT_NE(m.find("a smaller max_num_batched_tokens"), std::string::npos) << m;
+        // What would leave room.
+        EXPECT_NE(m.find("fewer batched tokens a step"), std::string::npos) << m;
     }
     p.utilization = 1.5;
     EXPECT_THROW(plan_kv_cache(p), Error);

@@ -352,6 +352,26 @@ TEST_F(BackendOpsTest, PendingTokensAndReadBacks) {
         EXPECT_EQ(gpu_->read_back(pending.gpu)->wait(), cpu_->read_back(pending.cpu)->wait());
     }
 
+    // A table kept in bfloat16 (the embeddings of bfloat16 weights): the same rows, widened to float32, by
+    // each gather.
+    const Pair bf16_table = random_kv({vocab, d}, ScalarType::BF16);
+    {
+        Pair pending = upload_i32(std::vector<int32_t>(3, 0), {3});
+        choose(pending, 3);
+        const std::vector<int32_t> ids = {5, -1, 129, -3, 0, -2};
+        const Pair id_tensor = upload_i32(ids, {6});
+        expect_close("gather_token_rows (bfloat16 table)",
+                     gpu_->gather_token_rows(bf16_table.gpu, id_tensor.gpu, pending.gpu),
+                     cpu_->gather_token_rows(bf16_table.cpu, id_tensor.cpu, pending.cpu), kF32Bound, "6 ids");
+        const std::vector<int64_t> rows = {3, 0, 129, 3};
+        expect_close("gather_rows (bfloat16 table)", gpu_->gather_rows(bf16_table.gpu, rows),
+                     cpu_->gather_rows(bf16_table.cpu, rows), kF32Bound, "4 rows");
+        const Pair row_tensor = upload_i32({7, 128, 7}, {3});
+        expect_close("gather_rows (bfloat16 table, int32 rows)",
+                     gpu_->gather_rows(bf16_table.gpu, row_tensor.gpu),
+                     cpu_->gather_rows(bf16_table.cpu, row_tensor.cpu), kF32Bound, "3 rows");
+    }
+
     const int64_t n = 4;
     Pair pending = upload_i32(std::vector<int32_t>(n, 0), {n});
     const Pair ids = upload_i32({-1, 7, -4, -2}, {n});

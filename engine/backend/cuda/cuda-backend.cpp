@@ -395,8 +395,15 @@ Tensor CudaBackend::gather_rows(const Tensor& src, std::span<const int64_t> rows
     shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
     Tensor out = alloc_uninitialized(shape, "gather_rows");  // [rows.size(), ...]
     const auto staged = stage({std::as_bytes(rows)});
-    kernels::gather_rows_f32(device_f32(src, "gather_rows"), static_cast<const int64_t*>(staged[0]),
-                             out.f32(), static_cast<int64_t>(rows.size()), src.row_size(), stream());
+    const auto* indices = static_cast<const int64_t*>(staged[0]);
+    const auto n = static_cast<int64_t>(rows.size());
+    if (src.dtype == ScalarType::BF16) {
+        kernels::gather_rows_bf16(static_cast<const uint16_t*>(device_data(src, "gather_rows")), indices,
+                                  out.f32(), n, src.row_size(), stream());
+    } else {
+        kernels::gather_rows_f32(device_f32(src, "gather_rows"), indices, out.f32(), n, src.row_size(),
+                                 stream());
+    }
     return out;
 }
 
@@ -405,8 +412,15 @@ Tensor CudaBackend::gather_rows(const Tensor& src, const Tensor& rows) {
     std::vector<int64_t> shape{rows.n_elements()};  // src's shape with rows.n_elements() rows
     shape.insert(shape.end(), src.shape.begin() + 1, src.shape.end());
     Tensor out = alloc_uninitialized(shape, "gather_rows");  // [n_rows, ...]
-    kernels::gather_rows_i32_f32(device_f32(src, "gather_rows"), device_i32(rows, "gather_rows"), out.f32(),
-                                 rows.n_elements(), src.row_size(), src.rows(), nullptr, 0, stream());
+    if (src.dtype == ScalarType::BF16) {
+        kernels::gather_rows_i32_bf16(static_cast<const uint16_t*>(device_data(src, "gather_rows")),
+                                      device_i32(rows, "gather_rows"), out.f32(), rows.n_elements(),
+                                      src.row_size(), src.rows(), nullptr, 0, stream());
+    } else {
+        kernels::gather_rows_i32_f32(device_f32(src, "gather_rows"), device_i32(rows, "gather_rows"),
+                                     out.f32(), rows.n_elements(), src.row_size(), src.rows(), nullptr, 0,
+                                     stream());
+    }
     return out;
 }
 
@@ -414,9 +428,15 @@ Tensor CudaBackend::gather_token_rows(const Tensor& table, const Tensor& ids, co
     const char* op = "gather_token_rows";
     check_gather_token_rows(table, ids, pending);
     Tensor out = alloc_uninitialized({ids.n_elements(), table.row_size()}, op);  // [n, d]
-    kernels::gather_rows_i32_f32(device_f32(table, op), device_i32(ids, op), out.f32(), ids.n_elements(),
-                                 table.row_size(), table.rows(), device_i32(pending, op),
-                                 pending.n_elements(), stream());
+    if (table.dtype == ScalarType::BF16) {
+        kernels::gather_rows_i32_bf16(static_cast<const uint16_t*>(device_data(table, op)),
+                                      device_i32(ids, op), out.f32(), ids.n_elements(), table.row_size(),
+                                      table.rows(), device_i32(pending, op), pending.n_elements(), stream());
+    } else {
+        kernels::gather_rows_i32_f32(device_f32(table, op), device_i32(ids, op), out.f32(), ids.n_elements(),
+                                     table.row_size(), table.rows(), device_i32(pending, op),
+                                     pending.n_elements(), stream());
+    }
     return out;
 }
 

@@ -16,7 +16,11 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     const Quantization q = weights.params().quantization;
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
-    embed_tokens_ = weights.load("model.embed_tokens.weight", {tc.vocab_size, d});
+    const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
+    // The table's values stay on the host where the head is a bfloat16 copy of it.
+    std::vector<float> table;
+    embed_tokens_ = weights.load_embedding("model.embed_tokens.weight", tc.vocab_size, d,
+                                           !untied_head && weights.params().bf16_weights, table);
     for (int l = 0; l < tc.num_hidden_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         Layer& L = layers_.emplace_back();
@@ -41,10 +45,9 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     const std::pair<int, int> hw[] = {{1, tc.mrope_section[0]}, {2, tc.mrope_section[1]}};
     layout.interleaved(hw).section(0, tc.mrope_section[2]);
     rope_ = layout.upload(backend_, hd, tc.rope_theta);
-    if (!tc.tie_word_embeddings && weights.has("lm_head.weight")) {
+    if (untied_head) {
         lm_head_ = weights.load_linear("lm_head", tc.vocab_size, d, false, Quantization::None);
     } else if (weights.params().bf16_weights) {
-        const std::vector<float> table = backend_.download(embed_tokens_);
         lm_head_.w = backend_.upload(quantize(table, tc.vocab_size, d, Quantization::Bf16, d));
         weights.add_bytes(quantized_bytes(Quantization::Bf16, tc.vocab_size, d, d));
     } else {

@@ -65,6 +65,29 @@ void LoadContext::add_quantized(int64_t n_weights, const std::string& layer) {
     report_(progress_);
 }
 
+ProgressWeightSource::ProgressWeightSource(WeightSource& inner, const TensorStore* store,
+                                           LoadContext& context)
+    : ProgressWeightSource(
+          inner,
+          [store](const std::string& name) {
+              const TensorView* stored = store ? store->find(name) : nullptr;
+              return stored ? static_cast<int64_t>(stored->n_bytes) : int64_t{-1};
+          },
+          context) {}
+
+std::shared_ptr<const ChatTemplate> chat_template_of(const ModelSlot& slot, const std::filesystem::path& dir,
+                                                     std::string_view needed_for) {
+    if (slot.chat_template) {
+        return slot.chat_template;
+    }
+    if (auto found = ChatTemplate::find_in_folder(dir)) {
+        return std::make_shared<const ChatTemplate>(std::move(*found));
+    }
+    fail(dir.string(),
+         ": no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json's ",
+         "chat_template); ", needed_for);
+}
+
 std::vector<float> ProgressWeightSource::load(const std::string& name, const std::vector<int64_t>& shape) {
     context_.check_cancelled();
     std::vector<float> values = inner_.load(name, shape);

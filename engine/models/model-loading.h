@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/chat-template/chat-template.h"
 #include "engine/common/error.h"
+#include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/generation-config.h"
@@ -136,6 +138,8 @@ public:
     ProgressWeightSource(WeightSource& inner, std::function<int64_t(const std::string&)> stored_bytes,
                          LoadContext& context)
         : inner_(inner), stored_bytes_(std::move(stored_bytes)), context_(context) {}
+    // The bytes as the store's files hold them; store null (random weights): float32 values.
+    ProgressWeightSource(WeightSource& inner, const TensorStore* store, LoadContext& context);
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override;
     bool has(const std::string& name) const override { return inner_.has(name); }
@@ -145,6 +149,11 @@ private:
     std::function<int64_t(const std::string&)> stored_bytes_;
     LoadContext& context_;
 };
+
+// A chat model's template: the slot's (--chat-template), else the tokenizer folder's; a folder without one is
+// an error naming it, saying what the template is for.
+std::shared_ptr<const ChatTemplate> chat_template_of(const ModelSlot& slot, const std::filesystem::path& dir,
+                                                     std::string_view needed_for);
 
 // The quantization pass as a phase of the loading progress, its weights counted.
 class ProgressQuantizationObserver final : public QuantizationObserver {

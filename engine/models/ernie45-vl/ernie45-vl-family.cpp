@@ -93,15 +93,8 @@ public:
             slot.tokenizer_dir.empty() ? slot.dir : slot.tokenizer_dir;
         if (!tokenizer_dir.empty()) {
             tokenizer_ = Tokenizer::load(tokenizer_dir);
-            if (slot.chat_template) {
-                chat_template_ = slot.chat_template;
-            } else if (auto found = ChatTemplate::find_in_folder(tokenizer_dir)) {
-                chat_template_ = std::make_shared<const ChatTemplate>(std::move(*found));
-            } else {
-                fail(tokenizer_dir.string(),
-                     ": no chat template (chat_template.jinja, chat_template.json or ",
-                     "tokenizer_config.json's chat_template); ERNIE-4.5-VL's prompts come from its template");
-            }
+            chat_template_ =
+                chat_template_of(slot, tokenizer_dir, "ERNIE-4.5-VL's prompts come from its template");
         }
         // The resampler merges a video's frames in pairs; an odd count repeats the last, as the reference's
         // video processor pads it.
@@ -114,14 +107,7 @@ public:
         check_generation_token_ids(generation_, config_.text.vocab_size);
         add_stop_ids(config_.text.eos_token_ids, generation_.eos_token_ids);
         context.set_phase(LoadPhase::Weights);
-        const TensorStore* store = store_.get();
-        ProgressWeightSource counted(
-            *weights,
-            [store](const std::string& name) {
-                const TensorView* stored = store ? store->find(name) : nullptr;
-                return stored ? static_cast<int64_t>(stored->n_bytes) : int64_t{-1};
-            },
-            context);
+        ProgressWeightSource counted(*weights, store_.get(), context);
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<Ernie45Vl>(backend, config_, counted, slot.load, &quantization);
         description_ = describe_ernie45_vl(slot.dir, config_, generation_);

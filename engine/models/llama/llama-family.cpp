@@ -70,29 +70,13 @@ public:
                 fail(tokenizer_dir.string(), ": a tokenizer of ", tokenizer_->n_vocab(),
                      " tokens for a model of ", config_.vocab_size);
             }
-            if (slot.chat_template) {
-                chat_template_ = slot.chat_template;
-            } else if (auto found = ChatTemplate::find_in_folder(tokenizer_dir)) {
-                chat_template_ = std::make_shared<const ChatTemplate>(std::move(*found));
-            } else {
-                fail(
-                    tokenizer_dir.string(),
-                    ": no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json's ",
-                    "chat_template); give one with --chat-template");
-            }
+            chat_template_ = chat_template_of(slot, tokenizer_dir, "give one with --chat-template");
         }
         generation_ = load_generation_defaults(slot.dir, slot.generation_config);
         check_generation_token_ids(generation_, config_.vocab_size);
         add_stop_ids(config_.eos_token_ids, generation_.eos_token_ids);
         context.set_phase(LoadPhase::Weights);
-        const TensorStore* store = store_.get();
-        ProgressWeightSource counted(
-            *weights,
-            [store](const std::string& name) {
-                const TensorView* stored = store ? store->find(name) : nullptr;
-                return stored ? static_cast<int64_t>(stored->n_bytes) : int64_t{-1};
-            },
-            context);
+        ProgressWeightSource counted(*weights, store_.get(), context);
         ProgressQuantizationObserver quantization(context);
         model_ = std::make_unique<Llama>(backend, config_, counted, slot.load, &quantization);
         description_ = describe_llama(slot.dir, config_, tokenizer_.get(), generation_);

@@ -119,6 +119,19 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
                 }
             }
         }
+        if constexpr (std::is_same_v<KV, int8_t>) {
+#pragma unroll
+            for (int t = 0; t < kKeysPerLane; ++t) {
+                const float key_scale =
+                    valid[t] ? row_scale<KV>(a.k_scales,
+                                             step_rows[warp][t * kWarpSize + lane] * n_kv_head + kv_head)
+                             : 0.0f;
+#pragma unroll
+                for (int g = 0; g < kGroup; ++g) {
+                    score[g][t] *= key_scale;
+                }
+            }
+        }
         // One online-softmax step per head over the warp's kStepKeys keys.
 #pragma unroll
         for (int g = 0; g < kGroup; ++g) {
@@ -152,10 +165,12 @@ __global__ void __launch_bounds__(kBlock) attention_row_f32_kernel(const RowArgs
             for (int t = 0; t < kValueBatch; ++t) {
                 const int64_t row = t0 + t < n_step ? step_rows[warp][t0 + t] : -1;
                 const KV* vr = v + (max(row, int64_t{0}) * n_kv_head + kv_head) * head_dim;  // [head_dim]
+                const float value_scale =
+                    row >= 0 ? row_scale<KV>(a.v_scales, row * n_kv_head + kv_head) : 0.0f;
 #pragma unroll
                 for (int p = 0; p < kPerLane; ++p) {
                     const int d = lane + p * kWarpSize;
-                    vd[t][p] = row >= 0 && d < head_dim ? to_float(vr[d]) : 0.0f;
+                    vd[t][p] = row >= 0 && d < head_dim ? to_float(vr[d]) * value_scale : 0.0f;
                 }
             }
 #pragma unroll
@@ -277,6 +292,7 @@ void launch_rows(const RowArgs<Rows, Keys, KV>& args, int64_t n_rows, cudaStream
 template void launch_rows(const RowArgs<SpanRows, ContiguousKeys, float>&, int64_t, cudaStream_t, bool);
 template void launch_rows(const RowArgs<SpanRows, PagedKeys, float>&, int64_t, cudaStream_t, bool);
 template void launch_rows(const RowArgs<SpanRows, PagedKeys, Bf16>&, int64_t, cudaStream_t, bool);
+template void launch_rows(const RowArgs<SpanRows, PagedKeys, int8_t>&, int64_t, cudaStream_t, bool);
 
 void check_attention_args(int64_t n_head, int64_t n_kv_head, int64_t head_dim,
                           const AttentionSplits& splits) {
@@ -338,7 +354,9 @@ void paged_decode_attention_f32(const float* q, const PagedCache& cache, float* 
             head_dim,
             scale,
             vec4_rows(k, v, head_dim),
-            splits};
+            splits,
+            cache.k_scales,
+            cache.v_scales};
         launch_rows(args, n_seqs, stream, bf16_products);
     });
 }

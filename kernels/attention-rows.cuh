@@ -23,7 +23,8 @@ constexpr int kSplitTensorGroup = 8;
 constexpr int kSplitTensorHeadDim = 128;
 
 // Arguments of the row kernels. q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim]
-// of KV (float or Bf16); vec4: head_dim is a multiple of 4 and k, v are aligned to 4 elements.
+// of KV (float, Bf16, or int8_t levels with k_scales, v_scales [n_kv_total, n_kv_head]); vec4: head_dim is a
+// multiple of 4 and k, v are aligned to 4 elements.
 template <typename Rows, typename Keys, typename KV>
 struct RowArgs {
     const float* q;
@@ -38,6 +39,8 @@ struct RowArgs {
     float scale;
     bool vec4;
     AttentionSplits splits;
+    const float* k_scales = nullptr;
+    const float* v_scales = nullptr;
 };
 
 // Checks what the row and tile kernels take.

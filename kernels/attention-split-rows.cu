@@ -69,6 +69,20 @@ __device__ inline void load_run(const Bf16* p, float v[kVec]) {
     }
 }
 
+// kVec consecutive 8-bit levels from shared memory as floats, aligned to kVec levels.
+template <int kVec>
+__device__ inline void load_run(const int8_t* p, float v[kVec]) {
+    if constexpr (kVec == 4) {
+        const float4 x = load_four(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else if constexpr (kVec == 2) {
+        const char2 x = *reinterpret_cast<const char2*>(p);
+        v[0] = static_cast<float>(x.x), v[1] = static_cast<float>(x.y);
+    } else {
+        v[0] = to_float(*p);
+    }
+}
+
 // kVec consecutive floats to global memory, aligned to kVec floats.
 template <int kVec>
 __device__ inline void store_run(float* p, const float v[kVec]) {
@@ -102,7 +116,7 @@ __device__ inline void for_block_elements(int first_row, int n_rows, int n_cols,
 
 // Starts copying the K and V rows of a tile's keys [first_key, n_keys) to k_dst (row j at j * k_stride) and
 // v_dst (at j * v_stride) as one group of copies, four elements at a time with vec4; a key without a row (-1)
-// gets zeros. Single bfloat16 values, below the smallest asynchronous copy, are copied at once.
+// gets zeros. Single bfloat16 values and levels, below the smallest asynchronous copy, are copied at once.
 // k, v [n_kv_total, n_kv_head, head_dim], rows [kSplitTileKeys]
 template <typename KV>
 __device__ inline void start_tile_copy(KV* k_dst, int k_stride, KV* v_dst, int v_stride, const KV* k,
@@ -127,6 +141,14 @@ __device__ inline void start_tile_copy(KV* k_dst, int k_stride, KV* v_dst, int v
             } else {
                 copy_async_4(k_to, k + at);
                 copy_async_4(v_to, v + at);
+            }
+        } else if constexpr (std::is_same_v<KV, int8_t>) {
+            if (vec4) {
+                copy_async_4(k_to, k + at);
+                copy_async_4(v_to, v + at);
+            } else {
+                *k_to = k[at];
+                *v_to = v[at];
             }
         } else if (vec4) {
             copy_async_8(k_to, k + at);
@@ -168,13 +190,16 @@ constexpr int kTilePad = static_cast<int>(16 / sizeof(KV));
 // 8] at a barrier of their own: a lane keeps heads 2 tq and 2 tq + 1 (replicated over the lanes of one tq),
 // writes the weights of its keys g and g + 8 of its heads, and adds their sum to run_sum (each warp's sums
 // of its own keys, at a maximum they share); warp 0's lanes 0-3 write the corrections. Keys past n_tile or
-// without a cache row (-1) weigh nothing.  k_tile [32, k_stride], weights [8, 32]
+// without a cache row (-1) weigh nothing. For 8-bit levels a key's score is times its key_scales entry and
+// the weight written times its value_scales entry (the sums not).  k_tile [32, k_stride], weights [8, 32],
+// key_scales, value_scales [32]
 template <typename KV>
 __device__ inline void tile_scores_on_tensor_cores(const KV* k_tile, int k_stride,
                                                    const uint32_t (&qb)[kSplitTensorHeadDim / 16][2],
                                                    const int64_t* rows, int n_tile, float scale,
                                                    float (&run_max)[2], float (&run_sum)[2], float* weights,
-                                                   float* correction, float* tile_max) {
+                                                   float* correction, float* tile_max,
+                                                   const float* key_scales, const float* value_scales) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize, g = lane / 4, tq = lane % 4;
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize, first = 16 * warp;
     float sc[4] = {};  // keys first + g (0, 1) and first + g + 8 (2, 3), heads 2 tq + {0, 1}
@@ -195,7 +220,11 @@ __device__ inline void tile_scores_on_tensor_cores(const KV* k_tile, int k_strid
         for (int i = 0; i < 2; ++i) {
             const int key = first + g + 8 * i;
             const bool valid = key < n_tile && rows[key] >= 0;
-            x[e][i] = valid ? sc[e + 2 * i] * scale : -INFINITY;
+            float key_scale = 1.0f;
+            if constexpr (std::is_same_v<KV, int8_t>) {
+                key_scale = valid ? key_scales[key] : 0.0f;
+            }
+            x[e][i] = valid ? sc[e + 2 * i] * scale * key_scale : -INFINITY;
             m[e] = fmaxf(m[e], x[e][i]);
         }
 #pragma unroll
@@ -220,7 +249,11 @@ __device__ inline void tile_scores_on_tensor_cores(const KV* k_tile, int k_strid
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const float w = x[e][i] == -INFINITY ? 0.0f : expf(x[e][i] - new_max);
-            weights[h * kSplitTileKeys + first + g + 8 * i] = w;
+            float value_scale = 1.0f;
+            if constexpr (std::is_same_v<KV, int8_t>) {
+                value_scale = value_scales[first + g + 8 * i];
+            }
+            weights[h * kSplitTileKeys + first + g + 8 * i] = w * value_scale;
             sum += w;
         }
 #pragma unroll
@@ -295,6 +328,10 @@ __global__ void __launch_bounds__(kSplitBlock)
     extern __shared__ __align__(16) float split_shared[];
     __shared__ int64_t tile_rows[2][kSplitTileKeys];  // kv rows of the keys of the two tiles in shared memory
     __shared__ float correction[kGroup];  // factor of each head's accumulated output for this tile
+    // For 8-bit levels, the scales of the keys and values of the two tiles (read once the previous kernel,
+    // which may write a tile's newest key, has finished).
+    [[maybe_unused]] __shared__ float tile_key_scales[std::is_same_v<KV, int8_t> ? 2 : 1][kSplitTileKeys];
+    [[maybe_unused]] __shared__ float tile_value_scales[std::is_same_v<KV, int8_t> ? 2 : 1][kSplitTileKeys];
 
     const auto head_dim = static_cast<int>(a.head_dim);
     const int dims4 = (head_dim + 3) / 4 * 4, k_stride = dims4 + kTilePad<KV>,
@@ -332,6 +369,13 @@ __global__ void __launch_bounds__(kSplitBlock)
     const auto start_tile = [&](int b, int first_key, int n_keys) {
         start_tile_copy(k_tile(b), k_stride, v_tile(b), k_stride, a.k, a.v, tile_rows[b], first_key, n_keys,
                         a.n_kv_head, kv_head, head_dim, a.vec4);
+    };
+    // The scales of tile b's keys, by thread tid < kSplitTileKeys, from its row.
+    [[maybe_unused]] const auto load_tile_scales = [&](int b, int64_t row) {
+        if constexpr (std::is_same_v<KV, int8_t>) {
+            tile_key_scales[b][tid] = row >= 0 ? a.k_scales[row * a.n_kv_head + kv_head] : 0.0f;
+            tile_value_scales[b][tid] = row >= 0 ? a.v_scales[row * a.n_kv_head + kv_head] : 0.0f;
+        }
     };
     if (tid < kSplitTileKeys) {
         tile_rows[0][tid] = key_begin + tid < key_end ? a.keys.row(span.kv_start, key_begin + tid) : -1;
@@ -389,13 +433,18 @@ __global__ void __launch_bounds__(kSplitBlock)
         });
     }
     start_tile(0, n_settled, n_first);  // commits the queries' copies with the tile's
+    if (tid < kSplitTileKeys) {
+        load_tile_scales(0, tile_rows[0][tid]);
+    }
 
     int b = 0;
     for (int64_t j0 = key_begin; j0 < key_end; j0 += kSplitTileKeys, b ^= 1) {
         const int n_tile = tile_keys(j0);
         if (tid < kSplitTileKeys) {
             const int64_t j = j0 + kSplitTileKeys + tid;
-            tile_rows[b ^ 1][tid] = j < key_end ? a.keys.row(span.kv_start, j) : -1;
+            const int64_t row = j < key_end ? a.keys.row(span.kv_start, j) : -1;
+            tile_rows[b ^ 1][tid] = row;
+            load_tile_scales(b ^ 1, row);
         }
         __syncthreads();  // the next tile's rows are in, and its buffer is no longer read
         start_tile(b ^ 1, 0, tile_copies(j0 + kSplitTileKeys));
@@ -408,7 +457,9 @@ __global__ void __launch_bounds__(kSplitBlock)
                     load_query_fragments(queries, dims4, query_fragments);
                 }
                 tile_scores_on_tensor_cores(k_tile(b), k_stride, query_fragments, tile_rows[b], n_tile,
-                                            a.scale, run_max, run_sum, weights, correction, score_max);
+                                            a.scale, run_max, run_sum, weights, correction, score_max,
+                                            tile_key_scales[std::is_same_v<KV, int8_t> ? b : 0],
+                                            tile_value_scales[std::is_same_v<KV, int8_t> ? b : 0]);
             }
         } else {
             const bool valid = lane < n_tile && tile_rows[b][lane] >= 0;
@@ -427,10 +478,15 @@ __global__ void __launch_bounds__(kSplitBlock)
                     const float4 qd = *reinterpret_cast<const float4*>(qg + d);
                     dot += qd.x * kd.x + qd.y * kd.y + qd.z * kd.z + qd.w * kd.w;
                 }
-                const float score = dot * a.scale;
+                float key_scale = 1.0f, value_scale = 1.0f;
+                if constexpr (std::is_same_v<KV, int8_t>) {
+                    key_scale = tile_key_scales[b][lane];
+                    value_scale = tile_value_scales[b][lane];
+                }
+                const float score = dot * a.scale * key_scale;
                 const float new_max = fmaxf(run_max[i], warp_max(valid ? score : -INFINITY));
                 const float w = valid ? expf(score - new_max) : 0.0f;
-                weights[g * kSplitTileKeys + lane] = w;
+                weights[g * kSplitTileKeys + lane] = w * value_scale;
                 const float c = new_max == -INFINITY ? 1.0f : expf(run_max[i] - new_max);
                 run_sum[i] = run_sum[i] * c + warp_sum(w);
                 run_max[i] = new_max;
@@ -662,6 +718,10 @@ template void launch_split_rows(const RowArgs<SpanRows, PagedKeys, Bf16>&, int64
 template void launch_split_rows(const RowArgs<DecodeRows, PagedKeys, float>&, int64_t, int, bool,
                                 cudaStream_t);
 template void launch_split_rows(const RowArgs<DecodeRows, PagedKeys, Bf16>&, int64_t, int, bool,
+                                cudaStream_t);
+template void launch_split_rows(const RowArgs<SpanRows, PagedKeys, int8_t>&, int64_t, int, bool,
+                                cudaStream_t);
+template void launch_split_rows(const RowArgs<DecodeRows, PagedKeys, int8_t>&, int64_t, int, bool,
                                 cudaStream_t);
 
 }  // namespace folio::kernels

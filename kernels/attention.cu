@@ -36,9 +36,9 @@ size_t tile_shared_bytes(int64_t head_dim) {
 // q, out [n_q_total, n_head, head_dim], k, v [n_kv_total, n_kv_head, head_dim] of KV, spans [gridDim.x]
 template <int kPerLane, typename Keys, typename KV>
 __global__ void __launch_bounds__(kTileBlock)
-    attention_tile_f32_kernel(const float* q, const KV* k, const KV* v, float* out,
-                              const AttentionSpan* spans, Keys keys, int64_t n_head, int64_t n_kv_head,
-                              int64_t head_dim, float scale) {
+    attention_tile_f32_kernel(const float* q, const KV* k, const KV* v, const float* k_scales,
+                              const float* v_scales, float* out, const AttentionSpan* spans, Keys keys,
+                              int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale) {
     extern __shared__ float shared[];
     float* q_tile = shared;                                  // [kAttentionTileRows, head_dim]
     float* k_tile = q_tile + kAttentionTileRows * head_dim;  // [kTileKeys, head_dim + 1]
@@ -75,9 +75,9 @@ __global__ void __launch_bounds__(kTileBlock)
             float kv = 0.0f, vv = 0.0f;
             const int64_t kv_row = j0 + kk < span_visible ? keys.row(span.kv_start, j0 + kk) : -1;
             if (kv_row >= 0) {
-                const int64_t at = (kv_row * n_kv_head + kv_head) * head_dim + d;
-                kv = to_float(k[at]);
-                vv = to_float(v[at]);
+                const int64_t row_head = kv_row * n_kv_head + kv_head, at = row_head * head_dim + d;
+                kv = to_float(k[at]) * row_scale<KV>(k_scales, row_head);
+                vv = to_float(v[at]) * row_scale<KV>(v_scales, row_head);
             }
             k_tile[kk * (head_dim + 1) + d] = kv;
             v_tile[i] = vv;
@@ -142,19 +142,22 @@ __global__ void __launch_bounds__(kTileBlock)
     }
 }
 
+// k_scales, v_scales [n_kv_total, n_kv_head] for 8-bit levels, else null
 template <typename Keys, typename KV>
-void launch_attention(const float* q, const KV* k, const KV* v, float* out, const AttentionSpan* row_spans,
-                      int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
-                      int64_t n_tile_spans, const Keys& keys, int64_t n_head, int64_t n_kv_head,
-                      int64_t head_dim, float scale, cudaStream_t stream) {
+void launch_attention(const float* q, const KV* k, const KV* v, const float* k_scales, const float* v_scales,
+                      float* out, const AttentionSpan* row_spans, int64_t n_row_spans,
+                      const AttentionSplits& splits, const AttentionSpan* tile_spans, int64_t n_tile_spans,
+                      const Keys& keys, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
+                      cudaStream_t stream) {
     if (n_head == 0) {
         return;
     }
     check_attention_args(n_head, n_kv_head, head_dim, splits);
     if (n_row_spans > 0) {
         const RowArgs<SpanRows, Keys, KV> args{
-            q,      k,         v,        out,   SpanRows{row_spans},       keys,
-            n_head, n_kv_head, head_dim, scale, vec4_rows(k, v, head_dim), splits};
+            q,        k,         v,        out,   SpanRows{row_spans},       keys,
+            n_head,   n_kv_head, head_dim, scale, vec4_rows(k, v, head_dim), splits,
+            k_scales, v_scales};
         launch_rows(args, n_row_spans, stream, false);
     }
     if (n_tile_spans > 0) {
@@ -166,7 +169,7 @@ void launch_attention(const float* q, const KV* k, const KV* v, float* out, cons
                                             static_cast<int>(shared_bytes)));
             const dim3 grid(static_cast<unsigned int>(n_tile_spans), static_cast<unsigned int>(n_head));
             attention_tile_f32_kernel<kPerLane, Keys, KV><<<grid, kTileBlock, shared_bytes, stream>>>(
-                q, k, v, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
+                q, k, v, k_scales, v_scales, out, tile_spans, keys, n_head, n_kv_head, head_dim, scale);
             CUDA_CHECK(cudaGetLastError());
         });
     }
@@ -180,8 +183,8 @@ void attention_f32(const float* q, const float* k, const float* v, float* out, c
                    int64_t n_row_spans, const AttentionSplits& splits, const AttentionSpan* tile_spans,
                    int64_t n_tile_spans, int64_t n_head, int64_t n_kv_head, int64_t head_dim, float scale,
                    cudaStream_t stream) {
-    launch_attention(q, k, v, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans, ContiguousKeys{},
-                     n_head, n_kv_head, head_dim, scale, stream);
+    launch_attention(q, k, v, nullptr, nullptr, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans,
+                     ContiguousKeys{}, n_head, n_kv_head, head_dim, scale, stream);
 }
 
 void paged_attention_f32(const float* q, const PagedCache& cache, float* out, const AttentionSpan* row_spans,
@@ -198,8 +201,8 @@ void paged_attention_f32(const float* q, const PagedCache& cache, float* out, co
     }
     with_kv_element(cache.element, [&](auto element) {
         using KV = typename decltype(element)::type;
-        launch_attention(q, static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), out, row_spans,
-                         n_row_spans, splits, tile_spans, n_tile_spans,
+        launch_attention(q, static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), cache.k_scales,
+                         cache.v_scales, out, row_spans, n_row_spans, splits, tile_spans, n_tile_spans,
                          PagedKeys{cache.block_tables, cache.block_size, cache.n_blocks}, n_head, n_kv_head,
                          head_dim, scale, stream);
     });

@@ -28,17 +28,21 @@ struct AttentionSpan {
     int64_t max_visible = 0;
 };
 
-// The element type of a paged cache's keys and values.
-enum class KvElement { F32, Bf16 };
+// The element type of a paged cache's keys and values: float32, bfloat16, or signed 8-bit levels with a
+// float32 scale a (kv row, K/V head), element d of that row being level d times the scale.
+enum class KvElement { F32, Bf16, Q8 };
 
 // A layer's keys and values in a paged cache: key position p of a span is kv row
 // block_tables[kv_start + p / block_size] * block_size + p % block_size, and keys in blocks outside the
 // cache's n_blocks are skipped.  k, v [n_blocks * block_size, n_kv_head, head_dim] of `element` (bfloat16 as
-// its bits) and block_tables (device)
+// its bits), k_scales, v_scales [n_blocks * block_size, n_kv_head] for Q8 elements, and block_tables
+// (device)
 struct PagedCache {
     const void* k = nullptr;
     const void* v = nullptr;
     KvElement element = KvElement::F32;
+    const float* k_scales = nullptr;
+    const float* v_scales = nullptr;
     const int32_t* block_tables = nullptr;
     int64_t block_size = 0;
     int64_t n_blocks = 0;

@@ -200,12 +200,15 @@ __global__ void rope_split_bf16_kernel(const In* __restrict__ qkv, const float* 
 }
 
 // One thread per 16-byte piece of a key row and of its value row: the keys of each run (blockIdx.y), from the
-// paged cache's float32 or bfloat16 rows to bfloat16 rows of n_padded values (zero past head_dim) at the
-// run's rows of k and v; a block-table entry outside the cache's n_blocks gives zeros (the host checks the
-// tables first).  k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim] of KV, runs [gridDim.y]
+// paged cache's float32, bfloat16 or 8-bit rows (times their scales) to bfloat16 rows of n_padded values
+// (zero past head_dim) at the run's rows of k and v; a block-table entry outside the cache's n_blocks gives
+// zeros (the host checks the tables first).  k_cache, v_cache [n_blocks * block_size, n_kv_head, head_dim] of
+// KV, k_scales, v_scales [n_blocks * block_size, n_kv_head] for 8-bit levels, runs [gridDim.y]
 //   ->  k, v [rows of the runs, n_kv_head, n_padded]
 template <typename KV>
 __global__ void gather_paged_bf16_kernel(const KV* __restrict__ k_cache, const KV* __restrict__ v_cache,
+                                         const float* __restrict__ k_scales,
+                                         const float* __restrict__ v_scales,
                                          const int32_t* __restrict__ block_tables,
                                          const PagedKeyRun* __restrict__ runs, int64_t block_size,
                                          int64_t n_blocks, int n_kv_head, int head_dim, int n_padded,
@@ -222,14 +225,18 @@ __global__ void gather_paged_bf16_kernel(const KV* __restrict__ k_cache, const K
     const int64_t j = key_head / n_kv_head;
     const int64_t block = block_tables[run.table_begin + j / block_size];
     const bool valid = block >= 0 && block < n_blocks;
-    const int64_t src = ((valid ? block * block_size + j % block_size : 0) * n_kv_head + head) * head_dim;
+    const int64_t row_head = (valid ? block * block_size + j % block_size : 0) * n_kv_head + head;
+    const int64_t src = row_head * head_dim;
+    const float ks = row_scale<KV>(k_scales, row_head), vs = row_scale<KV>(v_scales, row_head);
     uint32_t kp[4], vp[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
         const int d = piece * 8 + 2 * e;
         const bool lo = valid && d < head_dim, hi = valid && d + 1 < head_dim;
-        kp[e] = pack_bf16(lo ? to_float(k_cache[src + d]) : 0.0f, hi ? to_float(k_cache[src + d + 1]) : 0.0f);
-        vp[e] = pack_bf16(lo ? to_float(v_cache[src + d]) : 0.0f, hi ? to_float(v_cache[src + d + 1]) : 0.0f);
+        kp[e] = pack_bf16(lo ? to_float(k_cache[src + d]) * ks : 0.0f,
+                          hi ? to_float(k_cache[src + d + 1]) * ks : 0.0f);
+        vp[e] = pack_bf16(lo ? to_float(v_cache[src + d]) * vs : 0.0f,
+                          hi ? to_float(v_cache[src + d + 1]) * vs : 0.0f);
     }
     const int64_t dst = ((run.dst_row + j) * n_kv_head + head) * n_pieces + piece;
     k[dst] = uint4{kp[0], kp[1], kp[2], kp[3]};
@@ -659,10 +666,10 @@ void paged_flash_attention_bf16(const uint16_t* q, const PagedCache& cache, floa
         with_kv_element(cache.element, [&](auto element) {
             using KV = typename decltype(element)::type;
             gather_paged_bf16_kernel<<<grid, kBlock, 0, stream>>>(
-                static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), cache.block_tables, runs,
-                cache.block_size, cache.n_blocks, static_cast<int>(n_kv_head), static_cast<int>(head_dim),
-                static_cast<int>(n_padded), reinterpret_cast<uint4*>(k_bf16),
-                reinterpret_cast<uint4*>(v_bf16));
+                static_cast<const KV*>(cache.k), static_cast<const KV*>(cache.v), cache.k_scales,
+                cache.v_scales, cache.block_tables, runs, cache.block_size, cache.n_blocks,
+                static_cast<int>(n_kv_head), static_cast<int>(head_dim), static_cast<int>(n_padded),
+                reinterpret_cast<uint4*>(k_bf16), reinterpret_cast<uint4*>(v_bf16));
             CUDA_CHECK(cudaGetLastError());
         });
     }

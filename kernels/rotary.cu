@@ -1,5 +1,7 @@
+#include "engine/common/error.h"
 #include "kernels/chained-launch.cuh"
 #include "kernels/cuda-check.h"
+#include "kernels/reduce.cuh"
 #include "kernels/rope-pair.cuh"
 #include "kernels/rotary.h"
 
@@ -78,6 +80,64 @@ __global__ void rope_qkv_to_cache_f32_kernel(const float* qkv, RopeCacheArgs a) 
     }
 }
 
+// The most head_dim a cache of 8-bit levels takes: two pairs a thread of a kHeadBlock block.
+constexpr int kMaxQ8HeadDim = 4 * kHeadBlock;
+
+// rope_qkv_to_cache_f32_kernel for a cache of 8-bit levels: one block per (token, head of q, k or v),
+// chained; a k or v head's turned values are met in shared memory for their largest magnitude, then stored as
+// levels with their scale.  qkv [n, (n_head + 2 n_kv_head) * head_dim]
+__global__ void __launch_bounds__(kHeadBlock) rope_qkv_to_q8_cache_kernel(const float* qkv, RopeCacheArgs a) {
+    __shared__ float turned[kMaxQ8HeadDim];
+    __shared__ float warp_top[kHeadBlock / kWarpSize];
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int r = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
+    const int half = static_cast<int>(a.head_dim / 2), tid = static_cast<int>(threadIdx.x);
+    const float* x = qkv + (r * (a.n_head + 2 * a.n_kv_head) + head) * a.head_dim;  // [head_dim]
+    if (head < a.n_head) {
+        for (int pair = tid; pair < half; pair += kHeadBlock) {
+            store_rope_pair(rope_pair_target(a, r, head, pair), pair, half, x[pair], x[pair + half]);
+        }
+        return;
+    }
+    const int64_t slot = a.slots[r];
+    if (slot < 0 || slot >= a.n_slots) {
+        return;
+    }
+    const bool key = head - a.n_head < a.n_kv_head;
+    const int64_t row = slot * a.n_kv_head + (head - a.n_head) % a.n_kv_head;
+    float top = 0.0f;
+    for (int pair = tid; pair < half; pair += kHeadBlock) {
+        float c = 1.0f, s = 0.0f;
+        if (key) {
+            rope_pair_turn(a, r, pair, &c, &s);
+        }
+        const float x0 = x[pair], x1 = x[pair + half];
+        turned[pair] = x0 * c - x1 * s;
+        turned[pair + half] = x1 * c + x0 * s;
+        top = fmaxf(top, fmaxf(fabsf(turned[pair]), fabsf(turned[pair + half])));
+    }
+    top = warp_max(top);
+    if (tid % kWarpSize == 0) {
+        warp_top[tid / kWarpSize] = top;
+    }
+    __syncthreads();
+    top = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kHeadBlock / kWarpSize; ++w) {
+        top = fmaxf(top, warp_top[w]);
+    }
+    const float inverse = top > 0.0f ? __fdiv_rn(127.0f, top) : 0.0f;
+    auto* levels = static_cast<int8_t*>(key ? a.k_cache : a.v_cache) + row * a.head_dim;  // [head_dim]
+    for (int d = tid; d < 2 * half; d += kHeadBlock) {
+        const float level = fminf(fmaxf(rintf(__fmul_rn(turned[d], inverse)), -127.0f), 127.0f);
+        levels[d] = static_cast<int8_t>(level);
+    }
+    if (tid == 0) {
+        (key ? a.k_scales : a.v_scales)[row] = __fdiv_rn(top, 127.0f);
+    }
+}
+
 }  // namespace
 
 // ---- launchers --------------------------------------------------------------------------------------
@@ -95,6 +155,15 @@ void rope_f32(float* x, const float* cos, const float* sin, int64_t n, int64_t n
 
 void rope_qkv_to_cache_f32(const float* qkv, const RopeCacheArgs& a, int64_t n, cudaStream_t stream) {
     if (n == 0) {
+        return;
+    }
+    if (a.q8_cache) {
+        if (a.head_dim > kMaxQ8HeadDim) {
+            fail("rope_qkv_to_cache_f32: head_dim ", a.head_dim, " above the ", kMaxQ8HeadDim,
+                 " a cache of 8-bit levels takes");
+        }
+        const dim3 grid(static_cast<unsigned int>(n), static_cast<unsigned int>(a.n_head + 2 * a.n_kv_head));
+        launch_chained(rope_qkv_to_q8_cache_kernel, grid, dim3(kHeadBlock), 0, stream, qkv, a);
         return;
     }
     if (n >= kTokenKernelMinTokens && a.head_dim / 2 <= kMaxTokenPairs) {

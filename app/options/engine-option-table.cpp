@@ -134,6 +134,9 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"quantize_vision", kFolio, Switch, FolioSpecific, "", "off", "quantize the vision encoder too"},
     {"dtype", kFolio, Text, FolioSpecific, "float32|bfloat16", "bfloat16 on the GPU, float32 on the CPU",
      "weights left unquantized"},
+    {"kv_cache_dtype", kFolio, Text, FolioSpecific, "auto|int8", "auto",
+     "vLLM's: int8 keeps keys and values as 8-bit levels with a scale a token and head, about half the "
+     "bytes of bfloat16"},
 });
 
 }  // namespace

@@ -422,7 +422,8 @@ void parse_mm_processor_kwargs(const Reader& r, EngineOptions& out) {
     }
 }
 
-// --quantization: a name (any case), or FastDeploy's JSON form {"quantization": NAME}.
+// --quantization: a name (any case), or FastDeploy's JSON form {"quantization": NAME}, which may also name
+// the cache's kv_cache_quant_type (kv_cache_quant_type_option).
 Quantization parse_quantization_option(const Reader& r) {
     if (!r.has("quantization")) {
         return Quantization::None;
@@ -431,10 +432,13 @@ Quantization parse_quantization_option(const Reader& r) {
     if (name.starts_with("{")) {
         const JsonValue q = r.object("quantization");
         for (const auto& [key, value] : q.items()) {
+            if (key == "kv_cache_quant_type") {
+                continue;
+            }
             if (key != "quantization") {
                 fail("--quantization: \"", key,
                      "\" is not supported (Folio takes {\"quantization\": NAME} with "
-                     "none, wint8 or wint4)");
+                     "none, wint8 or wint4, and kv_cache_quant_type int8)");
             }
             if (!value.is_string()) {
                 fail("--quantization: \"quantization\" expects a name, got ", dump(value));
@@ -450,6 +454,36 @@ Quantization parse_quantization_option(const Reader& r) {
         fail("--quantization ", name, " is not supported yet (Folio supports none, wint8 and wint4)");
     }
     return parse_quantization(name);
+}
+
+// The cache's element type from --kv-cache-dtype (vLLM's auto or int8) and --quantization's
+// kv_cache_quant_type (FastDeploy's; int8 here, its scales found as each token is stored rather than read
+// from the checkpoint), which must agree where both are given.
+KvCacheDtype parse_kv_cache_dtype_option(const Reader& r) {
+    std::optional<KvCacheDtype> from_flag, from_quantization;
+    if (r.has("kv_cache_dtype")) {
+        const std::string name = lower(r.text("kv_cache_dtype"));
+        if (name != "auto" && name != "int8") {
+            fail("--kv-cache-dtype expects auto or int8, got '", r.text("kv_cache_dtype"), "'");
+        }
+        from_flag = parse_kv_cache_dtype(name);
+    }
+    if (r.has("quantization") && r.text("quantization").starts_with("{")) {
+        const JsonValue q = r.object("quantization");
+        if (q.contains("kv_cache_quant_type")) {
+            const JsonValue& type = q.at("kv_cache_quant_type");
+            if (!type.is_string() || lower(type.get<std::string>()) != "int8") {
+                fail("--quantization: kv_cache_quant_type ", dump(type),
+                     " is not supported (Folio supports int8: 8-bit levels with a scale a token and head)");
+            }
+            from_quantization = KvCacheDtype::Int8;
+        }
+    }
+    if (from_flag && from_quantization && *from_flag != *from_quantization) {
+        fail("--kv-cache-dtype ", kv_cache_dtype_name(*from_flag),
+             " contradicts --quantization's kv_cache_quant_type int8");
+    }
+    return from_flag.value_or(from_quantization.value_or(KvCacheDtype::Auto));
 }
 
 // --use-cudagraph and --graph-optimization-config, which FastDeploy lets give use_cudagraph twice.
@@ -628,6 +662,7 @@ EngineOptions parse_engine_options(const Options& opt, const ModelDescription& m
     if (c.block_size < 1) {
         fail("--block-size must be at least 1, got ", c.block_size);
     }
+    c.kv_cache_dtype = parse_kv_cache_dtype_option(r);
     c.enable_prefix_caching = r.flag("enable_prefix_caching", c.enable_prefix_caching);
     c.enable_chunked_prefill = r.flag("enable_chunked_prefill", c.enable_chunked_prefill);
 

@@ -335,18 +335,25 @@ void check_rope_attention(const Tensor& qkv, const Tensor& cos, const Tensor& si
 }
 
 void check_kv_dtype(const std::string& backend, ScalarType dtype, ScalarType other) {
-    if (dtype != ScalarType::F32 && dtype != other) {
-        const std::string takes =
-            other == ScalarType::F32 ? "float32 only" : "float32 or " + std::string(dtype_name(other));
+    if (dtype != ScalarType::F32 && dtype != ScalarType::Q8 && dtype != other) {
+        const std::string takes = other == ScalarType::F32 ? "float32 or 8-bit levels with scales"
+                                                           : "float32, 8-bit levels with scales or " +
+                                                                 std::string(dtype_name(other));
         fail(backend, ": no key/value cache of ", dtype_name(dtype), " elements (", takes, ")");
     }
 }
 
 void check_kv_caches(const Tensor& k_cache, const Tensor& v_cache, const char* op) {
-    const auto cache_type = [](ScalarType t) { return t == ScalarType::F32 || t == ScalarType::BF16; };
+    const auto cache_type = [](ScalarType t) {
+        return t == ScalarType::F32 || t == ScalarType::BF16 || t == ScalarType::Q8;
+    };
     if (k_cache.dtype != v_cache.dtype || !cache_type(k_cache.dtype)) {
         fail(op, ": k cache of ", dtype_name(k_cache.dtype), " and v cache of ", dtype_name(v_cache.dtype),
-             " elements; both float32 or both bfloat16");
+             " elements; both of one cache type (float32, bfloat16, 8-bit levels with scales)");
+    }
+    if (k_cache.dtype == ScalarType::Q8 && (!k_cache.fits_buffer() || !v_cache.fits_buffer())) {
+        fail(op, ": a cache of 8-bit levels with scales ", shape_string(k_cache.shape),
+             " larger than its buffer");
     }
 }
 

@@ -103,14 +103,15 @@ void store_4x4(const float acc[4][4], int64_t rb, int64_t cb, int64_t n, int64_t
     }
 }
 
-// Softmax attention of one query row over keys 0..n_visible-1, whose rows in k and v start at offset(j).
-template <typename Offset>
-void attend_row(const float* qv, const float* k, const float* v, const Offset& offset, int64_t n_visible,
-                int64_t hd, float scale, std::vector<float>& scores, float* ov) {
+// Softmax attention of one query row over keys 0..n_visible-1: key_at(j) and value_at(j) give the rows of
+// key j (each pointer read before the next call).
+template <typename KeyAt, typename ValueAt>
+void attend_row_at(const float* qv, const KeyAt& key_at, const ValueAt& value_at, int64_t n_visible,
+                   int64_t hd, float scale, std::vector<float>& scores, float* ov) {
     scores.resize(static_cast<size_t>(n_visible));
     float max_score = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n_visible; ++j) {
-        const float* kv = k + offset(j);
+        const float* kv = key_at(j);
         float dot = 0.0f;
         for (int64_t d = 0; d < hd; ++d) {
             dot += qv[d] * kv[d];
@@ -126,11 +127,31 @@ void attend_row(const float* qv, const float* k, const float* v, const Offset& o
     std::fill(ov, ov + hd, 0.0f);
     for (int64_t j = 0; j < n_visible; ++j) {
         const float p = static_cast<float>(scores[j] / sum);
-        const float* vv = v + offset(j);
+        const float* vv = value_at(j);
         for (int64_t d = 0; d < hd; ++d) {
             ov[d] += p * vv[d];
         }
     }
+}
+
+// The same with the rows of key j in k and v starting at offset(j).
+template <typename Offset>
+void attend_row(const float* qv, const float* k, const float* v, const Offset& offset, int64_t n_visible,
+                int64_t hd, float scale, std::vector<float>& scores, float* ov) {
+    attend_row_at(
+        qv, [&](int64_t j) { return k + offset(j); }, [&](int64_t j) { return v + offset(j); }, n_visible, hd,
+        scale, scores, ov);
+}
+
+// A row of hd values of a Q8 cache starting at element `at`, turned into floats in row.
+const float* q8_row(const Tensor& cache, int64_t at, int64_t hd, std::vector<float>& row) {
+    row.resize(static_cast<size_t>(hd));
+    const int8_t* levels = cache.q8_levels() + at;
+    const float scale = cache.q8_scales()[at / hd];
+    for (int64_t d = 0; d < hd; ++d) {
+        row[static_cast<size_t>(d)] = static_cast<float>(levels[d]) * scale;
+    }
+    return row.data();
 }
 
 // The vision operations come from CpuVisionBackend (backend-cpu-vision.cpp).
@@ -227,7 +248,13 @@ public:
         }
     }
 
-    std::vector<float> download(const Tensor& t) override { return {t.f32(), t.f32() + t.n_elements()}; }
+    std::vector<float> download(const Tensor& t) override {
+        if (t.dtype == ScalarType::Q8) {
+            const int64_t row = t.shape.back();
+            return dequantize_q8_rows(t.q8_levels(), t.q8_scales(), t.n_elements() / row, row);
+        }
+        return {t.f32(), t.f32() + t.n_elements()};
+    }
 
     std::vector<int32_t> download_i32(const Tensor& t) override {
         check_i32(t, t.shape, "download_i32", "t");
@@ -385,8 +412,17 @@ public:
                         pos % block_size;
                     return (slot * n_kv_head + kvh) * hd;
                 };
-                attend_row(q.f32() + ((s.q_begin + qi) * n_head + h) * hd, k_cache.f32(), v_cache.f32(), row,
-                           n_visible, hd, scale, scores, out.f32() + ((s.q_begin + qi) * n_head + h) * hd);
+                const float* qv = q.f32() + ((s.q_begin + qi) * n_head + h) * hd;
+                float* ov = out.f32() + ((s.q_begin + qi) * n_head + h) * hd;
+                if (k_cache.dtype == ScalarType::Q8) {
+                    thread_local std::vector<float> key_row, value_row;
+                    attend_row_at(
+                        qv, [&](int64_t j) { return q8_row(k_cache, row(j), hd, key_row); },
+                        [&](int64_t j) { return q8_row(v_cache, row(j), hd, value_row); }, n_visible, hd,
+                        scale, scores, ov);
+                } else {
+                    attend_row(qv, k_cache.f32(), v_cache.f32(), row, n_visible, hd, scale, scores, ov);
+                }
             });
         return out;
     }
@@ -418,17 +454,29 @@ public:
                 c[i] = std::cos(angle);
                 s[i] = std::sin(angle);
             }
+            const bool q8 = k_cache.dtype == ScalarType::Q8;
+            std::vector<float> turned(q8 ? static_cast<size_t>(hd) : 0);
             for (int64_t h = 0; h < n_head + n_kv_head; ++h) {
-                float* dst = h < n_head  ? q.f32() + (r * n_head + h) * hd
-                             : slot >= 0 ? k_cache.f32() + (slot * n_kv_head + h - n_head) * hd
-                                         : nullptr;
+                const int64_t at = (slot * n_kv_head + h - n_head) * hd;  // the key head's cache row
+                float* dst = h < n_head ? q.f32() + (r * n_head + h) * hd
+                             : slot < 0 ? nullptr
+                             : q8       ? turned.data()
+                                        : k_cache.f32() + at;
                 for (int64_t i = 0; dst != nullptr && i < half; ++i) {
                     const float a = row[h * hd + i], b = row[h * hd + i + half];
                     dst[i] = a * c[i] - b * s[i];
                     dst[i + half] = b * c[i] + a * s[i];
                 }
+                if (h >= n_head && slot >= 0 && q8) {
+                    quantize_q8_rows(turned.data(), 1, hd, k_cache.q8_levels() + at,
+                                     k_cache.q8_scales() + at / hd);
+                }
             }
-            if (slot >= 0) {
+            if (slot >= 0 && q8) {
+                quantize_q8_rows(row + (n_head + n_kv_head) * hd, n_kv_head, hd,
+                                 v_cache.q8_levels() + slot * n_kv_head * hd,
+                                 v_cache.q8_scales() + slot * n_kv_head);
+            } else if (slot >= 0) {
                 std::copy_n(row + (n_head + n_kv_head) * hd, n_kv_head * hd,
                             v_cache.f32() + slot * n_kv_head * hd);
             }

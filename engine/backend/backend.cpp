@@ -179,12 +179,37 @@ ScalarType Backend::kv_dtype(AttentionPrecision) const {
 
 Tensor Backend::alloc_kv(std::vector<int64_t> shape, ScalarType dtype) {
     check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
-    return alloc(std::move(shape));
+    if (dtype != ScalarType::Q8) {
+        return alloc(std::move(shape));
+    }
+    // The levels and scales in a zero-filled float32 buffer of at least their bytes.
+    Tensor q8;
+    q8.shape = std::move(shape);
+    q8.dtype = ScalarType::Q8;
+    Tensor t = alloc({(q8.n_bytes() + 3) / 4});
+    q8.buffer = t.buffer;
+    return q8;
 }
 
 Tensor Backend::upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
     check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
-    return upload(values, std::move(shape));
+    if (dtype != ScalarType::Q8) {
+        return upload(values, std::move(shape));
+    }
+    Tensor q8;
+    q8.shape = std::move(shape);
+    q8.dtype = ScalarType::Q8;
+    if (static_cast<int64_t>(values.size()) != q8.n_elements() || q8.shape.empty() || q8.shape.back() <= 0) {
+        fail("upload_kv: ", values.size(), " values for a cache of ", shape_string(q8.shape));
+    }
+    // The levels and scales, packed as they lie in the tensor, uploaded as float32 bits.
+    std::vector<float> packed(static_cast<size_t>((q8.n_bytes() + 3) / 4));
+    auto* bytes = reinterpret_cast<char*>(packed.data());
+    const int64_t row = q8.shape.back();
+    quantize_q8_rows(values.data(), q8.n_elements() / row, row, reinterpret_cast<int8_t*>(bytes),
+                     reinterpret_cast<float*>(bytes + q8_scales_offset(q8.n_elements())));
+    q8.buffer = upload(packed, {static_cast<int64_t>(packed.size())}).buffer;
+    return q8;
 }
 
 void Backend::begin_recording() {

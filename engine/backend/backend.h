@@ -200,11 +200,13 @@ public:
 
     // The element type the backend keeps the language model's keys and values in for attention at
     // precision (PagedKvCache): float32, or bfloat16 where the backend's attention reads it and precision
-    // allows rounding. Every paged-attention operation reads caches of either type it returns.
+    // allows rounding. Every paged-attention operation reads caches of either type it returns, and Q8
+    // caches (8-bit levels with a scale a token and K/V head, on every backend).
     virtual ScalarType kv_dtype(AttentionPrecision precision) const;
-    // A zero-filled cache tensor of dtype elements, dtype being float32 or one kv_dtype() returns.
+    // A zero-filled cache tensor of dtype elements, dtype being float32, Q8 or one kv_dtype() returns.
     virtual Tensor alloc_kv(std::vector<int64_t> shape, ScalarType dtype);
-    // A cache tensor holding values rounded to dtype's elements (to the nearest, ties to even).
+    // A cache tensor holding values rounded to dtype's elements (to the nearest, ties to even; Q8 as
+    // quantize_q8_rows makes them).
     virtual Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype);
 
     // An int32 tensor, and new values for all of one.

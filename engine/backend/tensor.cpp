@@ -1,5 +1,7 @@
 #include "engine/backend/tensor.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/common/error.h"
@@ -39,6 +41,8 @@ const char* dtype_name(ScalarType dtype) {
             return "int32";
         case ScalarType::BF16:
             return "bfloat16";
+        case ScalarType::Q8:
+            return "8-bit levels with scales";
     }
     fail("dtype_name: invalid scalar type ", static_cast<int>(dtype));
 }
@@ -58,7 +62,38 @@ Nchw Tensor::nchw() const {
     return {shape[0], shape[1], shape[2], shape[3]};
 }
 
+void quantize_q8_rows(const float* values, int64_t n_rows, int64_t row_size, int8_t* levels, float* scales) {
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float* x = values + r * row_size;
+        float top = 0.0f;
+        for (int64_t i = 0; i < row_size; ++i) {
+            top = std::max(top, std::fabs(x[i]));
+        }
+        const float inverse = top > 0.0f ? 127.0f / top : 0.0f;
+        for (int64_t i = 0; i < row_size; ++i) {
+            levels[r * row_size + i] =
+                static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inverse), -127.0f, 127.0f));
+        }
+        scales[r] = top / 127.0f;
+    }
+}
+
+std::vector<float> dequantize_q8_rows(const int8_t* levels, const float* scales, int64_t n_rows,
+                                      int64_t row_size) {
+    std::vector<float> values(static_cast<size_t>(n_rows * row_size));
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < row_size; ++i) {
+            values[static_cast<size_t>(r * row_size + i)] =
+                static_cast<float>(levels[r * row_size + i]) * scales[r];
+        }
+    }
+    return values;
+}
+
 Tensor Tensor::view(int64_t first, std::vector<int64_t> view_shape) const {
+    if (dtype == ScalarType::Q8) {
+        fail("view of ", shape_string(view_shape), ": a tensor of 8-bit levels with scales has no views");
+    }
     Tensor v;
     v.shape = std::move(view_shape);
     v.buffer = buffer;

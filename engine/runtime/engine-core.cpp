@@ -169,7 +169,7 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
                        config.enable_chunked_prefill, config.enable_prefix_caching,  config.max_image_tokens};
     folio::validate(sc);
 
-    KvCacheParams cache = model.kv_cache_params(0, config.block_size);
+    KvCacheParams cache = kv_cache_params(model, config, 0);
     const int64_t blocks_per_seq = (config.max_model_len + config.block_size - 1) / config.block_size;
     phase(CorePhase::MemoryPlan);
     if (config.joint_plan) {
@@ -230,6 +230,28 @@ int64_t EngineCore::max_step_tokens() const {
     return folio::max_step_tokens(config_);
 }
 
+KvCacheDtype parse_kv_cache_dtype(std::string_view name) {
+    if (name == "auto") {
+        return KvCacheDtype::Auto;
+    }
+    if (name == "int8") {
+        return KvCacheDtype::Int8;
+    }
+    fail("kv cache dtype \"", name, "\": auto or int8");
+}
+
+const char* kv_cache_dtype_name(KvCacheDtype dtype) {
+    return dtype == KvCacheDtype::Int8 ? "int8" : "auto";
+}
+
+KvCacheParams kv_cache_params(const GenerativeModel& model, const EngineConfig& config, int64_t n_blocks) {
+    KvCacheParams params = model.kv_cache_params(n_blocks, config.block_size);
+    if (config.kv_cache_dtype == KvCacheDtype::Int8) {
+        params.dtype = ScalarType::Q8;
+    }
+    return params;
+}
+
 namespace {
 
 // The activation peak of one prefill of n tokens at positions 0..n-1 (its own cache not counted); the
@@ -237,7 +259,7 @@ namespace {
 int64_t prefill_peak(GenerativeModel& model, const EngineConfig& config, int64_t n, Tensor& hidden) {
     Backend& backend = model.backend();
     const int64_t n_blocks = (n + config.block_size - 1) / config.block_size;
-    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, config.block_size));
+    PagedKvCache cache(backend, kv_cache_params(model, config, n_blocks));
     KvBatch batch;
     batch.seqs.push_back({0, n, n, 0});
     batch.block_tables.resize(static_cast<size_t>(n_blocks));

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -28,12 +29,22 @@
 
 namespace folio {
 
+// How the key/value cache keeps its keys and values (vLLM's --kv-cache-dtype): as the backend keeps them
+// for the model's attention precision, or as 8-bit levels with a scale a token and K/V head (ScalarType::Q8),
+// about half the bytes of bfloat16.
+enum class KvCacheDtype { Auto, Int8 };
+
+// "auto" or "int8" as a KvCacheDtype; throws naming the value otherwise.
+KvCacheDtype parse_kv_cache_dtype(std::string_view name);
+const char* kv_cache_dtype_name(KvCacheDtype dtype);
+
 // Names follow FastDeploy's serving options.
 struct EngineConfig {
     int64_t max_model_len = 16384;
     int64_t max_num_seqs = 256;
     int64_t max_num_batched_tokens = 8192;
     int64_t block_size = 64;
+    KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;
     double gpu_memory_utilization = 0.9;
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
@@ -61,6 +72,9 @@ struct EngineConfig {
     // The cache planned together with other engines on the device (plan_kv_caches); none: planned alone.
     std::optional<MemoryPlan> joint_plan;
 };
+
+// The model's cache of n_blocks blocks as the configuration keeps it (block_size, kv_cache_dtype).
+KvCacheParams kv_cache_params(const GenerativeModel& model, const EngineConfig& config, int64_t n_blocks);
 
 // The most tokens one step may take: max_num_batched_tokens, plus an image taken whole past it.
 int64_t max_step_tokens(const EngineConfig& config);

@@ -29,6 +29,7 @@ GenerateResult generate(GenerativeModel& model, const PromptTokens& prompt, cons
     config.max_num_batched_tokens = config.max_model_len;
     config.enable_chunked_prefill = false;
     config.enable_prefix_caching = false;
+    config.kv_cache_dtype = params.kv_cache_dtype;
     config.limit_mm_per_prompt = static_cast<int64_t>(images.grids.size());
     config.limit_video_per_prompt = static_cast<int64_t>(images.n_videos());
     config.num_gpu_blocks_override = (config.max_model_len + config.block_size - 1) / config.block_size;

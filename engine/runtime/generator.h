@@ -9,6 +9,7 @@
 
 #include "engine/backend/sampling.h"
 #include "engine/image/image-preprocess.h"
+#include "engine/runtime/engine-core.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/sequence.h"
 
@@ -18,6 +19,7 @@ struct GenerateParams {
     SamplingParams sampling;
     int max_tokens = 256;
     std::vector<int32_t> stop_ids;  // the model's eos ids when empty
+    KvCacheDtype kv_cache_dtype = KvCacheDtype::Auto;
 };
 
 struct GenerateResult {

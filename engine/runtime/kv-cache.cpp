@@ -5,8 +5,10 @@
 namespace folio {
 
 int64_t kv_block_bytes(const KvCacheParams& params) {
-    return 2LL * params.n_layer * params.block_size * params.n_kv_head * params.head_dim *
-           element_size(params.dtype);
+    // A Q8 row of head_dim levels carries its float32 scale.
+    const int64_t row_bytes =
+        params.head_dim * element_size(params.dtype) + (params.dtype == ScalarType::Q8 ? 4 : 0);
+    return 2LL * params.n_layer * params.block_size * params.n_kv_head * row_bytes;
 }
 
 PagedKvCache::PagedKvCache(Backend& backend, const KvCacheParams& params) : params_(params) {

@@ -16,10 +16,10 @@ struct KvCacheParams {
     int head_dim = 0;
     int64_t n_blocks = 0;
     int64_t block_size = 0;
-    ScalarType dtype = ScalarType::F32;  // float32, or the backend's kv_dtype()
+    ScalarType dtype = ScalarType::F32;  // float32, the backend's kv_dtype(), or Q8
 };
 
-// Bytes of K and V for one block across all layers, in dtype's elements.
+// Bytes of K and V for one block across all layers, in dtype's elements (with a Q8 row's scale).
 int64_t kv_block_bytes(const KvCacheParams& params);
 
 // Where the new tokens of a batch go and what each sequence attends to.

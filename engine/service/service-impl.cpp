@@ -244,8 +244,8 @@ void ServiceImpl::build_engines(Served& served, const EngineConfig& base,
             const EngineConfig& c = configs[i];
             mp.activation_peak_bytes = std::max(mp.activation_peak_bytes, measure_activation_peak(model, c));
             const int64_t blocks_per_seq = (c.max_model_len + c.block_size - 1) / c.block_size;
-            demands.push_back({kv_block_bytes(model.kv_cache_params(0, c.block_size)),
-                               c.max_num_seqs * blocks_per_seq, 1.0});
+            demands.push_back(
+                {kv_block_bytes(kv_cache_params(model, c, 0)), c.max_num_seqs * blocks_per_seq, 1.0});
         }
         mp.weight_bytes = served.backend.memory_stats().in_use;  // every model loaded
         const std::vector<MemoryPlan> plans = plan_kv_caches(mp, demands);

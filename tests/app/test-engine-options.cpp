@@ -110,6 +110,18 @@ const std::vector<Accepted>& accepted_cases() {
                     !o.load.bf16_weights;
          }},
         {{"--device", "cuda"}, [](E o) { return o.engine.max_num_seqs == 256 && o.load.bf16_weights; }},
+        // the cache's elements: vLLM's flag or FastDeploy's kv_cache_quant_type
+        {{}, [](E o) { return o.engine.kv_cache_dtype == folio::KvCacheDtype::Auto; }},
+        {{"--kv-cache-dtype", "INT8"},
+         [](E o) { return o.engine.kv_cache_dtype == folio::KvCacheDtype::Int8; }},
+        {{"--quantization", R"({"quantization": "wint4", "kv_cache_quant_type": "int8"})"},
+         [](E o) {
+             return o.engine.kv_cache_dtype == folio::KvCacheDtype::Int8 &&
+                    o.load.quantization == folio::Quantization::Wint4;
+         }},
+        {{"--kv-cache-dtype", "int8", "--quantization",
+          R"({"quantization": "wint8", "kv_cache_quant_type": "int8"})"},
+         [](E o) { return o.engine.kv_cache_dtype == folio::KvCacheDtype::Int8; }},
         // switches: bare, any case, words, =value, --no-
         {{"--enable-prefix-caching"}, [](E o) { return o.engine.enable_prefix_caching; }},
         {{"--enable-prefix-caching", "False"}, [](E o) { return !o.engine.enable_prefix_caching; }},
@@ -305,8 +317,14 @@ const std::vector<Refused>& refused_cases() {
         {{"--quantization", "int3"}, "unknown quantization \"int3\" (expected none, wint8 or wint4)"},
         {{"--quantization", "W4A8"},
          "--quantization w4a8 is not supported yet (Folio supports none, wint8 and wint4)"},
-        {{"--quantization", R"({"quantization": "wint4", "kv_cache_quant_type": "int8"})"},
-         "--quantization: \"kv_cache_quant_type\" is not supported"},
+        {{"--quantization", R"({"quantization": "wint4", "kv_cache_quant_type": "block_wise_fp8"})"},
+         "--quantization: kv_cache_quant_type \"block_wise_fp8\" is not supported (Folio supports int8"},
+        {{"--quantization", R"({"quantization": "wint4", "kv_cache_scale": 1})"},
+         "--quantization: \"kv_cache_scale\" is not supported"},
+        {{"--kv-cache-dtype", "fp8"}, "--kv-cache-dtype expects auto or int8, got 'fp8'"},
+        {{"--kv-cache-dtype", "auto", "--quantization",
+          R"({"quantization": "wint4", "kv_cache_quant_type": "int8"})"},
+         "--kv-cache-dtype auto contradicts --quantization's kv_cache_quant_type int8"},
         {{"--dtype", "float16"}, "--dtype expects float32 or bfloat16, got 'float16'"},
         {{"--reasoning-parser", "deepseek"},
          "--reasoning-parser expects deepseek_r1, ernie-45-vl or ernie-45-vl-thinking, got 'deepseek'"},
@@ -403,6 +421,7 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
         {"splitwise_role", "mixed"},
         {"quant_group_size", "64"},
         {"dtype", "float32"},
+        {"kv_cache_dtype", "int8"},
     };
     // Options refused whatever their value, or outside serve (chat_template: "1" is neither a file nor a
     // template).

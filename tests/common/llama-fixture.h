@@ -57,12 +57,17 @@ struct LlamaFixture {
     }
 
     // Logits at every prompt position, the cache in blocks of 8 slots in reverse order so that attention
-    // must follow the block table.  ->  [n_prompt, vocab]
-    Tensor prompt_logits(const std::string& key) const {
+    // must follow the block table; the cache's elements as the model keeps them, or 8-bit levels with
+    // int8_cache.  ->  [n_prompt, vocab]
+    Tensor prompt_logits(const std::string& key, bool int8_cache = false) const {
         const PromptTokens p = prompt(key);
         const auto n = static_cast<int64_t>(p.ids.size());
         const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
-        PagedKvCache cache(*backend, model->kv_cache_params(n_blocks, block_size));
+        KvCacheParams params = model->kv_cache_params(n_blocks, block_size);
+        if (int8_cache) {
+            params.dtype = ScalarType::Q8;
+        }
+        PagedKvCache cache(*backend, params);
         const KvBatch batch = reversed_block_batch(n, block_size);
         std::vector<int32_t> positions(static_cast<size_t>(n));
         std::iota(positions.begin(), positions.end(), 0);

@@ -69,6 +69,30 @@ TEST_P(LlamaTest, GreedyTokensMatchReference) {
     EXPECT_EQ(greedy(*f.model, f.prompt(GetParam()), expected.size()), expected);
 }
 
+// Keys and values as 8-bit levels with a scale a token and head: the logits move from the reference's by
+// what rounding each value to its level moves them (the tiny random model's logits lie within a few tenths of
+// each other, so its greedy choices are not decided by them; test-full-size measures the released widths),
+// and the engine's first token through an int8 cache is the last position's best.
+TEST_P(LlamaTest, Int8CacheStaysNearReference) {
+    const Tensor logits = f.prompt_logits(GetParam(), true);
+    const std::vector<float> values = f.backend->download(logits);
+    const double err = relative_error(values, f.reference.f32(GetParam() + ".logits"));
+    const double exact = relative_error(f.backend->download(f.prompt_logits(GetParam())),
+                                        f.reference.f32(GetParam() + ".logits"));
+    std::cout << GetParam() << ": prompt logits relative error with an int8 cache " << err << "\n";
+    EXPECT_LT(err, 1e-1);
+    EXPECT_GT(err, 10 * exact) << "the levels round the cache's values";
+    GenerateParams params;
+    params.max_tokens = 4;
+    params.kv_cache_dtype = KvCacheDtype::Int8;
+    const GenerateResult result =
+        generate(*f.model, f.prompt(GetParam()), {}, params, [](int32_t) { return true; });
+    const int64_t vocab = logits.shape[1];
+    const auto last = values.end() - vocab;
+    ASSERT_EQ(result.tokens.size(), 4U);
+    EXPECT_EQ(result.tokens[0], std::max_element(last, values.end()) - last);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, LlamaTest, ::testing::ValuesIn(testing::llama_prompt_keys()));
 
 TEST(LlamaModel, TakesNoImages) {

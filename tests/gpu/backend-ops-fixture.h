@@ -73,7 +73,7 @@ inline double linear_bound(int64_t n, std::initializer_list<int64_t> n_ins, Quan
 constexpr double kBf16CacheBound = 4e-3;
 
 // The element types of key/value caches the CUDA backend reads.
-constexpr std::array<ScalarType, 2> kCacheTypes = {ScalarType::F32, ScalarType::BF16};
+constexpr std::array<ScalarType, 3> kCacheTypes = {ScalarType::F32, ScalarType::BF16, ScalarType::Q8};
 
 // A weight matrix [out, in] of the products' tests, packed as type says.
 struct LinearCase {
@@ -169,17 +169,32 @@ protected:
 
     // A key/value cache of random values: the GPU's of dtype elements, the CPU's float32 holding the same
     // values (rounded to bfloat16 for a bfloat16 cache).
+    // A cache of random values on both backends: the CPU's float32 holding the GPU's bfloat16 values, or
+    // both of 8-bit levels with scales (the CPU reads those too).
     Pair random_kv(std::vector<int64_t> shape, ScalarType dtype) {
         const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
         const std::vector<float> values = random_values(n, seed_++);
+        if (dtype == ScalarType::Q8) {
+            return {cpu_->upload_kv(values, shape, dtype), gpu_->upload_kv(values, shape, dtype)};
+        }
         return {cpu_->upload(rounded(values, dtype), shape), gpu_->upload_kv(values, shape, dtype)};
     }
 
-    static std::vector<float> rounded(std::vector<float> values, ScalarType dtype) {
+    // values as a cache of dtype holds them: rounded to bfloat16, or as 8-bit levels of rows of row_size
+    // values (all of them one row where row_size is 0).
+    static std::vector<float> rounded(std::vector<float> values, ScalarType dtype, int64_t row_size = 0) {
         if (dtype == ScalarType::BF16) {
             for (float& x : values) {
                 x = from_bf16(to_bf16(x));
             }
+        }
+        if (dtype == ScalarType::Q8 && !values.empty()) {
+            const auto n = static_cast<int64_t>(values.size());
+            const int64_t row = row_size > 0 ? row_size : n;
+            std::vector<int8_t> levels(values.size());
+            std::vector<float> scales(static_cast<size_t>(n / row));
+            quantize_q8_rows(values.data(), n / row, row, levels.data(), scales.data());
+            return dequantize_q8_rows(levels.data(), scales.data(), n / row, row);
         }
         return values;
     }

@@ -27,8 +27,9 @@ TEST_F(BackendOpsTest, AllocUploadDownloadCopy) {
         << "int32 elements";
 }
 
-// Key/value caches of either element type: zeros from alloc_kv, rounded values from upload_kv (exactly what
-// the host's rounding gives), copies of their own type; other types are refused.
+// Key/value caches of every element type: zeros from alloc_kv, rounded values from upload_kv (exactly what
+// the host's rounding gives), copies of their own type; other types are refused. 8-bit levels keep each row's
+// largest value exactly and every other within half a level.
 TEST_F(BackendOpsTest, KeyValueCacheTensors) {
     EXPECT_EQ(gpu_->kv_dtype(AttentionPrecision::Bf16), ScalarType::BF16);
     EXPECT_EQ(gpu_->kv_dtype(AttentionPrecision::F32), ScalarType::F32);
@@ -44,9 +45,24 @@ TEST_F(BackendOpsTest, KeyValueCacheTensors) {
             const Tensor c = gpu_->copy(t);
             EXPECT_EQ(c.dtype, dtype);
             EXPECT_EQ(gpu_->download(c), expected);
-            EXPECT_EQ(gpu_->download(t.view(n - 1, {1})), std::vector<float>{expected.back()}) << "a view";
+            if (dtype == ScalarType::Q8) {
+                EXPECT_THROW(t.view(n - 1, {1}), Error) << "levels and scales have no views";
+            } else {
+                EXPECT_EQ(gpu_->download(t.view(n - 1, {1})), std::vector<float>{expected.back()})
+                    << "a view";
+            }
         }
     }
+    // Rows of 8-bit levels: each row's own scale.
+    const std::vector<float> rows = {1.0f, -0.5f, 0.25f, 0.0f, 0.0f, 0.0f, -100.0f, 3.0f, 50.0f};
+    const Tensor q8 = gpu_->upload_kv(rows, {3, 3}, ScalarType::Q8);
+    const std::vector<float> back = gpu_->download(q8);
+    EXPECT_EQ(back[0], 1.0f);
+    EXPECT_EQ(back[6], -100.0f);
+    EXPECT_NEAR(back[1], -0.5f, 0.5f / 127.0f);
+    EXPECT_NEAR(back[7], 3.0f, 0.5f * 100.0f / 127.0f);
+    EXPECT_EQ(std::vector<float>(back.begin() + 3, back.begin() + 6), std::vector<float>(3, 0.0f)) << "zeros";
+    EXPECT_EQ(back, cpu_->download(cpu_->upload_kv(rows, {3, 3}, ScalarType::Q8))) << "the CPU's levels";
     EXPECT_NE(rounded({1.0f + 1.0f / 512.0f}, ScalarType::BF16), std::vector<float>{1.0f + 1.0f / 512.0f})
         << "bfloat16 rounds";
     EXPECT_THROW(gpu_->alloc_kv({4}, ScalarType::I32), Error);

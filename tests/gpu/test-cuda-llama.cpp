@@ -30,9 +30,11 @@ protected:
         f_ = &f;
     }
 
-    std::vector<int64_t> greedy(const PromptTokens& prompt, size_t n) const {
+    std::vector<int64_t> greedy(const PromptTokens& prompt, size_t n,
+                                KvCacheDtype cache = KvCacheDtype::Auto) const {
         GenerateParams params;
         params.max_tokens = static_cast<int>(n);
+        params.kv_cache_dtype = cache;
         const GenerateResult result = generate(*f_->model, prompt, {}, params, [](int32_t) { return true; });
         return {result.tokens.begin(), result.tokens.end()};
     }
@@ -55,6 +57,24 @@ TEST_F(CudaLlamaTest, PromptLogitsAndGreedyTokensMatchReference) {
 TEST_F(CudaLlamaTest, LongPromptGreedyTokensMatchReference) {
     const std::vector<int64_t> expected = f_->reference.i64("long.greedy_tokens");
     EXPECT_EQ(greedy(f_->prompt("long"), expected.size()), expected);
+}
+
+// An 8-bit cache: the CPU backend's levels and logits (a level may round the other way where the backends'
+// keys differ in their last bits), and the long prompt's greedy tokens where the reference's margins decide
+// them (its first two choices lead by more than 1.3).
+TEST_F(CudaLlamaTest, Int8CacheMatchesTheCpuBackend) {
+    static testing::LlamaFixture cpu(make_cpu_backend(2));
+    for (const std::string& key : testing::llama_prompt_keys()) {
+        const double err = relative_error(f_->backend->download(f_->prompt_logits(key, true)),
+                                          cpu.backend->download(cpu.prompt_logits(key, true)));
+        std::cout << key << ": prompt logits with an int8 cache, relative error to the CPU's " << err << "\n";
+        EXPECT_LT(err, 5e-3) << key;
+    }
+    const std::vector<int64_t> expected = f_->reference.i64("long.greedy_tokens");
+    const std::vector<int64_t> tokens = greedy(f_->prompt("long"), expected.size(), KvCacheDtype::Int8);
+    ASSERT_EQ(tokens.size(), expected.size());
+    EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.begin() + 2),
+              std::vector<int64_t>(expected.begin(), expected.begin() + 2));
 }
 
 }  // namespace

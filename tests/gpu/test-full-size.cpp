@@ -211,8 +211,10 @@ protected:
     std::filesystem::path dir_;
 };
 
-TEST_P(FullSizeLlama, LogitsAndGreedyTokensMatchTheReference) {
-    const std::string& key = GetParam();
+// The prompt's last logits and greedy tokens against the reference, with the cache's elements as the model
+// keeps them or as 8-bit levels (int8_cache).
+void expect_llama_matches_reference(const std::filesystem::path& dir, const std::string& key,
+                                    bool int8_cache) {
     // Loaded once for the prompts, through the registry as a user's folder is: the weights are gigabytes.
     struct Loaded {
         explicit Loaded(const std::filesystem::path& dir) : backend(make_cuda_backend()) {
@@ -225,10 +227,10 @@ TEST_P(FullSizeLlama, LogitsAndGreedyTokensMatchTheReference) {
         std::unique_ptr<Backend> backend;
         std::unique_ptr<LoadedModel> model;
     };
-    static Loaded loaded(dir_ / "model");
+    static Loaded loaded(dir / "model");
     GenerativeModel& model = *loaded.model->generative();
     Backend& backend = *loaded.backend;
-    const auto reference = SafetensorsFile::open(dir_ / "reference.safetensors");
+    const auto reference = SafetensorsFile::open(dir / "reference.safetensors");
 
     PromptTokens prompt;
     for (const int64_t id : to_i64(reference->get(key + ".input_ids"))) {
@@ -237,23 +239,37 @@ TEST_P(FullSizeLlama, LogitsAndGreedyTokensMatchTheReference) {
     prompt.modality.assign(prompt.ids.size(), TokenModality::Text);
     const auto n = static_cast<int64_t>(prompt.ids.size());
     const int64_t block_size = 16, n_blocks = (n + block_size - 1) / block_size;
-    PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));
+    KvCacheParams cache_params = model.kv_cache_params(n_blocks, block_size);
+    if (int8_cache) {
+        cache_params.dtype = ScalarType::Q8;
+    }
+    PagedKvCache cache(backend, cache_params);
     const KvBatch batch = testing::reversed_block_batch(n, block_size);
     std::vector<int32_t> positions(static_cast<size_t>(n));
     std::iota(positions.begin(), positions.end(), 0);
     const Tensor hidden = model.forward_text(model.embed(prompt.ids), positions, {}, cache, batch);
     const std::vector<int64_t> last_row = {n - 1};
     const Tensor last = backend.gather_rows(hidden, last_row);
-    expect_last_logits(
-        backend.download(model.logits(last)), *reference, key,
-        "Llama, " + loaded.model->description().name + ", " + key + " (" + std::to_string(n) + " tokens)");
+    expect_last_logits(backend.download(model.logits(last)), *reference, key,
+                       "Llama, " + loaded.model->description().name + ", " + key + " (" + std::to_string(n) +
+                           " tokens" + (int8_cache ? ", int8 cache)" : ")"));
 
     GenerateParams params;
     params.max_tokens = 32;
+    params.kv_cache_dtype = int8_cache ? KvCacheDtype::Int8 : KvCacheDtype::Auto;
     // Nothing stops the answer: the reference's greedy tokens go on past end-of-sequence tokens.
     params.stop_ids = {static_cast<int32_t>(model.limits().vocab_size)};
     const GenerateResult result = generate(model, prompt, {}, params, [](int32_t) { return true; });
     expect_greedy_tokens(*reference, key, result.tokens);
+}
+
+TEST_P(FullSizeLlama, LogitsAndGreedyTokensMatchTheReference) {
+    expect_llama_matches_reference(dir_, GetParam(), false);
+}
+
+// Keys and values as 8-bit levels with a scale a token and head, within the same bounds.
+TEST_P(FullSizeLlama, Int8CacheLogitsAndGreedyTokensMatchTheReference) {
+    expect_llama_matches_reference(dir_, GetParam(), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Prompts, FullSizeLlama, ::testing::Values("chat", "long"));

@@ -59,7 +59,13 @@ kernels::PagedCache paged_cache(const Tensor& k_cache, const Tensor& v_cache, co
     kernels::PagedCache c;
     c.k = device_data(k_cache, op);
     c.v = device_data(v_cache, op);
-    c.element = k_cache.dtype == ScalarType::BF16 ? kernels::KvElement::Bf16 : kernels::KvElement::F32;
+    c.element = k_cache.dtype == ScalarType::BF16 ? kernels::KvElement::Bf16
+                : k_cache.dtype == ScalarType::Q8 ? kernels::KvElement::Q8
+                                                  : kernels::KvElement::F32;
+    if (k_cache.dtype == ScalarType::Q8) {
+        c.k_scales = k_cache.q8_scales();
+        c.v_scales = v_cache.q8_scales();
+    }
     c.block_tables = block_tables;
     c.block_size = block_size;
     c.n_blocks = k_cache.shape[0] / block_size;

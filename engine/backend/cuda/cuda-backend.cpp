@@ -210,6 +210,19 @@ std::vector<float> CudaBackend::download(const Tensor& t) {
     if (t.dtype == ScalarType::I32) {
         fail("download: tensor ", shape_string(t.shape), " of int32 elements; float32 or bfloat16 only");
     }
+    if (t.dtype == ScalarType::Q8) {
+        // The levels and scales, read back as they lie and turned into values here.
+        std::vector<char> bytes(static_cast<size_t>(t.n_bytes()));
+        activate();
+        CUDA_CHECK(cudaMemcpyAsync(bytes.data(), device_data(t, "download"), bytes.size(),
+                                   cudaMemcpyDeviceToHost, stream()));
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
+        const int64_t row = t.shape.back();
+        return dequantize_q8_rows(
+            reinterpret_cast<const int8_t*>(bytes.data()),
+            reinterpret_cast<const float*>(bytes.data() + q8_scales_offset(t.n_elements())),
+            t.n_elements() / row, row);
+    }
     std::vector<float> values(static_cast<size_t>(t.n_elements()));
     std::vector<uint16_t> bf16(t.dtype == ScalarType::BF16 ? values.size() : 0);
     if (!values.empty()) {
@@ -243,8 +256,8 @@ Tensor CudaBackend::alloc_kv(std::vector<int64_t> shape, ScalarType dtype) {
 
 Tensor CudaBackend::upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
     check_kv_dtype(name(), dtype, ScalarType::BF16);
-    if (dtype == ScalarType::F32) {
-        return upload(values, std::move(shape));
+    if (dtype != ScalarType::BF16) {
+        return Backend::upload_kv(values, std::move(shape), dtype);
     }
     Tensor t = alloc_uninitialized(std::move(shape), "upload_kv", dtype);
     check_upload(t, static_cast<int64_t>(values.size()));

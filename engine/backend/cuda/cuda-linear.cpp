@@ -89,6 +89,15 @@ Tensor CudaBackend::linear(const Tensor& x_in, const Weight& w, const LinearSpec
         run_linear(args);
         return y;
     }
+    if (spec.output == LinearOutputKind::RopeToCache && spec.rope_to_cache.k_cache != nullptr &&
+        spec.rope_to_cache.k_cache->dtype == ScalarType::Q8) {
+        // A head's levels need its largest value, which no product epilogue sees whole: the product, then the
+        // heads to the cache.
+        const RopeToCache& r = spec.rope_to_cache;
+        Tensor qkv = alloc_uninitialized({n, w.n_out}, op);  // [n, (n_head + 2 n_kv_head) * head_dim]
+        quantized_linear(x, w, spec.bias, qkv, epilogue, input, {kernels::LinearOutput::Plain, {}});
+        return rope_qkv_to_cache(qkv, *r.positions, *r.slots, *r.rope, *r.k_cache, *r.v_cache);
+    }
     if (spec.output == LinearOutputKind::RopeToCache) {
         const RopeToCache& r = spec.rope_to_cache;
         LinearOutputSpec output{
@@ -182,6 +191,11 @@ kernels::RopeCacheArgs CudaBackend::rope_cache_args(int64_t n_qkv, const Tensor&
     a.k_cache = device_data(k_cache, op);
     a.v_cache = device_data(v_cache, op);
     a.bf16_cache = k_cache.dtype == ScalarType::BF16;
+    a.q8_cache = k_cache.dtype == ScalarType::Q8;
+    if (a.q8_cache) {
+        a.k_scales = k_cache.q8_scales();
+        a.v_scales = v_cache.q8_scales();
+    }
     a.n_kv_head = k_cache.shape[1];
     a.head_dim = k_cache.shape[2];
     a.n_head = n_qkv / a.head_dim - 2 * a.n_kv_head;

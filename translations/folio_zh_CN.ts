@@ -1128,6 +1128,18 @@ Attach one, type a question and press Enter.</source>
         <translation>在请求之间共享已缓存的提示词前缀</translation>
     </message>
     <message>
+        <source>KV cache</source>
+        <translation>KV 缓存</translation>
+    </message>
+    <message>
+        <source>As the model computes (bfloat16 on a GPU)</source>
+        <translation>与模型计算精度相同（GPU 上为 bfloat16）</translation>
+    </message>
+    <message>
+        <source>8-bit (about half the memory: longer contexts)</source>
+        <translation>8 位（约一半内存：可容纳更长上下文）</translation>
+    </message>
+    <message>
         <source>PDF rendering DPI</source>
         <translation>PDF 渲染 DPI</translation>
     </message>

@@ -44,10 +44,11 @@ const char* const kBenchUsage =
       recognition, assembly; nothing written): pages/s and each page's time in each step. Each block's output
       stops at --block-tokens (default 60); random weights take prompts through --tokenizer's tokenizer.
   folio-cli bench --family ernie-4.5-vl|llama [--num-layers N] | --model DIR   [--device cpu|cuda[:N]]
-                  [--batch N,N,...] [--prefill-tokens N] [--decode-tokens N] [engine options]
+                  [--batch N,N,...] [--prefill-tokens N] [--decode-tokens N] [--decode-context N]
+                  [engine options]
       A chat model (ERNIE-4.5-VL, or Llama as DeepSeek-R1-Distill-Llama-8B; full-size random weights with
       --family, --num-layers of its 28 or 32 where fewer fit): prefill of one --prefill-tokens prompt (default 1024), then decode at each batch size
-      (default 1,8,32) from 16-token prompts for --decode-tokens tokens (default 64), and the batch-1 floor:
+      (default 1,8,32) from --decode-context-token prompts (default 16) for --decode-tokens tokens (default 64), and the batch-1 floor:
       the bytes of weights one token reads over the measured copy bandwidth. --quantization wint8|wint4 and
       --dtype choose the weights' format (bfloat16 on a GPU by default).
 )";

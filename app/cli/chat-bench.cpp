@@ -96,7 +96,7 @@ bool wants_chat_bench(const Options& opt) {
 
 int run_chat_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--device", "--model", "--family", "--num-layers", "--threads", "--batch",
-                                 "--prefill-tokens", "--decode-tokens"}));
+                                 "--prefill-tokens", "--decode-tokens", "--decode-context"}));
     const bool random = !opt.has("--model");
     if (random == !opt.has("--family")) {
         fail(random ? "bench needs --family NAME (random weights) or --model DIR"
@@ -111,8 +111,9 @@ int run_chat_bench(const Options& opt) {
     }
     const int64_t n_prefill = opt.integer("--prefill-tokens", 1024);
     const int64_t n_decode = opt.integer("--decode-tokens", 64);
-    if (n_prefill < 1 || n_decode < 2) {
-        fail("--prefill-tokens must be at least 1 and --decode-tokens at least 2");
+    const int64_t n_context = opt.integer("--decode-context", 16);
+    if (n_prefill < 1 || n_decode < 2 || n_context < 1) {
+        fail("--prefill-tokens and --decode-context must be at least 1 and --decode-tokens at least 2");
     }
     const std::vector<int64_t> batches = parse_batch_sizes(opt, "1,8,32");
 
@@ -151,7 +152,7 @@ int run_chat_bench(const Options& opt) {
     const nlohmann::json prefill = bench_decode(service, vocab, engine_cfg, 1, n_prefill, 2);
     nlohmann::json decode = nlohmann::json::array();
     for (const int64_t b : batches) {
-        decode.push_back(bench_decode(service, vocab, engine_cfg, b, 16, n_decode));
+        decode.push_back(bench_decode(service, vocab, engine_cfg, b, n_context, n_decode));
     }
     double bandwidth = 0.0;
     int64_t n_weight_bytes = 0, peak_bytes = 0;

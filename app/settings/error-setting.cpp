@@ -26,6 +26,9 @@ QString settingForEngineError(const QString& message, EngineErrorSource source, 
     if (has("max_num_batched_tokens") || has("max-num-batched-tokens")) {
         return QLatin1String(setting_key::kBatchedTokens);
     }
+    if (has("kv_cache_dtype") || has("kv-cache-dtype")) {
+        return QLatin1String(setting_key::kKvCache);
+    }
     if (has("max_num_seqs") || has("max-num-seqs")) {
         return QLatin1String(setting_key::kSequences);
     }
@@ -76,6 +79,7 @@ QString settingForProblemKey(const QString& settingsKey) {
         {QLatin1String("engine/max_model_len"), kContextLength},
         {QLatin1String("engine/max_num_seqs"), kSequences},
         {QLatin1String("engine/max_num_batched_tokens"), kBatchedTokens},
+        {QLatin1String("engine/kv_cache_dtype"), kKvCache},
     };
     for (const auto& [key, field] : kKeys) {
         if (settingsKey == key) {

@@ -21,6 +21,7 @@ inline constexpr char kGpuMemory[] = "gpu";
 inline constexpr char kContextLength[] = "len";
 inline constexpr char kSequences[] = "seqs";
 inline constexpr char kBatchedTokens[] = "batched";
+inline constexpr char kKvCache[] = "kvcache";
 }  // namespace setting_key
 
 enum class EngineErrorSource {

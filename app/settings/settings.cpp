@@ -28,6 +28,7 @@ constexpr auto kMaxModelLen = "engine/max_model_len";
 constexpr auto kMaxNumSeqs = "engine/max_num_seqs";
 constexpr auto kMaxBatchedTokens = "engine/max_num_batched_tokens";
 constexpr auto kPrefixCaching = "engine/enable_prefix_caching";
+constexpr auto kKvCacheDtype = "engine/kv_cache_dtype";
 constexpr auto kDpi = "documents/dpi";
 constexpr auto kThresholds = "documents/layout_thresholds";
 constexpr auto kMarkdownLabels = "documents/markdown_labels";
@@ -45,6 +46,7 @@ QString keyOfEngineMessage(const QString& message) {
         {QStringLiteral("--max-num-seqs"), kMaxNumSeqs},
         {QStringLiteral("--max-num-batched-tokens"), kMaxBatchedTokens},
         {QStringLiteral("--enable-prefix-caching"), kPrefixCaching},
+        {QStringLiteral("--kv-cache-dtype"), kKvCacheDtype},
         {QStringLiteral("--quantization"), kQuantization},
         {QStringLiteral("--device"), kDevice},
     };
@@ -65,6 +67,7 @@ std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValu
         {"max_num_seqs", std::to_string(v.maxNumSeqs)},
         {"max_num_batched_tokens", std::to_string(v.maxNumBatchedTokens)},
         {"enable_prefix_caching", v.enablePrefixCaching ? "true" : "false"},
+        {"kv_cache_dtype", v.kvCacheDtype.toStdString()},
     };
 }
 
@@ -157,6 +160,7 @@ void Settings::load() {
     v.maxNumSeqs = s.value(kMaxNumSeqs, d.maxNumSeqs).toInt();
     v.maxNumBatchedTokens = s.value(kMaxBatchedTokens, d.maxNumBatchedTokens).toInt();
     v.enablePrefixCaching = s.value(kPrefixCaching, d.enablePrefixCaching).toBool();
+    v.kvCacheDtype = s.value(kKvCacheDtype, d.kvCacheDtype).toString();
     v.renderDpi = s.value(kDpi, d.renderDpi).toInt();
     const QVariantMap thresholds = s.value(kThresholds).toMap();
     for (auto it = thresholds.begin(); it != thresholds.end(); ++it) {
@@ -185,6 +189,7 @@ void Settings::store(const SettingsValues& v) {
     s.setValue(kMaxNumSeqs, v.maxNumSeqs);
     s.setValue(kMaxBatchedTokens, v.maxNumBatchedTokens);
     s.setValue(kPrefixCaching, v.enablePrefixCaching);
+    s.setValue(kKvCacheDtype, v.kvCacheDtype);
     s.setValue(kDpi, v.renderDpi);
     QVariantMap thresholds;
     for (auto it = v.layoutThresholds.begin(); it != v.layoutThresholds.end(); ++it) {
@@ -278,6 +283,7 @@ QStringList Settings::changedKeys(const SettingsValues& a, const SettingsValues&
     check(a.maxNumSeqs != b.maxNumSeqs, kMaxNumSeqs);
     check(a.maxNumBatchedTokens != b.maxNumBatchedTokens, kMaxBatchedTokens);
     check(a.enablePrefixCaching != b.enablePrefixCaching, kPrefixCaching);
+    check(a.kvCacheDtype != b.kvCacheDtype, kKvCacheDtype);
     check(a.renderDpi != b.renderDpi, kDpi);
     check(a.layoutThresholds != b.layoutThresholds, kThresholds);
     check(sorted(a.markdownLabels) != sorted(b.markdownLabels), kMarkdownLabels);

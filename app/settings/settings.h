@@ -42,6 +42,7 @@ struct SettingsValues {
     int maxNumSeqs = 256;
     int maxNumBatchedTokens = 8192;
     bool enablePrefixCaching = true;
+    QString kvCacheDtype = QStringLiteral("auto");  // auto, int8 (vLLM's --kv-cache-dtype)
     // Documents.
     int renderDpi = 200;
     // Layout score thresholds by label; a label without one keeps the layout model's own (PaddleX's).

@@ -1,12 +1,14 @@
 // The settings dialog over Settings: it shows the stored values, applies edits (persisted, with what the
 // engine must do), refuses values out of FastDeploy's ranges showing the message, restores the defaults, and
 // opens at the setting a problem calls for, on its page with its field focused.
+#include <QComboBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "app/settings/error-setting.h"
+#include "app/settings/settings.h"
 #include "screenshot.h"
 #include "ui/settings/settings-dialog.h"
 
@@ -60,6 +62,20 @@ private Q_SLOTS:
         dialog.setValues(edited);
         QVERIFY(dialog.apply());
         QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::Reload);
+
+        // The cache's 8-bit levels: chosen in the Engine page's list, kept, and given to the engine.
+        auto* kvCache = dialog.findChild<QComboBox*>(QStringLiteral("kvCacheDtype"));
+        QVERIFY(kvCache != nullptr);
+        QCOMPARE(kvCache->currentData().toString(), QStringLiteral("auto"));
+        kvCache->setCurrentIndex(kvCache->findData(QStringLiteral("int8")));
+        QVERIFY(dialog.apply());
+        QCOMPARE(changed.last().at(0).toStringList(), QStringList{QStringLiteral("engine/kv_cache_dtype")});
+        QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::Reconfigure);
+        const Settings kept(dir_.filePath(QStringLiteral("dialog.ini")));
+        QCOMPARE(kept.values().kvCacheDtype, QStringLiteral("int8"));
+        ModelDescription model;
+        model.max_context = 32768;
+        QVERIFY(Settings::engineOptions(kept.values(), model).engine.kv_cache_dtype == KvCacheDtype::Int8);
     }
 
     // The chat model sits on the model page beside the OCR model; a new one loads the models again.
@@ -168,6 +184,7 @@ private Q_SLOTS:
         QTest::newRow("seqs") << QString::fromLatin1(setting_key::kSequences) << QStringLiteral("Engine");
         QTest::newRow("batched") << QString::fromLatin1(setting_key::kBatchedTokens)
                                  << QStringLiteral("Engine");
+        QTest::newRow("kvcache") << QString::fromLatin1(setting_key::kKvCache) << QStringLiteral("Engine");
     }
 
     void showSettingOpensItsPage() {

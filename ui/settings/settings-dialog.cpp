@@ -95,6 +95,7 @@ QWidget* SettingsDialog::settingField(const QString& key) const {
         {QLatin1String(kContextLength), maxModelLen_},
         {QLatin1String(kSequences), maxNumSeqs_},
         {QLatin1String(kBatchedTokens), maxBatchedTokens_},
+        {QLatin1String(kKvCache), kvCacheDtype_},
     };
     return fields.value(key, nullptr);
 }
@@ -223,7 +224,12 @@ QWidget* SettingsDialog::buildEngine() {
     maxBatchedTokens_->setRange(1, 1 << 24);
     maxBatchedTokens_->setSingleStep(512);
     prefixCaching_ = new QCheckBox(page);
-    for (const char* key : {"gpu", "len", "seqs", "batched", "prefix"}) {
+    kvCacheDtype_ = new QComboBox(page);
+    kvCacheDtype_->setObjectName(QStringLiteral("kvCacheDtype"));
+    for (const char* dtype : {"auto", "int8"}) {
+        kvCacheDtype_->addItem(QString(), QString::fromLatin1(dtype));
+    }
+    for (const char* key : {"gpu", "len", "seqs", "batched", "prefix", "kvcache"}) {
         labels_[QString::fromLatin1(key)] = formLabel(page);
     }
     form->addRow(labels_[QStringLiteral("gpu")], gpuMemory_);
@@ -231,6 +237,7 @@ QWidget* SettingsDialog::buildEngine() {
     form->addRow(labels_[QStringLiteral("seqs")], maxNumSeqs_);
     form->addRow(labels_[QStringLiteral("batched")], maxBatchedTokens_);
     form->addRow(labels_[QStringLiteral("prefix")], prefixCaching_);
+    form->addRow(labels_[QStringLiteral("kvcache")], kvCacheDtype_);
     engineHint_ = new QLabel(page);
     engineHint_->setWordWrap(true);
     engineHint_->setStyleSheet(QStringLiteral("color: palette(mid);"));
@@ -240,6 +247,7 @@ QWidget* SettingsDialog::buildEngine() {
         connect(spin, &QAbstractSpinBox::editingFinished, this, &SettingsDialog::updateNote);
     }
     connect(prefixCaching_, &QCheckBox::toggled, this, &SettingsDialog::updateNote);
+    connect(kvCacheDtype_, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateNote);
     return page;
 }
 
@@ -319,6 +327,7 @@ SettingsValues SettingsDialog::values() const {
     v.maxNumSeqs = maxNumSeqs_->value();
     v.maxNumBatchedTokens = maxBatchedTokens_->value();
     v.enablePrefixCaching = prefixCaching_->isChecked();
+    v.kvCacheDtype = kvCacheDtype_->currentData().toString();
     v.renderDpi = dpi_->value();
     v.markdownLabels.clear();
     v.layoutThresholds.clear();
@@ -367,6 +376,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     maxNumSeqs_->setValue(v.maxNumSeqs);
     maxBatchedTokens_->setValue(v.maxNumBatchedTokens);
     prefixCaching_->setChecked(v.enablePrefixCaching);
+    kvCacheDtype_->setCurrentIndex(std::max(0, kvCacheDtype_->findData(v.kvCacheDtype)));
     dpi_->setValue(v.renderDpi);
     for (int row = 0; row < labelTable_->rowCount(); ++row) {
         const QString label = labelTable_->item(row, kLabelColumn)->text();
@@ -501,6 +511,9 @@ void SettingsDialog::retranslate() {
     labels_[QStringLiteral("prefix")]->setText(
         withOption(tr("Prefix caching"), QStringLiteral("enable_prefix_caching")));
     prefixCaching_->setText(tr("Share cached prompt prefixes between requests"));
+    labels_[QStringLiteral("kvcache")]->setText(withOption(tr("KV cache"), QStringLiteral("kv_cache_dtype")));
+    kvCacheDtype_->setItemText(0, tr("As the model computes (bfloat16 on a GPU)"));
+    kvCacheDtype_->setItemText(1, tr("8-bit (about half the memory: longer contexts)"));
     engineHint_->setText(
         tr("These are FastDeploy's serving options, with its names and ranges. The KV cache takes "
            "what GPU memory utilization leaves after the weights."));

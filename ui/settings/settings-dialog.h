@@ -100,6 +100,7 @@ private:
     QSpinBox* maxNumSeqs_;
     QSpinBox* maxBatchedTokens_;
     QCheckBox* prefixCaching_;
+    QComboBox* kvCacheDtype_;
     QSpinBox* dpi_;
     QTableWidget* labelTable_;
     QLabel* labelHint_;

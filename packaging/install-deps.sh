@@ -7,7 +7,7 @@ packages=(
     clang libclang-rt-14-dev clang-tidy clang-format
     qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools libgl-dev
     qt6-webengine-dev qt6-declarative-dev libjs-katex
-    libpoppler-qt6-dev libqpdf-dev libxlsxwriter-dev
+    libpoppler-qt6-dev libqpdf-dev libxlsxwriter-dev libzip-dev
     fonts-wqy-microhei
     libopencv-dev
     libicu-dev
@@ -16,7 +16,7 @@ packages=(
     libgtest-dev libgmock-dev
     xvfb xauth
     dpkg-dev file appstream desktop-file-utils librsvg2-bin
-    python3 python3-jinja2
+    python3 python3-jinja2 python3-docx
 )
 
 missing=()

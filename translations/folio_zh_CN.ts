@@ -28,6 +28,10 @@
         <translation>XLSX（表格）</translation>
     </message>
     <message>
+        <source>Word document (.docx)</source>
+        <translation>Word 文档（.docx）</translation>
+    </message>
+    <message>
         <source>Chat: %1</source>
         <translation>对话：%1</translation>
     </message>
@@ -1174,6 +1178,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Excel workbook of the tables (.xlsx)</source>
         <translation>表格的 Excel 工作簿（.xlsx）</translation>
+    </message>
+    <message>
+        <source>Word document (.docx)</source>
+        <translation>Word 文档（.docx）</translation>
     </message>
     <message>
         <source>These are FastDeploy&apos;s serving options, with its names and ranges. The KV cache takes what GPU memory utilization leaves after the weights.</source>

@@ -34,15 +34,15 @@
 namespace folio::cli {
 
 const char* const kOcrUsage =
-    R"(  folio-cli ocr INPUT... -o OUTDIR [--pages 1-3,5] [--dpi N] [--format md,json,html,pdf,xlsx]
+    R"(  folio-cli ocr INPUT... -o OUTDIR [--pages 1-3,5] [--dpi N] [--format md,json,html,pdf,xlsx,docx]
                 [--model DIR|ORG/NAME] [--layout-model DIR|ORG/NAME] [--no-layout [--task TASK]]
                 [--chart] [--seal] [--ocr-image-blocks] [--no-stack] [--keep-all-labels]
                 [--max-new-tokens N] [--pages-in-flight N] [--render-threads N] [--password P]
                 [--recursive] [--device cpu|cuda[:N]] [--threads N] [engine options]
       Turns PDFs, images (PNG, JPEG, TIFF with every page, BMP, WebP) and folders of them into Markdown
       (OUTDIR/NAME.md, figures in OUTDIR/imgs/), JSON as PaddleOCR writes it (NAME.json), HTML (NAME.html),
-      a searchable PDF (NAME.pdf: the pages with their text laid invisibly over them) and an XLSX workbook
-      of the tables (NAME.xlsx). --format picks (default md,json). Layout comes from the layout model paired
+      a searchable PDF (NAME.pdf: the pages with their text laid invisibly over them), an XLSX workbook
+      of the tables (NAME.xlsx) and a Word document (NAME.docx). --format picks (default md,json). Layout comes from the layout model paired
       with --model (PP-DocLayoutV2 for PaddleOCR-VL, V3 for 1.5 and 1.6) unless --layout-model names one;
       --no-layout reads each whole page with --task (ocr, table, formula, chart, seal, spotting).
       --chart and --seal recognise charts and seals instead of keeping them as images; --keep-all-labels
@@ -81,7 +81,7 @@ std::vector<ExportFormat> parse_formats(const std::string& text) {
     while (std::getline(parts, part, ',')) {
         const std::optional<ExportFormat> format = exportFormatFromName(QString::fromStdString(part));
         if (!format) {
-            fail("--format: unknown format \"", part, "\" (expected md, json, html, pdf or xlsx)");
+            fail("--format: unknown format \"", part, "\" (expected md, json, html, pdf, xlsx or docx)");
         }
         if (std::find(formats.begin(), formats.end(), *format) == formats.end()) {
             formats.push_back(*format);

@@ -2,6 +2,7 @@
 
 #include <QMap>
 
+#include "app/export/docx-writer.h"
 #include "app/export/html-writer.h"
 #include "app/export/json-writer.h"
 #include "app/export/markdown-block.h"
@@ -29,6 +30,7 @@ std::optional<ExportFormat> exportFormatFromName(const QString& name) {
         {QStringLiteral("html"), ExportFormat::Html},
         {QStringLiteral("pdf"), ExportFormat::SearchablePdf},
         {QStringLiteral("xlsx"), ExportFormat::Xlsx},
+        {QStringLiteral("docx"), ExportFormat::Docx},
     };
     const auto it = kNames.constFind(name);
     return it == kNames.constEnd() ? std::nullopt : std::optional<ExportFormat>(*it);
@@ -50,6 +52,8 @@ std::unique_ptr<DocumentWriter> makeDocumentWriter(ExportFormat format, const Ex
             return makeSearchablePdfWriter(options);
         case ExportFormat::Xlsx:
             return makeXlsxWriter(options);
+        case ExportFormat::Docx:
+            return std::make_unique<DocxWriter>(options);
     }
     fail("export: unknown format ", static_cast<int>(format));
 }

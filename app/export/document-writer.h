@@ -13,7 +13,7 @@
 
 namespace folio {
 
-enum class ExportFormat { Markdown, Json, Html, SearchablePdf, Xlsx };
+enum class ExportFormat { Markdown, Json, Html, SearchablePdf, Xlsx, Docx };
 
 struct ExportOptions {
     QString outputDir;
@@ -26,7 +26,8 @@ struct ExportOptions {
 // aside_text (PaddleOCR-VL's markdown_ignore_labels). formula_number never reaches Markdown.
 QSet<QString> defaultMarkdownLabels();
 
-// A format by the name folio-cli's --format and the settings use: md (or markdown), json, html, pdf, xlsx.
+// A format by the name folio-cli's --format and the settings use: md (or markdown), json, html, pdf, xlsx,
+// docx.
 std::optional<ExportFormat> exportFormatFromName(const QString& name);
 
 // options.markdownLabels, or defaultMarkdownLabels() where it is empty.

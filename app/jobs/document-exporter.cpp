@@ -34,6 +34,8 @@ QString formatTitle(ExportFormat format) {
             return QStringLiteral("searchable PDF");
         case ExportFormat::Xlsx:
             return QStringLiteral("XLSX");
+        case ExportFormat::Docx:
+            return QStringLiteral("DOCX");
     }
     return {};
 }

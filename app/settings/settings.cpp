@@ -137,8 +137,8 @@ QStringList Settings::layoutLabels() {
 }
 
 QStringList Settings::exportFormatNames() {
-    return {QStringLiteral("md"), QStringLiteral("json"), QStringLiteral("html"), QStringLiteral("pdf"),
-            QStringLiteral("xlsx")};
+    return {QStringLiteral("md"),  QStringLiteral("json"), QStringLiteral("html"),
+            QStringLiteral("pdf"), QStringLiteral("xlsx"), QStringLiteral("docx")};
 }
 
 QStringList Settings::languages() {
@@ -257,7 +257,7 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     for (const QString& format : v.exportFormats) {
         if (!exportFormatNames().contains(format)) {
             add(kExportFormats,
-                tr("Export: unknown format \"%1\" (expected md, json, html, pdf or xlsx)").arg(format));
+                tr("Export: unknown format \"%1\" (expected md, json, html, pdf, xlsx or docx)").arg(format));
         }
     }
     if (!v.language.isEmpty() && !languages().contains(v.language)) {

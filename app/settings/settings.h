@@ -48,7 +48,7 @@ struct SettingsValues {
     // Layout score thresholds by label; a label without one keeps the layout model's own (PaddleX's).
     QMap<QString, double> layoutThresholds;
     QStringList markdownLabels;  // labels whose blocks reach Markdown and HTML, sorted
-    QStringList exportFormats;   // markdown, json, html, pdf, xlsx
+    QStringList exportFormats;   // markdown, json, html, pdf, xlsx, docx
     // The interface language: "" follows the system, else "en" or "zh_CN".
     QString language;
 

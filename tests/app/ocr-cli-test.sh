@@ -24,15 +24,20 @@ check() {  # check NAME CONDITION...
 }
 
 # Every format from the sample PDF; the summary on stderr, the files written on stdout.
-"$cli" ocr "$sample" -o "$work/all" "${models[@]}" --format md,json,html,pdf,xlsx >"$work/all.out" 2>"$work/all.err"
+"$cli" ocr "$sample" -o "$work/all" "${models[@]}" --format md,json,html,pdf,xlsx,docx >"$work/all.out" 2>"$work/all.err"
 status=$?
 check "all formats: exit 0" test "$status" -eq 0
 check "all formats: summary" grep -q "1 documents, 2 pages" "$work/all.err"
-for f in sample.md sample.json sample.html sample.searchable.pdf; do
+for f in sample.md sample.json sample.html sample.searchable.pdf sample.docx; do
     check "all formats: $f" test -s "$work/all/$f"
     check "all formats: $f listed" grep -qx "$work/all/$f" "$work/all.out"
 done
 check "all formats: no temporary files" test -z "$(find "$work/all" -name '*.tmp' -o -name '.*' -type f)"
+check "DOCX: a Word document with a page break" /usr/bin/python3 -c "
+import docx,sys
+d=docx.Document(sys.argv[1])
+assert sum(1 for e in d.element.body.iter() if e.tag.endswith('}br') and e.get('{http://schemas.openxmlformats.org/wordprocessingml/2006/main}type')=='page')==1
+assert d.core_properties.title=='sample'" "$work/all/sample.docx"
 check "JSON: two pages" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [p['page_index'] for p in d]==[0,1], d" "$work/all/sample.json"
 
 # A page range; Markdown alone by default with JSON.
@@ -65,9 +70,9 @@ check "mixed: nothing for the damaged one" test ! -e "$work/mixed/damaged.md"
 "$cli" ocr "$work/missing.pdf" -o "$work/none" "${models[@]}" >/dev/null 2>"$work/none.err"
 check "missing input: exit 1" test $? -eq 1
 check "missing input: message" grep -q "missing.pdf" "$work/none.err"
-"$cli" ocr "$sample" -o "$work/none" "${models[@]}" --format md,docx >/dev/null 2>"$work/format.err"
+"$cli" ocr "$sample" -o "$work/none" "${models[@]}" --format md,odt >/dev/null 2>"$work/format.err"
 check "unknown format: exit 1" test $? -eq 1
-check "unknown format: message" grep -q 'unknown format "docx"' "$work/format.err"
+check "unknown format: message" grep -q 'unknown format "odt" (expected md, json, html, pdf, xlsx or docx)' "$work/format.err"
 "$cli" ocr "$sample" -o "$work/none" --model "$fixtures/paddleocr-vl/paddleocr-vl-tiny" >/dev/null 2>"$work/nolayoutmodel.err"
 check "no layout model: exit 1" test $? -eq 1
 check "no layout model: says what to do" grep -q -- "--layout-model" "$work/nolayoutmodel.err"

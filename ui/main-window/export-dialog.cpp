@@ -23,6 +23,8 @@ QString exportFormatName(ExportFormat format) {
             return QObject::tr("Searchable PDF");
         case ExportFormat::Xlsx:
             return QObject::tr("XLSX (tables)");
+        case ExportFormat::Docx:
+            return QObject::tr("Word document (.docx)");
     }
     return {};
 }
@@ -46,7 +48,7 @@ ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& for
     form->addRow(tr("Folder:"), row);
     layout->addLayout(form);
     for (const ExportFormat format : {ExportFormat::Markdown, ExportFormat::Json, ExportFormat::Html,
-                                      ExportFormat::SearchablePdf, ExportFormat::Xlsx}) {
+                                      ExportFormat::SearchablePdf, ExportFormat::Xlsx, ExportFormat::Docx}) {
         auto* box = new QCheckBox(exportFormatName(format), this);
         box->setChecked(formats.contains(format));
         boxes_.push_back({format, box});

@@ -529,6 +529,7 @@ void SettingsDialog::retranslate() {
     formats_[QStringLiteral("html")]->setText(tr("HTML"));
     formats_[QStringLiteral("pdf")]->setText(tr("Searchable PDF"));
     formats_[QStringLiteral("xlsx")]->setText(tr("Excel workbook of the tables (.xlsx)"));
+    formats_[QStringLiteral("docx")]->setText(tr("Word document (.docx)"));
     updateNote();
 }
 

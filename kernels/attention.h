@@ -41,11 +41,11 @@ struct PagedCache {
     const void* k = nullptr;
     const void* v = nullptr;
     KvElement element = KvElement::F32;
-    const float* k_scales = nullptr;
-    const float* v_scales = nullptr;
     const int32_t* block_tables = nullptr;
     int64_t block_size = 0;
     int64_t n_blocks = 0;
+    const float* k_scales = nullptr;
+    const float* v_scales = nullptr;
 };
 
 // How the keys of each row span of attention_f32, paged_attention_f32 and paged_decode_attention_f32 are

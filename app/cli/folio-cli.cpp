@@ -204,8 +204,8 @@ int run_generate(const Options& opt) {
 
 int main(int argc, char** argv) {
     if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
-                  << kServeUsage << kServerBenchUsage << "\n"
+        std::cout << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
+                  << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
                   << engine_usage();
         return argc < 2 ? 2 : 0;
     }
@@ -219,6 +219,9 @@ int main(int argc, char** argv) {
         }
         if (command == "serve") {
             return run_serve(argc, argv, 2);
+        }
+        if (command == "summary") {
+            return run_summary(argc, argv, 2);
         }
         if (command == "layout") {
             return run_layout(argc, argv, 2);
@@ -234,8 +237,8 @@ int main(int argc, char** argv) {
                                     ? Options(argc, argv, 2, {"--ids", "--no-generation-prompt"})
                                     : Options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
-                      << kServeUsage << kServerBenchUsage << "\n"
+            std::cout << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
+                      << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
                       << engine_usage();
             return 0;
         }
@@ -246,8 +249,8 @@ int main(int argc, char** argv) {
             return options.has("--server") ? run_server_bench(options) : run_bench(options);
         }
         std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kOcrUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage << kModelUsage
-                  << kServeUsage << kServerBenchUsage << "\n"
+                  << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
+                  << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
                   << engine_usage();
         return 2;
     } catch (const std::exception& e) {

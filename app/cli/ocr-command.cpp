@@ -19,9 +19,11 @@
 
 #include "app/cli/cli-service.h"
 #include "app/cli/model-command.h"
+#include "app/cli/ocr-shards.h"
 #include "app/cli/pipeline-flags.h"
 #include "app/documents/input-files.h"
 #include "app/export/document-writer.h"
+#include "app/export/staged-file.h"
 #include "app/hub/hub-settings.h"
 #include "app/hub/model-locator.h"
 #include "app/options/engine-options.h"
@@ -38,7 +40,8 @@ const char* const kOcrUsage =
                 [--model DIR|ORG/NAME] [--layout-model DIR|ORG/NAME] [--no-layout [--task TASK]]
                 [--chart] [--seal] [--ocr-image-blocks] [--no-stack] [--keep-all-labels]
                 [--max-new-tokens N] [--pages-in-flight N] [--render-threads N] [--password P]
-                [--recursive] [--device cpu|cuda[:N]] [--threads N] [engine options]
+                [--recursive] [--shard K/N] [--skip-complete] [--report FILE.json]
+                [--device cpu|cuda[:N]] [--threads N] [engine options]
       Turns PDFs, images (PNG, JPEG, TIFF with every page, BMP, WebP) and folders of them into Markdown
       (OUTDIR/NAME.md, figures in OUTDIR/imgs/), JSON as PaddleOCR writes it (NAME.json), HTML (NAME.html),
       a searchable PDF (NAME.pdf: the pages with their text laid invisibly over them), an XLSX workbook
@@ -49,8 +52,20 @@ const char* const kOcrUsage =
       writes headers, footers, page numbers, footnotes and side text into the Markdown too. PDF pages are
       rendered at --dpi (default 200) by --render-threads threads (default half the cores, one to four),
       ahead of the layout model, with at most --pages-in-flight pages held (default 32). A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
-      stops within one engine step, keeping the pages done. Exit codes: 0 all written, 1 nothing could
-      run, 3 some documents, pages or blocks failed (the rest written), 130 interrupted.
+      stops within one engine step, keeping the pages done. --shard K/N takes inputs K, K+N, K+2N, ... of
+      the whole list (folders expanded), so that N machines share an archive (docs/sharding.md); output
+      names are found over the whole list, so shards never write the same file. --skip-complete leaves
+      documents whose output files are all in place (XLSX aside), as a rerun after a failure needs.
+      --report writes the run's documents and totals as JSON; folio-cli summary merges shards' reports.
+      Exit codes: 0 all written, 1 nothing could run, 3 some documents, pages or blocks failed (the rest
+      written), 130 interrupted.
+)";
+
+const char* const kSummaryUsage =
+    R"(  folio-cli summary REPORT.json...
+      Merges the reports of the shards of one ocr run (--shard K/N --report FILE): their documents in
+      input order and the totals, as JSON on stdout, with the shards present and missing. Exit 3 when a
+      shard is missing or a document failed, 0 otherwise.
 )";
 
 namespace {
@@ -96,17 +111,21 @@ std::vector<ExportFormat> parse_formats(const std::string& text) {
 // Progress and results on the terminal, each document's files written as its pages come.
 class CliObserver final : public PipelineObserver {
 public:
-    CliObserver(std::vector<ExportFormat> formats, ExportOptions exportOptions, bool terminal)
-        : formats_(std::move(formats)), export_(std::move(exportOptions)), terminal_(terminal) {}
+    // stems: each input's output name, found over the whole input list (output_stems); positions: each
+    // input's place in that list, for the report.
+    CliObserver(std::vector<ExportFormat> formats, ExportOptions exportOptions, bool terminal,
+                QMap<QString, QString> stems, QMap<QString, int> positions)
+        : formats_(std::move(formats)),
+          export_(std::move(exportOptions)),
+          terminal_(terminal),
+          stems_(std::move(stems)),
+          positions_(std::move(positions)) {}
 
     void documentStarted(const DocumentInfo& document) override {
         Writers& w = writers_[document.inputPath];
         DocumentInfo named = document;
         // Two inputs of one name (scan.pdf, scan.png) keep apart: the second gets its suffix in the name.
-        if (stems_.contains(named.stem)) {
-            named.stem += "_" + QFileInfo(document.inputPath).suffix();
-        }
-        stems_.insert(named.stem);
+        named.stem = stems_.value(document.inputPath, named.stem);
         w.info = named;
         for (const ExportFormat format : formats_) {
             w.writers.push_back(makeDocumentWriter(format, export_));
@@ -149,6 +168,7 @@ public:
 
     void documentFinished(const DocumentInfo& document, const DocumentOutcome& outcome) override {
         Writers& w = writers_[document.inputPath];
+        QStringList documentFiles;
         if (!outcome.error.isEmpty()) {
             line("error: " + outcome.error.toStdString());
             failed_ = true;
@@ -161,6 +181,7 @@ public:
                 for (auto& writer : w.writers) {
                     writer->finish();
                     for (const QString& file : writer->files()) {
+                        documentFiles << file;
                         if (!written_.contains(file)) {
                             written_ << file;
                         }
@@ -185,6 +206,24 @@ public:
             line(QFileInfo(document.inputPath).fileName().toStdString() + ": interrupted after " +
                  std::to_string(outcome.pagesDone) + " of " + std::to_string(document.pageCount) + " pages");
         }
+        const bool broken = !w.error.empty() || !outcome.error.isEmpty();
+        nlohmann::json files = nlohmann::json::array();
+        for (const QString& file : broken ? QStringList() : documentFiles) {
+            files.push_back(file.toStdString());
+        }
+        report_.push_back(
+            {{"position", positions_.value(document.inputPath, -1)},
+             {"input", document.inputPath.toStdString()},
+             {"stem", w.info.stem.toStdString()},
+             {"status", outcome.cancelled                                ? "interrupted"
+                        : broken                                         ? "failed"
+                        : outcome.pagesFailed + outcome.blocksFailed > 0 ? "written with failures"
+                                                                         : "written"},
+             {"error", !outcome.error.isEmpty() ? outcome.error.toStdString() : w.error},
+             {"pages", outcome.pagesDone},
+             {"pages_failed", outcome.pagesFailed},
+             {"blocks_failed", outcome.blocksFailed},
+             {"files", files}});
         writers_.erase(document.inputPath);
     }
 
@@ -223,6 +262,8 @@ public:
 
     bool failed() const { return failed_; }
     const QStringList& written() const { return written_; }
+    // A line a document finished: its place in the input list, status, pages and files.
+    const std::vector<nlohmann::json>& report() const { return report_; }
 
 private:
     struct Writers {
@@ -243,7 +284,9 @@ private:
     ExportOptions export_;
     bool terminal_;
     std::map<QString, Writers> writers_;
-    QSet<QString> stems_;
+    QMap<QString, QString> stems_;
+    QMap<QString, int> positions_;
+    std::vector<nlohmann::json> report_;
     QStringList written_;
     bool failed_ = false;
     bool bar_shown_ = false;
@@ -290,8 +333,8 @@ int run_ocr(int argc, char** argv, int first) {
     std::vector<std::string> inputs;
     std::vector<std::string> rewritten{argv[0]};
     static const std::vector<std::string> kSwitches = {
-        "--no-layout", "--chart",           "--seal",     "--ocr-image-blocks",
-        "--no-stack",  "--keep-all-labels", "--recursive"};
+        "--no-layout", "--chart",           "--seal",      "--ocr-image-blocks",
+        "--no-stack",  "--keep-all-labels", "--recursive", "--skip-complete"};
     for (int i = first; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg.empty() || arg[0] != '-' || arg == "-") {
@@ -337,6 +380,9 @@ int run_ocr(int argc, char** argv, int first) {
                                  "--render-threads",
                                  "--password",
                                  "--recursive",
+                                 "--shard",
+                                 "--skip-complete",
+                                 "--report",
                                  "--device",
                                  "--threads",
                                  "--layout-batch"}));
@@ -352,7 +398,60 @@ int run_ocr(int argc, char** argv, int first) {
     for (const std::string& input : inputs) {
         given << QString::fromStdString(input);
     }
-    const QStringList files = collectInputFiles(given, input_options);
+    const QStringList all_files = collectInputFiles(given, input_options);
+    // The shard's inputs of the whole list, less those complete already where asked.
+    const Shard shard = parse_shard(opt.text("--shard", "0/1"));
+    const QMap<QString, QString> stems = output_stems(all_files);
+    QMap<QString, int> positions;
+    QStringList files;
+    std::vector<nlohmann::json> skipped;
+    const QString absolute_out = QDir(QString::fromStdString(out_dir)).absolutePath();
+    for (const int i : shard_positions(static_cast<int>(all_files.size()), shard)) {
+        const QString& file = all_files[i];
+        positions.insert(file, i);
+        if (opt.has("--skip-complete") && document_complete(absolute_out, stems[file], formats)) {
+            skipped.push_back({{"position", i},
+                               {"input", file.toStdString()},
+                               {"stem", stems[file].toStdString()},
+                               {"status", "skipped"}});
+            continue;
+        }
+        files << file;
+    }
+    if (!skipped.empty()) {
+        std::cerr << "folio-cli: " << skipped.size() << " documents complete already, skipped\n";
+    }
+    std::optional<QString> report_path;
+    if (opt.has("--report")) {
+        report_path = QDir().absoluteFilePath(QString::fromStdString(opt.text("--report")));
+    }
+    // The run's documents (skipped ones too) in input order, with its totals, written whole or not at all.
+    const auto write_report = [&](std::vector<nlohmann::json> documents, const PipelineSummary& summary) {
+        if (!report_path) {
+            return;
+        }
+        documents.insert(documents.end(), skipped.begin(), skipped.end());
+        std::sort(documents.begin(), documents.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+            return a.value("position", 0) < b.value("position", 0);
+        });
+        const nlohmann::json report = {{"shard", {{"index", shard.index}, {"count", shard.count}}},
+                                       {"inputs", static_cast<int64_t>(all_files.size())},
+                                       {"totals",
+                                        {{"documents", summary.documents},
+                                         {"documents_failed", summary.documentsFailed},
+                                         {"documents_skipped", static_cast<int64_t>(skipped.size())},
+                                         {"pages", summary.pages},
+                                         {"pages_failed", summary.pagesFailed},
+                                         {"blocks", summary.blocks},
+                                         {"blocks_failed", summary.blocksFailed},
+                                         {"tokens", summary.tokens},
+                                         {"seconds", summary.seconds}}},
+                                       {"interrupted", summary.cancelled},
+                                       {"documents", documents}};
+        StagedFile staged(*report_path);
+        staged.file().write(QByteArray::fromStdString(report.dump(2) + "\n"));
+        staged.commit();
+    };
 
     DocumentOptions document_options = document_options_from(opt);
     document_options.password = QString::fromStdString(opt.text("--password", ""));
@@ -391,6 +490,13 @@ int run_ocr(int argc, char** argv, int first) {
         }
     }
 
+    if (files.isEmpty()) {
+        // Nothing left to do in this shard: no model is loaded.
+        write_report({}, PipelineSummary{});
+        std::cerr << "folio-cli: nothing to do in shard " << shard.index << "/" << shard.count << "\n";
+        return kOcrOk;
+    }
+
     // The models, then the engine.
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
@@ -407,7 +513,7 @@ int run_ocr(int argc, char** argv, int first) {
     load_service(service, opt, model_dir, engine_options, layout_dir, pipeline_options.layoutBatch);
 
     const bool terminal = isatty(fileno(stderr)) != 0;
-    CliObserver observer(formats, export_options, terminal);
+    CliObserver observer(formats, export_options, terminal, stems, positions);
     QSet<QString> notes_shown;
     DocumentPipeline pipeline(service,
                               sourceOpener(document_options, range,
@@ -460,6 +566,7 @@ int run_ocr(int argc, char** argv, int first) {
         line << "; interrupted";
     }
     std::cerr << line.str() << "\n";
+    write_report(observer.report(), summary);
     for (const QString& file : observer.written()) {
         std::cout << file.toStdString() << "\n";
     }
@@ -467,6 +574,45 @@ int run_ocr(int argc, char** argv, int first) {
         return kOcrCancelled;
     }
     return observer.failed() ? kOcrSomeFailed : kOcrOk;
+}
+
+int run_summary(int argc, char** argv, int first) {
+    std::vector<std::pair<std::string, nlohmann::json>> reports;
+    for (int i = first; i < argc; ++i) {
+        const std::string path = argv[i];
+        if (path == "--help") {
+            std::cout << "usage:\n" << kSummaryUsage;
+            return 0;
+        }
+        QFile file(QString::fromStdString(path));
+        if (!file.open(QIODevice::ReadOnly)) {
+            fail(path, ": cannot read: ", file.errorString().toStdString());
+        }
+        const QByteArray bytes = file.readAll();
+        nlohmann::json report =
+            nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size(), nullptr, false);
+        if (report.is_discarded()) {
+            fail(path, ": not JSON");
+        }
+        reports.emplace_back(path, std::move(report));
+    }
+    if (reports.empty()) {
+        fail("summary: name the shards' reports (folio-cli ocr --report FILE)");
+    }
+    const nlohmann::json merged = merge_reports(reports);
+    std::cout << merged.dump(2) << "\n";
+    const nlohmann::json& totals = merged["totals"];
+    const int64_t failed = totals.value("documents_failed", int64_t{0});
+    const size_t missing = merged["shards"]["missing"].size();
+    std::cerr << "folio-cli: " << merged["shards"]["present"].size() << " of " << merged["shards"]["count"]
+              << " shards; " << totals.value("documents", int64_t{0}) << " documents written (" << failed
+              << " failed), " << totals.value("documents_skipped", int64_t{0}) << " complete already; "
+              << totals.value("pages", int64_t{0}) << " pages";
+    if (missing > 0) {
+        std::cerr << "; missing shards: " << merged["shards"]["missing"].dump();
+    }
+    std::cerr << "\n";
+    return missing > 0 || failed > 0 ? kOcrSomeFailed : kOcrOk;
 }
 
 }  // namespace folio::cli

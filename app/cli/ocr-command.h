@@ -16,4 +16,9 @@ inline constexpr int kOcrCancelled = 130;  // interrupted (Ctrl-C); pages done s
 
 int run_ocr(int argc, char** argv, int first);
 
+extern const char* const kSummaryUsage;
+// folio-cli summary REPORT.json...: the shards' reports of one run merged as JSON on stdout, a line on
+// stderr; exit 0 when every shard is present and no document failed, 3 otherwise.
+int run_summary(int argc, char** argv, int first);
+
 }  // namespace folio::cli

@@ -191,13 +191,15 @@ EngineCore::EngineCore(GenerativeModel& model, const EngineConfig& config, const
         plan_ = plan_kv_cache(mp);
     }
     cache.n_blocks = plan_.n_blocks;
-    log_info(describe(plan_, config.block_size));
+    const bool int8_cache = cache.dtype == ScalarType::Q8;
+    log_info(describe(plan_, config.block_size) + (int8_cache ? " of 8-bit keys and values" : ""));
     if (plan_.n_blocks * config.block_size < config.max_model_len) {
-        log_info(
-            "kv cache: " + std::to_string(plan_.n_blocks * config.block_size) +
-            " tokens fit, fewer than max_model_len " + std::to_string(config.max_model_len) +
-            "; a request that could grow past them is refused (lower max_model_len, or give the engine " +
-            "more device memory)");
+        log_info("kv cache: " + std::to_string(plan_.n_blocks * config.block_size) +
+                 " tokens fit, fewer than max_model_len " + std::to_string(config.max_model_len) +
+                 "; a request that could grow past them is refused (lower max_model_len, " +
+                 (int8_cache ? std::string()
+                             : std::string("keep the cache in 8 bits with --kv-cache-dtype int8, ")) +
+                 "or give the engine more device memory)");
     }
 
     pool_ = std::make_unique<BlockPool>(static_cast<int32_t>(plan_.n_blocks));

@@ -40,9 +40,8 @@ MemoryPlan plan_kv_cache(const MemoryPlanParams& p) {
              mib(p.weight_bytes), ", activations ", mib(p.activation_peak_bytes), " and other models' ",
              mib(p.reserved_bytes), ", leaves ", mib(std::max<int64_t>(plan.kv_bytes, 0)),
              " where one block needs ", p.block_bytes,
-             " bytes; fewer batched tokens a step (less for activations), quantized weights or a larger "
-             "share of "
-             "the device's memory leave more");
+             " bytes; fewer batched tokens a step (less for activations), quantized weights, an 8-bit "
+             "cache or a larger share of the device's memory leave more");
     }
     return plan;
 }

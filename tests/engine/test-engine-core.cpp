@@ -320,11 +320,31 @@ TEST_F(EngineCoreTest, LimitsAndMemoryPlanComeFromTheModel) {
     model_.image_activation += left - 2 * block - block / 2;
     std::string logged;
     const LogSink quiet = set_log_sink([&](std::string_view m) { logged += std::string(m) + "\n"; });
-    const EngineCore starved(model_, planned);
+    MemoryPlan starved;
+    {
+        // Each engine's memory is given back before the next plans, as the planner counts what is in use.
+        starved = EngineCore(model_, planned).memory_plan();
+    }
     set_log_sink(quiet);
-    EXPECT_EQ(starved.memory_plan().n_blocks, 2);
+    EXPECT_EQ(starved.n_blocks, 2);
     EXPECT_NE(logged.find("kv cache: 8 tokens fit, fewer than max_model_len 64"), std::string::npos)
         << logged;
+    EXPECT_NE(logged.find("--kv-cache-dtype int8"), std::string::npos) << logged;
+    // The same memory as 8-bit keys and values: blocks of (head_dim + 4) bytes a row (test-kv-cache).
+    KvCacheParams q8_cache = model_.kv_cache_params(0, planned.block_size);
+    q8_cache.dtype = ScalarType::Q8;
+    planned.kv_cache_dtype = KvCacheDtype::Int8;
+    logged.clear();
+    const LogSink quiet8 = set_log_sink([&](std::string_view m) { logged += std::string(m) + "\n"; });
+    MemoryPlan int8;
+    { int8 = EngineCore(model_, planned).memory_plan(); }
+    set_log_sink(quiet8);
+    const int64_t useful =
+        planned.max_num_seqs * ((planned.max_model_len + planned.block_size - 1) / planned.block_size);
+    EXPECT_EQ(int8.kv_bytes, starved.kv_bytes) << "the same bytes left";
+    EXPECT_EQ(int8.n_blocks, std::min(starved.kv_bytes / kv_block_bytes(q8_cache), useful));
+    EXPECT_NE(logged.find("of 8-bit keys and values"), std::string::npos) << logged;
+    planned.kv_cache_dtype = KvCacheDtype::Auto;
     // An image encoder that would take all the memory leaves none for the cache.
     model_.image_activation = backend_->total_memory();
     EXPECT_THROW(EngineCore core(model_, planned), Error);

@@ -25,24 +25,6 @@ int parse_int(std::string_view text, const std::string& whole) {
     return value;
 }
 
-QString suffix_of_format(ExportFormat format) {
-    switch (format) {
-        case ExportFormat::Markdown:
-            return QStringLiteral(".md");
-        case ExportFormat::Json:
-            return QStringLiteral(".json");
-        case ExportFormat::Html:
-            return QStringLiteral(".html");
-        case ExportFormat::SearchablePdf:
-            return QStringLiteral(".searchable.pdf");
-        case ExportFormat::Xlsx:
-            return QStringLiteral(".xlsx");
-        case ExportFormat::Docx:
-            return QStringLiteral(".docx");
-    }
-    return {};
-}
-
 }  // namespace
 
 Shard parse_shard(const std::string& text) {
@@ -87,7 +69,7 @@ QStringList expected_outputs(const QString& out_dir, const QString& stem,
     QStringList files;
     for (const ExportFormat format : formats) {
         if (format != ExportFormat::Xlsx) {
-            files << QDir(out_dir).filePath(stem + suffix_of_format(format));
+            files << QDir(out_dir).filePath(stem + exportSuffix(format));
         }
     }
     return files;

@@ -36,6 +36,24 @@ std::optional<ExportFormat> exportFormatFromName(const QString& name) {
     return it == kNames.constEnd() ? std::nullopt : std::optional<ExportFormat>(*it);
 }
 
+QString exportSuffix(ExportFormat format) {
+    switch (format) {
+        case ExportFormat::Markdown:
+            return QStringLiteral(".md");
+        case ExportFormat::Json:
+            return QStringLiteral(".json");
+        case ExportFormat::Html:
+            return QStringLiteral(".html");
+        case ExportFormat::SearchablePdf:
+            return QStringLiteral(".searchable.pdf");
+        case ExportFormat::Xlsx:
+            return QStringLiteral(".xlsx");
+        case ExportFormat::Docx:
+            return QStringLiteral(".docx");
+    }
+    fail("export: unknown format ", static_cast<int>(format));
+}
+
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options) {
     return options.markdownLabels.isEmpty() ? defaultMarkdownLabels() : options.markdownLabels;
 }

@@ -30,6 +30,10 @@ QSet<QString> defaultMarkdownLabels();
 // docx.
 std::optional<ExportFormat> exportFormatFromName(const QString& name);
 
+// What a format's file name ends with after the document's stem: ".md", ".json", ".html", ".searchable.pdf",
+// ".xlsx", ".docx".
+QString exportSuffix(ExportFormat format);
+
 // options.markdownLabels, or defaultMarkdownLabels() where it is empty.
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options);
 

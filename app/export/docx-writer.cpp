@@ -556,7 +556,7 @@ void DocxWriter::begin(const DocumentInfo& document) {
     formulas_ = false;
     auto state = std::make_unique<State>();
     state->document = document;
-    state->target = QDir(options_.outputDir).filePath(document.stem + QStringLiteral(".docx"));
+    state->target = QDir(options_.outputDir).filePath(document.stem + exportSuffix(ExportFormat::Docx));
     if (!QDir().mkpath(options_.outputDir)) {
         fail("cannot create the folder \"", options_.outputDir.toStdString(), "\"");
     }

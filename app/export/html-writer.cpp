@@ -177,7 +177,8 @@ QString htmlOfBlock(const BlockResult& block, const QString& imageLink, int page
 }
 
 HtmlWriter::HtmlWriter(ExportOptions options, QString katexDir)
-    : StreamingWriter(std::move(options), QStringLiteral(".html"), true), katexDir_(std::move(katexDir)) {}
+    : StreamingWriter(std::move(options), exportSuffix(ExportFormat::Html), true),
+      katexDir_(std::move(katexDir)) {}
 
 void HtmlWriter::begin(const DocumentInfo& document) {
     typeset_ = 0;

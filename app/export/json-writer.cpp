@@ -149,7 +149,7 @@ Json jsonOfPage(const PageResult& page, int firstBlockId, const QSet<QString>& m
 }
 
 JsonWriter::JsonWriter(ExportOptions options)
-    : StreamingWriter(std::move(options), QStringLiteral(".json"), false) {}
+    : StreamingWriter(std::move(options), exportSuffix(ExportFormat::Json), false) {}
 
 QString JsonWriter::closing() {
     return pagesWritten() > 0 ? QStringLiteral("\n]\n") : QStringLiteral("]\n");

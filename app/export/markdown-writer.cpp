@@ -23,7 +23,7 @@ QString markdownOfPage(const PageResult& page, const QSet<QString>& labels,
 }
 
 MarkdownWriter::MarkdownWriter(ExportOptions options)
-    : StreamingWriter(std::move(options), QStringLiteral(".md"), true) {}
+    : StreamingWriter(std::move(options), exportSuffix(ExportFormat::Markdown), true) {}
 
 QString MarkdownWriter::pageText(const PageResult& page, const std::vector<QString>& imageLinks, int,
                                  int pagesBefore) {

@@ -133,7 +133,7 @@ void SearchablePdfWriter::begin(const DocumentInfo& document) {
     discard();
     m_files.clear();
     const QString stem = document.stem.isEmpty() ? QStringLiteral("document") : document.stem;
-    m_target = QDir(m_options.outputDir).absoluteFilePath(stem + QStringLiteral(".searchable.pdf"));
+    m_target = QDir(m_options.outputDir).absoluteFilePath(stem + exportSuffix(ExportFormat::SearchablePdf));
     if (!qGuiApp) {
         fail("cannot write \"", m_target.toStdString(), "\": the text layer's fonts need a QGuiApplication");
     }

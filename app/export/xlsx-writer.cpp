@@ -257,7 +257,7 @@ void XlsxWriter::begin(const DocumentInfo& document) {
     discard();
     m_files.clear();
     const QString stem = document.stem.isEmpty() ? QStringLiteral("document") : document.stem;
-    m_target = QDir(m_options.outputDir).absoluteFilePath(stem + QStringLiteral(".xlsx"));
+    m_target = QDir(m_options.outputDir).absoluteFilePath(stem + exportSuffix(ExportFormat::Xlsx));
     m_staged = std::make_unique<StagedFile>(m_target);
 }
 

@@ -514,4 +514,37 @@ std::filesystem::path resolve_model_option(const std::string& spec, bool tokeniz
     return model.dir;
 }
 
+std::filesystem::path resolve_layout_model(const Options& opt, const std::string& model_spec) {
+    if (opt.has("--layout-model")) {
+        return resolve_model_option(opt.text("--layout-model"));
+    }
+    LocateOptions locate;
+    locate.check = false;
+    const LocatedModel model = locate_model(model_spec, hub_settings_from_environment(), locate);
+    const std::optional<std::string> paired = paired_layout_repo(model);
+    if (!paired) {
+        fail("no layout model is known for ", model.description(),
+             ": name one with --layout-model DIR|ORG/NAME, or read whole pages with --no-layout");
+    }
+    return resolve_model_option(*paired);
+}
+
+std::optional<std::filesystem::path> find_paired_layout_model(const std::string& model_spec,
+                                                              std::string& why) {
+    try {
+        LocateOptions locate;
+        locate.check = false;
+        const LocatedModel model = locate_model(model_spec, hub_settings_from_environment(), locate);
+        const std::optional<std::string> paired = paired_layout_repo(model);
+        if (!paired) {
+            why = "no layout model is known for " + model.description();
+            return std::nullopt;
+        }
+        return resolve_model_option(*paired);
+    } catch (const Error& e) {
+        why = e.what();
+        return std::nullopt;
+    }
+}
+
 }  // namespace folio::cli

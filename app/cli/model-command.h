@@ -3,7 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+
+#include "app/options/cli-options.h"
 
 namespace folio::cli {
 
@@ -16,5 +19,14 @@ int run_model(int argc, char** argv, int first);
 // A --model value as a folder: the folder itself, or ORG/NAME from the Hugging Face cache or Folio's models
 // folder; checked before use. Says on stderr where a model named by repository was found.
 std::filesystem::path resolve_model_option(const std::string& spec, bool tokenizer_elsewhere = false);
+
+// The layout model for documents: --layout-model, else the one the catalogue pairs with the --model value.
+// Throws folio::Error where none is known (naming --layout-model and --no-layout) or it is not on disk.
+std::filesystem::path resolve_layout_model(const Options& opt, const std::string& model_spec);
+
+// The layout model the catalogue pairs with the --model value where it is on disk; nothing, with the reason
+// in `why`, where none is known or it has not been downloaded.
+std::optional<std::filesystem::path> find_paired_layout_model(const std::string& model_spec,
+                                                              std::string& why);
 
 }  // namespace folio::cli

@@ -20,6 +20,7 @@
 #include "app/cli/cli-service.h"
 #include "app/cli/model-command.h"
 #include "app/cli/ocr-shards.h"
+#include "app/cli/offscreen-application.h"
 #include "app/cli/pipeline-flags.h"
 #include "app/documents/input-files.h"
 #include "app/export/document-writer.h"
@@ -292,41 +293,11 @@ private:
     bool bar_shown_ = false;
 };
 
-std::filesystem::path resolve_layout_model(const Options& opt, const std::string& model_spec) {
-    if (opt.has("--layout-model")) {
-        return resolve_model_option(opt.text("--layout-model"));
-    }
-    hub::LocateOptions locate;
-    locate.check = false;
-    const hub::LocatedModel model =
-        hub::locate_model(model_spec, hub::hub_settings_from_environment(), locate);
-    const std::optional<std::string> paired = hub::paired_layout_repo(model);
-    if (!paired) {
-        fail("no layout model is known for ", model.description(),
-             ": name one with --layout-model DIR|ORG/NAME, or read whole pages with --no-layout");
-    }
-    return resolve_model_option(*paired);
-}
-
 }  // namespace
 
 int run_ocr(int argc, char** argv, int first) {
     // Qt's PDF writer and fonts need a GUI application; folio-cli draws on no screen.
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-    }
-    if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
-        // Where Qt would otherwise make one itself, with a warning on stderr.
-        const QString runtime = QDir::temp().filePath(QStringLiteral("runtime-%1").arg(getuid()));
-        if (QDir().mkpath(runtime)) {
-            QFile::setPermissions(runtime,
-                                  QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
-            qputenv("XDG_RUNTIME_DIR", runtime.toLocal8Bit());
-        }
-    }
-    int qt_argc = 1;
-    char* qt_argv[] = {argv[0], nullptr};
-    const QGuiApplication application(qt_argc, qt_argv);
+    const OffscreenApplication application(argv[0]);
 
     // Inputs and options in any order: anything that is not an option or an option's value is an input.
     // "-o DIR" is --output DIR; folio-cli's own switches are passed on as --name=true.

@@ -9,10 +9,13 @@
 #include "app/cli/cli-service.h"
 #include "app/cli/messages-file.h"
 #include "app/cli/model-command.h"
+#include "app/cli/offscreen-application.h"
+#include "app/cli/pipeline-flags.h"
 #include "app/images/image-loader.h"
 #include "app/images/video-loader.h"
 #include "app/options/engine-options.h"
 #include "app/server/openai-server.h"
+#include "app/server/pipeline-document-parser.h"
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/common/error.h"
 #include "engine/image/preprocessor-config.h"
@@ -27,6 +30,8 @@ const char* const kServeUsage =
                   [--max-waiting-time SECONDS] [--max-connections N] [--max-body-size SIZE]
                   [--max-image-pixels N] [--max-decode-threads N] [--allow-image-urls] [--log-requests]
                   [--reasoning-parser deepseek_r1|ernie-45-vl] [--documents-dir DIR]
+                  [--layout-model DIR|ORG/NAME] [--max-pages N] [--max-new-tokens N] [--dpi N]
+                  [--pages-in-flight N]
                   [--device cpu|cuda[:N]] [--threads N] [engine options]
       Serves the model over OpenAI's API, as FastDeploy serves PaddleOCR-VL: POST /v1/chat/completions
       (text and data: URL images, http(s) image URLs with --allow-image-urls, streamed with "stream": true)
@@ -54,6 +59,15 @@ const char* const kServeUsage =
       blocks open the first user message as far as the context allows, pages nearest the question's words
       first; the answer's message lists the blocks it cites ("citations") and the body says which pages
       were given and left out ("document").
+      Documents: with a layout model (--layout-model, or the one paired with the recognition model when it
+      is on disk) the server also answers PaddleOCR's document-parsing API, POST /layout-parsing, as
+      PaddleX serves PaddleOCR-VL: a PDF or image as base64 (or an http(s) URL with --allow-image-urls),
+      each page's Markdown, figures and prunedResult (what folio-cli ocr writes), Word with
+      "outputFormats": ["docx"]. A file over --max-pages (100) is refused; pages render at --dpi and each
+      block stops at --max-new-tokens (4096) as ocr's do. A chat completion whose model is the pipeline's
+      name (the model's with "-pipeline", also in /v1/models) and whose message has a PDF or page image as
+      a "file" or "image_url" part answers with the document's Markdown, a page a chunk when streamed.
+      Fields and errors: docs/layout-parsing.md.
 )";
 namespace {
 
@@ -98,8 +112,10 @@ int run_serve(int argc, char** argv, int first) {
         std::cout << kServeUsage << "\n" << engine_usage(CommandScope::Serve);
         return 0;
     }
-    opt.allow(with_engine_flags(
-        {"--model", "--device", "--threads", "--max-body-size", "--device-memory", "--documents-dir"}));
+    opt.allow(
+        with_engine_flags({"--model", "--device", "--threads", "--max-body-size", "--device-memory",
+                           "--documents-dir", "--layout-model", "--max-pages", "--dpi", "--pages-in-flight",
+                           "--render-threads", "--layout-batch", "--max-new-tokens"}));
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
     const ModelDescription described = describe_model(model_dir);
@@ -167,8 +183,45 @@ int run_serve(int argc, char** argv, int first) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+    // PaddleOCR's document-parsing API where a layout model is named, or paired with the model and on disk.
+    std::optional<std::filesystem::path> layout_dir;
+    if (opt.has("--layout-model")) {
+        layout_dir = resolve_layout_model(opt, model_spec);
+    } else if (described.takes(Modality::Image)) {
+        std::string why;
+        layout_dir = find_paired_layout_model(model_spec, why);
+        if (!layout_dir && !why.empty()) {
+            std::cerr << "folio-cli serve: note: no /layout-parsing: " << why
+                      << " (name a layout model with --layout-model)" << std::endl;
+        }
+    } else if (opt.has("--max-pages")) {
+        fail("--max-pages applies to /layout-parsing, which needs --layout-model");
+    }
+    PipelineParserParams pipeline;
+    std::unique_ptr<OffscreenApplication> application;
+    if (layout_dir) {
+        const int64_t max_pages = opt.integer("--max-pages", pipeline.maxPages);
+        if (max_pages < 1 || max_pages > 100000) {
+            fail("--max-pages must be in 1..100000, got ", max_pages);
+        }
+        pipeline.maxPages = static_cast<int>(max_pages);
+        pipeline.document = document_options_from(opt);
+        apply_pipeline_flags(opt, engine_options, pipeline.pipeline);
+        const int64_t max_new_tokens =
+            opt.integer("--max-new-tokens", pipeline.pipeline.recognition.maxNewTokens);
+        if (max_new_tokens < 1 || max_new_tokens > (int64_t{1} << 20)) {
+            fail("--max-new-tokens must be in 1..1048576, got ", max_new_tokens);
+        }
+        pipeline.pipeline.recognition.maxNewTokens = static_cast<int>(max_new_tokens);
+        // Page images are painted (visualize) and Word documents written through Qt's GUI classes.
+        application = std::make_unique<OffscreenApplication>(argv[0]);
+    }
+
     EngineService service;
-    load_service(service, opt, model_dir, engine_options);
+    load_service(service, opt, model_dir, engine_options, layout_dir, pipeline.pipeline.layoutBatch);
+    if (layout_dir) {
+        params.document_parser = std::make_shared<PipelineDocumentParser>(service, pipeline);
+    }
     server::OpenAiServer server(
         service, params,
         [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
@@ -179,6 +232,10 @@ int run_serve(int argc, char** argv, int first) {
     if (server.metrics_port() >= 0) {
         std::cerr << ", metrics on http://" << url_host(params.metrics_host) << ":" << server.metrics_port()
                   << "/metrics";
+    }
+    if (params.document_parser) {
+        std::cerr << ", documents on http://" << url_host(params.host) << ":" << server.port()
+                  << "/layout-parsing";
     }
     std::cerr << "; Ctrl-C stops" << std::endl;
     if (!is_loopback(params.host) && params.api_key.empty()) {

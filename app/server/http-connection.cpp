@@ -460,7 +460,7 @@ HttpServer::HttpServer(ConnectionLimits limits) : limits_(limits) {
 void HttpServer::answer_at_once(Connection& connection, int status, const std::string& message,
                                 const std::string& code, const std::string& method, const std::string& path,
                                 Clock::time_point started) {
-    const std::string body = error_body ? error_body(status, message, code) : message;
+    const std::string body = error_body ? error_body(status, message, code, path) : message;
     std::string response =
         "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +

@@ -107,7 +107,9 @@ public:
     // Called after each response with the request log's line, when set.
     std::function<void(const RequestLogEntry&)> on_response;
     // Writes an error response of the API's shape (status, message, code); set by the owner.
-    std::function<std::string(int status, const std::string& message, const std::string& code)> error_body;
+    std::function<std::string(int status, const std::string& message, const std::string& code,
+                              const std::string& path)>
+        error_body;
     int open_connections() const { return n_open_.load(); }
 
 private:

@@ -89,7 +89,6 @@ void OpenAiServer::Impl::record(Exchange& ex, RequestOutcome outcome) {
 // The request's next output; while none comes, whether its client has closed the connection is looked at
 // now and then, and a request whose client has gone is cancelled (its final output follows).
 std::optional<RequestOutput> OpenAiServer::Impl::next_output(Exchange& ex, bool& client_gone) {
-    constexpr auto kLookEvery = std::chrono::milliseconds(100);
     Connection* connection = current_connection();
     for (;;) {
         if (!client_gone && connection && Clock::now() - ex.last_look >= kLookEvery) {
@@ -109,6 +108,80 @@ std::optional<RequestOutput> OpenAiServer::Impl::next_output(Exchange& ex, bool&
     }
 }
 
+std::unique_ptr<AdmissionTicket> OpenAiServer::Impl::admit(Connection* connection, httplib::Response& res,
+                                                           bool& client_gone) {
+    // A place among the requests served, before the body is read: a refused request's body is left unread
+    // and its connection closed.
+    const Admission::Result admitted =
+        admission.enter([connection] { return connection && connection->peer_closed(); });
+    if (admitted == Admission::Result::Admitted) {
+        return std::make_unique<AdmissionTicket>(admission);
+    }
+    if (connection) {
+        connection->close_after(res);
+    }
+    const auto [n_serving, n_waiting] = admission.counts();
+    switch (admitted) {
+        case Admission::Result::Stopping:
+            throw stopping_error();
+        case Admission::Result::ClientGone:
+            client_gone = true;
+            throw ApiError(499, "invalid_request_error", "the client closed the connection", {}, "cancelled");
+        case Admission::Result::TimedOut:
+            res.set_header("Retry-After", "1");
+            throw ApiError(429, "rate_limit_exceeded",
+                           "the server is busy: the request waited " +
+                               std::to_string(params.max_waiting_seconds) +
+                               " s for a place (--max-waiting-time); try again later",
+                           {}, "too_many_requests");
+        default:
+            res.set_header("Retry-After", "1");
+            throw ApiError(429, "rate_limit_exceeded",
+                           "the server is busy: " + std::to_string(n_serving) +
+                               " requests are being served (" + std::to_string(params.max_concurrency) +
+                               " at most) and " + std::to_string(n_waiting) + " wait for a place (" +
+                               std::to_string(params.max_queued) + " at most); try again later",
+                           {}, "too_many_requests");
+    }
+}
+
+std::string OpenAiServer::Impl::read_body(const httplib::ContentReader& reader, Connection* connection,
+                                          httplib::Response& res) const {
+    // The body, chunked or not, within max_body_bytes: reading stops as soon as it goes past.
+    std::string body;
+    bool too_large = false;
+    const bool read = reader([&](const char* data, size_t n) {
+        if (body.size() + n > params.max_body_bytes) {
+            too_large = true;
+            return false;
+        }
+        body.append(data, n);
+        return true;
+    });
+    if (!read) {
+        if (connection) {
+            connection->close_after(res);
+        }
+        if (too_large) {
+            throw ApiError(413, "invalid_request_error",
+                           "the request body is larger than the " + std::to_string(params.max_body_bytes) +
+                               " bytes the server takes (--max-body-size)",
+                           {}, "body_too_large");
+        }
+        if (connection && connection->timed_out()) {
+            throw ApiError(408, "invalid_request_error", "the request body did not arrive in time", {},
+                           "request_timeout");
+        }
+        throw ApiError(
+            400, "invalid_request_error",
+            "the request body could not be read: it ended early or its chunked encoding is malformed");
+    }
+    if (connection) {
+        connection->set_body_read();
+    }
+    return body;
+}
+
 void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Response& res,
                                           const httplib::ContentReader& reader, Api kind) {
     metrics.request_received();
@@ -122,74 +195,16 @@ void OpenAiServer::Impl::serve_generation(const httplib::Request&, httplib::Resp
             .count();
     bool client_gone = false;
     try {
-        // A place among the requests served, before the body is read: a refused request's body is left unread
-        // and its connection closed.
-        const Admission::Result admitted =
-            admission.enter([connection] { return connection && connection->peer_closed(); });
-        if (admitted != Admission::Result::Admitted) {
-            if (connection) {
-                connection->close_after(res);
+        ex->ticket = admit(connection, res, client_gone);
+        std::string body = read_body(reader, connection, res);
+        if (kind == Api::Chat && params.document_parser) {
+            if (std::optional<DocumentChatRequest> document =
+                    parse_document_chat(body, pipeline_model_name())) {
+                body = std::string();
+                ex->head.model = pipeline_model_name();
+                serve_document_chat(ex, std::move(*document), res);
+                return;
             }
-            const auto [n_serving, n_waiting] = admission.counts();
-            switch (admitted) {
-                case Admission::Result::Stopping:
-                    throw stopping_error();
-                case Admission::Result::ClientGone:
-                    client_gone = true;
-                    throw ApiError(499, "invalid_request_error", "the client closed the connection", {},
-                                   "cancelled");
-                case Admission::Result::TimedOut:
-                    res.set_header("Retry-After", "1");
-                    throw ApiError(429, "rate_limit_exceeded",
-                                   "the server is busy: the request waited " +
-                                       std::to_string(params.max_waiting_seconds) +
-                                       " s for a place (--max-waiting-time); try again later",
-                                   {}, "too_many_requests");
-                default:
-                    res.set_header("Retry-After", "1");
-                    throw ApiError(429, "rate_limit_exceeded",
-                                   "the server is busy: " + std::to_string(n_serving) +
-                                       " requests are being served (" +
-                                       std::to_string(params.max_concurrency) + " at most) and " +
-                                       std::to_string(n_waiting) + " wait for a place (" +
-                                       std::to_string(params.max_queued) + " at most); try again later",
-                                   {}, "too_many_requests");
-            }
-        }
-        ex->ticket = std::make_unique<AdmissionTicket>(admission);
-
-        // The body, chunked or not, within max_body_bytes: reading stops as soon as it goes past.
-        std::string body;
-        bool too_large = false;
-        const bool read = reader([&](const char* data, size_t n) {
-            if (body.size() + n > params.max_body_bytes) {
-                too_large = true;
-                return false;
-            }
-            body.append(data, n);
-            return true;
-        });
-        if (!read) {
-            if (connection) {
-                connection->close_after(res);
-            }
-            if (too_large) {
-                throw ApiError(413, "invalid_request_error",
-                               "the request body is larger than the " +
-                                   std::to_string(params.max_body_bytes) +
-                                   " bytes the server takes (--max-body-size)",
-                               {}, "body_too_large");
-            }
-            if (connection && connection->timed_out()) {
-                throw ApiError(408, "invalid_request_error", "the request body did not arrive in time", {},
-                               "request_timeout");
-            }
-            throw ApiError(
-                400, "invalid_request_error",
-                "the request body could not be read: it ended early or its chunked encoding is malformed");
-        }
-        if (connection) {
-            connection->set_body_read();
         }
 
         RequestSpec spec = build_spec(kind, body, *ex);

@@ -454,10 +454,22 @@ std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& pa
                         std::string(kind) + ", got '" + std::string(media) + "'",
                     param);
     }
-    std::string data(url.substr(comma + 1));
-    if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max() - 4)) {
-        bad_request(param + ": the " + std::string(kind) + " is too large", param);
+    std::vector<uint8_t> out = decode_base64(url.substr(comma + 1), param, "the data URL's payload");
+    if (out.empty()) {
+        bad_request(param + ": the data URL holds no data", param);
     }
+    return out;
+}
+
+std::vector<uint8_t> decode_base64(std::string_view text, const std::string& param, const std::string& what,
+                                   int status) {
+    const auto refuse = [&](const std::string& message) {
+        throw ApiError(status, "invalid_request_error", param + ": " + message, param);
+    };
+    if (text.size() > static_cast<size_t>(std::numeric_limits<int>::max() - 4)) {
+        refuse(what + " is too large");
+    }
+    std::string data(text);
     // Padding left out by some encoders is put back: OpenSSL's decoder wants whole groups of four.
     const auto n_symbols = std::count_if(data.begin(), data.end(),
                                          [](char c) { return !std::isspace(static_cast<unsigned char>(c)); });
@@ -478,25 +490,25 @@ std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& pa
                          static_cast<int>(data.size())) >= 0 &&
         EVP_DecodeFinal(ctx.get(), out.data() + n, &tail) == 1;
     if (!decoded) {
-        bad_request(param + ": the data URL's payload is not valid base64", param);
+        refuse(what + " is not valid base64");
     }
     out.resize(static_cast<size_t>(n + tail));
-    if (out.empty()) {
-        bad_request(param + ": the data URL holds no data", param);
-    }
     return out;
 }
 
-std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type) {
+std::string encode_base64(std::span<const uint8_t> bytes) {
     if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max() / 4 * 3)) {
-        throw std::length_error("data URL: " + std::to_string(bytes.size()) +
-                                " bytes are too many to encode");
+        throw std::length_error("base64: " + std::to_string(bytes.size()) + " bytes are too many to encode");
     }
     std::string b64(4 * ((bytes.size() + 2) / 3) + 1, '\0');
     const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), bytes.data(),
                                   static_cast<int>(bytes.size()));
     b64.resize(static_cast<size_t>(n));
-    return "data:" + std::string(media_type) + ";base64," + b64;
+    return b64;
+}
+
+std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type) {
+    return "data:" + std::string(media_type) + ";base64," + encode_base64(bytes);
 }
 
 const char* finish_reason_text(FinishReason reason) {

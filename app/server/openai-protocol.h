@@ -98,6 +98,13 @@ CompletionRequest parse_completion(std::string_view body);
 std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param,
                                      std::string_view kind = "image");
 
+// The bytes of base64 text (whitespace and left-out padding allowed); throws ApiError (status) naming param
+// and saying that `what` ("the file") is not valid base64 or too large.
+std::vector<uint8_t> decode_base64(std::string_view text, const std::string& param, const std::string& what,
+                                   int status = 400);
+// bytes as base64 text.
+std::string encode_base64(std::span<const uint8_t> bytes);
+
 // bytes as a data URL of the media type ("image/png"): what a client sends, for benchmarks and tests.
 std::string encode_data_url(std::span<const uint8_t> bytes, std::string_view media_type);
 

@@ -19,6 +19,7 @@
 
 #include "app/server/admission.h"
 #include "app/server/http-connection.h"
+#include "app/server/layout-parsing.h"
 #include "app/server/openai-protocol.h"
 #include "app/server/openai-server.h"
 #include "app/server/server-metrics.h"
@@ -30,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 // Connections waiting for a thread beyond the pool, and the pool's room for idle and slow connections.
 inline constexpr size_t kPendingConnections = 64;
 inline constexpr int kSpareConnections = 64;
+// How often a request's client is looked at while it waits.
+inline constexpr std::chrono::milliseconds kLookEvery{100};
 
 enum class Api { Chat, Completion };
 
@@ -40,6 +43,8 @@ ApiError error_of(const RequestOutput& out, bool stopping);
 bool ended_well(const RequestOutput& out);
 RequestOutcome outcome_of(const RequestOutput& out);
 void send_error(httplib::Response& res, const ApiError& error);
+// The same in PaddleX's envelope where the path is /layout-parsing's.
+void send_error(httplib::Response& res, const ApiError& error, const std::string& path);
 
 // One request from its arrival to its last byte.
 struct Exchange {
@@ -130,6 +135,25 @@ struct OpenAiServer::Impl {
     std::mt19937_64 rng{std::random_device{}()};
 
     void routes();
+    // A place among the requests served (admission), or the ApiError (429, 499, 503) that refuses one, the
+    // connection then closed after the response.
+    std::unique_ptr<AdmissionTicket> admit(Connection* connection, httplib::Response& res, bool& client_gone);
+    // The request's body within max_body_bytes; ApiError 413, 408 or 400 where it cannot be read whole.
+    std::string read_body(const httplib::ContentReader& reader, Connection* connection,
+                          httplib::Response& res) const;
+    // A document file of a request: base64 decoded, or a URL fetched where allowed; ApiError (status) naming
+    // param otherwise.
+    std::vector<uint8_t> document_file(const std::string& file, bool is_url, const std::string& param,
+                                       int status) const;
+    // A chat completion to the pipeline's served name: the document's Markdown, whole or a page a chunk.
+    void serve_document_chat(const std::shared_ptr<Exchange>& ex, DocumentChatRequest chat,
+                             httplib::Response& res);
+    std::string pipeline_model_name() const {
+        return params.pipeline_model_name.empty() ? model_name() + "-pipeline" : params.pipeline_model_name;
+    }
+    // POST /layout-parsing through params.document_parser, answered in PaddleX's envelope.
+    void serve_layout_parsing(const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& reader);
     void serve_generation(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader, Api api);
     RequestSpec build_spec(Api kind, std::string_view body, Exchange& ex);

@@ -16,6 +16,16 @@ void send_error(httplib::Response& res, const ApiError& error) {
     res.set_content(error_body(error), "application/json");
 }
 
+void send_error(httplib::Response& res, const ApiError& error, const std::string& path) {
+    if (path != kLayoutParsingPath) {
+        send_error(res, error);
+        return;
+    }
+    res.status = error.status();
+    res.set_content(layout_parsing_error_body(new_log_id(), error.status(), error.what()),
+                    "application/json");
+}
+
 namespace {
 
 // A 404 for a method and path the server has no endpoint for; the connection closes after it, since a body
@@ -36,9 +46,13 @@ std::string url_host(const std::string& host) {
 }  // namespace
 
 void OpenAiServer::Impl::routes() {
-    api.error_body = [](int status, const std::string& message, const std::string& code) {
-        return error_body(ApiError(status, status == 429 ? "rate_limit_exceeded" : "invalid_request_error",
-                                   message, {}, code));
+    api.error_body = [](int status, const std::string& message, const std::string& code,
+                        const std::string& path) {
+        return path == kLayoutParsingPath
+                   ? layout_parsing_error_body(new_log_id(), status, message)
+                   : error_body(ApiError(status,
+                                         status == 429 ? "rate_limit_exceeded" : "invalid_request_error",
+                                         message, {}, code));
     };
     metrics_api.error_body = api.error_body;
     const auto log = [this](const RequestLogEntry& entry) {
@@ -61,22 +75,29 @@ void OpenAiServer::Impl::routes() {
     metrics_api.on_response = log;
 
     api.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (!params.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
-            const std::string expected = "Bearer " + params.api_key;
+        const bool layout_parsing = req.path == kLayoutParsingPath;
+        if (!params.api_key.empty() && (req.path.rfind("/v1/", 0) == 0 || layout_parsing)) {
+            // PaddleOCR's clients send the key as AI Studio takes it ("token KEY"), OpenAI's as a bearer.
             const std::string given = req.get_header_value("Authorization");
-            if (given.size() != expected.size() ||
-                CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0) {
-                send_error(res, ApiError(401, "invalid_request_error",
-                                         given.empty() ? "an API key is required: Authorization: Bearer KEY"
-                                                       : "the API key is not valid",
-                                         {}, "invalid_api_key"));
+            const auto matches = [&given](const std::string& expected) {
+                return given.size() == expected.size() &&
+                       CRYPTO_memcmp(given.data(), expected.data(), expected.size()) == 0;
+            };
+            if (!matches("Bearer " + params.api_key) &&
+                !(layout_parsing && matches("token " + params.api_key))) {
+                send_error(res,
+                           ApiError(401, "invalid_request_error",
+                                    given.empty() ? "an API key is required: Authorization: Bearer KEY"
+                                                  : "the API key is not valid",
+                                    {}, "invalid_api_key"),
+                           req.path);
                 return httplib::Server::HandlerResponse::Handled;
             }
         }
         // Only the generation endpoints read a body (within its bounds); another request with a body is
         // answered here, before httplib would read it whole, and its connection closed.
-        const bool generation =
-            req.method == "POST" && (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
+        const bool generation = req.method == "POST" && (req.path == "/v1/chat/completions" ||
+                                                         req.path == "/v1/completions" || layout_parsing);
         if (!generation && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
                             req.method == "DELETE")) {
             refuse_endpoint(req, res);
@@ -104,7 +125,7 @@ void OpenAiServer::Impl::routes() {
                     message = "HTTP error " + std::to_string(res.status);
                     break;
             }
-            send_error(res, ApiError(res.status, "invalid_request_error", message));
+            send_error(res, ApiError(res.status, "invalid_request_error", message), req.path);
             return httplib::Server::HandlerResponse::Handled;
         }));
     api.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
@@ -128,8 +149,11 @@ void OpenAiServer::Impl::routes() {
                         "text/plain");
     });
     api.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(models_body({model_name()}, created, service.limits().max_model_len),
-                        "application/json");
+        std::vector<std::string> names = {model_name()};
+        if (params.document_parser) {
+            names.push_back(pipeline_model_name());
+        }
+        res.set_content(models_body(names, created, service.limits().max_model_len), "application/json");
     });
     api.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
         const std::string id = req.matches[1];
@@ -153,6 +177,9 @@ void OpenAiServer::Impl::routes() {
                                        const httplib::ContentReader& reader) {
         serve_generation(req, res, reader, Api::Completion);
     });
+    api.Post(std::string(kLayoutParsingPath),
+             [this](const httplib::Request& req, httplib::Response& res,
+                    const httplib::ContentReader& reader) { serve_layout_parsing(req, res, reader); });
     metrics_api.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
         if (req.method != "GET" && req.method != "HEAD") {
             refuse_endpoint(req, res);

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/server/document-parser.h"
 #include "engine/chat-template/reasoning-parser.h"
 #include "engine/image/image.h"
 #include "engine/image/video-sampling.h"
@@ -85,6 +86,12 @@ struct ServerParams {
     // --reasoning-parser: chat answers carry reasoning_content beside content, whole and streamed, unless a
     // request's chat_template_kwargs turn enable_thinking off.
     std::optional<ReasoningFormat> reasoning_parser;
+    // The document pipeline behind POST /layout-parsing (PaddleOCR's document-parsing API); none: that route
+    // answers 404 saying how to serve it (--layout-model).
+    std::shared_ptr<DocumentParser> document_parser;
+    // The "model" a chat completion names to have its file part parsed by the pipeline into Markdown, listed
+    // by /v1/models beside the model; empty: the model's name with "-pipeline".
+    std::string pipeline_model_name;
 };
 
 class OpenAiServer {

@@ -217,6 +217,10 @@ void ServerMetrics::request_ended(const RequestRecord& record) {
     if (record.outcome != RequestOutcome::Succeeded) {
         return;
     }
+    if (!record.generation) {
+        e2e_->Observe(record.seconds_total);
+        return;
+    }
     generation_lengths_->Observe(static_cast<double>(record.n_generated_tokens));
     max_tokens_->Observe(static_cast<double>(record.max_tokens));
     e2e_->Observe(record.seconds_total);

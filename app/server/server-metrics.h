@@ -33,6 +33,9 @@ struct RequestRecord {
     double seconds_to_first_token = -1.0;  // -1: no token came
     double seconds_total = 0.0;
     int64_t max_tokens = 0;  // as asked, or what the context left
+    // False for a document parsed through the pipeline: counted and its latency observed, while its blocks'
+    // tokens are not a request's prompt or generation.
+    bool generation = true;
 };
 
 class ServerMetrics {

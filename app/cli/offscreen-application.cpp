@@ -1,0 +1,26 @@
+#include "app/cli/offscreen-application.h"
+
+#include <unistd.h>
+
+#include <QDir>
+#include <QFile>
+
+namespace folio::cli {
+
+OffscreenApplication::OffscreenApplication(char* program) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
+    if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+        const QString runtime = QDir::temp().filePath(QStringLiteral("runtime-%1").arg(getuid()));
+        if (QDir().mkpath(runtime)) {
+            QFile::setPermissions(runtime,
+                                  QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+            qputenv("XDG_RUNTIME_DIR", runtime.toLocal8Bit());
+        }
+    }
+    argv_[0] = program;
+    application_ = std::make_unique<QGuiApplication>(argc_, argv_);
+}
+
+}  // namespace folio::cli

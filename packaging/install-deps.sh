@@ -16,7 +16,7 @@ packages=(
     libgtest-dev libgmock-dev
     xvfb xauth
     dpkg-dev file appstream desktop-file-utils librsvg2-bin
-    python3 python3-jinja2 python3-docx
+    python3 python3-jinja2 python3-docx libreoffice-writer-nogui libreoffice-math-nogui
 )
 
 missing=()

@@ -4,10 +4,11 @@
 
 #include <QDir>
 #include <QFile>
+#include <utility>
 
 namespace folio::cli {
 
-OffscreenApplication::OffscreenApplication(char* program) {
+OffscreenApplication::OffscreenApplication(std::string program) : program_(std::move(program)) {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
         qputenv("QT_QPA_PLATFORM", "offscreen");
     }
@@ -19,7 +20,7 @@ OffscreenApplication::OffscreenApplication(char* program) {
             qputenv("XDG_RUNTIME_DIR", runtime.toLocal8Bit());
         }
     }
-    argv_[0] = program;
+    argv_[0] = program_.data();
     application_ = std::make_unique<QGuiApplication>(argc_, argv_);
 }
 

@@ -5,16 +5,18 @@
 
 #include <QGuiApplication>
 #include <memory>
+#include <string>
 
 namespace folio::cli {
 
 class OffscreenApplication {
 public:
-    explicit OffscreenApplication(char* program);
+    explicit OffscreenApplication(std::string program);
     OffscreenApplication(const OffscreenApplication&) = delete;
     OffscreenApplication& operator=(const OffscreenApplication&) = delete;
 
 private:
+    std::string program_;
     int argc_ = 1;
     char* argv_[2] = {nullptr, nullptr};
     std::unique_ptr<QGuiApplication> application_;

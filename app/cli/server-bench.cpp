@@ -12,12 +12,20 @@
 #include <opencv2/imgcodecs.hpp>
 #include <thread>
 
+#include <QFile>
+#include <QStringList>
+
 #include "app/cli/cli-service.h"
 #include "app/cli/model-command.h"
+#include "app/cli/offscreen-application.h"
+#include "app/cli/pipeline-flags.h"
 #include "app/images/image-loader.h"
 #include "app/options/engine-options.h"
+#include "app/pipeline/document-pipeline.h"
+#include "app/pipeline/source-input.h"
 #include "app/server/openai-protocol.h"
 #include "app/server/openai-server.h"
+#include "app/server/pipeline-document-parser.h"
 #include "engine/common/error.h"
 #include "engine/common/json-reader.h"
 #include "engine/image/preprocessor-config.h"
@@ -33,6 +41,11 @@ const char* const kServerBenchUsage =
       1000x120, with "OCR:" and --block-tokens output tokens, default 32) from --connections clients at once
       (default 32), first straight to the engine service, then as chat completions over HTTP on 127.0.0.1
       with the crop as a PNG data URL. Prints JSON: requests/s and latency percentiles of each, side by side.
+  folio-cli bench --server N --pipeline FILE --model DIR|ORG/NAME [--layout-model DIR|ORG/NAME]
+                  [--connections N] [--dpi N] [--max-new-tokens N] [--device cpu|cuda[:N]] [engine options]
+      The document pipeline through the server: FILE (a PDF or image) N times, first as folio-cli ocr runs
+      the documents (one pipeline, every document's blocks together), then as N POST /layout-parsing
+      requests from --connections clients at once (default 4). Prints JSON: pages/s of each, side by side.
 )";
 
 namespace {
@@ -111,9 +124,111 @@ nlohmann::json run_clients(int64_t n_requests, int n_clients, const std::functio
                    n_tokens);
 }
 
+// The document pipeline in process and through POST /layout-parsing, the same file the same number of times.
+int run_pipeline_bench(const Options& opt) {
+    opt.allow(with_engine_flags({"--server", "--pipeline", "--model", "--layout-model", "--device",
+                                 "--threads", "--connections", "--dpi", "--max-new-tokens", "--device-memory",
+                                 "--pages-in-flight", "--render-threads", "--layout-batch"}));
+    const std::string model_spec = opt.text("--model");
+    const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
+    const std::filesystem::path layout_dir = resolve_layout_model(opt, model_spec);
+    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
+    const int64_t n_documents = opt.integer("--server", 8);
+    const int n_clients = static_cast<int>(opt.integer("--connections", 4));
+    if (n_documents < 1 || n_documents > 100000 || n_clients < 1 || n_clients > 1024) {
+        fail("--server must be in 1..100000 and --connections in 1..1024");
+    }
+    const QString file = QString::fromStdString(opt.text("--pipeline"));
+    QFile input(file);
+    if (!input.open(QIODevice::ReadOnly)) {
+        fail(file.toStdString(), ": cannot read the file: ", input.errorString().toStdString());
+    }
+    const QByteArray bytes = input.readAll();
+    const OffscreenApplication application("folio-cli");
+
+    PipelineParserParams pipeline;
+    pipeline.document = document_options_from(opt);
+    apply_pipeline_flags(opt, engine_options, pipeline.pipeline);
+    pipeline.pipeline.recognition.maxNewTokens = static_cast<int>(opt.integer("--max-new-tokens", 4096));
+    pipeline.maxPages = 100000;
+    EngineService service;
+    load_service(service, opt, model_dir, engine_options, layout_dir, pipeline.pipeline.layoutBatch);
+
+    // In process: one pipeline over the file n times, as folio-cli ocr runs a list of documents.
+    struct PageCounter : PipelineObserver {
+        void pageFinished(const DocumentInfo&, const PageResult&) override { ++pages; }
+        int64_t pages = 0;
+    } counter;
+    const QStringList inputs(static_cast<qsizetype>(n_documents), file);
+    DocumentPipeline direct_pipeline(service, sourceOpener(pipeline.document, PageRange::parse("all")),
+                                     pipeline.pipeline);
+    auto start = Clock::now();
+    direct_pipeline.run(inputs, counter);
+    const double direct_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+    server::ServerParams params;
+    params.port = 0;
+    params.metrics_port = -1;
+    params.max_concurrency = n_clients;
+    params.max_body_bytes = static_cast<size_t>(bytes.size()) * 2 + (size_t{1} << 20);
+    params.document_parser = std::make_shared<PipelineDocumentParser>(service, pipeline);
+    server::OpenAiServer server(
+        service, params,
+        [](std::span<const uint8_t> data, std::string_view name) { return decode_image(data, name); },
+        [](std::span<const uint8_t>, std::string_view) -> std::optional<server::ImageSize> {
+            return std::nullopt;
+        });
+    server.start();
+    const std::string body = nlohmann::json{
+        {"file",
+         server::encode_base64(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.constData()),
+                                                        static_cast<size_t>(bytes.size())))},
+        {"returnMarkdownImages",
+         false}}.dump();
+    std::vector<std::unique_ptr<httplib::Client>> clients;
+    for (int c = 0; c < n_clients; ++c) {
+        clients.push_back(std::make_unique<httplib::Client>("127.0.0.1", server.port()));
+        clients.back()->set_keep_alive(true);
+        clients.back()->set_read_timeout(3600, 0);
+    }
+    std::atomic<int64_t> http_pages{0};
+    start = Clock::now();
+    const nlohmann::json http = run_clients(n_documents, n_clients, [&](int c) -> int64_t {
+        const httplib::Result res =
+            clients[static_cast<size_t>(c)]->Post("/layout-parsing", body, "application/json");
+        if (!res || res->status != 200) {
+            fail(res ? res->body : httplib::to_string(res.error()));
+        }
+        const nlohmann::json answer = parse_json_object(res->body, "the server's answer");
+        http_pages += static_cast<int64_t>(answer.at("result").at("layoutParsingResults").size());
+        return 0;
+    });
+    const double http_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    server.stop();
+
+    const double direct_rate = static_cast<double>(counter.pages) / direct_seconds;
+    const double http_rate = static_cast<double>(http_pages.load()) / http_seconds;
+    const nlohmann::json out = {
+        {"file", file.toStdString()},
+        {"documents", n_documents},
+        {"connections", n_clients},
+        {"ocr", {{"pages", counter.pages}, {"seconds", direct_seconds}, {"pages_per_second", direct_rate}}},
+        {"layout_parsing",
+         {{"pages", http_pages.load()},
+          {"seconds", http_seconds},
+          {"pages_per_second", http_rate},
+          {"latency_ms", http["latency_ms"]}}},
+        {"pages_per_second_ratio", http_rate / direct_rate}};
+    std::cout << out.dump(2) << std::endl;
+    return 0;
+}
+
 }  // namespace
 
 int run_server_bench(const Options& opt) {
+    if (opt.has("--pipeline")) {
+        return run_pipeline_bench(opt);
+    }
     opt.allow(with_engine_flags({"--server", "--model", "--device", "--threads", "--connections",
                                  "--block-image", "--block-tokens", "--device-memory"}));
     const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));

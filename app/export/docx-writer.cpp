@@ -15,6 +15,7 @@
 
 #include "app/export/block-plain-text.h"
 #include "app/export/markdown-block.h"
+#include "app/export/office-math.h"
 #include "app/export/staged-file.h"
 #include "app/pipeline/python-whitespace.h"
 #include "engine/common/error.h"
@@ -41,27 +42,26 @@ constexpr int kMaxHeadingLevel = 6;
 // Grids larger than this are not from a page.
 constexpr qint64 kMaxGridCells = 1'000'000;
 
-// Text as XML 1.0 can hold it: no control characters but tabs, no unpaired surrogates.
-QString xmlText(const QString& text) {
-    QString clean;
-    clean.reserve(text.size());
-    for (qsizetype i = 0; i < text.size(); ++i) {
-        const QChar c = text[i];
-        if (c.isHighSurrogate()) {
-            if (i + 1 < text.size() && text[i + 1].isLowSurrogate()) {
-                clean.append(c);
-                clean.append(text[++i]);
-            }
-            continue;
-        }
-        if (c.isLowSurrogate() || c.unicode() == 0xFFFE || c.unicode() == 0xFFFF) {
-            continue;
-        }
-        if (c == QLatin1Char('\t') || c.unicode() >= 0x20) {
-            clean.append(c);
+// Inline formulas stand in a block's text as a mark while its markup is stripped: a private-use character
+// (above those block-plain-text hides escaped punctuation in), the formula's index, another.
+constexpr QChar kFormulaMark(0xF8F0);
+constexpr QChar kFormulaMarkEnd(0xF8F1);
+
+// The text with each inline formula replaced by its mark; the formulas in `formulas`, in order.
+QString holdInlineMath(const QString& text, QStringList& formulas) {
+    QString held;
+    for (const InlineSegment& segment : splitInlineMath(text)) {
+        if (segment.math) {
+            held += kFormulaMark + QString::number(formulas.size()) + kFormulaMarkEnd;
+            formulas.append(segment.text);
+        } else {
+            QString plain = segment.text;
+            plain.remove(kFormulaMark);
+            plain.remove(kFormulaMarkEnd);
+            held += plain;
         }
     }
-    return clean;
+    return held;
 }
 
 // The lines of a text that hold more than white space.
@@ -248,7 +248,7 @@ QByteArray corePropertiesXml(const QString& title) {
     x.writeNamespace(cp, QStringLiteral("cp"));
     x.writeNamespace(dc, QStringLiteral("dc"));
     x.writeStartElement(cp, QStringLiteral("coreProperties"));
-    x.writeTextElement(dc, QStringLiteral("title"), xmlText(title));
+    x.writeTextElement(dc, QStringLiteral("title"), xmlSafeText(title));
     x.writeTextElement(dc, QStringLiteral("creator"), QStringLiteral("Folio"));
     x.writeEndElement();
     x.writeEndDocument();
@@ -326,11 +326,13 @@ struct DocxWriter::State {
     QXmlStreamWriter xml;
     int nImages = 0;
     int nPages = 0;
-    bool formulas = false;
 
     QString w() const { return QString::fromLatin1(kW); }
 
-    void paragraph(const QString& text, const QString& style = QString(), bool centred = false) {
+    // A paragraph of text; where `formulas` is given, the text's formula marks (holdInlineMath) become Word
+    // equations among its runs.
+    void paragraph(const QString& text, const QString& style = QString(), bool centred = false,
+                   const QStringList* formulas = nullptr) {
         xml.writeStartElement(w(), QStringLiteral("p"));
         if (!style.isEmpty() || centred) {
             xml.writeStartElement(w(), QStringLiteral("pPr"));
@@ -344,11 +346,43 @@ struct DocxWriter::State {
             }
             xml.writeEndElement();
         }
-        xml.writeStartElement(w(), QStringLiteral("r"));
-        xml.writeStartElement(w(), QStringLiteral("t"));
-        xml.writeAttribute(QStringLiteral("xml:space"), QStringLiteral("preserve"));
-        xml.writeCharacters(xmlText(text));
+        static const QStringList kNone;
+        const QStringList& held = formulas ? *formulas : kNone;
+        qsizetype at = 0;
+        while (at < text.size()) {
+            const qsizetype mark = held.isEmpty() ? -1 : text.indexOf(kFormulaMark, at);
+            const qsizetype end = text.indexOf(kFormulaMarkEnd, mark + 1);
+            const qsizetype runEnd = mark >= 0 && end > mark ? mark : text.size();
+            if (runEnd > at) {
+                xml.writeStartElement(w(), QStringLiteral("r"));
+                xml.writeStartElement(w(), QStringLiteral("t"));
+                xml.writeAttribute(QStringLiteral("xml:space"), QStringLiteral("preserve"));
+                xml.writeCharacters(xmlSafeText(text.mid(at, runEnd - at)));
+                xml.writeEndElement();
+                xml.writeEndElement();
+            }
+            if (runEnd == text.size()) {
+                break;
+            }
+            bool ok = false;
+            const qsizetype index = text.mid(mark + 1, end - mark - 1).toLongLong(&ok);
+            if (ok && index >= 0 && index < held.size()) {
+                writeOfficeMath(xml, held.at(index));
+            }
+            at = end + 1;
+        }
         xml.writeEndElement();
+    }
+
+    // A display formula as a Word equation of its own paragraph.
+    void equation(const QString& latex) {
+        xml.writeStartElement(w(), QStringLiteral("p"));
+        xml.writeStartElement(w(), QStringLiteral("pPr"));
+        xml.writeEmptyElement(w(), QStringLiteral("pStyle"));
+        xml.writeAttribute(w(), QStringLiteral("val"), QStringLiteral("Formula"));
+        xml.writeEndElement();
+        xml.writeStartElement(QString::fromLatin1(kOfficeMathNamespace), QStringLiteral("oMathPara"));
+        writeOfficeMath(xml, latex);
         xml.writeEndElement();
         xml.writeEndElement();
     }
@@ -396,7 +430,7 @@ struct DocxWriter::State {
         xml.writeEmptyElement(QString::fromLatin1(kWp), QStringLiteral("docPr"));
         xml.writeAttribute(QStringLiteral("id"), id);
         xml.writeAttribute(QStringLiteral("name"), QStringLiteral("Picture ") + id);
-        xml.writeAttribute(QStringLiteral("descr"), xmlText(block.label));
+        xml.writeAttribute(QStringLiteral("descr"), xmlSafeText(block.label));
         xml.writeStartElement(QString::fromLatin1(kA), QStringLiteral("graphic"));
         xml.writeStartElement(QString::fromLatin1(kA), QStringLiteral("graphicData"));
         xml.writeAttribute(QStringLiteral("uri"), QString::fromLatin1(kPic));
@@ -553,7 +587,6 @@ DocxWriter::~DocxWriter() = default;
 
 void DocxWriter::begin(const DocumentInfo& document) {
     files_.clear();
-    formulas_ = false;
     auto state = std::make_unique<State>();
     state->document = document;
     state->target = QDir(options_.outputDir).filePath(document.stem + exportSuffix(ExportFormat::Docx));
@@ -578,6 +611,7 @@ void DocxWriter::begin(const DocumentInfo& document) {
     x.writeNamespace(QString::fromLatin1(kWp), QStringLiteral("wp"));
     x.writeNamespace(QString::fromLatin1(kA), QStringLiteral("a"));
     x.writeNamespace(QString::fromLatin1(kPic), QStringLiteral("pic"));
+    x.writeNamespace(QString::fromLatin1(kOfficeMathNamespace), QStringLiteral("m"));
     x.writeStartElement(QString::fromLatin1(kW), QStringLiteral("document"));
     x.writeStartElement(QString::fromLatin1(kW), QStringLiteral("body"));
     state_ = std::move(state);
@@ -624,10 +658,15 @@ void DocxWriter::addPage(const PageResult& page) {
         } else if (label == QLatin1String("seal")) {
             s.paragraphs(content, QString(), true);
         } else if (isFormulaBlock(block)) {
-            s.formulas = true;
-            s.paragraph(latexOf(content), QStringLiteral("Formula"));
+            s.equation(latexOf(content));
         } else {
-            s.paragraphs(blockPlainLines(block).join(QLatin1Char('\n')));
+            // Inline formulas held apart from the markup stripping, written back as equations.
+            BlockResult held = block;
+            QStringList formulas;
+            held.content = holdInlineMath(content, formulas);
+            for (const QString& line : blockPlainLines(held)) {
+                s.paragraph(line, QString(), false, &formulas);
+            }
         }
     }
     if (s.xml.hasError() || s.body.error() != QFileDevice::NoError) {
@@ -688,7 +727,6 @@ void DocxWriter::finish() {
     }
     staged.commit();
     files_ = {QFileInfo(s.target).absoluteFilePath()};
-    formulas_ = s.formulas;
     state_.reset();
 }
 
@@ -699,13 +737,6 @@ void DocxWriter::abort() {
 
 QStringList DocxWriter::files() const {
     return files_;
-}
-
-QStringList DocxWriter::notes() const {
-    if (!formulas_) {
-        return {};
-    }
-    return {QStringLiteral("DOCX: formulas left as LaTeX text in formula paragraphs, not as Word equations")};
 }
 
 }  // namespace folio

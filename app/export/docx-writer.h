@@ -1,7 +1,8 @@
 // The Word document (DOCX, Office Open XML) of a document's results: its blocks in reading order as Word
 // paragraphs with built-in styles (the document title as Title, titles as Heading 1-6 by their numbering
 // depth as Markdown has them, captions as Caption), tables as Word tables with their merged cells, figures as
-// pictures scaled to their width on the page, formulas as their LaTeX in a formula paragraph; a page break
+// pictures scaled to their width on the page, formulas as Word equations (Office Math converted from their
+// LaTeX, office-math.h; inline $...$ in text too); a page break
 // between pages. The blocks written are those Markdown writes (ExportOptions::markdownLabels). Pages stream
 // into a temporary file; the package is zipped by libzip in finish() as OUTPUT_DIR/STEM.docx.
 #pragma once
@@ -29,7 +30,6 @@ public:
     void finish() override;
     void abort() override;
     QStringList files() const override;
-    QStringList notes() const override;
 
 private:
     struct State;
@@ -37,7 +37,6 @@ private:
     QSet<QString> labels_;
     std::unique_ptr<State> state_;
     QStringList files_;
-    bool formulas_ = false;  // the finished document holds formulas
 };
 
 }  // namespace folio

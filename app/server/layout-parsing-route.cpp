@@ -195,10 +195,14 @@ void OpenAiServer::Impl::serve_document_chat(const std::shared_ptr<Exchange>& ex
 
     if (!chat.stream) {
         std::string text;
+        bool first = true;
         try {
             params.document_parser->parse(
                 *request, *file,
-                [&text](ParsedPage page) { text += (text.empty() ? "" : "\n\n") + page.markdown; },
+                [&](ParsedPage page) {
+                    text += (first ? "" : "\n\n") + page.markdown;
+                    first = false;
+                },
                 cancelled);
             if (client->gone() || stopping) {
                 throw cancelled_error();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Prints a Word document as python-docx reads it, as JSON: the body's paragraphs and tables in order
-(paragraphs that hold text or a style of their own, with their style name and text; tables as rows of cell texts with the grid positions each cell
+(paragraphs that hold text, an equation or a style of their own, with their style name, text and equations; tables as rows of cell texts with the grid positions each cell
 covers), the pictures' sizes in EMUs, the page breaks and the core title.
 
     read-docx.py FILE.docx
@@ -13,6 +13,16 @@ from docx.table import Table
 from docx.text.paragraph import Paragraph
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
+
+
+def math_json(paragraph):
+    """A paragraph's equations: each m:oMath's text and the names of its top-level elements."""
+    equations = []
+    for o in paragraph.iter(M + "oMath"):
+        equations.append({"text": "".join(t.text or "" for t in o.iter(M + "t")),
+                          "elements": [child.tag[len(M):] for child in o]})
+    return equations
 
 
 def table_json(table):
@@ -32,8 +42,12 @@ def main(path):
     for child in document.element.body.iterchildren():
         if child.tag == W + "p":
             p = Paragraph(child, document)
-            if p.text.strip() or p.style.name != "Normal":
-                body.append({"style": p.style.name, "text": p.text})
+            entry = {"style": p.style.name, "text": p.text}
+            equations = math_json(child)
+            if equations:
+                entry["math"] = equations
+            if p.text.strip() or p.style.name != "Normal" or equations:
+                body.append(entry)
         elif child.tag == W + "tbl":
             body.append({"table": table_json(Table(child, document))})
     breaks = sum(1 for br in document.element.body.iter(W + "br") if br.get(W + "type") == "page")

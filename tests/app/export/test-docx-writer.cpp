@@ -1,7 +1,7 @@
 // The Word document read back by python-docx (read-docx.py): the blocks Markdown writes in reading order with
 // Word's built-in styles (Title, Heading N by the title's numbering, Caption), tables with their merged
-// cells, pictures scaled to their share of the page, formulas as LaTeX, a page break between pages; text
-// XML cannot hold dropped; nothing left by abort(), and errors naming the file.
+// cells, pictures scaled to their share of the page, formulas as Word equations, a page break between pages;
+// text XML cannot hold dropped; nothing left by abort(), and errors naming the file.
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -9,8 +9,11 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <poppler-qt6.h>
 
 #include "app/export/docx-writer.h"
 #include "engine/common/error.h"
@@ -87,7 +90,7 @@ private Q_SLOTS:
         const QString path = dir.filePath(QStringLiteral("study.docx"));
         QCOMPARE(writer.files(), QStringList{QFileInfo(path).absoluteFilePath()});
         QCOMPARE(filesIn(dir.path()), QStringList{QStringLiteral("study.docx")});
-        QVERIFY(writer.notes().join(QLatin1Char(' ')).contains(QStringLiteral("LaTeX")));
+        QVERIFY(writer.notes().isEmpty());
 
         const QJsonObject read = readDocument(path);
         QVERIFY(!read.isEmpty());
@@ -104,7 +107,10 @@ private Q_SLOTS:
                  QJsonDocument::fromJson(R"([["Name","Name","Total"],["a","x","3"],["a","y","4"]])").array());
         QCOMPARE(grid[QStringLiteral("merged")].toArray(),
                  QJsonDocument::fromJson(R"([[[0,0],[0,1]],[[1,0],[2,0]]])").array());
-        QCOMPARE(body[5].toObject(), styled(QStringLiteral("Formula"), QStringLiteral("E = m c^2")));
+        // The formula as a Word equation: E=m then c with its superscript 2.
+        QCOMPARE(body[5].toObject()[QStringLiteral("style")].toString(), QStringLiteral("Formula"));
+        QCOMPARE(body[5].toObject()[QStringLiteral("math")].toArray(),
+                 QJsonDocument::fromJson(R"([{"text": "E=mc2", "elements": ["r", "sSup"]}])").array());
         QCOMPARE(body[6].toObject(), styled(QStringLiteral("Caption"), QStringLiteral("Figure 1: A cube")));
         QCOMPARE(body[7].toObject(), styled(QStringLiteral("Normal"), QStringLiteral("Page two.")));
         QCOMPARE(read[QStringLiteral("page_breaks")].toInt(), 1);
@@ -141,6 +147,62 @@ private Q_SLOTS:
         writer.abort();
         QCOMPARE(filesIn(dir.path()), QStringList{});
         QVERIFY(writer.files().isEmpty());
+    }
+
+    // Inline formulas in text become equations between the text's runs.
+    void writesInlineFormulasAsEquations() {
+        QTemporaryDir dir;
+        DocxWriter writer(ExportOptions{dir.path(), {}});
+        writer.begin({QStringLiteral("/in/a.png"), QStringLiteral("a"), 1});
+        writer.addPage(makePage({makeBlock(QStringLiteral("text"), {0, 0, 900, 40},
+                                           QStringLiteral("Energy $E=\\frac{1}{2}mv^2$ costs $5 or $6."))}));
+        writer.finish();
+        const QJsonArray body =
+            readDocument(dir.filePath(QStringLiteral("a.docx")))[QStringLiteral("body")].toArray();
+        QCOMPARE(body.size(), 1);
+        const QJsonObject p = body[0].toObject();
+        QCOMPARE(p[QStringLiteral("text")].toString(), QStringLiteral("Energy  costs $5 or $6."));
+        QCOMPARE(
+            p[QStringLiteral("math")].toArray(),
+            QJsonDocument::fromJson(R"([{"text": "E=12mv2", "elements": ["r", "f", "r", "sSup"]}])").array());
+    }
+
+    // LibreOffice (Debian's, headless) opens the document and prints it to PDF; its text and the equation's
+    // are in that PDF.
+    void libreOfficeConvertsItToPdf() {
+        const QString soffice = QStandardPaths::findExecutable(QStringLiteral("soffice"));
+        if (soffice.isEmpty()) {
+            QSKIP("skipped: LibreOffice (soffice) is not installed");
+        }
+        QTemporaryDir dir;
+        DocxWriter writer(ExportOptions{dir.path(), {}});
+        writer.begin({QStringLiteral("/in/paper.pdf"), QStringLiteral("paper"), 1});
+        writer.addPage(makePage(
+            {makeBlock(QStringLiteral("doc_title"), {0, 0, 900, 60}, QStringLiteral("Quarterly Findings")),
+             makeBlock(QStringLiteral("text"), {0, 70, 900, 120},
+                       QStringLiteral("Revenue grew in every region.")),
+             makeBlock(QStringLiteral("display_formula"), {0, 130, 900, 180},
+                       QStringLiteral("$$x=\\frac{a}{b}$$"))}));
+        writer.finish();
+        QProcess convert;
+        // A profile of its own, so that the test neither needs nor touches the user's.
+        convert.start(
+            soffice,
+            {QStringLiteral("-env:UserInstallation=file://") + dir.filePath(QStringLiteral("profile")),
+             QStringLiteral("--headless"), QStringLiteral("--convert-to"), QStringLiteral("pdf"),
+             QStringLiteral("--outdir"), dir.path(), dir.filePath(QStringLiteral("paper.docx"))});
+        QVERIFY(convert.waitForFinished(180000));
+        QVERIFY2(convert.exitCode() == 0, convert.readAllStandardError().constData());
+        const std::unique_ptr<Poppler::Document> pdf(
+            Poppler::Document::load(dir.filePath(QStringLiteral("paper.pdf"))));
+        QVERIFY2(pdf && pdf->numPages() == 1, convert.readAllStandardError().constData());
+        const std::unique_ptr<Poppler::Page> page(pdf->page(0));
+        const QString text = page->text(QRectF());
+        QVERIFY2(text.contains(QStringLiteral("Quarterly Findings")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Revenue grew in every region.")), qPrintable(text));
+        QVERIFY2(text.contains(QLatin1Char('x')) && text.contains(QLatin1Char('a')) &&
+                     text.contains(QLatin1Char('b')),
+                 qPrintable(text));
     }
 
     void errorsNameTheFile() {

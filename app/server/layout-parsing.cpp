@@ -16,28 +16,8 @@ using json = nlohmann::json;
     throw ApiError(422, "invalid_request_error", param + ": " + message, param);
 }
 
-const char* type_name(const json& value) {
-    switch (value.type()) {
-        case json::value_t::object:
-            return "an object";
-        case json::value_t::array:
-            return "an array";
-        case json::value_t::string:
-            return "a string";
-        case json::value_t::boolean:
-            return "a boolean";
-        case json::value_t::number_integer:
-        case json::value_t::number_unsigned:
-            return "an integer";
-        case json::value_t::number_float:
-            return "a number";
-        default:
-            return "null";
-    }
-}
-
 [[noreturn]] void wrong(const std::string& param, const char* wanted, const json& value) {
-    invalid(param, std::string("must be ") + wanted + ", got " + type_name(value));
+    invalid(param, std::string("must be ") + wanted + ", got " + json_type_name(value));
 }
 
 // The member when present and not null.
@@ -327,7 +307,7 @@ LayoutParsingRequest parse_layout_parsing_request(std::string_view body) try {
     }
     if (!doc->is_object()) {
         throw ApiError(422, "invalid_request_error",
-                       std::string("the body must be a JSON object, got ") + type_name(*doc));
+                       std::string("the body must be a JSON object, got ") + json_type_name(*doc));
     }
     LayoutParsingRequest request;
     const json* file = member(*doc, "file");

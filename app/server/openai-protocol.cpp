@@ -22,27 +22,6 @@ using nlohmann::json;
 constexpr size_t kMaxStopStrings = 16;
 constexpr size_t kMaxStopBytes = 1024;
 
-const char* type_name(const json& v) {
-    switch (v.type()) {
-        case json::value_t::null:
-            return "null";
-        case json::value_t::boolean:
-            return "a boolean";
-        case json::value_t::string:
-            return "a string";
-        case json::value_t::array:
-            return "an array";
-        case json::value_t::object:
-            return "an object";
-        case json::value_t::binary:
-            return "binary";
-        case json::value_t::discarded:
-            return "nothing";
-        default:
-            return "a number";
-    }
-}
-
 json parse_body(std::string_view body) {
     std::string problem;
     std::optional<json> doc = try_parse_json(body, problem);
@@ -50,7 +29,7 @@ json parse_body(std::string_view body) {
         bad_request("the body is " + problem);
     }
     if (!doc->is_object()) {
-        bad_request(std::string("the body must be a JSON object, got ") + type_name(*doc));
+        bad_request(std::string("the body must be a JSON object, got ") + json_type_name(*doc));
     }
     return std::move(*doc);
 }
@@ -341,7 +320,7 @@ void bad_request(const std::string& message, const std::string& param) {
 }
 
 void wrong_type(const std::string& param, const char* wanted, const nlohmann::json& value) {
-    bad_request(param + " must be " + wanted + ", got " + type_name(value), param);
+    bad_request(param + " must be " + wanted + ", got " + json_type_name(value), param);
 }
 
 ChatCompletionRequest parse_chat_completion(std::string_view body) try {
@@ -423,6 +402,27 @@ CompletionRequest parse_completion(std::string_view body) try {
 } catch (const json::exception& e) {
     // Every value is read with its type checked; a read that was not still answers 400.
     bad_request("the body cannot be read: " + json_error_text(e));
+}
+
+const char* json_type_name(const nlohmann::json& v) {
+    switch (v.type()) {
+        case json::value_t::null:
+            return "null";
+        case json::value_t::boolean:
+            return "a boolean";
+        case json::value_t::string:
+            return "a string";
+        case json::value_t::array:
+            return "an array";
+        case json::value_t::object:
+            return "an object";
+        case json::value_t::binary:
+            return "binary";
+        case json::value_t::discarded:
+            return "nothing";
+        default:
+            return "a number";
+    }
 }
 
 std::vector<uint8_t> decode_data_url(std::string_view url, const std::string& param, std::string_view kind) {

@@ -42,6 +42,9 @@ private:
     std::string code_;
 };
 
+// A JSON value's type as a message says it: "a string", "an array", "a number", ...
+const char* json_type_name(const nlohmann::json& value);
+
 // 400 invalid_request_error naming the field.
 [[noreturn]] void bad_request(const std::string& message, const std::string& param = {});
 // 400 for a field of the wrong JSON type: "param must be WANTED, got a string".

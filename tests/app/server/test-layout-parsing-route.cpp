@@ -209,6 +209,14 @@ TEST_F(LayoutParsingRouteTest, TheApiKeyIsTakenAsABearerOrAsAiStudiosToken) {
     }
 }
 
+// Whether the flag comes true within five seconds.
+bool within_5s(const std::atomic<bool>& flag) {
+    for (int i = 0; i < 500 && !flag; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    return flag;
+}
+
 std::string raw_request(const json& body) {
     const std::string text = body.dump();
     return "POST /layout-parsing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
@@ -221,15 +229,9 @@ TEST_F(LayoutParsingRouteTest, AClientThatGoesAwayCancelsItsDocument) {
     auto s = start(with_parser());
     const int fd = connect_to(s->port());
     ASSERT_TRUE(send_all(fd, raw_request({{"file", b64(file_)}})));
-    for (int i = 0; i < 500 && !parser_->started; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    ASSERT_TRUE(parser_->started);
+    ASSERT_TRUE(within_5s(parser_->started));
     ::close(fd);
-    for (int i = 0; i < 500 && !parser_->saw_cancel; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_TRUE(parser_->saw_cancel);
+    EXPECT_TRUE(within_5s(parser_->saw_cancel));
 }
 
 TEST_F(LayoutParsingRouteTest, AServerThatStopsAnswers503) {
@@ -237,10 +239,7 @@ TEST_F(LayoutParsingRouteTest, AServerThatStopsAnswers503) {
     auto s = start(with_parser());
     const int fd = connect_to(s->port());
     ASSERT_TRUE(send_all(fd, raw_request({{"file", b64(file_)}})));
-    for (int i = 0; i < 500 && !parser_->started; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    ASSERT_TRUE(parser_->started);
+    ASSERT_TRUE(within_5s(parser_->started));
     std::thread stopper([&] { s->stop(); });
     const RawReply reply = read_reply(fd);
     stopper.join();
@@ -309,15 +308,9 @@ TEST_F(LayoutParsingRouteTest, AStreamedDocumentWhoseClientGoesAwayIsCancelled) 
                          "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                          "Content-Length: " +
                              std::to_string(body.size()) + "\r\n\r\n" + body));
-    for (int i = 0; i < 500 && !parser_->started; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    ASSERT_TRUE(parser_->started);
+    ASSERT_TRUE(within_5s(parser_->started));
     ::close(fd);
-    for (int i = 0; i < 500 && !parser_->saw_cancel; ++i) {
-        std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_TRUE(parser_->saw_cancel);
+    EXPECT_TRUE(within_5s(parser_->saw_cancel));
 }
 
 }  // namespace

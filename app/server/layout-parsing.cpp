@@ -67,6 +67,12 @@ std::optional<int64_t> get_positive_int(const json& obj, const char* key) {
     return n;
 }
 
+// The member's text where it is a string, else an empty one.
+std::string text_member(const json& obj, const char* key) {
+    const json* v = member(obj, key);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
 std::optional<std::string> get_string(const json& obj, const char* key) {
     const json* v = member(obj, key);
     if (!v) {
@@ -365,7 +371,7 @@ std::optional<DocumentChatRequest> parse_document_chat(std::string_view body,
     std::optional<size_t> last_user;
     for (size_t i = 0; i < messages->size(); ++i) {
         const json& m = (*messages)[i];
-        if (m.is_object() && m.value("role", "") == "user") {
+        if (m.is_object() && text_member(m, "role") == "user") {
             last_user = i;
         }
     }
@@ -384,7 +390,7 @@ std::optional<DocumentChatRequest> parse_document_chat(std::string_view body,
     for (size_t i = 0; i < content->size(); ++i) {
         const json& part = (*content)[i];
         const std::string param = at + "[" + std::to_string(i) + "]";
-        const std::string type = part.is_object() ? part.value("type", "") : "";
+        const std::string type = part.is_object() ? text_member(part, "type") : std::string();
         std::string url;
         if (type == "file") {
             const json* file = member(part, "file");
@@ -427,7 +433,8 @@ std::optional<DocumentChatRequest> parse_document_chat(std::string_view body,
         request.stream = *stream;
     }
     if (const json* options = member(*doc, "stream_options"); options && options->is_object()) {
-        request.include_usage = options->value("include_usage", false);
+        const json* usage = member(*options, "include_usage");
+        request.include_usage = usage && usage->is_boolean() && usage->get<bool>();
     }
     return request;
 } catch (const json::exception& e) {

@@ -1,9 +1,5 @@
-// LaTeX formulas as Office Math (OMML, ECMA-376 Part 1 §22.1), the equations Word edits natively: a small
-// LaTeX reader (groups, ^ and _, \frac, \sqrt, big operators with their limits, \left...\right, accents,
-// \overline, function names, \mathrm/\text/\mathbf and friends, matrix, cases and aligned environments, Greek
-// letters and the common symbols as Unicode) into a tree, written as m:oMath through QXmlStreamWriter. What
-// it does not know (an unknown command, an unbalanced brace) stays as its LaTeX text in the equation, never
-// lost.
+// LaTeX formulas as Office Math (OMML, ECMA-376 Part 1 §22.1), the equations Word edits natively: the tree
+// latex-math.h reads written as m:oMath through QXmlStreamWriter; inline formulas found in text.
 #pragma once
 
 #include <QString>

@@ -28,9 +28,10 @@ constexpr auto kStopPoll = std::chrono::milliseconds(50);
 constexpr size_t kReadChunk = 16 * 1024;
 // After a response that leaves a body unread, what the client still sends is read and dropped for this long
 // (and at most this much) before the socket closes, so that the close does not reset the connection before
-// the client has read the response.
-constexpr auto kLingerTime = std::chrono::milliseconds(1000);
-constexpr size_t kLingerBytes = size_t{8} << 20;
+// the client has read the response. A client that does not wait for 100 Continue sends its whole body first,
+// so the bound is well above the bodies that clients send whole.
+constexpr auto kLingerTime = std::chrono::milliseconds(5000);
+constexpr size_t kLingerBytes = size_t{64} << 20;
 
 thread_local Connection* t_connection = nullptr;
 // Set while the accepting thread serves a connection beyond the pool: it is answered 429 and closed.

@@ -336,6 +336,26 @@ TEST_F(OpenAiServerTest, MalformedFramingIsAnsweredAtOnce) {
     }
 }
 
+// A client that sends a body over the limit whole, without waiting for 100 Continue (as Python's http.client
+// does), still reads the 413: the server reads and drops the rest rather than resetting the connection.
+TEST_F(OpenAiServerTest, ABodyOverTheLimitSentWholeStillGetsIts413) {
+    ServerParams p = params();
+    p.max_body_bytes = 1 << 20;
+    const auto server = start(p);
+    const size_t n_body = size_t{24} << 20;
+    const int fd = connect_to(server->port());
+    const std::string head =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(n_body) + "\r\n\r\n";
+    const bool sent = send_all(fd, head + std::string(n_body, 'x'));
+    const RawReply reply = read_reply(fd);
+    ::close(fd);
+    EXPECT_TRUE(sent) << "the connection was reset while the body was sent";
+    EXPECT_EQ(reply.status, 413) << reply.head << reply.body;
+    EXPECT_NE(reply.body.find("larger than the 1048576 bytes"), std::string::npos) << reply.body;
+}
+
 // Headers that come too slowly and bodies that stop coming are answered 408 after their time limits.
 TEST_F(OpenAiServerTest, SlowHeadersAndBodiesTimeOut) {
     ServerParams p = params();

@@ -102,7 +102,6 @@ void RequestHandle::cancel() {
             }
             service->cancel_locked(*state_);
         }
-        service->wake.notify_all();
     }
 }
 
@@ -113,8 +112,13 @@ EngineService::~EngineService() {
 }
 
 void EngineService::load(ServiceParams params) {
-    if (!params.device.make_backend) {
-        fail("engine service: the device has no backend factory");
+    std::vector<DeviceSpec> devices{params.device};
+    devices.insert(devices.end(), params.more_devices.begin(), params.more_devices.end());
+    for (const DeviceSpec& device : devices) {
+        if (!device.make_backend) {
+            fail("engine service: the device ", device.name.empty() ? std::string() : device.name + " ",
+                 "has no backend factory");
+        }
     }
     if (params.models.empty()) {
         fail("engine service: no model to load");
@@ -124,8 +128,21 @@ void EngineService::load(ServiceParams params) {
     impl_->status = ServiceStatus{};
     impl_->status.state = ServiceState::Loading;
     impl_->status.progress.n_models = static_cast<int>(params.models.size());
-    impl_->engine_thread =
-        std::thread([impl = impl_.get(), params = std::move(params)] { impl->run(params); });
+    impl_->routing_block_size = std::max<int64_t>(params.engine.block_size, 1);
+    impl_->router.emplace(devices.size(), RouterParams{impl_->routing_block_size});
+    for (size_t i = 0; i < devices.size(); ++i) {
+        auto replica = std::make_unique<detail::Replica>();
+        replica->index = i;
+        replica->device = devices[i];
+        replica->device_stats.device = devices[i].name;
+        impl_->replicas.push_back(std::move(replica));
+    }
+    // Every replica's thread shares the parameters.
+    auto shared = std::make_shared<const ServiceParams>(std::move(params));
+    for (const std::unique_ptr<detail::Replica>& replica : impl_->replicas) {
+        replica->thread =
+            std::thread([impl = impl_.get(), shared, r = replica.get()] { impl->run(*shared, *r); });
+    }
 }
 
 void EngineService::cancel_load() {
@@ -198,15 +215,11 @@ RequestHandle EngineService::submit(RequestSpec spec, SubmitOptions options) {
 }
 
 void EngineService::cancel(int64_t id) {
-    {
-        const std::lock_guard lock(impl_->mutex);
-        const auto it = impl_->live.find(id);
-        if (it == impl_->live.end()) {
-            return;
-        }
+    const std::lock_guard lock(impl_->mutex);
+    const auto it = impl_->live.find(id);
+    if (it != impl_->live.end()) {
         impl_->cancel_locked(*it->second);
     }
-    impl_->wake.notify_all();
 }
 
 int64_t EngineService::create_group() {
@@ -230,7 +243,6 @@ void EngineService::cancel_group(int64_t group) {
             }
         }
     }
-    impl_->wake.notify_all();
 }
 
 GroupProgress EngineService::group_progress(int64_t group) const {
@@ -248,43 +260,116 @@ void EngineService::forget_group(int64_t group) {
 }
 
 LayoutHandle EngineService::submit_layout(LayoutRequestSpec spec) {
-    LayoutHandle handle;
-    {
-        const std::lock_guard lock(impl_->mutex);
-        if (!impl_->accepting) {
-            fail("engine service: no model is ready (", service_state_name(impl_->status.state), ")");
-        }
-        handle = impl_->layouts.submit(std::move(spec));
+    const std::lock_guard lock(impl_->mutex);
+    if (!impl_->accepting) {
+        fail("engine service: no model is ready (", service_state_name(impl_->status.state), ")");
     }
-    impl_->wake.notify_all();
+    // To the replica with the fewest layout requests waiting.
+    detail::Replica* chosen = nullptr;
+    size_t fewest = 0;
+    for (const std::unique_ptr<detail::Replica>& replica : impl_->replicas) {
+        const size_t n = replica->layouts.n_waiting();
+        if (!replica->failed && (!chosen || n < fewest)) {
+            chosen = replica.get();
+            fewest = n;
+        }
+    }
+    if (!chosen) {
+        fail("engine service: every engine has stopped after a failure");
+    }
+    LayoutHandle handle = chosen->layouts.submit(std::move(spec));
+    chosen->wake.notify_all();
     return handle;
 }
 
 std::optional<LayoutModelInfo> EngineService::layout_model() const {
-    return impl_->layouts.info();
+    const std::lock_guard lock(impl_->mutex);
+    for (const std::unique_ptr<detail::Replica>& replica : impl_->replicas) {
+        if (replica->loaded) {
+            return replica->layouts.info();
+        }
+    }
+    return std::nullopt;
 }
 
 namespace {
 
-void run_job(ServiceImpl& impl, detail::Job job) {
+// On a replica's engine thread: the requests its engines hold end, and they are built again with the
+// configuration (the previous one back where that throws).
+void reconfigure_replica(ServiceImpl& impl, detail::Served& served, const EngineConfig& config) {
+    // The requests the engine holds end; the old cache goes before the new one is planned.
+    for (auto& [id, state] : served.in_core) {
+        impl.deliver(*state, final_output(id, FinishReason::Cancelled, ErrorKind::Stopped,
+                                          "the engine was reconfigured"));
+    }
+    served.in_core.clear();
+    EngineConfig previous;
+    {
+        // The configuration as given before the engines adapted it to their models.
+        const std::lock_guard lock(impl.mutex);
+        previous = impl.configured;
+    }
+    served.cores.clear();
+    try {
+        impl.build_engines(served, config);
+    } catch (const std::exception& e) {
+        served.cores.clear();
+        try {
+            impl.build_engines(served, previous);  // the configuration that worked, back
+        } catch (const std::exception& again) {
+            const std::lock_guard lock(impl.mutex);
+            impl.status.state = ServiceState::Failed;
+            impl.status.error_kind = classify_failure(again);
+            impl.status.error = again.what();
+            impl.status.can_continue = false;
+            impl.accepting = false;
+            impl.changed.notify_all();
+        }
+        throw;
+    }
+    int64_t free_bytes = -1;
+    {
+        const std::lock_guard lock(impl.mutex);
+        free_bytes = impl.replicas.at(served.replica)->device_stats.vram_free_bytes;
+    }
+    impl.publish(served, free_bytes, 0);
+}
+
+// Runs the job on one replica's engine thread and waits for it.
+void run_job(ServiceImpl& impl, size_t replica, detail::Job job) {
     std::future<void> done;
     {
         const std::lock_guard lock(impl.mutex);
         if (!impl.accepting) {
             fail("engine service: no model is ready (", service_state_name(impl.status.state), ")");
         }
+        detail::Replica& r = *impl.replicas.at(replica);
+        if (r.failed) {
+            fail("engine service: device ", replica, " has stopped after a failure");
+        }
         std::promise<void> promise;
         done = promise.get_future();
-        impl.jobs.emplace_back(std::move(job), std::move(promise));
+        r.jobs.emplace_back(std::move(job), std::move(promise));
+        r.wake.notify_all();
     }
-    impl.wake.notify_all();
     done.get();
+}
+
+// The first replica whose engine has not failed.
+size_t first_working_replica(const ServiceImpl& impl) {
+    const std::lock_guard lock(impl.mutex);
+    for (const std::unique_ptr<detail::Replica>& replica : impl.replicas) {
+        if (!replica->failed) {
+            return replica->index;
+        }
+    }
+    return 0;
 }
 
 }  // namespace
 
 void EngineService::run_on_engine_thread(const std::function<void(EngineContext&)>& fn) {
-    run_job(*impl_, [&fn](detail::Served& served) {
+    run_job(*impl_, first_working_replica(*impl_), [&fn](detail::Served& served) {
         std::vector<EngineCore*> cores;
         for (const std::unique_ptr<EngineCore>& core : served.cores) {
             cores.push_back(core.get());
@@ -295,36 +380,25 @@ void EngineService::run_on_engine_thread(const std::function<void(EngineContext&
 }
 
 void EngineService::reconfigure(const EngineConfig& config) {
-    run_job(*impl_, [impl = impl_.get(), &config](detail::Served& served) {
-        // The requests the engine holds end; the old cache goes before the new one is planned.
-        for (auto& [id, state] : served.in_core) {
-            impl->deliver(*state, final_output(id, FinishReason::Cancelled, ErrorKind::Stopped,
-                                               "the engine was reconfigured"));
-        }
-        served.in_core.clear();
-        // The configuration as given before the engines adapted it to their models.
-        const EngineConfig previous = impl->configured;
-        served.cores.clear();
-        try {
-            impl->build_engines(served, config);
-            impl->configured = config;
-        } catch (const std::exception& e) {
-            served.cores.clear();
-            try {
-                impl->build_engines(served, previous);  // the configuration that worked, back
-            } catch (const std::exception& again) {
-                const std::lock_guard lock(impl->mutex);
-                impl->status.state = ServiceState::Failed;
-                impl->status.error_kind = classify_failure(again);
-                impl->status.error = again.what();
-                impl->status.can_continue = false;
-                impl->accepting = false;
-                impl->changed.notify_all();
+    size_t n_replicas = 0;
+    {
+        const std::lock_guard lock(impl_->mutex);
+        n_replicas = impl_->replicas.size();
+    }
+    // Each replica in turn; the previous configuration stays where one cannot take the new one.
+    for (size_t r = 0; r < n_replicas; ++r) {
+        {
+            const std::lock_guard lock(impl_->mutex);
+            if (impl_->replicas.at(r)->failed) {
+                continue;
             }
-            throw;
         }
-        impl->publish(served, impl->stats.vram_free_bytes, 0);
-    });
+        run_job(*impl_, r, [impl = impl_.get(), &config](detail::Served& served) {
+            reconfigure_replica(*impl, served, config);
+        });
+    }
+    const std::lock_guard lock(impl_->mutex);
+    impl_->configured = config;
 }
 
 ServiceStats EngineService::stats() const {

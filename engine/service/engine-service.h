@@ -28,6 +28,8 @@ namespace folio {
 
 // Where the models run.
 struct DeviceSpec {
+    // "cuda:0", "cpu": replicas on devices of one name share its memory, each planning its part.
+    std::string name;
     // Called on the engine thread, which then owns the backend.
     std::function<std::unique_ptr<Backend>()> make_backend;
     // Bytes free on the device for every process (cudaMemGetInfo); empty where unknown (the CPU). The memory
@@ -37,6 +39,9 @@ struct DeviceSpec {
 
 struct ServiceParams {
     DeviceSpec device;
+    // Data parallelism: each further device (another card, or the same one again) holds a copy of every model
+    // with engines and an engine thread of its own, and requests are routed among them (replica-router.h).
+    std::vector<DeviceSpec> more_devices;
     // At least one generative model (recognition or chat), each served by an engine of its own with the cache
     // memory planned together; layout models beside them. A request names its model, else goes to the first
     // generative one.

@@ -176,6 +176,11 @@ bool LayoutQueue::has_work() const {
     return model_ != nullptr && !waiting_.empty();
 }
 
+size_t LayoutQueue::n_waiting() const {
+    const std::lock_guard lock(mutex_);
+    return waiting_.size();
+}
+
 void LayoutQueue::run_pass() {
     std::vector<Part> parts;
     std::vector<std::vector<float>> pages;

@@ -103,6 +103,8 @@ public:
     LayoutHandle submit(LayoutRequestSpec spec);
     // Whether a request waits for the model.
     bool has_work() const;
+    // Requests waiting for the model.
+    size_t n_waiting() const;
     // On the engine thread: one pass of the model over the pages that wait, up to its batch, the raw outputs
     // to their requests; nothing where none waits.
     void run_pass();

@@ -24,7 +24,21 @@ struct ModelEngineStats {
     MemoryPlan memory_plan;
 };
 
-// Counts are of every engine together; memory_plan and engine are the first generative model's.
+// One replica of the models (data parallelism: one a device, or several sharing one).
+struct DeviceStats {
+    std::string device;           // DeviceSpec::name
+    bool failed = false;          // its engine stopped after a failure; requests go to the others
+    int64_t vram_used_bytes = 0;  // Folio's tensors there
+    int64_t vram_free_bytes = -1;
+    int64_t n_kv_blocks = 0;
+    int64_t n_kv_blocks_used = 0;
+    int64_t n_running = 0;
+    int64_t n_waiting = 0;
+    int64_t load_tokens = 0;  // prompt and max_tokens of the unfinished requests routed there
+};
+
+// Counts are of every engine together; memory_plan and engine are the first generative model's (on the first
+// device); vram_used_bytes is of every device, vram_free_bytes of the first.
 struct ServiceStats {
     int64_t n_kv_blocks = 0;
     int64_t n_kv_blocks_used = 0;
@@ -43,7 +57,8 @@ struct ServiceStats {
     int64_t n_callback_errors = 0;  // exceptions thrown by output callbacks, caught by the service
     MemoryPlan memory_plan;
     EngineStats engine;
-    std::vector<ModelEngineStats> engines;  // in slot order
+    std::vector<ModelEngineStats> engines;  // in slot order, each model's replicas together
+    std::vector<DeviceStats> devices;       // one a replica, in the order the devices were given
 };
 
 // New tokens per second over a sliding window.

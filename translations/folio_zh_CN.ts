@@ -299,6 +299,10 @@ Attach one, type a question and press Enter.</source>
         <source>CPU (%1 threads)</source>
         <translation>CPU（%1 线程）</translation>
     </message>
+    <message>
+        <source>All %1 GPUs (the models on each)</source>
+        <translation>全部 %1 块 GPU（每块各载一份模型）</translation>
+    </message>
 </context>
 <context>
     <name>folio::EngineHost</name>
@@ -314,8 +318,16 @@ Attach one, type a question and press Enter.</source>
 <context>
     <name>folio::EngineStatus</name>
     <message>
-        <source>Device memory used by Folio, of the device&apos;s total</source>
-        <translation>Folio 占用的设备内存 / 设备总内存</translation>
+        <source>Device memory used by Folio, of the device&apos;s total; with several devices, each device&apos;s memory and its requests running and waiting</source>
+        <translation>Folio 占用的设备内存 / 设备总内存；多个设备时为每个设备的内存及其运行和等待中的请求</translation>
+    </message>
+    <message>
+        <source>%1 failed</source>
+        <translation>%1 已失败</translation>
+    </message>
+    <message>
+        <source>%1 %2, load %3</source>
+        <translation>%1 %2，负载 %3</translation>
     </message>
     <message>
         <source>KV-cache blocks in use</source>
@@ -938,8 +950,8 @@ Attach one, type a question and press Enter.</source>
         <translation>版面模型：“%1”既不是文件夹，也不是 Hub 仓库（ORG/NAME）</translation>
     </message>
     <message>
-        <source>Device: expected cpu or cuda:N, got &quot;%1&quot;</source>
-        <translation>设备：应为 cpu 或 cuda:N，实际为“%1”</translation>
+        <source>Device: expected cpu, cuda:N or cuda:N,cuda:M,…, got &quot;%1&quot;</source>
+        <translation>设备：应为 cpu、cuda:N 或 cuda:N,cuda:M,…，实际为“%1”</translation>
     </message>
     <message>
         <source>Rendering DPI must be between %1 and %2, got %3</source>

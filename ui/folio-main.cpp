@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
         QStringLiteral("Recognition model folder or ORG/NAME (default: the settings' model)."),
         QStringLiteral("DIR"));
     const QCommandLineOption deviceOption(
-        QStringLiteral("device"), QStringLiteral("cuda, cuda:N or cpu (default: the settings' device)."),
+        QStringLiteral("device"),
+        QStringLiteral("cuda, cuda:N, cpu, or several cards as cuda:0,cuda:1 (a copy of the models on each; "
+                       "default: the settings' device)."),
         QStringLiteral("DEVICE"));
     const QCommandLineOption threadsOption(QStringLiteral("threads"),
                                            QStringLiteral("CPU threads (cpu device)."), QStringLiteral("N"),

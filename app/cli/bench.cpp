@@ -465,8 +465,7 @@ int run_bench(const Options& opt) {
     // The model through the service, as every front end loads it (random weights without --model).
     EngineService service;
     ServiceParams params;
-    params.device.make_backend = [opt] { return make_backend(opt); };
-    params.device.free_memory = device_free_memory(opt);
+    set_service_devices(params, opt);
     params.models.push_back(
         {ModelRole::Recognition, opt.has("--model") ? std::filesystem::path(opt.text("--model")) : "", load});
     params.engine = engine_cfg;

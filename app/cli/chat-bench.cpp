@@ -134,8 +134,7 @@ int run_chat_bench(const Options& opt) {
 
     EngineService service;
     ServiceParams params;
-    params.device.make_backend = [opt] { return make_backend(opt); };
-    params.device.free_memory = device_free_memory(opt);
+    set_service_devices(params, opt);
     ModelSlot slot(ModelRole::Chat, model_dir, load);
     slot.family = std::string(family->name());
     slot.random_config = arch.random_config;

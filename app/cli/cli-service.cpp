@@ -25,8 +25,7 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
                   const EngineOptions& engine_options, const std::optional<std::filesystem::path>& layout_dir,
                   int layout_batch) {
     ServiceParams params;
-    params.device.make_backend = [opt] { return make_backend(opt); };
-    params.device.free_memory = device_free_memory(opt);
+    set_service_devices(params, opt);
     ModelSlot slot{ModelRole::Recognition, model_dir, engine_options.load};
     // A chat model's folder (ERNIE-4.5-VL) loads in a chat slot; anything else as recognition, whose loader
     // names what is wrong with a folder it cannot read.

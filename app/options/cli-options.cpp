@@ -99,6 +99,7 @@ std::pair<int, int> parse_size(const std::string& text, const char* flag) {
 std::vector<std::string> with_engine_flags(std::initializer_list<const char*> flags) {
     std::vector<std::string> all(flags.begin(), flags.end());
     all.emplace_back("--device-memory");
+    all.emplace_back("--devices");
     const std::vector<std::string> engine = engine_flags();
     all.insert(all.end(), engine.begin(), engine.end());
     return all;
@@ -144,10 +145,77 @@ int64_t device_memory_limit(const Options& opt) {
         return 0;
     }
     const int64_t bytes = parse_byte_size("--device-memory", opt.text("--device-memory"));
-    if (opt.text("--device", "cpu") == "cpu") {
-        fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+    for (const std::string& device : engine_devices(opt)) {
+        if (device == "cpu") {
+            fail("--device-memory applies to CUDA devices (--device cuda[:N])");
+        }
     }
     return bytes;
+}
+
+namespace {
+
+// A --devices entry as a --device value: cpu, cuda, cuda:N, or N for cuda:N.
+std::string device_name(const std::string& entry) {
+    if (!entry.empty() &&
+        std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return "cuda:" + std::to_string(std::stoi(entry.substr(0, 6)));
+    }
+    if (entry == "cpu" || entry == "cuda" || entry.starts_with("cuda:")) {
+        return entry;
+    }
+    fail("--devices expects a list of cpu, cuda:N or N separated by commas, got '", entry, "'");
+}
+
+}  // namespace
+
+std::vector<std::string> engine_devices(const Options& opt) {
+    constexpr long long kMaxDevices = 64;
+    std::vector<std::string> devices;
+    if (opt.has("--devices")) {
+        if (opt.has("--device")) {
+            fail("--device and --devices name the devices twice; give one of them");
+        }
+        const std::string list = opt.text("--devices");
+        size_t at = 0;
+        for (;;) {
+            const size_t comma = std::min(list.find(',', at), list.size());
+            devices.push_back(device_name(list.substr(at, comma - at)));
+            if (comma == list.size()) {
+                break;
+            }
+            at = comma + 1;
+        }
+        if (static_cast<long long>(devices.size()) > kMaxDevices) {
+            fail("--devices names ", devices.size(), " devices; at most ", kMaxDevices);
+        }
+    }
+    const long long n =
+        opt.integer("--data-parallel-size", devices.empty() ? 1 : static_cast<long long>(devices.size()));
+    if (n < 1 || n > kMaxDevices) {
+        fail("--data-parallel-size must be 1 to ", kMaxDevices, ", got ", n);
+    }
+    if (!devices.empty()) {
+        if (static_cast<long long>(devices.size()) != n) {
+            fail("--data-parallel-size ", n, " and --devices with ", devices.size(), " devices disagree");
+        }
+        return devices;
+    }
+    // --data-parallel-size N alone: N CPU engines, or N cards from --device's on.
+    const std::string device = opt.text("--device", "cpu");
+    if (n == 1 || device == "cpu") {
+        return std::vector<std::string>(static_cast<size_t>(n), device);
+    }
+    int first = 0;
+    if (device.starts_with("cuda:")) {
+        first = std::stoi(device_name(device.substr(5)).substr(5));
+    } else if (device != "cuda") {
+        fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
+    }
+    for (long long i = 0; i < n; ++i) {
+        devices.push_back("cuda:" + std::to_string(first + i));
+    }
+    return devices;
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, int64_t memory_limit_bytes) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "app/options/cli-options.h"
+#include "engine/service/engine-service.h"
 
 namespace folio::cli {
 
@@ -12,5 +13,11 @@ namespace folio::cli {
 // that device; under --device-memory, the limit less what every process uses); empty for the CPU, whose
 // memory the plan takes as Folio's alone.
 std::function<int64_t()> device_free_memory(const Options& opt);
+// The same for one device of engine_devices(): empty for cpu; limit as --device-memory gives it.
+std::function<int64_t()> device_free_memory(const std::string& device, int64_t limit);
+
+// The service's devices from the options (engine_devices): the first as ServiceParams::device, the others as
+// more_devices, each a backend of its own (--threads, split among engines on the CPU; --device-memory each).
+void set_service_devices(ServiceParams& params, const Options& opt);
 
 }  // namespace folio::cli

@@ -65,7 +65,9 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
      "LM head in float32: needs float32 weights (--dtype float32)"},
 
     {"tensor_parallel_size", kParallel, Integer, Refused, "N", "1", "only 1: one GPU, no multi-GPU yet"},
-    {"data_parallel_size", kParallel, Integer, Refused, "N", "1", "only 1: one GPU, no multi-GPU yet"},
+    {"data_parallel_size", kParallel, Integer, Implemented, "N", "1",
+     "a copy of the models on each of N devices (cuda:0..N-1, or --devices LIST), requests routed among "
+     "them"},
     {"enable_expert_parallel", kParallel, Switch, NoEffect, "", "off",
      "no effect: on one GPU the expert-parallel degree is 1"},
     {"disable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off",
@@ -181,7 +183,10 @@ std::string engine_usage(CommandScope scope) {
            "true/false/on/off, --no-NAME; docs/fastdeploy-options.md lists each option's status):\n"
            "  device:\n"
            "    --device-memory SIZE                    plan and allocate as if the CUDA device had SIZE\n"
-           "                                            (8GiB, 12G, 4096M): a smaller card on a larger one\n";
+           "                                            (8GiB, 12G, 4096M): a smaller card on a larger one\n"
+           "    --devices LIST                          a copy of the models on each device, in place of\n"
+           "                                            --device: cuda:N or N, or cpu, separated by commas\n"
+           "                                            (0,1: two cards; 0,0: two engines sharing one)\n";
     std::string_view group;
     for (const EngineOptionInfo& info : kTable) {
         if (info.group != group) {

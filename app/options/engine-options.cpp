@@ -221,15 +221,16 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
 
 // The options Folio cannot honour yet, refused with what it cannot do.
 void refuse_unsupported(const Reader& r, const ModelLoadParams& load) {
-    for (const std::string_view name : {"tensor_parallel_size", "data_parallel_size"}) {
-        const int64_t n = r.integer(name, 1);
+    {
+        const int64_t n = r.integer("tensor_parallel_size", 1);
         if (n < 1) {
-            fail(flag_of(name), " must be at least 1, got ", n);
+            fail(flag_of("tensor_parallel_size"), " must be at least 1, got ", n);
         }
         if (n > 1) {
-            fail(flag_of(name), " ", n,
-                 " is not supported yet: Folio runs on one GPU (multi-GPU is not "
-                 "implemented); use 1");
+            fail(flag_of("tensor_parallel_size"), " ", n,
+                 " is not supported yet: a model runs on one GPU (tensor parallelism is not implemented); "
+                 "use 1, "
+                 "and --data-parallel-size N or --devices LIST for a copy of the model on each card");
         }
     }
     if (r.has("revision") && lower(r.text("revision")) != "master") {
@@ -599,7 +600,7 @@ std::optional<bool> parse_bool_word(std::string_view text) {
 
 EngineOptions parse_engine_options(const Options& opt, const ModelDescription& model, CommandScope scope) {
     const Reader r(opt);
-    const bool on_cpu = opt.text("--device", "cpu") == "cpu";
+    const bool on_cpu = engine_devices(opt).front() == "cpu";
     EngineOptions out;
 
     for (const EngineOptionInfo& info : engine_option_table()) {
@@ -714,7 +715,8 @@ EngineOptions parse_engine_options(const Options& opt, const ModelDescription& m
 
 EngineOptions engine_options_from_values(const std::vector<std::pair<std::string, std::string>>& values,
                                          const ModelDescription& model, const std::string& device) {
-    std::vector<std::string> args = {"--device=" + device};
+    std::vector<std::string> args = {(device.find(',') == std::string::npos ? "--device=" : "--devices=") +
+                                     device};
     for (const auto& [name, value] : values) {
         if (find_engine_option(flag_of(name)) == nullptr) {
             fail("unknown engine option ", name);

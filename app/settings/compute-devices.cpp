@@ -30,6 +30,19 @@ QList<ComputeDevice> computeDevices() {
                           .arg(static_cast<double>(device.memoryBytes) / 1e9, 0, 'f', 1);
         devices << device;
     }
+    if (devices.size() > 1) {
+        // Every card, a copy of the models on each and the work spread among them.
+        ComputeDevice all;
+        QStringList ids;
+        for (const ComputeDevice& device : devices) {
+            ids << device.id;
+            all.memoryBytes += device.memoryBytes;
+        }
+        all.id = ids.join(QLatin1Char(','));
+        all.name = QCoreApplication::translate("folio::ComputeDevices", "All %1 GPUs (the models on each)")
+                       .arg(devices.size());
+        devices << all;
+    }
 #endif
     devices << ComputeDevice{QStringLiteral("cpu"),
                              QCoreApplication::translate("folio::ComputeDevices", "CPU (%1 threads)")

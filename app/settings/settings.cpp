@@ -72,7 +72,9 @@ std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValu
 }
 
 bool isDevice(const QString& device) {
-    static const QRegularExpression pattern(QStringLiteral("^(cpu|cuda(:[0-9]{1,3})?)$"));
+    // One device, or several cards, each with a copy of the models.
+    static const QRegularExpression pattern(
+        QStringLiteral("^(cpu|cuda(:[0-9]{1,3})?|cuda:[0-9]{1,3}(,cuda:[0-9]{1,3})+)$"));
     return pattern.match(device).hasMatch();
 }
 
@@ -222,7 +224,7 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
             tr("Chat model: \"%1\" is neither a folder nor a Hub repository (ORG/NAME)").arg(chat));
     }
     if (!isDevice(v.device)) {
-        add(kDevice, tr("Device: expected cpu or cuda:N, got \"%1\"").arg(v.device));
+        add(kDevice, tr("Device: expected cpu, cuda:N or cuda:N,cuda:M,…, got \"%1\"").arg(v.device));
     } else {
         ModelDescription described;
         described.max_context = modelContext.value_or(kUnknownContext);
@@ -341,10 +343,10 @@ ServiceParams Settings::serviceParams(const SettingsValues& values, const std::f
     const cli::EngineOptions options = engineOptions(values, describe_model(modelDir));
     const std::string device = values.device.toStdString();
     ServiceParams params;
-    params.device.make_backend = [device, cpuThreads] { return cli::make_backend(device, cpuThreads); };
-    std::string flag = "--device=" + device;
-    char* argv[] = {flag.data()};
-    params.device.free_memory = cli::device_free_memory(cli::Options(1, argv, 0));
+    std::string flag = (device.find(',') == std::string::npos ? "--device=" : "--devices=") + device;
+    std::string threads = "--threads=" + std::to_string(cpuThreads);
+    char* argv[] = {flag.data(), threads.data()};
+    cli::set_service_devices(params, cli::Options(2, argv, 0));
     ModelSlot recognition{ModelRole::Recognition, modelDir, options.load};
     recognition.adjust_preprocessor = [options](PreprocessorConfig& pre) {
         cli::apply_preprocessing(options, pre);

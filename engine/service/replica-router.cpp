@@ -55,7 +55,7 @@ std::vector<BlockHash> prompt_block_hashes(const Request& request, int64_t block
 }
 
 ReplicaRouter::ReplicaRouter(size_t n_replicas, RouterParams params)
-    : params_(params), loads_(n_replicas, 0), failed_(n_replicas, false) {
+    : params_(params), loads_(n_replicas, 0), n_routed_(n_replicas, 0), failed_(n_replicas, false) {
     if (n_replicas == 0) {
         fail("a router over no replica");
     }
@@ -91,6 +91,7 @@ std::optional<ReplicaRouter::Route> ReplicaRouter::route(std::span<const BlockHa
         return std::nullopt;
     }
     loads_[chosen->replica] += std::max<int64_t>(weight, 0);
+    ++n_routed_[chosen->replica];
     for (const BlockHash h : hashes) {
         remember(h, chosen->replica);
     }

@@ -51,6 +51,7 @@ public:
 
     size_t n_replicas() const { return loads_.size(); }
     int64_t load(size_t replica) const { return loads_.at(replica); }
+    int64_t n_routed(size_t replica) const { return n_routed_.at(replica); }  // requests so far
     bool failed(size_t replica) const { return failed_.at(replica); }
     size_t n_remembered_blocks() const { return blocks_.size(); }
 
@@ -63,6 +64,7 @@ private:
 
     RouterParams params_;
     std::vector<int64_t> loads_;
+    std::vector<int64_t> n_routed_;
     std::vector<bool> failed_;
     std::unordered_map<BlockHash, Held> blocks_;
     std::list<BlockHash> uses_;  // most recently routed first

@@ -617,6 +617,7 @@ void ServiceImpl::aggregate_stats_locked() {
         d.device = replica->device.name;
         d.failed = replica->failed;
         d.load_tokens = router ? router->load(replica->index) : 0;
+        d.n_requests = router ? router->n_routed(replica->index) : 0;
         stats.devices.push_back(d);
         if (replica->failed) {
             continue;

@@ -35,6 +35,7 @@ struct DeviceStats {
     int64_t n_running = 0;
     int64_t n_waiting = 0;
     int64_t load_tokens = 0;  // prompt and max_tokens of the unfinished requests routed there
+    int64_t n_requests = 0;   // requests routed there since loading
 };
 
 // Counts are of every engine together; memory_plan and engine are the first generative model's (on the first

@@ -40,6 +40,18 @@ assert sum(1 for e in d.element.body.iter() if e.tag.endswith('}br') and e.get('
 assert d.core_properties.title=='sample'" "$work/all/sample.docx"
 check "JSON: two pages" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert [p['page_index'] for p in d]==[0,1], d" "$work/all/sample.json"
 
+# Two engines, a copy of the models each (data parallelism on the CPU): the same Markdown and blocks.
+"$cli" ocr "$sample" -o "$work/two" "${models[@]}" --devices cpu,cpu --format md,json >/dev/null 2>"$work/two.err"
+check "two engines: exit 0" test $? -eq 0
+check "two engines: the same Markdown" cmp -s "$work/all/sample.md" "$work/two/sample.md"
+check "two engines: the same blocks" python3 -c "
+import json,sys
+strip=lambda d:[dict(p,folio={k:v for k,v in p['folio'].items() if k!='timings'}) for p in d]
+assert strip(json.load(open(sys.argv[1])))==strip(json.load(open(sys.argv[2])))" "$work/all/sample.json" "$work/two/sample.json"
+"$cli" ocr "$sample" -o "$work/bad" "${models[@]}" --devices cpu,gpu >/dev/null 2>"$work/bad.err"
+check "two engines: a bad device list is exit 1" test $? -eq 1
+check "two engines: the bad entry named" grep -q "got 'gpu'" "$work/bad.err"
+
 # A page range; Markdown alone by default with JSON.
 "$cli" ocr "$sample" -o "$work/range" "${models[@]}" --pages 2 >/dev/null 2>"$work/range.err"
 check "range: exit 0" test $? -eq 0

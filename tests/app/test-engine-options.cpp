@@ -336,9 +336,15 @@ const std::vector<Refused>& refused_cases() {
         {{"--tensor-parallel-size", "0"}, "--tensor-parallel-size must be at least 1, got 0"},
         // what Folio cannot honour yet
         {{"--tensor-parallel-size", "2"},
-         "--tensor-parallel-size 2 is not supported yet: Folio runs on one GPU"},
+         "--tensor-parallel-size 2 is not supported yet: a model runs on one GPU"},
         {{"-tp", "4"}, "--tensor-parallel-size 4 is not supported yet"},
-        {{"--data-parallel-size=2"}, "--data-parallel-size 2 is not supported yet: Folio runs on one GPU"},
+        {{"--data-parallel-size=0"}, "--data-parallel-size must be 1 to 64, got 0"},
+        {{"--data-parallel-size=2", "--devices", "0,1,2"},
+         "--data-parallel-size 2 and --devices with 3 devices disagree"},
+        {{"--devices", "0,gpu1"},
+         "--devices expects a list of cpu, cuda:N or N separated by commas, got 'gpu1'"},
+        {{"--devices", "0,"}, "got ''"},
+        {{"--device", "cuda", "--devices", "0,1"}, "--device and --devices name the devices twice"},
         {{"--speculative-config", R"({"method": "mtp", "num_speculative_tokens": 1})"},
          "--speculative-config: speculative decoding (method \"mtp\") is not supported yet"},
         {{"--guided-decoding-backend", "XGrammar"},
@@ -557,6 +563,32 @@ TEST(EngineOptions, HelpListsEveryOption) {
         EXPECT_NE(offline.find(flag), std::string::npos) << flag;
         EXPECT_NE(serve.find(std::string(info.group)), std::string::npos) << info.group;
     }
+}
+
+// The engines' devices: --device alone, --devices LIST, or --data-parallel-size N from --device's on.
+TEST(EngineOptions, DevicesForDataParallelism) {
+    using V = std::vector<std::string>;
+    const auto devices = [](const std::vector<std::string>& args) {
+        return folio::cli::engine_devices(make_options(args));
+    };
+    EXPECT_EQ(devices({}), V{"cpu"});
+    EXPECT_EQ(devices({"--device", "cuda:1"}), V{"cuda:1"});
+    EXPECT_EQ(devices({"--devices", "0,1,cuda:3"}), (V{"cuda:0", "cuda:1", "cuda:3"}));
+    EXPECT_EQ(devices({"--devices", "0,0"}), (V{"cuda:0", "cuda:0"})) << "two engines sharing a card";
+    EXPECT_EQ(devices({"--devices", "cpu,cpu", "--data-parallel-size", "2"}), (V{"cpu", "cpu"}));
+    EXPECT_EQ(devices({"--data-parallel-size", "3", "--device", "cuda"}), (V{"cuda:0", "cuda:1", "cuda:2"}));
+    EXPECT_EQ(devices({"--data-parallel-size", "2", "--device", "cuda:2"}), (V{"cuda:2", "cuda:3"}));
+    EXPECT_EQ(devices({"--data-parallel-size", "2"}), (V{"cpu", "cpu"}));
+    EXPECT_EQ(parse({"--devices", "cpu,cpu"}).engine.max_num_seqs, 8) << "CPU defaults for CPU engines";
+    EXPECT_THROW(devices({"--devices", "0,1", "--data-parallel-size", "65"}), folio::Error);
+    std::string list;
+    for (int i = 0; i < 65; ++i) {
+        if (i > 0) {
+            list += ',';
+        }
+        list += std::to_string(i);
+    }
+    EXPECT_THROW(devices({"--devices", list}), folio::Error);
 }
 
 // docs/fastdeploy-options.md has a row for every option.

@@ -108,7 +108,15 @@ private Q_SLOTS:
         QVERIFY2(messageOf(v).contains(QStringLiteral("none, wint8 or wint4")), qPrintable(messageOf(v)));
         v = Settings::defaults();
         v.device = QStringLiteral("gpu7");
-        QCOMPARE(messageOf(v), QStringLiteral("engine/device: Device: expected cpu or cuda:N, got \"gpu7\""));
+        QCOMPARE(
+            messageOf(v),
+            QStringLiteral("engine/device: Device: expected cpu, cuda:N or cuda:N,cuda:M,…, got \"gpu7\""));
+        v = Settings::defaults();
+        v.device = QStringLiteral("cuda:0,cpu");
+        QVERIFY2(messageOf(v).startsWith(QStringLiteral("engine/device: ")), qPrintable(messageOf(v)));
+        v = Settings::defaults();
+        v.device = QStringLiteral("cuda:0,cuda:1");
+        QCOMPARE(messageOf(v), QString());
         v = Settings::defaults();
         v.renderDpi = 5;
         QCOMPARE(messageOf(v),

@@ -79,6 +79,7 @@ TEST(ReplicaRouter, NewPromptsGoToTheLeastLoadedReplica) {
         chosen.push_back(route(router, text(run(10 * i, 8)), 100)->replica);
     }
     EXPECT_EQ(chosen, (std::vector<size_t>{0, 1, 2, 0, 1, 2}));
+    EXPECT_EQ(router.n_routed(2), 2);
     EXPECT_EQ(router.load(0), 200);
     router.finished(1, 100);
     router.finished(1, 100);

@@ -683,6 +683,40 @@ private Q_SLOTS:
                  qPrintable(window_->engineStatus()->text()));
     }
 
+    // With the models on several devices the status bar shows each device's memory and requests, and a device
+    // whose engine failed as failed.
+    void statusBarShowsEachDevice() {
+        DocumentModel model;
+        EngineHost engine;
+        engine.setStatsInterval(50);
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        ServiceParams params = test::fixtureParams(1);
+        params.device.name = QStringLiteral("cpu:0").toStdString();
+        DeviceSpec second = params.device;
+        second.name = "cpu:1";
+        params.more_devices.push_back(second);
+        QSignalSpy loaded(&engine, &EngineHost::loaded);
+        engine.load(std::move(params), test::fixtureFolders(), QStringLiteral("2 CPU engines"));
+        QVERIFY(loaded.wait(120000));
+        QTRY_VERIFY2(window.engineStatus()->text().contains(QStringLiteral("cpu:0 ")) &&
+                         window.engineStatus()->text().contains(QStringLiteral("cpu:1 ")),
+                     qPrintable(window.engineStatus()->text()));
+        ServiceStats stats;
+        stats.devices.resize(2);
+        stats.devices[0].device = "cuda:0";
+        stats.devices[0].vram_used_bytes = int64_t{3} << 30;
+        stats.devices[0].n_running = 2;
+        stats.devices[0].n_waiting = 1;
+        stats.devices[1].device = "cuda:1";
+        stats.devices[1].failed = true;
+        window.engineStatus()->setStats(stats);
+        QVERIFY2(window.engineStatus()->text().contains(QStringLiteral("cuda:0 3.0 GiB, load 3")),
+                 qPrintable(window.engineStatus()->text()));
+        QVERIFY2(window.engineStatus()->text().contains(QStringLiteral("cuda:1 failed")),
+                 qPrintable(window.engineStatus()->text()));
+    }
+
     // Documents queued for a model that failed to load say that they wait for one.
     void documentsWaitingForAFailedModelSaySo() {
         DocumentModel model;

@@ -63,7 +63,18 @@ void EngineStatus::setUnloaded(const QString& why) {
 }
 
 void EngineStatus::setStats(const ServiceStats& s) {
-    if (s.vram_free_bytes >= 0) {
+    if (s.devices.size() > 1) {
+        // Each device's memory and requests.
+        QStringList parts;
+        for (const DeviceStats& d : s.devices) {
+            const QString name = QString::fromStdString(d.device);
+            parts << (d.failed ? tr("%1 failed").arg(name)
+                               : tr("%1 %2, load %3")
+                                     .arg(name, byteSize(d.vram_used_bytes))
+                                     .arg(d.n_running + d.n_waiting));
+        }
+        memory_->setText(parts.join(QStringLiteral(" · ")));
+    } else if (s.vram_free_bytes >= 0) {
         const int64_t total = s.vram_used_bytes + s.vram_other_bytes + s.vram_free_bytes;
         memory_->setText(tr("VRAM %1 / %2").arg(byteSize(s.vram_used_bytes), byteSize(total)));
     } else {
@@ -87,7 +98,9 @@ QString EngineStatus::text() const {
 }
 
 void EngineStatus::retranslate() {
-    memory_->setToolTip(tr("Device memory used by Folio, of the device's total"));
+    memory_->setToolTip(
+        tr("Device memory used by Folio, of the device's total; with several devices, each "
+           "device's memory and its requests running and waiting"));
     cache_->setToolTip(tr("KV-cache blocks in use"));
     rate_->setToolTip(tr("Tokens generated per second over the last seconds"));
 }

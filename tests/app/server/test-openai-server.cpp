@@ -519,6 +519,66 @@ TEST_F(OpenAiServerTest, ConcurrentRequestsMatchRequestsRunAlone) {
     }
 }
 
+// Two engines (data parallelism, two CPU backends each with a copy of the model) behind the server:
+// concurrent requests spread over both and answer as the one-engine service answers them alone.
+TEST_F(OpenAiServerTest, TwoEnginesAnswerConcurrentRequestsAsOneDoes) {
+    EngineService two;
+    ServiceParams sp;
+    sp.device.name = "cpu:0";
+    sp.device.make_backend = [] { return make_cpu_backend(1); };
+    DeviceSpec second;
+    second.name = "cpu:1";
+    second.make_backend = [] { return make_cpu_backend(1); };
+    sp.more_devices.push_back(second);
+    sp.models.push_back({ModelRole::Recognition, kModelDir, {}});
+    sp.engine.max_model_len = 4096;
+    sp.engine.max_num_seqs = 8;
+    two.load(sp);
+    ASSERT_EQ(two.wait_loaded(120s), ServiceState::Ready) << two.status().error;
+    OpenAiServer server(
+        two, params(),
+        [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
+        image_size);
+    server.start();
+    constexpr int kRequests = 8;
+    std::vector<std::vector<uint8_t>> images;
+    std::vector<Alone> alone;
+    for (int i = 0; i < kRequests; ++i) {
+        images.push_back(png(40 + 16 * (i % 4), 32 + 12 * (i % 3), 50 + i));
+        alone.push_back(run_alone({images.back()}, "OCR:", 10));
+    }
+    std::vector<std::string> texts(kRequests);
+    std::vector<int> statuses(kRequests, 0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kRequests; ++i) {
+        threads.emplace_back([&, i] {
+            const json extra = i % 2 ? json{{"stream", true}} : json::object();
+            const auto res =
+                post(server.port(), "/v1/chat/completions", chat({data_url(images[i])}, "OCR:", 10, extra));
+            if (res) {
+                statuses[i] = res->status;
+                texts[i] =
+                    i % 2 ? parse_sse(res->body).text
+                          : json::parse(res->body)["choices"][0]["message"]["content"].get<std::string>();
+            }
+        });
+    }
+    for (std::thread& t : threads) {
+        t.join();
+    }
+    for (int i = 0; i < kRequests; ++i) {
+        EXPECT_EQ(statuses[i], 200) << "request " << i;
+        EXPECT_EQ(texts[i], alone[i].text) << "request " << i;
+    }
+    const ServiceStats s = two.stats();
+    ASSERT_EQ(s.devices.size(), 2u);
+    EXPECT_GT(s.devices[0].n_requests, 0);
+    EXPECT_GT(s.devices[1].n_requests, 0);
+    EXPECT_EQ(s.devices[0].n_requests + s.devices[1].n_requests, kRequests);
+    EXPECT_EQ(s.n_kv_blocks_used, 0) << "every block free at the end";
+    server.stop();
+}
+
 // The receiver stops reading after the first chunk, and the client closes its connection: the request
 // ends long before its 4000 tokens.
 TEST_F(OpenAiServerTest, ADisconnectMidStreamCancelsTheRequest) {

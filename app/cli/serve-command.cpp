@@ -227,8 +227,15 @@ int run_serve(int argc, char** argv, int first) {
         [](std::span<const uint8_t> bytes, std::string_view name) { return decode_image(bytes, name); },
         read_image_size);
     server.start();
-    std::cerr << "folio-cli serve: serving " << params.model_names.front() << " on http://"
-              << url_host(params.host) << ":" << server.port() << "/v1";
+    std::cerr << "folio-cli serve: serving " << params.model_names.front();
+    if (const std::vector<std::string> devices = engine_devices(opt); devices.size() > 1) {
+        std::cerr << " on " << devices.size() << " engines (";
+        for (size_t i = 0; i < devices.size(); ++i) {
+            std::cerr << (i ? ", " : "") << devices[i];
+        }
+        std::cerr << ")";
+    }
+    std::cerr << " on http://" << url_host(params.host) << ":" << server.port() << "/v1";
     if (server.metrics_port() >= 0) {
         std::cerr << ", metrics on http://" << url_host(params.metrics_host) << ":" << server.metrics_port()
                   << "/metrics";

@@ -244,6 +244,37 @@ std::string ServerMetrics::text(const ServiceStats& stats) {
     free_blocks_->Set(static_cast<double>(stats.n_kv_blocks_free));
     total_blocks_->Set(static_cast<double>(stats.n_kv_blocks));
     prefix_hit_rate_->Set(stats.prefix_cache_hit_rate);
+    if (stats.devices.size() > 1) {
+        if (device_requests_ == nullptr) {
+            prometheus::Registry& r = *registry_;
+            device_requests_ = &prometheus::BuildGauge()
+                                    .Name("folio:device_requests")
+                                    .Help("Requests running and waiting on each device's engines")
+                                    .Register(r);
+            device_memory_ = &prometheus::BuildGauge()
+                                  .Name("folio:device_memory_used_bytes")
+                                  .Help("Folio's tensors on each device")
+                                  .Register(r);
+            device_cache_usage_ = &prometheus::BuildGauge()
+                                       .Name("folio:device_kv_cache_usage_perc")
+                                       .Help("KV cache usage on each device, 1 meaning every block used")
+                                       .Register(r);
+            device_failed_ = &prometheus::BuildGauge()
+                                  .Name("folio:device_failed")
+                                  .Help("1 where the device's engine stopped after a failure")
+                                  .Register(r);
+        }
+        for (size_t i = 0; i < stats.devices.size(); ++i) {
+            const DeviceStats& d = stats.devices[i];
+            const prometheus::Labels labels = {{"index", std::to_string(i)}, {"device", d.device}};
+            device_requests_->Add(labels).Set(static_cast<double>(d.n_running + d.n_waiting));
+            device_memory_->Add(labels).Set(static_cast<double>(d.vram_used_bytes));
+            device_cache_usage_->Add(labels).Set(d.n_kv_blocks > 0 ? static_cast<double>(d.n_kv_blocks_used) /
+                                                                         static_cast<double>(d.n_kv_blocks)
+                                                                   : 0.0);
+            device_failed_->Add(labels).Set(d.failed ? 1.0 : 0.0);
+        }
+    }
     return serialize(registry_->Collect());
 }
 

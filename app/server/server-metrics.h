@@ -15,6 +15,8 @@ class Registry;
 class Counter;
 class Gauge;
 class Histogram;
+template <typename T>
+class Family;
 }  // namespace prometheus
 
 namespace folio::server {
@@ -74,6 +76,12 @@ private:
     prometheus::Histogram* prompt_lengths_ = nullptr;
     prometheus::Histogram* generation_lengths_ = nullptr;
     prometheus::Histogram* max_tokens_ = nullptr;
+    // With the models on several devices: each device's requests, memory, cache use and whether it failed,
+    // labelled by its index and name; made with the first snapshot that has several.
+    prometheus::Family<prometheus::Gauge>* device_requests_ = nullptr;
+    prometheus::Family<prometheus::Gauge>* device_memory_ = nullptr;
+    prometheus::Family<prometheus::Gauge>* device_cache_usage_ = nullptr;
+    prometheus::Family<prometheus::Gauge>* device_failed_ = nullptr;
 };
 
 }  // namespace folio::server

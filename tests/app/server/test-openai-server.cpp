@@ -576,6 +576,12 @@ TEST_F(OpenAiServerTest, TwoEnginesAnswerConcurrentRequestsAsOneDoes) {
     EXPECT_GT(s.devices[1].n_requests, 0);
     EXPECT_EQ(s.devices[0].n_requests + s.devices[1].n_requests, kRequests);
     EXPECT_EQ(s.n_kv_blocks_used, 0) << "every block free at the end";
+    httplib::Client metrics("127.0.0.1", server.metrics_port());
+    const auto text = metrics.Get("/metrics");
+    ASSERT_TRUE(text);
+    EXPECT_NE(text->body.find("folio:device_requests{device=\"cpu:1\",index=\"1\"} 0"), std::string::npos)
+        << text->body;
+    EXPECT_NE(text->body.find("folio:device_failed{device=\"cpu:0\",index=\"0\"} 0"), std::string::npos);
     server.stop();
 }
 

@@ -60,10 +60,16 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
     config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
     config.max_model_len = n_prompt + n_decode + 1;
     config.enable_prefix_caching = false;
-    config.num_gpu_blocks_override =
-        batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
+    // The cache as the memory plan makes it (--device-memory, --kv-cache-dtype), no larger than the batch
+    // uses; a given --num-gpu-blocks-override stands.
+    const int64_t n_blocks_needed = batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
     const auto engine_start = std::chrono::steady_clock::now();
     service.reconfigure(config);
+    const int64_t n_blocks = service.stats().n_kv_blocks;
+    if (n_blocks < n_blocks_needed) {
+        std::cerr << "folio-cli bench: batch " << batch << ": the cache holds " << n_blocks << " of the "
+                  << n_blocks_needed << " blocks the batch needs; requests wait or are preempted\n";
+    }
     const double engine_seconds = seconds_since(engine_start);  // the cache planned, decode steps recorded
     std::atomic<int64_t> n_started{0}, n_tokens{0};
     std::atomic<bool> timing{false};
@@ -112,6 +118,8 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
     const EngineStats after = service.stats().engine;
     const auto n_timed = n_tokens.load();
     return {{"batch", batch},
+            {"kv_blocks", n_blocks},
+            {"kv_blocks_needed", n_blocks_needed},
             {"engine_seconds", engine_seconds},
             {"n_tokens", n_timed},
             {"seconds", seconds},

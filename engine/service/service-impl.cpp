@@ -24,7 +24,7 @@ void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
             return;
         }
         state.delivered_final = out.finish.has_value();
-        if (out.finish || state.group != 0 || state.replica != kUnrouted) {
+        if (out.finish || state.group != 0) {
             const std::lock_guard lock(mutex);
             if (out.finish) {
                 live.erase(state.id);

@@ -303,6 +303,39 @@ protected:
         return client.Post(path.c_str(), headers, body.dump(), "application/json");
     }
 
+    // Each request posted at once from a thread of its own, every other one streamed; each one's status and
+    // text.
+    struct AtOnce {
+        std::vector<int> statuses;
+        std::vector<std::string> texts;
+    };
+
+    static AtOnce post_at_once(int port, const std::vector<json>& bodies) {
+        AtOnce out;
+        out.statuses.assign(bodies.size(), 0);
+        out.texts.resize(bodies.size());
+        std::vector<std::thread> threads;
+        for (size_t i = 0; i < bodies.size(); ++i) {
+            threads.emplace_back([&, i] {
+                json body = bodies[i];
+                if (i % 2) {
+                    body["stream"] = true;
+                }
+                const auto res = post(port, "/v1/chat/completions", body);
+                if (res) {
+                    out.statuses[i] = res->status;
+                    out.texts[i] =
+                        i % 2 ? parse_sse(res->body).text
+                              : json::parse(res->body)["choices"][0]["message"]["content"].get<std::string>();
+                }
+            });
+        }
+        for (std::thread& t : threads) {
+            t.join();
+        }
+        return out;
+    }
+
     // The text and token count the service gives for the same chat run alone, its images decoded as the
     // server decodes them.
     struct Alone {

@@ -488,34 +488,17 @@ TEST_F(OpenAiServerTest, ConcurrentRequestsMatchRequestsRunAlone) {
     const auto server = start();
     constexpr int kRequests = 12;
     const char* tasks[] = {"OCR:", "Table Recognition:", "Formula Recognition:", "Chart Recognition:"};
-    std::vector<std::vector<uint8_t>> images;
+    std::vector<json> bodies;
     std::vector<Alone> alone;
     for (int i = 0; i < kRequests; ++i) {
-        images.push_back(png(40 + 16 * (i % 5), 32 + 12 * (i % 3), 10 + i));
-        alone.push_back(run_alone({images.back()}, tasks[i % 4], 8 + 3 * (i % 4)));
+        const std::vector<uint8_t> image = png(40 + 16 * (i % 5), 32 + 12 * (i % 3), 10 + i);
+        alone.push_back(run_alone({image}, tasks[i % 4], 8 + 3 * (i % 4)));
+        bodies.push_back(chat({data_url(image)}, tasks[i % 4], 8 + 3 * (i % 4)));
     }
-    std::vector<std::string> texts(kRequests);
-    std::vector<int> statuses(kRequests, 0);
-    std::vector<std::thread> threads;
+    const AtOnce answers = post_at_once(server->port(), bodies);
     for (int i = 0; i < kRequests; ++i) {
-        threads.emplace_back([&, i] {
-            const json extra = i % 2 ? json{{"stream", true}} : json::object();
-            const auto res = post(server->port(), "/v1/chat/completions",
-                                  chat({data_url(images[i])}, tasks[i % 4], 8 + 3 * (i % 4), extra));
-            if (res) {
-                statuses[i] = res->status;
-                texts[i] =
-                    i % 2 ? parse_sse(res->body).text
-                          : json::parse(res->body)["choices"][0]["message"]["content"].get<std::string>();
-            }
-        });
-    }
-    for (std::thread& t : threads) {
-        t.join();
-    }
-    for (int i = 0; i < kRequests; ++i) {
-        EXPECT_EQ(statuses[i], 200) << "request " << i;
-        EXPECT_EQ(texts[i], alone[i].text) << "request " << i;
+        EXPECT_EQ(answers.statuses[i], 200) << "request " << i;
+        EXPECT_EQ(answers.texts[i], alone[i].text) << "request " << i;
     }
 }
 
@@ -541,34 +524,17 @@ TEST_F(OpenAiServerTest, TwoEnginesAnswerConcurrentRequestsAsOneDoes) {
         image_size);
     server.start();
     constexpr int kRequests = 8;
-    std::vector<std::vector<uint8_t>> images;
+    std::vector<json> bodies;
     std::vector<Alone> alone;
     for (int i = 0; i < kRequests; ++i) {
-        images.push_back(png(40 + 16 * (i % 4), 32 + 12 * (i % 3), 50 + i));
-        alone.push_back(run_alone({images.back()}, "OCR:", 10));
+        const std::vector<uint8_t> image = png(40 + 16 * (i % 4), 32 + 12 * (i % 3), 50 + i);
+        alone.push_back(run_alone({image}, "OCR:", 10));
+        bodies.push_back(chat({data_url(image)}, "OCR:", 10));
     }
-    std::vector<std::string> texts(kRequests);
-    std::vector<int> statuses(kRequests, 0);
-    std::vector<std::thread> threads;
+    const AtOnce answers = post_at_once(server.port(), bodies);
     for (int i = 0; i < kRequests; ++i) {
-        threads.emplace_back([&, i] {
-            const json extra = i % 2 ? json{{"stream", true}} : json::object();
-            const auto res =
-                post(server.port(), "/v1/chat/completions", chat({data_url(images[i])}, "OCR:", 10, extra));
-            if (res) {
-                statuses[i] = res->status;
-                texts[i] =
-                    i % 2 ? parse_sse(res->body).text
-                          : json::parse(res->body)["choices"][0]["message"]["content"].get<std::string>();
-            }
-        });
-    }
-    for (std::thread& t : threads) {
-        t.join();
-    }
-    for (int i = 0; i < kRequests; ++i) {
-        EXPECT_EQ(statuses[i], 200) << "request " << i;
-        EXPECT_EQ(texts[i], alone[i].text) << "request " << i;
+        EXPECT_EQ(answers.statuses[i], 200) << "request " << i;
+        EXPECT_EQ(answers.texts[i], alone[i].text) << "request " << i;
     }
     const ServiceStats s = two.stats();
     ASSERT_EQ(s.devices.size(), 2u);

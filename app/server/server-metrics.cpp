@@ -246,23 +246,16 @@ std::string ServerMetrics::text(const ServiceStats& stats) {
     prefix_hit_rate_->Set(stats.prefix_cache_hit_rate);
     if (stats.devices.size() > 1) {
         if (device_requests_ == nullptr) {
-            prometheus::Registry& r = *registry_;
-            device_requests_ = &prometheus::BuildGauge()
-                                    .Name("folio:device_requests")
-                                    .Help("Requests running and waiting on each device's engines")
-                                    .Register(r);
-            device_memory_ = &prometheus::BuildGauge()
-                                  .Name("folio:device_memory_used_bytes")
-                                  .Help("Folio's tensors on each device")
-                                  .Register(r);
-            device_cache_usage_ = &prometheus::BuildGauge()
-                                       .Name("folio:device_kv_cache_usage_perc")
-                                       .Help("KV cache usage on each device, 1 meaning every block used")
-                                       .Register(r);
-            device_failed_ = &prometheus::BuildGauge()
-                                  .Name("folio:device_failed")
-                                  .Help("1 where the device's engine stopped after a failure")
-                                  .Register(r);
+            const auto family = [&](const char* name, const char* help) {
+                return &prometheus::BuildGauge().Name(name).Help(help).Register(*registry_);
+            };
+            device_requests_ =
+                family("folio:device_requests", "Requests running and waiting on each device's engines");
+            device_memory_ = family("folio:device_memory_used_bytes", "Folio's tensors on each device");
+            device_cache_usage_ = family("folio:device_kv_cache_usage_perc",
+                                         "KV cache usage on each device, 1 meaning every block used");
+            device_failed_ =
+                family("folio:device_failed", "1 where the device's engine stopped after a failure");
         }
         for (size_t i = 0; i < stats.devices.size(); ++i) {
             const DeviceStats& d = stats.devices[i];

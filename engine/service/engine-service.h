@@ -8,6 +8,9 @@
 // thread. Each request ends with a reason, an error ending that request alone; its outputs reach its handle's
 // queue or a callback. A layout model's pages are requests too, queued and run on the engine thread between
 // steps (layout-queue.h). Handles stay valid after the service stops or is destroyed.
+//
+// With several devices (data parallelism) each holds a copy of the models with an engine thread of its own,
+// and each built request is routed to one of them (replica-router.h).
 #pragma once
 
 #include <chrono>

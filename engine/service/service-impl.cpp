@@ -681,13 +681,6 @@ void ServiceImpl::end_live() {
     }
 }
 
-void ServiceImpl::wake_all() {
-    const std::lock_guard lock(mutex);
-    for (const std::unique_ptr<Replica>& replica : replicas) {
-        replica->wake.notify_all();
-    }
-}
-
 void ServiceImpl::shutdown() {
     {
         const std::lock_guard lock(mutex);

@@ -122,8 +122,6 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     // The service's statistics from every replica's part; under the lock.
     void aggregate_stats_locked();
     void replica_by_priority(Replica& replica, const Served& served);
-    // Wakes every replica's engine thread.
-    void wake_all();
     // A preparation thread: builds the request and hands it to the engine thread.
     void prepare_request(const std::shared_ptr<RequestState>& state, const RequestBuilder& made,
                          RequestSpec& spec, Priority priority);
@@ -147,10 +145,10 @@ struct ServiceImpl : std::enable_shared_from_this<ServiceImpl> {
     std::unordered_map<std::string, int64_t> other_bytes_by_device;
     std::vector<std::shared_ptr<const RequestBuilder>> builders;  // one an engine
     std::vector<RequestLimits> limits;
-    std::vector<std::string> engine_models;  // each engine's model name
-    EngineConfig configured;                 // the configuration the engines were built from (engine thread)
-    int64_t routing_block_size = 64;         // set by load() before any request
-    size_t n_loaded = 0;                     // replicas ready
+    std::vector<std::string> engine_models;      // each engine's model name
+    EngineConfig configured;                     // the configuration the engines were built from
+    int64_t routing_block_size = 64;             // set by load() before any request
+    size_t n_loaded = 0;                         // replicas ready
     std::vector<ModelDescription> descriptions;  // the loaded models', in slot order
     std::unordered_map<int64_t, std::shared_ptr<RequestState>> live;
     // A group's requests reach their replica's pending in the order they were submitted.

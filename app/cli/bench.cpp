@@ -50,14 +50,18 @@ const char* const kBenchUsage =
       --family, --num-layers of its 28 or 32 where fewer fit): prefill of one --prefill-tokens prompt (default 1024), then decode at each batch size
       (default 1,8,32) from --decode-context-token prompts (default 16) for --decode-tokens tokens (default 64), and the batch-1 floor:
       the bytes of weights one token reads over the measured copy bandwidth. --quantization wint8|wint4 and
-      --dtype choose the weights' format (bfloat16 on a GPU by default).
+      --dtype choose the weights' format (bfloat16 on a GPU by default). Each prompt goes in as one step
+      unless --max-num-batched-tokens is given, which then sets the step (a long context in chunks).
 )";
 
 nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const EngineConfig& base,
-                            int64_t batch, int64_t n_prompt, int64_t n_decode) {
+                            int64_t batch, int64_t n_prompt, int64_t n_decode, bool chunked) {
     EngineConfig config = base;
     config.max_num_seqs = batch;
-    config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
+    if (!chunked) {
+        config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch * n_prompt);
+    }
+    config.max_num_batched_tokens = std::max(config.max_num_batched_tokens, batch);
     config.max_model_len = n_prompt + n_decode + 1;
     config.enable_prefix_caching = false;
     // The cache as the memory plan makes it (--device-memory, --kv-cache-dtype), no larger than the batch

@@ -129,8 +129,12 @@ int run_chat_bench(const Options& opt) {
     const EngineOptions engine_options = parse_engine_options(opt, description);
     const ModelLoadParams& load = engine_options.load;
     EngineConfig engine_cfg = engine_options.engine;
-    // Prefill runs as one chunk, as long as the prompt.
-    engine_cfg.max_num_batched_tokens = std::max(engine_cfg.max_num_batched_tokens, n_prefill);
+    // Prompts run as one chunk each, as long as the prompt, unless --max-num-batched-tokens sets the step
+    // (a long context under a memory cap is prefilled in chunks).
+    const bool chunked = opt.has("--max-num-batched-tokens");
+    if (!chunked) {
+        engine_cfg.max_num_batched_tokens = std::max(engine_cfg.max_num_batched_tokens, n_prefill);
+    }
 
     EngineService service;
     ServiceParams params;
@@ -148,10 +152,10 @@ int run_chat_bench(const Options& opt) {
     const double load_seconds = seconds_since(start);
 
     const int64_t vocab = arch.vocab_size;
-    const nlohmann::json prefill = bench_decode(service, vocab, engine_cfg, 1, n_prefill, 2);
+    const nlohmann::json prefill = bench_decode(service, vocab, engine_cfg, 1, n_prefill, 2, chunked);
     nlohmann::json decode = nlohmann::json::array();
     for (const int64_t b : batches) {
-        decode.push_back(bench_decode(service, vocab, engine_cfg, b, n_context, n_decode));
+        decode.push_back(bench_decode(service, vocab, engine_cfg, b, n_context, n_decode, chunked));
     }
     double bandwidth = 0.0;
     int64_t n_weight_bytes = 0, peak_bytes = 0;

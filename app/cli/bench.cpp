@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -66,7 +67,8 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
     config.enable_prefix_caching = false;
     // The cache as the memory plan makes it (--device-memory, --kv-cache-dtype), no larger than the batch
     // uses; a given --num-gpu-blocks-override stands.
-    const int64_t n_blocks_needed = batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
+    const int64_t n_blocks_needed =
+        batch * ((config.max_model_len + config.block_size - 1) / config.block_size);
     const auto engine_start = std::chrono::steady_clock::now();
     service.reconfigure(config);
     const int64_t n_blocks = service.stats().n_kv_blocks;
@@ -80,6 +82,8 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
     // The decode starts when the last request has its first token, taken where the outputs arrive, so that
     // tokens are counted from then even where the whole decode is over before this thread would notice.
     std::atomic<int64_t> decode_start_ns{0};
+    std::mutex error_mutex;
+    std::string error;  // the first request that ended with an error: why
     std::vector<RequestHandle> handles;
     const auto start = std::chrono::steady_clock::now();
     for (int64_t b = 0; b < batch; ++b) {
@@ -92,6 +96,10 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
         request.ignore_eos = true;
         SubmitOptions options;
         options.on_output = [&, first = true](const RequestOutput& out) mutable {
+            if (!out.error.empty()) {
+                const std::lock_guard lock(error_mutex);
+                error = error.empty() ? out.error : error;
+            }
             if (timing) {
                 n_tokens += static_cast<int64_t>(out.tokens.size());
             }
@@ -106,17 +114,29 @@ nlohmann::json bench_decode(EngineService& service, int64_t vocab_size, const En
         };
         handles.push_back(service.submit({std::move(request), {}}, std::move(options)));
     }
-    while (!timing) {
+    const auto all_finished = [&] {
+        return std::all_of(handles.begin(), handles.end(),
+                           [](const RequestHandle& h) { return h.finished(); });
+    };
+    // A request the engine refuses (longer than the cache holds, say) ends without a first token.
+    while (!timing && !all_finished()) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    const auto failed = [&] {
+        const std::lock_guard lock(error_mutex);
+        if (!error.empty()) {
+            fail("bench: batch ", batch, " of ", n_prompt, "-token prompts: ", error);
+        }
+    };
+    failed();
     const std::chrono::steady_clock::time_point decode_start{
         std::chrono::steady_clock::duration(decode_start_ns.load())};
     const double ttft = std::chrono::duration<double>(decode_start - start).count();
     const RunnerStats before = service.stats().engine.runner;
-    while (
-        !std::all_of(handles.begin(), handles.end(), [](const RequestHandle& h) { return h.finished(); })) {
+    while (!all_finished()) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    failed();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
     const EngineStats after = service.stats().engine;

@@ -191,6 +191,16 @@ Tensor Backend::alloc_kv(std::vector<int64_t> shape, ScalarType dtype) {
     return q8;
 }
 
+Tensor Backend::upload_table(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
+    if (dtype == ScalarType::F32) {
+        return upload(values, std::move(shape));
+    }
+    if (dtype != ScalarType::BF16) {
+        fail("upload_table: a table of ", dtype_name(dtype), " elements (float32 or bfloat16)");
+    }
+    return upload_kv(values, std::move(shape), dtype);
+}
+
 Tensor Backend::upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) {
     check_kv_dtype(name(), dtype, kv_dtype(AttentionPrecision::Bf16));
     if (dtype != ScalarType::Q8) {

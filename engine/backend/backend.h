@@ -208,6 +208,11 @@ public:
     // A cache tensor holding values rounded to dtype's elements (to the nearest, ties to even; Q8 as
     // quantize_q8_rows makes them).
     virtual Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype);
+    // A table whose rows are gathered a few at a time (a token embedding), of float32 or bfloat16 elements as
+    // upload_kv rounds them, read only by gather_rows and gather_token_rows. A device backend keeps it in
+    // host memory its device reads directly, so that it takes none of the device's memory; memory_stats does
+    // not count it.
+    virtual Tensor upload_table(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype);
 
     // An int32 tensor, and new values for all of one.
     virtual Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) = 0;

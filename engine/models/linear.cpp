@@ -1,5 +1,8 @@
 #include "engine/models/linear.h"
 
+#include <algorithm>
+
+#include "engine/backend/collectives.h"
 #include "engine/common/error.h"
 #include "engine/files/weight-source.h"
 
@@ -29,14 +32,16 @@ Tensor WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
 }
 
 Tensor WeightLoader::load_embedding(const std::string& name, int64_t vocab, int64_t d, bool keep_values,
-                                    std::vector<float>& values) {
+                                    std::vector<float>& values, bool also_head) {
     std::vector<float> table = weights_.load(name, {vocab, d});
     n_params_ += static_cast<int64_t>(table.size());
     const bool bf16 = load_.bf16_weights && backend_.kv_dtype(AttentionPrecision::Bf16) == ScalarType::BF16;
     n_weight_bytes_ += static_cast<int64_t>(table.size()) * (bf16 ? 2 : 4);
-    // upload_kv rounds to the element type as a bfloat16 cache is rounded.
-    Tensor out =
-        bf16 ? backend_.upload_kv(table, {vocab, d}, ScalarType::BF16) : backend_.upload(table, {vocab, d});
+    // Rounded to the element type as a bfloat16 cache is rounded. A step reads a few of its rows, so a device
+    // backend keeps it in host memory and leaves its own to the cache; the head reads all of it every step.
+    const ScalarType dtype = bf16 ? ScalarType::BF16 : ScalarType::F32;
+    Tensor out = also_head && !bf16 ? backend_.upload(table, {vocab, d})
+                                    : backend_.upload_table(table, {vocab, d}, dtype);
     values = keep_values ? std::move(table) : std::vector<float>{};
     return out;
 }
@@ -54,33 +59,122 @@ Linear WeightLoader::load_linear(const std::string& prefix, int64_t n_out, int64
     return load_stacked_linear({prefix}, {n_out}, n_in, bias, quantization);
 }
 
+TensorSplit::Part TensorSplit::part(int64_t n, const char* what) const {
+    if (n_ranks < 1 || rank < 0 || rank >= n_ranks) {
+        fail("tensor-parallel rank ", rank, " of ", n_ranks);
+    }
+    if (n % n_ranks == 0) {
+        const int64_t count = n / n_ranks;
+        return {rank * count, count};
+    }
+    if (n > 0 && n_ranks % n == 0) {
+        return {rank / (n_ranks / n), 1};
+    }
+    fail(n, " ", what, " do not split over ", n_ranks, " tensor-parallel ranks (neither divides the other)");
+}
+
+std::vector<float> WeightLoader::load_block(const std::string& name, const Block& block) {
+    std::vector<float> whole = block.n_rows > 0 && block.n_cols > 0
+                                   ? weights_.load(name, {block.n_rows, block.n_cols})
+                                   : weights_.load(name, {block.n_rows});
+    const int64_t n_cols = std::max<int64_t>(block.n_cols, 1);
+    if (block.row == 0 && block.n_block_rows == block.n_rows && block.col == 0 &&
+        block.n_block_cols == n_cols) {
+        return whole;
+    }
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(block.n_block_rows * block.n_block_cols));
+    for (int64_t r = block.row; r < block.row + block.n_block_rows; ++r) {
+        const auto from = whole.begin() + r * n_cols + block.col;
+        out.insert(out.end(), from, from + block.n_block_cols);
+    }
+    return out;
+}
+
 Linear WeightLoader::load_stacked_linear(const std::vector<std::string>& prefixes,
                                          const std::vector<int64_t>& n_outs, int64_t n_in, bool bias,
                                          Quantization quantization) {
+    std::vector<Block> blocks;
+    for (const int64_t n_out : n_outs) {
+        blocks.push_back({n_out, n_in, 0, n_out, 0, n_in});
+    }
+    return load_blocks(prefixes, blocks, bias, quantization);
+}
+
+Linear WeightLoader::load_column_parallel(const std::vector<std::string>& prefixes,
+                                          const std::vector<int64_t>& n_outs,
+                                          const std::vector<int64_t>& n_units, int64_t n_in, bool bias,
+                                          Quantization quantization) {
+    std::vector<Block> blocks;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+        const int64_t n_out = n_outs[i], units = n_units[i];
+        if (units < 1 || n_out % units != 0) {
+            fail(prefixes[i], ": ", n_out, " rows do not come in ", units, " units");
+        }
+        const TensorSplit::Part part = load_.split.part(units, (prefixes[i] + "'s units").c_str());
+        const int64_t unit_rows = n_out / units;
+        blocks.push_back({n_out, n_in, part.first * unit_rows, part.count * unit_rows, 0, n_in});
+    }
+    return load_blocks(prefixes, blocks, bias, quantization);
+}
+
+Linear WeightLoader::load_row_parallel(const std::string& prefix, int64_t n_out, int64_t n_in,
+                                       int64_t n_units, bool bias, Quantization quantization) {
+    if (n_units < 1 || n_in % n_units != 0) {
+        fail(prefix, ": ", n_in, " columns do not come in ", n_units, " units");
+    }
+    const TensorSplit& split = load_.split;
+    if (split.n_ranks > 1 && n_units % split.n_ranks != 0) {
+        fail(prefix, ": ", n_units, " units of input do not split over ", split.n_ranks,
+             " tensor-parallel ranks");  // a replicated unit would be summed twice
+    }
+    const TensorSplit::Part part = split.part(n_units, (prefix + "'s input units").c_str());
+    const int64_t unit_cols = n_in / n_units;
+    Linear layer =
+        load_blocks({prefix}, {{n_out, n_in, 0, n_out, part.first * unit_cols, part.count * unit_cols}},
+                    bias && split.rank == 0, quantization);
+    if (split.n_ranks > 1) {
+        if (split.collectives == nullptr) {
+            fail(prefix, ": a row-parallel layer of rank ", split.rank, " of ", split.n_ranks,
+                 " without collectives to sum its output");
+        }
+        layer.reduce = split.collectives;
+    }
+    return layer;
+}
+
+Linear WeightLoader::load_blocks(const std::vector<std::string>& prefixes, const std::vector<Block>& blocks,
+                                 bool bias, Quantization quantization) {
+    const int64_t n_in = blocks.front().n_block_cols;
     quantization = layer_quantization(quantization, n_in, load_);
     // WINT8 and WINT4 weights are read in the quantization pass; the rest in the order weight, bias a layer.
     const bool quantized_later = quantization == Quantization::Wint8 || quantization == Quantization::Wint4;
     std::vector<std::string> names;
-    std::vector<float> values, biases;  // [sum of n_outs, n_in] unless quantized later, [sum of n_outs]
+    std::vector<float> values, biases;  // [sum of the blocks' rows, n_in] unless quantized later, [its rows]
     int64_t n_out = 0;
     for (size_t i = 0; i < prefixes.size(); ++i) {
+        const Block& block = blocks[i];
+        if (block.n_block_cols != n_in) {
+            fail(prefixes[i], ": stacked with layers of ", n_in, " inputs, holds ", block.n_block_cols);
+        }
         names.push_back(prefixes[i] + ".weight");
         if (!quantized_later) {
-            const std::vector<float> w = weights_.load(names.back(), {n_outs[i], n_in});
+            const std::vector<float> w = load_block(names.back(), block);
             values.insert(values.end(), w.begin(), w.end());
         }
         if (bias) {
-            const std::vector<float> b = weights_.load(prefixes[i] + ".bias", {n_outs[i]});
+            const std::vector<float> b =
+                load_block(prefixes[i] + ".bias", {block.n_rows, 0, block.row, block.n_block_rows, 0, 1});
             biases.insert(biases.end(), b.begin(), b.end());
         }
-        n_out += n_outs[i];
+        n_out += block.n_block_rows;
     }
     n_params_ += n_out * n_in + static_cast<int64_t>(biases.size());
     n_weight_bytes_ += quantized_bytes(quantization, n_out, n_in, load_.group_size);
     Linear layer;
     if (quantized_later) {
         layer.w = backend_.alloc_weight(quantization, n_out, n_in, load_.group_size);
-        waiting_.push_back({std::move(names), n_outs, layer.w});
+        waiting_.push_back({std::move(names), blocks, layer.w});
     } else if (quantization == Quantization::None) {
         layer.w = dense_weight(backend_.upload(values, {n_out, n_in}));
     } else {
@@ -108,7 +202,7 @@ void WeightLoader::quantize_layers() {
         const Weight& w = layer.w;
         std::vector<float> values;  // [w.n_out, w.n_in]
         for (size_t i = 0; i < layer.names.size(); ++i) {
-            const std::vector<float> part = weights_.load(layer.names[i], {layer.n_outs[i], w.n_in});
+            const std::vector<float> part = load_block(layer.names[i], layer.blocks[i]);
             values.insert(values.end(), part.begin(), part.end());
         }
         backend_.write_weight(w, quantize(values, w.n_out, w.n_in, w.type, load_.group_size));
@@ -121,7 +215,20 @@ void WeightLoader::quantize_layers() {
 
 Tensor apply(Backend& backend, const Linear& layer, const Tensor& x, LinearSpec spec) {
     spec.bias = layer.b.empty() ? nullptr : &layer.b;
-    return backend.linear(x, layer.w, spec);
+    if (layer.reduce == nullptr) {
+        return backend.linear(x, layer.w, spec);
+    }
+    // A row-parallel layer: the ranks' partial products summed, then the residual added once.
+    Tensor* residual = spec.residual;
+    spec.residual = nullptr;
+    spec.bf16_output = false;
+    Tensor y = backend.linear(x, layer.w, spec);
+    layer.reduce->all_reduce_sum(backend, y);
+    if (residual == nullptr) {
+        return y;
+    }
+    backend.add(*residual, y);
+    return *residual;
 }
 
 LinearSpec rms_normed(const Tensor& norm_w, float eps) {

@@ -11,7 +11,25 @@
 
 namespace folio {
 
+class Collectives;
 class WeightSource;
+
+// A tensor-parallel rank's part of a model: its share of each layer's heads and MLP columns, and the
+// collectives that sum a row-parallel layer's partial outputs. One rank (the default) holds everything.
+struct TensorSplit {
+    int rank = 0;
+    int n_ranks = 1;
+    Collectives* collectives = nullptr;  // the rank's view of its group; needed with more than one rank
+
+    // The units (heads, columns) of n this rank holds: [first, first + count). n over the ranks where they
+    // divide it; where n divides the ranks instead (fewer K/V heads than ranks), each unit is held whole by
+    // n_ranks / n ranks. Throws folio::Error naming `what` otherwise.
+    struct Part {
+        int64_t first = 0;
+        int64_t count = 0;
+    };
+    Part part(int64_t n, const char* what) const;
+};
 
 // How the weights are stored: dense float32, or the linear layers quantized at load time.
 struct ModelLoadParams {
@@ -21,6 +39,7 @@ struct ModelLoadParams {
     // Linear layers left unquantized, and the LM head, kept in bfloat16; attention then at bfloat16
     // precision.
     bool bf16_weights = false;
+    TensorSplit split;  // which part of each split layer this model holds
 };
 
 // The attention precision weights loaded with these parameters ask for.
@@ -28,10 +47,12 @@ inline AttentionPrecision attention_precision(const ModelLoadParams& load) {
     return load.bf16_weights ? AttentionPrecision::Bf16 : AttentionPrecision::F32;
 }
 
-// A linear layer: w [out, in] in any format, bias [out] when present.
+// A linear layer: w [out, in] in any format, bias [out] when present. A row-parallel layer of a
+// tensor-parallel rank holds some of the input columns; its output is the sum over the ranks (`reduce`).
 struct Linear {
     Weight w;
     Tensor b;
+    Collectives* reduce = nullptr;
 };
 
 // How one linear layer of n_in inputs asked to be stored as q is stored. WINT4 groups must tile a row; a
@@ -61,10 +82,12 @@ public:
 
     Tensor load(const std::string& name, std::vector<int64_t> shape);
     // A token embedding table [vocab, d]: in bfloat16 where the weights are bfloat16 and the backend keeps
-    // bfloat16 (its rows are read one at a time, and it is half of float32's memory), else float32. With
-    // keep_values, its float32 values stay in `values` for the caller (a tied head made from them).
+    // bfloat16 (its rows are read one at a time, and it is half of float32's memory), else float32; a
+    // backend's table (Backend::upload_table), which a device keeps in host memory, unless it is the head's
+    // weight as well (a tied head in float32). With keep_values, its float32 values stay in `values` for the
+    // caller (a tied bfloat16 head made from them).
     Tensor load_embedding(const std::string& name, int64_t vocab, int64_t d, bool keep_values,
-                          std::vector<float>& values);
+                          std::vector<float>& values, bool also_head = false);
     Tensor load_optional_bias(const std::string& name, int64_t n, bool present);
     Linear load_linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool bias,
                        Quantization quantization);
@@ -72,6 +95,18 @@ public:
     // quantized to WINT8 or WINT4 holds its values once quantize_layers() has run.
     Linear load_stacked_linear(const std::vector<std::string>& prefixes, const std::vector<int64_t>& n_outs,
                                int64_t n_in, bool bias, Quantization quantization);
+    // Tensor parallelism (params().split): a column-parallel layer holds the rank's part of each stacked
+    // layer's rows, which come in n_units[i] units (heads of head_dim rows, or single rows for an MLP's
+    // columns), so its output is the rank's heads or columns; n_outs are the whole layers'. With one rank
+    // this is load_stacked_linear.  ->  rows [sum of the parts' rows, n_in]
+    Linear load_column_parallel(const std::vector<std::string>& prefixes, const std::vector<int64_t>& n_outs,
+                                const std::vector<int64_t>& n_units, int64_t n_in, bool bias,
+                                Quantization quantization);
+    // A row-parallel layer holds the input columns of the rank's part of n_units units of the whole n_in (the
+    // heads or columns the column-parallel layer before it gave), and its output is summed over the ranks;
+    // the bias is the first rank's alone.  ->  [n_out, the part's columns]
+    Linear load_row_parallel(const std::string& prefix, int64_t n_out, int64_t n_in, int64_t n_units,
+                             bool bias, Quantization quantization);
     // The quantization pass: the weights of the layers waiting for it read, quantized and written into their
     // places, in the order they were loaded. The model calls it once all its layers are loaded.
     void quantize_layers();
@@ -87,12 +122,24 @@ public:
     int64_t n_waiting() const { return static_cast<int64_t>(waiting_.size()); }
 
 private:
+    // The block of a stored [n_rows, n_cols] tensor a layer holds.
+    struct Block {
+        int64_t n_rows = 0, n_cols = 0;  // the whole tensor's
+        int64_t row = 0, n_block_rows = 0;
+        int64_t col = 0, n_block_cols = 0;
+    };
     // A layer loaded without its weights' values: where they go and where they come from.
     struct WaitingLayer {
         std::vector<std::string> names;
-        std::vector<int64_t> n_outs;
+        std::vector<Block> blocks;
         Weight w;
     };
+
+    // Stacked layers of the given blocks of their weights (and, with bias, the same rows of their biases).
+    Linear load_blocks(const std::vector<std::string>& prefixes, const std::vector<Block>& blocks, bool bias,
+                       Quantization quantization);
+    // A block's values, row after row.  ->  [n_block_rows * n_block_cols]
+    std::vector<float> load_block(const std::string& name, const Block& block);
 
     Backend& backend_;
     WeightSource& weights_;

@@ -25,24 +25,32 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
     const Quantization q = weights.params().quantization;
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.n_heads * hd, kv_dim = tc.n_kv_heads * hd;
+    // A tensor-parallel rank holds some of the heads and MLP columns (TensorSplit); from here on the decoder
+    // works with its own part.
+    const TensorSplit& split = weights.params().split;
+    shape_.n_heads = static_cast<int>(split.part(tc.n_heads, "attention heads").count);
+    shape_.n_kv_heads = static_cast<int>(split.part(tc.n_kv_heads, "key/value heads").count);
+    shape_.intermediate_size = split.part(ff, "MLP columns").count;
     const std::string& tp = tc.prefix;
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
     // The table's values stay on the host where the head is a bfloat16 copy of it.
     std::vector<float> table;
     embed_tokens_ = weights.load_embedding(tp + "embed_tokens.weight", tc.vocab_size, d,
-                                           !untied_head && weights.params().bf16_weights, table);
+                                           !untied_head && weights.params().bf16_weights, table,
+                                           !untied_head && !weights.params().bf16_weights);
     for (int l = 0; l < tc.n_layers; ++l) {
         const std::string p = tp + "layers." + std::to_string(l) + ".";
         DecoderLayer& L = layers_.emplace_back();
         L.input_norm = weights.load(p + "input_layernorm.weight", {d});
-        L.qkv_proj = weights.load_stacked_linear(
+        L.qkv_proj = weights.load_column_parallel(
             {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"}, {q_dim, kv_dim, kv_dim},
-            d, tc.attention_bias, q);
-        L.o_proj = weights.load_linear(p + "self_attn.o_proj", d, q_dim, tc.attention_bias, q);
+            {tc.n_heads, tc.n_kv_heads, tc.n_kv_heads}, d, tc.attention_bias, q);
+        L.o_proj =
+            weights.load_row_parallel(p + "self_attn.o_proj", d, q_dim, tc.n_heads, tc.attention_bias, q);
         L.post_norm = weights.load(p + "post_attention_layernorm.weight", {d});
-        L.gate_up_proj = weights.load_stacked_linear({p + "mlp.gate_proj", p + "mlp.up_proj"}, {ff, ff}, d,
-                                                     tc.mlp_bias, q);
-        L.down_proj = weights.load_linear(p + "mlp.down_proj", d, ff, tc.mlp_bias, q);
+        L.gate_up_proj = weights.load_column_parallel({p + "mlp.gate_proj", p + "mlp.up_proj"}, {ff, ff},
+                                                      {ff, ff}, d, tc.mlp_bias, q);
+        L.down_proj = weights.load_row_parallel(p + "mlp.down_proj", d, ff, ff, tc.mlp_bias, q);
     }
     final_norm_ = weights.load(tp + "norm.weight", {d});
     if (untied_head) {

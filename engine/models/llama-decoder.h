@@ -59,6 +59,7 @@ public:
     // The final norm and the head.  hidden [n, hidden]  ->  logits [n, vocab]
     Tensor logits(const Tensor& hidden);
     KvCacheParams kv_cache_params(int64_t n_blocks, int64_t block_size) const;
+    // The shape this decoder works with: a tensor-parallel rank's heads, K/V heads and MLP columns.
     const LlamaDecoderShape& shape() const { return shape_; }
 
 private:

@@ -388,6 +388,36 @@ TEST_F(BackendOpsTest, PendingTokensAndReadBacks) {
                      cpu_->gather_rows(bf16_table.cpu, row_tensor.cpu), kF32Bound, "3 rows");
     }
 
+    // A table in host memory the device reads (upload_table: an embedding), of either element type: the
+    // same rows by each gather, none of the device's memory taken, and read by recorded work too.
+    for (const ScalarType dtype : {ScalarType::F32, ScalarType::BF16}) {
+        const std::vector<float> values = random_values(vocab * d, 77);
+        const int64_t before = gpu_->memory_stats().in_use;
+        const Pair host_table = {cpu_->upload(rounded(values, dtype), {vocab, d}),
+                                 gpu_->upload_table(values, {vocab, d}, dtype)};
+        EXPECT_EQ(gpu_->memory_stats().in_use, before) << dtype_name(dtype);
+        Pair pending = upload_i32(std::vector<int32_t>(3, 0), {3});
+        choose(pending, 3);
+        const Pair id_tensor = upload_i32({5, -1, 129, -3, 0, -2}, {6});
+        expect_close("gather_token_rows (host table)",
+                     gpu_->gather_token_rows(host_table.gpu, id_tensor.gpu, pending.gpu),
+                     cpu_->gather_token_rows(host_table.cpu, id_tensor.cpu, pending.cpu), kF32Bound,
+                     dtype_name(dtype));
+        const std::vector<int64_t> rows = {3, 0, 129, 3};
+        expect_close("gather_rows (host table)", gpu_->gather_rows(host_table.gpu, rows),
+                     cpu_->gather_rows(host_table.cpu, rows), kF32Bound, dtype_name(dtype));
+        gpu_->begin_recording();
+        const Tensor recorded = gpu_->gather_token_rows(host_table.gpu, id_tensor.gpu, pending.gpu);
+        const std::unique_ptr<RecordedWork> work = gpu_->end_recording();
+        choose(pending, 3);
+        work->replay();
+        expect_close("recorded gather_token_rows (host table)", recorded,
+                     cpu_->gather_token_rows(host_table.cpu, id_tensor.cpu, pending.cpu), kF32Bound,
+                     dtype_name(dtype));
+    }
+    EXPECT_THROW(gpu_->upload_table(std::vector<float>(6), {2, 3}, ScalarType::Q8), Error);
+    EXPECT_THROW(gpu_->upload_table(std::vector<float>(5), {2, 3}, ScalarType::BF16), Error) << "5 values";
+
     const int64_t n = 4;
     Pair pending = upload_i32(std::vector<int32_t>(n, 0), {n});
     const Pair ids = upload_i32({-1, 7, -4, -2}, {n});

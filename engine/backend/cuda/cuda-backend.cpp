@@ -267,6 +267,27 @@ Tensor CudaBackend::upload_kv(std::span<const float> values, std::vector<int64_t
     return t;
 }
 
+Tensor CudaBackend::upload_table(std::span<const float> values, std::vector<int64_t> shape,
+                                 ScalarType dtype) {
+    if (dtype != ScalarType::F32 && dtype != ScalarType::BF16) {
+        fail("upload_table: a table of ", dtype_name(dtype), " elements (float32 or bfloat16)");
+    }
+    Tensor t;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    check_shape(t.shape, "upload_table");
+    check_upload(t, static_cast<int64_t>(values.size()));
+    activate();
+    auto buffer = std::make_shared<MappedHostBuffer>(static_cast<size_t>(t.n_bytes()));
+    if (dtype == ScalarType::BF16) {
+        std::transform(values.begin(), values.end(), static_cast<uint16_t*>(buffer->host()), to_bf16);
+    } else {
+        std::copy(values.begin(), values.end(), static_cast<float*>(buffer->host()));
+    }
+    t.buffer = std::move(buffer);
+    return t;
+}
+
 Weight CudaBackend::alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
     const QuantizedLayout layout = quantized_layout(type, n_out, n_in, group_size);
     activate();

@@ -70,6 +70,7 @@ public:
     ScalarType kv_dtype(AttentionPrecision precision) const override;
     Tensor alloc_kv(std::vector<int64_t> shape, ScalarType dtype) override;
     Tensor upload_kv(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) override;
+    Tensor upload_table(std::span<const float> values, std::vector<int64_t> shape, ScalarType dtype) override;
     Weight alloc_weight(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) override;
     void write_weight(const Weight& dst, const QuantizedWeights& w) override;
     MemoryStats memory_stats() const override;

@@ -116,8 +116,35 @@ DeviceBuffer::~DeviceBuffer() {
     counter_->add(-static_cast<int64_t>(n_bytes_));
 }
 
+MappedHostBuffer::MappedHostBuffer(size_t n_bytes) : n_bytes_(n_bytes) {
+    if (n_bytes == 0) {
+        return;
+    }
+    // Portable: every backend's device may read it; the device address comes from the context of the
+    // device current now.
+    const cudaError_t status = cudaHostAlloc(&host_, n_bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (status != cudaSuccess) {
+        host_ = nullptr;
+        fail("cuda: ", n_bytes, " bytes of pinned host memory for a table: ", cudaGetErrorString(status));
+    }
+    const cudaError_t mapped = cudaHostGetDevicePointer(&device_, host_, 0);
+    if (mapped != cudaSuccess) {
+        cudaFreeHost(host_);
+        fail("cuda: host memory mapped for the device: ", cudaGetErrorString(mapped));
+    }
+}
+
+MappedHostBuffer::~MappedHostBuffer() {
+    if (host_ != nullptr) {
+        cudaFreeHost(host_);
+    }
+}
+
 bool on_device(const Tensor& t) {
-    return dynamic_cast<const DeviceBuffer*>(t.buffer.get()) != nullptr && t.fits_buffer();
+    const Buffer* b = t.buffer.get();
+    return (dynamic_cast<const DeviceBuffer*>(b) != nullptr ||
+            dynamic_cast<const MappedHostBuffer*>(b) != nullptr) &&
+           t.fits_buffer();
 }
 
 void* device_data(const Tensor& t, const char* op) {

@@ -97,12 +97,31 @@ private:
     std::shared_ptr<MemoryCounter> counter_;
 };
 
+// Pinned host memory mapped into the device's address space: kernels read it over the bus, so a table read a
+// few rows at a time costs no device memory. data() is the device's address of it, host() the host's.
+struct MappedHostBuffer final : Buffer {
+    explicit MappedHostBuffer(size_t n_bytes);
+    ~MappedHostBuffer() override;
+    MappedHostBuffer(const MappedHostBuffer&) = delete;
+    MappedHostBuffer& operator=(const MappedHostBuffer&) = delete;
+
+    void* data() override { return device_; }
+    size_t n_bytes() const override { return n_bytes_; }
+    void* host() { return host_; }
+
+private:
+    void* host_ = nullptr;
+    void* device_ = nullptr;
+    size_t n_bytes_;
+};
+
 struct CudaFree {
     void operator()(void* p) const { cudaFree(p); }
 };
 using DevicePtr = std::unique_ptr<void, CudaFree>;
 
-// Whether t is a tensor of this backend whose buffer holds its shape.
+// Whether t is a tensor of this backend whose buffer holds its shape: in device memory, or in mapped host
+// memory the device reads.
 bool on_device(const Tensor& t);
 
 // The device address of a tensor of this backend, after checking that it is one and holds its shape.

@@ -12,6 +12,10 @@ namespace folio {
 
 Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTextConfig& config)
     : backend_(weights.backend()), config_(config), precision_(attention_precision(weights.params())) {
+    if (weights.params().split.n_ranks > 1) {
+        fail("ERNIE-4.5-VL: its decoder does not split over ", weights.params().split.n_ranks,
+             " tensor-parallel ranks yet (its experts are not divided among ranks)");
+    }
     const Ernie45VlTextConfig& tc = config;
     const Quantization q = weights.params().quantization;
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
@@ -20,7 +24,8 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     // The table's values stay on the host where the head is a bfloat16 copy of it.
     std::vector<float> table;
     embed_tokens_ = weights.load_embedding("model.embed_tokens.weight", tc.vocab_size, d,
-                                           !untied_head && weights.params().bf16_weights, table);
+                                           !untied_head && weights.params().bf16_weights, table,
+                                           !untied_head && !weights.params().bf16_weights);
     for (int l = 0; l < tc.num_hidden_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         Layer& L = layers_.emplace_back();

@@ -1,0 +1,58 @@
+// Collective operations among the ranks of a tensor-parallel group. Each rank holds part of a layer's
+// weights (some of its heads, some of its MLP's columns) on a backend of its own, and the partial outputs of
+// a row-parallel layer are summed over the ranks. Every rank calls the same collectives in the same order.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+
+namespace folio {
+
+class Collectives {
+public:
+    virtual ~Collectives() = default;
+    virtual int rank() const = 0;
+    virtual int n_ranks() const = 0;
+    // x (float32) becomes the sum of every rank's x, the same values on every rank. Throws folio::Error where
+    // the ranks' tensors differ in size or another rank failed.  x [...]
+    virtual void all_reduce_sum(Backend& backend, Tensor& x) = 0;
+};
+
+// The ranks of one process as threads, each with a backend of its own (the CPU backend's tensor-parallel
+// runs): a rank's x comes to the host, the ranks' values are summed in rank order, so every rank gets the
+// same bits, and the sum goes back into each x.
+class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
+public:
+    // Throws folio::Error unless n_ranks is at least 1.
+    static std::shared_ptr<ThreadGroup> create(int n_ranks);
+
+    int n_ranks() const { return n_ranks_; }
+    // Rank r's view of the group, which keeps the group alive.
+    std::unique_ptr<Collectives> rank(int r);
+    // Ends the group: a rank waiting in a collective, and every later call, throws folio::Error with why.
+    // A rank that fails calls it, so that the others do not wait for it forever.
+    void abort(const std::string& why);
+
+private:
+    class Rank;
+    explicit ThreadGroup(int n_ranks) : n_ranks_(n_ranks), parts_(static_cast<size_t>(n_ranks)) {}
+    // Rank r's values in, every rank's sum out.
+    void sum(int r, std::vector<float>& values);
+
+    const int n_ranks_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::vector<const std::vector<float>*> parts_;  // each rank's values in the round under way
+    std::vector<float> total_;                      // the last round's sum
+    int n_arrived_ = 0;
+    int64_t round_ = 0;
+    std::string broken_;  // why the group ended; empty while it runs
+};
+
+}  // namespace folio

@@ -120,22 +120,31 @@ Linear WeightLoader::load_column_parallel(const std::vector<std::string>& prefix
 
 Linear WeightLoader::load_row_parallel(const std::string& prefix, int64_t n_out, int64_t n_in,
                                        int64_t n_units, bool bias, Quantization quantization) {
+    return load_row_parallel(std::vector<std::string>{prefix}, {n_out}, n_in, n_units, bias, quantization);
+}
+
+Linear WeightLoader::load_row_parallel(const std::vector<std::string>& prefixes,
+                                       const std::vector<int64_t>& n_outs, int64_t n_in, int64_t n_units,
+                                       bool bias, Quantization quantization) {
+    const std::string& first = prefixes.front();
     if (n_units < 1 || n_in % n_units != 0) {
-        fail(prefix, ": ", n_in, " columns do not come in ", n_units, " units");
+        fail(first, ": ", n_in, " columns do not come in ", n_units, " units");
     }
     const TensorSplit& split = load_.split;
     if (split.n_ranks > 1 && n_units % split.n_ranks != 0) {
-        fail(prefix, ": ", n_units, " units of input do not split over ", split.n_ranks,
-             " tensor-parallel ranks");  // a replicated unit would be summed twice
+        fail(first, ": ", n_units, " units of input do not split over ", split.n_ranks,
+             " tensor-parallel ranks");  // a unit held by two ranks would be summed twice
     }
-    const TensorSplit::Part part = split.part(n_units, (prefix + "'s input units").c_str());
+    const TensorSplit::Part part = split.part(n_units, (first + "'s input units").c_str());
     const int64_t unit_cols = n_in / n_units;
-    Linear layer =
-        load_blocks({prefix}, {{n_out, n_in, 0, n_out, part.first * unit_cols, part.count * unit_cols}},
-                    bias && split.rank == 0, quantization);
+    std::vector<Block> blocks;
+    for (const int64_t n_out : n_outs) {
+        blocks.push_back({n_out, n_in, 0, n_out, part.first * unit_cols, part.count * unit_cols});
+    }
+    Linear layer = load_blocks(prefixes, blocks, bias && split.rank == 0, quantization);
     if (split.n_ranks > 1) {
         if (split.collectives == nullptr) {
-            fail(prefix, ": a row-parallel layer of rank ", split.rank, " of ", split.n_ranks,
+            fail(first, ": a row-parallel layer of rank ", split.rank, " of ", split.n_ranks,
                  " without collectives to sum its output");
         }
         layer.reduce = split.collectives;

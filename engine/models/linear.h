@@ -107,6 +107,9 @@ public:
     // the bias is the first rank's alone.  ->  [n_out, the part's columns]
     Linear load_row_parallel(const std::string& prefix, int64_t n_out, int64_t n_in, int64_t n_units,
                              bool bias, Quantization quantization);
+    // Row-parallel layers of the same input stacked into one (a pool's experts), each holding those columns.
+    Linear load_row_parallel(const std::vector<std::string>& prefixes, const std::vector<int64_t>& n_outs,
+                             int64_t n_in, int64_t n_units, bool bias, Quantization quantization);
     // The quantization pass: the weights of the layers waiting for it read, quantized and written into their
     // places, in the order they were loaded. The model calls it once all its layers are loaded.
     void quantize_layers();

@@ -1,6 +1,7 @@
 // Tensor parallelism on the CPU backend: ranks as threads, each with a backend of its own and its part of
-// the heads and MLP columns, the row-parallel outputs summed in process. The split model's logits and greedy
-// tokens against the whole model's on the Llama golden fixture, and the group's collectives themselves.
+// the heads, MLP columns and experts' columns, the row-parallel outputs summed in process. The split models'
+// logits and greedy tokens against the whole models' on the Llama and ERNIE-4.5-VL golden fixtures, and the
+// group's collectives themselves.
 #include <gtest/gtest.h>
 
 #include <exception>
@@ -13,8 +14,11 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/collectives.h"
 #include "engine/common/error.h"
+#include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/ernie45-vl/weights.h"
 #include "engine/models/llama/llama.h"
 #include "engine/runtime/generator.h"
+#include "ernie45-vl-fixture.h"
 #include "fixture-reference.h"
 #include "llama-fixture.h"
 #include "reversed-blocks.h"
@@ -210,6 +214,70 @@ TEST(LlamaTensorParallelQuantized, Wint8RanksStayNearTheWholeModel) {
     EXPECT_GT(whole_err, 0.0);
     EXPECT_LT(split_err, 1.5 * whole_err);
 }
+
+testing::ErnieFixture& ernie_fixture() {
+    static testing::ErnieFixture f(make_cpu_backend(2));
+    return f;
+}
+
+class ErnieTensorParallel : public ::testing::TestWithParam<int> {};
+
+// ERNIE-4.5-VL split over 2 and 4 ranks: its 4 heads and 2 K/V heads, the dense layer's 192 columns, and
+// each expert's columns in both pools (64 and 48) and the shared expert's, with routing replicated; every
+// rank encodes images and video with a whole vision encoder of its own. Text, images, video and a second
+// turn: logits the same bits on every rank and the whole model's to float32 rounding, greedy tokens the
+// reference's.
+TEST_P(ErnieTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
+    testing::ErnieFixture& f = ernie_fixture();
+    const int n_ranks = GetParam();
+    const auto group = ThreadGroup::create(n_ranks);
+    struct ErnieRank {
+        std::unique_ptr<Backend> backend;
+        std::unique_ptr<Collectives> collectives;
+        std::unique_ptr<Ernie45Vl> model;
+    };
+    std::vector<ErnieRank> ranks;
+    for (int r = 0; r < n_ranks; ++r) {
+        ErnieRank& rank = ranks.emplace_back();
+        rank.backend = make_cpu_backend(1);
+        rank.collectives = group->rank(r);
+        ModelLoadParams load;
+        load.split = {r, n_ranks, rank.collectives.get()};
+        const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
+        rank.model = std::make_unique<Ernie45Vl>(*rank.backend, f.config, *weights, load);
+        EXPECT_EQ(rank.model->kv_cache_params(1, 8).n_kv_head, 1);
+        EXPECT_LT(rank.model->n_weight_bytes(), f.model->n_weight_bytes());
+    }
+    for (const std::string& key : testing::ernie_prompt_keys()) {
+        const PromptTokens prompt = f.prompt(key);
+        const PreprocessedImages images = f.images(key);
+        const std::vector<int64_t> expected_tokens = f.reference.i64(key + ".greedy_tokens");
+        std::vector<std::vector<float>> logits(static_cast<size_t>(n_ranks));
+        std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(n_ranks));
+        const auto errors = run_ranks(*group, [&](int r) {
+            ErnieRank& rank = ranks[static_cast<size_t>(r)];
+            logits[static_cast<size_t>(r)] = rank.backend->download(
+                testing::ernie_prompt_logits(*rank.backend, *rank.model, prompt, images));
+            GenerateParams params;
+            params.max_tokens = static_cast<int>(expected_tokens.size());
+            tokens[static_cast<size_t>(r)] =
+                generate(*rank.model, prompt, images, params, [](int32_t) { return true; }).tokens;
+        });
+        ASSERT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n_ranks))) << key;
+        for (int r = 1; r < n_ranks; ++r) {
+            EXPECT_EQ(logits[static_cast<size_t>(r)], logits[0]) << key << ": rank " << r;
+            EXPECT_EQ(tokens[static_cast<size_t>(r)], tokens[0]) << key << ": rank " << r;
+        }
+        const double err = relative_error(logits[0], f.backend->download(f.prompt_logits(key)));
+        std::cout << key << ", " << n_ranks << " ranks: logits relative error to the whole model " << err
+                  << "\n";
+        EXPECT_LT(err, 1e-5) << key;
+        EXPECT_LT(relative_error(logits[0], f.reference.f32(key + ".logits")), 1e-4) << key;
+        EXPECT_EQ(std::vector<int64_t>(tokens[0].begin(), tokens[0].end()), expected_tokens) << key;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ErnieTensorParallel, ::testing::Values(2, 4));
 
 TEST(LlamaTensorParallelErrors, HeadsThatDoNotSplitAreNamed) {
     testing::LlamaFixture& f = fixture();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/backend/collectives.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -18,6 +19,8 @@ MoeBlock::MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie
     }
     const Quantization q = weights.params().quantization;
     const int64_t d = config.hidden_size, n_experts = config.n_experts;
+    const TensorSplit& split = weights.params().split;
+    reduce_ = split.n_ranks > 1 ? split.collectives : nullptr;
     const Tensor bias = weights.load(prefix + "moe_statics.e_score_correction_bias", {2, n_experts});
     const std::vector<float> biases = backend_.download(bias);  // [2, n_experts]
     for (int pool = 0; pool < 2; ++pool) {
@@ -26,7 +29,9 @@ MoeBlock::MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie
         P.score_bias = backend_.upload(
             std::span(biases).subspan(static_cast<size_t>(pool * n_experts), static_cast<size_t>(n_experts)),
             {n_experts});
-        P.d_ff = config.moe_intermediate_size[static_cast<size_t>(pool)];
+        const int64_t d_ff = config.moe_intermediate_size[static_cast<size_t>(pool)];
+        // A tensor-parallel rank holds its part of every expert's columns.
+        P.d_ff = split.part(d_ff, "expert columns").count;
         std::vector<std::string> gate_up, down;
         for (int64_t e = 0; e < n_experts; ++e) {
             const std::string p = prefix + "experts." + std::to_string(pool * n_experts + e) + ".";
@@ -34,16 +39,17 @@ MoeBlock::MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie
             gate_up.push_back(p + "up_proj");
             down.push_back(p + "down_proj");
         }
-        P.gate_up =
-            weights.load_stacked_linear(gate_up, std::vector<int64_t>(gate_up.size(), P.d_ff), d, false, q);
-        P.down = weights.load_stacked_linear(down, std::vector<int64_t>(down.size(), d), P.d_ff, false, q);
+        P.gate_up = weights.load_column_parallel(gate_up, std::vector<int64_t>(gate_up.size(), d_ff),
+                                                 std::vector<int64_t>(gate_up.size(), d_ff), d, false, q);
+        P.down = weights.load_row_parallel(down, std::vector<int64_t>(down.size(), d), d_ff, d_ff, false, q);
     }
     if (config.n_shared_experts > 0) {
         const int64_t ff = config.moe_intermediate_size[0] * config.n_shared_experts;
         const std::string p = prefix + "shared_experts.";
         shared_gate_up_ =
-            weights.load_stacked_linear({p + "gate_proj", p + "up_proj"}, {ff, ff}, d, false, q);
-        shared_down_ = weights.load_linear(p + "down_proj", d, ff, false, q);
+            weights.load_column_parallel({p + "gate_proj", p + "up_proj"}, {ff, ff}, {ff, ff}, d, false, q);
+        shared_down_ = weights.load_row_parallel(p + "down_proj", d, ff, ff, false, q);
+        shared_down_.reduce = nullptr;  // summed over the ranks with the routed experts' outputs, in add()
     }
 }
 
@@ -51,6 +57,19 @@ void MoeBlock::add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision,
     if (!vision.empty() && static_cast<int64_t>(vision.size()) != xn.rows()) {
         fail("mixture of experts: ", vision.size(), " modalities for ", xn.rows(), " tokens");
     }
+    if (reduce_ == nullptr) {
+        add_experts(x, xn, vision, decode);
+        return;
+    }
+    // A tensor-parallel rank's experts give part of each output: the parts summed over the ranks, then added
+    // to the residual once.
+    Tensor part = backend_.alloc({xn.rows(), d_});  // [n, d], zeros
+    add_experts(part, xn, vision, decode);
+    reduce_->all_reduce_sum(backend_, part);
+    backend_.add(x, part);
+}
+
+void MoeBlock::add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const {
     if (!shared_gate_up_.w.empty()) {
         LinearSpec gated;
         gated.activation = Activation::Swiglu;

@@ -33,6 +33,8 @@ private:
         int64_t d_ff = 0;
     };
 
+    // The shared and routed experts' outputs added to x.
+    void add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const;
     void add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const;
     void add_decode(Tensor& x, const Tensor& xn) const;
 
@@ -41,9 +43,10 @@ private:
     float norm_min_ = 0.0f;
     int64_t n_experts_ = 0;
     int64_t d_ = 0;
-    Pool pools_[2];          // text, vision
-    Linear shared_gate_up_;  // [2 n_shared d_ff, d]; empty without shared experts
-    Linear shared_down_;     // [d, n_shared d_ff]
+    Collectives* reduce_ = nullptr;  // a tensor-parallel rank's: sums the experts' outputs over the ranks
+    Pool pools_[2];                  // text, vision
+    Linear shared_gate_up_;          // [2 n_shared d_ff, d]; empty without shared experts
+    Linear shared_down_;             // [d, n_shared d_ff]
 };
 
 }  // namespace folio

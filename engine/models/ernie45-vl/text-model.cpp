@@ -12,14 +12,14 @@ namespace folio {
 
 Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTextConfig& config)
     : backend_(weights.backend()), config_(config), precision_(attention_precision(weights.params())) {
-    if (weights.params().split.n_ranks > 1) {
-        fail("ERNIE-4.5-VL: its decoder does not split over ", weights.params().split.n_ranks,
-             " tensor-parallel ranks yet (its experts are not divided among ranks)");
-    }
     const Ernie45VlTextConfig& tc = config;
     const Quantization q = weights.params().quantization;
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
     const int64_t q_dim = tc.num_attention_heads * hd, kv_dim = tc.num_key_value_heads * hd;
+    // A tensor-parallel rank holds some of the heads, MLP columns and each expert's columns (TensorSplit).
+    const TensorSplit& split = weights.params().split;
+    n_heads_ = static_cast<int>(split.part(tc.num_attention_heads, "attention heads").count);
+    n_kv_heads_ = static_cast<int>(split.part(tc.num_key_value_heads, "key/value heads").count);
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
     // The table's values stay on the host where the head is a bfloat16 copy of it.
     std::vector<float> table;
@@ -30,17 +30,18 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
         const std::string p = "model.layers." + std::to_string(l) + ".";
         Layer& L = layers_.emplace_back();
         L.input_norm = weights.load(p + "input_layernorm.weight", {d});
-        L.qkv_proj = weights.load_stacked_linear(
+        L.qkv_proj = weights.load_column_parallel(
             {p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"}, {q_dim, kv_dim, kv_dim},
-            d, tc.use_bias, q);
-        L.o_proj = weights.load_linear(p + "self_attn.o_proj", d, q_dim, tc.use_bias, q);
+            {tc.num_attention_heads, tc.num_key_value_heads, tc.num_key_value_heads}, d, tc.use_bias, q);
+        L.o_proj = weights.load_row_parallel(p + "self_attn.o_proj", d, q_dim, tc.num_attention_heads,
+                                             tc.use_bias, q);
         L.post_norm = weights.load(p + "post_attention_layernorm.weight", {d});
         if (tc.sparse_layers[static_cast<size_t>(l)]) {
             L.moe = std::make_unique<MoeBlock>(weights, p + "mlp.", tc);
         } else {
-            L.gate_up_proj = weights.load_stacked_linear({p + "mlp.gate_proj", p + "mlp.up_proj"}, {ff, ff},
-                                                         d, tc.use_bias, q);
-            L.down_proj = weights.load_linear(p + "mlp.down_proj", d, ff, tc.use_bias, q);
+            L.gate_up_proj = weights.load_column_parallel({p + "mlp.gate_proj", p + "mlp.up_proj"}, {ff, ff},
+                                                          {ff, ff}, d, tc.use_bias, q);
+            L.down_proj = weights.load_row_parallel(p + "mlp.down_proj", d, ff, ff, tc.use_bias, q);
         }
     }
     final_norm_ = weights.load("model.norm.weight", {d});
@@ -75,8 +76,8 @@ Tensor Ernie45VlTextModel::embed(const Tensor& ids, const Tensor& pending) {
 }
 
 KvCacheParams Ernie45VlTextModel::kv_cache_params(int64_t n_blocks, int64_t block_size) const {
-    KvCacheParams params{config_.num_hidden_layers, config_.num_key_value_heads,
-                         static_cast<int>(config_.head_dim), n_blocks, block_size};
+    KvCacheParams params{config_.num_hidden_layers, n_kv_heads_, static_cast<int>(config_.head_dim), n_blocks,
+                         block_size};
     params.dtype = backend_.kv_dtype(precision_);
     return params;
 }
@@ -95,10 +96,10 @@ Tensor Ernie45VlTextModel::forward(Tensor embeds, const DecoderStep& step, Paged
     for (size_t l = 0; l < layers_.size(); ++l) {
         const Layer& L = layers_[l];
         const auto layer = static_cast<int>(l);
-        rms_norm_paged_attention_add(backend_, x,
-                                     {L.input_norm, tc.rms_norm_eps, L.qkv_proj, L.o_proj,
-                                      tc.num_attention_heads, tc.head_dim, rope_, precision_},
-                                     step, cache, layer);
+        rms_norm_paged_attention_add(
+            backend_, x,
+            {L.input_norm, tc.rms_norm_eps, L.qkv_proj, L.o_proj, n_heads_, tc.head_dim, rope_, precision_},
+            step, cache, layer);
         if (L.moe) {
             const Tensor xn = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);  // [n, d]
             L.moe->add(x, xn, vision, step.batch == nullptr);

@@ -46,6 +46,8 @@ private:
     Backend& backend_;
     Ernie45VlTextConfig config_;
     AttentionPrecision precision_;
+    int n_heads_ = 0;      // the attention heads this model holds: a tensor-parallel rank's part
+    int n_kv_heads_ = 0;   // and its key/value heads
     Tensor embed_tokens_;  // [vocab, hidden]
     Linear lm_head_;       // [vocab, hidden]
     std::vector<Layer> layers_;

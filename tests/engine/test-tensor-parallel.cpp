@@ -1,6 +1,7 @@
 // Tensor parallelism on the CPU backend: ranks as threads, each with a backend of its own and its part of
 // the heads, MLP columns and experts' columns, the row-parallel outputs summed in process. The split models'
-// logits and greedy tokens against the whole models' on the Llama and ERNIE-4.5-VL golden fixtures, and the
+// logits and greedy tokens against the whole models' on the Llama, ERNIE-4.5-VL and PaddleOCR-VL golden
+// fixtures, and the
 // group's collectives themselves.
 #include <gtest/gtest.h>
 
@@ -17,8 +18,11 @@
 #include "engine/models/ernie45-vl/ernie45-vl.h"
 #include "engine/models/ernie45-vl/weights.h"
 #include "engine/models/llama/llama.h"
+#include "engine/models/paddleocr-vl/model-files.h"
+#include "engine/models/paddleocr-vl/paddleocr-vl.h"
 #include "engine/runtime/generator.h"
 #include "ernie45-vl-fixture.h"
+#include "fixture-model.h"
 #include "fixture-reference.h"
 #include "llama-fixture.h"
 #include "reversed-blocks.h"
@@ -278,6 +282,54 @@ TEST_P(ErnieTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ErnieTensorParallel, ::testing::Values(2, 4));
+
+// PaddleOCR-VL's decoder (the Llama-style decoder it shares) split over 2 ranks, each rank with a whole
+// vision encoder and projector: every prompt case's logits and greedy tokens.
+TEST(PaddleOcrVlTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
+    const auto files = ModelFiles::open(testing::tiny_model_dir());
+    const testing::Reference reference;
+    const auto whole_backend = make_cpu_backend(2);
+    PaddleOcrVl whole(*whole_backend, files->config(), *make_file_weight_source(*files));
+    const int n_ranks = 2;
+    const auto group = ThreadGroup::create(n_ranks);
+    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<Collectives>> collectives;
+    std::vector<std::unique_ptr<PaddleOcrVl>> models;
+    for (int r = 0; r < n_ranks; ++r) {
+        backends.push_back(make_cpu_backend(1));
+        collectives.push_back(group->rank(r));
+        ModelLoadParams load;
+        load.split = {r, n_ranks, collectives.back().get()};
+        models.push_back(std::make_unique<PaddleOcrVl>(*backends.back(), files->config(),
+                                                       *make_file_weight_source(*files), load));
+        EXPECT_EQ(models.back()->kv_cache_params(1, 8).n_kv_head, 1);
+    }
+    for (const testing::PromptCase& c : testing::prompt_cases()) {
+        const ChatPromptTokens prompt =
+            testing::reference_prompt(reference, c, files->config().image_token_id);
+        const PreprocessedImages images = testing::reference_images(reference, c);
+        const std::vector<int64_t> expected_tokens = reference.i64(c.key + ".greedy_tokens");
+        std::vector<std::vector<float>> logits(n_ranks);
+        std::vector<std::vector<int32_t>> tokens(n_ranks);
+        const auto errors = run_ranks(*group, [&](int r) {
+            PaddleOcrVl& model = *models[static_cast<size_t>(r)];
+            logits[static_cast<size_t>(r)] =
+                model.backend().download(testing::prompt_logits(model, prompt, images));
+            GenerateParams params;
+            params.max_tokens = static_cast<int>(expected_tokens.size());
+            tokens[static_cast<size_t>(r)] =
+                generate(model, prompt, images, params, [](int32_t) { return true; }).tokens;
+        });
+        ASSERT_EQ(errors, std::vector<std::string>(n_ranks)) << c.key;
+        EXPECT_EQ(logits[1], logits[0]) << c.key;
+        EXPECT_EQ(tokens[1], tokens[0]) << c.key;
+        const double err =
+            relative_error(logits[0], whole_backend->download(testing::prompt_logits(whole, prompt, images)));
+        std::cout << c.key << ", 2 ranks: logits relative error to the whole model " << err << "\n";
+        EXPECT_LT(err, 1e-5) << c.key;
+        EXPECT_EQ(std::vector<int64_t>(tokens[0].begin(), tokens[0].end()), expected_tokens) << c.key;
+    }
+}
 
 TEST(LlamaTensorParallelErrors, HeadsThatDoNotSplitAreNamed) {
     testing::LlamaFixture& f = fixture();

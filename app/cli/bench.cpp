@@ -572,7 +572,7 @@ int run_bench(const Options& opt) {
         {"peak_bytes", peak_bytes},
         {"device_memory_bytes", device_bytes},  // the device's, or --device-memory's
         {"device", device},
-        {"devices", engine_devices(opt)},  // a copy of the model on each (data parallelism)
+        {"devices", engine_device_groups(opt)},  // a copy of the model on each group, split over its devices
         {"model",
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
         {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},

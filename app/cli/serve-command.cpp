@@ -228,10 +228,17 @@ int run_serve(int argc, char** argv, int first) {
         read_image_size);
     server.start();
     std::cerr << "folio-cli serve: serving " << params.model_names.front();
-    if (const std::vector<std::string> devices = engine_devices(opt); devices.size() > 1) {
-        std::cerr << " on " << devices.size() << " engines (";
-        for (size_t i = 0; i < devices.size(); ++i) {
-            std::cerr << (i ? ", " : "") << devices[i];
+    if (const auto groups = engine_device_groups(opt); groups.size() > 1 || groups.front().size() > 1) {
+        // "on 2 engines (cuda:0, cuda:1)", "on 1 engine of 2 ranks (cuda:0+cuda:1)"
+        std::cerr << " on " << groups.size() << (groups.size() > 1 ? " engines" : " engine");
+        if (groups.front().size() > 1) {
+            std::cerr << " of " << groups.front().size() << " ranks";
+        }
+        std::cerr << " (";
+        for (size_t i = 0; i < groups.size(); ++i) {
+            for (size_t r = 0; r < groups[i].size(); ++r) {
+                std::cerr << (r ? "+" : i ? ", " : "") << groups[i][r];
+            }
         }
         std::cerr << ")";
     }

@@ -169,8 +169,15 @@ std::string device_name(const std::string& entry) {
 
 }  // namespace
 
-std::vector<std::string> engine_devices(const Options& opt) {
+std::vector<std::vector<std::string>> engine_device_groups(const Options& opt) {
     constexpr long long kMaxDevices = 64;
+    const long long tp = opt.integer("--tensor-parallel-size", 1);
+    if (tp < 1) {
+        fail("--tensor-parallel-size must be at least 1, got ", tp);
+    }
+    if (tp > kMaxDevices) {
+        fail("--tensor-parallel-size ", tp, ": at most ", kMaxDevices, " devices");
+    }
     std::vector<std::string> devices;
     if (opt.has("--devices")) {
         if (opt.has("--device")) {
@@ -190,30 +197,52 @@ std::vector<std::string> engine_devices(const Options& opt) {
             fail("--devices names ", devices.size(), " devices; at most ", kMaxDevices);
         }
     }
+    const auto n_listed = static_cast<long long>(devices.size());
     const long long n =
-        opt.integer("--data-parallel-size", devices.empty() ? 1 : static_cast<long long>(devices.size()));
+        opt.integer("--data-parallel-size", devices.empty() ? 1 : std::max(1LL, n_listed / tp));
     if (n < 1 || n > kMaxDevices) {
         fail("--data-parallel-size must be 1 to ", kMaxDevices, ", got ", n);
     }
+    if (n * tp > kMaxDevices) {
+        fail("--data-parallel-size ", n, " times --tensor-parallel-size ", tp, " is ", n * tp,
+             " devices; at most ", kMaxDevices);
+    }
     if (!devices.empty()) {
-        if (static_cast<long long>(devices.size()) != n) {
-            fail("--data-parallel-size ", n, " and --devices with ", devices.size(), " devices disagree");
+        if (n_listed != n * tp) {
+            if (tp == 1) {
+                fail("--data-parallel-size ", n, " and --devices with ", n_listed, " devices disagree");
+            }
+            fail("--devices names ", n_listed, " devices where --data-parallel-size ", n,
+                 " times --tensor-parallel-size ", tp, " needs ", n * tp);
         }
-        return devices;
+    } else {
+        // N engines of T ranks: on the CPU, or on N * T cards from --device's on.
+        const std::string device = opt.text("--device", "cpu");
+        if (device == "cpu" || n * tp == 1) {
+            devices.assign(static_cast<size_t>(n * tp), device);
+        } else {
+            int first = 0;
+            if (device.starts_with("cuda:")) {
+                first = std::stoi(device_name(device.substr(5)).substr(5));
+            } else if (device != "cuda") {
+                fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
+            }
+            for (long long i = 0; i < n * tp; ++i) {
+                devices.push_back("cuda:" + std::to_string(first + i));
+            }
+        }
     }
-    // --data-parallel-size N alone: N CPU engines, or N cards from --device's on.
-    const std::string device = opt.text("--device", "cpu");
-    if (n == 1 || device == "cpu") {
-        return std::vector<std::string>(static_cast<size_t>(n), device);
+    std::vector<std::vector<std::string>> groups;
+    for (long long e = 0; e < n; ++e) {
+        groups.emplace_back(devices.begin() + e * tp, devices.begin() + (e + 1) * tp);
     }
-    int first = 0;
-    if (device.starts_with("cuda:")) {
-        first = std::stoi(device_name(device.substr(5)).substr(5));
-    } else if (device != "cuda") {
-        fail("--device expects cpu, cuda or cuda:N, got '", device, "'");
-    }
-    for (long long i = 0; i < n; ++i) {
-        devices.push_back("cuda:" + std::to_string(first + i));
+    return groups;
+}
+
+std::vector<std::string> engine_devices(const Options& opt) {
+    std::vector<std::string> devices;
+    for (const std::vector<std::string>& group : engine_device_groups(opt)) {
+        devices.insert(devices.end(), group.begin(), group.end());
     }
     return devices;
 }

@@ -100,10 +100,14 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads, in
 // the CUDA device planned and used as if it had that much memory; 0 where the option is absent. Throws
 // folio::Error naming the option and the value for anything else.
 int64_t device_memory_limit(const Options& opt);
-// The devices the engines run on, one copy of the models each: --device alone (cpu by default), or
-// --devices LIST (cpu, cuda, cuda:N or N, separated by commas; a device may repeat, its memory then shared),
-// or --data-parallel-size N (N CPU engines, or N cards from --device's on). Throws folio::Error naming the
-// flag for a malformed list, counts that disagree, or --device beside --devices.
+// The devices of each engine, one copy of the models each, and of each engine's tensor-parallel ranks
+// (--tensor-parallel-size T: T devices an engine, rank 0's first): --device alone (cpu by default), or
+// --devices LIST (cpu, cuda, cuda:N or N, separated by commas; a device may repeat, its memory then shared;
+// consecutive runs of T make an engine), or --data-parallel-size N (N engines on the CPU, or on N * T cards
+// from --device's on). Throws folio::Error naming the flag for a malformed list, counts that disagree, or
+// --device beside --devices.
+std::vector<std::vector<std::string>> engine_device_groups(const Options& opt);
+// Every device of engine_device_groups, engine after engine.
 std::vector<std::string> engine_devices(const Options& opt);
 int64_t parse_byte_size(const std::string& flag, const std::string& text);
 

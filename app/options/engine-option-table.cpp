@@ -64,15 +64,19 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"lm_head_fp32", kModel, Switch, Implemented, "", "off",
      "LM head in float32: needs float32 weights (--dtype float32)"},
 
-    {"tensor_parallel_size", kParallel, Integer, Refused, "N", "1", "only 1: one GPU, no multi-GPU yet"},
+    {"tensor_parallel_size", kParallel, Integer, Implemented, "N", "1",
+     "each engine's generative models split over N devices (-tp N): attention heads, MLP columns and "
+     "experts; "
+     "decode steps run unrecorded"},
     {"data_parallel_size", kParallel, Integer, Implemented, "N", "1",
      "a copy of the models on each of N devices (cuda:0..N-1, or --devices LIST), requests routed among "
      "them"},
     {"enable_expert_parallel", kParallel, Switch, NoEffect, "", "off",
      "no effect: on one GPU the expert-parallel degree is 1"},
     {"disable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off",
-     "no effect: one GPU, no all-reduce"},
-    {"enable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off", "no effect: one GPU, no all-reduce"},
+     "no effect: the all-reduce is NCCL's (or the host's)"},
+    {"enable_custom_all_reduce", kParallel, Switch, NoEffect, "", "off",
+     "no effect: the all-reduce is NCCL's (or the host's)"},
     {"max_num_seqs", kParallel, Integer, Implemented, "N", "256 (8 on the CPU)",
      "sequences per step, 1..256"},
     {"num_gpu_blocks_override", kParallel, Integer, Implemented, "N", "planned from memory",

@@ -221,18 +221,6 @@ void parse_server_options(const Reader& r, EngineOptions& out) {
 
 // The options Folio cannot honour yet, refused with what it cannot do.
 void refuse_unsupported(const Reader& r, const ModelLoadParams& load) {
-    {
-        const int64_t n = r.integer("tensor_parallel_size", 1);
-        if (n < 1) {
-            fail(flag_of("tensor_parallel_size"), " must be at least 1, got ", n);
-        }
-        if (n > 1) {
-            fail(flag_of("tensor_parallel_size"), " ", n,
-                 " is not supported yet: a model runs on one GPU (tensor parallelism is not implemented); "
-                 "use 1, "
-                 "and --data-parallel-size N or --devices LIST for a copy of the model on each card");
-        }
-    }
     if (r.has("revision") && lower(r.text("revision")) != "master") {
         fail(
             "--revision is not supported: Folio reads the model from the --model folder or repository as it "

@@ -43,6 +43,10 @@ std::unique_ptr<Collectives> ThreadGroup::rank(int r) {
     return std::make_unique<Rank>(shared_from_this(), r);
 }
 
+std::unique_ptr<Collectives> ThreadGroup::join(int r, Backend& /*backend*/) {
+    return rank(r);
+}
+
 void ThreadGroup::abort(const std::string& why) {
     const std::lock_guard lock(mutex_);
     if (broken_.empty()) {

@@ -24,20 +24,32 @@ public:
     virtual void all_reduce_sum(Backend& backend, Tensor& x) = 0;
 };
 
+// The ranks of a tensor-parallel group as a model is loaded: each rank joins on its own thread once its
+// backend exists, every rank at once (a group may wait for all of them to join), and a rank that fails ends
+// the group so that the others, waiting for it in a collective, stop.
+class CollectiveGroup {
+public:
+    virtual ~CollectiveGroup() = default;
+    virtual int n_ranks() const = 0;
+    // Rank r's collectives over backend. Throws folio::Error where r is not a rank of the group.
+    virtual std::unique_ptr<Collectives> join(int r, Backend& backend) = 0;
+    // Ends the group: a rank waiting in a collective, and every later call, throws folio::Error with why.
+    virtual void abort(const std::string& why) = 0;
+};
+
 // The ranks of one process as threads, each with a backend of its own (the CPU backend's tensor-parallel
 // runs): a rank's x comes to the host, the ranks' values are summed in rank order, so every rank gets the
 // same bits, and the sum goes back into each x.
-class ThreadGroup : public std::enable_shared_from_this<ThreadGroup> {
+class ThreadGroup final : public CollectiveGroup, public std::enable_shared_from_this<ThreadGroup> {
 public:
     // Throws folio::Error unless n_ranks is at least 1.
     static std::shared_ptr<ThreadGroup> create(int n_ranks);
 
-    int n_ranks() const { return n_ranks_; }
-    // Rank r's view of the group, which keeps the group alive.
+    int n_ranks() const override { return n_ranks_; }
+    // Rank r's view of the group, which keeps the group alive; any backend may use it.
     std::unique_ptr<Collectives> rank(int r);
-    // Ends the group: a rank waiting in a collective, and every later call, throws folio::Error with why.
-    // A rank that fails calls it, so that the others do not wait for it forever.
-    void abort(const std::string& why);
+    std::unique_ptr<Collectives> join(int r, Backend& backend) override;
+    void abort(const std::string& why) override;
 
 private:
     class Rank;

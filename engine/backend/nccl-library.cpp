@@ -47,6 +47,7 @@ NcclLibrary::NcclLibrary(const std::string& path) : path_(path) {
     get_unique_id_ = find<decltype(get_unique_id_)>("ncclGetUniqueId");
     comm_init_rank_ = find<decltype(comm_init_rank_)>("ncclCommInitRank");
     comm_destroy_ = find<decltype(comm_destroy_)>("ncclCommDestroy");
+    comm_abort_ = find<decltype(comm_abort_)>("ncclCommAbort");
     all_reduce_ = find<decltype(all_reduce_)>("ncclAllReduce");
     all_gather_ = find<decltype(all_gather_)>("ncclAllGather");
     group_start_ = find<decltype(group_start_)>("ncclGroupStart");
@@ -120,6 +121,12 @@ nccl::Comm NcclLibrary::init_rank(int n_ranks, const nccl::UniqueId& id, int ran
 void NcclLibrary::destroy(nccl::Comm comm) const {
     if (comm != nullptr) {
         check(comm_destroy_(comm), "ncclCommDestroy");
+    }
+}
+
+void NcclLibrary::abort(nccl::Comm comm) const {
+    if (comm != nullptr) {
+        check(comm_abort_(comm), "ncclCommAbort");
     }
 }
 

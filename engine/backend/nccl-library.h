@@ -48,6 +48,9 @@ public:
     // One rank of a communicator of n_ranks; the calling thread's current CUDA device is the rank's.
     nccl::Comm init_rank(int n_ranks, const nccl::UniqueId& id, int rank) const;
     void destroy(nccl::Comm comm) const;
+    // Ends a communicator at once, its operations still queued or running included (another rank failed);
+    // the communicator is gone after it.
+    void abort(nccl::Comm comm) const;
     // recv = the sum over ranks of send (count elements each; recv may be send). stream: the cudaStream_t.
     void all_reduce_sum(const void* send, void* recv, size_t count, nccl::DataType type, nccl::Comm comm,
                         void* stream) const;
@@ -71,6 +74,7 @@ private:
     nccl::Result (*get_unique_id_)(nccl::UniqueId*) = nullptr;
     nccl::Result (*comm_init_rank_)(nccl::Comm*, int, nccl::UniqueId, int) = nullptr;
     nccl::Result (*comm_destroy_)(nccl::Comm) = nullptr;
+    nccl::Result (*comm_abort_)(nccl::Comm) = nullptr;
     nccl::Result (*all_reduce_)(const void*, void*, size_t, int, int, nccl::Comm, void*) = nullptr;
     nccl::Result (*all_gather_)(const void*, void*, size_t, int, nccl::Comm, void*) = nullptr;
     nccl::Result (*group_start_)() = nullptr;

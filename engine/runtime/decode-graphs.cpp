@@ -34,7 +34,7 @@ DecodeGraphs::DecodeGraphs(GenerativeModel& model, PagedKvCache& cache, DecodeGr
     if (!params_.capture_sizes.empty() && params_.capture_sizes.front() <= 0) {
         fail("decode graphs: capture size ", params_.capture_sizes.front());
     }
-    if (!model_.backend().can_record()) {
+    if (!model_.can_record()) {
         params_.capture_sizes.clear();
     }
 }

@@ -66,6 +66,9 @@ public:
     virtual ~GenerativeModel() = default;
 
     virtual Backend& backend() const = 0;
+    // Whether a decode step's work can be recorded on backend() and replayed (DecodeGraphs): the backend's
+    // say, unless the model runs work elsewhere too.
+    virtual bool can_record() const { return backend().can_record(); }
     virtual ModelLimits limits() const = 0;
     // Axes of a token's rotary position (PromptPositions::n_axes, DecoderStep::positions).
     virtual int n_position_axes() const = 0;

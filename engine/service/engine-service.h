@@ -29,6 +29,8 @@
 
 namespace folio {
 
+class CollectiveGroup;
+
 // Where the models run.
 struct DeviceSpec {
     // "cuda:0", "cpu": replicas on devices of one name share its memory, each planning its part.
@@ -38,6 +40,12 @@ struct DeviceSpec {
     // Bytes free on the device for every process (cudaMemGetInfo); empty where unknown (the CPU). The memory
     // plan leaves what other processes use when loading starts.
     std::function<int64_t()> free_memory;
+    // Tensor parallelism: the devices of ranks 1, 2, ... of this engine, this device being rank 0's. Each
+    // generative model is split over the ranks, each rank on a thread of its own (TensorParallelRanks);
+    // layout models stay on rank 0. The memory plan is rank 0's, the ranks holding alike parts.
+    std::vector<DeviceSpec> more_ranks;
+    // The collectives of each model split over n ranks; none: the ranks sum on the host (ThreadGroup).
+    std::function<std::shared_ptr<CollectiveGroup>(int n_ranks)> make_group;
 };
 
 struct ServiceParams {

@@ -14,6 +14,7 @@
 #include "engine/common/error.h"
 #include "engine/common/log.h"
 #include "engine/models/model-registry.h"
+#include "engine/models/tensor-parallel-ranks.h"
 
 namespace folio::detail {
 
@@ -165,6 +166,7 @@ void ServiceImpl::run(const ServiceParams& params, Replica& replica) {
         abandon_load);
     // Replicas on one device share it: each plans its part of the memory, and what other processes use is
     // measured once, by the first, before any of them allocated.
+    // A tensor-parallel rank on the same device takes a share as a replica does.
     size_t n_sharing = 0;
     bool first_on_device = true;
     for (const std::unique_ptr<Replica>& other : replicas) {
@@ -172,10 +174,14 @@ void ServiceImpl::run(const ServiceParams& params, Replica& replica) {
             ++n_sharing;
             first_on_device = first_on_device && other->index >= replica.index;
         }
+        for (const DeviceSpec& rank : other->device.more_ranks) {
+            n_sharing += !replica.device.name.empty() && rank.name == replica.device.name ? 1 : 0;
+        }
     }
     n_sharing = std::max<size_t>(n_sharing, 1);
     // Released in reverse order, on this thread, however loading ends.
     std::unique_ptr<Backend> backend;
+    std::unique_ptr<TensorParallelRanks> ranks;
     std::vector<std::unique_ptr<LoadedModel>> models;
     std::vector<std::unique_ptr<EngineCore>> cores;
     std::optional<Served> served;
@@ -207,13 +213,24 @@ void ServiceImpl::run(const ServiceParams& params, Replica& replica) {
             other_bytes_by_device[replica.device.name] = other_bytes;
             changed.notify_all();
         }
+        if (!replica.device.more_ranks.empty()) {
+            TensorParallelParams tp;
+            tp.n_ranks = static_cast<int>(replica.device.more_ranks.size()) + 1;
+            tp.make_backend = [&replica](int r) {
+                return replica.device.more_ranks.at(static_cast<size_t>(r - 1)).make_backend();
+            };
+            tp.make_group = replica.device.make_group;
+            ranks = std::make_unique<TensorParallelRanks>(*backend, tp);
+        }
         const ModelFactory& factory = params.factory ? *params.factory : ModelRegistry::builtin();
         std::vector<LoadedModel*> generative;
         int64_t reserved = 0;
         const int n_models = static_cast<int>(params.models.size());
         for (int i = 0; i < n_models; ++i) {
             context.set_model(i, n_models);
-            models.push_back(factory.load(params.models[static_cast<size_t>(i)], *backend, context));
+            const ModelSlot& slot = params.models[static_cast<size_t>(i)];
+            models.push_back(ranks ? ranks->load(factory, slot, context)
+                                   : factory.load(slot, *backend, context));
             if (models.back()->generative()) {
                 generative.push_back(models.back().get());
             } else {
@@ -275,6 +292,7 @@ void ServiceImpl::run(const ServiceParams& params, Replica& replica) {
         const std::string message = device_prefix(*this, replica) + e.what();
         cores.clear();
         models.clear();
+        ranks.reset();
         backend.reset();
         const std::lock_guard lock(mutex);
         if (cancelled) {
@@ -307,6 +325,7 @@ void ServiceImpl::run(const ServiceParams& params, Replica& replica) {
     }
     cores.clear();
     models.clear();
+    ranks.reset();
     backend.reset();
 }
 

@@ -2,6 +2,8 @@
 // combinations FastDeploy checks, the refusals and their messages, and the docs' table of every option.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "app/options/cli-options.h"
+#include "app/options/device-memory.h"
 #include "app/options/engine-options.h"
 #include "engine/common/error.h"
 #include "engine/image/preprocessor-config.h"
@@ -334,10 +337,11 @@ const std::vector<Refused>& refused_cases() {
          "--guided-decoding-backend expects off, auto, xgrammar or guidance"},
         {{"--splitwise-role", "both"}, "--splitwise-role expects mixed, prefill or decode, got 'both'"},
         {{"--tensor-parallel-size", "0"}, "--tensor-parallel-size must be at least 1, got 0"},
-        // what Folio cannot honour yet
-        {{"--tensor-parallel-size", "2"},
-         "--tensor-parallel-size 2 is not supported yet: a model runs on one GPU"},
-        {{"-tp", "4"}, "--tensor-parallel-size 4 is not supported yet"},
+        {{"-tp", "65"}, "--tensor-parallel-size 65: at most 64 devices"},
+        {{"-tp", "2", "--devices", "0,1,2"},
+         "--devices names 3 devices where --data-parallel-size 1 times --tensor-parallel-size 2 needs 2"},
+        {{"-tp", "8", "--data-parallel-size", "9"},
+         "--data-parallel-size 9 times --tensor-parallel-size 8 is 72 devices; at most 64"},
         {{"--data-parallel-size=0"}, "--data-parallel-size must be 1 to 64, got 0"},
         {{"--data-parallel-size=2", "--devices", "0,1,2"},
          "--data-parallel-size 2 and --devices with 3 devices disagree"},
@@ -589,6 +593,54 @@ TEST(EngineOptions, DevicesForDataParallelism) {
         list += std::to_string(i);
     }
     EXPECT_THROW(devices({"--devices", list}), folio::Error);
+}
+
+// Tensor parallelism: each engine's ranks, runs of --tensor-parallel-size devices.
+TEST(EngineOptions, DeviceGroupsForTensorParallelism) {
+    using G = std::vector<std::vector<std::string>>;
+    const auto groups = [](const std::vector<std::string>& args) {
+        return folio::cli::engine_device_groups(make_options(args));
+    };
+    EXPECT_EQ(groups({}), (G{{"cpu"}}));
+    EXPECT_EQ(groups({"-tp", "2"}), (G{{"cpu", "cpu"}})) << "two CPU ranks";
+    EXPECT_EQ(groups({"--tensor-parallel-size", "2", "--device", "cuda"}), (G{{"cuda:0", "cuda:1"}}));
+    EXPECT_EQ(groups({"-tp", "2", "--device", "cuda:2"}), (G{{"cuda:2", "cuda:3"}}));
+    EXPECT_EQ(groups({"-tp", "2", "--devices", "0,0"}), (G{{"cuda:0", "cuda:0"}})) << "two ranks on one card";
+    EXPECT_EQ(groups({"-tp", "2", "--devices", "0,1,2,3"}), (G{{"cuda:0", "cuda:1"}, {"cuda:2", "cuda:3"}}))
+        << "two engines of two ranks";
+    EXPECT_EQ(groups({"-tp", "2", "--data-parallel-size", "2", "--device", "cuda"}),
+              (G{{"cuda:0", "cuda:1"}, {"cuda:2", "cuda:3"}}));
+    EXPECT_EQ(groups({"-tp", "4", "--data-parallel-size", "2"}),
+              (G{{"cpu", "cpu", "cpu", "cpu"}, {"cpu", "cpu", "cpu", "cpu"}}));
+    EXPECT_EQ(folio::cli::engine_devices(make_options({"-tp", "2", "--devices", "3,1"})),
+              (std::vector<std::string>{"cuda:3", "cuda:1"}));
+}
+
+// How an engine's ranks sum: on the host where they share a card or run on the CPU (NCCL takes one rank a
+// device), through NCCL on cards of their own; a missing NCCL is named with the way to get one.
+TEST(EngineOptions, RanksOnCardsOfTheirOwnSumThroughNccl) {
+    using folio::cli::collective_group_maker;
+    EXPECT_FALSE(collective_group_maker({"cpu", "cpu"}));
+    EXPECT_FALSE(collective_group_maker({"cuda:0", "cuda:0"}));
+    EXPECT_FALSE(collective_group_maker({"cuda", "cuda:0"})) << "cuda is cuda:0";
+    EXPECT_FALSE(collective_group_maker({"cuda:1"})) << "one rank sums nothing";
+    const auto maker = collective_group_maker({"cuda:0", "cuda:1"});
+#ifdef FOLIO_WITH_CUDA
+    ASSERT_TRUE(maker);
+    ::setenv("FOLIO_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
+    try {
+        (void)maker(2);
+        FAIL() << "an NCCL group without NCCL";
+    } catch (const folio::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("NCCL library /nonexistent/libnccl.so.2 cannot be opened"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("FOLIO_NCCL_LIBRARY"), std::string::npos) << e.what();
+    }
+    ::unsetenv("FOLIO_NCCL_LIBRARY");
+#else
+    EXPECT_FALSE(maker) << "no CUDA, no NCCL";
+#endif
 }
 
 // docs/fastdeploy-options.md has a row for every option.

@@ -62,6 +62,11 @@ __attribute__((visibility("default"))) int ncclCommDestroy(void* comm) {
     return 0;
 }
 
+__attribute__((visibility("default"))) int ncclCommAbort(void* comm) {
+    delete static_cast<FakeComm*>(comm);
+    return 0;
+}
+
 __attribute__((visibility("default"))) int ncclAllReduce(const void* send, void* recv, size_t count, int type,
                                                          int op, void* comm, void*) {
     if (comm == nullptr || op != 0) {

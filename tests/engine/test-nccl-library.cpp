@@ -1,12 +1,15 @@
 // NCCL opened at run time: the version scheme, a library that is missing, one that is not NCCL, one too old,
 // and calls through a stand-in library (fake-nccl) on machines without NCCL; the system's NCCL where one is
-// found (FOLIO_NCCL_LIBRARY, or libnccl.so.2 on the loader's path).
+// found (FOLIO_NCCL_LIBRARY, or libnccl.so.2 on the loader's path). The tensor-parallel group over NCCL
+// through the stand-in's one rank on host memory.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
+#include "engine/backend/nccl-group.h"
 #include "engine/backend/nccl-library.h"
 #include "engine/common/error.h"
 
@@ -64,6 +67,57 @@ TEST(NcclLibrary, CallsGoThroughAndFailuresCarryNcclsMessage) {
             << e.what();
     }
     EXPECT_THROW(nccl.init_rank(2, id, 2), Error) << "a rank outside the communicator";
+}
+
+// A group over the stand-in: a rank joins with its backend's stream, sums in place on that stream, refuses
+// what is not float32, and once the group is aborted every later sum and join says why.
+TEST(NcclGroup, RanksSumOnTheirStreamsUntilTheGroupIsAborted) {
+    const NcclLibrary nccl(FOLIO_FAKE_NCCL);
+    const auto backend = make_cpu_backend(1);
+    int n_streams_asked = 0;
+    const auto group = NcclGroup::create(nccl, 1, [&](Backend& b) -> void* {
+        EXPECT_EQ(&b, backend.get());
+        ++n_streams_asked;
+        return nullptr;  // the stand-in's queue: the host
+    });
+    ASSERT_EQ(group->n_ranks(), 1);
+    std::unique_ptr<Collectives> rank = group->join(0, *backend);
+    EXPECT_EQ(rank->rank(), 0);
+    EXPECT_EQ(rank->n_ranks(), 1);
+    EXPECT_THROW((void)group->join(0, *backend), Error) << "a rank joins once";
+    EXPECT_THROW((void)group->join(1, *backend), Error) << "a rank outside the group";
+
+    const std::vector<float> values = {1.5f, -2.0f, 3.25f, 8.0f};
+    Tensor whole = backend->upload(values, {4});
+    Tensor tail = whole.view(1, {3});
+    rank->all_reduce_sum(*backend, tail);
+    EXPECT_EQ(backend->download(whole), values);
+    EXPECT_GE(n_streams_asked, 2);
+    Tensor ids = backend->upload_i32(std::vector<int32_t>{1, 2}, {2});
+    try {
+        rank->all_reduce_sum(*backend, ids);
+        FAIL() << "an int32 sum";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("not float32"), std::string::npos) << e.what();
+    }
+
+    group->abort("rank 1 lost its device");
+    try {
+        rank->all_reduce_sum(*backend, whole);
+        FAIL() << "a sum on an aborted group";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "tensor-parallel rank 0: rank 1 lost its device");
+    }
+    EXPECT_THROW((void)NcclGroup::create(nccl, 0, [](Backend&) -> void* { return nullptr; }), Error);
+    // Two ranks of the stand-in: NCCL's own refusal, named.
+    const auto pair = NcclGroup::create(nccl, 2, [](Backend&) -> void* { return nullptr; });
+    try {
+        (void)pair->join(1, *backend);
+        FAIL() << "two ranks of the stand-in";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("ncclCommInitRank failed: invalid usage"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(NcclLibrary, AnOldNcclIsRefusedWithItsVersion) {

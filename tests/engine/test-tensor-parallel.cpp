@@ -1,10 +1,12 @@
 // Tensor parallelism on the CPU backend: ranks as threads, each with a backend of its own and its part of
 // the heads, MLP columns and experts' columns, the row-parallel outputs summed in process. The split models'
 // logits and greedy tokens against the whole models' on the Llama, ERNIE-4.5-VL and PaddleOCR-VL golden
-// fixtures, and the
-// group's collectives themselves.
+// fixtures; the group's collectives and rank threads; the split models served as one (TensorParallelModel),
+// on their own and through the engine service.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -20,12 +22,17 @@
 #include "engine/models/llama/llama.h"
 #include "engine/models/paddleocr-vl/model-files.h"
 #include "engine/models/paddleocr-vl/paddleocr-vl.h"
+#include "engine/models/tensor-parallel-ranks.h"
 #include "engine/runtime/generator.h"
+#include "engine/runtime/rank-threads.h"
+#include "engine/runtime/tensor-parallel-model.h"
+#include "engine/service/engine-service.h"
 #include "ernie45-vl-fixture.h"
 #include "fixture-model.h"
 #include "fixture-reference.h"
 #include "llama-fixture.h"
 #include "reversed-blocks.h"
+#include "split-ranks.h"
 
 namespace folio {
 namespace {
@@ -137,7 +144,7 @@ std::vector<float> prompt_logits(Llama& model, const PromptTokens& p) {
         model.logits(model.forward_text(model.embed(p.ids), positions, {}, cache, batch)));
 }
 
-std::vector<int32_t> greedy(Llama& model, const PromptTokens& prompt, int n) {
+std::vector<int32_t> greedy(GenerativeModel& model, const PromptTokens& prompt, int n) {
     GenerateParams params;
     params.max_tokens = n;
     return generate(model, prompt, {}, params, [](int32_t) { return true; }).tokens;
@@ -350,6 +357,204 @@ TEST(LlamaTensorParallelErrors, HeadsThatDoNotSplitAreNamed) {
         FAIL() << "a split model without collectives";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("without collectives"), std::string::npos) << e.what();
+    }
+}
+
+TEST(RankThreads, EachRankKeepsItsThreadAndTheFirstFailureComesBack) {
+    RankThreads threads(3);
+    std::vector<std::thread::id> first(3), second(3);
+    threads.run([&](int r) { first[static_cast<size_t>(r)] = std::this_thread::get_id(); });
+    threads.run([&](int r) { second[static_cast<size_t>(r)] = std::this_thread::get_id(); });
+    EXPECT_EQ(first, second) << "a rank's backend is always used from the thread that made it";
+    EXPECT_EQ(first[0], std::this_thread::get_id()) << "rank 0 on the caller's thread";
+    EXPECT_NE(first[1], first[0]);
+    EXPECT_NE(first[2], first[1]);
+
+    // Rank 2 fails while ranks 0 and 1 wait for it in a collective: on_failure ends the group, they stop,
+    // and the error that comes back is rank 2's, not theirs.
+    const auto group = ThreadGroup::create(3);
+    std::string heard;
+    std::vector<std::string> seen(3);
+    try {
+        threads.run(
+            [&](int r) {
+                if (r == 2) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    fail("rank 2 ran out of memory");
+                }
+                const auto backend = make_cpu_backend(1);
+                Tensor x = backend->upload(std::vector<float>{1.0f}, {1});
+                try {
+                    group->rank(r)->all_reduce_sum(*backend, x);
+                } catch (const Error& e) {
+                    seen[static_cast<size_t>(r)] = e.what();
+                    throw;
+                }
+            },
+            [&](const std::string& why) {
+                heard = why;
+                group->abort(why);
+            });
+        FAIL() << "a rank's failure was lost";
+    } catch (const Error& e) {
+        EXPECT_STREQ(e.what(), "rank 2 ran out of memory");
+    }
+    EXPECT_EQ(heard, "rank 2 ran out of memory");
+    EXPECT_NE(seen[0].find("rank 2 ran out of memory"), std::string::npos) << seen[0];
+    EXPECT_NE(seen[1].find("rank 2 ran out of memory"), std::string::npos) << seen[1];
+
+    std::atomic<int> n_ran{0};
+    threads.run([&](int) { ++n_ran; });
+    EXPECT_EQ(n_ran.load(), 3) << "the threads go on after a failed run";
+    EXPECT_THROW(RankThreads(0), Error);
+}
+
+std::unique_ptr<Backend> cpu_rank(int /*rank*/) {
+    return make_cpu_backend(1);
+}
+
+// The split Llama served as one model: generate() runs the engine over it on rank 0 while every rank's
+// decoder steps in lockstep on its thread, each rank's keys and values in a cache of its own.
+TEST(TensorParallelModel, LlamaGeneratesTheReferenceTokens) {
+    testing::LlamaFixture& f = fixture();
+    for (const int n_ranks : {2, 4}) {
+        testing::SplitRanks<Llama> split(ThreadGroup::create(n_ranks), cpu_rank,
+                                         [&](Backend& b, const ModelLoadParams& load) {
+                                             const auto weights = make_store_weight_source(*f.store);
+                                             return std::make_unique<Llama>(b, f.config, *weights, load);
+                                         });
+        TensorParallelModel model(split.ranks(), *split.group, split.threads);
+        EXPECT_EQ(model.n_ranks(), n_ranks);
+        EXPECT_EQ(&model.backend(), split.backends[0].get()) << "the engine works on rank 0";
+        EXPECT_EQ(model.kv_cache_params(4, 8).n_kv_head, 1);
+        for (const std::string& key : llama_prompt_keys()) {
+            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+            const std::vector<int32_t> tokens =
+                greedy(model, f.prompt(key), static_cast<int>(expected.size()));
+            EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected) << key << ", " << n_ranks;
+        }
+    }
+}
+
+// ERNIE-4.5-VL split over 2 ranks and served as one model: rank 0 alone encodes the images and video, its
+// embeddings with the features in place reach the other rank through the group; the experts of both pools
+// are split. Greedy tokens are the reference's for text, image, video and a second turn.
+TEST(TensorParallelModel, ErnieWithImagesOnRankZeroGeneratesTheReferenceTokens) {
+    testing::ErnieFixture& f = ernie_fixture();
+    testing::SplitRanks<Ernie45Vl> split(
+        ThreadGroup::create(2), cpu_rank, [&](Backend& b, const ModelLoadParams& load) {
+            const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
+            return std::make_unique<Ernie45Vl>(b, f.config, *weights, load);
+        });
+    TensorParallelModel model(split.ranks(), *split.group, split.threads);
+    for (const std::string& key : testing::ernie_prompt_keys()) {
+        const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+        GenerateParams params;
+        params.max_tokens = static_cast<int>(expected.size());
+        const std::vector<int32_t> tokens =
+            generate(model, f.prompt(key), f.images(key), params, [](int32_t) { return true; }).tokens;
+        EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected) << key;
+    }
+}
+
+// A rank that fails in a step (here: a cache row past its cache) ends the group, and the step's error is
+// the rank's; the model refuses every later step instead of waiting for a rank that has gone.
+TEST(TensorParallelModel, ARankThatFailsEndsTheStepWithItsError) {
+    testing::LlamaFixture& f = fixture();
+    testing::SplitRanks<Llama> split(ThreadGroup::create(2), cpu_rank,
+                                     [&](Backend& b, const ModelLoadParams& load) {
+                                         const auto weights = make_store_weight_source(*f.store);
+                                         return std::make_unique<Llama>(b, f.config, *weights, load);
+                                     });
+    TensorParallelModel model(split.ranks(), *split.group, split.threads);
+    PagedKvCache cache(model.backend(), model.kv_cache_params(1, 8));
+    KvBatch batch;
+    batch.seqs.push_back({0, 2, 2, 0});
+    batch.block_tables = {0};
+    batch.slots = {0, 1};
+    const std::vector<int32_t> positions = {0, 1};
+    (void)model.forward_text(model.embed(std::vector<int32_t>{1, 2}), positions, {}, cache, batch);
+    batch.slots = {0, 99};  // past the cache's 8 rows
+    EXPECT_THROW(
+        (void)model.forward_text(model.embed(std::vector<int32_t>{1, 2}), positions, {}, cache, batch),
+        Error);
+    batch.slots = {0, 1};
+    try {
+        (void)model.forward_text(model.embed(std::vector<int32_t>{1, 2}), positions, {}, cache, batch);
+        FAIL() << "a step ran on a group that had ended";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("tensor-parallel rank"), std::string::npos) << e.what();
+    }
+}
+
+// The service with tensor-parallel ranks: the Llama fixture loaded from its folder split over two CPU ranks,
+// several requests at once through chunked prefill and batched decoding, each given the reference's tokens.
+// A rank whose device fails, and a split the model cannot take, fail the load with the reason.
+class TensorParallelService : public ::testing::Test {
+protected:
+    static ServiceParams params(int n_ranks) {
+        ServiceParams p;
+        p.device.name = "cpu";
+        p.device.make_backend = [] { return make_cpu_backend(1); };
+        for (int r = 1; r < n_ranks; ++r) {
+            DeviceSpec rank;
+            rank.name = "cpu";
+            rank.make_backend = [] { return make_cpu_backend(1); };
+            p.device.more_ranks.push_back(rank);
+        }
+        p.models.emplace_back(ModelRole::Chat, testing::llama_model_dir());
+        p.engine.max_model_len = 256;
+        p.engine.max_num_seqs = 4;
+        p.engine.max_num_batched_tokens = 16;  // the prompts prefill in chunks beside the others' decoding
+        p.engine.block_size = 8;
+        p.engine.num_gpu_blocks_override = 64;
+        return p;
+    }
+};
+
+TEST_F(TensorParallelService, RequestsAtOnceGetTheReferenceTokens) {
+    testing::LlamaFixture& f = fixture();
+    EngineService service;
+    service.load(params(2));
+    ASSERT_EQ(service.wait_loaded(std::chrono::seconds(60)), ServiceState::Ready) << service.status().error;
+    std::vector<RequestHandle> handles;
+    for (const std::string& key : llama_prompt_keys()) {
+        Request r;
+        r.prompt = f.prompt(key);
+        r.max_tokens = static_cast<int64_t>(f.reference.i64(key + ".greedy_tokens").size());
+        r.ignore_eos = true;
+        handles.push_back(service.submit(RequestSpec{std::move(r), {}}));
+    }
+    for (size_t i = 0; i < handles.size(); ++i) {
+        const std::string& key = llama_prompt_keys()[i];
+        std::vector<int64_t> tokens;
+        std::optional<RequestOutput> last;
+        while (std::optional<RequestOutput> out = handles[i].next()) {
+            tokens.insert(tokens.end(), out->tokens.begin(), out->tokens.end());
+            last = std::move(out);
+        }
+        ASSERT_TRUE(last && last->finish) << key;
+        EXPECT_EQ(*last->finish, FinishReason::Length) << key << ": " << last->error;
+        EXPECT_EQ(tokens, f.reference.i64(key + ".greedy_tokens")) << key;
+    }
+}
+
+TEST_F(TensorParallelService, ALoadThatCannotSplitNamesTheReason) {
+    {
+        ServiceParams p = params(2);
+        p.device.more_ranks[0].make_backend = []() -> std::unique_ptr<Backend> { fail("no such card"); };
+        EngineService service;
+        service.load(p);
+        ASSERT_EQ(service.wait_loaded(std::chrono::seconds(60)), ServiceState::Failed);
+        EXPECT_NE(service.status().error.find("tensor-parallel rank 1: no such card"), std::string::npos)
+            << service.status().error;
+    }
+    {
+        EngineService service;
+        service.load(params(3));  // 4 heads over 3 ranks
+        ASSERT_EQ(service.wait_loaded(std::chrono::seconds(60)), ServiceState::Failed);
+        EXPECT_NE(service.status().error.find("do not split over 3 tensor-parallel ranks"), std::string::npos)
+            << service.status().error;
     }
 }
 

@@ -660,4 +660,12 @@ std::unique_ptr<Backend> make_cuda_backend(int device) {
     return make_cuda_backend(CudaBackendOptions{device, false});
 }
 
+void* cuda_backend_stream(Backend& backend) {
+    auto* cuda = dynamic_cast<cuda::CudaBackend*>(&backend);
+    if (cuda == nullptr) {
+        fail("the ", backend.name(), " backend has no CUDA stream");
+    }
+    return cuda->work_stream();
+}
+
 }  // namespace folio

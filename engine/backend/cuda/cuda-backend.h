@@ -47,6 +47,8 @@ public:
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;
     std::string name() const override;
+    // The stream the backend queues its work on, for others' work that must run in order with it (NCCL).
+    cudaStream_t work_stream() const { return stream_.get(); }
 
     // Zero-filled, as the CPU backend's tensors are.
     Tensor alloc(std::vector<int64_t> shape) override;

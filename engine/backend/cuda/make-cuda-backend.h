@@ -26,5 +26,8 @@ struct CudaBackendOptions {
 // Throws folio::Error when there is no CUDA device or no device of that number.
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
+// The stream a CUDA backend queues its work on (a cudaStream_t), for work of others that must run in order
+// with it (NCCL's collectives). Throws folio::Error for a backend of another kind.
+void* cuda_backend_stream(Backend& backend);
 
 }  // namespace folio

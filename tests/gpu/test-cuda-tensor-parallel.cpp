@@ -1,0 +1,139 @@
+// Tensor parallelism on CUDA backends, each rank a backend of its own on a thread of its own: the Llama and
+// ERNIE-4.5-VL fixtures split over two ranks on one card with the sums on the host, and over two cards
+// through NCCL where the machine has two (skipped otherwise); NCCL's group of one rank summing on a backend's
+// stream. Greedy tokens equal the reference's. Skipped where no CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/backend/collectives.h"
+#include "engine/backend/cuda/make-cuda-backend.h"
+#include "engine/backend/nccl-group.h"
+#include "engine/backend/nccl-library.h"
+#include "engine/common/error.h"
+#include "engine/models/ernie45-vl/ernie45-vl.h"
+#include "engine/models/ernie45-vl/weights.h"
+#include "engine/models/llama/llama.h"
+#include "engine/runtime/generator.h"
+#include "engine/runtime/tensor-parallel-model.h"
+#include "ernie45-vl-fixture.h"
+#include "kernels/elementwise.h"
+#include "llama-fixture.h"
+#include "split-ranks.h"
+
+namespace folio {
+namespace {
+
+std::vector<int64_t> greedy(GenerativeModel& model, const PromptTokens& prompt,
+                            const PreprocessedImages& images, size_t n) {
+    GenerateParams params;
+    params.max_tokens = static_cast<int>(n);
+    const GenerateResult result = generate(model, prompt, images, params, [](int32_t) { return true; });
+    return {result.tokens.begin(), result.tokens.end()};
+}
+
+// NCCL where the machine has it; the reason it is missing otherwise.
+const NcclLibrary* system_nccl(std::string& why) {
+    try {
+        return &NcclLibrary::system();
+    } catch (const Error& e) {
+        why = e.what();
+        return nullptr;
+    }
+}
+
+class CudaTensorParallel : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (kernels::device_count() == 0) {
+            GTEST_SKIP() << "skipped: no CUDA device";
+        }
+    }
+
+    static testing::LlamaFixture& llama() {
+        static testing::LlamaFixture f(make_cuda_backend(0));
+        return f;
+    }
+    static testing::ErnieFixture& ernie() {
+        static testing::ErnieFixture f(make_cuda_backend(0));
+        return f;
+    }
+
+    // The Llama fixture split over the group's ranks, rank r on devices[r]; every prompt's greedy tokens.
+    static void expect_llama_reference(std::shared_ptr<CollectiveGroup> group,
+                                       const std::vector<int>& devices) {
+        testing::LlamaFixture& f = llama();
+        testing::SplitRanks<Llama> split(
+            std::move(group),
+            [&](int r) {
+                return make_cuda_backend(CudaBackendOptions{devices[static_cast<size_t>(r)], true});
+            },
+            [&](Backend& b, const ModelLoadParams& load) {
+                const auto weights = make_store_weight_source(*f.store);
+                return std::make_unique<Llama>(b, f.config, *weights, load);
+            });
+        TensorParallelModel model(split.ranks(), *split.group, split.threads);
+        for (const std::string& key : testing::llama_prompt_keys()) {
+            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+            EXPECT_EQ(greedy(model, f.prompt(key), {}, expected.size()), expected) << key;
+        }
+    }
+
+    static void expect_ernie_reference(std::shared_ptr<CollectiveGroup> group,
+                                       const std::vector<int>& devices) {
+        testing::ErnieFixture& f = ernie();
+        testing::SplitRanks<Ernie45Vl> split(
+            std::move(group),
+            [&](int r) {
+                return make_cuda_backend(CudaBackendOptions{devices[static_cast<size_t>(r)], true});
+            },
+            [&](Backend& b, const ModelLoadParams& load) {
+                const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
+                return std::make_unique<Ernie45Vl>(b, f.config, *weights, load);
+            });
+        TensorParallelModel model(split.ranks(), *split.group, split.threads);
+        for (const std::string& key : testing::ernie_prompt_keys()) {
+            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+            EXPECT_EQ(greedy(model, f.prompt(key), f.images(key), expected.size()), expected) << key;
+        }
+    }
+};
+
+TEST_F(CudaTensorParallel, TwoRanksOnOneCardSumOnTheHost) {
+    expect_llama_reference(ThreadGroup::create(2), {0, 0});
+    expect_ernie_reference(ThreadGroup::create(2), {0, 0});
+}
+
+TEST_F(CudaTensorParallel, NcclGroupOfOneSumsOnTheBackendsStream) {
+    std::string why;
+    const NcclLibrary* nccl = system_nccl(why);
+    if (nccl == nullptr) {
+        GTEST_SKIP() << "skipped: " << why;
+    }
+    const auto backend = make_cuda_backend(0);
+    const auto group = NcclGroup::create(*nccl, 1, cuda_backend_stream);
+    const std::unique_ptr<Collectives> rank = group->join(0, *backend);
+    const std::vector<float> values = {1.5f, -2.0f, 3.25f, 8.0f, 0.125f};
+    Tensor x = backend->upload(values, {5});
+    Tensor tail = x.view(2, {3});
+    rank->all_reduce_sum(*backend, tail);
+    EXPECT_EQ(backend->download(x), values);
+    std::cout << "NCCL " << nccl->version() << " from " << nccl->path() << "\n";
+}
+
+TEST_F(CudaTensorParallel, TwoCardsSumThroughNccl) {
+    if (kernels::device_count() < 2) {
+        GTEST_SKIP() << "skipped: one CUDA device; two ranks through NCCL need two";
+    }
+    std::string why;
+    const NcclLibrary* nccl = system_nccl(why);
+    if (nccl == nullptr) {
+        GTEST_SKIP() << "skipped: " << why;
+    }
+    expect_llama_reference(NcclGroup::create(*nccl, 2, cuda_backend_stream), {0, 1});
+    expect_ernie_reference(NcclGroup::create(*nccl, 2, cuda_backend_stream), {0, 1});
+}
+
+}  // namespace
+}  // namespace folio

@@ -313,7 +313,8 @@ int64_t attention_splits(int64_t n_row_spans, int64_t n_head, int64_t n_kv_head,
                          int64_t max_visible, int n_multiprocessors, bool split_row_tensor_cores) {
     const int group = n_kv_head > 0 ? split_group(n_head, n_kv_head) : 1;
     const int64_t n_blocks = std::max<int64_t>(n_row_spans * (n_head / group), 1);
-    int64_t wanted = (2 * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
+    int64_t wanted =
+        (kAttentionSplitBlocksPerSm * static_cast<int64_t>(n_multiprocessors) + n_blocks - 1) / n_blocks;
     if (split_row_tensor_cores && tensor_core_shape(group, head_dim) && n_blocks <= kAttentionSplitCounters) {
         wanted = std::max(wanted, kMinTensorSplits);
     }

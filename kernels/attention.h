@@ -15,6 +15,9 @@ constexpr int64_t kMaxAttentionHeadDim = 256;
 constexpr int64_t kAttentionTileRows = 32;
 // The most splits of the keys of one row.
 constexpr int64_t kMaxAttentionSplits = 64;
+// Blocks a multiprocessor that attention_splits fills when the rows are few: enough loads of keys in flight
+// to read a long context's cache at the memory's rate.
+constexpr int64_t kAttentionSplitBlocksPerSm = 8;
 
 // Consecutive query rows [q_row, q_row + n_rows) that share their keys: row i sees the first
 // clamp(first_visible + step * i, 0, max_visible) of them. For contiguous keys, key j is kv row kv_start + j;
@@ -59,9 +62,9 @@ struct AttentionSplits {
     int64_t n_counters = 0;
 };
 
-// Splits of the keys of each row span: enough blocks to fill the device when the rows are few and see many
-// keys (decoding a long context), else 1. A block takes the query heads of a row that share a K/V head
-// together, up to 8 of them. With split_row_tensor_cores (bfloat16 products in a call that
+// Splits of the keys of each row span: kAttentionSplitBlocksPerSm blocks a multiprocessor when the rows are
+// few and see many keys (decoding a long context), else 1. A block takes the query heads of a row that share
+// a K/V head together, up to 8 of them. With split_row_tensor_cores (bfloat16 products in a call that
 // decode_attention_bf16 does not take, such as one over a float32 cache), decoding rows that take the
 // split-row kernel's tensor cores (8 query heads of head_dim 128 a K/V head) split in three at least, while
 // kAttentionSplitCounters cover their blocks; in decode_attention_bf16 one split a row that fills the

@@ -53,12 +53,13 @@ TEST(AttentionSplits, EveryChoiceHasCountersTilesAndFillsTheDevice) {
                         }
                         // Rows that do not fill the device split until they do, as far as their keys allow.
                         const int64_t most = std::min(kMaxAttentionSplits, max_visible / kTileKeys);
-                        if (n_blocks < 2 * n_sm) {
-                            EXPECT_GE(splits, std::min(most, (2 * n_sm + n_blocks - 1) / n_blocks)) << what;
+                        const int64_t fill = kAttentionSplitBlocksPerSm * n_sm;
+                        if (n_blocks < fill) {
+                            EXPECT_GE(splits, std::min(most, (fill + n_blocks - 1) / n_blocks)) << what;
                         }
                         if (split_row_tensor_cores && h.tensor_cores && n_blocks <= kAttentionSplitCounters) {
                             EXPECT_GE(splits, std::min<int64_t>(most, 3)) << what << ": on the tensor cores";
-                        } else if (n_blocks >= 2 * n_sm) {
+                        } else if (n_blocks >= fill) {
                             EXPECT_EQ(splits, 1) << what << ": the rows fill the device";
                         }
                     }

@@ -6,6 +6,13 @@
 
 namespace folio {
 
+void check_all_reduce_input(int rank, const Tensor& x) {
+    if (x.dtype != ScalarType::F32) {
+        fail("all_reduce_sum: rank ", rank, "'s tensor ", shape_string(x.shape), " is ", dtype_name(x.dtype),
+             ", not float32");
+    }
+}
+
 class ThreadGroup::Rank final : public Collectives {
 public:
     Rank(std::shared_ptr<ThreadGroup> group, int rank) : group_(std::move(group)), rank_(rank) {}
@@ -14,10 +21,7 @@ public:
     int n_ranks() const override { return group_->n_ranks(); }
 
     void all_reduce_sum(Backend& backend, Tensor& x) override {
-        if (x.dtype != ScalarType::F32) {
-            fail("all_reduce_sum: rank ", rank_, "'s tensor ", shape_string(x.shape), " is ",
-                 dtype_name(x.dtype), ", not float32");
-        }
+        check_all_reduce_input(rank_, x);
         std::vector<float> values = backend.download(x);
         group_->sum(rank_, values);
         const std::span<const float> whole(values);

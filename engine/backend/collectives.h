@@ -24,6 +24,9 @@ public:
     virtual void all_reduce_sum(Backend& backend, Tensor& x) = 0;
 };
 
+// Throws folio::Error naming the rank unless x, a tensor it sums, is float32.
+void check_all_reduce_input(int rank, const Tensor& x);
+
 // The ranks of a tensor-parallel group as a model is loaded: each rank joins on its own thread once its
 // backend exists, every rank at once (a group may wait for all of them to join), and a rank that fails ends
 // the group so that the others, waiting for it in a collective, stop.

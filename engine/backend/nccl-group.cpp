@@ -22,10 +22,7 @@ public:
     int n_ranks() const override { return group_->n_ranks(); }
 
     void all_reduce_sum(Backend& backend, Tensor& x) override {
-        if (x.dtype != ScalarType::F32) {
-            fail("all_reduce_sum: rank ", rank_, "'s tensor ", shape_string(x.shape), " is ",
-                 dtype_name(x.dtype), ", not float32");
-        }
+        check_all_reduce_input(rank_, x);
         void* stream = group_->stream_of_(backend);
         Member& m = *group_->members_[static_cast<size_t>(rank_)];
         const std::lock_guard lock(m.mutex);

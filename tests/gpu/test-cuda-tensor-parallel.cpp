@@ -4,6 +4,7 @@
 // stream. Greedy tokens equal the reference's. Skipped where no CUDA device is present.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,43 +61,53 @@ protected:
         return f;
     }
 
-    // The Llama fixture split over the group's ranks, rank r on devices[r]; every prompt's greedy tokens.
-    static void expect_llama_reference(std::shared_ptr<CollectiveGroup> group,
-                                       const std::vector<int>& devices) {
-        testing::LlamaFixture& f = llama();
-        testing::SplitRanks<Llama> split(
+    // The model split over the group's ranks, rank r on devices[r], served as one model to check.
+    template <typename M>
+    static void on_split(std::shared_ptr<CollectiveGroup> group, const std::vector<int>& devices,
+                         const typename testing::SplitRanks<M>::Load& load,
+                         const std::function<void(GenerativeModel&)>& check) {
+        testing::SplitRanks<M> split(
             std::move(group),
             [&](int r) {
                 return make_cuda_backend(CudaBackendOptions{devices[static_cast<size_t>(r)], true});
             },
-            [&](Backend& b, const ModelLoadParams& load) {
-                const auto weights = make_store_weight_source(*f.store);
-                return std::make_unique<Llama>(b, f.config, *weights, load);
-            });
+            load);
         TensorParallelModel model(split.ranks(), *split.group, split.threads);
-        for (const std::string& key : testing::llama_prompt_keys()) {
-            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
-            EXPECT_EQ(greedy(model, f.prompt(key), {}, expected.size()), expected) << key;
-        }
+        check(model);
+    }
+
+    // The Llama fixture's every prompt, and ERNIE-4.5-VL's with its images and video: greedy tokens.
+    static void expect_llama_reference(std::shared_ptr<CollectiveGroup> group,
+                                       const std::vector<int>& devices) {
+        testing::LlamaFixture& f = llama();
+        on_split<Llama>(
+            std::move(group), devices,
+            [&](Backend& b, const ModelLoadParams& load) {
+                return std::make_unique<Llama>(b, f.config, *make_store_weight_source(*f.store), load);
+            },
+            [&](GenerativeModel& model) {
+                for (const std::string& key : testing::llama_prompt_keys()) {
+                    const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+                    EXPECT_EQ(greedy(model, f.prompt(key), {}, expected.size()), expected) << key;
+                }
+            });
     }
 
     static void expect_ernie_reference(std::shared_ptr<CollectiveGroup> group,
                                        const std::vector<int>& devices) {
         testing::ErnieFixture& f = ernie();
-        testing::SplitRanks<Ernie45Vl> split(
-            std::move(group),
-            [&](int r) {
-                return make_cuda_backend(CudaBackendOptions{devices[static_cast<size_t>(r)], true});
-            },
+        on_split<Ernie45Vl>(
+            std::move(group), devices,
             [&](Backend& b, const ModelLoadParams& load) {
-                const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
-                return std::make_unique<Ernie45Vl>(b, f.config, *weights, load);
+                return std::make_unique<Ernie45Vl>(b, f.config,
+                                                   *make_ernie45_vl_weight_source(*f.store, f.config), load);
+            },
+            [&](GenerativeModel& model) {
+                for (const std::string& key : testing::ernie_prompt_keys()) {
+                    const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+                    EXPECT_EQ(greedy(model, f.prompt(key), f.images(key), expected.size()), expected) << key;
+                }
             });
-        TensorParallelModel model(split.ranks(), *split.group, split.threads);
-        for (const std::string& key : testing::ernie_prompt_keys()) {
-            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
-            EXPECT_EQ(greedy(model, f.prompt(key), f.images(key), expected.size()), expected) << key;
-        }
     }
 };
 

@@ -1,15 +1,16 @@
 #include "engine/backend/collectives.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "engine/common/error.h"
 
 namespace folio {
 
 void check_all_reduce_input(int rank, const Tensor& x) {
-    if (x.dtype != ScalarType::F32) {
+    if (x.dtype != ScalarType::F32 && x.dtype != ScalarType::I32) {
         fail("all_reduce_sum: rank ", rank, "'s tensor ", shape_string(x.shape), " is ", dtype_name(x.dtype),
-             ", not float32");
+             ", not float32 or int32");
     }
 }
 
@@ -22,6 +23,12 @@ public:
 
     void all_reduce_sum(Backend& backend, Tensor& x) override {
         check_all_reduce_input(rank_, x);
+        if (x.dtype == ScalarType::I32) {
+            std::vector<int32_t> values = backend.download_i32(x);
+            group_->sum(rank_, values);
+            backend.update(x, values);
+            return;
+        }
         std::vector<float> values = backend.download(x);
         group_->sum(rank_, values);
         const std::span<const float> whole(values);
@@ -59,33 +66,47 @@ void ThreadGroup::abort(const std::string& why) {
     changed_.notify_all();
 }
 
-void ThreadGroup::sum(int r, std::vector<float>& values) {
+template <typename T>
+void ThreadGroup::add_parts(size_t n) {
+    total_.resize(n * sizeof(T));
+    auto* total = reinterpret_cast<T*>(total_.data());
+    std::copy_n(static_cast<const T*>(parts_[0].values), n, total);
+    for (int i = 1; i < n_ranks_; ++i) {
+        const auto* part = static_cast<const T*>(parts_[static_cast<size_t>(i)].values);
+        for (size_t j = 0; j < n; ++j) {
+            if constexpr (std::is_integral_v<T>) {  // wrapping as the device's integer sum does
+                total[j] = static_cast<T>(static_cast<uint32_t>(total[j]) + static_cast<uint32_t>(part[j]));
+            } else {
+                total[j] += part[j];
+            }
+        }
+    }
+}
+
+template <typename T>
+void ThreadGroup::sum(int r, std::vector<T>& values) {
+    constexpr ScalarType dtype = std::is_same_v<T, float> ? ScalarType::F32 : ScalarType::I32;
     std::unique_lock lock(mutex_);
     if (!broken_.empty()) {
         fail("tensor-parallel rank ", r, ": ", broken_);
     }
     const int64_t round = round_;
-    parts_[static_cast<size_t>(r)] = &values;
+    parts_[static_cast<size_t>(r)] = {values.data(), values.size(), dtype};
     if (++n_arrived_ == n_ranks_) {
         // The last rank to arrive sums the round in rank order, so that the bits do not depend on who came
         // last; the others copy the sum before any of them can start the next round.
         const size_t n = values.size();
         for (int i = 0; i < n_ranks_; ++i) {
-            if (parts_[static_cast<size_t>(i)]->size() != n) {
-                broken_ = "rank " + std::to_string(i) + " summed " +
-                          std::to_string(parts_[static_cast<size_t>(i)]->size()) + " values where rank " +
-                          std::to_string(r) + " summed " + std::to_string(n);
+            const Part& part = parts_[static_cast<size_t>(i)];
+            if (part.n != n || part.dtype != dtype) {
+                broken_ = "rank " + std::to_string(i) + " summed " + std::to_string(part.n) + " " +
+                          dtype_name(part.dtype) + " values where rank " + std::to_string(r) + " summed " +
+                          std::to_string(n) + " " + dtype_name(dtype);
                 changed_.notify_all();
                 fail("tensor-parallel rank ", r, ": ", broken_);
             }
         }
-        total_.assign(parts_[0]->begin(), parts_[0]->end());
-        for (int i = 1; i < n_ranks_; ++i) {
-            const std::vector<float>& part = *parts_[static_cast<size_t>(i)];
-            for (size_t j = 0; j < n; ++j) {
-                total_[j] += part[j];
-            }
-        }
+        add_parts<T>(n);
         n_arrived_ = 0;
         ++round_;
         changed_.notify_all();
@@ -95,7 +116,8 @@ void ThreadGroup::sum(int r, std::vector<float>& values) {
             fail("tensor-parallel rank ", r, ": ", broken_);
         }
     }
-    values.assign(total_.begin(), total_.end());
+    const auto* total = reinterpret_cast<const T*>(total_.data());
+    values.assign(total, total + total_.size() / sizeof(T));
 }
 
 }  // namespace folio

@@ -29,8 +29,10 @@ public:
         if (m.comm == nullptr) {
             fail("tensor-parallel rank ", rank_, ": ", group_->broken());
         }
-        group_->nccl_.all_reduce_sum(x.f32(), x.f32(), static_cast<size_t>(x.n_elements()),
-                                     nccl::DataType::Float32, m.comm, stream);
+        const bool ints = x.dtype == ScalarType::I32;
+        void* values = ints ? static_cast<void*>(x.i32()) : static_cast<void*>(x.f32());
+        group_->nccl_.all_reduce_sum(values, values, static_cast<size_t>(x.n_elements()),
+                                     ints ? nccl::DataType::Int32 : nccl::DataType::Float32, m.comm, stream);
     }
 
 private:

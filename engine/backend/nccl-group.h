@@ -27,6 +27,8 @@ public:
     std::unique_ptr<Collectives> join(int r, Backend& backend) override;
     // Aborts every joined communicator, so that a rank waiting for a failed one stops; later calls throw.
     void abort(const std::string& why) override;
+    // The sums are kernels on the ranks' streams, which CUDA graphs capture.
+    bool can_record() const override { return true; }
 
 private:
     class Rank;

@@ -103,7 +103,7 @@ Tensor DecodeGraphs::record(int64_t size, std::span<const int32_t> packed) {
     Recorded recorded;
     recorded.inputs = backend.upload_i32(packed, {static_cast<int64_t>(packed.size())});
     Tensor hidden = forward(recorded.inputs, size);
-    recorded.work = record_work(backend, [&] { recorded.hidden = forward(recorded.inputs, size); });
+    recorded.work = model_.record([&] { recorded.hidden = forward(recorded.inputs, size); });
     recorded_.emplace(size, std::move(recorded));
     return hidden;
 }

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -69,6 +71,11 @@ public:
     // Whether a decode step's work can be recorded on backend() and replayed (DecodeGraphs): the backend's
     // say, unless the model runs work elsewhere too.
     virtual bool can_record() const { return backend().can_record(); }
+    // The work queue gives, recorded for replay where can_record() (record_work on backend(), unless the
+    // model's work runs on other backends too, each recording its own part).
+    virtual std::unique_ptr<RecordedWork> record(const std::function<void()>& queue) {
+        return record_work(backend(), queue);
+    }
     virtual ModelLimits limits() const = 0;
     // Axes of a token's rotary position (PromptPositions::n_axes, DecoderStep::positions).
     virtual int n_position_axes() const = 0;

@@ -1,10 +1,12 @@
 // A model split over the ranks of a tensor-parallel group, served as one model. Each rank holds its part of
 // the decoder's heads, MLP columns and experts on a backend of its own and sums its row-parallel outputs
 // with the others (Collectives); the engine sees rank 0. A decoder step runs on every rank at once, each on
-// its thread (RankThreads): rank 0's embeddings are broadcast through the group, the step's positions,
-// cache rows and block tables go to every rank, and each rank keeps its part of the keys and values in a
+// its thread (RankThreads): rank 0's embeddings and the step's positions, cache rows and block tables are
+// broadcast through the group on the devices, and each rank keeps its part of the keys and values in a
 // cache of its own that mirrors the engine's. Embeddings, logits and images run on rank 0 alone, whose
-// hidden states after the last all-reduce are the whole model's.
+// hidden states after the last all-reduce are the whole model's. Where the group's sums run on the devices
+// (NCCL), a decode step is recorded on every rank, each rank's part on its own backend, and replayed on all
+// of them together.
 #pragma once
 
 #include <memory>
@@ -33,8 +35,11 @@ public:
     int n_ranks() const { return static_cast<int>(ranks_.size()); }
 
     Backend& backend() const override { return lead().backend(); }
-    // A step's work runs on every rank's backend, not only rank 0's: nothing is recorded.
-    bool can_record() const override { return false; }
+    // Where every rank's backend records and the group's sums are device work.
+    bool can_record() const override;
+    // Every rank records its part of the step queue gives (rank 0's as queue runs, the others' in
+    // forward_text); the replay runs each part on its rank's thread.
+    std::unique_ptr<RecordedWork> record(const std::function<void()>& queue) override;
     ModelLimits limits() const override { return lead().limits(); }
     int n_position_axes() const override { return lead().n_position_axes(); }
     // Rank 0's: each rank's device holds as much.
@@ -79,13 +84,21 @@ private:
         std::vector<std::unique_ptr<PagedKvCache>> caches;  // [n_ranks]; rank 0's entry stays empty
     };
 
+    class Recorded;
+
     GenerativeModel& lead() const { return *ranks_.front().model; }
     Mirror& mirror_of(PagedKvCache& cache);
+    // Rank r's part of a step (r > 0): the embeddings and the step's inputs from rank 0, the decoder over
+    // them into the rank's cache.
+    void forward_rank(int r, const std::vector<int64_t>& embeds_shape, const DecoderStep& step,
+                      PagedKvCache& own);
 
     std::vector<TensorParallelRank> ranks_;
     CollectiveGroup& group_;
     RankThreads& threads_;
     std::vector<Mirror> mirrors_;
+    // While record() runs: the parts ranks 1, 2, ... recorded ([n_ranks], rank 0's entry empty).
+    std::vector<std::unique_ptr<RecordedWork>>* recording_ = nullptr;
 };
 
 }  // namespace folio

@@ -83,6 +83,35 @@ TEST(ThreadGroup, EveryRankGetsTheSameSum) {
     EXPECT_EQ(results, std::vector<std::vector<float>>(3, {1.0f}));
 }
 
+TEST(ThreadGroup, SumsIntegersExactly) {
+    // Beyond 2^24, where a float32 sum would round: a decode step's cache rows go to the ranks this way.
+    const auto group = ThreadGroup::create(3);
+    const std::vector<int32_t> rank0 = {16'777'217, -5, 2'000'000'000, 7};
+    std::vector<std::vector<int32_t>> results(3);
+    auto errors = run_ranks(*group, [&](int r) {
+        const auto backend = make_cpu_backend(1);
+        Tensor x = backend->upload_i32(r == 0 ? rank0 : std::vector<int32_t>{0, 0, 0, r}, {4});
+        group->rank(r)->all_reduce_sum(*backend, x);
+        results[static_cast<size_t>(r)] = backend->download_i32(x);
+    });
+    EXPECT_EQ(errors, std::vector<std::string>(3));
+    EXPECT_EQ(results, std::vector<std::vector<int32_t>>(3, {16'777'217, -5, 2'000'000'000, 10}));
+
+    // Ranks that disagree on the type end the group, naming both.
+    const auto mixed = ThreadGroup::create(2);
+    errors = run_ranks(*mixed, [&](int r) {
+        const auto backend = make_cpu_backend(1);
+        Tensor x = r == 0 ? backend->upload_i32(std::vector<int32_t>{1, 2}, {2})
+                          : backend->upload(std::vector<float>{1.0f, 2.0f}, {2});
+        mixed->rank(r)->all_reduce_sum(*backend, x);
+    });
+    for (const std::string& error : errors) {
+        EXPECT_NE(error.find("int32"), std::string::npos) << error;
+        EXPECT_NE(error.find("float32"), std::string::npos) << error;
+    }
+    EXPECT_FALSE(group->can_record());
+}
+
 TEST(ThreadGroup, MismatchedSizesAndAFailedRankEndTheGroup) {
     const auto group = ThreadGroup::create(2);
     auto errors = run_ranks(*group, [&](int r) {
@@ -92,8 +121,9 @@ TEST(ThreadGroup, MismatchedSizesAndAFailedRankEndTheGroup) {
     });
     // Whichever rank came last names both sizes.
     for (const std::string& error : errors) {
-        const bool named = error.find("rank 0 summed 2 values where rank 1 summed 3") != std::string::npos ||
-                           error.find("rank 1 summed 3 values where rank 0 summed 2") != std::string::npos;
+        const bool named =
+            error.find("rank 0 summed 2 float32 values where rank 1 summed 3 float32") != std::string::npos ||
+            error.find("rank 1 summed 3 float32 values where rank 0 summed 2 float32") != std::string::npos;
         EXPECT_TRUE(named) << error;
     }
 

@@ -1,10 +1,13 @@
 // Tensor parallelism on CUDA backends, each rank a backend of its own on a thread of its own: the Llama and
 // ERNIE-4.5-VL fixtures split over two ranks on one card with the sums on the host, and over two cards
 // through NCCL where the machine has two (skipped otherwise); NCCL's group of one rank summing on a backend's
-// stream. Greedy tokens equal the reference's. Skipped where no CUDA device is present.
+// stream; decode steps recorded through an NCCL group (of two cards where the machine has them, of one
+// otherwise). Greedy tokens equal the reference's. Skipped where no CUDA device is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "engine/models/ernie45-vl/ernie45-vl.h"
 #include "engine/models/ernie45-vl/weights.h"
 #include "engine/models/llama/llama.h"
+#include "engine/runtime/engine-core.h"
 #include "engine/runtime/generator.h"
 #include "engine/runtime/tensor-parallel-model.h"
 #include "ernie45-vl-fixture.h"
@@ -131,6 +135,53 @@ TEST_F(CudaTensorParallel, NcclGroupOfOneSumsOnTheBackendsStream) {
     rank->all_reduce_sum(*backend, tail);
     EXPECT_EQ(backend->download(x), values);
     std::cout << "NCCL " << nccl->version() << " from " << nccl->path() << "\n";
+}
+
+// A decode step recorded through the group: NCCL's sums captured on the rank's stream with the model's work,
+// every step after the prompt replayed, and the greedy tokens still the reference's.
+TEST_F(CudaTensorParallel, NcclGroupRecordsDecodeSteps) {
+    std::string why;
+    const NcclLibrary* nccl = system_nccl(why);
+    if (nccl == nullptr) {
+        GTEST_SKIP() << "skipped: " << why;
+    }
+    testing::LlamaFixture& f = llama();
+    const int n_ranks = std::min(kernels::device_count(), 2);
+    std::vector<int> devices(static_cast<size_t>(n_ranks));
+    std::iota(devices.begin(), devices.end(), 0);
+    on_split<Llama>(
+        NcclGroup::create(*nccl, n_ranks, cuda_backend_stream), devices,
+        [&](Backend& b, const ModelLoadParams& load) {
+            return std::make_unique<Llama>(b, f.config, *make_store_weight_source(*f.store), load);
+        },
+        [&](GenerativeModel& model) {
+            ASSERT_TRUE(model.can_record());
+            for (const std::string& key : testing::llama_prompt_keys()) {
+                const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
+                Request request;
+                request.prompt = f.prompt(key);
+                EngineConfig config;
+                config.max_model_len = static_cast<int64_t>(request.prompt.ids.size() + expected.size());
+                config.max_num_seqs = 1;
+                config.num_gpu_blocks_override =
+                    (config.max_model_len + config.block_size - 1) / config.block_size;
+                EngineCore engine(model, config);
+                request.max_tokens = static_cast<int>(expected.size());
+                const int64_t id = engine.submit(std::move(request));
+                std::vector<int64_t> tokens;
+                while (engine.has_unfinished()) {
+                    for (const RequestOutput& out : engine.step()) {
+                        if (out.id == id) {
+                            tokens.insert(tokens.end(), out.tokens.begin(), out.tokens.end());
+                        }
+                    }
+                }
+                EXPECT_EQ(tokens, expected) << key << " on " << n_ranks << " ranks";
+                const RunnerStats& runner = engine.stats().runner;
+                EXPECT_GT(runner.n_decode_steps, 0) << key;
+                EXPECT_EQ(runner.n_replays, runner.n_decode_steps) << key;
+            }
+        });
 }
 
 TEST_F(CudaTensorParallel, TwoCardsSumThroughNccl) {

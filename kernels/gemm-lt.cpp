@@ -84,7 +84,8 @@ LtGemm::LtGemm(void* workspace, size_t workspace_bytes)
 
 LtGemm::~LtGemm() = default;
 
-const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
+const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias,
+                                 const std::array<const float*, 2>& scales) {
     if (const auto it = plans_.find(key); it != plans_.end()) {
         return *it->second;
     }
@@ -94,7 +95,7 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
         plans_.clear();
         bucket_algos_.clear();
     }
-    const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment, bf16_output] = key;
+    const auto [n, n_in, n_out, ld_y, epilogue, has_bias, alignment, bf16_output, fp8] = key;
     auto p = std::make_unique<Plan>();
     cublasLtMatmulDesc_t desc = nullptr;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -104,14 +105,32 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
     const cublasLtEpilogue_t lt = lt_epilogue(static_cast<LinearEpilogue>(epilogue), has_bias != 0);
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt, sizeof(lt)));
-    const cudaDataType_t bias_type = bf16_output != 0 ? CUDA_R_16BF : CUDA_R_32F;
+    // FP8 products take a bfloat16 bias for a float32 output as well.
+    const cudaDataType_t bias_type = bf16_output != 0 || fp8 != 0 ? CUDA_R_16BF : CUDA_R_32F;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
     // The heuristic reads the bias pointer's alignment.
     CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-    p->a = make_layout(CUDA_R_16BF, n_in, n_out, n_in);
-    p->b = make_layout(CUDA_R_16BF, n_in, n, n_in);
+    if (fp8 != 0) {
+        // A scale for each row of A (w's output channels) and each column of B (x's rows).
+        const cublasLtMatmulMatrixScale_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        for (const auto attribute : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_DESC_B_SCALE_MODE}) {
+            CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &outer, sizeof(outer)));
+        }
+        // The tensor cores' own accumulation, without cuBLASLt's periodic promotion to float32: E4M3's
+        // rounding of the inputs is far larger than what the promotion saves.
+        const int8_t fast = 1;
+        CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scales[0],
+                                                    sizeof(scales[0])));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scales[1],
+                                                    sizeof(scales[1])));
+    }
+    const cudaDataType_t input_type = fp8 != 0 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    p->a = make_layout(input_type, n_in, n_out, n_in);
+    p->b = make_layout(input_type, n_in, n, n_in);
     p->d = make_layout(bf16_output != 0 ? CUDA_R_16BF : CUDA_R_32F, n_out, n, ld_y);
 
     PlanKey bucket_key = key;
@@ -142,10 +161,10 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
     CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_.get(), desc, p->a.get(), p->b.get(), p->d.get(),
                                                 p->d.get(), pref_raw, 1, &result, &n_results));
     if (n_results == 0) {
-        fail("cuBLASLt: no algorithm for a bfloat16 linear layer of ", n, " x ", n_in, " by ", n_out, " x ",
-             n_in, " with epilogue ", epilogue_name(static_cast<LinearEpilogue>(epilogue)),
-             has_bias ? " and bias" : "", bf16_output != 0 ? ", bfloat16 output" : "",
-             " (pointers aligned to ", alignment, " bytes)");
+        fail("cuBLASLt: no algorithm for a ", fp8 != 0 ? "FP8 (scaled by rows)" : "bfloat16",
+             " linear layer of ", n, " x ", n_in, " by ", n_out, " x ", n_in, " with epilogue ",
+             epilogue_name(static_cast<LinearEpilogue>(epilogue)), has_bias ? " and bias" : "",
+             bf16_output != 0 ? ", bfloat16 output" : "", " (pointers aligned to ", alignment, " bytes)");
     }
     p->algo = result.algo;
     bucket_algos_[bucket_key] = result.algo;
@@ -153,6 +172,23 @@ const LtGemm::Plan& LtGemm::plan(const PlanKey& key, const void* bias) {
 }
 
 void LtGemm::linear_bf16(const LtLinearArgs& args, cudaStream_t stream) {
+    run(args, args.x, args.w, false, stream);
+}
+
+void LtGemm::linear_fp8(const LtLinearArgs& args, cudaStream_t stream) {
+    if (args.x_scales == nullptr || args.w_scales == nullptr || args.b != nullptr) {
+        fail("cuBLASLt FP8 linear: x scales ", args.x_scales != nullptr ? "given" : "missing", ", w scales ",
+             args.w_scales != nullptr ? "given" : "missing",
+             args.b != nullptr ? ", a float32 bias (FP8 products take a bfloat16 one)" : "");
+    }
+    // The FP8 path reads rows of 16-byte multiples.
+    if (args.n_in % 16 != 0) {
+        fail("cuBLASLt FP8 linear: ", args.n_in, " input columns are not a multiple of 16");
+    }
+    run(args, args.x_fp8, args.w_fp8, true, stream);
+}
+
+void LtGemm::run(const LtLinearArgs& args, const void* x, const void* w, bool fp8, cudaStream_t stream) {
     if (args.n == 0 || args.n_out == 0) {
         return;
     }
@@ -160,8 +196,9 @@ void LtGemm::linear_bf16(const LtLinearArgs& args, cudaStream_t stream) {
         fail("cuBLASLt linear: row stride ", args.ld_y, " of y under its ", args.n_out, " columns");
     }
     const bool bf16_output = args.y_bf16 != nullptr;
+    const bool bf16_bias = bf16_output || fp8;
     if ((args.y != nullptr) == bf16_output || (bf16_output && args.epilogue == LinearEpilogue::Accumulate) ||
-        (bf16_output ? args.b != nullptr : args.b_bf16 != nullptr)) {
+        (bf16_bias ? args.b != nullptr : args.b_bf16 != nullptr)) {
         fail("cuBLASLt linear: float32 output ", args.y != nullptr ? "given" : "missing",
              ", bfloat16 output ", bf16_output ? "given" : "missing", ", float32 bias ",
              args.b != nullptr ? "given" : "missing", ", bfloat16 bias ",
@@ -169,21 +206,27 @@ void LtGemm::linear_bf16(const LtLinearArgs& args, cudaStream_t stream) {
              " (one output; bfloat16 only stored, with a bias of the output's type)");
     }
     void* y = bf16_output ? static_cast<void*>(args.y_bf16) : static_cast<void*>(args.y);
-    const void* bias = bf16_output ? static_cast<const void*>(args.b_bf16) : static_cast<const void*>(args.b);
+    const void* bias = bf16_bias ? static_cast<const void*>(args.b_bf16) : static_cast<const void*>(args.b);
     const int64_t alignment =
-        std::min({alignment_of(args.x), alignment_of(args.w), alignment_of(y), alignment_of(bias)});
+        std::min({alignment_of(x), alignment_of(w), alignment_of(y), alignment_of(bias)});
     const Plan& p = plan({args.n, args.n_in, args.n_out, args.ld_y, static_cast<int64_t>(args.epilogue),
-                          bias != nullptr ? 1 : 0, alignment, bf16_output ? 1 : 0},
-                         bias);
+                          bias != nullptr ? 1 : 0, alignment, bf16_output ? 1 : 0, fp8 ? 1 : 0},
+                         bias, {args.w_scales, args.x_scales});
     if (bias != nullptr) {
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof(bias)));
     }
+    if (fp8) {
+        // A is w, B is x.
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                    &args.w_scales, sizeof(args.w_scales)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                    &args.x_scales, sizeof(args.x_scales)));
+    }
     const float alpha = 1.0f;
     const float beta = args.epilogue == LinearEpilogue::Accumulate ? 1.0f : 0.0f;
-    CUBLAS_CHECK(cublasLtMatmul(handle_.get(), p.desc.get(), &alpha, args.w, p.a.get(), args.x, p.b.get(),
-                                &beta, y, p.d.get(), y, p.d.get(), &p.algo, workspace_, workspace_bytes_,
-                                stream));
+    CUBLAS_CHECK(cublasLtMatmul(handle_.get(), p.desc.get(), &alpha, w, p.a.get(), x, p.b.get(), &beta, y,
+                                p.d.get(), y, p.d.get(), &p.algo, workspace_, workspace_bytes_, stream));
 }
 
 }  // namespace folio::kernels

@@ -28,9 +28,17 @@ enum class LinearEpilogue {
 // columns can be written in place). b float32 or null. With y_bf16 in place of y the output is written as
 // bfloat16 bits, rounded to nearest even (not for Accumulate), and the bias, if any, is b_bf16 in bfloat16
 // bits: cuBLASLt takes a bias of the output's type there.
+//
+// FP8 (linear_fp8): x_fp8 and w_fp8 are E4M3 bytes in the same layouts, their values x_scales[i] · x_fp8[i,
+// :] and w_scales[o] · w_fp8[o, :] (one scale a row of each, float32, on the device); the bias, if any, is
+// b_bf16 for either output.
 struct LtLinearArgs {
     const uint16_t* x = nullptr;
     const uint16_t* w = nullptr;
+    const uint8_t* x_fp8 = nullptr;
+    const uint8_t* w_fp8 = nullptr;
+    const float* x_scales = nullptr;  // [n]
+    const float* w_scales = nullptr;  // [n_out]
     const float* b = nullptr;
     float* y = nullptr;
     uint16_t* y_bf16 = nullptr;
@@ -57,12 +65,20 @@ public:
 
     // Enqueues the linear layer on stream. Throws folio::Error when cuBLASLt has no algorithm for it.
     void linear_bf16(const LtLinearArgs& args, cudaStream_t stream);
+    // The same with FP8 inputs on the tensor cores' FP8 path (compute capability 8.9 and later), each input's
+    // row scales applied to the float32 sums. Throws folio::Error when cuBLASLt has no algorithm for it
+    // (cuBLASLt scales by rows on the FP8 path of Hopper and later).
+    void linear_fp8(const LtLinearArgs& args, cudaStream_t stream);
 
 private:
     struct Plan;
-    // n, n_in, n_out, ld_y, epilogue, bias present, alignment of the pointers in bytes, bfloat16 output
-    using PlanKey = std::array<int64_t, 8>;
-    const Plan& plan(const PlanKey& key, const void* bias);
+    // n, n_in, n_out, ld_y, epilogue, bias present, alignment of the pointers in bytes, bfloat16 output, FP8
+    // inputs
+    using PlanKey = std::array<int64_t, 9>;
+    // Checks the outputs args gives and enqueues its product from inputs x and w.
+    void run(const LtLinearArgs& args, const void* x, const void* w, bool fp8, cudaStream_t stream);
+    // scales: an FP8 product's w and x scales, which the heuristic reads beside the bias.
+    const Plan& plan(const PlanKey& key, const void* bias, const std::array<const float*, 2>& scales);
 
     struct HandleDestroy {
         void operator()(cublasLtHandle_t h) const { cublasLtDestroy(h); }

@@ -577,6 +577,7 @@ int run_bench(const Options& opt) {
          opt.has("--model") ? opt.text("--model") : "full-size PaddleOCR-VL architecture, random weights"},
         {"dtype", load.bf16_weights ? "bf16 weights, f32 activations" : "f32"},
         {"quantization", quantization_name(load.quantization)},
+        {"vision_quantization", quantization_name(vision_quantization(load))},
         {"n_params", n_params},
         {"weight_bytes", n_weight_bytes},
         {"weight_bytes_by_format", bytes},

@@ -320,7 +320,8 @@ int run_ocr(int argc, char** argv, int first) {
         const bool takes_value = arg.find('=') == std::string::npos && arg != "--help" &&
                                  !is_engine_switch(arg) &&
                                  !(arg.rfind("--no-", 0) == 0 && is_engine_switch("--" + arg.substr(5)));
-        if (takes_value && i + 1 < argc) {
+        if ((takes_value || (is_engine_switch(arg) && i + 1 < argc && is_switch_word(arg, argv[i + 1]))) &&
+            i + 1 < argc) {
             rewritten.push_back(argv[++i]);
         }
     }

@@ -64,8 +64,8 @@ Options::Options(int argc, char** argv, int first, std::initializer_list<std::st
             continue;
         }
         if (!value && is_engine_switch(flag)) {
-            // Bare, unless a boolean word follows.
-            if (i + 1 < argc && parse_bool_word(argv[i + 1])) {
+            // Bare, unless a word of the switch's follows.
+            if (i + 1 < argc && is_switch_word(flag, argv[i + 1])) {
                 value = argv[++i];
             } else {
                 value = "true";

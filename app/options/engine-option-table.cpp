@@ -137,7 +137,9 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
     {"async_scheduling", kFolio, Switch, FolioSpecific, "", "on",
      "each step queued while the one before runs"},
     {"quant_group_size", kFolio, Integer, FolioSpecific, "64|128", "128", "WINT4 group size"},
-    {"quantize_vision", kFolio, Switch, FolioSpecific, "", "off", "quantize the vision encoder too"},
+    {"quantize_vision", kFolio, Switch, FolioSpecific, "[fp8]", "off",
+     "quantize the vision encoder too; fp8: its linear layers in FP8 (E4M3, a scale a channel and a row) on "
+     "GPUs of compute capability 8.9 and later"},
     {"dtype", kFolio, Text, FolioSpecific, "float32|bfloat16", "bfloat16 on the GPU, float32 on the CPU",
      "weights left unquantized"},
     {"kv_cache_dtype", kFolio, Text, FolioSpecific, "auto|int8", "auto",

@@ -560,7 +560,14 @@ ModelLoadParams parse_load_params(const Reader& r, bool on_cpu) {
     ModelLoadParams p;
     p.quantization = parse_quantization_option(r);
     p.group_size = r.integer("quant_group_size", p.group_size);
-    p.quantize_vision = r.flag("quantize_vision", p.quantize_vision);
+    if (r.has("quantize_vision") && lower(r.text("quantize_vision")) == "fp8") {
+        p.vision_fp8 = true;
+    } else if (r.has("quantize_vision") && !parse_bool_word(r.text("quantize_vision"))) {
+        fail("--quantize-vision expects on or off (the language model's quantization) or fp8, got '",
+             r.text("quantize_vision"), "'");
+    } else {
+        p.quantize_vision = r.flag("quantize_vision", p.quantize_vision);
+    }
     // bfloat16 weights by default on the GPU, float32 on the CPU reference backend.
     const std::string dtype = r.has("dtype") ? lower(r.text("dtype")) : on_cpu ? "float32" : "bfloat16";
     if (dtype != "float32" && dtype != "bfloat16") {
@@ -584,6 +591,10 @@ std::optional<bool> parse_bool_word(std::string_view text) {
         return false;
     }
     return std::nullopt;
+}
+
+bool is_switch_word(std::string_view flag, std::string_view word) {
+    return parse_bool_word(word).has_value() || (flag == "--quantize-vision" && lower(word) == "fp8");
 }
 
 EngineOptions parse_engine_options(const Options& opt, const ModelDescription& model, CommandScope scope) {

@@ -121,5 +121,8 @@ void apply_preprocessing(const EngineOptions& options, PreprocessorConfig& pre);
 
 // A switch's value: true/false/on/off/yes/no/1/0 in any case; nullopt otherwise.
 std::optional<bool> parse_bool_word(std::string_view text);
+// Whether word, after the switch flag, is its value: a boolean word, or a word of the switch's own
+// ("fp8" for --quantize-vision).
+bool is_switch_word(std::string_view flag, std::string_view word);
 
 }  // namespace folio::cli

@@ -10,9 +10,9 @@ enum class Activation {
     Silu,
     Gelu,  // GELU, exact erf form
     Sigmoid,
-    GeluTanh,  // GELU, tanh approximation
-    QuickGelu, // x · sigmoid(1.702 x), CLIP's approximation
-    Swiglu,    // silu(first half) ⊙ second half of each row (stacked gate and up projections): linear only
+    GeluTanh,   // GELU, tanh approximation
+    QuickGelu,  // x · sigmoid(1.702 x), CLIP's approximation
+    Swiglu,     // silu(first half) ⊙ second half of each row (stacked gate and up projections): linear only
 };
 
 const char* activation_name(Activation act);

@@ -763,8 +763,14 @@ private:
     }
 
     // The same with packed weights. Each task dequantizes four rows of w and multiplies them with every row
-    // of x, so that an output's arithmetic does not depend on the other rows in the batch.
-    Tensor packed_product(const Tensor& x, const Weight& w, const Tensor* b) {
+    // of x, so that an output's arithmetic does not depend on the other rows in the batch. FP8 weights read
+    // x's rows rounded to E4M3 as the tensor cores' FP8 product reads them.
+    Tensor packed_product(const Tensor& x_in, const Weight& w, const Tensor* b) {
+        Tensor x = x_in;
+        if (w.type == Quantization::Fp8) {
+            x = copy(x_in);
+            round_rows_to_fp8(std::span(x.f32(), static_cast<size_t>(x.n_elements())), x.row_size());
+        }
         const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
         Tensor y = alloc({n, out});
         const auto* qd = static_cast<const int8_t*>(w.data->data()) + w.data_offset;

@@ -179,6 +179,8 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
+    // Why FP8 weights (Quantization::Fp8) cannot be used here, naming the device; empty where they can.
+    virtual std::string fp8_refusal() const { return {}; }
 
     // A tensor of zeros.
     virtual Tensor alloc(std::vector<int64_t> shape) = 0;

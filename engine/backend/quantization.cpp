@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "engine/backend/tensor.h"
@@ -34,6 +35,7 @@ float scale_of(std::span<const float> w, float limit) {
 int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {
     switch (type) {
         case Quantization::Wint8:
+        case Quantization::Fp8:
             return n_out * n_in;
         case Quantization::Wint4:
             return n_out * n_in / 2;
@@ -47,6 +49,19 @@ int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {
 
 int64_t n_scales(Quantization type, int64_t n_out, int64_t n_in, int64_t group_size) {
     return type == Quantization::Bf16 ? 0 : n_out * (n_in / group_size);
+}
+
+// The scale that maps a largest magnitude to E4M3's largest value; 1 for zeros.
+float fp8_scale(float max_abs) {
+    return max_abs > 0.0f ? max_abs / kFp8Max : 1.0f;
+}
+
+float max_magnitude(std::span<const float> v) {
+    float m = 0.0f;
+    for (const float x : v) {
+        m = std::max(m, std::fabs(x));
+    }
+    return m;
 }
 
 int8_t low_nibble(int8_t byte) {
@@ -96,6 +111,8 @@ const char* quantization_name(Quantization q) {
             return "wint4";
         case Quantization::Bf16:
             return "bf16";
+        case Quantization::Fp8:
+            return "fp8";
     }
     return "unknown";
 }
@@ -133,6 +150,17 @@ QuantizedWeights quantize(std::span<const float> w, int64_t n_out, int64_t n_in,
             for (int64_t i = begin * n_in; i < end * n_in; ++i) {
                 const uint16_t h = to_bf16(w[static_cast<size_t>(i)]);
                 std::memcpy(q.q.data() + 2 * i, &h, sizeof(h));
+            }
+            return;
+        }
+        if (type == Quantization::Fp8) {
+            for (int64_t r = begin; r < end; ++r) {
+                const auto row = w.subspan(static_cast<size_t>(r * n_in), static_cast<size_t>(n_in));
+                const float scale = fp8_scale(max_magnitude(row));
+                q.scales[static_cast<size_t>(r)] = scale;
+                for (int64_t c = 0; c < n_in; ++c) {
+                    q.q[static_cast<size_t>(r * n_in + c)] = static_cast<int8_t>(to_fp8_e4m3(row[c] / scale));
+                }
             }
             return;
         }
@@ -189,6 +217,13 @@ void dequantize_row(Quantization type, const int8_t* q, const float* scales, int
         }
         return;
     }
+    if (type == Quantization::Fp8) {
+        const int8_t* qr = q + r * n_in;
+        for (int64_t c = 0; c < n_in; ++c) {
+            out[c] = from_fp8_e4m3(static_cast<uint8_t>(qr[c])) * s[0];
+        }
+        return;
+    }
     const int8_t* qr = q + r * (n_in / 2);
     for (int64_t c = 0; c < n_in / 2; ++c) {
         const float scale = s[(2 * c) / group_size];
@@ -227,6 +262,7 @@ int64_t quantized_bytes(Quantization type, int64_t n_out, int64_t n_in, int64_t 
         case Quantization::None:
             return n_out * n_in * static_cast<int64_t>(sizeof(float));
         case Quantization::Wint8:
+        case Quantization::Fp8:
             return n_out * n_in + n_out * static_cast<int64_t>(sizeof(float));
         case Quantization::Wint4:
             return n_out * n_in / 2 + n_out * (n_in / group_size) * static_cast<int64_t>(sizeof(float));
@@ -234,6 +270,62 @@ int64_t quantized_bytes(Quantization type, int64_t n_out, int64_t n_in, int64_t 
             return n_out * n_in * 2;
     }
     return 0;
+}
+
+uint8_t to_fp8_e4m3(float v) {
+    if (std::isnan(v)) {
+        return 0x7f;
+    }
+    const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+    const float a = std::min(std::fabs(v), kFp8Max);
+    constexpr float kMinNormal = 0.015625f;  // 2^-6
+    if (a < kMinNormal) {
+        // Subnormals are multiples of 2^-9; rounding up to 8 of them gives the smallest normal's bits.
+        return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::nearbyint(std::ldexp(a, 9))));
+    }
+    int e = 0;
+    const float f = std::frexp(a, &e);  // a = f 2^e, f in [0.5, 1)
+    int exponent = e - 1 + 7;
+    auto mantissa = static_cast<int>(std::nearbyint((2.0f * f - 1.0f) * 8.0f));  // exact: 2f - 1 has 24 bits
+    if (mantissa == 8) {
+        mantissa = 0;
+        ++exponent;
+    }
+    return static_cast<uint8_t>(sign | (exponent << 3) | mantissa);
+}
+
+float from_fp8_e4m3(uint8_t bits) {
+    const int exponent = (bits >> 3) & 0x0f, mantissa = bits & 0x07;
+    const float sign = (bits & 0x80) != 0 ? -1.0f : 1.0f;
+    if (exponent == 0x0f && mantissa == 0x07) {
+        return std::numeric_limits<float>::quiet_NaN();
+    }
+    if (exponent == 0) {
+        return sign * std::ldexp(static_cast<float>(mantissa), -9);
+    }
+    return sign * std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, exponent - 7);
+}
+
+void round_rows_to_fp8(std::span<float> x, int64_t row, std::span<float> scales) {
+    if (row <= 0 || x.size() % static_cast<size_t>(row) != 0) {
+        fail("round_rows_to_fp8: ", x.size(), " values in rows of ", row);
+    }
+    const auto n_rows = static_cast<int64_t>(x.size()) / row;
+    if (!scales.empty() && static_cast<int64_t>(scales.size()) != n_rows) {
+        fail("round_rows_to_fp8: ", scales.size(), " scales for ", n_rows, " rows");
+    }
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const std::span<float> xr = x.subspan(static_cast<size_t>(r * row), static_cast<size_t>(row));
+        const float largest = max_magnitude(xr), scale = fp8_scale(largest);
+        // A product by 448 / largest, as the device's rows take it.
+        const float inv = largest > 0.0f ? kFp8Max / largest : 1.0f;
+        for (float& v : xr) {
+            v = from_fp8_e4m3(to_fp8_e4m3(v * inv)) * scale;
+        }
+        if (!scales.empty()) {
+            scales[static_cast<size_t>(r)] = scale;
+        }
+    }
 }
 
 }  // namespace folio

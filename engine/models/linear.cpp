@@ -24,6 +24,22 @@ Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadPar
     return q == Quantization::Wint4 && n_in % load.group_size != 0 ? Quantization::Wint8 : q;
 }
 
+Quantization vision_quantization(const ModelLoadParams& load) {
+    if (load.vision_fp8) {
+        return Quantization::Fp8;
+    }
+    return load.quantize_vision ? load.quantization : Quantization::None;
+}
+
+Quantization WeightLoader::vision_quantization() const {
+    if (load_.vision_fp8) {
+        if (const std::string why = backend_.fp8_refusal(); !why.empty()) {
+            fail("the vision encoder in FP8 (--quantize-vision fp8): ", why);
+        }
+    }
+    return folio::vision_quantization(load_);
+}
+
 Tensor WeightLoader::load(const std::string& name, std::vector<int64_t> shape) {
     std::vector<float> values = weights_.load(name, shape);
     n_params_ += static_cast<int64_t>(values.size());

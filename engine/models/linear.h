@@ -36,6 +36,9 @@ struct ModelLoadParams {
     Quantization quantization = Quantization::None;  // applies to the language model's linear layers
     int64_t group_size = 128;                        // WINT4 group size: 64 or 128
     bool quantize_vision = false;                    // the vision encoder's linear layers too
+    // The vision encoder's linear layers in FP8 with activations rounded per row (Backend::fp8_refusal says
+    // where not), in place of quantize_vision.
+    bool vision_fp8 = false;
     // Linear layers left unquantized, and the LM head, kept in bfloat16; attention then at bfloat16
     // precision.
     bool bf16_weights = false;
@@ -60,6 +63,10 @@ struct Linear {
 // layers are bfloat16 when asked.
 Quantization layer_quantization(Quantization q, int64_t n_in, const ModelLoadParams& load);
 
+// How the vision encoder's linear layers asked to be stored: FP8 where vision_fp8, the language model's
+// quantization where quantize_vision, unquantized otherwise.
+Quantization vision_quantization(const ModelLoadParams& load);
+
 // What a WeightLoader tells of its quantization pass as it goes (the service's loading progress).
 class QuantizationObserver {
 public:
@@ -81,6 +88,9 @@ public:
         : backend_(backend), weights_(weights), load_(load), observer_(observer) {}
 
     Tensor load(const std::string& name, std::vector<int64_t> shape);
+    // vision_quantization(params()), after checking that the backend takes FP8 where it is asked for
+    // (folio::Error with the backend's reason otherwise).
+    Quantization vision_quantization() const;
     // A token embedding table [vocab, d]: in bfloat16 where the weights are bfloat16 and the backend keeps
     // bfloat16 (its rows are read one at a time, and it is half of float32's memory), else float32; a
     // backend's table (Backend::upload_table), which a device keeps in host memory, unless it is the head's

@@ -113,6 +113,11 @@ const std::vector<Accepted>& accepted_cases() {
                     !o.load.bf16_weights;
          }},
         {{"--device", "cuda"}, [](E o) { return o.engine.max_num_seqs == 256 && o.load.bf16_weights; }},
+        // the vision encoder: the language model's quantization, or FP8 of its own
+        {{"--quantize-vision"}, [](E o) { return o.load.quantize_vision && !o.load.vision_fp8; }},
+        {{"--quantize-vision", "FP8"}, [](E o) { return o.load.vision_fp8 && !o.load.quantize_vision; }},
+        {{"--quantize-vision=fp8"}, [](E o) { return o.load.vision_fp8; }},
+        {{"--quantize-vision", "off"}, [](E o) { return !o.load.quantize_vision && !o.load.vision_fp8; }},
         // the cache's elements: vLLM's flag or FastDeploy's kv_cache_quant_type
         {{}, [](E o) { return o.engine.kv_cache_dtype == folio::KvCacheDtype::Auto; }},
         {{"--kv-cache-dtype", "INT8"},
@@ -318,6 +323,8 @@ const std::vector<Refused>& refused_cases() {
         {{"--use-cudagraph", "false", "--graph-optimization-config", R"({"use_cudagraph": true})"},
          "--use-cudagraph false contradicts --graph-optimization-config's use_cudagraph true"},
         {{"--quantization", "int3"}, "unknown quantization \"int3\" (expected none, wint8 or wint4)"},
+        {{"--quantize-vision=fp4"},
+         "--quantize-vision expects on or off (the language model's quantization) or fp8, got 'fp4'"},
         {{"--quantization", "W4A8"},
          "--quantization w4a8 is not supported yet (Folio supports none, wint8 and wint4)"},
         {{"--quantization", R"({"quantization": "wint4", "kv_cache_quant_type": "block_wise_fp8"})"},

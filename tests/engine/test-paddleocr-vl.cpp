@@ -94,6 +94,33 @@ private:
     WeightSource& inner_;
 };
 
+// How closely logits q follow logits p, position by position: the mean KL divergence of q's softmax from
+// p's, and the share of positions whose largest logit is the same.  p, q [n, vocab]
+std::pair<double, double> agreement(const std::vector<float>& p, const std::vector<float>& q, int64_t vocab) {
+    const int64_t n = static_cast<int64_t>(p.size()) / vocab;
+    double kl = 0.0;
+    int64_t n_agree = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float* p_logits = p.data() + i * vocab;
+        const float* q_logits = q.data() + i * vocab;
+        const double p_max = *std::max_element(p_logits, p_logits + vocab);
+        const double q_max = *std::max_element(q_logits, q_logits + vocab);
+        double p_sum = 0.0, q_sum = 0.0;
+        for (int64_t v = 0; v < vocab; ++v) {
+            p_sum += std::exp(p_logits[v] - p_max);
+            q_sum += std::exp(q_logits[v] - q_max);
+        }
+        for (int64_t v = 0; v < vocab; ++v) {
+            const double log_p = p_logits[v] - p_max - std::log(p_sum);
+            const double log_q = q_logits[v] - q_max - std::log(q_sum);
+            kl += std::exp(log_p) * (log_p - log_q);
+        }
+        n_agree += std::max_element(p_logits, p_logits + vocab) - p_logits ==
+                   std::max_element(q_logits, q_logits + vocab) - q_logits;
+    }
+    return {kl / static_cast<double>(n), static_cast<double>(n_agree) / static_cast<double>(n)};
+}
+
 class PaddleOcrVlTest : public ::testing::TestWithParam<PromptCase> {
 protected:
     PreprocessedImages reference_images(const PromptCase& c) const {
@@ -304,29 +331,7 @@ TEST_P(PaddleOcrVlTest, QuantizedLogitsStayCloseToUnquantized) {
         load.group_size = 64;
         const auto weights = make_file_weight_source(*files_);
         PaddleOcrVl quantized(*backend_, files_->config(), *weights, load);
-        const std::vector<float> q = backend_->download(prompt_logits(quantized, c));
-        double kl = 0.0;
-        int64_t n_agree = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const float* p_logits = dense.data() + i * vocab;
-            const float* q_logits = q.data() + i * vocab;
-            const double p_max = *std::max_element(p_logits, p_logits + vocab);
-            const double q_max = *std::max_element(q_logits, q_logits + vocab);
-            double p_sum = 0.0, q_sum = 0.0;
-            for (int64_t v = 0; v < vocab; ++v) {
-                p_sum += std::exp(p_logits[v] - p_max);
-                q_sum += std::exp(q_logits[v] - q_max);
-            }
-            for (int64_t v = 0; v < vocab; ++v) {
-                const double log_p = p_logits[v] - p_max - std::log(p_sum);
-                const double log_q = q_logits[v] - q_max - std::log(q_sum);
-                kl += std::exp(log_p) * (log_p - log_q);
-            }
-            n_agree += std::max_element(p_logits, p_logits + vocab) - p_logits ==
-                       std::max_element(q_logits, q_logits + vocab) - q_logits;
-        }
-        kl /= static_cast<double>(n);
-        const double top1 = static_cast<double>(n_agree) / static_cast<double>(n);
+        const auto [kl, top1] = agreement(dense, backend_->download(prompt_logits(quantized, c)), vocab);
         std::cout << c.key << ": " << quantization_name(bound.type) << " mean KL " << kl
                   << ", top-1 agreement " << top1 << " over " << n << " positions, weights "
                   << quantized.n_weight_bytes() << " bytes\n";
@@ -344,6 +349,32 @@ TEST_P(PaddleOcrVlTest, QuantizedLogitsStayCloseToUnquantized) {
     const double err = testing::relative_error(backend_->download(prompt_logits(bf16, c)), dense);
     std::cout << c.key << ": bf16 weights, logits relative error " << err << "\n";
     EXPECT_LT(err, 1e-2);
+}
+
+// The vision encoder's linear layers in FP8 (E4M3 weights a scale a channel, rows rounded to E4M3 a scale a
+// row), the language model float32: the features against the reference's, and the prompt logits against the
+// float32 model's as the quantized language models are measured above (the fixture's flat distributions make
+// its greedy tokens a harsh measure). The bounds sit above what was measured.
+TEST_P(PaddleOcrVlTest, Fp8VisionEncoderStaysNearTheReference) {
+    const PromptCase& c = GetParam();
+    ModelLoadParams load;
+    load.vision_fp8 = true;
+    const auto weights = make_file_weight_source(*files_);
+    PaddleOcrVl fp8(*backend_, files_->config(), *weights, load);
+    EXPECT_LT(fp8.n_weight_bytes(), model_->n_weight_bytes());
+    const PreprocessedImages images = reference_images(c);
+    const double err =
+        relative_error(backend_->download(fp8.encode_vision(images.pixel_values, images.grids)),
+                       reference_->f32(c.key + ".vision_features"));
+    const auto [kl, top1] =
+        agreement(backend_->download(prompt_logits(*model_, c)), backend_->download(prompt_logits(fp8, c)),
+                  files_->config().text.vocab_size);
+    std::cout << c.key << ": FP8 vision encoder, features relative error " << err
+              << ", prompt logits mean KL " << kl << ", top-1 agreement " << top1 << "\n";
+    EXPECT_GT(err, 1e-4) << "the features come from E4M3 products";
+    EXPECT_LT(err, 0.08);
+    EXPECT_LT(kl, 0.02);
+    EXPECT_GE(top1, 0.8);
 }
 
 TEST_P(PaddleOcrVlTest, GreedyTokensMatchReference) {
@@ -482,6 +513,10 @@ TEST(PaddleOcrVlWeights, ByteCountsMatchTheLoadedModelInEveryFormat) {
             EXPECT_EQ(weight_bytes(files->config(), load), model.n_weight_bytes())
                 << quantization_name(type) << (vision ? " with the vision encoder" : "")
                 << (bf16 ? ", bf16" : "");
+            load.vision_fp8 = true;
+            const PaddleOcrVl fp8(*backend, files->config(), *make_file_weight_source(*files), load);
+            EXPECT_EQ(weight_bytes(files->config(), load), fp8.n_weight_bytes())
+                << quantization_name(type) << " with an FP8 vision encoder" << (bf16 ? ", bf16" : "");
         }
     }
 }

@@ -226,3 +226,91 @@ INSTANTIATE_TEST_SUITE_P(Shapes, QuantizedLinear,
                                            std::make_tuple(Quantization::Wint4, 13, 33, 192),
                                            std::make_tuple(Quantization::Bf16, 1, 9, 40),
                                            std::make_tuple(Quantization::Bf16, 17, 33, 96)));
+
+// E4M3 (OCP FP8): 4 exponent bits with bias 7, 3 mantissa bits, subnormals below 2^-6, no infinities, 448 the
+// largest value; conversion rounds to nearest even and saturates.
+TEST(Fp8, E4M3RoundsToNearestEvenAndSaturates) {
+    struct Case {
+        float value;
+        uint8_t bits;
+    };
+    for (const Case c :
+         {Case{0.0f, 0x00}, Case{-0.0f, 0x80}, Case{1.0f, 0x38}, Case{-2.0f, 0xc0}, Case{448.0f, 0x7e},
+          Case{-448.0f, 0xfe}, Case{500.0f, 0x7e}, Case{1e9f, 0x7e}, Case{0x1p-9f, 0x01},
+          Case{0x1p-10f, 0x00}, Case{0x3p-10f, 0x02}, Case{0x1p-6f, 0x08}, Case{0x7p-9f, 0x07},
+          Case{0xfp-10f, 0x08},  // 7.5 subnormal steps: to 8, the first normal
+          Case{1.0625f, 0x38}, Case{1.1875f, 0x3a}, Case{0.3f, 0x2a}, Case{240.0f, 0x77}}) {
+        EXPECT_EQ(to_fp8_e4m3(c.value), c.bits) << c.value;
+    }
+    EXPECT_EQ(to_fp8_e4m3(std::nanf("")) & 0x7f, 0x7f);
+    EXPECT_TRUE(std::isnan(from_fp8_e4m3(0x7f)));
+    EXPECT_TRUE(std::isnan(from_fp8_e4m3(0xff)));
+    // Every other byte is a value that converts back to itself; values are ordered as their codes.
+    float previous = -1.0f;
+    for (int b = 0; b < 0x7f; ++b) {
+        const float v = from_fp8_e4m3(static_cast<uint8_t>(b));
+        EXPECT_EQ(to_fp8_e4m3(v), b) << b;
+        EXPECT_EQ(to_fp8_e4m3(-v), b | 0x80) << b;
+        EXPECT_GT(v, previous) << b;
+        previous = v;
+    }
+    EXPECT_EQ(from_fp8_e4m3(0x7e), 448.0f);
+}
+
+// FP8 weights: each row's largest magnitude becomes 448, and every weight is within half a step of its
+// binade (2^-4 of its magnitude) or, below the normal range, half a subnormal step.
+TEST(Fp8, WeightsKeepAScaleAChannel) {
+    const int64_t n_out = 9, n_in = 64;
+    std::vector<float> w = random_values(n_out * n_in, 21, 0.05f);
+    std::fill(w.begin() + 3 * n_in, w.begin() + 4 * n_in, 0.0f);  // a row of zeros keeps scale 1
+    const QuantizedWeights q = quantize(w, n_out, n_in, Quantization::Fp8, 0);
+    EXPECT_EQ(q.group_size, n_in);
+    ASSERT_EQ(q.scales.size(), static_cast<size_t>(n_out));
+    EXPECT_EQ(q.scales[3], 1.0f);
+    const std::vector<float> back = dequantize(q);
+    for (int64_t r = 0; r < n_out; ++r) {
+        for (int64_t c = 0; c < n_in; ++c) {
+            const float v = w[r * n_in + c], d = back[r * n_in + c], scale = q.scales[r];
+            const float tolerance = std::max(std::fabs(v) * 0x1p-4f, scale * 0x1p-10f) * 1.0001f;
+            EXPECT_LE(std::fabs(v - d), tolerance) << r << ", " << c;
+        }
+    }
+    EXPECT_EQ(quantized_bytes(Quantization::Fp8, n_out, n_in, 0), n_out * n_in + n_out * 4);
+    EXPECT_STREQ(quantization_name(Quantization::Fp8), "fp8");
+    EXPECT_THROW((void)parse_quantization("fp8"), Error);  // the language model has no FP8 path
+}
+
+// The CPU backend's FP8 product reads x's rows as an FP8 product does, rounded to E4M3 a scale a row: the
+// dense product of those rounded rows over the dequantized weights, bit for bit, and the fused epilogues the
+// separate operations.
+TEST(Fp8, ProductReadsRowsRoundedToE4M3) {
+    const auto backend = make_cpu_backend(2);
+    const int64_t n = 5, n_out = 12, n_in = 48;
+    const QuantizedWeights q =
+        quantize(random_values(n_out * n_in, 22, 0.05f), n_out, n_in, Quantization::Fp8, 0);
+    const std::vector<float> x = random_values(n * n_in, 23);
+    std::vector<float> rounded = x;
+    std::vector<float> scales(n);
+    round_rows_to_fp8(rounded, n_in, scales);
+    EXPECT_NE(rounded, x);
+    for (int64_t r = 0; r < n; ++r) {
+        float largest = 0.0f;
+        for (int64_t c = 0; c < n_in; ++c) {
+            largest = std::max(largest, std::fabs(x[r * n_in + c]));
+        }
+        EXPECT_EQ(scales[r], largest / 448.0f) << r;
+    }
+    const Tensor b = backend->upload(random_values(n_out, 24), {n_out});
+    const Weight w = backend->upload(q);
+    const Tensor dense = backend->upload(dequantize(q), {n_out, n_in});
+    const Tensor x_t = backend->upload(x, {n, n_in});
+    EXPECT_EQ(backend->download(backend->linear(x_t, w, &b)),
+              backend->download(backend->linear(backend->upload(rounded, {n, n_in}), dense, &b)));
+    Tensor gelu = backend->linear(x_t, w, &b);
+    backend->gelu_tanh(gelu);
+    EXPECT_EQ(backend->download(
+                  backend->linear(x_t, w, LinearSpec{.bias = &b, .activation = Activation::GeluTanh})),
+              backend->download(gelu));
+    EXPECT_TRUE(backend->fp8_refusal().empty());
+    EXPECT_THROW(round_rows_to_fp8(rounded, 7), Error);
+}

@@ -201,6 +201,72 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
     EXPECT_THROW(gpu_->linear(x63.gpu, w_gpu, {.activation = Activation::GeluTanh}), Error);
 }
 
+// FP8 weights (E4M3, a scale an output channel) multiply rows rounded to E4M3 with a scale each, on the
+// tensor cores' FP8 path; the CPU backend rounds the rows the same way and multiplies in float32. Both read
+// the same E4M3 values (the LayerNorm's float32 sums, computed in another order, may move a value across a
+// rounding boundary now and then), and the device's sums and bfloat16 outputs keep within 2e-2 of the
+// largest output. The vision encoder's specs: LayerNorm before, GELU or the residual add after, bfloat16 rows
+// in and out, at its sizes and at odd row counts. A device below compute capability 8.9 refuses, saying why.
+TEST_F(BackendOpsTest, Fp8Linear) {
+    constexpr double kFp8Bound = 2e-2;
+    if (const std::string why = gpu_->fp8_refusal(); !why.empty()) {
+        const Weight w = gpu_->upload(quantize(random_values(16 * 32, 1), 16, 32, Quantization::Fp8, 0));
+        EXPECT_THROW(gpu_->linear(random({2, 32}).gpu, w, nullptr), Error);
+        GTEST_SKIP() << "skipped: " << why;
+    }
+    struct Case {
+        int64_t in;
+        int64_t out;
+    };
+    for (const Case c : {Case{1152, 3456}, Case{4304, 1152}, Case{32, 48}, Case{1152, 4304}}) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, Quantization::Fp8, 0);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
+        for (const int64_t n : {1, 7, 130, 1030}) {
+            const std::string where = dims({n, c.in, c.out});
+            const Pair x = random({n, c.in}), b = random({c.out});
+            const Pair norm_w = random({c.in}, 1.0f, 0.2f), norm_b = random({c.in}, 0.0f, 0.2f);
+            expect_close("linear fp8", gpu_->linear(x.gpu, w_gpu, &b.gpu), cpu_->linear(x.cpu, w_cpu, &b.cpu),
+                         kFp8Bound, where);
+            expect_close("linear fp8 gelu_tanh",
+                         gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .activation = Activation::GeluTanh}),
+                         cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .activation = Activation::GeluTanh}),
+                         kFp8Bound, where);
+            const auto layer_norm = [&](const Pair& p, bool gpu) {
+                return LinearSpec{.norm = LinearNorm::Layer,
+                                  .norm_w = gpu ? &norm_w.gpu : &norm_w.cpu,
+                                  .norm_b = gpu ? &norm_b.gpu : &norm_b.cpu,
+                                  .eps = 1e-6f,
+                                  .bias = gpu ? &p.gpu : &p.cpu,
+                                  .bf16_output = gpu};
+            };
+            const Tensor normed = gpu_->linear(x.gpu, w_gpu, layer_norm(b, true));
+            EXPECT_EQ(normed.dtype, ScalarType::BF16) << where;
+            expect_close("linear fp8 layer_norm", normed, cpu_->linear(x.cpu, w_cpu, layer_norm(b, false)),
+                         kFp8Bound, where);
+            expect_close(
+                "linear fp8 rms_norm",
+                gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.gpu, .eps = 1e-6f}),
+                cpu_->linear(x.cpu, w_cpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.cpu, .eps = 1e-6f}),
+                kFp8Bound, where);
+            Pair y = random({n, c.out});
+            gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .residual = &y.gpu});
+            cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .residual = &y.cpu});
+            expect_close("linear fp8 residual", y.gpu, y.cpu, kFp8Bound, where);
+            // Rows in bfloat16 are rounded to E4M3 from their bfloat16 values.
+            const std::vector<float> x_values = gpu_->download(x.gpu);
+            const Tensor x_bf16 = gpu_->upload_kv(x_values, {n, c.in}, ScalarType::BF16);
+            expect_close(
+                "linear fp8 (bfloat16 rows)", gpu_->linear(x_bf16, w_gpu, &b.gpu),
+                cpu_->linear(cpu_->upload(rounded(x_values, ScalarType::BF16), {n, c.in}), w_cpu, &b.cpu),
+                kFp8Bound, where);
+        }
+    }
+    // FP8 products read rows of a multiple of 16 bytes.
+    const Weight odd = gpu_->upload(quantize(random_values(16 * 40, 2), 16, 40, Quantization::Fp8, 0));
+    EXPECT_THROW(gpu_->linear(random({3, 40}).gpu, odd, nullptr), Error);
+}
+
 // The norm before a layer (RMSNorm of the product's input) and the gating of a gated MLP (SwiGLU of the
 // product's stacked gate and up halves). At one row with columns in chunks of eight the GEMV norms its input
 // as it reads it; otherwise up to 8 rows the normed input goes to scratch in float32 for the GEMV first. The

@@ -99,6 +99,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
     device_name_ = props.name;
     n_multiprocessors_ = props.multiProcessorCount;
     compute_capability_major_ = props.major;
+    compute_capability_minor_ = props.minor;
     cudaStream_t stream = nullptr;
     CUDA_CHECK(cudaStreamCreate(&stream));
     stream_.reset(stream);
@@ -134,6 +135,16 @@ CudaBackend::~CudaBackend() {
 
 std::string CudaBackend::name() const {
     return "cuda (" + device_name_ + ")";
+}
+
+std::string CudaBackend::fp8_refusal() const {
+    if (compute_capability_major_ * 10 + compute_capability_minor_ >= 89) {
+        return {};
+    }
+    return "FP8 products need a GPU of compute capability 8.9 or later (RTX 40 series, Ada, Hopper and "
+           "after); cuda:" +
+           std::to_string(device_) + " (" + device_name_ + ") is " +
+           std::to_string(compute_capability_major_) + "." + std::to_string(compute_capability_minor_);
 }
 
 Tensor CudaBackend::alloc(std::vector<int64_t> shape) {

@@ -47,6 +47,8 @@ public:
     CudaBackend(const CudaBackend&) = delete;
     CudaBackend& operator=(const CudaBackend&) = delete;
     std::string name() const override;
+    // FP8 products need compute capability 8.9 (Ada) or later.
+    std::string fp8_refusal() const override;
     // The stream the backend queues its work on, for others' work that must run in order with it (NCCL).
     cudaStream_t work_stream() const { return stream_.get(); }
 
@@ -237,6 +239,11 @@ private:
     Tensor bf16_linear(const Tensor& x, const Weight& w, const LinearSpec& spec,
                        kernels::LinearEpilogue epilogue);
 
+    // y = epilogue(norm(x) · wᵀ + b) for FP8 w: the rows (normalised where asked) rounded to E4M3 with a
+    // scale each in one pass, then cuBLASLt's FP8 product with both inputs' scales, the bias rounded to
+    // bfloat16.  ->  [n, w.n_out], bfloat16 where spec asks; the residual where it has one
+    Tensor fp8_linear(const Tensor& x, const Weight& w, const LinearSpec& spec);
+
     // The device address of a quantized weight's values, after checking that this backend holds them.
     static const void* device_weights(const Weight& w, const char* op);
     // The expert kernels' view of w, its experts' n_rows rows one after another.
@@ -271,6 +278,7 @@ private:
     std::string device_name_;
     int n_multiprocessors_ = 1;
     int compute_capability_major_ = 0;
+    int compute_capability_minor_ = 0;
     std::unique_ptr<CUstream_st, StreamDestroy> stream_;
     std::unique_ptr<cublasContext, CublasDestroy> cublas_;
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;

@@ -3,6 +3,7 @@
 #include "engine/backend/cuda/cuda-backend.h"
 #include "engine/common/error.h"
 #include "kernels/elementwise.h"
+#include "kernels/fp8.h"
 #include "kernels/norm.h"
 
 namespace folio::cuda {
@@ -32,6 +33,9 @@ bool plain_product(const LinearSpec& spec) {
 
 Tensor CudaBackend::linear(const Tensor& x_in, const Weight& w, const LinearSpec& spec) {
     check_linear(x_in, w, spec);
+    if (w.type == Quantization::Fp8) {
+        return fp8_linear(x_in, w, spec);
+    }
     const char* op = "linear";
     const int64_t n = x_in.rows();
     const bool tensor_cores = !kernels::quantized_gemv_takes(n, w.n_in, quantized_format(w.type));
@@ -149,6 +153,72 @@ Tensor CudaBackend::bf16_linear(const Tensor& x, const Weight& w, const LinearSp
     args.b_bf16 = bias.empty() ? nullptr : bias.bf16();
     args.y_bf16 = y.bf16();
     gemm_->linear_bf16(args, stream());
+    return y;
+}
+
+Tensor CudaBackend::fp8_linear(const Tensor& x, const Weight& w, const LinearSpec& spec) {
+    const char* op = "linear";
+    const bool gelu = spec.activation == Activation::GeluTanh;
+    if ((spec.activation != Activation::None && !(gelu && spec.residual == nullptr)) ||
+        spec.output != LinearOutputKind::Plain) {
+        return linear_in_parts(x, w, spec);
+    }
+    if (const std::string why = fp8_refusal(); !why.empty()) {
+        fail(op, ": ", why);
+    }
+    activate();
+    const int64_t n = x.rows(), n_in = w.n_in, n_out = w.n_out;
+    kernels::Fp8RowsArgs rows;
+    if (x.dtype == ScalarType::BF16) {
+        rows.x_bf16 = static_cast<const uint16_t*>(device_data(x, op));
+    } else {
+        rows.x = device_f32(x, op);
+    }
+    rows.norm = linear_input(spec.norm);
+    if (spec.norm != LinearNorm::None) {
+        rows.norm_w = device_f32(*spec.norm_w, op);
+        rows.eps = spec.eps;
+    }
+    if (spec.norm == LinearNorm::Layer) {
+        rows.norm_b = device_f32(*spec.norm_b, op);
+    }
+    rows.n_rows = n;
+    rows.d = n_in;
+    const Tensor levels = alloc_bytes(n * n_in, op);  // [n, n_in] E4M3
+    Tensor scales = alloc_uninitialized({n}, op);     // [n]
+    auto* q = reinterpret_cast<uint8_t*>(levels.f32());
+    kernels::quantize_rows_fp8(rows, q, scales.f32(), stream());
+    Tensor bias;  // [n_out] bfloat16
+    if (spec.bias != nullptr) {
+        bias = alloc_uninitialized({n_out}, op, ScalarType::BF16);
+        kernels::round_to_bf16(device_f32(*spec.bias, op), bias.bf16(), n_out, stream());
+    }
+    kernels::LtLinearArgs args;
+    args.x_fp8 = q;
+    args.w_fp8 = static_cast<const uint8_t*>(device_weights(w, op));
+    args.x_scales = scales.f32();
+    args.w_scales = device_f32(w.scales, op);
+    args.b_bf16 = bias.empty() ? nullptr : bias.bf16();
+    args.n = n;
+    args.n_in = n_in;
+    args.n_out = n_out;
+    args.ld_y = n_out;
+    args.epilogue = spec.residual != nullptr ? kernels::LinearEpilogue::Accumulate
+                    : gelu                   ? kernels::LinearEpilogue::GeluTanh
+                                             : kernels::LinearEpilogue::Store;
+    if (spec.residual != nullptr) {
+        args.y = device_f32(*spec.residual, op);
+        gemm_->linear_fp8(args, stream());
+        return *spec.residual;
+    }
+    Tensor y = spec.bf16_output ? alloc_uninitialized({n, n_out}, op, ScalarType::BF16)
+                                : alloc_uninitialized({n, n_out}, op);  // [n, n_out]
+    if (spec.bf16_output) {
+        args.y_bf16 = y.bf16();
+    } else {
+        args.y = y.f32();
+    }
+    gemm_->linear_fp8(args, stream());
     return y;
 }
 

@@ -21,6 +21,9 @@ kernels::ExpertWeights CudaBackend::expert_weights(const Weight& w, int64_t n_ro
     ew.group_size = w.group_size;
     ew.n_rows = n_rows;
     ew.n_experts = w.n_out / n_rows;
+    if (w.type == Quantization::Fp8) {
+        fail(op, ": FP8 experts are not supported");
+    }
     if (w.type == Quantization::None) {
         ew.dense = device_f32(w.dense, op);
     } else {

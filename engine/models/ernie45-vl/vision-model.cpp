@@ -29,8 +29,7 @@ Ernie45VlVision::Ernie45VlVision(WeightLoader& weights, const Ernie45VlConfig& c
       precision_(attention_precision(weights.params())),
       act_(config.vision.hidden_act == "quick_gelu" ? Activation::QuickGelu : Activation::GeluTanh),
       rope_(config.vision.head_dim(), config.vision.rope_theta) {
-    const ModelLoadParams& load = weights.params();
-    const Quantization q = load.quantize_vision ? load.quantization : Quantization::None;
+    const Quantization q = weights.vision_quantization();
     const Ernie45VlVisionConfig& vc = config.vision;
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
     const int64_t m2 = int64_t{vc.spatial_merge_size} * vc.spatial_merge_size;

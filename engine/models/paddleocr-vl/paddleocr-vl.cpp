@@ -39,7 +39,7 @@ int64_t weight_bytes(const ModelConfig& config, const ModelLoadParams& load) {
     const VisionConfig& vc = config.vision;
     const TextConfig& tc = config.text;
     constexpr auto f32 = static_cast<int64_t>(sizeof(float));
-    const Quantization vq = load.quantize_vision ? load.quantization : Quantization::None;
+    const Quantization vq = vision_quantization(load);
     const auto linear = [&](Quantization q, int64_t n_out, int64_t n_in) {
         return quantized_bytes(layer_quantization(q, n_in, load), n_out, n_in, load.group_size);
     };

@@ -15,8 +15,7 @@ VisionEncoder::VisionEncoder(WeightLoader& weights, const VisionConfig& config)
       config_(config),
       precision_(attention_precision(weights.params())),
       rope_(config.head_dim(), config.rope_theta) {
-    const ModelLoadParams& load = weights.params();
-    const Quantization q = load.quantize_vision ? load.quantization : Quantization::None;
+    const Quantization q = weights.vision_quantization();
     const VisionConfig& vc = config;
     const int64_t vd = vc.hidden_size, vff = vc.intermediate_size;
     const int64_t side = vc.image_size / vc.patch_size;

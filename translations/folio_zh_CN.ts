@@ -954,6 +954,14 @@ Attach one, type a question and press Enter.</source>
         <translation>设备：应为 cpu、cuda:N 或 cuda:N,cuda:M,…，实际为“%1”</translation>
     </message>
     <message>
+        <source>Vision encoder: expected none or fp8, got &quot;%1&quot;</source>
+        <translation>视觉编码器：应为 none 或 fp8，实际为“%1”</translation>
+    </message>
+    <message>
+        <source>Vision encoder: FP8 runs on a GPU of compute capability 8.9 or later, not on the CPU</source>
+        <translation>视觉编码器：FP8 需在计算能力 8.9 及以上的 GPU 上运行，不能在 CPU 上运行</translation>
+    </message>
+    <message>
         <source>Rendering DPI must be between %1 and %2, got %3</source>
         <translation>渲染 DPI 必须在 %1 到 %2 之间，实际为 %3</translation>
     </message>
@@ -1154,6 +1162,14 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>8-bit (about half the memory: longer contexts)</source>
         <translation>8 位（约一半内存：可容纳更长上下文）</translation>
+    </message>
+    <message>
+        <source>Vision encoder</source>
+        <translation>视觉编码器</translation>
+    </message>
+    <message>
+        <source>FP8 (faster on RTX 40 series and later cards, less exact)</source>
+        <translation>FP8（在 RTX 40 系列及更新的显卡上更快，精度略低）</translation>
     </message>
     <message>
         <source>PDF rendering DPI</source>

@@ -36,6 +36,9 @@ QString settingForEngineError(const QString& message, EngineErrorSource source, 
         has("gpu-memory-utilization") || has("bad_alloc") || has("cannot allocate")) {
         return QLatin1String(setting_key::kGpuMemory);
     }
+    if (has("quantize-vision") || has("quantize_vision") || has("FP8")) {
+        return QLatin1String(setting_key::kVisionQuantization);
+    }
     if (has("quantization") || has("wint8") || has("wint4")) {
         return QLatin1String(setting_key::kQuantization);
     }
@@ -75,6 +78,7 @@ QString settingForProblemKey(const QString& settingsKey) {
         {QLatin1String("models/chat"), kChatModel},
         {QLatin1String("engine/device"), kDevice},
         {QLatin1String("engine/quantization"), kQuantization},
+        {QLatin1String("engine/quantize_vision"), kVisionQuantization},
         {QLatin1String("engine/gpu_memory_utilization"), kGpuMemory},
         {QLatin1String("engine/max_model_len"), kContextLength},
         {QLatin1String("engine/max_num_seqs"), kSequences},

@@ -17,6 +17,7 @@ inline constexpr char kLayoutModel[] = "layout";
 inline constexpr char kChatModel[] = "chat";
 inline constexpr char kDevice[] = "device";
 inline constexpr char kQuantization[] = "quantization";
+inline constexpr char kVisionQuantization[] = "vision";
 inline constexpr char kGpuMemory[] = "gpu";
 inline constexpr char kContextLength[] = "len";
 inline constexpr char kSequences[] = "seqs";

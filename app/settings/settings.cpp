@@ -23,6 +23,7 @@ constexpr auto kLayoutModel = "models/layout";
 constexpr auto kChatModel = "models/chat";
 constexpr auto kDevice = "engine/device";
 constexpr auto kQuantization = "engine/quantization";
+constexpr auto kVisionQuantization = "engine/quantize_vision";
 constexpr auto kGpuMemory = "engine/gpu_memory_utilization";
 constexpr auto kMaxModelLen = "engine/max_model_len";
 constexpr auto kMaxNumSeqs = "engine/max_num_seqs";
@@ -48,6 +49,7 @@ QString keyOfEngineMessage(const QString& message) {
         {QStringLiteral("--enable-prefix-caching"), kPrefixCaching},
         {QStringLiteral("--kv-cache-dtype"), kKvCacheDtype},
         {QStringLiteral("--quantization"), kQuantization},
+        {QStringLiteral("--quantize-vision"), kVisionQuantization},
         {QStringLiteral("--device"), kDevice},
     };
     for (const auto& [flag, key] : flags) {
@@ -62,6 +64,7 @@ QString keyOfEngineMessage(const QString& message) {
 std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValues& v) {
     return {
         {"quantization", v.quantization.toStdString()},
+        {"quantize_vision", v.visionQuantization == QLatin1String("fp8") ? "fp8" : "false"},
         {"gpu_memory_utilization", QString::number(v.gpuMemoryUtilization, 'g', 10).toStdString()},
         {"max_model_len", std::to_string(v.maxModelLen)},
         {"max_num_seqs", std::to_string(v.maxNumSeqs)},
@@ -157,6 +160,7 @@ void Settings::load() {
     v.layoutModel = s.value(kLayoutModel, d.layoutModel).toString();
     v.chatModel = s.value(kChatModel, d.chatModel).toString();
     v.quantization = s.value(kQuantization, d.quantization).toString();
+    v.visionQuantization = s.value(kVisionQuantization, d.visionQuantization).toString();
     v.gpuMemoryUtilization = s.value(kGpuMemory, d.gpuMemoryUtilization).toDouble();
     v.maxModelLen = s.value(kMaxModelLen, d.maxModelLen).toInt();
     v.maxNumSeqs = s.value(kMaxNumSeqs, d.maxNumSeqs).toInt();
@@ -186,6 +190,7 @@ void Settings::store(const SettingsValues& v) {
     s.setValue(kChatModel, v.chatModel);
     s.setValue(kDevice, v.device);
     s.setValue(kQuantization, v.quantization);
+    s.setValue(kVisionQuantization, v.visionQuantization);
     s.setValue(kGpuMemory, v.gpuMemoryUtilization);
     s.setValue(kMaxModelLen, v.maxModelLen);
     s.setValue(kMaxNumSeqs, v.maxNumSeqs);
@@ -222,6 +227,13 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     if (!chat.isEmpty() && !QFileInfo(chat).isDir() && !hub::is_repo_id(chat.toStdString())) {
         add(kChatModel,
             tr("Chat model: \"%1\" is neither a folder nor a Hub repository (ORG/NAME)").arg(chat));
+    }
+    if (v.visionQuantization != QLatin1String("none") && v.visionQuantization != QLatin1String("fp8")) {
+        add(kVisionQuantization,
+            tr("Vision encoder: expected none or fp8, got \"%1\"").arg(v.visionQuantization));
+    } else if (v.visionQuantization == QLatin1String("fp8") && v.device == QLatin1String("cpu")) {
+        add(kVisionQuantization,
+            tr("Vision encoder: FP8 runs on a GPU of compute capability 8.9 or later, not on the CPU"));
     }
     if (!isDevice(v.device)) {
         add(kDevice, tr("Device: expected cpu, cuda:N or cuda:N,cuda:M,…, got \"%1\"").arg(v.device));
@@ -280,6 +292,7 @@ QStringList Settings::changedKeys(const SettingsValues& a, const SettingsValues&
     check(a.chatModel != b.chatModel, kChatModel);
     check(a.device != b.device, kDevice);
     check(a.quantization != b.quantization, kQuantization);
+    check(a.visionQuantization != b.visionQuantization, kVisionQuantization);
     check(a.gpuMemoryUtilization != b.gpuMemoryUtilization, kGpuMemory);
     check(a.maxModelLen != b.maxModelLen, kMaxModelLen);
     check(a.maxNumSeqs != b.maxNumSeqs, kMaxNumSeqs);
@@ -299,7 +312,7 @@ EngineImpact Settings::impactOf(const SettingsValues& before, const SettingsValu
     for (const QString& key : changedKeys(before, after)) {
         if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) ||
             key == QLatin1String(kChatModel) || key == QLatin1String(kDevice) ||
-            key == QLatin1String(kQuantization)) {
+            key == QLatin1String(kQuantization) || key == QLatin1String(kVisionQuantization)) {
             return EngineImpact::Reload;
         }
         if (key.startsWith(QLatin1String("engine/"))) {

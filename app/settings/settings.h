@@ -36,6 +36,9 @@ struct SettingsValues {
     // "cpu" or "cuda:N".
     QString device = QStringLiteral("cpu");
     QString quantization = QStringLiteral("none");  // none, wint8, wint4
+    // The vision encoders' linear layers: "none" (as the language model's dense layers are kept) or "fp8"
+    // (--quantize-vision fp8: faster on cards of compute capability 8.9 and later, less exact).
+    QString visionQuantization = QStringLiteral("none");
     // FastDeploy's engine options.
     double gpuMemoryUtilization = 0.9;
     int maxModelLen = 16384;

@@ -83,6 +83,15 @@ private Q_SLOTS:
         });
         QVERIFY(length.contains(QLatin1String("--max-model-len")));
         QTest::newRow("context length") << length << loading << QString() << "len";
+        const QString vision = errorOf([&] {
+            cli::engine_options_from_values({{"quantize_vision", "fp4"}}, model, "cpu");
+        });
+        QVERIFY(vision.contains(QLatin1String("--quantize-vision")));
+        QTest::newRow("the vision encoder's option") << vision << loading << QString() << "vision";
+        QTest::newRow("FP8 refused by the card")
+            << "the vision encoder in FP8 (--quantize-vision fp8): FP8 products need a GPU of compute "
+               "capability 8.9 or later (RTX 40 series, Ada, Hopper and after); cuda:0 (NVIDIA A100) is 8.0"
+            << loading << QString() << "vision";
         QTest::newRow("by its FastDeploy name")
             << "gpu_memory_utilization must be in (0, 1], got 2" << reconfiguring << QString() << "gpu";
 
@@ -122,6 +131,9 @@ private Q_SLOTS:
         SettingsValues memory = Settings::defaults(QStringLiteral("cpu"));
         memory.gpuMemoryUtilization = 2.0;
         QCOMPARE(fieldsOf(memory), QStringList{QString::fromLatin1(setting_key::kGpuMemory)});
+        SettingsValues fp8OnTheCpu = Settings::defaults(QStringLiteral("cpu"));
+        fp8OnTheCpu.visionQuantization = QStringLiteral("fp8");
+        QCOMPARE(fieldsOf(fp8OnTheCpu), QStringList{QString::fromLatin1(setting_key::kVisionQuantization)});
         QCOMPARE(folio::settingForProblemKey(QStringLiteral("models/recognition")),
                  QString::fromLatin1(setting_key::kModel));
         QVERIFY(folio::settingForProblemKey(QStringLiteral("documents/dpi")).isEmpty());

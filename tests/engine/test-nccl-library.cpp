@@ -69,8 +69,8 @@ TEST(NcclLibrary, CallsGoThroughAndFailuresCarryNcclsMessage) {
     EXPECT_THROW(nccl.init_rank(2, id, 2), Error) << "a rank outside the communicator";
 }
 
-// A group over the stand-in: a rank joins with its backend's stream, sums in place on that stream, refuses
-// what is not float32, and once the group is aborted every later sum and join says why.
+// A group over the stand-in: a rank joins with its backend's stream, sums float32 and int32 in place on that
+// stream, refuses other types, and once the group is aborted every later sum and join says why.
 TEST(NcclGroup, RanksSumOnTheirStreamsUntilTheGroupIsAborted) {
     const NcclLibrary nccl(FOLIO_FAKE_NCCL);
     const auto backend = make_cpu_backend(1);
@@ -93,13 +93,19 @@ TEST(NcclGroup, RanksSumOnTheirStreamsUntilTheGroupIsAborted) {
     rank->all_reduce_sum(*backend, tail);
     EXPECT_EQ(backend->download(whole), values);
     EXPECT_GE(n_streams_asked, 2);
-    Tensor ids = backend->upload_i32(std::vector<int32_t>{1, 2}, {2});
+    // int32 values (a step's positions and cache rows) go as NCCL's int32, four bytes each.
+    Tensor ids = backend->upload_i32(std::vector<int32_t>{1, 2, 16'777'217}, {3});
+    rank->all_reduce_sum(*backend, ids);
+    EXPECT_EQ(backend->download_i32(ids), (std::vector<int32_t>{1, 2, 16'777'217}));
+    Tensor halves = backend->upload(values, {4});
+    halves.dtype = ScalarType::BF16;
     try {
-        rank->all_reduce_sum(*backend, ids);
-        FAIL() << "an int32 sum";
+        rank->all_reduce_sum(*backend, halves);
+        FAIL() << "a bfloat16 sum";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("not float32"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not float32 or int32"), std::string::npos) << e.what();
     }
+    EXPECT_TRUE(group->can_record()) << "NCCL's sums are kernels on the rank's stream";
 
     group->abort("rank 1 lost its device");
     try {

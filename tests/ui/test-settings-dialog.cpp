@@ -78,6 +78,40 @@ private Q_SLOTS:
         QVERIFY(Settings::engineOptions(kept.values(), model).engine.kv_cache_dtype == KvCacheDtype::Int8);
     }
 
+    // The vision encoder in FP8: chosen on the model page, kept, given to the engine as --quantize-vision
+    // fp8, and a reload, since the weights change; refused on the CPU.
+    void visionEncoderInFp8IsAppliedAndReloads() {
+        Settings settings(dir_.filePath(QStringLiteral("fp8.ini")));
+        QVERIFY(settings.apply(Settings::defaults(QStringLiteral("cuda:0"))).isEmpty());
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.setValues(settings.values());
+        auto* vision = dialog.findChild<QComboBox*>(QStringLiteral("visionQuantization"));
+        QVERIFY(vision != nullptr);
+        QCOMPARE(dialog.settingField(QString::fromLatin1(setting_key::kVisionQuantization)), vision);
+        QCOMPARE(vision->currentData().toString(), QStringLiteral("none"));
+        QSignalSpy changed(&settings, &Settings::changed);
+        vision->setCurrentIndex(vision->findData(QStringLiteral("fp8")));
+        QVERIFY(dialog.apply());
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.first().at(0).toStringList(), QStringList{QStringLiteral("engine/quantize_vision")});
+        QCOMPARE(changed.first().at(1).value<EngineImpact>(), EngineImpact::Reload);
+        const Settings kept(dir_.filePath(QStringLiteral("fp8.ini")));
+        QCOMPARE(kept.values().visionQuantization, QStringLiteral("fp8"));
+        ModelDescription model;
+        model.max_context = 32768;
+        const cli::EngineOptions options = Settings::engineOptions(kept.values(), model);
+        QVERIFY(options.load.vision_fp8);
+        QVERIFY(!options.load.quantize_vision);
+
+        SettingsValues onTheCpu = kept.values();
+        onTheCpu.device = QStringLiteral("cpu");
+        dialog.setValues(onTheCpu);
+        QVERIFY(!dialog.apply());
+        QVERIFY2(dialog.problemText().contains(QStringLiteral("FP8")), qPrintable(dialog.problemText()));
+        QCOMPARE(dialog.tabs()->tabText(dialog.tabs()->currentIndex()), QStringLiteral("Model"));
+    }
+
     // The chat model sits on the model page beside the OCR model; a new one loads the models again.
     void chatModelIsAppliedAndReloads() {
         Settings settings(dir_.filePath(QStringLiteral("chat.ini")));
@@ -179,6 +213,8 @@ private Q_SLOTS:
         QTest::newRow("device") << QString::fromLatin1(setting_key::kDevice) << QStringLiteral("Model");
         QTest::newRow("quantization")
             << QString::fromLatin1(setting_key::kQuantization) << QStringLiteral("Model");
+        QTest::newRow("vision") << QString::fromLatin1(setting_key::kVisionQuantization)
+                                << QStringLiteral("Model");
         QTest::newRow("gpu") << QString::fromLatin1(setting_key::kGpuMemory) << QStringLiteral("Engine");
         QTest::newRow("len") << QString::fromLatin1(setting_key::kContextLength) << QStringLiteral("Engine");
         QTest::newRow("seqs") << QString::fromLatin1(setting_key::kSequences) << QStringLiteral("Engine");

@@ -91,6 +91,7 @@ QWidget* SettingsDialog::settingField(const QString& key) const {
         {QLatin1String(kChatModel), chatModel_},
         {QLatin1String(kDevice), device_},
         {QLatin1String(kQuantization), quantization_},
+        {QLatin1String(kVisionQuantization), visionQuantization_},
         {QLatin1String(kGpuMemory), gpuMemory_},
         {QLatin1String(kContextLength), maxModelLen_},
         {QLatin1String(kSequences), maxNumSeqs_},
@@ -171,7 +172,12 @@ QWidget* SettingsDialog::buildModel() {
     for (const char* q : {"none", "wint8", "wint4"}) {
         quantization_->addItem(QString(), QString::fromLatin1(q));
     }
-    for (const char* key : {"model", "layout", "chat", "device", "quantization"}) {
+    visionQuantization_ = new QComboBox(page);
+    visionQuantization_->setObjectName(QStringLiteral("visionQuantization"));
+    for (const char* q : {"none", "fp8"}) {
+        visionQuantization_->addItem(QString(), QString::fromLatin1(q));
+    }
+    for (const char* key : {"model", "layout", "chat", "device", "quantization", "vision"}) {
         labels_[QString::fromLatin1(key)] = formLabel(page);
     }
     form->addRow(labels_[QStringLiteral("model")], modelRow);
@@ -179,6 +185,7 @@ QWidget* SettingsDialog::buildModel() {
     form->addRow(labels_[QStringLiteral("chat")], chatRow);
     form->addRow(labels_[QStringLiteral("device")], device_);
     form->addRow(labels_[QStringLiteral("quantization")], quantization_);
+    form->addRow(labels_[QStringLiteral("vision")], visionQuantization_);
     connect(browseModel_, &QPushButton::clicked, this, [this] {
         const QString dir =
             QFileDialog::getExistingDirectory(this, tr("Choose a model folder"), model_->text());
@@ -198,7 +205,7 @@ QWidget* SettingsDialog::buildModel() {
     for (QLineEdit* edit : {model_, layoutModel_, chatModel_}) {
         connect(edit, &QLineEdit::textChanged, this, &SettingsDialog::updateNote);
     }
-    for (QComboBox* combo : {device_, quantization_}) {
+    for (QComboBox* combo : {device_, quantization_, visionQuantization_}) {
         connect(combo, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateNote);
     }
     // A device change brings its default number of sequences, as a fresh start would.
@@ -322,6 +329,7 @@ SettingsValues SettingsDialog::values() const {
     v.chatModel = chatModel_->text().trimmed();
     v.device = device_->currentData().toString();
     v.quantization = quantization_->currentData().toString();
+    v.visionQuantization = visionQuantization_->currentData().toString();
     v.gpuMemoryUtilization = gpuMemory_->value();
     v.maxModelLen = maxModelLen_->value();
     v.maxNumSeqs = maxNumSeqs_->value();
@@ -371,6 +379,7 @@ void SettingsDialog::setValues(const SettingsValues& v) {
     }
     device_->setCurrentIndex(device);
     quantization_->setCurrentIndex(std::max(0, quantization_->findData(v.quantization)));
+    visionQuantization_->setCurrentIndex(std::max(0, visionQuantization_->findData(v.visionQuantization)));
     gpuMemory_->setValue(v.gpuMemoryUtilization);
     maxModelLen_->setValue(v.maxModelLen);
     maxNumSeqs_->setValue(v.maxNumSeqs);
@@ -422,7 +431,8 @@ void SettingsDialog::showProblems(const QList<SettingsProblem>& problems) {
         const QString key = problems.first().key;
         const int tab = key.startsWith(QLatin1String("interface/")) ? 0
                         : key.startsWith(QLatin1String("models/")) || key == QLatin1String("engine/device") ||
-                                key == QLatin1String("engine/quantization")
+                                key == QLatin1String("engine/quantization") ||
+                                key == QLatin1String("engine/quantize_vision")
                             ? 1
                         : key.startsWith(QLatin1String("engine/"))    ? 2
                         : key.startsWith(QLatin1String("documents/")) ? 3
@@ -497,6 +507,10 @@ void SettingsDialog::retranslate() {
     quantization_->setItemText(0, tr("None (bfloat16 weights)"));
     quantization_->setItemText(1, tr("WINT8 (8-bit weights, about half the memory)"));
     quantization_->setItemText(2, tr("WINT4 (4-bit weights, for 4 GB cards)"));
+    labels_[QStringLiteral("vision")]->setText(
+        withOption(tr("Vision encoder"), QStringLiteral("quantize_vision")));
+    visionQuantization_->setItemText(0, tr("As the model computes (bfloat16 on a GPU)"));
+    visionQuantization_->setItemText(1, tr("FP8 (faster on RTX 40 series and later cards, less exact)"));
 
     const QString context = modelContext_ ? QString::number(*modelContext_) : tr("the model's context");
     labels_[QStringLiteral("gpu")]->setText(

@@ -95,6 +95,7 @@ private:
     QPushButton* manageChatModels_;
     QComboBox* device_;
     QComboBox* quantization_;
+    QComboBox* visionQuantization_;
     QDoubleSpinBox* gpuMemory_;
     QSpinBox* maxModelLen_;
     QSpinBox* maxNumSeqs_;

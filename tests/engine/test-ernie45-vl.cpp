@@ -96,6 +96,27 @@ TEST_P(Ernie45VlTest, ImageFeaturesMatchReference) {
     EXPECT_LT(relative_error(f.backend->download(chunked), f.backend->download(features)), 1e-6);
 }
 
+// The vision encoder's linear layers in FP8 (--quantize-vision fp8): the image features stay within E4M3's
+// rounding of the reference's (QuickGELU runs after the product, as its own pass), and the model's own
+// bytes shrink. The bound sits above what was measured.
+TEST_P(Ernie45VlTest, Fp8VisionEncoderStaysNearTheReference) {
+    if (!has_images()) {
+        GTEST_SKIP() << GetParam() << " has no image";
+    }
+    ModelLoadParams load;
+    load.vision_fp8 = true;
+    const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
+    Ernie45Vl fp8(*f.backend, f.config, *weights, load);
+    EXPECT_LT(fp8.n_weight_bytes(), f.model->n_weight_bytes());
+    const PreprocessedImages im = images();
+    const std::span<const float> part(im.pixel_values);
+    const double err = relative_error(f.backend->download(fp8.encode_images(std::span(&part, 1), im.grids)),
+                                      f.reference.f32(GetParam() + ".image_features"));
+    std::cout << GetParam() << ": FP8 vision encoder, image features relative error " << err << "\n";
+    EXPECT_GT(err, 1e-4) << "the features come from E4M3 products";
+    EXPECT_LT(err, 0.12);
+}
+
 TEST_P(Ernie45VlTest, PromptLogitsMatchReference) {
     const Tensor logits = f.prompt_logits(GetParam());
     EXPECT_EQ(logits.shape, f.reference.shape(GetParam() + ".logits"));

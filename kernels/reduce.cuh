@@ -38,23 +38,4 @@ __device__ inline float warp_max(float v) {
     return v;
 }
 
-// Largest v over the block, returned to every thread. blockDim.x as for block_sum.
-__device__ inline float block_max(float v) {
-    __shared__ float partial[kWarpSize];
-    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-    v = warp_max(v);
-    __syncthreads();  // partial may still be read by a previous call
-    if (lane == 0) {
-        partial[warp] = v;
-    }
-    __syncthreads();
-    float m = partial[0];
-    for (int w = 1; w < n_warps; ++w) {
-        m = fmaxf(m, partial[w]);
-    }
-    return m;
-}
-
 }  // namespace folio::kernels

@@ -262,6 +262,9 @@ TEST_F(BackendOpsTest, Fp8Linear) {
                 kFp8Bound, where);
         }
     }
+    // No rows: an empty product.
+    const Weight small = gpu_->upload(quantize(random_values(16 * 32, 3), 16, 32, Quantization::Fp8, 0));
+    EXPECT_EQ(gpu_->linear(gpu_->alloc({0, 32}), small, nullptr).shape, (std::vector<int64_t>{0, 16}));
     // FP8 products read rows of a multiple of 16 bytes.
     const Weight odd = gpu_->upload(quantize(random_values(16 * 40, 2), 16, 40, Quantization::Fp8, 0));
     EXPECT_THROW(gpu_->linear(random({3, 40}).gpu, odd, nullptr), Error);

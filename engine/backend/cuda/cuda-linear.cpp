@@ -168,6 +168,10 @@ Tensor CudaBackend::fp8_linear(const Tensor& x, const Weight& w, const LinearSpe
     }
     activate();
     const int64_t n = x.rows(), n_in = w.n_in, n_out = w.n_out;
+    const ScalarType out_type = spec.bf16_output ? ScalarType::BF16 : ScalarType::F32;
+    if (n == 0) {  // no rows: nothing to round or multiply
+        return spec.residual != nullptr ? *spec.residual : alloc_uninitialized({0, n_out}, op, out_type);
+    }
     kernels::Fp8RowsArgs rows;
     if (x.dtype == ScalarType::BF16) {
         rows.x_bf16 = static_cast<const uint16_t*>(device_data(x, op));
@@ -211,8 +215,7 @@ Tensor CudaBackend::fp8_linear(const Tensor& x, const Weight& w, const LinearSpe
         gemm_->linear_fp8(args, stream());
         return *spec.residual;
     }
-    Tensor y = spec.bf16_output ? alloc_uninitialized({n, n_out}, op, ScalarType::BF16)
-                                : alloc_uninitialized({n, n_out}, op);  // [n, n_out]
+    Tensor y = alloc_uninitialized({n, n_out}, op, out_type);  // [n, n_out]
     if (spec.bf16_output) {
         args.y_bf16 = y.bf16();
     } else {

@@ -954,6 +954,10 @@ Attach one, type a question and press Enter.</source>
         <translation>设备：应为 cpu、cuda:N 或 cuda:N,cuda:M,…，实际为“%1”</translation>
     </message>
     <message>
+        <source>Tensor parallelism splits each model over several cards; choose two or more</source>
+        <translation>张量并行会把每个模型拆分到多张显卡上；请选择两张或更多</translation>
+    </message>
+    <message>
         <source>Vision encoder: expected none or fp8, got &quot;%1&quot;</source>
         <translation>视觉编码器：应为 none 或 fp8，实际为“%1”</translation>
     </message>
@@ -1162,6 +1166,14 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>8-bit (about half the memory: longer contexts)</source>
         <translation>8 位（约一半内存：可容纳更长上下文）</translation>
+    </message>
+    <message>
+        <source>Split each model over the cards (tensor parallelism) instead of a copy on each</source>
+        <translation>把每个模型拆分到各张显卡上（张量并行），而不是每张卡各放一份</translation>
+    </message>
+    <message>
+        <source>For models larger than one card: every card holds part of each layer (--tensor-parallel-size)</source>
+        <translation>用于单张显卡放不下的模型：每张卡保存每一层的一部分（--tensor-parallel-size）</translation>
     </message>
     <message>
         <source>Vision encoder</source>

@@ -36,6 +36,9 @@ QString settingForEngineError(const QString& message, EngineErrorSource source, 
         has("gpu-memory-utilization") || has("bad_alloc") || has("cannot allocate")) {
         return QLatin1String(setting_key::kGpuMemory);
     }
+    if (has("tensor-parallel") || has("tensor_parallel")) {
+        return QLatin1String(setting_key::kTensorParallel);
+    }
     if (has("quantize-vision") || has("quantize_vision") || has("FP8")) {
         return QLatin1String(setting_key::kVisionQuantization);
     }
@@ -77,6 +80,7 @@ QString settingForProblemKey(const QString& settingsKey) {
         {QLatin1String("models/layout"), kLayoutModel},
         {QLatin1String("models/chat"), kChatModel},
         {QLatin1String("engine/device"), kDevice},
+        {QLatin1String("engine/tensor_parallel"), kTensorParallel},
         {QLatin1String("engine/quantization"), kQuantization},
         {QLatin1String("engine/quantize_vision"), kVisionQuantization},
         {QLatin1String("engine/gpu_memory_utilization"), kGpuMemory},

@@ -16,6 +16,7 @@ inline constexpr char kModel[] = "model";
 inline constexpr char kLayoutModel[] = "layout";
 inline constexpr char kChatModel[] = "chat";
 inline constexpr char kDevice[] = "device";
+inline constexpr char kTensorParallel[] = "tp";
 inline constexpr char kQuantization[] = "quantization";
 inline constexpr char kVisionQuantization[] = "vision";
 inline constexpr char kGpuMemory[] = "gpu";

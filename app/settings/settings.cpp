@@ -22,6 +22,7 @@ constexpr auto kModel = "models/recognition";
 constexpr auto kLayoutModel = "models/layout";
 constexpr auto kChatModel = "models/chat";
 constexpr auto kDevice = "engine/device";
+constexpr auto kTensorParallel = "engine/tensor_parallel";
 constexpr auto kQuantization = "engine/quantization";
 constexpr auto kVisionQuantization = "engine/quantize_vision";
 constexpr auto kGpuMemory = "engine/gpu_memory_utilization";
@@ -61,6 +62,11 @@ QString keyOfEngineMessage(const QString& message) {
                                                             : QString::fromLatin1(kDevice);
 }
 
+// The cards of a device setting ("cuda:0,cuda:1": 2).
+int cardCount(const QString& device) {
+    return static_cast<int>(device.count(QLatin1Char(',')) + 1);
+}
+
 std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValues& v) {
     return {
         {"quantization", v.quantization.toStdString()},
@@ -71,6 +77,7 @@ std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValu
         {"max_num_batched_tokens", std::to_string(v.maxNumBatchedTokens)},
         {"enable_prefix_caching", v.enablePrefixCaching ? "true" : "false"},
         {"kv_cache_dtype", v.kvCacheDtype.toStdString()},
+        {"tensor_parallel_size", std::to_string(v.tensorParallel ? cardCount(v.device) : 1)},
     };
 }
 
@@ -159,6 +166,7 @@ void Settings::load() {
     v.model = s.value(kModel, d.model).toString();
     v.layoutModel = s.value(kLayoutModel, d.layoutModel).toString();
     v.chatModel = s.value(kChatModel, d.chatModel).toString();
+    v.tensorParallel = s.value(kTensorParallel, d.tensorParallel).toBool();
     v.quantization = s.value(kQuantization, d.quantization).toString();
     v.visionQuantization = s.value(kVisionQuantization, d.visionQuantization).toString();
     v.gpuMemoryUtilization = s.value(kGpuMemory, d.gpuMemoryUtilization).toDouble();
@@ -189,6 +197,7 @@ void Settings::store(const SettingsValues& v) {
     s.setValue(kLayoutModel, v.layoutModel);
     s.setValue(kChatModel, v.chatModel);
     s.setValue(kDevice, v.device);
+    s.setValue(kTensorParallel, v.tensorParallel);
     s.setValue(kQuantization, v.quantization);
     s.setValue(kVisionQuantization, v.visionQuantization);
     s.setValue(kGpuMemory, v.gpuMemoryUtilization);
@@ -234,6 +243,10 @@ QList<SettingsProblem> Settings::validate(const SettingsValues& v, std::optional
     } else if (v.visionQuantization == QLatin1String("fp8") && v.device == QLatin1String("cpu")) {
         add(kVisionQuantization,
             tr("Vision encoder: FP8 runs on a GPU of compute capability 8.9 or later, not on the CPU"));
+    }
+    if (v.tensorParallel && isDevice(v.device) && cardCount(v.device) < 2) {
+        add(kTensorParallel,
+            tr("Tensor parallelism splits each model over several cards; choose two or more"));
     }
     if (!isDevice(v.device)) {
         add(kDevice, tr("Device: expected cpu, cuda:N or cuda:N,cuda:M,…, got \"%1\"").arg(v.device));
@@ -291,6 +304,7 @@ QStringList Settings::changedKeys(const SettingsValues& a, const SettingsValues&
     check(a.layoutModel != b.layoutModel, kLayoutModel);
     check(a.chatModel != b.chatModel, kChatModel);
     check(a.device != b.device, kDevice);
+    check(a.tensorParallel != b.tensorParallel, kTensorParallel);
     check(a.quantization != b.quantization, kQuantization);
     check(a.visionQuantization != b.visionQuantization, kVisionQuantization);
     check(a.gpuMemoryUtilization != b.gpuMemoryUtilization, kGpuMemory);
@@ -312,7 +326,8 @@ EngineImpact Settings::impactOf(const SettingsValues& before, const SettingsValu
     for (const QString& key : changedKeys(before, after)) {
         if (key == QLatin1String(kModel) || key == QLatin1String(kLayoutModel) ||
             key == QLatin1String(kChatModel) || key == QLatin1String(kDevice) ||
-            key == QLatin1String(kQuantization) || key == QLatin1String(kVisionQuantization)) {
+            key == QLatin1String(kTensorParallel) || key == QLatin1String(kQuantization) ||
+            key == QLatin1String(kVisionQuantization)) {
             return EngineImpact::Reload;
         }
         if (key.startsWith(QLatin1String("engine/"))) {
@@ -358,8 +373,11 @@ ServiceParams Settings::serviceParams(const SettingsValues& values, const std::f
     ServiceParams params;
     std::string flag = (device.find(',') == std::string::npos ? "--device=" : "--devices=") + device;
     std::string threads = "--threads=" + std::to_string(cpuThreads);
-    char* argv[] = {flag.data(), threads.data()};
-    cli::set_service_devices(params, cli::Options(2, argv, 0));
+    // Several cards: an engine on each, or one engine whose ranks split each model over all of them.
+    std::string ranks =
+        "--tensor-parallel-size=" + std::to_string(values.tensorParallel ? cardCount(values.device) : 1);
+    char* argv[] = {flag.data(), threads.data(), ranks.data()};
+    cli::set_service_devices(params, cli::Options(3, argv, 0));
     ModelSlot recognition{ModelRole::Recognition, modelDir, options.load};
     recognition.adjust_preprocessor = [options](PreprocessorConfig& pre) {
         cli::apply_preprocessing(options, pre);

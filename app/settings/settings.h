@@ -33,8 +33,10 @@ struct SettingsValues {
     QString model;
     QString layoutModel;
     QString chatModel;
-    // "cpu" or "cuda:N".
+    // "cpu" or "cuda:N", or several cards "cuda:N,cuda:M,…": a copy of the models on each, or with
+    // tensorParallel each model split over them (--tensor-parallel-size, one engine).
     QString device = QStringLiteral("cpu");
+    bool tensorParallel = false;
     QString quantization = QStringLiteral("none");  // none, wint8, wint4
     // The vision encoders' linear layers: "none" (as the language model's dense layers are kept) or "fp8"
     // (--quantize-vision fp8: faster on cards of compute capability 8.9 and later, less exact).

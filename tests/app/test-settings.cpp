@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "app/settings/compute-devices.h"
+#include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
 #include "engine/common/error.h"
 
@@ -228,6 +229,35 @@ private Q_SLOTS:
         QCOMPARE(both.models[1].role, ModelRole::Chat);
         QCOMPARE(both.models[1].dir, chat);
         QCOMPARE(both.models[1].load.quantization, Quantization::Wint8);
+    }
+
+    // Several cards: a copy of the models on each, or one engine whose ranks split each model over them; the
+    // split needs two cards at least.
+    void severalCardsCopyOrSplitTheModels() {
+        SettingsValues v = Settings::defaults(QStringLiteral("cuda:0"));
+        v.device = QStringLiteral("cuda:0,cuda:1");
+        const std::filesystem::path recognition = FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny";
+        v.maxModelLen = 4096;  // the fixture's context
+        const ServiceParams copies = Settings::serviceParams(v, recognition);
+        QCOMPARE(copies.device.name, std::string("cuda:0"));
+        QVERIFY(copies.device.more_ranks.empty());
+        QCOMPARE(copies.more_devices.size(), size_t{1});
+        QCOMPARE(copies.more_devices[0].name, std::string("cuda:1"));
+
+        v.tensorParallel = true;
+        QVERIFY(Settings::validate(v).isEmpty());
+        const ServiceParams split = Settings::serviceParams(v, recognition);
+        QCOMPARE(split.device.name, std::string("cuda:0"));
+        QVERIFY(split.more_devices.empty());
+        QCOMPARE(split.device.more_ranks.size(), size_t{1});
+        QCOMPARE(split.device.more_ranks[0].name, std::string("cuda:1"));
+
+        v.device = QStringLiteral("cuda:0");
+        const QList<SettingsProblem> problems = Settings::validate(v);
+        QCOMPARE(problems.size(), qsizetype{1});
+        QCOMPARE(problems.first().key, QStringLiteral("engine/tensor_parallel"));
+        QCOMPARE(folio::settingForProblemKey(problems.first().key),
+                 QString::fromLatin1(setting_key::kTensorParallel));
     }
 
     void handEditedFileOutOfRangeFallsBackToDefaults() {

@@ -112,6 +112,33 @@ private Q_SLOTS:
         QCOMPARE(dialog.tabs()->tabText(dialog.tabs()->currentIndex()), QStringLiteral("Model"));
     }
 
+    // Splitting the models over the cards: offered where several cards are chosen, kept, and a reload.
+    void tensorParallelismNeedsSeveralCards() {
+        Settings settings(dir_.filePath(QStringLiteral("tp.ini")));
+        QVERIFY(settings.apply(Settings::defaults(QStringLiteral("cuda:0"))).isEmpty());
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        dialog.setValues(settings.values());
+        auto* split = dialog.findChild<QCheckBox*>(QStringLiteral("tensorParallel"));
+        QVERIFY(split != nullptr);
+        QVERIFY(!split->isEnabled());
+        SettingsValues v = settings.values();
+        v.device = QStringLiteral("cuda:0,cuda:1");
+        dialog.setValues(v);
+        QVERIFY(split->isEnabled());
+        QVERIFY(!split->isChecked());
+        QSignalSpy changed(&settings, &Settings::changed);
+        split->setChecked(true);
+        QVERIFY(dialog.apply());
+        QVERIFY(changed.last().at(0).toStringList().contains(QStringLiteral("engine/tensor_parallel")));
+        QCOMPARE(changed.last().at(1).value<EngineImpact>(), EngineImpact::Reload);
+        QVERIFY(Settings(dir_.filePath(QStringLiteral("tp.ini"))).values().tensorParallel);
+        dialog.tabs()->setCurrentIndex(dialog.tabs()->count() - 1);
+        QVERIFY(dialog.showSetting(QString::fromLatin1(setting_key::kTensorParallel)));
+        QCOMPARE(dialog.tabs()->tabText(dialog.tabs()->currentIndex()), QStringLiteral("Model"));
+        saveScreenshot(&dialog, QStringLiteral("settings-tensor-parallel"));
+    }
+
     // The chat model sits on the model page beside the OCR model; a new one loads the models again.
     void chatModelIsAppliedAndReloads() {
         Settings settings(dir_.filePath(QStringLiteral("chat.ini")));

@@ -90,6 +90,7 @@ QWidget* SettingsDialog::settingField(const QString& key) const {
         {QLatin1String(kLayoutModel), layoutModel_},
         {QLatin1String(kChatModel), chatModel_},
         {QLatin1String(kDevice), device_},
+        {QLatin1String(kTensorParallel), tensorParallel_},
         {QLatin1String(kQuantization), quantization_},
         {QLatin1String(kVisionQuantization), visionQuantization_},
         {QLatin1String(kGpuMemory), gpuMemory_},
@@ -172,6 +173,9 @@ QWidget* SettingsDialog::buildModel() {
     for (const char* q : {"none", "wint8", "wint4"}) {
         quantization_->addItem(QString(), QString::fromLatin1(q));
     }
+    // With several cards: each model split over them rather than a copy on each.
+    tensorParallel_ = new QCheckBox(page);
+    tensorParallel_->setObjectName(QStringLiteral("tensorParallel"));
     visionQuantization_ = new QComboBox(page);
     visionQuantization_->setObjectName(QStringLiteral("visionQuantization"));
     for (const char* q : {"none", "fp8"}) {
@@ -184,6 +188,7 @@ QWidget* SettingsDialog::buildModel() {
     form->addRow(labels_[QStringLiteral("layout")], layoutModel_);
     form->addRow(labels_[QStringLiteral("chat")], chatRow);
     form->addRow(labels_[QStringLiteral("device")], device_);
+    form->addRow(QString(), tensorParallel_);
     form->addRow(labels_[QStringLiteral("quantization")], quantization_);
     form->addRow(labels_[QStringLiteral("vision")], visionQuantization_);
     connect(browseModel_, &QPushButton::clicked, this, [this] {
@@ -208,6 +213,11 @@ QWidget* SettingsDialog::buildModel() {
     for (QComboBox* combo : {device_, quantization_, visionQuantization_}) {
         connect(combo, &QComboBox::currentIndexChanged, this, &SettingsDialog::updateNote);
     }
+    connect(tensorParallel_, &QCheckBox::toggled, this, &SettingsDialog::updateNote);
+    // Splitting needs several cards.
+    connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+        tensorParallel_->setEnabled(device_->currentData().toString().contains(QLatin1Char(',')));
+    });
     // A device change brings its default number of sequences, as a fresh start would.
     connect(device_, &QComboBox::activated, this, [this] {
         maxNumSeqs_->setValue(Settings::defaults(device_->currentData().toString()).maxNumSeqs);
@@ -328,6 +338,7 @@ SettingsValues SettingsDialog::values() const {
     v.layoutModel = layoutModel_->text().trimmed();
     v.chatModel = chatModel_->text().trimmed();
     v.device = device_->currentData().toString();
+    v.tensorParallel = tensorParallel_->isChecked();
     v.quantization = quantization_->currentData().toString();
     v.visionQuantization = visionQuantization_->currentData().toString();
     v.gpuMemoryUtilization = gpuMemory_->value();
@@ -378,6 +389,8 @@ void SettingsDialog::setValues(const SettingsValues& v) {
         device = device_->count() - 1;
     }
     device_->setCurrentIndex(device);
+    tensorParallel_->setChecked(v.tensorParallel);
+    tensorParallel_->setEnabled(v.device.contains(QLatin1Char(',')));
     quantization_->setCurrentIndex(std::max(0, quantization_->findData(v.quantization)));
     visionQuantization_->setCurrentIndex(std::max(0, visionQuantization_->findData(v.visionQuantization)));
     gpuMemory_->setValue(v.gpuMemoryUtilization);
@@ -431,6 +444,7 @@ void SettingsDialog::showProblems(const QList<SettingsProblem>& problems) {
         const QString key = problems.first().key;
         const int tab = key.startsWith(QLatin1String("interface/")) ? 0
                         : key.startsWith(QLatin1String("models/")) || key == QLatin1String("engine/device") ||
+                                key == QLatin1String("engine/tensor_parallel") ||
                                 key == QLatin1String("engine/quantization") ||
                                 key == QLatin1String("engine/quantize_vision")
                             ? 1
@@ -507,6 +521,10 @@ void SettingsDialog::retranslate() {
     quantization_->setItemText(0, tr("None (bfloat16 weights)"));
     quantization_->setItemText(1, tr("WINT8 (8-bit weights, about half the memory)"));
     quantization_->setItemText(2, tr("WINT4 (4-bit weights, for 4 GB cards)"));
+    tensorParallel_->setText(
+        tr("Split each model over the cards (tensor parallelism) instead of a copy on each"));
+    tensorParallel_->setToolTip(
+        tr("For models larger than one card: every card holds part of each layer (--tensor-parallel-size)"));
     labels_[QStringLiteral("vision")]->setText(
         withOption(tr("Vision encoder"), QStringLiteral("quantize_vision")));
     visionQuantization_->setItemText(0, tr("As the model computes (bfloat16 on a GPU)"));

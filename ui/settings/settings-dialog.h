@@ -96,6 +96,7 @@ private:
     QComboBox* device_;
     QComboBox* quantization_;
     QComboBox* visionQuantization_;
+    QCheckBox* tensorParallel_;
     QDoubleSpinBox* gpuMemory_;
     QSpinBox* maxModelLen_;
     QSpinBox* maxNumSeqs_;

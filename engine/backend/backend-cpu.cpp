@@ -11,6 +11,7 @@
 #include "engine/backend/backend-checks.h"
 #include "engine/backend/backend-cpu-vision.h"
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu-products.h"
 #include "engine/backend/expert-routing.h"
 #include "engine/common/error.h"
 #include "engine/common/thread-pool.h"
@@ -49,59 +50,6 @@ struct HostBuffer final : Buffer {
 private:
     std::shared_ptr<MemoryCounter> counter_;
 };
-
-using f32x4 = float __attribute__((vector_size(16)));
-
-float hsum(f32x4 v) {
-    float s = 0.0f;
-    for (int i = 0; i < 4; ++i) {
-        s += v[i];
-    }
-    return s;
-}
-
-f32x4 load4(const float* p) {
-    f32x4 v;
-    std::memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-// Dot products of 4 rows of x with 4 rows of w: the micro-kernel of linear().
-void dot_4x4(const float* const* xr, const float* const* wr, int64_t n, float out[4][4]) {
-    f32x4 acc[4][4] = {};
-    int64_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-        const f32x4 w0 = load4(wr[0] + k), w1 = load4(wr[1] + k), w2 = load4(wr[2] + k),
-                    w3 = load4(wr[3] + k);
-        for (int i = 0; i < 4; ++i) {
-            const f32x4 xv = load4(xr[i] + k);
-            acc[i][0] += xv * w0;
-            acc[i][1] += xv * w1;
-            acc[i][2] += xv * w2;
-            acc[i][3] += xv * w3;
-        }
-    }
-    for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) {
-            float s = hsum(acc[i][j]);
-            for (int64_t kk = k; kk < n; ++kk) {
-                s += xr[i][kk] * wr[j][kk];
-            }
-            out[i][j] = s;
-        }
-    }
-}
-
-// Writes the block (rb, cb) of 4x4 dot products into y [n, out], adding the bias where there is one.
-void store_4x4(const float acc[4][4], int64_t rb, int64_t cb, int64_t n, int64_t out, const float* bias,
-               float* y) {
-    for (int i = 0; i < 4 && rb * 4 + i < n; ++i) {
-        for (int j = 0; j < 4 && cb * 4 + j < out; ++j) {
-            const int64_t col = cb * 4 + j;
-            y[(rb * 4 + i) * out + col] = acc[i][j] + (bias ? bias[col] : 0.0f);
-        }
-    }
-}
 
 // Softmax attention of one query row over keys 0..n_visible-1: key_at(j) and value_at(j) give the rows of
 // key j (each pointer read before the next call).
@@ -737,64 +685,22 @@ protected:
 private:
     // y = x · wᵀ + b with a float32 w.  x [n, in], w [out, in], b [out] or null  ->  [n, out]
     Tensor dense_product(const Tensor& x, const Tensor& w, const Tensor* b) {
-        const int64_t n = x.rows(), in = x.row_size(), out = w.rows();
-        Tensor y = alloc({n, out});
-        const float* xd = x.f32();
-        const float* wd = w.f32();
-        const float* bd = b ? b->f32() : nullptr;
-        float* yd = y.f32();
-        // Split over output columns when there are few rows (decode), over rows otherwise.
-        const int64_t n_row_blocks = (n + 3) / 4, n_col_blocks = (out + 3) / 4;
-        pool_.parallel_for(n_row_blocks * n_col_blocks, 16, [&](int64_t begin, int64_t end) {
-            for (int64_t blk = begin; blk < end; ++blk) {
-                const int64_t rb = blk / n_col_blocks, cb = blk % n_col_blocks;
-                const float* xr[4];
-                const float* wr[4];
-                for (int i = 0; i < 4; ++i) {
-                    xr[i] = xd + std::min(rb * 4 + i, n - 1) * in;
-                    wr[i] = wd + std::min(cb * 4 + i, out - 1) * in;
-                }
-                float acc[4][4];
-                dot_4x4(xr, wr, in, acc);
-                store_4x4(acc, rb, cb, n, out, bd, yd);
-            }
-        });
+        Tensor y = alloc({x.rows(), w.rows()});
+        cpu::dense_product(pool_, x.f32(), w.f32(), b ? b->f32() : nullptr, y.f32(), x.rows(), x.row_size(),
+                           w.rows());
         return y;
     }
 
-    // The same with packed weights. Each task dequantizes four rows of w and multiplies them with every row
-    // of x, so that an output's arithmetic does not depend on the other rows in the batch. FP8 weights read
-    // x's rows rounded to E4M3 as the tensor cores' FP8 product reads them.
+    // The same with packed weights; FP8 weights read x's rows rounded to E4M3 as the tensor cores' FP8
+    // product reads them.
     Tensor packed_product(const Tensor& x_in, const Weight& w, const Tensor* b) {
         Tensor x = x_in;
         if (w.type == Quantization::Fp8) {
             x = copy(x_in);
             round_rows_to_fp8(std::span(x.f32(), static_cast<size_t>(x.n_elements())), x.row_size());
         }
-        const int64_t n = x.rows(), in = x.row_size(), out = w.n_out;
-        Tensor y = alloc({n, out});
-        const auto* qd = static_cast<const int8_t*>(w.data->data()) + w.data_offset;
-        const float* bd = b ? b->f32() : nullptr;
-        pool_.parallel_for((out + 3) / 4, 4, [&](int64_t begin, int64_t end) {
-            std::vector<float> rows(static_cast<size_t>(4 * in));
-            for (int64_t cb = begin; cb < end; ++cb) {
-                const float* wr[4];
-                for (int j = 0; j < 4; ++j) {
-                    const int64_t r = std::min(cb * 4 + j, out - 1);
-                    dequantize_row(w.type, qd, w.scales.f32(), in, w.group_size, r, rows.data() + j * in);
-                    wr[j] = rows.data() + j * in;
-                }
-                for (int64_t rb = 0; rb < (n + 3) / 4; ++rb) {
-                    const float* xr[4];
-                    for (int i = 0; i < 4; ++i) {
-                        xr[i] = x.f32() + std::min(rb * 4 + i, n - 1) * in;
-                    }
-                    float acc[4][4];
-                    dot_4x4(xr, wr, in, acc);
-                    store_4x4(acc, rb, cb, n, out, bd, y.f32());
-                }
-            }
-        });
+        Tensor y = alloc({x.rows(), w.n_out});
+        cpu::packed_product(pool_, x.f32(), w, b ? b->f32() : nullptr, y.f32(), x.rows());
         return y;
     }
 

@@ -43,9 +43,11 @@ const char* const kServerBenchUsage =
       with the crop as a PNG data URL. Prints JSON: requests/s and latency percentiles of each, side by side.
   folio-cli bench --server N --pipeline FILE --model DIR|ORG/NAME [--layout-model DIR|ORG/NAME]
                   [--connections N] [--dpi N] [--max-new-tokens N] [--device cpu|cuda[:N]] [engine options]
+  folio-cli bench --server N --pipeline FILE --tokenizer DIR --layout-model DIR|ORG/NAME [...]
       The document pipeline through the server: FILE (a PDF or image) N times, first as folio-cli ocr runs
       the documents (one pipeline, every document's blocks together), then as N POST /layout-parsing
       requests from --connections clients at once (default 4). Prints JSON: pages/s of each, side by side.
+      Without --model, the full-size PaddleOCR-VL architecture with random weights.
 )";
 
 namespace {
@@ -129,8 +131,17 @@ int run_pipeline_bench(const Options& opt) {
     opt.allow(with_engine_flags({"--server", "--pipeline", "--model", "--layout-model", "--device",
                                  "--threads", "--connections", "--dpi", "--max-new-tokens", "--device-memory",
                                  "--pages-in-flight", "--render-threads", "--layout-batch"}));
-    const std::string model_spec = opt.text("--model");
-    const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
+    // Without --model, the full-size PaddleOCR-VL architecture with random weights, its prompts through
+    // --tokenizer's tokenizer, as the document benchmark runs it.
+    const bool random_weights = !opt.has("--model");
+    if (random_weights && (!opt.has("--tokenizer") || !opt.has("--layout-model"))) {
+        fail(
+            "--pipeline with random weights (no --model) needs --tokenizer DIR for the prompts and "
+            "--layout-model DIR|ORG/NAME");
+    }
+    const std::string model_spec = random_weights ? std::string() : opt.text("--model");
+    const std::filesystem::path model_dir =
+        random_weights ? std::filesystem::path() : resolve_model_option(model_spec, opt.has("--tokenizer"));
     const std::filesystem::path layout_dir = resolve_layout_model(opt, model_spec);
     const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
     const int64_t n_documents = opt.integer("--server", 8);
@@ -210,6 +221,8 @@ int run_pipeline_bench(const Options& opt) {
     const double http_rate = static_cast<double>(http_pages.load()) / http_seconds;
     const nlohmann::json out = {
         {"file", file.toStdString()},
+        {"model",
+         random_weights ? "full-size PaddleOCR-VL architecture, random weights" : model_dir.string()},
         {"documents", n_documents},
         {"connections", n_clients},
         {"ocr", {{"pages", counter.pages}, {"seconds", direct_seconds}, {"pages_per_second", direct_rate}}},

@@ -12,9 +12,10 @@ namespace folio {
 
 namespace {
 
-// Values are drawn in blocks of kBlock, each from a generator seeded by the source's seed, the tensor's place
-// in the load order and the block's index, so that the blocks fill in parallel and the values do not depend
-// on how many threads there are.
+// Values are drawn in blocks of kBlock, each from a generator seeded by the source's seed, the tensor's name
+// and the block's index, so that the blocks fill in parallel, the values do not depend on how many threads
+// there are, and a tensor has the same values whatever else is loaded (a tensor-parallel rank other than 0
+// loads no embedding table or vision encoder).
 class RandomWeightSource final : public WeightSource {
 public:
     RandomWeightSource(uint64_t seed, float std) : seed_(seed), std_(std), pool_(0) {}
@@ -29,7 +30,7 @@ public:
         const bool is_norm = shape.size() == 1 && !is_bias;
         const float mean = is_norm ? 1.0f : 0.0f;
         const float std = is_norm ? 0.1f : std_;
-        const uint64_t tensor = n_tensors_++;
+        const uint64_t tensor = name_hash(name);
         const int64_t n_blocks = (n + kBlock - 1) / kBlock;
         pool_.parallel_for(n_blocks, 1, [&](int64_t begin, int64_t end) {
             for (int64_t block = begin; block < end; ++block) {
@@ -50,6 +51,15 @@ public:
 private:
     static constexpr int64_t kBlock = int64_t{1} << 18;
 
+    // FNV-1a over the name's bytes.
+    static uint64_t name_hash(const std::string& name) {
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (const char c : name) {
+            h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+        }
+        return h;
+    }
+
     // splitmix64's finaliser: nearby inputs give unrelated seeds.
     static uint64_t mix(uint64_t x) {
         x += 0x9e3779b97f4a7c15ULL;
@@ -60,7 +70,6 @@ private:
 
     uint64_t seed_;
     float std_;
-    uint64_t n_tensors_ = 0;
     ThreadPool pool_;
 };
 

@@ -13,7 +13,8 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
     : backend_(weights.backend()),
       shape_(shape),
       precision_(attention_precision(weights.params())),
-      rope_(std::move(rope)) {
+      rope_(std::move(rope)),
+      split_rank_(weights.params().split.rank) {
     const LlamaDecoderShape& tc = shape;
     if (tc.vocab_size < 1 || tc.hidden_size < 1 || tc.intermediate_size < 1 || tc.n_layers < 1 ||
         tc.n_heads < 1 || tc.n_kv_heads < 1 || tc.n_heads % tc.n_kv_heads != 0 || tc.head_dim < 2 ||
@@ -33,11 +34,15 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
     shape_.intermediate_size = split.part(ff, "MLP columns").count;
     const std::string& tp = tc.prefix;
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
+    // The embedding table and the head run on rank 0 alone (TensorParallelModel), so only rank 0 holds them.
+    const bool ends = split.rank == 0;
     // The table's values stay on the host where the head is a bfloat16 copy of it.
     std::vector<float> table;
-    embed_tokens_ = weights.load_embedding(tp + "embed_tokens.weight", tc.vocab_size, d,
-                                           !untied_head && weights.params().bf16_weights, table,
-                                           !untied_head && !weights.params().bf16_weights);
+    if (ends) {
+        embed_tokens_ = weights.load_embedding(tp + "embed_tokens.weight", tc.vocab_size, d,
+                                               !untied_head && weights.params().bf16_weights, table,
+                                               !untied_head && !weights.params().bf16_weights);
+    }
     for (int l = 0; l < tc.n_layers; ++l) {
         const std::string p = tp + "layers." + std::to_string(l) + ".";
         DecoderLayer& L = layers_.emplace_back();
@@ -53,6 +58,9 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
         L.down_proj = weights.load_row_parallel(p + "mlp.down_proj", d, ff, ff, tc.mlp_bias, q);
     }
     final_norm_ = weights.load(tp + "norm.weight", {d});
+    if (!ends) {
+        return;
+    }
     if (untied_head) {
         lm_head_ = weights.load_linear("lm_head", tc.vocab_size, d, false, Quantization::None);
     } else if (weights.params().bf16_weights) {
@@ -64,7 +72,14 @@ LlamaDecoder::LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape
     }
 }
 
+void LlamaDecoder::check_holds_ends(const char* what) const {
+    if (embed_tokens_.empty()) {
+        fail("tensor-parallel rank ", split_rank_, " holds no ", what, ": rank 0 runs it for every rank");
+    }
+}
+
 Tensor LlamaDecoder::embed(std::span<const int32_t> ids) {
+    check_holds_ends("embedding table");
     std::vector<int64_t> rows(ids.begin(), ids.end());
     for (const int64_t id : rows) {
         if (id < 0 || id >= shape_.vocab_size) {
@@ -75,6 +90,7 @@ Tensor LlamaDecoder::embed(std::span<const int32_t> ids) {
 }
 
 Tensor LlamaDecoder::embed(const Tensor& ids, const Tensor& pending) {
+    check_holds_ends("embedding table");
     return backend_.gather_token_rows(embed_tokens_, ids, pending);  // [n, hidden]
 }
 
@@ -101,6 +117,7 @@ Tensor LlamaDecoder::forward(Tensor embeds, const DecoderStep& step, PagedKvCach
 }
 
 Tensor LlamaDecoder::logits(const Tensor& hidden) {
+    check_holds_ends("head");
     // The norm as a pass of its own: inside the head's GEMV, each of its many blocks would scale its input by
     // the norm's weights again, which costs more than the pass.
     return apply(backend_, lm_head_, backend_.rms_norm(hidden, final_norm_, shape_.rms_norm_eps));

@@ -45,7 +45,8 @@ struct DecoderLayer {
 
 class LlamaDecoder {
 public:
-    // Loads the weights under shape.prefix (and lm_head where it is not tied).
+    // Loads the weights under shape.prefix (and lm_head where it is not tied). A tensor-parallel rank other
+    // than 0 loads its part of the layers and no embedding table or head: embed() and logits() throw there.
     LlamaDecoder(WeightLoader& weights, const LlamaDecoderShape& shape, RopeParams rope);
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
@@ -71,6 +72,10 @@ private:
     std::vector<DecoderLayer> layers_;
     Tensor final_norm_;  // [hidden]
     RopeParams rope_;    // inverse frequencies and their axes [head_dim / 2]
+    int split_rank_ = 0;
+
+    // Throws folio::Error on a rank that holds no embedding table or head.
+    void check_holds_ends(const char* what) const;
 };
 
 }  // namespace folio

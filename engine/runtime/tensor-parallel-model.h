@@ -42,7 +42,7 @@ public:
     std::unique_ptr<RecordedWork> record(const std::function<void()>& queue) override;
     ModelLimits limits() const override { return lead().limits(); }
     int n_position_axes() const override { return lead().n_position_axes(); }
-    // Rank 0's: each rank's device holds as much.
+    // Rank 0's: it alone holds the embedding table, the head and the vision side, so no rank holds more.
     int64_t n_weight_bytes() const override { return lead().n_weight_bytes(); }
 
     void check_images(const PreprocessedImages& images) const override { lead().check_images(images); }

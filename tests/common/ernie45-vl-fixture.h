@@ -58,7 +58,7 @@ inline std::vector<float> raster_patches(const std::vector<float>& windowed,
 
 // Logits at every prompt position of model, the images encoded and in place; the cache in blocks of 8 slots
 // in reverse order, so that attention must follow the block table.  ->  [n_prompt, vocab]
-inline Tensor ernie_prompt_logits(Backend& backend, Ernie45Vl& model, const PromptTokens& p,
+inline Tensor ernie_prompt_logits(Backend& backend, GenerativeModel& model, const PromptTokens& p,
                                   const PreprocessedImages& im) {
     Tensor embeds = model.embed(p.ids);
     if (!im.grids.empty()) {

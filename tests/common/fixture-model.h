@@ -55,13 +55,12 @@ inline ChatPromptTokens reference_prompt(const Reference& ref, const PromptCase&
 
 // Logits at every prompt position, the images encoded and in place; the cache in blocks of 8 slots in
 // reverse order, so that attention must follow the block table.  ->  [n_prompt, vocab]
-inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
+inline Tensor prompt_logits(GenerativeModel& model, const ChatPromptTokens& prompt,
                             const PreprocessedImages& images) {
     Backend& backend = model.backend();
-    const ModelConfig& cfg = model.config();
     Tensor embeds = model.embed(prompt.ids);
-    const Tensor features =
-        model.project(model.encode_vision(images.pixel_values, images.grids), images.grids);
+    const std::span<const float> pixels(images.pixel_values);
+    const Tensor features = model.encode_images(std::span(&pixels, 1), images.grids);
     std::vector<int64_t> rows;
     for (size_t i = 0; i < prompt.ids.size(); ++i) {
         if (is_media(prompt.modality[i])) {
@@ -69,8 +68,7 @@ inline Tensor prompt_logits(PaddleOcrVl& model, const ChatPromptTokens& prompt,
         }
     }
     backend.scatter_rows(embeds, rows, features);
-    const MropePositions positions =
-        compute_mrope_positions(prompt.modality, images.grids, cfg.vision.spatial_merge_size);
+    const PromptPositions positions = model.prompt_positions(prompt.modality, images.grids);
     const auto n = static_cast<int64_t>(prompt.ids.size());
     const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
     PagedKvCache cache(backend, model.kv_cache_params(n_blocks, block_size));

@@ -142,28 +142,26 @@ TEST(ThreadGroup, MismatchedSizesAndAFailedRankEndTheGroup) {
     EXPECT_THROW((void)second->rank(2), Error);
 }
 
-// One rank's model of the fixture, on a backend of its own.
-struct RankModel {
-    std::unique_ptr<Backend> backend;
-    std::unique_ptr<Collectives> collectives;
-    std::unique_ptr<Llama> model;
-};
+std::unique_ptr<Backend> cpu_rank(int /*rank*/) {
+    return make_cpu_backend(1);
+}
 
-std::vector<RankModel> load_ranks(testing::LlamaFixture& f, ThreadGroup& group, ModelLoadParams load) {
-    std::vector<RankModel> ranks;
-    for (int r = 0; r < group.n_ranks(); ++r) {
-        RankModel& rank = ranks.emplace_back();
-        rank.backend = make_cpu_backend(1);
-        rank.collectives = group.rank(r);
-        load.split = {r, group.n_ranks(), rank.collectives.get()};
-        const auto weights = make_store_weight_source(*f.store);
-        rank.model = std::make_unique<Llama>(*rank.backend, f.config, *weights, load);
-    }
-    return ranks;
+// The Llama fixture split over the group's ranks, each rank's part loaded with `load` as the service loads
+// it.
+std::unique_ptr<testing::SplitRanks<Llama>> split_llama(testing::LlamaFixture& f,
+                                                        std::shared_ptr<CollectiveGroup> group,
+                                                        const ModelLoadParams& load = {}) {
+    return std::make_unique<testing::SplitRanks<Llama>>(
+        std::move(group), cpu_rank, [&f, load](Backend& b, const ModelLoadParams& part) {
+            ModelLoadParams own = load;
+            own.split = part.split;
+            const auto weights = make_store_weight_source(*f.store);
+            return std::make_unique<Llama>(b, f.config, *weights, own);
+        });
 }
 
 // Logits at every prompt position, the cache's blocks in reverse order.  ->  [n_prompt, vocab]
-std::vector<float> prompt_logits(Llama& model, const PromptTokens& p) {
+std::vector<float> prompt_logits(GenerativeModel& model, const PromptTokens& p) {
     const auto n = static_cast<int64_t>(p.ids.size());
     const int64_t block_size = 8, n_blocks = (n + block_size - 1) / block_size;
     PagedKvCache cache(model.backend(), model.kv_cache_params(n_blocks, block_size));
@@ -188,47 +186,72 @@ testing::LlamaFixture& fixture() {
 class LlamaTensorParallel : public ::testing::TestWithParam<int> {};
 
 // Heads split over 2 ranks (2 query heads and 1 K/V head each) and over 4 (1 query head each, each K/V head
-// held by two ranks); the MLP's 160 columns in 80 or 40. Every rank's logits are the same bits, and they are
-// the whole model's to float32 rounding; greedy tokens are the reference's.
+// held by two ranks); the MLP's 160 columns in 80 or 40. Served as one model (TensorParallelModel: rank 0
+// embeds and runs the head, every rank's decoder steps in lockstep on its thread), the logits are the whole
+// model's to float32 rounding and the greedy tokens the reference's. Only rank 0 holds the embedding table
+// and the head.
 TEST_P(LlamaTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
     testing::LlamaFixture& f = fixture();
     const int n_ranks = GetParam();
-    const auto group = ThreadGroup::create(n_ranks);
-    std::vector<RankModel> ranks = load_ranks(f, *group, {});
+    const auto split = split_llama(f, ThreadGroup::create(n_ranks));
     const KvCacheParams whole = f.model->kv_cache_params(4, 8);
-    for (const RankModel& rank : ranks) {
-        const KvCacheParams part = rank.model->kv_cache_params(4, 8);
+    const LlamaConfig& c = f.config;
+    const int64_t table_bytes = c.vocab_size * c.hidden_size * static_cast<int64_t>(sizeof(float));
+    for (int r = 0; r < n_ranks; ++r) {
+        const Llama& rank = *split->models[static_cast<size_t>(r)];
+        const KvCacheParams part = rank.kv_cache_params(4, 8);
         EXPECT_EQ(part.n_kv_head, 1) << "2 K/V heads over " << n_ranks << " ranks";
         EXPECT_EQ(part.head_dim, whole.head_dim);
-        EXPECT_LT(rank.model->n_weight_bytes(), f.model->n_weight_bytes());
+        EXPECT_LT(rank.n_weight_bytes(), f.model->n_weight_bytes());
+        if (r > 0) {
+            EXPECT_LE(rank.n_weight_bytes() + table_bytes, split->models[0]->n_weight_bytes())
+                << "rank " << r << " holds an embedding table";
+        }
     }
+    TensorParallelModel model(split->ranks(), *split->group, split->threads);
+    EXPECT_EQ(model.n_ranks(), n_ranks);
+    EXPECT_EQ(&model.backend(), split->backends[0].get()) << "the engine works on rank 0";
+    EXPECT_EQ(model.kv_cache_params(4, 8).n_kv_head, 1);
     for (const std::string& key : llama_prompt_keys()) {
         const PromptTokens prompt = f.prompt(key);
         const std::vector<int64_t> expected_tokens = f.reference.i64(key + ".greedy_tokens");
-        std::vector<std::vector<float>> logits(static_cast<size_t>(n_ranks));
-        std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(n_ranks));
-        const auto errors = run_ranks(*group, [&](int r) {
-            Llama& model = *ranks[static_cast<size_t>(r)].model;
-            logits[static_cast<size_t>(r)] = prompt_logits(model, prompt);
-            tokens[static_cast<size_t>(r)] = greedy(model, prompt, static_cast<int>(expected_tokens.size()));
-        });
-        ASSERT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n_ranks))) << key;
-        for (int r = 1; r < n_ranks; ++r) {
-            EXPECT_EQ(logits[static_cast<size_t>(r)], logits[0]) << key << ": rank " << r;
-            EXPECT_EQ(tokens[static_cast<size_t>(r)], tokens[0]) << key << ": rank " << r;
-        }
+        const std::vector<float> logits = prompt_logits(model, prompt);
+        const std::vector<int32_t> tokens = greedy(model, prompt, static_cast<int>(expected_tokens.size()));
         const std::vector<float> unsplit = f.backend->download(f.prompt_logits(key));
-        const double err = relative_error(logits[0], unsplit);
+        const double err = relative_error(logits, unsplit);
         std::cout << key << ", " << n_ranks << " ranks: logits relative error to the whole model " << err
                   << "\n";
         EXPECT_LT(err, 1e-5) << key;
         EXPECT_GT(err, 0.0) << key << ": the ranks' sums round differently from the whole product";
-        EXPECT_LT(relative_error(logits[0], f.reference.f32(key + ".logits")), 1e-4) << key;
-        EXPECT_EQ(std::vector<int64_t>(tokens[0].begin(), tokens[0].end()), expected_tokens) << key;
+        EXPECT_LT(relative_error(logits, f.reference.f32(key + ".logits")), 1e-4) << key;
+        EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected_tokens) << key;
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, LlamaTensorParallel, ::testing::Values(2, 4));
+
+// A rank other than 0 holds its part of the layers only: asked to embed or to run the head, it says that rank
+// 0 does.
+TEST(LlamaTensorParallel, OnlyRankZeroEmbedsAndRunsTheHead) {
+    testing::LlamaFixture& f = fixture();
+    const auto split = split_llama(f, ThreadGroup::create(2));
+    Llama& second = *split->models[1];
+    try {
+        (void)second.embed(std::vector<int32_t>{1, 2});
+        FAIL() << "rank 1 embedded tokens";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 1 holds no embedding table"), std::string::npos)
+            << e.what();
+    }
+    const Tensor hidden = split->backends[1]->upload(
+        std::vector<float>(static_cast<size_t>(f.config.hidden_size)), {1, f.config.hidden_size});
+    try {
+        (void)second.logits(hidden);
+        FAIL() << "rank 1 ran the head";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 1 holds no head"), std::string::npos) << e.what();
+    }
+}
 
 // WINT8 layers split: each rank quantizes its own block of the weights (a row-parallel layer's scales then
 // cover its columns only), and the logits stay within quantization's distance of the whole WINT8 model's.
@@ -238,17 +261,13 @@ TEST(LlamaTensorParallelQuantized, Wint8RanksStayNearTheWholeModel) {
     load.quantization = Quantization::Wint8;
     const auto weights = make_store_weight_source(*f.store);
     Llama whole(*f.backend, f.config, *weights, load);
-    const auto group = ThreadGroup::create(2);
-    std::vector<RankModel> ranks = load_ranks(f, *group, load);
+    const auto split = split_llama(f, ThreadGroup::create(2), load);
+    TensorParallelModel model(split->ranks(), *split->group, split->threads);
     const PromptTokens prompt = f.prompt("hello");
-    std::vector<std::vector<float>> logits(2);
-    const auto errors = run_ranks(
-        *group, [&](int r) { logits[static_cast<size_t>(r)] = prompt_logits(*ranks[r].model, prompt); });
-    ASSERT_EQ(errors, std::vector<std::string>(2));
-    EXPECT_EQ(logits[1], logits[0]);
+    const std::vector<float> logits = prompt_logits(model, prompt);
     // Against the float32 model: the split layers' own scales quantize no worse than the whole layers'.
     const std::vector<float> exact = f.backend->download(f.prompt_logits("hello"));
-    const double split_err = relative_error(logits[0], exact);
+    const double split_err = relative_error(logits, exact);
     const double whole_err = relative_error(prompt_logits(whole, prompt), exact);
     std::cout << "WINT8 logits relative error to float32: 2 ranks " << split_err << ", whole " << whole_err
               << "\n";
@@ -264,115 +283,101 @@ testing::ErnieFixture& ernie_fixture() {
 class ErnieTensorParallel : public ::testing::TestWithParam<int> {};
 
 // ERNIE-4.5-VL split over 2 and 4 ranks: its 4 heads and 2 K/V heads, the dense layer's 192 columns, and
-// each expert's columns in both pools (64 and 48) and the shared expert's, with routing replicated; every
-// rank encodes images and video with a whole vision encoder of its own. Text, images, video and a second
-// turn: logits the same bits on every rank and the whole model's to float32 rounding, greedy tokens the
-// reference's.
+// each expert's columns in both pools (64 and 48) and the shared expert's, with routing replicated. Served
+// as one model, rank 0 alone encodes images and video (the other ranks hold no vision side, embedding table
+// or head) and its embeddings with the features in place reach the others through the group. Text, images,
+// video and a second turn: logits the whole model's to float32 rounding, greedy tokens the reference's.
 TEST_P(ErnieTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
     testing::ErnieFixture& f = ernie_fixture();
     const int n_ranks = GetParam();
-    const auto group = ThreadGroup::create(n_ranks);
-    struct ErnieRank {
-        std::unique_ptr<Backend> backend;
-        std::unique_ptr<Collectives> collectives;
-        std::unique_ptr<Ernie45Vl> model;
-    };
-    std::vector<ErnieRank> ranks;
+    testing::SplitRanks<Ernie45Vl> split(
+        ThreadGroup::create(n_ranks), cpu_rank, [&](Backend& b, const ModelLoadParams& load) {
+            const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
+            return std::make_unique<Ernie45Vl>(b, f.config, *weights, load);
+        });
     for (int r = 0; r < n_ranks; ++r) {
-        ErnieRank& rank = ranks.emplace_back();
-        rank.backend = make_cpu_backend(1);
-        rank.collectives = group->rank(r);
-        ModelLoadParams load;
-        load.split = {r, n_ranks, rank.collectives.get()};
-        const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
-        rank.model = std::make_unique<Ernie45Vl>(*rank.backend, f.config, *weights, load);
-        EXPECT_EQ(rank.model->kv_cache_params(1, 8).n_kv_head, 1);
-        EXPECT_LT(rank.model->n_weight_bytes(), f.model->n_weight_bytes());
+        const Ernie45Vl& rank = *split.models[static_cast<size_t>(r)];
+        EXPECT_EQ(rank.kv_cache_params(1, 8).n_kv_head, 1);
+        EXPECT_LT(rank.n_weight_bytes(), f.model->n_weight_bytes());
+        if (r > 0) {
+            EXPECT_LT(rank.n_weight_bytes(), split.models[0]->n_weight_bytes())
+                << "rank " << r << " holds the vision side";
+        }
     }
+    try {
+        (void)split.models[1]->embed(std::vector<int32_t>{1});
+        FAIL() << "rank 1 embedded tokens";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 1 holds no embedding table"), std::string::npos)
+            << e.what();
+    }
+    TensorParallelModel model(split.ranks(), *split.group, split.threads);
     for (const std::string& key : testing::ernie_prompt_keys()) {
         const PromptTokens prompt = f.prompt(key);
         const PreprocessedImages images = f.images(key);
         const std::vector<int64_t> expected_tokens = f.reference.i64(key + ".greedy_tokens");
-        std::vector<std::vector<float>> logits(static_cast<size_t>(n_ranks));
-        std::vector<std::vector<int32_t>> tokens(static_cast<size_t>(n_ranks));
-        const auto errors = run_ranks(*group, [&](int r) {
-            ErnieRank& rank = ranks[static_cast<size_t>(r)];
-            logits[static_cast<size_t>(r)] = rank.backend->download(
-                testing::ernie_prompt_logits(*rank.backend, *rank.model, prompt, images));
-            GenerateParams params;
-            params.max_tokens = static_cast<int>(expected_tokens.size());
-            tokens[static_cast<size_t>(r)] =
-                generate(*rank.model, prompt, images, params, [](int32_t) { return true; }).tokens;
-        });
-        ASSERT_EQ(errors, std::vector<std::string>(static_cast<size_t>(n_ranks))) << key;
-        for (int r = 1; r < n_ranks; ++r) {
-            EXPECT_EQ(logits[static_cast<size_t>(r)], logits[0]) << key << ": rank " << r;
-            EXPECT_EQ(tokens[static_cast<size_t>(r)], tokens[0]) << key << ": rank " << r;
-        }
-        const double err = relative_error(logits[0], f.backend->download(f.prompt_logits(key)));
+        const std::vector<float> logits =
+            model.backend().download(testing::ernie_prompt_logits(model.backend(), model, prompt, images));
+        GenerateParams params;
+        params.max_tokens = static_cast<int>(expected_tokens.size());
+        const std::vector<int32_t> tokens =
+            generate(model, prompt, images, params, [](int32_t) { return true; }).tokens;
+        const double err = relative_error(logits, f.backend->download(f.prompt_logits(key)));
         std::cout << key << ", " << n_ranks << " ranks: logits relative error to the whole model " << err
                   << "\n";
         EXPECT_LT(err, 1e-5) << key;
-        EXPECT_LT(relative_error(logits[0], f.reference.f32(key + ".logits")), 1e-4) << key;
-        EXPECT_EQ(std::vector<int64_t>(tokens[0].begin(), tokens[0].end()), expected_tokens) << key;
+        EXPECT_LT(relative_error(logits, f.reference.f32(key + ".logits")), 1e-4) << key;
+        EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected_tokens) << key;
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ErnieTensorParallel, ::testing::Values(2, 4));
 
-// PaddleOCR-VL's decoder (the Llama-style decoder it shares) split over 2 ranks, each rank with a whole
-// vision encoder and projector: every prompt case's logits and greedy tokens.
+// PaddleOCR-VL's decoder (the Llama-style decoder it shares) split over 2 ranks and served as one model, rank
+// 0 alone with the vision encoder and projector: every prompt case's logits and greedy tokens.
 TEST(PaddleOcrVlTensorParallel, LogitsAndGreedyTokensEqualTheWholeModel) {
     const auto files = ModelFiles::open(testing::tiny_model_dir());
     const testing::Reference reference;
     const auto whole_backend = make_cpu_backend(2);
     PaddleOcrVl whole(*whole_backend, files->config(), *make_file_weight_source(*files));
-    const int n_ranks = 2;
-    const auto group = ThreadGroup::create(n_ranks);
-    std::vector<std::unique_ptr<Backend>> backends;
-    std::vector<std::unique_ptr<Collectives>> collectives;
-    std::vector<std::unique_ptr<PaddleOcrVl>> models;
-    for (int r = 0; r < n_ranks; ++r) {
-        backends.push_back(make_cpu_backend(1));
-        collectives.push_back(group->rank(r));
-        ModelLoadParams load;
-        load.split = {r, n_ranks, collectives.back().get()};
-        models.push_back(std::make_unique<PaddleOcrVl>(*backends.back(), files->config(),
-                                                       *make_file_weight_source(*files), load));
-        EXPECT_EQ(models.back()->kv_cache_params(1, 8).n_kv_head, 1);
+    testing::SplitRanks<PaddleOcrVl> split(
+        ThreadGroup::create(2), cpu_rank, [&](Backend& b, const ModelLoadParams& load) {
+            return std::make_unique<PaddleOcrVl>(b, files->config(), *make_file_weight_source(*files), load);
+        });
+    EXPECT_EQ(split.models[1]->kv_cache_params(1, 8).n_kv_head, 1);
+    EXPECT_LT(split.models[1]->n_weight_bytes(), split.models[0]->n_weight_bytes());
+    try {
+        const std::vector<float> pixels(static_cast<size_t>(4 * files->config().vision.patch_dim()));
+        const ImageGrid grid{1, 2, 2};
+        (void)split.models[1]->encode_vision(pixels, std::span(&grid, 1));
+        FAIL() << "rank 1 encoded an image";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("holds no vision encoder"), std::string::npos) << e.what();
     }
+    TensorParallelModel model(split.ranks(), *split.group, split.threads);
     for (const testing::PromptCase& c : testing::prompt_cases()) {
         const ChatPromptTokens prompt =
             testing::reference_prompt(reference, c, files->config().image_token_id);
         const PreprocessedImages images = testing::reference_images(reference, c);
         const std::vector<int64_t> expected_tokens = reference.i64(c.key + ".greedy_tokens");
-        std::vector<std::vector<float>> logits(n_ranks);
-        std::vector<std::vector<int32_t>> tokens(n_ranks);
-        const auto errors = run_ranks(*group, [&](int r) {
-            PaddleOcrVl& model = *models[static_cast<size_t>(r)];
-            logits[static_cast<size_t>(r)] =
-                model.backend().download(testing::prompt_logits(model, prompt, images));
-            GenerateParams params;
-            params.max_tokens = static_cast<int>(expected_tokens.size());
-            tokens[static_cast<size_t>(r)] =
-                generate(model, prompt, images, params, [](int32_t) { return true; }).tokens;
-        });
-        ASSERT_EQ(errors, std::vector<std::string>(n_ranks)) << c.key;
-        EXPECT_EQ(logits[1], logits[0]) << c.key;
-        EXPECT_EQ(tokens[1], tokens[0]) << c.key;
+        const std::vector<float> logits =
+            model.backend().download(testing::prompt_logits(model, prompt, images));
+        GenerateParams params;
+        params.max_tokens = static_cast<int>(expected_tokens.size());
+        const std::vector<int32_t> tokens =
+            generate(model, prompt, images, params, [](int32_t) { return true; }).tokens;
         const double err =
-            relative_error(logits[0], whole_backend->download(testing::prompt_logits(whole, prompt, images)));
+            relative_error(logits, whole_backend->download(testing::prompt_logits(whole, prompt, images)));
         std::cout << c.key << ", 2 ranks: logits relative error to the whole model " << err << "\n";
         EXPECT_LT(err, 1e-5) << c.key;
-        EXPECT_EQ(std::vector<int64_t>(tokens[0].begin(), tokens[0].end()), expected_tokens) << c.key;
+        EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected_tokens) << c.key;
     }
 }
 
 TEST(LlamaTensorParallelErrors, HeadsThatDoNotSplitAreNamed) {
     testing::LlamaFixture& f = fixture();
-    const auto group = ThreadGroup::create(3);
     try {
-        (void)load_ranks(f, *group, {});
+        (void)split_llama(f, ThreadGroup::create(3));
         FAIL() << "4 heads loaded over 3 ranks";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("4 attention heads do not split over 3 tensor-parallel ranks"),
@@ -437,54 +442,6 @@ TEST(RankThreads, EachRankKeepsItsThreadAndTheFirstFailureComesBack) {
     threads.run([&](int) { ++n_ran; });
     EXPECT_EQ(n_ran.load(), 3) << "the threads go on after a failed run";
     EXPECT_THROW(RankThreads(0), Error);
-}
-
-std::unique_ptr<Backend> cpu_rank(int /*rank*/) {
-    return make_cpu_backend(1);
-}
-
-// The split Llama served as one model: generate() runs the engine over it on rank 0 while every rank's
-// decoder steps in lockstep on its thread, each rank's keys and values in a cache of its own.
-TEST(TensorParallelModel, LlamaGeneratesTheReferenceTokens) {
-    testing::LlamaFixture& f = fixture();
-    for (const int n_ranks : {2, 4}) {
-        testing::SplitRanks<Llama> split(ThreadGroup::create(n_ranks), cpu_rank,
-                                         [&](Backend& b, const ModelLoadParams& load) {
-                                             const auto weights = make_store_weight_source(*f.store);
-                                             return std::make_unique<Llama>(b, f.config, *weights, load);
-                                         });
-        TensorParallelModel model(split.ranks(), *split.group, split.threads);
-        EXPECT_EQ(model.n_ranks(), n_ranks);
-        EXPECT_EQ(&model.backend(), split.backends[0].get()) << "the engine works on rank 0";
-        EXPECT_EQ(model.kv_cache_params(4, 8).n_kv_head, 1);
-        for (const std::string& key : llama_prompt_keys()) {
-            const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
-            const std::vector<int32_t> tokens =
-                greedy(model, f.prompt(key), static_cast<int>(expected.size()));
-            EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected) << key << ", " << n_ranks;
-        }
-    }
-}
-
-// ERNIE-4.5-VL split over 2 ranks and served as one model: rank 0 alone encodes the images and video, its
-// embeddings with the features in place reach the other rank through the group; the experts of both pools
-// are split. Greedy tokens are the reference's for text, image, video and a second turn.
-TEST(TensorParallelModel, ErnieWithImagesOnRankZeroGeneratesTheReferenceTokens) {
-    testing::ErnieFixture& f = ernie_fixture();
-    testing::SplitRanks<Ernie45Vl> split(
-        ThreadGroup::create(2), cpu_rank, [&](Backend& b, const ModelLoadParams& load) {
-            const auto weights = make_ernie45_vl_weight_source(*f.store, f.config);
-            return std::make_unique<Ernie45Vl>(b, f.config, *weights, load);
-        });
-    TensorParallelModel model(split.ranks(), *split.group, split.threads);
-    for (const std::string& key : testing::ernie_prompt_keys()) {
-        const std::vector<int64_t> expected = f.reference.i64(key + ".greedy_tokens");
-        GenerateParams params;
-        params.max_tokens = static_cast<int>(expected.size());
-        const std::vector<int32_t> tokens =
-            generate(model, f.prompt(key), f.images(key), params, [](int32_t) { return true; }).tokens;
-        EXPECT_EQ(std::vector<int64_t>(tokens.begin(), tokens.end()), expected) << key;
-    }
 }
 
 // A rank that fails in a step (here: a cache row past its cache) ends the group, and the step's error is

@@ -92,10 +92,18 @@ Ernie45Vl::Ernie45Vl(Backend& backend, const Ernie45VlConfig& config, WeightSour
 Ernie45Vl::Ernie45Vl(Backend& backend, const Ernie45VlConfig& config, WeightLoader&& weights)
     : backend_(backend),
       config_(config),
-      vision_(weights, config),
+      vision_(weights.params().split.rank == 0 ? std::make_unique<Ernie45VlVision>(weights, config)
+                                               : nullptr),
       text_(weights, config.text),
       n_weight_bytes_(weights.n_weight_bytes()) {
     weights.quantize_layers();
+}
+
+Ernie45VlVision& Ernie45Vl::vision() const {
+    if (!vision_) {
+        fail("this tensor-parallel rank holds no vision side: rank 0 encodes the images and video");
+    }
+    return *vision_;
 }
 
 ModelLimits Ernie45Vl::limits() const {
@@ -153,7 +161,7 @@ Tensor Ernie45Vl::encode_vision(std::span<const float> pixel_values, std::span<c
         fail("ERNIE-4.5-VL vision: ", pixel_values.size(), " pixel values for ", n, " patches of ",
              config_.vision.patch_dim());
     }
-    return vision_.encode(backend_.upload(pixel_values, {n, config_.vision.patch_dim()}), grids);
+    return vision().encode(backend_.upload(pixel_values, {n, config_.vision.patch_dim()}), grids);
 }
 
 Tensor Ernie45Vl::encode_images(std::span<const std::span<const float>> values,
@@ -163,7 +171,7 @@ Tensor Ernie45Vl::encode_images(std::span<const std::span<const float>> values,
         n += g.n_patches();
     }
     const Tensor patches = backend_.upload(values, {n, config_.vision.patch_dim()});
-    return vision_.resample(vision_.encode(patches, grids), grids);
+    return vision().resample(vision().encode(patches, grids), grids);
 }
 
 Tensor Ernie45Vl::encode_images(std::span<const std::span<const uint8_t>> levels,
@@ -175,7 +183,7 @@ Tensor Ernie45Vl::encode_images(std::span<const std::span<const uint8_t>> levels
     const int64_t pd = config_.vision.patch_dim();
     const Tensor patches =
         backend_.upload_levels(levels, level_values, pd / config_.vision.in_channels, {n, pd});
-    return vision_.resample(vision_.encode(patches, grids), grids);
+    return vision().resample(vision().encode(patches, grids), grids);
 }
 
 // Images of 4x4 to 16x16 patches through the vision side, whole and with the MLPs and the resampler in small

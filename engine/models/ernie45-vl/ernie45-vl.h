@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -52,7 +53,7 @@ public:
     int64_t image_activation_bytes(int64_t n_image_tokens, bool with_video) override;
     // Rows the vision MLPs and windows and tokens the resampler take at a time (Ernie45VlVision).
     void set_vision_chunk_rows(int64_t mlp_rows, int64_t resample_rows) {
-        vision_.set_chunk_rows(mlp_rows, resample_rows);
+        vision().set_chunk_rows(mlp_rows, resample_rows);
     }
 
     int n_position_axes() const override { return 3; }
@@ -76,10 +77,13 @@ public:
 
 private:
     Ernie45Vl(Backend& backend, const Ernie45VlConfig& config, WeightLoader&& weights);
+    Ernie45VlVision& vision() const;
 
     Backend& backend_;
     Ernie45VlConfig config_;
-    Ernie45VlVision vision_;
+    // Images and video run on rank 0 alone (TensorParallelModel): the other ranks of a split model hold no
+    // vision side, and vision() throws there.
+    std::unique_ptr<Ernie45VlVision> vision_;
     Ernie45VlTextModel text_;
     int64_t n_weight_bytes_ = 0;
 };

@@ -11,7 +11,10 @@
 namespace folio {
 
 Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTextConfig& config)
-    : backend_(weights.backend()), config_(config), precision_(attention_precision(weights.params())) {
+    : backend_(weights.backend()),
+      config_(config),
+      precision_(attention_precision(weights.params())),
+      split_rank_(weights.params().split.rank) {
     const Ernie45VlTextConfig& tc = config;
     const Quantization q = weights.params().quantization;
     const int64_t d = tc.hidden_size, ff = tc.intermediate_size, hd = tc.head_dim;
@@ -21,11 +24,15 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     n_heads_ = static_cast<int>(split.part(tc.num_attention_heads, "attention heads").count);
     n_kv_heads_ = static_cast<int>(split.part(tc.num_key_value_heads, "key/value heads").count);
     const bool untied_head = !tc.tie_word_embeddings && weights.has("lm_head.weight");
+    // The embedding table and the head run on rank 0 alone (TensorParallelModel), so only rank 0 holds them.
+    const bool ends = split.rank == 0;
     // The table's values stay on the host where the head is a bfloat16 copy of it.
     std::vector<float> table;
-    embed_tokens_ = weights.load_embedding("model.embed_tokens.weight", tc.vocab_size, d,
-                                           !untied_head && weights.params().bf16_weights, table,
-                                           !untied_head && !weights.params().bf16_weights);
+    if (ends) {
+        embed_tokens_ = weights.load_embedding("model.embed_tokens.weight", tc.vocab_size, d,
+                                               !untied_head && weights.params().bf16_weights, table,
+                                               !untied_head && !weights.params().bf16_weights);
+    }
     for (int l = 0; l < tc.num_hidden_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         Layer& L = layers_.emplace_back();
@@ -51,6 +58,9 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     const std::pair<int, int> hw[] = {{1, tc.mrope_section[0]}, {2, tc.mrope_section[1]}};
     layout.interleaved(hw).section(0, tc.mrope_section[2]);
     rope_ = layout.upload(backend_, hd, tc.rope_theta);
+    if (!ends) {
+        return;
+    }
     if (untied_head) {
         lm_head_ = weights.load_linear("lm_head", tc.vocab_size, d, false, Quantization::None);
     } else if (weights.params().bf16_weights) {
@@ -61,7 +71,14 @@ Ernie45VlTextModel::Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTex
     }
 }
 
+void Ernie45VlTextModel::check_holds_ends(const char* what) const {
+    if (embed_tokens_.empty()) {
+        fail("tensor-parallel rank ", split_rank_, " holds no ", what, ": rank 0 runs it for every rank");
+    }
+}
+
 Tensor Ernie45VlTextModel::embed(std::span<const int32_t> ids) {
+    check_holds_ends("embedding table");
     std::vector<int64_t> rows(ids.begin(), ids.end());
     for (const int64_t id : rows) {
         if (id < 0 || id >= config_.vocab_size) {
@@ -72,6 +89,7 @@ Tensor Ernie45VlTextModel::embed(std::span<const int32_t> ids) {
 }
 
 Tensor Ernie45VlTextModel::embed(const Tensor& ids, const Tensor& pending) {
+    check_holds_ends("embedding table");
     return backend_.gather_token_rows(embed_tokens_, ids, pending);  // [n, hidden]
 }
 
@@ -111,6 +129,7 @@ Tensor Ernie45VlTextModel::forward(Tensor embeds, const DecoderStep& step, Paged
 }
 
 Tensor Ernie45VlTextModel::logits(const Tensor& hidden) {
+    check_holds_ends("head");
     return apply(backend_, lm_head_, backend_.rms_norm(hidden, final_norm_, config_.rms_norm_eps));
 }
 

@@ -19,7 +19,8 @@ namespace folio {
 
 class Ernie45VlTextModel {
 public:
-    // Loads the weights under model. (and lm_head where it is not tied).
+    // Loads the weights under model. (and lm_head where it is not tied). A tensor-parallel rank other than 0
+    // loads its part of the layers and no embedding table or head: embed() and logits() throw there.
     Ernie45VlTextModel(WeightLoader& weights, const Ernie45VlTextConfig& config);
 
     // Token embeddings.  ids [n]  ->  [n, hidden]
@@ -53,6 +54,10 @@ private:
     std::vector<Layer> layers_;
     Tensor final_norm_;  // [hidden]
     RopeParams rope_;    // 3D mRoPE: h and w interleaved, then t
+    int split_rank_ = 0;
+
+    // Throws folio::Error on a rank that holds no embedding table or head.
+    void check_holds_ends(const char* what) const;
 };
 
 }  // namespace folio

@@ -72,12 +72,27 @@ PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightSour
 PaddleOcrVl::PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightLoader&& weights)
     : backend_(backend),
       config_(config),
-      vision_(weights, config.vision),
-      projector_(weights, config),
+      vision_(weights.params().split.rank == 0 ? std::make_unique<VisionEncoder>(weights, config.vision)
+                                               : nullptr),
+      projector_(weights.params().split.rank == 0 ? std::make_unique<Projector>(weights, config) : nullptr),
       decoder_(weights, config.text),
       n_params_(weights.n_params()),
       n_weight_bytes_(weights.n_weight_bytes()) {
     weights.quantize_layers();
+}
+
+VisionEncoder& PaddleOcrVl::vision() const {
+    if (!vision_) {
+        fail("this tensor-parallel rank holds no vision encoder: rank 0 encodes the images");
+    }
+    return *vision_;
+}
+
+Projector& PaddleOcrVl::projector() const {
+    if (!projector_) {
+        fail("this tensor-parallel rank holds no projector: rank 0 encodes the images");
+    }
+    return *projector_;
 }
 
 ModelLimits PaddleOcrVl::limits() const {
@@ -123,7 +138,7 @@ int64_t PaddleOcrVl::image_activation_bytes(int64_t n_image_tokens, bool /*with_
     constexpr int64_t kSmallChunk = 16;
     const VisionConfig& vc = config_.vision;
     const auto peak = [&](int64_t side, int64_t chunk) {
-        vision_.set_mlp_chunk_rows(chunk);
+        vision().set_mlp_chunk_rows(chunk);
         const ImageGrid grid{1, side, side};
         const std::vector<float> pixels(static_cast<size_t>(grid.n_patches() * vc.patch_dim()), 0.0f);
         backend_.reset_peak();
@@ -134,7 +149,7 @@ int64_t PaddleOcrVl::image_activation_bytes(int64_t n_image_tokens, bool /*with_
     const int64_t bytes = extrapolate_chunked_peak(
         peak(8, kMlpChunkRows), peak(16, kMlpChunkRows), peak(8, kSmallChunk), peak(16, kSmallChunk),
         kMlpChunkRows, n_image_tokens * vc.spatial_merge_size * vc.spatial_merge_size);
-    vision_.set_mlp_chunk_rows(kMlpChunkRows);
+    vision().set_mlp_chunk_rows(kMlpChunkRows);
     return bytes;
 }
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -43,7 +44,7 @@ public:
     // pixels [n_patches, channels * patch * patch] in parts  ->  [n_patches, vision_hidden] (after
     // post_layernorm)
     Tensor encode_vision(std::span<const std::span<const float>> pixels, std::span<const ImageGrid> grids) {
-        return vision_.encode(pixels, grids);
+        return vision().encode(pixels, grids);
     }
     Tensor encode_vision(std::span<const float> pixel_values, std::span<const ImageGrid> grids) {
         return encode_vision(std::span(&pixel_values, 1), grids);
@@ -52,12 +53,12 @@ public:
     // for its channel's value in level_values; only the levels go to the backend's device.
     Tensor encode_vision(std::span<const std::span<const uint8_t>> levels, const ChannelLevels& level_values,
                          std::span<const ImageGrid> grids) {
-        return vision_.encode(levels, level_values, grids);
+        return vision().encode(levels, level_values, grids);
     }
     // Projector: LayerNorm, 2x2 merge, Linear-GELU-Linear.  [n_patches, vision_hidden] -> [n_patches / 4,
     // hidden]
     Tensor project(const Tensor& vision_features, std::span<const ImageGrid> grids) {
-        return projector_.project(vision_features, grids);
+        return projector().project(vision_features, grids);
     }
 
     // GenerativeModel: images through the vision encoder and the projector.
@@ -91,12 +92,15 @@ public:
 
 private:
     PaddleOcrVl(Backend& backend, const ModelConfig& config, WeightLoader&& weights);
+    VisionEncoder& vision() const;
+    Projector& projector() const;
 
     Backend& backend_;
     ModelConfig config_;
-    // Loaded in this order, which seeded random weights depend on.
-    VisionEncoder vision_;
-    Projector projector_;
+    // Images run on rank 0 alone (TensorParallelModel): the other ranks of a split model hold no vision
+    // encoder or projector, and vision() and projector() throw there.
+    std::unique_ptr<VisionEncoder> vision_;
+    std::unique_ptr<Projector> projector_;
     ErnieDecoder decoder_;
     int64_t n_params_ = 0;
     int64_t n_weight_bytes_ = 0;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "engine/common/error.h"
+#include "kernels/chained-launch.cuh"
 #include "kernels/cuda-check.h"
 #include "kernels/moe.h"
 #include "kernels/reduce.cuh"
@@ -17,9 +18,15 @@ constexpr int kBlock = 256;
 constexpr int kWarpsPerBlock = kBlock / kWarpSize;
 constexpr int kExpertsPerLane = kMaxExperts / kWarpSize;
 
+// The routing and expert kernels are chained (launch_chained): each waits for the kernel ahead before it
+// reads anything, so that a decode step's chain of small kernels overlaps each launch with the kernel before
+// it.
+
 // One warp a row: the softmax over the experts, then k rounds of a warp-wide arg-max of the biased scores.
 __global__ void route_experts_kernel(const float* logits, const float* score_bias, int32_t* experts,
                                      float* weights, int64_t n, int n_experts, int k, float norm_min) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
     const int lane = static_cast<int>(threadIdx.x % kWarpSize);
     if (row >= n) {
@@ -116,6 +123,8 @@ struct ExpertRowTask {
 template <bool kSwiglu>
 __device__ inline ExpertRowTask expert_row_task(const float* x, const ExpertWeights& w,
                                                 const int32_t* experts, float* y, int64_t m, int64_t x_step) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     ExpertRowTask t;
     t.n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
     t.o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
@@ -236,6 +245,8 @@ __global__ void expert_rows_packed_kernel(const float* x, ExpertWeights w, const
 
 __global__ void add_expert_outputs_kernel(float* x, const float* src, const float* weights, int64_t n,
                                           int64_t k, int64_t d) {
+    wait_for_prior_grids();
+    start_dependent_grids();
     const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int64_t i = blockIdx.y;
     if (c >= d || i >= n) {
@@ -259,21 +270,21 @@ void launch_expert_rows(const float* x, const ExpertWeights& w, const int32_t* e
     if (!kDense && x_aligned && w.n_in % chunk == 0 &&
         (kType != QuantizedFormat::Wint4 || w.group_size % 8 == 0)) {
         if (swiglu) {
-            expert_rows_packed_kernel<kType, true><<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+            launch_chained(expert_rows_packed_kernel<kType, true>, grid, dim3(kBlock), 0, stream, x, w,
+                           experts, y, m, x_step);
         } else {
-            expert_rows_packed_kernel<kType, false><<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+            launch_chained(expert_rows_packed_kernel<kType, false>, grid, dim3(kBlock), 0, stream, x, w,
+                           experts, y, m, x_step);
         }
-        CUDA_CHECK(cudaGetLastError());
         return;
     }
     if (swiglu) {
-        expert_rows_linear_kernel<kDense, kType, true>
-            <<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+        launch_chained(expert_rows_linear_kernel<kDense, kType, true>, grid, dim3(kBlock), 0, stream, x, w,
+                       experts, y, m, x_step);
     } else {
-        expert_rows_linear_kernel<kDense, kType, false>
-            <<<grid, kBlock, 0, stream>>>(x, w, experts, y, m, x_step);
+        launch_chained(expert_rows_linear_kernel<kDense, kType, false>, grid, dim3(kBlock), 0, stream, x, w,
+                       experts, y, m, x_step);
     }
-    CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
@@ -287,9 +298,8 @@ void route_experts_f32(const float* logits, const float* score_bias, int32_t* ex
         return;
     }
     const auto blocks = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    route_experts_kernel<<<blocks, kBlock, 0, stream>>>(logits, score_bias, experts, weights, n, n_experts, k,
-                                                        norm_min);
-    CUDA_CHECK(cudaGetLastError());
+    launch_chained(route_experts_kernel, dim3(blocks), dim3(kBlock), 0, stream, logits, score_bias, experts,
+                   weights, n, n_experts, k, norm_min);
 }
 
 void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_t* experts, float* y,
@@ -323,8 +333,7 @@ void add_expert_outputs_f32(float* x, const float* src, const float* weights, in
         return;
     }
     const dim3 grid(static_cast<unsigned>((d + kBlock - 1) / kBlock), static_cast<unsigned>(n));
-    add_expert_outputs_kernel<<<grid, kBlock, 0, stream>>>(x, src, weights, n, k, d);
-    CUDA_CHECK(cudaGetLastError());
+    launch_chained(add_expert_outputs_kernel, grid, dim3(kBlock), 0, stream, x, src, weights, n, k, d);
 }
 
 }  // namespace folio::kernels

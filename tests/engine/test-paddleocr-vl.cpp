@@ -593,5 +593,21 @@ TEST(PaddleOcrVlRandom, FullSizeArchitectureBuildsWithRandomWeights) {
     EXPECT_EQ(model.n_params(), per_text_layer + per_vision_layer + embeddings + projector + 2 * 1152 + 1024);
 }
 
+// Seeded random weights: a tensor's values follow from the seed and its name alone, so that a tensor-parallel
+// rank that loads fewer tensors (no embedding table or vision encoder) draws the same values as rank 0 for
+// the layers both load.
+TEST(RandomWeights, ATensorsValuesFollowItsNameNotTheLoadOrder) {
+    const auto first = make_random_weight_source(7);
+    const std::vector<float> a = first->load("model.layers.0.mlp.down_proj.weight", {4, 8});
+    const std::vector<float> b = first->load("model.embed_tokens.weight", {16, 4});
+    const auto second = make_random_weight_source(7);
+    EXPECT_EQ(second->load("model.embed_tokens.weight", {16, 4}), b);
+    EXPECT_EQ(second->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a);
+    EXPECT_EQ(second->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a) << "loaded twice";
+    EXPECT_NE(second->load("model.layers.1.mlp.down_proj.weight", {4, 8}), a) << "another name";
+    EXPECT_NE(make_random_weight_source(8)->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a)
+        << "another seed";
+}
+
 }  // namespace
 }  // namespace folio

@@ -1,8 +1,8 @@
 // Tensor parallelism on the CPU backend: ranks as threads, each with a backend of its own and its part of
-// the heads, MLP columns and experts' columns, the row-parallel outputs summed in process. The split models'
-// logits and greedy tokens against the whole models' on the Llama, ERNIE-4.5-VL and PaddleOCR-VL golden
-// fixtures; the group's collectives and rank threads; the split models served as one (TensorParallelModel),
-// on their own and through the engine service.
+// the heads, MLP columns and experts' columns, the row-parallel outputs summed in process. The split models
+// served as one (TensorParallelModel): logits and greedy tokens against the whole models' on the Llama,
+// ERNIE-4.5-VL and PaddleOCR-VL golden fixtures, and what the ranks other than 0 hold; the group's
+// collectives and rank threads; a failing rank; the split models through the engine service.
 #include <gtest/gtest.h>
 
 #include <atomic>

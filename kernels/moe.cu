@@ -22,24 +22,17 @@ constexpr int kExpertsPerLane = kMaxExperts / kWarpSize;
 // reads anything, so that a decode step's chain of small kernels overlaps each launch with the kernel before
 // it.
 
-// One warp a row: the softmax over the experts, then k rounds of a warp-wide arg-max of the biased scores.
-__global__ void route_experts_kernel(const float* logits, const float* score_bias, int32_t* experts,
-                                     float* weights, int64_t n, int n_experts, int k, float norm_min) {
-    wait_for_prior_grids();
-    start_dependent_grids();
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-    if (row >= n) {
-        return;
-    }
-    const float* l = logits + row * n_experts;
+// One warp's routing of one row of logits (read through L2: a routing launch may have just written them in
+// other blocks): the softmax over the experts, then k rounds of a warp-wide arg-max of the biased scores.
+__device__ inline void route_row(const float* l, const float* score_bias, int32_t* experts, float* weights,
+                                 int64_t row, int n_experts, int k, float norm_min, int lane) {
     float p[kExpertsPerLane];
     float score[kExpertsPerLane];
     float max = -FLT_MAX;
 #pragma unroll
     for (int i = 0; i < kExpertsPerLane; ++i) {
         const int e = lane + i * kWarpSize;
-        p[i] = e < n_experts ? l[e] : -FLT_MAX;
+        p[i] = e < n_experts ? __ldcg(l + e) : -FLT_MAX;
         max = fmaxf(max, p[i]);
     }
     max = warp_max(max);
@@ -95,151 +88,312 @@ __global__ void route_experts_kernel(const float* logits, const float* score_bia
     }
 }
 
-template <QuantizedFormat kType>
-__device__ inline float expert_weight(const ExpertWeights& w, int64_t row, int64_t c) {
-    return weight_at<kType>(w.q, w.scales, row, c, w.n_in, w.group_size);
-}
-
-// Column c of weight row `row`.
-template <bool kDense, QuantizedFormat kType>
-__device__ inline float weight_value(const ExpertWeights& w, int64_t row, int64_t c) {
-    if constexpr (kDense) {
-        return w.dense[row * w.n_in + c];
-    } else {
-        return expert_weight<kType>(w, row, c);
-    }
-}
-
-// What one warp of an expert_rows kernel computes: output column o of row r, from weight row `row` (o of
-// expert experts[r]) and input row xr. Inactive past the ends, and for a row whose expert is out of range,
-// whose output is written as zero here.
-struct ExpertRowTask {
-    bool active = false;
-    int64_t n_out = 0, o = 0, r = 0, row = 0;
-    int lane = 0;
-    const float* xr = nullptr;
-};
-
-template <bool kSwiglu>
-__device__ inline ExpertRowTask expert_row_task(const float* x, const ExpertWeights& w,
-                                                const int32_t* experts, float* y, int64_t m, int64_t x_step) {
+// One warp a row.
+__global__ void route_experts_kernel(const float* logits, const float* score_bias, int32_t* experts,
+                                     float* weights, int64_t n, int n_experts, int k, float norm_min) {
     wait_for_prior_grids();
     start_dependent_grids();
-    ExpertRowTask t;
-    t.n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
-    t.o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-    t.r = blockIdx.y;
-    t.lane = static_cast<int>(threadIdx.x % kWarpSize);
-    if (t.o >= t.n_out || t.r >= m) {
-        return t;
-    }
-    const int32_t e = experts[t.r];
-    if (e < 0 || e >= w.n_experts) {
-        if (t.lane == 0) {
-            y[t.r * t.n_out + t.o] = 0.0f;
-        }
-        return t;
-    }
-    t.active = true;
-    t.xr = x + (t.r / x_step) * w.n_in;
-    t.row = e * w.n_rows + t.o;
-    return t;
-}
-
-// One warp an output column of one row: the dot product over the inputs (a SwiGLU's gate and up columns
-// together).
-template <bool kDense, QuantizedFormat kType, bool kSwiglu>
-__global__ void expert_rows_linear_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
-                                          int64_t m, int64_t x_step) {
-    const ExpertRowTask t = expert_row_task<kSwiglu>(x, w, experts, y, m, x_step);
-    if (!t.active) {
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (row >= n) {
         return;
     }
-    const int64_t n_out = t.n_out, o = t.o, r = t.r, row = t.row;
-    const int lane = t.lane;
-    const float* xr = t.xr;
-    float acc = 0.0f, up = 0.0f;
-    for (int64_t c = lane; c < w.n_in; c += kWarpSize) {
-        const float xv = xr[c];
-        acc = fmaf(xv, weight_value<kDense, kType>(w, row, c), acc);
-        if constexpr (kSwiglu) {
-            up = fmaf(xv, weight_value<kDense, kType>(w, row + n_out, c), up);
+    route_row(logits + row * n_experts, score_bias, experts, weights, row, n_experts, k, norm_min, lane);
+}
+
+// The router's warps: kRouterWarps an expert, each summing a quarter of the inputs, so that a row's logits
+// take one round of loads; a block holds kWarpsPerBlock / kRouterWarps experts.
+constexpr int kRouterWarps = 4;
+constexpr int kRouterExpertsPerBlock = kWarpsPerBlock / kRouterWarps;
+
+// Block (b, i): the logits of row i for experts [b kRouterExpertsPerBlock, ...), then the routing of row i
+// in whichever of the row's blocks finishes last.
+__global__ void route_experts_linear_kernel(const float* x, const float* router, const float* score_bias,
+                                            float* logits, int32_t* counters, int32_t* experts,
+                                            float* weights, int64_t d, int n_experts, int k, float norm_min,
+                                            bool vectors) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    __shared__ float partial[kWarpsPerBlock];
+    __shared__ bool last;
+    const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    const int e = static_cast<int>(blockIdx.x) * kRouterExpertsPerBlock + warp / kRouterWarps;
+    const int part = warp % kRouterWarps;
+    const int64_t i = blockIdx.y;
+    const float* xr = x + i * d;
+    float acc = 0.0f;
+    if (e < n_experts) {
+        const float* wr = router + static_cast<int64_t>(e) * d;
+        if (vectors) {
+            const int64_t step = int64_t{kRouterWarps} * kWarpSize * 4;
+#pragma unroll 4
+            for (int64_t c = (int64_t{part} * kWarpSize + lane) * 4; c < d; c += step) {
+                const float4 a = *reinterpret_cast<const float4*>(xr + c);
+                const float4 b = __ldg(reinterpret_cast<const float4*>(wr + c));
+                acc = fmaf(a.x, b.x, acc);
+                acc = fmaf(a.y, b.y, acc);
+                acc = fmaf(a.z, b.z, acc);
+                acc = fmaf(a.w, b.w, acc);
+            }
+        } else {
+            for (int64_t c = int64_t{part} * kWarpSize + lane; c < d;
+                 c += int64_t{kRouterWarps} * kWarpSize) {
+                acc = fmaf(xr[c], wr[c], acc);
+            }
         }
     }
     acc = warp_sum(acc);
-    if constexpr (kSwiglu) {
-        up = warp_sum(up);
-    }
     if (lane == 0) {
-        y[r * n_out + o] = kSwiglu ? acc / (1.0f + expf(-acc)) * up : acc;
+        partial[warp] = acc;
+    }
+    __syncthreads();
+    if (part == 0 && lane == 0 && e < n_experts) {
+        float sum = 0.0f;
+        for (int w = 0; w < kRouterWarps; ++w) {
+            sum += partial[warp + w];
+        }
+        logits[i * n_experts + e] = sum;
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(counters + i, 1) == static_cast<int>(gridDim.x) - 1;
+    }
+    __syncthreads();
+    if (!last) {
+        return;
+    }
+    __threadfence();
+    if (warp == 0) {
+        route_row(logits + i * n_experts, score_bias, experts, weights, i, n_experts, k, norm_min, lane);
+    }
+    if (threadIdx.x == 0) {
+        counters[i] = 0;
     }
 }
 
-// The packed formats' product, eight columns a lane at a time: each lane loads kChunks chunks of eight
-// weights (one 16-, 8- or 4-byte word each) before it multiplies, as the quantized GEMV does, so that a warp
-// keeps several loads in flight; the levels' dot product is scaled once per chunk. n_in is a multiple of 8
-// (of the group size for WINT4, whose chunks then share a group).
-template <QuantizedFormat kType, bool kSwiglu>
-__global__ void expert_rows_packed_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
-                                          int64_t m, int64_t x_step) {
-    constexpr int kChunks = 4;
-    constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
-    const ExpertRowTask t = expert_row_task<kSwiglu>(x, w, experts, y, m, x_step);
-    if (!t.active) {
-        return;
-    }
-    const int64_t n_out = t.n_out, o = t.o, r = t.r, row = t.row;
-    const int lane = t.lane;
-    const float* xr = t.xr;
-    const int shift = kType == QuantizedFormat::Wint4 ? group_shift(w.group_size) : 0;
-    const uint64_t policy = evict_normal_policy();
-    float acc = 0.0f, up = 0.0f;
-    for (int64_t c0 = int64_t{lane} * 8; c0 < w.n_in; c0 += kStride * kChunks) {
-        Packed8 g[kChunks], u[kChunks];
+// One weight's rows as the row products read them.
+struct RowSource {
+    const float* dense = nullptr;
+    const int8_t* q = nullptr;
+    const float* scales = nullptr;
+    int64_t n_in = 0;
+    int64_t group_size = 0;
+    int shift = 0;  // group_shift(group_size) for WINT4
+};
+
+template <QuantizedFormat kType>
+__device__ inline RowSource row_source(const ExpertWeights& w) {
+    RowSource s;
+    s.dense = w.dense;
+    s.q = w.q;
+    s.scales = w.scales;
+    s.n_in = w.n_in;
+    s.group_size = w.group_size;
+    s.shift = kType == QuantizedFormat::Wint4 && w.dense == nullptr ? group_shift(w.group_size) : 0;
+    return s;
+}
+
+// This lane's share of weight row a (and row b where kPair) times xr, added to acc_a (acc_b); a warp's
+// lanes together cover every column. The packed path reads eight columns a lane at a time, each lane loading
+// kChunks chunks of eight weights (one 16-, 8- or 4-byte word each) before it multiplies, as the quantized
+// GEMV does, so that a warp keeps several loads in flight, and scales the levels' dot product once per
+// chunk; it needs n_in a multiple of 8 (of the group size for WINT4, whose chunks then share a group) and xr
+// 16-byte aligned. The other path reads a column a lane at a time, in any format.
+template <bool kDense, QuantizedFormat kType, bool kPacked, bool kPair>
+__device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b, const float* xr, int lane,
+                                uint64_t policy, float& acc_a, float& acc_b) {
+    if constexpr (kPacked) {
+        constexpr int kChunks = 4;
+        constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
+        for (int64_t c0 = int64_t{lane} * 8; c0 < s.n_in; c0 += kStride * kChunks) {
+            Packed8 a[kChunks], b[kChunks];
 #pragma unroll
-        for (int k = 0; k < kChunks; ++k) {
-            const int64_t c = c0 + k * kStride;
-            if (c < w.n_in) {
-                g[k] = load_packed8<kType>(w.q, w.scales, row, c, w.n_in, shift, policy);
-                if constexpr (kSwiglu) {
-                    u[k] = load_packed8<kType>(w.q, w.scales, row + n_out, c, w.n_in, shift, policy);
+            for (int j = 0; j < kChunks; ++j) {
+                const int64_t c = c0 + j * kStride;
+                if (c < s.n_in) {
+                    a[j] = load_packed8<kType>(s.q, s.scales, row_a, c, s.n_in, s.shift, policy);
+                    if constexpr (kPair) {
+                        b[j] = load_packed8<kType>(s.q, s.scales, row_b, c, s.n_in, s.shift, policy);
+                    }
                 }
             }
-        }
 #pragma unroll
-        for (int k = 0; k < kChunks; ++k) {
-            const int64_t c = c0 + k * kStride;
-            if (c >= w.n_in) {
-                break;
-            }
-            const float4 lo = *reinterpret_cast<const float4*>(xr + c);
-            const float4 hi = *reinterpret_cast<const float4*>(xr + c + 4);
-            const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-            float levels[8];
-            unpack8_levels<kType>(g[k], levels);
-            float dot = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                dot = fmaf(xv[i], levels[i], dot);
-            }
-            acc = kType == QuantizedFormat::Bf16 ? acc + dot : fmaf(g[k].scale, dot, acc);
-            if constexpr (kSwiglu) {
-                unpack8_levels<kType>(u[k], levels);
-                dot = 0.0f;
+            for (int j = 0; j < kChunks; ++j) {
+                const int64_t c = c0 + j * kStride;
+                if (c >= s.n_in) {
+                    break;
+                }
+                const float4 lo = *reinterpret_cast<const float4*>(xr + c);
+                const float4 hi = *reinterpret_cast<const float4*>(xr + c + 4);
+                const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+                float levels[8];
+                unpack8_levels<kType>(a[j], levels);
+                float dot = 0.0f;
 #pragma unroll
                 for (int i = 0; i < 8; ++i) {
                     dot = fmaf(xv[i], levels[i], dot);
                 }
-                up = kType == QuantizedFormat::Bf16 ? up + dot : fmaf(u[k].scale, dot, up);
+                acc_a = kType == QuantizedFormat::Bf16 ? acc_a + dot : fmaf(a[j].scale, dot, acc_a);
+                if constexpr (kPair) {
+                    unpack8_levels<kType>(b[j], levels);
+                    dot = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < 8; ++i) {
+                        dot = fmaf(xv[i], levels[i], dot);
+                    }
+                    acc_b = kType == QuantizedFormat::Bf16 ? acc_b + dot : fmaf(b[j].scale, dot, acc_b);
+                }
+            }
+        }
+    } else {
+        for (int64_t c = lane; c < s.n_in; c += kWarpSize) {
+            const float xv = xr[c];
+            if constexpr (kDense) {
+                acc_a = fmaf(xv, s.dense[row_a * s.n_in + c], acc_a);
+                if constexpr (kPair) {
+                    acc_b = fmaf(xv, s.dense[row_b * s.n_in + c], acc_b);
+                }
+            } else {
+                acc_a = fmaf(xv, weight_at<kType>(s.q, s.scales, row_a, c, s.n_in, s.group_size), acc_a);
+                if constexpr (kPair) {
+                    acc_b = fmaf(xv, weight_at<kType>(s.q, s.scales, row_b, c, s.n_in, s.group_size), acc_b);
+                }
             }
         }
     }
+}
+
+__device__ inline float swiglu(float gate, float up) {
+    return gate / (1.0f + expf(-gate)) * up;
+}
+
+// One warp an output column o of one row r: expert experts[r]'s row o (with its up row where kSwiglu) times
+// row r / x_step of x. A row whose expert is out of range gets zeros.
+template <bool kDense, QuantizedFormat kType, bool kPacked, bool kSwiglu>
+__global__ void expert_rows_kernel(const float* x, ExpertWeights w, const int32_t* experts, float* y,
+                                   int64_t m, int64_t x_step) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t n_out = kSwiglu ? w.n_rows / 2 : w.n_rows;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int64_t r = blockIdx.y;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (o >= n_out || r >= m) {
+        return;
+    }
+    const int32_t e = experts[r];
+    if (e < 0 || e >= w.n_experts) {
+        if (lane == 0) {
+            y[r * n_out + o] = 0.0f;
+        }
+        return;
+    }
+    const int64_t row = e * w.n_rows + o;
+    float acc = 0.0f, up = 0.0f;
+    row_dots<kDense, kType, kPacked, kSwiglu>(row_source<kType>(w), row, row + n_out,
+                                              x + (r / x_step) * w.n_in, lane, evict_normal_policy(), acc,
+                                              up);
     acc = warp_sum(acc);
     if constexpr (kSwiglu) {
         up = warp_sum(up);
     }
     if (lane == 0) {
-        y[r * n_out + o] = kSwiglu ? acc / (1.0f + expf(-acc)) * up : acc;
+        y[r * n_out + o] = kSwiglu ? swiglu(acc, up) : acc;
+    }
+}
+
+// Block (b, i) of expert_swiglu_rows: the shared columns come first in block order, so that they are
+// scheduled first, and before the wait for the routing, which they do not need (the kernel ahead of the
+// routing, which wrote x, has finished when this one starts).
+template <bool kDense, QuantizedFormat kType, bool kPacked>
+__global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, ExpertWeights shared,
+                                          const int32_t* experts, float* y, int64_t n, int64_t k) {
+    const int64_t half = w.n_rows / 2, shared_half = shared.n_rows / 2;
+    const int64_t n_cols = k * half + shared_half;
+    const int64_t shared_blocks = (shared_half + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    const int warp = static_cast<int>(threadIdx.x / kWarpSize);
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    const int64_t i = blockIdx.y;
+    const float* xr = x + i * w.n_in;
+    float* yr = y + i * n_cols;
+    const uint64_t policy = evict_normal_policy();
+    const int64_t b = blockIdx.x;
+    if (b < shared_blocks) {
+        const int64_t s = b * kWarpsPerBlock + warp;
+        float gate = 0.0f, up = 0.0f;
+        if (s < shared_half) {
+            row_dots<kDense, kType, kPacked, true>(row_source<kType>(shared), s, s + shared_half, xr, lane,
+                                                   policy, gate, up);
+            gate = warp_sum(gate);
+            up = warp_sum(up);
+        }
+        wait_for_prior_grids();
+        start_dependent_grids();
+        if (s < shared_half && lane == 0) {
+            yr[k * half + s] = swiglu(gate, up);
+        }
+        return;
+    }
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t col = (b - shared_blocks) * kWarpsPerBlock + warp;
+    if (col >= k * half || i >= n) {
+        return;
+    }
+    const int64_t j = col / half, o = col - j * half;
+    const int32_t e = experts[i * k + j];
+    if (e < 0 || e >= w.n_experts) {
+        if (lane == 0) {
+            yr[col] = 0.0f;
+        }
+        return;
+    }
+    const int64_t row = e * w.n_rows + o;
+    float gate = 0.0f, up = 0.0f;
+    row_dots<kDense, kType, kPacked, true>(row_source<kType>(w), row, row + half, xr, lane, policy, gate, up);
+    gate = warp_sum(gate);
+    up = warp_sum(up);
+    if (lane == 0) {
+        yr[col] = swiglu(gate, up);
+    }
+}
+
+// One warp an output o of row i: the chosen experts' down rows o, weighted, then the shared row o.
+template <bool kDense, QuantizedFormat kType, bool kPacked>
+__global__ void add_expert_down_kernel(float* x, const float* h, ExpertWeights w, ExpertWeights shared,
+                                       const int32_t* experts, const float* weights, int64_t n, int64_t k) {
+    wait_for_prior_grids();
+    start_dependent_grids();
+    const int64_t d = w.n_rows;
+    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+    const int64_t i = blockIdx.y;
+    const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    if (o >= d || i >= n) {
+        return;
+    }
+    const float* hr = h + i * (k * w.n_in + shared.n_in);
+    const uint64_t policy = evict_normal_policy();
+    const RowSource source = row_source<kType>(w);
+    float acc = 0.0f, unused = 0.0f;
+    for (int64_t j = 0; j < k; ++j) {
+        const int32_t e = experts[i * k + j];
+        if (e < 0 || e >= w.n_experts) {
+            continue;
+        }
+        float part = 0.0f;
+        row_dots<kDense, kType, kPacked, false>(source, e * d + o, 0, hr + j * w.n_in, lane, policy, part,
+                                                unused);
+        acc = fmaf(weights[i * k + j], part, acc);
+    }
+    if (shared.n_rows > 0) {
+        row_dots<kDense, kType, kPacked, false>(row_source<kType>(shared), o, 0, hr + k * w.n_in, lane,
+                                                policy, acc, unused);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) {
+        x[i * d + o] += acc;
     }
 }
 
@@ -259,31 +413,101 @@ __global__ void add_expert_outputs_kernel(float* x, const float* src, const floa
     x[i * d + c] += sum;
 }
 
-template <bool kDense, QuantizedFormat kType>
-void launch_expert_rows(const float* x, const ExpertWeights& w, const int32_t* experts, float* y, int64_t m,
-                        int64_t x_step, bool swiglu, cudaStream_t stream) {
-    const int64_t n_out = swiglu ? w.n_rows / 2 : w.n_rows;
-    const dim3 grid(static_cast<unsigned>((n_out + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                    static_cast<unsigned>(m));
-    const int64_t chunk = kType == QuantizedFormat::Wint4 ? std::max<int64_t>(w.group_size, 8) : 8;
-    const bool x_aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    if (!kDense && x_aligned && w.n_in % chunk == 0 &&
-        (kType != QuantizedFormat::Wint4 || w.group_size % 8 == 0)) {
-        if (swiglu) {
-            launch_chained(expert_rows_packed_kernel<kType, true>, grid, dim3(kBlock), 0, stream, x, w,
-                           experts, y, m, x_step);
-        } else {
-            launch_chained(expert_rows_packed_kernel<kType, false>, grid, dim3(kBlock), 0, stream, x, w,
-                           experts, y, m, x_step);
-        }
+// Whether w's rows (none counts) can go through the packed path: packed, n_in a multiple of eight columns
+// (of the group size for WINT4).
+bool packable(const ExpertWeights& w) {
+    if (w.n_rows == 0) {
+        return true;
+    }
+    if (w.dense != nullptr) {
+        return false;
+    }
+    const int64_t chunk = w.format == QuantizedFormat::Wint4 ? std::max<int64_t>(w.group_size, 8) : 8;
+    return w.n_in % chunk == 0 && (w.format != QuantizedFormat::Wint4 || w.group_size % 8 == 0);
+}
+
+bool aligned16(const void* p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// Calls Launch<kDense, kType, kPacked>::run(args...) for w's format.
+template <template <bool, QuantizedFormat, bool> class Launch, typename... Args>
+void dispatch_experts(const ExpertWeights& w, bool packed, Args&&... args) {
+    if (w.dense != nullptr) {
+        Launch<true, QuantizedFormat::Bf16, false>::run(args...);
         return;
     }
-    if (swiglu) {
-        launch_chained(expert_rows_linear_kernel<kDense, kType, true>, grid, dim3(kBlock), 0, stream, x, w,
-                       experts, y, m, x_step);
-    } else {
-        launch_chained(expert_rows_linear_kernel<kDense, kType, false>, grid, dim3(kBlock), 0, stream, x, w,
-                       experts, y, m, x_step);
+    switch (w.format) {
+        case QuantizedFormat::Bf16:
+            packed ? Launch<false, QuantizedFormat::Bf16, true>::run(args...)
+                   : Launch<false, QuantizedFormat::Bf16, false>::run(args...);
+            return;
+        case QuantizedFormat::Wint8:
+            packed ? Launch<false, QuantizedFormat::Wint8, true>::run(args...)
+                   : Launch<false, QuantizedFormat::Wint8, false>::run(args...);
+            return;
+        case QuantizedFormat::Wint4:
+            packed ? Launch<false, QuantizedFormat::Wint4, true>::run(args...)
+                   : Launch<false, QuantizedFormat::Wint4, false>::run(args...);
+            return;
+    }
+}
+
+dim3 warp_grid(int64_t n_warps, int64_t n_rows) {
+    return dim3(static_cast<unsigned>((n_warps + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                static_cast<unsigned>(n_rows));
+}
+
+template <bool kDense, QuantizedFormat kType, bool kPacked>
+struct LaunchExpertRows {
+    static void run(const float* x, const ExpertWeights& w, const int32_t* experts, float* y, int64_t m,
+                    int64_t x_step, bool swiglu, cudaStream_t stream) {
+        const dim3 grid = warp_grid(swiglu ? w.n_rows / 2 : w.n_rows, m);
+        if (swiglu) {
+            launch_chained(expert_rows_kernel<kDense, kType, kPacked, true>, grid, dim3(kBlock), 0, stream, x,
+                           w, experts, y, m, x_step);
+        } else {
+            launch_chained(expert_rows_kernel<kDense, kType, kPacked, false>, grid, dim3(kBlock), 0, stream,
+                           x, w, experts, y, m, x_step);
+        }
+    }
+};
+
+template <bool kDense, QuantizedFormat kType, bool kPacked>
+struct LaunchExpertSwigluRows {
+    static void run(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
+                    const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream) {
+        const int64_t shared_half = shared.n_rows / 2;
+        const int64_t blocks = (shared_half + kWarpsPerBlock - 1) / kWarpsPerBlock +
+                               (k * (w.n_rows / 2) + kWarpsPerBlock - 1) / kWarpsPerBlock;
+        launch_chained(expert_swiglu_rows_kernel<kDense, kType, kPacked>,
+                       dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(n)), dim3(kBlock), 0, stream,
+                       x, w, shared, experts, y, n, k);
+    }
+};
+
+template <bool kDense, QuantizedFormat kType, bool kPacked>
+struct LaunchExpertDown {
+    static void run(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,
+                    const int32_t* experts, const float* weights, int64_t n, int64_t k, cudaStream_t stream) {
+        launch_chained(add_expert_down_kernel<kDense, kType, kPacked>, warp_grid(w.n_rows, n), dim3(kBlock),
+                       0, stream, x, h, w, shared, experts, weights, n, k);
+    }
+};
+
+// shared is empty or in w's format over n_in inputs (any where n_in is negative).
+void check_shared(const char* op, const ExpertWeights& w, const ExpertWeights& shared, int64_t n_in,
+                  int64_t n_rows) {
+    if (shared.n_rows == 0) {
+        return;
+    }
+    const bool same_format =
+        (w.dense != nullptr) == (shared.dense != nullptr) &&
+        (w.dense != nullptr || (w.format == shared.format &&
+                                (w.format != QuantizedFormat::Wint4 || w.group_size == shared.group_size)));
+    if (!same_format || (n_in >= 0 && shared.n_in != n_in) || (n_rows >= 0 && shared.n_rows != n_rows)) {
+        fail(op, ": shared experts of ", shared.n_rows, " x ", shared.n_in,
+             " in another format or shape than ", "the experts' (", w.n_rows, " x ", w.n_in, ")");
     }
 }
 
@@ -310,21 +534,58 @@ void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_
     if (m > 65535) {
         fail("expert_rows_linear: ", m, " rows, more than a launch takes (65535)");
     }
-    if (w.dense != nullptr) {
-        launch_expert_rows<true, QuantizedFormat::Bf16>(x, w, experts, y, m, x_step, swiglu, stream);
+    dispatch_experts<LaunchExpertRows>(w, packable(w) && aligned16(x), x, w, experts, y, m, x_step, swiglu,
+                                       stream);
+}
+
+void route_experts_linear_f32(const float* x, const float* router, const float* score_bias, float* logits,
+                              int32_t* counters, int32_t* experts, float* weights, int64_t n, int64_t d,
+                              int n_experts, int k, float norm_min, cudaStream_t stream) {
+    if (n_experts <= 0 || n_experts > kMaxExperts || k <= 0 || k > n_experts || d <= 0) {
+        fail("route_experts_linear: top ", k, " of ", n_experts, " experts (at most ", kMaxExperts, ") over ",
+             d, " inputs");
+    }
+    if (n > kRoutingCounters) {
+        fail("route_experts_linear: ", n, " rows, more than its ", kRoutingCounters, " counters");
+    }
+    if (n == 0) {
         return;
     }
-    switch (w.format) {
-        case QuantizedFormat::Bf16:
-            launch_expert_rows<false, QuantizedFormat::Bf16>(x, w, experts, y, m, x_step, swiglu, stream);
-            return;
-        case QuantizedFormat::Wint8:
-            launch_expert_rows<false, QuantizedFormat::Wint8>(x, w, experts, y, m, x_step, swiglu, stream);
-            return;
-        case QuantizedFormat::Wint4:
-            launch_expert_rows<false, QuantizedFormat::Wint4>(x, w, experts, y, m, x_step, swiglu, stream);
-            return;
+    const bool vectors = d % 4 == 0 && aligned16(x) && aligned16(router);
+    const dim3 grid(static_cast<unsigned>((n_experts + kRouterExpertsPerBlock - 1) / kRouterExpertsPerBlock),
+                    static_cast<unsigned>(n));
+    launch_chained(route_experts_linear_kernel, grid, dim3(kBlock), 0, stream, x, router, score_bias, logits,
+                   counters, experts, weights, d, n_experts, k, norm_min, vectors);
+}
+
+void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
+                            const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream) {
+    check_shared("expert_swiglu_rows", w, shared, w.n_in, -1);
+    if (w.n_rows % 2 || shared.n_rows % 2) {
+        fail("expert_swiglu_rows: SwiGLU blocks of ", w.n_rows, " and ", shared.n_rows, " rows (not even)");
     }
+    if (n == 0 || k * (w.n_rows / 2) + shared.n_rows / 2 == 0) {
+        return;
+    }
+    if (n > 65535) {
+        fail("expert_swiglu_rows: ", n, " rows, more than a launch takes (65535)");
+    }
+    dispatch_experts<LaunchExpertSwigluRows>(w, packable(w) && packable(shared) && aligned16(x), x, w, shared,
+                                             experts, y, n, k, stream);
+}
+
+void add_expert_down_f32(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,
+                         const int32_t* experts, const float* weights, int64_t n, int64_t k,
+                         cudaStream_t stream) {
+    check_shared("add_expert_down", w, shared, -1, w.n_rows);
+    if (n == 0 || w.n_rows == 0) {
+        return;
+    }
+    if (n > 65535) {
+        fail("add_expert_down: ", n, " rows, more than a launch takes (65535)");
+    }
+    dispatch_experts<LaunchExpertDown>(w, packable(w) && packable(shared) && aligned16(h), x, h, w, shared,
+                                       experts, weights, n, k, stream);
 }
 
 void add_expert_outputs_f32(float* x, const float* src, const float* weights, int64_t n, int64_t k, int64_t d,

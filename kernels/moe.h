@@ -19,6 +19,10 @@ inline constexpr int kMaxExperts = 512;
 void route_experts_f32(const float* logits, const float* score_bias, int32_t* experts, float* weights,
                        int64_t n, int n_experts, int k, float norm_min, cudaStream_t stream);
 
+// The most rows route_experts_linear_f32 takes: it counts each row's finished blocks in one of this many
+// counters.
+inline constexpr int64_t kRoutingCounters = 4096;
+
 // The weight of expert_rows_linear: float32 rows (dense) or packed ones (q with scales, as quantize lays
 // them out), every expert's n_rows rows one after another.
 struct ExpertWeights {
@@ -42,6 +46,33 @@ void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_
 // k]
 void add_expert_outputs_f32(float* x, const float* src, const float* weights, int64_t n, int64_t k, int64_t d,
                             cudaStream_t stream);
+
+// A decode step's routing in one launch: each row's logits x · routerᵀ in float32 (a warp an expert, its
+// sum in a fixed order) into logits, then, in the block that finishes the row last, route_experts_f32's
+// choice from them. counters are zero on entry and left zero. n is at most kRoutingCounters.
+// x [n, d], router [n_experts, d], score_bias [n_experts]  ->  experts [n, k], weights [n, k]; logits
+// [n, n_experts] and counters [n] are scratch
+void route_experts_linear_f32(const float* x, const float* router, const float* score_bias, float* logits,
+                              int32_t* counters, int32_t* experts, float* weights, int64_t n, int64_t d,
+                              int n_experts, int k, float norm_min, cudaStream_t stream);
+
+// A decode step's expert products before the down projection, in one launch: row i of y is, for j < k in
+// order, the SwiGLU of expert experts[i k + j]'s rows of w times x[i] (w.n_rows / 2 columns each), then the
+// SwiGLU of shared's rows times x[i] (shared.n_rows / 2 columns; none where shared.n_rows is 0). shared is
+// one expert in w's format over w's inputs. The shared columns need no routing: their blocks start before
+// the kernel ahead (the routing) ends. An expert outside [0, w.n_experts) gives zeros.
+// x [n, w.n_in], experts [n, k]  ->  y [n, k w.n_rows / 2 + shared.n_rows / 2]
+void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
+                            const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream);
+
+// A decode step's down projection, weighted sum and residual in one launch: x[i] += Σ_j weights[i k + j] ·
+// (expert experts[i k + j]'s rows of w · h[i, j w.n_in : (j + 1) w.n_in]) + shared's rows · h[i, k w.n_in :],
+// one warp an output, the experts in order and the shared part last; an expert outside [0, w.n_experts)
+// adds nothing. shared has w.n_rows rows (or none) and its own inputs, in w's format.
+// x [n, w.n_rows], h [n, k w.n_in + shared.n_in], experts, weights [n, k]
+void add_expert_down_f32(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,
+                         const int32_t* experts, const float* weights, int64_t n, int64_t k,
+                         cudaStream_t stream);
 
 // Two pools' routings as one: row i takes b's experts, numbered from b_first, and weights where use_b[i] is
 // non-zero, a's otherwise.  a_*, b_* [n, k], use_b [n]  ->  experts, weights [n, k]

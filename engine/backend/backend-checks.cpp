@@ -245,6 +245,46 @@ void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& 
     }
 }
 
+int64_t check_routed_experts(const Tensor& x, const Tensor& xn, const ExpertLayer& layer) {
+    const char* op = "add_routed_experts";
+    if (x.dtype != ScalarType::F32 || xn.dtype != ScalarType::F32 || x.shape.size() != 2 ||
+        x.shape != xn.shape) {
+        fail(op, ": x ", shape_string(x.shape), ", xn ", shape_string(xn.shape));
+    }
+    const int64_t d = x.shape[1];
+    const int64_t n_experts = layer.router.shape.size() == 2 ? layer.router.shape[0] : 0;
+    if (layer.router.dtype != ScalarType::F32 || n_experts <= 0 || layer.router.shape[1] != d) {
+        fail(op, ": router ", shape_string(layer.router.shape), " for rows of ", d);
+    }
+    if (layer.score_bias.dtype != ScalarType::F32 || layer.score_bias.n_elements() != n_experts ||
+        layer.k <= 0 || layer.k > n_experts || !(layer.norm_min >= 0.0f)) {
+        fail(op, ": score_bias ", shape_string(layer.score_bias.shape), ", top ", layer.k, " of ", n_experts,
+             " experts, norm_min ", layer.norm_min);
+    }
+    check_weight(layer.gate_up, op);
+    check_weight(layer.down, op);
+    const int64_t d_ff = layer.gate_up.n_out / (2 * n_experts);
+    if (layer.gate_up.n_in != d || d_ff <= 0 || layer.gate_up.n_out != 2 * n_experts * d_ff ||
+        layer.down.n_in != d_ff || layer.down.n_out != n_experts * d) {
+        fail(op, ": gate_up ", weight_string(layer.gate_up), " and down ", weight_string(layer.down), " for ",
+             n_experts, " experts over rows of ", d);
+    }
+    if (layer.shared_gate_up.empty() != layer.shared_down.empty()) {
+        fail(op, ": shared experts with ", layer.shared_gate_up.empty() ? "no gate_up" : "no down");
+    }
+    if (!layer.shared_gate_up.empty()) {
+        check_weight(layer.shared_gate_up, op);
+        check_weight(layer.shared_down, op);
+        const int64_t shared = layer.shared_gate_up.n_out / 2;
+        if (layer.shared_gate_up.n_in != d || shared <= 0 || layer.shared_gate_up.n_out != 2 * shared ||
+            layer.shared_down.n_in != shared || layer.shared_down.n_out != d) {
+            fail(op, ": shared gate_up ", weight_string(layer.shared_gate_up), " and down ",
+                 weight_string(layer.shared_down), " over rows of ", d);
+        }
+    }
+    return d_ff;
+}
+
 void check_merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
                                  int b_first) {
     const bool routing_ok = a.experts.dtype == ScalarType::I32 && b.experts.dtype == ScalarType::I32 &&

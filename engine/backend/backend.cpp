@@ -127,6 +127,20 @@ Tensor Backend::linear(const Tensor& x, const Tensor& w, const Tensor* b) {
     return linear(x, dense_weight(w), LinearSpec{.bias = b});
 }
 
+void Backend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer) {
+    const int64_t d_ff = check_routed_experts(x, xn, layer);
+    const Tensor logits = linear(xn, layer.router, nullptr);  // [n, n_experts]
+    const ExpertRouting routing = route_experts(logits, layer.score_bias, layer.k, layer.norm_min);  // [n, k]
+    if (!layer.shared_gate_up.empty()) {
+        const Tensor h = linear(xn, layer.shared_gate_up, LinearSpec{.activation = Activation::Swiglu});
+        linear(h, layer.shared_down, LinearSpec{.residual = &x});  // [n, d_shared] to x
+    }
+    const Tensor h = expert_rows_linear(xn, layer.gate_up, routing.experts, 2 * d_ff, layer.k,
+                                        Activation::Swiglu);  // [n k, d_ff]
+    const Tensor y = expert_rows_linear(h, layer.down, routing.experts, x.row_size(), 1, Activation::None);
+    add_expert_outputs(x, y, routing.weights);  // [n k, d]
+}
+
 Tensor Backend::linear_in_parts(const Tensor& x, const Weight& w, const LinearSpec& spec) {
     check_linear(x, w, spec);
     Tensor normed;  // [n, n_in] where there is a norm

@@ -67,6 +67,18 @@ struct ExpertRouting {
     Tensor weights;  // [n, k]
 };
 
+// A pool of routed experts and the shared experts every token passes, as add_routed_experts runs them.
+struct ExpertLayer {
+    Tensor router;          // [n_experts, d] float32
+    Tensor score_bias;      // [n_experts]
+    Weight gate_up;         // [n_experts · 2 d_ff, d]: each expert's gate rows, then its up rows
+    Weight down;            // [n_experts · d, d_ff]
+    Weight shared_gate_up;  // [2 d_shared, d]: the gate rows, then the up rows; empty for no shared experts
+    Weight shared_down;     // [d, d_shared]; empty for no shared experts
+    int k = 0;              // experts a token
+    float norm_min = 0.0f;  // the least sum route_experts divides the chosen probabilities by
+};
+
 // A routing's (token, choice) pairs grouped by expert, on the backend: the slots [offsets[e], offsets[e + 1])
 // hold expert e's pairs (in no set order within an expert).
 struct ExpertOrder {
@@ -346,6 +358,12 @@ public:
     // x[i] += Σ_j weights[i, j] · src[i · k + j], k the columns of weights, the sum taken over j in order.
     // x [n, d], src [n · k, d], weights [n, k]
     virtual void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) = 0;
+    // A decode step's mixture of experts, every row routed to one pool: x[i] += Σ_j w_ij · down_e(SwiGLU(
+    // gate_up_e · xn[i])) + shared_down(SwiGLU(shared_gate_up · xn[i])), e = e_ij, the experts e_ij and their
+    // weights w_ij as route_experts chooses them from the logits xn · routerᵀ (float32). The default runs
+    // the operations above one after another; a backend may fuse them, summing in another order.
+    // x, xn [n, d]
+    virtual void add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer);
     // Two pools' routings as one (a model whose text and vision tokens have experts of their own): row i
     // takes b's experts, numbered from b_first, and b's weights where use_b[i] is non-zero, a's otherwise.
     // a and b: experts and weights [n, k], use_b [n] int32  ->  experts [n, k] int32, weights [n, k]

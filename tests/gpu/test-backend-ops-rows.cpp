@@ -1,5 +1,7 @@
 // The CUDA backend's element-wise and row operations (sampling, arg-max, weighted rows, the mixture of
 // experts, SwiGLU) against the CPU reference backend; skipped where no CUDA device is present.
+#include <tuple>
+
 #include "backend-ops-fixture.h"
 
 namespace folio::backend_ops_test {
@@ -309,6 +311,90 @@ TEST_F(BackendOpsTest, MixtureOfExperts) {
         << "4 rows in 3s";
     EXPECT_THROW(gpu_->expert_rows_linear(x.gpu, w, one_each.gpu, 2, 2, Activation::None), Error)
         << "x_step 2";
+}
+
+// A decode step's experts in add_routed_experts: the CUDA backend's three launches (router and routing, the
+// chosen and shared experts' gate/up rows, their down rows summed into x) against the CPU backend's
+// operations one at a time, in every weight format, with and without shared experts, on the packed path
+// and the one a column a lane at a time; then against the CUDA backend's own operations one at a time, and
+// run twice, which gives the same sums only where the routing leaves its counters zero.
+TEST_F(BackendOpsTest, RoutedExperts) {
+    // {format, d, d_ff, group}: d and d_ff multiples of eight (of the group for WINT4) take the packed path;
+    // 44 and 43 columns do not, and 43 also takes the router's one column a lane at a time.
+    const std::vector<LinearCase> formats = {
+        {Quantization::None, 128, 48, 0},     {Quantization::Bf16, 128, 48, 0},
+        {Quantization::Wint8, 128, 48, 0},    {Quantization::Wint4, 128, 64, 64},
+        {Quantization::Wint4, 1344, 192, 64}, {Quantization::Wint8, 1288, 40, 0},
+        {Quantization::Wint8, 44, 20, 0},     {Quantization::Bf16, 43, 6, 0}};
+    const auto weight_pair = [&](const LinearCase& f, int64_t n_out, int64_t n_in) {
+        const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
+        const std::vector<float> values = random_values(n_out * n_in, seed_++, 0.0f, scale);
+        if (f.type == Quantization::None) {
+            return std::pair(dense_weight(cpu_->upload(values, {n_out, n_in})),
+                             dense_weight(gpu_->upload(values, {n_out, n_in})));
+        }
+        const auto q = quantize(values, n_out, n_in, f.type, f.group_size);
+        return std::pair(cpu_->upload(q), gpu_->upload(q));
+    };
+    for (const LinearCase& f : formats) {
+        for (const int n_experts : {8, 64}) {
+            for (const bool shared : {false, true}) {
+                const int64_t d = f.in, d_ff = f.out, d_shared = 2 * d_ff;
+                const int k = n_experts == 8 ? 1 : 6;
+                ExpertLayer c, g;
+                const std::vector<float> router =
+                    random_values(n_experts * d, seed_++, 0.0f, 1.0f / std::sqrt(static_cast<float>(d)));
+                c.router = cpu_->upload(router, {n_experts, d});
+                g.router = gpu_->upload(router, {n_experts, d});
+                const std::vector<float> bias = random_values(n_experts, seed_++, 0.0f, 0.01f);
+                c.score_bias = cpu_->upload(bias, {n_experts});
+                g.score_bias = gpu_->upload(bias, {n_experts});
+                std::tie(c.gate_up, g.gate_up) = weight_pair(f, n_experts * 2 * d_ff, d);
+                std::tie(c.down, g.down) = weight_pair(f, n_experts * d, d_ff);
+                if (shared) {
+                    std::tie(c.shared_gate_up, g.shared_gate_up) = weight_pair(f, 2 * d_shared, d);
+                    std::tie(c.shared_down, g.shared_down) = weight_pair(f, d, d_shared);
+                }
+                c.k = g.k = k;
+                c.norm_min = g.norm_min = 1e-12f;
+                for (const int64_t n : {1, 3, 37}) {
+                    const std::string where = label(quantization_name(f.type), " ", dims({n, d, d_ff}), " ",
+                                                    n_experts, " experts, top ", k, shared ? ", shared" : "");
+                    const Pair xn = random({n, d});
+                    const std::vector<float> zeros(static_cast<size_t>(n * d), 0.0f);
+                    Pair x = upload(zeros, {n, d});
+                    cpu_->add_routed_experts(x.cpu, xn.cpu, c);
+                    gpu_->add_routed_experts(x.gpu, xn.gpu, g);
+                    const double bound = f.type == Quantization::None ? kF32Bound : kQuantizedBound;
+                    expect_close("add_routed_experts", x.gpu, x.cpu, bound, where);
+                    Tensor parts = gpu_->upload(zeros, {n, d});
+                    gpu_->Backend::add_routed_experts(parts, xn.gpu, g);
+                    expect_close("add_routed_experts", x.gpu, cpu_->upload(gpu_->download(parts), {n, d}),
+                                 bound, where + " against its parts");
+                    Tensor again = gpu_->upload(zeros, {n, d});
+                    gpu_->add_routed_experts(again, xn.gpu, g);
+                    EXPECT_EQ(gpu_->download(again), gpu_->download(x.gpu)) << where << " run twice";
+                }
+            }
+        }
+    }
+    ExpertLayer bad;
+    bad.router = gpu_->upload(random_values(4 * 8, 5), {4, 8});
+    bad.score_bias = gpu_->upload(random_values(4, 6), {4});
+    bad.gate_up = dense_weight(gpu_->upload(random_values(4 * 6 * 8, 7), {4 * 6, 8}));
+    bad.down = dense_weight(gpu_->upload(random_values(4 * 8 * 3, 8), {4 * 8, 3}));
+    bad.k = 2;
+    Pair x = random({2, 8});
+    const Pair xn = random({2, 8});
+    gpu_->add_routed_experts(x.gpu, xn.gpu, bad);  // d_ff 3: accepted
+    bad.k = 5;
+    EXPECT_THROW(gpu_->add_routed_experts(x.gpu, xn.gpu, bad), Error) << "top 5 of 4";
+    bad.k = 2;
+    bad.down = dense_weight(gpu_->upload(random_values(4 * 8 * 4, 8), {4 * 8, 4}));
+    EXPECT_THROW(gpu_->add_routed_experts(x.gpu, xn.gpu, bad), Error) << "down over 4 inputs, d_ff 3";
+    bad.down = dense_weight(gpu_->upload(random_values(4 * 8 * 3, 8), {4 * 8, 3}));
+    bad.shared_gate_up = dense_weight(gpu_->upload(random_values(4 * 8, 9), {4, 8}));
+    EXPECT_THROW(gpu_->add_routed_experts(x.gpu, xn.gpu, bad), Error) << "shared gate_up without down";
 }
 
 // A prompt step's experts: two pools' routings merged, the pairs grouped by expert, and the grouped

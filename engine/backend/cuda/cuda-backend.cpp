@@ -122,6 +122,13 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
         fail_out_of_memory(counter_bytes, device_);
     }
     CUDA_CHECK(cudaMemset(split_counters_.get(), 0, counter_bytes));
+    // So do the routing kernels theirs.
+    const size_t routing_bytes = static_cast<size_t>(kernels::kRoutingCounters) * sizeof(int32_t);
+    routing_counters_.reset(try_cuda_malloc(routing_bytes));
+    if (!routing_counters_) {
+        fail_out_of_memory(routing_bytes, device_);
+    }
+    CUDA_CHECK(cudaMemset(routing_counters_.get(), 0, routing_bytes));
 }
 
 CudaBackend::~CudaBackend() {

@@ -142,6 +142,10 @@ public:
     Tensor expert_rows_linear(const Tensor& x, const Weight& w, const Tensor& experts, int64_t n_rows,
                               int64_t x_step, Activation act) override;
     void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) override;
+    // Three launches: the router's product with the routing, the chosen and shared experts' gate/up rows,
+    // and their down rows summed into x; the parts one at a time where the shared experts' format is not the
+    // pool's or there are more rows than the routing counters cover.
+    void add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer) override;
     ExpertRouting merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
                                         int b_first) override;
     ExpertOrder order_by_expert(const Tensor& experts, int n_experts) override;
@@ -284,7 +288,8 @@ private:
     static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
     DevicePtr cublas_workspace_;
-    DevicePtr split_counters_;  // [kernels::kAttentionSplitCounters] int32
+    DevicePtr split_counters_;    // [kernels::kAttentionSplitCounters] int32
+    DevicePtr routing_counters_;  // [kernels::kRoutingCounters] int32
     std::unique_ptr<kernels::LtGemm> gemm_;
     DevicePtr staging_;
     size_t staging_bytes_ = 0;

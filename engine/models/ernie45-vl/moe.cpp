@@ -70,27 +70,31 @@ void MoeBlock::add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision,
 }
 
 void MoeBlock::add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const {
+    const bool all_text = std::none_of(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; });
+    if (decode && all_text) {
+        add_decode(x, xn);
+        return;
+    }
     if (!shared_gate_up_.w.empty()) {
         LinearSpec gated;
         gated.activation = Activation::Swiglu;
         apply(backend_, shared_down_, apply(backend_, shared_gate_up_, xn, gated), {.residual = &x});
     }
-    const bool all_text = std::none_of(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; });
-    if (decode && all_text) {
-        add_decode(x, xn);
-    } else {
-        add_prompt(x, xn, vision);
-    }
+    add_prompt(x, xn, vision);
 }
 
 void MoeBlock::add_decode(Tensor& x, const Tensor& xn) const {
     const Pool& P = pools_[0];
-    const Tensor logits = backend_.linear(xn, P.router, nullptr);  // [n, n_experts]
-    const ExpertRouting routing = backend_.route_experts(logits, P.score_bias, k_, norm_min_);  // [n, k]
-    const Tensor h =
-        backend_.expert_rows_linear(xn, P.gate_up.w, routing.experts, 2 * P.d_ff, k_, Activation::Swiglu);
-    const Tensor y = backend_.expert_rows_linear(h, P.down.w, routing.experts, d_, 1, Activation::None);
-    backend_.add_expert_outputs(x, y, routing.weights);  // through [n k, d_ff] and [n k, d]
+    ExpertLayer layer;
+    layer.router = P.router;
+    layer.score_bias = P.score_bias;
+    layer.gate_up = P.gate_up.w;
+    layer.down = P.down.w;
+    layer.shared_gate_up = shared_gate_up_.w;
+    layer.shared_down = shared_down_.w;
+    layer.k = k_;
+    layer.norm_min = norm_min_;
+    backend_.add_routed_experts(x, xn, layer);
 }
 
 void MoeBlock::add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const {

@@ -20,7 +20,8 @@ public:
 
     // x += shared(xn) + Σ_k weight_k · expert_k(xn), routed on the backend. A prompt step groups its
     // (token, choice) pairs by expert and runs each pool's experts in one grouped product; a decode step
-    // (every token text) runs each token's chosen experts' rows directly, so that it can be recorded.
+    // (every token text) runs each token's chosen experts' rows and the shared experts in
+    // add_routed_experts, so that it can be recorded.
     // x, xn [n, d]; vision [n]: whether a row is routed to the vision pool (empty: all text)
     void add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const;
 

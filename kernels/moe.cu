@@ -195,24 +195,26 @@ __device__ inline RowSource row_source(const ExpertWeights& w) {
     return s;
 }
 
-// This lane's share of weight row a (and row b where kPair) times xr, added to acc_a (acc_b); a warp's
-// lanes together cover every column. The packed path reads eight columns a lane at a time, each lane loading
-// kChunks chunks of eight weights (one 16-, 8- or 4-byte word each) before it multiplies, as the quantized
-// GEMV does, so that a warp keeps several loads in flight, and scales the levels' dot product once per
-// chunk; it needs n_in a multiple of 8 (of the group size for WINT4, whose chunks then share a group) and xr
-// 16-byte aligned. The other path reads a column a lane at a time, in any format.
+// This lane's share of weight row a (and row b where kPair) times xr over columns [c_begin, c_end), added to
+// acc_a (acc_b); a warp's lanes together cover those columns. The packed path reads eight columns a lane at a
+// time, each lane loading kChunks chunks of eight weights (one 16-, 8- or 4-byte word each) before it
+// multiplies, as the quantized GEMV does, so that a warp keeps several loads in flight, and scales the
+// levels' dot product once per chunk; it needs n_in a multiple of 8 (of the group size for WINT4, whose
+// chunks then share a group) and xr 16-byte aligned. The other path reads a column a lane at a time, in any
+// format.
 template <bool kDense, QuantizedFormat kType, bool kPacked, bool kPair>
-__device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b, const float* xr, int lane,
-                                uint64_t policy, float& acc_a, float& acc_b) {
+__device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b, const float* xr,
+                                int64_t c_begin, int64_t c_end, int lane, uint64_t policy, float& acc_a,
+                                float& acc_b) {
     if constexpr (kPacked) {
         constexpr int kChunks = 4;
         constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
-        for (int64_t c0 = int64_t{lane} * 8; c0 < s.n_in; c0 += kStride * kChunks) {
+        for (int64_t c0 = c_begin + int64_t{lane} * 8; c0 < c_end; c0 += kStride * kChunks) {
             Packed8 a[kChunks], b[kChunks];
 #pragma unroll
             for (int j = 0; j < kChunks; ++j) {
                 const int64_t c = c0 + j * kStride;
-                if (c < s.n_in) {
+                if (c < c_end) {
                     a[j] = load_packed8<kType>(s.q, s.scales, row_a, c, s.n_in, s.shift, policy);
                     if constexpr (kPair) {
                         b[j] = load_packed8<kType>(s.q, s.scales, row_b, c, s.n_in, s.shift, policy);
@@ -222,7 +224,7 @@ __device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b
 #pragma unroll
             for (int j = 0; j < kChunks; ++j) {
                 const int64_t c = c0 + j * kStride;
-                if (c >= s.n_in) {
+                if (c >= c_end) {
                     break;
                 }
                 const float4 lo = *reinterpret_cast<const float4*>(xr + c);
@@ -248,7 +250,7 @@ __device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b
             }
         }
     } else {
-        for (int64_t c = lane; c < s.n_in; c += kWarpSize) {
+        for (int64_t c = c_begin + lane; c < c_end; c += kWarpSize) {
             const float xv = xr[c];
             if constexpr (kDense) {
                 acc_a = fmaf(xv, s.dense[row_a * s.n_in + c], acc_a);
@@ -293,8 +295,8 @@ __global__ void expert_rows_kernel(const float* x, ExpertWeights w, const int32_
     const int64_t row = e * w.n_rows + o;
     float acc = 0.0f, up = 0.0f;
     row_dots<kDense, kType, kPacked, kSwiglu>(row_source<kType>(w), row, row + n_out,
-                                              x + (r / x_step) * w.n_in, lane, evict_normal_policy(), acc,
-                                              up);
+                                              x + (r / x_step) * w.n_in, 0, w.n_in, lane,
+                                              evict_normal_policy(), acc, up);
     acc = warp_sum(acc);
     if constexpr (kSwiglu) {
         up = warp_sum(up);
@@ -324,8 +326,8 @@ __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, Exper
         const int64_t s = b * kWarpsPerBlock + warp;
         float gate = 0.0f, up = 0.0f;
         if (s < shared_half) {
-            row_dots<kDense, kType, kPacked, true>(row_source<kType>(shared), s, s + shared_half, xr, lane,
-                                                   policy, gate, up);
+            row_dots<kDense, kType, kPacked, true>(row_source<kType>(shared), s, s + shared_half, xr, 0,
+                                                   shared.n_in, lane, policy, gate, up);
             gate = warp_sum(gate);
             up = warp_sum(up);
         }
@@ -352,7 +354,8 @@ __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, Exper
     }
     const int64_t row = e * w.n_rows + o;
     float gate = 0.0f, up = 0.0f;
-    row_dots<kDense, kType, kPacked, true>(row_source<kType>(w), row, row + half, xr, lane, policy, gate, up);
+    row_dots<kDense, kType, kPacked, true>(row_source<kType>(w), row, row + half, xr, 0, w.n_in, lane, policy,
+                                           gate, up);
     gate = warp_sum(gate);
     up = warp_sum(up);
     if (lane == 0) {
@@ -360,40 +363,53 @@ __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, Exper
     }
 }
 
-// One warp an output o of row i: the chosen experts' down rows o, weighted, then the shared row o.
+// Block (o, i): output o of row i. The sum's segments are the chosen experts' down rows o, each over its
+// expert's w.n_in columns of h, then the shared row o in parts of w.n_in columns; warp t takes segments t,
+// t + kWarpsPerBlock, ..., and the block adds the warps' sums in order, so that the result does not depend
+// on timing.
 template <bool kDense, QuantizedFormat kType, bool kPacked>
 __global__ void add_expert_down_kernel(float* x, const float* h, ExpertWeights w, ExpertWeights shared,
                                        const int32_t* experts, const float* weights, int64_t n, int64_t k) {
     wait_for_prior_grids();
     start_dependent_grids();
+    __shared__ float sums[kWarpsPerBlock];
     const int64_t d = w.n_rows;
-    const int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
-    const int64_t i = blockIdx.y;
+    const int64_t o = blockIdx.x, i = blockIdx.y;
+    const int warp = static_cast<int>(threadIdx.x / kWarpSize);
     const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-    if (o >= d || i >= n) {
-        return;
-    }
     const float* hr = h + i * (k * w.n_in + shared.n_in);
+    const int64_t n_shared_parts = shared.n_rows > 0 ? (shared.n_in + w.n_in - 1) / w.n_in : 0;
     const uint64_t policy = evict_normal_policy();
-    const RowSource source = row_source<kType>(w);
     float acc = 0.0f, unused = 0.0f;
-    for (int64_t j = 0; j < k; ++j) {
-        const int32_t e = experts[i * k + j];
-        if (e < 0 || e >= w.n_experts) {
-            continue;
-        }
+    for (int64_t segment = warp; segment < k + n_shared_parts; segment += kWarpsPerBlock) {
         float part = 0.0f;
-        row_dots<kDense, kType, kPacked, false>(source, e * d + o, 0, hr + j * w.n_in, lane, policy, part,
-                                                unused);
-        acc = fmaf(weights[i * k + j], part, acc);
-    }
-    if (shared.n_rows > 0) {
-        row_dots<kDense, kType, kPacked, false>(row_source<kType>(shared), o, 0, hr + k * w.n_in, lane,
-                                                policy, acc, unused);
+        if (segment < k) {
+            const int32_t e = experts[i * k + segment];
+            if (e >= 0 && e < w.n_experts) {
+                row_dots<kDense, kType, kPacked, false>(row_source<kType>(w), e * d + o, 0,
+                                                        hr + segment * w.n_in, 0, w.n_in, lane, policy, part,
+                                                        unused);
+                acc = fmaf(weights[i * k + segment], part, acc);
+            }
+        } else {
+            const int64_t c_begin = (segment - k) * w.n_in;
+            const int64_t c_end = c_begin + w.n_in < shared.n_in ? c_begin + w.n_in : shared.n_in;
+            row_dots<kDense, kType, kPacked, false>(row_source<kType>(shared), o, 0, hr + k * w.n_in, c_begin,
+                                                    c_end, lane, policy, part, unused);
+            acc += part;
+        }
     }
     acc = warp_sum(acc);
     if (lane == 0) {
-        x[i * d + o] += acc;
+        sums[warp] = acc;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float total = 0.0f;
+        for (int t = 0; t < kWarpsPerBlock; ++t) {
+            total += sums[t];
+        }
+        x[i * d + o] += total;
     }
 }
 
@@ -490,8 +506,9 @@ template <bool kDense, QuantizedFormat kType, bool kPacked>
 struct LaunchExpertDown {
     static void run(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,
                     const int32_t* experts, const float* weights, int64_t n, int64_t k, cudaStream_t stream) {
-        launch_chained(add_expert_down_kernel<kDense, kType, kPacked>, warp_grid(w.n_rows, n), dim3(kBlock),
-                       0, stream, x, h, w, shared, experts, weights, n, k);
+        launch_chained(add_expert_down_kernel<kDense, kType, kPacked>,
+                       dim3(static_cast<unsigned>(w.n_rows), static_cast<unsigned>(n)), dim3(kBlock), 0,
+                       stream, x, h, w, shared, experts, weights, n, k);
     }
 };
 

@@ -19,6 +19,11 @@ inline constexpr int kMaxExperts = 512;
 void route_experts_f32(const float* logits, const float* score_bias, int32_t* experts, float* weights,
                        int64_t n, int n_experts, int k, float norm_min, cudaStream_t stream);
 
+// The most rows the CUDA backend runs add_routed_experts for in the three launches below: with more, the
+// shared experts' weights, read once a row there, cost more than the linear layers' products, which read
+// them once for all rows.
+inline constexpr int64_t kRoutedExpertsMaxRows = 4;
+
 // The most rows route_experts_linear_f32 takes: it counts each row's finished blocks in one of this many
 // counters.
 inline constexpr int64_t kRoutingCounters = 4096;
@@ -66,9 +71,10 @@ void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const Expert
                             const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream);
 
 // A decode step's down projection, weighted sum and residual in one launch: x[i] += Σ_j weights[i k + j] ·
-// (expert experts[i k + j]'s rows of w · h[i, j w.n_in : (j + 1) w.n_in]) + shared's rows · h[i, k w.n_in :],
-// one warp an output, the experts in order and the shared part last; an expert outside [0, w.n_experts)
-// adds nothing. shared has w.n_rows rows (or none) and its own inputs, in w's format.
+// (expert experts[i k + j]'s rows of w · h[i, j w.n_in : (j + 1) w.n_in]) + shared's rows · h[i, k w.n_in :].
+// A block an output: its warps take the experts and the shared rows' parts of w.n_in columns in turn, and
+// their sums are added in a fixed order. An expert outside [0, w.n_experts) adds nothing. shared has
+// w.n_rows rows (or none) and its own inputs, in w's format.
 // x [n, w.n_rows], h [n, k w.n_in + shared.n_in], experts, weights [n, k]
 void add_expert_down_f32(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,
                          const int32_t* experts, const float* weights, int64_t n, int64_t k,

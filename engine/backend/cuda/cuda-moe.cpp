@@ -73,7 +73,7 @@ void CudaBackend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLa
     };
     const bool same_format =
         !has_shared || (same(layer.shared_gate_up, layer.gate_up) && same(layer.shared_down, layer.down));
-    if (!same_format || n > kernels::kRoutingCounters || n == 0) {
+    if (!same_format || n > kernels::kRoutedExpertsMaxRows || n == 0) {
         Backend::add_routed_experts(x, xn, layer);
         return;
     }

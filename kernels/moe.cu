@@ -101,8 +101,8 @@ __global__ void route_experts_kernel(const float* logits, const float* score_bia
     route_row(logits + row * n_experts, score_bias, experts, weights, row, n_experts, k, norm_min, lane);
 }
 
-// The router's warps: kRouterWarps an expert, each summing a quarter of the inputs, so that a row's logits
-// take one round of loads; a block holds kWarpsPerBlock / kRouterWarps experts.
+// The router's warps: kRouterWarps an expert, each summing its share of the inputs, so that a lane has few
+// loads to wait for; a block holds kWarpsPerBlock / kRouterWarps experts.
 constexpr int kRouterWarps = 4;
 constexpr int kRouterExpertsPerBlock = kWarpsPerBlock / kRouterWarps;
 

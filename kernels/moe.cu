@@ -341,7 +341,7 @@ __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, Exper
     wait_for_prior_grids();
     start_dependent_grids();
     const int64_t col = (b - shared_blocks) * kWarpsPerBlock + warp;
-    if (col >= k * half || i >= n) {
+    if (col >= k * half) {
         return;
     }
     const int64_t j = col / half, o = col - j * half;

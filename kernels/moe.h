@@ -19,9 +19,9 @@ inline constexpr int kMaxExperts = 512;
 void route_experts_f32(const float* logits, const float* score_bias, int32_t* experts, float* weights,
                        int64_t n, int n_experts, int k, float norm_min, cudaStream_t stream);
 
-// The most rows the CUDA backend runs add_routed_experts for in the three launches below: with more, the
-// shared experts' weights, read once a row there, cost more than the linear layers' products, which read
-// them once for all rows.
+// The most rows the CUDA backend runs add_routed_experts for in the three launches below, which read the
+// shared experts' weights once a row (the linear layers read them once for all rows); at 8 rows they were
+// the slower (docs/performance.md).
 inline constexpr int64_t kRoutedExpertsMaxRows = 4;
 
 // The most rows route_experts_linear_f32 takes: it counts each row's finished blocks in one of this many

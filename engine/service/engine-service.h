@@ -132,7 +132,7 @@ public:
     // The prompt's token ids, images and videos expanded, once the request is built, where it was submitted
     // with keep_prompt_ids; empty otherwise.
     std::vector<int32_t> prompt_ids() const;
-    // Whether the final output was delivered (to the queue or the callback).
+    // Whether the final output was delivered: queued, or given to the callback and the callback returned.
     bool finished() const;
     // Ends the request: its final output says FinishReason::Cancelled unless it had already ended. Does
     // nothing once the service is gone.

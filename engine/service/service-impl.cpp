@@ -21,10 +21,10 @@ namespace folio::detail {
 void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
     {
         const std::lock_guard state_lock(state.mutex);
-        if (state.delivered_final) {
+        if (state.sent_final) {
             return;
         }
-        state.delivered_final = out.finish.has_value();
+        state.sent_final = out.finish.has_value();
         if (out.finish || state.group != 0) {
             const std::lock_guard lock(mutex);
             if (out.finish) {
@@ -49,6 +49,7 @@ void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
         }
         if (!state.on_output) {
             state.outputs.push_back(out);
+            state.delivered_final = state.sent_final;
         }
     }
     if (!state.on_output) {
@@ -64,6 +65,12 @@ void ServiceImpl::deliver(RequestState& state, const RequestOutput& out) {
     } catch (...) {
         ++n_callback_errors;
         log_info("engine service: the output callback of request " + std::to_string(state.id) + " threw");
+    }
+    // A handle reads as finished only once the callback has seen the final output, so that whoever waits
+    // on finished() finds what the callback recorded.
+    if (out.finish) {
+        const std::lock_guard state_lock(state.mutex);
+        state.delivered_final = true;
     }
 }
 

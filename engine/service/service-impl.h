@@ -40,7 +40,8 @@ struct RequestState {
     std::mutex mutex;  // guards what follows
     std::condition_variable ready;
     std::deque<RequestOutput> outputs;
-    bool delivered_final = false;
+    bool sent_final = false;       // the final output was handed on (to the queue or the callback)
+    bool delivered_final = false;  // ... and is in the queue, or the callback has returned from it
     bool taken_final = false;
     std::vector<int32_t> prompt_ids;  // with keep_prompt_ids, once built
 };

@@ -413,6 +413,32 @@ TEST_F(EngineServiceTest, ACallbackThatThrowsDoesNotHarmTheEngine) {
     EXPECT_EQ(collect(after).tokens, chain(20, 2));
 }
 
+// A handle reads as finished only after its callback has returned from the final output: a caller that
+// waits on finished() then finds what the callback recorded (here a refusal's error, recorded slowly).
+TEST_F(EngineServiceTest, AHandleFinishesOnlyAfterTheCallbackReturnsFromTheFinalOutput) {
+    FakeFactory factory;
+    EngineService service;
+    load_ready(service, factory);
+    std::mutex mutex;
+    std::string error;
+    bool saw_final = false;
+    Request too_many = image_request(30, 2, 4);
+    too_many.images.grids.push_back({1, 1, 2});  // 2 images, one image run: refused as it is built
+    RequestHandle h = service.submit(spec(too_many), with_callback([&](const RequestOutput& out) {
+                                         std::this_thread::sleep_for(50ms);
+                                         const std::lock_guard lock(mutex);
+                                         error = out.error;
+                                         saw_final = out.finish.has_value();
+                                     }));
+    for (int i = 0; i < 5000 && !h.finished(); ++i) {
+        std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_TRUE(h.finished());
+    const std::lock_guard lock(mutex);
+    EXPECT_TRUE(saw_final);
+    EXPECT_FALSE(error.empty());
+}
+
 // Among fifty requests, one the model fails on and one refused as it is built end alone.
 TEST_F(EngineServiceTest, ARequestThatFailsAmongManyThatFinish) {
     FakeFactory factory;

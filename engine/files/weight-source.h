@@ -25,7 +25,8 @@ class TensorStore;
 // tensor of another shape than the model expects is an error naming the folder, the tensor and both shapes.
 std::unique_ptr<WeightSource> make_store_weight_source(const TensorStore& store);
 
-// Normal(0, std) values for matrices, 1 + small noise for norm weights, small values for biases.
+// Seeded random values of about a normal distribution: deviation std about 0 for matrices and biases, 0.1
+// about 1 for norm weights (a 1-D tensor not named .bias).
 std::unique_ptr<WeightSource> make_random_weight_source(uint64_t seed, float std = 0.02f);
 
 }  // namespace folio

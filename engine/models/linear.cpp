@@ -223,9 +223,13 @@ void WeightLoader::quantize_layers() {
         }
         observer_->quantization_begins(n_weights);
     }
+    // One staging buffer for every layer: its pages, once touched, serve the next layer, where a fresh buffer
+    // of a few GB would be paged in anew for each.
+    std::vector<float> values;  // [w.n_out, w.n_in] of the layer at hand
     for (const WaitingLayer& layer : waiting_) {
         const Weight& w = layer.w;
-        std::vector<float> values;  // [w.n_out, w.n_in]
+        values.clear();
+        values.reserve(static_cast<size_t>(w.n_out * w.n_in));
         for (size_t i = 0; i < layer.names.size(); ++i) {
             const std::vector<float> part = load_block(layer.names[i], layer.blocks[i]);
             values.insert(values.end(), part.begin(), part.end());

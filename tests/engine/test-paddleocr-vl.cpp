@@ -609,5 +609,38 @@ TEST(RandomWeights, ATensorsValuesFollowItsNameNotTheLoadOrder) {
         << "another seed";
 }
 
+// The values' mean and deviation are the ones asked for, their shape near a normal's (about 68% within one
+// deviation, none past 3.5), and a norm's weights lie about 1.
+TEST(RandomWeights, ValuesHaveTheAskedDeviationAndANearlyNormalShape) {
+    const auto source = make_random_weight_source(3, 0.05f);
+    const struct {
+        const char* name;
+        std::vector<int64_t> shape;
+        double mean, deviation;
+    } cases[] = {{"model.layers.0.mlp.up_proj.weight", {1000, 1000}, 0.0, 0.05},
+                 {"model.layers.0.mlp.up_proj.bias", {200000}, 0.0, 0.05},
+                 {"model.layers.0.input_layernorm.weight", {200000}, 1.0, 0.1}};
+    for (const auto& c : cases) {
+        const std::vector<float> v = source->load(c.name, c.shape);
+        double sum = 0.0, squares = 0.0, within = 0.0, worst = 0.0;
+        for (const float x : v) {
+            sum += x;
+        }
+        const double mean = sum / static_cast<double>(v.size());
+        for (const float x : v) {
+            const double z = (x - c.mean) / c.deviation;
+            squares += (x - mean) * (x - mean);
+            within += std::abs(z) < 1.0 ? 1.0 : 0.0;
+            worst = std::max(worst, std::abs(z));
+        }
+        const double deviation = std::sqrt(squares / static_cast<double>(v.size()));
+        EXPECT_NEAR(mean, c.mean, 0.01 * c.deviation) << c.name;
+        EXPECT_NEAR(deviation, c.deviation, 0.01 * c.deviation) << c.name;
+        EXPECT_NEAR(within / static_cast<double>(v.size()), 0.68, 0.03) << c.name;
+        EXPECT_LT(worst, 3.5) << c.name;
+        EXPECT_GT(worst, 2.5) << c.name << ": tails";
+    }
+}
+
 }  // namespace
 }  // namespace folio

@@ -19,8 +19,16 @@ constexpr float kInt4Max = 7.0f;
 // Weights of at least this many values are quantized on a pool of threads.
 constexpr int64_t kParallelValues = int64_t{1} << 22;
 
+// x rounded to the nearest integer, halfway to even, for |x| < 2^22: adding 1.5 · 2^23 leaves no fraction
+// bits, so the float addition rounds, and the subtraction is exact. The same as nearbyint in the default
+// rounding mode, without a library call a value.
+float round_half_even(float x) {
+    constexpr float kShift = 12582912.0f;  // 1.5 · 2^23
+    return (x + kShift) - kShift;
+}
+
 int8_t quantize_value(float w, float inv_scale, float limit) {
-    return static_cast<int8_t>(std::clamp(std::nearbyint(w * inv_scale), -limit, limit));
+    return static_cast<int8_t>(std::clamp(round_half_even(w * inv_scale), -limit, limit));
 }
 
 // Scale of a run of weights: its largest magnitude maps to the largest integer.

@@ -434,32 +434,58 @@ size_t TensorStore::n_bytes() const {
     return n;
 }
 
-std::vector<float> to_f32(const TensorView& tensor) {
+void to_f32_range(const TensorView& tensor, int64_t begin, int64_t end, float* out) {
+    const int64_t n = f32_count(tensor);
+    if (begin < 0 || begin > end || end > n) {
+        fail("tensor '", tensor.name, "': elements [", begin, ", ", end, ") of ", n);
+    }
+    const auto each = [&](auto convert) {
+        for (int64_t i = begin; i < end; ++i) {
+            out[i - begin] = convert(static_cast<size_t>(i));
+        }
+    };
+    const std::byte* data = tensor.data;
     switch (tensor.dtype) {
         case DType::F32:
-            return convert<float, float>(tensor);
-        case DType::F16: {
-            std::vector<float> out(tensor.n_bytes / 2);
-            for (size_t i = 0; i < out.size(); ++i) {
-                out[i] = half_to_float(load<uint16_t>(tensor.data, i));
-            }
-            return out;
-        }
-        case DType::BF16: {
-            std::vector<float> out(tensor.n_bytes / 2);
-            for (size_t i = 0; i < out.size(); ++i) {
-                out[i] = std::bit_cast<float>(static_cast<uint32_t>(load<uint16_t>(tensor.data, i)) << 16);
-            }
-            return out;
-        }
+            return each([data](size_t i) { return load<float>(data, i); });
+        case DType::F16:
+            return each([data](size_t i) { return half_to_float(load<uint16_t>(data, i)); });
+        case DType::BF16:
+            return each([data](size_t i) {
+                return std::bit_cast<float>(static_cast<uint32_t>(load<uint16_t>(data, i)) << 16);
+            });
         case DType::I8:
-            return convert<float, int8_t>(tensor);
+            return each([data](size_t i) { return static_cast<float>(load<int8_t>(data, i)); });
         case DType::U8:
-            return convert<float, uint8_t>(tensor);
+            return each([data](size_t i) { return static_cast<float>(load<uint8_t>(data, i)); });
         case DType::I32:
-            return convert<float, int32_t>(tensor);
+            return each([data](size_t i) { return static_cast<float>(load<int32_t>(data, i)); });
         case DType::I64:
-            return convert<float, int64_t>(tensor);
+            return each([data](size_t i) { return static_cast<float>(load<int64_t>(data, i)); });
+    }
+    fail("tensor '", tensor.name, "': invalid dtype ", static_cast<int>(tensor.dtype));
+}
+
+std::vector<float> to_f32(const TensorView& tensor) {
+    const int64_t n = f32_count(tensor);
+    std::vector<float> out(static_cast<size_t>(n));
+    to_f32_range(tensor, 0, n, out.data());
+    return out;
+}
+
+int64_t f32_count(const TensorView& tensor) {
+    switch (tensor.dtype) {
+        case DType::F32:
+        case DType::I32:
+            return static_cast<int64_t>(tensor.n_bytes / 4);
+        case DType::F16:
+        case DType::BF16:
+            return static_cast<int64_t>(tensor.n_bytes / 2);
+        case DType::I64:
+            return static_cast<int64_t>(tensor.n_bytes / 8);
+        case DType::I8:
+        case DType::U8:
+            return static_cast<int64_t>(tensor.n_bytes);
     }
     fail("tensor '", tensor.name, "': invalid dtype ", static_cast<int>(tensor.dtype));
 }

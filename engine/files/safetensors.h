@@ -111,6 +111,11 @@ private:
 
 // The tensor's elements converted to float32 (F32, F16, BF16 and the integer types).
 std::vector<float> to_f32(const TensorView& tensor);
+// How many elements the tensor's bytes hold, as to_f32 reads them.
+int64_t f32_count(const TensorView& tensor);
+// Elements [begin, end) of the tensor converted as to_f32 does, into out[0, end - begin): a large tensor's
+// parts can be converted in parallel.
+void to_f32_range(const TensorView& tensor, int64_t begin, int64_t end, float* out);
 // The tensor's elements converted to int64 (I64, I32, U8, I8); a floating-point tensor is an error.
 std::vector<int64_t> to_i64(const TensorView& tensor);
 

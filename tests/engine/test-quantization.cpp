@@ -76,6 +76,30 @@ TEST(Quantization, Wint4PacksTwoValuesPerByteWithGroupScales) {
     }
 }
 
+// A level halfway between two integers goes to the even one (as nearbyint does), in both formats.
+TEST(Quantization, LevelsRoundHalfwayToEven) {
+    const int64_t n_in = 64;
+    // WINT8: 127 sets the scale to 1, so each value is its own level before rounding.
+    std::vector<float> w8(n_in, 0.0f);
+    const float halves[] = {127.0f, 0.5f, 1.5f, 2.5f, -2.5f, -0.5f, 126.5f, 3.25f, -3.75f};
+    std::copy(std::begin(halves), std::end(halves), w8.begin());
+    const QuantizedWeights q8 = quantize(w8, 1, n_in, Quantization::Wint8, 0);
+    ASSERT_FLOAT_EQ(q8.scales[0], 1.0f);
+    const int8_t levels8[] = {127, 0, 2, 2, -2, 0, 126, 3, -4};
+    for (size_t c = 0; c < std::size(levels8); ++c) {
+        EXPECT_EQ(q8.q[c], levels8[c]) << halves[c];
+    }
+    // WINT4: 7 sets the scale to 1.
+    std::vector<float> w4(n_in, 0.0f);
+    const float halves4[] = {7.0f, 0.5f, 1.5f, 2.5f, -2.5f, -6.5f, 5.5f, -7.0f};
+    std::copy(std::begin(halves4), std::end(halves4), w4.begin());
+    const std::vector<float> d = dequantize(quantize(w4, 1, n_in, Quantization::Wint4, n_in));
+    const float levels4[] = {7.0f, 0.0f, 2.0f, 2.0f, -2.0f, -6.0f, 6.0f, -7.0f};
+    for (size_t c = 0; c < std::size(levels4); ++c) {
+        EXPECT_EQ(d[c], levels4[c]) << halves4[c];
+    }
+}
+
 TEST(Quantization, Bf16RoundsToNearestEven) {
     // 1 + 2^-8 lies halfway between two bfloat16 values and goes to the even one, 1; 1 + 3 * 2^-9 goes up.
     const std::vector<float> w{1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-9f, -2.5f,

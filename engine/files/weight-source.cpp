@@ -73,8 +73,6 @@ private:
     ThreadPool pool_;
 };
 
-// A tensor's elements are converted on every hardware thread: the conversion reads the mapped file, so the
-// threads also read the checkpoint from disk in parallel, where one thread read it alone.
 class StoreWeightSource final : public WeightSource {
 public:
     explicit StoreWeightSource(const TensorStore& store) : store_(store), pool_(0) {}
@@ -85,23 +83,26 @@ public:
             fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
                  ", expected ", shape_string(shape), " from config.json");
         }
-        const int64_t n = f32_count(view);
-        std::vector<float> values(static_cast<size_t>(n));
-        pool_.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-            to_f32_range(view, begin, end, values.data() + begin);
-        });
-        return values;
+        return to_f32(view, pool_);
     }
     bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
 
 private:
-    static constexpr int64_t kGrain = int64_t{1} << 18;  // elements a task converts at least
-
     const TensorStore& store_;
-    ThreadPool pool_;
+    ThreadPool pool_;  // converts each tensor's elements
 };
 
 }  // namespace
+
+std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool) {
+    constexpr int64_t kGrain = int64_t{1} << 18;  // elements a task converts at least
+    const int64_t n = f32_count(tensor);
+    std::vector<float> values(static_cast<size_t>(n));
+    pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        to_f32_range(tensor, begin, end, values.data() + begin);
+    });
+    return values;
+}
 
 std::unique_ptr<WeightSource> make_store_weight_source(const TensorStore& store) {
     return std::make_unique<StoreWeightSource>(store);

@@ -20,6 +20,12 @@ public:
 };
 
 class TensorStore;
+class ThreadPool;
+struct TensorView;
+
+// The tensor's elements as float32 (to_f32), converted on the pool's threads: the conversion reads the mapped
+// file, so a checkpoint is then read from disk by every thread, where one thread read it alone.
+std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool);
 
 // The store's tensors as they are saved (a checkpoint whose layout is the model's own, as Llama's is); a
 // tensor of another shape than the model expects is an error naming the folder, the tensor and both shapes.

@@ -4,6 +4,8 @@
 #include <string_view>
 
 #include "engine/common/error.h"
+#include "engine/common/thread-pool.h"
+#include "engine/files/safetensors.h"
 #include "engine/runtime/rope.h"
 
 namespace folio {
@@ -25,7 +27,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 class Ernie45VlWeightSource final : public WeightSource {
 public:
     Ernie45VlWeightSource(const TensorStore& store, const Ernie45VlConfig& config)
-        : store_(store), head_order_(adjacent_to_half_rows(config.text.head_dim)) {}
+        : store_(store), head_order_(adjacent_to_half_rows(config.text.head_dim)), pool_(0) {}
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
         const TensorView& view = store_.get(name);
@@ -36,7 +38,7 @@ public:
             fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_text(view.shape),
                  ", expected ", shape_text(stored), " from config.json");
         }
-        std::vector<float> values = to_f32(view);
+        std::vector<float> values = to_f32(view, pool_);
         if (router) {
             return transposed(values, stored[0], stored[1]);
         }
@@ -79,6 +81,7 @@ private:
 
     const TensorStore& store_;
     std::vector<int64_t> head_order_;
+    ThreadPool pool_;  // converts each tensor's elements
 };
 
 }  // namespace

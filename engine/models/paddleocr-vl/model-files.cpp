@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine/common/error.h"
+#include "engine/common/thread-pool.h"
 
 namespace folio {
 
@@ -34,18 +35,19 @@ bool is_file(const std::filesystem::path& path) {
 
 class FileWeightSource final : public WeightSource {
 public:
-    explicit FileWeightSource(const ModelFiles& files) : files_(files) {}
+    explicit FileWeightSource(const ModelFiles& files) : files_(files), pool_(0) {}
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
         const TensorView& t = files_.tensor(name);
         files_.check_shape(t, shape);
-        return to_f32(t);
+        return to_f32(t, pool_);
     }
 
     bool has(const std::string& name) const override { return files_.find(name) != nullptr; }
 
 private:
     const ModelFiles& files_;
+    ThreadPool pool_;  // converts each tensor's elements
 };
 
 }  // namespace

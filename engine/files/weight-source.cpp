@@ -28,6 +28,19 @@ public:
             n *= d;
         }
         std::vector<float> values(static_cast<size_t>(n));
+        load_into(name, shape, values);
+        return values;
+    }
+
+    void load_into(const std::string& name, const std::vector<int64_t>& shape,
+                   std::span<float> out) override {
+        int64_t n = 1;
+        for (const int64_t d : shape) {
+            n *= d;
+        }
+        if (static_cast<int64_t>(out.size()) != n) {
+            fail("tensor '", name, "': ", n, " values for ", out.size(), " places");
+        }
         const bool is_bias = name.ends_with(".bias");
         const bool is_norm = shape.size() == 1 && !is_bias;
         const float mean = is_norm ? 1.0f : 0.0f;
@@ -40,10 +53,9 @@ public:
                 const uint64_t bits = mix(key + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL);
                 const auto sum = static_cast<float>((bits & 0xffff) + ((bits >> 16) & 0xffff) +
                                                     ((bits >> 32) & 0xffff) + (bits >> 48));
-                values[static_cast<size_t>(i)] = mean + (sum - 131070.0f) * scale;
+                out[static_cast<size_t>(i)] = mean + (sum - 131070.0f) * scale;
             }
         });
-        return values;
     }
 
     bool has(const std::string& /*name*/) const override { return false; }
@@ -78,29 +90,52 @@ public:
     explicit StoreWeightSource(const TensorStore& store) : store_(store), pool_(0) {}
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        return to_f32(checked(name, shape), pool_);
+    }
+    void load_into(const std::string& name, const std::vector<int64_t>& shape,
+                   std::span<float> out) override {
+        to_f32(checked(name, shape), pool_, out);
+    }
+    bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
+
+private:
+    const TensorView& checked(const std::string& name, const std::vector<int64_t>& shape) const {
         const TensorView& view = store_.get(name);
         if (view.shape != shape) {
             fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
                  ", expected ", shape_string(shape), " from config.json");
         }
-        return to_f32(view, pool_);
+        return view;
     }
-    bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
 
-private:
     const TensorStore& store_;
     ThreadPool pool_;  // converts each tensor's elements
 };
 
 }  // namespace
 
-std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool) {
+void WeightSource::load_into(const std::string& name, const std::vector<int64_t>& shape,
+                             std::span<float> out) {
+    const std::vector<float> values = load(name, shape);
+    if (values.size() != out.size()) {
+        fail("tensor '", name, "': ", values.size(), " values for ", out.size(), " places");
+    }
+    std::copy(values.begin(), values.end(), out.begin());
+}
+
+void to_f32(const TensorView& tensor, ThreadPool& pool, std::span<float> out) {
     constexpr int64_t kGrain = int64_t{1} << 18;  // elements a task converts at least
     const int64_t n = f32_count(tensor);
-    std::vector<float> values(static_cast<size_t>(n));
-    pool.parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        to_f32_range(tensor, begin, end, values.data() + begin);
-    });
+    if (static_cast<int64_t>(out.size()) != n) {
+        fail("tensor '", tensor.name, "': ", n, " elements for ", out.size(), " places");
+    }
+    pool.parallel_for(
+        n, kGrain, [&](int64_t begin, int64_t end) { to_f32_range(tensor, begin, end, out.data() + begin); });
+}
+
+std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool) {
+    std::vector<float> values(static_cast<size_t>(f32_count(tensor)));
+    to_f32(tensor, pool, values);
     return values;
 }
 

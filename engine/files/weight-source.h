@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ public:
     virtual ~WeightSource() = default;
     // The tensor with transformers' (canonical) name, as float32, checked against the expected shape.
     virtual std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) = 0;
+    // The same values written into out, which holds the shape's elements: a source that converts in place
+    // overrides it, so that a large layer's tensors go straight into its staging buffer.
+    virtual void load_into(const std::string& name, const std::vector<int64_t>& shape, std::span<float> out);
     // Whether the source has the tensor (optional tensors such as an untied lm_head).
     virtual bool has(const std::string& name) const = 0;
 };
@@ -26,6 +30,8 @@ struct TensorView;
 // The tensor's elements as float32 (to_f32), converted on the pool's threads: the conversion reads the mapped
 // file, so a checkpoint is then read from disk by every thread, where one thread read it alone.
 std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool);
+// The same into out, which holds the tensor's elements.
+void to_f32(const TensorView& tensor, ThreadPool& pool, std::span<float> out);
 
 // The store's tensors as they are saved (a checkpoint whose layout is the model's own, as Llama's is); a
 // tensor of another shape than the model expects is an error naming the folder, the tensor and both shapes.

@@ -89,6 +89,21 @@ TensorSplit::Part TensorSplit::part(int64_t n, const char* what) const {
     fail(n, " ", what, " do not split over ", n_ranks, " tensor-parallel ranks (neither divides the other)");
 }
 
+void WeightLoader::load_block_into(const std::string& name, const Block& block, std::span<float> out) {
+    const bool whole = block.row == 0 && block.n_block_rows == block.n_rows && block.col == 0 &&
+                       block.n_block_cols == std::max<int64_t>(block.n_cols, 1);
+    if (whole) {
+        weights_.load_into(name,
+                           block.n_rows > 0 && block.n_cols > 0
+                               ? std::vector<int64_t>{block.n_rows, block.n_cols}
+                               : std::vector<int64_t>{block.n_rows},
+                           out);
+        return;
+    }
+    const std::vector<float> part = load_block(name, block);
+    std::copy(part.begin(), part.end(), out.begin());
+}
+
 std::vector<float> WeightLoader::load_block(const std::string& name, const Block& block) {
     std::vector<float> whole = block.n_rows > 0 && block.n_cols > 0
                                    ? weights_.load(name, {block.n_rows, block.n_cols})
@@ -223,16 +238,29 @@ void WeightLoader::quantize_layers() {
         }
         observer_->quantization_begins(n_weights);
     }
-    // One staging buffer for every layer: its pages, once touched, serve the next layer, where a fresh buffer
-    // of a few GB would be paged in anew for each.
-    std::vector<float> values;  // [w.n_out, w.n_in] of the layer at hand
+    // One staging buffer for every layer, as large as the largest: its pages, once touched, serve the next
+    // layer, where a fresh buffer of a few GB would be paged in anew for each; each tensor is converted
+    // straight into its place.
+    std::vector<float> staging;
     for (const WaitingLayer& layer : waiting_) {
         const Weight& w = layer.w;
-        values.clear();
-        values.reserve(static_cast<size_t>(w.n_out * w.n_in));
+        const auto n_values = static_cast<size_t>(w.n_out * w.n_in);
+        if (staging.size() < n_values) {
+            staging.resize(n_values);
+        }
+        const std::span<float> values = std::span(staging).first(n_values);  // [w.n_out, w.n_in]
+        size_t at = 0;
         for (size_t i = 0; i < layer.names.size(); ++i) {
-            const std::vector<float> part = load_block(layer.names[i], layer.blocks[i]);
-            values.insert(values.end(), part.begin(), part.end());
+            const Block& block = layer.blocks[i];
+            const auto n = static_cast<size_t>(block.n_block_rows * std::max<int64_t>(block.n_block_cols, 1));
+            if (at + n > n_values) {
+                fail(layer.names[i], ": ", at + n, " values for a layer of ", n_values);
+            }
+            load_block_into(layer.names[i], block, values.subspan(at, n));
+            at += n;
+        }
+        if (at != n_values) {
+            fail(layer.names.front(), ": ", at, " values for a layer of ", n_values);
         }
         backend_.write_weight(w, quantize(values, w.n_out, w.n_in, w.type, load_.group_size));
         if (observer_) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,8 @@ private:
                        Quantization quantization);
     // A block's values, row after row.  ->  [n_block_rows * n_block_cols]
     std::vector<float> load_block(const std::string& name, const Block& block);
+    // The same into out, straight from the source where the block is the whole tensor.
+    void load_block_into(const std::string& name, const Block& block, std::span<float> out);
 
     Backend& backend_;
     WeightSource& weights_;

@@ -91,9 +91,20 @@ std::shared_ptr<const ChatTemplate> chat_template_of(const ModelSlot& slot, cons
 std::vector<float> ProgressWeightSource::load(const std::string& name, const std::vector<int64_t>& shape) {
     context_.check_cancelled();
     std::vector<float> values = inner_.load(name, shape);
-    const int64_t stored = stored_bytes_ ? stored_bytes_(name) : -1;
-    context_.add_read(stored >= 0 ? stored : static_cast<int64_t>(values.size() * sizeof(float)), name);
+    count(name, values.size());
     return values;
+}
+
+void ProgressWeightSource::load_into(const std::string& name, const std::vector<int64_t>& shape,
+                                     std::span<float> out) {
+    context_.check_cancelled();
+    inner_.load_into(name, shape, out);
+    count(name, out.size());
+}
+
+void ProgressWeightSource::count(const std::string& name, size_t n_values) {
+    const int64_t stored = stored_bytes_ ? stored_bytes_(name) : -1;
+    context_.add_read(stored >= 0 ? stored : static_cast<int64_t>(n_values * sizeof(float)), name);
 }
 
 void ProgressQuantizationObserver::quantization_begins(int64_t n_weights) {

@@ -142,9 +142,12 @@ public:
     ProgressWeightSource(WeightSource& inner, const TensorStore* store, LoadContext& context);
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override;
+    void load_into(const std::string& name, const std::vector<int64_t>& shape, std::span<float> out) override;
     bool has(const std::string& name) const override { return inner_.has(name); }
 
 private:
+    void count(const std::string& name, size_t n_values);
+
     WeightSource& inner_;
     std::function<int64_t(const std::string&)> stored_bytes_;
     LoadContext& context_;

@@ -29,21 +29,26 @@ public:
     Ernie45VlWeightSource(const TensorStore& store, const Ernie45VlConfig& config)
         : store_(store), head_order_(adjacent_to_half_rows(config.text.head_dim)), pool_(0) {}
 
-    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
-        const TensorView& view = store_.get(name);
-        const bool router = ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.gate.weight_1");
-        const std::vector<int64_t> stored =
-            router && shape.size() == 2 ? std::vector<int64_t>{shape[1], shape[0]} : shape;
-        if (view.shape != stored) {
-            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_text(view.shape),
-                 ", expected ", shape_text(stored), " from config.json");
+    // The tensors stored as the model reads them (all but the routers and the q and k projections: the
+    // experts, most of the bytes) are converted straight into out.
+    void load_into(const std::string& name, const std::vector<int64_t>& shape,
+                   std::span<float> out) override {
+        if (router(name) || reordered(name)) {
+            WeightSource::load_into(name, shape, out);
+            return;
         }
-        std::vector<float> values = to_f32(view, pool_);
-        if (router) {
+        to_f32(checked(name, shape), pool_, out);
+    }
+
+    std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
+        const bool is_router = router(name);
+        const std::vector<int64_t> stored =
+            is_router && shape.size() == 2 ? std::vector<int64_t>{shape[1], shape[0]} : shape;
+        std::vector<float> values = to_f32(checked(name, stored), pool_);
+        if (is_router) {
             return transposed(values, stored[0], stored[1]);
         }
-        if (name.find(".self_attn.q_proj.") != std::string::npos ||
-            name.find(".self_attn.k_proj.") != std::string::npos) {
+        if (reordered(name)) {
             return heads_reordered(values, shape);
         }
         return values;
@@ -51,6 +56,24 @@ public:
     bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
 
 private:
+    static bool router(const std::string& name) {
+        return ends_with(name, ".mlp.gate.weight") || ends_with(name, ".mlp.gate.weight_1");
+    }
+    static bool reordered(const std::string& name) {
+        return name.find(".self_attn.q_proj.") != std::string::npos ||
+               name.find(".self_attn.k_proj.") != std::string::npos;
+    }
+
+    // The stored tensor, checked to have the shape the model expects as the file keeps it.
+    const TensorView& checked(const std::string& name, const std::vector<int64_t>& stored) const {
+        const TensorView& view = store_.get(name);
+        if (view.shape != stored) {
+            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_text(view.shape),
+                 ", expected ", shape_text(stored), " from config.json");
+        }
+        return view;
+    }
+
     static std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
         std::vector<float> t(v.size());
         for (int64_t r = 0; r < rows; ++r) {

@@ -10,11 +10,14 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/common/thread-pool.h"
 #include "engine/files/safetensors.h"
+#include "engine/files/weight-source.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/paddleocr-vl/config.h"
 #include "engine/models/paddleocr-vl/model-files.h"
@@ -175,6 +178,47 @@ TEST(Safetensors, ReadsEveryDtype) {
     }
 }
 
+// A tensor converted in parts, or on a pool's threads (a large one in several chunks), gives to_f32's values;
+// a span or range of the wrong size is refused. A store's weights written in place equal the loaded ones.
+TEST(Safetensors, ConvertsInPartsAndOnAPoolAsAWhole) {
+    std::vector<uint16_t> large(1 << 20);
+    for (size_t i = 0; i < large.size(); ++i) {
+        large[i] = static_cast<uint16_t>(0x3f00 + i % 251);  // bfloat16 values about 0.5
+    }
+    const std::vector<float> f32 = {1.5f, -2.0f, 0.0f, 3.25f, 1e-30f, -7.0f};
+    const std::vector<int8_t> i8 = {-128, 127, 0, 5, -9};
+    const std::string image =
+        test::safetensors_image({make_tensor("large", "BF16", {1024, 1024}, large),
+                                 make_tensor("f32", "F32", {2, 3}, f32), make_tensor("i8", "I8", {5}, i8)});
+    const SafetensorsHeader header = parse_image(image);
+    ThreadPool pool(4);
+    for (const TensorView& t : header.tensors) {
+        const std::vector<float> whole = to_f32(t);
+        const int64_t n = f32_count(t);
+        ASSERT_EQ(n, t.n_elements()) << t.name;
+        std::vector<float> parts(static_cast<size_t>(n), -1.0f);
+        const int64_t cut = n / 3;
+        to_f32_range(t, 0, cut, parts.data());
+        to_f32_range(t, cut, n, parts.data() + cut);
+        EXPECT_EQ(parts, whole) << t.name;
+        EXPECT_EQ(to_f32(t, pool), whole) << t.name;
+        std::vector<float> short_of_one(static_cast<size_t>(n - 1));
+        EXPECT_THROW(to_f32(t, pool, short_of_one), Error) << t.name;
+        EXPECT_THROW(to_f32_range(t, 0, n + 1, parts.data()), Error) << t.name;
+        EXPECT_THROW(to_f32_range(t, 2, 1, parts.data()), Error) << t.name;
+    }
+
+    const TempDir dir;
+    write_safetensors(dir / "model.safetensors", {make_tensor("w", "BF16", {1024, 1024}, large)});
+    const auto store = TensorStore::open(dir.path());
+    const auto source = make_store_weight_source(*store);
+    const std::vector<float> loaded = source->load("w", {1024, 1024});
+    std::vector<float> in_place(loaded.size());
+    source->load_into("w", {1024, 1024}, in_place);
+    EXPECT_EQ(in_place, loaded);
+    EXPECT_THROW(source->load_into("w", {1024, 512}, std::span(in_place).first(1024 * 512)), Error);
+}
+
 TEST(Safetensors, OpensFixtureFile) {
     const auto file = SafetensorsFile::open(kTransformers / "model.safetensors");
     EXPECT_EQ(file->tensors().size(), 72u);
@@ -260,8 +304,9 @@ TEST(SafetensorsErrors, DuplicateNames) {
 }
 
 TEST(SafetensorsErrors, InvalidJson) {
-    expect_header_error(raw_safetensors(R"({"a":{"dtype":"F32",)", 8),
-                        "test.safetensors: header: not valid JSON: line 1, column 21: unexpected end of input");
+    expect_header_error(
+        raw_safetensors(R"({"a":{"dtype":"F32",)", 8),
+        "test.safetensors: header: not valid JSON: line 1, column 21: unexpected end of input");
     expect_header_error(raw_safetensors("[1, 2]"), "header must be a JSON object, got array [1,2]");
     expect_header_error(raw_safetensors(R"({"a": 5})"), "tensor 'a': entry must be an object, got number 5");
 }

@@ -604,6 +604,10 @@ TEST(RandomWeights, ATensorsValuesFollowItsNameNotTheLoadOrder) {
     EXPECT_EQ(second->load("model.embed_tokens.weight", {16, 4}), b);
     EXPECT_EQ(second->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a);
     EXPECT_EQ(second->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a) << "loaded twice";
+    std::vector<float> in_place(32);
+    second->load_into("model.layers.0.mlp.down_proj.weight", {4, 8}, in_place);
+    EXPECT_EQ(in_place, a) << "written in place";
+    EXPECT_THROW(second->load_into("model.layers.0.mlp.down_proj.weight", {4, 4}, in_place), Error);
     EXPECT_NE(second->load("model.layers.1.mlp.down_proj.weight", {4, 8}), a) << "another name";
     EXPECT_NE(make_random_weight_source(8)->load("model.layers.0.mlp.down_proj.weight", {4, 8}), a)
         << "another seed";

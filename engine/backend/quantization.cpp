@@ -31,13 +31,31 @@ int8_t quantize_value(float w, float inv_scale, float limit) {
     return static_cast<int8_t>(std::clamp(round_half_even(w * inv_scale), -limit, limit));
 }
 
+// The largest magnitude of a run of values (0 for none; a NaN is passed over). Eight running maxima, each its
+// own chain of dependent instructions, then the largest of them: the same value as one running maximum,
+// several times faster.
+float max_magnitude(std::span<const float> v) {
+    constexpr size_t kChains = 8;
+    float chains[kChains] = {};
+    size_t i = 0;
+    for (; i + kChains <= v.size(); i += kChains) {
+        for (size_t j = 0; j < kChains; ++j) {
+            chains[j] = std::max(chains[j], std::fabs(v[i + j]));
+        }
+    }
+    float m = 0.0f;
+    for (; i < v.size(); ++i) {
+        m = std::max(m, std::fabs(v[i]));
+    }
+    for (const float c : chains) {
+        m = std::max(m, c);
+    }
+    return m;
+}
+
 // Scale of a run of weights: its largest magnitude maps to the largest integer.
 float scale_of(std::span<const float> w, float limit) {
-    float max_abs = 0.0f;
-    for (const float v : w) {
-        max_abs = std::max(max_abs, std::fabs(v));
-    }
-    return max_abs / limit;
+    return max_magnitude(w) / limit;
 }
 
 int64_t packed_bytes(Quantization type, int64_t n_out, int64_t n_in) {
@@ -62,14 +80,6 @@ int64_t n_scales(Quantization type, int64_t n_out, int64_t n_in, int64_t group_s
 // The scale that maps a largest magnitude to E4M3's largest value; 1 for zeros.
 float fp8_scale(float max_abs) {
     return max_abs > 0.0f ? max_abs / kFp8Max : 1.0f;
-}
-
-float max_magnitude(std::span<const float> v) {
-    float m = 0.0f;
-    for (const float x : v) {
-        m = std::max(m, std::fabs(x));
-    }
-    return m;
 }
 
 int8_t low_nibble(int8_t byte) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/backend/tensor.h"
 #include "engine/common/error.h"
 #include "engine/common/thread-pool.h"
 #include "engine/files/safetensors.h"
@@ -14,14 +15,6 @@ namespace {
 
 bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) {
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    }
-    return s + "]";
 }
 
 class Ernie45VlWeightSource final : public WeightSource {
@@ -68,8 +61,8 @@ private:
     const TensorView& checked(const std::string& name, const std::vector<int64_t>& stored) const {
         const TensorView& view = store_.get(name);
         if (view.shape != stored) {
-            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_text(view.shape),
-                 ", expected ", shape_text(stored), " from config.json");
+            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
+                 ", expected ", shape_string(stored), " from config.json");
         }
         return view;
     }

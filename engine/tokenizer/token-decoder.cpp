@@ -83,6 +83,52 @@ std::string strip_token(const std::string& token, uint32_t c, size_t start, size
 
 }  // namespace
 
+bool TokenDecoder::grows_at_end() const {
+    bool joined =
+        false;  // an earlier step has joined tokens, so a later one sees text across their boundaries
+    for (size_t i = 0; i < steps_.size(); ++i) {
+        const TokenDecoderStep& step = steps_[i];
+        switch (step.kind) {
+            case TokenDecoderStep::Kind::Replace:
+                if (joined && code_point_at(step.pattern, 0).size < step.pattern.size()) {
+                    return false;
+                }
+                break;
+            case TokenDecoderStep::Kind::Fuse:
+                joined = true;
+                break;
+            case TokenDecoderStep::Kind::ByteLevel:
+                if (i > 0) {
+                    return false;  // the detokenizer reads the tokens' own bytes
+                }
+                joined = true;
+                break;
+            case TokenDecoderStep::Kind::ByteFallback: {
+                if (joined) {
+                    return false;
+                }
+                // The detokenizer reads byte tokens as they come: the steps before must leave each one as it
+                // is.
+                TokenDecoder before;
+                before.steps_.assign(steps_.begin(), steps_.begin() + static_cast<std::ptrdiff_t>(i));
+                for (int value = 0; value < 256; ++value) {
+                    static constexpr char kHex[] = "0123456789ABCDEF";
+                    const std::string token = {'<', '0', 'x', kHex[value >> 4], kHex[value & 15], '>'};
+                    if (before.decode({token}) != token) {
+                        return false;
+                    }
+                }
+                joined = true;
+                break;
+            }
+            case TokenDecoderStep::Kind::Strip:
+            case TokenDecoderStep::Kind::Metaspace:
+                break;
+        }
+    }
+    return true;
+}
+
 std::string TokenDecoder::decode(std::vector<std::string> tokens) const {
     if (steps_.empty()) {
         std::string text;

@@ -50,6 +50,11 @@ public:
             return s.kind == TokenDecoderStep::Kind::ByteLevel;
         });
     }
+    // Whether the text of a growing list of tokens only grows at its end, apart from what the incremental
+    // detokenizer handles itself (the start of the text, trailing strips, byte runs): false where a step
+    // matches across tokens an earlier step joined (a Replace of more than one character after Fuse,
+    // ByteFallback or ByteLevel), or where ByteFallback or ByteLevel read tokens an earlier step changed.
+    bool grows_at_end() const;
     std::string decode(std::vector<std::string> tokens) const;
 
 private:

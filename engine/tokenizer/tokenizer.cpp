@@ -238,7 +238,8 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool 
     : tokenizer_(tokenizer),
       skip_special_(skip_special),
       byte_fallback_(tokenizer.pipeline_->decoder.has_byte_fallback()),
-      byte_level_(tokenizer.pipeline_->decoder.has_byte_level()) {}
+      byte_level_(tokenizer.pipeline_->decoder.has_byte_level()),
+      grows_at_end_(tokenizer.pipeline_->decoder.grows_at_end()) {}
 
 std::string IncrementalDetokenizer::push(int32_t id) {
     if (skip_special_ && tokenizer_.is_special(id)) {
@@ -247,6 +248,11 @@ std::string IncrementalDetokenizer::push(int32_t id) {
     std::optional<std::string> token = tokenizer_.token_text(id);
     if (!token) {
         return {};  // an id without a token decodes to nothing
+    }
+    if (!grows_at_end_) {
+        // Text given now could be changed by a later token: all of it comes at flush().
+        tokens_.push_back(std::move(*token));
+        return {};
     }
     if (byte_level_) {
         // A token's bytes may end inside a character that the next token finishes: nothing is given until

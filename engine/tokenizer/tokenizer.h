@@ -85,6 +85,8 @@ private:
 // one U+FFFD per byte. Every returned piece is valid UTF-8, and all pieces followed by flush() equal decode()
 // of all ids, but for one case: a run that turns out not to be UTF-8 after whole characters were given keeps
 // those characters, where decode() has U+FFFD for their bytes too (text once streamed is not taken back).
+// A decoder whose steps could change text already given when later tokens come (TokenDecoder::grows_at_end)
+// gives all its text at flush().
 class IncrementalDetokenizer {
 public:
     explicit IncrementalDetokenizer(const Tokenizer& tokenizer, bool skip_special = true);
@@ -111,6 +113,7 @@ private:
     bool run_invalid_ = false;   // run_ is not UTF-8 whatever follows
     bool byte_level_;            // the decoder turns each token into bytes (ByteLevel)
     std::string pending_;        // ByteLevel: the bytes since the last returned piece
+    bool grows_at_end_;          // the decoder's text only grows at its end, so text can be given as it comes
 };
 
 }  // namespace folio

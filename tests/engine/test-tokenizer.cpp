@@ -18,6 +18,7 @@
 #include "engine/models/paddleocr-vl/chat-prompt.h"
 #include "engine/tokenizer/bpe-model.h"
 #include "engine/tokenizer/precompiled-charsmap.h"
+#include "engine/tokenizer/token-decoder.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode-text.h"
 #include "tokenizer-fixture-files.h"
@@ -629,6 +630,96 @@ TEST(TokenizerJson, IncrementalMatchesDecodeWhereTheDecoderTreatsTheStartApart) 
         ADD_FAILURE() << "a post-processor id without a token was accepted";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("post-processor adds id 9"), std::string::npos) << e.what();
+    }
+}
+
+TokenDecoderStep replace_step(std::string pattern, std::string content) {
+    TokenDecoderStep step;
+    step.kind = TokenDecoderStep::Kind::Replace;
+    step.pattern = std::move(pattern);
+    step.content = std::move(content);
+    return step;
+}
+
+TokenDecoderStep step_of(TokenDecoderStep::Kind kind) {
+    TokenDecoderStep step;
+    step.kind = kind;
+    return step;
+}
+
+TEST(TokenDecoder, GrowsAtEndUnlessAStepCanChangeTextAlreadyGiven) {
+    using Kind = TokenDecoderStep::Kind;
+    TokenDecoderStep metaspace_x = step_of(Kind::Metaspace);
+    metaspace_x.content = "x";  // occurs in every "<0xXX>" token
+    TokenDecoderStep strip = step_of(Kind::Strip);
+    strip.start = 1;
+    strip.stop = 1;
+    const struct {
+        const char* name;
+        std::vector<TokenDecoderStep> steps;
+        bool grows;
+    } cases[] = {
+        {"none", {}, true},
+        {"Llama 2",
+         {replace_step("\xE2\x96\x81", " "), step_of(Kind::ByteFallback), step_of(Kind::Fuse), strip},
+         true},
+        {"ByteLevel", {step_of(Kind::ByteLevel)}, true},
+        {"one character replaced after Fuse", {step_of(Kind::Fuse), replace_step("a", "bc")}, true},
+        {"two characters replaced after Fuse", {step_of(Kind::Fuse), replace_step("ab", "X")}, false},
+        {"two characters replaced before Fuse", {replace_step("ab", "X"), step_of(Kind::Fuse)}, true},
+        {"two characters replaced in byte runs",
+         {step_of(Kind::ByteFallback), replace_step("ab", "X")},
+         false},
+        {"two characters replaced after ByteLevel",
+         {step_of(Kind::ByteLevel), replace_step("ab", "X")},
+         false},
+        {"byte tokens changed before ByteFallback", {metaspace_x, step_of(Kind::ByteFallback)}, false},
+        {"byte tokens kept before ByteFallback", {replace_step("y", "z"), step_of(Kind::ByteFallback)}, true},
+        {"byte tokens joined before ByteFallback", {step_of(Kind::Fuse), step_of(Kind::ByteFallback)}, false},
+        {"bytes changed before ByteLevel", {replace_step("a", "b"), step_of(Kind::ByteLevel)}, false},
+    };
+    for (const auto& c : cases) {
+        TokenDecoder decoder;
+        for (const TokenDecoderStep& step : c.steps) {
+            decoder.add(step);
+        }
+        EXPECT_EQ(decoder.grows_at_end(), c.grows) << c.name;
+    }
+}
+
+TEST(TokenizerJson, IncrementalHoldsTextALaterTokenCouldChange) {
+    // "ab" becomes "X" after Fuse, so the "a" of one token is not text yet when the next token may be "b".
+    const json tokenizer = {
+        {"added_tokens", json::array()},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", nullptr},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Fuse"}}, {{"type", "Replace"}, {"pattern", {{"String", "ab"}}}, {"content", "X"}}}}}},
+        {"model",
+         {{"type", "BPE"},
+          {"unk_token", "<unk>"},
+          {"vocab", {{"<unk>", 0}, {"a", 1}, {"b", 2}, {"c", 3}}},
+          {"merges", json::array()}}}};
+    const auto t = Tokenizer::from_tokenizer_json(tokenizer.dump(), "inline tokenizer.json");
+    const std::vector<int32_t> ab = {1, 2, 3, 1};
+    EXPECT_EQ(t->decode(ab), "Xca");
+    IncrementalDetokenizer detokenizer(*t);
+    std::string streamed;
+    for (const int32_t id : ab) {
+        streamed += detokenizer.push(id);
+    }
+    EXPECT_EQ(streamed, "");
+    EXPECT_EQ(detokenizer.flush(), "Xca");
+    std::mt19937 rng(11);
+    for (int n = 0; n < 200; ++n) {
+        std::vector<int32_t> ids(1 + rng() % 10);
+        for (int32_t& id : ids) {
+            id = static_cast<int32_t>(rng() % 4);
+        }
+        SCOPED_TRACE(json(ids).dump());
+        expect_incremental_matches(*t, ids, true);
     }
 }
 

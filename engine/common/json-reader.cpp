@@ -380,6 +380,9 @@ void require_positive(const ObjectReader& reader, std::string_view key, double v
     if (!(value > 0)) {
         fail(reader.origin(), ": ", reader.key_name(key), " must be positive, got ", value);
     }
+    if (std::isinf(value)) {
+        fail(reader.origin(), ": ", reader.key_name(key), " is too large for a number of its kind");
+    }
 }
 
 void require_positive(const ObjectReader& reader,

@@ -101,7 +101,8 @@ private:
     const std::string& origin_;
 };
 
-// Throw naming the key unless each value is positive.
+// Throw naming the key unless each value is positive and finite (a JSON number too large for the float it
+// was read into is infinite).
 void require_positive(const ObjectReader& reader, std::string_view key, double value);
 void require_positive(const ObjectReader& reader,
                       std::initializer_list<std::pair<std::string_view, int>> values);

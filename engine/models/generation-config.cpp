@@ -62,17 +62,18 @@ GenerationDefaults parse_generation_config(std::string_view text, const std::str
         const ObjectReader reader(root, "", origin);
         GenerationDefaults d;
         d.origin = origin;
+        // Each value is checked as the float it becomes, which a number too large or too small changes.
         if (const auto t = read_number(reader, "temperature")) {
-            if (*t < 0.0) {
-                out_of_range(reader, "temperature", "a number >= 0", *t);
-            }
             d.temperature = static_cast<float>(*t);
+            if (!(*d.temperature >= 0.0f && std::isfinite(*d.temperature))) {
+                out_of_range(reader, "temperature", "a finite number >= 0", *t);
+            }
         }
         if (const auto p = read_number(reader, "top_p")) {
-            if (!(*p > 0.0 && *p <= 1.0)) {
+            d.top_p = static_cast<float>(*p);
+            if (!(*d.top_p > 0.0f && *d.top_p <= 1.0f)) {
                 out_of_range(reader, "top_p", "in (0, 1]", *p);
             }
-            d.top_p = static_cast<float>(*p);
         }
         if (const json* k = reader.find("top_k")) {
             const int top_k = reader.as_integer("top_k", *k);
@@ -82,10 +83,10 @@ GenerationDefaults parse_generation_config(std::string_view text, const std::str
             d.top_k = top_k <= 0 ? 0 : top_k;
         }
         if (const auto r = read_number(reader, "repetition_penalty")) {
-            if (!(*r > 0.0)) {
-                out_of_range(reader, "repetition_penalty", "a number above 0", *r);
-            }
             d.repetition_penalty = static_cast<float>(*r);
+            if (!(*d.repetition_penalty > 0.0f && std::isfinite(*d.repetition_penalty))) {
+                out_of_range(reader, "repetition_penalty", "a finite number above 0", *r);
+            }
         }
         if (reader.find("do_sample") != nullptr) {
             d.do_sample = reader.boolean("do_sample", false);

@@ -322,5 +322,36 @@ TEST(Ernie45VlConfig, RefusesSizesThatDoNotFit) {
     EXPECT_TRUE(c.text.sparse_layers[27]);
 }
 
+TEST(Ernie45VlConfig, RefusesValuesOutOfRangeNamingTheKey) {
+    const struct {
+        const char* text;
+        const char* message;
+    } cases[] = {
+        {R"({"text_config": {"rms_norm_eps": 0}})", R"("text_config.rms_norm_eps" must be positive, got 0)"},
+        {R"({"text_config": {"rms_norm_eps": 1e-60}})", R"("text_config.rms_norm_eps" must be positive)"},
+        {R"({"text_config": {"rope_theta": 1e300}})", R"("text_config.rope_theta" is too large)"},
+        {R"({"text_config": {"moe_norm_min": -1}})",
+         R"("text_config.moe_norm_min" must be positive, got -1)"},
+        {R"({"text_config": {"max_position_embeddings": 0}})", R"("text_config.max_position_embeddings")"},
+        {R"({"text_config": {"vocab_size": 1000, "eos_token_id": [2, 1000]}, "image_token_id": 5,
+            "image_start_token_id": 5, "image_end_token_id": 5, "video_token_id": 5,
+            "video_start_token_id": 5, "video_end_token_id": 5})",
+         R"("text_config.eos_token_id" 1000 lies outside the vocabulary of 1000)"},
+        {R"({"text_config": {"bos_token_id": -2}})", R"("text_config.bos_token_id" -2 lies outside)"},
+        {R"({"vision_config": {"rms_norm_eps": -1e-6}})", R"("vision_config.rms_norm_eps" must be positive)"},
+        {R"({"vision_config": {"rope_parameters": {"rope_theta": 0}}})", R"("vision_config.rope_theta")"},
+    };
+    for (const auto& c : cases) {
+        try {
+            parse_ernie45_vl_config(c.text, "/m/config.json");
+            ADD_FAILURE() << c.text << " was accepted";
+        } catch (const Error& e) {
+            const std::string message = e.what();
+            EXPECT_NE(message.find("/m/config.json: "), std::string::npos) << message;
+            EXPECT_NE(message.find(c.message), std::string::npos) << message;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace folio

@@ -74,14 +74,23 @@ TEST(GenerationConfig, BadValuesNameTheFileAndTheKey) {
     };
     EXPECT_NE(error(R"({"temperature": "hot"})").find("/m/generation_config.json"), std::string::npos);
     EXPECT_NE(error(R"({"temperature": "hot"})").find("\"temperature\""), std::string::npos);
-    EXPECT_NE(error(R"({"temperature": -0.5})").find("\"temperature\" must be a number >= 0, got -0.5"),
-              std::string::npos);
+    EXPECT_NE(
+        error(R"({"temperature": -0.5})").find("\"temperature\" must be a finite number >= 0, got -0.5"),
+        std::string::npos);
     EXPECT_NE(error(R"({"top_p": 1.5})").find("\"top_p\" must be in (0, 1], got 1.5"), std::string::npos);
     EXPECT_NE(error(R"({"top_p": 0})").find("\"top_p\""), std::string::npos);
     EXPECT_NE(error(R"({"top_k": 2.5})").find("\"top_k\""), std::string::npos);
     EXPECT_NE(error(R"({"top_k": -3})").find("\"top_k\""), std::string::npos);
-    EXPECT_NE(error(R"({"repetition_penalty": 0})").find("\"repetition_penalty\" must be a number above 0"),
+    EXPECT_NE(
+        error(R"({"repetition_penalty": 0})").find("\"repetition_penalty\" must be a finite number above 0"),
+        std::string::npos);
+    // Values are checked as the floats they become.
+    EXPECT_NE(error(R"({"temperature": 1e300})").find("\"temperature\" must be a finite number"),
               std::string::npos);
+    EXPECT_NE(error(R"({"top_p": 1e-300})").find("\"top_p\" must be in (0, 1], got 1e-300"),
+              std::string::npos);
+    EXPECT_NE(error(R"({"repetition_penalty": 1e-300})").find("\"repetition_penalty\""), std::string::npos);
+    EXPECT_NE(error(R"({"repetition_penalty": 1e300})").find("\"repetition_penalty\""), std::string::npos);
     EXPECT_NE(error(R"({"do_sample": "yes"})").find("\"do_sample\""), std::string::npos);
     EXPECT_NE(error(R"({"eos_token_id": [2, "x"]})").find("\"eos_token_id\""), std::string::npos);
     EXPECT_NE(error(R"({"eos_token_id": -1})").find("\"eos_token_id\" must be a token id >= 0"),

@@ -1,5 +1,7 @@
-// Fuzzes the config.json and preprocessor_config.json parsers: any input either gives a config that
-// satisfies the documented invariants, or throws folio::Error.
+// Fuzzes the config.json (PaddleOCR-VL, Llama, ERNIE-4.5-VL), preprocessor_config.json and
+// generation_config.json parsers: any input either gives a config that satisfies the documented invariants,
+// or throws folio::Error.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,6 +10,8 @@
 
 #include "engine/common/error.h"
 #include "engine/image/preprocessor-config.h"
+#include "engine/models/ernie45-vl/config.h"
+#include "engine/models/generation-config.h"
 #include "engine/models/llama/config.h"
 #include "engine/models/paddleocr-vl/config.h"
 
@@ -69,6 +73,45 @@ void check_preprocessor_config(const folio::PreprocessorConfig& config) {
     }
 }
 
+void check_ernie_config(const folio::Ernie45VlConfig& c) {
+    const folio::Ernie45VlTextConfig& t = c.text;
+    check(t.vocab_size > 0 && t.hidden_size > 0 && t.intermediate_size > 0 && t.num_hidden_layers > 0);
+    check(t.num_attention_heads > 0 && t.num_key_value_heads > 0 &&
+          t.num_attention_heads % t.num_key_value_heads == 0);
+    check(t.head_dim > 0 && t.head_dim % 2 == 0 &&
+          t.mrope_section[0] + t.mrope_section[1] + t.mrope_section[2] == t.head_dim / 2);
+    check(t.rms_norm_eps > 0 && std::isfinite(t.rms_norm_eps) && t.rope_theta > 0 &&
+          std::isfinite(t.rope_theta) && t.max_position_embeddings > 0);
+    check(t.n_experts > 0 && t.n_experts_per_token > 0 && t.n_experts_per_token <= t.n_experts &&
+          t.n_shared_experts >= 0 && t.moe_intermediate_size[0] > 0 && t.moe_intermediate_size[1] > 0);
+    check(t.moe_norm_min > 0 && std::isfinite(t.moe_norm_min));
+    check(t.sparse_layers.size() == static_cast<size_t>(t.num_hidden_layers));
+    for (const int32_t id : t.eos_token_ids) {
+        check(id >= 0 && id < t.vocab_size);
+    }
+    check(t.bos_token_id >= -1 && t.bos_token_id < t.vocab_size);
+    for (const int32_t id : {c.image_token_id, c.image_start_token_id, c.image_end_token_id, c.video_token_id,
+                             c.video_start_token_id, c.video_end_token_id}) {
+        check(id >= 0 && id < t.vocab_size);
+    }
+    const folio::Ernie45VlVisionConfig& v = c.vision;
+    check(v.depth > 0 && v.hidden_size > 0 && v.intermediate_size > 0 && v.num_heads > 0 &&
+          v.hidden_size % v.num_heads == 0 && v.head_dim() % 4 == 0);
+    check(v.in_channels > 0 && v.patch_size > 0 && v.spatial_merge_size > 0 && v.temporal_merge_size == 2);
+    check(v.eps > 0 && std::isfinite(v.eps) && v.rope_theta > 0 && std::isfinite(v.rope_theta));
+}
+
+void check_generation_defaults(const folio::GenerationDefaults& d) {
+    check(!d.temperature || (*d.temperature >= 0 && std::isfinite(*d.temperature)));
+    check(!d.top_p || (*d.top_p > 0 && *d.top_p <= 1));
+    check(!d.top_k || *d.top_k >= 0);
+    check(!d.repetition_penalty || (*d.repetition_penalty > 0 && std::isfinite(*d.repetition_penalty)));
+    check(!d.max_new_tokens || *d.max_new_tokens >= 1);
+    for (const int32_t id : d.eos_token_ids) {
+        check(id >= 0);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -79,6 +122,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     try {
         check_llama_config(folio::parse_llama_config(text, "config.json"));
+    } catch (const folio::Error&) {
+    }
+    try {
+        check_ernie_config(folio::parse_ernie45_vl_config(text, "config.json"));
+    } catch (const folio::Error&) {
+    }
+    try {
+        check_generation_defaults(folio::parse_generation_config(text, "generation_config.json"));
     } catch (const folio::Error&) {
     }
     try {

@@ -112,6 +112,20 @@ Ernie45VlTextConfig read_text_config(const ObjectReader& reader) {
     const std::vector<int32_t> bos = read_token_ids(reader, "bos_token_id");
     t.bos_token_id = bos.empty() ? -1 : bos.front();
     t.eos_token_ids = read_token_ids(reader, "eos_token_id");
+    require_positive(reader, "rms_norm_eps", t.rms_norm_eps);
+    require_positive(reader, "rope_theta", t.rope_theta);
+    require_positive(reader, "moe_norm_min", t.moe_norm_min);
+    require_positive(reader, "max_position_embeddings", static_cast<double>(t.max_position_embeddings));
+    for (const int32_t id : t.eos_token_ids) {
+        if (id < 0 || id >= t.vocab_size) {
+            fail(reader.origin(), ": ", reader.key_name("eos_token_id"), " ", id,
+                 " lies outside the vocabulary of ", t.vocab_size);
+        }
+    }
+    if (t.bos_token_id < -1 || t.bos_token_id >= t.vocab_size) {
+        fail(reader.origin(), ": ", reader.key_name("bos_token_id"), " ", t.bos_token_id,
+             " lies outside the vocabulary of ", t.vocab_size);
+    }
 
     if (t.hidden_size % t.num_attention_heads != 0 && !reader.find("head_dim")) {
         fail(reader.origin(), ": ", reader.key_name("hidden_size"), " ", t.hidden_size,
@@ -153,6 +167,8 @@ Ernie45VlVisionConfig read_vision_config(const ObjectReader& reader) {
                               {"temporal_merge_size", v.temporal_merge_size}});
     require_positive(reader, "hidden_size", static_cast<double>(v.hidden_size));
     require_positive(reader, "intermediate_size", static_cast<double>(v.intermediate_size));
+    require_positive(reader, "rms_norm_eps", v.eps);
+    require_positive(reader, "rope_theta", v.rope_theta);
     if (v.hidden_size % v.num_heads != 0 || v.head_dim() % 4 != 0) {
         fail(reader.origin(), ": ", reader.key_name("hidden_size"), " ", v.hidden_size, " over ", v.num_heads,
              " heads must give heads of a multiple of 4 values");

@@ -343,6 +343,20 @@ TEST_P(TokenizerLayoutTest, IncrementalDetokenizationMatchesDecode) {
     }
 }
 
+TEST_P(TokenizerLayoutTest, TextStreamsBeforeTheEnd) {
+    // Every published layout's decoder only grows its text, so most of it comes before flush().
+    size_t n_before = 0;
+    size_t n_total = 0;
+    for (const json& c : reference_.at("cases")) {
+        IncrementalDetokenizer detokenizer(*tokenizer_);
+        for (const int32_t id : ids_of(c.at("ids"))) {
+            n_before += detokenizer.push(id).size();
+        }
+        n_total += tokenizer_->decode(ids_of(c.at("ids"))).size();
+    }
+    EXPECT_GT(n_before, n_total / 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerLayoutTest, ::testing::ValuesIn(layout_cases()),
                          [](const auto& param_info) {
                              std::string name = fs::path(param_info.param.folder).filename().string();

@@ -84,13 +84,14 @@ std::string strip_token(const std::string& token, uint32_t c, size_t start, size
 }  // namespace
 
 bool TokenDecoder::grows_at_end() const {
-    bool joined =
-        false;  // an earlier step has joined tokens, so a later one sees text across their boundaries
+    // Whether an earlier step has joined tokens, so that a later one sees text across their boundaries.
+    bool joined = false;
     for (size_t i = 0; i < steps_.size(); ++i) {
         const TokenDecoderStep& step = steps_[i];
         switch (step.kind) {
             case TokenDecoderStep::Kind::Replace:
-                if (joined && code_point_at(step.pattern, 0).size < step.pattern.size()) {
+                if (joined && !step.pattern.empty() &&
+                    code_point_at(step.pattern, 0).size < step.pattern.size()) {
                     return false;
                 }
                 break;
@@ -107,8 +108,7 @@ bool TokenDecoder::grows_at_end() const {
                 if (joined) {
                     return false;
                 }
-                // The detokenizer reads byte tokens as they come: the steps before must leave each one as it
-                // is.
+                // The detokenizer reads byte tokens as they come, so the steps before must not change them.
                 TokenDecoder before;
                 before.steps_.assign(steps_.begin(), steps_.begin() + static_cast<std::ptrdiff_t>(i));
                 for (int value = 0; value < 256; ++value) {

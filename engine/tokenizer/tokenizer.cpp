@@ -69,6 +69,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_pipeline(TokenizerPipeline pipeline, 
     // sentinel and takes nothing off the end.
     t.continuation_sentinel_ = t.pipeline_->decoder.decode({std::string(kSentinel)}) == kSentinel &&
                                !t.pipeline_->decoder.strips_end();
+    t.decoder_grows_at_end_ = t.pipeline_->decoder.grows_at_end();
     return tokenizer;
 }
 
@@ -239,7 +240,7 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, bool 
       skip_special_(skip_special),
       byte_fallback_(tokenizer.pipeline_->decoder.has_byte_fallback()),
       byte_level_(tokenizer.pipeline_->decoder.has_byte_level()),
-      grows_at_end_(tokenizer.pipeline_->decoder.grows_at_end()) {}
+      grows_at_end_(tokenizer.decoder_grows_at_end_) {}
 
 std::string IncrementalDetokenizer::push(int32_t id) {
     if (skip_special_ && tokenizer_.is_special(id)) {

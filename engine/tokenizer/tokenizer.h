@@ -75,6 +75,7 @@ private:
     int32_t eos_id_ = -1;
     int32_t pad_id_ = -1;
     bool continuation_sentinel_ = true;  // the decoder leaves the sentinel of decode_tokens as it is
+    bool decoder_grows_at_end_ = true;   // TokenDecoder::grows_at_end
 };
 
 // Turns generated ids into text as they come, on the same rules as Tokenizer::decode: each push() decodes

@@ -48,9 +48,10 @@ const char* const kBenchUsage =
                   [--batch N,N,...] [--prefill-tokens N] [--decode-tokens N] [--decode-context N]
                   [engine options]
       A chat model (ERNIE-4.5-VL, or Llama as DeepSeek-R1-Distill-Llama-8B; full-size random weights with
-      --family, --num-layers of its 28 or 32 where fewer fit): prefill of one --prefill-tokens prompt (default 1024), then decode at each batch size
-      (default 1,8,32) from --decode-context-token prompts (default 16) for --decode-tokens tokens (default 64), and the batch-1 floor:
-      the bytes of weights one token reads over the measured copy bandwidth. --quantization wint8|wint4 and
+      --family, --num-layers of its 28 or 32 where fewer fit): prefill of one --prefill-tokens prompt
+      (default 1024), then decode at each --batch size (default 1,8,32) from prompts of --decode-context
+      tokens (default 16) for --decode-tokens tokens (default 64), and the batch-1 floor: the bytes of
+      weights one token reads over the measured copy bandwidth. --quantization wint8|wint4 and
       --dtype choose the weights' format (bfloat16 on a GPU by default). Each prompt goes in as one step
       unless --max-num-batched-tokens is given, which then sets the step (a long context in chunks).
 )";

@@ -46,14 +46,15 @@ const char* const kOcrUsage =
       Turns PDFs, images (PNG, JPEG, TIFF with every page, BMP, WebP) and folders of them into Markdown
       (OUTDIR/NAME.md, figures in OUTDIR/imgs/), JSON as PaddleOCR writes it (NAME.json), HTML (NAME.html),
       a searchable PDF (NAME.pdf: the pages with their text laid invisibly over them), an XLSX workbook
-      of the tables (NAME.xlsx) and a Word document (NAME.docx). --format picks (default md,json). Layout comes from the layout model paired
-      with --model (PP-DocLayoutV2 for PaddleOCR-VL, V3 for 1.5 and 1.6) unless --layout-model names one;
-      --no-layout reads each whole page with --task (ocr, table, formula, chart, seal, spotting).
-      --chart and --seal recognise charts and seals instead of keeping them as images; --keep-all-labels
-      writes headers, footers, page numbers, footnotes and side text into the Markdown too. PDF pages are
-      rendered at --dpi (default 200) by --render-threads threads (default half the cores, one to four),
-      ahead of the layout model, with at most --pages-in-flight pages held (default 32). A progress bar shows on a terminal, plain lines otherwise; Ctrl-C
-      stops within one engine step, keeping the pages done. --shard K/N takes inputs K, K+N, K+2N, ... of
+      of the tables (NAME.xlsx) and a Word document (NAME.docx). --format picks (default md,json).
+      Layout comes from the layout model paired with --model (PP-DocLayoutV2 for PaddleOCR-VL, V3 for 1.5
+      and 1.6) unless --layout-model names one; --no-layout reads each whole page with --task (ocr, table,
+      formula, chart, seal, spotting). --chart and --seal recognise charts and seals instead of keeping
+      them as images; --keep-all-labels writes headers, footers, page numbers, footnotes and side text into
+      the Markdown too. PDF pages are rendered at --dpi (default 200) by --render-threads threads (default
+      half the cores, one to four), ahead of the layout model, with at most --pages-in-flight pages held
+      (default 32). A progress bar shows on a terminal, plain lines otherwise; Ctrl-C stops within one
+      engine step, keeping the pages done. --shard K/N takes inputs K, K+N, K+2N, ... of
       the whole list (folders expanded), so that N machines share an archive (docs/sharding.md); output
       names are found over the whole list, so shards never write the same file. --skip-complete leaves
       documents whose output files are all in place (XLSX aside), as a rerun after a failure needs.

@@ -182,6 +182,8 @@ std::vector<std::string> engine_flags() {
 }
 
 std::string engine_usage(CommandScope scope) {
+    constexpr size_t kIndent = 44;  // where each option's help begins
+    constexpr size_t kWidth = 110;  // the lines' width, as the rest of the usage
     const char* serve_note =
         scope == CommandScope::Serve ? "" : " (folio-cli serve only; refused by this command)";
     std::ostringstream out;
@@ -206,12 +208,31 @@ std::string engine_usage(CommandScope scope) {
             left.append(info.value);
         }
         out << left;
-        if (left.size() < 44) {
-            out << std::string(44 - left.size(), ' ');
+        if (left.size() < kIndent) {
+            out << std::string(kIndent - left.size(), ' ');
         } else {
-            out << "\n" << std::string(44, ' ');
+            out << "\n" << std::string(kIndent, ' ');
         }
-        out << info.help << " [" << info.folio_default << "]\n";
+        // The help and its default as words filling the column up to kWidth, each further line indented.
+        const std::string text = std::string(info.help) + " [" + std::string(info.folio_default) + "]";
+        size_t column = kIndent;
+        size_t start = 0;
+        while (start < text.size()) {
+            size_t end = text.find(' ', start);
+            end = end == std::string::npos ? text.size() : end;
+            const size_t word = end - start;
+            if (column > kIndent && column + 1 + word > kWidth) {
+                out << "\n" << std::string(kIndent, ' ');
+                column = kIndent;
+            } else if (column > kIndent) {
+                out << ' ';
+                ++column;
+            }
+            out << std::string_view(text).substr(start, word);
+            column += word;
+            start = end + 1;
+        }
+        out << "\n";
     }
     return out.str();
 }

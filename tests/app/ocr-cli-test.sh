@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # folio-cli ocr as a user runs it, on the sample PDF and images with the small fixture models: the files each
 # format writes, page ranges, whole-page tasks, and the exit codes (0 all written, 1 nothing ran, 3 some
-# inputs failed) with their messages.
+# inputs failed) with their messages; the usage's width.
 set -uo pipefail
 cli=$1
 fixtures=$2
@@ -91,6 +91,12 @@ check "no layout model: says what to do" grep -q -- "--layout-model" "$work/nola
 "$cli" ocr "$sample" -o "$work/none" "${models[@]}" --pages 5-9 >/dev/null 2>"$work/badrange.err"
 check "range beyond the document: exit 3" test $? -eq 3
 check "range beyond the document: message" grep -q "sample.pdf" "$work/badrange.err"
+
+# The usage, every command's, reads in a terminal of 110 columns.
+"$cli" --help >"$work/help.out" 2>&1
+check "help: exit 0" test $? -eq 0
+check "help: lists ocr, serve and bench" grep -q "folio-cli ocr INPUT" "$work/help.out"
+check "help: lines of at most 110 columns" test -z "$(awk 'length > 110' "$work/help.out")"
 
 if [ "$failures" -ne 0 ]; then
     echo "$failures checks failed"

@@ -574,6 +574,23 @@ TEST(EngineOptions, HelpListsEveryOption) {
         EXPECT_NE(offline.find(flag), std::string::npos) << flag;
         EXPECT_NE(serve.find(std::string(info.group)), std::string::npos) << info.group;
     }
+    // Each help fills lines of at most 110 columns, all its words kept in order.
+    const auto words = [](const std::string& text) {
+        std::string joined;
+        std::istringstream in(text);
+        for (std::string word; in >> word;) {
+            joined += word + ' ';
+        }
+        return joined;
+    };
+    std::istringstream lines(serve);
+    for (std::string line; std::getline(lines, line);) {
+        EXPECT_LE(line.size(), 110u) << line;
+    }
+    for (const auto& info : folio::cli::engine_option_table()) {
+        const std::string help = words(std::string(info.help) + " [" + std::string(info.folio_default) + "]");
+        EXPECT_NE(words(serve).find(help), std::string::npos) << help;
+    }
 }
 
 // The engines' devices: --device alone, --devices LIST, or --data-parallel-size N from --device's on.

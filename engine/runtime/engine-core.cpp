@@ -402,9 +402,12 @@ bool EngineCore::cancel(int64_t id) {
     return true;
 }
 
-bool EngineCore::push_text(Text& text, int32_t token, std::string& delta) {
+bool EngineCore::push_text(Text& text, int32_t token, bool last, std::string& delta) {
     const size_t before = text.text.size();
     text.text += text.detokenizer->push(token);
+    if (last) {
+        text.text += text.detokenizer->flush();
+    }
     // A stop string may start in text decoded earlier, so look from that far back.
     size_t cut = std::string::npos;
     for (const std::string& stop : text.stop_strings) {
@@ -418,9 +421,9 @@ bool EngineCore::push_text(Text& text, int32_t token, std::string& delta) {
     if (stopped) {
         text.text.resize(cut);
     }
-    // Hold back what could still turn into a stop string.
+    // Hold back what could still turn into a stop string, unless no more text comes.
     size_t n_hold = 0;
-    if (!stopped) {
+    if (!stopped && !last) {
         for (const std::string& stop : text.stop_strings) {
             for (size_t k = std::min(stop.size() - 1, text.text.size()); k > n_hold; --k) {
                 if (text.text.compare(text.text.size() - k, k, stop, 0, k) == 0) {
@@ -502,14 +505,12 @@ void EngineCore::run_step(std::vector<RequestOutput>& outputs) {
         out.n_cached_tokens = update.n_cached;
         const auto text = texts_.find(update.id);
         if (text != texts_.end()) {
-            const bool stop_string = push_text(text->second, *update.token, out.text);
+            const bool stop_string = push_text(text->second, *update.token, out.finish.has_value(), out.text);
             if (stop_string && !out.finish) {
                 scheduler_->finish(update.id, FinishReason::Stop);
-                out.finish = FinishReason::Stop;
             }
-            if (out.finish && !stop_string) {
-                out.text +=
-                    text->second.text.substr(text->second.n_emitted) + text->second.detokenizer->flush();
+            if (stop_string) {
+                out.finish = FinishReason::Stop;  // also where the text the last token completed holds one
             }
         }
         if (out.finish) {

@@ -180,8 +180,9 @@ private:
     void forget(int64_t id);
     // The checks of validate() that need no sequence: prompt, images, max_tokens, stop strings, sampling.
     void check_request(const Request& request) const;
-    // Appends the token's text; true when a stop string now appears, the text then cut before it.
-    bool push_text(Text& text, int32_t token, std::string& delta);
+    // Appends the token's text (with the rest of the detokenizer's where it is the `last`), and sets delta to
+    // what can be returned: true when a stop string now appears, the text then cut before it.
+    bool push_text(Text& text, int32_t token, bool last, std::string& delta);
 
     GenerativeModel& model_;
     EngineConfig config_;

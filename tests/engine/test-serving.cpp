@@ -4,6 +4,8 @@
 // (skipped where no CUDA device is present).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "serving-fixture.h"
 
 // Steps scheduled and queued while the one before runs, or each after the last one's tokens are in.
@@ -316,6 +318,48 @@ TEST_F(Serving, StopStringsEndTheRequestAndCutTheText) {
         }
     }
     EXPECT_EQ(text, before);
+    EXPECT_EQ(finish, FinishReason::Stop);
+}
+
+TEST_F(Serving, StopStringsCutTextThatComesOnlyAtTheEnd) {
+    // A decoder that joins the tokens and then replaces two characters gives all its text when the answer
+    // ends (a later token could change text given before): stop strings apply to that text too.
+    nlohmann::json vocab = nlohmann::json::object();
+    for (int64_t id = 0; id < files_->config().text.vocab_size; ++id) {
+        vocab["w" + std::to_string(id) + "."] = id;
+    }
+    const nlohmann::json file = {
+        {"added_tokens", nlohmann::json::array()},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", nullptr},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Fuse"}}, {{"type", "Replace"}, {"pattern", {{"String", ".w"}}}, {"content", " "}}}}}},
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+    const auto joined = Tokenizer::from_tokenizer_json(file.dump(), "joined/tokenizer.json");
+    const Case& c = cases_[5];
+    const std::string full = joined->decode(c.expected);
+    ASSERT_GT(full.size(), 12u) << full;
+    const std::string stop = full.substr(full.size() / 2, 4);
+    const std::string before = full.substr(0, full.find(stop));
+
+    EngineCore engine(*model_, base_config(), joined.get());
+    Request r = c.request;
+    r.stop_strings = {stop};
+    engine.submit(r);
+    std::string text;
+    std::optional<FinishReason> finish;
+    int n_outputs_with_text = 0;
+    while (engine.has_unfinished()) {
+        for (const RequestOutput& out : engine.step()) {
+            text += out.text;
+            n_outputs_with_text += out.text.empty() ? 0 : 1;
+            finish = out.finish;
+        }
+    }
+    EXPECT_EQ(text, before);
+    EXPECT_EQ(n_outputs_with_text, 1);
     EXPECT_EQ(finish, FinishReason::Stop);
 }
 

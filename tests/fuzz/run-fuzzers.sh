@@ -4,7 +4,8 @@
 # e.g. cmake --preset fuzz && cmake --build --preset fuzz --target fuzzers)
 # SECONDS defaults to $FOLIO_FUZZ_SECONDS, else 30 (CI). Before a change to a parser lands, every target runs
 # 10 minutes: FOLIO_FUZZ_SECONDS=600 (README.md).
-# Inputs that crash are kept in BUILD_DIR/fuzz-artifacts/TARGET/. The targets run side by side, one a core
+# Inputs that crash are kept in BUILD_DIR/fuzz-artifacts/TARGET/ and printed as base64 (up to 64 KiB), so that
+# a log is enough to reproduce one. The targets run side by side, one a core
 # (FOLIO_FUZZ_JOBS sets how many at once).
 set -euo pipefail
 
@@ -76,6 +77,12 @@ for target in "${targets[@]}"; do
     if [[ "$(cat "$work/$target.status" 2>/dev/null)" != 0 ]]; then
         tail -n 60 "$work/$target.log" >&2
         echo "$target: FAILED, crashing input in $build_dir/fuzz-artifacts/$target" >&2
+        # The input itself, so that a log of a machine since gone is enough to reproduce the crash.
+        artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/$target.log" | tail -n 1)
+        if [[ -n "$artifact" && -f "$artifact" && $(stat -c %s "$artifact") -le 65536 ]]; then
+            echo "$target: the input as base64 (base64 -d > crash; $target crash):" >&2
+            base64 -w 120 "$artifact" >&2
+        fi
         failed+=("$target")
     else
         grep -E "^(Done|stat::number_of_executed_units|stat::new_units_added)" "$work/$target.log" || true

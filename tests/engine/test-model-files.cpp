@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/paddleocr-vl/config.h"
 #include "engine/models/paddleocr-vl/model-files.h"
+#include "expect-error.h"
 #include "safetensors-writer.h"
 #include "temp-dir.h"
 
@@ -25,6 +25,7 @@ namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_error;
 using test::make_tensor;
 using test::TempDir;
 using test::TensorData;
@@ -34,18 +35,6 @@ using test::write_safetensors;
 const fs::path kFixtures = FOLIO_FIXTURES_DIR;
 const fs::path kPublished = kFixtures / "paddleocr-vl-tiny";
 const fs::path kTransformers = kFixtures / "paddleocr-vl-tiny-hf";
-
-// Runs `action`, which must throw folio::Error with `expected` in its message.
-void expect_error(const std::function<void()>& action, const std::string& expected) {
-    try {
-        action();
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
-            << "message: " << e.what() << "\nexpected to contain: " << expected;
-        return;
-    }
-    ADD_FAILURE() << "no folio::Error thrown; expected one containing: " << expected;
-}
 
 float round_to_bf16(float x) {
     uint32_t bits = std::bit_cast<uint32_t>(x);

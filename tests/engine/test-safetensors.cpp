@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "engine/common/thread-pool.h"
 #include "engine/files/safetensors.h"
 #include "engine/files/weight-source.h"
+#include "expect-error.h"
 #include "safetensors-writer.h"
 #include "temp-dir.h"
 
@@ -21,6 +21,7 @@ namespace folio {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_error;
 using test::make_tensor;
 using test::raw_safetensors;
 using test::TempDir;
@@ -30,18 +31,6 @@ using test::write_safetensors;
 const fs::path kFixtures = FOLIO_FIXTURES_DIR;
 const fs::path kPublished = kFixtures / "paddleocr-vl-tiny";
 const fs::path kTransformers = kFixtures / "paddleocr-vl-tiny-hf";
-
-// Runs `action`, which must throw folio::Error with `expected` in its message.
-void expect_error(const std::function<void()>& action, const std::string& expected) {
-    try {
-        action();
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find(expected), std::string::npos)
-            << "message: " << e.what() << "\nexpected to contain: " << expected;
-        return;
-    }
-    ADD_FAILURE() << "no folio::Error thrown; expected one containing: " << expected;
-}
 
 SafetensorsHeader parse_image(const std::string& image, const std::string& origin = "test.safetensors") {
     return parse_safetensors(reinterpret_cast<const std::byte*>(image.data()), image.size(), origin);

@@ -1,6 +1,6 @@
 // The tokenizer and the chat prompt against the reference ids, texts and prompts of transformers 5.17: every
 // tokenizer layout of tests/fixtures/tokenizers and the fixture model's tokenizer (broken files:
-// test-tokenizer-load).
+// test-tokenizer-load; decoders written inline: test-token-decoder).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,17 +8,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <optional>
-#include <random>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "detokenizer-check.h"
 #include "engine/common/error.h"
 #include "engine/models/paddleocr-vl/chat-prompt.h"
 #include "engine/tokenizer/bpe-model.h"
 #include "engine/tokenizer/precompiled-charsmap.h"
-#include "engine/tokenizer/token-decoder.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode-text.h"
 #include "tokenizer-fixture-files.h"
@@ -59,50 +56,6 @@ std::vector<int32_t> ids_of(const json& list) {
     return list.get<std::vector<int32_t>>();
 }
 
-// Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates, code points above U+10FFFF or cut sequences.
-bool valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        size_t n = 0;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c < 0x80) {
-            ++i;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-        } else if (c == 0xE0) {
-            n = 2;
-            lo = 0xA0;
-        } else if (c == 0xED) {
-            n = 2;
-            hi = 0x9F;
-        } else if (c >= 0xE1 && c <= 0xEF) {
-            n = 2;
-        } else if (c == 0xF0) {
-            n = 3;
-            lo = 0x90;
-        } else if (c == 0xF4) {
-            n = 3;
-            hi = 0x8F;
-        } else if (c >= 0xF1 && c <= 0xF3) {
-            n = 3;
-        } else {
-            return false;
-        }
-        if (i + n >= s.size()) {
-            return false;
-        }
-        for (size_t k = 1; k <= n; ++k) {
-            const auto b = static_cast<unsigned char>(s[i + k]);
-            if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) {
-                return false;
-            }
-        }
-        i += n + 1;
-    }
-    return true;
-}
-
 TEST(Utf8Validator, AcceptsAndRejects) {
     EXPECT_TRUE(valid_utf8("a\xC3\xA9\xE6\x96\x87\xF0\x9F\x99\x82"));
     EXPECT_FALSE(valid_utf8("\xF0\x9F\x99"));
@@ -132,111 +85,6 @@ TEST(Utf8Prefix, WholeCharactersThenAStartOrAFault) {
     check("\xE6\xB7\xB7\xF0\x9F", 3, false);
     // Whatever follows a fault, the answer stays at it.
     check("\xE6\xB7\xB7\x80\xC3\xA9", 3, true);
-}
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-
-// The byte of a byte fallback piece "<0xXX>", or -1.
-int byte_of(const Tokenizer& tokenizer, int32_t id) {
-    const std::optional<std::string> token = tokenizer.token_text(id);
-    if (!token || token->size() != 6 || !token->starts_with("<0x") || token->back() != '>') {
-        return -1;
-    }
-    return std::stoi(token->substr(3, 2), nullptr, 16);
-}
-
-// The longest start of bytes that is well-formed UTF-8.
-size_t n_valid_utf8(std::string_view bytes) {
-    size_t n = bytes.size();
-    while (n > 0 && !valid_utf8(bytes.substr(0, n))) {
-        --n;
-    }
-    return n;
-}
-
-// The runs of byte pieces that reach the decoder (skipped special tokens and ids without a token do not end
-// a run): the index after each run's last id, and its bytes.
-std::vector<std::pair<size_t, std::string>> byte_runs(const Tokenizer& tokenizer,
-                                                      std::span<const int32_t> ids, bool skip_special) {
-    std::vector<std::pair<size_t, std::string>> runs;
-    std::string bytes;
-    size_t end = 0;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        if (!tokenizer.token_text(ids[i]) || (skip_special && tokenizer.is_special(ids[i]))) {
-            continue;
-        }
-        const int byte = byte_of(tokenizer, ids[i]);
-        if (byte >= 0) {
-            bytes.push_back(static_cast<char>(byte));
-            end = i + 1;
-        } else if (!bytes.empty()) {
-            runs.emplace_back(end, std::move(bytes));
-            bytes.clear();
-        }
-    }
-    if (!bytes.empty()) {
-        runs.emplace_back(end, std::move(bytes));
-    }
-    return runs;
-}
-
-// What streaming ids gives: decode()'s text, except that a run of byte pieces that is not UTF-8 as a whole
-// keeps the whole characters before the byte that shows it (already streamed when that byte comes), where
-// decode() has U+FFFD for each of the run's bytes.
-std::string expected_stream(const Tokenizer& tokenizer, std::span<const int32_t> ids, bool skip_special) {
-    std::string text = tokenizer.decode(ids, skip_special);
-    const auto runs = byte_runs(tokenizer, ids, skip_special);
-    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-        const std::string& bytes = run->second;
-        const size_t n_kept = n_valid_utf8(bytes);
-        if (n_kept == bytes.size() || n_kept == 0) {
-            continue;
-        }
-        // The run's U+FFFDs end where the text of the ids up to its end ends.
-        const size_t end = tokenizer.decode(ids.first(run->first), skip_special).size();
-        const size_t start = end - bytes.size() * kReplacement.size();
-        std::string replacements;
-        for (size_t i = 0; i < bytes.size(); ++i) {
-            replacements += kReplacement;
-        }
-        EXPECT_EQ(text.substr(start, replacements.size()), replacements);
-        text.replace(start, n_kept * kReplacement.size(), bytes.substr(0, n_kept));
-    }
-    return text;
-}
-
-// Pushes ids one by one: every chunk must be valid UTF-8, all of them must make the streamed text (decode()'s
-// but for runs of byte pieces that turn out not to be UTF-8), and a byte piece that completes a character
-// must bring the text up to date on its own step.
-void expect_incremental_matches(const Tokenizer& tokenizer, const std::vector<int32_t>& ids,
-                                bool skip_special) {
-    IncrementalDetokenizer detokenizer(tokenizer, skip_special);
-    std::string text;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const std::string chunk = detokenizer.push(ids[i]);
-        EXPECT_TRUE(valid_utf8(chunk)) << "after id " << ids[i];
-        text += chunk;
-        const std::span<const int32_t> so_far(ids.data(), i + 1);
-        const auto runs = byte_runs(tokenizer, so_far, skip_special);
-        if (byte_of(tokenizer, ids[i]) >= 0 && !runs.empty() && runs.back().first == i + 1 &&
-            valid_utf8(runs.back().second)) {
-            EXPECT_EQ(text, expected_stream(tokenizer, so_far, skip_special))
-                << "the character completed by id " << i << " was not given";
-        }
-    }
-    const std::string rest = detokenizer.flush();
-    EXPECT_TRUE(valid_utf8(rest));
-    text += rest;
-    EXPECT_EQ(text, expected_stream(tokenizer, ids, skip_special));
-    // Where every run is UTF-8, or shows it is not before a whole character, that is decode()'s text.
-    bool kept = false;
-    for (const auto& [end, bytes] : byte_runs(tokenizer, ids, skip_special)) {
-        const size_t n_kept = n_valid_utf8(bytes);
-        kept = kept || (n_kept > 0 && n_kept < bytes.size());
-    }
-    if (!kept) {
-        EXPECT_EQ(text, tokenizer.decode(ids, skip_special));
-    }
 }
 
 // The folders of tests/fixtures/tokenizers, each with the reference.json that transformers made on it.
@@ -577,164 +425,6 @@ TEST_F(TinyTokenizerTest, IncrementalSkipsSpecialTokensInsideAByteRun) {
     expect_incremental_matches(*tokenizer_, ids, true);
     expect_incremental_matches(*tokenizer_, ids, false);
     EXPECT_EQ(tokenizer_->decode(ids, true), "\xF0\x9F\x99\x82");
-}
-
-TEST(TokenizerJson, IncrementalMatchesDecodeWhereTheDecoderTreatsTheStartApart) {
-    // Metaspace drops the first token's "▁" and Strip takes a space from both ends of the text: text decoded
-    // in pieces must still equal the whole text's decoding, however the pieces fall.
-    const json tokenizer = {
-        {"added_tokens", json::array()},
-        {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}},
-        {"pre_tokenizer", nullptr},
-        {"decoder",
-         {{"type", "Sequence"},
-          {"decoders",
-           {{{"type", "Metaspace"},
-             {"replacement", "\xE2\x96\x81"},
-             {"prepend_scheme", "first"},
-             {"split", true}},
-            {{"type", "ByteFallback"}},
-            {{"type", "Fuse"}},
-            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 1}}}}}},
-        {"model",
-         {{"type", "BPE"},
-          {"unk_token", "<unk>"},
-          {"fuse_unk", true},
-          {"byte_fallback", true},
-          {"vocab", {{"<unk>", 0}, {"a", 1}, {"b", 2}, {"\xE2\x96\x81", 3}, {"<0x41>", 4}}},
-          {"merges", json::array()}}}};
-    const auto t = Tokenizer::from_tokenizer_json(tokenizer.dump(), "inline tokenizer.json");
-    std::mt19937 rng(7);
-    for (int n = 0; n < 200; ++n) {
-        std::vector<int32_t> ids(1 + rng() % 10);
-        for (int32_t& id : ids) {
-            id = static_cast<int32_t>(rng() % 5);
-        }
-        for (const bool skip : {false, true}) {
-            SCOPED_TRACE(json(ids).dump());
-            expect_incremental_matches(*t, ids, skip);
-        }
-    }
-    EXPECT_EQ(t->decode(std::vector<int32_t>{3, 1, 3, 3, 2, 3}), "a  b");
-
-    // Two spaces off the end and "▁" dropped from every first token.
-    json two = tokenizer;
-    two["decoder"]["decoders"][0]["prepend_scheme"] = "always";
-    two["decoder"]["decoders"][3]["stop"] = 2;
-    const auto t2 = Tokenizer::from_tokenizer_json(two.dump(), "inline tokenizer.json");
-    for (int n = 0; n < 200; ++n) {
-        std::vector<int32_t> ids(1 + rng() % 10);
-        for (int32_t& id : ids) {
-            id = static_cast<int32_t>(rng() % 5);
-        }
-        SCOPED_TRACE(json(ids).dump());
-        expect_incremental_matches(*t2, ids, false);
-    }
-
-    // A post-processor that adds an id no token has is refused when the file is read.
-    json orphan = tokenizer;
-    orphan["post_processor"] = {
-        {"type", "TemplateProcessing"},
-        {"single",
-         {{{"SpecialToken", {{"id", "<x>"}, {"type_id", 0}}}},
-          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-        {"special_tokens", {{"<x>", {{"id", "<x>"}, {"ids", {9}}, {"tokens", {"<x>"}}}}}}};
-    try {
-        Tokenizer::from_tokenizer_json(orphan.dump(), "inline tokenizer.json");
-        ADD_FAILURE() << "a post-processor id without a token was accepted";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("post-processor adds id 9"), std::string::npos) << e.what();
-    }
-}
-
-TokenDecoderStep replace_step(std::string pattern, std::string content) {
-    TokenDecoderStep step;
-    step.kind = TokenDecoderStep::Kind::Replace;
-    step.pattern = std::move(pattern);
-    step.content = std::move(content);
-    return step;
-}
-
-TokenDecoderStep step_of(TokenDecoderStep::Kind kind) {
-    TokenDecoderStep step;
-    step.kind = kind;
-    return step;
-}
-
-TEST(TokenDecoder, GrowsAtEndUnlessAStepCanChangeTextAlreadyGiven) {
-    using Kind = TokenDecoderStep::Kind;
-    TokenDecoderStep metaspace_x = step_of(Kind::Metaspace);
-    metaspace_x.content = "x";  // occurs in every "<0xXX>" token
-    TokenDecoderStep strip = step_of(Kind::Strip);
-    strip.start = 1;
-    strip.stop = 1;
-    const struct {
-        const char* name;
-        std::vector<TokenDecoderStep> steps;
-        bool grows;
-    } cases[] = {
-        {"none", {}, true},
-        {"Llama 2",
-         {replace_step("\xE2\x96\x81", " "), step_of(Kind::ByteFallback), step_of(Kind::Fuse), strip},
-         true},
-        {"ByteLevel", {step_of(Kind::ByteLevel)}, true},
-        {"one character replaced after Fuse", {step_of(Kind::Fuse), replace_step("a", "bc")}, true},
-        {"two characters replaced after Fuse", {step_of(Kind::Fuse), replace_step("ab", "X")}, false},
-        {"two characters replaced before Fuse", {replace_step("ab", "X"), step_of(Kind::Fuse)}, true},
-        {"two characters replaced in byte runs",
-         {step_of(Kind::ByteFallback), replace_step("ab", "X")},
-         false},
-        {"two characters replaced after ByteLevel",
-         {step_of(Kind::ByteLevel), replace_step("ab", "X")},
-         false},
-        {"byte tokens changed before ByteFallback", {metaspace_x, step_of(Kind::ByteFallback)}, false},
-        {"byte tokens kept before ByteFallback", {replace_step("y", "z"), step_of(Kind::ByteFallback)}, true},
-        {"byte tokens joined before ByteFallback", {step_of(Kind::Fuse), step_of(Kind::ByteFallback)}, false},
-        {"bytes changed before ByteLevel", {replace_step("a", "b"), step_of(Kind::ByteLevel)}, false},
-    };
-    for (const auto& c : cases) {
-        TokenDecoder decoder;
-        for (const TokenDecoderStep& step : c.steps) {
-            decoder.add(step);
-        }
-        EXPECT_EQ(decoder.grows_at_end(), c.grows) << c.name;
-    }
-}
-
-TEST(TokenizerJson, IncrementalHoldsTextALaterTokenCouldChange) {
-    // "ab" becomes "X" after Fuse, so the "a" of one token is not text yet when the next token may be "b".
-    const json tokenizer = {
-        {"added_tokens", json::array()},
-        {"normalizer", nullptr},
-        {"pre_tokenizer", nullptr},
-        {"decoder",
-         {{"type", "Sequence"},
-          {"decoders",
-           {{{"type", "Fuse"}}, {{"type", "Replace"}, {"pattern", {{"String", "ab"}}}, {"content", "X"}}}}}},
-        {"model",
-         {{"type", "BPE"},
-          {"unk_token", "<unk>"},
-          {"vocab", {{"<unk>", 0}, {"a", 1}, {"b", 2}, {"c", 3}}},
-          {"merges", json::array()}}}};
-    const auto t = Tokenizer::from_tokenizer_json(tokenizer.dump(), "inline tokenizer.json");
-    const std::vector<int32_t> ab = {1, 2, 3, 1};
-    EXPECT_EQ(t->decode(ab), "Xca");
-    IncrementalDetokenizer detokenizer(*t);
-    std::string streamed;
-    for (const int32_t id : ab) {
-        streamed += detokenizer.push(id);
-    }
-    EXPECT_EQ(streamed, "");
-    EXPECT_EQ(detokenizer.flush(), "Xca");
-    std::mt19937 rng(11);
-    for (int n = 0; n < 200; ++n) {
-        std::vector<int32_t> ids(1 + rng() % 10);
-        for (int32_t& id : ids) {
-            id = static_cast<int32_t>(rng() % 4);
-        }
-        SCOPED_TRACE(json(ids).dump());
-        expect_incremental_matches(*t, ids, true);
-    }
 }
 
 TEST(BpeModel, MergesFromAVocabularyFollowTheMergedPieceThenTheHalves) {

@@ -85,29 +85,34 @@ private:
     ThreadPool pool_;
 };
 
+}  // namespace
+
+const TensorView& shape_checked(const TensorStore& store, const std::string& name,
+                                const std::vector<int64_t>& shape) {
+    const TensorView& view = store.get(name);
+    if (view.shape != shape) {
+        fail(store.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
+             ", expected ", shape_string(shape), " from config.json");
+    }
+    return view;
+}
+
+namespace {
+
 class StoreWeightSource final : public WeightSource {
 public:
     explicit StoreWeightSource(const TensorStore& store) : store_(store), pool_(0) {}
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
-        return to_f32(checked(name, shape), pool_);
+        return to_f32(shape_checked(store_, name, shape), pool_);
     }
     void load_into(const std::string& name, const std::vector<int64_t>& shape,
                    std::span<float> out) override {
-        to_f32(checked(name, shape), pool_, out);
+        to_f32(shape_checked(store_, name, shape), pool_, out);
     }
     bool has(const std::string& name) const override { return store_.find(name) != nullptr; }
 
 private:
-    const TensorView& checked(const std::string& name, const std::vector<int64_t>& shape) const {
-        const TensorView& view = store_.get(name);
-        if (view.shape != shape) {
-            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
-                 ", expected ", shape_string(shape), " from config.json");
-        }
-        return view;
-    }
-
     const TensorStore& store_;
     ThreadPool pool_;  // converts each tensor's elements
 };

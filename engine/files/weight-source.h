@@ -33,6 +33,11 @@ std::vector<float> to_f32(const TensorView& tensor, ThreadPool& pool);
 // The same into out, which holds the tensor's elements.
 void to_f32(const TensorView& tensor, ThreadPool& pool, std::span<float> out);
 
+// The store's tensor `name`, which must have `shape` as the model reads config.json: an error names the
+// folder, the tensor and both shapes.
+const TensorView& shape_checked(const TensorStore& store, const std::string& name,
+                                const std::vector<int64_t>& shape);
+
 // The store's tensors as they are saved (a checkpoint whose layout is the model's own, as Llama's is); a
 // tensor of another shape than the model expects is an error naming the folder, the tensor and both shapes.
 std::unique_ptr<WeightSource> make_store_weight_source(const TensorStore& store);

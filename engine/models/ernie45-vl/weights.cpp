@@ -3,7 +3,6 @@
 #include <string>
 #include <string_view>
 
-#include "engine/backend/tensor.h"
 #include "engine/common/error.h"
 #include "engine/common/thread-pool.h"
 #include "engine/files/safetensors.h"
@@ -30,14 +29,14 @@ public:
             WeightSource::load_into(name, shape, out);
             return;
         }
-        to_f32(checked(name, shape), pool_, out);
+        to_f32(shape_checked(store_, name, shape), pool_, out);
     }
 
     std::vector<float> load(const std::string& name, const std::vector<int64_t>& shape) override {
         const bool is_router = router(name);
         const std::vector<int64_t> stored =
             is_router && shape.size() == 2 ? std::vector<int64_t>{shape[1], shape[0]} : shape;
-        std::vector<float> values = to_f32(checked(name, stored), pool_);
+        std::vector<float> values = to_f32(shape_checked(store_, name, stored), pool_);
         if (is_router) {
             return transposed(values, stored[0], stored[1]);
         }
@@ -55,16 +54,6 @@ private:
     static bool reordered(const std::string& name) {
         return name.find(".self_attn.q_proj.") != std::string::npos ||
                name.find(".self_attn.k_proj.") != std::string::npos;
-    }
-
-    // The stored tensor, checked to have the shape the model expects as the file keeps it.
-    const TensorView& checked(const std::string& name, const std::vector<int64_t>& stored) const {
-        const TensorView& view = store_.get(name);
-        if (view.shape != stored) {
-            fail(store_.dir().string(), ": tensor '", name, "' has shape ", shape_string(view.shape),
-                 ", expected ", shape_string(stored), " from config.json");
-        }
-        return view;
     }
 
     static std::vector<float> transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {

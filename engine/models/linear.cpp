@@ -90,14 +90,8 @@ TensorSplit::Part TensorSplit::part(int64_t n, const char* what) const {
 }
 
 void WeightLoader::load_block_into(const std::string& name, const Block& block, std::span<float> out) {
-    const bool whole = block.row == 0 && block.n_block_rows == block.n_rows && block.col == 0 &&
-                       block.n_block_cols == std::max<int64_t>(block.n_cols, 1);
-    if (whole) {
-        weights_.load_into(name,
-                           block.n_rows > 0 && block.n_cols > 0
-                               ? std::vector<int64_t>{block.n_rows, block.n_cols}
-                               : std::vector<int64_t>{block.n_rows},
-                           out);
+    if (block.is_whole()) {
+        weights_.load_into(name, block.tensor_shape(), out);
         return;
     }
     const std::vector<float> part = load_block(name, block);
@@ -105,14 +99,11 @@ void WeightLoader::load_block_into(const std::string& name, const Block& block, 
 }
 
 std::vector<float> WeightLoader::load_block(const std::string& name, const Block& block) {
-    std::vector<float> whole = block.n_rows > 0 && block.n_cols > 0
-                                   ? weights_.load(name, {block.n_rows, block.n_cols})
-                                   : weights_.load(name, {block.n_rows});
-    const int64_t n_cols = std::max<int64_t>(block.n_cols, 1);
-    if (block.row == 0 && block.n_block_rows == block.n_rows && block.col == 0 &&
-        block.n_block_cols == n_cols) {
+    std::vector<float> whole = weights_.load(name, block.tensor_shape());
+    if (block.is_whole()) {
         return whole;
     }
+    const int64_t n_cols = std::max<int64_t>(block.n_cols, 1);
     std::vector<float> out;
     out.reserve(static_cast<size_t>(block.n_block_rows * block.n_block_cols));
     for (int64_t r = block.row; r < block.row + block.n_block_rows; ++r) {

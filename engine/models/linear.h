@@ -2,6 +2,7 @@
 // WeightSource with counts of parameters and bytes, and their application as one backend linear operation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -141,6 +142,17 @@ private:
         int64_t n_rows = 0, n_cols = 0;  // the whole tensor's
         int64_t row = 0, n_block_rows = 0;
         int64_t col = 0, n_block_cols = 0;
+
+        // The tensor's shape as stored: [n_rows, n_cols], or [n_rows] for a vector (n_cols 0).
+        std::vector<int64_t> tensor_shape() const {
+            return n_rows > 0 && n_cols > 0 ? std::vector<int64_t>{n_rows, n_cols}
+                                            : std::vector<int64_t>{n_rows};
+        }
+        // Whether the block is the whole tensor.
+        bool is_whole() const {
+            return row == 0 && n_block_rows == n_rows && col == 0 &&
+                   n_block_cols == std::max<int64_t>(n_cols, 1);
+        }
     };
     // A layer loaded without its weights' values: where they go and where they come from.
     struct WaitingLayer {

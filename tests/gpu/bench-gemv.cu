@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -112,6 +113,28 @@ DevicePtr device_alloc(size_t n_bytes) {
     return DevicePtr(p);
 }
 
+struct StreamDestroy {
+    void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+
+Stream make_stream() {
+    cudaStream_t s = nullptr;
+    CUDA_CHECK(cudaStreamCreate(&s));
+    return Stream(s);
+}
+
+struct EventDestroy {
+    void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroy>;
+
+Event make_event() {
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreate(&e));
+    return Event(e);
+}
+
 struct Shape {
     const char* name;
     int64_t n_out, n_in;
@@ -146,11 +169,10 @@ void run(int n_launches) {
     }
     const DevicePtr x = device_alloc(16384 * sizeof(float)), y = device_alloc(32768 * sizeof(float));
     CUDA_CHECK(cudaMemset(x.get(), 0, 16384 * sizeof(float)));
-    cudaStream_t stream = nullptr;
-    CUDA_CHECK(cudaStreamCreate(&stream));
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
+    const Stream owned_stream = make_stream();
+    const Event owned_start = make_event(), owned_stop = make_event();
+    cudaStream_t stream = owned_stream.get();
+    cudaEvent_t start = owned_start.get(), stop = owned_stop.get();
     int n_sms = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n_sms, cudaDevAttrMultiProcessorCount, 0));
     const Shape shapes[] = {{"q/k/v 6144 x 4096", 6144, 4096},
@@ -219,9 +241,6 @@ void run(int n_launches) {
             std::printf("%-22s %-14s %10.2f %8.2f\n", shape.name, kernel.name.c_str(), us, bytes / us / 1e6);
         }
     }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda-handles.h"
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/host-staging.h"
 #include "engine/backend/cuda/make-cuda-backend.h"
@@ -124,18 +125,6 @@ inline std::vector<float> random_values(int64_t n, uint32_t seed, float mean = 0
         x = normal(rng);
     }
     return v;
-}
-
-// Device memory of n_bytes, a copy of host's where given, freed with its owner.
-using DeviceBytes = std::unique_ptr<void, cudaError_t (*)(void*)>;
-inline DeviceBytes device_bytes(size_t n_bytes, const void* host = nullptr) {
-    void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n_bytes, 1)));
-    DeviceBytes owned(p, cudaFree);
-    if (host != nullptr) {
-        CUDA_CHECK(cudaMemcpy(p, host, n_bytes, cudaMemcpyHostToDevice));
-    }
-    return owned;
 }
 
 class BackendOpsTest : public ::testing::Test {

@@ -12,11 +12,11 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "cuda-handles.h"
 #include "engine/common/error.h"
 #include "kernels/chained-launch.cuh"
 #include "kernels/cuda-check.h"
@@ -26,6 +26,7 @@
 
 namespace {
 
+using folio::device_bytes;
 using folio::kernels::launch_chained;
 
 constexpr int kBlock = 256;
@@ -102,39 +103,6 @@ __global__ void stream_kernel(const int8_t* q, float* sink, int64_t n_bytes) {
     }
 }
 
-struct DeviceFree {
-    void operator()(void* p) const { cudaFree(p); }
-};
-using DevicePtr = std::unique_ptr<void, DeviceFree>;
-
-DevicePtr device_alloc(size_t n_bytes) {
-    void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, n_bytes));
-    return DevicePtr(p);
-}
-
-struct StreamDestroy {
-    void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
-};
-using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
-
-Stream make_stream() {
-    cudaStream_t s = nullptr;
-    CUDA_CHECK(cudaStreamCreate(&s));
-    return Stream(s);
-}
-
-struct EventDestroy {
-    void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
-};
-using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroy>;
-
-Event make_event() {
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreate(&e));
-    return Event(e);
-}
-
 struct Shape {
     const char* name;
     int64_t n_out, n_in;
@@ -148,7 +116,7 @@ struct Kernel {
 
 void run(int n_launches) {
     // Random bytes throughout: every level and scale is some finite value.
-    const DevicePtr pool = device_alloc(kPoolBytes), scale_pool = device_alloc(kPoolBytes / 32);
+    const folio::DeviceBytes pool = device_bytes(kPoolBytes), scale_pool = device_bytes(kPoolBytes / 32);
     {
         std::mt19937 rng(7);
         std::vector<uint32_t> words(kPoolBytes / 64 / 4);
@@ -167,10 +135,10 @@ void run(int n_launches) {
         CUDA_CHECK(cudaMemcpy(scale_pool.get(), scales.data(), scales.size() * sizeof(float),
                               cudaMemcpyHostToDevice));
     }
-    const DevicePtr x = device_alloc(16384 * sizeof(float)), y = device_alloc(32768 * sizeof(float));
+    const folio::DeviceBytes x = device_bytes(16384 * sizeof(float)), y = device_bytes(32768 * sizeof(float));
     CUDA_CHECK(cudaMemset(x.get(), 0, 16384 * sizeof(float)));
-    const Stream owned_stream = make_stream();
-    const Event owned_start = make_event(), owned_stop = make_event();
+    const folio::Stream owned_stream = folio::make_stream();
+    const folio::Event owned_start = folio::make_event(), owned_stop = folio::make_event();
     cudaStream_t stream = owned_stream.get();
     cudaEvent_t start = owned_start.get(), stop = owned_stop.get();
     int n_sms = 0;

@@ -16,6 +16,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include "cuda-handles.h"
 #include "engine/common/error.h"
 #include "kernels/chained-launch.cuh"
 #include "kernels/cuda-check.h"
@@ -23,6 +24,9 @@
 namespace {
 
 namespace cg = cooperative_groups;
+using folio::Event;
+using folio::make_event;
+using folio::Stream;
 using folio::kernels::launch_chained;
 
 constexpr int kBlock = 256;
@@ -89,22 +93,6 @@ __global__ void cluster_barrier_kernel(float* sink, int n_phases) {
     __trap();  // never launched: run() asks the device for clusters first
 #endif
 }
-
-struct EventDeleter {
-    void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
-};
-using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDeleter>;
-
-Event make_event() {
-    cudaEvent_t e = nullptr;
-    CUDA_CHECK(cudaEventCreate(&e));
-    return Event(e);
-}
-
-struct StreamDeleter {
-    void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
-};
-using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDeleter>;
 
 struct GraphExecDeleter {
     void operator()(cudaGraphExec_t g) const { cudaGraphExecDestroy(g); }

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -165,6 +167,22 @@ inline void expect_incremental_matches(const Tokenizer& tokenizer, const std::ve
     }
     if (!kept) {
         EXPECT_EQ(text, tokenizer.decode(ids, skip_special));
+    }
+}
+
+// expect_incremental_matches on 200 random sequences of 1 to 10 ids below n_ids, each with every value of
+// skip_special.
+inline void expect_random_streams_match(const Tokenizer& tokenizer, std::mt19937& rng, int32_t n_ids,
+                                        std::initializer_list<bool> skip_special) {
+    for (int n = 0; n < 200; ++n) {
+        std::vector<int32_t> ids(1 + rng() % 10);
+        for (int32_t& id : ids) {
+            id = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_ids));
+        }
+        for (const bool skip : skip_special) {
+            SCOPED_TRACE(::testing::PrintToString(ids));
+            expect_incremental_matches(tokenizer, ids, skip);
+        }
     }
 }
 

@@ -261,6 +261,24 @@ Attach one, type a question and press Enter.</source>
         <source>Reading %1…</source>
         <translation>正在读取 %1…</translation>
     </message>
+    <message>
+        <source>Attach the page, a region of it, or image and video files</source>
+        <translation>附加当前页面、页面中的区域，或图像和视频文件</translation>
+    </message>
+    <message>
+        <source>%1 reads text only and cannot see pages or pictures</source>
+        <translation>%1 只能读取文本，无法查看页面或图片</translation>
+    </message>
+    <message>
+        <source>Ask anything, or turn on Ask the document to ask about this document&apos;s recognised text.
+%1 reads text only: it cannot see pages or pictures.</source>
+        <translation>可以提任何问题，或打开“询问文档”，就此文档识别出的文本提问。
+%1 只能读取文本：无法查看页面或图片。</translation>
+    </message>
+    <message>
+        <source>%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and pictures, or use Ask the document to ask about the recognised text.</source>
+        <translation>%1 只能读取文本，无法查看图像：如需询问页面和图片，请安装 ERNIE-4.5-VL；或使用“询问文档”就识别出的文本提问。</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatSession</name>
@@ -291,6 +309,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>%1 does not take videos: install a chat model (ERNIE-4.5-VL) to ask about one.</source>
         <translation>%1 不接受视频：请安装对话模型（ERNIE-4.5-VL）后再询问视频。</translation>
+    </message>
+    <message>
+        <source>%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and pictures, or use Ask the document to ask about the recognised text.</source>
+        <translation>%1 只能读取文本，无法查看图像：如需询问页面和图片，请安装 ERNIE-4.5-VL；或使用“询问文档”就识别出的文本提问。</translation>
     </message>
 </context>
 <context>
@@ -1246,6 +1268,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Choose a chat model folder</source>
         <translation>选择对话模型文件夹</translation>
+    </message>
+    <message>
+        <source>Automatic (16384, or the model&apos;s context if less)</source>
+        <translation>自动（16384，模型上下文更短时取其长度）</translation>
     </message>
 </context>
 </TS>

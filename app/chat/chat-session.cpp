@@ -77,6 +77,26 @@ QString ChatSession::chatModel() const {
     return {};
 }
 
+std::optional<ModelDescription> ChatSession::answeringModel() const {
+    const std::vector<ModelDescription> models = service_.models();
+    for (const ModelDescription& model : models) {
+        if (model.role == ModelRole::Chat) {
+            return model;
+        }
+    }
+    for (const ModelDescription& model : models) {
+        if (model.role != ModelRole::Layout) {
+            return model;
+        }
+    }
+    return std::nullopt;
+}
+
+bool ChatSession::answersWith(Modality modality) const {
+    const std::optional<ModelDescription> model = answeringModel();
+    return !model || model->takes(modality);
+}
+
 void ChatSession::setDocumentContext(const QString& key, std::shared_ptr<const DocumentContext> context) {
     if (context) {
         contexts_.insert(key, std::move(context));
@@ -85,8 +105,8 @@ void ChatSession::setDocumentContext(const QString& key, std::shared_ptr<const D
     }
 }
 
-Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo,
-                            const QString& documentPart) const {
+Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages,
+                            bool takesVideo, const QString& documentPart) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -99,7 +119,8 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         kept.append(&turn);
     }
     // The newest attachments first (a turn's videos before its images), as many as a request may carry;
-    // older turns keep their text alone, and a model without video gets none of the earlier turns' videos.
+    // older turns keep their text alone, and a model without images or video gets none of the earlier turns'
+    // (asked of another model before).
     const int64_t limit = std::max<int64_t>(service_.limits(model).limit_mm_per_prompt, 0);
     int64_t left = limit;
     QList<std::pair<int, int>> taken(kept.size(), {0, 0});  // videos, images
@@ -107,7 +128,8 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         const int n_videos =
             takesVideo ? static_cast<int>(std::min<int64_t>(kept[i]->videos.size(), left)) : 0;
         left -= n_videos;
-        const int n_images = static_cast<int>(std::min<int64_t>(kept[i]->images.size(), left));
+        const int n_images =
+            takesImages ? static_cast<int>(std::min<int64_t>(kept[i]->images.size(), left)) : 0;
         left -= n_images;
         taken[i] = {n_videos, n_images};
     }
@@ -153,27 +175,22 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     turns.append(question);
 
     // The chat model where one is loaded, with its family's reasoning parser.
+    const std::optional<ModelDescription> answering = answeringModel();
     std::string model;
     std::optional<ReasoningFormat> reasoning;
-    const std::vector<ModelDescription> models = service_.models();
-    const ModelDescription* answering = nullptr;
-    for (const ModelDescription& described : models) {
-        if (described.role == ModelRole::Chat) {
-            answering = &described;
-            model = described.name;
-            reasoning = reasoningFormatOf(described);
-            break;
-        }
+    if (answering && answering->role == ModelRole::Chat) {
+        model = answering->name;
+        reasoning = reasoningFormatOf(*answering);
     }
-    if (answering == nullptr) {
-        for (const ModelDescription& described : models) {
-            if (described.role != ModelRole::Layout) {
-                answering = &described;
-                break;
-            }
-        }
+    const bool takesImages = !answering || answering->takes(Modality::Image);
+    const bool takesVideo = !answering || answering->takes(Modality::Video);
+    if (!images.isEmpty() && !takesImages) {
+        Q_EMIT failed(tr("%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about "
+                         "pages and pictures, or use Ask the document to ask about the recognised text.")
+                          .arg(QString::fromStdString(answering->name)));
+        return false;
     }
-    if (!videos.isEmpty() && answering != nullptr && !answering->takes(Modality::Video)) {
+    if (!videos.isEmpty() && !takesVideo) {
         Q_EMIT failed(tr("%1 does not take videos: install a chat model (ERNIE-4.5-VL) to ask about one.")
                           .arg(QString::fromStdString(answering->name)));
         return false;
@@ -227,9 +244,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     };
     RequestHandle handle;
     try {
-        RequestSpec spec(
-            buildChat(turns, model, answering == nullptr || answering->takes(Modality::Video), documentPart),
-            options);
+        RequestSpec spec(buildChat(turns, model, takesImages, takesVideo, documentPart), options);
         spec.model = model;
         handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {

@@ -41,7 +41,7 @@ public:
     void clearHistory();
 
     // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
-    // another answer is under way, or videos go to a model that does not take them.
+    // another answer is under way, or images or videos go to a model that does not take them.
     // fromDocument: answered from the document's context (setDocumentContext), which must have text.
     bool send(const QString& text, const QList<QImage>& images = {}, const QList<Video>& videos = {},
               bool fromDocument = false);
@@ -65,6 +65,9 @@ public:
     // The loaded chat model's name (ModelDescription::name) that questions go to; empty where none is loaded
     // (questions then go to the recognition model) or the engine is not ready.
     QString chatModel() const;
+    // Whether the model questions go to (the chat model, else the recognition model) takes a kind of input:
+    // a text-only chat model takes no images, so pages and pictures cannot be attached for it.
+    bool answersWith(Modality modality) const;
     bool engineReady() const { return service_.status().state == ServiceState::Ready; }
 
     // The reasoning parser a model's answers are split with (its description's); none for a model whose
@@ -96,7 +99,9 @@ private:
     };
 
     void onOutput(const RequestOutput& output);
-    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesVideo,
+    // The model questions go to: the chat model where one is loaded, else the first generative one.
+    std::optional<ModelDescription> answeringModel() const;
+    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages, bool takesVideo,
                    const QString& documentPart) const;
 
     EngineService& service_;

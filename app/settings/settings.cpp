@@ -68,17 +68,20 @@ int cardCount(const QString& device) {
 }
 
 std::vector<std::pair<std::string, std::string>> engineValues(const SettingsValues& v) {
-    return {
+    std::vector<std::pair<std::string, std::string>> values = {
         {"quantization", v.quantization.toStdString()},
         {"quantize_vision", v.visionQuantization == QLatin1String("fp8") ? "fp8" : "false"},
         {"gpu_memory_utilization", QString::number(v.gpuMemoryUtilization, 'g', 10).toStdString()},
-        {"max_model_len", std::to_string(v.maxModelLen)},
         {"max_num_seqs", std::to_string(v.maxNumSeqs)},
         {"max_num_batched_tokens", std::to_string(v.maxNumBatchedTokens)},
         {"enable_prefix_caching", v.enablePrefixCaching ? "true" : "false"},
         {"kv_cache_dtype", v.kvCacheDtype.toStdString()},
         {"tensor_parallel_size", std::to_string(v.tensorParallel ? cardCount(v.device) : 1)},
     };
+    if (v.maxModelLen != 0) {
+        values.emplace_back("max_model_len", std::to_string(v.maxModelLen));
+    }
+    return values;
 }
 
 bool isDevice(const QString& device) {
@@ -171,6 +174,7 @@ void Settings::load() {
     v.visionQuantization = s.value(kVisionQuantization, d.visionQuantization).toString();
     v.gpuMemoryUtilization = s.value(kGpuMemory, d.gpuMemoryUtilization).toDouble();
     v.maxModelLen = s.value(kMaxModelLen, d.maxModelLen).toInt();
+
     v.maxNumSeqs = s.value(kMaxNumSeqs, d.maxNumSeqs).toInt();
     v.maxNumBatchedTokens = s.value(kMaxBatchedTokens, d.maxNumBatchedTokens).toInt();
     v.enablePrefixCaching = s.value(kPrefixCaching, d.enablePrefixCaching).toBool();

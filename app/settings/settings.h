@@ -43,7 +43,8 @@ struct SettingsValues {
     QString visionQuantization = QStringLiteral("none");
     // FastDeploy's engine options.
     double gpuMemoryUtilization = 0.9;
-    int maxModelLen = 16384;
+    // 0: automatic, 16384 or the model's context if less (each model's own where several load).
+    int maxModelLen = 0;
     int maxNumSeqs = 256;
     int maxNumBatchedTokens = 8192;
     bool enablePrefixCaching = true;

@@ -97,8 +97,10 @@ private Q_SLOTS:
         v.maxModelLen = 8;
         QCOMPARE(messageOf(v),
                  QStringLiteral("engine/max_model_len: --max-model-len must be at least 16, got 8"));
-        // With the model's context known, max_model_len may not exceed it.
+        // With the model's context known, a length asked for may not exceed it; the default follows it.
         v = Settings::defaults();
+        QCOMPARE(messageOf(v, 4096), QString());
+        v.maxModelLen = 16384;
         QCOMPARE(
             messageOf(v, 4096),
             QStringLiteral("engine/max_model_len: --max-model-len 16384 exceeds the model's context of 4096 "
@@ -288,6 +290,13 @@ private Q_SLOTS:
         QCOMPARE(options.load.quantization, Quantization::Wint4);
         v.maxModelLen = 32768;
         QVERIFY_THROWS_EXCEPTION(Error, Settings::engineOptions(v, model));
+        // Automatic: 16384, or the model's context where it is shorter.
+        v.maxModelLen = 0;
+        QCOMPARE(Settings::engineOptions(v, model).engine.max_model_len, 16384);
+        model.max_context = 131072;
+        QCOMPARE(Settings::engineOptions(v, model).engine.max_model_len, 16384);
+        model.max_context = 4096;
+        QCOMPARE(Settings::engineOptions(v, model).engine.max_model_len, 4096);
     }
 };
 

@@ -115,14 +115,41 @@ private Q_SLOTS:
 
         // An image for a model that reads text only is refused with a message, before anything runs.
         ChatSession session(withLlama_);
-        QSignalSpy failed(&session, &ChatSession::answerFinished);
+        QVERIFY(!session.answersWith(Modality::Image));
+        QSignalSpy failed(&session, &ChatSession::failed);
         QImage image(32, 32, QImage::Format_RGB888);
         image.fill(Qt::white);
-        session.send(QStringLiteral("What is this?"), {image});
-        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, 60000);
-        const ChatTurn refused = session.history().last();
-        QCOMPARE(refused.state, ChatTurn::State::Failed);
-        QVERIFY2(refused.error.contains(QStringLiteral("text only")), qPrintable(refused.error));
+        QVERIFY(!session.send(QStringLiteral("What is this?"), {image}));
+        QCOMPARE(failed.count(), 1);
+        QVERIFY2(failed[0][0].toString().contains(QStringLiteral("text only")),
+                 qPrintable(failed[0][0].toString()));
+        QVERIFY(session.history().isEmpty());
+        QVERIFY(!session.busy());
+
+        // The panel offers no attachments for it, says why, and refuses a dropped image.
+        QVERIFY(!panel.findChild<QToolButton*>(QStringLiteral("attach"))->isEnabled());
+        QVERIFY(panel.findChild<QLabel*>(QStringLiteral("placeholder"))
+                    ->text()
+                    .contains(QStringLiteral("Ask the document")));
+        QMimeData data;
+        data.setUrls({QUrl::fromLocalFile(QStringLiteral(FOLIO_FIXTURES_DIR "/images/small.png"))});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &enter);
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &data, Qt::LeftButton, Qt::NoModifier);
+        QCoreApplication::sendEvent(&panel, &drop);
+        QVERIFY(panel.attachments().isEmpty());
+        const QLabel* notice = panel.findChild<QLabel*>(QStringLiteral("notice"));
+        QVERIFY2(notice->isVisibleTo(&panel), qPrintable(notice->text()));
+        QVERIFY2(notice->text().contains(QStringLiteral("text only")), qPrintable(notice->text()));
+    }
+
+    void aPictureModelTakesAttachments() {
+        ChatPanel withImages(withChat_);
+        QVERIFY(withImages.session()->answersWith(Modality::Image));
+        QVERIFY(withImages.findChild<QToolButton*>(QStringLiteral("attach"))->isEnabled());
+        ChatPanel ocr(ocrOnly_);
+        QVERIFY(ocr.session()->answersWith(Modality::Image));
+        QVERIFY(ocr.findChild<QToolButton*>(QStringLiteral("attach"))->isEnabled());
     }
 
     void questionsGoToTheChatModel() {

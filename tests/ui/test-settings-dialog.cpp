@@ -4,8 +4,10 @@
 #include <QComboBox>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 
 #include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
@@ -199,6 +201,14 @@ private Q_SLOTS:
         QVERIFY(!dialog.apply());
         QVERIFY2(dialog.problemText().contains(QStringLiteral("exceeds the model's context of 4096")),
                  qPrintable(dialog.problemText()));
+        // The default follows the model's context, and says so.
+        v.maxModelLen = 0;
+        dialog.setValues(v);
+        QVERIFY(dialog.apply());
+        const auto spins = dialog.findChildren<QSpinBox*>();
+        QVERIFY(std::any_of(spins.begin(), spins.end(), [](const QSpinBox* spin) {
+            return spin->value() == 0 && spin->text().startsWith(QStringLiteral("Automatic"));
+        }));
     }
 
     void restoreDefaultsKeepsTheModel() {

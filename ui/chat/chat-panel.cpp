@@ -112,6 +112,9 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     connect(sendButton_, &QPushButton::clicked, this, &ChatPanel::send);
     connect(stopButton_, &QPushButton::clicked, this, &ChatPanel::stop);
     askDocument_->setObjectName(QStringLiteral("askDocument"));
+    attachButton_->setObjectName(QStringLiteral("attach"));
+    placeholder_->setObjectName(QStringLiteral("placeholder"));
+    notice_->setObjectName(QStringLiteral("notice"));
     askDocument_->setCheckable(true);
     askDocument_->setIcon(QIcon::fromTheme(QStringLiteral("document-preview")));
     askDocument_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -172,6 +175,19 @@ void ChatPanel::updateModel() {
     const QString chat = session_->chatModel();
     modelNote_->setVisible(ready && chat.isEmpty());
     title_->setText(chat.isEmpty() ? tr("Chat") : tr("Chat · %1").arg(chat));
+    // A text-only chat model takes no pages or pictures: the attachments give way to Ask the document.
+    const bool seesImages = session_->answersWith(Modality::Image);
+    attachButton_->setEnabled(seesImages);
+    attachButton_->setToolTip(seesImages
+                                  ? tr("Attach the page, a region of it, or image and video files")
+                                  : tr("%1 reads text only and cannot see pages or pictures").arg(chat));
+    placeholder_->setText(
+        seesImages
+            ? tr("Ask about the current page, a region of it, or any image or video.\nAttach one, type a "
+                 "question and press Enter.")
+            : tr("Ask anything, or turn on Ask the document to ask about this document's recognised "
+                 "text.\n%1 reads text only: it cannot see pages or pictures.")
+                  .arg(chat));
 }
 
 void ChatPanel::showEvent(QShowEvent* event) {
@@ -227,8 +243,19 @@ void ChatPanel::setDraft(const QString& text) {
     input_->setPlainText(text);
 }
 
+bool ChatPanel::refusesAttachments() {
+    if (session_->answersWith(Modality::Image)) {
+        return false;
+    }
+    showMessage(tr("%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and "
+                   "pictures, or use Ask the document to ask about the recognised text.")
+                    .arg(session_->chatModel()),
+                true);
+    return true;
+}
+
 void ChatPanel::attachImage(const QImage& image, const QString& name) {
-    if (image.isNull()) {
+    if (image.isNull() || refusesAttachments()) {
         return;
     }
     attachments_.append(image);
@@ -263,7 +290,7 @@ void ChatPanel::attachFiles() {
 }
 
 void ChatPanel::attachVideo(const Video& video, const QString& name) {
-    if (video.frames.empty()) {
+    if (video.frames.empty() || refusesAttachments()) {
         return;
     }
     videos_.append(video);
@@ -300,6 +327,9 @@ void ChatPanel::loadVideo(const QString& path) {
 }
 
 void ChatPanel::attachFilePaths(const QStringList& paths) {
+    if (refusesAttachments()) {
+        return;
+    }
     static const QStringList kVideoSuffixes = {QStringLiteral("mp4"), QStringLiteral("mov"),
                                                QStringLiteral("mkv"), QStringLiteral("webm"),
                                                QStringLiteral("avi"), QStringLiteral("m4v")};
@@ -514,9 +544,6 @@ void ChatPanel::retranslate() {
     downloadChat_->setText(tr("Download a chat model…"));
     newButton_->setText(tr("New conversation"));
     newButton_->setToolTip(tr("Forget this document's conversation"));
-    placeholder_->setText(
-        tr("Ask about the current page, a region of it, or any image or video.\nAttach one, type a question "
-           "and press Enter."));
     input_->setPlaceholderText(tr("Ask a question…"));
     attachButton_->setText(tr("Attach"));
     askDocument_->setText(tr("Ask the document"));

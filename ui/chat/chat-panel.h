@@ -101,6 +101,8 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
+    // A text-only chat model takes no attachments: says so (and true) when one is tried.
+    bool refusesAttachments();
     void retranslate();
     void rebuild();
     void addView(const ChatTurn& turn);

@@ -36,6 +36,8 @@ ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& for
     auto* form = new QFormLayout;
     auto* row = new QHBoxLayout;
     folder_ = new QLineEdit(folder, this);
+    // Wide enough for a usual path, so that the folder's name shows, not only its start.
+    folder_->setMinimumWidth(folder_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 48);
     auto* browse = new QPushButton(tr("Choose…"), this);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString chosen = QFileDialog::getExistingDirectory(this, tr("Export to"), folder_->text());

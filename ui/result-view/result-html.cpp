@@ -21,12 +21,13 @@ section.page { margin-bottom: 22px; }
 section.page > .page-head { font-size: 11px; letter-spacing: .06em; text-transform: uppercase; color: #8b949e;
        border-bottom: 1px solid #e5e7eb; padding-bottom: 3px; margin-bottom: 8px; }
 .block { position: relative; border-left: 3px solid transparent; padding: 2px 8px 2px 10px; margin: 2px 0 6px;
-       border-radius: 3px; cursor: pointer; transition: background .15s; }
+       border-radius: 3px; cursor: pointer; transition: background .15s; overflow-wrap: anywhere; }
 .block:hover { background: #f6f8fa; }
 .block.selected { background: #fff8e1; border-left-color: var(--label-color, #f59e0b);
        box-shadow: 0 0 0 1px #f5d27a inset; }
-.block .tag { position: absolute; right: 6px; top: 2px; font-size: 10px; color: var(--label-color, #888);
-       opacity: .75; }
+.block .tag { float: right; margin: 0 0 2px 8px; font-size: 10px; line-height: 1.6;
+       color: var(--label-color, #888); opacity: .75; }
+.block::after { content: ""; display: block; clear: both; }
 .block.aside { color: #6e7781; font-size: 12.5px; }
 .block.pending { color: #8b949e; font-style: italic; }
 .block.streaming p { color: #57606a; }
@@ -34,7 +35,7 @@ section.page > .page-head { font-size: 11px; letter-spacing: .06em; text-transfo
 .block p { margin: 2px 0; }
 h1 { font-size: 1.5em; margin: .2em 0; } h2 { font-size: 1.25em; margin: .2em 0; }
 h3, h4, h5, h6 { font-size: 1.08em; margin: .2em 0; }
-table { border-collapse: collapse; margin: 6px auto; font-size: 13px; }
+table { border-collapse: collapse; margin: 6px auto; font-size: 13px; overflow-wrap: normal; }
 td, th { border: 1px solid #c9d1d9; padding: 3px 8px; }
 figure { margin: 4px 0; text-align: center; } figure img { max-width: 100%; border: 1px solid #eee; }
 .caption { text-align: center; color: #57606a; font-size: 13px; }

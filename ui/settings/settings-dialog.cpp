@@ -233,7 +233,7 @@ QWidget* SettingsDialog::buildEngine() {
     gpuMemory_->setRange(0.05, 1.0);
     gpuMemory_->setSingleStep(0.05);
     maxModelLen_ = new QSpinBox(page);
-    maxModelLen_->setRange(16, 1 << 20);
+    maxModelLen_->setRange(0, 1 << 20);  // 0: automatic
     maxModelLen_->setSingleStep(1024);
     maxNumSeqs_ = new QSpinBox(page);
     maxNumSeqs_->setRange(1, 256);
@@ -535,6 +535,7 @@ void SettingsDialog::retranslate() {
         withOption(tr("GPU memory utilization"), QStringLiteral("gpu_memory_utilization, (0, 1]")));
     labels_[QStringLiteral("len")]->setText(
         withOption(tr("Context length"), QStringLiteral("max_model_len, 16..") + context));
+    maxModelLen_->setSpecialValueText(tr("Automatic (16384, or the model's context if less)"));
     labels_[QStringLiteral("seqs")]->setText(
         withOption(tr("Concurrent sequences"), QStringLiteral("max_num_seqs, 1..256")));
     labels_[QStringLiteral("batched")]->setText(

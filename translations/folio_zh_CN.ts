@@ -35,6 +35,10 @@
         <source>Chat: %1</source>
         <translation>对话：%1</translation>
     </message>
+    <message>
+        <source>The conversations were not saved: %1</source>
+        <translation>对话未能保存：%1</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatMessageView</name>
@@ -97,6 +101,16 @@
     <message>
         <source>Video: %1 frames</source>
         <translation>视频：%1 帧</translation>
+    </message>
+    <message>
+        <source>video
+not kept</source>
+        <translation>视频
+未保留</translation>
+    </message>
+    <message>
+        <source>Videos are not kept when Folio closes: attach it again to ask about it</source>
+        <translation>Folio 关闭时不保留视频：如需就它提问，请重新附加</translation>
     </message>
 </context>
 <context>

@@ -11,6 +11,7 @@
 #include <QSettings>
 #include <memory>
 
+#include "app/chat/chat-store.h"
 #include "app/document-model/document-model.h"
 #include "app/hub/hub-settings.h"
 #include "app/hub/model-catalogue.h"
@@ -195,8 +196,24 @@ int main(int argc, char** argv) {
     QObject::connect(&window, &folio::MainWindow::settingRequested, &window, openSettings);
 
     // The last session's documents with their results; the session file sits beside the settings.
-    window.setSessionFile(
-        QFileInfo(QSettings().fileName()).absoluteDir().filePath(QStringLiteral("session.json")));
+    const QDir settingsDir = QFileInfo(QSettings().fileName()).absoluteDir();
+    window.setSessionFile(settingsDir.filePath(QStringLiteral("session.json")));
+    // The open documents' conversations, beside it.
+    folio::ChatStore chats(*chat->session(), settingsDir.filePath(QStringLiteral("chats.json")),
+                           [&model](const QString& key) {
+                               const int doc = model.findDocument(key);
+                               return doc >= 0 && model.isOpen(doc);
+                           });
+    QObject::connect(&chats, &folio::ChatStore::failed, &window, [&window](const QString& message) {
+        window.reportError(QObject::tr("The conversations were not saved: %1").arg(message));
+    });
+    QObject::connect(&model, &folio::DocumentModel::documentClosed, &chats, &folio::ChatStore::scheduleWrite);
+    QObject::connect(&app, &QCoreApplication::aboutToQuit, &chats, &folio::ChatStore::writeNow);
+    QStringList chatProblems;
+    chats.restore(&chatProblems);
+    for (const QString& problem : std::as_const(chatProblems)) {
+        window.reportError(problem);
+    }
 
     window.restoreLayout();
     window.show();

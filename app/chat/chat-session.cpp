@@ -61,7 +61,18 @@ void ChatSession::clearHistory() {
         stop();
     }
     histories_.remove(document_);
+    Q_EMIT historyCleared(document_);
     Q_EMIT documentChanged(document_);
+}
+
+void ChatSession::restoreHistory(const QString& key, const QList<ChatTurn>& turns) {
+    if (turns.isEmpty() || histories_.contains(key)) {
+        return;
+    }
+    histories_.insert(key, turns);
+    if (key == document_) {
+        Q_EMIT documentChanged(key);
+    }
 }
 
 std::optional<ReasoningFormat> ChatSession::reasoningFormatOf(const ModelDescription& model) {

@@ -39,6 +39,10 @@ public:
     QList<ChatTurn> history() const { return histories_.value(document_); }
     QList<ChatTurn> history(const QString& key) const { return histories_.value(key); }
     void clearHistory();
+    // Every document's conversation (the chats file keeps them).
+    const QHash<QString, QList<ChatTurn>>& histories() const { return histories_; }
+    // A conversation read back for a document that has none yet.
+    void restoreHistory(const QString& key, const QList<ChatTurn>& turns);
 
     // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
     // another answer is under way, or images or videos go to a model that does not take them.
@@ -88,6 +92,8 @@ Q_SIGNALS:
     // A question that could not be sent.
     void failed(const QString& message);
     void documentChanged(const QString& document);
+    // A document's conversation was forgotten (New conversation).
+    void historyCleared(const QString& document);
 
 private:
     struct Relay;

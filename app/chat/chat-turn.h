@@ -23,6 +23,8 @@ struct ChatTurn {
     int64_t reasoningTokens = 0;
     QList<QImage> images;  // a user turn's attachments
     QList<Video> videos;   // a user turn's videos, sampled frames (the chat model alone takes them)
+    int videosNotKept =
+        0;  // a conversation read back from the chats file: its videos, which it does not keep
     State state = State::Done;
     QString error;  // Failed: why
     // An answer's prompt as the engine took it: the tokens of the conversation before it, images included

@@ -159,8 +159,18 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
         thumb->setLineWidth(2);
         thumbs->addWidget(thumb);
     }
+    // A conversation read back keeps no videos: it says that there were some.
+    for (int i = 0; i < turn.videosNotKept; ++i) {
+        auto* gone = new QLabel(tr("video\nnot kept"), thumbnails_);
+        gone->setAlignment(Qt::AlignCenter);
+        gone->setFixedSize(kThumbnail, kThumbnail);
+        gone->setToolTip(tr("Videos are not kept when Folio closes: attach it again to ask about it"));
+        gone->setFrameShape(QFrame::Box);
+        gone->setLineWidth(2);
+        thumbs->addWidget(gone);
+    }
     thumbs->addStretch(1);
-    thumbnails_->setVisible(!turn.images.isEmpty() || !turn.videos.isEmpty());
+    thumbnails_->setVisible(!turn.images.isEmpty() || !turn.videos.isEmpty() || turn.videosNotKept > 0);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(8, 6, 8, 6);

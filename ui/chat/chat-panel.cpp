@@ -417,8 +417,14 @@ void ChatPanel::addView(const ChatTurn& turn) {
     auto* view = new ChatMessageView(turn, messages_);
     connect(view, &ChatMessageView::copied, this, [this] { showMessage(tr("Answer copied."), false); });
     if (turn.fromDocument) {
-        const std::shared_ptr<const DocumentContext> context =
-            session_->documentContext(session_->document());
+        std::shared_ptr<const DocumentContext> context = session_->documentContext(session_->document());
+        if (!context && contextProvider_) {
+            // A conversation read back at start: its citations name the document's blocks as they are now.
+            context = contextProvider_();
+            if (context && !context->empty()) {
+                session_->setDocumentContext(session_->document(), context);
+            }
+        }
         view->setCitations(context);
         connect(view, &ChatMessageView::citationClicked, this, [this, context](const QString& ref) {
             const DocumentPassage* passage = context ? context->find(ref) : nullptr;

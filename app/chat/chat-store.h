@@ -1,8 +1,7 @@
 // The desktop app's conversations kept across restarts: each open document's chat (and the one about images
-// alone) in a JSON file beside the session file, written a moment after a turn is added or an answer ends (on
-// a thread of its own, under a temporary name renamed over the file) and read back into the chat session at
-// start. Questions keep their images (PNG); videos are not kept, only how many there were. An answer still
-// being written when the file is written is kept as stopped there.
+// alone) in a chats file (chats-file.h) beside the session file, written a moment after a turn is added or an
+// answer ends (on a thread of its own, under a temporary name renamed over the file) and read back into the
+// chat session at start.
 #pragma once
 
 #include <QHash>
@@ -14,20 +13,11 @@
 #include <QTimer>
 #include <functional>
 
-#include "app/chat/chat-turn.h"
+#include "app/chat/chats-file.h"
 
 namespace folio {
 
 class ChatSession;
-
-using ChatHistories = QHash<QString, QList<ChatTurn>>;  // by document key ("" for images alone)
-
-// The file's text (JSON, version 1) for these conversations.
-QByteArray chatsJson(const ChatHistories& histories);
-// Reads a file's text; throws folio::Error naming `where` and what is wrong. Turns that cannot be read whole
-// (an unknown role, an image that does not decode) are dropped with the rest of their conversation's later
-// turns, so that questions and answers still alternate.
-ChatHistories parseChatsJson(const QByteArray& json, const QString& where);
 
 class ChatStore : public QObject {
     Q_OBJECT

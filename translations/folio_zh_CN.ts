@@ -1287,5 +1287,13 @@ Attach one, type a question and press Enter.</source>
         <source>Automatic (16384, or the model&apos;s context if less)</source>
         <translation>自动（16384，模型上下文更短时取其长度）</translation>
     </message>
+    <message>
+        <source>The first PaddleOCR-VL model installed, or the command line&apos;s (now %1)</source>
+        <translation>第一个已安装的 PaddleOCR-VL 模型，或命令行指定的模型（当前为 %1）</translation>
+    </message>
+    <message>
+        <source>The first chat model installed (ERNIE-4.5-VL), else none (now %1)</source>
+        <translation>第一个已安装的对话模型（ERNIE-4.5-VL），没有则不使用（当前为 %1）</translation>
+    </message>
 </context>
 </TS>

@@ -177,11 +177,18 @@ int main(int argc, char** argv) {
         folio::SettingsDialog dialog(settings, &window);
         // The loaded recognition model's context bounds max_model_len (a chat model beside it takes the
         // context up to its own).
+        QString recognition, chatModel;
         for (const folio::ModelDescription& loaded : engine.service().models()) {
             if (loaded.role == folio::ModelRole::Recognition && loaded.max_context > 0) {
                 dialog.setModelContext(loaded.max_context);
             }
+            if (loaded.role == folio::ModelRole::Recognition) {
+                recognition = QString::fromStdString(loaded.name);
+            } else if (loaded.role == folio::ModelRole::Chat) {
+                chatModel = QString::fromStdString(loaded.name);
+            }
         }
+        dialog.setLoadedModels(recognition, chatModel);
         QObject::connect(&dialog, &folio::SettingsDialog::manageModelsRequested, &dialog,
                          [openModelManager] { openModelManager(false); });
         QObject::connect(&dialog, &folio::SettingsDialog::manageChatModelsRequested, &dialog,

@@ -2,6 +2,7 @@
 // engine must do), refuses values out of FastDeploy's ranges showing the message, restores the defaults, and
 // opens at the setting a problem calls for, on its page with its field focused.
 #include <QComboBox>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -209,6 +210,24 @@ private Q_SLOTS:
         QVERIFY(std::any_of(spins.begin(), spins.end(), [](const QSpinBox* spin) {
             return spin->value() == 0 && spin->text().startsWith(QStringLiteral("Automatic"));
         }));
+    }
+
+    void emptyModelFieldsNameTheLoadedModels() {
+        Settings settings(dir_.filePath(QStringLiteral("loaded.ini")));
+        SettingsDialog dialog(settings);
+        dialog.setDevices(devices());
+        auto* model = dialog.findChild<QLineEdit*>(QStringLiteral("model"));
+        auto* chat = dialog.findChild<QLineEdit*>(QStringLiteral("chatModel"));
+        QVERIFY(model && chat);
+        QVERIFY(!model->placeholderText().contains(QStringLiteral("now")));
+        // A model from the command line leaves the field empty: it says which model runs.
+        dialog.setLoadedModels(QStringLiteral("paddleocr-vl-tiny"), QStringLiteral("llama-tiny"));
+        QVERIFY2(model->placeholderText().endsWith(QStringLiteral("(now paddleocr-vl-tiny)")),
+                 qPrintable(model->placeholderText()));
+        QVERIFY2(chat->placeholderText().endsWith(QStringLiteral("(now llama-tiny)")),
+                 qPrintable(chat->placeholderText()));
+        dialog.setLoadedModels(QStringLiteral("paddleocr-vl-tiny"), QString());
+        QVERIFY(!chat->placeholderText().contains(QStringLiteral("now")));
     }
 
     void restoreDefaultsKeepsTheModel() {

@@ -162,6 +162,7 @@ QWidget* SettingsDialog::buildModel() {
     // The chat model, beside the OCR model, with the same choices.
     chatModel_ = new QLineEdit(page);
     chatModel_->setObjectName(QStringLiteral("chatModel"));
+    model_->setObjectName(QStringLiteral("model"));
     browseChatModel_ = new QPushButton(page);
     manageChatModels_ = new QPushButton(page);
     auto* chatRow = new QHBoxLayout;
@@ -324,6 +325,12 @@ void SettingsDialog::setDevices(const QList<ComputeDevice>& devices) {
 
 void SettingsDialog::setModelContext(std::optional<int64_t> context) {
     modelContext_ = context;
+    retranslate();
+}
+
+void SettingsDialog::setLoadedModels(const QString& recognition, const QString& chat) {
+    loadedModel_ = recognition;
+    loadedChatModel_ = chat;
     retranslate();
 }
 
@@ -510,9 +517,16 @@ void SettingsDialog::retranslate() {
     labels_[QStringLiteral("device")]->setText(tr("Device"));
     labels_[QStringLiteral("quantization")]->setText(
         withOption(tr("Quantization"), QStringLiteral("quantization")));
-    model_->setPlaceholderText(tr("The first PaddleOCR-VL model installed"));
+    // Empty fields: the model chosen for them (or the command line's), and the one loaded now.
+    model_->setPlaceholderText(
+        loadedModel_.isEmpty()
+            ? tr("The first PaddleOCR-VL model installed")
+            : tr("The first PaddleOCR-VL model installed, or the command line's (now %1)").arg(loadedModel_));
     layoutModel_->setPlaceholderText(tr("The layout model released with the model"));
-    chatModel_->setPlaceholderText(tr("The first chat model installed (ERNIE-4.5-VL), else none"));
+    chatModel_->setPlaceholderText(
+        loadedChatModel_.isEmpty()
+            ? tr("The first chat model installed (ERNIE-4.5-VL), else none")
+            : tr("The first chat model installed (ERNIE-4.5-VL), else none (now %1)").arg(loadedChatModel_));
     browseModel_->setText(tr("Browse…"));
     manageModels_->setText(tr("Manage models…"));
     browseChatModel_->setText(tr("Browse…"));

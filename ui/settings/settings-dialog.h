@@ -33,6 +33,8 @@ public:
     void setDevices(const QList<ComputeDevice>& devices);
     // The loaded model's context length, that max_model_len may not exceed.
     void setModelContext(std::optional<int64_t> context);
+    // The models loaded now (their names; empty: none), which the empty model fields say they stand for.
+    void setLoadedModels(const QString& recognition, const QString& chat);
     // A model folder or repository chosen elsewhere (the model manager).
     void setModel(const QString& model);
 
@@ -75,6 +77,8 @@ private:
 
     Settings& settings_;
     std::optional<int64_t> modelContext_;
+    QString loadedModel_;
+    QString loadedChatModel_;
     QString shownSetting_;  // the setting showSetting() marked
     // Thresholds typed in the labels table that are not numbers.
     mutable QStringList badThresholds_;

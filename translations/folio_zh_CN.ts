@@ -330,6 +330,13 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::ChatStore</name>
+    <message>
+        <source>%1 (kept as %2)</source>
+        <translation>%1（已另存为 %2）</translation>
+    </message>
+</context>
+<context>
     <name>folio::ComputeDevices</name>
     <message>
         <source>CPU (%1 threads)</source>

@@ -260,7 +260,14 @@ private Q_SLOTS:
         again.restore(&problems);
         QCOMPARE(problems.size(), 1);
         QVERIFY2(problems[0].startsWith(path + QStringLiteral(": not JSON")), qPrintable(problems[0]));
+        QVERIFY2(problems[0].endsWith(QStringLiteral("(kept as %1.unreadable)").arg(path)),
+                 qPrintable(problems[0]));
         QVERIFY(fresh.histories().isEmpty());
+        // Set aside, not written over by the next conversation.
+        QVERIFY(!QFile::exists(path));
+        QFile aside(path + QStringLiteral(".unreadable"));
+        QVERIFY(aside.open(QIODevice::ReadOnly));
+        QCOMPARE(aside.readAll(), QByteArray("{\"folioChats\": "));
     }
 };
 

@@ -156,14 +156,6 @@ not kept</source>
         <translation>区域</translation>
     </message>
     <message>
-        <source>Attach images</source>
-        <translation>附加图片</translation>
-    </message>
-    <message>
-        <source>Images (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp);;All files (*)</source>
-        <translation>图片 (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp);;所有文件 (*)</translation>
-    </message>
-    <message>
         <source>%1: %2</source>
         <translation>%1：%2</translation>
     </message>
@@ -192,12 +184,6 @@ not kept</source>
         <translation>清除此文档的对话记录</translation>
     </message>
     <message>
-        <source>Ask about the current page, a region of it, or any image.
-Attach one, type a question and press Enter.</source>
-        <translation>可以就当前页面、页面中的区域或任意图片提问。
-附加图片，输入问题后按 Enter 发送。</translation>
-    </message>
-    <message>
         <source>Ask a question…</source>
         <translation>输入问题…</translation>
     </message>
@@ -212,10 +198,6 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Region of the page…</source>
         <translation>页面区域…</translation>
-    </message>
-    <message>
-        <source>Image files…</source>
-        <translation>图片文件…</translation>
     </message>
     <message>
         <source>Send</source>
@@ -345,6 +327,17 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>All %1 GPUs (the models on each)</source>
         <translation>全部 %1 块 GPU（每块各载一份模型）</translation>
+    </message>
+</context>
+<context>
+    <name>folio::DocumentModel</name>
+    <message>
+        <source>Edit block %1</source>
+        <translation>编辑块 %1</translation>
+    </message>
+    <message>
+        <source>Delete block %1</source>
+        <translation>删除块 %1</translation>
     </message>
 </context>
 <context>
@@ -485,6 +478,17 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Folder:</source>
         <translation>文件夹：</translation>
+    </message>
+</context>
+<context>
+    <name>folio::JobController</name>
+    <message>
+        <source>Re-run block %1 as %2</source>
+        <translation>将块 %1 重新识别为%2</translation>
+    </message>
+    <message>
+        <source>Draw a box as %1</source>
+        <translation>绘制%1框</translation>
     </message>
 </context>
 <context>
@@ -746,10 +750,6 @@ Attach one, type a question and press Enter.</source>
         </translation>
     </message>
     <message>
-        <source>Page %1 · %2 blocks</source>
-        <translation>第 %1 页 · %2 个块</translation>
-    </message>
-    <message>
         <source>Cancelling…</source>
         <translation>正在取消…</translation>
     </message>
@@ -776,6 +776,132 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>The chat model could not be found: %1</source>
         <translation>找不到对话模型：%1</translation>
+    </message>
+    <message>
+        <source>&amp;Close Document</source>
+        <translation>关闭文档(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Run &amp;All Pages Again</source>
+        <translation>重新运行所有页面(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Ctrl+Shift+R</source>
+        <translation>Ctrl+Shift+R</translation>
+    </message>
+    <message>
+        <source>Ctrl+Shift+Z</source>
+        <translation>Ctrl+Shift+Z</translation>
+    </message>
+    <message>
+        <source>Ctrl+Y</source>
+        <translation>Ctrl+Y</translation>
+    </message>
+    <message>
+        <source>&amp;Close</source>
+        <translation>关闭(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Edit</source>
+        <translation>编辑(&amp;E)</translation>
+    </message>
+    <message>
+        <source>Re-run block</source>
+        <translation>重新识别块</translation>
+    </message>
+    <message>
+        <source>You edited the text of block %1. Running it again replaces your text (Undo brings it back).</source>
+        <translation>你编辑过块 %1 的文本。重新识别会替换你的文本（可用撤销恢复）。</translation>
+    </message>
+    <message>
+        <source>Re-run</source>
+        <translation>重新识别</translation>
+    </message>
+    <message>
+        <source>The session was not saved: %1</source>
+        <translation>会话未能保存：%1</translation>
+    </message>
+    <message>
+        <source>“%1” changed since its results were saved: they show until you run it again (Run)</source>
+        <translation>“%1”在结果保存后已被修改：在重新运行（运行）之前仍显示原结果</translation>
+    </message>
+    <message>
+        <source>waiting for a model</source>
+        <translation>等待模型</translation>
+    </message>
+    <message>
+        <source> · file changed</source>
+        <translation> · 文件已更改</translation>
+    </message>
+    <message>
+        <source>not run</source>
+        <translation>未运行</translation>
+    </message>
+    <message>
+        <source>recognising</source>
+        <translation>识别中</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>partly recognised</source>
+        <translation>部分已识别</translation>
+    </message>
+    <message>
+        <source>Page %1 · %2 · %3 blocks</source>
+        <translation>第 %1 页 · %2 · %3 个块</translation>
+    </message>
+    <message>
+        <source>Close document</source>
+        <translation>关闭文档</translation>
+    </message>
+    <message>
+        <source>“%1” has changes of yours that were not exported. Close it and lose them?</source>
+        <translation>“%1”有尚未导出的修改。关闭并丢弃这些修改吗？</translation>
+    </message>
+    <message>
+        <source>Close Without Exporting</source>
+        <translation>不导出直接关闭</translation>
+    </message>
+    <message>
+        <source>The context length (Settings &gt; Engine &gt; Context length) is %1 tokens; the model was made for %2, which the engine uses</source>
+        <translation>上下文长度（设置 &gt; 引擎 &gt; 上下文长度）为 %1 个词元；模型的设计长度为 %2，引擎将使用后者</translation>
+    </message>
+    <message>
+        <source>Running the pages without a result</source>
+        <translation>正在运行尚无结果的页面</translation>
+    </message>
+    <message>
+        <source>Run again</source>
+        <translation>重新运行</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n page(s) of “%1” have changes of yours: edited text, deleted blocks, boxes drawn or blocks re-run. Running them again replaces those changes.</source>
+        <translation>
+            <numerusform>“%1”中有 %n 页包含你的修改：编辑过的文本、删除的块、绘制的框或重新识别的块。重新运行会替换这些修改。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Run the Other Pages</source>
+        <translation>运行其他页面</translation>
+    </message>
+    <message>
+        <source>Run Every Page</source>
+        <translation>运行所有页面</translation>
+    </message>
+    <message>
+        <source>Every page has changes of yours: nothing else to run</source>
+        <translation>每一页都有你的修改：没有其他可运行的页面</translation>
+    </message>
+    <message>
+        <source>The result view: %1</source>
+        <translation>结果视图：%1</translation>
     </message>
 </context>
 <context>
@@ -955,6 +1081,10 @@ Attach one, type a question and press Enter.</source>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
+    <message>
+        <source>chat</source>
+        <translation>对话</translation>
+    </message>
 </context>
 <context>
     <name>folio::RegionPicker</name>
@@ -980,6 +1110,17 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Markdown</source>
         <translation>Markdown</translation>
+    </message>
+</context>
+<context>
+    <name>folio::SessionStore</name>
+    <message>
+        <source>%1 (kept as %2)</source>
+        <translation>%1（已另存为 %2）</translation>
+    </message>
+    <message>
+        <source>%1 is gone: its results were not restored</source>
+        <translation>%1 已不存在：其结果未恢复</translation>
     </message>
 </context>
 <context>
@@ -1029,16 +1170,16 @@ Attach one, type a question and press Enter.</source>
         <translation>导出：请至少选择一种格式</translation>
     </message>
     <message>
-        <source>Export: unknown format &quot;%1&quot; (expected md, json, html, pdf or xlsx)</source>
-        <translation>导出：未知格式“%1”（可选 md、json、html、pdf 或 xlsx）</translation>
-    </message>
-    <message>
         <source>Language: expected en or zh_CN, got &quot;%1&quot;</source>
         <translation>语言：应为 en 或 zh_CN，实际为“%1”</translation>
     </message>
     <message>
         <source>Chat model: &quot;%1&quot; is neither a folder nor a Hub repository (ORG/NAME)</source>
         <translation>对话模型：“%1”既不是文件夹，也不是 Hub 仓库（ORG/NAME）</translation>
+    </message>
+    <message>
+        <source>Export: unknown format &quot;%1&quot; (expected md, json, html, pdf, xlsx or docx)</source>
+        <translation>导出：未知格式“%1”（可选 md、json、html、pdf、xlsx 或 docx）</translation>
     </message>
 </context>
 <context>

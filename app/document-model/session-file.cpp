@@ -347,8 +347,14 @@ QList<int> SessionStore::restore(QStringList* problems) {
         }
         documents = parseSessionJson(file.readAll(), path_);
     } catch (const std::exception& e) {
+        // Set aside rather than written over by the next change, so that its results can still be looked at.
+        file.close();
+        const QString aside = path_ + QStringLiteral(".unreadable");
+        QFile::remove(aside);
+        const bool kept = QFile::rename(path_, aside);
         if (problems != nullptr) {
-            problems->append(QString::fromUtf8(e.what()));
+            problems->append(kept ? tr("%1 (kept as %2)").arg(QString::fromUtf8(e.what()), aside)
+                                  : QString::fromUtf8(e.what()));
         }
         return added;
     }

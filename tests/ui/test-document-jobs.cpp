@@ -540,6 +540,24 @@ private Q_SLOTS:
         QVERIFY(none.restore(&problems).isEmpty());
         QCOMPARE(problems.size(), 1);
         QVERIFY(problems.first().contains(QStringLiteral("kept.pdf")));
+
+        // A damaged file is said and set aside, not written over by the next change.
+        {
+            QFile damaged(file);
+            QVERIFY(damaged.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            damaged.write("{\"folioSession\":1,\"documents\":[");
+        }
+        DocumentModel fresh;
+        SessionStore reader(fresh, file);
+        problems.clear();
+        QVERIFY(reader.restore(&problems).isEmpty());
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems.first().endsWith(QStringLiteral("(kept as %1.unreadable)").arg(file)),
+                 qPrintable(problems.first()));
+        QVERIFY(!QFile::exists(file));
+        QFile aside(file + QStringLiteral(".unreadable"));
+        QVERIFY(aside.open(QIODevice::ReadOnly));
+        QCOMPARE(aside.readAll(), QByteArray("{\"folioSession\":1,\"documents\":["));
     }
 
     // A damaged session file is refused naming the file, and a table grid whose cells lie outside it (or one

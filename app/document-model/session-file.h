@@ -13,21 +13,9 @@
 #include <vector>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/session-json.h"
 
 namespace folio {
-
-// One document as the session file keeps it.
-struct SessionDocument {
-    QString path;
-    qint64 fileSize = -1;
-    QDateTime fileModified;        // UTC, to the millisecond
-    std::vector<PageEntry> pages;  // sizes, states, results (no page images nor previews), edited marks
-};
-
-// The session file's text for these documents (JSON, version 1). Images of blocks kept as images are PNGs.
-QByteArray sessionJson(const std::vector<SessionDocument>& documents);
-// Reads a session file's text; throws folio::Error naming `where` and what is wrong.
-std::vector<SessionDocument> parseSessionJson(const QByteArray& json, const QString& where);
 
 // Keeps the model's open documents in a session file: written a moment after the model changes (at most every
 // couple of seconds, on a thread of its own, under a temporary name renamed over the file), and read back

@@ -18,7 +18,8 @@ build_dir=$(cd "$1" && pwd)
 fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 targets=(fuzz-json-reader fuzz-safetensors fuzz-safetensors-index fuzz-model-config fuzz-layout-config
          fuzz-tokenizer-json fuzz-sentencepiece fuzz-otsl-table fuzz-page-range fuzz-openai-request
-         fuzz-chat-template fuzz-hub-api fuzz-layout-parsing fuzz-office-math fuzz-chats-file)
+         fuzz-chat-template fuzz-hub-api fuzz-layout-parsing fuzz-office-math fuzz-chats-file
+         fuzz-session-file)
 # FOLIO_FUZZ_TARGETS="fuzz-a fuzz-b" runs only those.
 if [[ -n "${FOLIO_FUZZ_TARGETS:-}" ]]; then
     read -r -a targets <<<"$FOLIO_FUZZ_TARGETS"

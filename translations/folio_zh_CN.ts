@@ -41,6 +41,21 @@
     </message>
 </context>
 <context>
+    <name>folio::BlockItem</name>
+    <message>
+        <source>&lt;b&gt;%1&lt;/b&gt; &amp;nbsp;score %2</source>
+        <translation>&lt;b&gt;%1&lt;/b&gt; &amp;nbsp;置信度 %2</translation>
+    </message>
+    <message>
+        <source>&lt;br&gt;reading order %1</source>
+        <translation>&lt;br&gt;阅读顺序 %1</translation>
+    </message>
+    <message>
+        <source>&lt;br&gt;task %1</source>
+        <translation>&lt;br&gt;任务 %1</translation>
+    </message>
+</context>
+<context>
     <name>folio::ChatMessageView</name>
     <message>
         <source>Answered from part of the document: pages %1 did not fit in the context.</source>
@@ -341,6 +356,41 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::DocumentState</name>
+    <message>
+        <source>opening</source>
+        <translation>正在打开</translation>
+    </message>
+    <message>
+        <source>not run</source>
+        <translation>未运行</translation>
+    </message>
+    <message>
+        <source>queued</source>
+        <translation>排队中</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>cancelled</source>
+        <translation>已取消</translation>
+    </message>
+    <message>
+        <source>closed</source>
+        <translation>已关闭</translation>
+    </message>
+</context>
+<context>
     <name>folio::EngineHost</name>
     <message>
         <source>The chat model %1 and the OCR model %2 do not fit in the memory of %3 together: %4
@@ -489,6 +539,109 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Draw a box as %1</source>
         <translation>绘制%1框</translation>
+    </message>
+</context>
+<context>
+    <name>folio::LayoutLabel</name>
+    <message>
+        <source>Abstract</source>
+        <translation>摘要</translation>
+    </message>
+    <message>
+        <source>Algorithm</source>
+        <translation>算法</translation>
+    </message>
+    <message>
+        <source>Aside text</source>
+        <translation>侧栏文本</translation>
+    </message>
+    <message>
+        <source>Chart</source>
+        <translation>图表</translation>
+    </message>
+    <message>
+        <source>Content</source>
+        <translation>目录</translation>
+    </message>
+    <message>
+        <source>Display formula</source>
+        <translation>行间公式</translation>
+    </message>
+    <message>
+        <source>Doc title</source>
+        <translation>文档标题</translation>
+    </message>
+    <message>
+        <source>Figure title</source>
+        <translation>图表标题</translation>
+    </message>
+    <message>
+        <source>Footer</source>
+        <translation>页脚</translation>
+    </message>
+    <message>
+        <source>Footer image</source>
+        <translation>页脚图片</translation>
+    </message>
+    <message>
+        <source>Footnote</source>
+        <translation>脚注</translation>
+    </message>
+    <message>
+        <source>Formula number</source>
+        <translation>公式编号</translation>
+    </message>
+    <message>
+        <source>Header</source>
+        <translation>页眉</translation>
+    </message>
+    <message>
+        <source>Header image</source>
+        <translation>页眉图片</translation>
+    </message>
+    <message>
+        <source>Image</source>
+        <translation>图片</translation>
+    </message>
+    <message>
+        <source>Inline formula</source>
+        <translation>行内公式</translation>
+    </message>
+    <message>
+        <source>Number</source>
+        <translation>页码</translation>
+    </message>
+    <message>
+        <source>Paragraph title</source>
+        <translation>段落标题</translation>
+    </message>
+    <message>
+        <source>Reference</source>
+        <translation>参考文献</translation>
+    </message>
+    <message>
+        <source>Reference content</source>
+        <translation>参考文献内容</translation>
+    </message>
+    <message>
+        <source>Seal</source>
+        <translation>印章</translation>
+    </message>
+    <message>
+        <source>Table</source>
+        <translation>表格</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>Vertical text</source>
+        <translation>竖排文本</translation>
+    </message>
+    <message>
+        <source>Vision footnote</source>
+        <translation>视觉脚注</translation>
     </message>
 </context>
 <context>
@@ -1110,6 +1263,34 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Markdown</source>
         <translation>Markdown</translation>
+    </message>
+    <message>
+        <source>not recognised: the run stopped first</source>
+        <translation>未识别：运行在此之前已停止</translation>
+    </message>
+    <message>
+        <source>read with block %1</source>
+        <translation>随块 %1 一并识别</translation>
+    </message>
+    <message>
+        <source>recognising…</source>
+        <translation>识别中…</translation>
+    </message>
+    <message>
+        <source>(empty)</source>
+        <translation>（空）</translation>
+    </message>
+    <message>
+        <source>Page %1</source>
+        <translation>第 %1 页</translation>
+    </message>
+    <message>
+        <source>Not recognised yet.</source>
+        <translation>尚未识别。</translation>
+    </message>
+    <message>
+        <source>No blocks on this page.</source>
+        <translation>此页没有块。</translation>
     </message>
 </context>
 <context>

@@ -541,21 +541,21 @@ void PageCommand::undo() {
 const char* documentStateName(DocumentState state) {
     switch (state) {
         case DocumentState::Opening:
-            return "opening";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "opening");
         case DocumentState::Idle:
-            return "not run";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "not run");
         case DocumentState::Queued:
-            return "queued";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "queued");
         case DocumentState::Running:
-            return "running";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "running");
         case DocumentState::Done:
-            return "done";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "done");
         case DocumentState::Failed:
-            return "failed";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "failed");
         case DocumentState::Cancelled:
-            return "cancelled";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "cancelled");
         case DocumentState::Closed:
-            return "closed";
+            return QT_TRANSLATE_NOOP("folio::DocumentState", "closed");
     }
     return "";
 }

@@ -197,6 +197,7 @@ private:
     bool done_ = false;  // the action ran once
 };
 
+// The state's name in English, marked for translation in the "folio::DocumentState" context.
 const char* documentStateName(DocumentState state);
 
 }  // namespace folio

@@ -2,6 +2,7 @@
 // selected block, the document list and the page thumbnails, closing, and the page images in use.
 #include "ui/main-window/main-window.h"
 
+#include <QCoreApplication>
 #include <QFileInfo>
 #include <QListWidget>
 #include <QMessageBox>
@@ -235,7 +236,7 @@ void MainWindow::updateDocumentItem(int doc) {
         }
         const DocumentEntry& entry = model_.document(doc);
         const int pages = static_cast<int>(entry.pages.size());
-        QString detail = QString::fromLatin1(documentStateName(entry.state));
+        QString detail = QCoreApplication::translate("folio::DocumentState", documentStateName(entry.state));
         if (entry.state == DocumentState::Queued &&
             (engine_.state() == ServiceState::Failed || engine_.state() == ServiceState::Empty)) {
             // Queued for an engine that is not loading: it runs once a model loads.

@@ -1,5 +1,6 @@
 #include "ui/page-view/block-item.h"
 
+#include <QCoreApplication>
 #include <QFont>
 #include <QFontMetricsF>
 #include <QPainter>
@@ -38,13 +39,17 @@ void BlockItem::update(const BlockResult& block) {
         order_ = block.order;
     }
     blockId_ = block.id;
-    QString tip =
-        QStringLiteral("<b>%1</b> &nbsp;score %2").arg(labelTitle(block.label)).arg(block.score, 0, 'f', 2);
+    const auto text = [](const char* source) {
+        return QCoreApplication::translate("folio::BlockItem", source);
+    };
+    QString tip = text(QT_TRANSLATE_NOOP("folio::BlockItem", "<b>%1</b> &nbsp;score %2"))
+                      .arg(labelTitle(block.label))
+                      .arg(block.score, 0, 'f', 2);
     if (block.order > 0) {
-        tip += QStringLiteral("<br>reading order %1").arg(block.order);
+        tip += text(QT_TRANSLATE_NOOP("folio::BlockItem", "<br>reading order %1")).arg(block.order);
     }
     if (!block.task.isEmpty()) {
-        tip += QStringLiteral("<br>task %1").arg(block.task.toHtmlEscaped());
+        tip += text(QT_TRANSLATE_NOOP("folio::BlockItem", "<br>task %1")).arg(block.task.toHtmlEscaped());
     }
     if (!block.error.isEmpty()) {
         tip += QStringLiteral("<br><span style='color:#b91c1c'>%1</span>").arg(block.error.toHtmlEscaped());

@@ -1,5 +1,6 @@
 #include "ui/page-view/label-colors.h"
 
+#include <QCoreApplication>
 #include <QHash>
 
 namespace folio {
@@ -43,6 +44,38 @@ QColor labelColor(const QString& label) {
 }
 
 QString labelTitle(const QString& label) {
+    // The layout models' labels by name, translated; another label shows as its name, capitalised.
+    static const QHash<QString, const char*> kTitles = {
+        {QStringLiteral("abstract"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Abstract")},
+        {QStringLiteral("algorithm"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Algorithm")},
+        {QStringLiteral("aside_text"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Aside text")},
+        {QStringLiteral("chart"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Chart")},
+        {QStringLiteral("content"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Content")},
+        {QStringLiteral("display_formula"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Display formula")},
+        {QStringLiteral("doc_title"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Doc title")},
+        {QStringLiteral("figure_title"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Figure title")},
+        {QStringLiteral("footer"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Footer")},
+        {QStringLiteral("footer_image"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Footer image")},
+        {QStringLiteral("footnote"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Footnote")},
+        {QStringLiteral("formula_number"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Formula number")},
+        {QStringLiteral("header"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Header")},
+        {QStringLiteral("header_image"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Header image")},
+        {QStringLiteral("image"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Image")},
+        {QStringLiteral("inline_formula"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Inline formula")},
+        {QStringLiteral("number"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Number")},
+        {QStringLiteral("paragraph_title"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Paragraph title")},
+        {QStringLiteral("reference"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Reference")},
+        {QStringLiteral("reference_content"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Reference content")},
+        {QStringLiteral("seal"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Seal")},
+        {QStringLiteral("table"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Table")},
+        {QStringLiteral("text"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Text")},
+        {QStringLiteral("vertical_text"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Vertical text")},
+        {QStringLiteral("vision_footnote"), QT_TRANSLATE_NOOP("folio::LayoutLabel", "Vision footnote")},
+    };
+    const auto it = kTitles.constFind(label);
+    if (it != kTitles.constEnd()) {
+        return QCoreApplication::translate("folio::LayoutLabel", *it);
+    }
     QString title = label;
     title.replace(QLatin1Char('_'), QLatin1Char(' '));
     if (!title.isEmpty()) {

@@ -7,7 +7,7 @@
 namespace folio {
 
 QColor labelColor(const QString& label);
-// The label as people read it: "display_formula" is "Display formula".
+// The label as people read it, in the interface's language: "display_formula" is "Display formula".
 QString labelTitle(const QString& label);
 
 }  // namespace folio

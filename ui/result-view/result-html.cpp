@@ -1,6 +1,7 @@
 #include "ui/result-view/result-html.h"
 
 #include <QBuffer>
+#include <QCoreApplication>
 #include <algorithm>
 #include <vector>
 
@@ -12,6 +13,11 @@
 namespace folio {
 
 namespace {
+
+// A string of the result view in the interface's language.
+QString text(const char* source) {
+    return QCoreApplication::translate("folio::ResultView", source);
+}
 
 const char* const kShellStyle = R"(
 :root { color-scheme: light; }
@@ -164,14 +170,20 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
                !block.recognising && !follower) {
         // The run stopped before this block: Run goes on with the page.
         classes << QStringLiteral("pending");
-        inner = QStringLiteral("<p>not recognised: the run stopped first</p>");
+        inner =
+            QStringLiteral("<p>%1</p>")
+                .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "not recognised: the run stopped first")));
     } else if (page.state == PageState::LaidOut || block.recognising) {
         // Still being recognised: the text so far, as text.
         if (block.content.isEmpty()) {
             classes << QStringLiteral("pending");
-            inner = follower ? QStringLiteral("<p>read with block %1</p>").arg(block.groupId + 1)
-                    : block.task.isEmpty() ? QStringLiteral("<p>%1</p>").arg(labelTitle(block.label))
-                                           : QStringLiteral("<p>recognising…</p>");
+            inner = follower ? QStringLiteral("<p>%1</p>")
+                                   .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "read with block %1"))
+                                            .arg(block.groupId + 1))
+                    : block.task.isEmpty()
+                        ? QStringLiteral("<p>%1</p>").arg(labelTitle(block.label))
+                        : QStringLiteral("<p>%1</p>")
+                              .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "recognising…")));
         } else {
             classes << QStringLiteral("streaming");
             inner = plainParagraphs(block.content);
@@ -181,8 +193,11 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
         inner = htmlOfBlock(block, link, page.size.width() > 0 ? page.size.width() : page.result.width);
         if (inner.trimmed().isEmpty()) {
             classes << QStringLiteral("pending");
-            inner = follower ? QStringLiteral("<p>read with block %1</p>").arg(block.groupId + 1)
-                             : QStringLiteral("<p>(empty)</p>");
+            inner = follower ? QStringLiteral("<p>%1</p>")
+                                   .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "read with block %1"))
+                                            .arg(block.groupId + 1))
+                             : QStringLiteral("<p>%1</p>")
+                                   .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "(empty)")));
         }
     }
     if (isAsideLabel(block.label, markdownLabels)) {
@@ -198,16 +213,19 @@ QString resultBlockHtml(const PageEntry& page, int pageNumber, const BlockResult
 }
 
 QString resultPageHtml(const PageEntry& page, int pageNumber, const QSet<QString>& markdownLabels) {
-    QString html = QStringLiteral("<div class=\"page-head\">Page %1</div>\n").arg(pageNumber + 1);
+    QString html = QStringLiteral("<div class=\"page-head\">%1</div>\n")
+                       .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "Page %1")).arg(pageNumber + 1));
     if (!page.result.error.isEmpty()) {
         return html +
                QStringLiteral("<div class=\"state error\">%1</div>").arg(page.result.error.toHtmlEscaped());
     }
     if (page.state == PageState::Pending) {
-        return html + QStringLiteral("<div class=\"state\">Not recognised yet.</div>");
+        return html + QStringLiteral("<div class=\"state\">%1</div>")
+                          .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "Not recognised yet.")));
     }
     if (page.result.blocks.empty()) {
-        return html + QStringLiteral("<div class=\"state\">No blocks on this page.</div>");
+        return html + QStringLiteral("<div class=\"state\">%1</div>")
+                          .arg(text(QT_TRANSLATE_NOOP("folio::ResultView", "No blocks on this page.")));
     }
     // Reading order first, blocks outside it after.
     std::vector<const BlockResult*> blocks;

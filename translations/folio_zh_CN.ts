@@ -327,13 +327,6 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
-    <name>folio::ChatStore</name>
-    <message>
-        <source>%1 (kept as %2)</source>
-        <translation>%1（已另存为 %2）</translation>
-    </message>
-</context>
-<context>
     <name>folio::ComputeDevices</name>
     <message>
         <source>CPU (%1 threads)</source>
@@ -342,6 +335,13 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>All %1 GPUs (the models on each)</source>
         <translation>全部 %1 块 GPU（每块各载一份模型）</translation>
+    </message>
+</context>
+<context>
+    <name>folio::DeferredFileWriter</name>
+    <message>
+        <source>%1 (kept as %2)</source>
+        <translation>%1（已另存为 %2）</translation>
     </message>
 </context>
 <context>
@@ -1295,10 +1295,6 @@ Attach one, type a question and press Enter.</source>
 </context>
 <context>
     <name>folio::SessionStore</name>
-    <message>
-        <source>%1 (kept as %2)</source>
-        <translation>%1（已另存为 %2）</translation>
-    </message>
     <message>
         <source>%1 is gone: its results were not restored</source>
         <translation>%1 已不存在：其结果未恢复</translation>

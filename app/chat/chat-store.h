@@ -9,11 +9,10 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
-#include <QThreadPool>
-#include <QTimer>
 #include <functional>
 
 #include "app/chat/chats-file.h"
+#include "app/export/deferred-file-writer.h"
 
 namespace folio {
 
@@ -28,7 +27,7 @@ public:
               QObject* parent = nullptr);
     ~ChatStore() override;
 
-    const QString& path() const { return path_; }
+    const QString& path() const { return file_.path(); }
     // Gives the session the file's conversations of the documents it keeps (a document that already has
     // one keeps its own); problems reading the file go to `problems`.
     void restore(QStringList* problems = nullptr);
@@ -42,13 +41,12 @@ Q_SIGNALS:
     void failed(const QString& message);
 
 private:
-    void startWrite();
+    // The conversations the store keeps of these.
+    ChatHistories kept(ChatHistories histories) const;
 
     ChatSession& session_;
-    QString path_;
     std::function<bool(const QString&)> keeps_;
-    QTimer timer_;
-    QThreadPool writer_;  // one thread: writes in order
+    DeferredFileWriter file_;
 };
 
 }  // namespace folio

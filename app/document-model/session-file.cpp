@@ -4,23 +4,17 @@
 #include <QFileInfo>
 #include <exception>
 
-#include "app/export/staged-file.h"
+#include "app/export/deferred-file-writer.h"
 #include "engine/common/error.h"
 
 namespace folio {
 
-namespace {
-
-constexpr int kWriteDelayMs = 1500;
-
-}  // namespace
-
 SessionStore::SessionStore(DocumentModel& model, QString path, QObject* parent)
-    : QObject(parent), model_(model), path_(std::move(path)) {
-    writer_.setMaxThreadCount(1);
-    timer_.setSingleShot(true);
-    timer_.setInterval(kWriteDelayMs);
-    connect(&timer_, &QTimer::timeout, this, &SessionStore::startWrite);
+    : QObject(parent),
+      model_(model),
+      file_(
+          std::move(path), [this] { return [documents = collect()] { return sessionJson(documents); }; },
+          [this](const QString& message) { Q_EMIT failed(message); }) {
     connect(&model_, &DocumentModel::documentAdded, this, &SessionStore::scheduleWrite);
     connect(&model_, &DocumentModel::documentChanged, this, &SessionStore::scheduleWrite);
     connect(&model_, &DocumentModel::documentClosed, this, &SessionStore::scheduleWrite);
@@ -28,29 +22,11 @@ SessionStore::SessionStore(DocumentModel& model, QString path, QObject* parent)
     connect(&model_, &DocumentModel::blockChanged, this, &SessionStore::scheduleWrite);
 }
 
-SessionStore::~SessionStore() {
-    writer_.waitForDone();
-}
-
-void SessionStore::startWrite() {
-    std::vector<SessionDocument> documents = collect();
-    writer_.start([this, documents = std::move(documents)] {
-        try {
-            StagedFile file(path_);
-            file.file().write(sessionJson(documents));
-            file.commit();
-        } catch (const std::exception& e) {
-            const QString message = QString::fromUtf8(e.what());
-            QMetaObject::invokeMethod(
-                this, [this, message] { Q_EMIT failed(message); }, Qt::QueuedConnection);
-        }
-    });
-}
+SessionStore::~SessionStore() = default;
 
 void SessionStore::scheduleWrite() {
-    // Started once, not restarted: a stream of changes still writes every couple of seconds.
-    if (!restoring_ && !timer_.isActive()) {
-        timer_.start();
+    if (!restoring_) {
+        file_.schedule();
     }
 }
 
@@ -81,32 +57,27 @@ std::vector<SessionDocument> SessionStore::collect() const {
 }
 
 void SessionStore::writeNow() {
-    timer_.stop();
-    startWrite();
-    writer_.waitForDone();
+    file_.writeNow();
 }
 
 QList<int> SessionStore::restore(QStringList* problems) {
     QList<int> added;
-    QFile file(path_);
+    QFile file(path());
     if (!file.exists()) {
         return added;
     }
     std::vector<SessionDocument> documents;
     try {
         if (!file.open(QIODevice::ReadOnly)) {
-            fail(path_.toStdString(), ": ", file.errorString().toStdString());
+            fail(path().toStdString(), ": ", file.errorString().toStdString());
         }
-        documents = parseSessionJson(file.readAll(), path_);
+        documents = parseSessionJson(file.readAll(), path());
     } catch (const std::exception& e) {
         // Set aside rather than written over by the next change, so that its results can still be looked at.
         file.close();
-        const QString aside = path_ + QStringLiteral(".unreadable");
-        QFile::remove(aside);
-        const bool kept = QFile::rename(path_, aside);
+        const QString message = setAsideUnreadable(path(), QString::fromUtf8(e.what()));
         if (problems != nullptr) {
-            problems->append(kept ? tr("%1 (kept as %2)").arg(QString::fromUtf8(e.what()), aside)
-                                  : QString::fromUtf8(e.what()));
+            problems->append(message);
         }
         return added;
     }

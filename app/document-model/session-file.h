@@ -8,12 +8,11 @@
 #include <QHash>
 #include <QObject>
 #include <QString>
-#include <QThreadPool>
-#include <QTimer>
 #include <vector>
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/session-json.h"
+#include "app/export/deferred-file-writer.h"
 
 namespace folio {
 
@@ -27,7 +26,7 @@ public:
     SessionStore(DocumentModel& model, QString path, QObject* parent = nullptr);
     ~SessionStore() override;
 
-    const QString& path() const { return path_; }
+    const QString& path() const { return file_.path(); }
     // Adds the session file's documents to the model, each with its pages and blocks as they were saved; a
     // document whose file is gone is left out (said in `problems`), one whose file changed is flagged. The
     // new documents' indices.
@@ -41,13 +40,10 @@ Q_SIGNALS:
 
 private:
     void scheduleWrite();
-    void startWrite();
     std::vector<SessionDocument> collect() const;
 
     DocumentModel& model_;
-    QString path_;
-    QTimer timer_;
-    QThreadPool writer_;  // one thread: writes in order
+    DeferredFileWriter file_;
     bool restoring_ = false;
 };
 

@@ -1238,6 +1238,10 @@ Attach one, type a question and press Enter.</source>
         <source>chat</source>
         <translation>对话</translation>
     </message>
+    <message>
+        <source>in use: %1</source>
+        <translation>使用中：%1</translation>
+    </message>
 </context>
 <context>
     <name>folio::RegionPicker</name>

@@ -127,8 +127,17 @@ int main(int argc, char** argv) {
 
     // The model manager: installed models and downloads; the model chosen becomes the settings' model (a chat
     // model the chat model), which loads it. chatOnly: opened from the chat panel, on the chat models.
-    const auto openModelManager = [&window, &settings](bool chatOnly) {
+    const auto openModelManager = [&window, &settings, &engine](bool chatOnly) {
         folio::ModelManagerDialog dialog(folio::hub::hub_settings_from_environment(), &window);
+        // The models running now, where their folders are not in the cache or the models folder.
+        QStringList inUse;
+        for (const QString& folder :
+             {engine.models().recognition, engine.models().layout, engine.models().chat}) {
+            if (!folder.isEmpty()) {
+                inUse << folder;
+            }
+        }
+        dialog.setFoldersInUse(inUse);
         if (chatOnly) {
             std::vector<folio::hub::CatalogueEntry> entries;
             for (const folio::hub::CatalogueEntry& entry : folio::hub::model_catalogue()) {

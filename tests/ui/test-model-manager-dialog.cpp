@@ -2,6 +2,7 @@
 // nothing installed, a download with progress into the cache's layout (the recognition model and its layout
 // model), cancelling one (a later download resumes), a Hub error shown with its message, a broken model in
 // the list saying what is wrong, and a folder picked by hand.
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QtTest>
 #include <chrono>
@@ -115,6 +116,20 @@ private Q_SLOTS:
         QVERIFY(d->installed().isEmpty());
         QVERIFY(d->chosenFolder().isEmpty());
         saveScreenshot(d.get(), QStringLiteral("model-manager-empty"));
+    }
+
+    void foldersInUseAreListed() {
+        // A model folder from the settings or the command line is listed, once, with where it is.
+        auto d = dialog();
+        const QString folder = QStringLiteral(FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny");
+        d->setFoldersInUse({folder, folder + QStringLiteral("/"), QString()});
+        QCOMPARE(d->installed().size(), 1);
+        const InstalledModel& model = d->installed()[0];
+        QVERIFY2(model.ok(), qPrintable(model.problems.join(QLatin1Char('\n'))));
+        QCOMPARE(model.kind, hub::ModelKind::Recognition);
+        QVERIFY2(model.source.startsWith(QStringLiteral("in use: ")), qPrintable(model.source));
+        QCOMPARE(QFileInfo(model.dir).canonicalFilePath(), QFileInfo(folder).canonicalFilePath());
+        saveScreenshot(d.get(), QStringLiteral("model-manager-in-use"));
     }
 
     void downloadsWithProgress() {

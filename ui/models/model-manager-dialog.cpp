@@ -1,11 +1,15 @@
 #include "ui/models/model-manager-dialog.h"
 
 #include <QCloseEvent>
+#include <QDir>
 #include <QEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include "app/hub/model-download.h"
 
@@ -144,8 +148,24 @@ void ModelManagerDialog::showProblem(const QString& message) {
     problem_->setVisible(!message.isEmpty());
 }
 
+void ModelManagerDialog::setFoldersInUse(const QStringList& folders) {
+    foldersInUse_ = folders;
+    refresh();
+}
+
 void ModelManagerDialog::refresh() {
     installed_ = installedModels(settings_);
+    for (const QString& folder : std::as_const(foldersInUse_)) {
+        const QString dir = QFileInfo(folder).canonicalFilePath();
+        const bool listed = std::any_of(
+            installed_.begin(), installed_.end(),
+            [&dir](const InstalledModel& model) { return QFileInfo(model.dir).canonicalFilePath() == dir; });
+        if (!dir.isEmpty() && !listed) {
+            InstalledModel model = inspectModelFolder(dir);
+            model.source = tr("in use: %1").arg(QDir::toNativeSeparators(dir));
+            installed_.append(std::move(model));
+        }
+    }
     fillInstalled();
     fillCatalogue();
 }

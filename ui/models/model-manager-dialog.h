@@ -31,6 +31,10 @@ public:
     // A problem with the model in use, shown at the top ("the model at ... is missing tokenizer.json").
     void showProblem(const QString& message);
 
+    // The folders of the models the app runs now (a folder given in the settings or on the command line is in
+    // neither the cache nor the models folder): listed with the installed models where they are not among
+    // them.
+    void setFoldersInUse(const QStringList& folders);
     // Scans the cache and the models folder again.
     void refresh();
     QList<InstalledModel> installed() const { return installed_; }
@@ -73,6 +77,7 @@ private:
 
     hub::HubSettings settings_;
     std::vector<hub::CatalogueEntry> catalogue_;
+    QStringList foldersInUse_;
     QList<InstalledModel> installed_;
     ModelDownloadJob* job_;
     QString downloadingRepo_;

@@ -1,10 +1,13 @@
 // folio-cli: Folio from the command line. Subcommands: ocr, generate, bench, tokenize, layout, model, serve.
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/cli/bench.h"
@@ -200,6 +203,52 @@ int run_generate(const Options& opt) {
     return status;
 }
 
+constexpr std::array<std::string_view, 8> kCommands = {"generate", "ocr",    "summary", "bench",
+                                                       "tokenize", "layout", "model",   "serve"};
+
+bool is_command(std::string_view name) {
+    return std::find(kCommands.begin(), kCommands.end(), name) != kCommands.end();
+}
+
+// Levenshtein distance, for the command a mistyped one was likely meant to be.
+size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string unknown_command_message(std::string_view command) {
+    std::string message = "folio-cli: unknown command '" + std::string(command) + "'";
+    std::string_view nearest;
+    size_t best = 3;  // at most two edits away
+    for (const std::string_view known : kCommands) {
+        const size_t d = edit_distance(command, known);
+        if (d < best) {
+            best = d;
+            nearest = known;
+        }
+    }
+    if (!nearest.empty()) {
+        message += " (did you mean '" + std::string(nearest) + "'?)";
+    }
+    message += "; the commands are";
+    for (size_t i = 0; i < kCommands.size(); ++i) {
+        message += (i == 0 ? " " : ", ") + std::string(kCommands[i]);
+    }
+    return message + ". folio-cli --help lists their options.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +259,10 @@ int main(int argc, char** argv) {
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
+    if (!is_command(command)) {
+        std::cerr << unknown_command_message(command);
+        return 2;
+    }
     try {
         if (command == "tokenize") {
             return run_tokenize(argc, argv, 2);
@@ -248,10 +301,7 @@ int main(int argc, char** argv) {
         if (command == "bench") {
             return options.has("--server") ? run_server_bench(options) : run_bench(options);
         }
-        std::cerr << "folio-cli: unknown command '" << command << "'\n"
-                  << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
-                  << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
-                  << engine_usage();
+        std::cerr << unknown_command_message(command);
         return 2;
     } catch (const std::exception& e) {
         std::cerr << "folio-cli " << command << ": error: " << e.what() << "\n";

@@ -473,11 +473,20 @@ int run_ocr(int argc, char** argv, int first) {
     // The models, then the engine.
     const std::string model_spec = opt.text("--model");
     const std::filesystem::path model_dir = resolve_model_option(model_spec, opt.has("--tokenizer"));
+    const ModelDescription described = describe_model(model_dir);
+    if (described.role != ModelRole::Recognition) {
+        // A chat model has no task prompts to read blocks with, and a layout model reads no text.
+        fail("--model ", model_dir.string(), " is a ", model_role_name(described.role), " model (",
+             described.family,
+             "), not a document recognition model: ocr reads pages with PaddleOCR-VL (folio-cli "
+             "model pull PaddlePaddle/PaddleOCR-VL-1.5)",
+             described.role == ModelRole::Chat ? "; folio-cli generate talks with a chat model" : "");
+    }
     std::optional<std::filesystem::path> layout_dir;
     if (pipeline_options.useLayout) {
         layout_dir = resolve_layout_model(opt, model_spec);
     }
-    const EngineOptions engine_options = parse_engine_options(opt, describe_model(model_dir));
+    const EngineOptions engine_options = parse_engine_options(opt, described);
     apply_pipeline_flags(opt, engine_options, pipeline_options);
     if (!QDir().mkpath(export_options.outputDir)) {
         fail("cannot create the output folder ", out_dir);

@@ -88,6 +88,10 @@ check "unknown format: message" grep -q 'unknown format "odt" (expected md, json
 "$cli" ocr "$sample" -o "$work/none" --model "$fixtures/paddleocr-vl/paddleocr-vl-tiny" >/dev/null 2>"$work/nolayoutmodel.err"
 check "no layout model: exit 1" test $? -eq 1
 check "no layout model: says what to do" grep -q -- "--layout-model" "$work/nolayoutmodel.err"
+"$cli" ocr "$sample" -o "$work/chat" --model "$fixtures/llama/llama-tiny" --no-layout >/dev/null 2>"$work/chatmodel.err"
+check "a chat model: exit 1" test $? -eq 1
+check "a chat model: says it is one" grep -q "is a chat model (llama), not a document recognition model" "$work/chatmodel.err"
+check "a chat model: nothing written" test ! -e "$work/chat"
 "$cli" ocr "$sample" -o "$work/none" "${models[@]}" --pages 5-9 >/dev/null 2>"$work/badrange.err"
 check "range beyond the document: exit 3" test $? -eq 3
 check "range beyond the document: message" grep -q "sample.pdf" "$work/badrange.err"

@@ -173,8 +173,14 @@ public:
             throw HubError(HubErrorKind::Cancelled, "cancelled");
         }
         if (code != CURLE_OK) {
-            const std::string what =
-                url_ + ": " + (error_buffer_[0] ? error_buffer_ : curl_easy_strerror(code));
+            std::string what = url_ + ": " + (error_buffer_[0] ? error_buffer_ : curl_easy_strerror(code));
+            if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY ||
+                code == CURLE_COULDNT_CONNECT) {
+                // No way to the Hub at all: what a person can do about it.
+                what +=
+                    " (no connection to the Hub: check the network or proxy, or set HF_ENDPOINT to a mirror; "
+                    "HF_HUB_OFFLINE=1 uses the models already in the cache)";
+            }
             switch (code) {
                 case CURLE_COULDNT_RESOLVE_PROXY:
                 case CURLE_COULDNT_RESOLVE_HOST:

@@ -360,6 +360,19 @@ TEST_F(ModelDownloadTest, APersistentServerErrorGivesUp) {
     expect_hub_error([&] { pull(settings(), options); }, HubErrorKind::Transient, "gave up after 3 attempts");
 }
 
+TEST_F(ModelDownloadTest, AHubThatCannotBeReachedSaysWhatToDo) {
+    // A port nothing listens on: the connection is refused.
+    HubSettings unreachable = settings();
+    unreachable.endpoint = "http://127.0.0.1:9";
+    PullOptions options;
+    options.file_attempts = 1;
+    ClientOptions client = fast();
+    client.api_attempts = 1;
+    expect_hub_error([&] { ModelDownloader(unreachable, client).pull(kRepo, options); },
+                     HubErrorKind::Transient,
+                     "no connection to the Hub: check the network or proxy, or set HF_ENDPOINT to a mirror");
+}
+
 TEST_F(ModelDownloadTest, OfflineModeNeverTouchesTheNetwork) {
     HubSettings offline = settings();
     offline.offline = true;

@@ -1373,6 +1373,10 @@ Attach one, type a question and press Enter.</source>
         <source>The settings could not be applied: %1</source>
         <translation>无法应用设置：%1</translation>
     </message>
+    <message>
+        <source>No NVIDIA GPU was found (or its driver is not loaded): Folio runs on the CPU, where a page takes minutes rather than a fraction of a second</source>
+        <translation>未找到 NVIDIA GPU（或其驱动未加载）：Folio 在 CPU 上运行，每页需要数分钟，而不是不到一秒</translation>
+    </message>
 </context>
 <context>
     <name>folio::SettingsDialog</name>

@@ -122,6 +122,10 @@ Settings::Settings(const QString& iniPath, QObject* parent)
 
 Settings::~Settings() = default;
 
+bool Settings::hasStoredDevice() const {
+    return store_->contains(QLatin1String(kDevice));
+}
+
 QString Settings::fileName() const {
     return store_->fileName();
 }

@@ -114,6 +114,9 @@ public:
 
     // Where the values are kept.
     QString fileName() const;
+    // Whether the device was ever stored (chosen in the dialog, or other settings applied with it), rather
+    // than taken from the devices found at start.
+    bool hasStoredDevice() const;
 
 Q_SIGNALS:
     // After apply(): the keys that changed and what the engine must do about them.

@@ -11,12 +11,15 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <memory>
 
 #include "app/document-model/document-model.h"
 #include "app/i18n/translation-loader.h"
 #include "app/jobs/engine-host.h"
 #include "app/jobs/job-controller.h"
+#include "app/settings/compute-devices.h"
+#include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
 #include "fixture-engine.h"
 #include "ui/main-window/error-panel.h"
@@ -183,6 +186,27 @@ private Q_SLOTS:
         QVERIFY(missing.wait(20000));
         QCOMPARE(engine.state(), ServiceState::Empty);
         QVERIFY(window.errorPanel()->count() > 0);
+        // Where no GPU was found, running on the CPU is said once, with the device setting to change.
+        QStringList cpuNotes;
+        for (int row = 0; row < window.errorPanel()->count(); ++row) {
+            if (window.errorPanel()->message(row).contains(QStringLiteral("Folio runs on the CPU"))) {
+                cpuNotes << window.errorPanel()->setting(row);
+            }
+        }
+        const QList<ComputeDevice> devices = computeDevices();
+        const bool gpu = std::any_of(devices.begin(), devices.end(), [](const ComputeDevice& d) {
+            return d.id.startsWith(QStringLiteral("cuda"));
+        });
+        QCOMPARE(cpuNotes, gpu ? QStringList() : QStringList{QLatin1String(setting_key::kDevice)});
+        // Not where the CPU was asked for.
+        SettingsBinding::Overrides cpu;
+        cpu.device = QStringLiteral("cpu");
+        MainWindow asked(model, jobs, engine);
+        SettingsBinding chosen(settings, asked, engine, jobs, cpu);
+        chosen.start();
+        for (int row = 0; row < asked.errorPanel()->count(); ++row) {
+            QVERIFY(!asked.errorPanel()->message(row).contains(QStringLiteral("Folio runs on the CPU")));
+        }
     }
 
     // The interface language switches at once, the main window's menus and actions with it.

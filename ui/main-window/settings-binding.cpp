@@ -10,6 +10,7 @@
 #include "app/jobs/installed-models.h"
 #include "app/jobs/job-controller.h"
 #include "app/settings/compute-devices.h"
+#include "app/settings/error-setting.h"
 #include "engine/models/model-registry.h"
 #include "ui/main-window/main-window.h"
 
@@ -61,6 +62,13 @@ QString SettingsBinding::device() const {
 void SettingsBinding::start() {
     applyDocumentSettings();
     updateFactory();
+    if (overrides_.device.isEmpty() && !settings_.hasStoredDevice() && device() == QLatin1String("cpu")) {
+        // Nobody chose the CPU: it is all that was found. Said once, as what is slow needs a reason.
+        window_.reportError(
+            tr("No NVIDIA GPU was found (or its driver is not loaded): Folio runs on the CPU, "
+               "where a page takes minutes rather than a fraction of a second"),
+            QLatin1String(setting_key::kDevice));
+    }
     loadConfiguredModels();
 }
 

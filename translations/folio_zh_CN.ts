@@ -1023,10 +1023,6 @@ Attach one, type a question and press Enter.</source>
         <translation>不导出直接关闭</translation>
     </message>
     <message>
-        <source>The context length (Settings &gt; Engine &gt; Context length) is %1 tokens; the model was made for %2, which the engine uses</source>
-        <translation>上下文长度（设置 &gt; 引擎 &gt; 上下文长度）为 %1 个词元；模型的设计长度为 %2，引擎将使用后者</translation>
-    </message>
-    <message>
         <source>Running the pages without a result</source>
         <translation>正在运行尚无结果的页面</translation>
     </message>
@@ -1361,6 +1357,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Export: unknown format &quot;%1&quot; (expected md, json, html, pdf, xlsx or docx)</source>
         <translation>导出：未知格式“%1”（可选 md、json、html、pdf、xlsx 或 docx）</translation>
+    </message>
+    <message>
+        <source>The context length (Settings &gt; Engine &gt; Context length) is %1 tokens; the model was made for %2, which the engine uses</source>
+        <translation type="unfinished">上下文长度（设置 &gt; 引擎 &gt; 上下文长度）为 %1 个词元；模型的设计长度为 %2，引擎将使用后者</translation>
     </message>
 </context>
 <context>

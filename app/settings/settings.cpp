@@ -375,8 +375,21 @@ cli::EngineOptions Settings::engineOptions(const SettingsValues& values, const M
 
 ServiceParams Settings::serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                       const std::optional<std::filesystem::path>& layoutDir, int cpuThreads,
-                                      const std::optional<std::filesystem::path>& chatDir) {
-    const cli::EngineOptions options = engineOptions(values, describe_model(modelDir));
+                                      const std::optional<std::filesystem::path>& chatDir, QString* note) {
+    const ModelDescription described = describe_model(modelDir);
+    SettingsValues checked = values;
+    if (described.max_context > 0 && checked.maxModelLen > described.max_context) {
+        // A context length beyond the model's would refuse the load: the model's own is taken, and said.
+        if (note != nullptr) {
+            *note =
+                tr("The context length (Settings > Engine > Context length) is %1 tokens; the model was made "
+                   "for %2, which the engine uses")
+                    .arg(checked.maxModelLen)
+                    .arg(described.max_context);
+        }
+        checked.maxModelLen = static_cast<int>(described.max_context);
+    }
+    const cli::EngineOptions options = engineOptions(checked, described);
     const std::string device = values.device.toStdString();
     ServiceParams params;
     std::string flag = (device.find(',') == std::string::npos ? "--device=" : "--devices=") + device;

@@ -106,11 +106,13 @@ public:
     // What EngineService::load needs to run the values' model from modelDir (and the layout model from
     // layoutDir, the chat model from chatDir in a chat slot beside it): the device's backend (the CPU with
     // cpuThreads threads, 0 for every core) and its free memory, the quantization, and the engine options
-    // checked against the model's context. Throws folio::Error naming the file or the option that is wrong.
+    // checked against the model's context (a context length beyond it is the model's own, said in `note`).
+    // Throws folio::Error naming the file or the option that is wrong.
     static ServiceParams serviceParams(const SettingsValues& values, const std::filesystem::path& modelDir,
                                        const std::optional<std::filesystem::path>& layoutDir = std::nullopt,
                                        int cpuThreads = 0,
-                                       const std::optional<std::filesystem::path>& chatDir = std::nullopt);
+                                       const std::optional<std::filesystem::path>& chatDir = std::nullopt,
+                                       QString* note = nullptr);
 
     // Where the values are kept.
     QString fileName() const;

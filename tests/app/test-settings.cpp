@@ -298,6 +298,25 @@ private Q_SLOTS:
         model.max_context = 4096;
         QCOMPARE(Settings::engineOptions(v, model).engine.max_model_len, 4096);
     }
+
+    // A context length beyond the model folder's loads with the model's own, and says so.
+    void serviceParamsTakeTheModelsContextWhereTheSettingExceedsIt() {
+        SettingsValues v = Settings::defaults(QStringLiteral("cpu"));
+        v.maxModelLen = 32768;
+        QString note;
+        const ServiceParams params = Settings::serviceParams(
+            v, FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny", std::nullopt, 1, std::nullopt, &note);
+        QCOMPARE(params.engine.max_model_len, 4096);  // the fixture's context
+        QVERIFY2(note.contains(QStringLiteral("is 32768 tokens; the model was made for 4096")),
+                 qPrintable(note));
+        v.maxModelLen = 2048;
+        note.clear();
+        QCOMPARE(Settings::serviceParams(v, FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny",
+                                         std::nullopt, 1, std::nullopt, &note)
+                     .engine.max_model_len,
+                 2048);
+        QVERIFY(note.isEmpty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSettings)

@@ -55,36 +55,10 @@ void MainWindow::loadModels(const ModelFolders& given) {
         reportEngineError(QString::fromUtf8(e.what()), EngineErrorSource::Loading, models.layout);
         return;
     }
-    capContextLength(params);
     PipelineOptions options = jobs_.pipelineOptions();
     options.useLayout = !models.layout.isEmpty();
     jobs_.setPipelineOptions(options);
     engine_.load(std::move(params), models, deviceName_);
-}
-
-void MainWindow::capContextLength(ServiceParams& params) {
-    // A context length beyond the model's would fail the load: the model's own is taken, and said.
-    for (const ModelSlot& slot : params.models) {
-        if (slot.role != ModelRole::Recognition || slot.dir.empty()) {
-            continue;
-        }
-        int64_t context = 0;
-        try {
-            context = describe_model(slot.dir).max_context;
-        } catch (const std::exception&) {
-            return;  // the load says what is wrong with the folder
-        }
-        if (context > 0 && params.engine.max_model_len > context) {
-            const QString message = tr("The context length (Settings > Engine > Context length) is %1 "
-                                       "tokens; the model was made for "
-                                       "%2, which the engine uses")
-                                        .arg(params.engine.max_model_len)
-                                        .arg(context);
-            params.engine.max_model_len = context;
-            statusBar()->showMessage(message, 10000);
-            errors_->addError(message, QLatin1String(setting_key::kContextLength));
-        }
-    }
 }
 
 void MainWindow::findAndLoadModels() {

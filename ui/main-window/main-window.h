@@ -168,8 +168,6 @@ private:
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);
-    // Caps the engine's context length at the recognition model's (saying so).
-    void capContextLength(ServiceParams& params);
     // The models as the status bar names them: "PaddleOCR-VL-1.5 + ERNIE-4.5-VL-28B-A3B-PT".
     static QString modelsTitle(const ModelFolders& models);
     void fitToScreen(const QSize& wanted);

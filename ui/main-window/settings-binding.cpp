@@ -182,7 +182,13 @@ ServiceParams SettingsBinding::paramsFor(const ModelFolders& models) const {
     if (!models.chat.isEmpty()) {
         chat = std::filesystem::path(models.chat.toStdString());
     }
-    return Settings::serviceParams(v, models.recognition.toStdString(), layout, overrides_.cpuThreads, chat);
+    QString note;
+    ServiceParams params = Settings::serviceParams(v, models.recognition.toStdString(), layout,
+                                                   overrides_.cpuThreads, chat, &note);
+    if (!note.isEmpty()) {
+        window_.reportError(note, QLatin1String(setting_key::kContextLength));
+    }
+    return params;
 }
 
 void SettingsBinding::updateFactory() {

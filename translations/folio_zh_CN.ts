@@ -1360,7 +1360,7 @@ Attach one, type a question and press Enter.</source>
     </message>
     <message>
         <source>The context length (Settings &gt; Engine &gt; Context length) is %1 tokens; the model was made for %2, which the engine uses</source>
-        <translation type="unfinished">上下文长度（设置 &gt; 引擎 &gt; 上下文长度）为 %1 个词元；模型的设计长度为 %2，引擎将使用后者</translation>
+        <translation>上下文长度（设置 &gt; 引擎 &gt; 上下文长度）为 %1 个词元；模型的设计长度为 %2，引擎将使用后者</translation>
     </message>
 </context>
 <context>

@@ -345,6 +345,21 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::DocumentExporter</name>
+    <message>
+        <source>searchable PDF</source>
+        <translation>可搜索 PDF</translation>
+    </message>
+    <message>
+        <source>XLSX not written: no table was recognised as a grid</source>
+        <translation>未写入 XLSX：没有表格被识别为网格</translation>
+    </message>
+    <message>
+        <source>%1 not written: nothing to write</source>
+        <translation>未写入 %1：没有可写入的内容</translation>
+    </message>
+</context>
+<context>
     <name>folio::DocumentModel</name>
     <message>
         <source>Edit block %1</source>
@@ -399,6 +414,46 @@ Attach one, type a question and press Enter.</source>
         <translation>对话模型 %1 与 OCR 模型 %2 无法同时放入 %3 的内存：%4
 
 %2 单独运行，对话也使用它。若要同时运行两者，请释放其他程序占用的内存、降低上下文长度或并发序列数、量化权重（WINT8、WINT4），或选择更小的对话模型。</translation>
+    </message>
+    <message>
+        <source>Starting the engine</source>
+        <translation>正在启动引擎</translation>
+    </message>
+    <message>
+        <source>Opening the model files</source>
+        <translation>正在打开模型文件</translation>
+    </message>
+    <message>
+        <source>Loading weights</source>
+        <translation>正在加载权重</translation>
+    </message>
+    <message>
+        <source>Quantizing weights</source>
+        <translation>正在量化权重</translation>
+    </message>
+    <message>
+        <source>Planning memory</source>
+        <translation>正在规划内存</translation>
+    </message>
+    <message>
+        <source>Capturing decode graphs</source>
+        <translation>正在捕获解码图</translation>
+    </message>
+    <message>
+        <source>Ready</source>
+        <translation>就绪</translation>
+    </message>
+    <message>
+        <source>The engine is already applying other settings</source>
+        <translation>引擎正在应用其他设置</translation>
+    </message>
+    <message>
+        <source>Applying settings</source>
+        <translation>正在应用设置</translation>
+    </message>
+    <message>
+        <source>Loading was cancelled</source>
+        <translation>加载已取消</translation>
     </message>
 </context>
 <context>
@@ -531,6 +586,13 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::InstalledModels</name>
+    <message>
+        <source>No PaddleOCR-VL model is installed. Download one with the model manager or with &quot;folio-cli model pull PaddlePaddle/PaddleOCR-VL-1.5&quot;, or choose a model folder.</source>
+        <translation>未安装 PaddleOCR-VL 模型。请用模型管理器或“folio-cli model pull PaddlePaddle/PaddleOCR-VL-1.5”下载一个，或选择一个模型文件夹。</translation>
+    </message>
+</context>
+<context>
     <name>folio::JobController</name>
     <message>
         <source>Re-run block %1 as %2</source>
@@ -539,6 +601,10 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>Draw a box as %1</source>
         <translation>绘制%1框</translation>
+    </message>
+    <message>
+        <source>%1, page %2: run the document before recognising its blocks</source>
+        <translation>%1，第 %2 页：请先运行文档，再识别其中的块</translation>
     </message>
 </context>
 <context>

@@ -1,5 +1,6 @@
 #include "app/jobs/document-exporter.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QMetaObject>
 #include <exception>
@@ -31,7 +32,7 @@ QString formatTitle(ExportFormat format) {
         case ExportFormat::Html:
             return QStringLiteral("HTML");
         case ExportFormat::SearchablePdf:
-            return QStringLiteral("searchable PDF");
+            return QCoreApplication::translate("folio::DocumentExporter", "searchable PDF");
         case ExportFormat::Xlsx:
             return QStringLiteral("XLSX");
         case ExportFormat::Docx:
@@ -83,8 +84,11 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
                 const ExportFormat format = formats[static_cast<qsizetype>(i)];
                 notes->append(
                     format == ExportFormat::Xlsx
-                        ? QStringLiteral("XLSX not written: no table was recognised as a grid")
-                        : QStringLiteral("%1 not written: nothing to write").arg(formatTitle(format)));
+                        ? QCoreApplication::translate("folio::DocumentExporter",
+                                                      "XLSX not written: no table was recognised as a grid")
+                        : QCoreApplication::translate("folio::DocumentExporter",
+                                                      "%1 not written: nothing to write")
+                              .arg(formatTitle(format)));
             }
             notes->append(writers[i]->notes());
         }

@@ -1,5 +1,6 @@
 #include "app/jobs/engine-host.h"
 
+#include <QCoreApplication>
 #include <algorithm>
 #include <exception>
 
@@ -10,19 +11,19 @@ namespace {
 QString phaseText(const LoadProgress& p) {
     switch (p.phase) {
         case LoadPhase::Idle:
-            return QStringLiteral("Starting the engine");
+            return QCoreApplication::translate("folio::EngineHost", "Starting the engine");
         case LoadPhase::Opening:
-            return QStringLiteral("Opening the model files");
+            return QCoreApplication::translate("folio::EngineHost", "Opening the model files");
         case LoadPhase::Weights:
-            return QStringLiteral("Loading weights");
+            return QCoreApplication::translate("folio::EngineHost", "Loading weights");
         case LoadPhase::Quantization:
-            return QStringLiteral("Quantizing weights");
+            return QCoreApplication::translate("folio::EngineHost", "Quantizing weights");
         case LoadPhase::MemoryPlan:
-            return QStringLiteral("Planning memory");
+            return QCoreApplication::translate("folio::EngineHost", "Planning memory");
         case LoadPhase::GraphCapture:
-            return QStringLiteral("Capturing decode graphs");
+            return QCoreApplication::translate("folio::EngineHost", "Capturing decode graphs");
         case LoadPhase::Ready:
-            return QStringLiteral("Ready");
+            return QCoreApplication::translate("folio::EngineHost", "Ready");
     }
     return {};
 }
@@ -55,7 +56,8 @@ EngineHost::~EngineHost() {
 
 void EngineHost::reconfigure(const EngineConfig& config) {
     if (reconfiguring_) {
-        Q_EMIT reconfigureFailed(QStringLiteral("The engine is already applying other settings"));
+        Q_EMIT reconfigureFailed(QCoreApplication::translate(
+            "folio::EngineHost", "The engine is already applying other settings"));
         return;
     }
     if (reconfigurer_.joinable()) {
@@ -63,7 +65,7 @@ void EngineHost::reconfigure(const EngineConfig& config) {
     }
     reconfiguring_ = true;
     statsTimer_.stop();
-    Q_EMIT loadProgress(QStringLiteral("Applying settings"), -1);
+    Q_EMIT loadProgress(QCoreApplication::translate("folio::EngineHost", "Applying settings"), -1);
     reconfigurer_ = std::thread([this, config] {
         QString error;
         try {
@@ -125,7 +127,7 @@ void EngineHost::poll() {
             break;
         case ServiceState::Empty:
             loadTimer_.stop();
-            Q_EMIT loadFailed(QStringLiteral("Loading was cancelled"));
+            Q_EMIT loadFailed(QCoreApplication::translate("folio::EngineHost", "Loading was cancelled"));
             break;
     }
 }

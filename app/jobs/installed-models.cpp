@@ -1,5 +1,6 @@
 #include "app/jobs/installed-models.h"
 
+#include <QCoreApplication>
 #include <QStringList>
 #include <exception>
 
@@ -40,6 +41,7 @@ ModelFolders modelsForFolder(const QString& spec, QString* note, const QString& 
             }
         }
     } else if (note != nullptr) {
+        // In English: the app finds the setting to offer from its words (settingForEngineError).
         *note =
             QStringLiteral("No layout model is known for %1: pages are read whole").arg(folders.description);
     }
@@ -62,11 +64,12 @@ std::optional<ModelFolders> findInstalledModels(QString* why) {
         }
     }
     if (why != nullptr) {
-        *why = QStringLiteral(
-                   "No PaddleOCR-VL model is installed. Download one with the model manager or with "
-                   "\"folio-cli model pull PaddlePaddle/PaddleOCR-VL-1.5\", or choose a model "
-                   "folder.\n\n") +
-               problems.join(QStringLiteral("\n"));
+        *why = QCoreApplication::translate(
+                   "folio::InstalledModels",
+                   "No PaddleOCR-VL model is installed. Download one with the model manager "
+                   "or with \"folio-cli model pull PaddlePaddle/PaddleOCR-VL-1.5\", or "
+                   "choose a model folder.") +
+               QStringLiteral("\n\n") + problems.join(QStringLiteral("\n"));
     }
     return std::nullopt;
 }

@@ -1,5 +1,6 @@
 #include "app/jobs/job-controller.h"
 
+#include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QMetaObject>
 #include <QSet>
@@ -624,9 +625,11 @@ void JobController::drain() {
 
 bool JobController::canRecognize(int doc, int page) {
     if (model_.page(doc, page).result.image.isNull() && !model_.needsPageImage(doc, page)) {
-        Q_EMIT errorOccurred(QStringLiteral("%1, page %2: run the document before recognising its blocks")
-                                 .arg(model_.document(doc).name)
-                                 .arg(page + 1));
+        Q_EMIT errorOccurred(
+            QCoreApplication::translate("folio::JobController",
+                                        "%1, page %2: run the document before recognising its blocks")
+                .arg(model_.document(doc).name)
+                .arg(page + 1));
         return false;
     }
     if (service_.status().state != ServiceState::Ready) {
@@ -672,9 +675,11 @@ void JobController::submitBlock(int doc, int page, int blockId, const QString& p
         return;
     }
     if (pageImage.isNull()) {
-        Q_EMIT errorOccurred(QStringLiteral("%1, page %2: run the document before recognising its blocks")
-                                 .arg(model_.document(doc).name)
-                                 .arg(page + 1));
+        Q_EMIT errorOccurred(
+            QCoreApplication::translate("folio::JobController",
+                                        "%1, page %2: run the document before recognising its blocks")
+                .arg(model_.document(doc).name)
+                .arg(page + 1));
         return;
     }
     if (service_.status().state != ServiceState::Ready) {

@@ -21,6 +21,7 @@
 #include "app/settings/compute-devices.h"
 #include "app/settings/error-setting.h"
 #include "app/settings/settings.h"
+#include "engine/models/model-registry.h"
 #include "fixture-engine.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/main-window.h"
@@ -207,6 +208,37 @@ private Q_SLOTS:
         for (int row = 0; row < asked.errorPanel()->count(); ++row) {
             QVERIFY(!asked.errorPanel()->message(row).contains(QStringLiteral("Folio runs on the CPU")));
         }
+    }
+
+    // A context length beyond the model's (kept from a model of a longer one) loads with the model's own,
+    // and says so with the setting, rather than failing the load.
+    void aContextLengthBeyondTheModelsIsCappedAndSaid() {
+        const int64_t context = describe_model(test::kRecognitionDir).max_context;
+        Settings settings(tmp_.filePath(QStringLiteral("long.ini")));
+        SettingsValues v = settings_->values();
+        v.maxModelLen = static_cast<int>(context * 4);
+        QVERIFY(settings.apply(v).isEmpty());
+        DocumentModel model;
+        EngineHost engine;
+        JobController jobs(engine.service(), model);
+        MainWindow window(model, jobs, engine);
+        SettingsBinding::Overrides overrides;
+        overrides.cpuThreads = 2;
+        SettingsBinding binding(settings, window, engine, jobs, overrides);
+        QSignalSpy loaded(&engine, &EngineHost::loaded);
+        QSignalSpy failed(&engine, &EngineHost::loadFailed);
+        binding.start();
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 60000);
+        QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.front().front().toString()));
+        QCOMPARE(engine.service().limits().max_model_len, context);
+        QStringList notes;
+        for (int row = 0; row < window.errorPanel()->count(); ++row) {
+            if (window.errorPanel()->message(row).contains(QStringLiteral("Context length"))) {
+                QVERIFY(window.errorPanel()->message(row).contains(QString::number(context * 4)));
+                notes << window.errorPanel()->setting(row);
+            }
+        }
+        QCOMPARE(notes, QStringList{QLatin1String(setting_key::kContextLength)});
     }
 
     // The interface language switches at once, the main window's menus and actions with it.

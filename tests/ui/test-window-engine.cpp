@@ -104,32 +104,6 @@ private Q_SLOTS:
                  qPrintable(window.documentList()->item(0)->text()));
     }
 
-    // A context length beyond the model's is capped at the model's, and said, rather than failing the load.
-    void contextLengthIsCappedAtTheModels() {
-        const int64_t context = describe_model(test::kRecognitionDir).max_context;
-        QVERIFY(context > 0);
-        DocumentModel model;
-        EngineHost engine;
-        JobController jobs(engine.service(), model);
-        MainWindow window(model, jobs, engine);
-        window.setEngineFactory(
-            [context](const ModelFolders&) {
-                ServiceParams params = test::fixtureParams(1);
-                params.engine.max_model_len = context * 4;
-                return params;
-            },
-            QStringLiteral("CPU"));
-        QSignalSpy loaded(&engine, &EngineHost::loaded);
-        QSignalSpy failed(&engine, &EngineHost::loadFailed);
-        const int before = window.errorPanel()->count();
-        window.loadModels(test::fixtureFolders());
-        QCOMPARE(window.errorPanel()->count(), before + 1);
-        QVERIFY(window.errorPanel()->message(before).contains(QStringLiteral("Context length")));
-        QVERIFY(window.errorPanel()->message(before).contains(QString::number(context)));
-        QVERIFY(loaded.wait(120000));
-        QVERIFY(failed.isEmpty());
-    }
-
     // Every engine error says which setting may fix it and offers it: no device, a model folder that does
     // not load, a layout folder that does not load, a KV cache that does not fit the GPU memory share, the
     // device running out of memory during a run. The panel's button names the setting and asks for it, as a

@@ -1,10 +1,12 @@
 // Conversations kept across restarts: the chats file's text read back as it was written, files that are
 // damaged or from elsewhere refused or cut at the first turn that cannot be read, and on the Llama fixture a
 // conversation asked, written, and shown again by a new session and panel, a closed document's left out.
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBrowser>
 #include <QtTest>
+#include <algorithm>
 #include <chrono>
 
 #include "app/chat/chat-session.h"
@@ -13,10 +15,12 @@
 #include "app/settings/settings.h"
 #include "engine/common/error.h"
 #include "engine/service/engine-service.h"
+#include "screenshot.h"
 #include "ui/chat/chat-message-view.h"
 #include "ui/chat/chat-panel.h"
 
 using namespace folio;
+using folio::test::saveScreenshot;
 using namespace std::chrono_literals;
 
 namespace {
@@ -241,9 +245,18 @@ private Q_SLOTS:
         ChatPanel citing(service);
         citing.setDocumentContextProvider(
             [&pages] { return std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages)); });
-        citing.session()->restoreHistory(closed, {question(QStringLiteral("How long?")), cited});
+        ChatTurn withVideo = question(QStringLiteral("How long?"), {gradient()});
+        withVideo.videosNotKept = 1;
+        citing.session()->restoreHistory(closed, {withVideo, cited});
         citing.setDocument(closed);
         QCOMPARE(citing.messageViews().size(), 2);
+        // The question shows its image and says its video was not kept.
+        const QList<QLabel*> labels = citing.messageViews().first()->findChildren<QLabel*>();
+        QVERIFY(std::any_of(labels.begin(), labels.end(), [](const QLabel* label) {
+            return label->text() == QStringLiteral("video\nnot kept");
+        }));
+        citing.resize(420, 480);
+        saveScreenshot(&citing, QStringLiteral("chat-restored"));
         QVERIFY(citing.messageViews().last()->shownText().contains(QStringLiteral("(folio-cite:p2.b1)")));
         QSignalSpy activated(&citing, &ChatPanel::citationActivated);
         Q_EMIT citing.messageViews().last()->citationClicked(QStringLiteral("p2.b1"));

@@ -286,10 +286,6 @@ Attach one, type a question and press Enter.</source>
         <translation>可以提任何问题，或打开“询问文档”，就此文档识别出的文本提问。
 %1 只能读取文本：无法查看页面或图片。</translation>
     </message>
-    <message>
-        <source>%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and pictures, or use Ask the document to ask about the recognised text.</source>
-        <translation>%1 只能读取文本，无法查看图像：如需询问页面和图片，请安装 ERNIE-4.5-VL；或使用“询问文档”就识别出的文本提问。</translation>
-    </message>
 </context>
 <context>
     <name>folio::ChatSession</name>

@@ -103,6 +103,13 @@ std::optional<ModelDescription> ChatSession::answeringModel() const {
     return std::nullopt;
 }
 
+QString ChatSession::textOnlyMessage(const QString& model) {
+    return tr("%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and "
+              "pictures, "
+              "or use Ask the document to ask about the recognised text.")
+        .arg(model);
+}
+
 bool ChatSession::answersWith(Modality modality) const {
     const std::optional<ModelDescription> model = answeringModel();
     return !model || model->takes(modality);
@@ -196,9 +203,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     const bool takesImages = !answering || answering->takes(Modality::Image);
     const bool takesVideo = !answering || answering->takes(Modality::Video);
     if (!images.isEmpty() && !takesImages) {
-        Q_EMIT failed(tr("%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about "
-                         "pages and pictures, or use Ask the document to ask about the recognised text.")
-                          .arg(QString::fromStdString(answering->name)));
+        Q_EMIT failed(textOnlyMessage(QString::fromStdString(answering->name)));
         return false;
     }
     if (!videos.isEmpty() && !takesVideo) {

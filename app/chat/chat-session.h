@@ -72,6 +72,8 @@ public:
     // Whether the model questions go to (the chat model, else the recognition model) takes a kind of input:
     // a text-only chat model takes no images, so pages and pictures cannot be attached for it.
     bool answersWith(Modality modality) const;
+    // Why a text-only model takes no images, and what to do instead.
+    static QString textOnlyMessage(const QString& model);
     bool engineReady() const { return service_.status().state == ServiceState::Ready; }
 
     // The reasoning parser a model's answers are split with (its description's); none for a model whose

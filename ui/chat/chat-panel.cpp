@@ -247,10 +247,7 @@ bool ChatPanel::refusesAttachments() {
     if (session_->answersWith(Modality::Image)) {
         return false;
     }
-    showMessage(tr("%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and "
-                   "pictures, or use Ask the document to ask about the recognised text.")
-                    .arg(session_->chatModel()),
-                true);
+    showMessage(ChatSession::textOnlyMessage(session_->chatModel()), true);
     return true;
 }
 

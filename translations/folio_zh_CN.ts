@@ -1114,6 +1114,18 @@ Attach one, type a question and press Enter.</source>
         <source>The result view: %1</source>
         <translation>结果视图：%1</translation>
     </message>
+    <message>
+        <source>Encrypted PDF</source>
+        <translation>加密的 PDF</translation>
+    </message>
+    <message>
+        <source>The password does not open “%1”. Its password:</source>
+        <translation>该密码无法打开“%1”。请输入其密码：</translation>
+    </message>
+    <message>
+        <source>“%1” is encrypted. Its password:</source>
+        <translation>“%1”已加密。请输入其密码：</translation>
+    </message>
 </context>
 <context>
     <name>folio::ModelInventory</name>

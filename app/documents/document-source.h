@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QByteArray>
+#include <QHash>
 #include <QImage>
 #include <QSize>
 #include <QString>
@@ -18,6 +19,11 @@ inline constexpr int kMaxDpi = 2400;
 struct DocumentOptions {
     int dpi = kDefaultDpi;  // PDF rendering resolution, kMinDpi..kMaxDpi
     QString password;       // opens encrypted PDFs; empty: none
+    // Passwords given for single files (the desktop app asks for a file's when it is locked), by path; a
+    // file's own comes before `password`.
+    QHash<QString, QString> passwords;
+
+    QString passwordFor(const QString& path) const { return passwords.value(path, password); }
 };
 
 enum class DocumentKind { Pdf, Image };

@@ -26,6 +26,9 @@ namespace folio {
 
 namespace {
 
+constexpr const char* kNeedsPassword = ": the PDF is encrypted and needs a password to open";
+constexpr const char* kWrongPassword = ": the password does not open this encrypted PDF";
+
 Q_LOGGING_CATEGORY(lcPoppler, "folio.poppler", QtWarningMsg)
 
 // Poppler reports problems through one process-wide function. Folio's routes them to the "folio.poppler"
@@ -279,6 +282,10 @@ double pageScanDpi(QPDFPageObjectHelper& page) {
 
 }  // namespace
 
+bool isPasswordError(const QString& message) {
+    return message.endsWith(QLatin1String(kNeedsPassword)) || message.endsWith(QLatin1String(kWrongPassword));
+}
+
 int scanRenderDpi(double imageDpi, int dpi) {
     if (!(imageDpi > 0) || imageDpi >= dpi) {
         return dpi;
@@ -324,7 +331,7 @@ struct PdfDocument::Scans {
 };
 
 PdfDocument::PdfDocument(const QString& path, const DocumentOptions& options)
-    : path_(path), dpi_(options.dpi), password_(options.password) {
+    : path_(path), dpi_(options.dpi), password_(options.passwordFor(path)) {
     const std::string name = path.toStdString();
     if (options.dpi < kMinDpi || options.dpi > kMaxDpi) {
         fail(name, ": a resolution of ", options.dpi, " DPI is outside ", kMinDpi, "..", kMaxDpi);
@@ -340,17 +347,17 @@ PdfDocument::PdfDocument(const QString& path, const DocumentOptions& options)
         fail(name, ": cannot open the PDF: the file is damaged or truncated", messages.suffix());
     }
     if (document_->isLocked()) {
-        if (options.password.isEmpty()) {
-            fail(name, ": the PDF is encrypted and needs a password to open");
+        if (password_.isEmpty()) {
+            fail(name, kNeedsPassword);
         }
         // Older encryption takes Latin-1 passwords, AES-256 takes UTF-8.
-        const QByteArray utf8 = options.password.toUtf8();
-        const QByteArray latin1 = options.password.toLatin1();
+        const QByteArray utf8 = password_.toUtf8();
+        const QByteArray latin1 = password_.toLatin1();
         // unlock() answers whether the document is still locked.
         const bool locked =
             document_->unlock(utf8, utf8) && (latin1 == utf8 || document_->unlock(latin1, latin1));
         if (locked || document_->isLocked()) {
-            fail(name, ": the password does not open this encrypted PDF");
+            fail(name, kWrongPassword);
         }
     }
     pageCount_ = document_->numPages();

@@ -40,6 +40,9 @@ QSize pagePixelSize(QSizeF points, int dpi);
 // kMaxImagePixels; 0 where even 1 DPI does not.
 int fittingDpi(QSizeF points, int dpi);
 
+// Whether an error opening a PDF says it is locked: it needs a password, or the one given does not open it.
+bool isPasswordError(const QString& message);
+
 // The DPI a scanned page renders at for a requested `dpi`, its scan having `imageDpi` (0: no scan), before
 // the engine's image limits.
 int scanRenderDpi(double imageDpi, int dpi);

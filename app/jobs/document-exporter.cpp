@@ -45,7 +45,7 @@ QString formatTitle(ExportFormat format) {
 
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                                     const QList<ExportFormat>& formats, const ExportOptions& options,
-                                    const QString& password, QStringList* notes) {
+                                    const DocumentOptions& documentOptions, QStringList* notes) {
     if (!QDir().mkpath(options.outputDir)) {
         fail("cannot create the folder ", options.outputDir.toStdString());
     }
@@ -59,7 +59,7 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
             writer->begin(info);
         }
         const bool needsImages = formats.contains(ExportFormat::SearchablePdf);
-        PageRenderer renderer(password);
+        PageRenderer renderer(documentOptions);
         for (const PageResult& page : pages) {
             if (needsImages && page.image.isNull() && page.width > 0 && !page.inputPath.isEmpty()) {
                 PageResult withImage = page;
@@ -116,30 +116,31 @@ void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& format
     }
     info.pageCount = static_cast<int>(pages.size());
     ++busy_;
-    pool_.start([this, doc, info, pages = std::move(pages), formats, options, password = password_] {
-        QStringList files;
-        QStringList notes;
-        QString error;
-        try {
-            if (pages.empty()) {
-                fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
-            }
-            files = write(info, pages, formats, options, password, &notes);
-        } catch (const std::exception& e) {
-            error = QString::fromUtf8(e.what());
-        }
-        QMetaObject::invokeMethod(
-            this,
-            [this, doc, files, notes, error] {
-                --busy_;
-                if (error.isEmpty()) {
-                    Q_EMIT finished(doc, files, notes);
-                } else {
-                    Q_EMIT failed(doc, error);
+    pool_.start(
+        [this, doc, info, pages = std::move(pages), formats, options, documentOptions = documentOptions_] {
+            QStringList files;
+            QStringList notes;
+            QString error;
+            try {
+                if (pages.empty()) {
+                    fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
                 }
-            },
-            Qt::QueuedConnection);
-    });
+                files = write(info, pages, formats, options, documentOptions, &notes);
+            } catch (const std::exception& e) {
+                error = QString::fromUtf8(e.what());
+            }
+            QMetaObject::invokeMethod(
+                this,
+                [this, doc, files, notes, error] {
+                    --busy_;
+                    if (error.isEmpty()) {
+                        Q_EMIT finished(doc, files, notes);
+                    } else {
+                        Q_EMIT failed(doc, error);
+                    }
+                },
+                Qt::QueuedConnection);
+        });
 }
 
 }  // namespace folio

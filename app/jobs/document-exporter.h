@@ -9,6 +9,7 @@
 #include <QThreadPool>
 
 #include "app/document-model/document-model.h"
+#include "app/documents/document-source.h"
 #include "app/export/document-writer.h"
 
 namespace folio {
@@ -25,8 +26,8 @@ public:
     bool isBusy() const { return busy_ > 0; }
     void waitForDone() { pool_.waitForDone(); }
 
-    // The password of encrypted PDFs, for rendering their pages again.
-    void setPassword(const QString& password) { password_ = password; }
+    // The passwords of encrypted PDFs, for rendering their pages again.
+    void setDocumentOptions(const DocumentOptions& options) { documentOptions_ = options; }
 
     // Writes pages synchronously: the files written. What was not written or was written in a simpler form,
     // each with why, goes to `notes` when given ("XLSX not written: no table was recognised as a grid",
@@ -34,7 +35,7 @@ public:
     // partial file.
     static QStringList write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                              const QList<ExportFormat>& formats, const ExportOptions& options,
-                             const QString& password = {}, QStringList* notes = nullptr);
+                             const DocumentOptions& documentOptions = {}, QStringList* notes = nullptr);
 
 Q_SIGNALS:
     // The files written, and what was not written or was written in a simpler form, with why.
@@ -43,7 +44,7 @@ Q_SIGNALS:
 
 private:
     const DocumentModel& model_;
-    QString password_;
+    DocumentOptions documentOptions_;
     QThreadPool pool_;
     int busy_ = 0;
 };

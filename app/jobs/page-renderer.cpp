@@ -8,8 +8,8 @@ QImage PageRenderer::render(const PageResult& page) {
     const std::pair<QString, int> key{page.inputPath, page.dpi};
     auto it = sources_.find(key);
     if (it == sources_.end()) {
-        DocumentOptions options;
-        options.password = password_;
+        DocumentOptions options = options_;
+        options.dpi = kDefaultDpi;
         if (page.dpi > 0) {
             options.dpi = page.dpi;
         }

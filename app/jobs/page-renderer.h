@@ -16,14 +16,15 @@ namespace folio {
 
 class PageRenderer {
 public:
-    explicit PageRenderer(QString password = {}) : password_(std::move(password)) {}
+    // options: the passwords of encrypted PDFs (its DPI is each page's own).
+    explicit PageRenderer(DocumentOptions options = {}) : options_(std::move(options)) {}
 
     // The page's image; throws folio::Error naming the file and the page where it cannot be rendered again or
     // comes out at another size (the file changed since it was read).
     QImage render(const PageResult& page);
 
 private:
-    QString password_;
+    DocumentOptions options_;
     std::map<std::pair<QString, int>, std::unique_ptr<DocumentSource>> sources_;  // by path and DPI
 };
 

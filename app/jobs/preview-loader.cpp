@@ -30,12 +30,11 @@ void PreviewLoader::loadPageImage(int doc, int page) {
     }
     imagesUnderWay_.insert({doc, page});
     const PageResult result = model_.page(doc, page).result;
-    const QString password = options_.password;
-    pool_.start([this, doc, page, result, password] {
+    pool_.start([this, doc, page, result, options = options_] {
         QImage image;
         QString error;
         try {
-            image = PageRenderer(password).render(result);
+            image = PageRenderer(options).render(result);
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }

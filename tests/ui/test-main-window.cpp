@@ -43,6 +43,7 @@
 #include "app/settings/error-setting.h"
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
+#include "tests/app/documents/test-pdf.h"
 #include "screenshot.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
@@ -707,6 +708,41 @@ private Q_SLOTS:
         QCOMPARE(window_->pageView()->blockItemCount(), 0);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
         QCOMPARE(window_->pageList()->count(), 0);
+    }
+
+    // A locked PDF asks for its password, again where the one given does not open it, and opens with it;
+    // declining leaves it failed with the reason.
+    void encryptedPdfAsksForItsPassword() {
+        const QString locked = tmp_.filePath(QStringLiteral("locked.pdf"));
+        test::writeFile(locked, test::encryptedPdf("secret"));
+        QStringList asked;
+        QStringList answers = {QStringLiteral("wrong"), QStringLiteral("secret")};
+        window_->setPasswordPrompt([&](const QString& name, bool again) -> std::optional<QString> {
+            asked << QStringLiteral("%1 %2").arg(name).arg(again);
+            if (answers.isEmpty()) {
+                return std::nullopt;
+            }
+            return answers.takeFirst();
+        });
+        window_->openFiles({locked});
+        const int doc = model_->findDocument(locked);
+        QVERIFY(doc >= 0);
+        QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).pages.size(), size_t{1}, 20000);
+        QCOMPARE(asked, (QStringList{QStringLiteral("locked.pdf 0"), QStringLiteral("locked.pdf 1")}));
+        QVERIFY(model_->document(doc).state != DocumentState::Failed);
+        QCOMPARE(jobs_->documentOptions().passwordFor(locked), QStringLiteral("secret"));
+
+        // Declined: the document fails, and says why.
+        const QString other = tmp_.filePath(QStringLiteral("locked-too.pdf"));
+        test::writeFile(other, test::encryptedPdf("other"));
+        const int before = window_->errorPanel()->count();
+        window_->openFiles({other});
+        const int declined = model_->findDocument(other);
+        QTRY_COMPARE_WITH_TIMEOUT(model_->document(declined).state, DocumentState::Failed, 20000);
+        QCOMPARE(asked.size(), 3);
+        QTRY_COMPARE(window_->errorPanel()->count(), before + 1);
+        QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("needs a password")));
+        window_->setPasswordPrompt({});
     }
 
     // The exported HTML shows its formulas typeset with the page's scripts off: KaTeX's HTML in the file, its

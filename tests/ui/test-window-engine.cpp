@@ -93,7 +93,8 @@ private Q_SLOTS:
         JobController jobs(engine.service(), model);
         MainWindow window(model, jobs, engine);
         window.openFiles({QString::fromUtf8(test::kSamplePdf)});
-        QCOMPARE(model.document(0).state, DocumentState::Queued);
+        // Queued once it has opened (its pages counted).
+        QTRY_COMPARE(model.document(0).state, DocumentState::Queued);
         QSignalSpy failed(&engine, &EngineHost::loadFailed);
         ServiceParams params = test::fixtureParams(1);
         params.models.front().dir = tmp_.filePath(QStringLiteral("no-such-model")).toStdString();

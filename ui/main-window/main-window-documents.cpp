@@ -4,6 +4,8 @@
 
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QInputDialog>
+#include <QLineEdit>
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPainter>
@@ -65,9 +67,8 @@ void MainWindow::ensurePageImageNow() const {
         return;
     }
     try {
-        model_.setPageImage(
-            doc_, page_,
-            PageRenderer(jobs_.documentOptions().password).render(model_.page(doc_, page_).result));
+        model_.setPageImage(doc_, page_,
+                            PageRenderer(jobs_.documentOptions()).render(model_.page(doc_, page_).result));
     } catch (const std::exception& e) {
         errors_->addError(QString::fromUtf8(e.what()));
     }
@@ -78,6 +79,37 @@ void MainWindow::usePageImage(int doc, int page) {
     if (model_.needsPageImage(doc, page)) {
         preview_->loadPageImage(doc, page);
     }
+}
+
+bool MainWindow::askPassword(int doc) {
+    const DocumentEntry& entry = model_.document(doc);
+    const QString path = entry.path;
+    const bool again = jobs_.documentOptions().passwords.contains(path);
+    std::optional<QString> password;
+    if (passwordPrompt_) {
+        password = passwordPrompt_(entry.name, again);
+    } else {
+        bool ok = false;
+        const QString text =
+            QInputDialog::getText(this, tr("Encrypted PDF"),
+                                  again ? tr("The password does not open “%1”. Its password:").arg(entry.name)
+                                        : tr("“%1” is encrypted. Its password:").arg(entry.name),
+                                  QLineEdit::Password, QString(), &ok);
+        if (ok) {
+            password = text;
+        }
+    }
+    if (!password) {
+        return false;
+    }
+    // Kept for this run only, for opening, running and exporting the file.
+    DocumentOptions options = jobs_.documentOptions();
+    options.passwords.insert(path, *password);
+    jobs_.setDocumentOptions(options);
+    preview_->setDocumentOptions(options);
+    model_.setDocumentState(doc, DocumentState::Opening);
+    preview_->load(doc);
+    return true;
 }
 
 void MainWindow::setSessionFile(const QString& path) {
@@ -133,11 +165,23 @@ void MainWindow::openFiles(const QStringList& paths) {
     if (first >= 0) {
         showDocument(first);
     }
-    if (runOnOpen_ && !added.isEmpty()) {
-        jobs_.run(added);
-        if (engine_.state() != ServiceState::Ready) {
-            statusBar()->showMessage(tr("The documents run once the model is loaded"), 5000);
+    if (runOnOpen_) {
+        // They run together once each has opened (or failed to): a locked PDF asks for its password first.
+        for (const int doc : std::as_const(added)) {
+            opening_.insert(doc);
         }
+        runOpened();
+    }
+}
+
+void MainWindow::runOpened() {
+    if (!opening_.isEmpty() || openedToRun_.isEmpty()) {
+        return;
+    }
+    jobs_.run(openedToRun_);
+    openedToRun_.clear();
+    if (engine_.state() != ServiceState::Ready) {
+        statusBar()->showMessage(tr("The documents run once the model is loaded"), 5000);
     }
 }
 
@@ -333,6 +377,9 @@ bool MainWindow::closeDocument(int doc) {
 }
 
 void MainWindow::onDocumentClosed(int doc) {
+    opening_.remove(doc);
+    openedToRun_.removeAll(doc);
+    runOpened();
     int row = -1;
     for (int r = 0; r < documents_->count(); ++r) {
         if (documents_->item(r)->data(Qt::UserRole).toInt() == doc) {

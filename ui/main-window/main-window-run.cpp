@@ -161,7 +161,7 @@ void MainWindow::exportDocument(int doc, const QString& folder, const QList<Expo
     ExportOptions options;
     options.outputDir = QDir(folder).absolutePath();
     options.markdownLabels = markdownLabels_;
-    exporter_->setPassword(jobs_.documentOptions().password);
+    exporter_->setDocumentOptions(jobs_.documentOptions());
     exporter_->exportDocument(doc, formats, options);
     statusBar()->showMessage(tr("Exporting to %1…").arg(options.outputDir));
 }

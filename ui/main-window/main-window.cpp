@@ -25,6 +25,7 @@
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/session-file.h"
+#include "app/documents/pdf-document.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
 #include "app/jobs/preview-loader.h"
@@ -253,8 +254,20 @@ void MainWindow::connectModel() {
 
     connect(&jobs_, &JobController::errorOccurred, this,
             [this](const QString& message) { reportEngineError(message, EngineErrorSource::Running); });
-    connect(preview_, &PreviewLoader::openFailed, this,
-            [this](int, const QString& message) { reportError(message); });
+    connect(preview_, &PreviewLoader::openFailed, this, [this](int doc, const QString& message) {
+        if (isPasswordError(message) && askPassword(doc)) {
+            return;  // opened again with the password
+        }
+        opening_.remove(doc);
+        reportError(message);
+        runOpened();
+    });
+    connect(preview_, &PreviewLoader::documentOpened, this, [this](int doc) {
+        if (opening_.remove(doc)) {
+            openedToRun_ << doc;
+            runOpened();
+        }
+    });
     connect(preview_, &PreviewLoader::pageImageFailed, this,
             [this](int, int, const QString& message) { reportError(message); });
     connect(&jobs_, &JobController::pageImageNeeded, preview_, &PreviewLoader::loadPageImage);

@@ -13,8 +13,10 @@
 #include <QList>
 #include <QMainWindow>
 #include <QPointer>
+#include <QSet>
 #include <QThreadPool>
 #include <functional>
+#include <optional>
 
 #include "app/export/document-writer.h"
 #include "app/jobs/engine-host.h"
@@ -81,6 +83,10 @@ public:
     // Documents.
     void openFiles(const QStringList& paths);
     void setRunOnOpen(bool on) { runOnOpen_ = on; }
+    // Asks for a locked PDF's password (its name; again: the last one given did not open it); nothing where
+    // the user declines. A dialog by default; tests give their own.
+    using PasswordPrompt = std::function<std::optional<QString>(const QString& name, bool again)>;
+    void setPasswordPrompt(PasswordPrompt prompt) { passwordPrompt_ = std::move(prompt); }
     void showDocument(int doc);
     void showPage(int doc, int page);
     int currentDocument() const { return doc_; }
@@ -168,6 +174,10 @@ private:
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);
+    // A locked PDF: asks for its password and opens it again with it; false where the user declined.
+    bool askPassword(int doc);
+    // Runs the documents opened to run once none is still opening.
+    void runOpened();
     // The models as the status bar names them: "PaddleOCR-VL-1.5 + ERNIE-4.5-VL-28B-A3B-PT".
     static QString modelsTitle(const ModelFolders& models);
     void fitToScreen(const QSize& wanted);
@@ -195,6 +205,11 @@ private:
     PageView* pageView_ = nullptr;
     ResultView* resultView_ = nullptr;
     ErrorPanel* errors_ = nullptr;
+    PasswordPrompt passwordPrompt_;
+    // Documents opened to run (runOnOpen_) that are still opening, and those opened: they run together once
+    // none is left opening.
+    QSet<int> opening_;
+    QList<int> openedToRun_;
     EngineStatus* engineStatus_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QLabel* progressText_ = nullptr;

@@ -125,7 +125,7 @@ private Q_SLOTS:
         QFETCH(int, dpi);
         QFETCH(int, page);
         QFETCH(QSize, pixels);
-        PdfDocument document(twoPages_, DocumentOptions{dpi, {}});
+        PdfDocument document(twoPages_, DocumentOptions{dpi, {}, {}});
         QCOMPARE(document.pageSizeHint(page), pixels);
         QCOMPARE(document.renderDpi(page), dpi);
         const folio::RenderedPage rendered = document.renderPage(page);
@@ -143,7 +143,7 @@ private Q_SLOTS:
     }
 
     void renderedContentIsWhereItWasDrawn() {
-        PdfDocument document(twoPages_, DocumentOptions{100, {}});
+        PdfDocument document(twoPages_, DocumentOptions{100, {}, {}});
         const QImage image = document.renderPage(1).image;
         // The square covers 100..200 px at 100 DPI.
         QVERIFY(isBlack(image.pixel(150, 150)));
@@ -257,7 +257,7 @@ private Q_SLOTS:
         QFETCH(QSize, expectedPixels);
         const QString file = path(QStringLiteral("image-page.pdf"));
         writeImagePage(file, imagePixels, text);
-        PdfDocument document(file, DocumentOptions{dpi, {}});
+        PdfDocument document(file, DocumentOptions{dpi, {}, {}});
         if (text.isEmpty()) {
             // The image is stored at its own size: its resolution over the page is its pixels over A4.
             QVERIFY2(qAbs(document.scanDpi(0) - imagePixels.width() * 72.0 / kA4.width()) < 0.5,
@@ -327,7 +327,7 @@ private Q_SLOTS:
         const QString rotated = path(QStringLiteral("rotated.pdf"));
         folio::test::writeFile(
             rotated, folio::test::buildPdf("/MediaBox [0 0 612 792] /Rotate 90", "0 g 72 500 72 72 re f"));
-        PdfDocument document(rotated, DocumentOptions{72, {}});
+        PdfDocument document(rotated, DocumentOptions{72, {}, {}});
         QCOMPARE(document.pageSizePoints(0), QSizeF(792, 612));
         QCOMPARE(document.pageSizeHint(0), QSize(792, 612));
         const QImage image = document.renderPage(0).image;
@@ -343,14 +343,20 @@ private Q_SLOTS:
         QCOMPARE(errorOf([&] { PdfDocument document(locked); }),
                  locked + QStringLiteral(": the PDF is encrypted and needs a password to open"));
         QCOMPARE(errorOf([&] {
-                     folio::openDocument(locked, DocumentOptions{200, QStringLiteral("wrong")});
+                     folio::openDocument(locked, DocumentOptions{200, QStringLiteral("wrong"), {}});
                  }),
                  locked + QStringLiteral(": the password does not open this encrypted PDF"));
-        PdfDocument document(locked, DocumentOptions{100, QStringLiteral("secret")});
+        PdfDocument document(locked, DocumentOptions{100, QStringLiteral("secret"), {}});
         QCOMPARE(document.pageCount(), 1);
         const QImage image = document.renderPage(0).image;
         QCOMPARE(image.size(), QSize(850, 1100));
         QVERIFY(isWhite(image.pixel(425, 550)));
+        // A file's own password comes before the one for every file.
+        DocumentOptions options{100, QStringLiteral("wrong"), {{locked, QStringLiteral("secret")}}};
+        QCOMPARE(folio::openDocument(locked, options)->pageCount(), 1);
+        QCOMPARE(options.passwordFor(twoPages_), QStringLiteral("wrong"));
+        QVERIFY(folio::isPasswordError(errorOf([&] { PdfDocument locked2(locked); })));
+        QVERIFY(!folio::isPasswordError(locked + QStringLiteral(": cannot open the PDF")));
     }
 
     void truncatedPdfIsAnErrorNamingTheFile_data() {
@@ -378,7 +384,7 @@ private Q_SLOTS:
             const QString cut = path(QStringLiteral("cut.pdf"));
             folio::test::writeFile(cut, bytes.left(static_cast<qsizetype>(bytes.size() * fraction)));
             try {
-                const auto document = folio::openDocument(cut, DocumentOptions{50, {}});
+                const auto document = folio::openDocument(cut, DocumentOptions{50, {}, {}});
                 for (int i = 0; i < document->pageCount(); ++i) {
                     try {
                         QVERIFY(!document->renderPage(i).image.isNull());
@@ -461,7 +467,7 @@ private Q_SLOTS:
 
     void resolutionOutOfRange() {
         QCOMPARE(errorOf([&] {
-                     PdfDocument document(twoPages_, DocumentOptions{5, {}});
+                     PdfDocument document(twoPages_, DocumentOptions{5, {}, {}});
                  }),
                  twoPages_ + QStringLiteral(": a resolution of 5 DPI is outside 18..2400"));
     }
@@ -469,11 +475,11 @@ private Q_SLOTS:
     void sourcesRenderOnSeveralThreadsAtOnce() {
         // One source a thread, as pipeline workers use them; each thread's pages match a render on this
         // thread.
-        PdfDocument reference(twoPages_, DocumentOptions{72, {}});
+        PdfDocument reference(twoPages_, DocumentOptions{72, {}, {}});
         const std::vector<QImage> expected = {reference.renderPage(0).image, reference.renderPage(1).image};
         std::vector<std::unique_ptr<folio::DocumentSource>> sources;
         for (int t = 0; t < 4; ++t) {
-            sources.push_back(folio::openDocument(twoPages_, DocumentOptions{72, {}}));
+            sources.push_back(folio::openDocument(twoPages_, DocumentOptions{72, {}, {}}));
         }
         std::atomic<int> mismatches{0};
         std::vector<std::thread> threads;
@@ -539,7 +545,7 @@ private Q_SLOTS:
             pages.push_back({i % 2 == 0 ? kA4 : kLetter, QStringLiteral("Page %1").arg(i + 1)});
         }
         folio::test::writeTestPdf(many, pages);
-        const auto document = folio::openDocument(many, DocumentOptions{50, {}});
+        const auto document = folio::openDocument(many, DocumentOptions{50, {}, {}});
         QCOMPARE(document->pageCount(), 300);
         QCOMPARE(document->pageSizeHint(299), QSize(425, 550));
         QCOMPARE(document->renderPage(299).image.size(), QSize(425, 550));

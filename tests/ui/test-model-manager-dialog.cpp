@@ -124,7 +124,7 @@ private Q_SLOTS:
         const QString folder = QStringLiteral(FOLIO_FIXTURES_ROOT "/paddleocr-vl/paddleocr-vl-tiny");
         d->setFoldersInUse({folder, folder + QStringLiteral("/"), QString()});
         QCOMPARE(d->installed().size(), 1);
-        const InstalledModel& model = d->installed()[0];
+        const InstalledModel model = d->installed()[0];  // installed() gives a copy
         QVERIFY2(model.ok(), qPrintable(model.problems.join(QLatin1Char('\n'))));
         QCOMPARE(model.kind, hub::ModelKind::Recognition);
         QVERIFY2(model.source.startsWith(QStringLiteral("in use: ")), qPrintable(model.source));

@@ -4,14 +4,12 @@
 // focused widget (Delete, undo and redo), Run after a cancel goes on, Run and Re-run As ask before replacing
 // the user's changes, the result view follows the page, script messages stay out of the terminal, the
 // window's layout is kept and fitted to the screen, the window has its icon, overlays stay on the page, an
-// idle engine shows no rate, documents queued for a model that failed say so, the context length is capped
-// at the model's, problems open small, every engine error offers the setting that may fix it, the exported
-// HTML shows its formulas typeset with no script and offline, and the GUI thread never stalls for 100 ms
-// while a 50-page PDF runs.
+// idle engine shows no rate, the exported HTML shows its formulas typeset with no script and offline, and
+// the GUI thread never stalls for 100 ms while a 50-page PDF runs. Documents as they open:
+// test-window-documents.
 #include <QAction>
 #include <QApplication>
 #include <QDir>
-#include <QDropEvent>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QGraphicsRectItem>
@@ -20,7 +18,6 @@
 #include <QListWidget>
 #include <QMap>
 #include <QMessageBox>
-#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScreen>
@@ -44,7 +41,6 @@
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
 #include "screenshot.h"
-#include "tests/app/documents/test-pdf.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/main-window.h"
@@ -313,36 +309,6 @@ private Q_SLOTS:
                 .toString()
                 .contains(QStringLiteral("An edited paragraph.")),
             10000);
-    }
-
-    // Files dropped on the window open (URLs of local files); a drop of text is refused.
-    void droppedFilesOpen() {
-        window_->setRunOnOpen(false);
-        const QString image = tmp_.filePath(QStringLiteral("dropped.png"));
-        QImage page(400, 300, QImage::Format_RGB888);
-        page.fill(Qt::white);
-        QVERIFY(page.save(image));
-        const int before = model_->documentCount();
-
-        QMimeData text;
-        text.setText(QStringLiteral("not a file"));
-        QDragEnterEvent refused(QPoint(100, 100), Qt::CopyAction, &text, Qt::LeftButton, Qt::NoModifier);
-        QApplication::sendEvent(window_.get(), &refused);
-        QVERIFY(!refused.isAccepted());
-
-        QMimeData files;
-        files.setUrls({QUrl::fromLocalFile(image)});
-        QDragEnterEvent enter(QPoint(100, 100), Qt::CopyAction, &files, Qt::LeftButton, Qt::NoModifier);
-        QApplication::sendEvent(window_.get(), &enter);
-        QVERIFY(enter.isAccepted());
-        QDropEvent drop(QPointF(100, 100), Qt::CopyAction, &files, Qt::LeftButton, Qt::NoModifier);
-        QApplication::sendEvent(window_.get(), &drop);
-        QVERIFY(drop.isAccepted());
-        QCOMPARE(model_->documentCount(), before + 1);
-        QCOMPARE(model_->document(before).path, image);
-        QCOMPARE(window_->currentDocument(), before);
-        QTRY_COMPARE_WITH_TIMEOUT(model_->document(before).state, DocumentState::Idle, 20000);
-        window_->setRunOnOpen(true);
     }
 
     // With a session file, the documents open now come back in a new window with their results and the
@@ -682,67 +648,6 @@ private Q_SLOTS:
         QVERIFY2(window_->engineStatus()->text().contains(QStringLiteral("0 tok/s")) &&
                      !window_->engineStatus()->text().contains(QStringLiteral("31 tok/s")),
                  qPrintable(window_->engineStatus()->text()));
-    }
-
-    void errorsGoToThePanel() {
-        const int before = window_->errorPanel()->count();
-        window_->errorPanel()->hide();
-        window_->openFiles({tmp_.filePath(QStringLiteral("missing.pdf"))});
-        QCOMPARE(window_->errorPanel()->count(), before + 1);
-        // The panel opens for it, a few lines high.
-        QVERIFY(window_->errorPanel()->isVisible());
-        QTRY_VERIFY(window_->errorPanel()->height() < window_->height() / 4);
-        QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("missing.pdf")));
-
-        // A file that does not open shows as itself, not with the page of the document shown before.
-        const QString broken = tmp_.filePath(QStringLiteral("broken.pdf"));
-        QFile file(broken);
-        QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write("%PDF-1.7\nnot really a PDF");
-        file.close();
-        QVERIFY(window_->pageView()->blockItemCount() > 0 || window_->currentDocument() >= 0);
-        window_->openFiles({broken});
-        const int doc = window_->currentDocument();
-        QCOMPARE(model_->document(doc).path, broken);
-        QCOMPARE(window_->pageView()->currentDocument(), doc);
-        QCOMPARE(window_->pageView()->blockItemCount(), 0);
-        QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).state, DocumentState::Failed, 20000);
-        QCOMPARE(window_->pageList()->count(), 0);
-    }
-
-    // A locked PDF asks for its password, again where the one given does not open it, and opens with it;
-    // declining leaves it failed with the reason.
-    void encryptedPdfAsksForItsPassword() {
-        const QString locked = tmp_.filePath(QStringLiteral("locked.pdf"));
-        test::writeFile(locked, test::encryptedPdf("secret"));
-        QStringList asked;
-        QStringList answers = {QStringLiteral("wrong"), QStringLiteral("secret")};
-        window_->setPasswordPrompt([&](const QString& name, bool again) -> std::optional<QString> {
-            asked << QStringLiteral("%1 %2").arg(name).arg(again);
-            if (answers.isEmpty()) {
-                return std::nullopt;
-            }
-            return answers.takeFirst();
-        });
-        window_->openFiles({locked});
-        const int doc = model_->findDocument(locked);
-        QVERIFY(doc >= 0);
-        QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).pages.size(), size_t{1}, 20000);
-        QCOMPARE(asked, (QStringList{QStringLiteral("locked.pdf 0"), QStringLiteral("locked.pdf 1")}));
-        QVERIFY(model_->document(doc).state != DocumentState::Failed);
-        QCOMPARE(jobs_->documentOptions().passwordFor(locked), QStringLiteral("secret"));
-
-        // Declined: the document fails, and says why.
-        const QString other = tmp_.filePath(QStringLiteral("locked-too.pdf"));
-        test::writeFile(other, test::encryptedPdf("other"));
-        const int before = window_->errorPanel()->count();
-        window_->openFiles({other});
-        const int declined = model_->findDocument(other);
-        QTRY_COMPARE_WITH_TIMEOUT(model_->document(declined).state, DocumentState::Failed, 20000);
-        QCOMPARE(asked.size(), 3);
-        QTRY_COMPARE(window_->errorPanel()->count(), before + 1);
-        QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("needs a password")));
-        window_->setPasswordPrompt({});
     }
 
     // The exported HTML shows its formulas typeset with the page's scripts off: KaTeX's HTML in the file, its

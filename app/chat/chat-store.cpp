@@ -1,10 +1,6 @@
 #include "app/chat/chat-store.h"
 
-#include <QFile>
-#include <exception>
-
 #include "app/chat/chat-session.h"
-#include "engine/common/error.h"
 
 namespace folio {
 
@@ -40,23 +36,8 @@ ChatHistories ChatStore::kept(ChatHistories histories) const {
 }
 
 void ChatStore::restore(QStringList* problems) {
-    QFile file(path());
-    if (!file.exists()) {
-        return;
-    }
     ChatHistories histories;
-    try {
-        if (!file.open(QIODevice::ReadOnly)) {
-            fail(path().toStdString(), ": ", file.errorString().toStdString());
-        }
-        histories = parseChatsJson(file.readAll(), path());
-    } catch (const std::exception& e) {
-        // Set aside rather than written over by the next conversation, so that it can still be looked at.
-        file.close();
-        const QString message = setAsideUnreadable(path(), QString::fromUtf8(e.what()));
-        if (problems != nullptr) {
-            problems->append(message);
-        }
+    if (!file_.read([&](const QByteArray& bytes) { histories = parseChatsJson(bytes, path()); }, problems)) {
         return;
     }
     histories = kept(std::move(histories));

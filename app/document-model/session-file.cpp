@@ -1,11 +1,8 @@
 #include "app/document-model/session-file.h"
 
-#include <QFile>
 #include <QFileInfo>
-#include <exception>
 
 #include "app/export/deferred-file-writer.h"
-#include "engine/common/error.h"
 
 namespace folio {
 
@@ -62,23 +59,9 @@ void SessionStore::writeNow() {
 
 QList<int> SessionStore::restore(QStringList* problems) {
     QList<int> added;
-    QFile file(path());
-    if (!file.exists()) {
-        return added;
-    }
     std::vector<SessionDocument> documents;
-    try {
-        if (!file.open(QIODevice::ReadOnly)) {
-            fail(path().toStdString(), ": ", file.errorString().toStdString());
-        }
-        documents = parseSessionJson(file.readAll(), path());
-    } catch (const std::exception& e) {
-        // Set aside rather than written over by the next change, so that its results can still be looked at.
-        file.close();
-        const QString message = setAsideUnreadable(path(), QString::fromUtf8(e.what()));
-        if (problems != nullptr) {
-            problems->append(message);
-        }
+    if (!file_.read([&](const QByteArray& bytes) { documents = parseSessionJson(bytes, path()); },
+                    problems)) {
         return added;
     }
     restoring_ = true;

@@ -5,8 +5,23 @@
 #include <exception>
 
 #include "app/export/staged-file.h"
+#include "engine/common/error.h"
 
 namespace folio {
+
+namespace {
+
+// An unreadable state file moved aside; `why` with where it went.
+QString setAsideUnreadable(const QString& path, const QString& why) {
+    const QString aside = path + QStringLiteral(".unreadable");
+    QFile::remove(aside);
+    if (!QFile::rename(path, aside)) {
+        return why;
+    }
+    return QCoreApplication::translate("folio::DeferredFileWriter", "%1 (kept as %2)").arg(why, aside);
+}
+
+}  // namespace
 
 DeferredFileWriter::DeferredFileWriter(QString path, Snapshot snapshot,
                                        std::function<void(const QString&)> failed, int delayMs)
@@ -55,13 +70,26 @@ void DeferredFileWriter::start() {
     });
 }
 
-QString setAsideUnreadable(const QString& path, const QString& why) {
-    const QString aside = path + QStringLiteral(".unreadable");
-    QFile::remove(aside);
-    if (!QFile::rename(path, aside)) {
-        return why;
+bool DeferredFileWriter::read(const std::function<void(const QByteArray&)>& parse,
+                              QStringList* problems) const {
+    QFile file(path_);
+    if (!file.exists()) {
+        return false;
     }
-    return QCoreApplication::translate("folio::DeferredFileWriter", "%1 (kept as %2)").arg(why, aside);
+    try {
+        if (!file.open(QIODevice::ReadOnly)) {
+            fail(path_.toStdString(), ": ", file.errorString().toStdString());
+        }
+        parse(file.readAll());
+        return true;
+    } catch (const std::exception& e) {
+        file.close();
+        const QString message = setAsideUnreadable(path_, QString::fromUtf8(e.what()));
+        if (problems != nullptr) {
+            problems->append(message);
+        }
+        return false;
+    }
 }
 
 }  // namespace folio

@@ -6,6 +6,7 @@
 
 #include <QByteArray>
 #include <QString>
+#include <QStringList>
 #include <QThreadPool>
 #include <QTimer>
 #include <functional>
@@ -31,6 +32,11 @@ public:
     void schedule();
     // Writes the file now and waits for it (quitting, tests).
     void writeNow();
+    // Reads the file back and gives its bytes to `parse`, which throws for what it cannot read; true where
+    // it read them. A file that cannot be read is moved to PATH.unreadable (replacing an older one), so that
+    // the next write does not replace it, and said in `problems` with where it went. False, and nothing said,
+    // where there is no file yet.
+    bool read(const std::function<void(const QByteArray&)>& parse, QStringList* problems) const;
 
 private:
     void start();
@@ -41,9 +47,5 @@ private:
     QTimer timer_;
     QThreadPool writer_;  // one thread: writes in order
 };
-
-// A state file that cannot be read is moved to PATH.unreadable (replacing an older one), so that the next
-// write does not replace it; `why` with where it went, for the message the app shows.
-QString setAsideUnreadable(const QString& path, const QString& why);
 
 }  // namespace folio

@@ -9,10 +9,7 @@ QImage PageRenderer::render(const PageResult& page) {
     auto it = sources_.find(key);
     if (it == sources_.end()) {
         DocumentOptions options = options_;
-        options.dpi = kDefaultDpi;
-        if (page.dpi > 0) {
-            options.dpi = page.dpi;
-        }
+        options.dpi = page.dpi > 0 ? page.dpi : kDefaultDpi;
         it = sources_.emplace(key, openDocument(page.inputPath, options)).first;
     }
     const int index = page.pageIndex < 0 ? 0 : page.pageIndex;

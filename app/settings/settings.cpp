@@ -178,7 +178,6 @@ void Settings::load() {
     v.visionQuantization = s.value(kVisionQuantization, d.visionQuantization).toString();
     v.gpuMemoryUtilization = s.value(kGpuMemory, d.gpuMemoryUtilization).toDouble();
     v.maxModelLen = s.value(kMaxModelLen, d.maxModelLen).toInt();
-
     v.maxNumSeqs = s.value(kMaxNumSeqs, d.maxNumSeqs).toInt();
     v.maxNumBatchedTokens = s.value(kMaxBatchedTokens, d.maxNumBatchedTokens).toInt();
     v.enablePrefixCaching = s.value(kPrefixCaching, d.enablePrefixCaching).toBool();

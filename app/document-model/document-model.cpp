@@ -95,16 +95,20 @@ int DocumentModel::addRestoredDocument(const QString& path, std::vector<PageEntr
     entry.savedFileModified = savedFileModified;
     entry.undo = std::make_unique<QUndoStack>();
     countPagesDone(entry);
-    const bool anyResult = std::any_of(entry.pages.begin(), entry.pages.end(),
-                                       [](const PageEntry& p) { return p.state != PageState::Pending; });
-    entry.state = entry.pages.empty()                                       ? DocumentState::Opening
-                  : entry.pagesDone == static_cast<int>(entry.pages.size()) ? DocumentState::Done
-                  : anyResult                                               ? DocumentState::Cancelled
-                                                                            : DocumentState::Idle;
+    entry.state = stateOfPages(entry);
     documents_.push_back(std::move(entry));
     const int doc = documentCount() - 1;
     Q_EMIT documentAdded(doc);
     return doc;
+}
+
+DocumentState DocumentModel::stateOfPages(const DocumentEntry& entry) {
+    const bool anyResult = std::any_of(entry.pages.begin(), entry.pages.end(),
+                                       [](const PageEntry& p) { return p.state != PageState::Pending; });
+    return entry.pages.empty()                                       ? DocumentState::Opening
+           : entry.pagesDone == static_cast<int>(entry.pages.size()) ? DocumentState::Done
+           : anyResult                                               ? DocumentState::Cancelled
+                                                                     : DocumentState::Idle;
 }
 
 void DocumentModel::setDocumentState(int doc, DocumentState state, const QString& error) {

@@ -86,6 +86,9 @@ public:
 
     // A new document (not opened yet); its index.
     int addDocument(const QString& path);
+    // The state a document's pages give it when nothing runs: opening without pages yet, done with every
+    // page's result, cancelled with some, not run with none (a document restored, or opened again).
+    static DocumentState stateOfPages(const DocumentEntry& entry);
     // A document with its pages as a session file kept them; its index. Its state follows its pages.
     int addRestoredDocument(const QString& path, std::vector<PageEntry> pages, bool changedOnDisk,
                             qint64 savedFileSize, const QDateTime& savedFileModified);

@@ -1,10 +1,12 @@
 // The main window's documents as they open, on the fixture models (run under Xvfb for Qt WebEngine): files
 // dropped on the window open, a file that is missing or does not open goes to the problems panel and shows as
 // itself, and a locked PDF asks for its password, again where the one given does not open it, runs once
-// opened with it, and fails with the reason where the user declines.
+// opened with it, and fails with the reason where the user declines; one the session brings back keeps its
+// results and shows its page once the password is given.
 #include <QApplication>
 #include <QDropEvent>
 #include <QFile>
+#include <QFileInfo>
 #include <QListWidget>
 #include <QMimeData>
 #include <QSignalSpy>
@@ -15,6 +17,7 @@
 #include <optional>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/session-file.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
 #include "tests/app/documents/test-pdf.h"
@@ -117,9 +120,12 @@ private Q_SLOTS:
         const QString locked = tmp_.filePath(QStringLiteral("locked.pdf"));
         test::writeFile(locked, test::encryptedPdf("secret"));
         QStringList asked;
+        QList<DocumentState> states;
         QStringList answers = {QStringLiteral("wrong"), QStringLiteral("secret")};
         window_->setPasswordPrompt([&](const QString& name, bool again) -> std::optional<QString> {
             asked << QStringLiteral("%1 %2").arg(name).arg(again);
+            // Shown as opening while its password is asked for.
+            states << model_->document(model_->findDocument(tmp_.filePath(name))).state;
             if (answers.isEmpty()) {
                 return std::nullopt;
             }
@@ -130,6 +136,7 @@ private Q_SLOTS:
         QVERIFY(doc >= 0);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(doc).pages.size(), size_t{1}, 20000);
         QCOMPARE(asked, (QStringList{QStringLiteral("locked.pdf 0"), QStringLiteral("locked.pdf 1")}));
+        QCOMPARE(states, (QList<DocumentState>{DocumentState::Opening, DocumentState::Opening}));
         QVERIFY(model_->document(doc).state != DocumentState::Failed);
         QCOMPARE(jobs_->documentOptions().passwordFor(locked), QStringLiteral("secret"));
         // Opened, it runs (the window runs what it opens) with the password.
@@ -143,9 +150,50 @@ private Q_SLOTS:
         const int declined = model_->findDocument(other);
         QTRY_COMPARE_WITH_TIMEOUT(model_->document(declined).state, DocumentState::Failed, 20000);
         QCOMPARE(asked.size(), 3);
+        QCOMPARE(states.last(), DocumentState::Opening);
         QTRY_COMPARE(window_->errorPanel()->count(), before + 1);
         QVERIFY(window_->errorPanel()->message(before).contains(QStringLiteral("needs a password")));
         window_->setPasswordPrompt({});
+    }
+
+    // A locked PDF brought back by the session asks for its password too, and keeps its results' state once
+    // it opens with it.
+    void aRestoredLockedPdfKeepsItsResults() {
+        const QString locked = tmp_.filePath(QStringLiteral("restored.pdf"));
+        test::writeFile(locked, test::encryptedPdf("secret"));
+        const QString sessionFile = tmp_.filePath(QStringLiteral("restored-session.json"));
+        {
+            DocumentModel saved;
+            PageEntry page;
+            page.size = QSize(850, 1100);
+            page.state = PageState::Done;
+            page.result.inputPath = locked;
+            page.result.width = 850;
+            page.result.height = 1100;
+            page.result.dpi = 100;
+            saved.addRestoredDocument(locked, {page}, false, QFileInfo(locked).size(),
+                                      QFileInfo(locked).lastModified().toUTC());
+            SessionStore(saved, sessionFile).writeNow();
+        }
+        DocumentModel model;
+        JobController jobs(engine_->service(), model);
+        MainWindow window(model, jobs, *engine_);
+        QList<DocumentState> states;
+        window.setPasswordPrompt([&](const QString& name, bool) -> std::optional<QString> {
+            states << model.document(model.findDocument(tmp_.filePath(name))).state;
+            return QStringLiteral("secret");
+        });
+        window.setSessionFile(sessionFile);
+        const int doc = model.findDocument(locked);
+        QVERIFY(doc >= 0);
+        QTRY_COMPARE_WITH_TIMEOUT(states.size(), 1, 20000);
+        QCOMPARE(states.first(), DocumentState::Done);
+        // Its page shows, rendered with the password, and nothing went to the problems panel.
+        QTRY_VERIFY_WITH_TIMEOUT(!model.page(doc, 0).result.image.isNull(), 20000);
+        QCOMPARE(model.page(doc, 0).result.image.size(), QSize(850, 1100));
+        QCOMPARE(model.document(doc).state, DocumentState::Done);
+        QCOMPARE(model.document(doc).pagesDone, 1);
+        QCOMPARE(window.errorPanel()->count(), 0);
     }
 };
 

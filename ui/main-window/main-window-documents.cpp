@@ -81,7 +81,9 @@ void MainWindow::usePageImage(int doc, int page) {
     }
 }
 
-bool MainWindow::askPassword(int doc) {
+bool MainWindow::askPassword(int doc, const QString& why) {
+    // Opening again, or a document restored with its results as they were.
+    model_.setDocumentState(doc, DocumentModel::stateOfPages(model_.document(doc)));
     const DocumentEntry& entry = model_.document(doc);
     const QString path = entry.path;
     const bool again = jobs_.documentOptions().passwords.contains(path);
@@ -99,7 +101,11 @@ bool MainWindow::askPassword(int doc) {
             password = text;
         }
     }
+    if (!model_.isOpen(doc)) {
+        return true;  // closed while the question was asked: nothing left to open or say
+    }
     if (!password) {
+        model_.setDocumentState(doc, DocumentState::Failed, why);
         return false;
     }
     // Kept for this run only, for opening, running and exporting the file.
@@ -107,7 +113,6 @@ bool MainWindow::askPassword(int doc) {
     options.passwords.insert(path, *password);
     jobs_.setDocumentOptions(options);
     preview_->setDocumentOptions(options);
-    model_.setDocumentState(doc, DocumentState::Opening);
     preview_->load(doc);
     return true;
 }

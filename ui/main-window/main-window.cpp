@@ -255,7 +255,7 @@ void MainWindow::connectModel() {
     connect(&jobs_, &JobController::errorOccurred, this,
             [this](const QString& message) { reportEngineError(message, EngineErrorSource::Running); });
     connect(preview_, &PreviewLoader::openFailed, this, [this](int doc, const QString& message) {
-        if (isPasswordError(message) && askPassword(doc)) {
+        if (isPasswordError(message) && askPassword(doc, message)) {
             return;  // opened again with the password
         }
         opening_.remove(doc);
@@ -263,13 +263,19 @@ void MainWindow::connectModel() {
         runOpened();
     });
     connect(preview_, &PreviewLoader::documentOpened, this, [this](int doc) {
+        if (doc == doc_ && model_.hasPage(doc, page_)) {
+            usePageImage(doc, page_);  // one that could not render before (a password given since)
+        }
         if (opening_.remove(doc)) {
             openedToRun_ << doc;
             runOpened();
         }
     });
-    connect(preview_, &PreviewLoader::pageImageFailed, this,
-            [this](int, int, const QString& message) { reportError(message); });
+    connect(preview_, &PreviewLoader::pageImageFailed, this, [this](int, int, const QString& message) {
+        if (!isPasswordError(message)) {  // a locked PDF's opening asks for it, and shows the page after
+            reportError(message);
+        }
+    });
     connect(&jobs_, &JobController::pageImageNeeded, preview_, &PreviewLoader::loadPageImage);
     connect(&jobs_, &JobController::documentStarted, this, [this](int doc) { runningDocument_ = doc; });
     connect(&jobs_, &JobController::runningChanged, this, [this](bool running) {

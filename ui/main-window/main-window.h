@@ -174,8 +174,10 @@ private:
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);
-    // A locked PDF: asks for its password and opens it again with it; false where the user declined.
-    bool askPassword(int doc);
+    // A locked PDF (`why`: what opening it said): asks for its password, the document shown as opening (or,
+    // restored, with its results' state) meanwhile, and opens it again with it; false, the document failed
+    // with `why`, where the user declined (true where it was closed meanwhile).
+    bool askPassword(int doc, const QString& why);
     // Runs the documents opened to run once none is still opening.
     void runOpened();
     // The models as the status bar names them: "PaddleOCR-VL-1.5 + ERNIE-4.5-VL-28B-A3B-PT".

@@ -243,32 +243,64 @@ __global__ void gather_paged_bf16_kernel(const KV* __restrict__ k_cache, const K
     v[dst] = uint4{vp[0], vp[1], vp[2], vp[3]};
 }
 
-// What a warp of a flash block (span blockIdx.x, head blockIdx.y) holds for its kTiles * 16 query rows, as
-// kTiles tiles of 16: Q as A fragments, the keys each of its lane's rows sees, the running maxima and sums of
-// the online softmax and O (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of each
-// tile, and columns 2 (lane % 4) + {0, 1} of every 8.
-template <int kChunks, int kTiles>
+// The query rows and heads of a flash block: blockIdx.x is (span, part of it) and blockIdx.y a group of
+// n_group query heads that share one K/V head. A block's rows are its queries' heads one after another (row
+// p: query first_query + p / n_group, head first_head + p % n_group), so that with n_group > 1 the heads
+// that read the same keys take one block and a short span still fills its warps; with n_group 1 (kPacked
+// false) a block is a span's rows of one head.
+template <bool kPacked>
+struct FlashBlock {
+    int n_group;
+    int n_rows;  // of the block: its queries times n_group, 0 past its span's rows
+
+    // spans [gridDim.x / n_parts()]
+    __device__ FlashBlock(const AttentionSpan* spans, int n_group_) : n_group(kPacked ? n_group_ : 1) {
+        const int64_t n_queries = min(static_cast<int64_t>(rows_per_part()),
+                                      max(spans[span_index()].n_rows - first_query(), int64_t{0}));
+        n_rows = static_cast<int>(n_queries) * n_group;
+    }
+
+    __device__ int rows_per_part() const { return static_cast<int>(kFlashTileRows) / n_group; }
+    __device__ int n_parts() const {
+        return (static_cast<int>(kFlashTileRows) + rows_per_part() - 1) / rows_per_part();
+    }
+    __device__ int64_t span_index() const { return blockIdx.x / n_parts(); }
+    __device__ int first_query() const { return static_cast<int>(blockIdx.x % n_parts()) * rows_per_part(); }
+    __device__ int64_t first_head() const { return static_cast<int64_t>(blockIdx.y) * n_group; }
+    __device__ int64_t kv_head(int64_t n_head, int64_t n_kv_head) const {
+        return first_head() / (n_head / n_kv_head);
+    }
+
+    // The query and the head of row p of the block.
+    __device__ int query(int p) const { return first_query() + (kPacked ? p / n_group : p); }
+    __device__ int64_t head(int p) const { return first_head() + (kPacked ? p % n_group : 0); }
+};
+
+// What a warp of a flash block holds for its kTiles * 16 rows, as kTiles tiles of 16: Q as A fragments, the
+// keys each of its lane's rows sees, the running maxima and sums of the online softmax and O
+// (unnormalized). In the fragments a lane holds rows g = lane / 4 and g + 8 of each tile, and columns
+// 2 (lane % 4) + {0, 1} of every 8.
+template <int kChunks, int kTiles, bool kPacked>
 struct WarpRows {
     static constexpr int kDimTiles = kChunks * 2;  // output columns in tiles of 8
 
     const AttentionSpan& span;  // read where used, not held in registers
-    int64_t h, kv_head;
+    FlashBlock<kPacked> b;
     int64_t ld_q;  // floats per query row
     int lane, g, tq;
-    int warp_row;              // the first of the warp's rows in the span
+    int warp_row;              // the first of the warp's rows in the block
     int64_t warp_visible;      // the most keys a row of the warp sees
-    int64_t warp_all_visible;  // keys every row of the warp in the span sees
+    int64_t warp_all_visible;  // keys every row of the warp in the block sees
     uint32_t qa[kTiles][kChunks][4];
     float o[kTiles][kDimTiles][4] = {};
     float row_max[kTiles][2];  // of the scaled scores (base 2)
     float row_sum[kTiles][2];  // this lane's part of the sums of exponentials
 
-    // q [n_q_total, n_head, kChunks * 16] bfloat16 padded with zeros, spans [gridDim.x]
-    __device__ WarpRows(const uint16_t* q, const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
-                        int64_t head_dim)
-        : span(spans[blockIdx.x]),
-          h(blockIdx.y),
-          kv_head(h / (n_head / n_kv_head)),
+    // q [n_q_total, n_head, kChunks * 16] bfloat16 padded with zeros, spans [gridDim.x / parts a span]
+    __device__ WarpRows(const uint16_t* q, const AttentionSpan* spans, const FlashBlock<kPacked>& block,
+                        int64_t n_head, int64_t head_dim)
+        : span(spans[block.span_index()]),
+          b(block),
           ld_q(n_head * head_dim),
           lane(static_cast<int>(threadIdx.x) % kWarpSize),
           g(lane / 4),
@@ -282,17 +314,18 @@ struct WarpRows {
             for (int r = 0; r < 2; ++r) {
                 row_max[i][r] = -INFINITY;
                 row_sum[i][r] = 0.0f;
-                const bool valid = row(i, r) < span.n_rows;
-                const int64_t n_visible = valid ? visible_keys(span, row(i, r)) : 0;
+                const bool is_valid = valid(i, r);
+                const int64_t n_visible = is_valid ? visible(i, r) : 0;
                 warp_visible = max(warp_visible, n_visible);
-                warp_all_visible = valid ? min(warp_all_visible, n_visible) : warp_all_visible;
+                warp_all_visible = is_valid ? min(warp_all_visible, n_visible) : warp_all_visible;
                 // [kChunks * 16]
-                const uint16_t* qr = q + ((span.q_row + (valid ? row(i, r) : 0)) * n_head + h) * kChunks * 16;
+                const uint16_t* qr =
+                    q + ((span.q_row + (is_valid ? query(i, r) : 0)) * n_head + head(i, r)) * kChunks * 16;
 #pragma unroll
                 for (int c = 0; c < kChunks; ++c) {
                     const int64_t d = c * 16 + 2 * tq;
-                    qa[i][c][r] = valid ? load_pair(qr, d) : 0u;
-                    qa[i][c][r + 2] = valid ? load_pair(qr, d + 8) : 0u;
+                    qa[i][c][r] = is_valid ? load_pair(qr, d) : 0u;
+                    qa[i][c][r + 2] = is_valid ? load_pair(qr, d + 8) : 0u;
                 }
             }
         }
@@ -302,14 +335,24 @@ struct WarpRows {
         }
     }
 
-    // Row r (0: g, 1: g + 8) of the warp's tile i, in the span.
+    // Row r (0: g, 1: g + 8) of the warp's tile i, in the block; whether it is one of the block's rows, and
+    // its query and head.
     __device__ int row(int i, int r) const {
         return warp_row + i * kRowsPerTile + g + 8 * r;
     }
+    __device__ bool valid(int i, int r) const {
+        return row(i, r) < b.n_rows;
+    }
+    __device__ int query(int i, int r) const {
+        return b.query(row(i, r));
+    }
+    __device__ int64_t head(int i, int r) const {
+        return b.head(row(i, r));
+    }
 
-    // The keys row r of tile i sees, whether or not it lies in the span.
+    // The keys row r of tile i sees, whether or not it is one of the block's rows.
     __device__ int64_t visible(int i, int r) const {
-        return visible_keys(span, row(i, r));
+        return visible_keys(span, query(i, r));
     }
 
     // The online softmax over the scores s of a block of keys from j0, O rescaled to the new maxima, and the
@@ -380,10 +423,10 @@ struct WarpRows {
                 float sum = row_sum[i][r];
                 sum += __shfl_xor_sync(0xffffffffu, sum, 1);
                 sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-                if (row(i, r) >= span.n_rows) {
+                if (!valid(i, r)) {
                     continue;
                 }
-                Out* orow = out + (span.q_row + row(i, r)) * ld_q + h * head_dim;  // [head_dim]
+                Out* orow = out + (span.q_row + query(i, r)) * ld_q + head(i, r) * head_dim;  // [head_dim]
                 const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 #pragma unroll
                 for (int n = 0; n < kDimTiles; ++n) {
@@ -395,21 +438,21 @@ struct WarpRows {
     }
 };
 
-// One block per (span of up to kFlashTileRows query rows, head), the keys of each span one contiguous
-// run, Q, K and V bfloat16 rows of kDim values (zero past head_dim; round_rows_bf16, rope_split_bf16 or
-// gather_paged_bf16_kernel makes them); each warp owns kTiles tiles of 16 rows. Blocks of keys come by
-// asynchronous copy, the next one while the warps work on the current one, K and V both as rows, and the
-// fragments are read with ldmatrix (V transposed as it is read), each serving the warp's kTiles tiles of
-// rows. Blocks of keys that every row of a warp sees whole skip the mask. q [n_q_total, n_head, kDim], k, v
-// [n_kv_total, n_kv_head, kDim] bfloat16, out float32 or bfloat16 bits (Out); dynamic shared memory
-// padded_shared_bytes(kChunks)
-template <int kChunks, typename Out, int kTiles = padded_tiles_per_warp(kChunks),
+// One block per (part of a span of up to kFlashTileRows query rows, group of n_group query heads sharing a
+// K/V head; FlashBlock), the keys of each span one contiguous run, Q, K and V bfloat16 rows of kDim values
+// (zero past head_dim; round_rows_bf16, rope_split_bf16 or gather_paged_bf16_kernel makes them); each warp
+// owns kTiles tiles of 16 rows. Blocks of keys come by asynchronous copy, the next one while the warps work
+// on the current one, K and V both as rows, and the fragments are read with ldmatrix (V transposed as it is
+// read), each serving the warp's kTiles tiles of rows. Blocks of keys that every row of a warp sees whole
+// skip the mask. q [n_q_total, n_head, kDim], k, v [n_kv_total, n_kv_head, kDim] bfloat16, out float32 or
+// bfloat16 bits (Out); dynamic shared memory padded_shared_bytes(kChunks)
+template <int kChunks, typename Out, bool kPacked, int kTiles = padded_tiles_per_warp(kChunks),
           int kThreads = padded_threads(kChunks)>
 __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
     flash_attention_padded_kernel(const uint16_t* __restrict__ q, const uint4* __restrict__ k,
                                   const uint4* __restrict__ v, Out* __restrict__ out,
                                   const AttentionSpan* spans, int64_t n_head, int64_t n_kv_head,
-                                  int64_t head_dim, float scale_log2) {
+                                  int64_t head_dim, int n_group, float scale_log2) {
     constexpr int kDim = kChunks * 16;
     constexpr int kDimTiles = kDim / 8;
     constexpr int kPieces = kDim / 8;  // 16-byte pieces of a row
@@ -420,11 +463,16 @@ __global__ void __launch_bounds__(kThreads, kTiles == 2 ? 2 : 1)
     constexpr int kCopies = (kKeyBlock * kPieces + kThreads - 1) / kThreads;  // per thread, K and V
     extern __shared__ __align__(16) __nv_bfloat16 blocks[];  // K then V of each stage, [kKeyBlock, kStride]
 
-    WarpRows<kChunks, kTiles> w(q, spans, n_head, n_kv_head, head_dim);
+    const FlashBlock<kPacked> fb(spans, n_group);
+    if (fb.n_rows == 0) {
+        return;
+    }
+    WarpRows<kChunks, kTiles, kPacked> w(q, spans, fb, n_head, head_dim);
     const AttentionSpan& span = w.span;
-    const int64_t kv_head = w.kv_head;
+    const int64_t kv_head = fb.kv_head(n_head, n_kv_head);
     const int lane = w.lane;
-    const int64_t span_visible = max(visible_keys(span, 0), visible_keys(span, span.n_rows - 1));
+    const int64_t span_visible =
+        max(visible_keys(span, fb.first_query()), visible_keys(span, fb.query(fb.n_rows - 1)));
     const int64_t n_key_blocks = (span_visible + kKeyBlock - 1) / kKeyBlock;
 
     // Keys past the span's come as zeros, so that their weights of zero meet finite values.
@@ -534,19 +582,37 @@ void launch_flash_padded(const uint16_t* q, const uint16_t* k, const uint16_t* v
                          const AttentionSpan* spans, int64_t n_spans, int64_t n_head, int64_t n_kv_head,
                          int64_t head_dim, float scale, cudaStream_t stream) {
     const float scale_log2 = scale * static_cast<float>(M_LOG2E);
+    // The query heads of a K/V head share a block where they are few enough for a part of a span to keep 8
+    // query rows and a warp takes one tile of rows (with two, the packed rows' bookkeeping would not fit the
+    // registers); a span is then cut into as many parts as its rows need.
+    const int64_t n_shared = n_head / n_kv_head;
+    const bool one_tile = padded_tiles_per_warp(static_cast<int>(padded_head_dim(head_dim) / 16)) == 1;
+    const int n_group =
+        one_tile && n_shared >= 2 && n_shared <= kFlashTileRows / 8 ? static_cast<int>(n_shared) : 1;
+    const int64_t rows_per_part = kFlashTileRows / n_group;
+    const int64_t n_parts = (kFlashTileRows + rows_per_part - 1) / rows_per_part;
+    const dim3 grid(static_cast<unsigned int>(n_spans * n_parts),
+                    static_cast<unsigned int>(n_head / n_group));
+    const auto launch = [&](auto kernel, int threads, size_t shared) {
+        if (shared > kDefaultSharedBytes) {
+            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shared)));
+        }
+        kernel<<<grid, threads, shared, stream>>>(q, reinterpret_cast<const uint4*>(k),
+                                                  reinterpret_cast<const uint4*>(v), out, spans, n_head,
+                                                  n_kv_head, head_dim, n_group, scale_log2);
+        CUDA_CHECK(cudaGetLastError());
+    };
     with_1_to_8((head_dim + 15) / 16, [&](auto chunks) {
         constexpr int kChunks = decltype(chunks)::value;
         constexpr size_t kShared = padded_shared_bytes(kChunks);
-        if constexpr (kShared > kDefaultSharedBytes) {
-            CUDA_CHECK(cudaFuncSetAttribute(flash_attention_padded_kernel<kChunks, Out>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(kShared)));
+        if constexpr (padded_tiles_per_warp(kChunks) == 1) {
+            if (n_group > 1) {
+                launch(flash_attention_padded_kernel<kChunks, Out, true>, padded_threads(kChunks), kShared);
+                return;
+            }
         }
-        const dim3 grid(static_cast<unsigned int>(n_spans), static_cast<unsigned int>(n_head));
-        flash_attention_padded_kernel<kChunks, Out><<<grid, padded_threads(kChunks), kShared, stream>>>(
-            q, reinterpret_cast<const uint4*>(k), reinterpret_cast<const uint4*>(v), out, spans, n_head,
-            n_kv_head, head_dim, scale_log2);
-        CUDA_CHECK(cudaGetLastError());
+        launch(flash_attention_padded_kernel<kChunks, Out, false>, padded_threads(kChunks), kShared);
     });
 }
 

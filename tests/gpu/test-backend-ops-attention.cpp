@@ -48,6 +48,9 @@ TEST_F(BackendOpsTest, Attention) {
         {"prefill", 17, 17, 8, 2, {{0, 17, 0, 17, true, 0}}},
         // A longer prompt: several tiles of rows and blocks of keys.
         {"long prefill", 200, 200, 16, 2, {{0, 200, 0, 200, true, 0}}},
+        // Five query heads a K/V head after a prefix of keys: at head_dim 128 the tensor-core kernel takes
+        // the span in parts of 25 rows, five heads each.
+        {"prefix", 150, 190, 10, 2, {{0, 150, 0, 190, true, 40}}},
         // Decode against a longer cache.
         {"decode", 1, 130, 16, 2, {{0, 1, 0, 130, true, 129}}},
         // Decode against a long cache, whose keys are split over several blocks, beside a short one.
@@ -245,9 +248,10 @@ TEST_F(BackendOpsTest, PagedAttention) {
                                                      {ScalarType::Q8, 1},
                                                      {ScalarType::Q8, 16}}) {
             // 16 heads of 128 over 2 K/V heads: at bfloat16 precision over a bfloat16 cache, the rows of the
-            // short sequences go to decode_attention_bf16.
+            // short sequences go to decode_attention_bf16. 10 heads over 2 share a tensor-core block five
+            // heads at a time, its parts of a span not a divisor of the span's rows.
             for (const auto& [hd, n_head] :
-                 {std::pair<int64_t, int64_t>{7, 8}, {32, 8}, {128, 8}, {128, 16}}) {
+                 {std::pair<int64_t, int64_t>{7, 8}, {32, 8}, {128, 8}, {128, 16}, {128, 10}}) {
                 const int64_t n_kv_head = 2;
                 // Sequences: (n_q, n_kv) — decodes, a prefill, a chunk after cached tokens, a decode whose
                 // keys are split over several blocks, and two long chunks whose keys with the others' exceed

@@ -43,6 +43,11 @@ constexpr int gemv_blocks_per_sm(int n_rows) {
 constexpr int64_t kGemvNormMaxRows = 1;
 // Blocks an SM of the GEMV that makes a paired output a warp a pair (two weight rows a warp).
 constexpr int kPairBlocksPerSm = 3;
+// SwiGLU pairs from which a single row's WINT8/WINT4 GEMV gives each warp two pairs (four weight rows, twice
+// the loads in flight): wide MLPs, whose pairs still fill the device at half the warps.
+constexpr int64_t kTwoPairsMinPairs = 4096;
+// Blocks an SM of that kernel, whose four rows' loads take registers for two.
+constexpr int kTwoPairsBlocksPerSm = 2;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
@@ -290,29 +295,36 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
 // With kNorm (one row) the warp applies the RMSNorm input as it reads x: it covers whole rows, so its own
 // squares give 1 / rms. kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null  ->
 // y [n, n_out / 2], or where a.rope says
-template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
-__global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm, int kPairs = 1>
+__global__ void __launch_bounds__(kBlock, kPairs == 1 ? kPairBlocksPerSm : kTwoPairsBlocksPerSm)
     quantized_gemv_pairs_kernel(QuantizedLinearArgs a) {
     static_assert(paired_finish(kFinish));
+    constexpr int kWeightRows = 2 * kPairs;
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-    const int pair =
-        static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize;
+    const int first_pair =
+        (static_cast<int>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpSize) * kPairs;
     const int64_t n_pairs = a.n_out / 2;
-    const bool valid = pair < n_pairs;
-    const int64_t rows[2] = {valid ? gemv_weight_row<kFinish>(a, 2 * pair) : 0,
-                             valid ? gemv_weight_row<kFinish>(a, 2 * pair + 1) : 0};
+    const bool valid = first_pair < n_pairs;
+    bool pair_valid[kPairs];
+    int64_t rows[kWeightRows];
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        pair_valid[p] = first_pair + p < n_pairs;
+        rows[2 * p] = pair_valid[p] ? gemv_weight_row<kFinish>(a, 2 * (first_pair + p)) : 0;
+        rows[2 * p + 1] = pair_valid[p] ? gemv_weight_row<kFinish>(a, 2 * (first_pair + p) + 1) : 0;
+    }
     const int64_t n_in = a.n_in;
     constexpr int64_t kStride = int64_t{kWarpSize} * 8;  // columns between a lane's chunks
     const int64_t first = int64_t{lane} * 8;
     const int shift = group_shift(a.group_size);
     const uint64_t policy = evict_first_policy();
-    Packed8 w[2][kChunksInFlight];
+    Packed8 w[kWeightRows][kChunksInFlight];
     const auto load = [&](int64_t c0) {
 #pragma unroll
         for (int k = 0; k < kChunksInFlight; ++k) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                if (valid && c0 + k * kStride < n_in) {
+            for (int h = 0; h < kWeightRows; ++h) {
+                if (pair_valid[h / 2] && c0 + k * kStride < n_in) {
                     w[h][k] =
                         load_packed8<kType>(a.q, a.scales, rows[h], c0 + k * kStride, n_in, shift, policy);
                 }
@@ -320,11 +332,15 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
         }
     };
     load(first);
-    // Where lane r's pair goes and how it turns, for a RopeToCache output.
-    const RopePairTarget rope = gemv_rope_target<kFinish>(a, 2 * pair, valid, 0, lane);
+    // Where lane r's pairs go and how they turn, for a RopeToCache output.
+    RopePairTarget rope[kPairs];
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+        rope[p] = gemv_rope_target<kFinish>(a, 2 * (first_pair + p), pair_valid[p], 0, lane);
+    }
     wait_for_prior_grids();
     start_dependent_grids();
-    float acc[2][kRows] = {};
+    float acc[kWeightRows][kRows] = {};
     float squares[kRows] = {};  // of x's columns, for an RMSNorm input
     for (int64_t c0 = first; valid && c0 < n_in; c0 += kStride * kChunksInFlight) {
         if (c0 != first) {
@@ -336,34 +352,52 @@ __global__ void __launch_bounds__(kBlock, kPairBlocksPerSm)
             if (c >= n_in) {
                 break;
             }
-            float wk[2][8];
-            unpack8_levels<kType>(w[0][k], wk[0]);
-            unpack8_levels<kType>(w[1][k], wk[1]);
-            for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
-                acc[0][r] = add_dot8<kType>(acc[0][r], xv, wk[0], w[0][k]);
-                acc[1][r] = add_dot8<kType>(acc[1][r], xv, wk[1], w[1][k]);
-            });
+            if constexpr (kPairs == 1) {
+                float wk[2][8];
+                unpack8_levels<kType>(w[0][k], wk[0]);
+                unpack8_levels<kType>(w[1][k], wk[1]);
+                for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+                    acc[0][r] = add_dot8<kType>(acc[0][r], xv, wk[0], w[0][k]);
+                    acc[1][r] = add_dot8<kType>(acc[1][r], xv, wk[1], w[1][k]);
+                });
+            } else {
+                // One row of x (kRows 1): each weight row unpacked as it is dotted, to keep registers few.
+                for_each_input_row8<kRows, kNorm>(a, c, squares, [&](int r, const float xv[8]) {
+#pragma unroll
+                    for (int h = 0; h < kWeightRows; ++h) {
+                        float wk[8];
+                        unpack8_levels<kType>(w[h][k], wk);
+                        acc[h][r] = add_dot8<kType>(acc[h][r], xv, wk, w[h][k]);
+                    }
+                });
+            }
         }
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        acc[0][r] = warp_sum(acc[0][r]);
-        acc[1][r] = warp_sum(acc[1][r]);
+#pragma unroll
+        for (int h = 0; h < kWeightRows; ++h) {
+            acc[h][r] = warp_sum(acc[h][r]);
+        }
         if constexpr (kNorm) {
             squares[r] = warp_sum(squares[r]);
         }
     }
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        if (valid && lane == r && r < a.n) {
-            const float scale = kNorm ? inverse_rms(squares[r], a) : 1.0f;
-            const float first_sum = acc[0][r] * scale + (a.b ? a.b[rows[0]] : 0.0f);
-            const float second_sum = acc[1][r] * scale + (a.b ? a.b[rows[1]] : 0.0f);
-            if constexpr (kFinish == GemvFinish::Swiglu) {
-                a.y[r * n_pairs + pair] = silu(first_sum) * second_sum;
-            } else {
-                const int d = static_cast<int>(a.rope.head_dim);
-                store_rope_pair(rope, 2 * pair % d / 2, d / 2, first_sum, second_sum);
+    for (int p = 0; p < kPairs; ++p) {
+        const int pair = first_pair + p;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            if (pair_valid[p] && lane == r && r < a.n) {
+                const float scale = kNorm ? inverse_rms(squares[r], a) : 1.0f;
+                const float first_sum = acc[2 * p][r] * scale + (a.b ? a.b[rows[2 * p]] : 0.0f);
+                const float second_sum = acc[2 * p + 1][r] * scale + (a.b ? a.b[rows[2 * p + 1]] : 0.0f);
+                if constexpr (kFinish == GemvFinish::Swiglu) {
+                    a.y[r * n_pairs + pair] = silu(first_sum) * second_sum;
+                } else {
+                    const int d = static_cast<int>(a.rope.head_dim);
+                    store_rope_pair(rope[p], 2 * pair % d / 2, d / 2, first_sum, second_sum);
+                }
             }
         }
     }
@@ -434,13 +468,22 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     if constexpr (paired_finish(kFinish)) {
         // A warp a pair at one row, and for SwiGLU at two as well (RoPE's pairs measured slower there).
         if (n_rows == 1 || (kFinish == GemvFinish::Swiglu && n_rows == 2)) {
+            // Two pairs a warp for a wide SwiGLU output of one row: twice the loads in flight a warp.
+            const bool two_pairs = kFinish == GemvFinish::Swiglu && n_rows == 1 &&
+                                   a.n_out / 2 >= kTwoPairsMinPairs && kType != QuantizedFormat::Bf16;
+            const int64_t pairs_per_block = kWarpsPerBlock * (two_pairs ? 2 : 1);
             const dim3 pair_grid(
-                static_cast<unsigned int>((a.n_out / 2 + kWarpsPerBlock - 1) / kWarpsPerBlock));
+                static_cast<unsigned int>((a.n_out / 2 + pairs_per_block - 1) / pairs_per_block));
             auto* kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true>
                                 : quantized_gemv_pairs_kernel<kType, kFinish, 1, false>;
             if constexpr (kFinish == GemvFinish::Swiglu) {
                 if (n_rows == 2) {
                     kernel = quantized_gemv_pairs_kernel<kType, kFinish, 2, false>;
+                } else if constexpr (kType != QuantizedFormat::Bf16) {
+                    if (two_pairs) {
+                        kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true, 2>
+                                      : quantized_gemv_pairs_kernel<kType, kFinish, 1, false, 2>;
+                    }
                 }
             }
             launch_chained(kernel, pair_grid, dim3(kBlock), 0, stream, a);

@@ -278,9 +278,15 @@ TEST_F(BackendOpsTest, Fp8Linear) {
 // The CPU backend runs the operations one by one. Odd output counts (no halves) are refused.
 TEST_F(BackendOpsTest, LinearNormAndGating) {
     const std::vector<LinearCase> cases = {
-        {Quantization::Bf16, 1024, 96, 0}, {Quantization::Bf16, 3072, 7, 0},
-        {Quantization::Bf16, 3072, 14, 0}, {Quantization::Bf16, 100, 33, 0},
-        {Quantization::Wint8, 96, 130, 0}, {Quantization::Wint4, 128, 96, 64},
+        {Quantization::Bf16, 1024, 96, 0},
+        {Quantization::Bf16, 3072, 7, 0},
+        {Quantization::Bf16, 3072, 14, 0},
+        {Quantization::Bf16, 100, 33, 0},
+        {Quantization::Wint8, 96, 130, 0},
+        {Quantization::Wint4, 128, 96, 64},
+        // Wide enough for two pairs a warp at one row, the last warp's second pair past the end.
+        {Quantization::Wint4, 1024, 8194, 128},
+        {Quantization::Wint8, 512, 8194, 0},
     };
     for (const LinearCase& c : cases) {
         const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);

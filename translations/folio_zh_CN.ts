@@ -582,6 +582,47 @@ Attach one, type a question and press Enter.</source>
     </message>
 </context>
 <context>
+    <name>folio::FindBar</name>
+    <message>
+        <source>No document</source>
+        <translation>没有文档</translation>
+    </message>
+    <message>
+        <source>Not found</source>
+        <translation>未找到</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n match(es)</source>
+        <translation>
+            <numerusform>%n 个匹配</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>%1 of %2</source>
+        <translation>第 %1 个，共 %2 个</translation>
+    </message>
+    <message>
+        <source>Find in the results</source>
+        <translation>在识别结果中查找</translation>
+    </message>
+    <message>
+        <source>Previous match (Shift+F3)</source>
+        <translation>上一个匹配 (Shift+F3)</translation>
+    </message>
+    <message>
+        <source>Next match (F3)</source>
+        <translation>下一个匹配 (F3)</translation>
+    </message>
+    <message>
+        <source>Match case</source>
+        <translation>区分大小写</translation>
+    </message>
+    <message>
+        <source>Close the find bar (Esc)</source>
+        <translation>关闭查找栏 (Esc)</translation>
+    </message>
+</context>
+<context>
     <name>folio::InstalledModels</name>
     <message>
         <source>No PaddleOCR-VL model is installed. Download one with the model manager or with &quot;folio-cli model pull PaddlePaddle/PaddleOCR-VL-1.5&quot;, or choose a model folder.</source>
@@ -1125,6 +1166,18 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>“%1” is encrypted. Its password:</source>
         <translation>“%1”已加密。请输入其密码：</translation>
+    </message>
+    <message>
+        <source>&amp;Find…</source>
+        <translation>查找(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>Find &amp;Next</source>
+        <translation>查找下一个(&amp;N)</translation>
+    </message>
+    <message>
+        <source>Find Pre&amp;vious</source>
+        <translation>查找上一个(&amp;V)</translation>
     </message>
 </context>
 <context>

@@ -46,20 +46,19 @@ QString TranslationLoader::setLanguage(const QString& language) {
 
 QString TranslationLoader::setLocale(const QLocale& locale) {
     remove();
-    // English is the source language: no translator at all. Any Chinese locale written in simplified script
-    // (zh_CN, zh_SG, zh_Hans) takes Simplified Chinese.
+    // English is the source language: its translator holds only the plural forms of the strings with %n, and
+    // Qt needs none. Any Chinese locale written in simplified script (zh_CN, zh_SG, zh_Hans) takes
+    // Simplified Chinese.
     language_ = QStringLiteral("en");
     if (locale.language() == QLocale::Chinese && locale.script() != QLocale::TraditionalChineseScript) {
         language_ = QStringLiteral("zh_CN");
     }
-    if (language_ != QLatin1String("en")) {
-        if (folio_.load(QStringLiteral("folio_") + language_, QString::fromLatin1(kResourceDir))) {
-            folioInstalled_ = QCoreApplication::installTranslator(&folio_);
-        }
-        if (qt_.load(QStringLiteral("qtbase_") + language_,
-                     QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
-            qtInstalled_ = QCoreApplication::installTranslator(&qt_);
-        }
+    if (folio_.load(QStringLiteral("folio_") + language_, QString::fromLatin1(kResourceDir))) {
+        folioInstalled_ = QCoreApplication::installTranslator(&folio_);
+    }
+    if (language_ != QLatin1String("en") &&
+        qt_.load(QStringLiteral("qtbase_") + language_, QLibraryInfo::path(QLibraryInfo::TranslationsPath))) {
+        qtInstalled_ = QCoreApplication::installTranslator(&qt_);
     }
     return language_;
 }

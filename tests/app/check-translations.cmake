@@ -1,7 +1,8 @@
 # Checks that the translation file holds every string of the sources: lupdate runs over the sources into a copy
 # of it, and the test fails naming each string the copy then has without a translation.
 # Inputs: LUPDATE, GENERATOR (Qt's GenerateLUpdateProject.cmake), PROJECT_IN (the lupdate project that
-# app/i18n's CMakeLists.txt writes at configure time), TS, WORK.
+# app/i18n's CMakeLists.txt writes at configure time), TS, WORK; PLURALS_ONLY for a file of plural forms alone
+# (the source language's).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 file(COPY "${TS}" DESTINATION "${WORK}")
@@ -11,7 +12,12 @@ execute_process(COMMAND "${CMAKE_COMMAND}" -DIN_FILE=${PROJECT_IN} -DOUT_FILE=${
 if(NOT rc EQUAL 0)
     message(FATAL_ERROR "could not write the lupdate project from ${PROJECT_IN}")
 endif()
+set(only)
+if(PLURALS_ONLY)
+    set(only -pluralonly)
+endif()
 execute_process(COMMAND "${LUPDATE}" -project ${WORK}/project.json -ts ${WORK}/${name} -locations none -no-obsolete
+                        ${only}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
     message(FATAL_ERROR "lupdate failed:\n${out}${err}")

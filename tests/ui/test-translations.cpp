@@ -47,6 +47,32 @@ private Q_SLOTS:
         QCOMPARE(QCoreApplication::translate("folio::ChatPanel", "Send"), QStringLiteral("Send"));
     }
 
+    // English's plural forms: "1 page", "2 pages", not "page(s)"; in every locale Folio has no translation
+    // of.
+    void englishPlurals_data() {
+        QTest::addColumn<QString>("language");
+        QTest::newRow("en") << QStringLiteral("en");
+        QTest::newRow("de") << QStringLiteral("de_DE");
+    }
+
+    void englishPlurals() {
+        QFETCH(QString, language);
+        TranslationLoader loader;
+        QCOMPARE(loader.setLanguage(language), QStringLiteral("en"));
+        QCOMPARE(QCoreApplication::translate("folio::MainWindow", "%1 · %n page(s)", nullptr, 1).arg(u"Done"),
+                 QStringLiteral("Done · 1 page"));
+        QCOMPARE(
+            QCoreApplication::translate("folio::MainWindow", "%1 · %n page(s)", nullptr, 12).arg(u"Done"),
+            QStringLiteral("Done · 12 pages"));
+        QCOMPARE(QCoreApplication::translate("folio::MainWindow", "Exported %n file(s)", nullptr, 1),
+                 QStringLiteral("Exported 1 file"));
+        QCOMPARE(QCoreApplication::translate("folio::FindBar", "%n match(es)", nullptr, 3),
+                 QStringLiteral("3 matches"));
+        loader.setLanguage(QStringLiteral("zh_CN"));
+        QVERIFY(
+            !QCoreApplication::translate("folio::FindBar", "%n match(es)", nullptr, 3).contains(u"match"));
+    }
+
     void followsTheLocale() {
         TranslationLoader loader;
         QCOMPARE(loader.setLocale(QLocale(QLocale::Chinese, QLocale::China)), QStringLiteral("zh_CN"));

@@ -18,8 +18,10 @@
 #include <QUndoGroup>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/document-search.h"
 #include "app/jobs/job-controller.h"
 #include "ui/main-window/error-panel.h"
+#include "ui/main-window/find-bar.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
@@ -89,6 +91,18 @@ void MainWindow::createActions() {
     redo->setObjectName(QStringLiteral("redo"));
     redo->setShortcuts({QKeySequence(tr("Ctrl+Shift+Z")), QKeySequence(tr("Ctrl+Y"))});
     addAction(redo);
+
+    makeAction(QStringLiteral("find"), QT_TR_NOOP("&Find…"), QKeySequence::Find,
+               [this] { findBar_->open(); });
+    makeAction(QStringLiteral("findNext"), QT_TR_NOOP("Find &Next"), QKeySequence::FindNext, [this] {
+        findBar_->show();
+        search_->next();
+    });
+    makeAction(QStringLiteral("findPrevious"), QT_TR_NOOP("Find Pre&vious"), QKeySequence::FindPrevious,
+               [this] {
+                   findBar_->show();
+                   search_->previous();
+               });
 
     makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });
@@ -194,6 +208,10 @@ void MainWindow::createMenus() {
     QMenu* editMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Edit"));
     editMenu->addAction(action(QStringLiteral("undo")));
     editMenu->addAction(action(QStringLiteral("redo")));
+    editMenu->addSeparator();
+    editMenu->addAction(action(QStringLiteral("find")));
+    editMenu->addAction(action(QStringLiteral("findNext")));
+    editMenu->addAction(action(QStringLiteral("findPrevious")));
 
     QMenu* runMenu = translatedMenu(menuBar(), QT_TR_NOOP("&Run"));
     runMenu->addAction(action(QStringLiteral("run")));

@@ -17,6 +17,7 @@
 #include <exception>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/document-search.h"
 #include "app/document-model/session-file.h"
 #include "app/documents/input-files.h"
 #include "app/jobs/job-controller.h"
@@ -206,6 +207,7 @@ void MainWindow::showDocument(int doc) {
     setWindowTitle(model_.document(doc).name + QStringLiteral(" — Folio"));
     resultView_->showDocument(doc);
     if (changed) {
+        search_->setDocument(doc);
         statusBar()->clearMessage();  // messages about the document shown before
         page_ = -1;
         block_ = -1;

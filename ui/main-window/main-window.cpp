@@ -22,8 +22,10 @@
 #include <QStatusBar>
 #include <QUndoGroup>
 #include <QUndoStack>
+#include <QVBoxLayout>
 
 #include "app/document-model/document-model.h"
+#include "app/document-model/document-search.h"
 #include "app/document-model/session-file.h"
 #include "app/documents/pdf-document.h"
 #include "app/jobs/document-exporter.h"
@@ -31,6 +33,7 @@
 #include "app/jobs/preview-loader.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
+#include "ui/main-window/find-bar.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
@@ -141,7 +144,22 @@ void MainWindow::createLayout() {
     splitter_->setStretchFactor(1, 5);
     splitter_->setStretchFactor(2, 4);
     splitter_->setSizes({250, 640, 560});
-    setCentralWidget(splitter_);
+    // The views, and under them the find bar while it is open.
+    auto* central = new QWidget(this);
+    auto* column = new QVBoxLayout(central);
+    column->setContentsMargins(0, 0, 0, 0);
+    column->setSpacing(0);
+    column->addWidget(splitter_, 1);
+    search_ = new DocumentSearch(model_, this);
+    findBar_ = new FindBar(*search_, central);
+    findBar_->hide();
+    column->addWidget(findBar_);
+    setCentralWidget(central);
+    connect(findBar_, &FindBar::queryChanged, this, [this](const QString& text, Qt::CaseSensitivity cs) {
+        search_->setQuery(text, cs, std::max(page_, 0), std::max(block_, 0));
+    });
+    connect(findBar_, &FindBar::closed, pageView_, qOverload<>(&QWidget::setFocus));
+    connect(search_, &DocumentSearch::currentMoved, this, &MainWindow::selectBlock);
 
     errors_ = new ErrorPanel(this);
     addDockWidget(Qt::BottomDockWidgetArea, errors_);

@@ -35,8 +35,10 @@ namespace folio {
 
 class DocumentExporter;
 class DocumentModel;
+class DocumentSearch;
 class EngineStatus;
 class ErrorPanel;
+class FindBar;
 class JobController;
 class PageView;
 class PreviewLoader;
@@ -117,6 +119,8 @@ public:
     PageView* pageView() const { return pageView_; }
     ResultView* resultView() const { return resultView_; }
     ErrorPanel* errorPanel() const { return errors_; }
+    FindBar* findBar() const { return findBar_; }
+    DocumentSearch* documentSearch() const { return search_; }
     EngineStatus* engineStatus() const { return engineStatus_; }
     QListWidget* pageList() const { return pages_; }
     QListWidget* documentList() const { return documents_; }
@@ -207,6 +211,8 @@ private:
     PageView* pageView_ = nullptr;
     ResultView* resultView_ = nullptr;
     ErrorPanel* errors_ = nullptr;
+    DocumentSearch* search_ = nullptr;  // the find bar's, in the document in view
+    FindBar* findBar_ = nullptr;
     PasswordPrompt passwordPrompt_;
     // Documents opened to run (runOnOpen_) that are still opening, and those opened: they run together once
     // none is left opening.

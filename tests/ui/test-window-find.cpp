@@ -1,0 +1,178 @@
+// The main window's find bar (run under Xvfb for Qt WebEngine): Ctrl+F opens it with the keyboard in it,
+// typing finds the text in the document's results and selects the first match's block in both views, Enter
+// and F3 go on and Shift+Enter and Shift+F3 back, over pages and round, the bar says where it stands, and
+// Escape closes it. Another document in view is searched in its turn.
+#include <QAction>
+#include <QCheckBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QTest>
+#include <QToolButton>
+#include <memory>
+
+#include "app/document-model/document-model.h"
+#include "app/document-model/document-search.h"
+#include "app/i18n/translation-loader.h"
+#include "app/jobs/job-controller.h"
+#include "fixture-engine.h"
+#include "screenshot.h"
+#include "ui/main-window/find-bar.h"
+#include "ui/main-window/main-window.h"
+#include "ui/page-view/page-view.h"
+#include "ui/result-view/result-view.h"
+
+using namespace folio;
+
+namespace {
+
+BlockResult textBlock(int id, int y, const QString& content) {
+    BlockResult b;
+    b.id = id;
+    b.label = QStringLiteral("text");
+    b.content = content;
+    b.box = {60, y, 940, y + 120};
+    b.order = id + 1;
+    return b;
+}
+
+// A document whose pages' results are there already, as a finished run leaves them.
+int addFinishedDocument(DocumentModel& model, const QString& path, const std::vector<QStringList>& pages) {
+    const int doc = model.addDocument(path);
+    model.setPageSizes(doc, std::vector<QSize>(pages.size(), QSize(1000, 1400)));
+    for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
+        QImage image(1000, 1400, QImage::Format_RGB888);
+        image.fill(Qt::white);
+        PageResult result;
+        result.pageIndex = p;
+        result.image = image;
+        const QStringList& texts = pages[static_cast<size_t>(p)];
+        for (int b = 0; b < texts.size(); ++b) {
+            result.blocks.push_back(textBlock(b, 80 + 180 * b, texts[b]));
+        }
+        model.pageFinished(doc, p, result);
+    }
+    model.setDocumentState(doc, DocumentState::Done);
+    return doc;
+}
+
+}  // namespace
+
+class TestWindowFind : public QObject {
+    Q_OBJECT
+
+    DocumentModel* model_ = nullptr;
+    EngineHost* engine_ = nullptr;
+    JobController* jobs_ = nullptr;
+    std::unique_ptr<MainWindow> window_;
+    TranslationLoader translations_;
+
+    QAction* action(const char* name) const {
+        return window_->findChild<QAction*>(QString::fromLatin1(name));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        translations_.setLanguage(QStringLiteral("en"));  // "2 matches", as the app says it
+        model_ = new DocumentModel(this);
+        engine_ = new EngineHost(this);
+        jobs_ = new JobController(engine_->service(), *model_, this);
+        window_ = std::make_unique<MainWindow>(*model_, *jobs_, *engine_);
+        window_->resize(1500, 900);
+        window_->show();
+        window_->activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+    }
+
+    void cleanupTestCase() { window_.reset(); }
+
+    void findsOverPagesAndRound() {
+        const int doc = addFinishedDocument(
+            *model_, QStringLiteral("/tmp/annual-report.pdf"),
+            {{QStringLiteral("# Annual report"), QStringLiteral("Revenue rose by a tenth."),
+              QStringLiteral("Costs fell.")},
+             {QStringLiteral("Outlook"), QStringLiteral("We expect **revenue** to rise again.")}});
+        window_->showDocument(doc);
+        QCOMPARE(window_->currentPage(), 0);
+        FindBar* bar = window_->findBar();
+        QVERIFY(!bar->isVisible());
+
+        action("find")->trigger();
+        QVERIFY(bar->isVisible());
+        QTRY_VERIFY(bar->lineEdit()->hasFocus());
+        QSignalSpy selected(window_.get(), &MainWindow::blockSelected);
+        QTest::keyClicks(bar->lineEdit(), QStringLiteral("revenue"));
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 2"));
+        QCOMPARE(window_->currentPage(), 0);
+        QCOMPARE(window_->selectedBlock(), 1);
+        QCOMPARE(window_->pageView()->selectedBlock(), 1);
+        QCOMPARE(window_->resultView()->highlightedBlock(), std::pair(0, 1));
+        QVERIFY(!selected.isEmpty());
+        QVERIFY(bar->nextButton()->isEnabled());
+
+        // Enter goes on to the next page.
+        QTest::keyClick(bar->lineEdit(), Qt::Key_Return);
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("2 of 2"));
+        QCOMPARE(window_->currentPage(), 1);
+        QCOMPARE(window_->selectedBlock(), 1);
+        QCOMPARE(window_->resultView()->highlightedBlock(), std::pair(1, 1));
+        test::saveScreenshot(window_.get(), QStringLiteral("find-bar"));
+        // F3 past the last match: the first again; Shift+F3 back; Shift+Enter back.
+        action("findNext")->trigger();
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 2"));
+        QCOMPARE(window_->currentPage(), 0);
+        action("findPrevious")->trigger();
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("2 of 2"));
+        QCOMPARE(window_->currentPage(), 1);
+        QTest::keyClick(bar->lineEdit(), Qt::Key_Return, Qt::ShiftModifier);
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 2"));
+        QCOMPARE(window_->currentPage(), 0);
+
+        // Match case: the lower-case word only, on page 2.
+        bar->matchCase()->setChecked(true);
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 1"));
+        QCOMPARE(window_->currentPage(), 1);
+        bar->matchCase()->setChecked(false);
+
+        // Nothing found: said, and nothing to go to.
+        QTest::keyClicks(bar->lineEdit(), QStringLiteral("x"));
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("Not found"));
+        QVERIFY(!bar->nextButton()->isEnabled());
+        QVERIFY(!bar->previousButton()->isEnabled());
+        const int page = window_->currentPage();
+        action("findNext")->trigger();
+        QCOMPARE(window_->currentPage(), page);
+
+        // Escape closes the bar; Ctrl+F opens it again with its text selected, to type over.
+        QTest::keyClick(bar->lineEdit(), Qt::Key_Escape);
+        QVERIFY(!bar->isVisible());
+        action("find")->trigger();
+        QVERIFY(bar->isVisible());
+        QCOMPARE(bar->lineEdit()->selectedText(), QStringLiteral("revenuex"));
+        QTest::keyClicks(bar->lineEdit(), QStringLiteral("costs"));
+        QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 1"));
+        QCOMPARE(window_->currentPage(), 0);
+        QCOMPARE(window_->selectedBlock(), 2);
+    }
+
+    // Another document in view is searched for the same text; a closed one leaves nothing found.
+    void searchesTheDocumentInView() {
+        FindBar* bar = window_->findBar();
+        const int doc =
+            addFinishedDocument(*model_, QStringLiteral("/tmp/minutes.pdf"),
+                                {{QStringLiteral("Minutes"), QStringLiteral("Costs were discussed."),
+                                  QStringLiteral("Costs again.")}});
+        window_->showDocument(doc);
+        QCOMPARE(window_->documentSearch()->document(), doc);
+        QTRY_COMPARE(bar->statusLabel()->text(), QStringLiteral("2 matches"));
+        action("findNext")->trigger();
+        QCOMPARE(window_->selectedBlock(), 1);
+        action("findNext")->trigger();
+        QCOMPARE(window_->selectedBlock(), 2);
+        model_->closeDocument(doc);
+        QTRY_VERIFY(window_->documentSearch()->document() != doc);
+    }
+};
+
+QTEST_MAIN(TestWindowFind)
+#include "test-window-find.moc"

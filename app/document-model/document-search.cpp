@@ -20,6 +20,19 @@ QString searchableText(const BlockResult& block) {
     return block.image.isNull() ? blockPlainLines(block).join(u'\n') : QString();
 }
 
+namespace {
+
+// The occurrences of text in one block's searchable text, appended to matches.
+void findInBlock(const QString& haystack, int page, int blockId, const QString& text, Qt::CaseSensitivity cs,
+                 std::vector<SearchMatch>& matches) {
+    for (qsizetype at = haystack.indexOf(text, 0, cs); at >= 0;
+         at = haystack.indexOf(text, at + text.size(), cs)) {
+        matches.push_back({page, blockId, static_cast<int>(at), static_cast<int>(text.size())});
+    }
+}
+
+}  // namespace
+
 std::vector<SearchMatch> findMatches(const DocumentEntry& document, const QString& text,
                                      Qt::CaseSensitivity cs) {
     std::vector<SearchMatch> matches;
@@ -28,27 +41,24 @@ std::vector<SearchMatch> findMatches(const DocumentEntry& document, const QStrin
     }
     for (int page = 0; page < static_cast<int>(document.pages.size()); ++page) {
         for (const BlockResult& block : document.pages[static_cast<size_t>(page)].result.blocks) {
-            const QString haystack = searchableText(block);
-            for (qsizetype at = haystack.indexOf(text, 0, cs); at >= 0;
-                 at = haystack.indexOf(text, at + text.size(), cs)) {
-                matches.push_back({page, block.id, static_cast<int>(at), static_cast<int>(text.size())});
-            }
+            findInBlock(searchableText(block), page, block.id, text, cs, matches);
         }
     }
     return matches;
 }
 
 DocumentSearch::DocumentSearch(const DocumentModel& model, QObject* parent) : QObject(parent), model_(model) {
-    connect(&model_, &DocumentModel::pageChanged, this, [this](int doc, int) { onModelChanged(doc); });
-    connect(&model_, &DocumentModel::blockChanged, this, [this](int doc, int, int) { onModelChanged(doc); });
-    connect(&model_, &DocumentModel::blocksRenumbered, this, [this](int doc, int) { onModelChanged(doc); });
+    connect(&model_, &DocumentModel::pageChanged, this, &DocumentSearch::onModelChanged);
+    connect(&model_, &DocumentModel::blockChanged, this,
+            [this](int doc, int page, int) { onModelChanged(doc, page); });
+    connect(&model_, &DocumentModel::blocksRenumbered, this, &DocumentSearch::onModelChanged);
     connect(&model_, &DocumentModel::documentClosed, this, [this](int doc) {
         if (doc == doc_) {
             setDocument(-1);
         }
     });
     refreshTimer_.setSingleShot(true);
-    refreshTimer_.setInterval(150);
+    refreshTimer_.setInterval(250);
     connect(&refreshTimer_, &QTimer::timeout, this, [this] { refreshNow(); });
 }
 
@@ -58,6 +68,7 @@ const SearchMatch* DocumentSearch::current() const {
 
 void DocumentSearch::setDocument(int doc) {
     doc_ = model_.isOpen(doc) ? doc : -1;
+    pageTexts_.clear();
     refreshTimer_.stop();
     refresh(std::nullopt);
 }
@@ -93,9 +104,15 @@ void DocumentSearch::move(int step) {
     Q_EMIT currentMoved(m.page, m.blockId);
 }
 
-void DocumentSearch::onModelChanged(int doc) {
-    // A run changes a block at each token: the matches are found again once the changes pause.
-    if (doc == doc_ && !text_.isEmpty()) {
+void DocumentSearch::onModelChanged(int doc, int page) {
+    if (doc != doc_) {
+        return;
+    }
+    if (page >= 0 && page < static_cast<int>(pageTexts_.size())) {
+        pageTexts_[static_cast<size_t>(page)].reset();
+    }
+    // A run changes a block at each token: the matches are found again at most every refresh interval.
+    if (!text_.isEmpty() && !refreshTimer_.isActive()) {
         refreshTimer_.start();
     }
 }
@@ -107,8 +124,24 @@ void DocumentSearch::refreshNow() {
 }
 
 void DocumentSearch::refresh(const std::optional<SearchMatch>& from) {
-    matches_ = doc_ >= 0 && model_.isOpen(doc_) ? findMatches(model_.document(doc_), text_, cs_)
-                                                : std::vector<SearchMatch>{};
+    matches_.clear();
+    if (doc_ >= 0 && model_.isOpen(doc_) && !text_.isEmpty()) {
+        const DocumentEntry& document = model_.document(doc_);
+        pageTexts_.resize(document.pages.size());
+        for (int page = 0; page < static_cast<int>(document.pages.size()); ++page) {
+            const std::vector<BlockResult>& blocks = document.pages[static_cast<size_t>(page)].result.blocks;
+            std::optional<std::vector<QString>>& texts = pageTexts_[static_cast<size_t>(page)];
+            if (!texts || texts->size() != blocks.size()) {
+                texts.emplace();
+                for (const BlockResult& block : blocks) {
+                    texts->push_back(searchableText(block));
+                }
+            }
+            for (size_t b = 0; b < blocks.size(); ++b) {
+                findInBlock((*texts)[b], page, blocks[b].id, text_, cs_, matches_);
+            }
+        }
+    }
     current_ = -1;
     if (from && !matches_.empty()) {
         const auto at = std::find_if(matches_.begin(), matches_.end(),

@@ -1,7 +1,8 @@
 // Finding text in a document's results, as the desktop app's find bar does: the matches of a text in each
 // block's searchable text (what the result view shows of it), in page order and each page's reading order,
 // and which of them is current. Follows the model: when a run or an edit changes blocks, the matches are
-// found again and the current one stays where it was, or moves to the next.
+// found again (at most every quarter of a second while a run streams) and the current one stays where it
+// was, or moves to the next.
 #pragma once
 
 #include <QObject>
@@ -70,7 +71,7 @@ private:
     void refresh(const std::optional<SearchMatch>& from);
     // The same from the current match, if any.
     void refreshNow();
-    void onModelChanged(int doc);
+    void onModelChanged(int doc, int page);
     void move(int step);
 
     const DocumentModel& model_;
@@ -80,6 +81,9 @@ private:
     std::vector<SearchMatch> matches_;
     int current_ = -1;
     QTimer refreshTimer_;
+    // Each page's blocks' searchable texts, made again for a page that changed: markup is stripped once a
+    // change, not at every refresh.
+    std::vector<std::optional<std::vector<QString>>> pageTexts_;
 };
 
 }  // namespace folio

@@ -2,6 +2,7 @@
 // is, the matches in page and reading order, and the current match as the user moves and the model changes.
 #include <QSignalSpy>
 #include <QTest>
+#include <QTimer>
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/document-search.h"
@@ -65,6 +66,7 @@ private Q_SLOTS:
     void queryStartsAtTheBlockInView();
     void followsTheModel();
     void noCurrentMatchInANewDocument();
+    void followsStreamingText();
     void closedDocumentHasNoMatches();
 };
 
@@ -231,6 +233,32 @@ void TestDocumentSearch::noCurrentMatchInANewDocument() {
     search.next();
     QCOMPARE(search.currentIndex(), 0);
     QCOMPARE(moved.size(), 2);
+}
+
+// A run streams a block's text a token at a time, faster than the refresh interval: the matches follow while
+// it streams, not only once it stops.
+void TestDocumentSearch::followsStreamingText() {
+    DocumentModel model;
+    const int doc = addDocument(model);
+    DocumentSearch search(model);
+    search.setDocument(doc);
+    search.setQuery(QStringLiteral("streamed"), Qt::CaseInsensitive);
+    QCOMPARE(search.count(), 0);
+    QString text;
+    int tokens = 0;
+    QTimer stream;
+    stream.setInterval(10);
+    connect(&stream, &QTimer::timeout, this, [&] {
+        text += QStringLiteral(" streamed");
+        model.blockText(doc, 1, 0, text);
+        if (++tokens == 300) {
+            stream.stop();
+        }
+    });
+    stream.start();
+    QTRY_VERIFY_WITH_TIMEOUT(search.count() > 0, 2000);
+    QVERIFY(stream.isActive());
+    QTRY_COMPARE(search.count(), 300);
 }
 
 void TestDocumentSearch::closedDocumentHasNoMatches() {

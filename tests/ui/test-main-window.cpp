@@ -40,6 +40,7 @@
 #include "app/settings/error-setting.h"
 #include "engine/models/model-registry.h"
 #include "fixture-engine.h"
+#include "result-script.h"
 #include "screenshot.h"
 #include "ui/main-window/engine-status.h"
 #include "ui/main-window/error-panel.h"
@@ -49,24 +50,9 @@
 #include "ui/result-view/result-view.h"
 
 using namespace folio;
+using folio::test::evaluate;
 
 namespace {
-
-// The value a script returns in the result view's page.
-QVariant evaluate(ResultView* view, const QString& script) {
-    QVariant result;
-    bool done = false;
-    view->webView()->page()->runJavaScript(script, [&](const QVariant& value) {
-        result = value;
-        done = true;
-    });
-    QElapsedTimer timer;
-    timer.start();
-    while (!done && timer.elapsed() < 10000) {
-        QTest::qWait(10);
-    }
-    return result;
-}
 
 // The value a script run beside the page's own (which may be off) returns.
 QVariant evaluateBeside(QWebEngineView* view, const QString& script) {

@@ -6,7 +6,9 @@
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTest>
 #include <QToolButton>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "app/i18n/translation-loader.h"
 #include "app/jobs/job-controller.h"
 #include "fixture-engine.h"
+#include "result-script.h"
 #include "screenshot.h"
 #include "ui/main-window/find-bar.h"
 #include "ui/main-window/main-window.h"
@@ -109,6 +112,17 @@ private Q_SLOTS:
         QCOMPARE(window_->resultView()->highlightedBlock(), std::pair(0, 1));
         QVERIFY(!selected.isEmpty());
         QVERIFY(bar->nextButton()->isEnabled());
+        // The word is marked where it stands in the rendered results, and in the Markdown tab beside the
+        // block's range.
+        ResultView* results = window_->resultView();
+        QTRY_VERIFY(results->isReady());
+        const QString marks = QStringLiteral(
+            "Array.from(document.querySelectorAll('mark.find'))"
+            ".map(function (m) { return m.textContent; }).join('|')");
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QStringLiteral("Revenue|revenue"));
+        results->tabs()->setCurrentWidget(results->sourceView());
+        QTRY_COMPARE(results->sourceView()->extraSelections().size(), 3);
+        results->tabs()->setCurrentIndex(0);
 
         // Enter goes on to the next page.
         QTest::keyClick(bar->lineEdit(), Qt::Key_Return);
@@ -143,9 +157,12 @@ private Q_SLOTS:
         action("findNext")->trigger();
         QCOMPARE(window_->currentPage(), page);
 
-        // Escape closes the bar; Ctrl+F opens it again with its text selected, to type over.
+        // Escape closes the bar and takes the marks away; Ctrl+F opens it again with its text selected, to
+        // type over.
         QTest::keyClick(bar->lineEdit(), Qt::Key_Escape);
         QVERIFY(!bar->isVisible());
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QString());
+        QCOMPARE(results->sourceView()->extraSelections().size(), 1);
         action("find")->trigger();
         QVERIFY(bar->isVisible());
         QCOMPARE(bar->lineEdit()->selectedText(), QStringLiteral("revenuex"));
@@ -153,6 +170,18 @@ private Q_SLOTS:
         QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 1"));
         QCOMPARE(window_->currentPage(), 0);
         QCOMPARE(window_->selectedBlock(), 2);
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QStringLiteral("Costs"));
+        // Closed, F3 opens the bar again on its text, marked again.
+        QTest::keyClick(bar->lineEdit(), Qt::Key_Escape);
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QString());
+        action("findNext")->trigger();
+        QVERIFY(bar->isVisible());
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QStringLiteral("Costs"));
+        // A block whose text changes is marked again as it is shown.
+        model_->editBlockText(window_->documentSearch()->document(), 0, 1,
+                              QStringLiteral("Costs and costs."));
+        QTRY_COMPARE(test::evaluate(results, marks).toString(), QStringLiteral("Costs|costs|Costs"));
+        QTRY_COMPARE(bar->statusLabel()->text(), QStringLiteral("3 of 3"));  // still on its block
     }
 
     // Another document in view is searched for the same text; a closed one leaves nothing found.

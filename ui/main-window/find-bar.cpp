@@ -58,9 +58,14 @@ FindBar::FindBar(DocumentSearch& search, QWidget* parent) : QWidget(parent), sea
 }
 
 void FindBar::open() {
+    const bool reopened = !isVisible();
     show();
     edit_->setFocus(Qt::ShortcutFocusReason);
     edit_->selectAll();
+    // The text kept from before is searched again: its marks come back and the view goes to its match.
+    if (reopened && !edit_->text().isEmpty()) {
+        emitQuery();
+    }
 }
 
 void FindBar::emitQuery() {

@@ -20,7 +20,7 @@ class FindBar : public QWidget {
 public:
     explicit FindBar(DocumentSearch& search, QWidget* parent = nullptr);
 
-    // Shows the bar with its text selected and the keyboard in it.
+    // Shows the bar with its text selected and the keyboard in it; a hidden one searches its text again.
     void open();
     QLineEdit* lineEdit() const { return edit_; }
     QCheckBox* matchCase() const { return matchCase_; }

@@ -94,15 +94,11 @@ void MainWindow::createActions() {
 
     makeAction(QStringLiteral("find"), QT_TR_NOOP("&Find…"), QKeySequence::Find,
                [this] { findBar_->open(); });
-    makeAction(QStringLiteral("findNext"), QT_TR_NOOP("Find &Next"), QKeySequence::FindNext, [this] {
-        findBar_->show();
-        search_->next();
-    });
+    // With the bar closed, F3 and Shift+F3 open it again on its text.
+    makeAction(QStringLiteral("findNext"), QT_TR_NOOP("Find &Next"), QKeySequence::FindNext,
+               [this] { findBar_->isVisible() ? search_->next() : findBar_->open(); });
     makeAction(QStringLiteral("findPrevious"), QT_TR_NOOP("Find Pre&vious"), QKeySequence::FindPrevious,
-               [this] {
-                   findBar_->show();
-                   search_->previous();
-               });
+               [this] { findBar_->isVisible() ? search_->previous() : findBar_->open(); });
 
     makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });

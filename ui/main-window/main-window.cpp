@@ -156,9 +156,13 @@ void MainWindow::createLayout() {
     column->addWidget(findBar_);
     setCentralWidget(central);
     connect(findBar_, &FindBar::queryChanged, this, [this](const QString& text, Qt::CaseSensitivity cs) {
+        resultView_->setFoundText(text, cs);
         search_->setQuery(text, cs, std::max(page_, 0), std::max(block_, 0));
     });
-    connect(findBar_, &FindBar::closed, pageView_, qOverload<>(&QWidget::setFocus));
+    connect(findBar_, &FindBar::closed, this, [this] {
+        resultView_->setFoundText({}, Qt::CaseInsensitive);
+        pageView_->setFocus();
+    });
     connect(search_, &DocumentSearch::currentMoved, this, &MainWindow::selectBlock);
 
     errors_ = new ErrorPanel(this);

@@ -48,6 +48,7 @@ figure { margin: 4px 0; text-align: center; } figure img { max-width: 100%; bord
 .formula { text-align: center; margin: 4px 0; overflow-x: auto; }
 pre { white-space: pre-wrap; font-size: 12.5px; background: #f6f8fa; padding: 6px; border-radius: 4px; }
 .state { color: #8b949e; font-style: italic; padding: 6px 10px; }
+mark.find { background: #ffe066; color: inherit; border-radius: 2px; }
 .state.error { color: #b91c1c; font-style: normal; }
 )";
 
@@ -77,10 +78,51 @@ var folio = {
     return s;
   },
   clear: function () { document.getElementById('doc').innerHTML = ''; folio.selected = null; },
+  query: null,
+  find: function (text, cs) {
+    var doc = document.getElementById('doc');
+    doc.querySelectorAll('mark.find').forEach(function (m) {
+      var parent = m.parentNode;
+      parent.replaceChild(document.createTextNode(m.textContent), m);
+      parent.normalize();
+    });
+    folio.query = text ? [text, cs] : null;
+    folio.markFound(doc);
+    return doc.querySelectorAll('mark.find').length;
+  },
+  markFound: function (root) {
+    if (!folio.query) return;
+    var text = folio.query[0], cs = folio.query[1], needle = cs ? text : text.toLowerCase();
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, { acceptNode: function (n) {
+      var e = n.parentElement;
+      return !e || e.closest('.tag, .page-head, .katex-mathml, mark.find') ? NodeFilter.FILTER_REJECT
+                                                                           : NodeFilter.FILTER_ACCEPT;
+    } });
+    var nodes = [];
+    while (walker.nextNode()) nodes.push(walker.currentNode);
+    nodes.forEach(function (n) {
+      var s = n.nodeValue, hay = cs ? s : s.toLowerCase();
+      if (hay.length !== s.length) { hay = s; }
+      var at = hay.indexOf(needle);
+      if (at < 0) return;
+      var frag = document.createDocumentFragment(), from = 0;
+      for (; at >= 0; at = hay.indexOf(needle, from)) {
+        frag.appendChild(document.createTextNode(s.slice(from, at)));
+        var m = document.createElement('mark');
+        m.className = 'find';
+        m.textContent = s.slice(at, at + text.length);
+        frag.appendChild(m);
+        from = at + text.length;
+      }
+      frag.appendChild(document.createTextNode(s.slice(from)));
+      n.parentNode.replaceChild(frag, n);
+    });
+  },
   setPage: function (p, html) {
     var s = folio.section(p);
     s.innerHTML = html;
     folio.typeset(s);
+    folio.markFound(s);
     if (folio.selected) folio.mark(folio.selected[0], folio.selected[1], false);
   },
   setBlock: function (p, b, html) {
@@ -92,6 +134,7 @@ var folio = {
     if (!n) return;
     e.replaceWith(n);
     folio.typeset(n);
+    folio.markFound(n);
     if (folio.selected && folio.selected[0] == p && folio.selected[1] == b) n.classList.add('selected');
   },
   mark: function (p, b, scroll) {

@@ -107,6 +107,11 @@ void ResultView::renderAll() {
     dirtyPages_.clear();
     dirtyBlocks_.clear();
     run(QStringLiteral("folio.clear();"));
+    if (!foundText_.isEmpty()) {
+        run(QStringLiteral("folio.find(%1,%2);")
+                .arg(jsString(foundText_))
+                .arg(foundCase_ == Qt::CaseSensitive ? "true" : "false"));
+    }
     if (doc_ >= 0 && doc_ < model_.documentCount()) {
         const auto& pages = model_.document(doc_).pages;
         for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
@@ -213,6 +218,8 @@ void ResultView::rebuildSource() {
     source_->verticalScrollBar()->setValue(scroll);
     if (highlighted_.first >= 0) {
         highlightBlock(highlighted_.first, highlighted_.second);
+    } else {
+        updateSourceSelections();
     }
 }
 
@@ -228,15 +235,8 @@ int ResultView::consoleMessages() const {
 void ResultView::highlightBlock(int page, int blockId) {
     highlighted_ = {page, blockId};
     run(QStringLiteral("folio.mark(%1,%2,true);").arg(page).arg(blockId));
-    QList<QTextEdit::ExtraSelection> selections;
     for (const SourceRange& range : sourceRanges_) {
         if (range.page == page && range.blockId == blockId) {
-            QTextEdit::ExtraSelection selection;
-            selection.format.setBackground(QColor(0xff, 0xf3, 0xc4));
-            selection.cursor = QTextCursor(source_->document());
-            selection.cursor.setPosition(range.start);
-            selection.cursor.setPosition(range.end, QTextCursor::KeepAnchor);
-            selections << selection;
             const QSignalBlocker blocker(source_);
             QTextCursor cursor(source_->document());
             cursor.setPosition(range.start);
@@ -244,6 +244,46 @@ void ResultView::highlightBlock(int page, int blockId) {
             source_->centerCursor();
             break;
         }
+    }
+    updateSourceSelections();
+}
+
+void ResultView::setFoundText(const QString& text, Qt::CaseSensitivity cs) {
+    foundText_ = text;
+    foundCase_ = cs;
+    run(QStringLiteral("folio.find(%1,%2);")
+            .arg(jsString(text))
+            .arg(cs == Qt::CaseSensitive ? "true" : "false"));
+    updateSourceSelections();
+}
+
+void ResultView::updateSourceSelections() {
+    QList<QTextEdit::ExtraSelection> selections;
+    for (const SourceRange& range : sourceRanges_) {
+        if (range.page == highlighted_.first && range.blockId == highlighted_.second) {
+            QTextEdit::ExtraSelection selection;
+            selection.format.setBackground(QColor(0xff, 0xf3, 0xc4));
+            selection.cursor = QTextCursor(source_->document());
+            selection.cursor.setPosition(range.start);
+            selection.cursor.setPosition(range.end, QTextCursor::KeepAnchor);
+            selections << selection;
+            break;
+        }
+    }
+    // The found text's occurrences over it, as many as a view can mark without slowing down.
+    constexpr int kMaxMarks = 2000;
+    const QTextDocument::FindFlags flags =
+        foundCase_ == Qt::CaseSensitive ? QTextDocument::FindCaseSensitively : QTextDocument::FindFlags();
+    QTextCursor at(source_->document());
+    for (int n = 0; !foundText_.isEmpty() && n < kMaxMarks; ++n) {
+        at = source_->document()->find(foundText_, at, flags);
+        if (at.isNull()) {
+            break;
+        }
+        QTextEdit::ExtraSelection selection;
+        selection.format.setBackground(QColor(0xff, 0xe0, 0x66));
+        selection.cursor = at;
+        selections << selection;
     }
     source_->setExtraSelections(selections);
 }

@@ -30,6 +30,9 @@ public:
     int currentDocument() const { return doc_; }
     // Scrolls to a block's result and highlights it in both tabs (blockId -1: none).
     void highlightBlock(int page, int blockId);
+    // Marks the occurrences of the find bar's text in both tabs (empty: none), as the document's results
+    // change too.
+    void setFoundText(const QString& text, Qt::CaseSensitivity cs);
     // Scrolls the rendered document to a page's results (the page view went to it).
     void scrollToPage(int page);
     // Messages the page's scripts logged (KaTeX's warnings, ...): counted, kept out of the terminal.
@@ -64,6 +67,8 @@ private:
     void renderAll();
     void rebuildSource();
     void onSourceCursor();
+    // The Markdown tab's marks: the highlighted block's range and the found text's occurrences.
+    void updateSourceSelections();
     void run(const QString& script);
 
     const DocumentModel& model_;
@@ -79,6 +84,8 @@ private:
     bool sourceDirty_ = true;
     QTimer flushTimer_;
     std::pair<int, int> highlighted_{-1, -1};
+    QString foundText_;
+    Qt::CaseSensitivity foundCase_ = Qt::CaseInsensitive;
     // The Markdown tab's text: each block's range, for highlighting and clicks.
     struct SourceRange {
         int page = 0;

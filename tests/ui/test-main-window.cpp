@@ -51,24 +51,9 @@
 
 using namespace folio;
 using folio::test::evaluate;
+using folio::test::evaluateBeside;
 
 namespace {
-
-// The value a script run beside the page's own (which may be off) returns.
-QVariant evaluateBeside(QWebEngineView* view, const QString& script) {
-    QVariant result;
-    bool done = false;
-    view->page()->runJavaScript(script, QWebEngineScript::ApplicationWorld, [&](const QVariant& value) {
-        result = value;
-        done = true;
-    });
-    QElapsedTimer timer;
-    timer.start();
-    while (!done && timer.elapsed() < 10000) {
-        QTest::qWait(10);
-    }
-    return result;
-}
 
 // Milliseconds the calling thread has spent ready to run but waiting for a CPU.
 qint64 runQueueWaitMs() {

@@ -27,7 +27,6 @@
 #include <QTest>
 #include <QThread>
 #include <QTimer>
-#include <QWebEngineScript>
 #include <QWebEngineSettings>
 #include <QWebEngineView>
 #include <algorithm>

@@ -22,6 +22,7 @@
 #include "screenshot.h"
 #include "ui/main-window/find-bar.h"
 #include "ui/main-window/main-window.h"
+#include "ui/page-view/block-item.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
@@ -48,6 +49,8 @@ int addFinishedDocument(DocumentModel& model, const QString& path, const std::ve
         image.fill(Qt::white);
         PageResult result;
         result.pageIndex = p;
+        result.width = image.width();
+        result.height = image.height();
         result.image = image;
         const QStringList& texts = pages[static_cast<size_t>(p)];
         for (int b = 0; b < texts.size(); ++b) {
@@ -120,6 +123,11 @@ private Q_SLOTS:
             "Array.from(document.querySelectorAll('mark.find'))"
             ".map(function (m) { return m.textContent; }).join('|')");
         QTRY_COMPARE(test::evaluate(results, marks).toString(), QStringLiteral("Revenue|revenue"));
+        // On the page, the block with the word is outlined, the others not.
+        PageView* pages = window_->pageView();
+        QVERIFY(pages->blockItem(1)->isFound());
+        QVERIFY(!pages->blockItem(0)->isFound());
+        QVERIFY(!pages->blockItem(2)->isFound());
         results->tabs()->setCurrentWidget(results->sourceView());
         QTRY_COMPARE(results->sourceView()->extraSelections().size(), 3);
         results->tabs()->setCurrentIndex(0);
@@ -130,6 +138,8 @@ private Q_SLOTS:
         QCOMPARE(window_->currentPage(), 1);
         QCOMPARE(window_->selectedBlock(), 1);
         QCOMPARE(window_->resultView()->highlightedBlock(), std::pair(1, 1));
+        QVERIFY(pages->blockItem(1)->isFound());  // the new page's own
+        QVERIFY(!pages->blockItem(0)->isFound());
         test::saveScreenshot(window_.get(), QStringLiteral("find-bar"));
         // F3 past the last match: the first again; Shift+F3 back; Shift+Enter back.
         action("findNext")->trigger();
@@ -163,6 +173,9 @@ private Q_SLOTS:
         QVERIFY(!bar->isVisible());
         QTRY_COMPARE(test::evaluate(results, marks).toString(), QString());
         QCOMPARE(results->sourceView()->extraSelections().size(), 1);
+        for (int b = 0; b < pages->blockItemCount(); ++b) {
+            QVERIFY(!pages->blockItem(b)->isFound());
+        }
         action("find")->trigger();
         QVERIFY(bar->isVisible());
         QCOMPARE(bar->lineEdit()->selectedText(), QStringLiteral("revenuex"));

@@ -25,6 +25,7 @@
 #include "app/jobs/preview-loader.h"
 #include "app/pipeline/block-crop.h"
 #include "ui/main-window/error-panel.h"
+#include "ui/main-window/find-bar.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
@@ -239,6 +240,7 @@ void MainWindow::showPage(int doc, int page) {
     usePageImage(doc, page);
     const bool pageChanged = pageView_->currentDocument() != doc || pageView_->currentPage() != page;
     pageView_->showPage(doc, page);
+    updateFoundBlocks();
     if (pageChanged && !followingResult_) {
         resultView_->scrollToPage(page);
     }
@@ -267,6 +269,18 @@ void MainWindow::selectBlock(int page, int blockId) {
     resultView_->highlightBlock(page, resultBlock);
     updateActions();
     Q_EMIT blockSelected(doc_, page_, block_);
+}
+
+void MainWindow::updateFoundBlocks() {
+    QSet<int> found;
+    if (findBar_->isVisible() && search_->document() == doc_) {
+        for (const SearchMatch& m : search_->matches()) {
+            if (m.page == page_) {
+                found.insert(m.blockId);
+            }
+        }
+    }
+    pageView_->setFoundBlocks(found);
 }
 
 void MainWindow::onPageBlockClicked(int blockId) {

@@ -161,9 +161,11 @@ void MainWindow::createLayout() {
     });
     connect(findBar_, &FindBar::closed, this, [this] {
         resultView_->setFoundText({}, Qt::CaseInsensitive);
+        updateFoundBlocks();
         pageView_->setFocus();
     });
     connect(search_, &DocumentSearch::currentMoved, this, &MainWindow::selectBlock);
+    connect(search_, &DocumentSearch::changed, this, &MainWindow::updateFoundBlocks);
 
     errors_ = new ErrorPanel(this);
     addDockWidget(Qt::BottomDockWidgetArea, errors_);

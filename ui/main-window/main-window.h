@@ -192,6 +192,8 @@ private:
     void chooseModelFolder();
     void nextPage(int step);
     void onPageBlockClicked(int blockId);
+    // Outlines the blocks of the page in view where the find bar's text occurs (none with the bar closed).
+    void updateFoundBlocks();
     void onResultBlockActivated(int page, int blockId);
     void emitSignalOrSay(void (MainWindow::*signal)(), const QString& what);
 

@@ -75,7 +75,8 @@ QRectF BlockItem::badgeRect() const {
 }
 
 QRectF BlockItem::boundingRect() const {
-    return outline_.boundingRect().adjusted(-4, -4, 4, 4).united(badgeRect());
+    const double margin = kFoundHalo + 1;
+    return outline_.boundingRect().adjusted(-margin, -margin, margin, margin).united(badgeRect());
 }
 
 QPainterPath BlockItem::shape() const {
@@ -95,6 +96,13 @@ void BlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* /*optio
         pen.setStyle(Qt::DashLine);
     }
     painter->setRenderHint(QPainter::Antialiasing);
+    if (found_) {
+        // In page pixels, so that it stays within the bounding rectangle at any zoom.
+        QPen halo(QColor(0xff, 0xc4, 0x00), 2 * kFoundHalo);
+        painter->setPen(halo);
+        painter->setBrush(Qt::NoBrush);
+        painter->drawPath(outline_);
+    }
     painter->setPen(pen);
     painter->setBrush(fill);
     painter->drawPath(outline_);
@@ -109,6 +117,13 @@ void BlockItem::paint(QPainter* painter, const QStyleOptionGraphicsItem* /*optio
         painter->setFont(font);
         painter->setPen(Qt::white);
         painter->drawText(badge, Qt::AlignCenter, QString::number(order_));
+    }
+}
+
+void BlockItem::setFound(bool found) {
+    if (found != found_) {
+        found_ = found;
+        QGraphicsItem::update();
     }
 }
 

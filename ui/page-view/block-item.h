@@ -17,6 +17,8 @@ public:
     QRectF outlineRect() const { return outline_.boundingRect(); }
 
     static constexpr int kType = UserType + 1;
+    // How far the found block's outline reaches past its box, in page pixels.
+    static constexpr double kFoundHalo = 5.0;
     int type() const override { return kType; }
 
     int blockId() const { return blockId_; }
@@ -24,6 +26,9 @@ public:
     // Follows a changed block (label, text state, box).
     void update(const BlockResult& block);
     void setStreaming(bool streaming);
+    // The find bar's text occurs in the block: a yellow outline around it.
+    void setFound(bool found);
+    bool isFound() const { return found_; }
 
     QRectF boundingRect() const override;
     QPainterPath shape() const override;
@@ -43,6 +48,7 @@ private:
     QRectF page_;
     bool hovered_ = false;
     bool streaming_ = false;
+    bool found_ = false;
 };
 
 }  // namespace folio

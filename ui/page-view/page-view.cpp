@@ -62,6 +62,13 @@ void PageView::updatePixmap() {
                                                 static_cast<double>(size.height()) / image.height()));
 }
 
+void PageView::setFoundBlocks(const QSet<int>& blockIds) {
+    found_ = blockIds;
+    for (BlockItem* item : std::as_const(items_)) {
+        item->setFound(found_.contains(item->blockId()));
+    }
+}
+
 void PageView::rebuild() {
     const int selected = selectedBlock();
     QGraphicsScene* s = scene();
@@ -95,6 +102,7 @@ void PageView::rebuild() {
         auto* item = new BlockItem(block, paper_->rect());
         item->setZValue(1 + block.id * 1e-4);
         item->setStreaming((page.state == PageState::LaidOut && !block.task.isEmpty()) || block.recognising);
+        item->setFound(found_.contains(block.id));
         s->addItem(item);
         items_.insert(block.id, item);
     }

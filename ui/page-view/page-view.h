@@ -5,6 +5,7 @@
 #include <QGraphicsView>
 #include <QHash>
 #include <QPointer>
+#include <QSet>
 
 #include "app/document-model/document-model.h"
 
@@ -30,6 +31,9 @@ public:
     int selectedBlock() const;
     int blockItemCount() const { return static_cast<int>(items_.size()); }
     BlockItem* blockItem(int blockId) const { return items_.value(blockId, nullptr); }
+    // The blocks of the page in view where the find bar's text occurs, outlined; kept for the page as it is
+    // built again.
+    void setFoundBlocks(const QSet<int>& blockIds);
     // Where a block's badge-free centre is in viewport coordinates (for tests clicking it).
     QPoint blockViewportPoint(int blockId) const;
 
@@ -79,6 +83,7 @@ private:
     QGraphicsPixmapItem* pixmap_ = nullptr;
     QGraphicsRectItem* paper_ = nullptr;
     QHash<int, BlockItem*> items_;
+    QSet<int> found_;
     bool fitted_ = false;     // the zoom follows the width until the user zooms
     bool fullImage_ = false;  // the pixmap is the page image, not the preview
     qint64 imageKey_ = 0;     // the cache key of the image the pixmap shows

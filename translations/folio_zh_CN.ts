@@ -1179,6 +1179,18 @@ Attach one, type a question and press Enter.</source>
         <source>Find Pre&amp;vious</source>
         <translation>查找上一个(&amp;V)</translation>
     </message>
+    <message>
+        <source>&amp;Keyboard Shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
+        <source>Undo</source>
+        <translation>撤销</translation>
+    </message>
+    <message>
+        <source>Redo</source>
+        <translation>重做</translation>
+    </message>
 </context>
 <context>
     <name>folio::ModelInventory</name>
@@ -1754,6 +1766,49 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>The first chat model installed (ERNIE-4.5-VL), else none (now %1)</source>
         <translation>第一个已安装的对话模型（ERNIE-4.5-VL），没有则不使用（当前为 %1）</translation>
+    </message>
+</context>
+<context>
+    <name>folio::ShortcutsDialog</name>
+    <message>
+        <source>Find bar</source>
+        <translation>查找栏</translation>
+    </message>
+    <message>
+        <source>Next match</source>
+        <translation>下一个匹配</translation>
+    </message>
+    <message>
+        <source>Previous match</source>
+        <translation>上一个匹配</translation>
+    </message>
+    <message>
+        <source>Close the find bar</source>
+        <translation>关闭查找栏</translation>
+    </message>
+    <message>
+        <source>Document list</source>
+        <translation>文档列表</translation>
+    </message>
+    <message>
+        <source>Close the selected document</source>
+        <translation>关闭所选文档</translation>
+    </message>
+    <message>
+        <source>Keyboard Shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>Where</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
+        <source>Keys</source>
+        <translation>按键</translation>
     </message>
 </context>
 </TS>

@@ -1,15 +1,20 @@
 // The main window's find bar (run under Xvfb for Qt WebEngine): Ctrl+F opens it with the keyboard in it,
 // typing finds the text in the document's results and selects the first match's block in both views, Enter
 // and F3 go on and Shift+Enter and Shift+F3 back, over pages and round, the bar says where it stands, and
-// Escape closes it. Another document in view is searched in its turn.
+// Escape closes it. Another document in view is searched in its turn. Help > Keyboard Shortcuts lists the
+// keys these and the other actions have.
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTest>
+#include <QTimer>
 #include <QToolButton>
 #include <memory>
 
@@ -22,6 +27,7 @@
 #include "screenshot.h"
 #include "ui/main-window/find-bar.h"
 #include "ui/main-window/main-window.h"
+#include "ui/main-window/shortcuts-dialog.h"
 #include "ui/page-view/block-item.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
@@ -213,6 +219,54 @@ private Q_SLOTS:
         QCOMPARE(window_->selectedBlock(), 2);
         model_->closeDocument(doc);
         QTRY_VERIFY(window_->documentSearch()->document() != doc);
+    }
+
+    // The list is read from the menus: every action with a key, the find bar's among them, and the keys of
+    // single places; F1 opens it.
+    void keyboardShortcutsListed() {
+        const QList<ShortcutsDialog::Row> rows = ShortcutsDialog::rows(window_->menuBar());
+        const auto has = [&](const QString& group, const QString& action, const QKeySequence& keys) {
+            for (const ShortcutsDialog::Row& row : rows) {
+                if (row.group == group && row.action == action &&
+                    row.keys == keys.toString(QKeySequence::NativeText)) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        QVERIFY(has(QStringLiteral("Edit"), QStringLiteral("Find…"), QKeySequence::Find));
+        QVERIFY(has(QStringLiteral("Edit"), QStringLiteral("Find Next"), QKeySequence::FindNext));
+        QVERIFY(has(QStringLiteral("File"), QStringLiteral("Open Files…"), QKeySequence::Open));
+        QVERIFY(has(QStringLiteral("Block"), QStringLiteral("Edit Text…"), QKeySequence(Qt::Key_F2)));
+        QVERIFY(has(QStringLiteral("Find bar"), QStringLiteral("Previous match"),
+                    QKeySequence(Qt::ShiftModifier | Qt::Key_Return)));
+        for (const ShortcutsDialog::Row& row : rows) {
+            QVERIFY2(!row.action.contains(u'&') && !row.keys.isEmpty(), qPrintable(row.action));
+        }
+        // Actions without a key are left out: Choose Model Folder has none.
+        for (const ShortcutsDialog::Row& row : rows) {
+            QVERIFY(!row.action.startsWith(QStringLiteral("Choose Model")));
+        }
+
+        bool shown = false;
+        bool undoListed = false;
+        QTimer::singleShot(0, this, [&] {
+            auto* dialog = qobject_cast<ShortcutsDialog*>(QApplication::activeModalWidget());
+            shown = dialog != nullptr && dialog->table()->rowCount() == rows.size();
+            // Undo is listed as itself, not as the command it would undo now ("Undo Edit block 2").
+            const QString undoKeys = QKeySequence(QKeySequence::Undo).toString(QKeySequence::NativeText);
+            for (int r = 0; dialog != nullptr && r < dialog->table()->rowCount(); ++r) {
+                undoListed = undoListed || (dialog->table()->item(r, 1)->text() == QStringLiteral("Undo") &&
+                                            dialog->table()->item(r, 2)->text() == undoKeys);
+            }
+            test::saveScreenshot(dialog, QStringLiteral("keyboard-shortcuts"));
+            if (dialog != nullptr) {
+                dialog->reject();
+            }
+        });
+        action("shortcuts")->trigger();
+        QVERIFY(shown);
+        QVERIFY(undoListed);
     }
 };
 

@@ -22,6 +22,7 @@
 #include "app/jobs/job-controller.h"
 #include "ui/main-window/error-panel.h"
 #include "ui/main-window/find-bar.h"
+#include "ui/main-window/shortcuts-dialog.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
@@ -99,6 +100,14 @@ void MainWindow::createActions() {
                [this] { findBar_->isVisible() ? search_->next() : findBar_->open(); });
     makeAction(QStringLiteral("findPrevious"), QT_TR_NOOP("Find Pre&vious"), QKeySequence::FindPrevious,
                [this] { findBar_->isVisible() ? search_->previous() : findBar_->open(); });
+
+    makeAction(QStringLiteral("shortcuts"), QT_TR_NOOP("&Keyboard Shortcuts"), QKeySequence::HelpContents,
+               [this] {
+                   action(QStringLiteral("undo"))->setProperty(ShortcutsDialog::kListedName, tr("Undo"));
+                   action(QStringLiteral("redo"))->setProperty(ShortcutsDialog::kListedName, tr("Redo"));
+                   ShortcutsDialog dialog(menuBar(), this);
+                   dialog.exec();
+               });
 
     makeAction(QStringLiteral("zoomIn"), QT_TR_NOOP("Zoom &In"), QKeySequence::ZoomIn,
                [this] { pageView_->zoomIn(); });
@@ -242,6 +251,7 @@ void MainWindow::createMenus() {
     toolsMenu_->addAction(modelManagerAction_);
     toolsMenu_->addAction(settingsAction_);
     helpMenu_ = translatedMenu(menuBar(), QT_TR_NOOP("&Help"));
+    helpMenu_->addAction(action(QStringLiteral("shortcuts")));
     QAction* about = helpMenu_->addAction(QString(), this, [this] {
         QMessageBox::about(this, tr("About Folio"),
                            tr("<b>Folio</b> %1<br>Documents to Markdown with PaddleOCR-VL, on your own GPU.")

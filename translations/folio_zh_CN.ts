@@ -1191,6 +1191,22 @@ Attach one, type a question and press Enter.</source>
         <source>Redo</source>
         <translation>重做</translation>
     </message>
+    <message>
+        <source>&amp;Go to Page…</source>
+        <translation>转到页面(&amp;G)…</translation>
+    </message>
+    <message>
+        <source>Ctrl+G</source>
+        <translation>Ctrl+G</translation>
+    </message>
+    <message>
+        <source>Go to Page</source>
+        <translation>转到页面</translation>
+    </message>
+    <message>
+        <source>Page (1–%1):</source>
+        <translation>页码 (1–%1)：</translation>
+    </message>
 </context>
 <context>
     <name>folio::ModelInventory</name>

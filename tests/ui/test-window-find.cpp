@@ -2,10 +2,11 @@
 // typing finds the text in the document's results and selects the first match's block in both views, Enter
 // and F3 go on and Shift+Enter and Shift+F3 back, over pages and round, the bar says where it stands, and
 // Escape closes it. Another document in view is searched in its turn. Help > Keyboard Shortcuts lists the
-// keys these and the other actions have.
+// keys these and the other actions have. Go to Page shows the page asked for.
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -219,6 +220,37 @@ private Q_SLOTS:
         QCOMPARE(window_->selectedBlock(), 2);
         model_->closeDocument(doc);
         QTRY_VERIFY(window_->documentSearch()->document() != doc);
+    }
+
+    // Go to Page asks for a page number within the document's and shows that page.
+    void goToPage() {
+        const int doc = addFinishedDocument(
+            *model_, QStringLiteral("/tmp/three-pages.pdf"),
+            {{QStringLiteral("One")}, {QStringLiteral("Two")}, {QStringLiteral("Three")}});
+        window_->showDocument(doc);
+        QCOMPARE(window_->currentPage(), 0);
+        QVERIFY(action("goToPage")->isEnabled());
+        int maximum = 0;
+        QTimer::singleShot(0, this, [&] {
+            auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+            QVERIFY(dialog != nullptr);
+            maximum = dialog->intMaximum();
+            dialog->setIntValue(3);
+            dialog->accept();
+        });
+        action("goToPage")->trigger();
+        QCOMPARE(maximum, 3);
+        QCOMPARE(window_->currentPage(), 2);
+        // Cancelled: the page stays.
+        QTimer::singleShot(0, this, [&] {
+            auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+            QVERIFY(dialog != nullptr);
+            dialog->setIntValue(1);
+            dialog->reject();
+        });
+        action("goToPage")->trigger();
+        QCOMPARE(window_->currentPage(), 2);
+        model_->closeDocument(doc);
     }
 
     // The list is read from the menus: every action with a key, the find bar's among them, and the keys of

@@ -119,6 +119,8 @@ void MainWindow::createActions() {
                [this] { nextPage(1); });
     makeAction(QStringLiteral("previousPage"), QT_TR_NOOP("&Previous Page"), QKeySequence(Qt::Key_PageUp),
                [this] { nextPage(-1); });
+    makeAction(QStringLiteral("goToPage"), QT_TR_NOOP("&Go to Page…"), QKeySequence(tr("Ctrl+G")),
+               [this] { goToPage(); });
 
     blockActions_ << makeAction(QStringLiteral("editBlock"), QT_TR_NOOP("&Edit Text…"),
                                 QKeySequence(Qt::Key_F2), [this] { editSelectedBlock(); });
@@ -230,6 +232,7 @@ void MainWindow::createMenus() {
     viewMenu_->addSeparator();
     viewMenu_->addAction(action(QStringLiteral("nextPage")));
     viewMenu_->addAction(action(QStringLiteral("previousPage")));
+    viewMenu_->addAction(action(QStringLiteral("goToPage")));
     viewMenu_->addSeparator();
     viewMenu_->addAction(errors_->toggleViewAction());
 
@@ -296,6 +299,7 @@ void MainWindow::updateActions() {
     action(QStringLiteral("cancel"))->setEnabled(jobs_.isRunning() || jobs_.pendingBlockRequests() > 0);
     action(QStringLiteral("export"))->setEnabled(hasDoc);
     action(QStringLiteral("close"))->setEnabled(hasDoc);
+    action(QStringLiteral("goToPage"))->setEnabled(hasDoc && !model_.document(doc_).pages.empty());
     // A page still being recognised takes no edits: its run's result would replace them.
     const bool recognising =
         model_.hasPage(doc_, page_) && model_.page(doc_, page_).state == PageState::LaidOut;

@@ -257,6 +257,19 @@ void MainWindow::nextPage(int step) {
     showPage(doc_, page);
 }
 
+void MainWindow::goToPage() {
+    if (doc_ < 0 || model_.document(doc_).pages.empty()) {
+        return;
+    }
+    const int count = static_cast<int>(model_.document(doc_).pages.size());
+    bool ok = false;
+    const int number = QInputDialog::getInt(this, tr("Go to Page"), tr("Page (1–%1):").arg(count),
+                                            std::max(page_, 0) + 1, 1, count, 1, &ok);
+    if (ok) {
+        showPage(doc_, number - 1);
+    }
+}
+
 void MainWindow::selectBlock(int page, int blockId) {
     if (page != page_) {
         showPage(doc_, page);

@@ -191,6 +191,8 @@ private:
     void exportWithDialog();
     void chooseModelFolder();
     void nextPage(int step);
+    // Asks for a page number of the document in view and shows that page.
+    void goToPage();
     void onPageBlockClicked(int blockId);
     // Outlines the blocks of the page in view where the find bar's text occurs (none with the bar closed).
     void updateFoundBlocks();

@@ -621,6 +621,18 @@ Attach one, type a question and press Enter.</source>
         <source>Close the find bar (Esc)</source>
         <translation>关闭查找栏 (Esc)</translation>
     </message>
+    <message>
+        <source>Previous match</source>
+        <translation>上一个匹配</translation>
+    </message>
+    <message>
+        <source>Next match</source>
+        <translation>下一个匹配</translation>
+    </message>
+    <message>
+        <source>Close the find bar</source>
+        <translation>关闭查找栏</translation>
+    </message>
 </context>
 <context>
     <name>folio::InstalledModels</name>

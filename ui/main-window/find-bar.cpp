@@ -111,10 +111,14 @@ void FindBar::updateStatus() {
 
 void FindBar::retranslate() {
     edit_->setPlaceholderText(tr("Find in the results"));
+    edit_->setAccessibleName(tr("Find in the results"));
     previous_->setToolTip(tr("Previous match (Shift+F3)"));
+    previous_->setAccessibleName(tr("Previous match"));
     next_->setToolTip(tr("Next match (F3)"));
+    next_->setAccessibleName(tr("Next match"));
     matchCase_->setText(tr("Match case"));
     close_->setToolTip(tr("Close the find bar (Esc)"));
+    close_->setAccessibleName(tr("Close the find bar"));
     updateStatus();
 }
 

@@ -1219,6 +1219,22 @@ Attach one, type a question and press Enter.</source>
         <source>Page (1–%1):</source>
         <translation>页码 (1–%1)：</translation>
     </message>
+    <message>
+        <source>Copy &amp;Page Text</source>
+        <translation>复制本页文本(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Ctrl+Alt+C</source>
+        <translation>Ctrl+Alt+C</translation>
+    </message>
+    <message>
+        <source>Page %1 has no text to copy yet</source>
+        <translation>第 %1 页还没有可复制的文本</translation>
+    </message>
+    <message>
+        <source>Copied the text of page %1</source>
+        <translation>已复制第 %1 页的文本</translation>
+    </message>
 </context>
 <context>
     <name>folio::ModelInventory</name>

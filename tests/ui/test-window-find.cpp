@@ -2,10 +2,12 @@
 // typing finds the text in the document's results and selects the first match's block in both views, Enter
 // and F3 go on and Shift+Enter and Shift+F3 back, over pages and round, the bar says where it stands, and
 // Escape closes it. Another document in view is searched in its turn. Help > Keyboard Shortcuts lists the
-// keys these and the other actions have. Go to Page shows the page asked for.
+// keys these and the other actions have. Go to Page shows the page asked for; Copy Page Text copies the
+// page's Markdown.
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -250,6 +252,23 @@ private Q_SLOTS:
         });
         action("goToPage")->trigger();
         QCOMPARE(window_->currentPage(), 2);
+        model_->closeDocument(doc);
+    }
+
+    // Copy Page Text puts the page's Markdown on the clipboard, blocks in their order.
+    void copyPageText() {
+        const int doc =
+            addFinishedDocument(*model_, QStringLiteral("/tmp/copy.pdf"),
+                                {{QStringLiteral("First paragraph."), QStringLiteral("Second one.")},
+                                 {QStringLiteral("Other page.")}});
+        window_->showDocument(doc);
+        QVERIFY(action("copyPage")->isEnabled());
+        QApplication::clipboard()->clear();
+        action("copyPage")->trigger();
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("First paragraph.\n\nSecond one.\n"));
+        window_->showPage(doc, 1);
+        action("copyPage")->trigger();
+        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("Other page.\n"));
         model_->closeDocument(doc);
     }
 

@@ -93,6 +93,8 @@ void MainWindow::createActions() {
     redo->setShortcuts({QKeySequence(tr("Ctrl+Shift+Z")), QKeySequence(tr("Ctrl+Y"))});
     addAction(redo);
 
+    makeAction(QStringLiteral("copyPage"), QT_TR_NOOP("Copy &Page Text"), QKeySequence(tr("Ctrl+Alt+C")),
+               [this] { copyPage(); });
     makeAction(QStringLiteral("find"), QT_TR_NOOP("&Find…"), QKeySequence::Find,
                [this] { findBar_->open(); });
     // With the bar closed, F3 and Shift+F3 open it again on its text.
@@ -216,6 +218,8 @@ void MainWindow::createMenus() {
     editMenu->addAction(action(QStringLiteral("undo")));
     editMenu->addAction(action(QStringLiteral("redo")));
     editMenu->addSeparator();
+    editMenu->addAction(action(QStringLiteral("copyPage")));
+    editMenu->addSeparator();
     editMenu->addAction(action(QStringLiteral("find")));
     editMenu->addAction(action(QStringLiteral("findNext")));
     editMenu->addAction(action(QStringLiteral("findPrevious")));
@@ -300,6 +304,7 @@ void MainWindow::updateActions() {
     action(QStringLiteral("export"))->setEnabled(hasDoc);
     action(QStringLiteral("close"))->setEnabled(hasDoc);
     action(QStringLiteral("goToPage"))->setEnabled(hasDoc && !model_.document(doc_).pages.empty());
+    action(QStringLiteral("copyPage"))->setEnabled(model_.hasPage(doc_, page_));
     // A page still being recognised takes no edits: its run's result would replace them.
     const bool recognising =
         model_.hasPage(doc_, page_) && model_.page(doc_, page_).state == PageState::LaidOut;

@@ -1,5 +1,5 @@
 // The main window's block actions on the selected block: edit, copy, delete, re-run with another task, and a
-// box drawn by hand recognised.
+// box drawn by hand recognised; and the page in view's text copied.
 #include "ui/main-window/main-window.h"
 
 #include <QAction>
@@ -12,6 +12,7 @@
 #include <QStatusBar>
 
 #include "app/document-model/document-model.h"
+#include "app/export/markdown-block.h"
 #include "app/jobs/job-controller.h"
 #include "ui/result-view/result-view.h"
 
@@ -37,6 +38,31 @@ void MainWindow::copySelectedBlock() {
         QApplication::clipboard()->setText(block->content);
         statusBar()->showMessage(tr("Copied block %1").arg(block_ + 1), 3000);
     }
+}
+
+void MainWindow::copyPage() {
+    if (!model_.hasPage(doc_, page_)) {
+        return;
+    }
+    // The page's Markdown as the result view's Markdown tab shows it: the labels chosen, no figures.
+    const PageEntry& page = model_.page(doc_, page_);
+    QStringList parts;
+    for (const BlockResult& block : page.result.blocks) {
+        if (!block.image.isNull() || !markdownLabels().contains(block.label) ||
+            !resultView_->markdownLabels().contains(block.label)) {
+            continue;
+        }
+        const QString markdown = markdownOfBlock(block, QString(), page.result.width).trimmed();
+        if (!markdown.isEmpty()) {
+            parts << markdown;
+        }
+    }
+    if (parts.isEmpty()) {
+        statusBar()->showMessage(tr("Page %1 has no text to copy yet").arg(page_ + 1), 3000);
+        return;
+    }
+    QApplication::clipboard()->setText(parts.join(QStringLiteral("\n\n")) + u'\n');
+    statusBar()->showMessage(tr("Copied the text of page %1").arg(page_ + 1), 3000);
 }
 
 void MainWindow::deleteSelectedBlock() {

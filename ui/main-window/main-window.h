@@ -175,6 +175,8 @@ private:
     void addRecent(const QString& path);
     void editSelectedBlock();
     void copySelectedBlock();
+    // The page in view's text as Markdown, to the clipboard.
+    void copyPage();
     void deleteSelectedBlock();
     void rerunSelectedBlock(const QString& prompt);
     void onDocumentClosed(int doc);

@@ -2,6 +2,16 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="en">
 <context>
+    <name>folio::ExportDialog</name>
+    <message numerus="yes">
+        <source>All %n page(s); or, for example, 1-3, 8</source>
+        <translation>
+            <numerusform>All %n page; or, for example, 1-3, 8</numerusform>
+            <numerusform>All %n pages; or, for example, 1-3, 8</numerusform>
+        </translation>
+    </message>
+</context>
+<context>
     <name>folio::FindBar</name>
     <message numerus="yes">
         <source>%n match(es)</source>

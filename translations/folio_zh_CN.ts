@@ -580,6 +580,20 @@ Attach one, type a question and press Enter.</source>
         <source>Folder:</source>
         <translation>文件夹：</translation>
     </message>
+    <message numerus="yes">
+        <source>All %n page(s); or, for example, 1-3, 8</source>
+        <translation>
+            <numerusform>全部 %n 页；或者例如 1-3, 8</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Pages:</source>
+        <translation>页面：</translation>
+    </message>
+    <message>
+        <source>the document</source>
+        <translation>该文档</translation>
+    </message>
 </context>
 <context>
     <name>folio::FindBar</name>

@@ -102,45 +102,60 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
 }
 
 void DocumentExporter::exportDocument(int doc, const QList<ExportFormat>& formats,
-                                      const ExportOptions& options) {
+                                      const ExportOptions& options, const PageRange& range) {
     const DocumentEntry& entry = model_.document(doc);
     DocumentInfo info = entry.info;
     info.inputPath = entry.path;
     info.stem = documentStem(entry.path);
-    // Pages that went through layout, in order; a page not reached yet is left out.
+    // The range's pages that went through layout, in order; a page not reached yet is left out.
     std::vector<PageResult> pages;
-    for (const PageEntry& page : entry.pages) {
-        if (page.state != PageState::Pending) {
-            pages.push_back(page.result);
+    QStringList rangeNotes;
+    QString rangeError;
+    try {
+        const PageRange::Selection selection =
+            range.select(static_cast<int>(entry.pages.size()), entry.path.toStdString());
+        for (const std::string& note : selection.notes) {
+            rangeNotes << QString::fromStdString(note);
         }
+        for (const int p : selection.pages) {
+            const PageEntry& page = entry.pages[static_cast<size_t>(p)];
+            if (page.state != PageState::Pending) {
+                pages.push_back(page.result);
+            }
+        }
+    } catch (const std::exception& e) {
+        rangeError = QString::fromUtf8(e.what());
     }
     info.pageCount = static_cast<int>(pages.size());
     ++busy_;
-    pool_.start(
-        [this, doc, info, pages = std::move(pages), formats, options, documentOptions = documentOptions_] {
-            QStringList files;
-            QStringList notes;
-            QString error;
-            try {
+    pool_.start([this, doc, info, pages = std::move(pages), formats, options,
+                 documentOptions = documentOptions_, rangeNotes, rangeError] {
+        QStringList files;
+        QStringList notes = rangeNotes;
+        QString error = rangeError;
+        try {
+            // A range that selected no page is said as it is.
+            if (error.isEmpty()) {
                 if (pages.empty()) {
                     fail(info.inputPath.toStdString(), ": nothing to export yet: run the document first");
                 }
                 files = write(info, pages, formats, options, documentOptions, &notes);
-            } catch (const std::exception& e) {
-                error = QString::fromUtf8(e.what());
             }
-            QMetaObject::invokeMethod(
-                this,
-                [this, doc, files, notes, error] {
-                    --busy_;
-                    if (error.isEmpty()) {
-                        Q_EMIT finished(doc, files, notes);
-                    } else {
-                        Q_EMIT failed(doc, error);
-                    }
-                },
-                Qt::QueuedConnection);
-        });
+        } catch (const std::exception& e) {
+            error = QString::fromUtf8(e.what());
+        }
+        QMetaObject::invokeMethod(
+            this,
+            [this, doc, files, notes, error] {
+                --busy_;
+                if (error.isEmpty()) {
+                    Q_EMIT finished(doc, files, notes);
+                } else {
+                    Q_EMIT failed(doc, error);
+                }
+            },
+            Qt::QueuedConnection);
+    });
 }
 
 }  // namespace folio

@@ -10,6 +10,7 @@
 
 #include "app/document-model/document-model.h"
 #include "app/documents/document-source.h"
+#include "app/documents/page-range.h"
 #include "app/export/document-writer.h"
 
 namespace folio {
@@ -21,8 +22,11 @@ public:
     explicit DocumentExporter(const DocumentModel& model, QObject* parent = nullptr);
     ~DocumentExporter() override;
 
-    // Starts writing document `doc` to options.outputDir; finished or failed follows.
-    void exportDocument(int doc, const QList<ExportFormat>& formats, const ExportOptions& options);
+    // Starts writing document `doc` to options.outputDir, the pages of `range` (every page by default; pages
+    // not laid out yet are left out); finished or failed follows. A range reaching past the last page is
+    // cut there, and said in the notes; one that selects no page fails.
+    void exportDocument(int doc, const QList<ExportFormat>& formats, const ExportOptions& options,
+                        const PageRange& range = {});
     bool isBusy() const { return busy_ > 0; }
     void waitForDone() { pool_.waitForDone(); }
 

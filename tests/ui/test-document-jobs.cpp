@@ -14,6 +14,7 @@
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/edited-table.h"
+#include "app/documents/page-range.h"
 #include "app/export/html-writer.h"
 #include "app/jobs/document-exporter.h"
 #include "app/jobs/job-controller.h"
@@ -580,6 +581,51 @@ private Q_SLOTS:
         QFile html(files.first());
         QVERIFY(html.open(QIODevice::ReadOnly));
         QVERIFY(html.readAll().contains("<span class=\"math display\">$$ E=mc^2 $$</span>"));
+    }
+
+    // Export of some pages: those of the range only, a part past the last page cut and said; a range with
+    // none of the document's pages fails, saying so.
+    void exportsAPageRange() {
+        DocumentModel model;
+        const QString path = tmp_.filePath(QStringLiteral("three.png"));
+        const int doc = model.addDocument(path);
+        model.setPageSizes(doc, std::vector<QSize>(3, QSize(400, 300)));
+        for (int p = 0; p < 3; ++p) {
+            PageResult page;
+            page.inputPath = path;
+            page.pageIndex = p;
+            page.width = 400;
+            page.height = 300;
+            BlockResult text;
+            text.label = QStringLiteral("text");
+            text.content = QStringLiteral("Text of page %1").arg(p + 1);
+            text.rawText = text.content;
+            text.box = {10, 10, 200, 40};
+            text.order = 1;
+            page.blocks = {text};
+            model.pageFinished(doc, p, page);
+        }
+        DocumentExporter exporter(model);
+        QSignalSpy exported(&exporter, &DocumentExporter::finished);
+        QSignalSpy failed(&exporter, &DocumentExporter::failed);
+        ExportOptions options;
+        options.outputDir = tmp_.filePath(QStringLiteral("range"));
+        exporter.exportDocument(doc, {ExportFormat::Markdown}, options, PageRange::parse("2-3,9"));
+        QVERIFY(exported.wait(30000));
+        QFile markdown(QDir(options.outputDir).filePath(QStringLiteral("three.md")));
+        QVERIFY(markdown.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(markdown.readAll());
+        QVERIFY2(!text.contains(QStringLiteral("page 1")) && text.contains(QStringLiteral("page 2")) &&
+                     text.contains(QStringLiteral("page 3")),
+                 qPrintable(text));
+        const QStringList notes = exported.first().at(2).toStringList();
+        QCOMPARE(notes.size(), 1);
+        QVERIFY2(notes.first().contains(QStringLiteral("9")), qPrintable(notes.first()));
+
+        exporter.exportDocument(doc, {ExportFormat::Markdown}, options, PageRange::parse("7-9"));
+        QVERIFY(failed.wait(30000));
+        QVERIFY2(failed.first().at(1).toString().contains(path), qPrintable(failed.first().at(1).toString()));
+        QCOMPARE(exported.size(), 1);
     }
 
     // A table edited as HTML or Markdown is read back into a grid; other text is no table.

@@ -1,23 +1,16 @@
 // The main window's find bar (run under Xvfb for Qt WebEngine): Ctrl+F opens it with the keyboard in it,
 // typing finds the text in the document's results and selects the first match's block in both views, Enter
 // and F3 go on and Shift+Enter and Shift+F3 back, over pages and round, the bar says where it stands, and
-// Escape closes it. Another document in view is searched in its turn. Help > Keyboard Shortcuts lists the
-// keys these and the other actions have. Go to Page shows the page asked for; Copy Page Text copies the
-// page's Markdown.
+// Escape closes it; the text is marked in the result view and its blocks outlined on the page. Another
+// document in view is searched in its turn. The window's other actions: test-window-actions.
 #include <QAction>
-#include <QApplication>
 #include <QCheckBox>
-#include <QClipboard>
-#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTabWidget>
-#include <QTableWidget>
 #include <QTest>
-#include <QTimer>
 #include <QToolButton>
 #include <memory>
 
@@ -25,53 +18,18 @@
 #include "app/document-model/document-search.h"
 #include "app/i18n/translation-loader.h"
 #include "app/jobs/job-controller.h"
+#include "finished-document.h"
 #include "fixture-engine.h"
 #include "result-script.h"
 #include "screenshot.h"
 #include "ui/main-window/find-bar.h"
 #include "ui/main-window/main-window.h"
-#include "ui/main-window/shortcuts-dialog.h"
 #include "ui/page-view/block-item.h"
 #include "ui/page-view/page-view.h"
 #include "ui/result-view/result-view.h"
 
 using namespace folio;
-
-namespace {
-
-BlockResult textBlock(int id, int y, const QString& content) {
-    BlockResult b;
-    b.id = id;
-    b.label = QStringLiteral("text");
-    b.content = content;
-    b.box = {60, y, 940, y + 120};
-    b.order = id + 1;
-    return b;
-}
-
-// A document whose pages' results are there already, as a finished run leaves them.
-int addFinishedDocument(DocumentModel& model, const QString& path, const std::vector<QStringList>& pages) {
-    const int doc = model.addDocument(path);
-    model.setPageSizes(doc, std::vector<QSize>(pages.size(), QSize(1000, 1400)));
-    for (int p = 0; p < static_cast<int>(pages.size()); ++p) {
-        QImage image(1000, 1400, QImage::Format_RGB888);
-        image.fill(Qt::white);
-        PageResult result;
-        result.pageIndex = p;
-        result.width = image.width();
-        result.height = image.height();
-        result.image = image;
-        const QStringList& texts = pages[static_cast<size_t>(p)];
-        for (int b = 0; b < texts.size(); ++b) {
-            result.blocks.push_back(textBlock(b, 80 + 180 * b, texts[b]));
-        }
-        model.pageFinished(doc, p, result);
-    }
-    model.setDocumentState(doc, DocumentState::Done);
-    return doc;
-}
-
-}  // namespace
+using folio::test::addFinishedDocument;
 
 class TestWindowFind : public QObject {
     Q_OBJECT
@@ -222,102 +180,6 @@ private Q_SLOTS:
         QCOMPARE(window_->selectedBlock(), 2);
         model_->closeDocument(doc);
         QTRY_VERIFY(window_->documentSearch()->document() != doc);
-    }
-
-    // Go to Page asks for a page number within the document's and shows that page.
-    void goToPage() {
-        const int doc = addFinishedDocument(
-            *model_, QStringLiteral("/tmp/three-pages.pdf"),
-            {{QStringLiteral("One")}, {QStringLiteral("Two")}, {QStringLiteral("Three")}});
-        window_->showDocument(doc);
-        QCOMPARE(window_->currentPage(), 0);
-        QVERIFY(action("goToPage")->isEnabled());
-        int maximum = 0;
-        QTimer::singleShot(0, this, [&] {
-            auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
-            QVERIFY(dialog != nullptr);
-            maximum = dialog->intMaximum();
-            dialog->setIntValue(3);
-            dialog->accept();
-        });
-        action("goToPage")->trigger();
-        QCOMPARE(maximum, 3);
-        QCOMPARE(window_->currentPage(), 2);
-        // Cancelled: the page stays.
-        QTimer::singleShot(0, this, [&] {
-            auto* dialog = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
-            QVERIFY(dialog != nullptr);
-            dialog->setIntValue(1);
-            dialog->reject();
-        });
-        action("goToPage")->trigger();
-        QCOMPARE(window_->currentPage(), 2);
-        model_->closeDocument(doc);
-    }
-
-    // Copy Page Text puts the page's Markdown on the clipboard, blocks in their order.
-    void copyPageText() {
-        const int doc =
-            addFinishedDocument(*model_, QStringLiteral("/tmp/copy.pdf"),
-                                {{QStringLiteral("First paragraph."), QStringLiteral("Second one.")},
-                                 {QStringLiteral("Other page.")}});
-        window_->showDocument(doc);
-        QVERIFY(action("copyPage")->isEnabled());
-        QApplication::clipboard()->clear();
-        action("copyPage")->trigger();
-        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("First paragraph.\n\nSecond one.\n"));
-        window_->showPage(doc, 1);
-        action("copyPage")->trigger();
-        QCOMPARE(QApplication::clipboard()->text(), QStringLiteral("Other page.\n"));
-        model_->closeDocument(doc);
-    }
-
-    // The list is read from the menus: every action with a key, the find bar's among them, and the keys of
-    // single places; F1 opens it.
-    void keyboardShortcutsListed() {
-        const QList<ShortcutsDialog::Row> rows = ShortcutsDialog::rows(window_->menuBar());
-        const auto has = [&](const QString& group, const QString& action, const QKeySequence& keys) {
-            for (const ShortcutsDialog::Row& row : rows) {
-                if (row.group == group && row.action == action &&
-                    row.keys == keys.toString(QKeySequence::NativeText)) {
-                    return true;
-                }
-            }
-            return false;
-        };
-        QVERIFY(has(QStringLiteral("Edit"), QStringLiteral("Find…"), QKeySequence::Find));
-        QVERIFY(has(QStringLiteral("Edit"), QStringLiteral("Find Next"), QKeySequence::FindNext));
-        QVERIFY(has(QStringLiteral("File"), QStringLiteral("Open Files…"), QKeySequence::Open));
-        QVERIFY(has(QStringLiteral("Block"), QStringLiteral("Edit Text…"), QKeySequence(Qt::Key_F2)));
-        QVERIFY(has(QStringLiteral("Find bar"), QStringLiteral("Previous match"),
-                    QKeySequence(Qt::ShiftModifier | Qt::Key_Return)));
-        for (const ShortcutsDialog::Row& row : rows) {
-            QVERIFY2(!row.action.contains(u'&') && !row.keys.isEmpty(), qPrintable(row.action));
-        }
-        // Actions without a key are left out: Choose Model Folder has none.
-        for (const ShortcutsDialog::Row& row : rows) {
-            QVERIFY(!row.action.startsWith(QStringLiteral("Choose Model")));
-        }
-
-        bool shown = false;
-        bool undoListed = false;
-        QTimer::singleShot(0, this, [&] {
-            auto* dialog = qobject_cast<ShortcutsDialog*>(QApplication::activeModalWidget());
-            shown = dialog != nullptr && dialog->table()->rowCount() == rows.size();
-            // Undo is listed as itself, not as the command it would undo now ("Undo Edit block 2").
-            const QString undoKeys = QKeySequence(QKeySequence::Undo).toString(QKeySequence::NativeText);
-            for (int r = 0; dialog != nullptr && r < dialog->table()->rowCount(); ++r) {
-                undoListed = undoListed || (dialog->table()->item(r, 1)->text() == QStringLiteral("Undo") &&
-                                            dialog->table()->item(r, 2)->text() == undoKeys);
-            }
-            test::saveScreenshot(dialog, QStringLiteral("keyboard-shortcuts"));
-            if (dialog != nullptr) {
-                dialog->reject();
-            }
-        });
-        action("shortcuts")->trigger();
-        QVERIFY(shown);
-        QVERIFY(undoListed);
     }
 };
 

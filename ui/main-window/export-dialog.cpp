@@ -5,6 +5,7 @@
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QVBoxLayout>
@@ -29,8 +30,9 @@ QString exportFormatName(ExportFormat format) {
     return {};
 }
 
-ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& formats, QWidget* parent)
-    : QDialog(parent) {
+ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& formats, int pageCount,
+                           QWidget* parent)
+    : QDialog(parent), pageCount_(pageCount) {
     setWindowTitle(tr("Export"));
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout;
@@ -48,6 +50,17 @@ ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& for
     row->addWidget(folder_);
     row->addWidget(browse);
     form->addRow(tr("Folder:"), row);
+    pagesField_ = new QLineEdit(this);
+    pagesField_->setObjectName(QStringLiteral("exportPages"));
+    pagesField_->setPlaceholderText(tr("All %n page(s); or, for example, 1-3, 8", nullptr, pageCount));
+    pagesError_ = new QLabel(this);
+    pagesError_->setObjectName(QStringLiteral("exportPagesError"));
+    pagesError_->setStyleSheet(QStringLiteral("color: #b91c1c;"));
+    pagesError_->setWordWrap(true);
+    pagesError_->hide();
+    connect(pagesField_, &QLineEdit::textChanged, pagesError_, &QWidget::hide);
+    form->addRow(tr("Pages:"), pagesField_);
+    form->addRow(QString(), pagesError_);
     layout->addLayout(form);
     for (const ExportFormat format : {ExportFormat::Markdown, ExportFormat::Json, ExportFormat::Html,
                                       ExportFormat::SearchablePdf, ExportFormat::Xlsx, ExportFormat::Docx}) {
@@ -61,6 +74,21 @@ ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& for
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     layout->addWidget(buttons);
+}
+
+void ExportDialog::accept() {
+    const QString text = pagesField_->text().trimmed();
+    try {
+        pages_ = text.isEmpty() ? PageRange() : PageRange::parse(text.toStdString());
+        // A range that selects none of the document's pages is said here, not after the export starts.
+        pages_.select(pageCount_, tr("the document").toStdString());
+    } catch (const std::exception& e) {
+        pagesError_->setText(QString::fromUtf8(e.what()));
+        pagesError_->show();
+        pagesField_->setFocus();
+        return;
+    }
+    QDialog::accept();
 }
 
 QString ExportDialog::folder() const {

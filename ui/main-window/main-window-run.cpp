@@ -154,7 +154,8 @@ void MainWindow::cancelJobs() {
     progressText_->setText(tr("Cancelling…"));
 }
 
-void MainWindow::exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats) {
+void MainWindow::exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats,
+                                const PageRange& pages) {
     if (doc < 0 || formats.isEmpty()) {
         return;
     }
@@ -162,7 +163,13 @@ void MainWindow::exportDocument(int doc, const QString& folder, const QList<Expo
     options.outputDir = QDir(folder).absolutePath();
     options.markdownLabels = markdownLabels_;
     exporter_->setDocumentOptions(jobs_.documentOptions());
-    exporter_->exportDocument(doc, formats, options);
+    // Some pages only: the user's changes to the others are not in the files, so the document stays unsaved.
+    if (pages.isAll()) {
+        partialExports_.remove(doc);
+    } else {
+        partialExports_.insert(doc);
+    }
+    exporter_->exportDocument(doc, formats, options, pages);
     statusBar()->showMessage(tr("Exporting to %1…").arg(options.outputDir));
 }
 
@@ -178,13 +185,14 @@ void MainWindow::exportWithDialog() {
     if (doc_ < 0) {
         return;
     }
-    ExportDialog dialog(exportFolder_, exportFormats_, this);
+    ExportDialog dialog(exportFolder_, exportFormats_, static_cast<int>(model_.document(doc_).pages.size()),
+                        this);
     if (dialog.exec() != QDialog::Accepted) {
         return;
     }
     exportFolder_ = dialog.folder();
     exportFormats_ = dialog.formats();
-    exportDocument(doc_, exportFolder_, exportFormats_);
+    exportDocument(doc_, exportFolder_, exportFormats_, dialog.pages());
 }
 
 void MainWindow::reportEngineError(const QString& message, EngineErrorSource source,

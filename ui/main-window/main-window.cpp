@@ -379,9 +379,11 @@ void MainWindow::connectModel() {
 
     connect(exporter_, &DocumentExporter::finished, this,
             [this](int doc, const QStringList& files, const QStringList& notes) {
-                if (QUndoStack* stack = model_.undoStack(doc)) {
+                QUndoStack* stack = model_.undoStack(doc);
+                if (stack != nullptr && !partialExports_.contains(doc)) {
                     stack->setClean();  // the user's changes are in the exported files
                 }
+                partialExports_.remove(doc);
                 // What was written, and what was not or only in a simpler form, and why (an XLSX without
                 // tables, formulas left as LaTeX without KaTeX).
                 QString message = tr("Exported %n file(s)", nullptr, static_cast<int>(files.size()));
@@ -393,8 +395,10 @@ void MainWindow::connectModel() {
                 statusBar()->showMessage(message, 10000);
                 Q_EMIT exportFinished(files);
             });
-    connect(exporter_, &DocumentExporter::failed, this,
-            [this](int, const QString& message) { reportError(tr("Export failed: %1").arg(message)); });
+    connect(exporter_, &DocumentExporter::failed, this, [this](int doc, const QString& message) {
+        partialExports_.remove(doc);
+        reportError(tr("Export failed: %1").arg(message));
+    });
 }
 
 void MainWindow::addPanel(QDockWidget* panel, Qt::DockWidgetArea area) {

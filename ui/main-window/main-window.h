@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 
+#include "app/documents/page-range.h"
 #include "app/export/document-writer.h"
 #include "app/jobs/engine-host.h"
 #include "app/settings/error-setting.h"
@@ -104,7 +105,8 @@ public:
     void cancelJobs();
     // Closes a document, asking first where it has changes not exported; whether it closed.
     bool closeDocument(int doc);
-    void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats);
+    void exportDocument(int doc, const QString& folder, const QList<ExportFormat>& formats,
+                        const PageRange& pages = {});
     // What exports write by default (the export dialog's choice until the user changes it) and the labels
     // whose blocks reach Markdown and HTML (the result view dims the others).
     void setExportDefaults(const QList<ExportFormat>& formats, const QSet<QString>& markdownLabels);
@@ -243,6 +245,7 @@ private:
     QList<std::pair<QPointer<QWidget>, const char*>> translatedTitles_;
 
     int doc_ = -1;
+    QSet<int> partialExports_;      // documents whose export under way writes some pages only
     int runningDocument_ = -1;      // the document the run reports progress of
     bool followingResult_ = false;  // a page shown because its result was clicked
     int page_ = -1;

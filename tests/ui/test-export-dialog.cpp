@@ -36,6 +36,12 @@ private Q_SLOTS:
         dialog.accept();
         QCOMPARE(dialog.result() == QDialog::Accepted, accepted);
         QCOMPARE(dialog.isVisible(), !accepted);
+        // A document whose pages are not known yet takes every page; the export then says why nothing was
+        // written.
+        ExportDialog opening(QStringLiteral("/tmp"), {ExportFormat::Markdown}, 0);
+        opening.accept();
+        QCOMPARE(opening.result(), QDialog::Accepted);
+        QVERIFY(opening.pages().isAll());
         if (accepted) {
             QCOMPARE(QString::fromStdString(dialog.pages().toString()), range);
             QVERIFY(dialog.pagesError()->isHidden());

@@ -79,9 +79,12 @@ ExportDialog::ExportDialog(const QString& folder, const QList<ExportFormat>& for
 void ExportDialog::accept() {
     const QString text = pagesField_->text().trimmed();
     try {
-        pages_ = text.isEmpty() ? PageRange() : PageRange::parse(text.toStdString());
-        // A range that selects none of the document's pages is said here, not after the export starts.
-        pages_.select(pageCount_, tr("the document").toStdString());
+        pages_ = PageRange();
+        if (!text.isEmpty()) {
+            pages_ = PageRange::parse(text.toStdString());
+            // A range that selects none of the document's pages is said here, not after the export starts.
+            pages_.select(pageCount_, tr("the document").toStdString());
+        }
     } catch (const std::exception& e) {
         pagesError_->setText(QString::fromUtf8(e.what()));
         pagesError_->show();

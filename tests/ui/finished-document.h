@@ -1,12 +1,19 @@
-// A document whose pages' results are in the model already, as a finished run leaves them, for the main
-// window's tests that need no engine.
+// For the main window's tests that need no engine: a document whose pages' results are in the model already,
+// as a finished run leaves them, and a window over such documents with an engine that loads nothing.
 #pragma once
 
+#include <QAction>
 #include <QImage>
 #include <QStringList>
+#include <QTest>
+#include <memory>
 #include <vector>
 
 #include "app/document-model/document-model.h"
+#include "app/i18n/translation-loader.h"
+#include "app/jobs/engine-host.h"
+#include "app/jobs/job-controller.h"
+#include "ui/main-window/main-window.h"
 
 namespace folio::test {
 
@@ -43,5 +50,30 @@ inline int addFinishedDocument(DocumentModel& model, const QString& path,
     model.setDocumentState(doc, DocumentState::Done);
     return doc;
 }
+
+// The main window over its own model and an engine that loads nothing, in English (so that plural forms read
+// as the app says them). The window goes first, before the controller and the engine it uses.
+struct IdleWindow {
+    TranslationLoader translations;
+    DocumentModel model;
+    EngineHost engine;
+    JobController jobs{engine.service(), model};
+    std::unique_ptr<MainWindow> window;
+
+    IdleWindow() {
+        translations.setLanguage(QStringLiteral("en"));
+        window = std::make_unique<MainWindow>(model, jobs, engine);
+        window->resize(1500, 900);
+    }
+
+    // Shows the window and makes it the active one, so that keys reach it; false where it did not become so.
+    bool show() {
+        window->show();
+        window->activateWindow();
+        return QTest::qWaitForWindowActive(window.get());
+    }
+
+    QAction* action(const char* name) const { return window->findChild<QAction*>(QString::fromLatin1(name)); }
+};
 
 }  // namespace folio::test

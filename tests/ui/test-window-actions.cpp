@@ -16,10 +16,7 @@
 #include <memory>
 
 #include "app/document-model/document-model.h"
-#include "app/i18n/translation-loader.h"
-#include "app/jobs/job-controller.h"
 #include "finished-document.h"
-#include "fixture-engine.h"
 #include "screenshot.h"
 #include "ui/main-window/main-window.h"
 #include "ui/main-window/shortcuts-dialog.h"
@@ -30,32 +27,23 @@ using folio::test::addFinishedDocument;
 class TestWindowActions : public QObject {
     Q_OBJECT
 
+    std::unique_ptr<test::IdleWindow> idle_;
     DocumentModel* model_ = nullptr;
-    EngineHost* engine_ = nullptr;
-    JobController* jobs_ = nullptr;
-    std::unique_ptr<MainWindow> window_;
-    TranslationLoader translations_;
+    MainWindow* window_ = nullptr;
     QTemporaryDir tmp_;
 
-    QAction* action(const char* name) const {
-        return window_->findChild<QAction*>(QString::fromLatin1(name));
-    }
+    QAction* action(const char* name) const { return idle_->action(name); }
 
 private Q_SLOTS:
     void initTestCase() {
         QVERIFY(tmp_.isValid());
-        translations_.setLanguage(QStringLiteral("en"));
-        model_ = new DocumentModel(this);
-        engine_ = new EngineHost(this);
-        jobs_ = new JobController(engine_->service(), *model_, this);
-        window_ = std::make_unique<MainWindow>(*model_, *jobs_, *engine_);
-        window_->resize(1500, 900);
-        window_->show();
-        window_->activateWindow();
-        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        idle_ = std::make_unique<test::IdleWindow>();
+        model_ = &idle_->model;
+        window_ = idle_->window.get();
+        QVERIFY(idle_->show());
     }
 
-    void cleanupTestCase() { window_.reset(); }
+    void cleanupTestCase() { idle_.reset(); }
 
     // Go to Page asks for a page number within the document's and shows that page.
     void goToPage() {
@@ -161,7 +149,7 @@ private Q_SLOTS:
         window_->showDocument(doc);
         model_->editBlockText(doc, 0, 0, QStringLiteral("One, edited"));
         QVERIFY(model_->hasUnsavedEdits(doc));
-        QSignalSpy exported(window_.get(), &MainWindow::exportFinished);
+        QSignalSpy exported(window_, &MainWindow::exportFinished);
         const QString out = tmp_.filePath(QStringLiteral("out"));
         window_->exportDocument(doc, out, {ExportFormat::Markdown}, PageRange::parse("2"));
         QVERIFY(exported.wait(30000));

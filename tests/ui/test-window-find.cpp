@@ -16,10 +16,7 @@
 
 #include "app/document-model/document-model.h"
 #include "app/document-model/document-search.h"
-#include "app/i18n/translation-loader.h"
-#include "app/jobs/job-controller.h"
 #include "finished-document.h"
-#include "fixture-engine.h"
 #include "result-script.h"
 #include "screenshot.h"
 #include "ui/main-window/find-bar.h"
@@ -34,30 +31,21 @@ using folio::test::addFinishedDocument;
 class TestWindowFind : public QObject {
     Q_OBJECT
 
+    std::unique_ptr<test::IdleWindow> idle_;
     DocumentModel* model_ = nullptr;
-    EngineHost* engine_ = nullptr;
-    JobController* jobs_ = nullptr;
-    std::unique_ptr<MainWindow> window_;
-    TranslationLoader translations_;
+    MainWindow* window_ = nullptr;
 
-    QAction* action(const char* name) const {
-        return window_->findChild<QAction*>(QString::fromLatin1(name));
-    }
+    QAction* action(const char* name) const { return idle_->action(name); }
 
 private Q_SLOTS:
     void initTestCase() {
-        translations_.setLanguage(QStringLiteral("en"));  // "2 matches", as the app says it
-        model_ = new DocumentModel(this);
-        engine_ = new EngineHost(this);
-        jobs_ = new JobController(engine_->service(), *model_, this);
-        window_ = std::make_unique<MainWindow>(*model_, *jobs_, *engine_);
-        window_->resize(1500, 900);
-        window_->show();
-        window_->activateWindow();
-        QVERIFY(QTest::qWaitForWindowActive(window_.get()));
+        idle_ = std::make_unique<test::IdleWindow>();
+        model_ = &idle_->model;
+        window_ = idle_->window.get();
+        QVERIFY(idle_->show());
     }
 
-    void cleanupTestCase() { window_.reset(); }
+    void cleanupTestCase() { idle_.reset(); }
 
     void findsOverPagesAndRound() {
         const int doc = addFinishedDocument(
@@ -73,7 +61,7 @@ private Q_SLOTS:
         action("find")->trigger();
         QVERIFY(bar->isVisible());
         QTRY_VERIFY(bar->lineEdit()->hasFocus());
-        QSignalSpy selected(window_.get(), &MainWindow::blockSelected);
+        QSignalSpy selected(window_, &MainWindow::blockSelected);
         QTest::keyClicks(bar->lineEdit(), QStringLiteral("revenue"));
         QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 2"));
         QCOMPARE(window_->currentPage(), 0);
@@ -107,7 +95,7 @@ private Q_SLOTS:
         QCOMPARE(window_->resultView()->highlightedBlock(), std::pair(1, 1));
         QVERIFY(pages->blockItem(1)->isFound());  // the new page's own
         QVERIFY(!pages->blockItem(0)->isFound());
-        test::saveScreenshot(window_.get(), QStringLiteral("find-bar"));
+        test::saveScreenshot(window_, QStringLiteral("find-bar"));
         // F3 past the last match: the first again; Shift+F3 back; Shift+Enter back.
         action("findNext")->trigger();
         QCOMPARE(bar->statusLabel()->text(), QStringLiteral("1 of 2"));

@@ -108,9 +108,7 @@ void ResultView::renderAll() {
     dirtyBlocks_.clear();
     run(QStringLiteral("folio.clear();"));
     if (!foundText_.isEmpty()) {
-        run(QStringLiteral("folio.find(%1,%2);")
-                .arg(jsString(foundText_))
-                .arg(foundCase_ == Qt::CaseSensitive ? "true" : "false"));
+        runFind();
     }
     if (doc_ >= 0 && doc_ < model_.documentCount()) {
         const auto& pages = model_.document(doc_).pages;
@@ -251,10 +249,14 @@ void ResultView::highlightBlock(int page, int blockId) {
 void ResultView::setFoundText(const QString& text, Qt::CaseSensitivity cs) {
     foundText_ = text;
     foundCase_ = cs;
-    run(QStringLiteral("folio.find(%1,%2);")
-            .arg(jsString(text))
-            .arg(cs == Qt::CaseSensitive ? "true" : "false"));
+    runFind();
     updateSourceSelections();
+}
+
+void ResultView::runFind() {
+    run(QStringLiteral("folio.find(%1,%2);")
+            .arg(jsString(foundText_))
+            .arg(foundCase_ == Qt::CaseSensitive ? "true" : "false"));
 }
 
 void ResultView::updateSourceSelections() {

@@ -67,6 +67,8 @@ private:
     void renderAll();
     void rebuildSource();
     void onSourceCursor();
+    // Marks the found text in the rendered page (none where it is empty).
+    void runFind();
     // The Markdown tab's marks: the highlighted block's range and the found text's occurrences.
     void updateSourceSelections();
     void run(const QString& script);

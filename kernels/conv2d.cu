@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -122,6 +123,38 @@ struct Gemm {
     int n_cols;  // images times n_pos
 };
 
+// y [image, c_out, n_pos] = act(acc + b) for a warp's tile at output channels m_first.. and columns
+// n_first..: this lane's rows gq and gq + 8 of each m tile, columns 2 tq and 2 tq + 1 of each n tile.
+template <int kMTiles>
+__device__ inline void store_outputs(const float (&acc)[kMTiles][4][4], float* __restrict__ y,
+                                     const float* __restrict__ b, const Gemm& g, KernelActivation act,
+                                     int m_first, int n_first, int lane) {
+    const int gq = lane >> 2, tq = lane & 3;
+#pragma unroll
+    for (int ni = 0; ni < 4; ++ni) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int p = n_first + ni * 8 + 2 * tq + e;
+            if (p >= g.n_cols) {
+                continue;
+            }
+            const int p_img = p / g.n_pos;
+            float* y_col = y + static_cast<int64_t>(p_img) * g.c_out * g.n_pos + (p - p_img * g.n_pos);
+#pragma unroll
+            for (int mi = 0; mi < kMTiles; ++mi) {
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int o = m_first + mi * 16 + gq + half * 8;
+                    if (o < g.c_out) {
+                        y_col[static_cast<int64_t>(o) * g.n_pos] =
+                            activation_value(act, acc[mi][ni][half * 2 + e] + (b != nullptr ? b[o] : 0.0f));
+                    }
+                }
+            }
+        }
+    }
+}
+
 template <int kTileM, int kStages, bool kVectorWeights>
 __global__ void __launch_bounds__(threads<kTileM>())
     conv2d_tf32_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
@@ -233,57 +266,213 @@ __global__ void __launch_bounds__(threads<kTileM>())
         }
     }
 
-    // y [image, c_out, n_pos]: this lane's rows gq and gq + 8 of each m tile, columns 2 tq and 2 tq + 1 of
-    // each n tile.
+    store_outputs(acc, y, b, g, act, m0 + row0, n0 + col0, lane);
+}
+
+// The same product with bfloat16 inputs (m16n8k16, float32 sums): each thread reads its part of the next
+// weight tile and its column's next kColK taps into registers while the warps multiply the current tile,
+// then stores them rounded to bfloat16 into the other of two buffers. Both tiles keep k contiguous (weights
+// [m][k], columns [n][k]) so that ldmatrix reads the fragments: rows of kRowBf16 values, 80 bytes, put the
+// eight rows of each 8x8 matrix in different banks.
+constexpr int kRowBf16 = kTileK + 8;
+
+template <int kTileM>
+constexpr size_t shared_bytes_bf16() {
+    return sizeof(uint16_t) * 2 * (kTileM + kTileN) * kRowBf16;
+}
+
+// A warp's rows: 64 of 128-row tiles, 32 of lower ones, so that each thread's registers (its sums, the next
+// tile's taps and weights) fit 128 and two 256-thread blocks (four of 128) stay resident a multiprocessor.
+__host__ __device__ constexpr int warp_rows_bf16(int tile_m) {
+    return tile_m == 128 ? 64 : 32;
+}
+
+template <int kTileM>
+__host__ __device__ constexpr int threads_bf16() {
+    return kTileM / warp_rows_bf16(kTileM) * kWarpsN * 32;
+}
+
+template <int kTileM>
+constexpr int min_blocks_bf16() {
+    return threads_bf16<kTileM>() == 256 ? 2 : 4;
+}
+
+template <int kTileM, bool kVectorWeights>
+__global__ void __launch_bounds__(threads_bf16<kTileM>(), min_blocks_bf16<kTileM>())
+    conv2d_bf16_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
+                       float* __restrict__ y, Gemm g, KernelActivation act) {
+    constexpr int kThreads = threads_bf16<kTileM>();
+    constexpr int kColK = kTileK * kTileN / kThreads;     // taps of its column a thread gathers: 16 or 32
+    constexpr int kWeightK = kTileM * kTileK / kThreads;  // weights a thread brings: 8 or 16
+    static_assert(kColK % 8 == 0 && kWeightK % 4 == 0);
+    extern __shared__ __align__(16) uint16_t shared_bf16[];
+    uint16_t(*a_tiles)[kTileM][kRowBf16] = reinterpret_cast<uint16_t(*)[kTileM][kRowBf16]>(shared_bf16);
+    uint16_t(*b_tiles)[kTileN][kRowBf16] =
+        reinterpret_cast<uint16_t(*)[kTileN][kRowBf16]>(shared_bf16 + 2 * kTileM * kRowBf16);
+    const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+    const int m0 = static_cast<int>(blockIdx.y) * kTileM, n0 = static_cast<int>(blockIdx.x) * kTileN;
+    const int taps = g.kh * g.kw, plane = g.h * g.w;
+
+    // The column this thread gathers: position n0 + tid % kTileN, taps k_part.. k_part + kColK - 1 of a tile.
+    const int col_in_tile = tid % kTileN, k_part = tid / kTileN * kColK;
+    const int col = n0 + col_in_tile;
+    const bool col_ok = col < g.n_cols;
+    const int img = col_ok ? col / g.n_pos : 0, pos = col_ok ? col - img * g.n_pos : 0;
+    const int oy = pos / g.w_out, ox = pos - oy * g.w_out;
+    const int iy0 = oy * g.stride_h - g.pad_h, ix0 = ox * g.stride_w - g.pad_w;
+    const float* x_img = x + static_cast<int64_t>(img) * g.c_in * plane;  // [c_in, h, w]
+
+    float xs[kColK];     // the column's taps of the next tile
+    float ws[kWeightK];  // this thread's weights of the next tile
+    const auto load_registers = [&](int k_tile) {
+        const int k0 = k_tile * kTileK;
+        if constexpr (kVectorWeights) {  // k a multiple of 4: whole 16-byte pieces, in or out
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const int p = n0 + col0 + ni * 8 + 2 * tq + e;
-            if (p >= g.n_cols) {
-                continue;
+            for (int q = 0; q < kWeightK / 4; ++q) {
+                const int e = tid + q * kThreads, r = e / (kTileK / 4), c = e % (kTileK / 4) * 4;
+                float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (m0 + r < g.c_out && k0 + c < g.k) {
+                    v = __ldg(
+                        reinterpret_cast<const float4*>(w + static_cast<int64_t>(m0 + r) * g.k + k0 + c));
+                }
+                ws[4 * q] = v.x;
+                ws[4 * q + 1] = v.y;
+                ws[4 * q + 2] = v.z;
+                ws[4 * q + 3] = v.w;
             }
-            const int p_img = p / g.n_pos;
-            float* y_col = y + static_cast<int64_t>(p_img) * g.c_out * g.n_pos + (p - p_img * g.n_pos);
+        } else {
 #pragma unroll
-            for (int mi = 0; mi < kMTiles; ++mi) {
+            for (int q = 0; q < kWeightK; ++q) {
+                const int e = tid + q * kThreads, r = e / kTileK, c = e % kTileK;
+                ws[q] = m0 + r < g.c_out && k0 + c < g.k
+                            ? __ldg(w + static_cast<int64_t>(m0 + r) * g.k + k0 + c)
+                            : 0.0f;
+            }
+        }
+        // Tap k0 + k_part + r is channel c at (i, j), stepped along as r goes; the same for the whole warp.
+        const int k_first = k0 + k_part;
+        int c = k_first / taps;
+        int i = (k_first - c * taps) / g.kw;
+        int j = k_first - c * taps - i * g.kw;
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int o = m0 + row0 + mi * 16 + gq + half * 8;
-                    if (o < g.c_out) {
-                        y_col[static_cast<int64_t>(o) * g.n_pos] =
-                            activation_value(act, acc[mi][ni][half * 2 + e] + (b != nullptr ? b[o] : 0.0f));
-                    }
+        for (int r = 0; r < kColK; ++r) {
+            const int iy = iy0 + i * g.dilation_h, ix = ix0 + j * g.dilation_w;
+            const bool ok = col_ok && c < g.c_in && static_cast<unsigned>(iy) < static_cast<unsigned>(g.h) &&
+                            static_cast<unsigned>(ix) < static_cast<unsigned>(g.w);
+            xs[r] = ok ? __ldg(x_img + c * plane + iy * g.w + ix) : 0.0f;
+            if (++j == g.kw) {
+                j = 0;
+                if (++i == g.kh) {
+                    i = 0;
+                    ++c;
                 }
             }
         }
+    };
+    const auto store_registers = [&](int stage) {
+        if constexpr (kVectorWeights) {
+#pragma unroll
+            for (int q = 0; q < kWeightK / 4; ++q) {
+                const int e = tid + q * kThreads, r = e / (kTileK / 4), c = e % (kTileK / 4) * 4;
+                *reinterpret_cast<uint2*>(&a_tiles[stage][r][c]) =
+                    make_uint2(pack_bf16(ws[4 * q], ws[4 * q + 1]), pack_bf16(ws[4 * q + 2], ws[4 * q + 3]));
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < kWeightK; ++q) {
+                const int e = tid + q * kThreads;
+                a_tiles[stage][e / kTileK][e % kTileK] = __bfloat16_as_ushort(__float2bfloat16_rn(ws[q]));
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < kColK; r += 8) {
+            *reinterpret_cast<uint4*>(&b_tiles[stage][col_in_tile][k_part + r]) =
+                make_uint4(pack_bf16(xs[r], xs[r + 1]), pack_bf16(xs[r + 2], xs[r + 3]),
+                           pack_bf16(xs[r + 4], xs[r + 5]), pack_bf16(xs[r + 6], xs[r + 7]));
+        }
+    };
+
+    constexpr int kWarpM = warp_rows_bf16(kTileM), kMTiles = kWarpM / 16;
+    float acc[kMTiles][4][4] = {};  // [m tile, n tile, fragment]
+    const int row0 = warp / kWarpsN * kWarpM, col0 = warp % kWarpsN * kWarpN;
+    // The rows this lane addresses for ldmatrix: of the weights, row lane % 16 at column (lane / 16) 8 (the
+    // four matrices of a 16x16 A fragment); of the columns, position (lane % 8) + (lane / 16) 8 at tap
+    // (lane / 8 % 2) 8 (b0 and b1 of two n tiles).
+    const int a_row = row0 + (lane & 15), a_k = (lane >> 4) * 8;
+    const int b_row = col0 + (lane & 7) + ((lane >> 4) << 3), b_k = ((lane >> 3) & 1) * 8;
+    const int n_k_tiles = (g.k + kTileK - 1) / kTileK;
+    load_registers(0);
+    store_registers(0);
+    __syncthreads();
+    for (int kt = 0; kt < n_k_tiles; ++kt) {
+        const int st = kt & 1;
+        if (kt + 1 < n_k_tiles) {
+            load_registers(kt + 1);
+        }
+#pragma unroll
+        for (int ks = 0; ks < kTileK; ks += 16) {
+            uint32_t af[kMTiles][4];
+#pragma unroll
+            for (int mi = 0; mi < kMTiles; ++mi) {
+                load_matrices(af[mi], &a_tiles[st][a_row + mi * 16][ks + a_k]);
+            }
+#pragma unroll
+            for (int nj = 0; nj < 2; ++nj) {
+                uint32_t bf[4];  // b0, b1 of n tile 2 nj, then of 2 nj + 1
+                load_matrices(bf, &b_tiles[st][b_row + nj * 16][ks + b_k]);
+#pragma unroll
+                for (int mi = 0; mi < kMTiles; ++mi) {
+                    mma_bf16(acc[mi][2 * nj], af[mi], bf[0], bf[1]);
+                    mma_bf16(acc[mi][2 * nj + 1], af[mi], bf[2], bf[3]);
+                }
+            }
+        }
+        if (kt + 1 < n_k_tiles) {
+            store_registers(st ^ 1);  // the buffer every warp finished with before the last barrier
+        }
+        __syncthreads();
     }
+    store_outputs(acc, y, b, g, act, m0 + row0, n0 + col0, lane);
 }
 
-// How the kernel runs on a device for tiles of tile_m channels: its buffers, and the tiles that fill every
+// How a kernel runs on a device for tiles of tile_m channels: its buffers, and the tiles that fill every
 // multiprocessor's resident blocks once (0 where even two buffers do not fit).
 struct Plan {
     int stages = 0;
     int64_t min_tiles = 0;
 };
 
-template <int kTileM, int kStages>
-int resident_blocks() {
-    constexpr size_t kShared = shared_bytes<kTileM, kStages>();
+// Blocks of either variant of a kernel (vector weights or not) resident on a multiprocessor at once.
+template <typename Kernel>
+int resident_blocks(Kernel vector_weights, Kernel scalar_weights, int n_threads, size_t n_shared) {
     int n = 0;
-    for (auto kernel :
-         {conv2d_tf32_kernel<kTileM, kStages, true>, conv2d_tf32_kernel<kTileM, kStages, false>}) {
+    for (Kernel kernel : {vector_weights, scalar_weights}) {
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(kShared)) != cudaSuccess) {
+                                 static_cast<int>(n_shared)) != cudaSuccess) {
             cudaGetLastError();  // beyond this device's shared memory: not sticky
             return 0;
         }
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads<kTileM>(), kShared));
+        int blocks = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, n_threads, n_shared));
+        n = n == 0 ? blocks : std::min(n, blocks);
     }
     return n;
 }
 
-// f(std::integral_constant<int, tile_m>) for each tile height the kernel is built for.
+template <int kTileM, int kStages>
+int resident_blocks_tf32() {
+    return resident_blocks(conv2d_tf32_kernel<kTileM, kStages, true>,
+                           conv2d_tf32_kernel<kTileM, kStages, false>, threads<kTileM>(),
+                           shared_bytes<kTileM, kStages>());
+}
+
+template <int kTileM>
+int resident_blocks_bf16() {
+    return resident_blocks(conv2d_bf16_kernel<kTileM, true>, conv2d_bf16_kernel<kTileM, false>,
+                           threads_bf16<kTileM>(), shared_bytes_bf16<kTileM>());
+}
+
+// f(std::integral_constant<int, tile_m>) for each tile height the kernels are built for.
 template <typename F>
 auto with_tile_height(int tile_m, F&& f) {
     switch (tile_m) {
@@ -296,26 +485,30 @@ auto with_tile_height(int tile_m, F&& f) {
     }
 }
 
-// The plan for tiles of tile_m channels on the current device, worked out once per device.
-Plan plan(int tile_m) {
+// The plan for tiles of tile_m channels with bfloat16 or TF32 inputs on the current device, worked out once
+// per device.
+Plan plan(int tile_m, bool bf16) {
     static std::mutex mutex;
-    static std::map<std::pair<int, int>, Plan> plans;  // by device and tile height
+    static std::map<std::tuple<int, int, bool>, Plan> plans;  // by device, tile height and inputs
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     const std::lock_guard lock(mutex);
-    const auto [it, added] = plans.try_emplace({device, tile_m});
+    const auto [it, added] = plans.try_emplace({device, tile_m, bf16});
     if (added) {
         int n_multiprocessors = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
         it->second = with_tile_height(tile_m, [&](auto tile) {
+            if (bf16) {
+                return Plan{2, int64_t{resident_blocks_bf16<tile.value>()} * n_multiprocessors};
+            }
             // Lower tiles keep more blocks resident with two buffers, which hides the gathers' latency better
             // than a third buffer does; 128-row tiles take three where they fit.
             if constexpr (tile.value == 128) {
-                if (const int three = resident_blocks<128, 3>(); three > 0) {
+                if (const int three = resident_blocks_tf32<128, 3>(); three > 0) {
                     return Plan{3, int64_t{three} * n_multiprocessors};
                 }
             }
-            return Plan{2, int64_t{resident_blocks<tile.value, 2>()} * n_multiprocessors};
+            return Plan{2, int64_t{resident_blocks_tf32<tile.value, 2>()} * n_multiprocessors};
         });
     }
     return it->second;
@@ -326,8 +519,8 @@ int tile_height(int64_t c_out) {
 }
 
 template <int kTileM, int kStages>
-void launch(const float* x, const float* w, const float* b, float* y, const Gemm& g, KernelActivation act,
-            cudaStream_t stream) {
+void launch_tf32(const float* x, const float* w, const float* b, float* y, const Gemm& g,
+                 KernelActivation act, cudaStream_t stream) {
     constexpr size_t kShared = shared_bytes<kTileM, kStages>();
     const dim3 grid(static_cast<unsigned int>((g.n_cols + kTileN - 1) / kTileN),
                     static_cast<unsigned int>((g.c_out + kTileM - 1) / kTileM));
@@ -337,6 +530,22 @@ void launch(const float* x, const float* w, const float* b, float* y, const Gemm
     } else {
         conv2d_tf32_kernel<kTileM, kStages, false>
             <<<grid, threads<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+    }
+    CUDA_CHECK(cudaGetLastError());
+}
+
+template <int kTileM>
+void launch_bf16(const float* x, const float* w, const float* b, float* y, const Gemm& g,
+                 KernelActivation act, cudaStream_t stream) {
+    constexpr size_t kShared = shared_bytes_bf16<kTileM>();
+    const dim3 grid(static_cast<unsigned int>((g.n_cols + kTileN - 1) / kTileN),
+                    static_cast<unsigned int>((g.c_out + kTileM - 1) / kTileM));
+    if (g.k % 4 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0) {
+        conv2d_bf16_kernel<kTileM, true>
+            <<<grid, threads_bf16<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+    } else {
+        conv2d_bf16_kernel<kTileM, false>
+            <<<grid, threads_bf16<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
     }
     CUDA_CHECK(cudaGetLastError());
 }
@@ -351,20 +560,20 @@ bool pointwise(const Conv2dShape& s) {
     return s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0;
 }
 
-// TF32 convolutions without groups run as the implicit product (no columns, the bias and activation fused)
-// where its 32-bit indices reach and its tiles fill every multiprocessor's blocks at least once; with fewer,
-// most multiprocessors would idle, where cuBLAS splits the sum over k instead.
+// TF32 and bfloat16 convolutions without groups run as the implicit product (no columns, the bias and
+// activation fused) where its 32-bit indices reach and its tiles fill every multiprocessor's blocks at least
+// once; with fewer, most multiprocessors would idle, where cuBLAS splits the sum over k instead.
 bool implicit_product(const Conv2dShape& s) {
     const bool fits_32_bits = s.c_in * s.h * s.w <= INT_MAX &&
                               s.n * s.h_out * s.w_out <= INT_MAX - implicit::kTileN &&
                               s.c_out * s.h_out * s.w_out <= INT_MAX;  // the kernel's indices
-    if (!s.tf32 || s.groups != 1 || depthwise(s) || pointwise(s) || !fits_32_bits) {
+    if (s.inputs == ConvInputs::Float32 || s.groups != 1 || depthwise(s) || pointwise(s) || !fits_32_bits) {
         return false;
     }
     const int tile_m = implicit::tile_height(s.c_out);
     const int64_t tiles = (s.n * s.h_out * s.w_out + implicit::kTileN - 1) / implicit::kTileN *
                           ((s.c_out + tile_m - 1) / tile_m);
-    const int64_t min_tiles = implicit::plan(tile_m).min_tiles;
+    const int64_t min_tiles = implicit::plan(tile_m, s.inputs == ConvInputs::Bf16).min_tiles;
     return min_tiles > 0 && tiles >= min_tiles;
 }
 
@@ -388,15 +597,20 @@ void conv2d_implicit(const float* x, const float* w, const float* b, float* y, c
                            .k = static_cast<int>(k),
                            .n_cols = static_cast<int>(n_cols)};
     const int tile_m = implicit::tile_height(s.c_out);
-    const bool three = implicit::plan(tile_m).stages == 3;
+    if (s.inputs == ConvInputs::Bf16) {
+        implicit::with_tile_height(
+            tile_m, [&](auto tile) { implicit::launch_bf16<tile.value>(x, w, b, y, g, act, stream); });
+        return;
+    }
+    const bool three = implicit::plan(tile_m, false).stages == 3;
     implicit::with_tile_height(tile_m, [&](auto tile) {
         if constexpr (tile.value == 128) {
             if (three) {
-                implicit::launch<128, 3>(x, w, b, y, g, act, stream);
+                implicit::launch_tf32<128, 3>(x, w, b, y, g, act, stream);
                 return;
             }
         }
-        implicit::launch<tile.value, 2>(x, w, b, y, g, act, stream);
+        implicit::launch_tf32<tile.value, 2>(x, w, b, y, g, act, stream);
     });
 }
 
@@ -407,18 +621,29 @@ int64_t images_per_chunk(const Conv2dShape& s) {
                                std::max<int64_t>(s.n, 1));
 }
 
+// cuBLAS's compute type that rounds float32 inputs as `inputs` says.
+cublasComputeType_t compute_type(ConvInputs inputs) {
+    switch (inputs) {
+        case ConvInputs::Tf32:
+            return CUBLAS_COMPUTE_32F_FAST_TF32;
+        case ConvInputs::Bf16:
+            return CUBLAS_COMPUTE_32F_FAST_16BF;
+        default:
+            return CUBLAS_COMPUTE_32F;
+    }
+}
+
 // One strided batch of products: batch entry e gives c [m_rows, n_cols] (column-major, leading dimension
 // m_rows) = a [m_rows, k] · b [k, n_cols] at a + e * stride_a, b + e * stride_b, c + e * stride_c.
 void strided_products(cublasHandle_t handle, int64_t m_rows, int64_t n_cols, int64_t k, const float* a,
                       int64_t stride_a, const float* b, int64_t stride_b, float* c, int64_t stride_c,
-                      int64_t batch, bool tf32) {
+                      int64_t batch, ConvInputs inputs) {
     const float alpha = 1.0f, beta = 0.0f;
     CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m_rows), static_cast<int>(n_cols),
         static_cast<int>(k), &alpha, a, CUDA_R_32F, static_cast<int>(m_rows), stride_a, b, CUDA_R_32F,
         static_cast<int>(k), stride_b, &beta, c, CUDA_R_32F, static_cast<int>(m_rows), stride_c,
-        static_cast<int>(batch), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
+        static_cast<int>(batch), compute_type(inputs), CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace
@@ -473,12 +698,12 @@ void conv2d_f32(cublasHandle_t handle, const float* x, const float* w, const flo
         float* out = y + img * s.c_out * n_pos;
         if (s.groups == 1) {
             strided_products(handle, n_pos, s.c_out, k, cols, cols_stride, w, 0, out, s.c_out * n_pos, m,
-                             s.tf32);
+                             s.inputs);
             continue;
         }
         for (int64_t i = 0; i < m; ++i) {
             strided_products(handle, n_pos, c_out_g, k, cols + i * cols_stride, k * n_pos, w, c_out_g * k,
-                             out + i * s.c_out * n_pos, c_out_g * n_pos, s.groups, s.tf32);
+                             out + i * s.c_out * n_pos, c_out_g * n_pos, s.groups, s.inputs);
         }
     }
     if (b != nullptr || act != KernelActivation::None) {

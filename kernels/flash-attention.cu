@@ -48,23 +48,6 @@ __device__ inline uint32_t load_pair(const uint16_t* row, int64_t d) {
     return *reinterpret_cast<const uint32_t*>(row + d);
 }
 
-// Four 8x8 bfloat16 matrices from shared memory, lanes 8m to 8m + 7 giving the addresses of matrix m's rows:
-// a lane gets row lane / 4, columns 2 (lane % 4) + {0, 1} of each (with trans, column lane / 4, rows
-// 2 (lane % 4) + {0, 1}), as the tensor cores' fragments take them.
-__device__ inline void load_matrices(uint32_t (&m)[4], const __nv_bfloat16* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
-                 : "r"(shared_address(row))
-                 : "memory");
-}
-
-__device__ inline void load_matrices_transposed(uint32_t (&m)[4], const __nv_bfloat16* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
-                 : "r"(shared_address(row))
-                 : "memory");
-}
-
 // One thread per 16-byte piece: rows of head_dim float32 values as rows of n_padded bfloat16, zero past
 // head_dim.  x [n_rows, head_dim]  ->  y [n_rows, n_padded]
 __global__ void pad_rows_bf16_kernel(const float* __restrict__ x, uint4* __restrict__ y, int64_t n_rows,

@@ -1,5 +1,5 @@
-// The tensor cores' m16n8k16 product on bfloat16 fragments (sm_80 and up), shared by the attention kernels,
-// and the m16n8k8 product on TF32 fragments, for the convolutions.
+// The tensor cores' m16n8k16 product on bfloat16 fragments (sm_80 and up) with ldmatrix's fragment loads,
+// shared by the attention kernels and the convolutions, and the m16n8k8 product on TF32 fragments.
 // In a warp, lane holds rows g = lane / 4 and g + 8 and columns 2 (lane % 4) + {0, 1} (and + 8) of each
 // fragment: A [16, 16] as four registers (rows g, g + 8 of the lower columns, then of the upper), B [16, 8]
 // as two (rows 2 (lane % 4) + {0, 1} and + 8 of column g), C [16, 8] as four floats (row g, then row g + 8).
@@ -25,6 +25,23 @@ __device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t 
         "{%0, %1, %2, %3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 bfloat16 matrices from shared memory, lanes 8m to 8m + 7 giving the addresses of matrix m's rows:
+// a lane gets row lane / 4, columns 2 (lane % 4) + {0, 1} of each (with trans, column lane / 4, rows
+// 2 (lane % 4) + {0, 1}), as the tensor cores' fragments take them.
+__device__ inline void load_matrices(uint32_t (&m)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(row)))
+                 : "memory");
+}
+
+__device__ inline void load_matrices_transposed(uint32_t (&m)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(m[0]), "=r"(m[1]), "=r"(m[2]), "=r"(m[3])
+                 : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(row)))
+                 : "memory");
 }
 
 // v rounded to TF32 (10 mantissa bits, to nearest, ties away from zero), in a float's bits.

@@ -48,6 +48,7 @@ void load_service(EngineService& service, const Options& opt, const std::filesys
     if (layout_dir) {
         ModelSlot layout{ModelRole::Layout, *layout_dir, {}};
         layout.layout_batch = layout_batch;
+        layout.layout_precision = engine_options.layout_precision;
         params.models.push_back(std::move(layout));
     }
     params.engine = engine_options.engine;

@@ -45,10 +45,11 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
     std::vector<float> pixels;  // the page through the image processor, for both runs
     nlohmann::json runs = nlohmann::json::array();
     nlohmann::json report;
-    // Exact float32 products, then TF32 convolutions (what the document pipeline runs), each model loaded
-    // alone.
-    for (const bool tf32 : {false, true}) {
-        const PpDocLayout model(backend, model_dir, {.allow_tf32 = tf32});
+    // Exact float32 products, TF32 convolutions (what the document pipeline runs by default), then bfloat16
+    // ones (--layout-precision bfloat16), each model loaded alone.
+    for (const ConvPrecision precision :
+         {ConvPrecision::Float32, ConvPrecision::Tf32, ConvPrecision::Bfloat16}) {
+        const PpDocLayout model(backend, model_dir, {.conv_precision = precision});
         const LayoutPreprocessConfig& pre = model.preprocess_config();
         if (pixels.empty()) {
             // The image processor on the host.
@@ -92,7 +93,7 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
                     n_masks += static_cast<double>(raw.mask_queries.size());
                 }
                 runs.push_back({{"batch", batch},
-                                {"precision", tf32 ? "tf32" : "float32"},
+                                {"precision", conv_precision_name(precision)},
                                 {"replayed", replay && batch == 1 && backend.can_record()},
                                 {"parts_ms",
                                  {{"backbone", times.backbone},

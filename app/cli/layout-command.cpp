@@ -23,13 +23,14 @@ namespace folio::cli {
 
 const char* const kLayoutUsage =
     R"(  folio-cli layout --model DIR [--device cpu|cuda[:N]] [--threads N] [--batch N] [--overlay DIR]
-                   [--raw [--threshold T]] IMAGE...
+                   [--layout-precision float32|tf32|bfloat16] [--raw [--threshold T]] IMAGE...
       Finds the blocks of each page image with a layout model (a PP-DocLayoutV2 or PP-DocLayoutV3 folder
       in the safetensors layout) and prints them as JSON: label, score, box (x1, y1, x2, y2 in pixels),
       polygon (V3) and reading order, after PaddleOCR-VL's rules for that model. --raw prints what
       transformers' post_process_object_detection gives at --threshold (default 0.5) instead: scores,
-      labels, boxes, order_seq and polygon_points, with every product in float32 (on a GPU the
-      convolutions otherwise take TF32 inputs). --overlay DIR writes each page with its blocks drawn
+      labels, boxes, order_seq and polygon_points, with every product in float32. On a GPU the
+      convolutions otherwise round their inputs as --layout-precision says (default tf32; bfloat16
+      is faster, with a larger error). --overlay DIR writes each page with its blocks drawn
       (DIR/NAME.png). --batch pages go through the model together (default 8).
 )";
 
@@ -41,6 +42,7 @@ struct LayoutArgs {
     int threads = 0;
     int batch = 8;
     bool raw = false;
+    std::optional<ConvPrecision> precision;
     float threshold = 0.5f;
     std::optional<std::filesystem::path> overlay;
     std::vector<std::filesystem::path> images;
@@ -79,6 +81,12 @@ LayoutArgs parse(int argc, char** argv, int first) {
             if (args.batch < 1 || args.batch > 256) {
                 fail("option --batch expects 1..256, got ", args.batch);
             }
+        } else if (arg == "--layout-precision") {
+            const std::string name = value();
+            if (name != "float32" && name != "tf32" && name != "bfloat16") {
+                fail("option --layout-precision expects float32, tf32 or bfloat16, got '", name, "'");
+            }
+            args.precision = parse_conv_precision(name);
         } else if (arg == "--raw") {
             args.raw = true;
         } else if (arg == "--threshold") {
@@ -103,6 +111,10 @@ LayoutArgs parse(int argc, char** argv, int first) {
     }
     if (has_threshold && !args.raw) {
         fail("--threshold goes with --raw; the pipeline's rules have their own thresholds");
+    }
+    if (args.raw && args.precision && *args.precision != ConvPrecision::Float32) {
+        fail("--raw computes every product in float32; --layout-precision ",
+             conv_precision_name(*args.precision), " goes without it");
     }
     return args;
 }
@@ -211,7 +223,9 @@ int run_layout(int argc, char** argv, int first) {
     const LayoutArgs args = parse(argc, argv, first);
     const std::unique_ptr<Backend> backend = make_backend(args.device, args.threads);
     // The raw outputs are for comparing with the reference: every product in float32 there.
-    const PpDocLayout model(*backend, args.model, {.allow_tf32 = !args.raw});
+    const PpDocLayout model(
+        *backend, args.model,
+        {.conv_precision = args.raw ? ConvPrecision::Float32 : args.precision.value_or(ConvPrecision::Tf32)});
     const PpDocLayoutConfig& config = model.config();
     const std::optional<LayoutRules> rules = args.raw ? std::nullopt : std::optional(rules_for(config));
     const LayoutInputSize input{model.preprocess_config().width, model.preprocess_config().height};

@@ -82,6 +82,7 @@ struct EngineOptions {
     std::optional<double> video_fps;  // mm_processor_kwargs: how video files are sampled (generate)
     std::optional<int64_t> video_min_frames;
     std::optional<int64_t> video_max_frames;
+    ConvPrecision layout_precision = ConvPrecision::Tf32;  // the layout model's convolutions
     std::string reasoning_parser;  // deepseek_r1 or ernie-45-vl (serve splits chat answers); empty: none
     // --chat-template: a template file or the template's text, in place of the model folder's.
     std::shared_ptr<const ChatTemplate> chat_template;

@@ -409,7 +409,9 @@ ServiceParams Settings::serviceParams(const SettingsValues& values, const std::f
         params.models.push_back({ModelRole::Chat, *chatDir, options.load});
     }
     if (layoutDir) {
-        params.models.push_back({ModelRole::Layout, *layoutDir, {}});
+        ModelSlot layout{ModelRole::Layout, *layoutDir, {}};
+        layout.layout_precision = options.layout_precision;
+        params.models.push_back(std::move(layout));
     }
     params.engine = options.engine;
     return params;

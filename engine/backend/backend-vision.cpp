@@ -6,6 +6,27 @@
 
 namespace folio {
 
+const char* conv_precision_name(ConvPrecision precision) {
+    switch (precision) {
+        case ConvPrecision::Float32:
+            return "float32";
+        case ConvPrecision::Tf32:
+            return "tf32";
+        case ConvPrecision::Bfloat16:
+            return "bfloat16";
+    }
+    fail("conv_precision_name: invalid precision ", static_cast<int>(precision));
+}
+
+ConvPrecision parse_conv_precision(std::string_view name) {
+    for (const ConvPrecision p : {ConvPrecision::Float32, ConvPrecision::Tf32, ConvPrecision::Bfloat16}) {
+        if (name == conv_precision_name(p)) {
+            return p;
+        }
+    }
+    fail("convolution precision \"", name, "\": float32, tf32 or bfloat16");
+}
+
 const char* activation_name(Activation act) {
     switch (act) {
         case Activation::None:

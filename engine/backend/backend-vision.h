@@ -5,11 +5,20 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "engine/backend/activation.h"
 #include "engine/backend/tensor.h"
 
 namespace folio {
+
+// How a convolution's products may round their inputs on the tensor cores: float32 (none), TF32 (10 mantissa
+// bits, as torch's cuDNN convolutions do by default) or bfloat16 (7 bits, twice TF32's rate); the sums stay
+// float32. A backend without such a path computes in float32.
+enum class ConvPrecision { Float32, Tf32, Bfloat16 };
+// "float32", "tf32" or "bfloat16"; parse_conv_precision throws on any other name.
+const char* conv_precision_name(ConvPrecision precision);
+ConvPrecision parse_conv_precision(std::string_view name);
 
 // A 2-D convolution over NCHW tensors, as torch.nn.Conv2d computes it: symmetric zero padding per axis,
 // channels in `groups` groups (groups == c_in == c_out: depthwise), then the activation.
@@ -19,9 +28,7 @@ struct Conv2dParams {
     std::array<int64_t, 2> dilation{1, 1};  // height, width
     int64_t groups = 1;
     Activation activation = Activation::None;
-    // The products may take TF32 inputs (10 mantissa bits) on the tensor cores, as torch's cuDNN convolutions
-    // do by default; a backend without such a path computes in float32.
-    bool allow_tf32 = false;
+    ConvPrecision precision = ConvPrecision::Float32;
 };
 
 enum class PoolMode { Max, Average };

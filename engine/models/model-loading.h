@@ -50,8 +50,10 @@ struct ModelSlot {
     std::filesystem::path tokenizer_dir;
     // A chat template in place of the folder's (--chat-template); none: the folder's own.
     std::shared_ptr<const ChatTemplate> chat_template;
-    // A layout slot: the most pages one call of the layout model runs together.
+    // A layout slot: the most pages one call of the layout model runs together, and how its convolutions
+    // round their inputs.
     int layout_batch = 4;
+    ConvPrecision layout_precision = ConvPrecision::Tf32;
     // Changes to the folder's preprocessing (a front end's image pixel bounds); may throw folio::Error.
     std::function<void(PreprocessorConfig&)> adjust_preprocessor;
     // Where the request defaults come from (--generation-config): the folder's generation_config.json unless

@@ -118,6 +118,11 @@ const std::vector<Accepted>& accepted_cases() {
         {{"--quantize-vision", "FP8"}, [](E o) { return o.load.vision_fp8 && !o.load.quantize_vision; }},
         {{"--quantize-vision=fp8"}, [](E o) { return o.load.vision_fp8; }},
         {{"--quantize-vision", "off"}, [](E o) { return !o.load.quantize_vision && !o.load.vision_fp8; }},
+        // the layout model's convolutions: TF32 unless told
+        {{}, [](E o) { return o.layout_precision == folio::ConvPrecision::Tf32; }},
+        {{"--layout-precision", "BFloat16"},
+         [](E o) { return o.layout_precision == folio::ConvPrecision::Bfloat16; }},
+        {{"--layout-precision=float32"}, [](E o) { return o.layout_precision == folio::ConvPrecision::Float32; }},
         // the cache's elements: vLLM's flag or FastDeploy's kv_cache_quant_type
         {{}, [](E o) { return o.engine.kv_cache_dtype == folio::KvCacheDtype::Auto; }},
         {{"--kv-cache-dtype", "INT8"},
@@ -332,6 +337,7 @@ const std::vector<Refused>& refused_cases() {
         {{"--quantization", R"({"quantization": "wint4", "kv_cache_scale": 1})"},
          "--quantization: \"kv_cache_scale\" is not supported"},
         {{"--kv-cache-dtype", "fp8"}, "--kv-cache-dtype expects auto or int8, got 'fp8'"},
+        {{"--layout-precision", "fp16"}, "--layout-precision expects float32, tf32 or bfloat16, got 'fp16'"},
         {{"--kv-cache-dtype", "auto", "--quantization",
           R"({"quantization": "wint4", "kv_cache_quant_type": "int8"})"},
          "--kv-cache-dtype auto contradicts --quantization's kv_cache_quant_type int8"},
@@ -439,6 +445,7 @@ TEST(EngineOptions, EveryOptionParsesInItsFormats) {
         {"quant_group_size", "64"},
         {"dtype", "float32"},
         {"kv_cache_dtype", "int8"},
+        {"layout_precision", "bfloat16"},
     };
     // Options refused whatever their value, or outside serve (chat_template: "1" is neither a file nor a
     // template).

@@ -114,7 +114,8 @@ protected:
     // The blocks of a page as the model and the rules give them when called directly.
     std::vector<LayoutDetection> direct_blocks(const LayoutPage& p, const LayoutRules& rules) const {
         const std::unique_ptr<Backend> backend = make_cpu_backend(2);
-        const PpDocLayout model(*backend, layout_dir(), LayoutModelParams{.allow_tf32 = true});
+        const PpDocLayout model(*backend, layout_dir(),
+                                LayoutModelParams{.conv_precision = ConvPrecision::Tf32});
         const std::vector<std::vector<float>> pixels{p.pixels};
         const std::vector<LayoutRawOutput> raw =
             model.detect_preprocessed(pixels, {.mask_min_score = rules.lowest_threshold()});

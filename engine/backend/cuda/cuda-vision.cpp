@@ -70,7 +70,10 @@ Tensor CudaBackend::conv2d(const Tensor& x, const Tensor& w, const Tensor* b, co
                                  .dilation_h = p.dilation[0],
                                  .dilation_w = p.dilation[1],
                                  .groups = p.groups,
-                                 .tf32 = p.allow_tf32};
+                                 .inputs = p.precision == ConvPrecision::Tf32 ? kernels::ConvInputs::Tf32
+                                           : p.precision == ConvPrecision::Bfloat16
+                                               ? kernels::ConvInputs::Bf16
+                                               : kernels::ConvInputs::Float32};
     const Tensor scratch = alloc_bytes(kernels::conv2d_scratch_floats(s) * 4, op);  // a chunk's columns
     kernels::conv2d_f32(cublas_.get(), device_f32(x, op), device_f32(w, op), b ? device_f32(*b, op) : nullptr,
                         y.f32(), scratch.empty() ? nullptr : scratch.f32(), s,

@@ -65,7 +65,7 @@ Conv LayoutWeights::upload_conv(std::vector<float> w, std::vector<float> b, cons
     c.p.padding = {shape.padding, shape.padding};
     c.p.groups = shape.groups;
     c.p.activation = shape.activation;
-    c.p.allow_tf32 = allow_tf32_;
+    c.p.precision = precision_;
     return c;
 }
 

@@ -40,9 +40,10 @@ struct ConvShape {
 
 class LayoutWeights {
 public:
-    // allow_tf32: the convolutions may multiply with TF32 inputs (Conv2dParams::allow_tf32).
-    LayoutWeights(Backend& backend, const TensorStore& store, bool allow_tf32 = false)
-        : backend_(backend), store_(store), allow_tf32_(allow_tf32) {}
+    // precision: how the convolutions may round their inputs (Conv2dParams::precision).
+    LayoutWeights(Backend& backend, const TensorStore& store,
+                  ConvPrecision precision = ConvPrecision::Float32)
+        : backend_(backend), store_(store), precision_(precision) {}
 
     // The tensor as float32, after checking its shape; throws naming the file and the tensor.
     std::vector<float> host(const std::string& name, const std::vector<int64_t>& shape) const;
@@ -69,7 +70,7 @@ private:
 
     Backend& backend_;
     const TensorStore& store_;
-    bool allow_tf32_ = false;
+    ConvPrecision precision_ = ConvPrecision::Float32;
     int64_t n_bytes_ = 0;
 };
 

@@ -42,7 +42,8 @@ public:
         const auto n_bytes = std::filesystem::file_size(slot.dir / "model.safetensors", error);
         context.add_total(error ? 0 : static_cast<int64_t>(n_bytes));
         context.set_phase(LoadPhase::Weights);
-        model_ = std::make_unique<PpDocLayout>(backend, slot.dir, LayoutModelParams{.allow_tf32 = true});
+        model_ = std::make_unique<PpDocLayout>(backend, slot.dir,
+                                               LayoutModelParams{.conv_precision = slot.layout_precision});
         context.add_read(error ? 0 : static_cast<int64_t>(n_bytes), "model.safetensors");
         description_ = describe_layout(slot.dir, model_->config());
     }

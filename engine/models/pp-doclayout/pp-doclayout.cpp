@@ -123,7 +123,7 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
 
 PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, const LayoutModelParams& params)
     : backend_(backend), files_(open_layout_model_files(dir)), store_(TensorStore::open(dir)) {
-    LayoutWeights weights(backend, *store_, params.allow_tf32);
+    LayoutWeights weights(backend, *store_, params.conv_precision);
     backbone_ = std::make_unique<HgnetBackbone>(weights, files_.config.backbone, "model.backbone.model");
     encoder_ = std::make_unique<HybridEncoder>(weights, files_.config);
     decoder_ = std::make_unique<DetrDecoder>(weights, files_.config);

@@ -47,9 +47,10 @@ struct LayoutTimes {
 
 // How a layout model runs.
 struct LayoutModelParams {
-    // The convolutions multiply with TF32 inputs where the backend can (as torch's cuDNN convolutions do by
-    // default); off, every product is float32, as the golden fixtures are compared.
-    bool allow_tf32 = false;
+    // How the convolutions round their inputs where the backend can: TF32 is what torch's cuDNN convolutions
+    // do by default and what the document pipeline runs; float32, every product exact, is how the golden
+    // fixtures are compared.
+    ConvPrecision conv_precision = ConvPrecision::Float32;
 };
 
 // What one pass brings back besides the detections.

@@ -263,6 +263,16 @@ int main(int argc, char** argv) {
         std::cerr << unknown_command_message(command);
         return 2;
     }
+    // A command's own usage for `folio-cli COMMAND --help` where the command has one to itself.
+    const bool help = std::any_of(argv + 2, argv + argc, [](const char* a) {
+        return std::string_view(a) == "--help" || std::string_view(a) == "-h";
+    });
+    if (help && (command == "tokenize" || command == "layout" || command == "summary")) {
+        std::cout << (command == "tokenize" ? kTokenizeUsage
+                      : command == "layout" ? kLayoutUsage
+                                            : kSummaryUsage);
+        return 0;
+    }
     try {
         if (command == "tokenize") {
             return run_tokenize(argc, argv, 2);

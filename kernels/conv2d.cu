@@ -10,6 +10,7 @@
 
 #include "engine/common/error.h"
 #include "kernels/async-copy.cuh"
+#include "kernels/conv2d-halo.h"
 #include "kernels/cuda-check.h"
 #include "kernels/flat-launch.cuh"
 #include "kernels/mma.cuh"
@@ -649,6 +650,9 @@ void strided_products(cublasHandle_t handle, int64_t m_rows, int64_t n_cols, int
 }  // namespace
 
 int64_t conv2d_scratch_floats(const Conv2dShape& s) {
+    if (conv2d_halo_takes(s)) {
+        return conv2d_halo_scratch_floats(s);
+    }
     if (depthwise(s) || pointwise(s) || implicit_product(s)) {
         return 0;
     }
@@ -670,6 +674,10 @@ void conv2d_f32(cublasHandle_t handle, const float* x, const float* w, const flo
         const dim3 grid(n_blocks(n_pos), static_cast<unsigned int>(s.c_out), static_cast<unsigned int>(s.n));
         conv2d_depthwise_kernel<<<grid, kBlock, 0, stream>>>(x, w, b, y, s, act);
         CUDA_CHECK(cudaGetLastError());
+        return;
+    }
+    if (conv2d_halo_takes(s)) {
+        conv2d_halo_bf16(x, w, b, y, scratch, s, act, stream);
         return;
     }
     if (implicit_product(s)) {

@@ -157,6 +157,12 @@ TEST_F(BackendVisionOpsTest, Conv2d) {
         {{6, 20, 131, 101}, {70, 20, 3, 3}, params(1, 1, 1, Activation::Gelu), true},  // tiles across images
         {{4, 3, 320, 300}, {33, 3, 3, 3}, params(2, 1, 1, Activation::Relu), false},   // k of 27
         {{2, 16, 300, 300}, {32, 16, 2, 2}, params(1, 0, 1, Activation::Relu), true},  // 32 channels out
+        // With bfloat16, the next three 3x3 convolutions run a tile of pixels at a time with their halo
+        // (conv2d-halo; tiles enough to fill an H100's resident blocks), tiles of 128, 64 and 32 channels,
+        // the images' edges inside tiles.
+        {{4, 32, 100, 90}, {70, 32, 3, 3}, params(1, 1, 1, Activation::Silu), true},
+        {{4, 48, 120, 130}, {48, 48, 3, 3}, params(1, 1, 1, Activation::Relu), false},
+        {{6, 16, 128, 100}, {24, 16, 3, 3}, params(1, 1, 1, Activation::None), true},
     };
     for (const ConvPrecision precision :
          {ConvPrecision::Float32, ConvPrecision::Tf32, ConvPrecision::Bfloat16}) {

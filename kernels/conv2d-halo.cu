@@ -3,12 +3,12 @@
 #include <climits>
 #include <map>
 #include <mutex>
-#include <type_traits>
 #include <utility>
 
 #include <cuda_bf16.h>
 
 #include "kernels/async-copy.cuh"
+#include "kernels/conv2d-tiles.cuh"
 #include "kernels/cuda-check.h"
 #include "kernels/flat-launch.cuh"
 #include "kernels/mma.cuh"
@@ -24,18 +24,9 @@ namespace {
 constexpr int kTileH = 8, kTileW = 16, kTileN = kTileH * kTileW;
 constexpr int kPatchH = kTileH + 2, kPatchW = kTileW + 2, kPatchPixels = kPatchH * kPatchW;
 constexpr int kChunk = 16, kTaps = 9;
-constexpr int kWarpN = 32, kWarpsN = kTileN / kWarpN;
-
-// A warp's rows: 64 of 128-row tiles, 32 of lower ones (so that the sums fit the registers of two resident
-// 256-thread blocks).
-__host__ __device__ constexpr int warp_rows(int tile_m) {
-    return tile_m == 128 ? 64 : 32;
-}
-
-template <int kTileM>
-__host__ __device__ constexpr int threads() {
-    return kTileM / warp_rows(kTileM) * kWarpsN * 32;
-}
+constexpr int kWarpN = 32;
+using conv_tiles::kWarpsN;
+static_assert(kWarpsN * kWarpN == kTileN);
 
 // Two buffers of a step's weights [tap, channel, kChunk] and pixels [pixel, kChunk], bfloat16.
 template <int kTileM>
@@ -69,11 +60,11 @@ __global__ void halo_weights_kernel(const float* __restrict__ w, uint16_t* __res
 // y [n, c_out, h, w] = act(conv3x3(x, w) + b) a tile at a time. Grid: output tiles of every image in x, tiles
 // of kTileM output channels in y.
 template <int kTileM>
-__global__ void __launch_bounds__(threads<kTileM>(), threads<kTileM>() == 256 ? 2 : 4)
+__global__ void __launch_bounds__(conv_tiles::bf16_threads<kTileM>(), conv_tiles::bf16_min_blocks<kTileM>())
     conv2d_halo_kernel(const float* __restrict__ x, const uint16_t* __restrict__ wb,
                        const float* __restrict__ b, float* __restrict__ y, HaloShape g,
                        KernelActivation act) {
-    constexpr int kThreads = threads<kTileM>();
+    constexpr int kThreads = conv_tiles::bf16_threads<kTileM>();
     constexpr int kPixelsPerThread = (kPatchPixels + kThreads - 1) / kThreads;
     extern __shared__ __align__(16) uint16_t shared_halo[];
     uint16_t* const weights = shared_halo;                               // [2][kTaps][kTileM][kChunk]
@@ -136,7 +127,7 @@ __global__ void __launch_bounds__(threads<kTileM>(), threads<kTileM>() == 256 ? 
         }
     };
 
-    constexpr int kWarpM = warp_rows(kTileM), kMTiles = kWarpM / 16;
+    constexpr int kWarpM = conv_tiles::bf16_warp_rows(kTileM), kMTiles = kWarpM / 16;
     float acc[kMTiles][4][4] = {};  // [m tile, n tile, fragment]
     const int row0 = warp / kWarpsN * kWarpM, col0 = warp % kWarpsN * kWarpN;
     // ldmatrix rows: of the weights, channel row0 + lane % 16 (+ 16 mi) and half lane / 16; of the pixels,
@@ -216,22 +207,6 @@ __global__ void __launch_bounds__(threads<kTileM>(), threads<kTileM>() == 256 ? 
     }
 }
 
-template <typename F>
-auto with_tile_height(int tile_m, F&& f) {
-    switch (tile_m) {
-        case 32:
-            return f(std::integral_constant<int, 32>{});
-        case 64:
-            return f(std::integral_constant<int, 64>{});
-        default:
-            return f(std::integral_constant<int, 128>{});
-    }
-}
-
-int tile_height(int64_t c_out) {
-    return c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
-}
-
 // Output tiles that fill every multiprocessor's resident blocks once, on the current device, for tiles of
 // tile_m channels; worked out once per device (0 where the shared memory does not fit).
 int64_t min_tiles(int tile_m) {
@@ -244,7 +219,7 @@ int64_t min_tiles(int tile_m) {
     if (added) {
         int n_multiprocessors = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
-        it->second = with_tile_height(tile_m, [&](auto tile) -> int64_t {
+        it->second = conv_tiles::with_tile_height(tile_m, [&](auto tile) -> int64_t {
             constexpr size_t kShared = shared_bytes<tile.value>();
             if (cudaFuncSetAttribute(conv2d_halo_kernel<tile.value>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -253,8 +228,8 @@ int64_t min_tiles(int tile_m) {
                 return 0;
             }
             int blocks = 0;
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, conv2d_halo_kernel<tile.value>,
-                                                                     threads<tile.value>(), kShared));
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &blocks, conv2d_halo_kernel<tile.value>, conv_tiles::bf16_threads<tile.value>(), kShared));
             return int64_t{blocks} * n_multiprocessors;
         });
     }
@@ -284,7 +259,7 @@ bool conv2d_halo_takes(const Conv2dShape& s) {
     if (tiles > INT_MAX) {
         return false;
     }
-    const int tile_m = tile_height(s.c_out);
+    const int tile_m = conv_tiles::tile_height(s.c_out);
     const int64_t fill = min_tiles(tile_m);
     return fill > 0 && tiles * ((s.c_out + tile_m - 1) / tile_m) >= fill;
 }
@@ -299,12 +274,13 @@ void conv2d_halo_bf16(const float* x, const float* w, const float* b, float* y, 
     halo_weights_kernel<<<n_blocks(kTaps * s.c_out * s.c_in), kBlock, 0, stream>>>(w, wb, s.c_out, s.c_in);
     CUDA_CHECK(cudaGetLastError());
     const HaloShape g = halo_shape(s);
-    const int tile_m = tile_height(s.c_out);
-    with_tile_height(tile_m, [&](auto tile) {
+    const int tile_m = conv_tiles::tile_height(s.c_out);
+    conv_tiles::with_tile_height(tile_m, [&](auto tile) {
         const dim3 grid(static_cast<unsigned int>(s.n * g.tiles_x * g.tiles_y),
                         static_cast<unsigned int>((s.c_out + tile.value - 1) / tile.value));
         conv2d_halo_kernel<tile.value>
-            <<<grid, threads<tile.value>(), shared_bytes<tile.value>(), stream>>>(x, wb, b, y, g, act);
+            <<<grid, conv_tiles::bf16_threads<tile.value>(), shared_bytes<tile.value>(), stream>>>(x, wb, b,
+                                                                                                   y, g, act);
     });
     CUDA_CHECK(cudaGetLastError());
 }

@@ -11,6 +11,7 @@
 #include "engine/common/error.h"
 #include "kernels/async-copy.cuh"
 #include "kernels/conv2d-halo.h"
+#include "kernels/conv2d-tiles.cuh"
 #include "kernels/cuda-check.h"
 #include "kernels/flat-launch.cuh"
 #include "kernels/mma.cuh"
@@ -98,6 +99,7 @@ namespace implicit {
 
 constexpr int kTileN = 128, kTileK = 32;
 constexpr int kWarpN = 32, kWarpsN = kTileN / kWarpN;
+static_assert(kWarpsN == conv_tiles::kWarpsN);
 
 // A warp's rows: 64, or the whole tile where it is lower.
 __host__ __device__ constexpr int warp_rows(int tile_m) {
@@ -282,27 +284,11 @@ constexpr size_t shared_bytes_bf16() {
     return sizeof(uint16_t) * 2 * (kTileM + kTileN) * kRowBf16;
 }
 
-// A warp's rows: 64 of 128-row tiles, 32 of lower ones, so that each thread's registers (its sums, the next
-// tile's taps and weights) fit 128 and two 256-thread blocks (four of 128) stay resident a multiprocessor.
-__host__ __device__ constexpr int warp_rows_bf16(int tile_m) {
-    return tile_m == 128 ? 64 : 32;
-}
-
-template <int kTileM>
-__host__ __device__ constexpr int threads_bf16() {
-    return kTileM / warp_rows_bf16(kTileM) * kWarpsN * 32;
-}
-
-template <int kTileM>
-constexpr int min_blocks_bf16() {
-    return threads_bf16<kTileM>() == 256 ? 2 : 4;
-}
-
 template <int kTileM, bool kVectorWeights>
-__global__ void __launch_bounds__(threads_bf16<kTileM>(), min_blocks_bf16<kTileM>())
+__global__ void __launch_bounds__(conv_tiles::bf16_threads<kTileM>(), conv_tiles::bf16_min_blocks<kTileM>())
     conv2d_bf16_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
                        float* __restrict__ y, Gemm g, KernelActivation act) {
-    constexpr int kThreads = threads_bf16<kTileM>();
+    constexpr int kThreads = conv_tiles::bf16_threads<kTileM>();
     constexpr int kColK = kTileK * kTileN / kThreads;     // taps of its column a thread gathers: 16 or 32
     constexpr int kWeightK = kTileM * kTileK / kThreads;  // weights a thread brings: 8 or 16
     static_assert(kColK % 8 == 0 && kWeightK % 4 == 0);
@@ -393,7 +379,7 @@ __global__ void __launch_bounds__(threads_bf16<kTileM>(), min_blocks_bf16<kTileM
         }
     };
 
-    constexpr int kWarpM = warp_rows_bf16(kTileM), kMTiles = kWarpM / 16;
+    constexpr int kWarpM = conv_tiles::bf16_warp_rows(kTileM), kMTiles = kWarpM / 16;
     float acc[kMTiles][4][4] = {};  // [m tile, n tile, fragment]
     const int row0 = warp / kWarpsN * kWarpM, col0 = warp % kWarpsN * kWarpN;
     // The rows this lane addresses for ldmatrix: of the weights, row lane % 16 at column (lane / 16) 8 (the
@@ -470,20 +456,7 @@ int resident_blocks_tf32() {
 template <int kTileM>
 int resident_blocks_bf16() {
     return resident_blocks(conv2d_bf16_kernel<kTileM, true>, conv2d_bf16_kernel<kTileM, false>,
-                           threads_bf16<kTileM>(), shared_bytes_bf16<kTileM>());
-}
-
-// f(std::integral_constant<int, tile_m>) for each tile height the kernels are built for.
-template <typename F>
-auto with_tile_height(int tile_m, F&& f) {
-    switch (tile_m) {
-        case 32:
-            return f(std::integral_constant<int, 32>{});
-        case 64:
-            return f(std::integral_constant<int, 64>{});
-        default:
-            return f(std::integral_constant<int, 128>{});
-    }
+                           conv_tiles::bf16_threads<kTileM>(), shared_bytes_bf16<kTileM>());
 }
 
 // The plan for tiles of tile_m channels with bfloat16 or TF32 inputs on the current device, worked out once
@@ -498,7 +471,7 @@ Plan plan(int tile_m, bool bf16) {
     if (added) {
         int n_multiprocessors = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&n_multiprocessors, cudaDevAttrMultiProcessorCount, device));
-        it->second = with_tile_height(tile_m, [&](auto tile) {
+        it->second = conv_tiles::with_tile_height(tile_m, [&](auto tile) {
             if (bf16) {
                 return Plan{2, int64_t{resident_blocks_bf16<tile.value>()} * n_multiprocessors};
             }
@@ -513,10 +486,6 @@ Plan plan(int tile_m, bool bf16) {
         });
     }
     return it->second;
-}
-
-int tile_height(int64_t c_out) {
-    return c_out <= 32 ? 32 : c_out <= 64 ? 64 : 128;
 }
 
 template <int kTileM, int kStages>
@@ -543,10 +512,10 @@ void launch_bf16(const float* x, const float* w, const float* b, float* y, const
                     static_cast<unsigned int>((g.c_out + kTileM - 1) / kTileM));
     if (g.k % 4 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0) {
         conv2d_bf16_kernel<kTileM, true>
-            <<<grid, threads_bf16<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+            <<<grid, conv_tiles::bf16_threads<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
     } else {
         conv2d_bf16_kernel<kTileM, false>
-            <<<grid, threads_bf16<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
+            <<<grid, conv_tiles::bf16_threads<kTileM>(), kShared, stream>>>(x, w, b, y, g, act);
     }
     CUDA_CHECK(cudaGetLastError());
 }
@@ -571,7 +540,7 @@ bool implicit_product(const Conv2dShape& s) {
     if (s.inputs == ConvInputs::Float32 || s.groups != 1 || depthwise(s) || pointwise(s) || !fits_32_bits) {
         return false;
     }
-    const int tile_m = implicit::tile_height(s.c_out);
+    const int tile_m = conv_tiles::tile_height(s.c_out);
     const int64_t tiles = (s.n * s.h_out * s.w_out + implicit::kTileN - 1) / implicit::kTileN *
                           ((s.c_out + tile_m - 1) / tile_m);
     const int64_t min_tiles = implicit::plan(tile_m, s.inputs == ConvInputs::Bf16).min_tiles;
@@ -597,14 +566,14 @@ void conv2d_implicit(const float* x, const float* w, const float* b, float* y, c
                            .dilation_w = static_cast<int>(s.dilation_w),
                            .k = static_cast<int>(k),
                            .n_cols = static_cast<int>(n_cols)};
-    const int tile_m = implicit::tile_height(s.c_out);
+    const int tile_m = conv_tiles::tile_height(s.c_out);
     if (s.inputs == ConvInputs::Bf16) {
-        implicit::with_tile_height(
+        conv_tiles::with_tile_height(
             tile_m, [&](auto tile) { implicit::launch_bf16<tile.value>(x, w, b, y, g, act, stream); });
         return;
     }
     const bool three = implicit::plan(tile_m, false).stages == 3;
-    implicit::with_tile_height(tile_m, [&](auto tile) {
+    conv_tiles::with_tile_height(tile_m, [&](auto tile) {
         if constexpr (tile.value == 128) {
             if (three) {
                 implicit::launch_tf32<128, 3>(x, w, b, y, g, act, stream);

@@ -83,10 +83,10 @@ LayoutArgs parse(int argc, char** argv, int first) {
             }
         } else if (arg == "--layout-precision") {
             const std::string name = value();
-            if (name != "float32" && name != "tf32" && name != "bfloat16") {
+            args.precision = find_conv_precision(name);
+            if (!args.precision) {
                 fail("option --layout-precision expects float32, tf32 or bfloat16, got '", name, "'");
             }
-            args.precision = parse_conv_precision(name);
         } else if (arg == "--raw") {
             args.raw = true;
         } else if (arg == "--threshold") {

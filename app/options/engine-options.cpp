@@ -630,12 +630,12 @@ EngineOptions parse_engine_options(const Options& opt, const ModelDescription& m
         out.tokenizer = r.text("tokenizer");
     }
     if (r.has("layout_precision")) {
-        const std::string name = lower(r.text("layout_precision"));
-        if (name != "float32" && name != "tf32" && name != "bfloat16") {
+        const std::optional<ConvPrecision> precision = find_conv_precision(lower(r.text("layout_precision")));
+        if (!precision) {
             fail("--layout-precision expects float32, tf32 or bfloat16, got '", r.text("layout_precision"),
                  "'");
         }
-        out.layout_precision = parse_conv_precision(name);
+        out.layout_precision = *precision;
     }
     if (r.has("reasoning_parser")) {
         const std::optional<ReasoningFormat> format = find_reasoning_format(r.text("reasoning_parser"));

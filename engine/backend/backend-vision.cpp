@@ -18,13 +18,13 @@ const char* conv_precision_name(ConvPrecision precision) {
     fail("conv_precision_name: invalid precision ", static_cast<int>(precision));
 }
 
-ConvPrecision parse_conv_precision(std::string_view name) {
+std::optional<ConvPrecision> find_conv_precision(std::string_view name) {
     for (const ConvPrecision p : {ConvPrecision::Float32, ConvPrecision::Tf32, ConvPrecision::Bfloat16}) {
         if (name == conv_precision_name(p)) {
             return p;
         }
     }
-    fail("convolution precision \"", name, "\": float32, tf32 or bfloat16");
+    return std::nullopt;
 }
 
 const char* activation_name(Activation act) {

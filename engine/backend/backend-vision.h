@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -16,9 +17,9 @@ namespace folio {
 // bits, as torch's cuDNN convolutions do by default) or bfloat16 (7 bits, twice TF32's rate); the sums stay
 // float32. A backend without such a path computes in float32.
 enum class ConvPrecision { Float32, Tf32, Bfloat16 };
-// "float32", "tf32" or "bfloat16"; parse_conv_precision throws on any other name.
+// "float32", "tf32" or "bfloat16"; find_conv_precision gives nothing for any other name.
 const char* conv_precision_name(ConvPrecision precision);
-ConvPrecision parse_conv_precision(std::string_view name);
+std::optional<ConvPrecision> find_conv_precision(std::string_view name);
 
 // A 2-D convolution over NCHW tensors, as torch.nn.Conv2d computes it: symmetric zero padding per axis,
 // channels in `groups` groups (groups == c_in == c_out: depthwise), then the activation.

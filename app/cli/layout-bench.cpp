@@ -99,6 +99,7 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
                                  {{"backbone", times.backbone},
                                   {"encoder", times.encoder},
                                   {"decoder", times.decoder},
+                                  {"outputs", times.outputs},
                                   {"reading_order", times.reading_order}}},
                                 {"pages", n_runs * batch},
                                 {"pages_per_s", static_cast<double>(n_runs * batch) / seconds},

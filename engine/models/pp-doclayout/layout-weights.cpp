@@ -41,8 +41,16 @@ Linear LayoutWeights::scaled_linear(const std::string& prefix, int64_t n_out, in
             v *= scale;
         }
     }
+    Tensor bias = backend_.upload(b, {n_out});
+    // With bfloat16 convolutions the linear layers' products round their inputs to bfloat16 too, as the
+    // reference's bfloat16 model does; a layer of a few outputs (the boxes' last layer, the class scores)
+    // stays float32, where the tensor cores would gain nothing.
+    if (precision_ == ConvPrecision::Bfloat16 && n_out % 8 == 0 && n_in % 8 == 0) {
+        n_bytes_ += static_cast<int64_t>(w.size() * sizeof(uint16_t) + b.size() * sizeof(float));
+        return Linear{backend_.upload(quantize(w, n_out, n_in, Quantization::Bf16, 0)), bias};
+    }
     n_bytes_ += static_cast<int64_t>((w.size() + b.size()) * sizeof(float));
-    return Linear{dense_weight(backend_.upload(w, {n_out, n_in})), backend_.upload(b, {n_out})};
+    return Linear{dense_weight(backend_.upload(w, {n_out, n_in})), bias};
 }
 
 Mlp LayoutWeights::mlp(const std::string& prefix, int64_t n_in, int64_t n_hidden, int64_t n_out,

@@ -40,7 +40,8 @@ struct ConvShape {
 
 class LayoutWeights {
 public:
-    // precision: how the convolutions may round their inputs (Conv2dParams::precision).
+    // precision: how the convolutions may round their inputs (Conv2dParams::precision); with bfloat16 the
+    // linear layers of eight outputs and inputs or more are stored in bfloat16 too.
     LayoutWeights(Backend& backend, const TensorStore& store,
                   ConvPrecision precision = ConvPrecision::Float32)
         : backend_(backend), store_(store), precision_(precision) {}

@@ -194,7 +194,7 @@ std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r, co
         download_masks(r, options.mask_min_score, out);
     }
     if (options.times != nullptr) {
-        options.times->decoder +=
+        options.times->outputs +=
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
     if (c.kind == LayoutModelKind::V2) {

@@ -42,6 +42,8 @@ struct LayoutTimes {
     double backbone = 0;
     double encoder = 0;
     double decoder = 0;
+    // The outputs brought back and read on the host: logits, boxes, V3's order products and mask bits.
+    double outputs = 0;
     double reading_order = 0;  // V2
 };
 

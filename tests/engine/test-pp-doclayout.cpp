@@ -296,6 +296,23 @@ TEST(PpDocLayoutV2, DetectorMatchesTheReferenceUpToTheQueryOrder) {
     }
 }
 
+// With bfloat16 products the linear layers of the decoder and the reading-order network are stored in
+// bfloat16 (half their bytes) and the outputs move by their rounding, no more.
+TEST(PpDocLayoutV2, Bfloat16ProductsStoreTheLinearLayersInBfloat16) {
+    const LayoutFixture fx("pp-doclayout-v2-tiny");
+    std::unique_ptr<Backend> backend = make_cpu_backend();
+    const PpDocLayout exact(*backend, fx.model_dir);
+    const PpDocLayout rounded(*backend, fx.model_dir, {.conv_precision = ConvPrecision::Bfloat16});
+    EXPECT_LT(rounded.n_weight_bytes(), exact.n_weight_bytes());
+    const Tensor pixels = backend->upload(fx.f32("pixel_values"), fx.shape("pixel_values"));
+    const auto [logits_error, boxes_error] = testing::matched_errors(rounded.forward(pixels), fx);
+    std::cout << "pp-doclayout-v2-tiny, bfloat16 linear layers: relative error logits " << logits_error
+              << ", boxes " << boxes_error << "\n";
+    EXPECT_GT(logits_error, 1e-4);  // the float32 model's bound: the rounding shows
+    EXPECT_LT(logits_error, 3e-2);
+    EXPECT_LT(boxes_error, 3e-2);
+}
+
 // The reading-order network on the reference's detector outputs, in the reference's order.
 TEST(PpDocLayoutV2, ReadingOrderMatchesTheReference) {
     const LayoutFixture fx("pp-doclayout-v2-tiny");

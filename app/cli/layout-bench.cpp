@@ -42,7 +42,7 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
                             const std::vector<int64_t>& batches, int64_t n_pages) {
     constexpr int64_t kWidth = 1700, kHeight = 2200;
     const std::vector<uint8_t> page = drawn_page(kWidth, kHeight, 7);
-    std::vector<float> pixels;  // the page through the image processor, for both runs
+    std::vector<uint8_t> levels;  // the page through the image processor, for every run
     nlohmann::json runs = nlohmann::json::array();
     nlohmann::json report;
     // Exact float32 products, TF32 convolutions (what the document pipeline runs by default), then bfloat16
@@ -51,12 +51,12 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
          {ConvPrecision::Float32, ConvPrecision::Tf32, ConvPrecision::Bfloat16}) {
         const PpDocLayout model(backend, model_dir, {.conv_precision = precision});
         const LayoutPreprocessConfig& pre = model.preprocess_config();
-        if (pixels.empty()) {
+        if (levels.empty()) {
             // The image processor on the host.
             const auto pre_start = std::chrono::steady_clock::now();
             constexpr int kPreprocessRuns = 4;
             for (int i = 0; i < kPreprocessRuns; ++i) {
-                pixels = preprocess_layout_page({page, kWidth, kHeight}, pre);
+                levels = layout_page_levels({page, kWidth, kHeight}, pre);
             }
             report = {{"model", model_dir.string()},
                       {"kind", layout_model_name(model.config().kind)},
@@ -69,25 +69,25 @@ nlohmann::json bench_layout(Backend& backend, const std::filesystem::path& model
         // threshold (paddleocr_vl_1_5_layout_rules()).
         const LayoutRunOptions run{.mask_min_score = kPipelineMaskMinScore};
         for (const int64_t batch : batches) {
-            // As the document pipeline runs it: pages preprocessed on the host, uploaded and detected; a
-            // single page also without replaying its recorded pass.
-            const std::vector<std::vector<float>> pages(static_cast<size_t>(batch), pixels);
+            // As the document pipeline runs it: pages preprocessed on the host to their levels, uploaded and
+            // detected; a single page also without replaying its recorded pass.
+            const std::vector<std::vector<uint8_t>> pages(static_cast<size_t>(batch), levels);
             for (const bool replay : batch == 1 ? std::vector<bool>{false, true} : std::vector<bool>{true}) {
                 LayoutRunOptions options = run;
                 options.replay = replay;
-                model.detect_preprocessed(pages, options);  // warm-up: allocations, cuBLAS's plans, recording
+                model.detect_levels(pages, options);  // warm-up: allocations, cuBLAS's plans, recording
                 backend.reset_peak();
                 const int64_t n_runs = std::max<int64_t>(1, n_pages / batch);
                 const auto start = std::chrono::steady_clock::now();
                 for (int64_t r = 0; r < n_runs; ++r) {
-                    model.detect_preprocessed(pages, options);
+                    model.detect_levels(pages, options);
                 }
                 const double seconds = seconds_since(start);
                 // One more pass, waited for after each part (never replayed).
                 LayoutTimes times;
                 LayoutRunOptions timed = options;
                 timed.times = &times;
-                const std::vector<LayoutRawOutput> out = model.detect_preprocessed(pages, timed);
+                const std::vector<LayoutRawOutput> out = model.detect_levels(pages, timed);
                 double n_masks = 0;
                 for (const LayoutRawOutput& raw : out) {
                     n_masks += static_cast<double>(raw.mask_queries.size());

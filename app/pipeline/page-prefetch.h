@@ -34,7 +34,7 @@ struct PrefetchedItem {
     int page = 0;
     int pageIndex = -1;  // as DocumentInput::pageIndex gives it
     PageInput input;
-    std::vector<float> prepared;
+    std::vector<uint8_t> prepared;  // the layout model's input (LayoutPagePreparation)
     double prepareMs = 0;  // the preparation step's time
 };
 
@@ -46,7 +46,7 @@ struct PrefetchParams {
 class PagePrefetcher {
 public:
     // A page's preparation, on the reading threads; may throw (the page then carries the error).
-    using Prepare = std::function<std::vector<float>(const PageInput& input)>;
+    using Prepare = std::function<std::vector<uint8_t>(const PageInput& input)>;
 
     // Starts reading. Every call of `opener` happens under one lock, so that it need not be thread-safe.
     PagePrefetcher(QStringList inputs, DocumentOpener opener, Prepare prepare, PrefetchParams params);

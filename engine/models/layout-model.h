@@ -13,9 +13,10 @@
 
 namespace folio {
 
-// A page through a layout model's image processor: [3, h, w] values at the model's input size. Safe to call
-// from any thread, and independent of the model's lifetime (it holds the processor's settings only).
-using LayoutPagePreparation = std::function<std::vector<float>(const Image& page)>;
+// A page through a layout model's image processor up to its 8-bit levels: [3, h, w] at the model's input
+// size, which the model rescales and normalises on its device. Safe to call from any thread, and independent
+// of the model's lifetime (it holds the processor's settings only).
+using LayoutPagePreparation = std::function<std::vector<uint8_t>(const Image& page)>;
 
 class LayoutModel {
 public:
@@ -28,7 +29,7 @@ public:
     // Prepared pages through the model in one pass, on the backend's thread: each page's raw outputs. Above
     // 0, mask_min_score brings back only the masks that post-processing at that threshold reads, as bits
     // (V3). Throws folio::Error naming a page of the wrong size.
-    virtual std::vector<LayoutRawOutput> detect_prepared(std::span<const std::vector<float>> pages,
+    virtual std::vector<LayoutRawOutput> detect_prepared(std::span<const std::vector<uint8_t>> pages,
                                                          float mask_min_score) const = 0;
 };
 

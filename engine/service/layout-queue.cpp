@@ -20,7 +20,7 @@ struct LayoutState {
 
     std::mutex mutex;  // guards what follows
     std::condition_variable changed;
-    std::vector<std::vector<float>> pixels;  // each page until a pass takes it
+    std::vector<std::vector<uint8_t>> pixels;  // each page until a pass takes it
     size_t next_page = 0;                    // the first page no pass has taken
     std::vector<LayoutRawOutput> raw;
     std::vector<int> batch_pages;
@@ -183,7 +183,7 @@ size_t LayoutQueue::n_waiting() const {
 
 void LayoutQueue::run_pass() {
     std::vector<Part> parts;
-    std::vector<std::vector<float>> pages;
+    std::vector<std::vector<uint8_t>> pages;
     std::optional<float> mask_min_score;
     const LayoutModel* model = nullptr;
     {
@@ -224,7 +224,7 @@ void LayoutQueue::run_pass() {
     }
 }
 
-void LayoutQueue::run_parts(const LayoutModel& model, std::span<const std::vector<float>> pages,
+void LayoutQueue::run_parts(const LayoutModel& model, std::span<const std::vector<uint8_t>> pages,
                             const std::vector<Part>& parts, float mask_min_score) {
     std::vector<LayoutRawOutput> raw;
     try {

@@ -26,7 +26,7 @@ namespace folio {
 
 // One page of a layout request.
 struct LayoutPage {
-    std::vector<float> pixels;  // the page through LayoutModelInfo::prepare
+    std::vector<uint8_t> pixels;  // the page through LayoutModelInfo::prepare: its levels
     int width = 0;              // the page's size in pixels, which its blocks' coordinates are in
     int height = 0;
 };
@@ -115,7 +115,7 @@ private:
     struct Part;
     // One call of the model over the parts' pages, each part's outputs to its request; where it fails, each
     // part again alone, and a part that fails alone ends its request with the error.
-    static void run_parts(const LayoutModel& model, std::span<const std::vector<float>> pages,
+    static void run_parts(const LayoutModel& model, std::span<const std::vector<uint8_t>> pages,
                           const std::vector<Part>& parts, float mask_min_score);
 
     mutable std::mutex mutex_;  // guards what follows

@@ -191,8 +191,8 @@ TEST_F(EngineServiceTest, LoadsLayoutModelBesideRecognition) {
         const LayoutModel* layout = context.models[1]->layout();
         ASSERT_NE(layout, nullptr);
         EXPECT_EQ(layout->max_batch(), 2);
-        const std::vector<float> page = layout->page_preparation()(make_image(64, 48));
-        outputs = layout->detect_prepared(std::vector<std::vector<float>>(2, page), 0.0F);
+        const std::vector<uint8_t> page = layout->page_preparation()(make_image(64, 48));
+        outputs = layout->detect_prepared(std::vector<std::vector<uint8_t>>(2, page), 0.0F);
     });
     ASSERT_EQ(outputs.size(), 2U);
     EXPECT_GT(outputs[0].n_queries, 0);

@@ -116,9 +116,9 @@ protected:
         const std::unique_ptr<Backend> backend = make_cpu_backend(2);
         const PpDocLayout model(*backend, layout_dir(),
                                 LayoutModelParams{.conv_precision = ConvPrecision::Tf32});
-        const std::vector<std::vector<float>> pixels{p.pixels};
+        const std::vector<std::vector<uint8_t>> pixels{p.pixels};
         const std::vector<LayoutRawOutput> raw =
-            model.detect_preprocessed(pixels, {.mask_min_score = rules.lowest_threshold()});
+            model.detect_levels(pixels, {.mask_min_score = rules.lowest_threshold()});
         return detect_layout_blocks(raw.at(0), p.width, p.height, rules);
     }
 
@@ -230,7 +230,7 @@ TEST_P(LayoutRequestTest, AnErrorEndsItsRequestAlone) {
     const LayoutResult b = bad.wait();
     EXPECT_EQ(b.finish, FinishReason::Error);
     EXPECT_EQ(b.error_kind, ErrorKind::Failed);
-    EXPECT_NE(b.error.find("values, expected 3x"), std::string::npos) << b.error;
+    EXPECT_NE(b.error.find("levels, expected 3x"), std::string::npos) << b.error;
     const LayoutResult f = fine.wait();
     ASSERT_TRUE(f.ok()) << f.error;
     expect_same_blocks(f.pages.at(0).blocks, direct_blocks(good, info_.rules));

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -269,6 +270,21 @@ TEST_F(BackendVisionOpsTest, PermuteAndConcat) {
             expect_close("permute", gpu_->permute(x.gpu, axes), cpu_->permute(x.cpu, axes),
                          shape_string(shape));
         }
+    }
+    // The transposes the layout models make (a tile of 32 x 32 through shared memory, edges included), a
+    // copy, and a permutation the tiles do not take.
+    const std::pair<std::vector<int64_t>, std::vector<int>> layouts[] = {
+        {{3, 70, 9, 11}, {0, 2, 3, 1}},
+        {{1, 45, 33, 3}, {0, 2, 3, 1}},
+        {{2, 19, 19, 5}, {0, 3, 1, 2}},
+        {{2, 33, 4, 40}, {0, 2, 3, 1}},
+        {{65, 40}, {1, 0}},
+        {{4, 1, 7}, {1, 0, 2}},
+        {{2, 33, 4, 40}, {0, 2, 1, 3}},
+    };
+    for (const auto& [shape, axes] : layouts) {
+        const Pair x = random(shape);
+        expect_close("permute", gpu_->permute(x.gpu, axes), cpu_->permute(x.cpu, axes), shape_string(shape));
     }
     // int32: bits moved as they are.
     std::vector<int32_t> ids(60);

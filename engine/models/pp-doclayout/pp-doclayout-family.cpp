@@ -58,7 +58,7 @@ public:
 
     LayoutPagePreparation page_preparation() const override {
         return [config = model_->preprocess_config()](const Image& page) {
-            return preprocess_layout_page(PageImage{page.rgb, page.width, page.height}, config);
+            return layout_page_levels(PageImage{page.rgb, page.width, page.height}, config);
         };
     }
     LayoutRules default_rules() const override {
@@ -66,9 +66,9 @@ public:
                                                             : paddleocr_vl_1_5_layout_rules();
     }
     int max_batch() const override { return static_cast<int>(batch_); }
-    std::vector<LayoutRawOutput> detect_prepared(std::span<const std::vector<float>> pages,
+    std::vector<LayoutRawOutput> detect_prepared(std::span<const std::vector<uint8_t>> pages,
                                                  float mask_min_score) const override {
-        return model_->detect_preprocessed(pages, {.mask_min_score = mask_min_score});
+        return model_->detect_levels(pages, {.mask_min_score = mask_min_score});
     }
 
 private:

@@ -58,6 +58,16 @@ void reorder_v2_queries(LayoutRawOutput& page, const PpDocLayoutConfig& config) 
     page.pred_boxes = std::move(boxes);
 }
 
+// Planar levels [3, plane] through each channel's values [3 * 256].  ->  [3, plane]
+std::vector<float> expand_levels(std::span<const uint8_t> levels, std::span<const float> values) {
+    const size_t plane = levels.size() / 3;
+    std::vector<float> out(levels.size());
+    for (size_t i = 0; i < levels.size(); ++i) {
+        out[i] = values[(i / plane) * 256 + levels[i]];
+    }
+    return out;
+}
+
 }  // namespace
 
 // A single page's pass recorded on the backend: its input, the results its replays write, and the work.
@@ -74,7 +84,7 @@ struct PpDocLayout::RecordedOrder {
     std::unique_ptr<RecordedWork> work;
 };
 
-std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config) {
+std::vector<uint8_t> layout_page_levels(const PageImage& page, const LayoutPreprocessConfig& config) {
     if (page.width <= 0 || page.height <= 0 || page.width * page.height > kMaxPagePixels) {
         fail("a page of ", page.width, "x", page.height, " pixels cannot go to the layout model");
     }
@@ -83,28 +93,14 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
     }
     const int64_t h = config.do_resize ? config.height : page.height;
     const int64_t w = config.do_resize ? config.width : page.width;
-    // What each of the 256 levels of each channel becomes, rescaled and normalized as the image processor
-    // does it to every pixel.
-    const float factor = config.do_rescale ? config.rescale_factor : 1.0f;
-    std::array<std::array<float, 256>, 3> values{};
-    for (size_t c = 0; c < 3; ++c) {
-        for (size_t level = 0; level < 256; ++level) {
-            float v = static_cast<float>(level) * factor;
-            if (config.do_normalize) {
-                v = (v - config.image_mean[c]) / config.image_std[c];
-            }
-            values[c][level] = v;
-        }
-    }
-    // [h, w, 3] levels  ->  [3, h, w] values
+    // [h, w, 3]  ->  [3, h, w]
     const auto planar = [&](std::span<const uint8_t> rgb) {
         const auto plane = static_cast<size_t>(h * w);
-        std::vector<float> out(3 * plane);
+        std::vector<uint8_t> out(3 * plane);
         for (size_t c = 0; c < 3; ++c) {
-            float* dst = out.data() + c * plane;
-            const std::array<float, 256>& table = values[c];
+            uint8_t* dst = out.data() + c * plane;
             for (size_t i = 0; i < plane; ++i) {
-                dst[i] = table[rgb[i * 3 + c]];
+                dst[i] = rgb[i * 3 + c];
             }
         }
         return out;
@@ -121,6 +117,25 @@ std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPre
     return planar(resized.rgb);
 }
 
+std::vector<float> layout_level_values(const LayoutPreprocessConfig& config) {
+    const float factor = config.do_rescale ? config.rescale_factor : 1.0f;
+    std::vector<float> values(3 * 256);
+    for (size_t c = 0; c < 3; ++c) {
+        for (size_t level = 0; level < 256; ++level) {
+            float v = static_cast<float>(level) * factor;
+            if (config.do_normalize) {
+                v = (v - config.image_mean[c]) / config.image_std[c];
+            }
+            values[c * 256 + level] = v;
+        }
+    }
+    return values;
+}
+
+std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config) {
+    return expand_levels(layout_page_levels(page, config), layout_level_values(config));
+}
+
 PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, const LayoutModelParams& params)
     : backend_(backend), files_(open_layout_model_files(dir)), store_(TensorStore::open(dir)) {
     LayoutWeights weights(backend, *store_, params.conv_precision);
@@ -133,6 +148,7 @@ PpDocLayout::PpDocLayout(Backend& backend, const std::filesystem::path& dir, con
     }
     n_weight_bytes_ = weights.n_bytes();
     class_kinds_ = layout_label_kinds(files_.config.labels);
+    level_values_ = layout_level_values(files_.preprocess);
 }
 
 PpDocLayout::~PpDocLayout() = default;
@@ -307,9 +323,9 @@ std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> page
     if (pages.empty()) {
         return {};
     }
-    std::vector<std::vector<float>> pixels;
+    std::vector<std::vector<uint8_t>> levels;
     for (const PageImage& page : pages) {
-        pixels.push_back(preprocess_layout_page(page, files_.preprocess));
+        levels.push_back(layout_page_levels(page, files_.preprocess));
     }
     if (!files_.preprocess.do_resize) {
         for (const PageImage& page : pages) {
@@ -318,13 +334,10 @@ std::vector<LayoutRawOutput> PpDocLayout::detect(std::span<const PageImage> page
                      page.height, " and ", pages[0].width, "x", pages[0].height);
             }
         }
-        std::vector<std::span<const float>> parts(pixels.begin(), pixels.end());
-        const Tensor batch =
-            backend_.upload(std::span<const std::span<const float>>(parts),
-                            {static_cast<int64_t>(pages.size()), 3, pages[0].height, pages[0].width});
-        return forward(batch, options);
+        const std::vector<std::span<const uint8_t>> parts(levels.begin(), levels.end());
+        return forward(upload_levels(parts, pages[0].height, pages[0].width), options);
     }
-    return detect_preprocessed(pixels, options);
+    return detect_levels(levels, options);
 }
 
 std::array<int64_t, 2> PpDocLayout::input_size() const {
@@ -351,6 +364,37 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
     }
     const Tensor batch = backend_.upload(values, {static_cast<int64_t>(pages.size()), 3, h, w});
     return forward(batch, options);
+}
+
+std::vector<LayoutRawOutput> PpDocLayout::detect_levels(std::span<const std::vector<uint8_t>> pages,
+                                                        const LayoutRunOptions& options) const {
+    if (pages.empty()) {
+        return {};
+    }
+    const auto [h, w] = input_size();
+    const auto n_values = static_cast<size_t>(3 * h * w);
+    std::vector<std::span<const uint8_t>> parts;
+    for (size_t i = 0; i < pages.size(); ++i) {
+        if (pages[i].size() != n_values) {
+            fail("layout page ", i, ": ", pages[i].size(), " levels, expected 3x", h, "x", w);
+        }
+        parts.emplace_back(pages[i]);
+    }
+    if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
+        // The recorded pass reads float32 values from its own input tensor.
+        const std::vector<float> values = expand_levels(pages[0], level_values_);
+        const std::span<const float> one[] = {values};
+        return finish_pass(replay_single_page(one), options, true);
+    }
+    return forward(upload_levels(parts, h, w), options);
+}
+
+Tensor PpDocLayout::upload_levels(std::span<const std::span<const uint8_t>> pages, int64_t h, int64_t w) const {
+    const auto n = static_cast<int64_t>(pages.size());
+    // A page a row, so that each row's thirds are its channels.
+    Tensor batch = backend_.upload_levels(pages, level_values_, h * w, {n, 3 * h * w});
+    batch.shape = {n, 3, h, w};
+    return batch;
 }
 
 Tensor PpDocLayout::replay_reading_order(const ReadingOrderBatch& batch) const {

@@ -36,6 +36,10 @@ struct PageImage {
 // The image processor: resize to the model's input size (bicubic as torch's interpolate without
 // antialiasing, rounded back to 8 bits), then rescale and normalise, channels first.  ->  [3, h, w]
 std::vector<float> preprocess_layout_page(const PageImage& page, const LayoutPreprocessConfig& config);
+// Its two halves: the resized page's 8-bit levels, channels first  ->  [3, h, w]
+std::vector<uint8_t> layout_page_levels(const PageImage& page, const LayoutPreprocessConfig& config);
+// and the value each channel's levels become, rescaled and normalised.  ->  [3 * 256]
+std::vector<float> layout_level_values(const LayoutPreprocessConfig& config);
 
 // Where a forward pass spends its time, in milliseconds (the backend waited for after each part).
 struct LayoutTimes {
@@ -94,10 +98,16 @@ public:
     // size, through the model in one batch.
     std::vector<LayoutRawOutput> detect_preprocessed(std::span<const std::vector<float>> pages,
                                                      const LayoutRunOptions& options = {}) const;
+    // Pages already through layout_page_levels, through the model in one batch: only the levels go to the
+    // device (a quarter of the values' bytes), which turns them into values there.
+    std::vector<LayoutRawOutput> detect_levels(std::span<const std::vector<uint8_t>> pages,
+                                               const LayoutRunOptions& options = {}) const;
     // The model's input size, height then width (what preprocess_layout_page makes of any page).
     std::array<int64_t, 2> input_size() const;
 
 private:
+    // Pages of 8-bit levels [3 * h * w] onto the backend as the processor's values.  ->  [n, 3, h, w]
+    Tensor upload_levels(std::span<const std::span<const uint8_t>> pages, int64_t h, int64_t w) const;
     // Backbone, encoder and decoder on the backend, nothing brought back but for the times.
     DecoderResult run_pass(const Tensor& pixels, LayoutTimes* times) const;
     // A pass's results brought to the host as the pages' raw outputs, V2's reading order run on them.
@@ -123,6 +133,7 @@ private:
     std::unique_ptr<ReadingOrder> reading_order_;  // V2
     int64_t n_weight_bytes_ = 0;
     std::vector<int> class_kinds_;  // each class's block kind, from its id2label name
+    std::vector<float> level_values_;  // layout_level_values of the model's image processor
     struct RecordedPass;
     struct RecordedOrder;
     mutable std::mutex recorded_mutex_;

@@ -85,8 +85,8 @@ DocumentOpener fakeOpener(Seen& seen, std::chrono::milliseconds delay = 0ms) {
 }
 
 // The page's width as its one prepared value.
-std::vector<float> widthOf(const PageInput& input) {
-    return {static_cast<float>(input.image.width())};
+std::vector<uint8_t> widthOf(const PageInput& input) {
+    return {static_cast<uint8_t>(input.image.width())};
 }
 
 }  // namespace
@@ -125,7 +125,7 @@ private Q_SLOTS:
                 continue;
             }
             QCOMPARE(item->input.image.width(), 10 + item->page);
-            QCOMPARE(item->prepared, std::vector<float>{static_cast<float>(10 + item->page)});
+            QCOMPARE(item->prepared, std::vector<uint8_t>{static_cast<uint8_t>(10 + item->page)});
             QVERIFY(item->prepareMs >= 0.0);
             got << QStringLiteral("  page %1").arg(item->page);
         }
@@ -178,11 +178,11 @@ private Q_SLOTS:
     void preparationErrorsStayWithTheirPage() {
         Seen seen;
         PagePrefetcher prefetcher({"doc-2"}, fakeOpener(seen),
-                                  [](const PageInput& input) -> std::vector<float> {
+                                  [](const PageInput& input) -> std::vector<uint8_t> {
                                       if (input.image.width() == 11) {
                                           fail("page too narrow: ", input.image.width());
                                       }
-                                      return {1.0f};
+                                      return {1};
                                   },
                                   {2, 4});
         QVERIFY(prefetcher.next());

@@ -29,9 +29,10 @@ const char* const kLayoutUsage =
       polygon (V3) and reading order, after PaddleOCR-VL's rules for that model. --raw prints what
       transformers' post_process_object_detection gives at --threshold (default 0.5) instead: scores,
       labels, boxes, order_seq and polygon_points, with every product in float32. On a GPU the
-      convolutions otherwise round their inputs as --layout-precision says (default tf32; bfloat16
-      is faster, with a larger error). --overlay DIR writes each page with its blocks drawn
-      (DIR/NAME.png). --batch pages go through the model together (default 8).
+      convolutions otherwise round their inputs as --layout-precision says (default tf32; bfloat16,
+      which rounds the linear layers' inputs too, is faster, with a larger error). --overlay DIR
+      writes each page with its blocks drawn (DIR/NAME.png). --batch pages go through the model
+      together (default 8).
 )";
 
 namespace {

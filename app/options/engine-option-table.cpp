@@ -144,7 +144,7 @@ constexpr std::array kTable = std::to_array<EngineOptionInfo>({
      "weights left unquantized"},
     {"layout_precision", kFolio, Text, FolioSpecific, "float32|tf32|bfloat16", "tf32",
      "how the layout model's convolutions round their inputs on the GPU: TF32 as torch does by default, "
-     "bfloat16 faster with a larger error (docs/performance.md), float32 exact"},
+     "bfloat16 (its linear layers too) faster with a larger error (docs/performance.md), float32 exact"},
     {"kv_cache_dtype", kFolio, Text, FolioSpecific, "auto|int8", "auto",
      "vLLM's: int8 keeps keys and values as 8-bit levels with a scale a token and head, about half the "
      "bytes of bfloat16"},

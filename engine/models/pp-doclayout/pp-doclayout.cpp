@@ -68,6 +68,20 @@ std::vector<float> expand_levels(std::span<const uint8_t> levels, std::span<cons
     return out;
 }
 
+// Each page as a span, after checking that it holds [3, h, w] elements (`what` names them).
+template <typename T>
+std::vector<std::span<const T>> page_parts(std::span<const std::vector<T>> pages, int64_t h, int64_t w,
+                                           const char* what) {
+    std::vector<std::span<const T>> parts;
+    for (size_t i = 0; i < pages.size(); ++i) {
+        if (static_cast<int64_t>(pages[i].size()) != 3 * h * w) {
+            fail("layout page ", i, ": ", pages[i].size(), " ", what, ", expected 3x", h, "x", w);
+        }
+        parts.emplace_back(pages[i]);
+    }
+    return parts;
+}
+
 }  // namespace
 
 // A single page's pass recorded on the backend: its input, the results its replays write, and the work.
@@ -350,14 +364,7 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
         return {};
     }
     const auto [h, w] = input_size();
-    const auto n_values = static_cast<size_t>(3 * h * w);
-    std::vector<std::span<const float>> parts;
-    for (size_t i = 0; i < pages.size(); ++i) {
-        if (pages[i].size() != n_values) {
-            fail("layout page ", i, ": ", pages[i].size(), " values, expected 3x", h, "x", w);
-        }
-        parts.emplace_back(pages[i]);
-    }
+    const std::vector<std::span<const float>> parts = page_parts(pages, h, w, "values");
     const std::span<const std::span<const float>> values(parts);
     if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
         return finish_pass(replay_single_page(values), options, true);
@@ -372,14 +379,7 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_levels(std::span<const std::vec
         return {};
     }
     const auto [h, w] = input_size();
-    const auto n_values = static_cast<size_t>(3 * h * w);
-    std::vector<std::span<const uint8_t>> parts;
-    for (size_t i = 0; i < pages.size(); ++i) {
-        if (pages[i].size() != n_values) {
-            fail("layout page ", i, ": ", pages[i].size(), " levels, expected 3x", h, "x", w);
-        }
-        parts.emplace_back(pages[i]);
-    }
+    const std::vector<std::span<const uint8_t>> parts = page_parts(pages, h, w, "levels");
     if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
         // The recorded pass reads float32 values from its own input tensor.
         const std::vector<float> values = expand_levels(pages[0], level_values_);
@@ -389,7 +389,8 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_levels(std::span<const std::vec
     return forward(upload_levels(parts, h, w), options);
 }
 
-Tensor PpDocLayout::upload_levels(std::span<const std::span<const uint8_t>> pages, int64_t h, int64_t w) const {
+Tensor PpDocLayout::upload_levels(std::span<const std::span<const uint8_t>> pages, int64_t h,
+                                  int64_t w) const {
     const auto n = static_cast<int64_t>(pages.size());
     // A page a row, so that each row's thirds are its channels.
     Tensor batch = backend_.upload_levels(pages, level_values_, h * w, {n, 3 * h * w});

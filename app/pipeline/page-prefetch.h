@@ -35,7 +35,7 @@ struct PrefetchedItem {
     int pageIndex = -1;  // as DocumentInput::pageIndex gives it
     PageInput input;
     std::vector<uint8_t> prepared;  // the layout model's input (LayoutPagePreparation)
-    double prepareMs = 0;  // the preparation step's time
+    double prepareMs = 0;           // the preparation step's time
 };
 
 struct PrefetchParams {

@@ -21,7 +21,7 @@ struct LayoutState {
     std::mutex mutex;  // guards what follows
     std::condition_variable changed;
     std::vector<std::vector<uint8_t>> pixels;  // each page until a pass takes it
-    size_t next_page = 0;                    // the first page no pass has taken
+    size_t next_page = 0;                      // the first page no pass has taken
     std::vector<LayoutRawOutput> raw;
     std::vector<int> batch_pages;
     size_t n_done = 0;

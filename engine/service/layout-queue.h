@@ -27,7 +27,7 @@ namespace folio {
 // One page of a layout request.
 struct LayoutPage {
     std::vector<uint8_t> pixels;  // the page through LayoutModelInfo::prepare: its levels
-    int width = 0;              // the page's size in pixels, which its blocks' coordinates are in
+    int width = 0;                // the page's size in pixels, which its blocks' coordinates are in
     int height = 0;
 };
 

@@ -132,7 +132,7 @@ private:
     std::unique_ptr<DetrDecoder> decoder_;
     std::unique_ptr<ReadingOrder> reading_order_;  // V2
     int64_t n_weight_bytes_ = 0;
-    std::vector<int> class_kinds_;  // each class's block kind, from its id2label name
+    std::vector<int> class_kinds_;     // each class's block kind, from its id2label name
     std::vector<float> level_values_;  // layout_level_values of the model's image processor
     struct RecordedPass;
     struct RecordedOrder;

@@ -358,6 +358,10 @@ std::array<int64_t, 2> PpDocLayout::input_size() const {
     return {files_.preprocess.height, files_.preprocess.width};
 }
 
+bool PpDocLayout::replays(size_t n_pages, const LayoutRunOptions& options) const {
+    return n_pages == 1 && options.replay && options.times == nullptr && backend_.can_record();
+}
+
 std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const std::vector<float>> pages,
                                                               const LayoutRunOptions& options) const {
     if (pages.empty()) {
@@ -366,7 +370,7 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
     const auto [h, w] = input_size();
     const std::vector<std::span<const float>> parts = page_parts(pages, h, w, "values");
     const std::span<const std::span<const float>> values(parts);
-    if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
+    if (replays(pages.size(), options)) {
         return finish_pass(replay_single_page(values), options, true);
     }
     const Tensor batch = backend_.upload(values, {static_cast<int64_t>(pages.size()), 3, h, w});
@@ -380,7 +384,7 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_levels(std::span<const std::vec
     }
     const auto [h, w] = input_size();
     const std::vector<std::span<const uint8_t>> parts = page_parts(pages, h, w, "levels");
-    if (pages.size() == 1 && options.replay && options.times == nullptr && backend_.can_record()) {
+    if (replays(pages.size(), options)) {
         // The recorded pass reads float32 values from its own input tensor.
         const std::vector<float> values = expand_levels(pages[0], level_values_);
         const std::span<const float> one[] = {values};

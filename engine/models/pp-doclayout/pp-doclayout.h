@@ -114,6 +114,8 @@ private:
     // `replayed`: the pass was a single page's replay, and V2's reading order replays too.
     std::vector<LayoutRawOutput> finish_pass(const DecoderResult& r, const LayoutRunOptions& options,
                                              bool replayed) const;
+    // Whether a batch of n_pages runs as the single page's recorded pass (LayoutRunOptions::replay).
+    bool replays(size_t n_pages, const LayoutRunOptions& options) const;
     // One page's pass as recorded work: recorded on the first call, replayed with new pixels after.
     // pixels [3 * h * w] in parts
     DecoderResult replay_single_page(std::span<const std::span<const float>> pixels) const;

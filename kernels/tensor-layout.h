@@ -6,11 +6,10 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/permute-plan.h"
 #include "kernels/vision-types.h"
 
 namespace folio::kernels {
-
-constexpr int kMaxLayoutDims = 6;
 
 // y's dimension i is x's dimension axes[i].  x [x_shape]  ->  y [x_shape[axes[0]], ...]; up to
 // kMaxLayoutDims dimensions.

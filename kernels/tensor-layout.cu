@@ -17,15 +17,20 @@ struct PermuteShape {
     int rank;
 };
 
-__global__ void permute_kernel(const uint32_t* x, uint32_t* y, PermuteShape s, int64_t n) {
+// A thread an element of y, its place in x found with index arithmetic in I: 32 bits wherever the tensor
+// allows, since 64-bit division costs several times as much and these kernels are held by it, not by memory.
+// T is the element moved: a word, or four words where the innermost axis stays innermost in whole fours.
+template <typename T, typename I>
+__global__ void permute_kernel(const T* x, T* y, PermuteShape s, int64_t n) {
     const int64_t e = global_index();
     if (e >= n) {
         return;
     }
-    int64_t rest = e, offset = 0;
+    I rest = static_cast<I>(e), offset = 0;
     for (int i = s.rank - 1; i >= 0; --i) {
-        offset += rest % s.size[i] * s.stride[i];
-        rest /= s.size[i];
+        const auto size = static_cast<I>(s.size[i]);
+        offset += rest % size * static_cast<I>(s.stride[i]);
+        rest /= size;
     }
     y[e] = x[offset];
 }
@@ -60,12 +65,19 @@ __global__ void transpose_kernel(const uint32_t* x, uint32_t* y, int64_t batch, 
     }
 }
 
-__global__ void copy_blocks_kernel(const uint32_t* part, uint32_t* y, int64_t n_outer, int64_t part_inner,
-                                   int64_t out_inner, int64_t column) {
+// A thread an element of the part (T and I as for permute_kernel).
+template <typename T, typename I>
+__global__ void copy_blocks_kernel(const T* part, T* y, int64_t n, I part_inner, I out_inner, I column) {
     const int64_t e = global_index();
-    if (e < n_outer * part_inner) {
-        y[e / part_inner * out_inner + column + e % part_inner] = part[e];
+    if (e < n) {
+        const auto i = static_cast<I>(e);
+        y[static_cast<int64_t>(i / part_inner) * out_inner + column + i % part_inner] = part[e];
     }
+}
+
+// Whether a pointer and a count of words can be moved four words at a time.
+bool four_words(const uint32_t* p, int64_t n_words) {
+    return reinterpret_cast<uintptr_t>(p) % sizeof(uint4) == 0 && n_words % 4 == 0;
 }
 
 // A thread an output element: the input's where it lies inside, zero in the padding.
@@ -111,29 +123,67 @@ void permute_u32(const uint32_t* x, uint32_t* y, const int64_t* x_shape, const i
             return;
         }
     }
+    // The innermost axis staying innermost in whole fours moves four words a thread.
+    const int last = plan.rank - 1;
+    const int64_t inner = plan.shape[last];
+    const bool by_four = plan.axes[last] == last && four_words(x, inner) && four_words(y, inner);
+    const int64_t width = by_four ? 4 : 1;
     PermuteShape s{};
     s.rank = plan.rank;
     int64_t x_strides[kMaxLayoutDims] = {};
     int64_t stride = 1;
     for (int d = plan.rank - 1; d >= 0; --d) {
         x_strides[d] = stride;
-        stride *= plan.shape[d];
+        stride *= d == last ? inner / width : plan.shape[d];
     }
     for (int i = 0; i < plan.rank; ++i) {
-        s.size[i] = plan.shape[plan.axes[i]];
+        s.size[i] = plan.axes[i] == last ? inner / width : plan.shape[plan.axes[i]];
         s.stride[i] = x_strides[plan.axes[i]];
     }
-    permute_kernel<<<n_blocks(n), kBlock, 0, stream>>>(x, y, s, n);
+    const int64_t n_moved = n / width;
+    const bool narrow = n_moved <= INT32_MAX;
+    if (by_four) {
+        const auto* x4 = reinterpret_cast<const uint4*>(x);
+        auto* y4 = reinterpret_cast<uint4*>(y);
+        if (narrow) {
+            permute_kernel<uint4, uint32_t><<<n_blocks(n_moved), kBlock, 0, stream>>>(x4, y4, s, n_moved);
+        } else {
+            permute_kernel<uint4, int64_t><<<n_blocks(n_moved), kBlock, 0, stream>>>(x4, y4, s, n_moved);
+        }
+    } else if (narrow) {
+        permute_kernel<uint32_t, uint32_t><<<n_blocks(n), kBlock, 0, stream>>>(x, y, s, n);
+    } else {
+        permute_kernel<uint32_t, int64_t><<<n_blocks(n), kBlock, 0, stream>>>(x, y, s, n);
+    }
     CUDA_CHECK(cudaGetLastError());
 }
 
 void copy_blocks_u32(const uint32_t* part, uint32_t* y, int64_t n_outer, int64_t part_inner,
                      int64_t out_inner, int64_t column, cudaStream_t stream) {
-    if (n_outer * part_inner == 0) {
+    int64_t n = n_outer * part_inner;
+    if (n == 0) {
         return;
     }
-    copy_blocks_kernel<<<n_blocks(n_outer * part_inner), kBlock, 0, stream>>>(part, y, n_outer, part_inner,
-                                                                              out_inner, column);
+    if (four_words(part, part_inner) && four_words(y, out_inner) && column % 4 == 0) {
+        n /= 4;
+        const auto* p4 = reinterpret_cast<const uint4*>(part);
+        auto* y4 = reinterpret_cast<uint4*>(y);
+        if (n_outer * (out_inner / 4) <= INT32_MAX) {
+            copy_blocks_kernel<uint4, uint32_t><<<n_blocks(n), kBlock, 0, stream>>>(
+                p4, y4, n, static_cast<uint32_t>(part_inner / 4), static_cast<uint32_t>(out_inner / 4),
+                static_cast<uint32_t>(column / 4));
+        } else {
+            copy_blocks_kernel<uint4, int64_t>
+                <<<n_blocks(n), kBlock, 0, stream>>>(p4, y4, n, part_inner / 4, out_inner / 4, column / 4);
+        }
+    } else if (n_outer * out_inner <= INT32_MAX) {
+        copy_blocks_kernel<uint32_t, uint32_t><<<n_blocks(n), kBlock, 0, stream>>>(
+            part, y, n, static_cast<uint32_t>(part_inner), static_cast<uint32_t>(out_inner),
+            static_cast<uint32_t>(column));
+    } else {
+        copy_blocks_kernel<uint32_t, int64_t>
+            <<<n_blocks(n), kBlock, 0, stream>>>(part, y, n, part_inner, out_inner, column);
+    }
     CUDA_CHECK(cudaGetLastError());
 }
 

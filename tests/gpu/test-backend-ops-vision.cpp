@@ -281,10 +281,20 @@ TEST_F(BackendVisionOpsTest, PermuteAndConcat) {
         {{65, 40}, {1, 0}},
         {{4, 1, 7}, {1, 0, 2}},
         {{2, 33, 4, 40}, {0, 2, 1, 3}},
+        {{3, 300, 8, 36}, {0, 2, 1, 3}},
+        {{5, 6, 7, 4}, {2, 1, 0, 3}},
     };
     for (const auto& [shape, axes] : layouts) {
         const Pair x = random(shape);
         expect_close("permute", gpu_->permute(x.gpu, axes), cpu_->permute(x.cpu, axes), shape_string(shape));
+    }
+    // Rows of whole fours that do not start at a multiple of four words move a word at a time.
+    {
+        const std::vector<int64_t> shape{3, 5, 8};
+        const std::vector<int> axes{1, 0, 2};
+        const Pair x = random({3 * 5 * 8 + 1});
+        expect_close("permute", gpu_->permute(x.gpu.view(1, shape), axes),
+                     cpu_->permute(x.cpu.view(1, shape), axes), "a view one word in");
     }
     // int32: bits moved as they are.
     std::vector<int32_t> ids(60);
@@ -295,17 +305,22 @@ TEST_F(BackendVisionOpsTest, PermuteAndConcat) {
     EXPECT_EQ(gi.dtype, ScalarType::I32);
     EXPECT_EQ(indices(*gpu_, gi), indices(*cpu_, ci));
 
-    const std::vector<int64_t> base{2, 3, 4, 5};
-    for (int axis = -4; axis < 4; ++axis) {
-        std::vector<Tensor> g, c;
-        for (int64_t size : {1, 3, 2}) {
-            std::vector<int64_t> shape = base;
-            shape[static_cast<size_t>(axis < 0 ? axis + 4 : axis)] = size;
-            const Pair part = random(shape);
-            g.push_back(part.gpu);
-            c.push_back(part.cpu);
+    // Rows of 5 move a word at a time; rows of 8 (whole fours at offsets of fours but along the last axis)
+    // four words at a time.
+    for (const std::vector<int64_t>& base :
+         {std::vector<int64_t>{2, 3, 4, 5}, std::vector<int64_t>{2, 3, 4, 8}}) {
+        for (int axis = -4; axis < 4; ++axis) {
+            std::vector<Tensor> g, c;
+            for (int64_t size : {1, 3, 2, 4}) {
+                std::vector<int64_t> shape = base;
+                shape[static_cast<size_t>(axis < 0 ? axis + 4 : axis)] = size;
+                const Pair part = random(shape);
+                g.push_back(part.gpu);
+                c.push_back(part.cpu);
+            }
+            expect_close("concat", gpu_->concat(g, axis), cpu_->concat(c, axis),
+                         shape_string(base) + label(" axis ", axis));
         }
-        expect_close("concat", gpu_->concat(g, axis), cpu_->concat(c, axis), label("axis ", axis));
     }
     const Tensor gj =
         gpu_->concat(std::vector<Tensor>{gpu_->upload_i32(ids, {60}), gpu_->upload_i32(ids, {60})}, 0);

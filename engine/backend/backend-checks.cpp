@@ -18,6 +18,13 @@ void check_update_f32(const Tensor& t, int64_t n_values) {
     }
 }
 
+void check_download_parts(const Tensor& t, ScalarType dtype, int64_t n_values) {
+    if (t.dtype != dtype || n_values != t.n_elements() || !t.fits_buffer()) {
+        fail("download: ", n_values, " ", dtype_name(dtype), " values into parts for ", dtype_name(t.dtype),
+             " ", shape_string(t.shape));
+    }
+}
+
 void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size) {
     if (n_levels != t.n_elements()) {
         fail("upload_levels: ", n_levels, " levels for shape ", shape_string(t.shape));

@@ -17,6 +17,8 @@ namespace folio {
 void check_upload(const Tensor& t, int64_t n_values);
 // update's float32 form: n_values for all of a float32 tensor.
 void check_update_f32(const Tensor& t, int64_t n_values);
+// A download into parts of n_values elements in all, of a tensor of dtype.
+void check_download_parts(const Tensor& t, ScalarType dtype, int64_t n_values);
 // upload_levels: n_levels for every element of t, rows of whole channels of channel_size elements each, a
 // table of 256 values for each channel, and rows whose elements an int indexes.
 void check_upload_levels(const Tensor& t, int64_t n_levels, int64_t n_table, int64_t channel_size);

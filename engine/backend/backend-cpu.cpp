@@ -163,6 +163,13 @@ public:
     Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
                          int64_t channel_size, std::vector<int64_t> shape) override {
         Tensor t = alloc(std::move(shape));
+        update_levels(t, parts, table, channel_size);
+        return t;
+    }
+
+    void update_levels(Tensor& t, std::span<const std::span<const uint8_t>> parts,
+                       std::span<const float> table, int64_t channel_size) override {
+        check_update_f32(t, t.n_elements());
         check_upload_levels(t, total_size(parts), static_cast<int64_t>(table.size()), channel_size);
         const int64_t row = t.row_size();
         float* dst = t.f32();
@@ -173,7 +180,6 @@ public:
                 e = e + 1 == row ? 0 : e + 1;
             }
         }
-        return t;
     }
 
     Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override {
@@ -207,6 +213,24 @@ public:
     std::vector<int32_t> download_i32(const Tensor& t) override {
         check_i32(t, t.shape, "download_i32", "t");
         return {t.i32(), t.i32() + t.n_elements()};
+    }
+
+    void download(const Tensor& t, std::span<const std::span<float>> parts) override {
+        check_download_parts(t, ScalarType::F32, total_size(parts));
+        const float* src = t.f32();
+        for (const std::span<float> part : parts) {
+            std::copy_n(src, part.size(), part.begin());
+            src += part.size();
+        }
+    }
+
+    void download_i32(const Tensor& t, std::span<const std::span<int32_t>> parts) override {
+        check_download_parts(t, ScalarType::I32, total_size(parts));
+        const int32_t* src = t.i32();
+        for (const std::span<int32_t> part : parts) {
+            std::copy_n(src, part.size(), part.begin());
+            src += part.size();
+        }
     }
 
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }

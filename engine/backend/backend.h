@@ -210,6 +210,10 @@ public:
     // The values of an int32 tensor, waiting for the work queued before (read_back is for a few values
     // without waiting).
     virtual std::vector<int32_t> download_i32(const Tensor& t) = 0;
+    // The same written straight into the parts one after another, whose sizes add up to the tensor's (a
+    // float32 tensor; an int32 one): results that belong to several owners come back without a copy between.
+    virtual void download(const Tensor& t, std::span<const std::span<float>> parts) = 0;
+    virtual void download_i32(const Tensor& t, std::span<const std::span<int32_t>> parts) = 0;
     virtual Tensor copy(const Tensor& t) = 0;
 
     // The element type the backend keeps the language model's keys and values in for attention at
@@ -233,6 +237,10 @@ public:
     virtual void update(Tensor& t, std::span<const int32_t> values) = 0;
     // New values for all of a float32 tensor, its parts one after another (the inputs of recorded work).
     virtual void update(Tensor& t, std::span<const std::span<const float>> parts) = 0;
+    // New values for all of a float32 tensor from 8-bit levels in parts, as upload_levels makes them (the
+    // input of a recorded pass that reads images).  parts [t's shape] levels, table [row / channel_size, 256]
+    virtual void update_levels(Tensor& t, std::span<const std::span<const uint8_t>> parts,
+                               std::span<const float> table, int64_t channel_size) = 0;
 
     // Packed weights (bfloat16, WINT8, WINT4) into the backend's memory: alloc_weight, then write_weight.
     Weight upload(const QuantizedWeights& w);
@@ -462,11 +470,11 @@ protected:
 
 std::unique_ptr<Backend> make_cpu_backend(int n_threads = 0);
 
-// The values of all parts together.
+// The values of all parts together (T const or not).
 template <typename T>
-int64_t total_size(std::span<const std::span<const T>> parts) {
+int64_t total_size(std::span<const std::span<T>> parts) {
     int64_t n = 0;
-    for (const std::span<const T> part : parts) {
+    for (const std::span<T> part : parts) {
         n += static_cast<int64_t>(part.size());
     }
     return n;

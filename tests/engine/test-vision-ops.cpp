@@ -471,6 +471,26 @@ TEST_F(VisionOps, SigmoidBitsHoldTheValuesAboveTheThreshold) {
     EXPECT_THROW(be_->sigmoid_bits(be_->upload(std::vector<float>{1}, {1}).view(0, {}), 0.5f), Error);
 }
 
+// A download into parts (the layout model's outputs, straight into each page's vectors) writes the tensor's
+// values one part after another, and refuses parts of another size or a tensor of another type.
+TEST_F(VisionOps, DownloadIntoPartsSplitsTheValues) {
+    const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7};
+    std::vector<float> a(3), b(4);
+    const std::vector<std::span<float>> parts = {std::span(a), std::span<float>(), std::span(b)};
+    be_->download(be_->upload(x, {7}), parts);
+    EXPECT_EQ(a, (std::vector<float>{1, 2, 3}));
+    EXPECT_EQ(b, (std::vector<float>{4, 5, 6, 7}));
+    const std::vector<int32_t> ids = {-1, 0, 1, 2147483647};
+    std::vector<int32_t> c(1), d(3);
+    const std::vector<std::span<int32_t>> id_parts = {std::span(c), std::span(d)};
+    be_->download_i32(be_->upload_i32(ids, {2, 2}), id_parts);
+    EXPECT_EQ(c, (std::vector<int32_t>{-1}));
+    EXPECT_EQ(d, (std::vector<int32_t>{0, 1, 2147483647}));
+    EXPECT_THROW(be_->download(be_->upload(x, {7}), {parts.data(), 1}), Error) << "7 values into 3";
+    EXPECT_THROW(be_->download(be_->upload_i32(std::vector<int32_t>(7), {7}), parts), Error) << "int32";
+    EXPECT_THROW(be_->download_i32(be_->upload(std::vector<float>(4), {4}), id_parts), Error) << "float32";
+}
+
 TEST_F(VisionOps, SinusoidSinesThenCosines) {
     const std::vector<float> freqs{1.0f, 0.5f};
     const std::vector<float> got =

@@ -101,6 +101,49 @@ TEST_F(BackendOpsTest, UploadInParts) {
     EXPECT_TRUE(gpu_->download(gpu_->upload(std::vector<std::span<const float>>{}, {0, 3})).empty());
 }
 
+// Downloads into parts write each element where one download and a copy would: sizes below the staged size,
+// around the staging chunks and beyond the whole ring, parts that cut chunks anywhere (some empty), float32
+// and int32; a download between two uploads whose chunks are still being read; and wrong sizes or types
+// refused.
+TEST_F(BackendOpsTest, DownloadIntoParts) {
+    const auto chunk_floats = static_cast<int64_t>(kernels::HostStaging::kChunkBytes / sizeof(float));
+    const auto ring_floats = chunk_floats * static_cast<int64_t>(kernels::HostStaging::kMaxChunks);
+    for (const int64_t n : {int64_t{1}, int64_t{1000}, chunk_floats / 4 + 5, chunk_floats,
+                            3 * chunk_floats + 7, ring_floats + chunk_floats / 2}) {
+        const std::vector<float> values = random_values(n, seed_++);
+        std::vector<int32_t> ids(static_cast<size_t>(n));
+        std::iota(ids.begin(), ids.end(), -7);
+        const Tensor before = gpu_->upload(random_values(chunk_floats + 3, seed_++), {chunk_floats + 3});
+        const Tensor t = gpu_->upload(values, {n});
+        const Tensor t_ids = gpu_->upload_i32(ids, {n});
+        const Tensor after = gpu_->upload(random_values(777, seed_++), {777});
+        std::vector<float> got(static_cast<size_t>(n), -1.0f);
+        std::vector<int32_t> got_ids(static_cast<size_t>(n), -1);
+        const size_t cut = static_cast<size_t>(n / 3), second_cut = static_cast<size_t>(n - n / 7);
+        const std::span<float> all(got);
+        const std::vector<std::span<float>> parts = {
+            all.first(cut), all.subspan(cut, 0), all.subspan(cut, second_cut - cut), all.subspan(second_cut)};
+        gpu_->download(t, parts);
+        EXPECT_EQ(got, values) << n << " float32 values";
+        const std::span<int32_t> all_ids(got_ids);
+        const std::vector<std::span<int32_t>> id_parts = {all_ids.first(second_cut),
+                                                          all_ids.subspan(second_cut)};
+        gpu_->download_i32(t_ids, id_parts);
+        EXPECT_EQ(got_ids, ids) << n << " int32 values";
+        EXPECT_EQ(gpu_->download(after).size(), 777u);
+        EXPECT_EQ(gpu_->download(before).size(), static_cast<size_t>(chunk_floats + 3));
+    }
+    std::vector<float> got(10);
+    std::vector<int32_t> got_ids(10);
+    const std::vector<std::span<float>> ten = {std::span(got)};
+    const std::vector<std::span<int32_t>> ten_ids = {std::span(got_ids)};
+    EXPECT_THROW(gpu_->download(gpu_->upload(random_values(11, seed_++), {11}), ten), Error) << "11 into 10";
+    EXPECT_THROW(gpu_->download(gpu_->upload_i32(std::vector<int32_t>(10), {10}), ten), Error) << "int32";
+    EXPECT_THROW(gpu_->download_i32(gpu_->upload(random_values(10, seed_++), {10}), ten_ids), Error)
+        << "float32";
+    gpu_->download(gpu_->upload(std::vector<float>{}, {0}), {});
+}
+
 // 8-bit levels expand to their channel's values exactly as the CPU backend expands them: rows of one, three
 // and more channels of odd sizes, parts that split rows, uploads beyond a staging chunk, and every level.
 TEST_F(BackendOpsTest, UploadLevels) {
@@ -138,6 +181,26 @@ TEST_F(BackendOpsTest, UploadLevels) {
     EXPECT_THROW(gpu_->upload_levels(parts, table, 5, {2, 6}), Error) << "rows not whole channels";
     EXPECT_THROW(gpu_->upload_levels(parts, table, 2, {3, 6}), Error) << "levels for another shape";
     EXPECT_TRUE(gpu_->download(gpu_->upload_levels({}, table, 2, {0, 6})).empty());
+}
+
+// update_levels writes the same values into a tensor already there, its other contents replaced, and refuses
+// a tensor that is not float32 or levels of another size.
+TEST_F(BackendOpsTest, UpdateLevels) {
+    std::mt19937 rng(seed_++);
+    std::uniform_int_distribution<int> level(0, 255);
+    const int64_t n_rows = 2, channel_size = 4097, row = 3 * channel_size;
+    std::vector<uint8_t> levels(static_cast<size_t>(n_rows * row));
+    std::generate(levels.begin(), levels.end(), [&] { return static_cast<uint8_t>(level(rng)); });
+    const std::vector<float> table = random_values(3 * 256, seed_++);
+    const std::vector<std::span<const uint8_t>> parts = {std::span(levels)};
+    Tensor t = gpu_->upload(random_values(n_rows * row, seed_++), {n_rows, row});
+    gpu_->update_levels(t, parts, table, channel_size);
+    EXPECT_EQ(gpu_->download(t),
+              cpu_->download(cpu_->upload_levels(parts, table, channel_size, {n_rows, row})));
+    Tensor ids = gpu_->upload_i32(std::vector<int32_t>(static_cast<size_t>(n_rows * row)), {n_rows, row});
+    EXPECT_THROW(gpu_->update_levels(ids, parts, table, channel_size), Error) << "int32 elements";
+    Tensor small = gpu_->alloc({1, row});
+    EXPECT_THROW(gpu_->update_levels(small, parts, table, channel_size), Error) << "levels for two rows";
 }
 
 TEST_F(BackendOpsTest, FactoryAndLifetimes) {

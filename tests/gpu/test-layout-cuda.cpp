@@ -251,6 +251,26 @@ TEST_P(LayoutCuda, Bfloat16ConvolutionsStayCloseToFloat32) {
     EXPECT_LT(errors[errors.size() * 99 / 100], 2e-1);
 }
 
+// The largest difference between two outputs' values.
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    EXPECT_EQ(a.size(), b.size());
+    double worst = 0;
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+    }
+    return worst;
+}
+
+// A page's outputs from its replayed pass against those of the pass run as it is.
+void expect_replay_matches(const LayoutRawOutput& r, const LayoutRawOutput& e, const std::string& where) {
+    EXPECT_LT(max_difference(r.logits, e.logits), 1e-5) << where;
+    EXPECT_LT(max_difference(r.pred_boxes, e.pred_boxes), 1e-6) << where;
+    EXPECT_LT(max_difference(r.order_logits, e.order_logits), 1e-4) << where;
+    EXPECT_LT(max_difference(r.masks, e.masks), 1e-4) << where;
+    EXPECT_EQ(r.mask_queries, e.mask_queries) << where;
+    EXPECT_EQ(r.mask_bits, e.mask_bits) << where;
+}
+
 // A single page through detect_preprocessed runs as a recorded pass replayed with each new page: every page's
 // outputs (V3's masks as logits and as bits) equal those of the same page run as it is, so each replay reads
 // its own page and nothing of the one before.
@@ -272,14 +292,6 @@ TEST_P(LayoutCuda, ReplayedSinglePagesMatchThePassRunAsItIs) {
     for (float& v : pages.back()) {
         v = 0.5f * v - 0.25f;
     }
-    const auto max_difference = [](const std::vector<float>& a, const std::vector<float>& b) {
-        EXPECT_EQ(a.size(), b.size());
-        double worst = 0;
-        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-            worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-        }
-        return worst;
-    };
     for (const float mask_min_score : {0.0f, 0.3f}) {
         for (const size_t p : {size_t{0}, pages.size() - 1, size_t{0}, pages.size() - 1}) {
             const std::span<const std::vector<float>> one(&pages[p], 1);
@@ -289,16 +301,49 @@ TEST_P(LayoutCuda, ReplayedSinglePagesMatchThePassRunAsItIs) {
                 model.detect_preprocessed(one, {.mask_min_score = mask_min_score, .replay = false});
             ASSERT_EQ(replayed.size(), 1u);
             ASSERT_EQ(as_is.size(), 1u);
-            const LayoutRawOutput &r = replayed[0], &e = as_is[0];
-            const std::string where = c.name + " page " + std::to_string(p);
-            EXPECT_LT(max_difference(r.logits, e.logits), 1e-5) << where;
-            EXPECT_LT(max_difference(r.pred_boxes, e.pred_boxes), 1e-6) << where;
-            EXPECT_LT(max_difference(r.order_logits, e.order_logits), 1e-4) << where;
-            EXPECT_LT(max_difference(r.masks, e.masks), 1e-4) << where;
-            EXPECT_EQ(r.mask_queries, e.mask_queries) << where;
-            EXPECT_EQ(r.mask_bits, e.mask_bits) << where;
+            expect_replay_matches(replayed[0], as_is[0], c.name + " page " + std::to_string(p));
         }
     }
+}
+
+// The same through detect_levels, whose replay writes the page's 8-bit levels into the recorded pass's input
+// on the device; the first call records, and a page of values in between shares that input.
+TEST_P(LayoutCuda, ReplayedLevelPagesMatchThePassRunAsItIs) {
+    const Case& c = GetParam();
+    const LayoutFixture fx(c.name, root_);
+    const auto backend = make_cuda_backend();
+    const PpDocLayout model(*backend, fx.model_dir, {.conv_precision = ConvPrecision::Tf32});
+    const auto [h, w] = model.input_size();
+    std::vector<std::vector<uint8_t>> pages(2, std::vector<uint8_t>(static_cast<size_t>(3 * h * w)));
+    for (size_t e = 0; e < pages[0].size(); ++e) {
+        const size_t x = e % static_cast<size_t>(w), y = e / static_cast<size_t>(w) % static_cast<size_t>(h);
+        const size_t channel = e / static_cast<size_t>(h * w);
+        pages[0][e] = static_cast<uint8_t>((x * 7 + y * 3 + channel * 50) % 256);
+        pages[1][e] = static_cast<uint8_t>(255 - pages[0][e] / 2);
+    }
+    for (const size_t p : {size_t{0}, size_t{1}, size_t{2}, size_t{0}, size_t{1}}) {
+        const LayoutRunOptions replay{.mask_min_score = 0.3f};
+        const LayoutRunOptions as_is{.mask_min_score = 0.3f, .replay = false};
+        if (p == 2) {  // a page of values through the same recorded input
+            const std::vector<std::vector<float>> values = {std::vector<float>(pages[0].size(), 0.1f)};
+            const std::vector<LayoutRawOutput> r = model.detect_preprocessed(values, replay);
+            const std::vector<LayoutRawOutput> e = model.detect_preprocessed(values, as_is);
+            ASSERT_EQ(r.size(), 1u);
+            ASSERT_EQ(e.size(), 1u);
+            expect_replay_matches(r[0], e[0], c.name + " values page");
+            continue;
+        }
+        const std::span<const std::vector<uint8_t>> one(&pages[p], 1);
+        const std::vector<LayoutRawOutput> r = model.detect_levels(one, replay);
+        const std::vector<LayoutRawOutput> e = model.detect_levels(one, as_is);
+        ASSERT_EQ(r.size(), 1u);
+        ASSERT_EQ(e.size(), 1u);
+        expect_replay_matches(r[0], e[0], c.name + " levels page " + std::to_string(p));
+    }
+    // The two level pages give different outputs: each replay read its own page.
+    const std::vector<LayoutRawOutput> a = model.detect_levels(std::span(&pages[0], 1), {.replay = false});
+    const std::vector<LayoutRawOutput> b = model.detect_levels(std::span(&pages[1], 1), {.replay = false});
+    EXPECT_GT(max_difference(a[0].logits, b[0].logits), 1e-3) << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, LayoutCuda,

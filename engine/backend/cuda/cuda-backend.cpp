@@ -175,19 +175,26 @@ Tensor CudaBackend::upload(std::span<const std::span<const float>> parts, std::v
 Tensor CudaBackend::upload_levels(std::span<const std::span<const uint8_t>> parts,
                                   std::span<const float> table, int64_t channel_size,
                                   std::vector<int64_t> shape) {
-    const char* op = "upload_levels";
-    Tensor t = alloc_uninitialized(std::move(shape), op);
+    Tensor t = alloc_uninitialized(std::move(shape), "upload_levels");
+    update_levels(t, parts, table, channel_size);
+    return t;
+}
+
+void CudaBackend::update_levels(Tensor& t, std::span<const std::span<const uint8_t>> parts,
+                                std::span<const float> table, int64_t channel_size) {
+    const char* op = "update_levels";
+    check_update_f32(t, t.n_elements());
     check_upload_levels(t, total_size(parts), static_cast<int64_t>(table.size()), channel_size);
     if (t.n_elements() == 0) {
-        return t;
+        return;
     }
+    activate();
     const Tensor table_d = upload(table, {static_cast<int64_t>(table.size())});  // [n_channels * 256]
     const Tensor levels = alloc_bytes(t.n_elements(), op);                       // [n] bytes
     copy_parts_to_device(parts, reinterpret_cast<std::byte*>(levels.f32()));
-    kernels::expand_levels(reinterpret_cast<const uint8_t*>(levels.f32()), table_d.f32(), t.f32(),
+    kernels::expand_levels(reinterpret_cast<const uint8_t*>(levels.f32()), table_d.f32(), device_f32(t, op),
                            t.n_elements(), static_cast<int>(t.row_size()), static_cast<int>(channel_size),
                            stream());
-    return t;
 }
 
 Tensor CudaBackend::upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) {
@@ -211,16 +218,23 @@ void CudaBackend::update(Tensor& t, std::span<const std::span<const float>> part
 }
 
 std::vector<int32_t> CudaBackend::download_i32(const Tensor& t) {
-    check_not_recording("download_i32");
     check_i32(t, t.shape, "download_i32", "t");
     std::vector<int32_t> values(static_cast<size_t>(t.n_elements()));
-    if (!values.empty()) {
-        activate();
-        CUDA_CHECK(cudaMemcpyAsync(values.data(), device_data(t, "download_i32"),
-                                   static_cast<size_t>(t.n_bytes()), cudaMemcpyDeviceToHost, stream()));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    const std::span<int32_t> all[] = {values};
+    download_i32(t, all);
     return values;
+}
+
+void CudaBackend::download_i32(const Tensor& t, std::span<const std::span<int32_t>> parts) {
+    check_not_recording("download_i32");
+    check_download_parts(t, ScalarType::I32, total_size(parts));
+    copy_device_to_parts(t, parts, "download_i32");
+}
+
+void CudaBackend::download(const Tensor& t, std::span<const std::span<float>> parts) {
+    check_not_recording("download");
+    check_download_parts(t, ScalarType::F32, total_size(parts));
+    copy_device_to_parts(t, parts, "download");
 }
 
 std::vector<float> CudaBackend::download(const Tensor& t) {
@@ -242,11 +256,15 @@ std::vector<float> CudaBackend::download(const Tensor& t) {
             t.n_elements() / row, row);
     }
     std::vector<float> values(static_cast<size_t>(t.n_elements()));
-    std::vector<uint16_t> bf16(t.dtype == ScalarType::BF16 ? values.size() : 0);
+    if (t.dtype == ScalarType::F32) {
+        const std::span<float> all[] = {values};
+        download(t, all);
+        return values;
+    }
+    std::vector<uint16_t> bf16(values.size());
     if (!values.empty()) {
         activate();
-        void* dst = bf16.empty() ? static_cast<void*>(values.data()) : bf16.data();
-        CUDA_CHECK(cudaMemcpyAsync(dst, device_data(t, "download"), static_cast<size_t>(t.n_bytes()),
+        CUDA_CHECK(cudaMemcpyAsync(bf16.data(), device_data(t, "download"), static_cast<size_t>(t.n_bytes()),
                                    cudaMemcpyDeviceToHost, stream()));
     }
     CUDA_CHECK(cudaStreamSynchronize(stream()));
@@ -608,6 +626,34 @@ void CudaBackend::copy_parts_to_device(std::span<const std::span<const T>> parts
             }
             dst += part.size();
         }
+    }
+}
+
+template <typename T>
+void CudaBackend::copy_device_to_parts(const Tensor& t, std::span<const std::span<T>> parts, const char* op) {
+    // Below this a copy through the driver's own staging costs less than handing chunks to threads.
+    constexpr size_t kStagedBytes = size_t{1} << 20;
+    std::vector<std::span<std::byte>> bytes;
+    bytes.reserve(parts.size());
+    size_t n_bytes = 0;
+    for (const std::span<T> part : parts) {
+        bytes.push_back(std::as_writable_bytes(part));
+        n_bytes += bytes.back().size();
+    }
+    activate();
+    if (n_bytes == 0) {
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
+        return;
+    }
+    const auto* from = static_cast<const std::byte*>(device_data(t, op));
+    if (n_bytes < kStagedBytes || !host_staging_.copy_back(from, bytes, stream())) {
+        for (const std::span<std::byte> part : bytes) {
+            if (!part.empty()) {
+                CUDA_CHECK(cudaMemcpyAsync(part.data(), from, part.size(), cudaMemcpyDeviceToHost, stream()));
+            }
+            from += part.size();
+        }
+        CUDA_CHECK(cudaStreamSynchronize(stream()));
     }
 }
 

@@ -62,11 +62,15 @@ public:
     // The levels go through page-locked memory as upload() does, into scratch that a kernel expands.
     Tensor upload_levels(std::span<const std::span<const uint8_t>> parts, std::span<const float> table,
                          int64_t channel_size, std::vector<int64_t> shape) override;
+    void update_levels(Tensor& t, std::span<const std::span<const uint8_t>> parts,
+                       std::span<const float> table, int64_t channel_size) override;
     Tensor upload_i32(std::span<const int32_t> values, std::vector<int64_t> shape) override;
     void update(Tensor& t, std::span<const int32_t> values) override;
     void update(Tensor& t, std::span<const std::span<const float>> parts) override;
     std::vector<float> download(const Tensor& t) override;
     std::vector<int32_t> download_i32(const Tensor& t) override;
+    void download(const Tensor& t, std::span<const std::span<float>> parts) override;
+    void download_i32(const Tensor& t, std::span<const std::span<int32_t>> parts) override;
     Tensor copy(const Tensor& t) override;
 
     // bfloat16 at Bf16: the attention kernels read either, and a decoding step's keys and values take half
@@ -202,6 +206,13 @@ private:
     // memory can be had. The parts may be reused as soon as this returns.
     template <typename T>
     void copy_parts_to_device(std::span<const std::span<const T>> parts, std::byte* dst);
+
+    // Copies t's elements, after the work queued before, into the parts one after another (their sizes
+    // checked by the caller) and waits for it: large copies through page-locked memory, a few threads reading
+    // each chunk out as the next arrives; small ones, or all when no page-locked memory can be had, straight
+    // through the driver.
+    template <typename T>
+    void copy_device_to_parts(const Tensor& t, std::span<const std::span<T>> parts, const char* op);
 
     // Enqueues a copy of host memory that the caller may reuse as soon as this returns, as
     // copy_parts_to_device does.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "kernels/cuda-check.h"
 
@@ -25,6 +26,25 @@ void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t 
             const size_t n = std::min(end, part_end) - begin;
             std::memcpy(dst, part.data() + (begin - part_begin), n);
             dst += n;
+            begin += n;
+        }
+        part_begin = part_end;
+    }
+}
+
+// Copies src to the bytes [begin, end) of the parts taken one after another.
+void copy_to_parts_range(const std::byte* src, std::span<const std::span<std::byte>> parts, size_t begin,
+                         size_t end) {
+    size_t part_begin = 0;  // offset of the current part within all of them
+    for (const std::span<std::byte> part : parts) {
+        if (begin >= end) {
+            return;
+        }
+        const size_t part_end = part_begin + part.size();
+        if (begin < part_end) {
+            const size_t n = std::min(end, part_end) - begin;
+            std::memcpy(part.data() + (begin - part_begin), src, n);
+            src += n;
             begin += n;
         }
         part_begin = part_end;
@@ -82,6 +102,50 @@ bool HostStaging::copy(std::span<const std::span<const std::byte>> parts, std::b
         used_ = std::min(kChunkBytes, (used_ + n + kCopyAlign - 1) / kCopyAlign * kCopyAlign);
         done += n;
     }
+    return true;
+}
+
+bool HostStaging::copy_back(const std::byte* src, std::span<const std::span<std::byte>> parts,
+                            cudaStream_t stream) {
+    size_t n_bytes = 0;
+    for (const std::span<std::byte> part : parts) {
+        n_bytes += part.size();
+    }
+    struct Piece {
+        size_t chunk, begin, n;  // a chunk of the ring holds bytes [begin, begin + n) of src
+    };
+    std::deque<Piece> arriving;  // oldest first, as the ring hands out its chunks
+    const auto read_out = [&] {
+        const Piece p = arriving.front();
+        arriving.pop_front();
+        CUDA_CHECK(cudaEventSynchronize(chunks_[p.chunk].read.get()));
+        const std::byte* staged = chunks_[p.chunk].memory.get();
+        fill_threads_.parallel_for(static_cast<int64_t>(p.n), kMinFillBytes, [&](int64_t begin, int64_t end) {
+            copy_to_parts_range(staged + begin, parts, p.begin + static_cast<size_t>(begin),
+                                p.begin + static_cast<size_t>(end));
+        });
+    };
+    for (size_t done = 0; done < n_bytes;) {
+        used_ = kChunkBytes;  // each piece takes a chunk of its own
+        if (!next_chunk()) {
+            return false;  // only ever before the first chunk: the ring never shrinks
+        }
+        // A chunk still holding bytes not yet read out is read out before it takes new ones.
+        while (std::any_of(arriving.begin(), arriving.end(),
+                           [&](const Piece& p) { return p.chunk == current_; })) {
+            read_out();
+        }
+        const size_t n = std::min(kChunkBytes, n_bytes - done);
+        CUDA_CHECK(
+            cudaMemcpyAsync(chunks_[current_].memory.get(), src + done, n, cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaEventRecord(chunks_[current_].read.get(), stream));
+        arriving.push_back({current_, done, n});
+        done += n;
+    }
+    while (!arriving.empty()) {
+        read_out();
+    }
+    used_ = kChunkBytes;
     return true;
 }
 

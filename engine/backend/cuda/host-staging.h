@@ -3,7 +3,8 @@
 // every byte, and may first wait for the stream to run everything queued before it. An upload goes through a
 // ring of fixed-size chunks: each chunk's copy to the device starts as soon as a few threads have filled it,
 // while the next chunk fills, and filling a chunk waits only for the copies out of it the last time round.
-// Small uploads (row lists, block tables) share a chunk, one after another.
+// Small uploads (row lists, block tables) share a chunk, one after another. Large downloads come back through
+// the same ring.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +35,10 @@ public:
     // reused as soon as this returns. Returns false, having copied nothing, when no page-locked memory can be
     // had.
     bool copy(std::span<const std::span<const std::byte>> parts, std::byte* dst, cudaStream_t stream);
+    // The other way: the bytes at src in device memory, after the work queued on stream, into the parts one
+    // after another, chunk by chunk, each chunk read out by a few threads while the next ones arrive. Returns
+    // when every part is written; false, having copied nothing, when no page-locked memory can be had.
+    bool copy_back(const std::byte* src, std::span<const std::span<std::byte>> parts, cudaStream_t stream);
 
 private:
     struct HostFree {
@@ -43,8 +48,9 @@ private:
         void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
     };
     struct Chunk {
-        std::unique_ptr<std::byte, HostFree> memory;     // [kChunkBytes]
-        std::unique_ptr<CUevent_st, EventDestroy> read;  // recorded after the latest copy out of it
+        std::unique_ptr<std::byte, HostFree> memory;  // [kChunkBytes]
+        std::unique_ptr<CUevent_st, EventDestroy>
+            read;  // recorded after the latest copy out of it or into it
     };
 
     // Makes the next chunk of the ring the current one, page-locked now if the ring may still grow, once the

@@ -82,6 +82,17 @@ std::vector<std::span<const T>> page_parts(std::span<const std::vector<T>> pages
     return parts;
 }
 
+// Each page's `field`, sized to n values, as the parts that a batch's download writes one after another.
+std::vector<std::span<float>> output_parts(std::span<LayoutRawOutput> pages,
+                                           std::vector<float> LayoutRawOutput::*field, size_t n) {
+    std::vector<std::span<float>> parts;
+    for (LayoutRawOutput& page : pages) {
+        (page.*field).resize(n);
+        parts.emplace_back(page.*field);
+    }
+    return parts;
+}
+
 }  // namespace
 
 // A single page's pass recorded on the backend: its input, the results its replays write, and the work.
@@ -194,33 +205,27 @@ std::vector<LayoutRawOutput> PpDocLayout::finish_pass(const DecoderResult& r, co
     const auto start = std::chrono::steady_clock::now();
     const auto q = static_cast<size_t>(c.num_queries);
     const auto labels = static_cast<size_t>(c.num_labels());
-    const std::vector<float> logits = backend_.download(r.logits);  // [n * q, labels]
-    const std::vector<float> boxes = backend_.download(r.boxes);    // [n * q, 4]
-    std::vector<float> order;                                       // V3: [n, q, q]
-    if (c.kind == LayoutModelKind::V3) {
-        order = backend_.download(r.order_products);
-        finish_global_pointer(order, c.num_queries, c.global_pointer_head_size);
-    }
+    // Each result comes back straight into the pages' own vectors.
     std::vector<LayoutRawOutput> out(static_cast<size_t>(r.n));
-    for (size_t b = 0; b < out.size(); ++b) {
-        LayoutRawOutput& page = out[b];
+    for (LayoutRawOutput& page : out) {
         page.n_queries = static_cast<int>(q);
         page.n_classes = static_cast<int>(labels);
         page.class_kinds = class_kinds_;
-        page.logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(b * q * labels),
-                           logits.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * labels));
-        page.pred_boxes.assign(boxes.begin() + static_cast<std::ptrdiff_t>(b * q * 4),
-                               boxes.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * 4));
-        if (c.kind == LayoutModelKind::V2) {
+    }
+    backend_.download(r.logits, output_parts(out, &LayoutRawOutput::logits, q * labels));  // [n * q, labels]
+    backend_.download(r.boxes, output_parts(out, &LayoutRawOutput::pred_boxes, q * 4));    // [n * q, 4]
+    if (c.kind == LayoutModelKind::V2) {
+        for (LayoutRawOutput& page : out) {
             reorder_v2_queries(page, c);
-        } else {
-            page.order_logits.assign(order.begin() + static_cast<std::ptrdiff_t>(b * q * q),
-                                     order.begin() + static_cast<std::ptrdiff_t>((b + 1) * q * q));
+        }
+    } else {
+        backend_.download(r.order_products,
+                          output_parts(out, &LayoutRawOutput::order_logits, q * q));  // [n, q, q]
+        for (LayoutRawOutput& page : out) {
+            finish_global_pointer(page.order_logits, c.num_queries, c.global_pointer_head_size);
             page.mask_height = static_cast<int>(r.mask_h);
             page.mask_width = static_cast<int>(r.mask_w);
         }
-    }
-    if (c.kind == LayoutModelKind::V3) {
         download_masks(r, options.mask_min_score, out);
     }
     if (options.times != nullptr) {
@@ -246,14 +251,10 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
 
 void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
                                  std::span<LayoutRawOutput> pages) const {
+    const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
     if (min_score <= 0.0f) {
-        const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
-        const std::vector<float> masks = backend_.download(r.masks);  // [n * q, plane]
-        for (size_t b = 0; b < pages.size(); ++b) {
-            const size_t per_page = static_cast<size_t>(pages[b].n_queries) * plane;
-            pages[b].masks.assign(masks.begin() + static_cast<std::ptrdiff_t>(b * per_page),
-                                  masks.begin() + static_cast<std::ptrdiff_t>((b + 1) * per_page));
-        }
+        const auto per_page = static_cast<size_t>(files_.config.num_queries) * plane;
+        backend_.download(r.masks, output_parts(pages, &LayoutRawOutput::masks, per_page));  // [n * q, plane]
         return;
     }
     // The queries whose best class reaches min_score, their planes gathered and thresholded to bits on the
@@ -278,17 +279,15 @@ void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
     if (rows.empty()) {
         return;
     }
-    const std::vector<int32_t> bits = backend_.download_i32(
-        backend_.sigmoid_bits(backend_.gather_rows(r.masks, rows), min_score));  // [rows, words]
-    size_t at = 0;
+    // [rows, words], queued; the pages' vectors are sized while the backend works.
+    const Tensor bits = backend_.sigmoid_bits(backend_.gather_rows(r.masks, rows), min_score);
+    std::vector<std::span<int32_t>> parts;
     for (LayoutRawOutput& page : pages) {
-        const size_t n_words = page.mask_queries.size() * page.mask_plane_words();
-        page.mask_bits.resize(n_words);
-        std::transform(bits.begin() + static_cast<std::ptrdiff_t>(at),
-                       bits.begin() + static_cast<std::ptrdiff_t>(at + n_words), page.mask_bits.begin(),
-                       [](int32_t w) { return static_cast<uint32_t>(w); });
-        at += n_words;
+        page.mask_bits.resize(page.mask_queries.size() * page.mask_plane_words());
+        // The words' bits as they are: int32 and uint32 may alias.
+        parts.emplace_back(reinterpret_cast<int32_t*>(page.mask_bits.data()), page.mask_bits.size());
     }
+    backend_.download_i32(bits, parts);
 }
 
 void PpDocLayout::add_v2_order_logits(std::span<LayoutRawOutput> pages, bool replay) const {
@@ -371,7 +370,8 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_preprocessed(std::span<const st
     const std::vector<std::span<const float>> parts = page_parts(pages, h, w, "values");
     const std::span<const std::span<const float>> values(parts);
     if (replays(pages.size(), options)) {
-        return finish_pass(replay_single_page(values), options, true);
+        return finish_pass(replay_single_page([&](Tensor& input) { backend_.update(input, values); }),
+                           options, true);
     }
     const Tensor batch = backend_.upload(values, {static_cast<int64_t>(pages.size()), 3, h, w});
     return forward(batch, options);
@@ -385,10 +385,12 @@ std::vector<LayoutRawOutput> PpDocLayout::detect_levels(std::span<const std::vec
     const auto [h, w] = input_size();
     const std::vector<std::span<const uint8_t>> parts = page_parts(pages, h, w, "levels");
     if (replays(pages.size(), options)) {
-        // The recorded pass reads float32 values from its own input tensor.
-        const std::vector<float> values = expand_levels(pages[0], level_values_);
-        const std::span<const float> one[] = {values};
-        return finish_pass(replay_single_page(one), options, true);
+        const auto write = [&](Tensor& input) {
+            Tensor page = input;  // a row of 3 * h * w, so that its thirds are its channels
+            page.shape = {1, 3 * h * w};
+            backend_.update_levels(page, parts, level_values_, h * w);
+        };
+        return finish_pass(replay_single_page(write), options, true);
     }
     return forward(upload_levels(parts, h, w), options);
 }
@@ -418,10 +420,10 @@ Tensor PpDocLayout::replay_reading_order(const ReadingOrderBatch& batch) const {
     return first;
 }
 
-DecoderResult PpDocLayout::replay_single_page(std::span<const std::span<const float>> pixels) const {
+DecoderResult PpDocLayout::replay_single_page(const std::function<void(Tensor&)>& write_page) const {
     const std::lock_guard lock(recorded_mutex_);
     if (recorded_) {
-        backend_.update(recorded_->pixels, pixels);
+        write_page(recorded_->pixels);
         recorded_->work->replay();
         return recorded_->result;
     }
@@ -429,7 +431,8 @@ DecoderResult PpDocLayout::replay_single_page(std::span<const std::span<const fl
     // recorded on the same input.
     const auto [h, w] = input_size();
     auto recorded = std::make_unique<RecordedPass>();
-    recorded->pixels = backend_.upload(pixels, {1, 3, h, w});
+    recorded->pixels = backend_.alloc({1, 3, h, w});
+    write_page(recorded->pixels);
     DecoderResult first = run_pass(recorded->pixels, nullptr);
     recorded->work = record_work(backend_, [&] { recorded->result = run_pass(recorded->pixels, nullptr); });
     recorded_ = std::move(recorded);

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -67,9 +68,9 @@ struct LayoutRunOptions {
     float mask_min_score = 0.0f;
     // The backend is waited for after each part and the parts' times added here.
     LayoutTimes* times = nullptr;
-    // A single page through detect_preprocessed runs as work recorded on its first such pass and replayed
-    // (a CUDA graph: one launch for the pass's hundreds of kernels), where the backend can record and no
-    // times are asked for. The recorded pass keeps its own input and tensors.
+    // A single page through detect_preprocessed or detect_levels runs as work recorded on its first such pass
+    // and replayed (a CUDA graph: one launch for the pass's hundreds of kernels), where the backend can record
+    // and no times are asked for. The recorded pass keeps its own input and tensors.
     bool replay = true;
 };
 
@@ -116,9 +117,9 @@ private:
                                              bool replayed) const;
     // Whether a batch of n_pages runs as the single page's recorded pass (LayoutRunOptions::replay).
     bool replays(size_t n_pages, const LayoutRunOptions& options) const;
-    // One page's pass as recorded work: recorded on the first call, replayed with new pixels after.
-    // pixels [3 * h * w] in parts
-    DecoderResult replay_single_page(std::span<const std::span<const float>> pixels) const;
+    // One page's pass as recorded work: recorded on the first call, replayed with a new page after.
+    // write_page(input) writes the page into the pass's input [1, 3, h, w].
+    DecoderResult replay_single_page(const std::function<void(Tensor&)>& write_page) const;
     // V2: a single page's reading-order products, recorded on the first call and replayed after.
     // ->  [1, q, q], before finish_global_pointer
     Tensor replay_reading_order(const ReadingOrderBatch& batch) const;

@@ -80,13 +80,51 @@ __global__ void conv2d_depthwise_kernel(const float* x, const float* w, const fl
         activation_value(act, sum + (b != nullptr ? b[o] : 0.0f));
 }
 
-// y [n_planes, n_pos] = act(y + b[plane % c_out]) in place.
-__global__ void bias_activation_kernel(float* y, const float* b, int64_t n_planes, int64_t n_pos,
-                                       int64_t c_out, KernelActivation act) {
+// y [n_planes, n_pos] = act(y + b[plane % c_out]) in place, a thread a group of V values of one plane (V
+// divides n_pos), the plane found in I: 32 bits wherever the output allows, since 64-bit division costs more
+// than the pass's memory traffic.
+template <typename V, typename I>
+__global__ void bias_activation_kernel(V* y, const float* b, I n_groups, I plane_groups, I c_out,
+                                       KernelActivation act) {
     const int64_t e = global_index();
-    if (e < n_planes * n_pos) {
-        y[e] = activation_value(act, y[e] + (b != nullptr ? b[e / n_pos % c_out] : 0.0f));
+    if (e >= n_groups) {
+        return;
     }
+    const float bias = b != nullptr ? b[static_cast<I>(e) / plane_groups % c_out] : 0.0f;
+    if constexpr (std::is_same_v<V, float4>) {
+        float4 v = y[e];
+        v.x = activation_value(act, v.x + bias);
+        v.y = activation_value(act, v.y + bias);
+        v.z = activation_value(act, v.z + bias);
+        v.w = activation_value(act, v.w + bias);
+        y[e] = v;
+    } else {
+        y[e] = activation_value(act, y[e] + bias);
+    }
+}
+
+// Launches bias_activation_kernel with the widest group and narrowest index the output allows.
+void bias_activation(float* y, const float* b, int64_t n_planes, int64_t n_pos, int64_t c_out,
+                     KernelActivation act, cudaStream_t stream) {
+    const int64_t n = n_planes * n_pos;
+    if (n == 0) {
+        return;
+    }
+    const bool four = n_pos % 4 == 0 && reinterpret_cast<uintptr_t>(y) % sizeof(float4) == 0;
+    const int64_t width = four ? 4 : 1, n_groups = n / width;
+    if (n_groups <= INT32_MAX && four) {
+        bias_activation_kernel<float4, uint32_t><<<n_blocks(n_groups), kBlock, 0, stream>>>(
+            reinterpret_cast<float4*>(y), b, static_cast<uint32_t>(n_groups),
+            static_cast<uint32_t>(n_pos / 4), static_cast<uint32_t>(c_out), act);
+    } else if (n_groups <= INT32_MAX) {
+        bias_activation_kernel<float, uint32_t><<<n_blocks(n_groups), kBlock, 0, stream>>>(
+            y, b, static_cast<uint32_t>(n_groups), static_cast<uint32_t>(n_pos), static_cast<uint32_t>(c_out),
+            act);
+    } else {
+        bias_activation_kernel<float, int64_t>
+            <<<n_blocks(n_groups), kBlock, 0, stream>>>(y, b, n_groups, n_pos, c_out, act);
+    }
+    CUDA_CHECK(cudaGetLastError());
 }
 
 // The implicit product on the tensor cores: y [c_out, positions] = w [c_out, k] · cols [k, positions] with
@@ -684,9 +722,7 @@ void conv2d_f32(cublasHandle_t handle, const float* x, const float* w, const flo
         }
     }
     if (b != nullptr || act != KernelActivation::None) {
-        bias_activation_kernel<<<n_blocks(n_out), kBlock, 0, stream>>>(y, b, s.n * s.c_out, n_pos, s.c_out,
-                                                                       act);
-        CUDA_CHECK(cudaGetLastError());
+        bias_activation(y, b, s.n * s.c_out, n_pos, s.c_out, act, stream);
     }
 }
 

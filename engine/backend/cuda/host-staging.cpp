@@ -13,42 +13,41 @@ namespace {
 // A thread fills at least this much of a chunk, so that a small upload stays on the calling thread.
 constexpr int64_t kMinFillBytes = int64_t{512} << 10;
 
-// Copies the bytes [begin, end) of the parts taken one after another to dst.
-void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
-                      std::byte* dst) {
+// Calls visit(part, offset, n) for each piece of the bytes [begin, end) of the parts taken one after another,
+// in order: n bytes at offset within part.
+template <typename Part, typename Visit>
+void visit_parts_range(std::span<const Part> parts, size_t begin, size_t end, Visit visit) {
     size_t part_begin = 0;  // offset of the current part within all of them
-    for (const std::span<const std::byte> part : parts) {
+    for (const Part& part : parts) {
         if (begin >= end) {
             return;
         }
         const size_t part_end = part_begin + part.size();
         if (begin < part_end) {
             const size_t n = std::min(end, part_end) - begin;
-            std::memcpy(dst, part.data() + (begin - part_begin), n);
-            dst += n;
+            visit(part, begin - part_begin, n);
             begin += n;
         }
         part_begin = part_end;
     }
 }
 
+// Copies the bytes [begin, end) of the parts taken one after another to dst.
+void copy_parts_range(std::span<const std::span<const std::byte>> parts, size_t begin, size_t end,
+                      std::byte* dst) {
+    visit_parts_range(parts, begin, end, [&](std::span<const std::byte> part, size_t offset, size_t n) {
+        std::memcpy(dst, part.data() + offset, n);
+        dst += n;
+    });
+}
+
 // Copies src to the bytes [begin, end) of the parts taken one after another.
 void copy_to_parts_range(const std::byte* src, std::span<const std::span<std::byte>> parts, size_t begin,
                          size_t end) {
-    size_t part_begin = 0;  // offset of the current part within all of them
-    for (const std::span<std::byte> part : parts) {
-        if (begin >= end) {
-            return;
-        }
-        const size_t part_end = part_begin + part.size();
-        if (begin < part_end) {
-            const size_t n = std::min(end, part_end) - begin;
-            std::memcpy(part.data() + (begin - part_begin), src, n);
-            src += n;
-            begin += n;
-        }
-        part_begin = part_end;
-    }
+    visit_parts_range(parts, begin, end, [&](std::span<std::byte> part, size_t offset, size_t n) {
+        std::memcpy(part.data() + offset, src, n);
+        src += n;
+    });
 }
 
 }  // namespace

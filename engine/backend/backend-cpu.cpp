@@ -102,6 +102,15 @@ const float* q8_row(const Tensor& cache, int64_t at, int64_t hd, std::vector<flo
     return row.data();
 }
 
+// Copies src's values into the parts one after another.
+template <typename T>
+void copy_to_parts(const T* src, std::span<const std::span<T>> parts) {
+    for (const std::span<T> part : parts) {
+        std::copy_n(src, part.size(), part.begin());
+        src += part.size();
+    }
+}
+
 // The vision operations come from CpuVisionBackend (backend-cpu-vision.cpp).
 class CpuBackend final : public CpuVisionBackend {
 public:
@@ -217,20 +226,12 @@ public:
 
     void download(const Tensor& t, std::span<const std::span<float>> parts) override {
         check_download_parts(t, ScalarType::F32, total_size(parts));
-        const float* src = t.f32();
-        for (const std::span<float> part : parts) {
-            std::copy_n(src, part.size(), part.begin());
-            src += part.size();
-        }
+        copy_to_parts<float>(t.f32(), parts);
     }
 
     void download_i32(const Tensor& t, std::span<const std::span<int32_t>> parts) override {
         check_download_parts(t, ScalarType::I32, total_size(parts));
-        const int32_t* src = t.i32();
-        for (const std::span<int32_t> part : parts) {
-            std::copy_n(src, part.size(), part.begin());
-            src += part.size();
-        }
+        copy_to_parts<int32_t>(t.i32(), parts);
     }
 
     Tensor copy(const Tensor& t) override { return upload(std::span(t.f32(), t.n_elements()), t.shape); }

@@ -251,9 +251,8 @@ std::vector<LayoutRawOutput> PpDocLayout::forward(const Tensor& pixels,
 
 void PpDocLayout::download_masks(const DecoderResult& r, float min_score,
                                  std::span<LayoutRawOutput> pages) const {
-    const auto plane = static_cast<size_t>(r.mask_h * r.mask_w);
     if (min_score <= 0.0f) {
-        const auto per_page = static_cast<size_t>(files_.config.num_queries) * plane;
+        const auto per_page = static_cast<size_t>(files_.config.num_queries * r.mask_h * r.mask_w);
         backend_.download(r.masks, output_parts(pages, &LayoutRawOutput::masks, per_page));  // [n * q, plane]
         return;
     }

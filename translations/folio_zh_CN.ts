@@ -127,6 +127,14 @@ not kept</source>
         <source>Videos are not kept when Folio closes: attach it again to ask about it</source>
         <translation>Folio 关闭时不保留视频：如需就它提问，请重新附加</translation>
     </message>
+    <message>
+        <source>Answered from part of the document: of pages %1 only the blocks nearest the question fitted in the context.</source>
+        <translation>仅依据文档的一部分作答：第 %1 页只有与问题最相关的块放入了上下文。</translation>
+    </message>
+    <message>
+        <source>Answered from part of the document: pages %1 did not fit in the context, and of pages %2 only the blocks nearest the question did.</source>
+        <translation>仅依据文档的一部分作答：第 %1 页未能放入上下文，第 %2 页只放入了与问题最相关的块。</translation>
+    </message>
 </context>
 <context>
     <name>folio::ChatPanel</name>
@@ -294,10 +302,6 @@ Attach one, type a question and press Enter.</source>
         <translation>此文档还没有可供提问的识别文本：请先运行识别。</translation>
     </message>
     <message>
-        <source>Not even one page of the document fits in the model&apos;s context of %1 tokens beside this conversation: start a new conversation, or load the model with a longer context.</source>
-        <translation>在本次对话之外，模型 %1 个 token 的上下文连一页文档也放不下：请开始新的对话，或以更长的上下文加载模型。</translation>
-    </message>
-    <message>
         <source>An answer is still being written: stop it first.</source>
         <translation>仍在生成回答，请先停止。</translation>
     </message>
@@ -320,6 +324,14 @@ Attach one, type a question and press Enter.</source>
     <message>
         <source>%1 reads text only and cannot see images: install ERNIE-4.5-VL to ask about pages and pictures, or use Ask the document to ask about the recognised text.</source>
         <translation>%1 只能读取文本，无法查看图像：如需询问页面和图片，请安装 ERNIE-4.5-VL；或使用“询问文档”就识别出的文本提问。</translation>
+    </message>
+    <message>
+        <source>Not even one block of the document fits in the model&apos;s context of %1 tokens beside the question and room for the answer: load the model with a longer context (Settings).</source>
+        <translation>除去问题和回答所需的空间，模型 %1 个 token 的上下文连文档的一个块也放不下：请以更长的上下文加载模型（设置）。</translation>
+    </message>
+    <message>
+        <source>Not even one block of the document fits in the model&apos;s context of %1 tokens beside this conversation: start a new conversation, or load the model with a longer context (Settings).</source>
+        <translation>在本次对话之外，模型 %1 个 token 的上下文连文档的一个块也放不下：请开始新的对话，或以更长的上下文加载模型（设置）。</translation>
     </message>
 </context>
 <context>

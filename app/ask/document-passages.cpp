@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "engine/common/error.h"
 #include "engine/tokenizer/unicode-text.h"
@@ -18,7 +20,19 @@ constexpr std::string_view kInstructions =
     "such as [p1.b1] for the first block of page 1. After each statement, cite the blocks it comes from by "
     "their references in brackets, for example [p2.b3] or [p2.b3, p4.b1]. If the document does not answer "
     "the question, say so.";
+constexpr std::string_view kHead = "\n\n<document>\n";  // after the instructions
+constexpr std::string_view kTail = "</document>";
 constexpr int64_t kNoteTokens = 64;
+
+// A passage as select() gives it.
+std::string passage_line(const Passage& p) {
+    return "[" + p.ref + "] " + p.text + "\n";
+}
+
+// The instructions and the document's frame, around the passages.
+std::string frame_text() {
+    return std::string(kInstructions) + std::string(kHead) + std::string(kTail);
+}
 
 std::string lower(std::string_view text) {
     std::string out;
@@ -127,64 +141,142 @@ const Passage* DocumentPassages::find(std::string_view ref) const {
     return it == passages_.end() ? nullptr : &*it;
 }
 
-PassageSelection DocumentPassages::select(std::string_view question, int64_t token_budget) const {
-    // Each page's passages as the prompt has them, its tokens and its score.
-    struct Page {
+TokenCounter counted_tokens(const std::vector<std::string>& texts, const std::vector<int64_t>& counts) {
+    auto known = std::make_shared<std::unordered_map<std::string, int64_t>>();
+    for (size_t i = 0; i < texts.size() && i < counts.size(); ++i) {
+        known->emplace(texts[i], counts[i]);
+    }
+    return [known](std::string_view text) {
+        const auto it = known->find(std::string(text));
+        return it == known->end() ? estimate_tokens(text) : it->second;
+    };
+}
+
+std::vector<std::string> DocumentPassages::texts_to_count() const {
+    std::vector<std::string> texts;
+    texts.reserve(passages_.size() + 1);
+    for (const Passage& p : passages_) {
+        texts.push_back(passage_line(p));
+    }
+    texts.push_back(frame_text());
+    return texts;
+}
+
+PassageSelection DocumentPassages::select(std::string_view question, int64_t token_budget,
+                                          const TokenCounter& count_tokens) const {
+    // Each passage as the prompt has it, its tokens and its score; each page's the sums of its passages'.
+    struct Scored {
         std::string text;
         int64_t tokens = 0;
         size_t score = 0;
     };
-    std::map<int, Page> pages;
-    for (const Passage& p : passages_) {
-        pages[p.page].text += "[" + p.ref + "] " + p.text + "\n";
-    }
     const std::set<std::string> words = question_words(question);
-    for (auto& [index, page] : pages) {
-        page.tokens = estimate_tokens(page.text);
-        const std::string text = lower(page.text);
+    const auto scored = [&](std::string text, int64_t tokens) {
+        Scored s;
+        s.tokens = tokens;
+        const std::string folded = lower(text);
         for (const std::string& w : words) {
-            page.score += count(text, w);
+            s.score += count(folded, w);
         }
+        s.text = std::move(text);
+        return s;
+    };
+    std::vector<Scored> blocks;
+    std::map<int, Scored> pages;
+    std::map<int, std::vector<size_t>> on_page;  // each page's passages, in order
+    for (size_t i = 0; i < passages_.size(); ++i) {
+        const Passage& p = passages_[i];
+        std::string line = passage_line(p);
+        const int64_t tokens = count_tokens(line);
+        blocks.push_back(scored(std::move(line), tokens));
+        on_page[p.page].push_back(i);
     }
-    const std::string head = std::string(kInstructions) + "\n\n<document>\n";
-    const std::string tail = "</document>";
-    const int64_t fixed = estimate_tokens(head + tail) + kNoteTokens;
+    for (const auto& [index, members] : on_page) {
+        std::string text;
+        int64_t tokens = 0;
+        for (const size_t i : members) {
+            text += blocks[i].text;
+            tokens += blocks[i].tokens;
+        }
+        pages[index] = scored(std::move(text), tokens);
+    }
+    const int64_t fixed = count_tokens(frame_text()) + kNoteTokens;
     int64_t all = fixed;
     std::vector<int> order;
     for (const auto& [index, page] : pages) {
         all += page.tokens;
         order.push_back(index);
     }
+    const auto by_score = [](const auto& scores) {
+        return [&scores](const auto& a, const auto& b) { return scores.at(a).score > scores.at(b).score; };
+    };
     if (all > token_budget) {
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int a, int b) { return pages.at(a).score > pages.at(b).score; });
+        std::stable_sort(order.begin(), order.end(), by_score(pages));
     }
-    PassageSelection selection;
+    // Whole pages while they fit.
     int64_t used = fixed;
+    std::set<int> whole;
     for (const int index : order) {
         if (used + pages.at(index).tokens <= token_budget) {
             used += pages.at(index).tokens;
-            selection.pages.push_back(index);
-        } else {
-            selection.left_out.push_back(index);
+            whole.insert(index);
         }
     }
-    std::sort(selection.pages.begin(), selection.pages.end());
-    std::sort(selection.left_out.begin(), selection.left_out.end());
+    // Then, in the room left, single blocks of the other pages, those holding most of the question's words
+    // first (ties in document order).
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < passages_.size(); ++i) {
+        if (!whole.count(passages_[i].page)) {
+            rest.push_back(i);
+        }
+    }
+    std::stable_sort(rest.begin(), rest.end(), by_score(blocks));
+    std::vector<bool> given(passages_.size(), false);
+    for (const size_t i : rest) {
+        if (used + blocks[i].tokens <= token_budget) {
+            used += blocks[i].tokens;
+            given[i] = true;
+        }
+    }
+    PassageSelection selection;
+    std::string text = std::string(kInstructions) + std::string(kHead);
+    for (const auto& [index, members] : on_page) {
+        const bool in_whole = whole.count(index) > 0;
+        size_t n_given = 0;
+        for (const size_t i : members) {
+            if (in_whole || given[i]) {
+                text += blocks[i].text;
+                ++n_given;
+            }
+        }
+        if (n_given == 0) {
+            selection.left_out.push_back(index);
+            continue;
+        }
+        selection.pages.push_back(index);
+        if (n_given < members.size()) {
+            selection.in_part.push_back(index);
+        }
+    }
     if (selection.pages.empty()) {
         return selection;
     }
-    std::string text = head;
-    for (const int index : selection.pages) {
-        text += pages.at(index).text;
+    text += kTail;
+    if (!selection.left_out.empty() || !selection.in_part.empty()) {
+        text += "\nThe document is longer than the context:";
+        if (!selection.left_out.empty()) {
+            text += " pages ";
+            text += page_list(selection.left_out);
+            text += " are left out";
+            text += selection.in_part.empty() ? "." : ";";
+        }
+        if (!selection.in_part.empty()) {
+            text += " of pages ";
+            text += page_list(selection.in_part);
+            text += " only the blocks nearest the question are given.";
+        }
     }
-    text += tail;
-    if (!selection.left_out.empty()) {
-        text += "\nThe document is longer than the context: pages ";
-        text += page_list(selection.left_out);
-        text += " are left out.";
-    }
-    selection.estimated_tokens = estimate_tokens(text);
+    selection.estimated_tokens = used - kNoteTokens;
     selection.text = std::move(text);
     return selection;
 }

@@ -1,12 +1,13 @@
 // "Ask the document", without Qt: a document's recognised blocks as passages behind short references
 // ("p3.b5": page 3, its fifth block with text), the part of a conversation a chat model answers from, with a
 // stated rule for a document longer than the context (whole pages, those holding most of the question's words
-// first, the pages left out named), and the citations of those references in answers. The desktop app
-// (app/chat/document-context) and the server (a chat request's "document") build their passages their own
-// way and share the rest.
+// first, then single blocks ranked the same way, the pages left out or given in part named), and the
+// citations of those references in answers. The desktop app (app/chat/document-context) and the server (a
+// chat request's "document") build their passages their own way and share the rest.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -22,15 +23,23 @@ struct Passage {
 };
 
 struct PassageSelection {
-    std::string text;           // instructions and the passages, ahead of the first question
-    std::vector<int> pages;     // pages given, ascending
-    std::vector<int> left_out;  // pages that did not fit, ascending
-    int64_t estimated_tokens = 0;
+    std::string text;              // instructions and the passages, ahead of the first question
+    std::vector<int> pages;        // pages given, whole or in part, ascending
+    std::vector<int> in_part;      // of those, pages only some of whose blocks fit, ascending
+    std::vector<int> left_out;     // pages none of whose blocks fit, ascending
+    int64_t estimated_tokens = 0;  // the instructions, the frame and the passages given, as counted
 };
 
-// A conservative count of the tokens a text takes: one for every 3 bytes of its UTF-8 (English runs near one
-// token for 4 bytes, Chinese near one for each 3-byte character). Budgets are set in these units.
+// A count of the tokens a text takes: one for every 3 bytes of its UTF-8 (English runs near one token for 4
+// bytes, Chinese near one for each 3-byte character), where the model's tokenizer is not at hand.
 int64_t estimate_tokens(std::string_view text);
+
+// The tokens a text takes, by the model's tokenizer or estimate_tokens.
+using TokenCounter = std::function<int64_t(std::string_view)>;
+
+// A counter that answers from counts made ahead (the model's tokenizer over texts, count a text) and
+// estimates any other text.
+TokenCounter counted_tokens(const std::vector<std::string>& texts, const std::vector<int64_t>& counts);
 
 class DocumentPassages {
 public:
@@ -45,9 +54,15 @@ public:
 
     // The document part for a question within token_budget (estimate_tokens): every page where all fit;
     // otherwise whole pages in order of how many of the question's words (letters or digits, 3 or more, any
-    // case) they hold, ties by page order, while they fit, then given in page order with the pages left out
-    // named (64 tokens are kept for that note). Empty text where not even one page fits.
-    PassageSelection select(std::string_view question, int64_t token_budget) const;
+    // case) they hold, ties by page order, while they fit, then in the room left single blocks of the other
+    // pages in the same order, all given in document order with the pages left out and those given in part
+    // named (64 tokens are kept for that note). Empty text where not even one block fits. Each passage's line
+    // and the instructions are counted by count_tokens.
+    PassageSelection select(std::string_view question, int64_t token_budget,
+                            const TokenCounter& count_tokens = estimate_tokens) const;
+    // The texts select() counts: each passage's line, then the instructions with the document's frame, for a
+    // caller to count them with the model's tokenizer in one go (counted_tokens).
+    std::vector<std::string> texts_to_count() const;
 
     // A document as folio-cli ocr writes its JSON (an array of pages, or PaddleOCR's one page object): each
     // page's parsing_res_list in order, each block's block_content as plain text (HTML tables as rows of

@@ -215,6 +215,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     // Ask the document: the passages that fit beside the conversation and the answer.
     QString documentPart;
     QList<int> leftOut;
+    QList<int> inPart;
     const std::shared_ptr<const DocumentContext> context = contexts_.value(document_);
     if (fromDocument && (!context || context->empty())) {
         Q_EMIT failed(tr("This document has no recognised text to ask about yet: run it first."));
@@ -222,23 +223,34 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     }
     if (fromDocument) {
         const int64_t context_len = service_.limits(model).max_model_len;
+        std::vector<std::string> texts = context->textsToCount();
+        for (const ChatTurn& turn : turns) {
+            texts.push_back(turn.text.toStdString());
+        }
+        const TokenCounter count = tokenCounter(model, texts);
         int64_t conversation = 256;  // the template's own tokens
         for (const ChatTurn& turn : turns) {
-            conversation += estimateTokens(turn.text) + 8;
+            conversation += count(turn.text.toStdString()) + 8;
         }
         const int64_t answerRoom = std::min<int64_t>(maxNewTokens_, context_len / 4);
         const DocumentSelection selection =
-            context->select(question.text, context_len - answerRoom - conversation);
+            context->select(question.text, context_len - answerRoom - conversation, count);
         if (selection.text.isEmpty()) {
-            Q_EMIT failed(
-                tr("Not even one page of the document fits in the model's context of %1 tokens beside "
-                   "this conversation: start a new conversation, or load the model with a longer "
-                   "context.")
-                    .arg(context_len));
+            // Only the question: a longer context is the one way; otherwise the earlier turns take room too.
+            Q_EMIT failed(turns.size() == 1
+                              ? tr("Not even one block of the document fits in the model's context of %1 "
+                                   "tokens beside the question and room for the answer: load the model with "
+                                   "a longer context (Settings).")
+                                    .arg(context_len)
+                              : tr("Not even one block of the document fits in the model's context of %1 "
+                                   "tokens beside this conversation: start a new conversation, or load the "
+                                   "model with a longer context (Settings).")
+                                    .arg(context_len));
             return false;
         }
         documentPart = selection.text;
         leftOut = selection.leftOut;
+        inPart = selection.inPart;
     }
 
     GenerationOptions options;
@@ -274,6 +286,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     answer.state = ChatTurn::State::Streaming;
     answer.fromDocument = !documentPart.isEmpty();
     answer.pagesLeftOut = leftOut;
+    answer.pagesInPart = inPart;
     turns.append(answer);
     const QString document = document_;
     const int index = static_cast<int>(turns.size() - 1);
@@ -283,6 +296,38 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     Q_EMIT turnAdded(document, index);
     Q_EMIT busyChanged(true);
     return true;
+}
+
+TokenCounter ChatSession::tokenCounter(const std::string& model, const std::vector<std::string>& texts) {
+    // Counts kept for one model, and not without bound: a long session of many documents starts again.
+    constexpr size_t kMaxCounts = 100000;
+    if (model != countedModel_ || tokenCounts_.size() > kMaxCounts) {
+        tokenCounts_.clear();
+        countedModel_ = model;
+    }
+    std::vector<std::string> missing;
+    for (const std::string& text : texts) {
+        if (tokenCounts_.emplace(text, -1).second) {
+            missing.push_back(text);
+        }
+    }
+    if (!missing.empty()) {
+        try {
+            const std::vector<int64_t> counts = service_.count_tokens(model, missing);
+            for (size_t i = 0; i < missing.size() && i < counts.size(); ++i) {
+                tokenCounts_[missing[i]] = counts[i];
+            }
+        } catch (const Error&) {
+            // A model without a tokenizer of its own: estimates.
+            for (const std::string& text : missing) {
+                tokenCounts_.erase(text);
+            }
+        }
+    }
+    return [counts = &tokenCounts_](std::string_view text) {
+        const auto it = counts->find(std::string(text));
+        return it == counts->end() || it->second < 0 ? estimate_tokens(text) : it->second;
+    };
 }
 
 void ChatSession::stop() {

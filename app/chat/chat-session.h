@@ -15,6 +15,9 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "app/chat/answer-stream.h"
 #include "app/chat/chat-turn.h"
@@ -111,6 +114,10 @@ private:
     std::optional<ModelDescription> answeringModel() const;
     Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages, bool takesVideo,
                    const QString& documentPart) const;
+    // A counter of tokens in the model's tokenizer that knows texts: those not counted before are counted
+    // now, so that a document's passages are counted once rather than at every question. Estimates where
+    // the model cannot count.
+    TokenCounter tokenCounter(const std::string& model, const std::vector<std::string>& texts);
 
     EngineService& service_;
     std::shared_ptr<Relay> relay_;
@@ -118,6 +125,8 @@ private:
     QHash<QString, std::shared_ptr<const DocumentContext>> contexts_;
     QString document_;
     std::optional<Active> active_;
+    std::unordered_map<std::string, int64_t> tokenCounts_;  // of texts in countedModel_'s tokenizer
+    std::string countedModel_;
     int64_t maxNewTokens_ = 2048;
     std::mt19937_64 seeds_{std::random_device{}()};  // one seed per answer, for sampling models
 };

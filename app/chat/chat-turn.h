@@ -32,10 +32,11 @@ struct ChatTurn {
     int64_t promptTokens = -1;
     // Of those, the tokens the engine found in its prefix cache and did not compute again (-1 until known).
     int64_t cachedTokens = -1;
-    // Asked of the document (Ask the document): the answer cites its blocks; pagesLeftOut are the pages that
-    // did not fit in the context, from 0.
+    // Asked of the document (Ask the document): the answer cites its blocks; pagesLeftOut are the pages none
+    // of whose blocks fitted in the context, pagesInPart those only some of whose blocks did, from 0.
     bool fromDocument = false;
     QList<int> pagesLeftOut;
+    QList<int> pagesInPart;
 };
 
 }  // namespace folio

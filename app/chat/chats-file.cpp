@@ -84,6 +84,11 @@ QJsonObject turnJson(const ChatTurn& turn) {
             pages.append(page);
         }
         o.insert(QStringLiteral("pages_left_out"), pages);
+        QJsonArray inPart;
+        for (const int page : turn.pagesInPart) {
+            inPart.append(page);
+        }
+        o.insert(QStringLiteral("pages_in_part"), inPart);
     }
     return o;
 }
@@ -159,15 +164,21 @@ std::optional<ChatTurn> turnOf(const QJsonValue& value, ChatTurn::Role expected)
         *field = *n;
     }
     turn.fromDocument = o.value(QStringLiteral("from_document")).toBool(false);
-    // The pages left out belong to an answer from the document.
-    const QJsonArray leftOut =
-        turn.fromDocument ? o.value(QStringLiteral("pages_left_out")).toArray() : QJsonArray();
-    for (const QJsonValue& page : leftOut) {
-        const std::optional<int64_t> n = wholeNumber(page, 0, 1e9);
-        if (!n) {
-            return std::nullopt;
+    // The pages left out or given in part belong to an answer from the document (a file written before
+    // pages_in_part has none).
+    const auto pages = [&](const char* key, QList<int>& out) {
+        const QJsonArray list = turn.fromDocument ? o.value(QLatin1String(key)).toArray() : QJsonArray();
+        for (const QJsonValue& page : list) {
+            const std::optional<int64_t> n = wholeNumber(page, 0, 1e9);
+            if (!n) {
+                return false;
+            }
+            out.append(static_cast<int>(*n));
         }
-        turn.pagesLeftOut.append(static_cast<int>(*n));
+        return true;
+    };
+    if (!pages("pages_left_out", turn.pagesLeftOut) || !pages("pages_in_part", turn.pagesInPart)) {
+        return std::nullopt;
     }
     return turn;
 }

@@ -31,11 +31,13 @@ const DocumentPassage* DocumentContext::find(const QString& ref) const {
     return it == passages_.end() ? nullptr : &*it;
 }
 
-DocumentSelection DocumentContext::select(const QString& question, int64_t tokenBudget) const {
-    const PassageSelection chosen = core_.select(question.toStdString(), tokenBudget);
+DocumentSelection DocumentContext::select(const QString& question, int64_t tokenBudget,
+                                          const TokenCounter& countTokens) const {
+    const PassageSelection chosen = core_.select(question.toStdString(), tokenBudget, countTokens);
     DocumentSelection selection;
     selection.text = QString::fromStdString(chosen.text);
     selection.pages = QList<int>(chosen.pages.begin(), chosen.pages.end());
+    selection.inPart = QList<int>(chosen.in_part.begin(), chosen.in_part.end());
     selection.leftOut = QList<int>(chosen.left_out.begin(), chosen.left_out.end());
     selection.estimatedTokens = chosen.estimated_tokens;
     return selection;

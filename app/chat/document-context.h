@@ -2,8 +2,8 @@
 // the chat model answers from, each block behind a short reference ("p3.b5": page 3, its fifth block given),
 // and the citations of those references that come back in the answers; the Qt face of app/ask's
 // DocumentPassages, which holds the rules. A document longer than the context is cut by a stated rule: whole
-// pages, those holding most of the question's words first, and the prompt and the chat panel name the pages
-// left out.
+// pages, those holding most of the question's words first, then single blocks ranked the same way, and the
+// prompt and the chat panel name the pages left out and those given in part.
 #pragma once
 
 #include <QList>
@@ -28,8 +28,9 @@ struct DocumentPassage {
 // What select() puts in the conversation.
 struct DocumentSelection {
     QString text;        // instructions and the passages, ahead of the first question
-    QList<int> pages;    // pages given, ascending
-    QList<int> leftOut;  // pages that did not fit, ascending
+    QList<int> pages;    // pages given, whole or in part, ascending
+    QList<int> inPart;   // of those, pages only some of whose blocks fit, ascending
+    QList<int> leftOut;  // pages none of whose blocks fit, ascending
     int64_t estimatedTokens = 0;
 };
 
@@ -51,11 +52,14 @@ public:
     // The passage a reference names; nullptr for one the document does not have.
     const DocumentPassage* find(const QString& ref) const;
 
-    // The document part for a question within tokenBudget (estimateTokens): every page where all fit;
-    // otherwise whole pages in order of how many of the question's words (letters or digits, 3 or more,
-    // any case) they hold, ties by page order, while they fit, then given in page order with the pages left
-    // out named (64 tokens are kept for that note). Empty text where not even one page fits.
-    DocumentSelection select(const QString& question, int64_t tokenBudget) const;
+    // The document part for a question within tokenBudget (estimateTokens), as DocumentPassages::select
+    // chooses it: every page where all fit; otherwise whole pages by how many of the question's words they
+    // hold, then single blocks of the other pages the same way, while they fit, each counted by countTokens.
+    // Empty text where not even one block fits.
+    DocumentSelection select(const QString& question, int64_t tokenBudget,
+                             const TokenCounter& countTokens = estimate_tokens) const;
+    // The texts select() counts, for counting them with the model's tokenizer (DocumentPassages).
+    std::vector<std::string> textsToCount() const { return core_.texts_to_count(); }
 
 private:
     friend QList<CitationSpan> findCitations(const QString& answer, const DocumentContext& context);

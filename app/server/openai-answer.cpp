@@ -306,7 +306,9 @@ void OpenAiServer::Impl::document_fields(const Exchange& ex, const std::string& 
         }
     }
     message_extra["citations"] = std::move(citations);
-    body_extra["document"] = {{"pages", ex.document_pages}, {"pages_left_out", ex.document_left_out}};
+    body_extra["document"] = {{"pages", ex.document_pages},
+                              {"pages_in_part", ex.document_in_part},
+                              {"pages_left_out", ex.document_left_out}};
 }
 
 // Writes the outputs that have come as events; false once the stream is over or the client is gone.

@@ -190,15 +190,22 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
         }
         if (request.document) {
             const int64_t context = service.limits().max_model_len;
+            // The passages and the messages counted by the model's tokenizer.
+            std::vector<std::string> texts = request.document->texts_to_count();
+            for (const ChatTurn& turn : request.messages) {
+                texts.push_back(turn.text);
+            }
+            const std::vector<int64_t> counts = service.count_tokens({}, texts);
+            const TokenCounter count = counted_tokens(texts, counts);
             int64_t conversation = 256;  // the template's own tokens
             for (const ChatTurn& turn : request.messages) {
-                conversation += estimate_tokens(turn.text) + 8;
+                conversation += count(turn.text) + 8;
             }
             const int64_t answer = generation.max_tokens.value_or(context / 4);
-            const PassageSelection selection =
-                request.document->select(request.messages.back().text, context - answer - conversation);
+            const PassageSelection selection = request.document->select(
+                request.messages.back().text, context - answer - conversation, count);
             if (selection.text.empty()) {
-                bad_request("not even one page of the document fits in the context of " +
+                bad_request("not even one block of the document fits in the context of " +
                                 std::to_string(context) + " tokens beside the messages and max_tokens " +
                                 std::to_string(answer),
                             "document");
@@ -206,6 +213,7 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
             document_part = selection.text;
             ex.document_pages = selection.pages;
             ex.document_left_out = selection.left_out;
+            ex.document_in_part = selection.in_part;
             ex.document = std::make_shared<const DocumentPassages>(std::move(*request.document));
         }
         Chat chat;

@@ -72,6 +72,7 @@ struct Exchange {
     std::string streamed_content;  // a stream's content so far, where it has a document
     std::vector<int> document_pages;
     std::vector<int> document_left_out;
+    std::vector<int> document_in_part;
     bool prompt_counted = false;
     bool sent_first = false;
     bool recorded = false;

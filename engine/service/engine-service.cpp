@@ -401,6 +401,35 @@ void EngineService::reconfigure(const EngineConfig& config) {
     impl_->configured = config;
 }
 
+std::vector<int64_t> EngineService::count_tokens(const std::string& model,
+                                                 std::vector<std::string> texts) const {
+    auto counted = std::make_shared<std::promise<std::vector<int64_t>>>();
+    std::future<std::vector<int64_t>> result = counted->get_future();
+    {
+        const std::lock_guard lock(impl_->mutex);
+        if (!impl_->accepting) {
+            fail("engine service: no model is ready to count tokens (",
+                 service_state_name(impl_->status.state), ")");
+        }
+        const auto named = std::find(impl_->engine_models.begin(), impl_->engine_models.end(), model);
+        if (!model.empty() && named == impl_->engine_models.end()) {
+            fail("engine service: no model named \"", model, "\" is loaded to count tokens");
+        }
+        const size_t engine = model.empty() ? 0 : static_cast<size_t>(named - impl_->engine_models.begin());
+        // Posted under the lock as submit() posts, so that unloading waits for it and the tokenizer stays.
+        impl_->prepare->post(
+            [builder = impl_->builders.at(engine), texts = std::move(texts), counted] {
+                try {
+                    counted->set_value(builder->count_tokens(texts));
+                } catch (...) {
+                    counted->set_exception(std::current_exception());
+                }
+            },
+            true);
+    }
+    return result.get();
+}
+
 ServiceStats EngineService::stats() const {
     const int64_t n_preparing = impl_->prepare->n_pending();
     const std::lock_guard lock(impl_->mutex);

@@ -199,6 +199,11 @@ public:
     // The limits requests to the named model (empty: the first generative one) are checked against; zeros
     // unless Ready or where no model has the name.
     RequestLimits limits(const std::string& model = {}) const;
+    // The tokens each text takes in the named model's tokenizer (empty: the first generative one), no special
+    // tokens added, counted on a preparation thread ahead of queued requests while the caller waits. Throws
+    // folio::Error unless the service is Ready, for a model it does not serve and for one without a
+    // tokenizer.
+    std::vector<int64_t> count_tokens(const std::string& model, std::vector<std::string> texts) const;
     // What the loaded models offer, in slot order; empty unless Ready.
     std::vector<ModelDescription> models() const;
 

@@ -85,6 +85,16 @@ const PromptFormat& RequestBuilder::format(const char* what) const {
     return *format_;
 }
 
+std::vector<int64_t> RequestBuilder::count_tokens(const std::vector<std::string>& texts) const {
+    const Tokenizer& tokenizer = *format("counting tokens").tokenizer;
+    std::vector<int64_t> counts;
+    counts.reserve(texts.size());
+    for (const std::string& text : texts) {
+        counts.push_back(static_cast<int64_t>(tokenizer.encode(text).size()));
+    }
+    return counts;
+}
+
 PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedImages& images,
                                     bool add_special_tokens) const {
     const PromptFormat& f = format("a prompt");

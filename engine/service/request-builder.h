@@ -127,6 +127,9 @@ public:
     // The request, its images preprocessed and hashed; throws folio::Error naming what does not fit.
     Request build(RequestSpec spec) const;
     const RequestLimits& limits() const { return limits_; }
+    // The tokens each text takes in the model's tokenizer, no special tokens added; throws folio::Error for
+    // a model that takes prepared requests only.
+    std::vector<int64_t> count_tokens(const std::vector<std::string>& texts) const;
 
 private:
     const PromptFormat& format(const char* what) const;

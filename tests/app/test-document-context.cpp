@@ -67,7 +67,9 @@ private Q_SLOTS:
         QVERIFY(all.text.contains(QStringLiteral("[p1.b2] Revenue grew by 12% in 2025.")));
         QVERIFY(all.text.indexOf(QStringLiteral("[p1.b1]")) < all.text.indexOf(QStringLiteral("[p3.b1]")));
         QVERIFY(!all.text.contains(QStringLiteral("left out")));
-        QCOMPARE(all.estimatedTokens, estimateTokens(all.text));
+        // Counted a passage at a time: at most one token more a passage (and the frame) than the whole.
+        QVERIFY(all.estimatedTokens >= estimateTokens(all.text));
+        QVERIFY(all.estimatedTokens <= estimateTokens(all.text) + 5);
         // The same document part whatever the question, so that a conversation's prefix stays the same.
         QCOMPARE(context.select(QStringLiteral("Which formula?"), 100000).text, all.text);
     }

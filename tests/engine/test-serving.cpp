@@ -467,5 +467,16 @@ TEST_F(Serving, ServiceServesTheModelFolderAsRequestsRunAlone) {
         EXPECT_EQ(tokens, expected[i]) << "request " << i;
         EXPECT_FALSE(text.empty()) << "the service has the folder's tokenizer";
     }
+    // Token counts in the folder's tokenizer, for budgets that must hold (Ask the document).
+    const std::vector<std::string> texts = {"Sales grew by 12% in the north.", "", "表格识别 OCR: Ünïcode"};
+    const std::vector<int64_t> counts = service.count_tokens({}, texts);
+    ASSERT_EQ(counts.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+        EXPECT_EQ(counts[i], static_cast<int64_t>(tokenizer_->encode(texts[i]).size())) << texts[i];
+    }
+    EXPECT_GT(counts[0], 0);
+    EXPECT_THROW(service.count_tokens("no-such-model", texts), Error);
     EXPECT_EQ(service.stats().engine.n_images_hashed, 0) << "images hashed on the preparation threads";
+    service.unload();
+    EXPECT_THROW(service.count_tokens({}, texts), Error) << "nothing loaded to count with";
 }

@@ -482,6 +482,62 @@ private Q_SLOTS:
         QVERIFY(ocr.reasoning.isEmpty());
     }
 
+    // A page longer than the model's context: its blocks holding the question's words are given, counted by
+    // the model's tokenizer so that the prompt fits, and the answer says the page was given in part; with no
+    // room for even one block the question is refused with a message that says why.
+    void aPageLongerThanTheContextIsGivenInPart() {
+        std::vector<PageResult> pages(1);
+        for (int b = 0; b < 300; ++b) {
+            BlockResult block;
+            block.id = b;
+            block.label = QStringLiteral("text");
+            block.content = b == 123
+                                ? QStringLiteral("The warranty of the pump lasts two years.")
+                                : QStringLiteral("Paragraph %1 says nothing in particular at all.").arg(b);
+            pages[0].blocks.push_back(block);
+        }
+        const auto context = std::make_shared<const DocumentContext>(DocumentContext::fromPages(pages));
+        const int64_t whole = tokensOf(kChatDir, context->select(QString(), 1 << 30).text.toStdString());
+        ChatSession session(withChat_);
+        QVERIFY(!session.chatModel().isEmpty());
+        const int64_t contextLen = withChat_.limits(session.chatModel().toStdString()).max_model_len;
+        QVERIFY2(whole > contextLen, qPrintable(QString::number(whole)));
+        session.setMaxNewTokens(6);
+        session.setDocumentContext(QString(), context);
+        QSignalSpy finished(&session, &ChatSession::answerFinished);
+        QVERIFY(session.send(QStringLiteral("How long is the pump's warranty?"), {}, {}, true));
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+        const ChatTurn answer = session.history()[1];
+        QVERIFY2(answer.state == ChatTurn::State::Done, qPrintable(answer.error));
+        QVERIFY(answer.fromDocument);
+        QCOMPARE(answer.pagesInPart, (QList<int>{0}));
+        QVERIFY(answer.pagesLeftOut.isEmpty());
+        QVERIFY2(answer.promptTokens > contextLen / 2 && answer.promptTokens < contextLen,
+                 qPrintable(QString::number(answer.promptTokens)));
+        ChatMessageView view(answer);
+        QVERIFY2(
+            view.statusText().contains(QStringLiteral("of pages 1 only the blocks nearest the question")),
+            qPrintable(view.statusText()));
+
+        session.setMaxNewTokens(contextLen);  // the answer's room: a quarter of the context
+        QSignalSpy failed(&session, &ChatSession::failed);
+        session.clearHistory();
+        std::vector<PageResult> huge(1);
+        BlockResult block;
+        block.label = QStringLiteral("text");
+        block.content = QStringLiteral("Long words without end. ").repeated(2000);
+        huge[0].blocks.push_back(block);
+        session.setDocumentContext(QString(),
+                                   std::make_shared<const DocumentContext>(DocumentContext::fromPages(huge)));
+        QVERIFY(!session.send(QStringLiteral("What does it say?"), {}, {}, true));
+        QCOMPARE(failed.count(), 1);
+        const QString message = failed.at(0).at(0).toString();
+        QVERIFY2(message.contains(QStringLiteral("Not even one block")) &&
+                     message.contains(QStringLiteral("longer context")) &&
+                     !message.contains(QStringLiteral("new conversation")),
+                 qPrintable(message));
+    }
+
     void askingTheDocumentNeedsAChatModel() {
         ChatPanel panel(ocrOnly_);
         std::vector<PageResult> pages(1);

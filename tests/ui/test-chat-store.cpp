@@ -82,6 +82,7 @@ private Q_SLOTS:
         answered.cachedTokens = 256;
         answered.fromDocument = true;
         answered.pagesLeftOut = {3, 4};
+        answered.pagesInPart = {1};
         ChatTurn failedAnswer = answer(QString(), ChatTurn::State::Failed);
         failedAnswer.error = QStringLiteral("out of memory");
         histories.insert(QStringLiteral("/docs/a.pdf"),
@@ -108,6 +109,7 @@ private Q_SLOTS:
         QCOMPARE(a[1].cachedTokens, 256);
         QVERIFY(a[1].fromDocument);
         QCOMPARE(a[1].pagesLeftOut, (QList<int>{3, 4}));
+        QCOMPARE(a[1].pagesInPart, (QList<int>{1}));
         QCOMPARE(a[1].state, ChatTurn::State::Done);
         QCOMPARE(a[3].state, ChatTurn::State::Failed);
         QCOMPARE(a[3].error, QStringLiteral("out of memory"));

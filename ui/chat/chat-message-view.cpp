@@ -95,6 +95,7 @@ ChatMessageView::ChatMessageView(const ChatTurn& turn, QWidget* parent)
     copy_->setVisible(role_ == ChatTurn::Role::Assistant);
     connect(copy_, &QToolButton::clicked, this, &ChatMessageView::copy);
     pagesLeftOut_ = turn.pagesLeftOut;
+    pagesInPart_ = turn.pagesInPart;
     body_->setObjectName(QStringLiteral("text"));
     connect(body_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
         if (url.scheme() ==
@@ -190,6 +191,7 @@ void ChatMessageView::setTurn(const ChatTurn& turn) {
     reasoning_ = turn.reasoning;
     reasoningTokens_ = turn.reasoningTokens;
     pagesLeftOut_ = turn.pagesLeftOut;
+    pagesInPart_ = turn.pagesInPart;
     showText();
     showReasoning();
     retranslate();
@@ -282,25 +284,37 @@ void ChatMessageView::retranslate() {
             status_->setText(error_);
             status_->setStyleSheet(QStringLiteral("color: #b00020;"));
             break;
-        case ChatTurn::State::Done:
+        case ChatTurn::State::Done: {
+            QStringList lines;
             // A thought that used up the new tokens before "</think>".
             if (text_.isEmpty() && !reasoning_.isEmpty()) {
-                status_->setText(tr("The answer ran out of tokens while still reasoning."));
-                status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
-            } else if (!pagesLeftOut_.isEmpty()) {
-                // The stated rule cut the document: say which pages the answer could not see.
-                QStringList pages;
-                for (const int page : pagesLeftOut_) {
-                    pages.append(QString::number(page + 1));
-                }
-                status_->setText(
-                    tr("Answered from part of the document: pages %1 did not fit in the context.")
-                        .arg(pages.join(QStringLiteral(", "))));
-                status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
-            } else {
-                status_->clear();
+                lines.append(tr("The answer ran out of tokens while still reasoning."));
             }
+            // The stated rule cut the document: say which pages the answer could not see, or saw in part.
+            const auto numbers = [](const QList<int>& pages) {
+                QStringList out;
+                for (const int page : pages) {
+                    out.append(QString::number(page + 1));
+                }
+                return out.join(QStringLiteral(", "));
+            };
+            if (!pagesLeftOut_.isEmpty() && pagesInPart_.isEmpty()) {
+                lines.append(tr("Answered from part of the document: pages %1 did not fit in the context.")
+                                 .arg(numbers(pagesLeftOut_)));
+            } else if (pagesLeftOut_.isEmpty() && !pagesInPart_.isEmpty()) {
+                lines.append(tr("Answered from part of the document: of pages %1 only the blocks nearest the "
+                                "question fitted in the context.")
+                                 .arg(numbers(pagesInPart_)));
+            } else if (!pagesLeftOut_.isEmpty()) {
+                lines.append(
+                    tr("Answered from part of the document: pages %1 did not fit in the context, and "
+                       "of pages %2 only the blocks nearest the question did.")
+                        .arg(numbers(pagesLeftOut_), numbers(pagesInPart_)));
+            }
+            status_->setText(lines.join(QLatin1Char('\n')));
+            status_->setStyleSheet(QStringLiteral("color: palette(mid);"));
             break;
+        }
     }
     status_->setVisible(!status_->text().isEmpty());
 }

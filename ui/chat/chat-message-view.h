@@ -40,6 +40,8 @@ public:
     void setCitations(std::shared_ptr<const DocumentContext> context);
     // The text as shown (Markdown, citations linked).
     QString shownText() const;
+    // The line under the turn: its state, or the pages an answer from the document could not see (tests).
+    QString statusText() const { return status_->text(); }
 
 Q_SIGNALS:
     void copied();
@@ -61,6 +63,7 @@ private:
     QString reasoning_;
     std::shared_ptr<const DocumentContext> citations_;
     QList<int> pagesLeftOut_;
+    QList<int> pagesInPart_;
     qint64 reasoningTokens_ = 0;
     QLabel* who_;
     QToolButton* thought_;

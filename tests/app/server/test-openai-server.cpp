@@ -62,6 +62,25 @@ TEST_F(OpenAiServerTest, AnswersFromADocument) {
     EXPECT_EQ(last["document"], body["document"]) << last;
     EXPECT_EQ(sse.text, body["choices"][0]["message"]["content"]);
 
+    // Plain text longer than the context is one page of paragraphs: the paragraphs holding the question's
+    // words go in, and the page is named as given in part.
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+        text +=
+            "Paragraph " + std::to_string(i) + " is filler that says nothing about the question at all.\n\n";
+    }
+    text += "Sales grew by 12% in the north.\n";
+    json long_text = question;
+    long_text["document"] = text;
+    const auto cut = post(server->port(), "/v1/chat/completions", long_text);
+    ASSERT_TRUE(cut);
+    ASSERT_EQ(cut->status, 200) << cut->body;
+    const json cut_body = json::parse(cut->body);
+    EXPECT_EQ(cut_body["document"]["pages"], json::array({0}));
+    EXPECT_EQ(cut_body["document"]["pages_in_part"], json::array({0}));
+    EXPECT_EQ(cut_body["document"]["pages_left_out"], json::array());
+    EXPECT_LT(cut_body["usage"]["prompt_tokens"].get<int64_t>(), 4096);
+
     json too_long = asked;
     too_long["max_tokens"] = 4000;  // of the context's 4096
     const auto refused = post(server->port(), "/v1/chat/completions", too_long);

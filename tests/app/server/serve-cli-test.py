@@ -343,6 +343,17 @@ def llama_reasoning(folio_cli, llama_dir, ocr_model_dir):
                   "openai npm: message.reasoning_content is the reference's answer (%s)" % result["whole"])
             check(result["streamed"] == {"content": "", "reasoning": reference["greedy_text"]},
                   "openai npm: the streamed reasoning_content adds up to it (%s)" % result["streamed"])
+            # A plain-text document longer than the context: the paragraphs that fit, counted by the model's
+            # tokenizer, go in, and the body says the page was given in part.
+            ask = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openai-node-ask.cjs")
+            out = subprocess.run(["node", ask, base + "/v1", "r1-distill"], capture_output=True, text=True,
+                                 timeout=300)
+            check(out.returncode == 0, "the openai npm client asks about a long document: " + out.stderr[-2000:])
+            result = json.loads(out.stdout)
+            check(result["document"] == {"pages": [0], "pages_in_part": [0], "pages_left_out": []} and
+                  result["max_model_len"] // 2 < result["prompt_tokens"] < result["max_model_len"] and
+                  result["citations"],
+                  "openai npm: a document longer than the context is given in part, within it (%s)" % result)
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)

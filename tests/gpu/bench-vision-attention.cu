@@ -3,6 +3,7 @@
 // q/k/v in and out. Prints milliseconds a call and TFLOP/s of the attention's products (4 n^2 x 72 a head and
 // an image of n patches).
 //   bench-vision-attention [calls=50]
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,14 +49,18 @@ void run(const Workload& w, int n_calls) {
     double flops = 0.0;
     std::vector<AttentionSpan> spans;
     for (const int64_t patches : w.images) {
-        AttentionSpan s;
-        s.q_row = n;
-        s.n_rows = patches;
-        s.kv_start = n;
-        s.first_visible = patches;
-        s.step = 0;
-        s.max_visible = patches;
-        spans.push_back(s);
+        // An image's rows in spans of at most kFlashTileRows, each seeing all of its keys, as the vision
+        // encoder gives them.
+        for (int64_t row = 0; row < patches; row += folio::kernels::kFlashTileRows) {
+            AttentionSpan s;
+            s.q_row = n + row;
+            s.n_rows = std::min(folio::kernels::kFlashTileRows, patches - row);
+            s.kv_start = n;
+            s.first_visible = patches;
+            s.step = 0;
+            s.max_visible = patches;
+            spans.push_back(s);
+        }
         n += patches;
         flops += 4.0 * static_cast<double>(patches) * static_cast<double>(patches) * kHeadDim * kHeads;
     }

@@ -1,6 +1,7 @@
 #include "app/ask/document-passages.h"
 
 #include <unicode/uchar.h>
+#include <unicode/uscript.h>
 
 #include <algorithm>
 #include <map>
@@ -45,23 +46,51 @@ std::string lower(std::string_view text) {
     return out;
 }
 
-// The words of a question that rank pages: letters or digits, 3 or more, lower case.
+// Whether a character belongs to a script written without spaces between words: Han, kana, Hangul.
+bool is_cjk(UChar32 c) {
+    if (u_hasBinaryProperty(c, UCHAR_IDEOGRAPHIC)) {
+        return true;
+    }
+    UErrorCode status = U_ZERO_ERROR;
+    const UScriptCode script = uscript_getScript(c, &status);
+    return U_SUCCESS(status) &&
+           (script == USCRIPT_HIRAGANA || script == USCRIPT_KATAKANA || script == USCRIPT_HANGUL);
+}
+
+// The words of a question that rank pages, lower case: runs of letters or digits, 3 or more; in scripts
+// written without spaces (Chinese, Japanese, Korean) each pair of neighbouring characters of a run, as
+// search engines index them, since a run is a phrase rather than a word.
 std::set<std::string> question_words(std::string_view question) {
     std::set<std::string> words;
     const std::string text = lower(question);
     std::string word;
     int n = 0;
+    std::vector<std::string_view> run;  // the characters of a run of CJK
     const auto flush = [&] {
         if (n >= 3) {
             words.insert(word);
         }
         word.clear();
         n = 0;
+        for (size_t i = 0; i + 1 < run.size(); ++i) {
+            words.insert(std::string(run[i]) + std::string(run[i + 1]));
+        }
+        run.clear();
     };
     for (size_t pos = 0; pos < text.size();) {
         const CodePoint c = code_point_at(text, pos);
-        if (u_isalnum(static_cast<UChar32>(c.value))) {
-            word.append(text.substr(pos, c.size));
+        const auto u = static_cast<UChar32>(c.value);
+        const std::string_view character = std::string_view(text).substr(pos, c.size);
+        if (is_cjk(u)) {
+            if (n > 0) {
+                flush();
+            }
+            run.push_back(character);
+        } else if (u_isalnum(u)) {
+            if (!run.empty()) {
+                flush();
+            }
+            word.append(character);
             ++n;
         } else {
             flush();

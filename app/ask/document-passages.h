@@ -52,12 +52,12 @@ public:
     const std::vector<Passage>& passages() const { return passages_; }
     const Passage* find(std::string_view ref) const;
 
-    // The document part for a question within token_budget (estimate_tokens): every page where all fit;
-    // otherwise whole pages in order of how many of the question's words (letters or digits, 3 or more, any
-    // case) they hold, ties by page order, while they fit, then in the room left single blocks of the other
-    // pages in the same order, all given in document order with the pages left out and those given in part
-    // named (64 tokens are kept for that note). Empty text where not even one block fits. Each passage's line
-    // and the instructions are counted by count_tokens.
+    // The document part for a question within token_budget, each passage's line and the instructions counted
+    // by count_tokens: every page where all fit; otherwise whole pages in order of how many of the question's
+    // words they hold (any case; runs of 3 or more letters or digits, and in Chinese, Japanese and Korean
+    // each pair of neighbouring characters), ties by page order, while they fit, then in the room left single
+    // blocks of the other pages in the same order, all given in document order with the pages left out and
+    // those given in part named (64 tokens are kept for that note). Empty text where not even one block fits.
     PassageSelection select(std::string_view question, int64_t token_budget,
                             const TokenCounter& count_tokens = estimate_tokens) const;
     // The texts select() counts: each passage's line, then the instructions with the document's frame, for a

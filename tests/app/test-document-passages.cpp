@@ -204,6 +204,34 @@ TEST(DocumentPassages, TheModelsCountsDecideWhatFits) {
     EXPECT_EQ(whole.estimated_tokens, all);
 }
 
+// A question in Chinese ranks pages by the pairs of neighbouring characters it shares with them, since its
+// words are not spaced; mixed with a Latin word, each part counts its own way.
+TEST(DocumentPassages, ChineseQuestionsRankPagesByCharacterPairs) {
+    json pages = json::array();
+    const std::vector<std::string> texts = {
+        "本章介绍设备的安装步骤和注意事项，安装前请阅读全部说明。",
+        "水泵的保修期为两年，自购买之日起计算，保修范围不包括人为损坏。",
+        "附录列出常见问题与联系方式，如有疑问请致电客服中心。",
+    };
+    for (const std::string& text : texts) {
+        pages.push_back({{"parsing_res_list", json::array({{{"block_content", text}, {"block_id", 0}}})}});
+    }
+    const DocumentPassages doc = DocumentPassages::from_ocr_json(pages, "document");
+    int64_t lines = 0;
+    for (const Passage& p : doc.passages()) {
+        lines += estimate_tokens("[" + p.ref + "] " + p.text + "\n");
+    }
+    const int64_t frame = doc.select("", 1 << 20).estimated_tokens - lines;
+    // Room for one page.
+    const int64_t budget = frame + 64 + estimate_tokens("[p2.b1] " + texts[1] + "\n") + 2;
+    const PassageSelection warranty = doc.select("水泵的保修期是多久？", budget);
+    EXPECT_EQ(warranty.pages, std::vector<int>{1}) << warranty.text;
+    const PassageSelection contact = doc.select("客服的联系方式是什么？", budget);
+    EXPECT_EQ(contact.pages, std::vector<int>{2}) << contact.text;
+    const PassageSelection mixed = doc.select("When is the 客服中心 open?", budget);
+    EXPECT_EQ(mixed.pages, std::vector<int>{2}) << mixed.text;
+}
+
 TEST(DocumentPassages, CitationsAreByteSpansOfTheAnswer) {
     const DocumentPassages d = DocumentPassages::from_ocr_json(ocr_document(), "document");
     const std::string answer = "Ventes \xC3\xA0 40 [P2.B1; p1.b2] et [p7.b1], pas [p1].";

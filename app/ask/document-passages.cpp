@@ -193,7 +193,8 @@ std::vector<std::string> DocumentPassages::texts_to_count() const {
 
 PassageSelection DocumentPassages::select(std::string_view question, int64_t token_budget,
                                           const TokenCounter& count_tokens) const {
-    // Each passage as the prompt has it, its tokens and its score; each page's the sums of its passages'.
+    // Each passage as the prompt has it, its tokens and its score; each page's tokens and score, the sums of
+    // its passages'.
     struct Scored {
         std::string text;
         int64_t tokens = 0;
@@ -221,13 +222,11 @@ PassageSelection DocumentPassages::select(std::string_view question, int64_t tok
         on_page[p.page].push_back(i);
     }
     for (const auto& [index, members] : on_page) {
-        std::string text;
-        int64_t tokens = 0;
+        Scored& page = pages[index];
         for (const size_t i : members) {
-            text += blocks[i].text;
-            tokens += blocks[i].tokens;
+            page.tokens += blocks[i].tokens;
+            page.score += blocks[i].score;
         }
-        pages[index] = scored(std::move(text), tokens);
     }
     const int64_t fixed = count_tokens(frame_text()) + kNoteTokens;
     int64_t all = fixed;

@@ -110,7 +110,19 @@ size_t count(std::string_view text, std::string_view word) {
     return n;
 }
 
-// Runs of pages as ranges, numbered from 1: "4-9, 12".
+std::string trimmed(std::string_view s) {
+    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+    while (!s.empty() && space(s.front())) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && space(s.back())) {
+        s.remove_suffix(1);
+    }
+    return std::string(s);
+}
+
+}  // namespace
+
 std::string page_list(const std::vector<int>& pages) {
     std::string out;
     for (size_t i = 0; i < pages.size();) {
@@ -131,18 +143,14 @@ std::string page_list(const std::vector<int>& pages) {
     return out;
 }
 
-std::string trimmed(std::string_view s) {
-    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
-    while (!s.empty() && space(s.front())) {
-        s.remove_prefix(1);
+int64_t document_budget(const std::vector<std::string>& messages, int64_t context_len, int64_t answer_room,
+                        const TokenCounter& count_tokens) {
+    int64_t conversation = 256;  // the template's own tokens
+    for (const std::string& message : messages) {
+        conversation += count_tokens(message) + 8;
     }
-    while (!s.empty() && space(s.back())) {
-        s.remove_suffix(1);
-    }
-    return std::string(s);
+    return context_len - answer_room - conversation;
 }
-
-}  // namespace
 
 int64_t estimate_tokens(std::string_view text) {
     return (static_cast<int64_t>(text.size()) + 2) / 3;

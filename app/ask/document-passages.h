@@ -37,6 +37,14 @@ int64_t estimate_tokens(std::string_view text);
 // The tokens a text takes, by the model's tokenizer or estimate_tokens.
 using TokenCounter = std::function<int64_t(std::string_view)>;
 
+// The tokens a document may take in a chat: the context less the messages (each counted, with 8 tokens of
+// markup a message and 256 for the template's own text) and the room kept for the answer.
+int64_t document_budget(const std::vector<std::string>& messages, int64_t context_len, int64_t answer_room,
+                        const TokenCounter& count_tokens);
+
+// Pages from 0 as a reader numbers them, in runs: "1-3, 7".
+std::string page_list(const std::vector<int>& pages);
+
 // A counter that answers from counts made ahead (the model's tokenizer over texts, count a text) and
 // estimates any other text.
 TokenCounter counted_tokens(const std::vector<std::string>& texts, const std::vector<int64_t>& counts);

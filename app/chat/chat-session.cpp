@@ -223,18 +223,16 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     }
     if (fromDocument) {
         const int64_t context_len = service_.limits(model).max_model_len;
+        std::vector<std::string> messages;
+        for (const ChatTurn& turn : turns) {
+            messages.push_back(turn.text.toStdString());
+        }
         std::vector<std::string> texts = context->textsToCount();
-        for (const ChatTurn& turn : turns) {
-            texts.push_back(turn.text.toStdString());
-        }
+        texts.insert(texts.end(), messages.begin(), messages.end());
         const TokenCounter count = tokenCounter(model, texts);
-        int64_t conversation = 256;  // the template's own tokens
-        for (const ChatTurn& turn : turns) {
-            conversation += count(turn.text.toStdString()) + 8;
-        }
         const int64_t answerRoom = std::min<int64_t>(maxNewTokens_, context_len / 4);
         const DocumentSelection selection =
-            context->select(question.text, context_len - answerRoom - conversation, count);
+            context->select(question.text, document_budget(messages, context_len, answerRoom, count), count);
         if (selection.text.isEmpty()) {
             // Only the question: a longer context is the one way; otherwise the earlier turns take room too.
             Q_EMIT failed(turns.size() == 1

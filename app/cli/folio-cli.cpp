@@ -12,6 +12,7 @@
 
 #include "app/cli/bench.h"
 #include "app/cli/cli-service.h"
+#include "app/cli/document-prompt.h"
 #include "app/cli/layout-command.h"
 #include "app/cli/messages-file.h"
 #include "app/cli/model-command.h"
@@ -38,7 +39,7 @@ constexpr const char* kUsage = R"(usage:
                      [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]
                      [--repetition-penalty R] [--seed S] [--stop TEXT ...] [--device cpu|cuda[:N]]
                      [--threads N] [--chat-template-kwargs JSON] [--no-generation-prompt] [--ids]
-                     [engine options]
+                     [--document FILE] [engine options]
   folio-cli generate --model DIR|ORG/NAME --messages FILE.json [--messages FILE.json ...] [the same options]
       Each --prompt is one user turn through the model's chat template, with the images (PaddleOCR-VL's
       task prompts: "OCR:", "Table Recognition:", "Formula Recognition:", "Chart Recognition:"). One
@@ -58,6 +59,12 @@ constexpr const char* kUsage = R"(usage:
       is refused. Sampling flags left out take the model folder's generation_config.json values
       (--generation-config vllm: greedy decoding). --model takes a
       model folder, or a Hub repository already downloaded (folio-cli model pull).
+      --document FILE asks each request about a document: the JSON folio-cli ocr wrote (NAME.json) or a
+      text file (a paragraph a block). Its blocks open the first user message behind references such as
+      [p3.b5], and the model is asked to cite them; a document longer than the context gives the whole
+      pages holding most of the prompt's words, then single blocks ranked the same way (counted by the
+      model's tokenizer, beside --max-tokens or a quarter of the context). After each answer a line on
+      stderr names the pages given and the blocks the answer cites, with their page and block id.
 )";
 
 // The requests --prompt (with --image) or --messages give, as chats.
@@ -125,7 +132,7 @@ int run_generate(const Options& opt) {
     opt.allow(with_engine_flags({"--model", "--device", "--image", "--prompt", "--messages", "--max-tokens",
                                  "--temperature", "--top-k", "--top-p", "--repetition-penalty", "--seed",
                                  "--threads", "--stop", "--chat-template-kwargs", "--no-generation-prompt",
-                                 "--ids"}));
+                                 "--ids", "--document"}));
     const std::filesystem::path model_dir = resolve_model_option(opt.text("--model"), opt.has("--tokenizer"));
     folio::GenerationOptions options;
     if (opt.has("--max-tokens")) {
@@ -148,9 +155,22 @@ int run_generate(const Options& opt) {
     const std::vector<std::string> names =
         opt.has("--messages") ? opt.all("--messages") : opt.all("--prompt");
     const bool ids = opt.has("--ids");
+    // Ask the document: read before the model loads, so that a bad file costs no loading.
+    std::optional<folio::DocumentPassages> document;
+    const std::filesystem::path document_file =
+        opt.has("--document") ? opt.text("--document") : std::string();
+    if (opt.has("--document")) {
+        document = load_document(document_file);
+    }
 
     folio::EngineService service;
     load_service(service, opt, model_dir, engine_options);
+    std::vector<folio::PassageSelection> selections;
+    if (document) {
+        for (folio::Chat& chat : chats) {
+            selections.push_back(add_document(chat, *document, document_file, service, options.max_tokens));
+        }
+    }
     const auto start = std::chrono::steady_clock::now();
     std::vector<folio::RequestHandle> handles;
     for (folio::Chat& chat : chats) {
@@ -193,6 +213,10 @@ int run_generate(const Options& opt) {
         std::cerr << "folio-cli: request " << r << ": " << tokens.size() << " tokens ("
                   << folio::finish_reason_name(finish) << "), prompt " << handles[r].n_prompt_tokens()
                   << " tokens\n";
+        if (document) {
+            std::cerr << "folio-cli: request " << r << ": " << describe_answer(text, *document, selections[r])
+                      << "\n";
+        }
     }
     const double seconds = seconds_since(start);
     const folio::EngineStats stats = service.stats().engine;

@@ -191,19 +191,16 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
         if (request.document) {
             const int64_t context = service.limits().max_model_len;
             // The passages and the messages counted by the model's tokenizer.
+            std::vector<std::string> messages;
+            for (const ChatTurn& turn : request.messages) {
+                messages.push_back(turn.text);
+            }
             std::vector<std::string> texts = request.document->texts_to_count();
-            for (const ChatTurn& turn : request.messages) {
-                texts.push_back(turn.text);
-            }
-            const std::vector<int64_t> counts = service.count_tokens({}, texts);
-            const TokenCounter count = counted_tokens(texts, counts);
-            int64_t conversation = 256;  // the template's own tokens
-            for (const ChatTurn& turn : request.messages) {
-                conversation += count(turn.text) + 8;
-            }
+            texts.insert(texts.end(), messages.begin(), messages.end());
+            const TokenCounter count = counted_tokens(texts, service.count_tokens({}, texts));
             const int64_t answer = generation.max_tokens.value_or(context / 4);
             const PassageSelection selection = request.document->select(
-                request.messages.back().text, context - answer - conversation, count);
+                request.messages.back().text, document_budget(messages, context, answer, count), count);
             if (selection.text.empty()) {
                 bad_request("not even one block of the document fits in the context of " +
                                 std::to_string(context) + " tokens beside the messages and max_tokens " +

@@ -36,9 +36,12 @@ ChatSession::ChatSession(EngineService& service, QObject* parent)
     : QObject(parent), service_(service), relay_(std::make_shared<Relay>()) {
     qRegisterMetaType<folio::ChatTurn::State>();
     relay_->target = this;
+    counter_.setMaxThreadCount(1);
 }
 
 ChatSession::~ChatSession() {
+    counter_.clear();
+    counter_.waitForDone();  // its counts ask the service
     {
         std::lock_guard lock(relay_->mutex);
         relay_->target = nullptr;
@@ -296,36 +299,90 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     return true;
 }
 
+namespace {
+
+// Counts kept for one model, and not without bound: a long session of many documents starts again.
+constexpr size_t kMaxCounts = 100000;
+
+}  // namespace
+
+std::string ChatSession::countingModel() const {
+    const std::optional<ModelDescription> answering = answeringModel();
+    return answering && answering->role == ModelRole::Chat ? answering->name : std::string();
+}
+
 TokenCounter ChatSession::tokenCounter(const std::string& model, const std::vector<std::string>& texts) {
-    // Counts kept for one model, and not without bound: a long session of many documents starts again.
-    constexpr size_t kMaxCounts = 100000;
-    if (model != countedModel_ || tokenCounts_.size() > kMaxCounts) {
-        tokenCounts_.clear();
-        countedModel_ = model;
-    }
+    counter_.waitForDone();  // a count made ahead finishes rather than being made twice
     std::vector<std::string> missing;
-    for (const std::string& text : texts) {
-        if (tokenCounts_.emplace(text, -1).second) {
-            missing.push_back(text);
+    {
+        const std::lock_guard lock(tokenCounts_->mutex);
+        if (model != tokenCounts_->model || tokenCounts_->counts.size() > kMaxCounts) {
+            tokenCounts_->counts.clear();
+            tokenCounts_->model = model;
+        }
+        for (const std::string& text : texts) {
+            if (!tokenCounts_->counts.count(text)) {
+                missing.push_back(text);
+            }
         }
     }
     if (!missing.empty()) {
         try {
             const std::vector<int64_t> counts = service_.count_tokens(model, missing);
-            for (size_t i = 0; i < missing.size() && i < counts.size(); ++i) {
-                tokenCounts_[missing[i]] = counts[i];
+            const std::lock_guard lock(tokenCounts_->mutex);
+            for (size_t i = 0; i < missing.size() && i < counts.size() && tokenCounts_->model == model; ++i) {
+                tokenCounts_->counts[missing[i]] = counts[i];
             }
         } catch (const Error&) {
             // A model without a tokenizer of its own: estimates.
-            for (const std::string& text : missing) {
-                tokenCounts_.erase(text);
+        }
+    }
+    return [store = tokenCounts_, model](std::string_view text) {
+        const std::lock_guard lock(store->mutex);
+        const auto it = store->model == model ? store->counts.find(std::string(text)) : store->counts.end();
+        return it == store->counts.end() ? estimate_tokens(text) : it->second;
+    };
+}
+
+void ChatSession::countDocumentAhead(const std::shared_ptr<const DocumentContext>& context) {
+    if (!context || context->empty() || service_.status().state != ServiceState::Ready) {
+        return;
+    }
+    const std::string model = countingModel();
+    std::vector<std::string> texts;
+    {
+        const std::lock_guard lock(tokenCounts_->mutex);
+        const bool sameModel = model == tokenCounts_->model;
+        for (std::string& text : context->textsToCount()) {
+            if (!sameModel || !tokenCounts_->counts.count(text)) {
+                texts.push_back(std::move(text));
             }
         }
     }
-    return [counts = &tokenCounts_](std::string_view text) {
-        const auto it = counts->find(std::string(text));
-        return it == counts->end() || it->second < 0 ? estimate_tokens(text) : it->second;
-    };
+    if (texts.empty()) {
+        return;
+    }
+    counter_.start([service = &service_, store = tokenCounts_, model, texts = std::move(texts)] {
+        std::vector<int64_t> counts;
+        try {
+            counts = service->count_tokens(model, texts);
+        } catch (const Error&) {
+            return;  // unloaded meanwhile, or no tokenizer: the question estimates or counts then
+        }
+        const std::lock_guard lock(store->mutex);
+        if (store->model != model) {
+            store->counts.clear();
+            store->model = model;
+        }
+        for (size_t i = 0; i < texts.size() && i < counts.size(); ++i) {
+            store->counts[texts[i]] = counts[i];
+        }
+    });
+}
+
+int64_t ChatSession::countedTexts() const {
+    const std::lock_guard lock(tokenCounts_->mutex);
+    return static_cast<int64_t>(tokenCounts_->counts.size());
 }
 
 void ChatSession::stop() {

@@ -11,8 +11,10 @@
 #include <QList>
 #include <QObject>
 #include <QString>
+#include <QThreadPool>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -46,6 +48,12 @@ public:
     const QHash<QString, QList<ChatTurn>>& histories() const { return histories_; }
     // A conversation read back for a document that has none yet.
     void restoreHistory(const QString& key, const QList<ChatTurn>& turns);
+
+    // Counts the document's passages in the answering model's tokenizer in the background, so that the first
+    // question about it does not wait for them (the panel calls it when Ask the document is switched on).
+    void countDocumentAhead(const std::shared_ptr<const DocumentContext>& context);
+    // Texts whose tokens are known (tests).
+    int64_t countedTexts() const;
 
     // Sends a question with its images and videos; false (and failed() emitted) when the engine is not ready,
     // another answer is under way, or images or videos go to a model that does not take them.
@@ -118,6 +126,8 @@ private:
     // now, so that a document's passages are counted once rather than at every question. Estimates where
     // the model cannot count.
     TokenCounter tokenCounter(const std::string& model, const std::vector<std::string>& texts);
+    // The model whose tokenizer counts the questions' documents: the chat model's name, or "" (the first).
+    std::string countingModel() const;
 
     EngineService& service_;
     std::shared_ptr<Relay> relay_;
@@ -125,8 +135,14 @@ private:
     QHash<QString, std::shared_ptr<const DocumentContext>> contexts_;
     QString document_;
     std::optional<Active> active_;
-    std::unordered_map<std::string, int64_t> tokenCounts_;  // of texts in countedModel_'s tokenizer
-    std::string countedModel_;
+    // Texts counted in one model's tokenizer, shared with the counts made ahead on counter_.
+    struct TokenCounts {
+        std::mutex mutex;
+        std::string model;
+        std::unordered_map<std::string, int64_t> counts;
+    };
+    std::shared_ptr<TokenCounts> tokenCounts_ = std::make_shared<TokenCounts>();
+    QThreadPool counter_;  // one thread; the destructor waits for it
     int64_t maxNewTokens_ = 2048;
     std::mt19937_64 seeds_{std::random_device{}()};  // one seed per answer, for sampling models
 };

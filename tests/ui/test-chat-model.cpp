@@ -518,6 +518,17 @@ private Q_SLOTS:
         QVERIFY2(
             view.statusText().contains(QStringLiteral("of pages 1 only the blocks nearest the question")),
             qPrintable(view.statusText()));
+        // The passages and the frame were counted once, in the chat model's tokenizer; a panel counts them
+        // ahead, in the background, when its switch goes on.
+        const auto nCounted = static_cast<int64_t>(context->textsToCount().size());
+        QVERIFY(session.countedTexts() >= nCounted);
+        {
+            ChatPanel panel(withChat_);
+            panel.setDocumentContextProvider([context] { return context; });
+            QCOMPARE(panel.session()->countedTexts(), 0);
+            panel.askDocumentButton()->setChecked(true);
+            QTRY_COMPARE_WITH_TIMEOUT(panel.session()->countedTexts(), nCounted, 30000);
+        }
 
         session.setMaxNewTokens(contextLen);  // the answer's room: a quarter of the context
         QSignalSpy failed(&session, &ChatSession::failed);

@@ -119,6 +119,12 @@ ChatPanel::ChatPanel(EngineService& service, QWidget* parent)
     askDocument_->setIcon(QIcon::fromTheme(QStringLiteral("document-preview")));
     askDocument_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     askDocument_->setEnabled(false);
+    // Switched on, the document's passages are counted in the model's tokenizer while the question is typed.
+    connect(askDocument_, &QToolButton::toggled, this, [this](bool on) {
+        if (on && contextProvider_ && !session_->chatModel().isEmpty()) {
+            session_->countDocumentAhead(contextProvider_());
+        }
+    });
     auto* actions = new QHBoxLayout;
     actions->addWidget(attachButton_);
     actions->addWidget(askDocument_);

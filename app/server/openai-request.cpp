@@ -197,7 +197,13 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
             }
             std::vector<std::string> texts = request.document->texts_to_count();
             texts.insert(texts.end(), messages.begin(), messages.end());
-            const TokenCounter count = counted_tokens(texts, service.count_tokens({}, texts));
+            std::vector<int64_t> counts;
+            try {
+                counts = service.count_tokens({}, texts);
+            } catch (const Error& e) {
+                throw ApiError(503, "server_error", std::string("the model is not ready: ") + e.what());
+            }
+            const TokenCounter count = counted_tokens(texts, counts);
             const int64_t answer = generation.max_tokens.value_or(context / 4);
             const PassageSelection selection = request.document->select(
                 request.messages.back().text, document_budget(messages, context, answer, count), count);

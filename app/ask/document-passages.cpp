@@ -143,15 +143,6 @@ std::string page_list(const std::vector<int>& pages) {
     return out;
 }
 
-int64_t document_budget(const std::vector<std::string>& messages, int64_t context_len, int64_t answer_room,
-                        const TokenCounter& count_tokens) {
-    int64_t conversation = 256;  // the template's own tokens
-    for (const std::string& message : messages) {
-        conversation += count_tokens(message) + 8;
-    }
-    return context_len - answer_room - conversation;
-}
-
 int64_t estimate_tokens(std::string_view text) {
     return (static_cast<int64_t>(text.size()) + 2) / 3;
 }
@@ -189,6 +180,19 @@ TokenCounter counted_tokens(const std::vector<std::string>& texts, const std::ve
     };
 }
 
+PassageSelection DocumentPassages::select_for_chat(const std::vector<std::string>& messages,
+                                                   int64_t context_len, int64_t answer_room,
+                                                   const TextsCounter& count_texts) const {
+    std::vector<std::string> texts = texts_to_count();
+    texts.insert(texts.end(), messages.begin(), messages.end());
+    const TokenCounter count = counted_tokens(texts, count_texts(texts));
+    int64_t budget = context_len - answer_room - 256;  // the template's own tokens
+    for (const std::string& message : messages) {
+        budget -= count(message) + 8;
+    }
+    return select(messages.empty() ? std::string_view() : std::string_view(messages.back()), budget, count);
+}
+
 std::vector<std::string> DocumentPassages::texts_to_count() const {
     std::vector<std::string> texts;
     texts.reserve(passages_.size() + 1);
@@ -201,40 +205,30 @@ std::vector<std::string> DocumentPassages::texts_to_count() const {
 
 PassageSelection DocumentPassages::select(std::string_view question, int64_t token_budget,
                                           const TokenCounter& count_tokens) const {
-    // Each passage as the prompt has it, its tokens and its score; each page's tokens and score, the sums of
-    // its passages'.
+    // A passage's or a page's tokens and score (how often the question's words occur in it); a page's are
+    // the sums of its passages'.
     struct Scored {
-        std::string text;
         int64_t tokens = 0;
         size_t score = 0;
     };
     const std::set<std::string> words = question_words(question);
-    const auto scored = [&](std::string text, int64_t tokens) {
-        Scored s;
-        s.tokens = tokens;
-        const std::string folded = lower(text);
-        for (const std::string& w : words) {
-            s.score += count(folded, w);
-        }
-        s.text = std::move(text);
-        return s;
-    };
+    std::vector<std::string> lines;  // each passage as the prompt has it
     std::vector<Scored> blocks;
     std::map<int, Scored> pages;
     std::map<int, std::vector<size_t>> on_page;  // each page's passages, in order
     for (size_t i = 0; i < passages_.size(); ++i) {
         const Passage& p = passages_[i];
-        std::string line = passage_line(p);
-        const int64_t tokens = count_tokens(line);
-        blocks.push_back(scored(std::move(line), tokens));
-        on_page[p.page].push_back(i);
-    }
-    for (const auto& [index, members] : on_page) {
-        Scored& page = pages[index];
-        for (const size_t i : members) {
-            page.tokens += blocks[i].tokens;
-            page.score += blocks[i].score;
+        Scored& block = blocks.emplace_back();
+        lines.push_back(passage_line(p));
+        block.tokens = count_tokens(lines.back());
+        const std::string folded = lower(lines.back());
+        for (const std::string& w : words) {
+            block.score += count(folded, w);
         }
+        Scored& page = pages[p.page];
+        page.tokens += block.tokens;
+        page.score += block.score;
+        on_page[p.page].push_back(i);
     }
     const int64_t fixed = count_tokens(frame_text()) + kNoteTokens;
     int64_t all = fixed;
@@ -281,7 +275,7 @@ PassageSelection DocumentPassages::select(std::string_view question, int64_t tok
         size_t n_given = 0;
         for (const size_t i : members) {
             if (in_whole || given[i]) {
-                text += blocks[i].text;
+                text += lines[i];
                 ++n_given;
             }
         }

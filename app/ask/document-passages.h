@@ -37,10 +37,9 @@ int64_t estimate_tokens(std::string_view text);
 // The tokens a text takes, by the model's tokenizer or estimate_tokens.
 using TokenCounter = std::function<int64_t(std::string_view)>;
 
-// The tokens a document may take in a chat: the context less the messages (each counted, with 8 tokens of
-// markup a message and 256 for the template's own text) and the room kept for the answer.
-int64_t document_budget(const std::vector<std::string>& messages, int64_t context_len, int64_t answer_room,
-                        const TokenCounter& count_tokens);
+// The tokens each of texts takes in the model's tokenizer, in order (EngineService::count_tokens, or counts
+// kept of it).
+using TextsCounter = std::function<std::vector<int64_t>(const std::vector<std::string>&)>;
 
 // Pages from 0 as a reader numbers them, in runs: "1-3, 7".
 std::string page_list(const std::vector<int>& pages);
@@ -68,6 +67,11 @@ public:
     // those given in part named (64 tokens are kept for that note). Empty text where not even one block fits.
     PassageSelection select(std::string_view question, int64_t token_budget,
                             const TokenCounter& count_tokens = estimate_tokens) const;
+    // The document part for a chat's next answer, select() for its last message: the passages and the
+    // messages counted together by count_texts, within the context less the messages (8 tokens of markup
+    // each, 256 for the template's own text) and the room kept for the answer.
+    PassageSelection select_for_chat(const std::vector<std::string>& messages, int64_t context_len,
+                                     int64_t answer_room, const TextsCounter& count_texts) const;
     // The texts select() counts: each passage's line, then the instructions with the document's frame, for a
     // caller to count them with the model's tokenizer in one go (counted_tokens).
     std::vector<std::string> texts_to_count() const;

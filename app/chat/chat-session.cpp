@@ -230,12 +230,10 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
         for (const ChatTurn& turn : turns) {
             messages.push_back(turn.text.toStdString());
         }
-        std::vector<std::string> texts = context->textsToCount();
-        texts.insert(texts.end(), messages.begin(), messages.end());
-        const TokenCounter count = tokenCounter(model, texts);
         const int64_t answerRoom = std::min<int64_t>(maxNewTokens_, context_len / 4);
-        const DocumentSelection selection =
-            context->select(question.text, document_budget(messages, context_len, answerRoom, count), count);
+        const DocumentSelection selection = context->selectForChat(
+            messages, context_len, answerRoom,
+            [this, &model](const std::vector<std::string>& texts) { return countTexts(model, texts); });
         if (selection.text.isEmpty()) {
             // Only the question: a longer context is the one way; otherwise the earlier turns take room too.
             Q_EMIT failed(turns.size() == 1
@@ -299,49 +297,65 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     return true;
 }
 
-namespace {
+std::vector<std::string> ChatSession::TokenCounts::missing(const std::string& model,
+                                                           const std::vector<std::string>& texts) {
+    // Counts kept for one model, and not without bound: a long session of many documents starts again.
+    constexpr size_t kMaxCounts = 100000;
+    const std::lock_guard lock(mutex_);
+    if (model != model_ || counts_.size() > kMaxCounts) {
+        counts_.clear();
+        model_ = model;
+    }
+    std::vector<std::string> out;
+    for (const std::string& text : texts) {
+        if (!counts_.count(text)) {
+            out.push_back(text);
+        }
+    }
+    return out;
+}
 
-// Counts kept for one model, and not without bound: a long session of many documents starts again.
-constexpr size_t kMaxCounts = 100000;
+void ChatSession::TokenCounts::add(const std::string& model, const std::vector<std::string>& texts,
+                                   const std::vector<int64_t>& counts) {
+    const std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < texts.size() && i < counts.size() && model == model_; ++i) {
+        counts_[texts[i]] = counts[i];
+    }
+}
 
-}  // namespace
+std::vector<int64_t> ChatSession::TokenCounts::of(const std::string& model,
+                                                  const std::vector<std::string>& texts) const {
+    const std::lock_guard lock(mutex_);
+    std::vector<int64_t> out;
+    for (const std::string& text : texts) {
+        const auto it = model == model_ ? counts_.find(text) : counts_.end();
+        out.push_back(it == counts_.end() ? estimate_tokens(text) : it->second);
+    }
+    return out;
+}
+
+int64_t ChatSession::TokenCounts::size() const {
+    const std::lock_guard lock(mutex_);
+    return static_cast<int64_t>(counts_.size());
+}
 
 std::string ChatSession::countingModel() const {
     const std::optional<ModelDescription> answering = answeringModel();
     return answering && answering->role == ModelRole::Chat ? answering->name : std::string();
 }
 
-TokenCounter ChatSession::tokenCounter(const std::string& model, const std::vector<std::string>& texts) {
+std::vector<int64_t> ChatSession::countTexts(const std::string& model,
+                                             const std::vector<std::string>& texts) {
     counter_.waitForDone();  // a count made ahead finishes rather than being made twice
-    std::vector<std::string> missing;
-    {
-        const std::lock_guard lock(tokenCounts_->mutex);
-        if (model != tokenCounts_->model || tokenCounts_->counts.size() > kMaxCounts) {
-            tokenCounts_->counts.clear();
-            tokenCounts_->model = model;
-        }
-        for (const std::string& text : texts) {
-            if (!tokenCounts_->counts.count(text)) {
-                missing.push_back(text);
-            }
-        }
-    }
+    const std::vector<std::string> missing = tokenCounts_->missing(model, texts);
     if (!missing.empty()) {
         try {
-            const std::vector<int64_t> counts = service_.count_tokens(model, missing);
-            const std::lock_guard lock(tokenCounts_->mutex);
-            for (size_t i = 0; i < missing.size() && i < counts.size() && tokenCounts_->model == model; ++i) {
-                tokenCounts_->counts[missing[i]] = counts[i];
-            }
+            tokenCounts_->add(model, missing, service_.count_tokens(model, missing));
         } catch (const Error&) {
             // A model without a tokenizer of its own: estimates.
         }
     }
-    return [store = tokenCounts_, model](std::string_view text) {
-        const std::lock_guard lock(store->mutex);
-        const auto it = store->model == model ? store->counts.find(std::string(text)) : store->counts.end();
-        return it == store->counts.end() ? estimate_tokens(text) : it->second;
-    };
+    return tokenCounts_->of(model, texts);
 }
 
 void ChatSession::countDocumentAhead(const std::shared_ptr<const DocumentContext>& context) {
@@ -349,40 +363,21 @@ void ChatSession::countDocumentAhead(const std::shared_ptr<const DocumentContext
         return;
     }
     const std::string model = countingModel();
-    std::vector<std::string> texts;
-    {
-        const std::lock_guard lock(tokenCounts_->mutex);
-        const bool sameModel = model == tokenCounts_->model;
-        for (std::string& text : context->textsToCount()) {
-            if (!sameModel || !tokenCounts_->counts.count(text)) {
-                texts.push_back(std::move(text));
-            }
-        }
-    }
+    std::vector<std::string> texts = tokenCounts_->missing(model, context->textsToCount());
     if (texts.empty()) {
         return;
     }
     counter_.start([service = &service_, store = tokenCounts_, model, texts = std::move(texts)] {
-        std::vector<int64_t> counts;
         try {
-            counts = service->count_tokens(model, texts);
+            store->add(model, texts, service->count_tokens(model, texts));
         } catch (const Error&) {
-            return;  // unloaded meanwhile, or no tokenizer: the question estimates or counts then
-        }
-        const std::lock_guard lock(store->mutex);
-        if (store->model != model) {
-            store->counts.clear();
-            store->model = model;
-        }
-        for (size_t i = 0; i < texts.size() && i < counts.size(); ++i) {
-            store->counts[texts[i]] = counts[i];
+            // Unloaded meanwhile, or no tokenizer: the question estimates or counts then.
         }
     });
 }
 
 int64_t ChatSession::countedTexts() const {
-    const std::lock_guard lock(tokenCounts_->mutex);
-    return static_cast<int64_t>(tokenCounts_->counts.size());
+    return tokenCounts_->size();
 }
 
 void ChatSession::stop() {

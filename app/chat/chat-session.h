@@ -122,10 +122,10 @@ private:
     std::optional<ModelDescription> answeringModel() const;
     Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages, bool takesVideo,
                    const QString& documentPart) const;
-    // A counter of tokens in the model's tokenizer that knows texts: those not counted before are counted
-    // now, so that a document's passages are counted once rather than at every question. Estimates where
-    // the model cannot count.
-    TokenCounter tokenCounter(const std::string& model, const std::vector<std::string>& texts);
+    // The tokens each text takes in the model's tokenizer: those not counted before are counted now, so that
+    // a document's passages are counted once rather than at every question. Estimates where the model cannot
+    // count.
+    std::vector<int64_t> countTexts(const std::string& model, const std::vector<std::string>& texts);
     // The model whose tokenizer counts the questions' documents: the chat model's name, or "" (the first).
     std::string countingModel() const;
 
@@ -136,10 +136,22 @@ private:
     QString document_;
     std::optional<Active> active_;
     // Texts counted in one model's tokenizer, shared with the counts made ahead on counter_.
-    struct TokenCounts {
-        std::mutex mutex;
-        std::string model;
-        std::unordered_map<std::string, int64_t> counts;
+    class TokenCounts {
+    public:
+        // The texts not yet counted in model's tokenizer; another model's counts are dropped first, and all
+        // of them once they grow past a bound.
+        std::vector<std::string> missing(const std::string& model, const std::vector<std::string>& texts);
+        // Keeps the counts of texts made in model's tokenizer, unless the store went to another model since.
+        void add(const std::string& model, const std::vector<std::string>& texts,
+                 const std::vector<int64_t>& counts);
+        // Each text's count, estimate_tokens where none is kept.
+        std::vector<int64_t> of(const std::string& model, const std::vector<std::string>& texts) const;
+        int64_t size() const;
+
+    private:
+        mutable std::mutex mutex_;
+        std::string model_;
+        std::unordered_map<std::string, int64_t> counts_;
     };
     std::shared_ptr<TokenCounts> tokenCounts_ = std::make_shared<TokenCounts>();
     QThreadPool counter_;  // one thread; the destructor waits for it

@@ -31,9 +31,9 @@ const DocumentPassage* DocumentContext::find(const QString& ref) const {
     return it == passages_.end() ? nullptr : &*it;
 }
 
-DocumentSelection DocumentContext::select(const QString& question, int64_t tokenBudget,
-                                          const TokenCounter& countTokens) const {
-    const PassageSelection chosen = core_.select(question.toStdString(), tokenBudget, countTokens);
+namespace {
+
+DocumentSelection selectionOf(const PassageSelection& chosen) {
     DocumentSelection selection;
     selection.text = QString::fromStdString(chosen.text);
     selection.pages = QList<int>(chosen.pages.begin(), chosen.pages.end());
@@ -41,6 +41,18 @@ DocumentSelection DocumentContext::select(const QString& question, int64_t token
     selection.leftOut = QList<int>(chosen.left_out.begin(), chosen.left_out.end());
     selection.estimatedTokens = chosen.estimated_tokens;
     return selection;
+}
+
+}  // namespace
+
+DocumentSelection DocumentContext::select(const QString& question, int64_t tokenBudget,
+                                          const TokenCounter& countTokens) const {
+    return selectionOf(core_.select(question.toStdString(), tokenBudget, countTokens));
+}
+
+DocumentSelection DocumentContext::selectForChat(const std::vector<std::string>& turns, int64_t contextLen,
+                                                 int64_t answerRoom, const TextsCounter& countTexts) const {
+    return selectionOf(core_.select_for_chat(turns, contextLen, answerRoom, countTexts));
 }
 
 QList<CitationSpan> findCitations(const QString& answer, const DocumentContext& context) {

@@ -53,12 +53,10 @@ PassageSelection add_document(Chat& chat, const DocumentPassages& document, cons
     for (const ChatMessage& m : chat.messages) {
         messages.push_back(m.text);
     }
-    std::vector<std::string> texts = document.texts_to_count();
-    texts.insert(texts.end(), messages.begin(), messages.end());
-    const TokenCounter count = counted_tokens(texts, service.count_tokens({}, texts));
     const int64_t answer = max_tokens.value_or(context / 4);
-    PassageSelection selection =
-        document.select(chat.messages.back().text, document_budget(messages, context, answer, count), count);
+    PassageSelection selection = document.select_for_chat(
+        messages, context, answer,
+        [&service](const std::vector<std::string>& texts) { return service.count_tokens({}, texts); });
     if (selection.text.empty()) {
         fail("--document ", file.string(), ": not even one block fits in the model's context of ", context,
              " tokens beside the prompt and ", answer,

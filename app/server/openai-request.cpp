@@ -195,18 +195,16 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
             for (const ChatTurn& turn : request.messages) {
                 messages.push_back(turn.text);
             }
-            std::vector<std::string> texts = request.document->texts_to_count();
-            texts.insert(texts.end(), messages.begin(), messages.end());
-            std::vector<int64_t> counts;
-            try {
-                counts = service.count_tokens({}, texts);
-            } catch (const Error& e) {
-                throw ApiError(503, "server_error", std::string("the model is not ready: ") + e.what());
-            }
-            const TokenCounter count = counted_tokens(texts, counts);
             const int64_t answer = generation.max_tokens.value_or(context / 4);
-            const PassageSelection selection = request.document->select(
-                request.messages.back().text, document_budget(messages, context, answer, count), count);
+            const PassageSelection selection = request.document->select_for_chat(
+                messages, context, answer, [this](const std::vector<std::string>& texts) {
+                    try {
+                        return service.count_tokens({}, texts);
+                    } catch (const Error& e) {
+                        throw ApiError(503, "server_error",
+                                       std::string("the model is not ready: ") + e.what());
+                    }
+                });
             if (selection.text.empty()) {
                 bad_request("not even one block of the document fits in the context of " +
                                 std::to_string(context) + " tokens beside the messages and max_tokens " +

@@ -333,6 +333,10 @@ Attach one, type a question and press Enter.</source>
         <source>Not even one block of the document fits in the model&apos;s context of %1 tokens beside this conversation: start a new conversation, or load the model with a longer context (Settings).</source>
         <translation>在本次对话之外，模型 %1 个 token 的上下文连文档的一个块也放不下：请开始新的对话，或以更长的上下文加载模型（设置）。</translation>
     </message>
+    <message>
+        <source>Not even one block of the document fits in the model&apos;s context of %1 tokens beside the attached images and videos (%2 tokens): ask without them, or load the model with a longer context (Settings).</source>
+        <translation>除去附加的图像和视频（%2 个 token），模型 %1 个 token 的上下文连文档的一个块也放不下：请去掉附件再提问，或以更长的上下文加载模型（设置）。</translation>
+    </message>
 </context>
 <context>
     <name>folio::ComputeDevices</name>

@@ -180,17 +180,17 @@ TokenCounter counted_tokens(const std::vector<std::string>& texts, const std::ve
     };
 }
 
-PassageSelection DocumentPassages::select_for_chat(const std::vector<std::string>& messages,
-                                                   int64_t context_len, int64_t answer_room,
+PassageSelection DocumentPassages::select_for_chat(const ChatBudget& chat,
                                                    const TextsCounter& count_texts) const {
     std::vector<std::string> texts = texts_to_count();
-    texts.insert(texts.end(), messages.begin(), messages.end());
+    texts.insert(texts.end(), chat.messages.begin(), chat.messages.end());
     const TokenCounter count = counted_tokens(texts, count_texts(texts));
-    int64_t budget = context_len - answer_room - 256;  // the template's own tokens
-    for (const std::string& message : messages) {
+    int64_t budget = chat.context_len - chat.answer_room - chat.media_tokens - 256;  // the template's own
+    for (const std::string& message : chat.messages) {
         budget -= count(message) + 8;
     }
-    return select(messages.empty() ? std::string_view() : std::string_view(messages.back()), budget, count);
+    return select(chat.messages.empty() ? std::string_view() : std::string_view(chat.messages.back()), budget,
+                  count);
 }
 
 std::vector<std::string> DocumentPassages::texts_to_count() const {

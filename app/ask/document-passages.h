@@ -41,6 +41,16 @@ using TokenCounter = std::function<int64_t(std::string_view)>;
 // kept of it).
 using TextsCounter = std::function<std::vector<int64_t>(const std::vector<std::string>&)>;
 
+// A chat whose next answer a document part is chosen for: its messages' texts (the question last), the tokens
+// its images and videos take (EngineService::count_media), the model's context and the room kept for the
+// answer.
+struct ChatBudget {
+    std::vector<std::string> messages;
+    int64_t media_tokens = 0;
+    int64_t context_len = 0;
+    int64_t answer_room = 0;
+};
+
 // Pages from 0 as a reader numbers them, in runs: "1-3, 7".
 std::string page_list(const std::vector<int>& pages);
 
@@ -69,9 +79,8 @@ public:
                             const TokenCounter& count_tokens = estimate_tokens) const;
     // The document part for a chat's next answer, select() for its last message: the passages and the
     // messages counted together by count_texts, within the context less the messages (8 tokens of markup
-    // each, 256 for the template's own text) and the room kept for the answer.
-    PassageSelection select_for_chat(const std::vector<std::string>& messages, int64_t context_len,
-                                     int64_t answer_room, const TextsCounter& count_texts) const;
+    // each, 256 for the template's own text), their images and videos, and the room kept for the answer.
+    PassageSelection select_for_chat(const ChatBudget& chat, const TextsCounter& count_texts) const;
     // The texts select() counts: each passage's line, then the instructions with the document's frame, for a
     // caller to count them with the model's tokenizer in one go (counted_tokens).
     std::vector<std::string> texts_to_count() const;

@@ -127,7 +127,7 @@ void ChatSession::setDocumentContext(const QString& key, std::shared_ptr<const D
 }
 
 Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages,
-                            bool takesVideo, const QString& documentPart) const {
+                            bool takesVideo) const {
     // A question whose answer failed is left out with it, so that turns alternate.
     QList<const ChatTurn*> kept;
     for (qsizetype i = 0; i < turns.size(); ++i) {
@@ -160,9 +160,7 @@ Chat ChatSession::buildChat(const QList<ChatTurn>& turns, const std::string& mod
         ChatMessage message;
         message.role =
             turn.role == ChatTurn::Role::User ? ChatMessage::Role::User : ChatMessage::Role::Assistant;
-        // The document part opens the first question, so that every question of the conversation shares it.
-        const bool opens = i == 0 && turn.role == ChatTurn::Role::User && !documentPart.isEmpty();
-        message.text = (opens ? documentPart + QStringLiteral("\n\n") + turn.text : turn.text).toStdString();
+        message.text = turn.text.toStdString();
         for (int k = 0; k < taken[i].second; ++k) {
             message.images.push_back(toEngineImage(opaque(turn.images[k])));
         }
@@ -215,39 +213,70 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
         return false;
     }
 
-    // Ask the document: the passages that fit beside the conversation and the answer.
-    QString documentPart;
+    Chat chat;
+    try {
+        chat = buildChat(turns, model, takesImages, takesVideo);
+    } catch (const Error& e) {
+        Q_EMIT failed(QString::fromStdString(e.what()));
+        return false;
+    }
+
+    // Ask the document: the passages that fit beside the conversation, its attachments and the answer open
+    // the first question, so that every question of the conversation shares them.
     QList<int> leftOut;
     QList<int> inPart;
+    bool documentGiven = false;
     const std::shared_ptr<const DocumentContext> context = contexts_.value(document_);
     if (fromDocument && (!context || context->empty())) {
         Q_EMIT failed(tr("This document has no recognised text to ask about yet: run it first."));
         return false;
     }
     if (fromDocument) {
-        const int64_t context_len = service_.limits(model).max_model_len;
-        std::vector<std::string> messages;
-        for (const ChatTurn& turn : turns) {
-            messages.push_back(turn.text.toStdString());
+        ChatBudget budget;
+        for (const ChatMessage& message : chat.messages) {
+            budget.messages.push_back(message.text);
         }
-        const int64_t answerRoom = std::min<int64_t>(maxNewTokens_, context_len / 4);
-        const DocumentSelection selection = context->selectForChat(
-            messages, context_len, answerRoom,
-            [this, &model](const std::vector<std::string>& texts) { return countTexts(model, texts); });
+        try {
+            for (const int64_t n : service_.count_media(model, media_sizes(chat.messages))) {
+                budget.media_tokens += n;
+            }
+        } catch (const Error& e) {
+            Q_EMIT failed(QString::fromStdString(e.what()));
+            return false;
+        }
+        budget.context_len = service_.limits(model).max_model_len;
+        budget.answer_room = std::min<int64_t>(maxNewTokens_, budget.context_len / 4);
+        const auto count = [this, &model](const std::vector<std::string>& texts) {
+            return countTexts(model, texts);
+        };
+        const DocumentSelection selection = context->selectForChat(budget, count);
         if (selection.text.isEmpty()) {
-            // Only the question: a longer context is the one way; otherwise the earlier turns take room too.
-            Q_EMIT failed(turns.size() == 1
+            // What would make room: leaving the attachments out, a new conversation, a longer context.
+            ChatBudget bare = budget;
+            bare.media_tokens = 0;
+            const bool attachmentsInTheWay =
+                budget.media_tokens > 0 && !context->selectForChat(bare, count).text.isEmpty();
+            Q_EMIT failed(attachmentsInTheWay
+                              ? tr("Not even one block of the document fits in the model's context of %1 "
+                                   "tokens beside the attached images and videos (%2 tokens): ask without "
+                                   "them, or load the model with a longer context (Settings).")
+                                    .arg(budget.context_len)
+                                    .arg(budget.media_tokens)
+                          : turns.size() == 1
                               ? tr("Not even one block of the document fits in the model's context of %1 "
                                    "tokens beside the question and room for the answer: load the model with "
                                    "a longer context (Settings).")
-                                    .arg(context_len)
+                                    .arg(budget.context_len)
                               : tr("Not even one block of the document fits in the model's context of %1 "
                                    "tokens beside this conversation: start a new conversation, or load the "
                                    "model with a longer context (Settings).")
-                                    .arg(context_len));
+                                    .arg(budget.context_len));
             return false;
         }
-        documentPart = selection.text;
+        if (!chat.messages.empty() && chat.messages.front().role == ChatMessage::Role::User) {
+            chat.messages.front().text = selection.text.toStdString() + "\n\n" + chat.messages.front().text;
+        }
+        documentGiven = true;
         leftOut = selection.leftOut;
         inPart = selection.inPart;
     }
@@ -271,7 +300,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     };
     RequestHandle handle;
     try {
-        RequestSpec spec(buildChat(turns, model, takesImages, takesVideo, documentPart), options);
+        RequestSpec spec(std::move(chat), options);
         spec.model = model;
         handle = service_.submit(std::move(spec), std::move(submit));
     } catch (const Error& e) {
@@ -283,7 +312,7 @@ bool ChatSession::send(const QString& text, const QList<QImage>& images, const Q
     ChatTurn answer;
     answer.role = ChatTurn::Role::Assistant;
     answer.state = ChatTurn::State::Streaming;
-    answer.fromDocument = !documentPart.isEmpty();
+    answer.fromDocument = documentGiven;
     answer.pagesLeftOut = leftOut;
     answer.pagesInPart = inPart;
     turns.append(answer);

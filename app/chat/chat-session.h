@@ -120,8 +120,8 @@ private:
     void onOutput(const RequestOutput& output);
     // The model questions go to: the chat model where one is loaded, else the first generative one.
     std::optional<ModelDescription> answeringModel() const;
-    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages, bool takesVideo,
-                   const QString& documentPart) const;
+    Chat buildChat(const QList<ChatTurn>& turns, const std::string& model, bool takesImages,
+                   bool takesVideo) const;
     // The tokens each text takes in the model's tokenizer: those not counted before are counted now, so that
     // a document's passages are counted once rather than at every question. Estimates where the model cannot
     // count.

@@ -50,9 +50,9 @@ DocumentSelection DocumentContext::select(const QString& question, int64_t token
     return selectionOf(core_.select(question.toStdString(), tokenBudget, countTokens));
 }
 
-DocumentSelection DocumentContext::selectForChat(const std::vector<std::string>& turns, int64_t contextLen,
-                                                 int64_t answerRoom, const TextsCounter& countTexts) const {
-    return selectionOf(core_.select_for_chat(turns, contextLen, answerRoom, countTexts));
+DocumentSelection DocumentContext::selectForChat(const ChatBudget& chat,
+                                                 const TextsCounter& countTexts) const {
+    return selectionOf(core_.select_for_chat(chat, countTexts));
 }
 
 QList<CitationSpan> findCitations(const QString& answer, const DocumentContext& context) {

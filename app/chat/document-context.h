@@ -59,9 +59,9 @@ public:
     DocumentSelection select(const QString& question, int64_t tokenBudget,
                              const TokenCounter& countTokens = estimate_tokens) const;
     // The document part for a conversation's next answer (DocumentPassages::select_for_chat): the passages
-    // and the turns counted together by countTexts, beside the turns and the answer's room.
-    DocumentSelection selectForChat(const std::vector<std::string>& turns, int64_t contextLen,
-                                    int64_t answerRoom, const TextsCounter& countTexts) const;
+    // and the turns counted together by countTexts, beside the turns, their attachments and the answer's
+    // room.
+    DocumentSelection selectForChat(const ChatBudget& chat, const TextsCounter& countTexts) const;
     // The texts select() counts, for counting them with the model's tokenizer (DocumentPassages).
     std::vector<std::string> textsToCount() const { return core_.texts_to_count(); }
 

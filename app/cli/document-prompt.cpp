@@ -49,17 +49,22 @@ PassageSelection add_document(Chat& chat, const DocumentPassages& document, cons
         fail("--document ", file.string(), ": the request has no user message to ask it in");
     }
     const int64_t context = service.limits().max_model_len;
-    std::vector<std::string> messages;
+    ChatBudget budget;
     for (const ChatMessage& m : chat.messages) {
-        messages.push_back(m.text);
+        budget.messages.push_back(m.text);
     }
+    for (const int64_t n : service.count_media({}, media_sizes(chat.messages))) {
+        budget.media_tokens += n;
+    }
+    budget.context_len = context;
     const int64_t answer = max_tokens.value_or(context / 4);
+    budget.answer_room = answer;
     PassageSelection selection = document.select_for_chat(
-        messages, context, answer,
+        budget,
         [&service](const std::vector<std::string>& texts) { return service.count_tokens({}, texts); });
     if (selection.text.empty()) {
         fail("--document ", file.string(), ": not even one block fits in the model's context of ", context,
-             " tokens beside the prompt and ", answer,
+             " tokens beside the prompt, its images and videos and ", answer,
              " tokens for the answer (--max-model-len, --max-tokens)");
     }
     first_user->text = selection.text + "\n\n" + first_user->text;

@@ -20,8 +20,8 @@ namespace folio::cli {
 DocumentPassages load_document(const std::filesystem::path& file);
 
 // Puts the part of the document that fits ahead of the chat's first user message: the loaded model's context
-// less the messages and the answer's room (max_tokens, else a quarter of the context). Throws folio::Error
-// naming the file where not even one block fits.
+// less the messages, their images and videos, and the answer's room (max_tokens, else a quarter of the
+// context). Throws folio::Error naming the file where not even one block fits.
 PassageSelection add_document(Chat& chat, const DocumentPassages& document, const std::filesystem::path& file,
                               const EngineService& service, std::optional<int64_t> max_tokens);
 

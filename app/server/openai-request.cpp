@@ -143,6 +143,77 @@ Video OpenAiServer::Impl::part_video(const MediaPart& part, const VideoSampling&
     return video;
 }
 
+std::optional<ImagePixelBounds> OpenAiServer::Impl::request_pixels(
+    const GenerationRequest& generation) const {
+    if (!generation.image_min_pixels && !generation.image_max_pixels) {
+        return std::nullopt;
+    }
+    ImagePixelBounds bounds = params.image_pixels;
+    bounds.min_pixels = generation.image_min_pixels.value_or(bounds.min_pixels);
+    bounds.max_pixels = generation.image_max_pixels.value_or(bounds.max_pixels);
+    if (bounds.min_pixels > bounds.max_pixels) {
+        bad_request("mm_processor_kwargs: min_pixels " + std::to_string(bounds.min_pixels) +
+                        " is above max_pixels " + std::to_string(bounds.max_pixels),
+                    "mm_processor_kwargs");
+    }
+    return bounds;
+}
+
+void OpenAiServer::Impl::add_document(Chat& chat, const DocumentPassages& document,
+                                      const std::optional<ImagePixelBounds>& pixels,
+                                      const GenerationRequest& generation, Exchange& ex) const {
+    // The passages and the messages counted by the model's tokenizer, the images and videos by their sizes.
+    const auto not_ready = [](const Error& e) {
+        return ApiError(503, "server_error", std::string("the model is not ready: ") + e.what());
+    };
+    ChatBudget budget;
+    for (const ChatMessage& message : chat.messages) {
+        budget.messages.push_back(message.text);
+    }
+    const std::vector<MediaSize> media = media_sizes(chat.messages);
+    if (!media.empty()) {
+        std::vector<int64_t> counts;
+        try {
+            counts = service.count_media({}, media, pixels);
+        } catch (const Error& e) {
+            // The service answers while a model is ready; what it refuses then is the request's.
+            if (service.status().state != ServiceState::Ready) {
+                throw not_ready(e);
+            }
+            bad_request(e.what(), "messages");
+        }
+        for (const int64_t n : counts) {
+            budget.media_tokens += n;
+        }
+    }
+    budget.context_len = service.limits().max_model_len;
+    budget.answer_room = generation.max_tokens.value_or(budget.context_len / 4);
+    const PassageSelection selection =
+        document.select_for_chat(budget, [this, &not_ready](const std::vector<std::string>& texts) {
+            try {
+                return service.count_tokens({}, texts);
+            } catch (const Error& e) {
+                throw not_ready(e);
+            }
+        });
+    if (selection.text.empty()) {
+        bad_request("not even one block of the document fits in the context of " +
+                        std::to_string(budget.context_len) + " tokens beside the messages" +
+                        (media.empty() ? std::string() : ", their images and videos") + " and max_tokens " +
+                        std::to_string(budget.answer_room),
+                    "document");
+    }
+    const auto first_user =
+        std::find_if(chat.messages.begin(), chat.messages.end(),
+                     [](const ChatMessage& m) { return m.role == ChatMessage::Role::User; });
+    if (first_user != chat.messages.end()) {
+        first_user->text = selection.text + "\n\n" + first_user->text;
+    }
+    ex.document_pages = selection.pages;
+    ex.document_left_out = selection.left_out;
+    ex.document_in_part = selection.in_part;
+}
+
 RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exchange& ex) {
     GenerationRequest& generation = ex.generation;
     RequestSpec spec;
@@ -151,6 +222,7 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
         generation = std::move(request.generation);
         check_model(generation.model);
         spec.input = RawText{std::move(request.prompt)};
+        spec.image_pixels = request_pixels(generation);
     } else {
         ChatCompletionRequest request = parse_chat_completion(body);
         generation = std::move(request.generation);
@@ -178,9 +250,24 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
         } catch (const Error& e) {
             bad_request(e.what(), "mm_processor_kwargs");
         }
-        // Ask the document: the passages that fit beside the messages and the answer open the first user
-        // message, the same text for every turn of a conversation while the whole document fits.
-        std::string document_part;
+        // The pixel bounds the request's mm_processor_kwargs set, which its images are counted within.
+        spec.image_pixels = request_pixels(generation);
+        Chat chat;
+        chat.template_kwargs = std::move(request.chat_template_kwargs);
+        for (ChatTurn& turn : request.messages) {
+            ChatMessage& message = chat.messages.emplace_back();
+            message.role = turn.role;
+            message.text = std::move(turn.text);
+            for (const MediaPart& part : turn.images) {
+                message.images.push_back(url_image(part.url, part.param));
+            }
+            for (const MediaPart& part : turn.videos) {
+                message.videos.push_back(part_video(part, sampling));
+            }
+        }
+        // Ask the document: the passages that fit beside the messages, their images and videos and the
+        // answer open the first user message, the same text for every turn of a conversation while the whole
+        // document fits.
         if (request.document_name) {
             request.document = named_document(*request.document_name);
             if (request.document->empty()) {
@@ -189,50 +276,8 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
             }
         }
         if (request.document) {
-            const int64_t context = service.limits().max_model_len;
-            // The passages and the messages counted by the model's tokenizer.
-            std::vector<std::string> messages;
-            for (const ChatTurn& turn : request.messages) {
-                messages.push_back(turn.text);
-            }
-            const int64_t answer = generation.max_tokens.value_or(context / 4);
-            const PassageSelection selection = request.document->select_for_chat(
-                messages, context, answer, [this](const std::vector<std::string>& texts) {
-                    try {
-                        return service.count_tokens({}, texts);
-                    } catch (const Error& e) {
-                        throw ApiError(503, "server_error",
-                                       std::string("the model is not ready: ") + e.what());
-                    }
-                });
-            if (selection.text.empty()) {
-                bad_request("not even one block of the document fits in the context of " +
-                                std::to_string(context) + " tokens beside the messages and max_tokens " +
-                                std::to_string(answer),
-                            "document");
-            }
-            document_part = selection.text;
-            ex.document_pages = selection.pages;
-            ex.document_left_out = selection.left_out;
-            ex.document_in_part = selection.in_part;
+            add_document(chat, *request.document, spec.image_pixels, generation, ex);
             ex.document = std::make_shared<const DocumentPassages>(std::move(*request.document));
-        }
-        Chat chat;
-        chat.template_kwargs = std::move(request.chat_template_kwargs);
-        for (ChatTurn& turn : request.messages) {
-            ChatMessage& message = chat.messages.emplace_back();
-            message.role = turn.role;
-            message.text = std::move(turn.text);
-            if (!document_part.empty() && turn.role == ChatMessage::Role::User) {
-                message.text = document_part + "\n\n" + message.text;
-                document_part.clear();
-            }
-            for (const MediaPart& part : turn.images) {
-                message.images.push_back(url_image(part.url, part.param));
-            }
-            for (const MediaPart& part : turn.videos) {
-                message.videos.push_back(part_video(part, sampling));
-            }
         }
         spec.input = std::move(chat);
     }
@@ -250,17 +295,6 @@ RequestSpec OpenAiServer::Impl::build_spec(Api kind, std::string_view body, Exch
     options.stop_strings = generation.stop;
     options.skip_special_tokens = generation.skip_special_tokens;
     options.ignore_eos = generation.ignore_eos;
-    if (generation.image_min_pixels || generation.image_max_pixels) {
-        ImagePixelBounds bounds = params.image_pixels;
-        bounds.min_pixels = generation.image_min_pixels.value_or(bounds.min_pixels);
-        bounds.max_pixels = generation.image_max_pixels.value_or(bounds.max_pixels);
-        if (bounds.min_pixels > bounds.max_pixels) {
-            bad_request("mm_processor_kwargs: min_pixels " + std::to_string(bounds.min_pixels) +
-                            " is above max_pixels " + std::to_string(bounds.max_pixels),
-                        "mm_processor_kwargs");
-        }
-        spec.image_pixels = bounds;
-    }
     return spec;
 }
 

@@ -166,6 +166,14 @@ struct OpenAiServer::Impl {
     // The document NAME.json of the documents folder, as {"document": {"name": NAME}} asks for it; a name
     // that is not a plain file name, or no such document, answers 400 or 404 naming it.
     DocumentPassages named_document(const std::string& name) const;
+    // Ask the document: the passages that fit beside the chat's messages, their images and videos and the
+    // answer's room open its first user message; the exchange keeps which pages they are. 400 where not even
+    // one block fits, 503 where no model is ready to count.
+    void add_document(Chat& chat, const DocumentPassages& document,
+                      const std::optional<ImagePixelBounds>& pixels, const GenerationRequest& generation,
+                      Exchange& ex) const;
+    // The pixel bounds a request's mm_processor_kwargs set over the server's, or none; 400 for no range.
+    std::optional<ImagePixelBounds> request_pixels(const GenerationRequest& generation) const;
     // The answer's citations of the exchange's document (message_extra["citations"]) and the pages its
     // prompt held and left out (body_extra["document"]).
     void document_fields(const Exchange& ex, const std::string& content, nlohmann::json& message_extra,

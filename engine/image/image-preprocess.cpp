@@ -405,18 +405,22 @@ void set_kind(PreprocessedImages& out, MediaKind kind) {
     out.kinds.push_back(kind);
 }
 
-std::pair<int, int> target_size(const Image& image, const PreprocessorConfig& cfg) {
+// {height, width} an image is resized to.
+std::pair<int, int> target_size(int height, int width, const PreprocessorConfig& cfg) {
     if (!cfg.do_resize) {
-        return {image.height, image.width};
+        return {height, width};
     }
-    return smart_resize(image.height, image.width, cfg.patch_size * cfg.merge_size, cfg.min_pixels,
-                        cfg.max_pixels);
+    return smart_resize(height, width, cfg.patch_size * cfg.merge_size, cfg.min_pixels, cfg.max_pixels);
 }
 
-void check_multiple(const Image& image, int patch, std::string_view what) {
-    if (image.width % patch != 0 || image.height % patch != 0) {
-        fail(what, ": size ", image.width, "x", image.height, " is not a multiple of patch_size ", patch);
+// A video's frames resize within the video bounds where the processor has its own.
+PreprocessorConfig video_config(const PreprocessorConfig& image_cfg) {
+    PreprocessorConfig cfg = image_cfg;
+    if (cfg.video_max_pixels > 0) {
+        cfg.min_pixels = cfg.video_min_pixels;
+        cfg.max_pixels = cfg.video_max_pixels;
     }
+    return cfg;
 }
 
 }  // namespace
@@ -425,29 +429,49 @@ int64_t PreprocessedImages::n_videos() const {
     return std::count(kinds.begin(), kinds.end(), MediaKind::Video);
 }
 
+ImageGrid image_grid(int width, int height, const PreprocessorConfig& cfg, std::string_view what) {
+    check_config(cfg);
+    check_image_size(width, height, what);
+    const auto [h, w] = target_size(height, width, cfg);
+    if (w % cfg.patch_size != 0 || h % cfg.patch_size != 0) {
+        fail(what, ": size ", w, "x", h, " is not a multiple of patch_size ", cfg.patch_size);
+    }
+    return {1, h / cfg.patch_size, w / cfg.patch_size};
+}
+
+ImageGrid video_grid(int width, int height, int64_t n_frames, const PreprocessorConfig& image_cfg,
+                     std::string_view what) {
+    const PreprocessorConfig cfg = video_config(image_cfg);
+    check_config(cfg);
+    if (n_frames < 1 || n_frames > kMaxVideoFrames) {
+        fail(what, ": ", n_frames, " frames (1 to ", kMaxVideoFrames, " are taken)");
+    }
+    ImageGrid grid = image_grid(width, height, cfg, what);
+    // Padded with copies of the last frame to whole temporal patches and the processor's frame multiple.
+    const int64_t multiple = std::lcm(static_cast<int64_t>(cfg.temporal_patch_size),
+                                      static_cast<int64_t>(std::max(cfg.video_frame_multiple, 1)));
+    grid.t = (n_frames + multiple - 1) / multiple * multiple / cfg.temporal_patch_size;
+    return grid;
+}
+
 void append_image(PreprocessedImages& out, const Image& original, const PreprocessorConfig& cfg,
                   std::string_view what) {
-    check_config(cfg);
-    out.level_values = channel_levels(cfg);
     check_image(original, what);
+    const ImageGrid grid = image_grid(original.width, original.height, cfg, what);
+    out.level_values = channel_levels(cfg);
     Image storage;
-    const Image& image = resized_for(original, cfg, target_size(original, cfg), storage);
-    check_multiple(image, cfg.patch_size, what);
+    const Image& image = resized_for(
+        original, cfg, {static_cast<int>(grid.h) * cfg.patch_size, static_cast<int>(grid.w) * cfg.patch_size},
+        storage);
     // An image fills every temporal value of its one temporal patch.
     const std::vector<const Image*> frames(static_cast<size_t>(cfg.temporal_patch_size), &image);
-    append_patches(out, frames, {1, image.height / cfg.patch_size, image.width / cfg.patch_size}, cfg);
+    append_patches(out, frames, grid, cfg);
     set_kind(out, MediaKind::Image);
 }
 
 void append_video(PreprocessedImages& out, const Video& video, const PreprocessorConfig& image_cfg,
                   std::string_view what) {
-    PreprocessorConfig cfg = image_cfg;
-    if (cfg.video_max_pixels > 0) {
-        cfg.min_pixels = cfg.video_min_pixels;
-        cfg.max_pixels = cfg.video_max_pixels;
-    }
-    check_config(cfg);
-    out.level_values = channel_levels(cfg);
+    const PreprocessorConfig cfg = video_config(image_cfg);
     if (video.frames.empty() || static_cast<int64_t>(video.frames.size()) > kMaxVideoFrames) {
         fail(what, ": ", video.frames.size(), " frames (1 to ", kMaxVideoFrames, " are taken)");
     }
@@ -460,22 +484,19 @@ void append_video(PreprocessedImages& out, const Video& video, const Preprocesso
                  first.height);
         }
     }
-    const std::pair<int, int> size = target_size(first, cfg);
+    const ImageGrid grid =
+        video_grid(first.width, first.height, static_cast<int64_t>(video.frames.size()), image_cfg, what);
+    out.level_values = channel_levels(cfg);
+    const std::pair<int, int> size{static_cast<int>(grid.h) * cfg.patch_size,
+                                   static_cast<int>(grid.w) * cfg.patch_size};
     std::vector<Image> storage(video.frames.size());
     std::vector<const Image*> frames;
     for (size_t f = 0; f < video.frames.size(); ++f) {
         frames.push_back(&resized_for(video.frames[f], cfg, size, storage[f]));
     }
-    // Frame 0 as resized (its storage stays empty where it kept its size).
-    const Image& resized = storage.front().rgb.empty() ? first : storage.front();
-    check_multiple(resized, cfg.patch_size, what);
-    const auto n_temporal = static_cast<size_t>(cfg.temporal_patch_size);
-    const size_t multiple = std::lcm(n_temporal, static_cast<size_t>(std::max(cfg.video_frame_multiple, 1)));
-    while (frames.size() % multiple != 0) {
+    while (static_cast<int64_t>(frames.size()) < grid.t * cfg.temporal_patch_size) {
         frames.push_back(frames.back());
     }
-    const ImageGrid grid{static_cast<int64_t>(frames.size() / n_temporal), resized.height / cfg.patch_size,
-                         resized.width / cfg.patch_size};
     append_patches(out, frames, grid, cfg);
     set_kind(out, MediaKind::Video);
 }

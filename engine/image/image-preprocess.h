@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -86,6 +87,13 @@ private:
     std::pair<size_t, size_t> image_range(size_t i) const;
     std::vector<float> looked_up(std::span<const uint8_t> image_levels) const;
 };
+
+// The grid an image of width x height takes (smart_resize's size in patches), or a video of n_frames such
+// frames (padded as append_video pads them), without resizing a pixel: what append_image and append_video
+// give it. Throws folio::Error, naming `what`, for a size or frame count they would refuse.
+ImageGrid image_grid(int width, int height, const PreprocessorConfig& cfg, std::string_view what);
+ImageGrid video_grid(int width, int height, int64_t n_frames, const PreprocessorConfig& image_cfg,
+                     std::string_view what);
 
 // Resizes, rescales, normalizes and cuts the images into patches as the reference processor does.
 PreprocessedImages preprocess_images(std::span<const Image> images, const PreprocessorConfig& cfg);

@@ -401,26 +401,27 @@ void EngineService::reconfigure(const EngineConfig& config) {
     impl_->configured = config;
 }
 
-std::vector<int64_t> EngineService::count_tokens(const std::string& model,
-                                                 std::vector<std::string> texts) const {
+std::vector<int64_t> EngineService::on_builder(
+    const std::string& model, const char* what,
+    std::function<std::vector<int64_t>(const RequestBuilder&)> job) const {
     auto counted = std::make_shared<std::promise<std::vector<int64_t>>>();
     std::future<std::vector<int64_t>> result = counted->get_future();
     {
         const std::lock_guard lock(impl_->mutex);
         if (!impl_->accepting) {
-            fail("engine service: no model is ready to count tokens (",
+            fail("engine service: no model is ready to count ", what, " (",
                  service_state_name(impl_->status.state), ")");
         }
         const auto named = std::find(impl_->engine_models.begin(), impl_->engine_models.end(), model);
         if (!model.empty() && named == impl_->engine_models.end()) {
-            fail("engine service: no model named \"", model, "\" is loaded to count tokens");
+            fail("engine service: no model named \"", model, "\" is loaded to count ", what);
         }
         const size_t engine = model.empty() ? 0 : static_cast<size_t>(named - impl_->engine_models.begin());
         // Posted under the lock as submit() posts, so that unloading waits for it and the tokenizer stays.
         impl_->prepare->post(
-            [builder = impl_->builders.at(engine), texts = std::move(texts), counted] {
+            [builder = impl_->builders.at(engine), job = std::move(job), counted] {
                 try {
-                    counted->set_value(builder->count_tokens(texts));
+                    counted->set_value(job(*builder));
                 } catch (...) {
                     counted->set_exception(std::current_exception());
                 }
@@ -428,6 +429,21 @@ std::vector<int64_t> EngineService::count_tokens(const std::string& model,
             true);
     }
     return result.get();
+}
+
+std::vector<int64_t> EngineService::count_tokens(const std::string& model,
+                                                 std::vector<std::string> texts) const {
+    return on_builder(model, "tokens", [texts = std::move(texts)](const RequestBuilder& builder) {
+        return builder.count_tokens(texts);
+    });
+}
+
+std::vector<int64_t> EngineService::count_media(const std::string& model, std::vector<MediaSize> media,
+                                                std::optional<ImagePixelBounds> pixels) const {
+    return on_builder(model, "image tokens",
+                      [media = std::move(media), pixels](const RequestBuilder& builder) {
+                          return builder.count_media(media, pixels);
+                      });
 }
 
 ServiceStats EngineService::stats() const {

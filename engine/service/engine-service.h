@@ -204,10 +204,19 @@ public:
     // folio::Error unless the service is Ready, for a model it does not serve and for one without a
     // tokenizer.
     std::vector<int64_t> count_tokens(const std::string& model, std::vector<std::string> texts) const;
+    // The tokens each image or video of these sizes takes in the named model's prompts, within the pixel
+    // bounds (RequestBuilder::count_media), counted as count_tokens counts. Throws folio::Error as it does,
+    // and for a size a request would be refused for.
+    std::vector<int64_t> count_media(const std::string& model, std::vector<MediaSize> media,
+                                     std::optional<ImagePixelBounds> pixels = std::nullopt) const;
     // What the loaded models offer, in slot order; empty unless Ready.
     std::vector<ModelDescription> models() const;
 
 private:
+    // Runs job on a preparation thread with the named model's request builder while the caller waits.
+    std::vector<int64_t> on_builder(const std::string& model, const char* what,
+                                    std::function<std::vector<int64_t>(const RequestBuilder&)> job) const;
+
     std::shared_ptr<detail::ServiceImpl> impl_;
 };
 

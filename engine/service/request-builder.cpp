@@ -95,6 +95,60 @@ std::vector<int64_t> RequestBuilder::count_tokens(const std::vector<std::string>
     return counts;
 }
 
+namespace {
+
+// The model's preprocessor within a request's pixel bounds.
+PreprocessorConfig bounded(const PromptFormat& f, const std::optional<ImagePixelBounds>& pixels) {
+    PreprocessorConfig cfg = f.preprocessor;
+    if (pixels) {
+        const ImagePixelBounds& b = *pixels;
+        if (b.min_pixels < 1 || b.max_pixels < b.min_pixels) {
+            fail("image pixel bounds ", b.min_pixels, "..", b.max_pixels, " are not a range");
+        }
+        // Within the model's own bound, which max_image_tokens is checked against.
+        cfg.max_pixels = std::min(b.max_pixels, f.preprocessor.max_pixels);
+        cfg.min_pixels = b.min_pixels <= cfg.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
+    }
+    return cfg;
+}
+
+}  // namespace
+
+std::vector<int64_t> RequestBuilder::count_media(const std::vector<MediaSize>& media,
+                                                 const std::optional<ImagePixelBounds>& pixels) const {
+    const PromptFormat& f = format("counting image tokens");
+    const PreprocessorConfig cfg = bounded(f, pixels);
+    std::vector<int64_t> counts;
+    counts.reserve(media.size());
+    for (size_t i = 0; i < media.size(); ++i) {
+        const MediaSize& m = media[i];
+        const std::string what = (m.kind == MediaKind::Video ? "video " : "image ") + std::to_string(i);
+        if (m.kind == MediaKind::Video && f.special.video_token_id < 0) {
+            fail(what, ": the model takes no video");
+        }
+        const ImageGrid grid = m.kind == MediaKind::Video
+                                   ? video_grid(m.width, m.height, m.n_frames, cfg, what)
+                                   : image_grid(m.width, m.height, cfg, what);
+        counts.push_back(f.n_image_tokens(grid));
+    }
+    return counts;
+}
+
+std::vector<MediaSize> media_sizes(const std::vector<ChatMessage>& messages) {
+    std::vector<MediaSize> sizes;
+    for (const ChatMessage& m : messages) {
+        for (const Image& image : m.images) {
+            sizes.push_back({MediaKind::Image, image.width, image.height, 1});
+        }
+        for (const Video& video : m.videos) {
+            const Image* first = video.frames.empty() ? nullptr : &video.frames.front();
+            sizes.push_back({MediaKind::Video, first ? first->width : 0, first ? first->height : 0,
+                             static_cast<int64_t>(video.frames.size())});
+        }
+    }
+    return sizes;
+}
+
 PromptTokens RequestBuilder::expand(const std::string& text, const PreprocessedImages& images,
                                     bool add_special_tokens) const {
     const PromptFormat& f = format("a prompt");
@@ -220,28 +274,18 @@ Request RequestBuilder::build(RequestSpec spec) const {
             n_videos += static_cast<int64_t>(message.videos.size());
         }
         check_media_counts(n_images, n_videos, limits_);
-        PreprocessorConfig bounded = f.preprocessor;
-        if (spec.image_pixels) {
-            const ImagePixelBounds& b = *spec.image_pixels;
-            if (b.min_pixels < 1 || b.max_pixels < b.min_pixels) {
-                fail("image pixel bounds ", b.min_pixels, "..", b.max_pixels, " are not a range");
-            }
-            // Within the model's own bound, which max_image_tokens is checked against.
-            bounded.max_pixels = std::min(b.max_pixels, f.preprocessor.max_pixels);
-            bounded.min_pixels =
-                b.min_pixels <= bounded.max_pixels ? b.min_pixels : f.preprocessor.min_pixels;
-        }
+        const PreprocessorConfig within = bounded(f, spec.image_pixels);
         // Each turn's images, then its videos, as chat_template_messages gives them to the template; the
         // pixels are released as they are cut into patches.
         for (size_t m = 0; m < chat->messages.size(); ++m) {
             ChatMessage& message = chat->messages[m];
             const std::string turn = "message " + std::to_string(m);
             for (size_t i = 0; i < message.images.size(); ++i) {
-                append_image(r.images, message.images[i], bounded, turn + " image " + std::to_string(i));
+                append_image(r.images, message.images[i], within, turn + " image " + std::to_string(i));
                 message.images[i] = Image{};
             }
             for (size_t i = 0; i < message.videos.size(); ++i) {
-                append_video(r.images, message.videos[i], bounded, turn + " video " + std::to_string(i));
+                append_video(r.images, message.videos[i], within, turn + " video " + std::to_string(i));
                 message.videos[i] = Video{};
             }
         }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/chat-template/chat-template.h"
+#include "engine/image/image-preprocess.h"
 #include "engine/image/image.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/prompt-format.h"
@@ -102,6 +103,16 @@ struct RequestLimits {
     int64_t limit_video_per_prompt = 1;
 };
 
+// An image's or a video's size, which is all that the tokens it takes in a prompt depend on.
+struct MediaSize {
+    MediaKind kind = MediaKind::Image;
+    int width = 0;
+    int height = 0;
+    int64_t n_frames = 1;  // a video's
+};
+// The messages' images and videos in the order a chat's prompt places them.
+std::vector<MediaSize> media_sizes(const std::vector<ChatMessage>& messages);
+
 // Throws folio::Error where a request's images or videos are more than the limits allow, each counted alone.
 void check_media_counts(int64_t n_images, int64_t n_videos, const RequestLimits& limits);
 
@@ -130,6 +141,10 @@ public:
     // The tokens each text takes in the model's tokenizer, no special tokens added; throws folio::Error for
     // a model that takes prepared requests only.
     std::vector<int64_t> count_tokens(const std::vector<std::string>& texts) const;
+    // The tokens each image or video takes in a chat's prompt, within the request's pixel bounds as build()
+    // sets them, from their sizes alone; throws folio::Error as build() does for one it would refuse.
+    std::vector<int64_t> count_media(const std::vector<MediaSize>& media,
+                                     const std::optional<ImagePixelBounds>& pixels = std::nullopt) const;
 
 private:
     const PromptFormat& format(const char* what) const;

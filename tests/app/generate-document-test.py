@@ -1,8 +1,8 @@
 """folio-cli generate --document with the tiny Llama model on the CPU, as a user runs it: a document
 folio-cli ocr wrote and a text file opening the prompt (the prompt grows by them), a text longer than the
 context given in part, a --messages request, and files that cannot be asked about refused by name before the
-model loads.
-Usage: generate-document-test.py FOLIO_CLI LLAMA_DIR"""
+model loads; with ERNIE_DIR, images attached beside a long text taking their room from its part.
+Usage: generate-document-test.py FOLIO_CLI LLAMA_DIR [ERNIE_DIR IMAGE]"""
 import json
 import os
 import re
@@ -32,6 +32,8 @@ def prompt_tokens(stderr):
 def main():
     with tempfile.TemporaryDirectory(prefix="folio-generate-document-") as folder:
         run(sys.argv[1], sys.argv[2], folder)
+        if len(sys.argv) > 4:
+            run_with_images(sys.argv[1], sys.argv[3], sys.argv[4], folder)
     print("PASSED")
 
 
@@ -82,6 +84,29 @@ def run(cli, model, folder):
     code, _, err = generate(cli, model, "--prompt", question, "--document", report, "--max-tokens", "1000000")
     check(code == 1 and "report.json: not even one block fits" in err,
           "no room for the document is said: " + err[-300:])
+
+
+def run_with_images(cli, model, image, folder):
+    long_text = os.path.join(folder, "manual.txt")
+    question = "How long is the pump's warranty?"
+
+    def ask(n_images, document):
+        messages = os.path.join(folder, "images-%d.json" % n_images)
+        content = [{"type": "image_url", "image_url": {"url": image}}] * n_images
+        with open(messages, "w") as f:
+            json.dump([{"role": "user", "content": content + [{"type": "text", "text": question}]}], f)
+        args = ["--messages", messages] + (["--document", long_text] if document else [])
+        code, _, err = generate(cli, model, *args)
+        check(code == 0, "%d images%s: %s" % (n_images, " and the text" if document else "", err[-400:]))
+        return prompt_tokens(err), err
+
+    images = ask(2, False)[0] - ask(0, False)[0]
+    check(images > 20, "two images take %d tokens" % images)
+    alone, _ = ask(0, True)
+    beside, err = ask(2, True)
+    check("request 0: given page 1 (1 in part)" in err, "the text given in part beside images: " + err[-300:])
+    check(beside - alone < images / 2,
+          "the images' %d tokens come out of the text's part (%d against %d tokens)" % (images, beside, alone))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,13 @@
 // tests/fixtures/make_ernie45_vl_fixtures.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -178,7 +180,13 @@ TEST(Ernie45VlFolder, ChatFromFilesMatchesReference) {
         }
         EXPECT_EQ(render_chat(*loaded->prompt_format(), chat.messages), entry["text"].get<std::string>())
             << key;
+        const std::vector<int64_t> media = builder.count_media(media_sizes(chat.messages));
         const Request request = builder.build(RequestSpec(std::move(chat)));
+        // Counted from the sizes alone: the placeholder tokens the prompt expands to.
+        EXPECT_EQ(std::accumulate(media.begin(), media.end(), int64_t{0}),
+                  std::count_if(request.prompt.modality.begin(), request.prompt.modality.end(),
+                                [](TokenModality m) { return m != TokenModality::Text; }))
+            << key;
         EXPECT_EQ(std::vector<int64_t>(request.prompt.ids.begin(), request.prompt.ids.end()),
                   f.reference.i64(key + ".input_ids"))
             << key;
@@ -226,9 +234,14 @@ TEST(Ernie45VlFolder, VideoChatFromFramesMatchesReference) {
     chat.template_kwargs = entry["chat_template_kwargs"];
     EXPECT_EQ(render_chat(*loaded->prompt_format(), chat.messages, chat.template_kwargs),
               entry["text"].get<std::string>());
+    const std::vector<int64_t> media = builder.count_media(media_sizes(chat.messages));
     const Request request = builder.build(RequestSpec(std::move(chat)));
     EXPECT_EQ(std::vector<int64_t>(request.prompt.ids.begin(), request.prompt.ids.end()),
               f.reference.i64("video.input_ids"));
+    ASSERT_EQ(media.size(), 1u);
+    EXPECT_EQ(media[0], std::count(request.prompt.modality.begin(), request.prompt.modality.end(),
+                                   TokenModality::Video))
+        << "the video's tokens counted from its size and frames";
     const std::vector<int64_t> expected = f.reference.i64("video.greedy_tokens");
     GenerateParams params;
     params.max_tokens = static_cast<int>(expected.size());

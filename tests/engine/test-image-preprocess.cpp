@@ -227,6 +227,44 @@ TEST(ImagePreprocess, RejectsBadConfigAndImages) {
     EXPECT_THROW(preprocess_images(std::span(&empty, 1), fixture_config()), Error);
 }
 
+// The grid counted from a size alone is the grid the pixels are cut into, for images of every shape within
+// both the image and the video bounds, and for videos whose frame counts need padding.
+TEST(ImagePreprocess, GridFromTheSizeAloneIsThePreprocessedGrid) {
+    PreprocessorConfig cfg = fixture_config();
+    cfg.video_min_pixels = 784;
+    cfg.video_max_pixels = 6272;
+    cfg.video_frame_multiple = 4;
+    int n_smaller = 0;  // videos resized within their own, smaller bounds
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> side(4, 700);  // aspect ratios within 200
+    for (int i = 0; i < 40; ++i) {
+        const int width = side(rng), height = std::max(4, side(rng) / (i % 3 + 1));
+        const Image image = make_image(width, height);
+        PreprocessedImages out;
+        append_image(out, image, cfg, "image");
+        EXPECT_EQ(image_grid(width, height, cfg, "image"), out.grids.back()) << width << "x" << height;
+        for (const int64_t n_frames : {1, 2, 3, 5, 8}) {
+            Video video;
+            for (int64_t f = 0; f < n_frames; ++f) {
+                video.frames.push_back(image);
+            }
+            PreprocessedImages as_video;
+            append_video(as_video, video, cfg, "video");
+            const ImageGrid grid = video_grid(width, height, n_frames, cfg, "video");
+            EXPECT_EQ(grid, as_video.grids.back()) << width << "x" << height << ", " << n_frames << " frames";
+            EXPECT_EQ(grid.t % 2, 0) << "padded to the frame multiple of 4, two frames a temporal patch";
+            n_smaller += grid.h * grid.w < out.grids.back().h * out.grids.back().w ? 1 : 0;
+        }
+    }
+    EXPECT_GT(n_smaller, 100) << "the video bounds used for videos";
+    EXPECT_THROW(image_grid(0, 10, cfg, "image"), Error);
+    EXPECT_THROW(video_grid(10, 10, 0, cfg, "video"), Error);
+    EXPECT_THROW(video_grid(10, 10, kMaxVideoFrames + 1, cfg, "video"), Error);
+    cfg.do_resize = false;  // 30 is no multiple of the 14-pixel patch
+    EXPECT_THROW(image_grid(30, 28, cfg, "image"), Error);
+    EXPECT_EQ(image_grid(56, 28, cfg, "image"), (ImageGrid{1, 2, 4}));
+}
+
 struct SmartResizeCase {
     int height, width;
     int64_t min_pixels, max_pixels;

@@ -476,7 +476,27 @@ TEST_F(Serving, ServiceServesTheModelFolderAsRequestsRunAlone) {
     }
     EXPECT_GT(counts[0], 0);
     EXPECT_THROW(service.count_tokens("no-such-model", texts), Error);
+    // Image tokens counted from sizes: those the prompts above expand each page to.
+    std::vector<MediaSize> sizes;
+    std::vector<int64_t> image_tokens;
+    for (const auto& [images, task] : inputs) {
+        const Request r = make_request(images, task);
+        for (size_t i = 0; i < images.size(); ++i) {
+            sizes.push_back({MediaKind::Image, images[i].width, images[i].height, 1});
+            image_tokens.push_back(r.images.grids[i].n_patches() / 4);
+        }
+    }
+    EXPECT_EQ(service.count_media({}, sizes), image_tokens);
+    const std::vector<int64_t> bounded = service.count_media({}, sizes, ImagePixelBounds{784, 3136});
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        EXPECT_LE(bounded[i], 3136 / 784) << "within the request's pixel bounds";
+    }
+    EXPECT_THROW(service.count_media({}, {{MediaKind::Image, 0, 5, 1}}), Error) << "no such image";
+    EXPECT_THROW(service.count_media({}, sizes, ImagePixelBounds{3136, 784}), Error) << "no range";
+    EXPECT_THROW(service.count_media({}, {{MediaKind::Video, 56, 56, 2}}), Error)
+        << "asked of a model without video";
     EXPECT_EQ(service.stats().engine.n_images_hashed, 0) << "images hashed on the preparation threads";
     service.unload();
     EXPECT_THROW(service.count_tokens({}, texts), Error) << "nothing loaded to count with";
+    EXPECT_THROW(service.count_media({}, sizes), Error) << "nothing loaded to count with";
 }

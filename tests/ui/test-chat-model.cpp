@@ -518,6 +518,30 @@ private Q_SLOTS:
         QVERIFY2(
             view.statusText().contains(QStringLiteral("of pages 1 only the blocks nearest the question")),
             qPrintable(view.statusText()));
+        // Images attached to the question take their tokens from the document's part, not past the context.
+        {
+            ChatSession withImages(withChat_);
+            withImages.setMaxNewTokens(6);
+            withImages.setDocumentContext(QString(), context);
+            QImage image(400, 400, QImage::Format_RGB888);
+            image.fill(Qt::darkCyan);
+            const std::vector<int64_t> perImage =
+                withChat_.count_media(session.chatModel().toStdString(), {{MediaKind::Image, 400, 400, 1}});
+            QCOMPARE(perImage.size(), size_t{1});
+            QVERIFY(perImage[0] >= 32);
+            QSignalSpy done(&withImages, &ChatSession::answerFinished);
+            QVERIFY(withImages.send(QStringLiteral("How long is the pump's warranty?"), {image, image}, {},
+                                    true));
+            QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
+            const ChatTurn withAnswer = withImages.history()[1];
+            QVERIFY2(withAnswer.state == ChatTurn::State::Done, qPrintable(withAnswer.error));
+            QCOMPARE(withAnswer.pagesInPart, (QList<int>{0}));
+            // Two images' placeholders, less about as many of the document's tokens: the picture markers
+            // and a block's rounding at most.
+            const int64_t grown = withAnswer.promptTokens - answer.promptTokens;
+            QVERIFY2(grown < perImage[0],
+                     qPrintable(QStringLiteral("%1 more tokens, %2 an image").arg(grown).arg(perImage[0])));
+        }
         // The passages and the frame were counted once, in the chat model's tokenizer; a panel counts them
         // ahead, in the background, when its switch goes on.
         const auto nCounted = static_cast<int64_t>(context->textsToCount().size());

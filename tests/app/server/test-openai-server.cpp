@@ -89,6 +89,48 @@ TEST_F(OpenAiServerTest, AnswersFromADocument) {
     EXPECT_EQ(json::parse(refused->body)["error"]["param"], "document") << refused->body;
 }
 
+// Images beside a document take their room from it: with four images of 64 tokens each the long text's part
+// shrinks by about their tokens, so the prompt stays within the context and grows by far less than the
+// images.
+TEST_F(OpenAiServerTest, ImagesBesideADocumentTakeTheirRoomFromIt) {
+    const auto server = start();
+    std::string text;
+    for (int i = 0; i < 300; ++i) {
+        text += "Paragraph " + std::to_string(i) + " is filler that says nothing about the question.\n\n";
+    }
+    json plain = chat({}, "What grew?", 4);
+    plain["document"] = text;
+    std::vector<std::string> urls;
+    std::vector<MediaSize> sizes;
+    for (int i = 0; i < 4; ++i) {
+        urls.push_back(data_url(png(400, 400, i)));
+        sizes.push_back({MediaKind::Image, 400, 400, 1});
+    }
+    json with_images = chat(urls, "What grew?", 4);
+    with_images["document"] = text;
+    const std::vector<int64_t> image_tokens = service_->count_media({}, sizes);
+    ASSERT_EQ(image_tokens, std::vector<int64_t>(4, 64)) << "the fixture model's largest image";
+    const auto a = post(server->port(), "/v1/chat/completions", plain);
+    const auto b = post(server->port(), "/v1/chat/completions", with_images);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->status, 200) << a->body;
+    ASSERT_EQ(b->status, 200) << b->body;
+    const json without = json::parse(a->body), with = json::parse(b->body);
+    EXPECT_EQ(with["document"]["pages_in_part"], json::array({0}));
+    const int64_t n_without = without["usage"]["prompt_tokens"], n_with = with["usage"]["prompt_tokens"];
+    EXPECT_LE(n_with, 4096 - 4);
+    EXPECT_LT(n_with - n_without, 128) << "the images' 256 tokens taken from the document's part";
+    EXPECT_GT(n_with, n_without - 64) << "the part shrinks by the images, not by more";
+
+    // An image the request's bounds make smaller takes less of the document's room.
+    json smaller = with_images;
+    smaller["mm_processor_kwargs"] = {{"max_pixels", 3136}};
+    const auto c = post(server->port(), "/v1/chat/completions", smaller);
+    ASSERT_TRUE(c);
+    ASSERT_EQ(c->status, 200) << c->body;
+    EXPECT_LE(json::parse(c->body)["usage"]["prompt_tokens"].get<int64_t>(), 4096 - 4);
+}
+
 // A document named by the request, read from the server's documents folder (folio-cli ocr's NAME.json):
 // the same prompt as the document sent whole; names that are not plain file names, documents not there and
 // servers without the folder are refused naming document.name.

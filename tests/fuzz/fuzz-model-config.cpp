@@ -7,8 +7,11 @@
 #include <cstdlib>
 #include <numeric>
 #include <string_view>
+#include <utility>
 
 #include "engine/common/error.h"
+#include "engine/image/image-preprocess.h"
+#include "engine/image/image.h"
 #include "engine/image/preprocessor-config.h"
 #include "engine/models/ernie45-vl/config.h"
 #include "engine/models/generation-config.h"
@@ -70,6 +73,21 @@ void check_preprocessor_config(const folio::PreprocessorConfig& config) {
     check(config.rescale_factor > 0 && config.resample >= 0 && config.resample <= 5);
     for (const float s : config.image_std) {
         check(s > 0);
+    }
+    // The grids images and videos of a few sizes take (what a prompt's placeholders are counted by): a
+    // grid of whole patches within the largest image, or an error.
+    for (const auto& [width, height] : {std::pair{1, 1}, std::pair{37, 1000}, std::pair{3000, 20}}) {
+        for (const int64_t n_frames : {int64_t{0}, int64_t{1}, int64_t{5}}) {
+            try {
+                const folio::ImageGrid grid =
+                    n_frames == 0 ? folio::image_grid(width, height, config, "image")
+                                  : folio::video_grid(width, height, n_frames, config, "video");
+                check(grid.t >= 1 && grid.h >= 1 && grid.w >= 1);
+                check(grid.h * grid.w * config.patch_size * config.patch_size <= folio::kMaxImagePixels);
+                check(grid.t * config.temporal_patch_size >= n_frames);
+            } catch (const folio::Error&) {
+            }
+        }
     }
 }
 

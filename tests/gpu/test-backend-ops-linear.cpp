@@ -158,6 +158,37 @@ TEST_F(BackendOpsTest, DequantizeRowsBf16) {
 
 // The epilogues fused into the product: GELU after the bias, and the sum added to an existing tensor (the
 // CPU backend runs them as separate operations).
+// One row through a wide plain WINT8/WINT4 output, as a model's o and down products take it: plain, with a
+// bias, GELU, a residual and an RMSNorm input, output counts that leave the last block part empty.
+TEST_F(BackendOpsTest, WideSingleRowProducts) {
+    for (const Quantization type : {Quantization::Wint4, Quantization::Wint8}) {
+        for (const int64_t out : {int64_t{2048}, int64_t{4098}, int64_t{6150}}) {
+            const int64_t in = 512;
+            const auto w = quantize(random_values(out * in, seed_++), out, in, type, 128);
+            const Weight w_cpu = cpu_->upload(w), w_gpu = gpu_->upload(w);
+            const Pair x = random({1, in}, 0.5f, 2.0f), b = random({out}), norm_w = random({in}, 1.0f, 0.1f);
+            const double bound = linear_bound(1, in, type);
+            const std::string where = dims({1, in, out});
+            const std::string name = quantization_name(type);
+            expect_close(label("wide linear ", name), gpu_->linear(x.gpu, w_gpu, nullptr),
+                         cpu_->linear(x.cpu, w_cpu, nullptr), bound, where);
+            expect_close(label("wide linear gelu_tanh bias ", name),
+                         gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .activation = Activation::GeluTanh}),
+                         cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .activation = Activation::GeluTanh}),
+                         bound, where);
+            Pair y = random({1, out});
+            gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .residual = &y.gpu});
+            cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .residual = &y.cpu});
+            expect_close(label("wide linear residual ", name), y.gpu, y.cpu, bound, where);
+            expect_close(
+                label("wide linear rms norm ", name),
+                gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.gpu, .eps = 1e-5f}),
+                cpu_->linear(x.cpu, w_cpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.cpu, .eps = 1e-5f}),
+                bound, where);
+        }
+    }
+}
+
 TEST_F(BackendOpsTest, LinearEpilogues) {
     struct Case {
         Quantization type;

@@ -46,6 +46,9 @@ constexpr int kPairBlocksPerSm = 3;
 // SwiGLU pairs from which a single row's WINT8/WINT4 GEMV gives each warp two pairs (four weight rows, twice
 // the loads in flight): wide MLPs, whose pairs still fill the device at half the warps.
 constexpr int64_t kTwoPairsMinPairs = 4096;
+// RoPE pairs from which a single row's q/k/v product gives each warp two pairs the same way (Llama-8B's
+// 3,072, ERNIE-4.5-VL's 1,792).
+constexpr int64_t kRopeTwoPairsMinPairs = 1024;
 // Blocks an SM of that kernel, whose four rows' loads take registers for two.
 constexpr int kTwoPairsBlocksPerSm = 2;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
@@ -468,9 +471,11 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
     if constexpr (paired_finish(kFinish)) {
         // A warp a pair at one row, and for SwiGLU at two as well (RoPE's pairs measured slower there).
         if (n_rows == 1 || (kFinish == GemvFinish::Swiglu && n_rows == 2)) {
-            // Two pairs a warp for a wide SwiGLU output of one row: twice the loads in flight a warp.
-            const bool two_pairs = kFinish == GemvFinish::Swiglu && n_rows == 1 &&
-                                   a.n_out / 2 >= kTwoPairsMinPairs && kType != QuantizedFormat::Bf16;
+            // Two pairs a warp for a wide SwiGLU or q/k/v output of one row: twice the loads in flight a
+            // warp.
+            const bool two_pairs =
+                n_rows == 1 && kType != QuantizedFormat::Bf16 &&
+                a.n_out / 2 >= (kFinish == GemvFinish::Swiglu ? kTwoPairsMinPairs : kRopeTwoPairsMinPairs);
             const int64_t pairs_per_block = kWarpsPerBlock * (two_pairs ? 2 : 1);
             const dim3 pair_grid(
                 static_cast<unsigned int>((a.n_out / 2 + pairs_per_block - 1) / pairs_per_block));
@@ -479,11 +484,12 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
             if constexpr (kFinish == GemvFinish::Swiglu) {
                 if (n_rows == 2) {
                     kernel = quantized_gemv_pairs_kernel<kType, kFinish, 2, false>;
-                } else if constexpr (kType != QuantizedFormat::Bf16) {
-                    if (two_pairs) {
-                        kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true, 2>
-                                      : quantized_gemv_pairs_kernel<kType, kFinish, 1, false, 2>;
-                    }
+                }
+            }
+            if constexpr (kType != QuantizedFormat::Bf16) {
+                if (two_pairs) {  // one row
+                    kernel = norm ? quantized_gemv_pairs_kernel<kType, kFinish, 1, true, 2>
+                                  : quantized_gemv_pairs_kernel<kType, kFinish, 1, false, 2>;
                 }
             }
             launch_chained(kernel, pair_grid, dim3(kBlock), 0, stream, a);

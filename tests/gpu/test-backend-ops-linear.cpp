@@ -513,6 +513,43 @@ TEST_F(BackendOpsTest, LinearSpecCombinations) {
         << "a residual of 96 columns for 48";
 }
 
+// One row through a wide q/k/v product with its RoPE-to-cache output, as a language model's decode step takes
+// it (24 query heads and 4 key/value heads of 64: 1,024 pairs), after no norm or an RMSNorm.
+TEST_F(BackendOpsTest, WideRopeToCache) {
+    const int64_t hd = 64, n_q = 24, n_kv = 4, in = 512, out = (n_q + 2 * n_kv) * hd, n_slots = 9;
+    const RotaryLayout layout = RotaryLayout(3).section(0, 16).section(1, 8).section(2, 8);
+    const RopeParams rope_gpu = layout.upload(*gpu_, hd, 10000.0f),
+                     rope_cpu = layout.upload(*cpu_, hd, 10000.0f);
+    const Pair pos = upload_i32({37, 5, 2}, {1, 3}), slot = upload_i32({6}, {1});
+    for (const Quantization type : {Quantization::Wint4, Quantization::Wint8}) {
+        const QuantizedWeights q = quantize(random_values(out * in, seed_++, 0.0f, 0.1f), out, in, type, 128);
+        const Weight w_cpu = cpu_->upload(q), w_gpu = gpu_->upload(q);
+        const Pair x = random({1, in}, 0.5f, 2.0f), norm_w = random({in}, 1.0f, 0.1f), b = random({out});
+        for (const LinearNorm norm : {LinearNorm::None, LinearNorm::Rms}) {
+            Pair k_cache = random({n_slots, n_kv, hd}), v_cache = random({n_slots, n_kv, hd});
+            const auto spec = [&](bool gpu) {
+                return LinearSpec{
+                    .norm = norm,
+                    .norm_w = gpu ? &norm_w.gpu : &norm_w.cpu,
+                    .eps = 1e-5f,
+                    .bias = gpu ? &b.gpu : &b.cpu,
+                    .output = LinearOutputKind::RopeToCache,
+                    .rope_to_cache = {gpu ? &pos.gpu : &pos.cpu, gpu ? &slot.gpu : &slot.cpu,
+                                      gpu ? &rope_gpu : &rope_cpu, gpu ? &k_cache.gpu : &k_cache.cpu,
+                                      gpu ? &v_cache.gpu : &v_cache.cpu}};
+            };
+            const Tensor q_gpu = gpu_->linear(x.gpu, w_gpu, spec(true));
+            const Tensor q_cpu = cpu_->linear(x.cpu, w_cpu, spec(false));
+            const std::string where = label(dims({1, in, out}), " norm ", static_cast<int>(norm));
+            const std::string name = quantization_name(type);
+            const double bound = linear_bound(1, in, type);
+            expect_close(label("wide rope_to_cache (q) ", name), q_gpu, q_cpu, bound, where);
+            expect_close(label("wide rope_to_cache (k) ", name), k_cache.gpu, k_cache.cpu, bound, where);
+            expect_close(label("wide rope_to_cache (v) ", name), v_cache.gpu, v_cache.cpu, bound, where);
+        }
+    }
+}
+
 // The vision encoder's norm and MLP added to the residual stream (PaddleOCR-VL's layer_norm_mlp_add, two
 // spec'd linear operations): bfloat16 weights above the GEMV's rows keep the norm and hidden values in
 // bfloat16 between two tensor-core products; other rows and formats take float32 between them.

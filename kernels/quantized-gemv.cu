@@ -54,6 +54,9 @@ constexpr int kTwoPairsBlocksPerSm = 2;
 // Eight-column chunks a lane loads before it multiplies: several loads in flight per lane keep the memory
 // system busy when a step's few rows give the device few warps.
 constexpr int kChunksInFlight = 4;
+// The same for a single row's plain WINT4 GEMV, whose chunks are half a WINT8 chunk's bytes: twice as many
+// keep as many bytes in flight a lane.
+constexpr int kWint4SingleRowChunks = 8;
 
 // Eight consecutive floats from p, 16-byte aligned.
 __device__ inline void load8(const float* p, float v[8]) {
@@ -235,12 +238,12 @@ __device__ inline void finish_gemv_rows(float acc[kRows], float squares[kRows], 
 
 // n_parts warps per output slot (1, 2, 4 or 8; kWarpsPerBlock / n_parts slots a block): part p of row o reads
 // the row's packed weights in the 256-column chunks it owns (p, p + n_parts, ...) once, eight columns a
-// lane, and dots them with every row of x. The first kChunksInFlight chunks are loaded before the wait for
-// the previous kernel (the weights are uploaded, never written by a kernel), and a RopeToCache output's
-// targets found. With kNorm each chunk of x is multiplied by the norm's weights as it is read and its squares
-// summed (an RMSNorm input). kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b [n_out] or null,
-// y as a.output says
-template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm>
+// lane, and dots them with every row of x, kChunks chunks in flight. The first kChunks are loaded before the
+// wait for the previous kernel (the weights are uploaded, never written by a kernel), and a RopeToCache
+// output's targets found. With kNorm each chunk of x is multiplied by the norm's weights as it is read and
+// its squares summed (an RMSNorm input). kRows >= n rows of x; n_in is a multiple of 8.  x [n, n_in], b
+// [n_out] or null, y as a.output says
+template <QuantizedFormat kType, GemvFinish kFinish, int kRows, bool kNorm, int kChunks = kChunksInFlight>
 __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     quantized_gemv_f32_kernel(QuantizedLinearArgs a, int n_parts) {
     const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -253,11 +256,11 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     const int64_t stride = static_cast<int64_t>(n_parts) * kWarpSize * 8;  // columns between chunks
     const int64_t first = (static_cast<int64_t>(part) * kWarpSize + lane) * 8;
     const int shift = group_shift(a.group_size);
-    Packed8 w[kChunksInFlight];
+    Packed8 w[kChunks];
     const uint64_t policy = evict_first_policy();
     const auto load = [&](int64_t c0) {
 #pragma unroll
-        for (int k = 0; k < kChunksInFlight; ++k) {
+        for (int k = 0; k < kChunks; ++k) {
             if (valid && c0 + k * stride < n_in) {
                 w[k] = load_packed8<kType>(a.q, a.scales, o, c0 + k * stride, n_in, shift, policy);
             }
@@ -270,12 +273,12 @@ __global__ void __launch_bounds__(kBlock, gemv_blocks_per_sm(kRows))
     const float accumulated = gemv_accumulated<kFinish>(a, slot, valid, part, lane);
     float acc[kRows] = {};
     float squares[kRows] = {};  // of x's columns this warp reads, for an RMSNorm input
-    for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunksInFlight) {
+    for (int64_t c0 = first; valid && c0 < n_in; c0 += stride * kChunks) {
         if (c0 != first) {
             load(c0);
         }
 #pragma unroll
-        for (int k = 0; k < kChunksInFlight; ++k) {
+        for (int k = 0; k < kChunks; ++k) {
             const int64_t c = c0 + k * stride;
             if (c >= n_in) {
                 break;
@@ -499,6 +502,13 @@ void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream) {
         launch_chained(quantized_gemv_f32_kernel<kType, kFinish, 1, true>, grid, dim3(kBlock), 0, stream, a,
                        parts);
         return;
+    }
+    if constexpr (kType == QuantizedFormat::Wint4 && kFinish == GemvFinish::Store) {
+        if (n_rows == 1) {
+            launch_chained(quantized_gemv_f32_kernel<kType, kFinish, 1, false, kWint4SingleRowChunks>, grid,
+                           dim3(kBlock), 0, stream, a, parts);
+            return;
+        }
     }
     with_1_2_4_8(n_rows, [&](auto rows) {
         launch_chained(quantized_gemv_f32_kernel<kType, kFinish, rows.value, false>, grid, dim3(kBlock), 0,

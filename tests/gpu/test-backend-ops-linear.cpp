@@ -189,6 +189,80 @@ TEST_F(BackendOpsTest, WideSingleRowProducts) {
     }
 }
 
+// One row through WINT4 products as large as a chat model's, which the streamed GEMV takes (x held in
+// registers, weight rows streamed past it; it needs a block a multiprocessor or more): inputs in 8, 5, 6 and
+// 7 parts of each of its shapes, output counts that leave the last block part empty, every output: plain,
+// GELU after a bias, a residual, an RMSNorm input, SwiGLU, and RoPE to the cache.
+TEST_F(BackendOpsTest, StreamedSingleRowProducts) {
+    struct Case {
+        int64_t in, out;
+    };
+    for (const Case& c : std::vector<Case>{{4096, 4098}, {2560, 2200}, {6144, 1100}, {14336, 600}}) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, Quantization::Wint4, 128);
+        const Weight w_cpu = cpu_->upload(w), w_gpu = gpu_->upload(w);
+        const Pair x = random({1, c.in}, 0.5f, 2.0f), b = random({c.out}),
+                   norm_w = random({c.in}, 1.0f, 0.1f);
+        const double bound = linear_bound(1, c.in, Quantization::Wint4);
+        const std::string where = dims({1, c.in, c.out});
+        expect_close("streamed linear", gpu_->linear(x.gpu, w_gpu, nullptr),
+                     cpu_->linear(x.cpu, w_cpu, nullptr), bound, where);
+        expect_close("streamed linear gelu_tanh bias",
+                     gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .activation = Activation::GeluTanh}),
+                     cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .activation = Activation::GeluTanh}), bound,
+                     where);
+        Pair y = random({1, c.out});
+        gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .residual = &y.gpu});
+        cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .residual = &y.cpu});
+        expect_close("streamed linear residual", y.gpu, y.cpu, bound, where);
+        expect_close(
+            "streamed linear rms norm",
+            gpu_->linear(x.gpu, w_gpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.gpu, .eps = 1e-5f}),
+            cpu_->linear(x.cpu, w_cpu, {.norm = LinearNorm::Rms, .norm_w = &norm_w.cpu, .eps = 1e-5f}), bound,
+            where);
+        expect_close("streamed linear rms norm swiglu",
+                     gpu_->linear(x.gpu, w_gpu,
+                                  {.norm = LinearNorm::Rms,
+                                   .norm_w = &norm_w.gpu,
+                                   .eps = 1e-5f,
+                                   .bias = &b.gpu,
+                                   .activation = Activation::Swiglu}),
+                     cpu_->linear(x.cpu, w_cpu,
+                                  {.norm = LinearNorm::Rms,
+                                   .norm_w = &norm_w.cpu,
+                                   .eps = 1e-5f,
+                                   .bias = &b.cpu,
+                                   .activation = Activation::Swiglu}),
+                     bound, where);
+    }
+    // q, k and v of Llama-8B's shape (32 and 8 heads of 128) with their RoPE into the cache.
+    const int64_t hd = 128, n_q = 32, n_kv = 8, in = 4096, out = (n_q + 2 * n_kv) * hd, n_slots = 5;
+    const RotaryLayout layout = RotaryLayout(1).section(0, 64);
+    const RopeParams rope_gpu = layout.upload(*gpu_, hd, 500000.0f),
+                     rope_cpu = layout.upload(*cpu_, hd, 500000.0f);
+    const Pair pos = upload_i32({41}, {1, 1}), slot = upload_i32({3}, {1});
+    const QuantizedWeights q =
+        quantize(random_values(out * in, seed_++, 0.0f, 0.1f), out, in, Quantization::Wint4, 128);
+    const Weight w_cpu = cpu_->upload(q), w_gpu = gpu_->upload(q);
+    const Pair x = random({1, in}, 0.5f, 2.0f), norm_w = random({in}, 1.0f, 0.1f);
+    Pair k_cache = random({n_slots, n_kv, hd}), v_cache = random({n_slots, n_kv, hd});
+    const auto spec = [&](bool gpu) {
+        return LinearSpec{.norm = LinearNorm::Rms,
+                          .norm_w = gpu ? &norm_w.gpu : &norm_w.cpu,
+                          .eps = 1e-5f,
+                          .output = LinearOutputKind::RopeToCache,
+                          .rope_to_cache = {gpu ? &pos.gpu : &pos.cpu, gpu ? &slot.gpu : &slot.cpu,
+                                            gpu ? &rope_gpu : &rope_cpu, gpu ? &k_cache.gpu : &k_cache.cpu,
+                                            gpu ? &v_cache.gpu : &v_cache.cpu}};
+    };
+    const Tensor q_gpu = gpu_->linear(x.gpu, w_gpu, spec(true));
+    const Tensor q_cpu = cpu_->linear(x.cpu, w_cpu, spec(false));
+    const double bound = linear_bound(1, in, Quantization::Wint4);
+    const std::string where = dims({1, in, out});
+    expect_close("streamed rope_to_cache (q)", q_gpu, q_cpu, bound, where);
+    expect_close("streamed rope_to_cache (k)", k_cache.gpu, k_cache.cpu, bound, where);
+    expect_close("streamed rope_to_cache (v)", v_cache.gpu, v_cache.cpu, bound, where);
+}
+
 TEST_F(BackendOpsTest, LinearEpilogues) {
     struct Case {
         Quantization type;

@@ -323,10 +323,18 @@ TEST_F(BackendOpsTest, RoutedExperts) {
     // {format, d, d_ff, group}: d and d_ff multiples of eight (of the group for WINT4) take the packed path;
     // 44 and 43 columns do not, and 43 also takes the router's one column a lane at a time.
     const std::vector<LinearCase> formats = {
-        {Quantization::None, 128, 48, 0},     {Quantization::Bf16, 128, 48, 0},
-        {Quantization::Wint8, 128, 48, 0},    {Quantization::Wint4, 128, 64, 64},
-        {Quantization::Wint4, 1344, 192, 64}, {Quantization::Wint8, 1288, 40, 0},
-        {Quantization::Wint8, 44, 20, 0},     {Quantization::Bf16, 43, 6, 0}};
+        {Quantization::None, 128, 48, 0},
+        {Quantization::Bf16, 128, 48, 0},
+        {Quantization::Wint8, 128, 48, 0},
+        {Quantization::Wint4, 128, 64, 64},
+        {Quantization::Wint4, 1344, 192, 64},
+        {Quantization::Wint8, 1288, 40, 0},
+        // ERNIE-4.5-VL's widths: gate/up over 2,560 inputs (two parts of five chunks a lane in the streamed
+        // kernel), down over 1,536 (six chunks), the shared experts' 3,072 in two parts.
+        {Quantization::Wint4, 2560, 320, 64},
+        {Quantization::Wint4, 256, 1536, 64},
+        {Quantization::Wint8, 44, 20, 0},
+        {Quantization::Bf16, 43, 6, 0}};
     const auto weight_pair = [&](const LinearCase& f, int64_t n_out, int64_t n_in) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
         const std::vector<float> values = random_values(n_out * n_in, seed_++, 0.0f, scale);

@@ -275,6 +275,21 @@ __device__ inline void row_dots(const RowSource& s, int64_t row_a, int64_t row_b
     }
 }
 
+// acc plus the dot product of eight inputs with a packed word's eight weights (levels in order) times scale.
+template <QuantizedFormat kType>
+__device__ inline float add_word_dot(float acc, uint32_t word, float scale, const float x[8]) {
+    Packed8 packed{};
+    packed.bits.x = word;
+    float levels[8];
+    unpack8_levels<kType>(packed, levels);
+    float dot = 0.0f;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+        dot = fmaf(x[v], levels[v], dot);
+    }
+    return fmaf(scale, dot, acc);
+}
+
 __device__ inline float swiglu(float gate, float up) {
     return gate / (1.0f + expf(-gate)) * up;
 }
@@ -450,16 +465,7 @@ __global__ void __launch_bounds__(kBlock, 2)
         const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
         for (int r = 0; r < 2 * kPairs; ++r) {
-            Packed8 packed{};
-            packed.bits.x = bits[r][c];
-            float levels[8];
-            unpack8_levels<kType>(packed, levels);
-            float dot = 0.0f;
-#pragma unroll
-            for (int v = 0; v < 8; ++v) {
-                dot = fmaf(xv[v], levels[v], dot);
-            }
-            acc[r] = fmaf(scales[r][c], dot, acc[r]);
+            acc[r] = add_word_dot<kType>(acc[r], bits[r][c], scales[r][c], xv);
         }
     }
 #pragma unroll
@@ -615,16 +621,7 @@ __global__ void __launch_bounds__(kBlock, 1)
             const float xv[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
             for (int r = 0; r < kOuts; ++r) {
-                Packed8 p{};
-                p.bits.x = bits[r][j];
-                float levels[8];
-                unpack8_levels<kType>(p, levels);
-                float dot = 0.0f;
-#pragma unroll
-                for (int v = 0; v < 8; ++v) {
-                    dot = fmaf(xv[v], levels[v], dot);
-                }
-                part[r] = fmaf(scales[r][j], dot, part[r]);
+                part[r] = add_word_dot<kType>(part[r], bits[r][j], scales[r][j], xv);
             }
         }
 #pragma unroll

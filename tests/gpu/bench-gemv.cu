@@ -106,6 +106,34 @@ __global__ void stream_kernel(const int8_t* q, float* sink, int64_t n_bytes) {
     }
 }
 
+// Adds each warp's kRows sums across its lanes and its group's n_parts warps (a part each) in shared memory;
+// lane r of the group's first warp stores row row0 + r.  acc [kRows] per lane  ->  y [n_out]
+template <int kRows>
+__device__ void store_part_sums(const float acc[kRows], float* y, int64_t row0, int64_t n_out, int n_parts) {
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    __shared__ float sums[kWarpsPerBlock][kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+        float v = acc[r];
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) {
+            v += __shfl_xor_sync(0xffffffffu, v, off);
+        }
+        if (lane == 0) {
+            sums[warp][r] = v;
+        }
+    }
+    __syncthreads();
+    if (warp % n_parts == 0 && lane < kRows && row0 + lane < n_out) {
+        float s = 0.0f;
+        for (int p = 0; p < n_parts; ++p) {
+            s += sums[warp + p][lane];
+        }
+        y[row0 + lane] = s;
+    }
+}
+
 // A warp keeps its part of x in registers and streams kRows weight rows past it: part p of a row's columns
 // is [p·256·kChunks, (p+1)·256·kChunks), lane l owning columns l·8 + k·256 of it; the block's 8 warps are
 // n_parts parts of 8 / n_parts row groups, each of kRows rows. All of a warp's weight words and scales are
@@ -161,26 +189,7 @@ __global__ void __launch_bounds__(kBlock, 2)
             acc[r] = fmaf(w[r][k].scale, d, acc[r]);
         }
     }
-    __shared__ float sums[kWarpsPerBlock][kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        float v = acc[r];
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) {
-            v += __shfl_xor_sync(0xffffffffu, v, off);
-        }
-        if (lane == 0) {
-            sums[warp][r] = v;
-        }
-    }
-    __syncthreads();
-    if (part == 0 && lane < kRows && row0 + lane < n_out) {
-        float s = 0.0f;
-        for (int p = 0; p < n_parts; ++p) {
-            s += sums[warp + p][lane];
-        }
-        y[row0 + lane] = s;
-    }
+    store_part_sums<kRows>(acc, y, row0, n_out, n_parts);
 }
 
 // streamed_rows_kernel with each lane owning 8·kWords consecutive columns of its part (one 4·kWords-byte load
@@ -248,26 +257,7 @@ __global__ void __launch_bounds__(kBlock, 2)
         }
         acc[r] = sc[r] * d;
     }
-    __shared__ float sums[kWarpsPerBlock][kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        float v = acc[r];
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) {
-            v += __shfl_xor_sync(0xffffffffu, v, off);
-        }
-        if (lane == 0) {
-            sums[warp][r] = v;
-        }
-    }
-    __syncthreads();
-    if (part == 0 && lane < kRows && row0 + lane < n_out) {
-        float s = 0.0f;
-        for (int p = 0; p < n_parts; ++p) {
-            s += sums[warp + p][lane];
-        }
-        y[row0 + lane] = s;
-    }
+    store_part_sums<kRows>(acc, y, row0, n_out, n_parts);
 }
 
 struct Shape {
@@ -281,43 +271,38 @@ struct Kernel {
     std::function<void(const int8_t* q, const float* scales, cudaStream_t stream)> launch;
 };
 
-// Adds streamed_rows_kernel<kChunks, kRows> to kernels where a part of 256·kChunks columns divides n_in into
-// 1, 2, 4 or 8 parts. out is read at each launch.
-template <int kChunks, int kRows>
-void add_streamed(std::vector<Kernel>& kernels, const void* x, float*& out, int64_t n_in, int64_t n_out) {
-    const int64_t part_columns = int64_t{256} * kChunks;
+// A kernel of the streamed GEMV's shape: x, q, scales, y, n_in, n_out, n_parts.
+using StreamedKernel = void (*)(const float*, const int8_t*, const float*, float*, int64_t, int64_t, int);
+
+// Adds kernel, named name, to kernels where parts of part_columns divide n_in into 1, 2, 4 or 8, with rows
+// rows a warp. out is read at each launch.
+void add_streamed(std::vector<Kernel>& kernels, const std::string& name, StreamedKernel kernel,
+                  int64_t part_columns, int rows, const void* x, float*& out, int64_t n_in, int64_t n_out) {
     const int64_t n_parts = n_in / part_columns;
     if (n_in % part_columns != 0 || (n_parts != 1 && n_parts != 2 && n_parts != 4 && n_parts != 8)) {
         return;
     }
-    const int64_t rows_a_block = kWarpsPerBlock / n_parts * kRows;
+    const int64_t rows_a_block = kWarpsPerBlock / n_parts * rows;
     const dim3 grid(static_cast<unsigned int>((n_out + rows_a_block - 1) / rows_a_block));
     float** const out_at = &out;
-    kernels.push_back({"streamed " + std::to_string(kChunks) + "x" + std::to_string(kRows), true,
-                       [=](const int8_t* q, const float* scales, cudaStream_t s) {
-                           launch_chained(streamed_rows_kernel<kChunks, kRows>, grid, dim3(kBlock), 0, s,
-                                          static_cast<const float*>(x), q, scales, *out_at, n_in, n_out,
-                                          static_cast<int>(n_parts));
+    kernels.push_back({name, true, [=](const int8_t* q, const float* scales, cudaStream_t s) {
+                           launch_chained(kernel, grid, dim3(kBlock), 0, s, static_cast<const float*>(x), q,
+                                          scales, *out_at, n_in, n_out, static_cast<int>(n_parts));
                        }});
 }
 
-// Adds lane_rows_kernel<kWords, kRows> where its parts divide n_in into 1, 2, 4 or 8.
+// streamed_rows_kernel<kChunks, kRows> (strided chunks) and lane_rows_kernel<kWords, kRows> (consecutive
+// words a lane).
+template <int kChunks, int kRows>
+void add_strided(std::vector<Kernel>& kernels, const void* x, float*& out, int64_t n_in, int64_t n_out) {
+    add_streamed(kernels, "streamed " + std::to_string(kChunks) + "x" + std::to_string(kRows),
+                 streamed_rows_kernel<kChunks, kRows>, int64_t{256} * kChunks, kRows, x, out, n_in, n_out);
+}
+
 template <int kWords, int kRows>
 void add_lane_rows(std::vector<Kernel>& kernels, const void* x, float*& out, int64_t n_in, int64_t n_out) {
-    const int64_t part_columns = int64_t{256} * kWords;
-    const int64_t n_parts = n_in / part_columns;
-    if (n_in % part_columns != 0 || (n_parts != 1 && n_parts != 2 && n_parts != 4 && n_parts != 8)) {
-        return;
-    }
-    const int64_t rows_a_block = kWarpsPerBlock / n_parts * kRows;
-    const dim3 grid(static_cast<unsigned int>((n_out + rows_a_block - 1) / rows_a_block));
-    float** const out_at = &out;
-    kernels.push_back({"streamed lane " + std::to_string(kWords) + "x" + std::to_string(kRows), true,
-                       [=](const int8_t* q, const float* scales, cudaStream_t s) {
-                           launch_chained(lane_rows_kernel<kWords, kRows>, grid, dim3(kBlock), 0, s,
-                                          static_cast<const float*>(x), q, scales, *out_at, n_in, n_out,
-                                          static_cast<int>(n_parts));
-                       }});
+    add_streamed(kernels, "streamed lane " + std::to_string(kWords) + "x" + std::to_string(kRows),
+                 lane_rows_kernel<kWords, kRows>, int64_t{256} * kWords, kRows, x, out, n_in, n_out);
 }
 
 void run(int n_launches) {
@@ -399,10 +384,10 @@ void run(int n_launches) {
                                 q, out, static_cast<int64_t>(weight_bytes));
              }},
         };
-        add_streamed<2, 16>(kernels, x.get(), out, n_in, n_out);
-        add_streamed<4, 8>(kernels, x.get(), out, n_in, n_out);
-        add_streamed<8, 4>(kernels, x.get(), out, n_in, n_out);
-        add_streamed<7, 4>(kernels, x.get(), out, n_in, n_out);
+        add_strided<2, 16>(kernels, x.get(), out, n_in, n_out);
+        add_strided<4, 8>(kernels, x.get(), out, n_in, n_out);
+        add_strided<8, 4>(kernels, x.get(), out, n_in, n_out);
+        add_strided<7, 4>(kernels, x.get(), out, n_in, n_out);
         add_lane_rows<2, 16>(kernels, x.get(), out, n_in, n_out);
         add_lane_rows<4, 12>(kernels, x.get(), out, n_in, n_out);
         add_lane_rows<4, 16>(kernels, x.get(), out, n_in, n_out);

@@ -502,7 +502,7 @@ __global__ void __launch_bounds__(kBlock, 2)
         kFinish == GemvFinish::Store && a.epilogue == LinearEpilogue::Accumulate && finishes
             ? a.y[gemv_weight_row<kFinish>(a, finish_slot)]
             : 0.0f;
-    // Words this lane does not hold have zero inputs (and zero bits, levels of -8) and add nothing.
+    // Words this lane does not hold (loaded from clamped addresses) meet zero inputs and add nothing.
     float xv[kWords][8];
     float squares = 0.0f;
     float norm_w[8];

@@ -12,10 +12,9 @@ namespace folio::kernels {
 // columns in whole chunks of eight. Otherwise a pass writes the normed input first.
 bool gemv_takes_norm(const QuantizedLinearArgs& a);
 
-// Whether a single row's WINT4 products hold x in registers and stream their weight rows past it (the GEMV's
-// and the decode mixture of experts' streamed kernels): yes, unless FOLIO_GEMV_STREAMED=0 is in the
-// environment, which keeps the kernels of a warp a row for comparison.
-bool streamed_gemv_enabled();
+// What a GEMV kernel does with its sums, fixed when it is compiled, so that each product's kernel holds only
+// its own epilogue: store them (with a.epilogue), or combine the pairs of a SwiGLU or RopeToCache output.
+enum class GemvFinish { Store, Swiglu, Rope };
 
 // Enqueues the GEMV of a, whose input is Plain or one the GEMV takes itself (gemv_takes_norm).
 void launch_gemv(const QuantizedLinearArgs& a, cudaStream_t stream);

@@ -8,6 +8,7 @@
 #include "kernels/cuda-check.h"
 #include "kernels/expert-rows.cuh"
 #include "kernels/moe.h"
+#include "kernels/norm.h"
 #include "kernels/reduce.cuh"
 #include "kernels/streamed-experts.h"
 #include "kernels/weight-unpack.cuh"
@@ -24,10 +25,23 @@ constexpr int kExpertsPerLane = kMaxExperts / kWarpSize;
 // reads anything, so that a decode step's chain of small kernels overlaps each launch with the kernel before
 // it.
 
+// The score-correction biases lane l holds for route_row: experts l + 32 i, loaded before the wait for the
+// kernel ahead (they are weights).
+__device__ inline void load_score_bias(const float* score_bias, int n_experts, int lane,
+                                       float bias[kExpertsPerLane]) {
+#pragma unroll
+    for (int i = 0; i < kExpertsPerLane; ++i) {
+        const int e = lane + i * kWarpSize;
+        bias[i] = e < n_experts ? score_bias[e] : 0.0f;
+    }
+}
+
 // One warp's routing of one row of logits (read through L2: a routing launch may have just written them in
 // other blocks): the softmax over the experts, then k rounds of a warp-wide arg-max of the biased scores.
-__device__ inline void route_row(const float* l, const float* score_bias, int32_t* experts, float* weights,
-                                 int64_t row, int n_experts, int k, float norm_min, int lane) {
+// Choice j's probability stays with lane j mod 32 until the chosen sum is known.
+__device__ inline void route_row(const float* l, const float bias[kExpertsPerLane], int32_t* experts,
+                                 float* weights, int64_t row, int n_experts, int k, float norm_min,
+                                 int lane) {
     float p[kExpertsPerLane];
     float score[kExpertsPerLane];
     float max = -FLT_MAX;
@@ -50,9 +64,10 @@ __device__ inline void route_row(const float* l, const float* score_bias, int32_
     for (int i = 0; i < kExpertsPerLane; ++i) {
         const int e = lane + i * kWarpSize;
         p[i] /= sum;
-        score[i] = e < n_experts ? p[i] + score_bias[e] : -FLT_MAX;
+        score[i] = e < n_experts ? p[i] + bias[i] : -FLT_MAX;
     }
     float chosen = 0.0f;
+    float mine[kExpertsPerLane] = {};  // the probability of choice lane + 32 t in mine[t]
     for (int j = 0; j < k; ++j) {
         float best = -FLT_MAX, best_p = 0.0f;
         int best_e = INT_MAX;
@@ -80,27 +95,35 @@ __device__ inline void route_row(const float* l, const float* score_bias, int32_
         chosen += best_p;
         if (lane == j % kWarpSize) {
             experts[row * k + j] = best_e;
-            weights[row * k + j] = best_p;
+#pragma unroll
+            for (int t = 0; t < kExpertsPerLane; ++t) {
+                mine[t] = t == j / kWarpSize ? best_p : mine[t];
+            }
         }
     }
     chosen = fmaxf(chosen, norm_min);
-    __syncwarp();
-    for (int j = lane; j < k; j += kWarpSize) {
-        weights[row * k + j] /= chosen;
+#pragma unroll
+    for (int t = 0; t < kExpertsPerLane; ++t) {
+        const int j = lane + t * kWarpSize;
+        if (j < k) {
+            weights[row * k + j] = mine[t] / chosen;
+        }
     }
 }
 
 // One warp a row.
 __global__ void route_experts_kernel(const float* logits, const float* score_bias, int32_t* experts,
                                      float* weights, int64_t n, int n_experts, int k, float norm_min) {
-    wait_for_prior_grids();
-    start_dependent_grids();
     const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
     const int lane = static_cast<int>(threadIdx.x % kWarpSize);
+    float bias[kExpertsPerLane];
+    load_score_bias(score_bias, n_experts, lane, bias);
+    wait_for_prior_grids();
+    start_dependent_grids();
     if (row >= n) {
         return;
     }
-    route_row(logits + row * n_experts, score_bias, experts, weights, row, n_experts, k, norm_min, lane);
+    route_row(logits + row * n_experts, bias, experts, weights, row, n_experts, k, norm_min, lane);
 }
 
 // The router's warps: kRouterWarps an expert, each summing its share of the inputs, so that a lane has few
@@ -108,15 +131,29 @@ __global__ void route_experts_kernel(const float* logits, const float* score_bia
 constexpr int kRouterWarps = 4;
 constexpr int kRouterExpertsPerBlock = kWarpsPerBlock / kRouterWarps;
 
+// Vectors of four router weights a lane holds in registers, loaded before the wait for the kernel ahead:
+// inputs up to kRouterHeld * kRouterWarps * 128 columns (4,096).
+constexpr int kRouterHeld = 8;
+
+// The row's logits, as route_experts_linear_kernel takes them: from x as it is, or from x through an RMSNorm
+// folded in (the held path only), each block then storing its share of the normalized row to xn.
+struct RouterNorm {
+    const float* w = nullptr;  // [d], or null: x is the router's input as it is
+    float eps = 0.0f;
+    float* xn = nullptr;  // [n, d]
+};
+
 // Block (b, i): the logits of row i for experts [b kRouterExpertsPerBlock, ...), then the routing of row i
-// in whichever of the row's blocks finishes last.
+// in whichever of the row's blocks finishes last. With a norm, every block finds the row's 1 / rms from the
+// squares its first expert's warps read (the logits are inv · Σ x · w_norm · router), and stores the
+// normalized values of the vectors v (in the order the first expert's warps hold them) with v mod gridDim.x
+// equal to b.
 __global__ void route_experts_linear_kernel(const float* x, const float* router, const float* score_bias,
                                             float* logits, int32_t* counters, int32_t* experts,
                                             float* weights, int64_t d, int n_experts, int k, float norm_min,
-                                            bool vectors) {
-    wait_for_prior_grids();
-    start_dependent_grids();
+                                            bool vectors, RouterNorm norm) {
     __shared__ float partial[kWarpsPerBlock];
+    __shared__ float partial_squares[kWarpsPerBlock];
     __shared__ bool last;
     const int warp = static_cast<int>(threadIdx.x / kWarpSize);
     const int lane = static_cast<int>(threadIdx.x % kWarpSize);
@@ -124,38 +161,94 @@ __global__ void route_experts_linear_kernel(const float* x, const float* router,
     const int part = warp % kRouterWarps;
     const int64_t i = blockIdx.y;
     const float* xr = x + i * d;
-    float acc = 0.0f;
-    if (e < n_experts) {
-        const float* wr = router + static_cast<int64_t>(e) * d;
-        if (vectors) {
-            const int64_t step = int64_t{kRouterWarps} * kWarpSize * 4;
+    const float* wr = router + static_cast<int64_t>(min(e, n_experts - 1)) * d;
+    constexpr int64_t kStep = int64_t{kRouterWarps} * kWarpSize * 4;  // columns between a lane's vectors
+    const int64_t first = (int64_t{part} * kWarpSize + lane) * 4;
+    // The router's and the norm's weights do not depend on the kernels ahead: the lane's vectors of them
+    // held in registers go out before the wait.
+    const bool held = vectors && d <= kStep * kRouterHeld;
+    const bool normed = norm.w != nullptr;
+    float4 wv[kRouterHeld], nv[kRouterHeld];
+#pragma unroll
+    for (int j = 0; j < kRouterHeld; ++j) {
+        const int64_t c = first + j * kStep;
+        const bool in = held && c < d;
+        wv[j] = in ? __ldg(reinterpret_cast<const float4*>(wr + c)) : float4{};
+        nv[j] = in && normed ? __ldg(reinterpret_cast<const float4*>(norm.w + c))
+                             : float4{1.0f, 1.0f, 1.0f, 1.0f};
+    }
+    float bias[kExpertsPerLane] = {};
+    if (warp == 0) {
+        load_score_bias(score_bias, n_experts, lane, bias);
+    }
+    wait_for_prior_grids();
+    start_dependent_grids();
+    float acc = 0.0f, squares = 0.0f;
+    float4 xv[kRouterHeld];
+    if (held) {
+#pragma unroll
+        for (int j = 0; j < kRouterHeld; ++j) {
+            const int64_t c = first + j * kStep;
+            xv[j] = c < d ? *reinterpret_cast<const float4*>(xr + c) : float4{};
+        }
+#pragma unroll
+        for (int j = 0; j < kRouterHeld; ++j) {
+            squares += xv[j].x * xv[j].x + xv[j].y * xv[j].y + xv[j].z * xv[j].z + xv[j].w * xv[j].w;
+            acc = fmaf(xv[j].x * nv[j].x, wv[j].x, acc);
+            acc = fmaf(xv[j].y * nv[j].y, wv[j].y, acc);
+            acc = fmaf(xv[j].z * nv[j].z, wv[j].z, acc);
+            acc = fmaf(xv[j].w * nv[j].w, wv[j].w, acc);
+        }
+    } else if (vectors) {
 #pragma unroll 4
-            for (int64_t c = (int64_t{part} * kWarpSize + lane) * 4; c < d; c += step) {
-                const float4 a = *reinterpret_cast<const float4*>(xr + c);
-                const float4 b = __ldg(reinterpret_cast<const float4*>(wr + c));
-                acc = fmaf(a.x, b.x, acc);
-                acc = fmaf(a.y, b.y, acc);
-                acc = fmaf(a.z, b.z, acc);
-                acc = fmaf(a.w, b.w, acc);
-            }
-        } else {
-            for (int64_t c = int64_t{part} * kWarpSize + lane; c < d;
-                 c += int64_t{kRouterWarps} * kWarpSize) {
-                acc = fmaf(xr[c], wr[c], acc);
-            }
+        for (int64_t c = first; c < d; c += kStep) {
+            const float4 a = *reinterpret_cast<const float4*>(xr + c);
+            const float4 b = __ldg(reinterpret_cast<const float4*>(wr + c));
+            acc = fmaf(a.x, b.x, acc);
+            acc = fmaf(a.y, b.y, acc);
+            acc = fmaf(a.z, b.z, acc);
+            acc = fmaf(a.w, b.w, acc);
+        }
+    } else {
+        for (int64_t c = int64_t{part} * kWarpSize + lane; c < d; c += int64_t{kRouterWarps} * kWarpSize) {
+            acc = fmaf(xr[c], wr[c], acc);
         }
     }
     acc = warp_sum(acc);
+    if (normed) {
+        squares = warp_sum(squares);
+    }
     if (lane == 0) {
         partial[warp] = acc;
+        partial_squares[warp] = squares;
     }
     __syncthreads();
+    float inv = 1.0f;
+    if (normed) {
+        float sum_squares = 0.0f;
+        for (int w = 0; w < kRouterWarps; ++w) {
+            sum_squares += partial_squares[w];
+        }
+        inv = rsqrtf(sum_squares / static_cast<float>(d) + norm.eps);
+        if (warp < kRouterWarps) {
+            float* xn = norm.xn + i * d;
+#pragma unroll
+            for (int j = 0; j < kRouterHeld; ++j) {
+                const int64_t c = first + j * kStep;
+                if (c < d && (c / 4) % gridDim.x == blockIdx.x) {
+                    *reinterpret_cast<float4*>(xn + c) =
+                        float4{nv[j].x * (xv[j].x * inv), nv[j].y * (xv[j].y * inv),
+                               nv[j].z * (xv[j].z * inv), nv[j].w * (xv[j].w * inv)};
+                }
+            }
+        }
+    }
     if (part == 0 && lane == 0 && e < n_experts) {
         float sum = 0.0f;
         for (int w = 0; w < kRouterWarps; ++w) {
             sum += partial[warp + w];
         }
-        logits[i * n_experts + e] = sum;
+        logits[i * n_experts + e] = sum * inv;
     }
     __threadfence();
     __syncthreads();
@@ -168,7 +261,7 @@ __global__ void route_experts_linear_kernel(const float* x, const float* router,
     }
     __threadfence();
     if (warp == 0) {
-        route_row(logits + i * n_experts, score_bias, experts, weights, i, n_experts, k, norm_min, lane);
+        route_row(logits + i * n_experts, bias, experts, weights, i, n_experts, k, norm_min, lane);
     }
     if (threadIdx.x == 0) {
         counters[i] = 0;
@@ -288,7 +381,8 @@ __global__ void expert_rows_kernel(const float* x, ExpertWeights w, const int32_
 // routing, which wrote x, has finished when this one starts).
 template <bool kDense, QuantizedFormat kType, bool kPacked>
 __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, ExpertWeights shared,
-                                          const int32_t* experts, float* y, int64_t n, int64_t k) {
+                                          const int32_t* experts, float* y, int64_t n, int64_t k,
+                                          bool x_from_kernel_ahead) {
     const int64_t half = w.n_rows / 2, shared_half = shared.n_rows / 2;
     const int64_t n_cols = k * half + shared_half;
     const int64_t shared_blocks = (shared_half + kWarpsPerBlock - 1) / kWarpsPerBlock;
@@ -300,6 +394,9 @@ __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, Exper
     const uint64_t policy = evict_normal_policy();
     const int64_t b = blockIdx.x;
     if (b < shared_blocks) {
+        if (x_from_kernel_ahead) {
+            wait_for_prior_grids();
+        }
         const int64_t s = b * kWarpsPerBlock + warp;
         float gate = 0.0f, up = 0.0f;
         if (s < shared_half) {
@@ -469,10 +566,12 @@ struct LaunchExpertRows {
 template <bool kDense, QuantizedFormat kType, bool kPacked>
 struct LaunchExpertSwigluRows {
     static void run(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
-                    const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream) {
+                    const int32_t* experts, float* y, int64_t n, int64_t k, bool x_from_kernel_ahead,
+                    cudaStream_t stream) {
         const int64_t shared_half = shared.n_rows / 2;
         const int64_t blocks = (shared_half + kWarpsPerBlock - 1) / kWarpsPerBlock +
                                (k * (w.n_rows / 2) + kWarpsPerBlock - 1) / kWarpsPerBlock;
+        // The streamed kernel reads x only past its wait.
         if constexpr (!kDense && kType == QuantizedFormat::Wint4 && kPacked) {
             if (launch_expert_swiglu_streamed(x, w, shared, experts, y, n, k, stream)) {
                 return;
@@ -480,7 +579,7 @@ struct LaunchExpertSwigluRows {
         }
         launch_chained(expert_swiglu_rows_kernel<kDense, kType, kPacked>,
                        dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(n)), dim3(kBlock), 0, stream,
-                       x, w, shared, experts, y, n, k);
+                       x, w, shared, experts, y, n, k, x_from_kernel_ahead);
     }
 };
 
@@ -544,7 +643,8 @@ void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_
 
 void route_experts_linear_f32(const float* x, const float* router, const float* score_bias, float* logits,
                               int32_t* counters, int32_t* experts, float* weights, int64_t n, int64_t d,
-                              int n_experts, int k, float norm_min, cudaStream_t stream) {
+                              int n_experts, int k, float norm_min, const RoutingNorm& norm,
+                              cudaStream_t stream) {
     if (n_experts <= 0 || n_experts > kMaxExperts || k <= 0 || k > n_experts || d <= 0) {
         fail("route_experts_linear: top ", k, " of ", n_experts, " experts (at most ", kMaxExperts, ") over ",
              d, " inputs");
@@ -552,18 +652,35 @@ void route_experts_linear_f32(const float* x, const float* router, const float* 
     if (n > kRoutingCounters) {
         fail("route_experts_linear: ", n, " rows, more than its ", kRoutingCounters, " counters");
     }
+    if (norm.w != nullptr && norm.xn == nullptr) {
+        fail("route_experts_linear: a norm without a tensor for the normalized rows");
+    }
     if (n == 0) {
         return;
     }
     const bool vectors = d % 4 == 0 && aligned16(x) && aligned16(router);
+    RouterNorm folded;
+    if (norm.w != nullptr) {
+        const bool held = vectors && d <= int64_t{kRouterWarps} * kWarpSize * 4 * kRouterHeld;
+        if (held && aligned16(norm.w) && aligned16(norm.xn)) {
+            folded = {norm.w, norm.eps, norm.xn};
+        } else {
+            // Too wide or unaligned for the norm folded in: a pass of its own, the router reading its rows.
+            rms_norm_f32(x, norm.w, norm.xn, n, d, norm.eps, stream);
+            route_experts_linear_f32(norm.xn, router, score_bias, logits, counters, experts, weights, n, d,
+                                     n_experts, k, norm_min, RoutingNorm{}, stream);
+            return;
+        }
+    }
     const dim3 grid(static_cast<unsigned>((n_experts + kRouterExpertsPerBlock - 1) / kRouterExpertsPerBlock),
                     static_cast<unsigned>(n));
     launch_chained(route_experts_linear_kernel, grid, dim3(kBlock), 0, stream, x, router, score_bias, logits,
-                   counters, experts, weights, d, n_experts, k, norm_min, vectors);
+                   counters, experts, weights, d, n_experts, k, norm_min, vectors, folded);
 }
 
 void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
-                            const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream) {
+                            const int32_t* experts, float* y, int64_t n, int64_t k, bool x_from_kernel_ahead,
+                            cudaStream_t stream) {
     check_shared("expert_swiglu_rows", w, shared, w.n_in, -1);
     if (w.n_rows % 2 || shared.n_rows % 2) {
         fail("expert_swiglu_rows: SwiGLU blocks of ", w.n_rows, " and ", shared.n_rows, " rows (not even)");
@@ -575,7 +692,7 @@ void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const Expert
         fail("expert_swiglu_rows: ", n, " rows, more than a launch takes (65535)");
     }
     dispatch_experts<LaunchExpertSwigluRows>(w, packable(w) && packable(shared) && aligned16(x), x, w, shared,
-                                             experts, y, n, k, stream);
+                                             experts, y, n, k, x_from_kernel_ahead, stream);
 }
 
 void add_expert_down_f32(float* x, const float* h, const ExpertWeights& w, const ExpertWeights& shared,

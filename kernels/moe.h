@@ -52,23 +52,35 @@ void expert_rows_linear_f32(const float* x, const ExpertWeights& w, const int32_
 void add_expert_outputs_f32(float* x, const float* src, const float* weights, int64_t n, int64_t k, int64_t d,
                             cudaStream_t stream);
 
+// An RMSNorm the rows pass before the router (route_experts_linear_f32): none where w is null.
+struct RoutingNorm {
+    const float* w = nullptr;  // [d]
+    float eps = 0.0f;
+    float* xn = nullptr;  // [n, d]: receives the normalized rows, which the expert launches then read
+};
+
 // A decode step's routing in one launch: each row's logits x · routerᵀ in float32 (a warp an expert, its
 // sum in a fixed order) into logits, then, in the block that finishes the row last, route_experts_f32's
-// choice from them. counters are zero on entry and left zero. n is at most kRoutingCounters.
+// choice from them. counters are zero on entry and left zero. n is at most kRoutingCounters. With a norm
+// the rows are normalized first (x · rsqrt(mean(x²) + eps) · w), in the same launch where a lane can hold
+// its share of a row (d a multiple of 4 up to 4,096, 16-byte aligned), else in a pass of its own.
 // x [n, d], router [n_experts, d], score_bias [n_experts]  ->  experts [n, k], weights [n, k]; logits
 // [n, n_experts] and counters [n] are scratch
 void route_experts_linear_f32(const float* x, const float* router, const float* score_bias, float* logits,
                               int32_t* counters, int32_t* experts, float* weights, int64_t n, int64_t d,
-                              int n_experts, int k, float norm_min, cudaStream_t stream);
+                              int n_experts, int k, float norm_min, const RoutingNorm& norm,
+                              cudaStream_t stream);
 
 // A decode step's expert products before the down projection, in one launch: row i of y is, for j < k in
 // order, the SwiGLU of expert experts[i k + j]'s rows of w times x[i] (w.n_rows / 2 columns each), then the
 // SwiGLU of shared's rows times x[i] (shared.n_rows / 2 columns; none where shared.n_rows is 0). shared is
 // one expert in w's format over w's inputs. The shared columns need no routing: their blocks start before
-// the kernel ahead (the routing) ends. An expert outside [0, w.n_experts) gives zeros.
+// the kernel ahead (the routing) ends and, unless x_from_kernel_ahead (the routing wrote x), read x before
+// it ends too. An expert outside [0, w.n_experts) gives zeros.
 // x [n, w.n_in], experts [n, k]  ->  y [n, k w.n_rows / 2 + shared.n_rows / 2]
 void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const ExpertWeights& shared,
-                            const int32_t* experts, float* y, int64_t n, int64_t k, cudaStream_t stream);
+                            const int32_t* experts, float* y, int64_t n, int64_t k, bool x_from_kernel_ahead,
+                            cudaStream_t stream);
 
 // A decode step's down projection, weighted sum and residual in one launch: x[i] += Σ_j weights[i k + j] ·
 // (expert experts[i k + j]'s rows of w · h[i, j w.n_in : (j + 1) w.n_in]) + shared's rows · h[i, k w.n_in :].

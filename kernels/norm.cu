@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kBlock)
     }
 }
 
-constexpr int kHeldValues = 4;  // values of a row each thread of rms_norm keeps in registers
+constexpr int kHeldValues = 16;  // values of a row each thread of rms_norm keeps in registers
 
 // One block per row; chained. A row of at most kBlock * kHeldValues values stays in registers: its loads go
 // out together, and its weights are loaded before the wait. T: float or __nv_bfloat16.

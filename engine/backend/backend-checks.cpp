@@ -252,13 +252,18 @@ void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& 
     }
 }
 
-int64_t check_routed_experts(const Tensor& x, const Tensor& xn, const ExpertLayer& layer) {
+int64_t check_routed_experts(const Tensor& x, const Tensor& input, const ExpertLayer& layer) {
     const char* op = "add_routed_experts";
-    if (x.dtype != ScalarType::F32 || xn.dtype != ScalarType::F32 || x.shape.size() != 2 ||
-        x.shape != xn.shape) {
-        fail(op, ": x ", shape_string(x.shape), ", xn ", shape_string(xn.shape));
+    if (x.dtype != ScalarType::F32 || input.dtype != ScalarType::F32 || x.shape.size() != 2 ||
+        x.shape != input.shape) {
+        fail(op, ": x ", shape_string(x.shape), ", input ", shape_string(input.shape));
     }
     const int64_t d = x.shape[1];
+    if (!layer.norm_w.empty() && (layer.norm_w.dtype != ScalarType::F32 || layer.norm_w.n_elements() != d ||
+                                  !(layer.norm_eps >= 0.0f))) {
+        fail(op, ": norm weights ", shape_string(layer.norm_w.shape), " and eps ", layer.norm_eps,
+             " for rows of ", d);
+    }
     const int64_t n_experts = layer.router.shape.size() == 2 ? layer.router.shape[0] : 0;
     if (layer.router.dtype != ScalarType::F32 || n_experts <= 0 || layer.router.shape[1] != d) {
         fail(op, ": router ", shape_string(layer.router.shape), " for rows of ", d);

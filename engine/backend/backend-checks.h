@@ -55,7 +55,7 @@ std::vector<int64_t> check_expert_rows_linear(const Tensor& x, const Weight& w, 
                                               int64_t n_rows, int64_t x_step, Activation act);
 void check_add_expert_outputs(const Tensor& x, const Tensor& src, const Tensor& weights);
 // Returns the experts' d_ff.
-int64_t check_routed_experts(const Tensor& x, const Tensor& xn, const ExpertLayer& layer);
+int64_t check_routed_experts(const Tensor& x, const Tensor& input, const ExpertLayer& layer);
 void check_merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
                                  int b_first);
 void check_order_by_expert(const Tensor& experts, int n_experts);

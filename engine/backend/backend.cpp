@@ -127,8 +127,9 @@ Tensor Backend::linear(const Tensor& x, const Tensor& w, const Tensor* b) {
     return linear(x, dense_weight(w), LinearSpec{.bias = b});
 }
 
-void Backend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer) {
-    const int64_t d_ff = check_routed_experts(x, xn, layer);
+void Backend::add_routed_experts(Tensor& x, const Tensor& input, const ExpertLayer& layer) {
+    const int64_t d_ff = check_routed_experts(x, input, layer);
+    const Tensor xn = layer.norm_w.empty() ? input : rms_norm(input, layer.norm_w, layer.norm_eps);  // [n, d]
     const Tensor logits = linear(xn, layer.router, nullptr);  // [n, n_experts]
     const ExpertRouting routing = route_experts(logits, layer.score_bias, layer.k, layer.norm_min);  // [n, k]
     if (!layer.shared_gate_up.empty()) {

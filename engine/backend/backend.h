@@ -77,6 +77,8 @@ struct ExpertLayer {
     Weight shared_down;     // [d, d_shared]; empty for no shared experts
     int k = 0;              // experts a token
     float norm_min = 0.0f;  // the least sum route_experts divides the chosen probabilities by
+    Tensor norm_w;          // [d]: an RMSNorm the input passes first; empty where it is normalized already
+    float norm_eps = 0.0f;
 };
 
 // A routing's (token, choice) pairs grouped by expert, on the backend: the slots [offsets[e], offsets[e + 1])
@@ -368,10 +370,11 @@ public:
     virtual void add_expert_outputs(Tensor& x, const Tensor& src, const Tensor& weights) = 0;
     // A decode step's mixture of experts, every row routed to one pool: x[i] += Σ_j w_ij · down_e(SwiGLU(
     // gate_up_e · xn[i])) + shared_down(SwiGLU(shared_gate_up · xn[i])), e = e_ij, the experts e_ij and their
-    // weights w_ij as route_experts chooses them from the logits xn · routerᵀ (float32). The default runs
-    // the operations above one after another; a backend may fuse them, summing in another order.
-    // x, xn [n, d]
-    virtual void add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer);
+    // weights w_ij as route_experts chooses them from the logits xn · routerᵀ (float32), xn the input, or
+    // rms_norm(input, layer.norm_w, layer.norm_eps) where the layer has a norm (input may then be x itself).
+    // The default runs the operations above one after another; a backend may fuse them, summing in another
+    // order.  x, input [n, d]
+    virtual void add_routed_experts(Tensor& x, const Tensor& input, const ExpertLayer& layer);
     // Two pools' routings as one (a model whose text and vision tokens have experts of their own): row i
     // takes b's experts, numbered from b_first, and b's weights where use_b[i] is non-zero, a's otherwise.
     // a and b: experts and weights [n, k], use_b [n] int32  ->  experts [n, k] int32, weights [n, k]

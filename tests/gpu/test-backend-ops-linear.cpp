@@ -721,7 +721,7 @@ TEST_F(BackendOpsTest, RmsNormMlpAdd) {
 // Rows of a multiple of 4 values up to 2,048 take LayerNorm's warp-a-row kernel, others the block-a-row one.
 TEST_F(BackendOpsTest, LayerNormAndRmsNorm) {
     for (const int64_t n : {1, 3, 17, 130}) {
-        for (const int64_t d : {1, 7, 96, 1000, 1152, 1500, 2048, 2052}) {
+        for (const int64_t d : {1, 7, 96, 1000, 1152, 1500, 2048, 2052, 2560, 4096, 4100}) {
             const Pair x = random({n, d}, 3.0f, 2.0f), w = random({d}), b = random({d});
             expect_close("layer_norm", gpu_->layer_norm(x.gpu, w.gpu, b.gpu, 1e-6f),
                          cpu_->layer_norm(x.cpu, w.cpu, b.cpu, 1e-6f), kF32Bound, dims({n, d}));

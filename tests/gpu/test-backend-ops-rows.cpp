@@ -333,6 +333,8 @@ TEST_F(BackendOpsTest, RoutedExperts) {
         // kernel), down over 1,536 (six chunks), the shared experts' 3,072 in two parts.
         {Quantization::Wint4, 2560, 320, 64},
         {Quantization::Wint4, 256, 1536, 64},
+        // Wider than the router's weights held in registers (4,096 inputs).
+        {Quantization::Wint8, 4608, 24, 0},
         {Quantization::Wint8, 44, 20, 0},
         {Quantization::Bf16, 43, 6, 0}};
     const auto weight_pair = [&](const LinearCase& f, int64_t n_out, int64_t n_in) {
@@ -366,31 +368,41 @@ TEST_F(BackendOpsTest, RoutedExperts) {
                 }
                 c.k = g.k = k;
                 c.norm_min = g.norm_min = 1e-12f;
-                // 37 rows take the parts one at a time.
-                for (const int64_t n :
-                     {int64_t{1}, int64_t{3}, kernels::kRoutedExpertsMaxRows, int64_t{37}}) {
-                    const std::string where = label(quantization_name(f.type), " ", dims({n, d, d_ff}), " ",
-                                                    n_experts, " experts, top ", k, shared ? ", shared" : "");
-                    const Pair xn = random({n, d});
-                    const std::vector<float> zeros(static_cast<size_t>(n * d), 0.0f);
-                    Pair x = upload(zeros, {n, d});
-                    cpu_->add_routed_experts(x.cpu, xn.cpu, c);
-                    gpu_->add_routed_experts(x.gpu, xn.gpu, g);
-                    // The parts' shared experts are linear layers, on the tensor cores for enough rows.
-                    const double bound = f.type == Quantization::None ? kF32Bound : kQuantizedBound;
-                    const double parts_bound =
-                        shared
-                            ? std::max({bound, linear_bound(n, d, f.type), linear_bound(n, d_shared, f.type)})
-                            : bound;
-                    const bool fused = n <= kernels::kRoutedExpertsMaxRows;
-                    expect_close("add_routed_experts", x.gpu, x.cpu, fused ? bound : parts_bound, where);
-                    Tensor parts = gpu_->upload(zeros, {n, d});
-                    gpu_->Backend::add_routed_experts(parts, xn.gpu, g);
-                    expect_close("add_routed_experts", x.gpu, cpu_->upload(gpu_->download(parts), {n, d}),
-                                 parts_bound, where + " against its parts");
-                    Tensor again = gpu_->upload(zeros, {n, d});
-                    gpu_->add_routed_experts(again, xn.gpu, g);
-                    EXPECT_EQ(gpu_->download(again), gpu_->download(x.gpu)) << where << " run twice";
+                // With a norm the input is x itself, as a decoder layer passes it, and the routing launch
+                // normalizes it (folded in up to 4,096 inputs, else in a pass of its own).
+                for (const bool normed : {false, true}) {
+                    const std::vector<float> norm_w = random_values(d, seed_++, 1.0f, 0.25f);
+                    c.norm_w = normed ? cpu_->upload(norm_w, {d}) : Tensor{};
+                    g.norm_w = normed ? gpu_->upload(norm_w, {d}) : Tensor{};
+                    c.norm_eps = g.norm_eps = normed ? 1e-5f : 0.0f;
+                    // 37 rows take the parts one at a time.
+                    for (const int64_t n :
+                         {int64_t{1}, int64_t{3}, kernels::kRoutedExpertsMaxRows, int64_t{37}}) {
+                        const std::string where =
+                            label(quantization_name(f.type), " ", dims({n, d, d_ff}), " ", n_experts,
+                                  " experts, top ", k, shared ? ", shared" : "", normed ? ", normed" : "");
+                        const Pair xn = random({n, d});
+                        const std::vector<float> start =
+                            normed ? cpu_->download(xn.cpu)
+                                   : std::vector<float>(static_cast<size_t>(n * d), 0.0f);
+                        Pair x = upload(start, {n, d});
+                        cpu_->add_routed_experts(x.cpu, normed ? x.cpu : xn.cpu, c);
+                        gpu_->add_routed_experts(x.gpu, normed ? x.gpu : xn.gpu, g);
+                        // The parts' shared experts are linear layers, on the tensor cores for enough rows.
+                        const double bound = f.type == Quantization::None ? kF32Bound : kQuantizedBound;
+                        const double parts_bound = shared ? std::max({bound, linear_bound(n, d, f.type),
+                                                                      linear_bound(n, d_shared, f.type)})
+                                                          : bound;
+                        const bool fused = n <= kernels::kRoutedExpertsMaxRows;
+                        expect_close("add_routed_experts", x.gpu, x.cpu, fused ? bound : parts_bound, where);
+                        Tensor parts = gpu_->upload(start, {n, d});
+                        gpu_->Backend::add_routed_experts(parts, normed ? parts : xn.gpu, g);
+                        expect_close("add_routed_experts", x.gpu, cpu_->upload(gpu_->download(parts), {n, d}),
+                                     parts_bound, where + " against its parts");
+                        Tensor again = gpu_->upload(start, {n, d});
+                        gpu_->add_routed_experts(again, normed ? again : xn.gpu, g);
+                        EXPECT_EQ(gpu_->download(again), gpu_->download(x.gpu)) << where << " run twice";
+                    }
                 }
             }
         }
@@ -412,6 +424,9 @@ TEST_F(BackendOpsTest, RoutedExperts) {
     bad.down = dense_weight(gpu_->upload(random_values(4 * 8 * 3, 8), {4 * 8, 3}));
     bad.shared_gate_up = dense_weight(gpu_->upload(random_values(4 * 8, 9), {4, 8}));
     EXPECT_THROW(gpu_->add_routed_experts(x.gpu, xn.gpu, bad), Error) << "shared gate_up without down";
+    bad.shared_gate_up = Weight{};
+    bad.norm_w = gpu_->upload(random_values(7, 10), {7});
+    EXPECT_THROW(gpu_->add_routed_experts(x.gpu, xn.gpu, bad), Error) << "norm weights for 7 inputs";
 }
 
 // A prompt step's experts: two pools' routings merged, the pairs grouped by expert, and the grouped

@@ -149,7 +149,7 @@ public:
     // Three launches: the router's product with the routing, the chosen and shared experts' gate/up rows,
     // and their down rows summed into x; the parts one at a time where the shared experts' format is not the
     // pool's or for more than kernels::kRoutedExpertsMaxRows rows.
-    void add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer) override;
+    void add_routed_experts(Tensor& x, const Tensor& input, const ExpertLayer& layer) override;
     ExpertRouting merge_expert_routings(const ExpertRouting& a, const ExpertRouting& b, const Tensor& use_b,
                                         int b_first) override;
     ExpertOrder order_by_expert(const Tensor& experts, int n_experts) override;

@@ -63,9 +63,9 @@ void CudaBackend::add_expert_outputs(Tensor& x, const Tensor& src, const Tensor&
                                     weights.shape[1], x.row_size(), stream());
 }
 
-void CudaBackend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLayer& layer) {
+void CudaBackend::add_routed_experts(Tensor& x, const Tensor& input, const ExpertLayer& layer) {
     const char* op = "add_routed_experts";
-    const int64_t d_ff = check_routed_experts(x, xn, layer);
+    const int64_t d_ff = check_routed_experts(x, input, layer);
     const int64_t n = x.rows(), d = x.row_size(), n_experts = layer.router.shape[0];
     const bool has_shared = !layer.shared_gate_up.empty();
     const auto same = [](const Weight& a, const Weight& b) {
@@ -74,16 +74,24 @@ void CudaBackend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLa
     const bool same_format =
         !has_shared || (same(layer.shared_gate_up, layer.gate_up) && same(layer.shared_down, layer.down));
     if (!same_format || n > kernels::kRoutedExpertsMaxRows || n == 0) {
-        Backend::add_routed_experts(x, xn, layer);
+        Backend::add_routed_experts(x, input, layer);
         return;
+    }
+    // With a norm, the routing launch normalizes the rows (folded into it where it can) into xn, which the
+    // expert launches read.
+    const bool normed = !layer.norm_w.empty();
+    const Tensor xn = normed ? alloc_uninitialized({n, d}, op) : input;  // [n, d]
+    kernels::RoutingNorm norm;
+    if (normed) {
+        norm = {device_f32(layer.norm_w, op), layer.norm_eps, xn.f32()};
     }
     ExpertRouting routing{alloc_uninitialized({n, layer.k}, op, ScalarType::I32),
                           alloc_uninitialized({n, layer.k}, op)};   // [n, k]
     const Tensor logits = alloc_uninitialized({n, n_experts}, op);  // [n, n_experts]
     kernels::route_experts_linear_f32(
-        device_f32(xn, op), device_f32(layer.router, op), device_f32(layer.score_bias, op), logits.f32(),
+        device_f32(input, op), device_f32(layer.router, op), device_f32(layer.score_bias, op), logits.f32(),
         static_cast<int32_t*>(routing_counters_.get()), routing.experts.i32(), routing.weights.f32(), n, d,
-        static_cast<int>(n_experts), layer.k, layer.norm_min, stream());
+        static_cast<int>(n_experts), layer.k, layer.norm_min, norm, stream());
     const kernels::ExpertWeights gate_up = expert_weights(layer.gate_up, 2 * d_ff, op);
     const kernels::ExpertWeights down = expert_weights(layer.down, d, op);
     kernels::ExpertWeights shared_gate_up, shared_down;
@@ -94,9 +102,10 @@ void CudaBackend::add_routed_experts(Tensor& x, const Tensor& xn, const ExpertLa
     const int64_t d_shared = layer.shared_gate_up.n_out / 2;
     // [n, k d_ff + d_shared]: each row's experts' SwiGLU outputs, then the shared experts'
     const Tensor h = alloc_uninitialized({n, layer.k * d_ff + d_shared}, op);
-    // The shared columns read xn before the routing launch ends: the routing does not write it.
+    // Without a norm the shared columns read xn before the routing launch ends (the routing does not write
+    // it); with one, the routing writes xn.
     kernels::expert_swiglu_rows_f32(device_f32(xn, op), gate_up, shared_gate_up, routing.experts.i32(),
-                                    h.f32(), n, layer.k, stream());
+                                    h.f32(), n, layer.k, normed, stream());
     kernels::add_expert_down_f32(device_f32(x, op), h.f32(), down, shared_down, routing.experts.i32(),
                                  routing.weights.f32(), n, layer.k, stream());
 }

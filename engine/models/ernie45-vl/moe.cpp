@@ -53,28 +53,35 @@ MoeBlock::MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie
     }
 }
 
-void MoeBlock::add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const {
-    if (!vision.empty() && static_cast<int64_t>(vision.size()) != xn.rows()) {
-        fail("mixture of experts: ", vision.size(), " modalities for ", xn.rows(), " tokens");
+void MoeBlock::add(Tensor& x, const Tensor& norm_w, float eps, std::span<const uint8_t> vision,
+                   bool decode) const {
+    if (!vision.empty() && static_cast<int64_t>(vision.size()) != x.rows()) {
+        fail("mixture of experts: ", vision.size(), " modalities for ", x.rows(), " tokens");
     }
+    // A decode step whose tokens are all text runs in add_routed_experts, which takes the norm itself.
+    const bool routed =
+        decode && std::none_of(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; });
     if (reduce_ == nullptr) {
-        add_experts(x, xn, vision, decode);
+        if (routed) {
+            add_decode(x, x, norm_w, eps);
+        } else {
+            add_experts(x, backend_.rms_norm(x, norm_w, eps), vision);  // through xn [n, d]
+        }
         return;
     }
     // A tensor-parallel rank's experts give part of each output: the parts summed over the ranks, then added
     // to the residual once.
-    Tensor part = backend_.alloc({xn.rows(), d_});  // [n, d], zeros
-    add_experts(part, xn, vision, decode);
+    Tensor part = backend_.alloc({x.rows(), d_});  // [n, d], zeros
+    if (routed) {
+        add_decode(part, x, norm_w, eps);
+    } else {
+        add_experts(part, backend_.rms_norm(x, norm_w, eps), vision);
+    }
     reduce_->all_reduce_sum(backend_, part);
     backend_.add(x, part);
 }
 
-void MoeBlock::add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const {
-    const bool all_text = std::none_of(vision.begin(), vision.end(), [](uint8_t v) { return v != 0; });
-    if (decode && all_text) {
-        add_decode(x, xn);
-        return;
-    }
+void MoeBlock::add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const {
     if (!shared_gate_up_.w.empty()) {
         LinearSpec gated;
         gated.activation = Activation::Swiglu;
@@ -83,7 +90,7 @@ void MoeBlock::add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t>
     add_prompt(x, xn, vision);
 }
 
-void MoeBlock::add_decode(Tensor& x, const Tensor& xn) const {
+void MoeBlock::add_decode(Tensor& x, const Tensor& input, const Tensor& norm_w, float eps) const {
     const Pool& P = pools_[0];
     ExpertLayer layer;
     layer.router = P.router;
@@ -94,7 +101,9 @@ void MoeBlock::add_decode(Tensor& x, const Tensor& xn) const {
     layer.shared_down = shared_down_.w;
     layer.k = k_;
     layer.norm_min = norm_min_;
-    backend_.add_routed_experts(x, xn, layer);
+    layer.norm_w = norm_w;
+    layer.norm_eps = eps;
+    backend_.add_routed_experts(x, input, layer);
 }
 
 void MoeBlock::add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const {

@@ -18,12 +18,12 @@ public:
     // numbered first), each pool's experts stacked in one weight, and the shared experts.
     MoeBlock(WeightLoader& weights, const std::string& prefix, const Ernie45VlTextConfig& config);
 
-    // x += shared(xn) + Σ_k weight_k · expert_k(xn), routed on the backend. A prompt step groups its
-    // (token, choice) pairs by expert and runs each pool's experts in one grouped product; a decode step
-    // (every token text) runs each token's chosen experts' rows and the shared experts in
-    // add_routed_experts, so that it can be recorded.
-    // x, xn [n, d]; vision [n]: whether a row is routed to the vision pool (empty: all text)
-    void add(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const;
+    // x += shared(xn) + Σ_k weight_k · expert_k(xn), xn = rms_norm(x, norm_w, eps), routed on the backend. A
+    // prompt step groups its (token, choice) pairs by expert and runs each pool's experts in one grouped
+    // product; a decode step (every token text) runs each token's chosen experts' rows and the shared experts
+    // in add_routed_experts, the norm with them, so that it can be recorded.
+    // x [n, d], norm_w [d]; vision [n]: whether a row is routed to the vision pool (empty: all text)
+    void add(Tensor& x, const Tensor& norm_w, float eps, std::span<const uint8_t> vision, bool decode) const;
 
 private:
     struct Pool {
@@ -35,9 +35,10 @@ private:
     };
 
     // The shared and routed experts' outputs added to x.
-    void add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision, bool decode) const;
+    void add_experts(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const;
     void add_prompt(Tensor& x, const Tensor& xn, std::span<const uint8_t> vision) const;
-    void add_decode(Tensor& x, const Tensor& xn) const;
+    // x += the experts of rms_norm(input, norm_w, eps) in add_routed_experts (input may be x).
+    void add_decode(Tensor& x, const Tensor& input, const Tensor& norm_w, float eps) const;
 
     Backend& backend_;
     int k_ = 0;

@@ -119,8 +119,7 @@ Tensor Ernie45VlTextModel::forward(Tensor embeds, const DecoderStep& step, Paged
             {L.input_norm, tc.rms_norm_eps, L.qkv_proj, L.o_proj, n_heads_, tc.head_dim, rope_, precision_},
             step, cache, layer);
         if (L.moe) {
-            const Tensor xn = backend_.rms_norm(x, L.post_norm, tc.rms_norm_eps);  // [n, d]
-            L.moe->add(x, xn, vision, step.batch == nullptr);
+            L.moe->add(x, L.post_norm, tc.rms_norm_eps, vision, step.batch == nullptr);
         } else {
             rms_norm_mlp_add(backend_, x, L.gate_up_proj, L.down_proj, L.post_norm, tc.rms_norm_eps);
         }

@@ -141,9 +141,11 @@ __global__ void __launch_bounds__(kBlock, 2)
 // holds its segment's columns of h in registers and streams the kOuts rows past them, where a warp a row
 // read h once for each row. The chosen experts come from the routing two launches back, so a segment's
 // weights are loaded before the wait for the kernel ahead (which writes h). Each lane adds its segments in
-// the same order as add_expert_down_kernel, and the block its warps' sums, so the results are the same.
+// the same order as add_expert_down_kernel, and the block its warps' sums, so the results are the same. Its
+// registers are capped for two blocks a multiprocessor, so that one block's loads are in flight while the
+// other sums.
 template <QuantizedFormat kType, int kChunks, int kOuts>
-__global__ void __launch_bounds__(kBlock, 1)
+__global__ void __launch_bounds__(kBlock, 2)
     add_expert_down_streamed_kernel(float* x, const float* h, ExpertWeights w, ExpertWeights shared,
                                     const int32_t* experts, const float* weights, int64_t n, int64_t k) {
     __shared__ float sums[kWarpsPerBlock][kOuts];

@@ -378,7 +378,8 @@ __global__ void expert_rows_kernel(const float* x, ExpertWeights w, const int32_
 
 // Block (b, i) of expert_swiglu_rows: the shared columns come first in block order, so that they are
 // scheduled first, and before the wait for the routing, which they do not need (the kernel ahead of the
-// routing, which wrote x, has finished when this one starts).
+// routing, which wrote x, has finished when this one starts), unless x_from_kernel_ahead: the routing wrote
+// x, and they wait for it first.
 template <bool kDense, QuantizedFormat kType, bool kPacked>
 __global__ void expert_swiglu_rows_kernel(const float* x, ExpertWeights w, ExpertWeights shared,
                                           const int32_t* experts, float* y, int64_t n, int64_t k,

@@ -135,14 +135,6 @@ constexpr int kRouterExpertsPerBlock = kWarpsPerBlock / kRouterWarps;
 // inputs up to kRouterHeld * kRouterWarps * 128 columns (4,096).
 constexpr int kRouterHeld = 8;
 
-// The row's logits, as route_experts_linear_kernel takes them: from x as it is, or from x through an RMSNorm
-// folded in (the held path only), each block then storing its share of the normalized row to xn.
-struct RouterNorm {
-    const float* w = nullptr;  // [d], or null: x is the router's input as it is
-    float eps = 0.0f;
-    float* xn = nullptr;  // [n, d]
-};
-
 // Block (b, i): the logits of row i for experts [b kRouterExpertsPerBlock, ...), then the routing of row i
 // in whichever of the row's blocks finishes last. With a norm, every block finds the row's 1 / rms from the
 // squares its first expert's warps read (the logits are inv · Σ x · w_norm · router), and stores the
@@ -151,7 +143,7 @@ struct RouterNorm {
 __global__ void route_experts_linear_kernel(const float* x, const float* router, const float* score_bias,
                                             float* logits, int32_t* counters, int32_t* experts,
                                             float* weights, int64_t d, int n_experts, int k, float norm_min,
-                                            bool vectors, RouterNorm norm) {
+                                            bool vectors, RoutingNorm norm) {
     __shared__ float partial[kWarpsPerBlock];
     __shared__ float partial_squares[kWarpsPerBlock];
     __shared__ bool last;
@@ -660,23 +652,19 @@ void route_experts_linear_f32(const float* x, const float* router, const float* 
         return;
     }
     const bool vectors = d % 4 == 0 && aligned16(x) && aligned16(router);
-    RouterNorm folded;
-    if (norm.w != nullptr) {
-        const bool held = vectors && d <= int64_t{kRouterWarps} * kWarpSize * 4 * kRouterHeld;
-        if (held && aligned16(norm.w) && aligned16(norm.xn)) {
-            folded = {norm.w, norm.eps, norm.xn};
-        } else {
-            // Too wide or unaligned for the norm folded in: a pass of its own, the router reading its rows.
-            rms_norm_f32(x, norm.w, norm.xn, n, d, norm.eps, stream);
-            route_experts_linear_f32(norm.xn, router, score_bias, logits, counters, experts, weights, n, d,
-                                     n_experts, k, norm_min, RoutingNorm{}, stream);
-            return;
-        }
+    // The norm folds into the kernel's held path only (rows of at most kRouterHeld vectors a lane).
+    const bool held = vectors && d <= int64_t{kRouterWarps} * kWarpSize * 4 * kRouterHeld;
+    if (norm.w != nullptr && !(held && aligned16(norm.w) && aligned16(norm.xn))) {
+        // Too wide or unaligned for the norm folded in: a pass of its own, the router reading its rows.
+        rms_norm_f32(x, norm.w, norm.xn, n, d, norm.eps, stream);
+        route_experts_linear_f32(norm.xn, router, score_bias, logits, counters, experts, weights, n, d,
+                                 n_experts, k, norm_min, RoutingNorm{}, stream);
+        return;
     }
     const dim3 grid(static_cast<unsigned>((n_experts + kRouterExpertsPerBlock - 1) / kRouterExpertsPerBlock),
                     static_cast<unsigned>(n));
     launch_chained(route_experts_linear_kernel, grid, dim3(kBlock), 0, stream, x, router, score_bias, logits,
-                   counters, experts, weights, d, n_experts, k, norm_min, vectors, folded);
+                   counters, experts, weights, d, n_experts, k, norm_min, vectors, norm);
 }
 
 void expert_swiglu_rows_f32(const float* x, const ExpertWeights& w, const ExpertWeights& shared,

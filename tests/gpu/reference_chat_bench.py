@@ -1,10 +1,11 @@
-"""The chat benchmark of `folio-cli bench --family ernie-4.5-vl` through the reference implementation.
+"""The chat benchmark of `folio-cli bench --family ernie-4.5-vl|llama` through the reference implementation.
 
 Run on the GPU machine (transformers 5.17, torch 2.11):
-    python3 reference_chat_bench.py [--num-layers 28] [--prefill-tokens 1024] [--decode-tokens 64]
-                                    [--batch 1,8,32]
-The full-size Ernie4_5_VLMoeForConditionalGeneration architecture (or its first --num-layers decoder layers)
-with its default (random) initialisation, bfloat16, sdpa attention. Prefill: one prompt of --prefill-tokens
+    python3 reference_chat_bench.py [--family ernie-4.5-vl|llama] [--num-layers N] [--prefill-tokens 1024]
+                                    [--decode-tokens 64] [--batch 1,8,32]
+The full-size Ernie4_5_VLMoeForConditionalGeneration architecture (28 decoder layers), or LlamaForCausalLM
+as DeepSeek-R1-Distill-Llama-8B configures it (32 layers, llama3 rotary scaling, untied head), or the first
+--num-layers decoder layers, with its default (random) initialisation, bfloat16, sdpa attention. Prefill: one prompt of --prefill-tokens
 text tokens, timed to its first new token. Decode: at each batch size, prompts of 16 distinct text tokens and
 exactly --decode-tokens new tokens (greedy, min_new_tokens = max_new_tokens), timed after the first token
 (the prefill's time, measured at one new token, is taken off). Prints one JSON object.
@@ -15,27 +16,43 @@ import time
 
 import torch
 import transformers
-from transformers import Ernie4_5_VLMoeConfig, Ernie4_5_VLMoeForConditionalGeneration
+from transformers import Ernie4_5_VLMoeConfig, Ernie4_5_VLMoeForConditionalGeneration, LlamaConfig, LlamaForCausalLM
+
+
+def llama_config(n_layers):
+    """DeepSeek-R1-Distill-Llama-8B's config.json, as transformers reads it."""
+    return LlamaConfig(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=n_layers,
+        num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
+        bos_token_id=128000, eos_token_id=128001,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--num-layers", type=int, default=28)
+    ap.add_argument("--family", choices=["ernie-4.5-vl", "llama"], default="ernie-4.5-vl")
+    ap.add_argument("--num-layers", type=int, default=None)
     ap.add_argument("--prefill-tokens", type=int, default=1024)
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batch", default="1,8,32")
     args = ap.parse_args()
 
     torch.manual_seed(0)
-    config = Ernie4_5_VLMoeConfig()
-    config.text_config.num_hidden_layers = args.num_layers
-    if getattr(config.text_config, "mlp_layer_types", None) is not None:
-        config.text_config.mlp_layer_types = config.text_config.mlp_layer_types[: args.num_layers]
+    if args.family == "llama":
+        config = llama_config(args.num_layers or 32)
+        text_config, model_class = config, LlamaForCausalLM
+    else:
+        config = Ernie4_5_VLMoeConfig()
+        text_config, model_class = config.text_config, Ernie4_5_VLMoeForConditionalGeneration
+        text_config.num_hidden_layers = args.num_layers or 28
+        if getattr(text_config, "mlp_layer_types", None) is not None:
+            text_config.mlp_layer_types = text_config.mlp_layer_types[: text_config.num_hidden_layers]
     with torch.device("cuda"):
-        model = Ernie4_5_VLMoeForConditionalGeneration._from_config(
-            config, attn_implementation="sdpa", torch_dtype=torch.bfloat16)
+        model = model_class._from_config(config, attn_implementation="sdpa", torch_dtype=torch.bfloat16)
     model = model.eval()
-    vocab = config.text_config.vocab_size
+    vocab = text_config.vocab_size
 
     def generate(ids, n_new):
         ids = ids.to("cuda")
@@ -64,7 +81,8 @@ def main():
     print(json.dumps({
         "implementation": f"transformers {transformers.__version__} generate, torch {torch.__version__}, bf16, sdpa",
         "gpu": torch.cuda.get_device_name(),
-        "num_hidden_layers": args.num_layers,
+        "family": args.family,
+        "num_hidden_layers": text_config.num_hidden_layers,
         "n_params": sum(p.numel() for p in model.parameters()),
         "prefill": {"tokens": args.prefill_tokens, "seconds": prefill_seconds,
                     "tokens_per_second": args.prefill_tokens / prefill_seconds},

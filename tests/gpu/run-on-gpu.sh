@@ -3,9 +3,11 @@
 # torch and transformers. BUNDLE holds bin/ and lib/ as tools like bundle-libs.sh make them (or a build's
 # binaries with their libraries installed); OUT receives the logs and JSON.
 #   tests/gpu/run-on-gpu.sh BUNDLE OUT
-#       [tests|full|full-ernie|full-llama|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
+#       [tests|full|full-ernie|full-llama|chat-llama|layout|documents|bench|quantized|reference|timeline|document-trace|handover]...
 # documents runs the document pipeline end to end on the PDF FOLIO_BENCH_PDF (default BUNDLE/bench.pdf), four
 # times over, with each full-size layout model.
+# chat-llama runs the full-size Llama benchmark (DeepSeek-R1-Distill-Llama-8B's shapes, random weights) in
+# bfloat16, WINT8 and WINT4, then transformers on the same shapes, in one call.
 # timeline (a batch-1 decode step) and document-trace (30 pages of the document workload) need
 # lib/libkernel-trace.so (tests/gpu/kernel-trace.cpp) and CUPTI's library in BUNDLE; handover needs
 # bin/bench-handover (tests/gpu/bench-handover.cu).
@@ -77,6 +79,17 @@ for step in "$@"; do
             > "$out/test-full-size-llama.log" 2>&1
         echo "test-full-size (Llama): exit $? $(grep -E 'relative error|greedy tokens|^\[  (PASSED|FAILED) ' \
             "$out/test-full-size-llama.log" | tr '\n' ' ')"
+        ;;
+    chat-llama)
+        chat=(--device cuda --family llama --batch 1,8,64 --prefill-tokens 1024 --decode-tokens 64)
+        for q in none wint8 wint4; do
+            "$bundle/bin/folio-bench" "${chat[@]}" --quantization "$q" > "$out/chat-llama-$q.json" \
+                2> "$out/chat-llama-$q.log"
+            echo "chat-llama $q: exit $?"
+        done
+        timeout 400 python3 tests/gpu/reference_chat_bench.py --family llama --batch 1,8,64 --prefill-tokens 1024 \
+            --decode-tokens 64 > "$out/chat-llama-reference.json" 2> "$out/chat-llama-reference.log"
+        echo "chat-llama reference: exit $?"
         ;;
     bench)
         "${bench[@]}" --pages 100 > "$out/bench.json" 2> "$out/bench.log"

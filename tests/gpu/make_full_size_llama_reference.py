@@ -27,14 +27,20 @@ TINY = os.path.join("tests", "fixtures", "llama", "llama-tiny")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 
 
-def make_config(n_layers, tokenizer):
+def llama8b_config(n_layers, bos_token_id=128000, eos_token_id=128001):
+    """DeepSeek-R1-Distill-Llama-8B's config.json as transformers reads it, with n_layers decoder layers."""
     return LlamaConfig(
         vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=n_layers,
         num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
         rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.convert_tokens_to_ids("<|eot_id|>"),
+        bos_token_id=bos_token_id, eos_token_id=eos_token_id,
         rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+
+
+def make_config(n_layers, tokenizer):
+    """The 8B config with the fixture tokenizer's special tokens."""
+    return llama8b_config(n_layers, tokenizer.bos_token_id, tokenizer.convert_tokens_to_ids("<|eot_id|>"))
 
 
 def randomize(model):

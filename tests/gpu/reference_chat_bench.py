@@ -16,18 +16,9 @@ import time
 
 import torch
 import transformers
-from transformers import Ernie4_5_VLMoeConfig, Ernie4_5_VLMoeForConditionalGeneration, LlamaConfig, LlamaForCausalLM
+from transformers import Ernie4_5_VLMoeConfig, Ernie4_5_VLMoeForConditionalGeneration, LlamaForCausalLM
 
-
-def llama_config(n_layers):
-    """DeepSeek-R1-Distill-Llama-8B's config.json, as transformers reads it."""
-    return LlamaConfig(
-        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=n_layers,
-        num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
-        rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=False, mlp_bias=False,
-        bos_token_id=128000, eos_token_id=128001,
-        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})
+from make_full_size_llama_reference import llama8b_config
 
 
 def main():
@@ -41,7 +32,7 @@ def main():
 
     torch.manual_seed(0)
     if args.family == "llama":
-        config = llama_config(args.num_layers or 32)
+        config = llama8b_config(args.num_layers or 32)
         text_config, model_class = config, LlamaForCausalLM
     else:
         config = Ernie4_5_VLMoeConfig()

@@ -81,14 +81,14 @@ for step in "$@"; do
             "$out/test-full-size-llama.log" | tr '\n' ' ')"
         ;;
     chat-llama)
-        chat=(--device cuda --family llama --batch 1,8,64 --prefill-tokens 1024 --decode-tokens 64)
+        shapes=(--family llama --batch 1,8,64 --prefill-tokens 1024 --decode-tokens 64)
         for q in none wint8 wint4; do
-            "$bundle/bin/folio-bench" "${chat[@]}" --quantization "$q" > "$out/chat-llama-$q.json" \
-                2> "$out/chat-llama-$q.log"
+            "$bundle/bin/folio-bench" --device cuda "${shapes[@]}" --quantization "$q" \
+                > "$out/chat-llama-$q.json" 2> "$out/chat-llama-$q.log"
             echo "chat-llama $q: exit $?"
         done
-        timeout 400 python3 tests/gpu/reference_chat_bench.py --family llama --batch 1,8,64 --prefill-tokens 1024 \
-            --decode-tokens 64 > "$out/chat-llama-reference.json" 2> "$out/chat-llama-reference.log"
+        timeout 400 python3 tests/gpu/reference_chat_bench.py "${shapes[@]}" \
+            > "$out/chat-llama-reference.json" 2> "$out/chat-llama-reference.log"
         echo "chat-llama reference: exit $?"
         ;;
     bench)

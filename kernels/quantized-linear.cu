@@ -1,6 +1,6 @@
 // The quantized linear layer's entry points: the GEMV for the few rows quantized_gemv_takes gives it
-// (quantized-gemv.cu), otherwise WINT8/WINT4 dequantized to bfloat16 in blocks of rows and multiplied on the
-// tensor cores.
+// (quantized-gemv.cu), otherwise the tensor cores: up to 64 rows with WINT8/WINT4 weights dequantized in
+// registers (quantized-mma.cu), more rows with them dequantized to bfloat16 in blocks of rows for cuBLAS.
 #include <algorithm>
 
 #include <cuda_bf16.h>
@@ -12,8 +12,7 @@
 #include "kernels/norm.h"
 #include "kernels/quantized-gemv.h"
 #include "kernels/quantized-linear.h"
-
-#include <cstdlib>
+#include "kernels/quantized-mma.h"
 #include "kernels/weight-unpack.cuh"
 
 namespace folio::kernels {
@@ -137,15 +136,19 @@ int64_t gemm_operand_floats(const QuantizedLinearArgs& a) {
 
 }  // namespace
 
-bool quantized_gemv_takes(int64_t n, int64_t n_in, QuantizedFormat format) {
+bool quantized_gemv_takes(int64_t n, int64_t n_in, int64_t n_out, QuantizedFormat format) {
     if (n > kQuantizedGemvMaxRows) {
+        return false;
+    }
+    if (format != QuantizedFormat::Bf16 && n >= 2 && n * n_in > 4096 && n_out >= 2048 &&
+        quantized_mma_takes(n, n_in, n_out, format)) {
         return false;
     }
     return format == QuantizedFormat::Bf16 ? n == 1 || (n <= 4 && n_in <= 3072) : n <= 4 || n * n_in <= 8192;
 }
 
 int64_t quantized_linear_scratch_floats(const QuantizedLinearArgs& a) {
-    if (quantized_gemv_takes(a.n, a.n_in, a.format)) {
+    if (quantized_gemv_takes(a.n, a.n_in, a.n_out, a.format)) {
         return a.input == LinearInput::Plain || gemv_takes_norm(a) ? 0 : a.n * a.n_in;
     }
     const int64_t product = a.output == LinearOutput::Plain ? 0
@@ -209,6 +212,51 @@ void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* 
     CUDA_CHECK(cudaGetLastError());
 }
 
+namespace {
+
+// Whether the few-row product on the tensor cores (quantized-mma.cu) takes a's rows from x_bf16: its formats
+// and sizes, and the alignment its lanes' loads need.
+bool quantized_mma_fits(const QuantizedLinearArgs& a, const uint16_t* x_bf16) {
+    const uintptr_t q_align = a.format == QuantizedFormat::Wint4 ? 8 : 16;
+    return quantized_mma_takes(a.n, a.n_in, a.n_out, a.format) &&
+           reinterpret_cast<uintptr_t>(x_bf16) % 16 == 0 && reinterpret_cast<uintptr_t>(a.q) % q_align == 0;
+}
+
+// The product of x_bf16 [a.n, a.n_in] and a's weights through cuBLAS, WINT8/WINT4 rows dequantized to
+// bfloat16 into w_bf16 a block at a time, each block's output columns written by a GEMM with the epilogue
+// fused.  ->  product [a.n, a.n_out] float32, or product_bf16 in bfloat16
+void product_in_blocks(LtGemm& gemm, const QuantizedLinearArgs& a, const uint16_t* x_bf16, uint16_t* w_bf16,
+                       float* product, uint16_t* product_bf16, cudaStream_t stream) {
+    const int64_t block_rows =
+        a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
+    for (int64_t o = 0; o < a.n_out; o += block_rows) {
+        LtLinearArgs block;
+        block.x = x_bf16;
+        block.w = w_bf16;  // rows [o, o + block.n_out) in bfloat16
+        if (a.format == QuantizedFormat::Bf16) {
+            block.w = reinterpret_cast<const uint16_t*>(a.q) + o * a.n_in;
+        }
+        block.b = a.b != nullptr ? a.b + o : nullptr;
+        if (product_bf16 != nullptr) {
+            block.y_bf16 = product_bf16 + o;
+        } else {
+            block.y = product + o;
+        }
+        block.n = a.n;
+        block.n_in = a.n_in;
+        block.n_out = std::min(block_rows, a.n_out - o);
+        block.ld_y = a.n_out;
+        block.epilogue = a.epilogue;
+        if (a.format != QuantizedFormat::Bf16) {
+            dequantize_rows_bf16(a.format, a.q, a.scales, w_bf16, o, block.n_out, a.n_in, a.group_size,
+                                 stream);
+        }
+        gemm.linear_bf16(block, stream);
+    }
+}
+
+}  // namespace
+
 void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scratch, int64_t n_scratch,
                           cudaStream_t stream) {
     if (a.n == 0 || a.n_out == 0) {
@@ -224,7 +272,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         fail("quantized_linear_f32: ", a.n_out, " output rows for ", a.rope.n_head, " q and ",
              a.rope.n_kv_head, " k/v heads of ", a.rope.head_dim);
     }
-    const bool tensor_cores = !quantized_gemv_takes(a.n, a.n_in, a.format);
+    const bool tensor_cores = !quantized_gemv_takes(a.n, a.n_in, a.n_out, a.format);
     if (a.x_bf16 != nullptr && (!tensor_cores || a.input != LinearInput::Plain)) {
         fail("quantized_linear_f32: a bfloat16 input takes a plain input on the tensor cores, got ", a.n,
              " rows of ", a.n_in, " and input ", static_cast<int>(a.input));
@@ -254,9 +302,8 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
         launch_gemv(plain, stream);
         return;
     }
-    // The input rounded to bfloat16 at the start of scratch (unless x_bf16 holds it); WINT8/WINT4 weight rows
-    // dequantized to bfloat16 after it, a block at a time, each block's output columns written by a GEMM
-    // with the epilogue fused.
+    // The input rounded to bfloat16 at the start of scratch (unless x_bf16 holds it), then the product: a few
+    // rows with WINT8/WINT4 weights dequantized in registers (quantized-mma.cu), otherwise through cuBLAS.
     const uint16_t* x_bf16 = a.x_bf16;
     if (x_bf16 == nullptr) {
         auto* rounded = reinterpret_cast<__nv_bfloat16*>(scratch);
@@ -271,31 +318,10 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     // [a.n, a.n_out]: the product itself, or before its paired output (in bfloat16 for a bfloat16 output)
     float* product = a.output != LinearOutput::Plain ? scratch + gemm_operand_floats(a) : a.y;
     auto* product_bf16 = a.y_bf16 != nullptr ? reinterpret_cast<uint16_t*>(product) : nullptr;
-    const int64_t block_rows =
-        a.format == QuantizedFormat::Bf16 ? a.n_out : dequantize_block_rows(a.n_in, a.n_out);
-    for (int64_t o = 0; o < a.n_out; o += block_rows) {
-        LtLinearArgs block;
-        block.x = x_bf16;
-        block.w = w_bf16;  // rows [o, o + block.n_out) in bfloat16
-        if (a.format == QuantizedFormat::Bf16) {
-            block.w = reinterpret_cast<const uint16_t*>(a.q) + o * a.n_in;
-        }
-        block.b = a.b != nullptr ? a.b + o : nullptr;
-        if (product_bf16 != nullptr) {
-            block.y_bf16 = product_bf16 + o;
-        } else {
-            block.y = product + o;
-        }
-        block.n = a.n;
-        block.n_in = a.n_in;
-        block.n_out = std::min(block_rows, a.n_out - o);
-        block.ld_y = a.n_out;
-        block.epilogue = a.epilogue;
-        if (a.format != QuantizedFormat::Bf16) {
-            dequantize_rows_bf16(a.format, a.q, a.scales, w_bf16, o, block.n_out, a.n_in, a.group_size,
-                                 stream);
-        }
-        gemm.linear_bf16(block, stream);
+    if (quantized_mma_fits(a, x_bf16)) {
+        quantized_mma_bf16(a, x_bf16, product_bf16 != nullptr ? nullptr : product, product_bf16, stream);
+    } else {
+        product_in_blocks(gemm, a, x_bf16, w_bf16, product, product_bf16, stream);
     }
     if (a.output == LinearOutput::Swiglu && product_bf16 != nullptr) {
         swiglu_bf16(product_bf16, a.y_bf16, a.n, a.n_out / 2, stream);

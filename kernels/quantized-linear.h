@@ -17,16 +17,18 @@ namespace folio::kernels {
 enum class QuantizedFormat { Wint8, Wint4, Bf16 };
 
 // Rows of x up to which quantized_linear_f32 may read the packed weights directly (one pass over the weights
-// for all rows, quantized_gemv_takes); otherwise it multiplies bfloat16 weights on the tensor cores through
-// cuBLAS, WINT8/WINT4 dequantized to bfloat16 in blocks of rows first.
+// for all rows, quantized_gemv_takes); otherwise it multiplies on the tensor cores: up to
+// kQuantizedMmaMaxRows rows with WINT8/WINT4 weights dequantized in registers (quantized-mma.h), more rows
+// (or bfloat16 weights) through cuBLAS, WINT8/WINT4 dequantized to bfloat16 in blocks of rows first.
 constexpr int64_t kQuantizedGemvMaxRows = 8;
-// Whether quantized_linear_f32 multiplies n rows of n_in inputs with the GEMV rather than on the tensor
-// cores. Each warp of the GEMV reads all of x for every weight row it dots, which the L1 cache serves while x
-// is small; the tensor cores' product reads x once. Bfloat16 weights keep the GEMV for one row, and for up to
-// four rows of at most 3072 inputs; WINT8/WINT4 on the tensor cores dequantize their rows first, which the
-// GEMV's single read of the packed weights outweighs up to four rows of any width, and up to 8192 inputs in
-// all.
-bool quantized_gemv_takes(int64_t n, int64_t n_in, QuantizedFormat format);
+// Whether quantized_linear_f32 multiplies n rows of n_in inputs by n_out weight rows with the GEMV rather
+// than on the tensor cores. Each warp of the GEMV reads all of x for every weight row it dots, which the L1
+// cache serves while x is small; the tensor cores' product reads x once. Bfloat16 weights keep the GEMV for
+// one row, and for up to four rows of at most 3072 inputs (n_out aside). WINT8/WINT4 keep it for one row, and
+// where the few-row product in registers takes their rows (quantized_mma_takes) for up to 4096 inputs in
+// all, or fewer than 2048 weight rows (too few of its blocks to fill the device); elsewhere, where the
+// tensor cores dequantize the rows first, for up to four rows of any width and up to 8192 inputs in all.
+bool quantized_gemv_takes(int64_t n, int64_t n_in, int64_t n_out, QuantizedFormat format);
 
 // What a linear layer multiplies: x itself, or x transformed on its way in (the norm before a layer). The
 // GEMV of a single row applies an RMSNorm itself as it reads x (every warp sums the squares of the columns it

@@ -49,17 +49,18 @@ constexpr double kQuantizedBound = 1e-4;
 // the errors partly cancel, and 1e-2 of the largest output bounds them with margin. Up to
 // kQuantizedGemvMaxRows rows the activations stay float32, as on the CPU.
 constexpr double kBf16TensorCoreBound = 1e-2;
-// The bound of a linear layer's output for n rows of activations.
-// The bound of a linear layer of n rows of n_in inputs: float32 weights take cuBLAS's float32 product, up to
-// kQuantizedGemvMaxRows rows exactly and with the tensor cores' bound above.
-inline double linear_bound(int64_t n, int64_t n_in, Quantization type) {
+// The bound of a linear layer of n rows of n_in inputs and n_out outputs: float32 weights take cuBLAS's
+// float32 product, up to kQuantizedGemvMaxRows rows exactly and with the tensor cores' bound above. Without
+// n_out, the bound of the widest layers (the tensor cores wherever any width takes them).
+inline double linear_bound(int64_t n, int64_t n_in, Quantization type,
+                           int64_t n_out = std::numeric_limits<int32_t>::max() / 4) {
     if (type == Quantization::None) {
         return n > kernels::kQuantizedGemvMaxRows ? kBf16TensorCoreBound : kQuantizedBound;
     }
     const kernels::QuantizedFormat format = type == Quantization::Wint8   ? kernels::QuantizedFormat::Wint8
                                             : type == Quantization::Wint4 ? kernels::QuantizedFormat::Wint4
                                                                           : kernels::QuantizedFormat::Bf16;
-    return kernels::quantized_gemv_takes(n, n_in, format) ? kQuantizedBound : kBf16TensorCoreBound;
+    return kernels::quantized_gemv_takes(n, n_in, n_out, format) ? kQuantizedBound : kBf16TensorCoreBound;
 }
 // The same for layers in turn of these input sizes: the tensor cores' bound if any of them takes them.
 inline double linear_bound(int64_t n, std::initializer_list<int64_t> n_ins, Quantization type) {

@@ -1,6 +1,7 @@
 // The CUDA backend's linear layers (every weight format, epilogue, norm and gating) and the fused
 // norm-MLP blocks against the CPU reference backend; skipped where no CUDA device is present.
 #include "backend-ops-fixture.h"
+#include "kernels/quantized-mma.h"
 
 namespace folio::backend_ops_test {
 namespace {
@@ -54,7 +55,7 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
                 const Tensor y_cpu = cpu_->linear(x.cpu, w_cpu, with_bias ? &b.cpu : nullptr);
                 const Tensor y_gpu = gpu_->linear(x.gpu, w_gpu, with_bias ? &b.gpu : nullptr);
                 expect_close(label("linear ", quantization_name(c.type)), y_gpu, y_cpu,
-                             linear_bound(n, c.in, c.type),
+                             linear_bound(n, c.in, c.type, c.out),
                              label(dims({n, c.in, c.out}), with_bias ? " bias" : ""));
             }
         }
@@ -73,6 +74,58 @@ TEST_F(BackendOpsTest, QuantizedLinear) {
     const Weight w_gpu = gpu_->upload(quantize(random_values(4 * 64, 9), 4, 64, Quantization::Wint8, 0));
     const Pair x = random({2, 63});
     EXPECT_THROW(gpu_->linear(x.gpu, w_gpu, nullptr), Error);
+}
+
+// Up to 16 rows (64 of weights of 2^23 values or more), WINT8/WINT4 weights of inputs in multiples of 64 are
+// dequantized in registers on the tensor cores (quantized-mma.cu): every batch tile count (rows to 8, 16, 32,
+// 64), weight rows that do not fill a block of 32, both WINT4 group sizes, the bias and each epilogue.
+TEST_F(BackendOpsTest, QuantizedFewRowProducts) {
+    const std::vector<LinearCase> cases = {
+        {Quantization::Wint4, 64, 1, 64},       {Quantization::Wint4, 576, 100, 64},
+        {Quantization::Wint4, 4096, 31, 128},   {Quantization::Wint8, 64, 33, 0},
+        {Quantization::Wint8, 576, 100, 0},     {Quantization::Wint8, 1024, 200, 0},
+        {Quantization::Wint4, 4096, 2048, 128}, {Quantization::Wint8, 2048, 4100, 0},
+    };
+    for (const LinearCase& c : cases) {
+        const auto w = quantize(random_values(c.out * c.in, seed_++), c.out, c.in, c.type, c.group_size);
+        const Weight w_cpu = cpu_->upload(w);
+        const Weight w_gpu = gpu_->upload(w);
+        for (const int64_t n : {5, 8, 9, 16, 17, 32, 33, 64}) {
+            const auto format = c.type == Quantization::Wint4 ? kernels::QuantizedFormat::Wint4
+                                                              : kernels::QuantizedFormat::Wint8;
+            const bool wide = c.in * c.out >= kernels::kQuantizedMmaWideValues;
+            if (n > 16 && !wide) {
+                EXPECT_FALSE(kernels::quantized_mma_takes(n, c.in, c.out, format)) << dims({n, c.in, c.out});
+                continue;
+            }
+            EXPECT_TRUE(kernels::quantized_gemv_takes(n, c.in, c.out, format) ||
+                        kernels::quantized_mma_takes(n, c.in, c.out, format))
+                << dims({n, c.in, c.out}) << " reach neither few-row product";
+            const std::string where = dims({n, c.in, c.out});
+            const double bound = linear_bound(n, c.in, c.type, c.out);
+            const Pair x = random({n, c.in}), b = random({c.out});
+            expect_close(label("linear ", quantization_name(c.type)), gpu_->linear(x.gpu, w_gpu, &b.gpu),
+                         cpu_->linear(x.cpu, w_cpu, &b.cpu), bound, label(where, " bias"));
+            expect_close(label("linear gelu_tanh ", quantization_name(c.type)),
+                         gpu_->linear(x.gpu, w_gpu, {.activation = Activation::GeluTanh}),
+                         cpu_->linear(x.cpu, w_cpu, {.activation = Activation::GeluTanh}), bound, where);
+            Pair y = random({n, c.out});
+            gpu_->linear(x.gpu, w_gpu, {.bias = &b.gpu, .residual = &y.gpu});
+            cpu_->linear(x.cpu, w_cpu, {.bias = &b.cpu, .residual = &y.cpu});
+            expect_close(label("linear residual ", quantization_name(c.type)), y.gpu, y.cpu, bound, where);
+        }
+    }
+    using kernels::QuantizedFormat;
+    EXPECT_FALSE(kernels::quantized_mma_takes(8, 96, 4096, QuantizedFormat::Wint8)) << "inputs not of 64s";
+    EXPECT_FALSE(kernels::quantized_mma_takes(65, 4096, 4096, QuantizedFormat::Wint8)) << "65 rows";
+    EXPECT_FALSE(kernels::quantized_mma_takes(8, 64, 64, QuantizedFormat::Bf16)) << "bfloat16 weights";
+    // Called directly with what it does not take, it throws rather than reading out of bounds.
+    kernels::QuantizedLinearArgs a;
+    a.format = QuantizedFormat::Wint8;
+    a.n = 8;
+    a.n_in = 96;
+    a.n_out = 32;
+    EXPECT_THROW(kernels::quantized_mma_bf16(a, nullptr, nullptr, nullptr, nullptr), Error);
 }
 
 // Rows already in bfloat16 (decoding attention's outputs) go into the tensor-core products as they are, with
@@ -278,7 +331,7 @@ TEST_F(BackendOpsTest, LinearEpilogues) {
         const Weight w_cpu = cpu_->upload(w);
         const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 8, 9, 130}) {
-            const double bound = linear_bound(n, c.in, c.type);
+            const double bound = linear_bound(n, c.in, c.type, c.out);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair x = random({n, c.in}), b = random({c.out});
@@ -398,7 +451,7 @@ TEST_F(BackendOpsTest, LinearNormAndGating) {
         const Weight w_cpu = cpu_->upload(w);
         const Weight w_gpu = gpu_->upload(w);
         for (const int64_t n : {1, 2, 3, 4, 5, 8, 9, 130}) {
-            const double bound = linear_bound(n, c.in, c.type);
+            const double bound = linear_bound(n, c.in, c.type, c.out);
             for (const bool with_bias : {false, true}) {
                 const std::string where = label(dims({n, c.in, c.out}), with_bias ? " bias" : "");
                 const Pair b = random({c.out});

@@ -223,7 +223,7 @@ Tensor CudaBackend::paged_decode_attention(const Tensor& q, const Tensor& k_cach
     // Where the output projection's bfloat16 weights take the tensor cores it reads bfloat16 rows, so
     // decode_attention_bf16 rounds them as it stores them, and no pass rounds them after it.
     if (precision == AttentionPrecision::Bf16 &&
-        !kernels::quantized_gemv_takes(n, q.shape[1] * q.shape[2], kernels::QuantizedFormat::Bf16)) {
+        !kernels::quantized_gemv_takes(n, q.shape[1] * q.shape[2], 0, kernels::QuantizedFormat::Bf16)) {
         Tensor out = alloc_uninitialized(q.shape, op, ScalarType::BF16);  // [n, n_head, head_dim]
         auto* out_bf16 = static_cast<uint16_t*>(device_data(out, op));
         if (kernels::decode_attention_bf16_takes(q_data, out_bf16, cache, max_blocks * block_size, n_head,

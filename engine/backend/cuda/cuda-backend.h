@@ -89,8 +89,9 @@ public:
     using Backend::linear;
     // Each spec onto the product's fused kernels (cuda-linear.cpp): packed weights through the GEMV for the
     // few rows kernels::quantized_gemv_takes gives it (a single row's RMSNorm inside it, SwiGLU and
-    // RoPE-to-cache in its epilogue) and through cuBLASLt otherwise (GELU and the residual add in its
-    // epilogue); float32 weights through cublasSgemm. What no kernel fuses runs as its parts
+    // RoPE-to-cache in its epilogue), otherwise on the tensor cores, WINT8/WINT4 weights of a few rows
+    // dequantized in registers (kernels/quantized-mma.h) and the rest through cuBLASLt (GELU and the residual
+    // add in the epilogue); float32 weights through cublasSgemm. What no kernel fuses runs as its parts
     // (linear_in_parts).
     Tensor linear(const Tensor& x, const Weight& w, const LinearSpec& spec) override;
 

@@ -38,7 +38,7 @@ Tensor CudaBackend::linear(const Tensor& x_in, const Weight& w, const LinearSpec
     }
     const char* op = "linear";
     const int64_t n = x_in.rows();
-    const bool tensor_cores = !kernels::quantized_gemv_takes(n, w.n_in, quantized_format(w.type));
+    const bool tensor_cores = !kernels::quantized_gemv_takes(n, w.n_in, w.n_out, quantized_format(w.type));
     // bfloat16 rows go to the tensor cores as they are; the GEMV and cublasSgemm read float32.
     const Tensor x = tensor_cores && w.type != Quantization::None ? x_in : widened(x_in, op);
     if (w.type == Quantization::None) {

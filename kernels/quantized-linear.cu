@@ -214,14 +214,6 @@ void dequantize_rows_bf16(QuantizedFormat format, const int8_t* q, const float* 
 
 namespace {
 
-// Whether the few-row product on the tensor cores (quantized-mma.cu) takes a's rows from x_bf16: its formats
-// and sizes, and the alignment its lanes' loads need.
-bool quantized_mma_fits(const QuantizedLinearArgs& a, const uint16_t* x_bf16) {
-    const uintptr_t q_align = a.format == QuantizedFormat::Wint4 ? 8 : 16;
-    return quantized_mma_takes(a.n, a.n_in, a.n_out, a.format) &&
-           reinterpret_cast<uintptr_t>(x_bf16) % 16 == 0 && reinterpret_cast<uintptr_t>(a.q) % q_align == 0;
-}
-
 // The product of x_bf16 [a.n, a.n_in] and a's weights through cuBLAS, WINT8/WINT4 rows dequantized to
 // bfloat16 into w_bf16 a block at a time, each block's output columns written by a GEMM with the epilogue
 // fused.  ->  product [a.n, a.n_out] float32, or product_bf16 in bfloat16
@@ -318,7 +310,7 @@ void quantized_linear_f32(LtGemm& gemm, const QuantizedLinearArgs& a, float* scr
     // [a.n, a.n_out]: the product itself, or before its paired output (in bfloat16 for a bfloat16 output)
     float* product = a.output != LinearOutput::Plain ? scratch + gemm_operand_floats(a) : a.y;
     auto* product_bf16 = a.y_bf16 != nullptr ? reinterpret_cast<uint16_t*>(product) : nullptr;
-    if (quantized_mma_fits(a, x_bf16)) {
+    if (quantized_mma_takes(a.n, a.n_in, a.n_out, a.format) && quantized_mma_aligned(a, x_bf16)) {
         quantized_mma_bf16(a, x_bf16, product_bf16 != nullptr ? nullptr : product, product_bf16, stream);
     } else {
         product_in_blocks(gemm, a, x_bf16, w_bf16, product, product_bf16, stream);

@@ -201,6 +201,11 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
 }
 
+// The bytes a lane reads of a weight row at once, and so the alignment of the weights.
+uintptr_t weight_alignment(QuantizedFormat format) {
+    return format == QuantizedFormat::Wint4 ? 8 : 16;
+}
+
 bool enabled() {
     static const bool off = [] {
         const char* value = std::getenv("FOLIO_QUANTIZED_MMA");
@@ -242,6 +247,11 @@ bool quantized_mma_takes(int64_t n, int64_t n_in, int64_t n_out, QuantizedFormat
            n_out < (int64_t{1} << 30) && enabled();
 }
 
+bool quantized_mma_aligned(const QuantizedLinearArgs& a, const uint16_t* x_bf16) {
+    return reinterpret_cast<uintptr_t>(x_bf16) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(a.q) % weight_alignment(a.format) == 0;
+}
+
 void quantized_mma_bf16(const QuantizedLinearArgs& a, const uint16_t* x_bf16, float* y, uint16_t* y_bf16,
                         cudaStream_t stream) {
     if (a.n == 0 || a.n_out == 0) {
@@ -257,10 +267,10 @@ void quantized_mma_bf16(const QuantizedLinearArgs& a, const uint16_t* x_bf16, fl
         fail("quantized_mma_bf16: WINT4 groups of ", a.group_size,
              " columns, not a power of two of at least 8");
     }
-    const uintptr_t q_align = a.format == QuantizedFormat::Wint4 ? 8 : 16;
-    if (reinterpret_cast<uintptr_t>(x_bf16) % 16 != 0 || reinterpret_cast<uintptr_t>(a.q) % q_align != 0) {
+    if (!quantized_mma_aligned(a, x_bf16)) {
         fail("quantized_mma_bf16: the input at ", static_cast<const void*>(x_bf16), " or the weights at ",
-             static_cast<const void*>(a.q), " are not aligned to 16 and ", q_align, " bytes");
+             static_cast<const void*>(a.q), " are not aligned to 16 and ", weight_alignment(a.format),
+             " bytes");
     }
     if ((y == nullptr) == (y_bf16 == nullptr) ||
         (y_bf16 != nullptr && a.epilogue == LinearEpilogue::Accumulate)) {

@@ -23,11 +23,15 @@ constexpr int64_t kQuantizedMmaWideValues = int64_t{1} << 23;
 // comparisons).
 bool quantized_mma_takes(int64_t n, int64_t n_in, int64_t n_out, QuantizedFormat format);
 
+// Whether x_bf16 and a.q are aligned as quantized_mma_bf16's lanes read them (16 bytes for x; 8 for WINT4
+// weights, 16 for WINT8).
+bool quantized_mma_aligned(const QuantizedLinearArgs& a, const uint16_t* x_bf16);
+
 // y [n, n_out] float32 (or y_bf16 [n, n_out] bfloat16 bits, rounded to nearest even) = a.epilogue(x_bf16
 // [n, n_in] · dequantize(a.q)ᵀ + a.b), each weight dequantized and rounded to bfloat16 as
 // dequantize_rows_bf16 writes it, float32 sums. Reads a.format, a.q, a.scales, a.b, a.n, a.n_in, a.n_out,
-// a.group_size and a.epilogue; x_bf16 16-byte aligned, a.q aligned to the bytes a lane reads (8 for WINT4,
-// 16 for WINT8). Throws folio::Error where quantized_mma_takes is false or a pointer is misaligned.
+// a.group_size and a.epilogue. Throws folio::Error where quantized_mma_takes or quantized_mma_aligned is
+// false.
 void quantized_mma_bf16(const QuantizedLinearArgs& a, const uint16_t* x_bf16, float* y, uint16_t* y_bf16,
                         cudaStream_t stream);
 

@@ -9,6 +9,7 @@
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QSettings>
+#include <cstdio>
 #include <memory>
 
 #include "app/chat/chat-store.h"
@@ -27,39 +28,82 @@
 #include "ui/models/model-manager-dialog.h"
 #include "ui/settings/settings-dialog.h"
 
-int main(int argc, char** argv) {
-    QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);  // QtWebEngine's requirement
-    QApplication app(argc, argv);
+namespace {
+
+struct CommandLine {
+    QCommandLineParser parser;
+    QCommandLineOption helpOption;
+    QCommandLineOption versionOption;
+    QCommandLineOption modelOption{
+        QStringLiteral("model"),
+        QStringLiteral("Recognition model folder or ORG/NAME (default: the settings' model)."),
+        QStringLiteral("DIR")};
+    QCommandLineOption deviceOption{
+        QStringLiteral("device"),
+        QStringLiteral("cuda, cuda:N, cpu, or several cards as cuda:0,cuda:1 (a copy of the models on each; "
+                       "default: the settings' device)."),
+        QStringLiteral("DEVICE")};
+    QCommandLineOption threadsOption{QStringLiteral("threads"), QStringLiteral("CPU threads (cpu device)."),
+                                     QStringLiteral("N"), QStringLiteral("0")};
+
+    CommandLine() : helpOption(parser.addHelpOption()), versionOption(parser.addVersionOption()) {
+        parser.setApplicationDescription(
+            QStringLiteral("Documents to Markdown with PaddleOCR-VL on the local GPU"));
+        parser.addOptions({modelOption, deviceOption, threadsOption});
+        parser.addPositionalArgument(QStringLiteral("files"),
+                                     QStringLiteral("PDFs, images or folders to open."));
+    }
+};
+
+void setApplicationNames() {
     QCoreApplication::setOrganizationName(QStringLiteral("Folio"));
     QCoreApplication::setApplicationName(QStringLiteral("folio"));
     QCoreApplication::setApplicationVersion(QStringLiteral(FOLIO_VERSION));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // --help and --version are answered before a window system is needed, so they work in a terminal without
+    // a display. Everything else waits for QApplication, which takes its own options (-platform, -style, ...)
+    // out of the arguments first.
+    for (int i = 1; i < argc; ++i) {
+        const QString argument = QString::fromLocal8Bit(argv[i]);
+        if (argument == QLatin1String("--")) {
+            break;
+        }
+        if (argument == QLatin1String("-h") || argument == QLatin1String("--help") ||
+            argument == QLatin1String("-?") || argument == QLatin1String("-v") ||
+            argument == QLatin1String("--version")) {
+            const QCoreApplication core(argc, argv);
+            setApplicationNames();
+            CommandLine early;
+            early.parser.process(core);  // prints the help or the version (or an error), and ends the process
+        }
+    }
+
+    QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);  // QtWebEngine's requirement
+    QApplication app(argc, argv);
+    setApplicationNames();
     // The installed desktop entry's name (packaging/org.folio.Folio.desktop): Wayland's app id, the entry a
     // desktop finds the window's icon and name in.
     QApplication::setDesktopFileName(QStringLiteral("org.folio.Folio"));
     QApplication::setWindowIcon(folio::applicationIcon());
 
-    QCommandLineParser parser;
-    parser.setApplicationDescription(
-        QStringLiteral("Documents to Markdown with PaddleOCR-VL on the local GPU"));
-    parser.addHelpOption();
-    parser.addVersionOption();
-    const QCommandLineOption modelOption(
-        QStringLiteral("model"),
-        QStringLiteral("Recognition model folder or ORG/NAME (default: the settings' model)."),
-        QStringLiteral("DIR"));
-    const QCommandLineOption deviceOption(
-        QStringLiteral("device"),
-        QStringLiteral("cuda, cuda:N, cpu, or several cards as cuda:0,cuda:1 (a copy of the models on each; "
-                       "default: the settings' device)."),
-        QStringLiteral("DEVICE"));
-    const QCommandLineOption threadsOption(QStringLiteral("threads"),
-                                           QStringLiteral("CPU threads (cpu device)."), QStringLiteral("N"),
-                                           QStringLiteral("0"));
-    parser.addOptions({modelOption, deviceOption, threadsOption});
-    parser.addPositionalArgument(QStringLiteral("files"), QStringLiteral("PDFs, images or folders to open."));
+    CommandLine commandLine;
+    QCommandLineParser& parser = commandLine.parser;
+    const QCommandLineOption& modelOption = commandLine.modelOption;
+    const QCommandLineOption& deviceOption = commandLine.deviceOption;
+    const QCommandLineOption& threadsOption = commandLine.threadsOption;
     parser.process(app);
 
-    const int threads = parser.value(threadsOption).toInt();
+    bool counted = false;
+    const int threads = parser.value(threadsOption).toInt(&counted);
+    if (!counted || threads < 0) {
+        std::fprintf(stderr, "folio: --threads takes a number of CPU threads (0: all of them), got '%s'\n",
+                     qPrintable(parser.value(threadsOption)));
+        return 2;
+    }
 
     // The interface's language: the settings' choice, else the system locale's.
     folio::Settings settings;

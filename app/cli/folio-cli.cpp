@@ -273,13 +273,35 @@ std::string unknown_command_message(std::string_view command) {
     return message + ". folio-cli --help lists their options.\n";
 }
 
+// The version and the backends this build has, for `folio-cli --version`.
+std::string version_line() {
+#ifdef FOLIO_WITH_CUDA
+    constexpr const char* kBackends = "CPU and CUDA backends";
+#else
+    constexpr const char* kBackends = "CPU backend only";
+#endif
+    return std::string("folio-cli ") + FOLIO_VERSION + " (" + kBackends + ")\n";
+}
+
+// Every command's usage, then the engine options they share.
+void print_usage() {
+    std::cout << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
+              << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
+              << engine_usage()
+              << "\nfolio-cli --version prints the version and the backends of this build.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
-        std::cout << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
-                  << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
-                  << engine_usage();
+    if (argc >= 2 && (std::string_view(argv[1]) == "--version" || std::string_view(argv[1]) == "-V" ||
+                      std::string_view(argv[1]) == "version")) {
+        std::cout << version_line();
+        return 0;
+    }
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h" ||
+        std::string_view(argv[1]) == "help") {
+        print_usage();
         return argc < 2 ? 2 : 0;
     }
     const std::string command = argv[1];
@@ -324,9 +346,7 @@ int main(int argc, char** argv) {
                                     ? Options(argc, argv, 2, {"--ids", "--no-generation-prompt"})
                                     : Options(argc, argv, 2);
         if (options.has("--help")) {
-            std::cout << kUsage << kOcrUsage << kSummaryUsage << kBenchUsage << kTokenizeUsage << kLayoutUsage
-                      << kModelUsage << kServeUsage << kServerBenchUsage << "\n"
-                      << engine_usage();
+            print_usage();
             return 0;
         }
         if (command == "generate") {

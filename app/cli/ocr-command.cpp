@@ -182,6 +182,13 @@ public:
             try {
                 for (auto& writer : w.writers) {
                     writer->finish();
+                    if (writer->files().isEmpty()) {
+                        line("note: " + QFileInfo(document.inputPath).fileName().toStdString() + ": " +
+                             (writer->format() == ExportFormat::Xlsx
+                                  ? std::string("no XLSX written: no table was recognised as a grid")
+                                  : "no " + exportSuffix(writer->format()).mid(1).toStdString() +
+                                        " file written: nothing to write"));
+                    }
                     for (const QString& file : writer->files()) {
                         documentFiles << file;
                         if (!written_.contains(file)) {

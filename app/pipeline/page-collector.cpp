@@ -90,7 +90,9 @@ void PageCollector::handle(Event& event) {
             request.finish = output->output.finish;
             request.error = output->output.error;
             --page.pending;
-            progress_.blocksDone += request.nBlocks;
+            if (request.finish != FinishReason::Cancelled) {
+                progress_.blocksDone += request.nBlocks;  // a cancelled block is not done
+            }
         }
         report(false);
     } else if (auto* ended = std::get_if<DocumentEnded>(&event)) {

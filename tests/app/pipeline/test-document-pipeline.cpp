@@ -262,6 +262,8 @@ private Q_SLOTS:
         QVERIFY(summary.pages < 40);
         QVERIFY(recorder.outcomes.at("doc-40").cancelled);
         QVERIFY(!recorder.outcomes.contains("doc-2"));
+        // Blocks ended by the cancel are not counted as done.
+        QVERIFY(recorder.lastProgress.blocksDone < recorder.lastProgress.blocksTotal);
         // The service is free again: a new run goes through.
         DocumentPipeline again(service_, openFake, options(false));
         Recorder second;

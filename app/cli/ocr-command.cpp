@@ -24,6 +24,7 @@
 #include "app/cli/pipeline-flags.h"
 #include "app/documents/input-files.h"
 #include "app/export/document-writer.h"
+#include "app/export/output-folder.h"
 #include "app/export/staged-file.h"
 #include "app/hub/hub-settings.h"
 #include "app/hub/model-locator.h"
@@ -495,9 +496,7 @@ int run_ocr(int argc, char** argv, int first) {
     }
     const EngineOptions engine_options = parse_engine_options(opt, described);
     apply_pipeline_flags(opt, engine_options, pipeline_options);
-    if (!QDir().mkpath(export_options.outputDir)) {
-        fail("cannot create the output folder ", out_dir);
-    }
+    makeOutputFolder(export_options.outputDir);
     EngineService service;
     load_service(service, opt, model_dir, engine_options, layout_dir, pipeline_options.layoutBatch);
 

@@ -16,6 +16,7 @@
 #include "app/export/block-plain-text.h"
 #include "app/export/markdown-block.h"
 #include "app/export/office-math.h"
+#include "app/export/output-folder.h"
 #include "app/export/staged-file.h"
 #include "app/pipeline/python-whitespace.h"
 #include "engine/common/error.h"
@@ -590,9 +591,7 @@ void DocxWriter::begin(const DocumentInfo& document) {
     auto state = std::make_unique<State>();
     state->document = document;
     state->target = QDir(options_.outputDir).filePath(document.stem + exportSuffix(ExportFormat::Docx));
-    if (!QDir().mkpath(options_.outputDir)) {
-        fail("cannot create the folder \"", options_.outputDir.toStdString(), "\"");
-    }
+    makeOutputFolder(options_.outputDir);
     state->staging =
         std::make_unique<QTemporaryDir>(QDir(options_.outputDir).filePath(QStringLiteral(".docx-XXXXXX")));
     if (!state->staging->isValid() || !QDir(state->staging->path()).mkpath(QStringLiteral("media"))) {

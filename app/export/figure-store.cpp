@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "app/export/output-folder.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -56,9 +57,11 @@ QStringList FigureStore::commit() {
         return {};
     }
     const QDir target(QDir(outputDir_).filePath(kFolder + QLatin1Char('/') + stem_));
-    if (!QDir().mkpath(target.path())) {
+    try {
+        makeOutputFolder(target.path(), "folder of the document's images");
+    } catch (...) {
         discard();
-        fail(target.path().toStdString(), ": cannot create the folder");
+        throw;
     }
     for (const QString& name : names_) {
         const QString to = target.absoluteFilePath(name);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <utility>
 
+#include "app/export/output-folder.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -177,9 +178,8 @@ void KatexTypesetter::copyAssets(const QString& folder) const {
              ": cannot read KaTeX's stylesheet: ", style.errorString().toStdString());
     }
     const QString css = QString::fromUtf8(style.readAll());
-    if (!QDir().mkpath(QDir(folder).filePath(QStringLiteral("fonts")))) {
-        fail(folder.toStdString(), ": cannot create the folder for KaTeX's stylesheet and fonts");
-    }
+    makeOutputFolder(QDir(folder).filePath(QStringLiteral("fonts")),
+                     "folder of KaTeX's stylesheet and fonts");
     copyFile(styleFile, QDir(folder).filePath(QStringLiteral("katex.min.css")));
     // The fonts the stylesheet names (url(fonts/KaTeX_Main-Regular.woff2), ...), every format it offers.
     static const QRegularExpression kFont(QStringLiteral("url\\((fonts/[A-Za-z0-9_.-]+)\\)"));

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "app/export/output-folder.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -23,9 +24,7 @@ std::filesystem::path toPath(const QString& path) {
 StagedFile::StagedFile(const QString& target) : m_target(QFileInfo(target).absoluteFilePath()) {
     const QFileInfo info(m_target);
     const QString folder = info.absolutePath();
-    if (!QDir().mkpath(folder)) {
-        fail("cannot create the folder \"", folder.toStdString(), "\" for \"", m_target.toStdString(), "\"");
-    }
+    makeOutputFolder(folder, "folder of the output file");
     // Hidden, and made with the process's usual permissions (a QTemporaryFile would be private to its owner).
     for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
         const QString suffix = QString::number(QRandomGenerator::global()->generate(), 36);

@@ -4,6 +4,7 @@
 #include <QFile>
 #include <utility>
 
+#include "app/export/output-folder.h"
 #include "engine/common/error.h"
 
 namespace folio {
@@ -27,9 +28,7 @@ void StreamingWriter::begin(const DocumentInfo& document) {
         fail(document.inputPath.toStdString(), ": no usable name for the output files (stem \"",
              document.stem.toStdString(), "\")");
     }
-    if (!QDir().mkpath(options_.outputDir)) {
-        fail(options_.outputDir.toStdString(), ": cannot create the output folder");
-    }
+    makeOutputFolder(options_.outputDir);
     target_ = QDir(options_.outputDir).absoluteFilePath(document.stem + suffix_);
     file_ = std::make_unique<QSaveFile>(target_);
     if (!file_->open(QIODevice::WriteOnly)) {

@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 
+#include "app/export/output-folder.h"
 #include "app/jobs/page-renderer.h"
 #include "app/pipeline/document-pipeline.h"
 #include "engine/common/error.h"
@@ -46,9 +47,7 @@ QString formatTitle(ExportFormat format) {
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                                     const QList<ExportFormat>& formats, const ExportOptions& options,
                                     const DocumentOptions& documentOptions, QStringList* notes) {
-    if (!QDir().mkpath(options.outputDir)) {
-        fail("cannot create the folder ", options.outputDir.toStdString());
-    }
+    makeOutputFolder(options.outputDir);
     std::vector<std::unique_ptr<DocumentWriter>> writers;
     for (const ExportFormat format : formats) {
         writers.push_back(makeDocumentWriter(format, options));

@@ -85,6 +85,10 @@ check "mixed: nothing for the damaged one" test ! -e "$work/mixed/damaged.md"
 "$cli" ocr "$work/missing.pdf" -o "$work/none" "${models[@]}" >/dev/null 2>"$work/none.err"
 check "missing input: exit 1" test $? -eq 1
 check "missing input: message" grep -q "missing.pdf" "$work/none.err"
+: >"$work/afile"
+"$cli" ocr "$sample" -o "$work/afile" "${models[@]}" >/dev/null 2>"$work/outfile.err"
+check "output folder is a file: exit 1" test $? -eq 1
+check "output folder is a file: says so" grep -q "afile: cannot create the output folder: a file of that name is in the way" "$work/outfile.err"
 "$cli" ocr "$sample" -o "$work/none" "${models[@]}" --format md,odt >/dev/null 2>"$work/format.err"
 check "unknown format: exit 1" test $? -eq 1
 check "unknown format: message" grep -q 'unknown format "odt" (expected md, json, html, pdf, xlsx or docx)' "$work/format.err"

@@ -217,6 +217,11 @@ int run_serve(int argc, char** argv, int first) {
         application = std::make_unique<OffscreenApplication>(argv[0]);
     }
 
+    // A port in use is said before the model loads, which can take minutes, not after.
+    server::check_can_listen(params.host, params.port, "API");
+    if (params.metrics_port >= 0) {
+        server::check_can_listen(params.metrics_host, params.metrics_port, "metrics");
+    }
     EngineService service;
     load_service(service, opt, model_dir, engine_options, layout_dir, pipeline.pipeline.layoutBatch);
     if (layout_dir) {

@@ -1,7 +1,11 @@
 #include "app/server/openai-server.h"
 
+#include <netdb.h>
 #include <openssl/crypto.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
 
 #include "app/server/openai-server-impl.h"
 #include "engine/common/error.h"
@@ -207,6 +211,13 @@ OpenAiServer::~OpenAiServer() {
 
 namespace {
 
+[[noreturn]] void fail_to_listen(const std::string& host, int port, const char* what) {
+    const bool metrics = std::string_view(what) == "metrics";
+    fail("cannot listen on ", url_host(host), ":", port, " (", what,
+         "): the address is in use or not available; choose another with --",
+         metrics ? "metrics-port" : "port", " or --", metrics ? "metrics-host" : "host");
+}
+
 int bind_server(httplib::Server& server, const std::string& host, int port, const char* what) {
     // httplib listens with a backlog of 5, which drops connections that many clients open at once: the
     // socket is kept as it is made, and listened on again with the system's backlog once bound.
@@ -226,15 +237,41 @@ int bind_server(httplib::Server& server, const std::string& host, int port, cons
         ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     if (bound < 0) {
-        const bool metrics = std::string_view(what) == "metrics";
-        fail("cannot listen on ", url_host(host), ":", port, " (", what,
-             "): the address is in use or not available; choose another with --",
-             metrics ? "metrics-port" : "port", " or --", metrics ? "metrics-host" : "host");
+        fail_to_listen(host, port, what);
     }
     return bound;
 }
 
 }  // namespace
+
+void check_can_listen(const std::string& host, int port, const char* what) {
+    if (port == 0) {
+        return;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) {
+        fail_to_listen(host, port, what);
+    }
+    const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, ::freeaddrinfo);
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            continue;
+        }
+        const int yes = 1;
+        ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // as bind_server binds
+        const bool bound = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+        ::close(fd);
+        if (bound) {
+            return;
+        }
+    }
+    fail_to_listen(host, port, what);
+}
 
 void OpenAiServer::start() {
     Impl& s = *impl_;

@@ -121,4 +121,8 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// Checks, before a long model load, that host:port can be listened on (port 0 always can): binds a socket
+// there and closes it; throws folio::Error as start() would ("cannot listen on ... (WHAT): ...").
+void check_can_listen(const std::string& host, int port, const char* what);
+
 }  // namespace folio::server

@@ -113,6 +113,7 @@ def main():
     check("interrupted, stopping" in rest, "the server says it stops")
 
     exposed_and_terminated(folio_cli, model_dir)
+    port_in_use(folio_cli, model_dir)
     reasoning_parser(folio_cli, model_dir, client, image)
     if len(sys.argv) > 4:
         llama_reasoning(folio_cli, sys.argv[4], model_dir)
@@ -184,6 +185,23 @@ def start(folio_cli, model_dir, *flags):
             server.stderr_reader.start()
             return server, lines, match
     raise SystemExit("FAILED: the server did not start: " + "".join(lines))
+
+
+def port_in_use(folio_cli, model_dir):
+    """A port that is taken is said before the model loads, for the API and the metrics alike."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        for flags, what, option in ((["--port", str(port)], "API", "--port"),
+                                    (["--port", "0", "--metrics-port", str(port)], "metrics", "--metrics-port")):
+            out = subprocess.run([folio_cli, "serve", "--model", model_dir, "--max-model-len", "4096"] + flags,
+                                 capture_output=True, text=True, timeout=120)
+            check(out.returncode == 1 and
+                  "cannot listen on 127.0.0.1:%d (%s)" % (port, what) in out.stderr and
+                  "choose another with " + option in out.stderr,
+                  "a %s port in use is refused, naming it: %s" % (what, out.stderr[-500:]))
+            check("loading:" not in out.stderr, "a %s port in use is said before the model loads" % what)
 
 
 def exposed_and_terminated(folio_cli, model_dir):

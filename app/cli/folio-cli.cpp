@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -220,10 +221,11 @@ int run_generate(const Options& opt) {
     }
     const double seconds = seconds_since(start);
     const folio::EngineStats stats = service.stats().engine;
-    std::cerr << "folio-cli: " << seconds << " s, " << stats.runner.n_steps << " steps, "
-              << stats.runner.n_tokens << " tokens through the decoder, " << stats.runner.n_image_patches
-              << " image patches, " << stats.n_preemptions << " preemptions, prefix cache "
-              << stats.n_prefix_hit_blocks << "/" << stats.n_prefix_lookup_blocks << " blocks hit\n";
+    std::cerr << "folio-cli: " << std::fixed << std::setprecision(3) << seconds << std::defaultfloat << " s, "
+              << stats.runner.n_steps << " steps, " << stats.runner.n_tokens
+              << " tokens through the decoder, " << stats.runner.n_image_patches << " image patches, "
+              << stats.n_preemptions << " preemptions, prefix cache " << stats.n_prefix_hit_blocks << "/"
+              << stats.n_prefix_lookup_blocks << " blocks hit\n";
     return status;
 }
 

@@ -21,6 +21,13 @@ constexpr int kRowTiles = 2;  // 16-row tiles of weight rows a warp multiplies: 
 constexpr int kBlockRows = 16 * kRowTiles;
 constexpr int kChunk = 64;  // input columns a warp takes at a time: 16 a lane of each quad
 
+// Chunks of weights a warp keeps in flight, measured best: with 32 or 64 rows the loads of the blocks on a
+// multiprocessor do not cover the memory's latency alone; with fewer rows, or WINT8 at 32, the registers a
+// deeper pipeline takes cost more than it gains.
+constexpr int chunks_in_flight(QuantizedFormat type, int batch_tiles) {
+    return batch_tiles == 8 ? 2 : batch_tiles == 4 && type == QuantizedFormat::Wint4 ? 3 : 1;
+}
+
 // A lane's 16 consecutive columns of one weight row, packed: 8 bytes of WINT4 or 16 of WINT8, and the
 // scales of its two halves (equal unless WINT4 groups are 8 columns).
 template <QuantizedFormat kType>
@@ -86,7 +93,7 @@ __device__ inline void unpack_piece(const RowPiece<kType>& p, uint32_t (&pairs)[
 // chunk's dot products.
 //   q, scales: the packed weights [n_out, n_in]; x [n, n_in] bfloat16; b [n_out] or null
 //   -> y [n, n_out] float32 or y_bf16 [n, n_out] bfloat16
-template <QuantizedFormat kType, int kBatchTiles>
+template <QuantizedFormat kType, int kBatchTiles, int kDepth = chunks_in_flight(kType, kBatchTiles)>
 __global__ void __launch_bounds__(kWarps * 32)
     quantized_mma_kernel(const int8_t* __restrict__ q, const float* __restrict__ scales,
                          const __nv_bfloat16* __restrict__ x, const float* __restrict__ b, float* y,
@@ -108,28 +115,21 @@ __global__ void __launch_bounds__(kWarps * 32)
     const int n_chunks = n_in / kChunk;
     float acc[kRowTiles][kBatchTiles][4] = {};
 
-    RowPiece<kType> next[kRowTiles][2];
-    const auto load_chunk = [&](int chunk) {
+    // The warp's next kDepth chunks of weights, in flight while the chunk before them is multiplied. The loop
+    // below is unrolled by kDepth so that each stage keeps its registers: no stage is copied while its loads
+    // are in flight.
+    struct Stage {
+        RowPiece<kType> w[kRowTiles][2];
+    };
+    const auto load_stage = [&](Stage& stage, int chunk) {
         const int col = chunk * kChunk + 16 * c;
 #pragma unroll
         for (int t = 0; t < kRowTiles; ++t) {
-            next[t][0] = load_piece<kType>(q, scales, rows[t][0], col, n_in, shift, policy);
-            next[t][1] = load_piece<kType>(q, scales, rows[t][1], col, n_in, shift, policy);
+            stage.w[t][0] = load_piece<kType>(q, scales, rows[t][0], col, n_in, shift, policy);
+            stage.w[t][1] = load_piece<kType>(q, scales, rows[t][1], col, n_in, shift, policy);
         }
     };
-    if (warp < n_chunks) {
-        load_chunk(warp);
-    }
-    for (int chunk = warp; chunk < n_chunks; chunk += kWarps) {
-        RowPiece<kType> piece[kRowTiles][2];
-#pragma unroll
-        for (int t = 0; t < kRowTiles; ++t) {
-            piece[t][0] = next[t][0];
-            piece[t][1] = next[t][1];
-        }
-        if (chunk + kWarps < n_chunks) {
-            load_chunk(chunk + kWarps);  // in flight while this chunk is multiplied
-        }
+    const auto multiply = [&](const Stage& stage, int chunk) {
         const int col = chunk * kChunk + 16 * c;
         uint4 xs[kBatchTiles][2];
 #pragma unroll
@@ -146,8 +146,8 @@ __global__ void __launch_bounds__(kWarps * 32)
         uint32_t pairs[kRowTiles][2][8];
 #pragma unroll
         for (int t = 0; t < kRowTiles; ++t) {
-            unpack_piece<kType>(piece[t][0], pairs[t][0]);
-            unpack_piece<kType>(piece[t][1], pairs[t][1]);
+            unpack_piece<kType>(stage.w[t][0], pairs[t][0]);
+            unpack_piece<kType>(stage.w[t][1], pairs[t][1]);
         }
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
@@ -160,6 +160,27 @@ __global__ void __launch_bounds__(kWarps * 32)
                     const uint32_t* xw = reinterpret_cast<const uint32_t*>(&xs[u][0]);
                     mma_bf16(acc[t][u], a, xw[2 * s], xw[2 * s + 1]);
                 }
+            }
+        }
+    };
+
+    Stage stages[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) {
+        if (warp + d * kWarps < n_chunks) {
+            load_stage(stages[d], warp + d * kWarps);
+        }
+    }
+    for (int base = warp; base < n_chunks; base += kDepth * kWarps) {
+#pragma unroll
+        for (int d = 0; d < kDepth; ++d) {
+            const int chunk = base + d * kWarps;
+            if (chunk < n_chunks) {
+                const Stage current = stages[d];
+                if (chunk + kDepth * kWarps < n_chunks) {
+                    load_stage(stages[d], chunk + kDepth * kWarps);
+                }
+                multiply(current, chunk);
             }
         }
     }

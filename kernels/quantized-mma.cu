@@ -24,7 +24,7 @@ constexpr int kChunk = 64;  // input columns a warp takes at a time: 16 a lane o
 // Chunks of weights a warp keeps in flight, measured best: with 32 or 64 rows the loads of the blocks on a
 // multiprocessor do not cover the memory's latency alone; with fewer rows, or WINT8 at 32, the registers a
 // deeper pipeline takes cost more than it gains.
-constexpr int chunks_in_flight(QuantizedFormat type, int batch_tiles) {
+[[maybe_unused]] constexpr int chunks_in_flight(QuantizedFormat type, int batch_tiles) {
     return batch_tiles == 8 ? 2 : batch_tiles == 4 && type == QuantizedFormat::Wint4 ? 3 : 1;
 }
 

@@ -185,10 +185,7 @@ public:
                     writer->finish();
                     if (writer->files().isEmpty()) {
                         line("note: " + QFileInfo(document.inputPath).fileName().toStdString() + ": " +
-                             (writer->format() == ExportFormat::Xlsx
-                                  ? std::string("no XLSX written: no table was recognised as a grid")
-                                  : "no " + exportSuffix(writer->format()).mid(1).toStdString() +
-                                        " file written: nothing to write"));
+                             notWrittenNote(writer->format()).toStdString());
                     }
                     for (const QString& file : writer->files()) {
                         documentFiles << file;

@@ -1,5 +1,6 @@
 #include "app/export/document-writer.h"
 
+#include <QCoreApplication>
 #include <QMap>
 
 #include "app/export/docx-writer.h"
@@ -52,6 +53,36 @@ QString exportSuffix(ExportFormat format) {
             return QStringLiteral(".docx");
     }
     fail("export: unknown format ", static_cast<int>(format));
+}
+
+namespace {
+
+QString formatTitle(ExportFormat format) {
+    switch (format) {
+        case ExportFormat::Markdown:
+            return QStringLiteral("Markdown");
+        case ExportFormat::Json:
+            return QStringLiteral("JSON");
+        case ExportFormat::Html:
+            return QStringLiteral("HTML");
+        case ExportFormat::SearchablePdf:
+            return QCoreApplication::translate("folio::DocumentExporter", "searchable PDF");
+        case ExportFormat::Xlsx:
+            return QStringLiteral("XLSX");
+        case ExportFormat::Docx:
+            return QStringLiteral("DOCX");
+    }
+    return {};
+}
+
+}  // namespace
+
+QString notWrittenNote(ExportFormat format) {
+    return format == ExportFormat::Xlsx
+               ? QCoreApplication::translate("folio::DocumentExporter",
+                                             "XLSX not written: no table was recognised as a grid")
+               : QCoreApplication::translate("folio::DocumentExporter", "%1 not written: nothing to write")
+                     .arg(formatTitle(format));
 }
 
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options) {

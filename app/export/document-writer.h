@@ -34,6 +34,10 @@ std::optional<ExportFormat> exportFormatFromName(const QString& name);
 // ".xlsx", ".docx".
 QString exportSuffix(ExportFormat format);
 
+// Why a writer that finished wrote no file, in the interface's language: "XLSX not written: no table was
+// recognised as a grid", "%1 not written: nothing to write".
+QString notWrittenNote(ExportFormat format);
+
 // options.markdownLabels, or defaultMarkdownLabels() where it is empty.
 QSet<QString> effectiveMarkdownLabels(const ExportOptions& options);
 

@@ -1,6 +1,5 @@
 #include "app/jobs/document-exporter.h"
 
-#include <QCoreApplication>
 #include <QDir>
 #include <QMetaObject>
 #include <exception>
@@ -21,28 +20,6 @@ DocumentExporter::DocumentExporter(const DocumentModel& model, QObject* parent)
 DocumentExporter::~DocumentExporter() {
     pool_.waitForDone();
 }
-
-namespace {
-
-QString formatTitle(ExportFormat format) {
-    switch (format) {
-        case ExportFormat::Markdown:
-            return QStringLiteral("Markdown");
-        case ExportFormat::Json:
-            return QStringLiteral("JSON");
-        case ExportFormat::Html:
-            return QStringLiteral("HTML");
-        case ExportFormat::SearchablePdf:
-            return QCoreApplication::translate("folio::DocumentExporter", "searchable PDF");
-        case ExportFormat::Xlsx:
-            return QStringLiteral("XLSX");
-        case ExportFormat::Docx:
-            return QStringLiteral("DOCX");
-    }
-    return {};
-}
-
-}  // namespace
 
 QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<PageResult>& pages,
                                     const QList<ExportFormat>& formats, const ExportOptions& options,
@@ -80,14 +57,7 @@ QStringList DocumentExporter::write(const DocumentInfo& info, const std::vector<
                 continue;
             }
             if (written.isEmpty()) {
-                const ExportFormat format = formats[static_cast<qsizetype>(i)];
-                notes->append(
-                    format == ExportFormat::Xlsx
-                        ? QCoreApplication::translate("folio::DocumentExporter",
-                                                      "XLSX not written: no table was recognised as a grid")
-                        : QCoreApplication::translate("folio::DocumentExporter",
-                                                      "%1 not written: nothing to write")
-                              .arg(formatTitle(format)));
+                notes->append(notWrittenNote(formats[static_cast<qsizetype>(i)]));
             }
             notes->append(writers[i]->notes());
         }

@@ -34,7 +34,7 @@ for f in sample.md sample.json sample.html sample.searchable.pdf sample.docx; do
 done
 # The small models find no table in the sample, so no workbook, and the summary says why.
 check "all formats: no workbook" test ! -e "$work/all/sample.xlsx"
-check "all formats: why no workbook" grep -q "note: sample.pdf: no XLSX written: no table was recognised as a grid" "$work/all.err"
+check "all formats: why no workbook" grep -q "note: sample.pdf: XLSX not written: no table was recognised as a grid" "$work/all.err"
 check "all formats: no temporary files" test -z "$(find "$work/all" -name '*.tmp' -o -name '.*' -type f)"
 check "DOCX: a Word document with a page break" /usr/bin/python3 -c "
 import docx,sys
